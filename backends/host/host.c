@@ -1,0 +1,225 @@
+/* The host backend: a plain-C reference of every op. It is the oracle the
+ * other backends are tested against, so it is written for clarity, with
+ * double accumulation, and makes no attempt at speed. */
+#include "backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HOST_ALIGN 256
+
+static void read_cpu_model(char *vendor, size_t vlen, char *model, size_t mlen)
+{
+    snprintf(vendor, vlen, "unknown");
+    snprintf(model, mlen, "host CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    int got_vendor = 0, got_model = 0;
+    while ((!got_vendor || !got_model) && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *val = colon + 1;
+        while (*val == ' ' || *val == '\t')
+            val++;
+        val[strcspn(val, "\n")] = '\0';
+        if (!got_vendor && strncmp(line, "vendor_id", 9) == 0) {
+            snprintf(vendor, vlen, "%s", val);
+            got_vendor = 1;
+        } else if (!got_model && strncmp(line, "model name", 10) == 0) {
+            snprintf(model, mlen, "%s", val);
+            got_model = 1;
+        }
+    }
+    fclose(f);
+}
+
+static pdnn_status host_enumerate(void ***devs, pdnn__device_props **props, int *n, const char **why)
+{
+    *why = NULL;
+    void **d = malloc(sizeof *d);
+    pdnn__device_props *p = calloc(1, sizeof *p);
+    if (!d || !p) {
+        free(d);
+        free(p);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
+    }
+    /* The host needs no state; any non-NULL handle will do. */
+    static int host_device_tag;
+    d[0] = &host_device_tag;
+    p->kind = PDNN__KIND_HOST;
+    read_cpu_model(p->vendor, sizeof p->vendor, p->name, sizeof p->name);
+    snprintf(p->driver_version, sizeof p->driver_version, "polydnn %s", pdnn_version());
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    p->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    p->max_alloc_bytes = p->memory_bytes;
+    p->base_align = HOST_ALIGN;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    p->compute_units = cpus > 0 ? (int)cpus : 1;
+    *devs = d;
+    *props = p;
+    *n = 1;
+    return PDNN_SUCCESS;
+}
+
+static void host_close(void *dev) { (void)dev; }
+
+static pdnn_status host_region_alloc(void *dev, size_t bytes, void **region)
+{
+    (void)dev;
+    void *p = NULL;
+    if (bytes == 0 || posix_memalign(&p, HOST_ALIGN, bytes) != 0)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "host: malloc of %zu bytes failed", bytes);
+    *region = p;
+    return PDNN_SUCCESS;
+}
+
+static void host_region_free(void *dev, void *region)
+{
+    (void)dev;
+    free(region);
+}
+
+static float *at(pdnn__buf b) { return (float *)((char *)b.region + b.offset); }
+
+static pdnn_status host_write(void *dev, pdnn__buf dst, const void *src, size_t bytes)
+{
+    (void)dev;
+    memcpy((char *)dst.region + dst.offset, src, bytes);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status host_read(void *dev, pdnn__buf src, void *dst, size_t bytes)
+{
+    (void)dev;
+    memcpy(dst, (const char *)src.region + src.offset, bytes);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status host_copy(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes)
+{
+    (void)dev;
+    memmove((char *)dst.region + dst.offset, (const char *)src.region + src.offset, bytes);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status host_sync(void *dev)
+{
+    (void)dev;
+    return PDNN_SUCCESS;
+}
+
+/* y[n,k,p,q] = relu?(bias[k] + sum over c in k's group, r, s of
+ *   x[n, c, p*stride - pad + r*dil, q*stride - pad + s*dil] * w[k, c', r, s])
+ * with out-of-image input read as zero. Layouts enter only through the
+ * element strides, so every layout combination shares this one loop. */
+static pdnn_status host_conv2d(void *dev, const pdnn__conv2d_call *c)
+{
+    (void)dev;
+    const float *x = at(c->x_buf), *w = at(c->w_buf);
+    const float *bias = c->bias_buf.region ? at(c->bias_buf) : NULL;
+    float *y = at(c->y_buf);
+    const int64_t cpg = c->c / c->groups; /* input channels per group  */
+    const int64_t kpg = c->k / c->groups; /* output channels per group */
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t k = 0; k < c->k; k++) {
+            const int64_t g = k / kpg;
+            for (int64_t p = 0; p < c->p; p++)
+                for (int64_t q = 0; q < c->q; q++) {
+                    double acc = bias ? bias[k] : 0.0;
+                    for (int64_t ci = 0; ci < cpg; ci++) {
+                        const int64_t cx = g * cpg + ci;
+                        for (int64_t r = 0; r < c->r; r++) {
+                            const int64_t ih = p * c->stride_h - c->pad_top + r * c->dil_h;
+                            if (ih < 0 || ih >= c->h)
+                                continue;
+                            for (int64_t s = 0; s < c->s; s++) {
+                                const int64_t iw = q * c->stride_w - c->pad_left + s * c->dil_w;
+                                if (iw < 0 || iw >= c->w)
+                                    continue;
+                                const double xv = x[n * c->xs[0] + cx * c->xs[1] + ih * c->xs[2] +
+                                                    iw * c->xs[3]];
+                                const double wv = w[k * c->ws[0] + ci * c->ws[1] + r * c->ws[2] +
+                                                    s * c->ws[3]];
+                                acc += xv * wv;
+                            }
+                        }
+                    }
+                    if (c->relu && acc < 0.0)
+                        acc = 0.0;
+                    y[n * c->ys[0] + k * c->ys[1] + p * c->ys[2] + q * c->ys[3]] = (float)acc;
+                }
+        }
+    return PDNN_SUCCESS;
+}
+
+/* PyTorch's pooling windows: the include-padding divisor counts the
+ * window up to the end of the padding; max and exclude-padding use only
+ * in-image elements. Core guarantees each window holds one of those. */
+static pdnn_status host_pool2d(void *dev, const pdnn__pool2d_call *c)
+{
+    (void)dev;
+    const float *x = at(c->x_buf);
+    float *y = at(c->y_buf);
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t ch = 0; ch < c->c; ch++)
+            for (int64_t p = 0; p < c->p; p++)
+                for (int64_t q = 0; q < c->q; q++) {
+                    int64_t h0 = p * c->stride_h - c->pad_top;
+                    int64_t w0 = q * c->stride_w - c->pad_left;
+                    int64_t h1 = h0 + c->win_h, w1 = w0 + c->win_w;
+                    if (h1 > c->h + c->pad_bottom)
+                        h1 = c->h + c->pad_bottom;
+                    if (w1 > c->w + c->pad_right)
+                        w1 = c->w + c->pad_right;
+                    const int64_t padded_count = (h1 - h0) * (w1 - w0);
+                    if (h0 < 0)
+                        h0 = 0;
+                    if (w0 < 0)
+                        w0 = 0;
+                    if (h1 > c->h)
+                        h1 = c->h;
+                    if (w1 > c->w)
+                        w1 = c->w;
+                    double acc = 0.0;
+                    float mx = 0.0f;
+                    int first = 1;
+                    for (int64_t ih = h0; ih < h1; ih++)
+                        for (int64_t iw = w0; iw < w1; iw++) {
+                            const float v =
+                                x[n * c->xs[0] + ch * c->xs[1] + ih * c->xs[2] + iw * c->xs[3]];
+                            acc += v;
+                            if (first || v > mx || isnan(v)) /* NaN propagates, as in PyTorch */
+                                mx = v;
+                            first = 0;
+                        }
+                    float out;
+                    if (c->mode == PDNN_POOL_MAX)
+                        out = mx;
+                    else if (c->mode == PDNN_POOL_AVG_INCLUDE_PADDING)
+                        out = (float)(acc / (double)padded_count);
+                    else
+                        out = (float)(acc / (double)((h1 - h0) * (w1 - w0)));
+                    y[n * c->ys[0] + ch * c->ys[1] + p * c->ys[2] + q * c->ys[3]] = out;
+                }
+    return PDNN_SUCCESS;
+}
+
+const pdnn__backend pdnn__host_backend = {
+    .name = "host",
+    .enumerate = host_enumerate,
+    .device_close = host_close,
+    .region_alloc = host_region_alloc,
+    .region_free = host_region_free,
+    .write = host_write,
+    .read = host_read,
+    .copy = host_copy,
+    .synchronize = host_sync,
+    .conv2d_forward = host_conv2d,
+    .pool2d_forward = host_pool2d,
+};

@@ -1,0 +1,55 @@
+/* Per-thread error messages and status names. */
+#include "backend.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char last_error[2048];
+
+pdnn_status pdnn__error(pdnn_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *pdnn_last_error(void) { return last_error; }
+
+const char *pdnn_status_string(pdnn_status status)
+{
+    switch (status) {
+    case PDNN_SUCCESS: return "PDNN_SUCCESS";
+    case PDNN_ERR_INVALID_ARGUMENT: return "PDNN_ERR_INVALID_ARGUMENT";
+    case PDNN_ERR_NOT_FOUND: return "PDNN_ERR_NOT_FOUND";
+    case PDNN_ERR_UNSUPPORTED: return "PDNN_ERR_UNSUPPORTED";
+    case PDNN_ERR_OUT_OF_MEMORY: return "PDNN_ERR_OUT_OF_MEMORY";
+    case PDNN_ERR_BACKEND: return "PDNN_ERR_BACKEND";
+    case PDNN_ERR_IO: return "PDNN_ERR_IO";
+    case PDNN_ERR_CORRUPT: return "PDNN_ERR_CORRUPT";
+    case PDNN_ERR_INTERNAL: return "PDNN_ERR_INTERNAL";
+    }
+    return "PDNN_ERR_UNKNOWN";
+}
+
+const char *pdnn_version(void) { return "0.1.0"; }
+
+const char *pdnn__format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%" PRIu64 " B", bytes);
+    else if (v == (double)(uint64_t)v)
+        snprintf(buf, len, "%.0f %s", v, units[u]);
+    else
+        snprintf(buf, len, "%.1f %s", v, units[u]);
+    return buf;
+}

@@ -1,0 +1,290 @@
+/*
+ * polydnn — vendor-neutral deep-learning primitives in C.
+ *
+ * The one public header. Every function returns pdnn_status (0 = success);
+ * on failure pdnn_last_error() holds a message for the calling thread that
+ * says what was asked, what was wrong and what is available.
+ *
+ * Objects:
+ *   pdnn_context  options + the devices of every compiled-in backend
+ *   pdnn_device   one device, owned by its context (never freed by callers)
+ *   pdnn_tensor   a descriptor plus storage on one device
+ *
+ * Ops run on the device that holds their tensors; all tensors of one call
+ * must live on the same device.
+ */
+#ifndef POLYDNN_H
+#define POLYDNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PDNN_VERSION_MAJOR 0
+#define PDNN_VERSION_MINOR 1
+#define PDNN_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ */
+/* Status and errors                                                    */
+/* ------------------------------------------------------------------ */
+
+typedef enum pdnn_status {
+    PDNN_SUCCESS = 0,
+    PDNN_ERR_INVALID_ARGUMENT = 1, /* NULL, bad value, mismatched shapes  */
+    PDNN_ERR_NOT_FOUND = 2,        /* unknown device, missing file        */
+    PDNN_ERR_UNSUPPORTED = 3,      /* valid request this build cannot run */
+    PDNN_ERR_OUT_OF_MEMORY = 4,    /* device or host memory exhausted     */
+    PDNN_ERR_BACKEND = 5,          /* the driver/runtime reported failure */
+    PDNN_ERR_IO = 6,               /* reading or writing a file failed    */
+    PDNN_ERR_CORRUPT = 7,          /* a file's contents are malformed     */
+    PDNN_ERR_INTERNAL = 8
+} pdnn_status;
+
+/* Message of the last failure on the calling thread ("" if none). The
+ * pointer stays valid until the next failing call on this thread. */
+const char *pdnn_last_error(void);
+
+/* Short constant name of a status, e.g. "PDNN_ERR_OUT_OF_MEMORY". */
+const char *pdnn_status_string(pdnn_status status);
+
+/* Library version as "MAJOR.MINOR.PATCH". */
+const char *pdnn_version(void);
+
+/* ------------------------------------------------------------------ */
+/* Context and devices                                                  */
+/* ------------------------------------------------------------------ */
+
+typedef struct pdnn_context pdnn_context;
+typedef struct pdnn_device pdnn_device;
+typedef struct pdnn_tensor pdnn_tensor;
+
+typedef struct pdnn_context_options {
+    /* Memory (see README "Memory"). allow_growth: 1 grow regions on
+     * demand, 0 reserve the device's whole limit on first use. */
+    int allow_growth;
+    /* Fraction of each accelerator's total memory this context may use,
+     * 0 < f <= 1; 0 means unset. */
+    double memory_fraction;
+    /* Byte limit per accelerator; 0 means unset. Wins over the fraction. */
+    uint64_t memory_limit;
+    /* Print one line per op placement (used by sessions). */
+    int log_device_placement;
+    /* Comma-separated GPU indices to expose, like CUDA_VISIBLE_DEVICES;
+     * NULL exposes all. The kept GPUs are renumbered from 0. */
+    const char *visible_devices;
+} pdnn_context_options;
+
+/* Fills the defaults: no growth, no fraction, no limit, no logging, all
+ * devices visible. */
+void pdnn_context_options_init(pdnn_context_options *opts);
+
+/* Creates a context. opts may be NULL for defaults. Environment variables
+ * override options (POLYDNN_ALLOW_GROWTH=true|false,
+ * POLYDNN_MEMORY_FRACTION, POLYDNN_MEMORY_LIMIT_MB,
+ * POLYDNN_LOG_DEVICE_PLACEMENT=0|1, POLYDNN_VISIBLE_DEVICES); an invalid
+ * value fails with PDNN_ERR_INVALID_ARGUMENT naming the variable. */
+pdnn_status pdnn_context_create(const pdnn_context_options *opts,
+                                pdnn_context **out);
+
+/* Releases the context and its devices. Every tensor must have been
+ * released first; NULL is ignored. */
+void pdnn_context_destroy(pdnn_context *ctx);
+
+typedef enum pdnn_device_type {
+    PDNN_DEVICE_CPU = 0, /* the host, and CPU OpenCL devices when a GPU exists */
+    PDNN_DEVICE_GPU = 1  /* accelerators; PoCL too when no real GPU exists */
+} pdnn_device_type;
+
+typedef struct pdnn_device_info {
+    char name[64];            /* canonical, e.g. "/device:GPU:0"          */
+    pdnn_device_type type;
+    int index;                /* N in /device:TYPE:N                       */
+    char backend[16];         /* "host", "opencl", "cuda"                  */
+    char vendor[128];
+    char device_name[256];
+    char driver_version[128];
+    uint64_t memory_bytes;    /* total global memory                       */
+    uint64_t max_alloc_bytes; /* largest single allocation the driver allows */
+    int compute_units;
+} pdnn_device_info;
+
+/* Why compiled-in backends found no devices, one line per backend (e.g.
+ * "opencl: no devices (no OpenCL platform is installed)"); "" if all found
+ * some. For `polydnn devices --verbose`. */
+const char *pdnn_context_notes(const pdnn_context *ctx);
+
+/* Number of devices in the context (the host is always one of them). */
+int pdnn_device_count(const pdnn_context *ctx);
+
+/* The index-th device, in TensorFlow's order: /device:CPU:0 first, then
+ * GPUs by index, then further CPU devices. */
+pdnn_status pdnn_device_get(pdnn_context *ctx, int index, pdnn_device **out);
+
+/* Looks a device up by name ("/cpu:0", "/gpu:1", "/device:GPU:1",
+ * "/job:localhost/replica:0/task:0/device:GPU:1", case-insensitive).
+ * PDNN_ERR_NOT_FOUND if well-formed but absent (the message lists the
+ * devices that exist), PDNN_ERR_INVALID_ARGUMENT if malformed. */
+pdnn_status pdnn_device_find(pdnn_context *ctx, const char *name,
+                             pdnn_device **out);
+
+/* The device an op without an explicit device runs on: /device:GPU:0 when
+ * one exists, else /device:CPU:0. */
+pdnn_status pdnn_device_default(pdnn_context *ctx, pdnn_device **out);
+
+pdnn_status pdnn_device_get_info(const pdnn_device *dev, pdnn_device_info *out);
+
+/* Blocks until all work queued on the device has finished. */
+pdnn_status pdnn_device_synchronize(pdnn_device *dev);
+
+/* A parsed device name. Fields left unspecified in a partial name are
+ * -1 (type, index) or empty (job). */
+typedef struct pdnn_device_spec {
+    char job[32];
+    int replica;  /* -1 if absent */
+    int task;     /* -1 if absent */
+    int type;     /* pdnn_device_type, or -1 if absent */
+    int index;    /* -1 if absent or "*" */
+} pdnn_device_spec;
+
+/* Parses a full device name (type and index both present). */
+pdnn_status pdnn_device_name_parse(const char *name, pdnn_device_spec *out);
+
+/* ------------------------------------------------------------------ */
+/* Tensors                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef enum pdnn_dtype {
+    PDNN_FLOAT32 = 0,
+    PDNN_FLOAT16 = 1,  /* reserved: not yet supported by any op */
+    PDNN_BFLOAT16 = 2  /* reserved: not yet supported by any op */
+} pdnn_dtype;
+
+/* Memory order of a tensor. dims[] are always given in the logical order
+ * named below, whatever the layout:
+ *   activations NCHW, NHWC       dims = {N, C, H, W}
+ *   filters OIHW, OHWI, HWIO     dims = {O, I, H, W} (I = input channels
+ *                                 per group); HWIO is TensorFlow's
+ *   vector X                     dims = {length, 1, 1, 1} (bias)        */
+typedef enum pdnn_layout {
+    PDNN_NCHW = 0,
+    PDNN_NHWC = 1,
+    PDNN_OIHW = 2,
+    PDNN_OHWI = 3,
+    PDNN_HWIO = 4,
+    PDNN_LAYOUT_X = 5
+} pdnn_layout;
+
+typedef struct pdnn_tensor_desc {
+    pdnn_dtype dtype;
+    pdnn_layout layout;
+    int64_t dims[4];
+} pdnn_tensor_desc;
+
+/* Checks a descriptor: known dtype and layout, every dim >= 1 (trailing
+ * dims of LAYOUT_X exactly 1), and a byte size that fits in int64. */
+pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *desc);
+
+/* Elements and bytes a descriptor describes (0 if invalid). */
+int64_t pdnn_tensor_desc_elements(const pdnn_tensor_desc *desc);
+int64_t pdnn_tensor_desc_bytes(const pdnn_tensor_desc *desc);
+
+/* Parses "NCHW", "nhwc", "OIHW", "OHWI", "HWIO", "X"; returns -1 if unknown. */
+int pdnn_layout_parse(const char *name);
+const char *pdnn_layout_name(pdnn_layout layout);
+
+/* Creates an uninitialised tensor on dev. */
+pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc,
+                               pdnn_tensor **out);
+
+/* Copies bytes from host memory into the tensor. The host data is in the
+ * tensor's layout order; bytes must equal the tensor's size. */
+pdnn_status pdnn_tensor_write(pdnn_tensor *t, const void *src, size_t bytes);
+
+/* Copies the tensor into host memory (waits for pending work). */
+pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t bytes);
+
+pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc *out);
+pdnn_device *pdnn_tensor_device(const pdnn_tensor *t);
+
+/* Returns the tensor's memory to its device. NULL is ignored. */
+void pdnn_tensor_release(pdnn_tensor *t);
+
+/* ------------------------------------------------------------------ */
+/* Convolution                                                          */
+/* ------------------------------------------------------------------ */
+
+typedef struct pdnn_conv2d_params {
+    int stride_h, stride_w;       /* >= 1 */
+    int dilation_h, dilation_w;   /* >= 1 */
+    int pad_top, pad_bottom;      /* >= 0, explicit per side */
+    int pad_left, pad_right;
+    int groups;                   /* >= 1; C and K both divisible */
+    int relu;                     /* 1: fuse max(0, y) after the bias */
+} pdnn_conv2d_params;
+
+/* stride 1, dilation 1, no padding, one group, no ReLU. */
+void pdnn_conv2d_params_init(pdnn_conv2d_params *p);
+
+/* TensorFlow's padding helpers for an input of in_h x in_w and a filter of
+ * kh x kw, using p's strides and dilations. SAME: output = ceil(in /
+ * stride), the odd pixel of padding goes to the bottom/right. VALID: no
+ * padding. */
+pdnn_status pdnn_conv2d_set_padding_same(pdnn_conv2d_params *p, int64_t in_h,
+                                         int64_t in_w, int64_t kh, int64_t kw);
+void pdnn_conv2d_set_padding_valid(pdnn_conv2d_params *p);
+
+/* Output dims {N, K, OH, OW} of x (activation) convolved with w (filter). */
+pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x,
+                                    const pdnn_tensor_desc *w,
+                                    const pdnn_conv2d_params *p,
+                                    int64_t out_dims[4]);
+
+/* y = relu?(conv(x, w) + bias). x, y: NCHW or NHWC (may differ); w: OIHW,
+ * OHWI or HWIO with I = C / groups; bias: LAYOUT_X of length K, or NULL.
+ * y must already exist with the dims pdnn_conv2d_output_dims gives. */
+pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
+                                const pdnn_tensor *x, const pdnn_tensor *w,
+                                const pdnn_tensor *bias, pdnn_tensor *y);
+
+/* ------------------------------------------------------------------ */
+/* Pooling                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef enum pdnn_pool_mode {
+    PDNN_POOL_MAX = 0,
+    PDNN_POOL_AVG_INCLUDE_PADDING = 1, /* divide by the window's size     */
+    PDNN_POOL_AVG_EXCLUDE_PADDING = 2  /* divide by in-image elements only */
+} pdnn_pool_mode;
+
+typedef struct pdnn_pool2d_params {
+    pdnn_pool_mode mode;
+    int window_h, window_w;      /* >= 1 */
+    int stride_h, stride_w;      /* >= 1 */
+    int pad_top, pad_bottom;     /* 0 <= pad < window on each axis */
+    int pad_left, pad_right;
+    int ceil_mode;               /* 1: round the output size up (PyTorch) */
+} pdnn_pool2d_params;
+
+/* Max pooling, window 2x2, stride 2, no padding, floor mode. */
+void pdnn_pool2d_params_init(pdnn_pool2d_params *p);
+
+/* Output dims {N, C, OH, OW}. With ceil_mode, a last window that would
+ * start inside the bottom/right padding is dropped, as in PyTorch. */
+pdnn_status pdnn_pool2d_output_dims(const pdnn_tensor_desc *x,
+                                    const pdnn_pool2d_params *p,
+                                    int64_t out_dims[4]);
+
+/* y = pool(x). x, y: NCHW or NHWC (may differ). For AVG_INCLUDE_PADDING
+ * the divisor counts padding but not the part of a ceil-mode window that
+ * lies beyond the padding (PyTorch's rule). */
+pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
+                                const pdnn_tensor *x, pdnn_tensor *y);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POLYDNN_H */

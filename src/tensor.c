@@ -1,0 +1,198 @@
+/* Tensor descriptors, validation and storage on a device. */
+#include "context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const layout_names[] = {"NCHW", "NHWC", "OIHW", "OHWI", "HWIO", "X"};
+
+int pdnn_layout_parse(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < (int)(sizeof layout_names / sizeof layout_names[0]); i++)
+        if (strcasecmp(name, layout_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *pdnn_layout_name(pdnn_layout layout)
+{
+    if ((unsigned)layout < sizeof layout_names / sizeof layout_names[0])
+        return layout_names[layout];
+    return "unknown";
+}
+
+static int64_t dtype_size(pdnn_dtype t)
+{
+    switch (t) {
+    case PDNN_FLOAT32: return 4;
+    case PDNN_FLOAT16:
+    case PDNN_BFLOAT16: return 2;
+    }
+    return 0;
+}
+
+static const char *dtype_name(pdnn_dtype t)
+{
+    switch (t) {
+    case PDNN_FLOAT32: return "float32";
+    case PDNN_FLOAT16: return "float16";
+    case PDNN_BFLOAT16: return "bfloat16";
+    }
+    return "unknown-dtype";
+}
+
+const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len)
+{
+    snprintf(buf, len, "[%lld,%lld,%lld,%lld] %s %s", (long long)d->dims[0],
+             (long long)d->dims[1], (long long)d->dims[2], (long long)d->dims[3],
+             pdnn_layout_name(d->layout), dtype_name(d->dtype));
+    return buf;
+}
+
+pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *d)
+{
+    if (!d)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "tensor descriptor is NULL");
+    if (dtype_size(d->dtype) == 0)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "tensor dtype %d is unknown; dtypes are PDNN_FLOAT32, PDNN_FLOAT16, PDNN_BFLOAT16",
+                           (int)d->dtype);
+    if ((unsigned)d->layout > PDNN_LAYOUT_X)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "tensor layout %d is unknown; layouts are NCHW, NHWC, OIHW, OHWI, HWIO, X",
+                           (int)d->layout);
+    for (int i = 0; i < 4; i++) {
+        if (d->dims[i] < 1)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "tensor dims [%lld,%lld,%lld,%lld] are invalid: dim %d is %lld, "
+                               "every dim must be >= 1",
+                               (long long)d->dims[0], (long long)d->dims[1],
+                               (long long)d->dims[2], (long long)d->dims[3], i,
+                               (long long)d->dims[i]);
+    }
+    if (d->layout == PDNN_LAYOUT_X && (d->dims[1] != 1 || d->dims[2] != 1 || d->dims[3] != 1))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "a layout-X (vector) tensor has dims {length,1,1,1}; got [%lld,%lld,%lld,%lld]",
+                           (long long)d->dims[0], (long long)d->dims[1], (long long)d->dims[2],
+                           (long long)d->dims[3]);
+    int64_t bytes = dtype_size(d->dtype);
+    for (int i = 0; i < 4; i++) {
+        if (d->dims[i] > INT64_MAX / bytes)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "tensor dims [%lld,%lld,%lld,%lld] %s overflow: the size does not fit in 64 bits",
+                               (long long)d->dims[0], (long long)d->dims[1],
+                               (long long)d->dims[2], (long long)d->dims[3], dtype_name(d->dtype));
+        bytes *= d->dims[i];
+    }
+    return PDNN_SUCCESS;
+}
+
+int64_t pdnn_tensor_desc_elements(const pdnn_tensor_desc *d)
+{
+    /* Checked here rather than through pdnn_tensor_desc_validate so that
+     * a size query does not overwrite the caller's last error. */
+    if (!d || dtype_size(d->dtype) == 0)
+        return 0;
+    int64_t n = 1;
+    for (int i = 0; i < 4; i++) {
+        if (d->dims[i] < 1 || d->dims[i] > INT64_MAX / dtype_size(d->dtype) / n)
+            return 0;
+        n *= d->dims[i];
+    }
+    return n;
+}
+
+int64_t pdnn_tensor_desc_bytes(const pdnn_tensor_desc *d)
+{
+    int64_t n = pdnn_tensor_desc_elements(d);
+    return n ? n * dtype_size(d->dtype) : 0;
+}
+
+pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, pdnn_tensor **out)
+{
+    if (!dev || !desc || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tensor_create: %s is NULL",
+                           !dev ? "dev" : !desc ? "desc" : "out");
+    *out = NULL;
+    pdnn_status st = pdnn_tensor_desc_validate(desc);
+    if (st != PDNN_SUCCESS)
+        return st;
+    int64_t bytes = pdnn_tensor_desc_bytes(desc);
+    if ((uint64_t)bytes > SIZE_MAX)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tensor_create: size does not fit in size_t");
+    pdnn_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_tensor_create: out of host memory");
+    char what[128];
+    char dbuf[96];
+    snprintf(what, sizeof what, "tensor %s", pdnn__desc_string(desc, dbuf, sizeof dbuf));
+    st = pdnn__bfc_alloc(dev->alloc, (size_t)bytes, what, &t->block);
+    if (st != PDNN_SUCCESS) {
+        free(t);
+        return st;
+    }
+    t->dev = dev;
+    t->desc = *desc;
+    t->bytes = bytes;
+    atomic_fetch_add(&dev->ctx->live_tensors, 1);
+    *out = t;
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status check_io(const char *fn, const pdnn_tensor *t, const void *p, size_t bytes)
+{
+    if (!t || !p)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                           !t ? "tensor" : "host pointer");
+    if ((int64_t)bytes != t->bytes || bytes > (size_t)INT64_MAX) {
+        char d[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "%s: %zu bytes given, but tensor %s holds %lld bytes", fn, bytes,
+                           pdnn__desc_string(&t->desc, d, sizeof d), (long long)t->bytes);
+    }
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_tensor_write(pdnn_tensor *t, const void *src, size_t bytes)
+{
+    pdnn_status st = check_io("pdnn_tensor_write", t, src, bytes);
+    if (st != PDNN_SUCCESS)
+        return st;
+    return t->dev->backend->write(t->dev->handle, t->block.buf, src, bytes);
+}
+
+pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t bytes)
+{
+    pdnn_status st = check_io("pdnn_tensor_read", t, dst, bytes);
+    if (st != PDNN_SUCCESS)
+        return st;
+    return t->dev->backend->read(t->dev->handle, t->block.buf, dst, bytes);
+}
+
+pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc *out)
+{
+    if (!t || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tensor_get_desc: %s is NULL",
+                           !t ? "tensor" : "out");
+    *out = t->desc;
+    return PDNN_SUCCESS;
+}
+
+pdnn_device *pdnn_tensor_device(const pdnn_tensor *t) { return t ? t->dev : NULL; }
+
+void pdnn_tensor_release(pdnn_tensor *t)
+{
+    if (!t)
+        return;
+    /* The device may still be reading this memory (a queued op): wait, so
+     * the next tensor that reuses the chunk cannot race with it. */
+    if (t->dev->backend->synchronize)
+        t->dev->backend->synchronize(t->dev->handle);
+    pdnn__bfc_free(t->dev->alloc, t->block.handle);
+    atomic_fetch_sub(&t->dev->ctx->live_tensors, 1);
+    free(t);
+}
