@@ -1,0 +1,32 @@
+/* Shared helpers for the Criterion suites. */
+#ifndef POLYDNN_TEST_HELPERS_H
+#define POLYDNN_TEST_HELPERS_H
+
+#include "polydnn.h"
+
+#include <stdint.h>
+
+/* A context with allow_growth on, so a test process does not reserve the
+ * whole device; aborts the test on failure. */
+pdnn_context *th_context(void);
+
+/* Deterministic uniform values in [-1, 1). */
+void th_fill(float *v, int64_t n, uint32_t seed);
+
+/* Creates a tensor on dev holding data (in desc's layout order). */
+pdnn_tensor *th_upload(pdnn_device *dev, const pdnn_tensor_desc *desc, const float *data);
+
+/* Reads a whole tensor into a new malloc'd array. */
+float *th_download(const pdnn_tensor *t);
+
+/* Devices other than the host reference (OpenCL, CUDA). n = 0 if none. */
+int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max);
+
+/* Converts between a layout's memory order and logical row-major order
+ * ({N,C,H,W} or {O,I,H,W}), independently of the library's code. */
+void th_to_layout(const float *logical, float *out, pdnn_layout l, const int64_t d[4]);
+void th_from_layout(const float *in, float *logical, pdnn_layout l, const int64_t d[4]);
+
+pdnn_tensor_desc th_desc(pdnn_layout l, int64_t d0, int64_t d1, int64_t d2, int64_t d3);
+
+#endif

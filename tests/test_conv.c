@@ -1,0 +1,366 @@
+/* conv2d: the host reference against an independent naive loop and hand
+ * computed values, then every accelerator against the host reference over
+ * a grid of shapes, strides, paddings, dilations, groups and layouts. */
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct conv_case {
+    int64_t n, c, h, w, k, r, s;
+    int sh, sw, dh, dw, pt, pb, pl, pr, groups, bias, relu;
+    pdnn_layout xl, wl, yl;
+} conv_case;
+
+static const pdnn_layout act_layouts[] = {PDNN_NCHW, PDNN_NHWC};
+static const pdnn_layout filt_layouts[] = {PDNN_OIHW, PDNN_OHWI, PDNN_HWIO};
+
+static void case_name(const conv_case *k, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "n%lld c%lld %lldx%lld k%lld %lldx%lld stride %d,%d dil %d,%d pad %d,%d,%d,%d g%d "
+             "bias%d relu%d %s/%s->%s",
+             (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w, (long long)k->k,
+             (long long)k->r, (long long)k->s, k->sh, k->sw, k->dh, k->dw, k->pt, k->pb, k->pl,
+             k->pr, k->groups, k->bias, k->relu, pdnn_layout_name(k->xl), pdnn_layout_name(k->wl),
+             pdnn_layout_name(k->yl));
+}
+
+static void params_of(const conv_case *k, pdnn_conv2d_params *p)
+{
+    pdnn_conv2d_params_init(p);
+    p->stride_h = k->sh;
+    p->stride_w = k->sw;
+    p->dilation_h = k->dh;
+    p->dilation_w = k->dw;
+    p->pad_top = k->pt;
+    p->pad_bottom = k->pb;
+    p->pad_left = k->pl;
+    p->pad_right = k->pr;
+    p->groups = k->groups;
+    p->relu = k->relu;
+}
+
+/* Runs one case on dev with logical-order inputs; returns the output in
+ * logical NKPQ order (malloc'd) and its dims. */
+static float *run_case(pdnn_device *dev, const conv_case *k, const float *x, const float *w,
+                       const float *b, int64_t od[4])
+{
+    pdnn_tensor_desc xd = th_desc(k->xl, k->n, k->c, k->h, k->w);
+    pdnn_tensor_desc wd = th_desc(k->wl, k->k, k->c / k->groups, k->r, k->s);
+    pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, k->k, 1, 1, 1);
+    pdnn_conv2d_params p;
+    params_of(k, &p);
+    cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc yd = th_desc(k->yl, od[0], od[1], od[2], od[3]);
+
+    float *xm = malloc(sizeof(float) * (size_t)pdnn_tensor_desc_elements(&xd));
+    float *wm = malloc(sizeof(float) * (size_t)pdnn_tensor_desc_elements(&wd));
+    th_to_layout(x, xm, k->xl, xd.dims);
+    th_to_layout(w, wm, k->wl, wd.dims);
+    pdnn_tensor *tx = th_upload(dev, &xd, xm);
+    pdnn_tensor *tw = th_upload(dev, &wd, wm);
+    pdnn_tensor *tb = k->bias ? th_upload(dev, &bd, b) : NULL;
+    pdnn_tensor *ty = th_upload(dev, &yd, NULL);
+    pdnn_status st = pdnn_conv2d_forward(&p, tx, tw, tb, ty);
+    cr_assert_eq(st, PDNN_SUCCESS, "conv2d: %s", pdnn_last_error());
+    float *ym = th_download(ty);
+    float *y = malloc(sizeof(float) * (size_t)pdnn_tensor_desc_elements(&yd));
+    th_from_layout(ym, y, k->yl, yd.dims);
+    pdnn_tensor_release(tx);
+    pdnn_tensor_release(tw);
+    pdnn_tensor_release(tb);
+    pdnn_tensor_release(ty);
+    free(xm);
+    free(wm);
+    free(ym);
+    return y;
+}
+
+/* float32 tolerance grows with the reduction length; a wrong element is
+ * off by O(0.1..1) with inputs in [-1, 1). */
+static void compare(const float *got, const float *want, int64_t n, int64_t red, const char *what,
+                    const char *dev)
+{
+    const double tol = 1e-5 + 2e-6 * (double)red;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - (double)want[i]);
+        if (!(e <= tol)) /* catches NaN too */
+            cr_assert_fail("%s on %s: element %lld is %.7g, expected %.7g (tolerance %.2g)", what,
+                           dev, (long long)i, (double)got[i], (double)want[i], tol);
+    }
+}
+
+static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const conv_case *k,
+                       uint32_t seed)
+{
+    pdnn_device *host = NULL;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    int64_t xn = k->n * k->c * k->h * k->w, wn = k->k * (k->c / k->groups) * k->r * k->s;
+    float *x = malloc(sizeof(float) * (size_t)xn), *w = malloc(sizeof(float) * (size_t)wn);
+    float *b = malloc(sizeof(float) * (size_t)k->k);
+    th_fill(x, xn, seed);
+    th_fill(w, wn, seed + 1);
+    th_fill(b, k->k, seed + 2);
+    char name[256];
+    case_name(k, name, sizeof name);
+    /* Reference always in the plainest layouts. */
+    conv_case ref = *k;
+    ref.xl = PDNN_NCHW;
+    ref.wl = PDNN_OIHW;
+    ref.yl = PDNN_NCHW;
+    int64_t od[4];
+    float *want = run_case(host, &ref, x, w, b, od);
+    int64_t yn = od[0] * od[1] * od[2] * od[3];
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        int64_t od2[4];
+        float *got = run_case(devs[i], k, x, w, b, od2);
+        compare(got, want, yn, (k->c / k->groups) * k->r * k->s, name, info.name);
+        free(got);
+    }
+    free(want);
+    free(x);
+    free(w);
+    free(b);
+}
+
+/* ---- the oracle itself ------------------------------------------------ */
+
+/* A second, independent reference: NCHW/OIHW only, written without the
+ * library's stride helpers, single precision accumulation in a different
+ * loop order. */
+static void naive_conv(const conv_case *k, const float *x, const float *w, const float *b,
+                       float *y, const int64_t od[4])
+{
+    int64_t cpg = k->c / k->groups, kpg = k->k / k->groups;
+    for (int64_t i = 0; i < od[0] * od[1] * od[2] * od[3]; i++)
+        y[i] = 0.0f;
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t o = 0; o < k->k; o++)
+            for (int64_t ci = 0; ci < cpg; ci++)
+                for (int64_t r = 0; r < k->r; r++)
+                    for (int64_t s = 0; s < k->s; s++)
+                        for (int64_t p = 0; p < od[2]; p++)
+                            for (int64_t q = 0; q < od[3]; q++) {
+                                int64_t ih = p * k->sh - k->pt + r * k->dh;
+                                int64_t iw = q * k->sw - k->pl + s * k->dw;
+                                if (ih < 0 || iw < 0 || ih >= k->h || iw >= k->w)
+                                    continue;
+                                int64_t cx = (o / kpg) * cpg + ci;
+                                y[((n * k->k + o) * od[2] + p) * od[3] + q] +=
+                                    x[((n * k->c + cx) * k->h + ih) * k->w + iw] *
+                                    w[((o * cpg + ci) * k->r + r) * k->s + s];
+                            }
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t o = 0; o < k->k; o++)
+            for (int64_t i = 0; i < od[2] * od[3]; i++) {
+                float *v = &y[(n * k->k + o) * od[2] * od[3] + i];
+                if (k->bias)
+                    *v += b[o];
+                if (k->relu && *v < 0.0f)
+                    *v = 0.0f;
+            }
+}
+
+Test(conv_reference, hand_computed_values)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *host = NULL;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    /* 3x3 image 1..9, 2x2 filter of ones: sums of each 2x2 block. */
+    const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const float w[4] = {1, 1, 1, 1};
+    const float b[1] = {0.5f};
+    conv_case k = {1, 1, 3, 3, 1, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW};
+    int64_t od[4];
+    float *y = run_case(host, &k, x, w, b, od);
+    cr_assert_eq(od[2], 2);
+    cr_assert_eq(od[3], 2);
+    const float want[4] = {12.5f, 16.5f, 24.5f, 28.5f};
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(y[i], want[i], 1e-6, "y[%d] = %g, expected %g", i, y[i], want[i]);
+    free(y);
+    /* Padding 1, stride 2: corners see 4, 4, 4, 4 elements of the image. */
+    conv_case k2 = {1, 1, 3, 3, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW};
+    float *y2 = run_case(host, &k2, x, w, b, od);
+    cr_assert_eq(od[2], 2);
+    const float want2[4] = {1, 2 + 3, 4 + 7, 5 + 6 + 8 + 9};
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(y2[i], want2[i], 1e-6, "padded y[%d] = %g, expected %g", i, y2[i], want2[i]);
+    free(y2);
+    /* ReLU clamps, bias adds: a filter of -1 gives -sum + bias <= 0. */
+    const float wneg[4] = {-1, -1, -1, -1};
+    conv_case k3 = k;
+    k3.relu = 1;
+    k3.bias = 1;
+    float *y3 = run_case(host, &k3, x, wneg, b, od);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(y3[i], 0.0f, 0, "relu y[%d] = %g", i, y3[i]);
+    free(y3);
+    pdnn_context_destroy(ctx);
+}
+
+Test(conv_reference, host_matches_independent_loop_in_every_layout)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *host = NULL;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    const conv_case shapes[] = {
+        {2, 6, 7, 9, 4, 3, 2, 2, 1, 1, 2, 1, 0, 2, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 4, 5, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 3, 6, 4, 5, 1, 1, 1, 2, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        conv_case k = shapes[si];
+        int64_t xn = k.n * k.c * k.h * k.w, wn = k.k * (k.c / k.groups) * k.r * k.s;
+        float *x = malloc(sizeof(float) * (size_t)xn), *w = malloc(sizeof(float) * (size_t)wn);
+        float b[8];
+        th_fill(x, xn, 11);
+        th_fill(w, wn, 12);
+        th_fill(b, k.k, 13);
+        for (int a = 0; a < 2; a++)
+            for (int f = 0; f < 3; f++)
+                for (int o = 0; o < 2; o++) {
+                    k.xl = act_layouts[a];
+                    k.wl = filt_layouts[f];
+                    k.yl = act_layouts[o];
+                    int64_t od[4];
+                    float *got = run_case(host, &k, x, w, b, od);
+                    float *want = malloc(sizeof(float) * (size_t)(od[0] * od[1] * od[2] * od[3]));
+                    naive_conv(&k, x, w, b, want, od);
+                    char name[256];
+                    case_name(&k, name, sizeof name);
+                    compare(got, want, od[0] * od[1] * od[2] * od[3], (k.c / k.groups) * k.r * k.s,
+                            name, "/device:CPU:0 vs naive loop");
+                    free(got);
+                    free(want);
+                }
+        free(x);
+        free(w);
+    }
+    pdnn_context_destroy(ctx);
+}
+
+/* ---- parity on accelerators ------------------------------------------ */
+
+static pdnn_context *accel_ctx(pdnn_device **devs, int *ndev)
+{
+    pdnn_context *ctx = th_context();
+    *ndev = th_accelerators(ctx, devs, 8);
+    if (*ndev == 0) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
+    }
+    return ctx;
+}
+
+/* Every activation/filter/output layout combination on shapes that
+ * exercise groups, depthwise, stride, dilation and asymmetric padding. */
+Test(conv_parity, every_layout_combination)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    const conv_case shapes[] = {
+        /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
+        {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int a = 0; a < 2; a++)
+            for (int f = 0; f < 3; f++)
+                for (int o = 0; o < 2; o++) {
+                    conv_case k = shapes[si];
+                    k.xl = act_layouts[a];
+                    k.wl = filt_layouts[f];
+                    k.yl = act_layouts[o];
+                    check_case(ctx, devs, ndev, &k, (uint32_t)(si * 100 + (size_t)a * 10 + (size_t)f));
+                }
+    pdnn_context_destroy(ctx);
+}
+
+/* The odd sizes the issue names: 1x1 images, channels not a multiple of 4,
+ * batch 1 and 17, filters 1/3/5/7, the largest spatial size. */
+Test(conv_parity, edge_shapes)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    const conv_case cases[] = {
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {1, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW},
+        {17, 4, 8, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC},
+        {17, 17, 5, 6, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 64, 56, 56, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC},
+        {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {1, 17, 9, 9, 34, 3, 3, 3, 3, 2, 2, 2, 0, 1, 2, 17, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC},
+        {2, 4, 4, 4, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, 0, PDNN_NCHW, PDNN_OHWI, PDNN_NCHW},
+        {1, 3, 2, 9, 2, 1, 5, 1, 3, 1, 2, 0, 0, 4, 3, 1, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(ctx, devs, ndev, &cases[i], (uint32_t)(1000 + i));
+    pdnn_context_destroy(ctx);
+}
+
+/* A seeded sample of the full grid (batch, channels, image size, kernel,
+ * stride, dilation, padding, groups, layouts), bounded in cost. */
+Test(conv_parity, sampled_grid)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    static const int64_t batches[] = {1, 2, 17};
+    static const int64_t chans[] = {1, 3, 4, 17, 64};
+    static const int64_t sizes[] = {1, 2, 5, 8, 13, 28, 56};
+    static const int64_t kernels[] = {1, 3, 5, 7};
+    uint32_t s = 12345;
+#define NEXT() (s ^= s << 13, s ^= s >> 17, s ^= s << 5, s)
+    int done = 0;
+    for (int tries = 0; done < 80 && tries < 100000; tries++) {
+        conv_case k;
+        memset(&k, 0, sizeof k);
+        k.n = batches[NEXT() % 3];
+        k.c = chans[NEXT() % 5];
+        k.h = sizes[NEXT() % 7];
+        k.w = NEXT() % 2 ? k.h : sizes[NEXT() % 7];
+        k.r = kernels[NEXT() % 4];
+        k.s = NEXT() % 3 ? k.r : kernels[NEXT() % 4];
+        k.sh = 1 + (int)(NEXT() % 3);
+        k.sw = NEXT() % 2 ? k.sh : 1 + (int)(NEXT() % 3);
+        k.dh = 1 + (int)(NEXT() % 2);
+        k.dw = 1 + (int)(NEXT() % 2);
+        k.pt = (int)(NEXT() % (uint32_t)k.r);
+        k.pb = (int)(NEXT() % (uint32_t)k.r);
+        k.pl = (int)(NEXT() % (uint32_t)k.s);
+        k.pr = (int)(NEXT() % (uint32_t)k.s);
+        uint32_t g = NEXT() % 3;
+        k.groups = g == 0 ? 1 : g == 1 ? (k.c % 2 == 0 ? 2 : 1) : (int)k.c;
+        k.k = k.groups * (int64_t)(1 + NEXT() % 3) * (k.groups == 1 ? 5 : 1);
+        k.bias = (int)(NEXT() % 2);
+        k.relu = (int)(NEXT() % 2);
+        k.xl = act_layouts[NEXT() % 2];
+        k.wl = filt_layouts[NEXT() % 3];
+        k.yl = act_layouts[NEXT() % 2];
+        if ((k.r - 1) * k.dh + 1 > k.h + k.pt + k.pb || (k.s - 1) * k.dw + 1 > k.w + k.pl + k.pr)
+            continue;
+        int64_t oh = (k.h + k.pt + k.pb - (k.r - 1) * k.dh - 1) / k.sh + 1;
+        int64_t ow = (k.w + k.pl + k.pr - (k.s - 1) * k.dw - 1) / k.sw + 1;
+        int64_t macs = k.n * k.k * oh * ow * (k.c / k.groups) * k.r * k.s;
+        if (macs > 3000000) /* keep the sample cheap under the sanitizers */
+            continue;
+        check_case(ctx, devs, ndev, &k, (uint32_t)(5000 + done));
+        done++;
+    }
+#undef NEXT
+    cr_assert_eq(done, 80, "the sampler found only %d valid cases", done);
+    pdnn_context_destroy(ctx);
+}
