@@ -283,7 +283,7 @@ static pdnn_status assign_names(pdnn_context *ctx, found_device *all, int n_all)
         }
     }
 
-    ctx->devices = calloc((size_t)n_all, sizeof *ctx->devices);
+    ctx->devices = calloc((size_t)(n_all > 0 ? n_all : 1), sizeof *ctx->devices);
     if (!ctx->devices) {
         free(order);
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");

@@ -150,7 +150,7 @@ pdnn_status pdnn_device_find(pdnn_context *ctx, const char *name, pdnn_device **
     if (!ctx || !name || !out)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_device_find: %s is NULL",
                            !ctx ? "ctx" : !name ? "name" : "out");
-    pdnn_device_spec spec;
+    pdnn_device_spec spec = {{0}, -1, -1, -1, -1};
     pdnn_status st = pdnn__device_spec_parse(name, 0, &spec);
     if (st != PDNN_SUCCESS)
         return st;

@@ -54,7 +54,7 @@ pdnn_status pdnn_conv2d_set_padding_same(pdnn_conv2d_params *p, int64_t in_h, in
 {
     if (!p)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_conv2d_set_padding_same: params is NULL");
-    int t, b, l, r;
+    int t = 0, b = 0, l = 0, r = 0;
     pdnn_status st = same_axis(in_h, kh, p->stride_h, p->dilation_h, &t, &b);
     if (st == PDNN_SUCCESS)
         st = same_axis(in_w, kw, p->stride_w, p->dilation_w, &l, &r);
@@ -200,7 +200,7 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
     if (y == x || y == w || (bias && y == bias))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "conv2d: the output must be a tensor of its own, not an input");
-    int64_t od[4];
+    int64_t od[4] = {0};
     if ((st = pdnn_conv2d_output_dims(&x->desc, &w->desc, p, od)) != PDNN_SUCCESS ||
         (st = check_output("conv2d", y, od)) != PDNN_SUCCESS)
         return st;
@@ -338,7 +338,7 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
     if (x == y)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pool2d: the output must be a tensor of its own, not the input");
-    int64_t od[4];
+    int64_t od[4] = {0};
     if ((st = pdnn_pool2d_output_dims(&x->desc, p, od)) != PDNN_SUCCESS ||
         (st = check_output("pool2d", y, od)) != PDNN_SUCCESS)
         return st;

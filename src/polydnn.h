@@ -153,6 +153,45 @@ typedef struct pdnn_device_spec {
 pdnn_status pdnn_device_name_parse(const char *name, pdnn_device_spec *out);
 
 /* ------------------------------------------------------------------ */
+/* Device memory                                                        */
+/* ------------------------------------------------------------------ */
+
+/* Each device owns one best-fit-with-coalescing allocator. Requests are
+ * rounded up to 256 bytes; regions come from the driver and are kept
+ * until pdnn_device_release_unused() or the context's end. */
+typedef struct pdnn_memory_stats {
+    uint64_t bytes_in_use;       /* held by live tensors (rounded sizes)  */
+    uint64_t peak_bytes_in_use;
+    uint64_t bytes_reserved;     /* obtained from the driver              */
+    uint64_t peak_bytes_reserved;
+    uint64_t num_allocs;         /* successful allocations so far         */
+    uint64_t largest_alloc;
+    uint64_t num_regions;
+    uint64_t largest_free_chunk; /* within reserved memory                */
+    uint64_t limit;              /* most bytes this context may reserve   */
+} pdnn_memory_stats;
+
+pdnn_status pdnn_device_get_memory_stats(pdnn_device *dev, pdnn_memory_stats *out);
+
+/* Sets peak_bytes_in_use and peak_bytes_reserved to their current values. */
+pdnn_status pdnn_device_reset_peak_stats(pdnn_device *dev);
+
+/* Changes this context's limit for dev at run time. Lowering below the
+ * bytes in use fails with PDNN_ERR_INVALID_ARGUMENT and changes nothing;
+ * lowering below the bytes reserved first returns free regions. */
+pdnn_status pdnn_device_set_memory_limit(pdnn_device *dev, uint64_t bytes);
+
+/* Returns regions that hold no tensor to the driver (like PyTorch's
+ * empty_cache). *freed (may be NULL) receives the bytes returned. */
+pdnn_status pdnn_device_release_unused(pdnn_device *dev, uint64_t *freed);
+
+/* Writes a per-bin dump of the allocator (free and used chunks, regions,
+ * stats) into buf, truncated to len. With POLYDNN_MEMORY_SUMMARY_ON_OOM=1
+ * the same dump goes to stderr whenever a tensor allocation runs out of
+ * memory. */
+pdnn_status pdnn_device_memory_summary(pdnn_device *dev, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
 /* Tensors                                                              */
 /* ------------------------------------------------------------------ */
 

@@ -133,6 +133,14 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
     st = pdnn__bfc_alloc(dev->alloc, (size_t)bytes, what, &t->block);
     if (st != PDNN_SUCCESS) {
         free(t);
+        if (st == PDNN_ERR_OUT_OF_MEMORY) {
+            const char *env = getenv("POLYDNN_MEMORY_SUMMARY_ON_OOM");
+            if (env && strcmp(env, "1") == 0) {
+                char dump[8192];
+                pdnn__bfc_summary(dev->alloc, dump, sizeof dump);
+                fprintf(stderr, "polydnn: %s\n%s\n", pdnn_last_error(), dump);
+            }
+        }
         return st;
     }
     t->dev = dev;

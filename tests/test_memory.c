@@ -1,0 +1,236 @@
+/* Device memory through the public API on real devices: limits from a
+ * fraction, allow_growth, out-of-memory that leaves the process working,
+ * run-time limits, release_unused, and two processes sharing one device. */
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pdnn_context *ctx_with(int growth, double fraction, pdnn_device **gpu)
+{
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = growth;
+    o.memory_fraction = fraction;
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *accel[8];
+    if (th_accelerators(ctx, accel, 8) == 0) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
+    }
+    *gpu = accel[0];
+    return ctx;
+}
+
+static pdnn_memory_stats stats(pdnn_device *d)
+{
+    pdnn_memory_stats s;
+    cr_assert_eq(pdnn_device_get_memory_stats(d, &s), PDNN_SUCCESS);
+    return s;
+}
+
+Test(memory, stats_are_exact_and_growth_doubles)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(1, 0.0, &d);
+    pdnn_memory_stats s = stats(d);
+    cr_assert_eq(s.bytes_reserved, 0, "nothing is reserved before first use");
+    pdnn_tensor_desc small = th_desc(PDNN_NCHW, 1, 1, 1, 250); /* 1000 B -> 1024 */
+    pdnn_tensor *a = th_upload(d, &small, NULL);
+    s = stats(d);
+    cr_assert_eq(s.bytes_in_use, 1024);
+    cr_assert_eq(s.bytes_reserved, 2u << 20, "first region is 2 MiB with allow_growth");
+    cr_assert_eq(s.num_allocs, 1);
+    /* 3 MiB does not fit in what is left: the next region doubles to 4 MiB. */
+    pdnn_tensor_desc big = th_desc(PDNN_NCHW, 3, 256, 256, 4);
+    pdnn_tensor *b = th_upload(d, &big, NULL);
+    s = stats(d);
+    cr_assert_eq(s.bytes_in_use, 1024 + (3u << 20));
+    cr_assert_eq(s.bytes_reserved, (2u << 20) + (4u << 20));
+    cr_assert_eq(s.num_regions, 2);
+    cr_assert_eq(s.largest_alloc, 3u << 20);
+    pdnn_tensor_release(b);
+    s = stats(d);
+    cr_assert_eq(s.bytes_in_use, 1024);
+    cr_assert_eq(s.peak_bytes_in_use, 1024 + (3u << 20));
+    cr_assert_eq(s.bytes_reserved, 6u << 20, "regions are kept after tensors die");
+    cr_assert_eq(pdnn_device_reset_peak_stats(d), PDNN_SUCCESS);
+    cr_assert_eq(stats(d).peak_bytes_in_use, 1024);
+    uint64_t freed = 0;
+    cr_assert_eq(pdnn_device_release_unused(d, &freed), PDNN_SUCCESS);
+    cr_assert_eq(freed, 4u << 20, "only the empty 4 MiB region goes back");
+    cr_assert_eq(stats(d).bytes_reserved, 2u << 20);
+    char dump[4096];
+    cr_assert_eq(pdnn_device_memory_summary(d, dump, sizeof dump), PDNN_SUCCESS);
+    cr_assert_gt(strlen(dump), 0);
+    pdnn_tensor_release(a);
+    pdnn_context_destroy(ctx);
+}
+
+/* With fraction 0.1 a conv whose tensors fit runs, one whose tensors do
+ * not fails with a message a person can act on, and the process goes on. */
+Test(memory, fraction_limit_oom_then_recovery)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(1, 0.1, &d);
+    pdnn_device_info info;
+    cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+    uint64_t limit = stats(d).limit;
+    cr_assert_eq(limit, (uint64_t)((double)info.memory_bytes * 0.1));
+
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    /* Fits: 2 x 16x32x32 activations and a small filter. */
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 2, 16, 32, 32), wd = th_desc(PDNN_OIHW, 16, 16, 3, 3);
+    pdnn_tensor *x = th_upload(d, &xd, NULL), *w = th_upload(d, &wd, NULL), *y = th_upload(d, &xd, NULL);
+    cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+
+    /* Does not fit: an activation larger than the whole limit. */
+    int64_t n = (int64_t)(limit / (64 * 56 * 56 * 4)) + 1;
+    pdnn_tensor_desc hd = th_desc(PDNN_NCHW, n, 64, 56, 56);
+    pdnn_tensor *h = NULL;
+    pdnn_status st = pdnn_tensor_create(d, &hd, &h);
+    cr_assert_eq(st, PDNN_ERR_OUT_OF_MEMORY, "got %s: %s", pdnn_status_string(st), pdnn_last_error());
+    const char *msg = pdnn_last_error();
+    cr_assert(strstr(msg, info.name) != NULL, "message names the device: %s", msg);
+    cr_assert(strstr(msg, "memory_fraction 0.1") != NULL, "message names the limit's source: %s", msg);
+    cr_assert(strstr(msg, "[") != NULL, "message names the tensor shape: %s", msg);
+    cr_assert_null(h);
+
+    /* The process keeps working. */
+    cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_memory_stats s = stats(d);
+    cr_assert_leq(s.bytes_reserved, limit);
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(w);
+    pdnn_tensor_release(y);
+    pdnn_context_destroy(ctx);
+}
+
+Test(memory, growth_stays_below_the_limit)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(1, 0.02, &d);
+    uint64_t limit = stats(d).limit;
+    pdnn_tensor *ts[64];
+    int n = 0;
+    pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 1, 1024, 1024); /* 4 MiB */
+    uint64_t last = 0;
+    while (n < 64) {
+        pdnn_status st = pdnn_tensor_create(d, &td, &ts[n]);
+        if (st != PDNN_SUCCESS) {
+            cr_assert_eq(st, PDNN_ERR_OUT_OF_MEMORY, "%s", pdnn_last_error());
+            break;
+        }
+        n++;
+        pdnn_memory_stats s = stats(d);
+        cr_assert_geq(s.bytes_reserved, last, "reserved never shrinks while growing");
+        cr_assert_leq(s.bytes_reserved, limit);
+        last = s.bytes_reserved;
+    }
+    cr_assert_gt(n, 2, "several 4 MiB tensors fit in %llu bytes", (unsigned long long)limit);
+    cr_assert_lt(n, 64, "the limit was never reached");
+    for (int i = 0; i < n; i++)
+        pdnn_tensor_release(ts[i]);
+    pdnn_context_destroy(ctx);
+}
+
+Test(memory, without_growth_the_whole_limit_is_reserved_on_first_use)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(0, 0.05, &d);
+    uint64_t limit = stats(d).limit;
+    pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 1, 1, 64);
+    pdnn_tensor *t = th_upload(d, &td, NULL);
+    pdnn_memory_stats s = stats(d);
+    cr_assert_geq(s.bytes_reserved, limit - 256 * 1024, "reserved %llu of limit %llu",
+                  (unsigned long long)s.bytes_reserved, (unsigned long long)limit);
+    cr_assert_leq(s.bytes_reserved, limit);
+    pdnn_tensor_release(t);
+    pdnn_context_destroy(ctx);
+}
+
+Test(memory, run_time_limit_changes)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(1, 0.0, &d);
+    pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 1, 1024, 1024); /* 4 MiB */
+    pdnn_tensor *a = th_upload(d, &td, NULL);
+    pdnn_status st = pdnn_device_set_memory_limit(d, 1u << 20);
+    cr_assert_eq(st, PDNN_ERR_INVALID_ARGUMENT, "lowering below what is in use must fail");
+    cr_assert_eq(pdnn_device_set_memory_limit(d, 0), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_device_set_memory_limit(d, 8u << 20), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(stats(d).limit, 8u << 20);
+    pdnn_tensor *b = NULL, *c = NULL;
+    cr_assert_eq(pdnn_tensor_create(d, &td, &b), PDNN_SUCCESS, "%s", pdnn_last_error());
+    st = pdnn_tensor_create(d, &td, &c);
+    cr_assert_eq(st, PDNN_ERR_OUT_OF_MEMORY, "a third 4 MiB tensor exceeds 8 MiB");
+    cr_assert(strstr(pdnn_last_error(), "set at run time") != NULL, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_device_set_memory_limit(d, 64u << 20), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_tensor_create(d, &td, &c), PDNN_SUCCESS, "raising the limit lets it fit: %s",
+                 pdnn_last_error());
+    pdnn_tensor_release(a);
+    pdnn_tensor_release(b);
+    pdnn_tensor_release(c);
+    cr_assert_eq(pdnn_device_get_memory_stats(NULL, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_device_release_unused(NULL, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    pdnn_context_destroy(ctx);
+}
+
+/* Two contexts in one process keep their own limits on the same device. */
+Test(memory, two_contexts_have_their_own_limits)
+{
+    pdnn_device *d1, *d2;
+    pdnn_context *c1 = ctx_with(1, 0.1, &d1);
+    pdnn_context *c2 = ctx_with(1, 0.3, &d2);
+    cr_assert_lt(stats(d1).limit, stats(d2).limit);
+    pdnn_context_destroy(c1);
+    pdnn_context_destroy(c2);
+}
+
+/* Two processes on one device, each with fraction 0.4, both run and each
+ * stays within its own limit. */
+Test(memory, two_processes_with_fraction_0_4)
+{
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        cr_assert_neq(kids[k], -1);
+        if (kids[k] == 0) {
+            pdnn_context_options o;
+            pdnn_context_options_init(&o);
+            o.allow_growth = 1;
+            o.memory_fraction = 0.4;
+            pdnn_context *ctx = NULL;
+            if (pdnn_context_create(&o, &ctx) != PDNN_SUCCESS)
+                _exit(10);
+            pdnn_device *d = NULL;
+            if (pdnn_device_default(ctx, &d) != PDNN_SUCCESS)
+                _exit(11);
+            pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 16, 1024, 1024); /* 64 MiB */
+            pdnn_tensor *ts[64];
+            int n = 0;
+            pdnn_memory_stats s;
+            while (n < 64 && pdnn_tensor_create(d, &td, &ts[n]) == PDNN_SUCCESS)
+                n++;
+            pdnn_device_get_memory_stats(d, &s);
+            int ok = n > 0 && s.bytes_reserved <= s.limit;
+            for (int i = 0; i < n; i++)
+                pdnn_tensor_release(ts[i]);
+            pdnn_context_destroy(ctx);
+            _exit(ok ? 0 : 12);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        int status = 0;
+        cr_assert_eq(waitpid(kids[k], &status, 0), kids[k]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d exited with %d", k,
+                  WEXITSTATUS(status));
+    }
+}
