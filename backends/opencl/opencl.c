@@ -260,9 +260,13 @@ static pdnn_status build_program(cl_dev *d)
     const char **texts = calloc(n, sizeof *texts);
     size_t *lens = calloc(n, sizeof *lens);
     char **owned = calloc(n, sizeof *owned);
+    if (!texts || !lens || !owned) {
+        free(texts);
+        free(lens);
+        free(owned);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+    }
     pdnn_status st = PDNN_SUCCESS;
-    if (!texts || !lens || !owned)
-        st = pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     for (size_t i = 0; st == PDNN_SUCCESS && i < n; i++) {
         if (dir && *dir) {
             st = read_override(dir, pdnn__cl_sources[i].name, &owned[i], &lens[i]);
@@ -308,7 +312,7 @@ static pdnn_status build_program(cl_dev *d)
         d->conv2d_direct = NULL;
         d->program = NULL;
     }
-    for (size_t i = 0; owned && i < n; i++)
+    for (size_t i = 0; i < n; i++)
         free(owned[i]);
     free(owned);
     free(texts);
