@@ -1,0 +1,175 @@
+/* Flag parsing shared by every command: short (-n 4, -n4) and long
+ * (--batch 4, --batch=4) forms, strict integers. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void print_help(const char *cmd, const cli_opt *opts, int nopts, const char *summary)
+{
+    printf("usage: polydnn %s [flags]\n%s\n\nflags:\n", cmd, summary);
+    for (int i = 0; i < nopts; i++) {
+        char left[64];
+        if (opts[i].short_name)
+            snprintf(left, sizeof left, "-%c, --%s%s", opts[i].short_name, opts[i].long_name,
+                     opts[i].kind == OPT_FLAG ? "" : " V");
+        else
+            snprintf(left, sizeof left, "    --%s%s", opts[i].long_name, opts[i].kind == OPT_FLAG ? "" : " V");
+        printf("  %-30s %s\n", left, opts[i].help);
+    }
+    printf("  %-30s %s\n", "-h, --help", "show this help");
+}
+
+static int set_value(const char *cmd, const cli_opt *o, const char *flag, const char *val)
+{
+    if (o->kind == OPT_STR) {
+        *(const char **)o->dst = val;
+        return 0;
+    }
+    errno = 0;
+    char *end = NULL;
+    long v = strtol(val, &end, 10);
+    if (end == val || *end != '\0' || errno != 0 || v > INT_MAX || v < INT_MIN) {
+        fprintf(stderr, "polydnn %s: %s expects a whole number, got '%s'\n", cmd, flag, val);
+        return EXIT_USAGE;
+    }
+    if (v < o->min) {
+        fprintf(stderr, "polydnn %s: %s must be at least %d, got %ld\n", cmd, flag, o->min, v);
+        return EXIT_USAGE;
+    }
+    *(int *)o->dst = (int)v;
+    return 0;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
+              const char *summary)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            print_help(cmd, opts, nopts, summary);
+            return -1;
+        }
+        const cli_opt *o = NULL;
+        const char *inline_val = NULL;
+        if (a[0] == '-' && a[1] == '-' && a[2]) {
+            const char *name = a + 2;
+            const char *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            for (int k = 0; k < nopts && !o; k++)
+                if (strlen(opts[k].long_name) == len && strncmp(opts[k].long_name, name, len) == 0)
+                    o = &opts[k];
+            if (o && eq)
+                inline_val = eq + 1;
+        } else if (a[0] == '-' && a[1] && a[1] != '-') {
+            for (int k = 0; k < nopts && !o; k++)
+                if (opts[k].short_name == a[1])
+                    o = &opts[k];
+            if (o && a[2])
+                inline_val = a + 2;
+        }
+        if (!o) {
+            fprintf(stderr, "polydnn %s: unknown flag '%s' (see polydnn %s --help)\n", cmd, a, cmd);
+            return EXIT_USAGE;
+        }
+        if (o->kind == OPT_FLAG) {
+            if (inline_val) {
+                fprintf(stderr, "polydnn %s: %s takes no value\n", cmd, a);
+                return EXIT_USAGE;
+            }
+            *(int *)o->dst = 1;
+            continue;
+        }
+        const char *val = inline_val;
+        if (!val) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "polydnn %s: %s needs a value\n", cmd, a);
+                return EXIT_USAGE;
+            }
+            val = argv[++i];
+        }
+        int rc = set_value(cmd, o, a, val);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cli_fill(float *v, int64_t n, uint64_t *state)
+{
+    uint64_t s = *state ? *state : 0x9e3779b97f4a7c15ull;
+    for (int64_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        v[i] = (float)((double)(s >> 11) / 4503599627370496.0 - 1.0); /* [-1, 1) */
+    }
+    *state = s;
+}
+
+int cli_fail(const char *what)
+{
+    fprintf(stderr, "polydnn: %s: %s\n", what, pdnn_last_error());
+    return EXIT_RUNTIME;
+}
+
+int cli_open_device(const char *name, pdnn_context **ctx, pdnn_device **dev)
+{
+    *ctx = NULL;
+    if (pdnn_context_create(NULL, ctx) != PDNN_SUCCESS)
+        return cli_fail("creating a context");
+    pdnn_status st = name ? pdnn_device_find(*ctx, name, dev) : pdnn_device_default(*ctx, dev);
+    if (st != PDNN_SUCCESS) {
+        int rc = cli_fail("choosing a device");
+        pdnn_context_destroy(*ctx);
+        *ctx = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+void cli_print_memory_stats(pdnn_device *dev)
+{
+    pdnn_memory_stats s;
+    pdnn_device_info info;
+    if (pdnn_device_get_memory_stats(dev, &s) != PDNN_SUCCESS || pdnn_device_get_info(dev, &info) != PDNN_SUCCESS)
+        return;
+    printf("memory %s: in use %llu B (peak %llu B), reserved %llu B (peak %llu B), regions %llu, "
+           "allocations %llu, largest %llu B, largest free chunk %llu B, limit %llu B\n",
+           info.name, (unsigned long long)s.bytes_in_use, (unsigned long long)s.peak_bytes_in_use,
+           (unsigned long long)s.bytes_reserved, (unsigned long long)s.peak_bytes_reserved,
+           (unsigned long long)s.num_regions, (unsigned long long)s.num_allocs,
+           (unsigned long long)s.largest_alloc, (unsigned long long)s.largest_free_chunk,
+           (unsigned long long)s.limit);
+}
+
+void cli_errors(const float *got, const float *want, int64_t n, double *max_abs, double *max_rel)
+{
+    double ma = 0.0, mr = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = (double)got[i] - (double)want[i];
+        if (e < 0)
+            e = -e;
+        if (e != e) /* NaN */
+            e = 1e300;
+        double w = want[i] < 0 ? -(double)want[i] : (double)want[i];
+        double r = e / (w > 1e-6 ? w : 1e-6);
+        if (e > ma)
+            ma = e;
+        if (r > mr)
+            mr = r;
+    }
+    *max_abs = ma;
+    *max_rel = mr;
+}

@@ -1,0 +1,42 @@
+/* The polydnn tool: shared declarations. */
+#ifndef POLYDNN_CLI_H
+#define POLYDNN_CLI_H
+
+#include "polydnn.h"
+
+#include <stdint.h>
+
+/* Exit codes: 0 success, 1 a runtime failure (library error, failed
+ * verification), 2 a usage error (unknown flag, bad value). */
+enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+typedef enum opt_kind { OPT_INT, OPT_FLAG, OPT_STR } opt_kind;
+
+typedef struct cli_opt {
+    char short_name;       /* 0: long name only */
+    const char *long_name;
+    opt_kind kind;
+    void *dst;             /* int* (INT, FLAG) or const char** (STR) */
+    int min;               /* INT: smallest accepted value */
+    const char *help;
+} cli_opt;
+
+/* Parses argv[1..] against opts. Returns 0 on success, EXIT_USAGE after
+ * printing a message, or -1 when --help was printed. */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
+              const char *summary);
+
+int cmd_devices(int argc, char **argv);
+int cmd_conv(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
+
+/* Helpers shared by conv and pool. */
+double cli_now(void);
+void cli_fill(float *v, int64_t n, uint64_t *state);
+int cli_open_device(const char *name, pdnn_context **ctx, pdnn_device **dev);
+void cli_print_memory_stats(pdnn_device *dev);
+/* Max abs and rel error of got against want. */
+void cli_errors(const float *got, const float *want, int64_t n, double *max_abs, double *max_rel);
+int cli_fail(const char *what); /* prints pdnn_last_error(), returns EXIT_RUNTIME */
+
+#endif

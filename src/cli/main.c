@@ -1,0 +1,42 @@
+/* polydnn: list devices, run and time conv2d and pool2d on any device. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: polydnn COMMAND [flags]\n\n"
+            "commands:\n"
+            "  devices   list the devices, TensorFlow-style\n"
+            "  conv      run a 2-D convolution (MIOpenDriver-style flags)\n"
+            "  pool      run a 2-D pooling\n\n"
+            "polydnn COMMAND --help shows a command's flags; polydnn --version the version.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("polydnn %s\n", pdnn_version());
+        return 0;
+    }
+    if (strcmp(cmd, "devices") == 0)
+        return cmd_devices(argc - 1, argv + 1);
+    if (strcmp(cmd, "conv") == 0)
+        return cmd_conv(argc - 1, argv + 1);
+    if (strcmp(cmd, "pool") == 0)
+        return cmd_pool(argc - 1, argv + 1);
+    fprintf(stderr, "polydnn: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return EXIT_USAGE;
+}
