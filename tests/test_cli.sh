@@ -1,0 +1,101 @@
+#!/bin/sh
+# Runs the polydnn tool as a user would: devices, conv and pool with
+# verification on the default device and the host, every layout, .npy
+# files in and out, --help, and bad input that must fail with a message.
+# POLYDNN_TOOL is the built tool (automake sets it).
+tool=${POLYDNN_TOOL:-./polydnn}
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+ok() { # ok NAME CMD...: CMD must exit 0
+    name=$1; shift
+    if "$@" >"$tmp/out" 2>&1; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $name (exit $?)"; sed 's/^/    /' "$tmp/out"; fi
+}
+bad() { # bad NAME CODE NEEDLE CMD...: CMD must exit CODE and print NEEDLE
+    name=$1; code=$2; needle=$3; shift 3
+    "$@" >"$tmp/out" 2>&1; rc=$?
+    if [ "$rc" -eq "$code" ] && grep -q -- "$needle" "$tmp/out"; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $name (exit $rc, wanted $code and '$needle')"; sed 's/^/    /' "$tmp/out"; fi
+}
+has() { # has NAME NEEDLE: the last output contains NEEDLE
+    if grep -q -- "$2" "$tmp/out"; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $1: output lacks '$2'"; sed 's/^/    /' "$tmp/out"; fi
+}
+
+ok "devices" "$tool" devices
+has "devices lists the host" "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0, backend: host"
+ok "devices --verbose" "$tool" devices --verbose
+has "verbose shows drivers" "driver:"
+ok "--version" "$tool" --version
+ok "--help" "$tool" --help
+
+for dev in "" "--device /cpu:0"; do
+    for layout in NCHW NHWC; do
+        for fl in OIHW OHWI HWIO; do
+            # shellcheck disable=SC2086
+            ok "conv $layout/$fl $dev" "$tool" conv -n 2 -c 5 -H 9 -W 7 -k 6 -y 3 -x 2 -p 1 -q 0 -u 2 -v 1 \
+                --layout $layout --filter-layout $fl --bias --relu --iters 1 --seed 3 --verify $dev
+            has "conv verified" "verify against /device:CPU:0.*OK"
+        done
+        # shellcheck disable=SC2086
+        ok "depthwise $layout $dev" "$tool" conv -n 1 -c 6 -H 8 -W 8 -k 6 -g 6 -y 3 -x 3 --padding same \
+            -l 2 -j 2 --layout $layout --iters 1 --verify $dev
+        for mode in "--mode max" "--mode avg" "--mode avg --exclude-padding"; do
+            # shellcheck disable=SC2086
+            ok "pool $layout $mode $dev" "$tool" pool -n 3 -c 5 -H 9 -W 8 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 \
+                --ceil-mode $mode --layout $layout --iters 1 --verify $dev
+            has "pool verified" "OK"
+        done
+    done
+done
+ok "conv prints GFLOP/s" "$tool" conv --iters 2
+has "GFLOP/s line" "GFLOP/s"
+ok "pool prints GB/s" "$tool" pool --iters 2
+has "GB/s line" "GB/s"
+ok "memory stats" "$tool" conv --memory-stats --iters 1
+has "memory stats line" "reserved"
+
+# .npy in and out: the output of one run read back as the next run's input,
+# and the same op on the host must give the same file.
+ok "conv writes npy" "$tool" conv -n 1 -c 3 -H 6 -W 6 -k 4 --seed 1 --iters 1 --output "$tmp/y.npy"
+ok "pool reads npy" "$tool" pool --input "$tmp/y.npy" --mode max -y 2 -x 2 --iters 1 --verify --output "$tmp/p.npy"
+has "pool output shape" "\[1,4,2,2\]"
+ok "pool on host" "$tool" pool --input "$tmp/y.npy" --mode max -y 2 -x 2 --iters 1 --device /cpu:0 --output "$tmp/p2.npy"
+ok "same file from both devices (max is exact)" cmp "$tmp/p.npy" "$tmp/p2.npy"
+ok "nhwc npy out" "$tool" conv -n 1 -c 3 -H 6 -W 6 -k 4 --layout NHWC --seed 1 --iters 1 --output "$tmp/yh.npy"
+ok "nhwc npy in" "$tool" conv --input "$tmp/yh.npy" --layout NHWC -k 2 -y 1 -x 1 --iters 1 --verify
+has "shape from file" "n1 c4 4x4"
+
+# Bad input: usage errors exit 2, runtime errors 1, each with a message.
+bad "unknown flag" 2 "unknown flag" "$tool" conv --frobnicate
+bad "unknown command" 2 "unknown command" "$tool" frobnicate
+bad "non-numeric" 2 "whole number" "$tool" conv -n abc
+bad "zero channels" 2 "at least 1" "$tool" conv -c 0
+bad "negative pad" 2 "at least 0" "$tool" pool -p -1
+bad "overflow" 2 "whole number" "$tool" conv -H 99999999999999999999
+bad "missing value" 2 "needs a value" "$tool" conv -n
+bad "bad layout" 2 "NCHW or NHWC" "$tool" conv --layout CHWN
+bad "bad filter layout" 2 "OIHW" "$tool" conv --filter-layout NCHW
+bad "bad mode" 2 "max or avg" "$tool" pool --mode median
+bad "unknown device" 1 "does not exist" "$tool" conv --device /gpu:99
+bad "malformed device" 1 "malformed" "$tool" pool --device /tpu:0
+bad "filter too big" 1 "larger than" "$tool" conv -H 2 -W 2 -y 5 -x 5
+bad "groups mismatch" 2 "groups" "$tool" conv -c 3 -g 2
+bad "pool pad" 1 "padding" "$tool" pool -y 2 -p 2
+bad "missing npy" 1 "No such file" "$tool" conv --input "$tmp/none.npy"
+printf 'not a numpy file at all' >"$tmp/bad.npy"
+bad "corrupt npy" 1 "magic" "$tool" pool --input "$tmp/bad.npy"
+head -c 100 "$tmp/y.npy" >"$tmp/trunc.npy"
+bad "truncated npy" 1 "truncated" "$tool" pool --input "$tmp/trunc.npy"
+bad "4-d bias" 1 "expected 1" "$tool" conv -k 2 --bias-file "$tmp/p.npy"
+ok "help conv" "$tool" conv --help
+has "help lists flags" "--filter-layout"
+ok "help pool" "$tool" pool --help
+has "help lists pool flags" "--exclude-padding"
+ok "help devices" "$tool" devices --help
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
