@@ -12,6 +12,11 @@
 #ifndef POLYDNN_BACKEND_H
 #define POLYDNN_BACKEND_H
 
+/* configure's results (PDNN_HAVE_OPENCL, ...) decide the registry. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
 #include "polydnn.h"
 
 #include <stddef.h>

@@ -34,7 +34,12 @@ const char *pdnn_status_string(pdnn_status status)
     return "PDNN_ERR_UNKNOWN";
 }
 
-const char *pdnn_version(void) { return "0.1.0"; }
+#define PDNN_STR(x) #x
+#define PDNN_XSTR(x) PDNN_STR(x)
+const char *pdnn_version(void)
+{
+    return PDNN_XSTR(PDNN_VERSION_MAJOR) "." PDNN_XSTR(PDNN_VERSION_MINOR) "." PDNN_XSTR(PDNN_VERSION_PATCH);
+}
 
 const char *pdnn__format_bytes(uint64_t bytes, char *buf, size_t len)
 {
