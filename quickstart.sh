@@ -1,0 +1,22 @@
+#!/bin/sh
+# Sets polydnn up on a fresh Debian 12 machine and runs the main job:
+# installs the build and runtime packages (PoCL gives an OpenCL device when
+# there is no GPU), builds, lists the devices, then runs a convolution and a
+# pooling on the default device, each checked against the host reference.
+# Run as root (or through sudo): it calls apt-get.
+set -eu
+cd "$(dirname "$0")"
+if command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends \
+        build-essential autoconf automake libtool pkg-config \
+        ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
+        libclblast-dev libcriterion-dev valgrind
+fi
+./autogen.sh
+./configure ${CONFIGURE_FLAGS:-}
+make -j"$(nproc 2>/dev/null || echo 2)"
+./polydnn devices
+./polydnn conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --iters 3 --verify
+./polydnn pool -n 1 -c 64 -H 112 -W 112 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 --mode max --iters 3 --verify
