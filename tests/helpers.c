@@ -61,6 +61,17 @@ int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max)
     return n;
 }
 
+pdnn_context *th_accel_context(pdnn_device **devs, int *ndev)
+{
+    pdnn_context *ctx = th_context();
+    *ndev = th_accelerators(ctx, devs, 8);
+    if (*ndev == 0) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
+    }
+    return ctx;
+}
+
 /* Memory position of logical element (a,b,c,d), written out per layout
  * rather than through the library's stride helper. */
 static int64_t pos(pdnn_layout l, const int64_t D[4], int64_t a, int64_t b, int64_t c, int64_t d)

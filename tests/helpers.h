@@ -22,6 +22,10 @@ float *th_download(const pdnn_tensor *t);
 /* Devices other than the host reference (OpenCL, CUDA). n = 0 if none. */
 int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max);
 
+/* A context and its accelerators (at most 8); skips the test when there
+ * are none, as on a machine without OpenCL or CUDA devices. */
+pdnn_context *th_accel_context(pdnn_device **devs, int *ndev);
+
 /* Converts between a layout's memory order and logical row-major order
  * ({N,C,H,W} or {O,I,H,W}), independently of the library's code. */
 void th_to_layout(const float *logical, float *out, pdnn_layout l, const int64_t d[4]);

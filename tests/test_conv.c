@@ -248,24 +248,13 @@ Test(conv_reference, host_matches_independent_loop_in_every_layout)
 
 /* ---- parity on accelerators ------------------------------------------ */
 
-static pdnn_context *accel_ctx(pdnn_device **devs, int *ndev)
-{
-    pdnn_context *ctx = th_context();
-    *ndev = th_accelerators(ctx, devs, 8);
-    if (*ndev == 0) {
-        pdnn_context_destroy(ctx);
-        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
-    }
-    return ctx;
-}
-
 /* Every activation/filter/output layout combination on shapes that
  * exercise groups, depthwise, stride, dilation and asymmetric padding. */
 Test(conv_parity, every_layout_combination)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
     const conv_case shapes[] = {
         /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
         {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
@@ -291,7 +280,7 @@ Test(conv_parity, edge_shapes)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
     const conv_case cases[] = {
         {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {17, 3, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
@@ -317,7 +306,7 @@ Test(conv_parity, sampled_grid)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
     static const int64_t batches[] = {1, 2, 17};
     static const int64_t chans[] = {1, 3, 4, 17, 64};
     static const int64_t sizes[] = {1, 2, 5, 8, 13, 28, 56};

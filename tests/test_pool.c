@@ -137,22 +137,11 @@ static void check(pdnn_context *ctx, pdnn_device **devs, int ndev, const pool_ca
     free(x);
 }
 
-static pdnn_context *accel_ctx(pdnn_device **devs, int *ndev)
-{
-    pdnn_context *ctx = th_context();
-    *ndev = th_accelerators(ctx, devs, 8);
-    if (*ndev == 0) {
-        pdnn_context_destroy(ctx);
-        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
-    }
-    return ctx;
-}
-
 Test(pool_parity, modes_layouts_and_edges)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
     const pool_case shapes[] = {
         {1, 1, 1, 1, PDNN_POOL_MAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
         {17, 3, 7, 7, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
@@ -180,7 +169,7 @@ Test(pool_parity, sampled_grid)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = accel_ctx(devs, &ndev);
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
     static const int64_t batches[] = {1, 2, 17};
     static const int64_t chans[] = {1, 3, 4, 17, 64};
     static const int64_t sizes[] = {1, 2, 5, 8, 13, 28, 56};

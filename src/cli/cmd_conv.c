@@ -177,7 +177,6 @@ int cmd_conv(int argc, char **argv)
     npy_array xa = {0}, wa = {0}, ba = {0};
     float *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ref = NULL;
     pdnn_context *ctx = NULL;
-    rc = 0;
     int64_t xdims[4] = {o.n, o.c, o.h, o.w};
     if (o.input) {
         if ((rc = load(o.input, 4, &xa)))
