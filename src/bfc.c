@@ -355,6 +355,11 @@ static pdnn_status alloc_locked(pdnn__bfc *a, size_t rounded, const char *what, 
         reserve_all(a);
     chunk *c = best_fit(a, rounded);
     if (!c) {
+        /* Growing anyway: first give back regions that hold nothing, so
+         * the new region replaces them instead of stacking on top. Small
+         * early regions would otherwise stay reserved and too small for
+         * later tensors (2.5x fragmentation on a ResNet-50 trace). */
+        release_free_regions(a);
         pdnn_status st = extend(a, rounded);
         if (st != PDNN_SUCCESS && st != PDNN_ERR_OUT_OF_MEMORY)
             return st;
@@ -517,7 +522,7 @@ void pdnn__bfc_summary(pdnn__bfc *a, char *buf, size_t len)
                 w += (size_t)k_;                                                                  \
         }                                                                                         \
     } while (0)
-    char b1[32], b2[32], b3[32], b4[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
     update_largest_free(a);
     OUT("memory summary of %s (limit %s, %s)\n", a->device_name,
         pdnn__format_bytes(a->limit, b1, sizeof b1), a->limit_source);
@@ -550,7 +555,7 @@ void pdnn__bfc_summary(pdnn__bfc *a, char *buf, size_t len)
         pdnn__format_bytes(a->st.peak_bytes_in_use, b2, sizeof b2),
         pdnn__format_bytes(a->st.bytes_reserved, b3, sizeof b3),
         pdnn__format_bytes(a->st.peak_bytes_reserved, b4, sizeof b4), a->st.num_regions,
-        a->st.num_allocs, pdnn__format_bytes(a->st.largest_alloc, b2, sizeof b2));
+        a->st.num_allocs, pdnn__format_bytes(a->st.largest_alloc, b5, sizeof b5));
     OUT("  largest free chunk %s\n", pdnn__format_bytes(a->st.largest_free_chunk, b1, sizeof b1));
 #undef OUT
     pthread_mutex_unlock(&a->lock);

@@ -334,7 +334,7 @@ Test(bfc, eight_threads_random_alloc_free_coalesce_back)
 {
     pdnn__bfc *a = make((uint64_t)64 << 30, 0, 1);
     const char *env = getenv("POLYDNN_STRESS_ITERS");
-    int iters = env ? atoi(env) : 20000;
+    int iters = env ? atoi(env) : 100000; /* the 8 x 100k; fast enough under ASan */
     pthread_t th[8];
     worker w[8];
     for (int i = 0; i < 8; i++) {

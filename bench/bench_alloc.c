@@ -1,0 +1,267 @@
+/* Allocator benchmark: alloc+free pairs on the BFC allocator against
+ * malloc/free and against a fresh OpenCL buffer per tensor, measured side
+ * by side in one run; and the fragmentation (reserved / peak in use) of
+ * allow_growth over a ResNet-50 forward pass's allocation trace. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include "bfc.h"
+
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Host-memory regions, so the BFC numbers measure the allocator alone. */
+static pdnn_status host_alloc(void *dev, size_t bytes, void **region)
+{
+    (void)dev;
+    *region = malloc(bytes);
+    return *region ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
+}
+static void host_free(void *dev, void *region)
+{
+    (void)dev;
+    free(region);
+}
+
+/* Fake regions (never touched) for the trace, which reserves GiBs. */
+static uintptr_t fake_next = 4096;
+static pdnn_status fake_alloc(void *dev, size_t bytes, void **region)
+{
+    (void)dev;
+    (void)bytes;
+    *region = (void *)fake_next;
+    fake_next += 4096;
+    return PDNN_SUCCESS;
+}
+static void fake_free(void *dev, void *region)
+{
+    (void)dev;
+    (void)region;
+}
+
+static pdnn__bfc *make(pdnn__region_source src, uint64_t limit)
+{
+    pdnn__bfc_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.device_name = "bench";
+    cfg.limit = limit;
+    snprintf(cfg.limit_source, sizeof cfg.limit_source, "bench");
+    cfg.alignment = 256;
+    cfg.allow_growth = 1;
+    pdnn__bfc *a = NULL;
+    if (pdnn__bfc_create(&cfg, &src, &a) != PDNN_SUCCESS) {
+        fprintf(stderr, "%s\n", pdnn_last_error());
+        exit(1);
+    }
+    return a;
+}
+
+/* Mixed tensor sizes from 256 B to 4 MiB, the same sequence for everyone. */
+#define N_SIZES 1024
+static size_t sizes[N_SIZES];
+
+static void make_sizes(void)
+{
+    unsigned s = 12345;
+    for (int i = 0; i < N_SIZES; i++) {
+        s = s * 1103515245u + 12345u;
+        sizes[i] = ((size_t)1 << (8 + (s >> 16) % 15)) + (s % 61) * 64;
+    }
+}
+
+/* Pairs with 16 tensors alive at once, as a layer sequence keeps a few. */
+#define LIVE 16
+
+static double bench_bfc(int pairs)
+{
+    pdnn__bfc *a = make((pdnn__region_source){NULL, host_alloc, host_free}, (uint64_t)8 << 30);
+    pdnn__bfc_block live[LIVE];
+    for (int i = 0; i < LIVE; i++)
+        pdnn__bfc_alloc(a, sizes[i], NULL, &live[i]);
+    double t0 = now();
+    for (int i = 0; i < pairs; i++) {
+        int k = i % LIVE;
+        pdnn__bfc_free(a, live[k].handle);
+        if (pdnn__bfc_alloc(a, sizes[i % N_SIZES], NULL, &live[k]) != PDNN_SUCCESS) {
+            fprintf(stderr, "%s\n", pdnn_last_error());
+            exit(1);
+        }
+    }
+    double t = now() - t0;
+    for (int i = 0; i < LIVE; i++)
+        pdnn__bfc_free(a, live[i].handle);
+    pdnn__bfc_destroy(a);
+    return t / pairs * 1e9;
+}
+
+static double bench_malloc(int pairs)
+{
+    void *live[LIVE];
+    for (int i = 0; i < LIVE; i++)
+        live[i] = malloc(sizes[i]);
+    double t0 = now();
+    for (int i = 0; i < pairs; i++) {
+        int k = i % LIVE;
+        free(live[k]);
+        live[k] = malloc(sizes[i % N_SIZES]);
+        if (!live[k])
+            exit(1);
+        /* Keep the compiler from pairing malloc/free away. */
+        ((volatile char *)live[k])[0] = 1;
+    }
+    double t = now() - t0;
+    for (int i = 0; i < LIVE; i++)
+        free(live[i]);
+    return t / pairs * 1e9;
+}
+
+/* A fresh cl_mem per tensor: what a framework without an allocator does.
+ * Returns -1 if no OpenCL device. The first bytes are written so that
+ * drivers that allocate lazily (PoCL) pay for the allocation too. */
+static double bench_clmem(int pairs, char *devname, size_t len)
+{
+    cl_platform_id plat;
+    cl_device_id dev;
+    cl_uint n = 0;
+    if (clGetPlatformIDs(1, &plat, &n) != CL_SUCCESS || n == 0 ||
+        clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, &n) != CL_SUCCESS || n == 0)
+        return -1;
+    clGetDeviceInfo(dev, CL_DEVICE_NAME, len, devname, NULL);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    float one = 1.0f;
+    cl_mem live[LIVE];
+    for (int i = 0; i < LIVE; i++)
+        live[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizes[i], NULL, &err);
+    double t0 = now();
+    for (int i = 0; i < pairs; i++) {
+        int k = i % LIVE;
+        clReleaseMemObject(live[k]);
+        live[k] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizes[i % N_SIZES], NULL, &err);
+        clEnqueueWriteBuffer(q, live[k], CL_TRUE, 0, sizeof one, &one, 0, NULL, NULL);
+    }
+    double t = now() - t0;
+    for (int i = 0; i < LIVE; i++)
+        clReleaseMemObject(live[i]);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    return t / pairs * 1e9;
+}
+
+/* ---- ResNet-50 v1.5 forward trace -------------------------------------- */
+
+typedef struct trace {
+    pdnn__bfc *a;
+    uint64_t allocs;
+} trace;
+
+static void *talloc(trace *t, uint64_t n, uint64_t c, uint64_t h, uint64_t w)
+{
+    pdnn__bfc_block b;
+    if (pdnn__bfc_alloc(t->a, (size_t)(n * c * h * w * 4), NULL, &b) != PDNN_SUCCESS) {
+        fprintf(stderr, "%s\n", pdnn_last_error());
+        exit(1);
+    }
+    t->allocs++;
+    return b.handle;
+}
+
+/* A convolution's workspace lives only during the call: an im2col buffer
+ * for k > 1, capped at 64 MiB as a workspace-bounded algorithm would. */
+static void conv_workspace(trace *t, uint64_t n, uint64_t c, uint64_t k, uint64_t oh, uint64_t ow)
+{
+    if (k == 1)
+        return;
+    uint64_t bytes = n * c * k * k * oh * ow * 4;
+    if (bytes > (64u << 20))
+        bytes = 64u << 20;
+    pdnn__bfc_block b;
+    if (pdnn__bfc_alloc(t->a, (size_t)bytes, NULL, &b) != PDNN_SUCCESS)
+        exit(1);
+    t->allocs++;
+    pdnn__bfc_free(t->a, b.handle);
+}
+
+static void resnet50_trace(trace *t, uint64_t n)
+{
+    void *x = talloc(t, n, 3, 224, 224);
+    void *c1 = talloc(t, n, 64, 112, 112);
+    conv_workspace(t, n, 3, 7, 112, 112);
+    pdnn__bfc_free(t->a, x);
+    void *p = talloc(t, n, 64, 56, 56);
+    pdnn__bfc_free(t->a, c1);
+    x = p;
+    uint64_t in_c = 64, hw = 56;
+    const uint64_t mids[4] = {64, 128, 256, 512}, blocks[4] = {3, 4, 6, 3};
+    for (int s = 0; s < 4; s++) {
+        for (uint64_t b = 0; b < blocks[s]; b++) {
+            uint64_t mid = mids[s], out_c = mid * 4;
+            uint64_t stride = (s > 0 && b == 0) ? 2 : 1, ohw = hw / stride;
+            void *a1 = talloc(t, n, mid, hw, hw);
+            void *a2 = talloc(t, n, mid, ohw, ohw); /* v1.5: stride on the 3x3 */
+            conv_workspace(t, n, mid, 3, ohw, ohw);
+            pdnn__bfc_free(t->a, a1);
+            void *a3 = talloc(t, n, out_c, ohw, ohw);
+            pdnn__bfc_free(t->a, a2);
+            void *sc = NULL;
+            if (b == 0)
+                sc = talloc(t, n, out_c, ohw, ohw); /* projection shortcut */
+            void *y = talloc(t, n, out_c, ohw, ohw);  /* relu(a3 + shortcut) */
+            pdnn__bfc_free(t->a, a3);
+            if (sc)
+                pdnn__bfc_free(t->a, sc);
+            pdnn__bfc_free(t->a, x);
+            x = y;
+            in_c = out_c;
+            hw = ohw;
+        }
+    }
+    void *pool = talloc(t, n, in_c, 1, 1);
+    pdnn__bfc_free(t->a, x);
+    void *fc = talloc(t, n, 1000, 1, 1);
+    pdnn__bfc_free(t->a, pool);
+    pdnn__bfc_free(t->a, fc);
+}
+
+int main(int argc, char **argv)
+{
+    int pairs = argc > 1 ? atoi(argv[1]) : 1000000;
+    if (pairs < LIVE)
+        pairs = LIVE;
+    make_sizes();
+    char devname[256] = "no OpenCL device";
+    double bfc = bench_bfc(pairs), mal = bench_malloc(pairs);
+    int cl_pairs = pairs / 50 > 1000 ? pairs / 50 : 1000;
+    double clm = bench_clmem(cl_pairs, devname, sizeof devname);
+    printf("## alloc+free pairs (sizes 256 B .. 4 MiB, %d live)\n\n", LIVE);
+    printf("| allocator | ns per pair | ratio to BFC |\n| --- | ---: | ---: |\n");
+    printf("| polydnn BFC | %.1f | 1.00 |\n", bfc);
+    printf("| malloc/free | %.1f | %.2f |\n", mal, mal / bfc);
+    if (clm >= 0)
+        printf("| fresh cl_mem per tensor (%s) | %.1f | %.2f |\n", devname, clm, clm / bfc);
+    printf("\n## ResNet-50 v1.5 forward allocation trace, allow_growth\n\n");
+    printf("| batch | allocations | peak in use | reserved | reserved / peak |\n| ---: | ---: | ---: | ---: | ---: |\n");
+    for (uint64_t n = 1; n <= 32; n *= 2) {
+        trace t = {make((pdnn__region_source){NULL, fake_alloc, fake_free}, (uint64_t)64 << 30), 0};
+        for (int rep = 0; rep < 3; rep++) /* steady state: three passes */
+            resnet50_trace(&t, n);
+        pdnn__bfc_stats s;
+        pdnn__bfc_get_stats(t.a, &s);
+        char p[32], r[32];
+        printf("| %llu | %llu | %s | %s | %.2f |\n", (unsigned long long)n, (unsigned long long)t.allocs,
+               pdnn__format_bytes(s.peak_bytes_in_use, p, sizeof p),
+               pdnn__format_bytes(s.bytes_reserved, r, sizeof r),
+               (double)s.bytes_reserved / (double)s.peak_bytes_in_use);
+        pdnn__bfc_destroy(t.a);
+    }
+    return 0;
+}
