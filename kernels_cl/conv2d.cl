@@ -62,3 +62,81 @@ __kernel void conv2d_direct(__global const float *x, long x_off,
         acc = fmax(acc, 0.0f);
     y[y_off + n * ys.s0 + (long)k * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = acc;
 }
+
+/* ---- im2col + GEMM ------------------------------------------------------
+ * The baseline most OpenCL frameworks use: unfold the input into columns,
+ * multiply by the filter with a GEMM library, then add bias, apply ReLU
+ * and write the output in its layout. The workspace holds the repacked
+ * filter (K x C/g*R*S, OIHW order), the columns of one image (C*R*S x P*Q)
+ * and the GEMM result of one image (K x P*Q). */
+
+/* wpack[k][ci][r][s] = w in any filter layout. */
+__kernel void conv2d_pack_filter(__global const float *w, long w_off, long4 ws,
+                                 __global float *wpack, long wp_off,
+                                 int4 filt, /* R, S, C/groups, K */
+                                 long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const int R = filt.s0, S = filt.s1, cpg = filt.s2;
+    const long per_k = (long)cpg * R * S;
+    const long k = i / per_k;
+    long t = i % per_k;
+    const int ci = (int)(t / (R * S));
+    t %= R * S;
+    const int r = (int)(t / S), s = (int)(t % S);
+    wpack[wp_off + i] = w[w_off + k * ws.s0 + ci * ws.s1 + r * ws.s2 + s * ws.s3];
+}
+
+/* col[c*R*S + r*S + s][p*Q + q] = x[n][c][p*sh - pt + r*dh][q*sw - pl + s*dw]
+ * (zero outside the image) for one image n. */
+__kernel void conv2d_im2col(__global const float *x, long x_off, long4 xs,
+                            __global float *col, long col_off,
+                            int4 in_dims,  /* n (this image), C, H, W */
+                            int4 out_dims, /* P, Q, R, S */
+                            int4 geom,     /* stride h, w, dilation h, w */
+                            int2 pad,      /* top, left */
+                            long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const int P = out_dims.s0, Q = out_dims.s1, R = out_dims.s2, S = out_dims.s3;
+    const long PQ = (long)P * Q;
+    const long row = i / PQ, pq = i % PQ;
+    const int c = (int)(row / (R * S));
+    const int rs = (int)(row % (R * S));
+    const int r = rs / S, s = rs % S;
+    const int p = (int)(pq / Q), q = (int)(pq % Q);
+    const long ih = (long)p * geom.s0 - pad.s0 + (long)r * geom.s2;
+    const long iw = (long)q * geom.s1 - pad.s1 + (long)s * geom.s3;
+    float v = 0.0f;
+    if (ih >= 0 && ih < in_dims.s2 && iw >= 0 && iw < in_dims.s3)
+        v = x[x_off + (long)in_dims.s0 * xs.s0 + (long)c * xs.s1 + ih * xs.s2 + iw * xs.s3];
+    col[col_off + i] = v;
+}
+
+/* y[n][k][p][q] = relu?(tmp[k][p*Q + q] + bias[k]) in y's layout. */
+__kernel void conv2d_gemm_epilogue(__global const float *tmp, long tmp_off,
+                                   __global const float *bias, long b_off,
+                                   __global float *y, long y_off, long4 ys,
+                                   int4 dims, /* n (this image), K, P, Q */
+                                   int2 flags, /* has bias, relu */
+                                   long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const int P = dims.s2, Q = dims.s3;
+    const long PQ = (long)P * Q;
+    const int k = (int)(i / PQ);
+    const long pq = i % PQ;
+    const int p = (int)(pq / Q), q = (int)(pq % Q);
+    float v = tmp[tmp_off + i];
+    if (flags.s0)
+        v += bias[b_off + k];
+    if (flags.s1)
+        v = fmax(v, 0.0f);
+    y[y_off + (long)dims.s0 * ys.s0 + (long)k * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = v;
+}

@@ -82,6 +82,9 @@ typedef struct pdnn__conv2d_call {
     pdnn_layout x_layout, w_layout, y_layout;
     int64_t xs[4], ws[4], ys[4]; /* element strides, see layout_strides */
     pdnn__buf x_buf, w_buf, bias_buf, y_buf; /* bias_buf.region NULL: none */
+    pdnn_conv_algo algo;         /* never AUTO: core has chosen */
+    pdnn__buf workspace;         /* workspace_bytes from conv2d_workspace */
+    size_t workspace_bytes;
 } pdnn__conv2d_call;
 
 /* A validated 2-D pooling. Input N,C,H,W; output N,C,P,Q. */
@@ -119,6 +122,10 @@ struct pdnn__backend {
 
     /* Ops (NULL: not supported on this backend). */
     pdnn_status (*conv2d_forward)(void *dev, const pdnn__conv2d_call *call);
+    /* Workspace bytes algo needs for call, or SIZE_MAX if this backend
+     * cannot run algo for it. NULL: only PDNN_CONV_ALGO_DIRECT, no
+     * workspace. */
+    size_t (*conv2d_workspace)(void *dev, const pdnn__conv2d_call *call, pdnn_conv_algo algo);
     pdnn_status (*pool2d_forward)(void *dev, const pdnn__pool2d_call *call);
 };
 
@@ -133,6 +140,13 @@ extern const pdnn__backend pdnn__opencl_backend;
 pdnn_status pdnn__error(pdnn_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Prints "polydnn: debug: ..." to stderr when POLYDNN_DEBUG=1. */
+void pdnn__debug(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
 #endif
     ;
 

@@ -4,6 +4,8 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static _Thread_local char last_error[2048];
 
@@ -17,6 +19,19 @@ pdnn_status pdnn__error(pdnn_status status, const char *fmt, ...)
 }
 
 const char *pdnn_last_error(void) { return last_error; }
+
+void pdnn__debug(const char *fmt, ...)
+{
+    const char *env = getenv("POLYDNN_DEBUG");
+    if (!env || strcmp(env, "1") != 0)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "polydnn: debug: %s\n", line);
+}
 
 const char *pdnn_status_string(pdnn_status status)
 {

@@ -88,6 +88,10 @@ static pdnn_status check_conv_params(const pdnn_conv2d_params *p)
                                PARAM_MAX);
     if (p->relu != 0 && p->relu != 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: relu is %d; expected 0 or 1", p->relu);
+    if ((unsigned)p->algorithm > PDNN_CONV_ALGO_IM2COL_GEMM)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "conv2d: algorithm %d is unknown; algorithms are AUTO, DIRECT, IM2COL_GEMM",
+                           (int)p->algorithm);
     return PDNN_SUCCESS;
 }
 
@@ -186,6 +190,82 @@ static pdnn_status check_output(const char *op, const pdnn_tensor *y, const int6
     return PDNN_SUCCESS;
 }
 
+static _Thread_local pdnn_conv_algo last_algo = PDNN_CONV_ALGO_AUTO;
+
+pdnn_conv_algo pdnn_conv2d_last_algorithm(void) { return last_algo; }
+
+const char *pdnn_conv_algo_name(pdnn_conv_algo algo)
+{
+    switch (algo) {
+    case PDNN_CONV_ALGO_AUTO: return "auto";
+    case PDNN_CONV_ALGO_DIRECT: return "direct";
+    case PDNN_CONV_ALGO_IM2COL_GEMM: return "im2col_gemm";
+    }
+    return "unknown";
+}
+
+static size_t workspace_of(pdnn_device *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)
+{
+    if (dev->backend->conv2d_workspace)
+        return dev->backend->conv2d_workspace(dev->handle, c, algo);
+    return algo == PDNN_CONV_ALGO_DIRECT ? 0 : SIZE_MAX;
+}
+
+/* Runs c with algo, its workspace taken from the device's allocator and
+ * returned as soon as the work is queued (the queue is in order, so the
+ * next user of that memory runs after it). */
+static pdnn_status run_with(pdnn_device *dev, pdnn_conv_algo algo, size_t ws, pdnn__conv2d_call *c,
+                            pdnn__bfc_block *block)
+{
+    c->algo = algo;
+    c->workspace_bytes = ws;
+    memset(&c->workspace, 0, sizeof c->workspace);
+    if (ws > 0)
+        c->workspace = block->buf;
+    pdnn_status st = dev->backend->conv2d_forward(dev->handle, c);
+    if (ws > 0)
+        pdnn__bfc_free(dev->alloc, block->handle);
+    if (st == PDNN_SUCCESS)
+        last_algo = algo;
+    return st;
+}
+
+/* AUTO prefers im2col + GEMM for ungrouped convolutions (the GEMM library
+ * is far faster than the direct kernel) when its workspace fits in what
+ * the device's limit leaves; otherwise, or for grouped convolutions where
+ * per-group GEMMs are tiny, the direct kernel, which needs none. */
+static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_call *c)
+{
+    pdnn__bfc_block block;
+    memset(&block, 0, sizeof block);
+    if (want != PDNN_CONV_ALGO_AUTO) {
+        size_t ws = workspace_of(dev, c, want);
+        if (ws == SIZE_MAX)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "conv2d: algorithm %s is not available on %s (%s backend); use "
+                               "PDNN_CONV_ALGO_AUTO or PDNN_CONV_ALGO_DIRECT",
+                               pdnn_conv_algo_name(want), dev->name, dev->backend->name);
+        if (ws > 0) {
+            pdnn_status st = pdnn__bfc_alloc(dev->alloc, ws, "conv2d workspace", &block);
+            if (st != PDNN_SUCCESS)
+                return st;
+        }
+        return run_with(dev, want, ws, c, &block);
+    }
+    if (c->groups == 1) {
+        size_t ws = workspace_of(dev, c, PDNN_CONV_ALGO_IM2COL_GEMM);
+        if (ws != SIZE_MAX) {
+            if (ws == 0 || pdnn__bfc_alloc(dev->alloc, ws, "conv2d workspace", &block) == PDNN_SUCCESS)
+                return run_with(dev, PDNN_CONV_ALGO_IM2COL_GEMM, ws, c, &block);
+            char b[32];
+            pdnn__debug("conv2d on %s: im2col_gemm needs %s of workspace, which does not fit (%s); "
+                        "using direct, which needs none",
+                        dev->name, pdnn__format_bytes(ws, b, sizeof b), pdnn_last_error());
+        }
+    }
+    return run_with(dev, PDNN_CONV_ALGO_DIRECT, 0, c, &block);
+}
+
 pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *x,
                                 const pdnn_tensor *w, const pdnn_tensor *bias, pdnn_tensor *y)
 {
@@ -244,7 +324,7 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
     c.y_buf = y->block.buf;
     if (bias)
         c.bias_buf = bias->block.buf;
-    return dev->backend->conv2d_forward(dev->handle, &c);
+    return run_conv(dev, p->algorithm, &c);
 }
 
 /* ---- pooling --------------------------------------------------------- */

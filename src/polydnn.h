@@ -255,6 +255,19 @@ void pdnn_tensor_release(pdnn_tensor *t);
 /* Convolution                                                          */
 /* ------------------------------------------------------------------ */
 
+/* Convolution algorithms. AUTO takes the fastest one whose workspace
+ * fits in the device's free memory (falling back to one that needs none);
+ * naming one runs exactly that one or fails. */
+typedef enum pdnn_conv_algo {
+    PDNN_CONV_ALGO_AUTO = 0,
+    PDNN_CONV_ALGO_DIRECT = 1,      /* no workspace, every device          */
+    PDNN_CONV_ALGO_IM2COL_GEMM = 2  /* im2col + CLBlast SGEMM (OpenCL);
+                                     * workspace from the device allocator */
+} pdnn_conv_algo;
+
+/* "auto", "direct", "im2col_gemm"; "unknown" otherwise. */
+const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
+
 typedef struct pdnn_conv2d_params {
     int stride_h, stride_w;       /* >= 1 */
     int dilation_h, dilation_w;   /* >= 1 */
@@ -262,9 +275,10 @@ typedef struct pdnn_conv2d_params {
     int pad_left, pad_right;
     int groups;                   /* >= 1; C and K both divisible */
     int relu;                     /* 1: fuse max(0, y) after the bias */
+    pdnn_conv_algo algorithm;     /* default PDNN_CONV_ALGO_AUTO */
 } pdnn_conv2d_params;
 
-/* stride 1, dilation 1, no padding, one group, no ReLU. */
+/* stride 1, dilation 1, no padding, one group, no ReLU, AUTO algorithm. */
 void pdnn_conv2d_params_init(pdnn_conv2d_params *p);
 
 /* TensorFlow's padding helpers for an input of in_h x in_w and a filter of
@@ -287,6 +301,10 @@ pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x,
 pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
                                 const pdnn_tensor *x, const pdnn_tensor *w,
                                 const pdnn_tensor *bias, pdnn_tensor *y);
+
+/* The algorithm the calling thread's last successful pdnn_conv2d_forward
+ * ran (never AUTO after a call); AUTO before any call. */
+pdnn_conv_algo pdnn_conv2d_last_algorithm(void);
 
 /* ------------------------------------------------------------------ */
 /* Pooling                                                              */

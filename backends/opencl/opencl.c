@@ -7,6 +7,9 @@
 #include "backends/opencl/cl_sources.h"
 
 #include <CL/cl.h>
+#ifdef PDNN_HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +24,12 @@ typedef struct cl_dev {
      * arguments and enqueueing happen under the lock. */
     pthread_mutex_t lock;
     cl_program program;
-    cl_kernel conv2d_direct;
-    cl_kernel pool2d_direct;
+    cl_kernel kernels[5]; /* indexed by enum kernel_id */
 } cl_dev;
+
+enum kernel_id { K_CONV_DIRECT, K_POOL_DIRECT, K_PACK_FILTER, K_IM2COL, K_GEMM_EPILOGUE, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {"conv2d_direct", "pool2d_direct", "conv2d_pack_filter",
+                                                  "conv2d_im2col", "conv2d_gemm_epilogue"};
 
 static const char *cl_error_name(cl_int e)
 {
@@ -81,10 +87,9 @@ static void dev_free(cl_dev *d)
 {
     if (!d)
         return;
-    if (d->conv2d_direct)
-        clReleaseKernel(d->conv2d_direct);
-    if (d->pool2d_direct)
-        clReleaseKernel(d->pool2d_direct);
+    for (int i = 0; i < K_COUNT; i++)
+        if (d->kernels[i])
+            clReleaseKernel(d->kernels[i]);
     if (d->program)
         clReleaseProgram(d->program);
     if (d->queue)
@@ -293,23 +298,23 @@ static pdnn_status build_program(cl_dev *d)
                              log);
         }
     }
-    if (st == PDNN_SUCCESS) {
-        d->conv2d_direct = clCreateKernel(d->program, "conv2d_direct", &err);
-        if (!d->conv2d_direct)
-            st = cl_fail("clCreateKernel(conv2d_direct)", err);
-    }
-    if (st == PDNN_SUCCESS) {
-        d->pool2d_direct = clCreateKernel(d->program, "pool2d_direct", &err);
-        if (!d->pool2d_direct)
-            st = cl_fail("clCreateKernel(pool2d_direct)", err);
+    for (int i = 0; st == PDNN_SUCCESS && i < K_COUNT; i++) {
+        d->kernels[i] = clCreateKernel(d->program, kernel_names[i], &err);
+        if (!d->kernels[i]) {
+            char call[96];
+            snprintf(call, sizeof call, "clCreateKernel(%s)", kernel_names[i]);
+            st = cl_fail(call, err);
+        }
     }
     if (st != PDNN_SUCCESS) {
         /* Leave the device as it was so a later call may retry. */
-        if (d->conv2d_direct)
-            clReleaseKernel(d->conv2d_direct);
+        for (int i = 0; i < K_COUNT; i++) {
+            if (d->kernels[i])
+                clReleaseKernel(d->kernels[i]);
+            d->kernels[i] = NULL;
+        }
         if (d->program)
             clReleaseProgram(d->program);
-        d->conv2d_direct = NULL;
         d->program = NULL;
     }
     for (size_t i = 0; i < n; i++)
@@ -424,16 +429,11 @@ static pdnn_status ensure_program(cl_dev *d)
     return d->program ? PDNN_SUCCESS : build_program(d);
 }
 
-static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
+/* Called with d->lock held and the program built. */
+static pdnn_status conv_direct(cl_dev *d, const pdnn__conv2d_call *c)
 {
-    cl_dev *d = dev;
-    pthread_mutex_lock(&d->lock);
-    pdnn_status st = ensure_program(d);
-    if (st != PDNN_SUCCESS) {
-        pthread_mutex_unlock(&d->lock);
-        return st;
-    }
-    cl_kernel k = d->conv2d_direct;
+    pdnn_status st;
+    cl_kernel k = d->kernels[K_CONV_DIRECT];
     cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
     /* Without a bias any valid buffer will do; the kernel does not read it. */
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : w;
@@ -465,6 +465,141 @@ static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
     SET_ARG(k, 15, misc);
     SET_ARG(k, 16, total);
     st = err == CL_SUCCESS ? launch(d, k, "conv2d_direct", total) : cl_fail("clSetKernelArg(conv2d_direct)", err);
+    return st;
+}
+
+
+/* Workspace of im2col + GEMM, in floats: the repacked filter, one image's
+ * columns and one image's GEMM result. */
+static int64_t gemm_workspace_floats(const pdnn__conv2d_call *c)
+{
+    const int64_t cpg = c->c / c->groups, rs = c->r * c->s, pq = c->p * c->q;
+    return c->k * cpg * rs + c->c * rs * pq + c->k * pq;
+}
+
+static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)
+{
+    (void)dev;
+    if (algo == PDNN_CONV_ALGO_DIRECT)
+        return 0;
+#ifdef PDNN_HAVE_CLBLAST
+    if (algo == PDNN_CONV_ALGO_IM2COL_GEMM) {
+        int64_t f = gemm_workspace_floats(c);
+        /* Kernel indices are long, GEMM sizes size_t: keep within both. */
+        if (f > INT64_MAX / 8 || (uint64_t)f * sizeof(float) > SIZE_MAX / 2)
+            return SIZE_MAX;
+        return (size_t)f * sizeof(float);
+    }
+#else
+    (void)c;
+#endif
+    return SIZE_MAX;
+}
+
+#ifdef PDNN_HAVE_CLBLAST
+/* For each image: unfold it into columns, one SGEMM per group, then the
+ * bias/ReLU epilogue writes the image in y's layout. Called with d->lock
+ * held and the program built. */
+static pdnn_status conv_im2col_gemm(cl_dev *d, const pdnn__conv2d_call *c)
+{
+    const int64_t cpg = c->c / c->groups, kpg = c->k / c->groups, rs = c->r * c->s, pq = c->p * c->q;
+    cl_mem ws = c->workspace.region;
+    const cl_long wp_off = elem_off(c->workspace);
+    const cl_long col_off = wp_off + c->k * cpg * rs;
+    const cl_long tmp_off = col_off + c->c * rs * pq;
+    cl_int err = CL_SUCCESS;
+
+    cl_kernel k = d->kernels[K_PACK_FILTER];
+    cl_mem w = c->w_buf.region;
+    cl_long wo = elem_off(c->w_buf);
+    cl_long4 wst = strides4(c->ws);
+    cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)cpg, (int)c->k);
+    cl_long total = c->k * cpg * rs;
+    SET_ARG(k, 0, w);
+    SET_ARG(k, 1, wo);
+    SET_ARG(k, 2, wst);
+    SET_ARG(k, 3, ws);
+    SET_ARG(k, 4, wp_off);
+    SET_ARG(k, 5, filt);
+    SET_ARG(k, 6, total);
+    pdnn_status st = err == CL_SUCCESS ? launch(d, k, "conv2d_pack_filter", total)
+                                       : cl_fail("clSetKernelArg(conv2d_pack_filter)", err);
+
+    cl_mem x = c->x_buf.region, y = c->y_buf.region;
+    cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
+    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
+    cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
+    cl_int2 pad;
+    pad.s[0] = c->pad_top;
+    pad.s[1] = c->pad_left;
+    cl_int2 flags;
+    flags.s[0] = c->bias_buf.region != NULL;
+    flags.s[1] = c->relu;
+    cl_int4 out_dims = int4_of((int)c->p, (int)c->q, (int)c->r, (int)c->s);
+    cl_long col_total = c->c * rs * pq, tmp_total = c->k * pq;
+    for (int64_t n = 0; st == PDNN_SUCCESS && n < c->n; n++) {
+        k = d->kernels[K_IM2COL];
+        cl_int4 in_dims = int4_of((int)n, (int)c->c, (int)c->h, (int)c->w);
+        SET_ARG(k, 0, x);
+        SET_ARG(k, 1, xo);
+        SET_ARG(k, 2, xs);
+        SET_ARG(k, 3, ws);
+        SET_ARG(k, 4, col_off);
+        SET_ARG(k, 5, in_dims);
+        SET_ARG(k, 6, out_dims);
+        SET_ARG(k, 7, geom);
+        SET_ARG(k, 8, pad);
+        SET_ARG(k, 9, col_total);
+        st = err == CL_SUCCESS ? launch(d, k, "conv2d_im2col", col_total) : cl_fail("clSetKernelArg(conv2d_im2col)", err);
+        for (int64_t g = 0; st == PDNN_SUCCESS && g < c->groups; g++) {
+            /* tmp[g] (kpg x PQ) = wpack[g] (kpg x cpg*RS) * col[g] (cpg*RS x PQ) */
+            CLBlastStatusCode bs = CLBlastSgemm(
+                CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, (size_t)kpg, (size_t)pq,
+                (size_t)(cpg * rs), 1.0f, ws, (size_t)(wp_off + g * kpg * cpg * rs), (size_t)(cpg * rs), ws,
+                (size_t)(col_off + g * cpg * rs * pq), (size_t)pq, 0.0f, ws, (size_t)(tmp_off + g * kpg * pq),
+                (size_t)pq, &d->queue, NULL);
+            if (bs != CLBlastSuccess)
+                st = pdnn__error(bs == CLBlastOpenCLOutOfResources || bs == CLBlastOpenCLOutOfHostMemory
+                                     ? PDNN_ERR_OUT_OF_MEMORY
+                                     : PDNN_ERR_BACKEND,
+                                 "OpenCL: CLBlastSgemm failed with status %d", (int)bs);
+        }
+        if (st != PDNN_SUCCESS)
+            break;
+        k = d->kernels[K_GEMM_EPILOGUE];
+        cl_int4 dims = int4_of((int)n, (int)c->k, (int)c->p, (int)c->q);
+        SET_ARG(k, 0, ws);
+        SET_ARG(k, 1, tmp_off);
+        SET_ARG(k, 2, b);
+        SET_ARG(k, 3, bo);
+        SET_ARG(k, 4, y);
+        SET_ARG(k, 5, yo);
+        SET_ARG(k, 6, ys);
+        SET_ARG(k, 7, dims);
+        SET_ARG(k, 8, flags);
+        SET_ARG(k, 9, tmp_total);
+        st = err == CL_SUCCESS ? launch(d, k, "conv2d_gemm_epilogue", tmp_total)
+                               : cl_fail("clSetKernelArg(conv2d_gemm_epilogue)", err);
+    }
+    return st;
+}
+#endif
+
+static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
+{
+    cl_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_program(d);
+    if (st == PDNN_SUCCESS) {
+#ifdef PDNN_HAVE_CLBLAST
+        if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
+            st = conv_im2col_gemm(d, c);
+        else
+#endif
+            st = conv_direct(d, c);
+    }
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -478,7 +613,7 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
         pthread_mutex_unlock(&d->lock);
         return st;
     }
-    cl_kernel k = d->pool2d_direct;
+    cl_kernel k = d->kernels[K_POOL_DIRECT];
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
@@ -515,5 +650,6 @@ const pdnn__backend pdnn__opencl_backend = {
     .copy = cl_copy,
     .synchronize = cl_sync,
     .conv2d_forward = cl_conv2d,
+    .conv2d_workspace = cl_conv2d_workspace,
     .pool2d_forward = cl_pool2d,
 };
