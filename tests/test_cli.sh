@@ -51,6 +51,17 @@ for dev in "" "--device /cpu:0"; do
         done
     done
 done
+for algo in direct im2col_gemm; do
+    ok "conv --algo $algo" "$tool" conv -n 2 -c 7 -H 10 -W 9 -k 5 -p 1 -q 1 --layout NHWC --bias --relu --algo $algo --iters 1 --verify
+    has "algorithm reported" "algorithm $algo"
+done
+# 1 MiB holds the tensors but not im2col's 1.3 MiB workspace: AUTO falls
+# back to direct and says so in the debug log.
+ok "workspace fallback" env POLYDNN_MEMORY_LIMIT_MB=1 POLYDNN_DEBUG=1 "$tool" conv -c 32 -H 32 -W 32 -k 32 -p 1 -q 1 --iters 1 --verify
+has "fallback logged" "im2col_gemm needs .* of workspace, which does not fit"
+has "fallback ran direct" "algorithm direct"
+bad "im2col on host" 1 "not available" "$tool" conv --algo im2col_gemm --device /cpu:0
+bad "bad algo" 2 "auto, direct or im2col_gemm" "$tool" conv --algo winograd
 ok "conv prints GFLOP/s" "$tool" conv --iters 2
 has "GFLOP/s line" "GFLOP/s"
 ok "pool prints GB/s" "$tool" pool --iters 2

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The algorithm the accelerator runs; the host reference is always direct. */
+static pdnn_conv_algo accel_algo = PDNN_CONV_ALGO_DIRECT;
+
 typedef struct conv_case {
     int64_t n, c, h, w, k, r, s;
     int sh, sw, dh, dw, pt, pb, pl, pr, groups, bias, relu;
@@ -44,6 +47,9 @@ static void params_of(const conv_case *k, pdnn_conv2d_params *p)
     p->relu = k->relu;
 }
 
+/* Which algorithm run_case asks for (set per device run below). */
+static pdnn_conv_algo run_algo = PDNN_CONV_ALGO_DIRECT;
+
 /* Runs one case on dev with logical-order inputs; returns the output in
  * logical NKPQ order (malloc'd) and its dims. */
 static float *run_case(pdnn_device *dev, const conv_case *k, const float *x, const float *w,
@@ -54,6 +60,7 @@ static float *run_case(pdnn_device *dev, const conv_case *k, const float *x, con
     pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, k->k, 1, 1, 1);
     pdnn_conv2d_params p;
     params_of(k, &p);
+    p.algorithm = run_algo;
     cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_desc yd = th_desc(k->yl, od[0], od[1], od[2], od[3]);
 
@@ -66,7 +73,9 @@ static float *run_case(pdnn_device *dev, const conv_case *k, const float *x, con
     pdnn_tensor *tb = k->bias ? th_upload(dev, &bd, b) : NULL;
     pdnn_tensor *ty = th_upload(dev, &yd, NULL);
     pdnn_status st = pdnn_conv2d_forward(&p, tx, tw, tb, ty);
-    cr_assert_eq(st, PDNN_SUCCESS, "conv2d: %s", pdnn_last_error());
+    cr_assert_eq(st, PDNN_SUCCESS, "conv2d (%s): %s", pdnn_conv_algo_name(run_algo), pdnn_last_error());
+    cr_assert_eq(pdnn_conv2d_last_algorithm(), run_algo, "ran %s, asked for %s",
+                 pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()), pdnn_conv_algo_name(run_algo));
     float *ym = th_download(ty);
     float *y = malloc(sizeof(float) * (size_t)pdnn_tensor_desc_elements(&yd));
     th_from_layout(ym, y, k->yl, yd.dims);
@@ -113,14 +122,19 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
     ref.wl = PDNN_OIHW;
     ref.yl = PDNN_NCHW;
     int64_t od[4];
+    run_algo = PDNN_CONV_ALGO_DIRECT;
     float *want = run_case(host, &ref, x, w, b, od);
     int64_t yn = od[0] * od[1] * od[2] * od[3];
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
+        char where[128];
+        snprintf(where, sizeof where, "%s with %s", info.name, pdnn_conv_algo_name(accel_algo));
         int64_t od2[4];
+        run_algo = accel_algo;
         float *got = run_case(devs[i], k, x, w, b, od2);
-        compare(got, want, yn, (k->c / k->groups) * k->r * k->s, name, info.name);
+        run_algo = PDNN_CONV_ALGO_DIRECT;
+        compare(got, want, yn, (k->c / k->groups) * k->r * k->s, name, where);
         free(got);
     }
     free(want);
@@ -250,7 +264,7 @@ Test(conv_reference, host_matches_independent_loop_in_every_layout)
 
 /* Every activation/filter/output layout combination on shapes that
  * exercise groups, depthwise, stride, dilation and asymmetric padding. */
-Test(conv_parity, every_layout_combination)
+static void every_layout_combination(void)
 {
     pdnn_device *devs[8];
     int ndev;
@@ -276,7 +290,7 @@ Test(conv_parity, every_layout_combination)
 
 /* The odd sizes the issue names: 1x1 images, channels not a multiple of 4,
  * batch 1 and 17, filters 1/3/5/7, the largest spatial size. */
-Test(conv_parity, edge_shapes)
+static void edge_shapes(void)
 {
     pdnn_device *devs[8];
     int ndev;
@@ -302,7 +316,7 @@ Test(conv_parity, edge_shapes)
 
 /* A seeded sample of the full grid (batch, channels, image size, kernel,
  * stride, dilation, padding, groups, layouts), bounded in cost. */
-Test(conv_parity, sampled_grid)
+static void sampled_grid(void)
 {
     pdnn_device *devs[8];
     int ndev;
@@ -353,3 +367,38 @@ Test(conv_parity, sampled_grid)
     cr_assert_eq(done, 80, "the sampler found only %d valid cases", done);
     pdnn_context_destroy(ctx);
 }
+
+/* Every parity test runs once per accelerator algorithm. im2col_gemm needs
+ * CLBlast; where it is not built the algorithm reports itself unavailable
+ * and those runs skip. */
+static void with_algo(pdnn_conv_algo algo, void (*body)(void))
+{
+    accel_algo = algo;
+    if (algo == PDNN_CONV_ALGO_IM2COL_GEMM) {
+        pdnn_device *devs[8];
+        int ndev;
+        pdnn_context *ctx = th_accel_context(devs, &ndev);
+        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 1, 1), wd = th_desc(PDNN_OIHW, 1, 1, 1, 1);
+        pdnn_tensor *x = th_upload(devs[0], &xd, NULL), *w = th_upload(devs[0], &wd, NULL);
+        pdnn_tensor *y = th_upload(devs[0], &xd, NULL);
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        p.algorithm = algo;
+        pdnn_status st = pdnn_conv2d_forward(&p, x, w, NULL, y);
+        pdnn_tensor_release(x);
+        pdnn_tensor_release(w);
+        pdnn_tensor_release(y);
+        pdnn_context_destroy(ctx);
+        if (st == PDNN_ERR_UNSUPPORTED)
+            cr_skip_test("im2col_gemm is not built here (no CLBlast)");
+        cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
+    }
+    body();
+}
+
+Test(conv_parity, every_layout_combination_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, every_layout_combination); }
+Test(conv_parity, every_layout_combination_im2col_gemm) { with_algo(PDNN_CONV_ALGO_IM2COL_GEMM, every_layout_combination); }
+Test(conv_parity, edge_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, edge_shapes); }
+Test(conv_parity, edge_shapes_im2col_gemm) { with_algo(PDNN_CONV_ALGO_IM2COL_GEMM, edge_shapes); }
+Test(conv_parity, sampled_grid_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, sampled_grid); }
+Test(conv_parity, sampled_grid_im2col_gemm) { with_algo(PDNN_CONV_ALGO_IM2COL_GEMM, sampled_grid); }

@@ -13,7 +13,7 @@
 typedef struct conv_job {
     int n, c, h, w, k, y, x, p, q, u, v, l, j, g;
     int pt, pb, pl, pr, bias, relu, iters, verify, seed, mem_stats;
-    const char *layout, *filter_layout, *padding, *device;
+    const char *layout, *filter_layout, *padding, *device, *algo;
     const char *input, *filter, *bias_file, *output;
 } conv_job;
 
@@ -119,7 +119,7 @@ done:
 int cmd_conv(int argc, char **argv)
 {
     conv_job o = {1, 3, 32, 32, 32, 3, 3, 0, 0, 1, 1, 1, 1, 1, -1, -1, -1, -1, 0, 0, 10, 0, -1, 0,
-                  "NCHW", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                  "NCHW", NULL, NULL, NULL, "auto", NULL, NULL, NULL, NULL};
     const cli_opt opts[] = {
         {'n', "batch", OPT_INT, &o.n, 1, "batch size N (default 1)"},
         {'c', "in-channels", OPT_INT, &o.c, 1, "input channels C (default 3)"},
@@ -145,6 +145,7 @@ int cmd_conv(int argc, char **argv)
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC for input and output (default NCHW)"},
         {0, "filter-layout", OPT_STR, &o.filter_layout, 0, "OIHW|OHWI|HWIO (default OIHW for NCHW, OHWI for NHWC)"},
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
+        {'a', "algo", OPT_STR, &o.algo, 0, "auto|direct|im2col_gemm (default auto: fastest that fits)"},
         {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up (default 10)"},
         {0, "verify", OPT_FLAG, &o.verify, 0, "compare with the host reference (/cpu:0)"},
         {0, "seed", OPT_INT, &o.seed, 0, "seed for random inputs (default: time-based, printed)"},
@@ -167,6 +168,14 @@ int cmd_conv(int argc, char **argv)
     int wl = o.filter_layout ? pdnn_layout_parse(o.filter_layout) : (xl == PDNN_NCHW ? PDNN_OIHW : PDNN_OHWI);
     if (wl != PDNN_OIHW && wl != PDNN_OHWI && wl != PDNN_HWIO) {
         fprintf(stderr, "polydnn conv: --filter-layout must be OIHW, OHWI or HWIO, got '%s'\n", o.filter_layout);
+        return EXIT_USAGE;
+    }
+    int algo = -1;
+    for (int i = PDNN_CONV_ALGO_AUTO; i <= PDNN_CONV_ALGO_IM2COL_GEMM; i++)
+        if (strcasecmp(o.algo, pdnn_conv_algo_name((pdnn_conv_algo)i)) == 0)
+            algo = i;
+    if (algo < 0) {
+        fprintf(stderr, "polydnn conv: --algo must be auto, direct or im2col_gemm, got '%s'\n", o.algo);
         return EXIT_USAGE;
     }
     if (o.padding && strcasecmp(o.padding, "same") != 0 && strcasecmp(o.padding, "valid") != 0) {
@@ -224,6 +233,7 @@ int cmd_conv(int argc, char **argv)
     p.dilation_w = o.j;
     p.groups = o.g;
     p.relu = o.relu;
+    p.algorithm = (pdnn_conv_algo)algo;
     p.pad_top = o.pt >= 0 ? o.pt : o.p;
     p.pad_bottom = o.pb >= 0 ? o.pb : o.p;
     p.pad_left = o.pl >= 0 ? o.pl : o.q;
@@ -295,8 +305,9 @@ int cmd_conv(int argc, char **argv)
            o.l, o.j, o.g, pdnn_layout_name((pdnn_layout)xl), pdnn_layout_name((pdnn_layout)wl),
            o.bias ? " bias" : "", o.relu ? " relu" : "", (long long)yd.dims[0], (long long)yd.dims[1],
            (long long)yd.dims[2], (long long)yd.dims[3]);
-    printf("device %s (%s, %s): %.3f ms/call over %d call(s), %.2f GFLOP/s\n", info.name, info.backend,
-           info.device_name, ms, o.iters, flops / (ms * 1e-3) / 1e9);
+    printf("device %s (%s, %s), algorithm %s: %.3f ms/call over %d call(s), %.2f GFLOP/s\n", info.name,
+           info.backend, info.device_name, pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()), ms, o.iters,
+           flops / (ms * 1e-3) / 1e9);
     if (o.mem_stats)
         cli_print_memory_stats(dev);
 
@@ -306,7 +317,9 @@ int cmd_conv(int argc, char **argv)
             rc = cli_fail("finding the host reference");
             goto out;
         }
-        if ((rc = run_on(host, &p, &xd, &wd, &bd, &yd, x, w, b, 0, &ref, NULL)))
+        pdnn_conv2d_params ref_p = p; /* the reference is the host's direct loop */
+        ref_p.algorithm = PDNN_CONV_ALGO_DIRECT;
+        if ((rc = run_on(host, &ref_p, &xd, &wd, &bd, &yd, x, w, b, 0, &ref, NULL)))
             goto out;
         int64_t yn = pdnn_tensor_desc_elements(&yd);
         double ma, mr;
