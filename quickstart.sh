@@ -6,13 +6,11 @@
 # Run as root (or through sudo): it calls apt-get.
 set -eu
 cd "$(dirname "$0")"
-if command -v apt-get >/dev/null 2>&1; then
+# The Debian packages polydnn needs are listed in build-aux/debian-packages.
+if [ -z "${POLYDNN_SKIP_APT:-}" ] && command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update
-    apt-get install -y --no-install-recommends \
-        build-essential autoconf automake libtool pkg-config \
-        ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
-        libclblast-dev libcriterion-dev valgrind
+    xargs apt-get install -y --no-install-recommends <build-aux/debian-packages
 fi
 ./autogen.sh
 ./configure ${CONFIGURE_FLAGS:-}
