@@ -173,3 +173,38 @@ void cli_errors(const float *got, const float *want, int64_t n, double *max_abs,
     *max_abs = ma;
     *max_rel = mr;
 }
+
+int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(void *), void *arg, double *ms)
+{
+    if (op(arg) || pdnn_device_synchronize(dev))
+        return cli_fail(what);
+    double t0 = cli_now();
+    for (int i = 0; i < iters; i++)
+        if (op(arg))
+            return cli_fail(what);
+    if (pdnn_device_synchronize(dev))
+        return cli_fail(what);
+    if (ms)
+        *ms = (cli_now() - t0) * 1e3 / (iters > 0 ? iters : 1);
+    return 0;
+}
+
+int cli_read(const pdnn_tensor *t, float **out)
+{
+    pdnn_tensor_desc d;
+    *out = NULL;
+    if (pdnn_tensor_get_desc(t, &d))
+        return cli_fail("reading the output");
+    size_t bytes = (size_t)pdnn_tensor_desc_bytes(&d);
+    *out = malloc(bytes);
+    if (!*out) {
+        fprintf(stderr, "polydnn: out of host memory\n");
+        return EXIT_RUNTIME;
+    }
+    if (pdnn_tensor_read(t, *out, bytes)) {
+        free(*out);
+        *out = NULL;
+        return cli_fail("reading the output");
+    }
+    return 0;
+}

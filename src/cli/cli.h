@@ -38,5 +38,11 @@ void cli_print_memory_stats(pdnn_device *dev);
 /* Max abs and rel error of got against want. */
 void cli_errors(const float *got, const float *want, int64_t n, double *max_abs, double *max_rel);
 int cli_fail(const char *what); /* prints pdnn_last_error(), returns EXIT_RUNTIME */
+/* Runs op once to warm up (building programs, touching memory), then
+ * iters times, waits for dev, and sets *ms (may be NULL) to the time per
+ * call. Returns 0 or EXIT_RUNTIME after printing what failed. */
+int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(void *), void *arg, double *ms);
+/* Reads a whole tensor into a new malloc'd array (*out). */
+int cli_read(const pdnn_tensor *t, float **out);
 
 #endif

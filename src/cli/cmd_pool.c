@@ -9,10 +9,23 @@
 #include <string.h>
 #include <strings.h>
 
+struct pool_call {
+    const pdnn_pool2d_params *p;
+    const pdnn_tensor *x;
+    pdnn_tensor *y;
+};
+
+static pdnn_status pool_op(void *arg)
+{
+    const struct pool_call *c = arg;
+    return pdnn_pool2d_forward(c->p, c->x, c->y);
+}
+
 static int run_pool(pdnn_device *dev, const pdnn_pool2d_params *p, const pdnn_tensor_desc *xd,
                     const pdnn_tensor_desc *yd, const float *x, int iters, float **out, double *ms)
 {
     pdnn_tensor *tx = NULL, *ty = NULL;
+    struct pool_call call;
     int rc = 0;
     if (pdnn_tensor_create(dev, xd, &tx) || pdnn_tensor_create(dev, yd, &ty)) {
         rc = cli_fail("allocating tensors");
@@ -22,31 +35,9 @@ static int run_pool(pdnn_device *dev, const pdnn_pool2d_params *p, const pdnn_te
         rc = cli_fail("writing the input");
         goto done;
     }
-    if (pdnn_pool2d_forward(p, tx, ty) || pdnn_device_synchronize(dev)) {
-        rc = cli_fail("pool2d");
-        goto done;
-    }
-    double t0 = cli_now();
-    for (int i = 0; i < iters; i++)
-        if (pdnn_pool2d_forward(p, tx, ty)) {
-            rc = cli_fail("pool2d");
-            goto done;
-        }
-    if (pdnn_device_synchronize(dev)) {
-        rc = cli_fail("pool2d");
-        goto done;
-    }
-    if (ms)
-        *ms = (cli_now() - t0) * 1e3 / (iters > 0 ? iters : 1);
-    *out = malloc((size_t)pdnn_tensor_desc_bytes(yd));
-    if (!*out) {
-        fprintf(stderr, "polydnn: out of host memory\n");
-        rc = EXIT_RUNTIME;
-    } else if (pdnn_tensor_read(ty, *out, (size_t)pdnn_tensor_desc_bytes(yd))) {
-        rc = cli_fail("reading the output");
-        free(*out);
-        *out = NULL;
-    }
+    call = (struct pool_call){p, tx, ty};
+    if ((rc = cli_time(dev, "pool2d", iters, pool_op, &call, ms)) == 0)
+        rc = cli_read(ty, out);
 done:
     pdnn_tensor_release(tx);
     pdnn_tensor_release(ty);
