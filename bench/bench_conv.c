@@ -1,0 +1,159 @@
+/* Convolution benchmark: every distinct convolution of ResNet-50 v1.5
+ * (batch from argv, default 1) in both layouts on one device, the direct
+ * kernel against the im2col + CLBlast SGEMM peer, measured side by side in
+ * one run. Prints a Markdown table of GFLOP/s and the ratio to the peer. */
+#include "polydnn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct layer {
+    const char *name;
+    int c, hw, k, rs, stride, pad;
+} layer;
+
+static const layer resnet50[] = {
+    {"conv1", 3, 224, 64, 7, 2, 3},
+    {"res2 1x1 64>64", 64, 56, 64, 1, 1, 0},
+    {"res2 3x3 64", 64, 56, 64, 3, 1, 1},
+    {"res2 1x1 64>256", 64, 56, 256, 1, 1, 0},
+    {"res2 1x1 256>64", 256, 56, 64, 1, 1, 0},
+    {"res3 1x1 256>128", 256, 56, 128, 1, 1, 0},
+    {"res3 3x3 128 /2", 128, 56, 128, 3, 2, 1},
+    {"res3 1x1 128>512", 128, 28, 512, 1, 1, 0},
+    {"res3 proj 256>512 /2", 256, 56, 512, 1, 2, 0},
+    {"res3 1x1 512>128", 512, 28, 128, 1, 1, 0},
+    {"res3 3x3 128", 128, 28, 128, 3, 1, 1},
+    {"res4 1x1 512>256", 512, 28, 256, 1, 1, 0},
+    {"res4 3x3 256 /2", 256, 28, 256, 3, 2, 1},
+    {"res4 1x1 256>1024", 256, 14, 1024, 1, 1, 0},
+    {"res4 proj 512>1024 /2", 512, 28, 1024, 1, 2, 0},
+    {"res4 1x1 1024>256", 1024, 14, 256, 1, 1, 0},
+    {"res4 3x3 256", 256, 14, 256, 3, 1, 1},
+    {"res5 1x1 1024>512", 1024, 14, 512, 1, 1, 0},
+    {"res5 3x3 512 /2", 512, 14, 512, 3, 2, 1},
+    {"res5 1x1 512>2048", 512, 7, 2048, 1, 1, 0},
+    {"res5 proj 1024>2048 /2", 1024, 14, 2048, 1, 2, 0},
+    {"res5 1x1 2048>512", 2048, 7, 512, 1, 1, 0},
+    {"res5 3x3 512", 512, 7, 512, 3, 1, 1},
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_conv: %s: %s\n", what, pdnn_last_error());
+    exit(1);
+}
+
+/* Best of reps calls after a warm-up, in ms; -1 if the algorithm is not
+ * available on this device. */
+static double time_conv(pdnn_device *dev, const pdnn_conv2d_params *p, pdnn_tensor *x, pdnn_tensor *w,
+                        pdnn_tensor *y, int reps)
+{
+    pdnn_status st = pdnn_conv2d_forward(p, x, w, NULL, y);
+    if (st == PDNN_ERR_UNSUPPORTED)
+        return -1;
+    if (st != PDNN_SUCCESS || pdnn_device_synchronize(dev) != PDNN_SUCCESS)
+        die("conv2d");
+    double best = 1e30;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now();
+        if (pdnn_conv2d_forward(p, x, w, NULL, y) != PDNN_SUCCESS || pdnn_device_synchronize(dev) != PDNN_SUCCESS)
+            die("conv2d");
+        double t = (now() - t0) * 1e3;
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    int batch = argc > 1 ? atoi(argv[1]) : 1;
+    int reps = argc > 2 ? atoi(argv[2]) : 3;
+    const char *devname = argc > 3 ? argv[3] : NULL;
+    if (batch < 1 || reps < 1) {
+        fprintf(stderr, "usage: bench_conv [batch [reps [device]]]\n");
+        return 2;
+    }
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = 1;
+    pdnn_context *ctx;
+    pdnn_device *dev;
+    if (pdnn_context_create(&o, &ctx) != PDNN_SUCCESS)
+        die("context");
+    if ((devname ? pdnn_device_find(ctx, devname, &dev) : pdnn_device_default(ctx, &dev)) != PDNN_SUCCESS)
+        die("device");
+    pdnn_device_info info;
+    pdnn_device_get_info(dev, &info);
+    printf("## ResNet-50 v1.5 convolutions, batch %d, %s (%s: %s), best of %d\n\n", batch, info.name,
+           info.backend, info.device_name, reps);
+    printf("| layer | layout | GFLOP | direct GFLOP/s | im2col+CLBlast GFLOP/s | direct / peer |\n");
+    printf("| --- | --- | ---: | ---: | ---: | ---: |\n");
+    double log_ratio = 0, log_direct = 0, log_peer = 0;
+    int n_ratio = 0;
+    for (size_t i = 0; i < sizeof resnet50 / sizeof resnet50[0]; i++) {
+        const layer *L = &resnet50[i];
+        for (int lay = 0; lay < 2; lay++) {
+            pdnn_layout al = lay ? PDNN_NHWC : PDNN_NCHW, fl = lay ? PDNN_OHWI : PDNN_OIHW;
+            pdnn_tensor_desc xd = {PDNN_FLOAT32, al, {batch, L->c, L->hw, L->hw}};
+            pdnn_tensor_desc wd = {PDNN_FLOAT32, fl, {L->k, L->c, L->rs, L->rs}};
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.stride_h = p.stride_w = L->stride;
+            p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = L->pad;
+            pdnn_tensor_desc yd = {PDNN_FLOAT32, al, {0}};
+            if (pdnn_conv2d_output_dims(&xd, &wd, &p, yd.dims) != PDNN_SUCCESS)
+                die("output dims");
+            pdnn_tensor *x, *w, *y;
+            if (pdnn_tensor_create(dev, &xd, &x) || pdnn_tensor_create(dev, &wd, &w) ||
+                pdnn_tensor_create(dev, &yd, &y))
+                die("tensors");
+            /* Values do not change the timing; zeros avoid a host fill. */
+            size_t xb = (size_t)pdnn_tensor_desc_bytes(&xd), wb = (size_t)pdnn_tensor_desc_bytes(&wd);
+            float *zx = calloc(1, xb), *zw = calloc(1, wb);
+            if (!zx || !zw || pdnn_tensor_write(x, zx, xb) || pdnn_tensor_write(w, zw, wb))
+                die("write");
+            free(zx);
+            free(zw);
+            double gflop = 2.0 * (double)yd.dims[0] * (double)yd.dims[1] * (double)yd.dims[2] *
+                           (double)yd.dims[3] * L->c * L->rs * L->rs / 1e9;
+            p.algorithm = PDNN_CONV_ALGO_DIRECT;
+            double td = time_conv(dev, &p, x, w, y, reps);
+            p.algorithm = PDNN_CONV_ALGO_IM2COL_GEMM;
+            double tg = time_conv(dev, &p, x, w, y, reps);
+            double gd = gflop / (td * 1e-3), gg = tg > 0 ? gflop / (tg * 1e-3) : 0;
+            if (tg > 0)
+                printf("| %s | %s | %.3f | %.1f | %.1f | %.2f |\n", L->name, pdnn_layout_name(al), gflop, gd, gg, gd / gg);
+            else
+                printf("| %s | %s | %.3f | %.1f | n/a | n/a |\n", L->name, pdnn_layout_name(al), gflop, gd);
+            fflush(stdout);
+            if (tg > 0) {
+                log_ratio += log(gd / gg);
+                log_peer += log(gg);
+                n_ratio++;
+            }
+            log_direct += log(gd);
+            pdnn_tensor_release(x);
+            pdnn_tensor_release(w);
+            pdnn_tensor_release(y);
+        }
+    }
+    int n = (int)(2 * sizeof resnet50 / sizeof resnet50[0]);
+    printf("\nGeometric means: direct %.1f GFLOP/s", exp(log_direct / n));
+    if (n_ratio)
+        printf(", im2col+CLBlast %.1f GFLOP/s, direct / peer %.2f", exp(log_peer / n_ratio), exp(log_ratio / n_ratio));
+    printf("\n");
+    pdnn_context_destroy(ctx);
+    return 0;
+}
