@@ -4,6 +4,7 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,5 +289,63 @@ Test(memory, conv_workspace_fits_or_falls_back)
     pdnn_tensor_release(x);
     pdnn_tensor_release(w);
     pdnn_tensor_release(y);
+    pdnn_context_destroy(ctx);
+}
+
+/* Many threads creating tensors, running convolutions and releasing on one
+ * device at once: every result is right and the allocator ends empty. */
+typedef struct conv_worker {
+    pdnn_device *dev;
+    int iters;
+    int bad;
+} conv_worker;
+
+static void *conv_thread(void *arg)
+{
+    conv_worker *cw = arg;
+    pdnn_tensor_desc xd = th_desc(PDNN_NHWC, 1, 4, 6, 6), wd = th_desc(PDNN_OHWI, 1, 4, 1, 1);
+    pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 1, 6, 6);
+    float x[144], w[4] = {1, 1, 1, 1}, y[36];
+    for (int i = 0; i < 144; i++)
+        x[i] = (float)(i / 4); /* every pixel's 4 channels hold the pixel index */
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    for (int it = 0; it < cw->iters; it++) {
+        pdnn_tensor *tx = NULL, *tw = NULL, *ty = NULL;
+        if (pdnn_tensor_create(cw->dev, &xd, &tx) || pdnn_tensor_create(cw->dev, &wd, &tw) ||
+            pdnn_tensor_create(cw->dev, &yd, &ty) || pdnn_tensor_write(tx, x, sizeof x) ||
+            pdnn_tensor_write(tw, w, sizeof w) || pdnn_conv2d_forward(&p, tx, tw, NULL, ty) ||
+            pdnn_tensor_read(ty, y, sizeof y))
+            cw->bad++;
+        else
+            for (int i = 0; i < 36; i++)
+                if (y[i] != 4.0f * (float)i)
+                    cw->bad++;
+        pdnn_tensor_release(tx);
+        pdnn_tensor_release(tw);
+        pdnn_tensor_release(ty);
+    }
+    return NULL;
+}
+
+Test(memory, threads_share_a_device)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(1, 0.0, &d);
+    pthread_t th[4];
+    conv_worker cw[4];
+    for (int i = 0; i < 4; i++) {
+        cw[i] = (conv_worker){d, 50, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, conv_thread, &cw[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(cw[i].bad, 0, "thread %d saw %d wrong results or failures", i, cw[i].bad);
+    }
+    pdnn_memory_stats s = stats(d);
+    cr_assert_eq(s.bytes_in_use, 0);
+    /* Three tensors per call, plus im2col's workspace where CLBlast is built. */
+    cr_assert(s.num_allocs == 4 * 50 * 3 || s.num_allocs == 4 * 50 * 4, "%llu allocations",
+              (unsigned long long)s.num_allocs);
     pdnn_context_destroy(ctx);
 }
