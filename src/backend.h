@@ -39,6 +39,10 @@ typedef struct pdnn__device_props {
     uint64_t max_alloc_bytes;  /* largest region the driver allows       */
     uint64_t base_align;       /* required region offset alignment, bytes */
     int compute_units;
+    /* How DLPack names this device (polydnn_dlpack.h): a DLDeviceType
+     * value (kDLCPU 1, kDLCUDA 2, kDLOpenCL 4) and its device_id. */
+    int dlpack_type;
+    int dlpack_id;
 } pdnn__device_props;
 
 /* A tensor's storage as backends see it. */

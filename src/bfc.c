@@ -513,6 +513,21 @@ uint64_t pdnn__bfc_release_unused(pdnn__bfc *a)
     return freed;
 }
 
+int pdnn__bfc_owns_region(pdnn__bfc *a, const void *handle, size_t *size)
+{
+    int found = 0;
+    pthread_mutex_lock(&a->lock);
+    for (region *r = a->regions; r && !found; r = r->next) {
+        if (r->handle == handle) {
+            found = 1;
+            if (size)
+                *size = r->size;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return found;
+}
+
 void pdnn__bfc_summary(pdnn__bfc *a, char *buf, size_t len)
 {
     uint64_t used_n[N_BINS] = {0}, used_b[N_BINS] = {0}, free_n[N_BINS] = {0}, free_b[N_BINS] = {0};

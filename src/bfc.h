@@ -78,6 +78,11 @@ pdnn_status pdnn__bfc_set_limit(pdnn__bfc *a, uint64_t limit,
 /* Returns entirely free regions to the source; returns the bytes freed. */
 uint64_t pdnn__bfc_release_unused(pdnn__bfc *a);
 
+/* Whether handle is one of a's regions; *size (may be NULL) receives its
+ * size. Used to accept only our own device buffers back through DLPack:
+ * an arbitrary pointer cannot be checked safely with the driver. */
+int pdnn__bfc_owns_region(pdnn__bfc *a, const void *handle, size_t *size);
+
 /* Writes a human-readable per-bin summary into buf (truncated to len). */
 void pdnn__bfc_summary(pdnn__bfc *a, char *buf, size_t len);
 

@@ -394,6 +394,7 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
     if (!ctx)
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_context_create: out of host memory");
     atomic_init(&ctx->live_tensors, 0);
+    atomic_init(&ctx->refs, 1);
     if (o.visible_devices) {
         ctx->visible_devices = strdup(o.visible_devices);
         if (!ctx->visible_devices) {
@@ -430,6 +431,15 @@ void pdnn_context_destroy(pdnn_context *ctx)
     long live = atomic_load(&ctx->live_tensors);
     if (live > 0)
         fprintf(stderr, "polydnn: pdnn_context_destroy with %ld live tensor(s)\n", live);
+    pdnn__context_unref(ctx);
+}
+
+void pdnn__context_ref(pdnn_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
+
+void pdnn__context_unref(pdnn_context *ctx)
+{
+    if (atomic_fetch_sub(&ctx->refs, 1) != 1)
+        return; /* DLPack exports still hold device memory */
     destroy_devices(ctx);
     free(ctx->visible_devices);
     free(ctx);

@@ -24,6 +24,9 @@ struct pdnn_context {
     pdnn_device *devices;
     int n_devices;
     atomic_long live_tensors;  /* to catch destroy-before-release */
+    /* 1 for the caller's handle + 1 per live DLPack export, which may
+     * outlive pdnn_context_destroy(); the last reference frees. */
+    atomic_long refs;
     /* Why a compiled-in backend found no devices, for `devices --verbose`. */
     char backend_notes[512];
 };
@@ -32,8 +35,25 @@ struct pdnn_tensor {
     pdnn_device *dev;
     pdnn_tensor_desc desc;
     int64_t bytes;
-    pdnn__bfc_block block;
+    pdnn__bfc_block block;     /* block.handle is NULL for foreign memory */
+    /* 1 for the caller's handle + 1 per live DLPack export. */
+    atomic_int refs;
+    /* Foreign memory (a DLPack import): called once, at the last unref,
+     * instead of returning the block to the allocator. */
+    void (*foreign_free)(void *foreign);
+    void *foreign;
 };
+
+/* Wraps memory polydnn does not own as a tensor (dlpack.c). On success the
+ * tensor owns foreign and calls foreign_free(foreign) when released. */
+pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pdnn__buf buf,
+                              void (*foreign_free)(void *), void *foreign, pdnn_tensor **out);
+
+/* Reference counting behind DLPack exports (tensor.c, context.c). */
+void pdnn__tensor_ref(pdnn_tensor *t);
+void pdnn__tensor_unref(pdnn_tensor *t);
+void pdnn__context_ref(pdnn_context *ctx);
+void pdnn__context_unref(pdnn_context *ctx);
 
 /* Parses a full or partial device name into spec (device.c). partial != 0
  * allows missing type/index and "*". */

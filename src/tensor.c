@@ -146,9 +146,46 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
     t->dev = dev;
     t->desc = *desc;
     t->bytes = bytes;
+    atomic_init(&t->refs, 1);
     atomic_fetch_add(&dev->ctx->live_tensors, 1);
     *out = t;
     return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pdnn__buf buf,
+                              void (*foreign_free)(void *), void *foreign, pdnn_tensor **out)
+{
+    pdnn_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "out of host memory for a tensor");
+    t->dev = dev;
+    t->desc = *desc;
+    t->bytes = pdnn_tensor_desc_bytes(desc);
+    t->block.buf = buf;
+    t->block.bytes = (size_t)t->bytes;
+    atomic_init(&t->refs, 1);
+    t->foreign_free = foreign_free;
+    t->foreign = foreign;
+    atomic_fetch_add(&dev->ctx->live_tensors, 1);
+    *out = t;
+    return PDNN_SUCCESS;
+}
+
+void pdnn__tensor_ref(pdnn_tensor *t) { atomic_fetch_add(&t->refs, 1); }
+
+void pdnn__tensor_unref(pdnn_tensor *t)
+{
+    if (atomic_fetch_sub(&t->refs, 1) != 1)
+        return;
+    /* The device may still be reading this memory (a queued op): wait, so
+     * the next tensor that reuses the chunk cannot race with it. */
+    if (t->dev->backend->synchronize)
+        t->dev->backend->synchronize(t->dev->handle);
+    if (t->foreign_free)
+        t->foreign_free(t->foreign);
+    else
+        pdnn__bfc_free(t->dev->alloc, t->block.handle);
+    free(t);
 }
 
 static pdnn_status check_io(const char *fn, const pdnn_tensor *t, const void *p, size_t bytes)
@@ -196,11 +233,6 @@ void pdnn_tensor_release(pdnn_tensor *t)
 {
     if (!t)
         return;
-    /* The device may still be reading this memory (a queued op): wait, so
-     * the next tensor that reuses the chunk cannot race with it. */
-    if (t->dev->backend->synchronize)
-        t->dev->backend->synchronize(t->dev->handle);
-    pdnn__bfc_free(t->dev->alloc, t->block.handle);
     atomic_fetch_sub(&t->dev->ctx->live_tensors, 1);
-    free(t);
+    pdnn__tensor_unref(t);
 }

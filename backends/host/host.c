@@ -61,6 +61,8 @@ static pdnn_status host_enumerate(void ***devs, pdnn__device_props **props, int 
     p->base_align = HOST_ALIGN;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     p->compute_units = cpus > 0 ? (int)cpus : 1;
+    p->dlpack_type = 1; /* kDLCPU */
+    p->dlpack_id = 0;
     *devs = d;
     *props = p;
     *n = 1;

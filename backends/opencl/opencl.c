@@ -205,6 +205,8 @@ static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n
         q->max_alloc_bytes = maxalloc;
         q->base_align = align_bits / 8;
         q->compute_units = (int)cu;
+        q->dlpack_type = 4; /* kDLOpenCL; the id is the position among available devices */
+        q->dlpack_id = count;
         handles[count++] = d;
     }
     *devs = handles;

@@ -1,0 +1,241 @@
+"""The polydnn Python module against PyTorch: zero-copy DLPack both ways,
+conv2d and pooling results on both layouts, the capsule protocol, and
+tensors that outlive the framework that made them."""
+import ctypes
+import gc
+import sys
+import unittest
+
+import torch
+import torch.nn.functional as F
+import torch.utils.dlpack
+
+import polydnn
+
+_name = ctypes.pythonapi.PyCapsule_GetName
+_name.restype = ctypes.c_char_p
+_name.argtypes = [ctypes.py_object]
+
+
+def host_in_use(ctx=None):
+    ctx = ctx or polydnn.default_context()
+    return ctx.device("/cpu:0").memory_stats()["bytes_in_use"]
+
+
+def torch_input(shape, channels_last, seed):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.rand(shape, generator=g) * 2 - 1
+    return t.contiguous(memory_format=torch.channels_last) if channels_last else t
+
+
+class Devices(unittest.TestCase):
+    def test_listing(self):
+        devs = polydnn.devices()
+        self.assertGreaterEqual(len(devs), 1)
+        self.assertEqual(devs[0].name, "/device:CPU:0")
+        self.assertEqual(devs[0].backend, "host")
+        self.assertEqual(devs[0].__dlpack_device__(), (1, 0))
+        for d in devs[1:]:
+            if d.backend == "opencl":
+                self.assertEqual(d.__dlpack_device__()[0], 4)
+        self.assertRegex(polydnn.version(), r"^\d+\.\d+\.\d+$")
+
+
+class ZeroCopy(unittest.TestCase):
+    def test_torch_tensor_enters_without_copy(self):
+        t = torch_input((2, 3, 5, 5), False, 1)
+        x = polydnn.from_dlpack(t)
+        self.assertEqual(x.data_ptr(), t.data_ptr())
+        self.assertEqual(x.shape, (2, 3, 5, 5))
+        self.assertEqual(x.layout, "NCHW")
+        t[0, 0, 0, 0] = 123.0  # seen through polydnn: the memory is shared
+        self.assertEqual(x.to_bytes()[:4], torch.tensor([123.0]).numpy().tobytes())
+
+    def test_channels_last_is_nhwc(self):
+        t = torch_input((2, 3, 5, 5), True, 2)
+        x = polydnn.from_dlpack(t)
+        self.assertEqual(x.layout, "NHWC")
+        self.assertEqual(x.shape, (2, 3, 5, 5))
+        self.assertEqual(x.data_ptr(), t.data_ptr())
+
+    def test_result_leaves_without_copy(self):
+        x = polydnn.from_dlpack(torch_input((1, 2, 4, 4), False, 3))
+        y = polydnn.max_pool2d(x, 2)
+        yt = torch.from_dlpack(y)
+        self.assertEqual(yt.data_ptr(), y.data_ptr())
+        self.assertEqual(tuple(yt.shape), (1, 2, 2, 2))
+
+
+class OpsMatchTorch(unittest.TestCase):
+    CASES = [
+        # shape, filter, stride, padding, dilation, groups
+        ((2, 3, 9, 9), (4, 3, 3, 3), 1, 1, 1, 1),
+        ((1, 5, 8, 7), (6, 5, 3, 3), 2, 1, 1, 1),
+        ((3, 4, 10, 10), (4, 2, 3, 3), 1, 2, 2, 2),
+        ((2, 6, 7, 7), (6, 1, 5, 5), 1, 2, 1, 6),  # depthwise
+        ((17, 3, 6, 6), (5, 3, 1, 1), 1, 0, 1, 1),  # batch 17, 1x1
+        ((1, 1, 1, 1), (2, 1, 1, 1), 1, 0, 1, 1),  # 1x1 image
+    ]
+
+    def test_conv2d_both_layouts(self):
+        for cl in (False, True):
+            for i, (xs, ws, s, p, d, g) in enumerate(self.CASES):
+                with self.subTest(channels_last=cl, case=i):
+                    t = torch_input(xs, cl, 10 + i)
+                    w = torch_input(ws, False, 20 + i)
+                    b = torch_input((ws[0],), False, 30 + i)
+                    ref = F.conv2d(t, w, b, stride=s, padding=p, dilation=d, groups=g)
+                    y = polydnn.conv2d(polydnn.from_dlpack(t), polydnn.from_dlpack(w, role="filter"),
+                                       bias=polydnn.from_dlpack(b), stride=s, padding=p, dilation=d, groups=g)
+                    if xs[1] > 1 and xs[2] * xs[3] > 1:  # else both layouts are the same memory
+                        self.assertEqual(y.layout, "NHWC" if cl else "NCHW")
+                    out = torch.from_dlpack(y)
+                    self.assertEqual(out.data_ptr(), y.data_ptr())
+                    if cl:
+                        self.assertTrue(out.is_contiguous(memory_format=torch.channels_last))
+                    self.assertEqual(out.shape, ref.shape)
+                    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+
+    def test_relu_and_same_padding(self):
+        t = torch_input((2, 3, 7, 7), True, 5)
+        w = torch_input((4, 3, 3, 3), False, 6)
+        y = polydnn.conv2d(polydnn.from_dlpack(t), polydnn.from_dlpack(w, role="filter"), padding="same",
+                           relu=True)
+        torch.testing.assert_close(torch.from_dlpack(y), F.relu(F.conv2d(t, w, padding=1)), rtol=1e-4,
+                                   atol=1e-5)
+
+    def test_pooling_both_layouts(self):
+        for cl in (False, True):
+            for ks, st, pad, ceil in ((2, 2, 0, False), (3, 2, 1, True), (3, 1, 1, False), (2, 3, 1, True)):
+                with self.subTest(channels_last=cl, k=ks, s=st, p=pad, ceil=ceil):
+                    t = torch_input((17, 3, 9, 8), cl, ks * 7 + st)
+                    x = polydnn.from_dlpack(t)
+                    m = torch.from_dlpack(polydnn.max_pool2d(x, ks, st, pad, ceil_mode=ceil))
+                    torch.testing.assert_close(m, F.max_pool2d(t, ks, st, pad, ceil_mode=ceil))
+                    for inc in (True, False):
+                        a = torch.from_dlpack(polydnn.avg_pool2d(x, ks, st, pad, ceil_mode=ceil,
+                                                                 count_include_pad=inc))
+                        ref = F.avg_pool2d(t, ks, st, pad, ceil_mode=ceil, count_include_pad=inc)
+                        torch.testing.assert_close(a, ref, rtol=1e-5, atol=1e-6)
+
+    def test_accelerator_round_trip(self):
+        gpus = [d for d in polydnn.devices() if d.backend != "host"]
+        if not gpus:
+            self.skipTest("no accelerator device")
+        for cl in (False, True):
+            t = torch_input((2, 3, 12, 12), cl, 40)
+            w = torch_input((8, 3, 3, 3), False, 41)
+            x = polydnn.from_dlpack(t).to(gpus[0])
+            self.assertEqual(x.__dlpack_device__(), gpus[0].__dlpack_device__())
+            y = polydnn.max_pool2d(polydnn.conv2d(x, polydnn.from_dlpack(w, role="filter").to(gpus[0]),
+                                                  padding=1), 2)
+            out = torch.from_dlpack(y.to("/cpu:0"))
+            torch.testing.assert_close(out, F.max_pool2d(F.conv2d(t, w, padding=1), 2), rtol=1e-4, atol=1e-4)
+
+
+class Capsules(unittest.TestCase):
+    def test_consumed_capsule_is_renamed_and_not_reused(self):
+        t = torch_input((1, 1, 2, 2), False, 7)
+        cap = torch.utils.dlpack.to_dlpack(t)
+        self.assertEqual(_name(cap), b"dltensor")
+        x = polydnn.from_dlpack(cap)
+        self.assertEqual(_name(cap), b"used_dltensor")
+        with self.assertRaisesRegex(ValueError, "consumed"):
+            polydnn.from_dlpack(cap)
+        del cap
+        gc.collect()
+        self.assertEqual(x.data_ptr(), t.data_ptr())  # the capsule's death did not free it
+
+    def test_exported_capsule_freed_once_whether_consumed_or_not(self):
+        base = host_in_use()
+        y = polydnn.empty((1, 2, 3, 3), device="/cpu:0")
+        unused = y.__dlpack__()
+        self.assertEqual(_name(unused), b"dltensor")
+        used = y.__dlpack__()
+        yt = torch.utils.dlpack.from_dlpack(used)
+        self.assertEqual(_name(used), b"used_dltensor")
+        y.release()
+        self.assertGreater(host_in_use(), base)  # both exports still hold it
+        del unused  # never consumed: its destructor calls the deleter
+        gc.collect()
+        self.assertGreater(host_in_use(), base)  # PyTorch still holds it
+        del used
+        gc.collect()
+        self.assertGreater(host_in_use(), base)
+        del yt
+        gc.collect()
+        self.assertEqual(host_in_use(), base, "every export returned the memory exactly once")
+
+    def test_versioned_capsule(self):
+        x = polydnn.from_dlpack(torch_input((1, 3, 4, 4), True, 8))
+        cap = x.__dlpack__(max_version=(1, 1))
+        self.assertEqual(_name(cap), b"dltensor_versioned")
+        x2 = polydnn.from_dlpack(cap)
+        self.assertEqual(_name(cap), b"used_dltensor_versioned")
+        self.assertEqual(x2.data_ptr(), x.data_ptr())
+        self.assertEqual(x2.layout, "NHWC")
+        # a legacy consumer asking with no max_version gets 'dltensor'
+        self.assertEqual(_name(x.__dlpack__()), b"dltensor")
+        with self.assertRaises(BufferError):
+            x.__dlpack__(copy=True)
+
+
+class Lifetimes(unittest.TestCase):
+    def test_torch_keeps_result_after_polydnn_is_gone(self):
+        ctx = polydnn.Context()
+        t = torch_input((2, 3, 6, 6), False, 9)
+        w = torch_input((4, 3, 3, 3), False, 10)
+        y = polydnn.conv2d(polydnn.from_dlpack(t, context=ctx), polydnn.from_dlpack(w, "filter", context=ctx))
+        out = torch.from_dlpack(y)
+        expect = out.clone()
+        del y, ctx  # tensor and context released while PyTorch holds the data
+        gc.collect()
+        torch.testing.assert_close(out, expect, rtol=0, atol=0)
+        torch.testing.assert_close(out, F.conv2d(t, w), rtol=1e-4, atol=1e-5)
+        del out
+        gc.collect()
+
+    def test_polydnn_keeps_input_after_torch_is_gone(self):
+        t = torch_input((1, 2, 3, 3), False, 11)
+        expect = t.clone()
+        x = polydnn.from_dlpack(t)
+        del t
+        gc.collect()
+        got = torch.frombuffer(bytearray(x.to_bytes()), dtype=torch.float32).reshape(1, 2, 3, 3)
+        torch.testing.assert_close(got, expect, rtol=0, atol=0)
+
+
+class BadInput(unittest.TestCase):
+    def test_refusals(self):
+        with self.assertRaisesRegex(polydnn.Error, "3-D"):
+            polydnn.from_dlpack(torch.zeros(2, 3, 4))
+        with self.assertRaisesRegex(polydnn.Error, "code 0, bits 32"):
+            polydnn.from_dlpack(torch.zeros(1, 1, 2, 2, dtype=torch.int32))
+        with self.assertRaisesRegex(polydnn.Error, "describe none of NCHW, NHWC"):
+            polydnn.from_dlpack(torch.zeros(1, 2, 3, 4).transpose(2, 3))
+        with self.assertRaisesRegex(polydnn.Error, "zero-size"):
+            polydnn.from_dlpack(torch.zeros(1, 0, 2, 2))
+        with self.assertRaisesRegex(ValueError, "__dlpack__"):
+            polydnn.from_dlpack(object())
+        with self.assertRaisesRegex(ValueError, "role"):
+            polydnn.from_dlpack(torch.zeros(1, 1, 1, 1), role="bias")
+        with self.assertRaisesRegex(polydnn.Error, "not found|NOT_FOUND"):
+            polydnn.empty((1, 1, 1, 1), device="/gpu:99")
+        # a refused tensor stays usable by its owner
+        t = torch.zeros(2, 3, 4)
+        try:
+            polydnn.from_dlpack(t)
+        except polydnn.Error:
+            pass
+        t += 1
+        self.assertEqual(float(t.sum()), 24.0)
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False).result
+    gc.collect()
+    failed = len(result.failures) + len(result.errors)
+    skipped = len(result.skipped)
+    # the same summary line as tests/test_cli.sh, which CI adds up
+    print("%d passed, %d failed, %d skipped" % (result.testsRun - failed - skipped, failed, skipped))
+    sys.exit(0 if result.wasSuccessful() else 1)
