@@ -249,7 +249,7 @@ int main(int argc, char **argv)
     if (clm >= 0)
         printf("| fresh cl_mem per tensor (%s) | %.1f | %.2f |\n", devname, clm, clm / bfc);
     printf("\n## ResNet-50 v1.5 forward allocation trace, allow_growth\n\n");
-    printf("| batch | allocations | peak in use | reserved | reserved / peak |\n| ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| batch | allocations | peak in use | peak reserved | peak reserved / peak in use |\n| ---: | ---: | ---: | ---: | ---: |\n");
     for (uint64_t n = 1; n <= 32; n *= 2) {
         trace t = {make((pdnn__region_source){NULL, fake_alloc, fake_free}, (uint64_t)64 << 30), 0};
         for (int rep = 0; rep < 3; rep++) /* steady state: three passes */
@@ -259,8 +259,8 @@ int main(int argc, char **argv)
         char p[32], r[32];
         printf("| %llu | %llu | %s | %s | %.2f |\n", (unsigned long long)n, (unsigned long long)t.allocs,
                pdnn__format_bytes(s.peak_bytes_in_use, p, sizeof p),
-               pdnn__format_bytes(s.bytes_reserved, r, sizeof r),
-               (double)s.bytes_reserved / (double)s.peak_bytes_in_use);
+               pdnn__format_bytes(s.peak_bytes_reserved, r, sizeof r),
+               (double)s.peak_bytes_reserved / (double)s.peak_bytes_in_use);
         pdnn__bfc_destroy(t.a);
     }
     return 0;
