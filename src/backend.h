@@ -131,6 +131,25 @@ struct pdnn__backend {
      * workspace. */
     size_t (*conv2d_workspace)(void *dev, const pdnn__conv2d_call *call, pdnn_conv_algo algo);
     pdnn_status (*pool2d_forward)(void *dev, const pdnn__pool2d_call *call);
+
+    /* The ops around convolution (ops_nn.c validates; float32; buffers of
+     * one call may alias only where said). Elements are addressed in
+     * memory order, so layouts enter only through outer/c/inner. */
+    /* y[i] = a[i] + b[i], i < n. y may alias a or b. */
+    pdnn_status (*add)(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n);
+    /* y[i] = relu?(x[i] + bias[(i / inner) % c]), i < n. y may alias x. */
+    pdnn_status (*bias_add)(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
+                            int64_t inner, int relu);
+    /* y[i] = max(x[i], 0), i < n; NaN stays NaN. y may alias x. */
+    pdnn_status (*relu)(void *dev, pdnn__buf x, pdnn__buf y, int64_t n);
+    /* Softmax over the middle axis of x viewed as [outer][c][inner]:
+     * y[o,k,i] = exp(x[o,k,i] - m) / sum_j exp(x[o,j,i] - m), m the max
+     * over j. No aliasing. */
+    pdnn_status (*softmax)(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner);
+    /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
+     * stored k x m when trans_a, B n x k when trans_b. No aliasing. */
+    pdnn_status (*matmul)(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n, int64_t k,
+                          int trans_a, int trans_b);
 };
 
 /* The registry: compiled-in backends in enumeration order. */

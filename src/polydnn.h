@@ -340,6 +340,150 @@ pdnn_status pdnn_pool2d_output_dims(const pdnn_tensor_desc *x,
 pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
                                 const pdnn_tensor *x, pdnn_tensor *y);
 
+/* ------------------------------------------------------------------ */
+/* The ops around convolution                                           */
+/* ------------------------------------------------------------------ */
+
+/* A matrix is an activation tensor {rows, cols, 1, 1} (NCHW or NHWC: with
+ * H = W = 1 both are row-major). Elementwise ops need all tensors of the
+ * call to have the same dims and layout. Outputs must already exist. */
+
+/* y = a + b. y may be a or b. */
+pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y);
+
+/* y = inputs[0] + ... + inputs[n-1], n >= 1. */
+pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y);
+
+/* y = x + bias broadcast over C (the columns of a matrix); bias is a
+ * layout-X vector of length C. y may be x. */
+pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias, pdnn_tensor *y);
+
+/* y = max(x, 0); NaN stays NaN. y may be x. */
+pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y);
+
+/* Softmax over C (the columns of a matrix), computed stably. */
+pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y);
+
+/* c = op(a) op(b) for matrices: op(a) is m x k (a is k x m when trans_a),
+ * op(b) is k x n; c is m x n. CLBlast SGEMM on OpenCL when built with it. */
+pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b,
+                        pdnn_tensor *c);
+
+/* Copies x into y, which has the same number of elements and any dims:
+ * elements keep their memory order (TensorFlow's reshape of the stored
+ * tensor), so flattening an NHWC tensor gives H, W, C order. */
+pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
+
+/* ------------------------------------------------------------------ */
+/* Graphs and sessions (TensorFlow 1.x style)                           */
+/* ------------------------------------------------------------------ */
+
+/* A graph of nodes, each an op with a unique name and an optional device
+ * specification; a session places it on a context's devices and runs it.
+ * Nodes are numbered from 0 in the order they are added and may only take
+ * earlier nodes as inputs, so the order is a valid execution order.
+ *
+ * name: NULL or "" generates TensorFlow's names ("MatMul", "MatMul_1");
+ * a name already in the graph is an error.
+ * device: NULL or "" lets the session choose; else a full or partial
+ * device name: "/device:GPU:1", "/gpu:0", "/cpu:0", "GPU:1",
+ * "/device:GPU:*", "/job:localhost/replica:0/task:0/device:CPU:0".
+ * Every op works on every layout, so placement never fails for layout
+ * reasons (TensorFlow's "Default MaxPoolingOp only supports NHWC on device
+ * type CPU" cannot happen). Output shapes are inferred when a node is
+ * added; a mismatch fails then, naming the node. */
+typedef struct pdnn_graph pdnn_graph;
+typedef struct pdnn_session pdnn_session;
+typedef int pdnn_node;
+
+pdnn_status pdnn_graph_create(pdnn_graph **out);
+void pdnn_graph_destroy(pdnn_graph *g);
+int pdnn_graph_node_count(const pdnn_graph *g);
+/* The node's name, op type ("Conv2D", "MatMul", ...), requested device
+ * ("" if none) and output descriptor. */
+const char *pdnn_graph_node_name(const pdnn_graph *g, pdnn_node n);
+const char *pdnn_graph_node_op(const pdnn_graph *g, pdnn_node n);
+pdnn_status pdnn_graph_node_desc(const pdnn_graph *g, pdnn_node n, pdnn_tensor_desc *out);
+/* PDNN_ERR_NOT_FOUND if no node has that name. */
+pdnn_status pdnn_graph_find(const pdnn_graph *g, const char *name, pdnn_node *out);
+
+/* A value fed at run time. */
+pdnn_status pdnn_graph_placeholder(pdnn_graph *g, const char *name, const char *device,
+                                   const pdnn_tensor_desc *desc, pdnn_node *out);
+/* A constant; data (desc's layout order, float32) is copied. */
+pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *device,
+                                const pdnn_tensor_desc *desc, const float *data, pdnn_node *out);
+/* bias may be -1 (none). The output has x's layout. */
+pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                              pdnn_node w, pdnn_node bias, const pdnn_conv2d_params *p, pdnn_node *out);
+/* Op type "MaxPool" or "AvgPool". */
+pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                              const pdnn_pool2d_params *p, pdnn_node *out);
+pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
+                              pdnn_node b, int trans_a, int trans_b, pdnn_node *out);
+pdnn_status pdnn_graph_add(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
+                           pdnn_node b, pdnn_node *out);
+pdnn_status pdnn_graph_add_n(pdnn_graph *g, const char *name, const char *device,
+                             const pdnn_node *inputs, int n, pdnn_node *out);
+pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                pdnn_node bias, pdnn_node *out);
+pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                            pdnn_node *out);
+pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                               pdnn_node *out);
+/* dims: the new logical dims (NCHW), same element count; see pdnn_reshape. */
+pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                               const int64_t dims[4], pdnn_node *out);
+/* {N, C*H*W, 1, 1}: a matrix with one row per image. Op type "Reshape". */
+pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                               pdnn_node *out);
+
+typedef struct pdnn_session_config {
+    /* Run on this context's devices (it must outlive the session); NULL:
+     * the session creates its own from options. */
+    pdnn_context *context;
+    pdnn_context_options options;
+    /* One line per node at session creation, TensorFlow's format:
+     * "MatMul: (MatMul): /job:localhost/replica:0/task:0/device:GPU:0",
+     * after a "Device mapping:" block. Also on when the context's
+     * log_device_placement (or POLYDNN_LOG_DEVICE_PLACEMENT=1) is. */
+    int log_device_placement;
+    /* A node whose explicit device does not exist, or has no kernel for
+     * its op, goes to a supported device (same type first, then any)
+     * instead of failing; the log says so. */
+    int allow_soft_placement;
+    /* Where log lines go (one call per line, no newline); NULL: stderr. */
+    void (*log)(void *user, const char *line);
+    void *log_user;
+} pdnn_session_config;
+
+/* Defaults: own context with default options, no logging, no soft
+ * placement, log to stderr. */
+void pdnn_session_config_init(pdnn_session_config *cfg);
+
+/* Places every node (rules in README "Graphs and sessions"), uploads the
+ * constants and logs the placement. The graph is copied: it may be
+ * changed or destroyed afterwards. Placement errors name the node, the
+ * requested device and the devices that exist. */
+pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *cfg,
+                                pdnn_session **out);
+void pdnn_session_destroy(pdnn_session *s);
+pdnn_context *pdnn_session_context(pdnn_session *s);
+/* The device node n was placed on. */
+pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_device **out);
+
+/* Runs what the fetches need. feed_values[i] (any device; copied to the
+ * placeholder's device if elsewhere) feeds placeholder feeds[i] and must
+ * match its descriptor. fetch_values[i] receives a new tensor, owned by
+ * the caller, on the device of fetches[i]. Intermediate tensors return to
+ * their device's allocator as soon as their last consumer has run; values
+ * cross devices by device-to-device copies (through the host only between
+ * devices with no direct path, e.g. OpenCL devices in different contexts). */
+pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds,
+                             pdnn_tensor *const *feed_values, int n_feeds,
+                             const pdnn_node *fetches, int n_fetches,
+                             pdnn_tensor **fetch_values);
+
 #ifdef __cplusplus
 }
 #endif

@@ -108,5 +108,28 @@ ok "help pool" "$tool" pool --help
 has "help lists pool flags" "--exclude-padding"
 ok "help devices" "$tool" devices --help
 
+# run-example: graphs in a session, placement and its log.
+ok "cnn" "$tool" run-example cnn --log-device-placement --allow-growth --memory-stats
+has "cnn logs the mapping" "Device mapping:"
+has "cnn logs each node" "Softmax: (Softmax): /job:localhost/replica:0/task:0/device:"
+has "cnn checks the host" "against /device:CPU:0: max abs error"
+has "cnn memory stats" "memory /device:"
+ok "cnn pinned to the cpu" "$tool" run-example cnn --device /cpu:0 --log-device-placement
+has "cnn on cpu" "MaxPool_1: (MaxPool): /job:localhost/replica:0/task:0/device:CPU:0"
+ok "towers on two pocl devices" env POCL_DEVICES="pthread pthread" "$tool" run-example towers \
+    --log-device-placement --allow-growth --memory-fraction 0.5
+has "towers sum" "matches \[\[44, 56\], \[98, 128\]\]"
+has "tower 1 placed" "MatMul_1: (MatMul): /job:localhost/replica:0/task:0/device:GPU:1"
+has "towers copy" "MatMul_1/_copy_to_CPU_0: (_Copy)"
+bad "towers without GPU:1" 1 "explicitly assigned to /device:GPU:1 but available devices are" \
+    env POCL_DEVICES=pthread "$tool" run-example towers
+ok "towers soft" env POCL_DEVICES=pthread "$tool" run-example towers --allow-soft-placement
+has "soft placement logged" "Soft placement: MatMul_1 (MatMul): requested /device:GPU:1, which does not exist"
+bad "unknown example" 2 "towers or cnn" "$tool" run-example resnet
+bad "bad fraction" 2 "must be a number in (0, 1]" "$tool" run-example cnn --memory-fraction 2
+bad "unknown device" 1 "Cannot assign a device for operation" "$tool" run-example cnn --device /gpu:9
+ok "help run-example" "$tool" run-example --help
+has "help lists example flags" "--allow-soft-placement"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -212,6 +212,87 @@ static pdnn_status host_pool2d(void *dev, const pdnn__pool2d_call *c)
     return PDNN_SUCCESS;
 }
 
+/* max(v, 0) that keeps NaN as NaN, so a bad value is not hidden. */
+static float relu1(float v) { return v > 0.0f ? v : (isnan(v) ? v : 0.0f); }
+
+static pdnn_status host_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
+{
+    (void)dev;
+    const float *pa = at(a), *pb = at(b);
+    float *py = at(y);
+    for (int64_t i = 0; i < n; i++)
+        py[i] = pa[i] + pb[i];
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status host_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
+                                 int64_t inner, int relu)
+{
+    (void)dev;
+    const float *px = at(x), *pb = at(bias);
+    float *py = at(y);
+    for (int64_t i = 0; i < n; i++) {
+        const float v = px[i] + pb[(i / inner) % c];
+        py[i] = relu ? relu1(v) : v;
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status host_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
+{
+    (void)dev;
+    const float *px = at(x);
+    float *py = at(y);
+    for (int64_t i = 0; i < n; i++)
+        py[i] = relu1(px[i]);
+    return PDNN_SUCCESS;
+}
+
+/* Subtracting the max keeps exp from overflowing. A NaN input is skipped
+ * by the max but makes the sum, and so every output of its row, NaN. */
+static pdnn_status host_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
+{
+    (void)dev;
+    const float *px = at(x);
+    float *py = at(y);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const float *xr = px + o * c * inner + i;
+            float *yr = py + o * c * inner + i;
+            double m = -INFINITY;
+            for (int64_t k = 0; k < c; k++)
+                if (xr[k * inner] > m)
+                    m = xr[k * inner];
+            double sum = 0.0;
+            for (int64_t k = 0; k < c; k++)
+                sum += exp(xr[k * inner] - m);
+            for (int64_t k = 0; k < c; k++)
+                yr[k * inner] = (float)(exp(xr[k * inner] - m) / sum);
+        }
+    return PDNN_SUCCESS;
+}
+
+/* Row-major C = op(A) op(B); A is stored k x m when trans_a, B n x k
+ * when trans_b. */
+static pdnn_status host_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n,
+                               int64_t k, int trans_a, int trans_b)
+{
+    (void)dev;
+    const float *pa = at(a), *pb = at(b);
+    float *pc = at(c);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int64_t p = 0; p < k; p++) {
+                const double av = trans_a ? pa[p * m + i] : pa[i * k + p];
+                const double bv = trans_b ? pb[j * k + p] : pb[p * n + j];
+                acc += av * bv;
+            }
+            pc[i * n + j] = (float)acc;
+        }
+    return PDNN_SUCCESS;
+}
+
 const pdnn__backend pdnn__host_backend = {
     .name = "host",
     .enumerate = host_enumerate,
@@ -224,4 +305,9 @@ const pdnn__backend pdnn__host_backend = {
     .synchronize = host_sync,
     .conv2d_forward = host_conv2d,
     .pool2d_forward = host_pool2d,
+    .add = host_add,
+    .bias_add = host_bias_add,
+    .relu = host_relu,
+    .softmax = host_softmax,
+    .matmul = host_matmul,
 };

@@ -15,6 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum kernel_id {
+    K_CONV_DIRECT, K_POOL_DIRECT, K_PACK_FILTER, K_IM2COL, K_GEMM_EPILOGUE,
+    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_COUNT
+};
+
 typedef struct cl_dev {
     cl_device_id id;
     cl_context ctx;
@@ -24,12 +29,12 @@ typedef struct cl_dev {
      * arguments and enqueueing happen under the lock. */
     pthread_mutex_t lock;
     cl_program program;
-    cl_kernel kernels[5]; /* indexed by enum kernel_id */
+    cl_kernel kernels[K_COUNT];
 } cl_dev;
 
-enum kernel_id { K_CONV_DIRECT, K_POOL_DIRECT, K_PACK_FILTER, K_IM2COL, K_GEMM_EPILOGUE, K_COUNT };
-static const char *const kernel_names[K_COUNT] = {"conv2d_direct", "pool2d_direct", "conv2d_pack_filter",
-                                                  "conv2d_im2col", "conv2d_gemm_epilogue"};
+static const char *const kernel_names[K_COUNT] = {
+    "conv2d_direct", "pool2d_direct", "conv2d_pack_filter", "conv2d_im2col", "conv2d_gemm_epilogue",
+    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive"};
 
 static const char *cl_error_name(cl_int e)
 {
@@ -471,6 +476,7 @@ static pdnn_status conv_direct(cl_dev *d, const pdnn__conv2d_call *c)
 }
 
 
+#ifdef PDNN_HAVE_CLBLAST /* only im2col + GEMM needs it; unused otherwise */
 /* Workspace of im2col + GEMM, in floats: the repacked filter, one image's
  * columns and one image's GEMM result. */
 static int64_t gemm_workspace_floats(const pdnn__conv2d_call *c)
@@ -478,6 +484,7 @@ static int64_t gemm_workspace_floats(const pdnn__conv2d_call *c)
     const int64_t cpg = c->c / c->groups, rs = c->r * c->s, pq = c->p * c->q;
     return c->k * cpg * rs + c->c * rs * pq + c->k * pq;
 }
+#endif
 
 static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)
 {
@@ -641,6 +648,187 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
     return st;
 }
 
+/* ---- the ops around convolution (kernels_cl/elementwise.cl) ------------- */
+
+/* Takes d->lock and builds the program; on success the caller holds the
+ * lock (finish_launch releases it). */
+static pdnn_status lock_program(cl_dev *d)
+{
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_program(d);
+    if (st != PDNN_SUCCESS)
+        pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+/* Launches kernel id over total work-items if setting its arguments went
+ * well (err), then releases d->lock. An empty launch is invalid in OpenCL,
+ * so total 0 does nothing. */
+static pdnn_status finish_launch(cl_dev *d, enum kernel_id id, cl_int err, int64_t total)
+{
+    pdnn_status st = PDNN_SUCCESS;
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clSetKernelArg(%s)", kernel_names[id]);
+        st = cl_fail(call, err);
+    } else if (total > 0) {
+        st = launch(d, d->kernels[id], kernel_names[id], total);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static pdnn_status cl_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
+{
+    cl_dev *d = dev;
+    pdnn_status st = lock_program(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_kernel k = d->kernels[K_ADD];
+    cl_mem am = a.region, bm = b.region, ym = y.region;
+    cl_long ao = elem_off(a), bo = elem_off(b), yo = elem_off(y), total = n;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, am);
+    SET_ARG(k, 1, ao);
+    SET_ARG(k, 2, bm);
+    SET_ARG(k, 3, bo);
+    SET_ARG(k, 4, ym);
+    SET_ARG(k, 5, yo);
+    SET_ARG(k, 6, total);
+    return finish_launch(d, K_ADD, err, total);
+}
+
+static pdnn_status cl_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
+                               int64_t inner, int relu)
+{
+    cl_dev *d = dev;
+    pdnn_status st = lock_program(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_kernel k = d->kernels[K_BIAS_ADD];
+    cl_mem xm = x.region, bm = bias.region, ym = y.region;
+    cl_long xo = elem_off(x), bo = elem_off(bias), yo = elem_off(y);
+    cl_long total = n, c_arg = c, inner_arg = inner;
+    cl_int relu_arg = relu != 0;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, bm);
+    SET_ARG(k, 3, bo);
+    SET_ARG(k, 4, ym);
+    SET_ARG(k, 5, yo);
+    SET_ARG(k, 6, total);
+    SET_ARG(k, 7, c_arg);
+    SET_ARG(k, 8, inner_arg);
+    SET_ARG(k, 9, relu_arg);
+    return finish_launch(d, K_BIAS_ADD, err, total);
+}
+
+static pdnn_status cl_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
+{
+    cl_dev *d = dev;
+    pdnn_status st = lock_program(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_kernel k = d->kernels[K_RELU];
+    cl_mem xm = x.region, ym = y.region;
+    cl_long xo = elem_off(x), yo = elem_off(y), total = n;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, ym);
+    SET_ARG(k, 3, yo);
+    SET_ARG(k, 4, total);
+    return finish_launch(d, K_RELU, err, total);
+}
+
+static pdnn_status cl_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
+{
+    cl_dev *d = dev;
+    pdnn_status st = lock_program(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_kernel k = d->kernels[K_SOFTMAX];
+    cl_mem xm = x.region, ym = y.region;
+    cl_long xo = elem_off(x), yo = elem_off(y);
+    cl_long c_arg = c, inner_arg = inner, total = outer * inner;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, ym);
+    SET_ARG(k, 3, yo);
+    SET_ARG(k, 4, c_arg);
+    SET_ARG(k, 5, inner_arg);
+    SET_ARG(k, 6, total);
+    /* c == 0 leaves nothing to write (and would divide by zero). */
+    return finish_launch(d, K_SOFTMAX, err, c > 0 ? total : 0);
+}
+
+/* The fallback GEMM. Called with d->lock held and the program built;
+ * releases the lock. */
+static pdnn_status matmul_naive(cl_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n,
+                                int64_t k, int trans_a, int trans_b)
+{
+    cl_kernel kern = d->kernels[K_MATMUL];
+    cl_mem am = a.region, bm = b.region, cm = c.region;
+    cl_long ao = elem_off(a), bo = elem_off(b), co = elem_off(c);
+    cl_long m_arg = m, n_arg = n, k_arg = k;
+    cl_int2 trans;
+    trans.s[0] = trans_a != 0;
+    trans.s[1] = trans_b != 0;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(kern, 0, am);
+    SET_ARG(kern, 1, ao);
+    SET_ARG(kern, 2, bm);
+    SET_ARG(kern, 3, bo);
+    SET_ARG(kern, 4, cm);
+    SET_ARG(kern, 5, co);
+    SET_ARG(kern, 6, m_arg);
+    SET_ARG(kern, 7, n_arg);
+    SET_ARG(kern, 8, k_arg);
+    SET_ARG(kern, 9, trans);
+    return finish_launch(d, K_MATMUL, err, m * n);
+}
+
+#ifdef PDNN_HAVE_CLBLAST
+/* Row-major SGEMM with element offsets; leading dimensions are the stored
+ * row lengths. Called with d->lock held. */
+static pdnn_status matmul_clblast(cl_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n,
+                                  int64_t k, int trans_a, int trans_b)
+{
+    CLBlastStatusCode bs = CLBlastSgemm(
+        CLBlastLayoutRowMajor, trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
+        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)m, (size_t)n, (size_t)k, 1.0f,
+        (cl_mem)a.region, (size_t)elem_off(a), (size_t)(trans_a ? m : k), (cl_mem)b.region,
+        (size_t)elem_off(b), (size_t)(trans_b ? k : n), 0.0f, (cl_mem)c.region, (size_t)elem_off(c),
+        (size_t)n, &d->queue, NULL);
+    if (bs != CLBlastSuccess)
+        return pdnn__error(bs == CLBlastOpenCLOutOfResources || bs == CLBlastOpenCLOutOfHostMemory
+                               ? PDNN_ERR_OUT_OF_MEMORY
+                               : PDNN_ERR_BACKEND,
+                           "OpenCL: CLBlastSgemm failed with status %d", (int)bs);
+    return PDNN_SUCCESS;
+}
+#endif
+
+static pdnn_status cl_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n, int64_t k,
+                             int trans_a, int trans_b)
+{
+    cl_dev *d = dev;
+    pdnn_status st = lock_program(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+#ifdef PDNN_HAVE_CLBLAST
+    /* CLBlast rejects empty sizes; the kernel writes zeros for k == 0. */
+    if (m > 0 && n > 0 && k > 0) {
+        st = matmul_clblast(d, a, b, c, m, n, k, trans_a, trans_b);
+        pthread_mutex_unlock(&d->lock);
+        return st;
+    }
+#endif
+    return matmul_naive(d, a, b, c, m, n, k, trans_a, trans_b);
+}
+
 const pdnn__backend pdnn__opencl_backend = {
     .name = "opencl",
     .enumerate = cl_enumerate,
@@ -654,4 +842,9 @@ const pdnn__backend pdnn__opencl_backend = {
     .conv2d_forward = cl_conv2d,
     .conv2d_workspace = cl_conv2d_workspace,
     .pool2d_forward = cl_pool2d,
+    .add = cl_add,
+    .bias_add = cl_bias_add,
+    .relu = cl_relu,
+    .softmax = cl_softmax,
+    .matmul = cl_matmul,
 };

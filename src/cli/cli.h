@@ -29,6 +29,7 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
 int cmd_devices(int argc, char **argv);
 int cmd_conv(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
+int cmd_example(int argc, char **argv);
 
 /* Helpers shared by conv and pool. */
 double cli_now(void);

@@ -11,7 +11,9 @@ static void usage(FILE *f)
             "commands:\n"
             "  devices   list the devices, TensorFlow-style\n"
             "  conv      run a 2-D convolution (MIOpenDriver-style flags)\n"
-            "  pool      run a 2-D pooling\n\n"
+            "  pool      run a 2-D pooling\n"
+            "  run-example towers|cnn\n"
+            "            run an example graph in a session (placement, soft placement, logs)\n\n"
             "polydnn COMMAND --help shows a command's flags; polydnn --version the version.\n");
 }
 
@@ -36,6 +38,8 @@ int main(int argc, char **argv)
         return cmd_conv(argc - 1, argv + 1);
     if (strcmp(cmd, "pool") == 0)
         return cmd_pool(argc - 1, argv + 1);
+    if (strcmp(cmd, "run-example") == 0)
+        return cmd_example(argc - 1, argv + 1);
     fprintf(stderr, "polydnn: unknown command '%s'\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

@@ -1,0 +1,427 @@
+/* Building a graph: nodes, TensorFlow-style names, shape inference. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool", "MatMul", "Add",
+                                         "AddN", "BiasAdd", "Relu", "Softmax", "Reshape"};
+
+const char *pdnn__op_type(const pdnn__node *n)
+{
+    if (n->op == PDNN__OP_POOL2D)
+        return n->pool.mode == PDNN_POOL_MAX ? "MaxPool" : "AvgPool";
+    return base_names[n->op];
+}
+
+pdnn_status pdnn_graph_create(pdnn_graph **out)
+{
+    if (!out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_create: out is NULL");
+    *out = calloc(1, sizeof **out);
+    return *out ? PDNN_SUCCESS : pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_create: out of host memory");
+}
+
+void pdnn_graph_destroy(pdnn_graph *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < g->n; i++) {
+        free(g->nodes[i].inputs);
+        free(g->nodes[i].data);
+    }
+    free(g->nodes);
+    free(g);
+}
+
+int pdnn_graph_node_count(const pdnn_graph *g) { return g ? g->n : 0; }
+
+static const pdnn__node *node_at(const pdnn_graph *g, pdnn_node n)
+{
+    return g && n >= 0 && n < g->n ? &g->nodes[n] : NULL;
+}
+
+const char *pdnn_graph_node_name(const pdnn_graph *g, pdnn_node n)
+{
+    const pdnn__node *p = node_at(g, n);
+    return p ? p->name : NULL;
+}
+
+const char *pdnn_graph_node_op(const pdnn_graph *g, pdnn_node n)
+{
+    const pdnn__node *p = node_at(g, n);
+    return p ? pdnn__op_type(p) : NULL;
+}
+
+pdnn_status pdnn_graph_node_desc(const pdnn_graph *g, pdnn_node n, pdnn_tensor_desc *out)
+{
+    const pdnn__node *p = node_at(g, n);
+    if (!p || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_node_desc: %s",
+                           !out ? "out is NULL" : "no such node");
+    *out = p->out;
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_graph_find(const pdnn_graph *g, const char *name, pdnn_node *out)
+{
+    if (!g || !name || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_find: an argument is NULL");
+    for (int i = 0; i < g->n; i++) {
+        if (strcmp(g->nodes[i].name, name) == 0) {
+            *out = i;
+            return PDNN_SUCCESS;
+        }
+    }
+    return pdnn__error(PDNN_ERR_NOT_FOUND, "the graph has no node named '%s'", name);
+}
+
+static int name_taken(const pdnn_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n; i++)
+        if (strcmp(g->nodes[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Starts a node: checks the graph, name and inputs, picks the name. The
+ * node is committed by finish() only once its shape checks pass. */
+static pdnn_status begin(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__op op,
+                         const pdnn_node *inputs, int n_inputs, pdnn_node *out, pdnn__node *nd)
+{
+    memset(nd, 0, sizeof *nd);
+    nd->op = op;
+    if (!g || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !g ? "graph" : "out");
+    if (name && *name) {
+        if (strlen(name) >= sizeof nd->name)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node name '%.40s...' is longer than %zu bytes", fn,
+                               name, sizeof nd->name - 1);
+        if (name_taken(g, name))
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the graph already has a node named '%s'", fn, name);
+        snprintf(nd->name, sizeof nd->name, "%s", name);
+    } else {
+        const char *base = pdnn__op_type(nd);
+        snprintf(nd->name, sizeof nd->name, "%s", base);
+        for (int k = 1; name_taken(g, nd->name); k++)
+            snprintf(nd->name, sizeof nd->name, "%s_%d", base, k);
+    }
+    if (device && *device) {
+        pdnn_device_spec spec;
+        if (strlen(device) >= sizeof nd->device)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': device name is too long", fn, nd->name);
+        if (pdnn__device_spec_parse(device, 1, &spec) != PDNN_SUCCESS)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': %s", fn, nd->name, pdnn_last_error());
+        snprintf(nd->device, sizeof nd->device, "%s", device);
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        if (inputs[i] < 0 || inputs[i] >= g->n)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': input %d is node %d, but the graph has "
+                                                          "nodes 0..%d",
+                               fn, nd->name, i, inputs[i], g->n - 1);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs, pdnn_node *out)
+{
+    if (g->n == g->cap) {
+        int cap = g->cap ? g->cap * 2 : 16;
+        pdnn__node *nn = realloc(g->nodes, sizeof *nn * (size_t)cap);
+        if (!nn)
+            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+        g->nodes = nn;
+        g->cap = cap;
+    }
+    if (n_inputs > 0) {
+        nd->inputs = malloc(sizeof *nd->inputs * (size_t)n_inputs);
+        if (!nd->inputs)
+            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+        memcpy(nd->inputs, inputs, sizeof *nd->inputs * (size_t)n_inputs);
+    }
+    nd->n_inputs = n_inputs;
+    g->nodes[g->n] = *nd;
+    *out = g->n++;
+    return PDNN_SUCCESS;
+}
+
+static const pdnn_tensor_desc *in_desc(const pdnn_graph *g, pdnn_node n) { return &g->nodes[n].out; }
+
+static pdnn_status shape_error(const pdnn__node *nd, const char *msg)
+{
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "node '%s' (%s): %s", nd->name, pdnn__op_type(nd), msg);
+}
+
+pdnn_status pdnn_graph_placeholder(pdnn_graph *g, const char *name, const char *device, const pdnn_tensor_desc *desc,
+                                   pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_placeholder", name, device, PDNN__OP_PLACEHOLDER, NULL, 0, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (pdnn_tensor_desc_validate(desc) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    nd.out = *desc;
+    return finish(g, &nd, NULL, 0, out);
+}
+
+pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *device, const pdnn_tensor_desc *desc,
+                                const float *data, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_constant", name, device, PDNN__OP_CONST, NULL, 0, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!data)
+        return shape_error(&nd, "data is NULL");
+    if (pdnn_tensor_desc_validate(desc) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    if (desc->dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "only float32 constants are supported");
+    int64_t bytes = pdnn_tensor_desc_bytes(desc);
+    nd.data = malloc((size_t)bytes);
+    if (!nd.data)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "node '%s': out of host memory for %lld bytes", nd.name,
+                           (long long)bytes);
+    memcpy(nd.data, data, (size_t)bytes);
+    nd.out = *desc;
+    st = finish(g, &nd, NULL, 0, out);
+    if (st != PDNN_SUCCESS)
+        free(nd.data);
+    return st;
+}
+
+pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node w,
+                              pdnn_node bias, const pdnn_conv2d_params *p, pdnn_node *out)
+{
+    pdnn_node in[3] = {x, w, bias};
+    int n_in = bias >= 0 ? 3 : 2;
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_conv2d", name, device, PDNN__OP_CONV2D, in, n_in, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!p)
+        return shape_error(&nd, "params is NULL");
+    int64_t od[4];
+    if (pdnn_conv2d_output_dims(in_desc(g, x), in_desc(g, w), p, od) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    if (bias >= 0) {
+        const pdnn_tensor_desc *b = in_desc(g, bias);
+        if (b->layout != PDNN_LAYOUT_X || b->dims[0] != od[1])
+            return shape_error(&nd, "bias must be a layout-X vector with one value per output channel");
+    }
+    nd.conv = *p;
+    nd.out.dtype = PDNN_FLOAT32;
+    nd.out.layout = in_desc(g, x)->layout;
+    memcpy(nd.out.dims, od, sizeof od);
+    return finish(g, &nd, in, n_in, out);
+}
+
+pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                              const pdnn_pool2d_params *p, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_pool2d", name, device, PDNN__OP_POOL2D, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!p)
+        return shape_error(&nd, "params is NULL");
+    nd.pool = *p;
+    /* The generated name depends on the mode: redo it now that it is known. */
+    if (!(name && *name)) {
+        const char *base = pdnn__op_type(&nd);
+        snprintf(nd.name, sizeof nd.name, "%s", base);
+        for (int k = 1; name_taken(g, nd.name); k++)
+            snprintf(nd.name, sizeof nd.name, "%s_%d", base, k);
+    }
+    int64_t od[4];
+    if (pdnn_pool2d_output_dims(in_desc(g, x), p, od) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    nd.out.dtype = PDNN_FLOAT32;
+    nd.out.layout = in_desc(g, x)->layout;
+    memcpy(nd.out.dims, od, sizeof od);
+    return finish(g, &nd, &x, 1, out);
+}
+
+static int is_matrix(const pdnn_tensor_desc *d)
+{
+    return (d->layout == PDNN_NCHW || d->layout == PDNN_NHWC) && d->dims[2] == 1 && d->dims[3] == 1;
+}
+
+pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *device, pdnn_node a, pdnn_node b,
+                              int trans_a, int trans_b, pdnn_node *out)
+{
+    pdnn_node in[2] = {a, b};
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_matmul", name, device, PDNN__OP_MATMUL, in, 2, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
+    if (!is_matrix(da) || !is_matrix(db))
+        return shape_error(&nd, "both inputs must be matrices ({rows,cols,1,1}); flatten images first");
+    int64_t m = trans_a ? da->dims[1] : da->dims[0], k = trans_a ? da->dims[0] : da->dims[1];
+    int64_t kb = trans_b ? db->dims[1] : db->dims[0], n = trans_b ? db->dims[0] : db->dims[1];
+    if (k != kb) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "inner dimensions differ: op(a) is %lld x %lld, op(b) is %lld x %lld",
+                 (long long)m, (long long)k, (long long)kb, (long long)n);
+        return shape_error(&nd, msg);
+    }
+    nd.trans_a = trans_a != 0;
+    nd.trans_b = trans_b != 0;
+    nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_NCHW, {m, n, 1, 1}};
+    return finish(g, &nd, in, 2, out);
+}
+
+static pdnn_status same_as_first(const pdnn_graph *g, const pdnn__node *nd, const pdnn_node *in, int n)
+{
+    for (int i = 1; i < n; i++) {
+        const pdnn_tensor_desc *a = in_desc(g, in[0]), *b = in_desc(g, in[i]);
+        if (memcmp(a->dims, b->dims, sizeof a->dims) != 0 || a->layout != b->layout) {
+            char msg[256], da[96], dbuf[96];
+            snprintf(msg, sizeof msg, "input 0 is %s but input %d is %s; they must match", pdnn__desc_string(a, da, sizeof da),
+                     i, pdnn__desc_string(b, dbuf, sizeof dbuf));
+            return shape_error(nd, msg);
+        }
+    }
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_graph_add(pdnn_graph *g, const char *name, const char *device, pdnn_node a, pdnn_node b,
+                           pdnn_node *out)
+{
+    pdnn_node in[2] = {a, b};
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_add", name, device, PDNN__OP_ADD, in, 2, out, &nd);
+    if (st == PDNN_SUCCESS)
+        st = same_as_first(g, &nd, in, 2);
+    if (st != PDNN_SUCCESS)
+        return st;
+    nd.out = *in_desc(g, a);
+    return finish(g, &nd, in, 2, out);
+}
+
+pdnn_status pdnn_graph_add_n(pdnn_graph *g, const char *name, const char *device, const pdnn_node *inputs, int n,
+                             pdnn_node *out)
+{
+    if (!inputs || n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_n: %s",
+                           !inputs ? "inputs is NULL" : "n must be at least 1");
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_add_n", name, device, PDNN__OP_ADD_N, inputs, n, out, &nd);
+    if (st == PDNN_SUCCESS)
+        st = same_as_first(g, &nd, inputs, n);
+    if (st != PDNN_SUCCESS)
+        return st;
+    nd.out = *in_desc(g, inputs[0]);
+    return finish(g, &nd, inputs, n, out);
+}
+
+pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node bias,
+                                pdnn_node *out)
+{
+    pdnn_node in[2] = {x, bias};
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_bias_add", name, device, PDNN__OP_BIAS_ADD, in, 2, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    const pdnn_tensor_desc *dx = in_desc(g, x), *db = in_desc(g, bias);
+    if (dx->layout != PDNN_NCHW && dx->layout != PDNN_NHWC)
+        return shape_error(&nd, "x must be NCHW or NHWC");
+    if (db->layout != PDNN_LAYOUT_X || db->dims[0] != dx->dims[1])
+        return shape_error(&nd, "bias must be a layout-X vector of length C");
+    nd.out = *dx;
+    return finish(g, &nd, in, 2, out);
+}
+
+static pdnn_status unary(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__op op,
+                         pdnn_node x, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, fn, name, device, op, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    nd.out = *in_desc(g, x);
+    if (op == PDNN__OP_SOFTMAX && nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC)
+        return shape_error(&nd, "x must be NCHW or NHWC");
+    return finish(g, &nd, &x, 1, out);
+}
+
+pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)
+{
+    return unary(g, "pdnn_graph_relu", name, device, PDNN__OP_RELU, x, out);
+}
+
+pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)
+{
+    return unary(g, "pdnn_graph_softmax", name, device, PDNN__OP_SOFTMAX, x, out);
+}
+
+pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                               const int64_t dims[4], pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_reshape", name, device, PDNN__OP_RESHAPE, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!dims)
+        return shape_error(&nd, "dims is NULL");
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {dims[0], dims[1], dims[2], dims[3]}};
+    if (pdnn_tensor_desc_validate(&d) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    if (pdnn_tensor_desc_elements(&d) != pdnn_tensor_desc_elements(in_desc(g, x)))
+        return shape_error(&nd, "the new dims hold a different number of elements");
+    nd.out = d;
+    return finish(g, &nd, &x, 1, out);
+}
+
+pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)
+{
+    if (!g || x < 0 || x >= g->n)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_flatten: %s", !g ? "graph is NULL" : "no such input node");
+    const int64_t *d = g->nodes[x].out.dims;
+    int64_t dims[4] = {d[0], d[1] * d[2] * d[3], 1, 1};
+    return pdnn_graph_reshape(g, name, device, x, dims, out);
+}
+
+pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out)
+{
+    pdnn_graph *c = calloc(1, sizeof *c);
+    if (!c)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+    c->nodes = calloc((size_t)(g->n ? g->n : 1), sizeof *c->nodes);
+    if (!c->nodes) {
+        free(c);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+    }
+    c->cap = g->n ? g->n : 1;
+    int ok = 1;
+    for (int i = 0; i < g->n && ok; i++) {
+        const pdnn__node *s = &g->nodes[i];
+        pdnn__node *d = &c->nodes[i];
+        *d = *s;
+        d->inputs = NULL;
+        d->data = NULL;
+        c->n = i + 1; /* so that destroy frees what was copied so far */
+        if (s->n_inputs) {
+            d->inputs = malloc(sizeof *d->inputs * (size_t)s->n_inputs);
+            if (!(ok = d->inputs != NULL))
+                break;
+            memcpy(d->inputs, s->inputs, sizeof *d->inputs * (size_t)s->n_inputs);
+        }
+        if (s->data) {
+            size_t bytes = (size_t)pdnn_tensor_desc_bytes(&s->out);
+            d->data = malloc(bytes);
+            if (!(ok = d->data != NULL))
+                break;
+            memcpy(d->data, s->data, bytes);
+        }
+    }
+    if (!ok) {
+        pdnn_graph_destroy(c);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+    }
+    *out = c;
+    return PDNN_SUCCESS;
+}

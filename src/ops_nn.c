@@ -1,0 +1,237 @@
+/* The ops around convolution (add, add_n, bias_add, relu, softmax, matmul,
+ * reshape): validate in core, dispatch to the device holding the tensors. */
+#include "context.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int is_act(const pdnn_tensor *t) { return t->desc.layout == PDNN_NCHW || t->desc.layout == PDNN_NHWC; }
+
+static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!ts[i])
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, names[i]);
+    for (int i = 0; i < n; i++) {
+        if (ts[i]->dev != ts[0]->dev)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "%s: %s is on %s but %s is on %s; all tensors of one call must be on one device",
+                               op, names[0], ts[0]->dev->name, names[i], ts[i]->dev->name);
+        if (ts[i]->desc.dtype != PDNN_FLOAT32)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: %s is not float32; only float32 is supported", op,
+                               names[i]);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status same_shape(const char *op, const pdnn_tensor *a, const char *an, const pdnn_tensor *b,
+                              const char *bn)
+{
+    if (!a || !b)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, !a ? an : bn);
+    if (memcmp(a->desc.dims, b->desc.dims, sizeof a->desc.dims) == 0 && a->desc.layout == b->desc.layout)
+        return PDNN_SUCCESS;
+    char da[96], db[96];
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s but %s is %s; they must match in dims and layout",
+                       op, an, pdnn__desc_string(&a->desc, da, sizeof da), bn,
+                       pdnn__desc_string(&b->desc, db, sizeof db));
+}
+
+static pdnn_status no_kernel(const char *op, const pdnn_device *dev)
+{
+    return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: the %s backend of %s has no kernel for it", op, dev->backend->name,
+                       dev->name);
+}
+
+static int64_t numel(const pdnn_tensor *t) { return pdnn_tensor_desc_elements(&t->desc); }
+
+pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {a, b, y};
+    const char *names[] = {"a", "b", "y"};
+    pdnn_status st = need("pdnn_add", ts, names, 3);
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_add", a, "a", b, "b");
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_add", a, "a", y, "y");
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = a->dev;
+    if (!d->backend->add)
+        return no_kernel("pdnn_add", d);
+    return d->backend->add(d->handle, a->block.buf, b->block.buf, y->block.buf, numel(a));
+}
+
+pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y)
+{
+    if (!inputs || n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_add_n: %s", !inputs ? "inputs is NULL"
+                                                                              : "n must be at least 1");
+    const pdnn_tensor *pair[] = {inputs[0], y};
+    const char *pn[] = {"inputs[0]", "y"};
+    pdnn_status st = need("pdnn_add_n", pair, pn, 2);
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_add_n", inputs[0], "inputs[0]", y, "y");
+    for (int i = 1; i < n && st == PDNN_SUCCESS; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "inputs[%d]", i);
+        const pdnn_tensor *ts[] = {inputs[0], inputs[i]};
+        const char *names[] = {"inputs[0]", nm};
+        st = need("pdnn_add_n", ts, names, 2);
+        if (st == PDNN_SUCCESS)
+            st = same_shape("pdnn_add_n", inputs[0], "inputs[0]", inputs[i], nm);
+        if (st == PDNN_SUCCESS && inputs[i] == y)
+            st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_add_n: %s is also the output", nm);
+    }
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = y->dev;
+    if (!d->backend->add || !d->backend->copy)
+        return no_kernel("pdnn_add_n", d);
+    if (n == 1)
+        return inputs[0] == y ? PDNN_SUCCESS
+                              : d->backend->copy(d->handle, y->block.buf, inputs[0]->block.buf, (size_t)y->bytes);
+    /* y = in0 + in1, then y += in_i: y may alias in0 only at the first step. */
+    st = d->backend->add(d->handle, inputs[0]->block.buf, inputs[1]->block.buf, y->block.buf, numel(y));
+    for (int i = 2; i < n && st == PDNN_SUCCESS; i++)
+        st = d->backend->add(d->handle, y->block.buf, inputs[i]->block.buf, y->block.buf, numel(y));
+    return st;
+}
+
+/* outer x C x inner view of an activation in memory order. */
+static void channel_view(const pdnn_tensor *t, int64_t *outer, int64_t *c, int64_t *inner)
+{
+    const int64_t *d = t->desc.dims;
+    *c = d[1];
+    if (t->desc.layout == PDNN_NHWC) {
+        *outer = d[0] * d[2] * d[3];
+        *inner = 1;
+    } else {
+        *outer = d[0];
+        *inner = d[2] * d[3];
+    }
+}
+
+static pdnn_status check_act(const char *op, const pdnn_tensor *t, const char *name)
+{
+    if (is_act(t))
+        return PDNN_SUCCESS;
+    char dd[96];
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s; it must be NCHW or NHWC (a matrix is {rows,cols,1,1})",
+                       op, name, pdnn__desc_string(&t->desc, dd, sizeof dd));
+}
+
+pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, bias, y};
+    const char *names[] = {"x", "bias", "y"};
+    pdnn_status st = need("pdnn_bias_add", ts, names, 3);
+    if (st == PDNN_SUCCESS)
+        st = check_act("pdnn_bias_add", x, "x");
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_bias_add", x, "x", y, "y");
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (bias->desc.layout != PDNN_LAYOUT_X || bias->desc.dims[0] != x->desc.dims[1]) {
+        char db[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_bias_add: bias is %s; it must be a layout-X vector of length C = %lld",
+                           pdnn__desc_string(&bias->desc, db, sizeof db), (long long)x->desc.dims[1]);
+    }
+    pdnn_device *d = x->dev;
+    if (!d->backend->bias_add)
+        return no_kernel("pdnn_bias_add", d);
+    int64_t outer, c, inner;
+    channel_view(x, &outer, &c, &inner);
+    return d->backend->bias_add(d->handle, x->block.buf, bias->block.buf, y->block.buf, numel(x), c, inner, 0);
+}
+
+pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need("pdnn_relu", ts, names, 2);
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_relu", x, "x", y, "y");
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = x->dev;
+    if (!d->backend->relu)
+        return no_kernel("pdnn_relu", d);
+    return d->backend->relu(d->handle, x->block.buf, y->block.buf, numel(x));
+}
+
+pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need("pdnn_softmax", ts, names, 2);
+    if (st == PDNN_SUCCESS)
+        st = check_act("pdnn_softmax", x, "x");
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_softmax", x, "x", y, "y");
+    if (st == PDNN_SUCCESS && x == y)
+        st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_softmax: x and y must be different tensors");
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = x->dev;
+    if (!d->backend->softmax)
+        return no_kernel("pdnn_softmax", d);
+    int64_t outer, c, inner;
+    channel_view(x, &outer, &c, &inner);
+    return d->backend->softmax(d->handle, x->block.buf, y->block.buf, outer, c, inner);
+}
+
+static pdnn_status check_matrix(const pdnn_tensor *t, const char *name)
+{
+    if (is_act(t) && t->desc.dims[2] == 1 && t->desc.dims[3] == 1)
+        return PDNN_SUCCESS;
+    char dd[96];
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: %s is %s; a matrix is {rows,cols,1,1} NCHW or NHWC",
+                       name, pdnn__desc_string(&t->desc, dd, sizeof dd));
+}
+
+pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b, pdnn_tensor *c)
+{
+    const pdnn_tensor *ts[] = {a, b, c};
+    const char *names[] = {"a", "b", "c"};
+    pdnn_status st = need("pdnn_matmul", ts, names, 3);
+    for (int i = 0; i < 3 && st == PDNN_SUCCESS; i++)
+        st = check_matrix(ts[i], names[i]);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (c == a || c == b)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c must differ from a and b");
+    int64_t m = trans_a ? a->desc.dims[1] : a->desc.dims[0], k = trans_a ? a->desc.dims[0] : a->desc.dims[1];
+    int64_t kb = trans_b ? b->desc.dims[1] : b->desc.dims[0], n = trans_b ? b->desc.dims[0] : b->desc.dims[1];
+    if (k != kb)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_matmul: inner dimensions differ: op(a) is %lld x %lld, op(b) is %lld x %lld",
+                           (long long)m, (long long)k, (long long)kb, (long long)n);
+    if (c->desc.dims[0] != m || c->desc.dims[1] != n)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c is %lld x %lld; expected %lld x %lld",
+                           (long long)c->desc.dims[0], (long long)c->desc.dims[1], (long long)m, (long long)n);
+    pdnn_device *d = a->dev;
+    if (!d->backend->matmul)
+        return no_kernel("pdnn_matmul", d);
+    return d->backend->matmul(d->handle, a->block.buf, b->block.buf, c->block.buf, m, n, k, trans_a != 0,
+                              trans_b != 0);
+}
+
+pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need("pdnn_reshape", ts, names, 2);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (x->bytes != y->bytes) {
+        char dx[96], dy[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_reshape: x %s and y %s hold different numbers of elements",
+                           pdnn__desc_string(&x->desc, dx, sizeof dx), pdnn__desc_string(&y->desc, dy, sizeof dy));
+    }
+    if (x == y)
+        return PDNN_SUCCESS;
+    pdnn_device *d = x->dev;
+    return d->backend->copy(d->handle, y->block.buf, x->block.buf, (size_t)x->bytes);
+}

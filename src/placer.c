@@ -1,0 +1,154 @@
+/* Op -> device: explicit (possibly partial) device specifications, the
+ * default order (GPU-class devices first, lowest index first, then the
+ * host), kernel availability and soft placement. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+const char *pdnn__full_device_name(const pdnn_device *d, char *buf, size_t len)
+{
+    snprintf(buf, len, "/job:localhost/replica:0/task:0/device:%s:%d", d->type == PDNN_DEVICE_GPU ? "GPU" : "CPU",
+             d->index);
+    return buf;
+}
+
+int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
+{
+    const pdnn__backend *b = dev->backend;
+    switch (n->op) {
+    case PDNN__OP_PLACEHOLDER:
+    case PDNN__OP_CONST: return 1;
+    case PDNN__OP_CONV2D: return b->conv2d_forward != NULL;
+    case PDNN__OP_POOL2D: return b->pool2d_forward != NULL;
+    case PDNN__OP_MATMUL: return b->matmul != NULL;
+    case PDNN__OP_ADD:
+    case PDNN__OP_ADD_N: return b->add != NULL && b->copy != NULL;
+    case PDNN__OP_BIAS_ADD: return b->bias_add != NULL;
+    case PDNN__OP_RELU: return b->relu != NULL;
+    case PDNN__OP_SOFTMAX: return b->softmax != NULL;
+    case PDNN__OP_RESHAPE: return b->copy != NULL;
+    }
+    return 0;
+}
+
+/* Devices in placement priority: GPU-class by index, then CPU-class by
+ * index (the host is /device:CPU:0). */
+static int priority_order(pdnn_context *ctx, pdnn_device **order)
+{
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        pdnn_device_type want = pass == 0 ? PDNN_DEVICE_GPU : PDNN_DEVICE_CPU;
+        for (int idx = 0; idx < ctx->n_devices; idx++)
+            for (int i = 0; i < ctx->n_devices; i++)
+                if (ctx->devices[i].type == want && ctx->devices[i].index == idx)
+                    order[n++] = &ctx->devices[i];
+    }
+    return n;
+}
+
+static int matches(const pdnn_device *d, const pdnn_device_spec *s)
+{
+    if (s->job[0] && strcasecmp(s->job, "localhost") != 0)
+        return 0;
+    if (s->replica > 0 || s->task > 0)
+        return 0;
+    if (s->type >= 0 && (int)d->type != s->type)
+        return 0;
+    return s->index < 0 || d->index == s->index;
+}
+
+static void say(void (*log)(void *, const char *), void *user, const char *line)
+{
+    if (log)
+        log(user, line);
+    else
+        fprintf(stderr, "%s\n", line);
+}
+
+static pdnn_status place_one(const pdnn__node *nd, pdnn_device **order, int n_dev, const char *avail,
+                             int allow_soft, void (*log)(void *, const char *), void *log_user, pdnn_device **out)
+{
+    if (!nd->device[0]) {
+        for (int i = 0; i < n_dev; i++) {
+            if (pdnn__has_kernel(order[i], nd)) {
+                *out = order[i];
+                return PDNN_SUCCESS;
+            }
+        }
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "Cannot assign a device for operation %s: no device has a %s kernel",
+                           nd->name, pdnn__op_type(nd));
+    }
+    pdnn_device_spec spec;
+    if (pdnn__device_spec_parse(nd->device, 1, &spec) != PDNN_SUCCESS)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "operation %s: %s", nd->name, pdnn_last_error());
+    int exists = 0;
+    for (int i = 0; i < n_dev; i++) {
+        if (!matches(order[i], &spec))
+            continue;
+        exists = 1;
+        if (pdnn__has_kernel(order[i], nd)) {
+            *out = order[i];
+            return PDNN_SUCCESS;
+        }
+    }
+    if (!allow_soft) {
+        if (exists)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "Cannot assign a device for operation %s: Could not satisfy explicit device "
+                               "specification '%s' because no supported kernel for %s is available there. "
+                               "Available devices: [%s]. Set allow_soft_placement to let polydnn choose.",
+                               nd->name, nd->device, pdnn__op_type(nd), avail);
+        return pdnn__error(PDNN_ERR_NOT_FOUND,
+                           "Cannot assign a device for operation %s: Operation was explicitly assigned to %s but "
+                           "available devices are [%s]. Make sure the device specification refers to a valid "
+                           "device, or set allow_soft_placement.",
+                           nd->name, nd->device, avail);
+    }
+    /* Soft placement: the same type first, then any device. */
+    pdnn_device *pick = NULL;
+    for (int i = 0; i < n_dev && !pick; i++)
+        if ((spec.type < 0 || (int)order[i]->type == spec.type) && pdnn__has_kernel(order[i], nd))
+            pick = order[i];
+    for (int i = 0; i < n_dev && !pick; i++)
+        if (pdnn__has_kernel(order[i], nd))
+            pick = order[i];
+    if (!pick)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "Cannot assign a device for operation %s: no device has a %s kernel",
+                           nd->name, pdnn__op_type(nd));
+    char line[512], full[96];
+    snprintf(line, sizeof line, "Soft placement: %s (%s): requested %s, which %s; placed on %s", nd->name,
+             pdnn__op_type(nd), nd->device, exists ? "has no kernel for it" : "does not exist",
+             pdnn__full_device_name(pick, full, sizeof full));
+    say(log, log_user, line);
+    *out = pick;
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn__place(const pdnn_graph *g, pdnn_context *ctx, int allow_soft,
+                        void (*log)(void *user, const char *line), void *log_user, pdnn_device **placed)
+{
+    pdnn_device *order[64];
+    int n_dev = ctx->n_devices <= 64 ? priority_order(ctx, order) : 0;
+    if (n_dev == 0)
+        return pdnn__error(PDNN_ERR_INTERNAL, "placement: the context has no devices (or too many)");
+    /* For messages, in the context's (TensorFlow's) order: CPU:0 first. */
+    char avail[1024];
+    size_t used = 0;
+    avail[0] = '\0';
+    for (int i = 0; i < ctx->n_devices && used < sizeof avail; i++) {
+        char full[96];
+        int w = snprintf(avail + used, sizeof avail - used, "%s%s", i ? ", " : "",
+                         pdnn__full_device_name(&ctx->devices[i], full, sizeof full));
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    for (int i = 0; i < g->n; i++) {
+        pdnn_status st = place_one(&g->nodes[i], order, n_dev, avail, allow_soft, log, log_user, &placed[i]);
+        if (st != PDNN_SUCCESS)
+            return st;
+    }
+    return PDNN_SUCCESS;
+}

@@ -1,0 +1,420 @@
+/* Sessions: place a graph, log the placement, run what fetches need with
+ * device-to-device copies, and free each intermediate tensor as soon as
+ * its last consumer has run. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pdnn_session {
+    pdnn_context *ctx;
+    int owns_ctx;
+    pdnn_graph *g;
+    pdnn_device **placed;
+    pdnn_tensor **consts;
+    void (*log)(void *user, const char *line);
+    void *log_user;
+};
+
+void pdnn_session_config_init(pdnn_session_config *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    pdnn_context_options_init(&cfg->options);
+}
+
+static void say(const pdnn_session *s, const char *line)
+{
+    if (s->log)
+        s->log(s->log_user, line);
+    else
+        fprintf(stderr, "%s\n", line);
+}
+
+static int is_host(const pdnn_device *d) { return d->backend == &pdnn__host_backend; }
+
+/* The name a copy of node j's value onto dev gets in the placement log. */
+static void copy_name(const pdnn__node *src, const pdnn_device *dev, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/_copy_to_%s_%d", src->name, dev->type == PDNN_DEVICE_GPU ? "GPU" : "CPU", dev->index);
+}
+
+static void log_placement(const pdnn_session *s)
+{
+    char line[640], full[96];
+    say(s, "Device mapping:");
+    for (int i = 0; i < s->ctx->n_devices; i++) {
+        const pdnn_device *d = &s->ctx->devices[i];
+        snprintf(line, sizeof line, "%s -> device: %d, name: %s, backend: %s",
+                 pdnn__full_device_name(d, full, sizeof full), d->index, d->props.name, d->backend->name);
+        say(s, line);
+    }
+    for (int i = 0; i < s->g->n; i++) {
+        const pdnn__node *nd = &s->g->nodes[i];
+        snprintf(line, sizeof line, "%s: (%s): %s", nd->name, pdnn__op_type(nd),
+                 pdnn__full_device_name(s->placed[i], full, sizeof full));
+        say(s, line);
+        /* Copies this node's inputs need, once per (producer, device). */
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int j = nd->inputs[k];
+            if (j < 0 || s->placed[j] == s->placed[i])
+                continue;
+            int seen = 0;
+            for (int e = 0; e < i && !seen; e++)
+                for (int q = 0; q < s->g->nodes[e].n_inputs && !seen; q++)
+                    seen = s->g->nodes[e].inputs[q] == j && s->placed[e] == s->placed[i];
+            for (int q = 0; q < k && !seen; q++)
+                seen = nd->inputs[q] == j;
+            if (seen)
+                continue;
+            char cname[200];
+            copy_name(&s->g->nodes[j], s->placed[i], cname, sizeof cname);
+            snprintf(line, sizeof line, "%s: (_Copy): %s", cname,
+                     pdnn__full_device_name(s->placed[i], full, sizeof full));
+            say(s, line);
+        }
+    }
+}
+
+void pdnn_session_destroy(pdnn_session *s)
+{
+    if (!s)
+        return;
+    if (s->consts && s->g)
+        for (int i = 0; i < s->g->n; i++)
+            pdnn_tensor_release(s->consts[i]);
+    free(s->consts);
+    free(s->placed);
+    pdnn_graph_destroy(s->g);
+    if (s->owns_ctx)
+        pdnn_context_destroy(s->ctx);
+    free(s);
+}
+
+pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *cfg, pdnn_session **out)
+{
+    if (!g || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_create: %s is NULL", !g ? "graph" : "out");
+    *out = NULL;
+    pdnn_session_config defaults;
+    if (!cfg) {
+        pdnn_session_config_init(&defaults);
+        cfg = &defaults;
+    }
+    pdnn_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_session_create: out of host memory");
+    s->log = cfg->log;
+    s->log_user = cfg->log_user;
+    pdnn_status st = PDNN_SUCCESS;
+    if (cfg->context) {
+        s->ctx = cfg->context;
+    } else {
+        st = pdnn_context_create(&cfg->options, &s->ctx);
+        s->owns_ctx = st == PDNN_SUCCESS;
+    }
+    if (st == PDNN_SUCCESS)
+        st = pdnn__graph_clone(g, &s->g);
+    if (st == PDNN_SUCCESS) {
+        size_t n = (size_t)(g->n ? g->n : 1);
+        s->placed = calloc(n, sizeof *s->placed);
+        s->consts = calloc(n, sizeof *s->consts);
+        if (!s->placed || !s->consts) {
+            pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_session_create: out of host memory");
+            st = PDNN_ERR_OUT_OF_MEMORY;
+        }
+    }
+    if (st == PDNN_SUCCESS)
+        st = pdnn__place(s->g, s->ctx, cfg->allow_soft_placement, s->log, s->log_user, s->placed);
+    if (st == PDNN_SUCCESS && (cfg->log_device_placement || s->ctx->opts.log_device_placement))
+        log_placement(s);
+    for (int i = 0; st == PDNN_SUCCESS && i < s->g->n; i++) {
+        const pdnn__node *nd = &s->g->nodes[i];
+        if (nd->op != PDNN__OP_CONST)
+            continue;
+        st = pdnn_tensor_create(s->placed[i], &nd->out, &s->consts[i]);
+        if (st == PDNN_SUCCESS)
+            st = pdnn_tensor_write(s->consts[i], nd->data, (size_t)pdnn_tensor_desc_bytes(&nd->out));
+    }
+    if (st != PDNN_SUCCESS) {
+        pdnn_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return PDNN_SUCCESS;
+}
+
+pdnn_context *pdnn_session_context(pdnn_session *s) { return s ? s->ctx : NULL; }
+
+pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_device **out)
+{
+    if (!s || !out || n < 0 || n >= s->g->n)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_node_device: %s",
+                           !s || !out ? "an argument is NULL" : "no such node");
+    *out = s->placed[n];
+    return PDNN_SUCCESS;
+}
+
+/* A copy of src on dst, device to device where a direct path exists:
+ * between the host and a device the device reads or writes the host
+ * tensor's memory itself; between two devices of backends that share no
+ * context, through a staging buffer on the host. */
+static pdnn_status transfer(const pdnn_tensor *src, pdnn_device *dst, pdnn_tensor **out)
+{
+    pdnn_tensor *t = NULL;
+    pdnn_status st = pdnn_tensor_create(dst, &src->desc, &t);
+    if (st != PDNN_SUCCESS)
+        return st;
+    size_t bytes = (size_t)src->bytes;
+    pdnn__buf sb = src->block.buf, db = t->block.buf;
+    if (src->dev == dst) {
+        st = dst->backend->copy(dst->handle, db, sb, bytes);
+    } else if (is_host(src->dev)) {
+        st = dst->backend->write(dst->handle, db, (const char *)sb.region + sb.offset, bytes);
+    } else if (is_host(dst)) {
+        st = src->dev->backend->read(src->dev->handle, sb, (char *)db.region + db.offset, bytes);
+    } else {
+        void *stage = malloc(bytes);
+        pdnn__debug("copy %s -> %s goes through the host: the two devices share no context", src->dev->name,
+                    dst->name);
+        st = stage ? src->dev->backend->read(src->dev->handle, sb, stage, bytes)
+                   : pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging copy", bytes);
+        if (st == PDNN_SUCCESS)
+            st = dst->backend->write(dst->handle, db, stage, bytes);
+        free(stage);
+    }
+    if (st != PDNN_SUCCESS) {
+        pdnn_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y)
+{
+    switch (nd->op) {
+    case PDNN__OP_CONV2D: return pdnn_conv2d_forward(&nd->conv, in[0], in[1], nd->n_inputs > 2 ? in[2] : NULL, y);
+    case PDNN__OP_POOL2D: return pdnn_pool2d_forward(&nd->pool, in[0], y);
+    case PDNN__OP_MATMUL: return pdnn_matmul(in[0], in[1], nd->trans_a, nd->trans_b, y);
+    case PDNN__OP_ADD: return pdnn_add(in[0], in[1], y);
+    case PDNN__OP_ADD_N: return pdnn_add_n(in, nd->n_inputs, y);
+    case PDNN__OP_BIAS_ADD: return pdnn_bias_add(in[0], in[1], y);
+    case PDNN__OP_RELU: return pdnn_relu(in[0], y);
+    case PDNN__OP_SOFTMAX: return pdnn_softmax(in[0], y);
+    case PDNN__OP_RESHAPE: return pdnn_reshape(in[0], y);
+    case PDNN__OP_PLACEHOLDER:
+    case PDNN__OP_CONST: break;
+    }
+    return pdnn__error(PDNN_ERR_INTERNAL, "run_node: op %d has no runner", (int)nd->op);
+}
+
+/* Per-run state. values[i] is node i's output; owned[i] says whether the
+ * run created it (and so releases it). copies[i * n_dev + d] is node i's
+ * value copied onto device d. */
+typedef struct run_state {
+    int n, n_dev;
+    pdnn_tensor **values;
+    char *owned;
+    char *needed;
+    int *uses;          /* consumers still to run, plus fetches */
+    pdnn_tensor **copies;
+} run_state;
+
+static int dev_index(const pdnn_session *s, const pdnn_device *d) { return (int)(d - s->ctx->devices); }
+
+/* Whether a needed node after i on device d still reads node j. */
+static int later_reader_on(const pdnn_session *s, const run_state *r, int i, int j, const pdnn_device *d)
+{
+    for (int e = i + 1; e < s->g->n; e++) {
+        if (!r->needed[e] || s->placed[e] != d)
+            continue;
+        for (int q = 0; q < s->g->nodes[e].n_inputs; q++)
+            if (s->g->nodes[e].inputs[q] == j)
+                return 1;
+    }
+    return 0;
+}
+
+static void run_free(run_state *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        if (r->owned && r->owned[i])
+            pdnn_tensor_release(r->values[i]);
+        for (int d = 0; r->copies && d < r->n_dev; d++)
+            pdnn_tensor_release(r->copies[(size_t)i * (size_t)r->n_dev + (size_t)d]);
+    }
+    free(r->values);
+    free(r->owned);
+    free(r->needed);
+    free(r->uses);
+    free(r->copies);
+}
+
+static pdnn_status check_feeds(const pdnn_session *s, const pdnn_node *feeds, pdnn_tensor *const *vals, int n)
+{
+    for (int k = 0; k < n; k++) {
+        int f = feeds[k];
+        if (f < 0 || f >= s->g->n)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: feed %d names node %d, which does not exist",
+                               k, f);
+        const pdnn__node *nd = &s->g->nodes[f];
+        if (nd->op != PDNN__OP_PLACEHOLDER)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: feed %d: node '%s' is a %s, not a "
+                                                          "Placeholder", k, nd->name, pdnn__op_type(nd));
+        if (!vals[k])
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: the value fed to '%s' is NULL", nd->name);
+        if (memcmp(vals[k]->desc.dims, nd->out.dims, sizeof nd->out.dims) != 0 ||
+            vals[k]->desc.layout != nd->out.layout || vals[k]->desc.dtype != nd->out.dtype) {
+            char a[96], b[96];
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: placeholder '%s' is %s but was fed %s",
+                               nd->name, pdnn__desc_string(&nd->out, a, sizeof a),
+                               pdnn__desc_string(&vals[k]->desc, b, sizeof b));
+        }
+        for (int q = 0; q < k; q++)
+            if (feeds[q] == f)
+                return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: placeholder '%s' is fed twice",
+                                   nd->name);
+    }
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tensor *const *feed_values, int n_feeds,
+                             const pdnn_node *fetches, int n_fetches, pdnn_tensor **fetch_values)
+{
+    if (!s || n_feeds < 0 || n_fetches < 1 || !fetches || !fetch_values || (n_feeds > 0 && (!feeds || !feed_values)))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_session_run: needs a session, at least one fetch with an output array, and feeds "
+                           "with values when n_feeds > 0");
+    for (int k = 0; k < n_fetches; k++) {
+        fetch_values[k] = NULL;
+        if (fetches[k] < 0 || fetches[k] >= s->g->n)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: fetch %d names node %d, which does not "
+                                                          "exist", k, fetches[k]);
+    }
+    pdnn_status st = check_feeds(s, feeds, feed_values, n_feeds);
+    if (st != PDNN_SUCCESS)
+        return st;
+    const pdnn_graph *g = s->g;
+    run_state r = {g->n, s->ctx->n_devices, NULL, NULL, NULL, NULL, NULL};
+    size_t n = (size_t)g->n;
+    r.values = calloc(n, sizeof *r.values);
+    r.owned = calloc(n, 1);
+    r.needed = calloc(n, 1);
+    r.uses = calloc(n, sizeof *r.uses);
+    r.copies = calloc(n * (size_t)r.n_dev, sizeof *r.copies);
+    if (!r.values || !r.owned || !r.needed || !r.uses || !r.copies) {
+        run_free(&r);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_session_run: out of host memory");
+    }
+    for (int k = 0; k < n_fetches; k++) {
+        r.needed[fetches[k]] = 1;
+        r.uses[fetches[k]]++;
+    }
+    for (int i = g->n - 1; i >= 0; i--)
+        if (r.needed[i])
+            for (int q = 0; q < g->nodes[i].n_inputs; q++)
+                if (g->nodes[i].inputs[q] >= 0) {
+                    r.needed[g->nodes[i].inputs[q]] = 1;
+                    r.uses[g->nodes[i].inputs[q]]++;
+                }
+
+    for (int i = 0; i < g->n && st == PDNN_SUCCESS; i++) {
+        if (!r.needed[i])
+            continue;
+        const pdnn__node *nd = &g->nodes[i];
+        pdnn_device *dev = s->placed[i];
+        if (nd->op == PDNN__OP_PLACEHOLDER) {
+            int k = 0;
+            while (k < n_feeds && feeds[k] != i)
+                k++;
+            if (k == n_feeds) {
+                char d[96];
+                st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                                 "You must feed a value for placeholder tensor '%s' with %s", nd->name,
+                                 pdnn__desc_string(&nd->out, d, sizeof d));
+            } else if (feed_values[k]->dev == dev) {
+                r.values[i] = feed_values[k];
+            } else {
+                st = transfer(feed_values[k], dev, &r.values[i]);
+                r.owned[i] = st == PDNN_SUCCESS;
+            }
+            continue;
+        }
+        if (nd->op == PDNN__OP_CONST) {
+            r.values[i] = s->consts[i];
+            continue;
+        }
+        const pdnn_tensor *in[64] = {0};
+        if (nd->n_inputs > 64) {
+            st = pdnn__error(PDNN_ERR_UNSUPPORTED, "node '%s' has %d inputs; at most 64 are supported", nd->name,
+                             nd->n_inputs);
+            break;
+        }
+        for (int q = 0; q < nd->n_inputs && st == PDNN_SUCCESS; q++) {
+            int j = nd->inputs[q];
+            if (r.values[j]->dev == dev) {
+                in[q] = r.values[j];
+                continue;
+            }
+            pdnn_tensor **slot = &r.copies[(size_t)j * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
+            if (!*slot)
+                st = transfer(r.values[j], dev, slot);
+            in[q] = *slot;
+        }
+        pdnn_tensor *y = NULL;
+        if (st == PDNN_SUCCESS)
+            st = pdnn_tensor_create(dev, &nd->out, &y);
+        if (st == PDNN_SUCCESS) {
+            st = run_node(nd, in, y);
+            if (st != PDNN_SUCCESS) {
+                char why[1024];
+                snprintf(why, sizeof why, "%s", pdnn_last_error());
+                pdnn_tensor_release(y);
+                st = pdnn__error(st, "node '%s' (%s) on %s: %s", nd->name, pdnn__op_type(nd), dev->name, why);
+                break;
+            }
+            r.values[i] = y;
+            r.owned[i] = 1;
+        }
+        /* Free what no later node needs: inputs whose last use this was,
+         * and copies onto this device no later node here reads. */
+        for (int q = 0; q < nd->n_inputs && st == PDNN_SUCCESS; q++) {
+            int j = nd->inputs[q];
+            if (--r.uses[j] == 0 && r.owned[j]) {
+                pdnn_tensor_release(r.values[j]);
+                r.values[j] = NULL;
+                r.owned[j] = 0;
+            }
+            pdnn_tensor **slot = &r.copies[(size_t)j * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
+            if (*slot && !later_reader_on(s, &r, i, j, dev)) {
+                pdnn_tensor_release(*slot);
+                *slot = NULL;
+            }
+        }
+    }
+    /* Hand the fetched values over: the run's own tensor once, a copy for a
+     * repeated fetch or a value the run does not own (a feed, a constant). */
+    for (int k = 0; k < n_fetches && st == PDNN_SUCCESS; k++) {
+        int f = fetches[k];
+        if (r.owned[f]) {
+            fetch_values[k] = r.values[f];
+            r.owned[f] = 0;
+        } else if (r.values[f]) {
+            st = transfer(r.values[f], r.values[f]->dev, &fetch_values[k]);
+        } else { /* cannot happen: a fetched value is never freed during the run */
+            st = pdnn__error(PDNN_ERR_INTERNAL, "pdnn_session_run: fetched node %d has no value", f);
+        }
+    }
+    if (st != PDNN_SUCCESS) {
+        /* Values handed over already are no longer the run's: give them back. */
+        for (int k = 0; k < n_fetches; k++) {
+            pdnn_tensor_release(fetch_values[k]);
+            fetch_values[k] = NULL;
+        }
+    }
+    run_free(&r);
+    return st;
+}

@@ -1,0 +1,424 @@
+/* Graphs and sessions: names, shape errors, every placement rule, soft
+ * placement, the placement log, device-to-device copies, memory freed
+ * after the last consumer, the multi-tower example on two PoCL devices,
+ * and a small CNN on the accelerator against the host. */
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FULL(t, i) "/job:localhost/replica:0/task:0/device:" t ":" #i
+
+typedef struct logbuf {
+    char text[16384];
+} logbuf;
+
+static void capture(void *user, const char *line)
+{
+    logbuf *b = user;
+    size_t used = strlen(b->text);
+    snprintf(b->text + used, sizeof b->text - used, "%s\n", line);
+}
+
+static pdnn_session *session(const pdnn_graph *g, int soft, logbuf *log)
+{
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.options.allow_growth = 1;
+    c.allow_soft_placement = soft;
+    c.log_device_placement = log != NULL;
+    c.log = log ? capture : NULL;
+    c.log_user = log;
+    pdnn_session *s = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+    return s;
+}
+
+static const char *placed(pdnn_session *s, pdnn_node n)
+{
+    static _Thread_local pdnn_device_info info;
+    pdnn_device *d;
+    cr_assert_eq(pdnn_session_node_device(s, n, &d), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+    return info.name;
+}
+
+static int has_gpu(pdnn_session *s)
+{
+    pdnn_device *d;
+    return pdnn_device_find(pdnn_session_context(s), "/gpu:0", &d) == PDNN_SUCCESS;
+}
+
+static pdnn_node matrix_const(pdnn_graph *g, const char *name, const char *dev, int64_t r, int64_t c,
+                              const float *v)
+{
+    pdnn_tensor_desc d = th_desc(PDNN_NCHW, r, c, 1, 1);
+    pdnn_node n;
+    cr_assert_eq(pdnn_graph_constant(g, name, dev, &d, v, &n), PDNN_SUCCESS, "%s", pdnn_last_error());
+    return n;
+}
+
+Test(graph, names_are_generated_tensorflow_style_and_checked)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const float v[6] = {1, 2, 3, 4, 5, 6};
+    pdnn_node a = matrix_const(g, NULL, NULL, 2, 3, v), b = matrix_const(g, NULL, NULL, 3, 2, v);
+    cr_assert_str_eq(pdnn_graph_node_name(g, a), "Const");
+    cr_assert_str_eq(pdnn_graph_node_name(g, b), "Const_1");
+    pdnn_node m0, m1, m2;
+    cr_assert_eq(pdnn_graph_matmul(g, NULL, NULL, a, b, 0, 0, &m0), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_matmul(g, "", NULL, a, b, 0, 0, &m1), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_matmul(g, "MatMul_2", NULL, a, b, 0, 0, &m2), PDNN_SUCCESS);
+    cr_assert_str_eq(pdnn_graph_node_name(g, m0), "MatMul");
+    cr_assert_str_eq(pdnn_graph_node_name(g, m1), "MatMul_1");
+    cr_assert_str_eq(pdnn_graph_node_op(g, m2), "MatMul");
+    pdnn_node x;
+    cr_assert_eq(pdnn_graph_matmul(g, NULL, NULL, a, b, 0, 0, &x), PDNN_SUCCESS);
+    cr_assert_str_eq(pdnn_graph_node_name(g, x), "MatMul_3", "generated names skip taken ones");
+    cr_assert_eq(pdnn_graph_matmul(g, "MatMul", NULL, a, b, 0, 0, &x), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "already has a node named 'MatMul'"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_matmul(g, "bad", NULL, a, a, 0, 0, &x), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "node 'bad' (MatMul): inner dimensions differ"), "%s",
+                     pdnn_last_error());
+    cr_assert_eq(pdnn_graph_add(g, "bad", NULL, a, 99, &x), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "input 1 is node 99"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_relu(g, "bad", "/device:TPU:0", a, &x), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "node 'bad'"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_find(g, "Const_1", &x), PDNN_SUCCESS);
+    cr_assert_eq(x, b);
+    cr_assert_eq(pdnn_graph_find(g, "nope", &x), PDNN_ERR_NOT_FOUND);
+    cr_assert_eq(pdnn_graph_node_count(g), 6, "failed adds leave nothing behind");
+    pdnn_graph_destroy(g);
+}
+
+Test(graph, placement_rules_and_log)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const float v[6] = {1, 2, 3, 4, 5, 6};
+    pdnn_node a = matrix_const(g, "a", NULL, 2, 3, v);
+    pdnn_node b = matrix_const(g, "b", "/cpu:0", 3, 2, v);
+    pdnn_node m, r1, r2, r3;
+    cr_assert_eq(pdnn_graph_matmul(g, NULL, NULL, a, b, 0, 0, &m), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "r1", "CPU:0", m, &r1), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "r2", "/job:localhost/replica:0/task:0/device:CPU:0", m, &r2), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "r3", "/device:GPU:*", m, &r3), PDNN_SUCCESS);
+    logbuf log = {{0}};
+    pdnn_session *s = session(g, 0, &log);
+    int gpu = has_gpu(s);
+    const char *accel = gpu ? "/device:GPU:0" : "/device:CPU:0";
+    cr_assert_str_eq(placed(s, a), accel, "no device given: the accelerator first");
+    cr_assert_str_eq(placed(s, m), accel);
+    cr_assert_str_eq(placed(s, b), "/device:CPU:0");
+    cr_assert_str_eq(placed(s, r1), "/device:CPU:0");
+    cr_assert_str_eq(placed(s, r2), "/device:CPU:0");
+    cr_assert(strncmp(log.text, "Device mapping:\n", 16) == 0, "%s", log.text);
+    cr_assert_not_null(strstr(log.text, FULL("CPU", 0) " -> device: 0, name: "), "%s", log.text);
+    if (gpu) {
+        cr_assert_str_eq(placed(s, r3), "/device:GPU:0");
+        cr_assert_not_null(strstr(log.text, "MatMul: (MatMul): " FULL("GPU", 0) "\n"), "%s", log.text);
+        cr_assert_not_null(strstr(log.text, "b/_copy_to_GPU_0: (_Copy): " FULL("GPU", 0) "\n"), "%s", log.text);
+        cr_assert_not_null(strstr(log.text, "MatMul/_copy_to_CPU_0: (_Copy): " FULL("CPU", 0) "\n"), "%s",
+                           log.text);
+        const char *first = strstr(log.text, "MatMul/_copy_to_CPU_0");
+        cr_assert_null(strstr(first + 1, "MatMul/_copy_to_CPU_0"), "one copy per producer and device");
+    }
+    cr_assert_not_null(strstr(log.text, "r1: (Relu): " FULL("CPU", 0) "\n"), "%s", log.text);
+    /* The values are right whatever crossed which device. */
+    pdnn_node fetch[3] = {r1, r2, m};
+    pdnn_tensor *out[3];
+    cr_assert_eq(pdnn_session_run(s, NULL, NULL, 0, fetch, 3, out), PDNN_SUCCESS, "%s", pdnn_last_error());
+    const float want[4] = {22, 28, 49, 64};
+    for (int k = 0; k < 3; k++) {
+        float *got = th_download(out[k]);
+        for (int i = 0; i < 4; i++)
+            cr_assert_float_eq(got[i], want[i], 1e-4);
+        free(got);
+        pdnn_tensor_release(out[k]);
+    }
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+}
+
+Test(graph, missing_device_fails_or_falls_back_softly)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const float v[4] = {1, -2, 3, -4};
+    pdnn_node a = matrix_const(g, "a", NULL, 2, 2, v), r, c;
+    cr_assert_eq(pdnn_graph_relu(g, "far", "/device:GPU:7", a, &r), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "other", "/job:worker/task:0/device:CPU:0", a, &c), PDNN_SUCCESS);
+    pdnn_session_config cfg;
+    pdnn_session_config_init(&cfg);
+    cfg.options.allow_growth = 1;
+    pdnn_session *s = NULL;
+    cr_assert_eq(pdnn_session_create(g, &cfg, &s), PDNN_ERR_NOT_FOUND);
+    cr_assert_null(s);
+    const char *e = pdnn_last_error();
+    cr_assert_not_null(strstr(e, "Cannot assign a device for operation far"), "%s", e);
+    cr_assert_not_null(strstr(e, "explicitly assigned to /device:GPU:7"), "%s", e);
+    cr_assert_not_null(strstr(e, "available devices are [" FULL("CPU", 0)), "%s", e);
+
+    logbuf log = {{0}};
+    s = session(g, 1, &log);
+    const char *want = has_gpu(s) ? "/device:GPU:0" : "/device:CPU:0";
+    cr_assert_str_eq(placed(s, r), want, "same type first, then any");
+    cr_assert_str_eq(placed(s, c), "/device:CPU:0");
+    cr_assert_not_null(strstr(log.text, "Soft placement: far (Relu): requested /device:GPU:7, which does not exist"),
+                       "%s", log.text);
+    pdnn_node f[1] = {r};
+    pdnn_tensor *o;
+    cr_assert_eq(pdnn_session_run(s, NULL, NULL, 0, f, 1, &o), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *got = th_download(o);
+    cr_assert(got[0] == 1 && got[1] == 0 && got[2] == 3 && got[3] == 0);
+    free(got);
+    pdnn_tensor_release(o);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+}
+
+Test(graph, env_turns_on_the_placement_log)
+{
+    setenv("POLYDNN_LOG_DEVICE_PLACEMENT", "1", 1);
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const float v[1] = {1};
+    matrix_const(g, "only", "/cpu:0", 1, 1, v);
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    logbuf log = {{0}};
+    c.log = capture;
+    c.log_user = &log;
+    pdnn_session *s = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_not_null(strstr(log.text, "only: (Const): " FULL("CPU", 0)), "%s", log.text);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+    unsetenv("POLYDNN_LOG_DEVICE_PLACEMENT");
+}
+
+Test(graph, nchw_pool_and_conv_pinned_to_the_cpu)
+{
+    /* TensorFlow: "Default MaxPoolingOp only supports NHWC on device type
+     * CPU". Here every layout runs everywhere. */
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 2, 3, 8, 8), wd = th_desc(PDNN_OIHW, 4, 3, 3, 3);
+    float w[108];
+    th_fill(w, 108, 1);
+    pdnn_node x, wn, c, p;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", "/cpu:0", &xd, &x), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_constant(g, "w", "/cpu:0", &wd, w, &wn), PDNN_SUCCESS);
+    pdnn_conv2d_params cp;
+    pdnn_conv2d_params_init(&cp);
+    cr_assert_eq(pdnn_graph_conv2d(g, NULL, "/cpu:0", x, wn, -1, &cp, &c), PDNN_SUCCESS);
+    pdnn_pool2d_params pp;
+    pdnn_pool2d_params_init(&pp);
+    cr_assert_eq(pdnn_graph_pool2d(g, NULL, "/cpu:0", c, &pp, &p), PDNN_SUCCESS);
+    cr_assert_str_eq(pdnn_graph_node_name(g, p), "MaxPool");
+    pdnn_session *s = session(g, 0, NULL);
+    cr_assert_str_eq(placed(s, p), "/device:CPU:0");
+    pdnn_device *h;
+    cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &h), PDNN_SUCCESS);
+    float xv[384];
+    th_fill(xv, 384, 2);
+    pdnn_tensor *xt = th_upload(h, &xd, xv), *o;
+    cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &p, 1, &o), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc od;
+    cr_assert_eq(pdnn_tensor_get_desc(o, &od), PDNN_SUCCESS);
+    cr_assert(od.layout == PDNN_NCHW && od.dims[1] == 4 && od.dims[2] == 3);
+    pdnn_tensor_release(o);
+    /* Run-time errors: a missing feed, a wrongly shaped one. */
+    cr_assert_eq(pdnn_session_run(s, NULL, NULL, 0, &p, 1, &o), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "You must feed a value for placeholder tensor 'x'"), "%s",
+                       pdnn_last_error());
+    cr_assert_null(o);
+    pdnn_tensor_desc wrong = th_desc(PDNN_NHWC, 2, 3, 8, 8);
+    pdnn_tensor *wt = th_upload(h, &wrong, NULL);
+    cr_assert_eq(pdnn_session_run(s, &x, &wt, 1, &p, 1, &o), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "placeholder 'x' is [2,3,8,8] NCHW float32 but was fed"), "%s",
+                       pdnn_last_error());
+    cr_assert_eq(pdnn_session_run(s, &c, &xt, 1, &p, 1, &o), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "is a Conv2D, not a Placeholder"), "%s", pdnn_last_error());
+    pdnn_tensor_release(wt);
+    pdnn_tensor_release(xt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+}
+
+Test(graph, intermediates_are_freed_after_their_last_consumer)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 16, 32, 32); /* 64 KiB, a multiple of 256 */
+    const uint64_t bytes = 16 * 32 * 32 * 4;
+    pdnn_node x, r[4];
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &d, &x), PDNN_SUCCESS);
+    r[0] = x;
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(pdnn_graph_relu(g, NULL, NULL, r[i - 1], &r[i]), PDNN_SUCCESS);
+    pdnn_session *s = session(g, 0, NULL);
+    pdnn_device *dev;
+    cr_assert_eq(pdnn_session_node_device(s, x, &dev), PDNN_SUCCESS);
+    pdnn_tensor *xt = th_upload(dev, &d, NULL), *o;
+    pdnn_memory_stats st;
+    cr_assert_eq(pdnn_device_reset_peak_stats(dev), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &r[3], 1, &o), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_device_get_memory_stats(dev, &st), PDNN_SUCCESS);
+    /* x (fed), and at most two of Relu, Relu_1, Relu_2 at once. */
+    cr_assert_eq(st.peak_bytes_in_use, 3 * bytes, "peak %llu, want %llu", (unsigned long long)st.peak_bytes_in_use,
+                 (unsigned long long)(3 * bytes));
+    cr_assert_eq(st.bytes_in_use, 2 * bytes, "only the feed and the fetched result remain");
+    pdnn_tensor_release(o);
+    pdnn_tensor_release(xt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+}
+
+/* The seeds' multi-tower example: a matmul per GPU, add_n on the CPU. */
+Test(graph, two_towers_on_two_pocl_devices)
+{
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const float av[6] = {1, 2, 3, 4, 5, 6}, bv[6] = {1, 2, 3, 4, 5, 6};
+    pdnn_node towers[2];
+    for (int t = 0; t < 2; t++) {
+        char dev[32], an[16], bn[16];
+        snprintf(dev, sizeof dev, "/device:GPU:%d", t);
+        snprintf(an, sizeof an, "a%d", t);
+        snprintf(bn, sizeof bn, "b%d", t);
+        pdnn_node a = matrix_const(g, an, dev, 2, 3, av), b = matrix_const(g, bn, dev, 3, 2, bv);
+        cr_assert_eq(pdnn_graph_matmul(g, NULL, dev, a, b, 0, 0, &towers[t]), PDNN_SUCCESS);
+    }
+    pdnn_node sum;
+    cr_assert_eq(pdnn_graph_add_n(g, NULL, "/cpu:0", towers, 2, &sum), PDNN_SUCCESS);
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.options.allow_growth = 1;
+    c.log_device_placement = 1;
+    logbuf log = {{0}};
+    c.log = capture;
+    c.log_user = &log;
+    pdnn_session *s = NULL;
+    pdnn_status st = pdnn_session_create(g, &c, &s);
+    if (st == PDNN_ERR_NOT_FOUND) {
+        pdnn_graph_destroy(g);
+        cr_skip_test("two GPU-class devices are needed (POCL_DEVICES=\"pthread pthread\" gives them)");
+    }
+    cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_not_null(strstr(log.text, "MatMul: (MatMul): " FULL("GPU", 0) "\n"), "%s", log.text);
+    cr_assert_not_null(strstr(log.text, "MatMul_1: (MatMul): " FULL("GPU", 1) "\n"), "%s", log.text);
+    cr_assert_not_null(strstr(log.text, "AddN: (AddN): " FULL("CPU", 0) "\n"), "%s", log.text);
+    cr_assert_not_null(strstr(log.text, "MatMul_1/_copy_to_CPU_0: (_Copy): " FULL("CPU", 0)), "%s", log.text);
+    pdnn_tensor *o;
+    cr_assert_eq(pdnn_session_run(s, NULL, NULL, 0, &sum, 1, &o), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *got = th_download(o);
+    const float want[4] = {44, 56, 98, 128};
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(got[i], want[i], 1e-4, "element %d: %g", i, (double)got[i]);
+    free(got);
+    pdnn_tensor_release(o);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+}
+
+/* conv-relu-pool twice, flatten, matmul, bias, softmax; device = NULL
+ * (the accelerator) or "/cpu:0" for every node. */
+static pdnn_graph *small_cnn(const char *dev, pdnn_layout layout, pdnn_node *x, pdnn_node *y)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc xd = th_desc(layout, 3, 3, 16, 16);
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", dev, &xd, x), PDNN_SUCCESS);
+    pdnn_node h = *x;
+    int64_t cin = 3;
+    for (int l = 0; l < 2; l++) {
+        int64_t cout = l ? 16 : 8;
+        pdnn_tensor_desc wd = th_desc(PDNN_OIHW, cout, cin, 3, 3), bd = th_desc(PDNN_LAYOUT_X, cout, 1, 1, 1);
+        float *w = malloc(sizeof(float) * (size_t)(cout * cin * 9)), b[16];
+        th_fill(w, cout * cin * 9, (uint32_t)(l + 1));
+        th_fill(b, cout, (uint32_t)(l + 50));
+        for (int64_t i = 0; i < cout * cin * 9; i++)
+            w[i] *= 0.3f; /* keep activations O(1) so the softmax is not saturated */
+        pdnn_node wn, bn, c, r, p;
+        cr_assert_eq(pdnn_graph_constant(g, NULL, dev, &wd, w, &wn), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_constant(g, NULL, dev, &bd, b, &bn), PDNN_SUCCESS);
+        free(w);
+        pdnn_conv2d_params cp;
+        pdnn_conv2d_params_init(&cp);
+        cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+        cr_assert_eq(pdnn_graph_conv2d(g, NULL, dev, h, wn, -1, &cp, &c), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_node cb;
+        cr_assert_eq(pdnn_graph_bias_add(g, NULL, dev, c, bn, &cb), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_graph_relu(g, NULL, dev, cb, &r), PDNN_SUCCESS);
+        pdnn_pool2d_params pp;
+        pdnn_pool2d_params_init(&pp);
+        cr_assert_eq(pdnn_graph_pool2d(g, NULL, dev, r, &pp, &p), PDNN_SUCCESS);
+        h = p;
+        cin = cout;
+    }
+    pdnn_node f, fw, m, s;
+    cr_assert_eq(pdnn_graph_flatten(g, NULL, dev, h, &f), PDNN_SUCCESS);
+    float *wv = malloc(sizeof(float) * 256 * 10);
+    th_fill(wv, 256 * 10, 77);
+    for (int i = 0; i < 256 * 10; i++)
+        wv[i] *= 0.05f;
+    fw = matrix_const(g, "fc", dev, 256, 10, wv);
+    free(wv);
+    cr_assert_eq(pdnn_graph_matmul(g, NULL, dev, f, fw, 0, 0, &m), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_softmax(g, NULL, dev, m, &s), PDNN_SUCCESS);
+    *y = s;
+    return g;
+}
+
+Test(graph, small_cnn_on_the_accelerator_matches_the_host)
+{
+    for (int li = 0; li < 2; li++) {
+        pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
+        pdnn_node xa, ya, xh, yh;
+        pdnn_graph *ga = small_cnn(NULL, l, &xa, &ya), *gh = small_cnn("/cpu:0", l, &xh, &yh);
+        pdnn_session *sa = session(ga, 0, NULL), *sh = session(gh, 0, NULL);
+        if (!has_gpu(sa)) {
+            pdnn_session_destroy(sa);
+            pdnn_session_destroy(sh);
+            pdnn_graph_destroy(ga);
+            pdnn_graph_destroy(gh);
+            cr_skip_test("no accelerator device");
+        }
+        cr_assert_str_eq(placed(sa, ya), "/device:GPU:0");
+        pdnn_device *h;
+        cr_assert_eq(pdnn_device_find(pdnn_session_context(sh), "/cpu:0", &h), PDNN_SUCCESS);
+        pdnn_tensor_desc xd = th_desc(l, 3, 3, 16, 16);
+        float xv[3 * 3 * 16 * 16];
+        th_fill(xv, 3 * 3 * 256, 5);
+        pdnn_tensor *xt = th_upload(h, &xd, xv), *oa, *oh;
+        /* The host tensor feeds the accelerator graph too (copied over). */
+        cr_assert_eq(pdnn_session_run(sa, &xa, &xt, 1, &ya, 1, &oa), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_session_run(sh, &xh, &xt, 1, &yh, 1, &oh), PDNN_SUCCESS, "%s", pdnn_last_error());
+        float *a = th_download(oa), *b = th_download(oh);
+        double sum = 0;
+        int spread = 0; /* a saturated softmax (all 0 and 1) would compare nothing */
+        for (int i = 0; i < 30; i++) {
+            spread += a[i] > 0.01f && a[i] < 0.9f;
+            cr_assert_float_eq(a[i], b[i], 1e-5, "%s element %d: %g vs %g", pdnn_layout_name(l), i, (double)a[i],
+                               (double)b[i]);
+            sum += a[i];
+        }
+        cr_assert_float_eq(sum, 3.0, 1e-4, "three rows of probabilities");
+        cr_assert_geq(spread, 10, "only %d probabilities are away from 0 and 1", spread);
+        free(a);
+        free(b);
+        pdnn_tensor_release(oa);
+        pdnn_tensor_release(oh);
+        pdnn_tensor_release(xt);
+        pdnn_session_destroy(sa);
+        pdnn_session_destroy(sh);
+        pdnn_graph_destroy(ga);
+        pdnn_graph_destroy(gh);
+    }
+}
