@@ -98,9 +98,10 @@ int main(int argc, char **argv)
     pdnn_device_get_info(dev, &info);
     printf("## ResNet-50 v1.5 convolutions, batch %d, %s (%s: %s), best of %d\n\n", batch, info.name,
            info.backend, info.device_name, reps);
-    printf("| layer | layout | GFLOP | direct GFLOP/s | im2col+CLBlast GFLOP/s | direct / peer |\n");
-    printf("| --- | --- | ---: | ---: | ---: | ---: |\n");
-    double log_ratio = 0, log_direct = 0, log_peer = 0;
+    printf("| layer | layout | GFLOP | direct GFLOP/s | tiled GFLOP/s | im2col+CLBlast GFLOP/s (peer) | "
+           "tiled / peer |\n");
+    printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    double log_ratio = 0, log_direct = 0, log_peer = 0, log_tiled = 0;
     int n_ratio = 0;
     for (size_t i = 0; i < sizeof resnet50 / sizeof resnet50[0]; i++) {
         const layer *L = &resnet50[i];
@@ -130,17 +131,26 @@ int main(int argc, char **argv)
                            (double)yd.dims[3] * L->c * L->rs * L->rs / 1e9;
             p.algorithm = PDNN_CONV_ALGO_DIRECT;
             double td = time_conv(dev, &p, x, w, y, reps);
+            p.algorithm = PDNN_CONV_ALGO_TILED;
+            double tt = time_conv(dev, &p, x, w, y, reps);
             p.algorithm = PDNN_CONV_ALGO_IM2COL_GEMM;
             double tg = time_conv(dev, &p, x, w, y, reps);
-            double gd = gflop / (td * 1e-3), gg = tg > 0 ? gflop / (tg * 1e-3) : 0;
+            double gd = gflop / (td * 1e-3), gt = tt > 0 ? gflop / (tt * 1e-3) : 0;
+            double gg = tg > 0 ? gflop / (tg * 1e-3) : 0;
+            char tcol[32] = "n/a", gcol[32] = "n/a", rcol[32] = "n/a";
+            if (tt > 0)
+                snprintf(tcol, sizeof tcol, "%.1f", gt);
             if (tg > 0)
-                printf("| %s | %s | %.3f | %.1f | %.1f | %.2f |\n", L->name, pdnn_layout_name(al), gflop, gd, gg, gd / gg);
-            else
-                printf("| %s | %s | %.3f | %.1f | n/a | n/a |\n", L->name, pdnn_layout_name(al), gflop, gd);
+                snprintf(gcol, sizeof gcol, "%.1f", gg);
+            if (tt > 0 && tg > 0)
+                snprintf(rcol, sizeof rcol, "%.2f", gt / gg);
+            printf("| %s | %s | %.3f | %.1f | %s | %s | %s |\n", L->name, pdnn_layout_name(al), gflop, gd, tcol, gcol,
+                   rcol);
             fflush(stdout);
-            if (tg > 0) {
-                log_ratio += log(gd / gg);
+            if (tt > 0 && tg > 0) {
+                log_ratio += log(gt / gg);
                 log_peer += log(gg);
+                log_tiled += log(gt);
                 n_ratio++;
             }
             log_direct += log(gd);
@@ -152,7 +162,8 @@ int main(int argc, char **argv)
     int n = (int)(2 * sizeof resnet50 / sizeof resnet50[0]);
     printf("\nGeometric means: direct %.1f GFLOP/s", exp(log_direct / n));
     if (n_ratio)
-        printf(", im2col+CLBlast %.1f GFLOP/s, direct / peer %.2f", exp(log_peer / n_ratio), exp(log_ratio / n_ratio));
+        printf(", tiled %.1f GFLOP/s, im2col+CLBlast %.1f GFLOP/s, tiled / peer %.2f", exp(log_tiled / n_ratio),
+               exp(log_peer / n_ratio), exp(log_ratio / n_ratio));
     printf("\n");
     pdnn_context_destroy(ctx);
     return 0;

@@ -261,11 +261,17 @@ void pdnn_tensor_release(pdnn_tensor *t);
 typedef enum pdnn_conv_algo {
     PDNN_CONV_ALGO_AUTO = 0,
     PDNN_CONV_ALGO_DIRECT = 1,      /* no workspace, every device          */
-    PDNN_CONV_ALGO_IM2COL_GEMM = 2  /* im2col + CLBlast SGEMM (OpenCL);
+    PDNN_CONV_ALGO_IM2COL_GEMM = 2, /* im2col + GEMM: CLBlast SGEMM on OpenCL,
+                                     * cuDNN's GEMM algorithm on CUDA;
                                      * workspace from the device allocator */
+    PDNN_CONV_ALGO_VENDOR = 3,      /* the vendor library's own choice
+                                     * (cuDNN on CUDA), within the workspace
+                                     * the allocator can give */
+    PDNN_CONV_ALGO_TILED = 4        /* register-tiled direct convolution
+                                     * (OpenCL); workspace: the packed filter */
 } pdnn_conv_algo;
 
-/* "auto", "direct", "im2col_gemm"; "unknown" otherwise. */
+/* "auto", "direct", "im2col_gemm", "vendor", "tiled"; "unknown" otherwise. */
 const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
 
 typedef struct pdnn_conv2d_params {

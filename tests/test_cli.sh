@@ -57,11 +57,14 @@ for algo in direct im2col_gemm; do
 done
 # 1 MiB holds the tensors but not im2col's 1.3 MiB workspace: AUTO falls
 # back to direct and says so in the debug log.
-ok "workspace fallback" env POLYDNN_MEMORY_LIMIT_MB=1 POLYDNN_DEBUG=1 "$tool" conv -c 32 -H 32 -W 32 -k 32 -p 1 -q 1 --iters 1 --verify
-has "fallback logged" "im2col_gemm needs .* of workspace, which does not fit"
+# The 1.1 MiB filter fits under 2 MiB, its packed copy (tiled) and
+# im2col's columns do not: AUTO falls through to direct and says why.
+ok "workspace fallback" env POLYDNN_MEMORY_LIMIT_MB=2 POLYDNN_DEBUG=1 "$tool" conv -c 64 -H 4 -W 4 -k 512 -p 1 -q 1 --iters 1 --verify
+has "fallback logged" "tiled needs .* of workspace, which does not fit"
 has "fallback ran direct" "algorithm direct"
 bad "im2col on host" 1 "not available" "$tool" conv --algo im2col_gemm --device /cpu:0
-bad "bad algo" 2 "auto, direct or im2col_gemm" "$tool" conv --algo winograd
+bad "bad algo" 2 "auto, direct, im2col_gemm, vendor or tiled" "$tool" conv --algo winograd
+ok "tiled" "$tool" conv -n 3 -c 5 -H 9 -W 13 -k 20 -p 1 -q 1 --layout NHWC --filter-layout HWIO --bias --relu --algo tiled --verify
 ok "conv prints GFLOP/s" "$tool" conv --iters 2
 has "GFLOP/s line" "GFLOP/s"
 ok "pool prints GB/s" "$tool" pool --iters 2

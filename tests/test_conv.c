@@ -125,6 +125,11 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
     run_algo = PDNN_CONV_ALGO_DIRECT;
     float *want = run_case(host, &ref, x, w, b, od);
     int64_t yn = od[0] * od[1] * od[2] * od[3];
+    /* tiled claims ungrouped convolutions and grouped ones whose groups
+     * have a multiple of 16 output channels; it reports others
+     * unsupported (checked in tiled_claims_what_it_runs). */
+    if (accel_algo == PDNN_CONV_ALGO_TILED && k->groups != 1 && (k->k / k->groups) % 16 != 0)
+        ndev = 0;
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
@@ -402,3 +407,106 @@ Test(conv_parity, edge_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, edge_sh
 Test(conv_parity, edge_shapes_im2col_gemm) { with_algo(PDNN_CONV_ALGO_IM2COL_GEMM, edge_shapes); }
 Test(conv_parity, sampled_grid_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, sampled_grid); }
 Test(conv_parity, sampled_grid_im2col_gemm) { with_algo(PDNN_CONV_ALGO_IM2COL_GEMM, sampled_grid); }
+Test(conv_parity, every_layout_combination_tiled) { with_algo(PDNN_CONV_ALGO_TILED, every_layout_combination); }
+Test(conv_parity, edge_shapes_tiled) { with_algo(PDNN_CONV_ALGO_TILED, edge_shapes); }
+Test(conv_parity, sampled_grid_tiled) { with_algo(PDNN_CONV_ALGO_TILED, sampled_grid); }
+
+/* tiled on grouped convolutions: 16-channel groups run, others are
+ * refused with PDNN_ERR_UNSUPPORTED, and AUTO still runs them. */
+Test(conv_parity, tiled_claims_what_it_runs)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_device *host;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    const int64_t shapes[][3] = {{32, 64, 2}, {64, 64, 4}, {6, 12, 3}, {8, 8, 8}}; /* C, K, groups */
+    for (int si = 0; si < 4; si++) {
+        int64_t C = shapes[si][0], K = shapes[si][1], G = shapes[si][2];
+        pdnn_tensor_desc xd = th_desc(PDNN_NHWC, 2, C, 9, 11), wd = th_desc(PDNN_OIHW, K, C / G, 3, 3);
+        float *x = malloc(sizeof(float) * (size_t)(2 * C * 99)), *w = malloc(sizeof(float) * (size_t)(K * C / G * 9));
+        th_fill(x, 2 * C * 99, 3);
+        th_fill(w, K * C / G * 9, 4);
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        p.groups = (int)G;
+        p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+        int64_t od[4];
+        cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS);
+        pdnn_tensor_desc yd = th_desc(PDNN_NCHW, od[0], od[1], od[2], od[3]);
+        pdnn_tensor *hx = th_upload(host, &xd, x), *hw = th_upload(host, &wd, w), *hy = th_upload(host, &yd, NULL);
+        cr_assert_eq(pdnn_conv2d_forward(&p, hx, hw, NULL, hy), PDNN_SUCCESS);
+        float *want = th_download(hy);
+        for (int i = 0; i < ndev; i++) {
+            pdnn_tensor *dx = th_upload(devs[i], &xd, x), *dw = th_upload(devs[i], &wd, w);
+            pdnn_tensor *dy = th_upload(devs[i], &yd, NULL);
+            for (int auto_algo = 0; auto_algo < 2; auto_algo++) {
+                p.algorithm = auto_algo ? PDNN_CONV_ALGO_AUTO : PDNN_CONV_ALGO_TILED;
+                pdnn_status st = pdnn_conv2d_forward(&p, dx, dw, NULL, dy);
+                if (!auto_algo && (K / G) % 16 != 0) {
+                    cr_assert_eq(st, PDNN_ERR_UNSUPPORTED, "tiled must refuse %lld-channel groups", (long long)(K / G));
+                    continue;
+                }
+                cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
+                float *got = th_download(dy);
+                compare(got, want, od[0] * od[1] * od[2] * od[3], (C / G) * 9, "grouped", pdnn_conv_algo_name(p.algorithm));
+                free(got);
+            }
+            pdnn_tensor_release(dx);
+            pdnn_tensor_release(dw);
+            pdnn_tensor_release(dy);
+        }
+        free(want);
+        free(x);
+        free(w);
+        pdnn_tensor_release(hx);
+        pdnn_tensor_release(hw);
+        pdnn_tensor_release(hy);
+    }
+    pdnn_context_destroy(ctx);
+}
+
+/* No algorithm writes past its output: a guard tensor allocated right
+ * after y (the allocator places it there) keeps its values. Odd sizes make
+ * the launch grids overhang the problem. */
+Test(conv_parity, writes_stay_inside_the_output)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const pdnn_conv_algo algos[] = {PDNN_CONV_ALGO_DIRECT, PDNN_CONV_ALGO_IM2COL_GEMM, PDNN_CONV_ALGO_TILED,
+                                    PDNN_CONV_ALGO_AUTO};
+    for (int i = 0; i < ndev; i++) {
+        for (int a = 0; a < 4; a++) {
+            for (int li = 0; li < 2; li++) {
+                pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
+                pdnn_tensor_desc xd = th_desc(l, 3, 5, 9, 13), wd = th_desc(PDNN_HWIO, 20, 5, 3, 3);
+                pdnn_tensor_desc yd = th_desc(l, 3, 20, 9, 13), gd = th_desc(PDNN_NCHW, 1, 1, 64, 64);
+                float xv[3 * 5 * 9 * 13], wv[20 * 5 * 9], gv[4096];
+                th_fill(xv, 3 * 5 * 9 * 13, 1);
+                th_fill(wv, 20 * 5 * 9, 2);
+                for (int g = 0; g < 4096; g++)
+                    gv[g] = 7.0f;
+                pdnn_tensor *x = th_upload(devs[i], &xd, xv), *w = th_upload(devs[i], &wd, wv);
+                pdnn_tensor *y = th_upload(devs[i], &yd, NULL), *guard = th_upload(devs[i], &gd, gv);
+                pdnn_conv2d_params p;
+                pdnn_conv2d_params_init(&p);
+                p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+                p.relu = 1;
+                p.algorithm = algos[a];
+                pdnn_status st = pdnn_conv2d_forward(&p, x, w, NULL, y);
+                cr_assert(st == PDNN_SUCCESS || st == PDNN_ERR_UNSUPPORTED, "%s", pdnn_last_error());
+                float *after = th_download(guard);
+                for (int g = 0; g < 4096; g++)
+                    cr_assert_eq(after[g], 7.0f, "%s %s: guard element %d overwritten", pdnn_conv_algo_name(algos[a]),
+                                 pdnn_layout_name(l), g);
+                free(after);
+                pdnn_tensor_release(x);
+                pdnn_tensor_release(w);
+                pdnn_tensor_release(y);
+                pdnn_tensor_release(guard);
+            }
+        }
+    }
+    pdnn_context_destroy(ctx);
+}

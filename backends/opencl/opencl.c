@@ -17,7 +17,7 @@
 
 enum kernel_id {
     K_CONV_DIRECT, K_POOL_DIRECT, K_PACK_FILTER, K_IM2COL, K_GEMM_EPILOGUE,
-    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_COUNT
+    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_PACK_RSCK, K_CONV_TILED, K_COUNT
 };
 
 typedef struct cl_dev {
@@ -34,7 +34,7 @@ typedef struct cl_dev {
 
 static const char *const kernel_names[K_COUNT] = {
     "conv2d_direct", "pool2d_direct", "conv2d_pack_filter", "conv2d_im2col", "conv2d_gemm_epilogue",
-    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive"};
+    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive", "conv2d_pack_rsck", "conv2d_tiled"};
 
 static const char *cl_error_name(cl_int e)
 {
@@ -486,11 +486,112 @@ static int64_t gemm_workspace_floats(const pdnn__conv2d_call *c)
 }
 #endif
 
+/* tiled: the filter packed k-fastest (R*S*C/groups*K floats). */
+#define TILED_TQ 8  /* output pixels per work-item, as TQ in conv2d_tiled.cl */
+#define TILED_KV 16 /* output channels per work-item, as KV */
+
+static int64_t tiled_kp(const pdnn__conv2d_call *c) { return (c->k + TILED_KV - 1) / TILED_KV * TILED_KV; }
+
+/* A HWIO filter with whole channel blocks is read in place: no packing. */
+static int tiled_in_place(const pdnn__conv2d_call *c) { return c->w_layout == PDNN_HWIO && c->k % TILED_KV == 0; }
+
+static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
+{
+    const int64_t cpg = c->c / c->groups;
+    cl_int err = CL_SUCCESS;
+    cl_kernel k;
+    cl_mem wsb;
+    cl_long wp_off;
+    cl_long4 wstr;
+    if (tiled_in_place(c)) {
+        wsb = c->w_buf.region;
+        wp_off = elem_off(c->w_buf);
+        wstr.s[0] = TILED_KV;
+        wstr.s[1] = c->ws[3]; /* (r, s) is one step of s; r steps are S of them */
+        wstr.s[2] = c->ws[1];
+        wstr.s[3] = 0;
+    } else {
+        const int64_t kp = tiled_kp(c);
+        wsb = c->workspace.region;
+        wp_off = elem_off(c->workspace);
+        wstr.s[0] = c->r * c->s * cpg * TILED_KV;
+        wstr.s[1] = cpg * TILED_KV;
+        wstr.s[2] = TILED_KV;
+        wstr.s[3] = 0;
+        k = d->kernels[K_PACK_RSCK];
+        cl_mem w = c->w_buf.region;
+        cl_long wo = elem_off(c->w_buf);
+        cl_long4 wst = strides4(c->ws);
+        cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)cpg, (int)c->k);
+        cl_int kpi = (cl_int)kp;
+        cl_long total = c->r * c->s * cpg * kp;
+        SET_ARG(k, 0, w);
+        SET_ARG(k, 1, wo);
+        SET_ARG(k, 2, wst);
+        SET_ARG(k, 3, wsb);
+        SET_ARG(k, 4, wp_off);
+        SET_ARG(k, 5, filt);
+        SET_ARG(k, 6, kpi);
+        SET_ARG(k, 7, total);
+        pdnn_status st = err == CL_SUCCESS ? launch(d, k, "conv2d_pack_rsck", total)
+                                           : cl_fail("clSetKernelArg(conv2d_pack_rsck)", err);
+        if (st != PDNN_SUCCESS)
+            return st;
+    }
+    k = d->kernels[K_CONV_TILED];
+    cl_mem x = c->x_buf.region, y = c->y_buf.region;
+    cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
+    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
+    const int pb = (int)((c->p * c->q + TILED_TQ - 1) / TILED_TQ);
+    cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
+    cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, pb);
+    cl_int4 tf = int4_of((int)c->r, (int)c->s, (int)cpg, (int)(c->k / c->groups));
+    cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
+    cl_int4 misc = int4_of(c->pad_top, c->pad_left, c->bias_buf.region != NULL, c->relu);
+    SET_ARG(k, 0, x);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, wsb);
+    SET_ARG(k, 3, wp_off);
+    SET_ARG(k, 4, b);
+    SET_ARG(k, 5, bo);
+    SET_ARG(k, 6, y);
+    SET_ARG(k, 7, yo);
+    SET_ARG(k, 8, xs);
+    SET_ARG(k, 9, ys);
+    SET_ARG(k, 10, in_dims);
+    SET_ARG(k, 11, out_dims);
+    SET_ARG(k, 12, tf);
+    SET_ARG(k, 13, geom);
+    SET_ARG(k, 14, misc);
+    SET_ARG(k, 15, wstr);
+    if (err != CL_SUCCESS)
+        return cl_fail("clSetKernelArg(conv2d_tiled)", err);
+    /* Dimension 0: blocks of 16 output channels; dimension 1: pixel blocks.
+     * Each work-item already fills the SIMD width itself, so work-groups
+     * are one channel block by a few column blocks. */
+    size_t local[2] = {1, 4};
+    size_t gy = (size_t)(c->n * pb);
+    size_t global[2] = {(size_t)(tiled_kp(c) / TILED_KV), (gy + 3) / 4 * 4};
+    err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueNDRangeKernel(conv2d_tiled)", err);
+}
+
 static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)
 {
     (void)dev;
     if (algo == PDNN_CONV_ALGO_DIRECT)
         return 0;
+    if (algo == PDNN_CONV_ALGO_TILED) {
+        /* A work-item's 16 channels must share a group; indices are int in
+         * the kernel, so keep the grid and the packed filter within them. */
+        const int64_t kpg = c->k / c->groups;
+        if ((c->groups != 1 && kpg % TILED_KV != 0) || tiled_kp(c) > INT32_MAX / 2 ||
+            c->p * c->q > INT32_MAX / 2 || c->n * ((c->p * c->q + TILED_TQ - 1) / TILED_TQ) > INT32_MAX / 2)
+            return SIZE_MAX;
+        return tiled_in_place(c) ? 0 : (size_t)(c->r * c->s * (c->c / c->groups) * tiled_kp(c)) * sizeof(float);
+    }
 #ifdef PDNN_HAVE_CLBLAST
     if (algo == PDNN_CONV_ALGO_IM2COL_GEMM) {
         int64_t f = gemm_workspace_floats(c);
@@ -602,11 +703,13 @@ static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
     pthread_mutex_lock(&d->lock);
     pdnn_status st = ensure_program(d);
     if (st == PDNN_SUCCESS) {
+        if (c->algo == PDNN_CONV_ALGO_TILED)
+            st = conv_tiled(d, c);
 #ifdef PDNN_HAVE_CLBLAST
-        if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
+        else if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
             st = conv_im2col_gemm(d, c);
-        else
 #endif
+        else
             st = conv_direct(d, c);
     }
     pthread_mutex_unlock(&d->lock);

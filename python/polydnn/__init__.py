@@ -501,7 +501,7 @@ def _pair(v, what):
     return int(v[0]), int(v[1])
 
 
-_ALGOS = {"auto": 0, "direct": 1, "im2col_gemm": 2}
+_ALGOS = {"auto": 0, "direct": 1, "im2col_gemm": 2, "vendor": 3, "tiled": 4}
 
 
 def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=False,
