@@ -1,6 +1,8 @@
 # PDNN_CHECK_CUDA: --with-cuda[=DIR] (auto-detects /usr/local/cuda) and
-# --with-cudnn[=DIR]. Only detection for now: the CUDA backend lands later,
-# but the switches and the summary line are part of the build's contract.
+# --with-cudnn[=DIR]. The CUDA backend (backends/cuda) is built when both
+# headers are found. It compiles against the headers only and loads
+# libcudart, libcudnn and libcublas with dlopen at run time, so a library
+# built with CUDA loads and works on machines without them or a driver.
 AC_DEFUN([PDNN_CHECK_CUDA], [
   AC_ARG_WITH([cuda],
     [AS_HELP_STRING([--with-cuda@<:@=DIR@:>@], [CUDA toolkit location (default: auto, /usr/local/cuda)])],
@@ -23,8 +25,8 @@ AC_DEFUN([PDNN_CHECK_CUDA], [
       AS_IF([test -n "$CUDA_LIBDIR"], [
         pdnn_have_cuda=yes
         CUDA_CFLAGS="-I$pdnn_cuda_dir/include"
-        CUDA_LIBS="-L$CUDA_LIBDIR -lcudart"
-        pdnn_cuda_why="($pdnn_cuda_dir; backend not built yet)"
+        CUDA_LIBS=""
+        pdnn_cuda_why="($pdnn_cuda_dir)"
       ], [pdnn_cuda_why="(no libcudart in $pdnn_cuda_dir)"])
     ], [pdnn_cuda_why="(no $pdnn_cuda_dir/include/cuda_runtime.h)"])
     AS_IF([test "x$with_cuda" != xauto && test "x$pdnn_have_cuda" != xyes],
@@ -43,6 +45,14 @@ AC_DEFUN([PDNN_CHECK_CUDA], [
   AC_MSG_CHECKING([for cuDNN])
   AC_MSG_RESULT([$pdnn_have_cudnn])
   AM_CONDITIONAL([HAVE_CUDA], [test "x$pdnn_have_cuda" = xyes])
+  pdnn_cuda_backend="no (needs the CUDA toolkit and cuDNN)"
+  AS_IF([test "x$pdnn_have_cuda" = xyes && test "x$pdnn_have_cudnn" = xyes], [
+    pdnn_cuda_backend="yes (cuDNN + cuBLAS, loaded at run time)"
+    AS_IF([test "x$pdnn_cudnn_dir" != "x$pdnn_cuda_dir"], [CUDA_CFLAGS="$CUDA_CFLAGS -I$pdnn_cudnn_dir/include"])
+    AC_DEFINE([PDNN_HAVE_CUDA], [1], [Build the CUDA backend (cuDNN, cuBLAS, loaded at run time)])
+    AC_DEFINE_UNQUOTED([PDNN_CUDA_LIBDIR], ["$CUDA_LIBDIR"], [Where the CUDA libraries were at build time])
+  ])
+  AM_CONDITIONAL([HAVE_CUDA_BACKEND], [test "x$pdnn_have_cuda" = xyes && test "x$pdnn_have_cudnn" = xyes])
   AC_SUBST([CUDA_CFLAGS])
   AC_SUBST([CUDA_LIBS])
 ])

@@ -154,6 +154,9 @@ struct pdnn__backend {
 
 /* The registry: compiled-in backends in enumeration order. */
 extern const pdnn__backend pdnn__host_backend;
+#ifdef PDNN_HAVE_CUDA
+extern const pdnn__backend pdnn__cuda_backend;
+#endif
 #ifdef PDNN_HAVE_OPENCL
 extern const pdnn__backend pdnn__opencl_backend;
 #endif

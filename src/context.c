@@ -14,6 +14,9 @@
 /* Compiled-in backends in enumeration order: vendor runtimes before
  * OpenCL so that a GPU one of them serves is not listed twice (later). */
 static const pdnn__backend *const backends[] = {
+#ifdef PDNN_HAVE_CUDA
+    &pdnn__cuda_backend,
+#endif
 #ifdef PDNN_HAVE_OPENCL
     &pdnn__opencl_backend,
 #endif
@@ -201,12 +204,64 @@ static void close_found(found_device *f, int n)
             f[i].backend->device_close(f[i].handle);
 }
 
+/* POLYDNN_BACKEND=opencl (or cuda, or a comma list) keeps only those
+ * accelerator backends, e.g. to compare NVIDIA's OpenCL with cuDNN on one
+ * card; the host is always kept. */
+static pdnn_status backend_wanted(const pdnn__backend *b, int *wanted)
+{
+    const char *env = getenv("POLYDNN_BACKEND");
+    *wanted = 1;
+    if (!env || !*env || b == &pdnn__host_backend)
+        return PDNN_SUCCESS;
+    *wanted = 0;
+    for (const char *s = env; *s;) {
+        size_t len = strcspn(s, ",");
+        int known = 0;
+        for (size_t i = 0; i < N_BACKENDS; i++)
+            known |= strlen(backends[i]->name) == len && strncasecmp(s, backends[i]->name, len) == 0;
+        if (!known && !(len == 4 && strncasecmp(s, "cuda", 4) == 0) && !(len == 6 && strncasecmp(s, "opencl", 6) == 0))
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "POLYDNN_BACKEND='%s': unknown backend '%.*s'; backends are cuda, opencl, host", env,
+                               (int)len, s);
+        if (strlen(b->name) == len && strncasecmp(s, b->name, len) == 0)
+            *wanted = 1;
+        s += len + (s[len] == ',');
+    }
+    return PDNN_SUCCESS;
+}
+
+/* An NVIDIA GPU the CUDA backend serves is not listed again through
+ * NVIDIA's OpenCL driver. */
+static int served_by_cuda(const found_device *all, int n_all, const found_device *f)
+{
+    if (strcmp(f->backend->name, "opencl") != 0 || !strstr(f->props.vendor, "NVIDIA"))
+        return 0;
+    for (int i = 0; i < n_all; i++)
+        if (strcmp(all[i].backend->name, "cuda") == 0)
+            return 1;
+    return 0;
+}
+
 static pdnn_status enumerate_all(pdnn_context *ctx, found_device **out, int *n_out)
 {
     found_device *all = NULL;
     int n_all = 0;
     size_t notes_len = 0;
     for (size_t b = 0; b < N_BACKENDS; b++) {
+        int wanted = 1;
+        pdnn_status wst = backend_wanted(backends[b], &wanted);
+        if (wst != PDNN_SUCCESS) {
+            close_found(all, n_all);
+            free(all);
+            return wst;
+        }
+        if (!wanted) {
+            int w = snprintf(ctx->backend_notes + notes_len, sizeof ctx->backend_notes - notes_len,
+                             "%s: skipped (POLYDNN_BACKEND)\n", backends[b]->name);
+            if (w > 0 && notes_len + (size_t)w < sizeof ctx->backend_notes)
+                notes_len += (size_t)w;
+            continue;
+        }
         void **handles = NULL;
         pdnn__device_props *props = NULL;
         int n = 0;
@@ -235,13 +290,16 @@ static pdnn_status enumerate_all(pdnn_context *ctx, found_device **out, int *n_o
                 return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");
             }
             all = grown;
+            int kept = 0;
             for (int i = 0; i < n; i++) {
-                all[n_all + i].backend = backends[b];
-                all[n_all + i].handle = handles[i];
-                all[n_all + i].props = props[i];
-                all[n_all + i].gpu_class = 0;
+                found_device f = {backends[b], handles[i], props[i], 0};
+                if (served_by_cuda(all, n_all, &f)) {
+                    backends[b]->device_close(handles[i]);
+                    continue;
+                }
+                all[n_all + kept++] = f;
             }
-            n_all += n;
+            n_all += kept;
         }
         free(handles);
         free(props);

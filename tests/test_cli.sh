@@ -29,6 +29,14 @@ ok "devices" "$tool" devices
 has "devices lists the host" "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0, backend: host"
 ok "devices --verbose" "$tool" devices --verbose
 has "verbose shows drivers" "driver:"
+ok "POLYDNN_BACKEND=host keeps only the host" env POLYDNN_BACKEND=host "$tool" devices --verbose
+has "host kept" "device:CPU:0 -> device: 0, backend: host"
+has "opencl skipped" "opencl: skipped (POLYDNN_BACKEND)"
+if grep -q "backend: opencl" "$tmp/out"; then fail=$((fail + 1)); echo "FAIL: POLYDNN_BACKEND=host still lists OpenCL"; else pass=$((pass + 1)); fi
+ok "POLYDNN_BACKEND=opencl lists OpenCL" env POLYDNN_BACKEND=opencl "$tool" devices
+has "opencl kept" "backend: opencl"
+bad "unknown POLYDNN_BACKEND" 1 "POLYDNN_BACKEND='rocm,opencl': unknown backend 'rocm'" \
+    env POLYDNN_BACKEND=rocm,opencl "$tool" devices
 ok "--version" "$tool" --version
 ok "--help" "$tool" --help
 

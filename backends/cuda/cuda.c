@@ -1,0 +1,1153 @@
+/* The CUDA backend: one device per CUDA ordinal, each with its own stream,
+ * cuDNN handle and cuBLAS handle (created on first use), convolution and
+ * pooling through cuDNN, matmul through cuBLAS.
+ *
+ * Nothing links against CUDA: libcudart, libcudnn and libcublas are opened
+ * with dlopen the first time devices are enumerated, so a library built
+ * with this backend loads, and reports why the backend found no devices,
+ * on machines without them or without a driver.
+ *
+ * cuDNN is driven through its legacy (v7-style) API, deprecated in cuDNN 9
+ * but still shipped. Moving to the graph API (cudnn_graph.h / the backend
+ * descriptors) means building a cudnnBackendDescriptor_t operation graph
+ * per convolution shape (tensor descriptors with unique ids, a convolution
+ * forward operation, pointwise bias/ReLU nodes to fuse the epilogue),
+ * asking the heuristics for engine configs, finalizing an execution plan
+ * and caching it per shape, then running it with a variant pack of device
+ * pointers and the workspace; asymmetric padding is native there
+ * (pre/post padding), which would remove the padded input copy below. */
+#include "backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PDNN_CUDA_LIBDIR
+#define PDNN_CUDA_LIBDIR "/usr/local/cuda/lib64"
+#endif
+
+/* ---- the libraries, loaded at run time ---------------------------------- */
+
+/* Names go through one more macro level so that the headers' renames
+ * (cublasSgemm -> cublasSgemm_v2) apply to both the field and the symbol. */
+#define CUDART_FUNCS(X)                                                                            \
+    X(cudaGetDeviceCount)                                                                          \
+    X(cudaSetDevice)                                                                               \
+    X(cudaDeviceGetAttribute)                                                                      \
+    X(cudaDriverGetVersion)                                                                        \
+    X(cudaRuntimeGetVersion)                                                                       \
+    X(cudaGetErrorString)                                                                          \
+    X(cudaGetErrorName)                                                                            \
+    X(cudaGetLastError)                                                                            \
+    X(cudaMalloc)                                                                                  \
+    X(cudaFree)                                                                                    \
+    X(cudaMemcpyAsync)                                                                             \
+    X(cudaMemsetAsync)                                                                             \
+    X(cudaStreamCreate)                                                                            \
+    X(cudaStreamDestroy)                                                                           \
+    X(cudaStreamSynchronize)
+
+#define CUDNN_FUNCS(X)                                                                             \
+    X(cudnnGetVersion)                                                                             \
+    X(cudnnGetErrorString)                                                                         \
+    X(cudnnCreate)                                                                                 \
+    X(cudnnDestroy)                                                                                \
+    X(cudnnSetStream)                                                                              \
+    X(cudnnCreateTensorDescriptor)                                                                 \
+    X(cudnnDestroyTensorDescriptor)                                                                \
+    X(cudnnSetTensor4dDescriptorEx)                                                                \
+    X(cudnnCreateFilterDescriptor)                                                                 \
+    X(cudnnDestroyFilterDescriptor)                                                                \
+    X(cudnnSetFilter4dDescriptor)                                                                  \
+    X(cudnnCreateConvolutionDescriptor)                                                            \
+    X(cudnnDestroyConvolutionDescriptor)                                                           \
+    X(cudnnSetConvolution2dDescriptor)                                                             \
+    X(cudnnSetConvolutionGroupCount)                                                               \
+    X(cudnnSetConvolutionMathType)                                                                 \
+    X(cudnnGetConvolutionForwardAlgorithm_v7)                                                      \
+    X(cudnnGetConvolutionForwardWorkspaceSize)                                                     \
+    X(cudnnConvolutionForward)                                                                     \
+    X(cudnnTransformTensor)                                                                        \
+    X(cudnnAddTensor)                                                                              \
+    X(cudnnScaleTensor)                                                                            \
+    X(cudnnCreateOpTensorDescriptor)                                                               \
+    X(cudnnDestroyOpTensorDescriptor)                                                              \
+    X(cudnnSetOpTensorDescriptor)                                                                  \
+    X(cudnnOpTensor)                                                                               \
+    X(cudnnCreateActivationDescriptor)                                                             \
+    X(cudnnDestroyActivationDescriptor)                                                            \
+    X(cudnnSetActivationDescriptor)                                                                \
+    X(cudnnActivationForward)                                                                      \
+    X(cudnnCreatePoolingDescriptor)                                                                \
+    X(cudnnDestroyPoolingDescriptor)                                                               \
+    X(cudnnSetPooling2dDescriptor)                                                                 \
+    X(cudnnPoolingForward)                                                                         \
+    X(cudnnSoftmaxForward)
+
+#define CUBLAS_FUNCS(X)                                                                            \
+    X(cublasCreate)                                                                                \
+    X(cublasDestroy)                                                                               \
+    X(cublasSetStream)                                                                             \
+    X(cublasSetMathMode)                                                                           \
+    X(cublasGetStatusString)                                                                       \
+    X(cublasSgemm)
+
+#define DECLARE_FN(fn) __typeof__(&fn) fn;
+#define DECLARE(fn) DECLARE_FN(fn)
+
+static struct {
+    CUDART_FUNCS(DECLARE)
+    /* Read through an oversized buffer: its layout changed across CUDA
+     * versions, but name and totalGlobalMem lead in all of them. */
+    __typeof__(&cudaGetDeviceProperties) getDeviceProperties;
+} rt;
+static struct {
+    CUDNN_FUNCS(DECLARE)
+} dnn;
+static struct {
+    CUBLAS_FUNCS(DECLARE)
+} blas;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_ok;                   /* set once by load_libraries        */
+static char load_why[512];            /* why not, when !load_ok            */
+static char versions[96];             /* "CUDA driver X.Y / runtime ..."   */
+
+/* dlopen's first success among names, each tried as a plain soname and
+ * then in the directory the build found CUDA in. */
+static void *open_first(const char *const *names, size_t n, const char *what)
+{
+    char path[512];
+    const char *err = "";
+    for (size_t i = 0; i < n; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+        (void)dlerror(); /* the error for the path below says more */
+        snprintf(path, sizeof path, "%s/%s", PDNN_CUDA_LIBDIR, names[i]);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+        err = dlerror();
+    }
+    snprintf(load_why, sizeof load_why, "%s not found (tried %s%s%s%s%s, also in %s)%s%s", what, names[0],
+             n > 1 ? ", " : "", n > 1 ? names[1] : "", n > 2 ? ", " : "", n > 2 ? names[2] : "",
+             PDNN_CUDA_LIBDIR, err ? ": " : "", err ? err : "");
+    return NULL;
+}
+
+static int load_sym(void *lib, const char *libname, const char *name, void *fnptr, size_t size)
+{
+    dlerror();
+    void *sym = dlsym(lib, name);
+    if (!sym) {
+        snprintf(load_why, sizeof load_why, "%s lacks %s (too old a version?)", libname, name);
+        return 0;
+    }
+    memcpy(fnptr, &sym, size); /* POSIX: data and function pointers share a representation */
+    return 1;
+}
+
+#define LOAD_RT(fn) LOAD_(rt, lib_rt, "libcudart", fn)
+#define LOAD_DNN(fn) LOAD_(dnn, lib_dnn, "libcudnn", fn)
+#define LOAD_BLAS(fn) LOAD_(blas, lib_blas, "libcublas", fn)
+#define LOAD_(table, lib, libname, fn) LOAD_EXPANDED(table, lib, libname, fn)
+#define LOAD_EXPANDED(table, lib, libname, fn)                                                     \
+    ok = ok && load_sym(lib, libname, #fn, &table.fn, sizeof table.fn);
+
+static void load_libraries(void)
+{
+    static const char *const rt_names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+    static const char *const dnn_names[] = {"libcudnn.so.9", "libcudnn.so"};
+    static const char *const blas_names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    void *lib_rt = open_first(rt_names, 3, "libcudart");
+    if (!lib_rt)
+        return;
+    void *lib_dnn = open_first(dnn_names, 2, "libcudnn");
+    if (!lib_dnn)
+        return;
+    void *lib_blas = open_first(blas_names, 3, "libcublas");
+    if (!lib_blas)
+        return;
+    int ok = 1;
+    CUDART_FUNCS(LOAD_RT)
+    CUDNN_FUNCS(LOAD_DNN)
+    CUBLAS_FUNCS(LOAD_BLAS)
+    if (!ok)
+        return;
+    /* CUDA 12 exports the current layout as _v2; CUDA 13 under the plain name. */
+    dlerror();
+    void *props = dlsym(lib_rt, "cudaGetDeviceProperties_v2");
+    if (!props)
+        props = dlsym(lib_rt, "cudaGetDeviceProperties");
+    if (!props) {
+        snprintf(load_why, sizeof load_why, "libcudart lacks cudaGetDeviceProperties");
+        return;
+    }
+    memcpy(&rt.getDeviceProperties, &props, sizeof props);
+
+    size_t dnn_ver = dnn.cudnnGetVersion();
+    if (dnn_ver / 10000 != CUDNN_MAJOR) {
+        snprintf(load_why, sizeof load_why, "libcudnn is version %zu.%zu; this build needs cuDNN %d",
+                 dnn_ver / 10000, dnn_ver / 100 % 100, CUDNN_MAJOR);
+        return;
+    }
+    int drv = 0, run = 0;
+    cudaError_t e = rt.cudaRuntimeGetVersion(&run);
+    if (e != cudaSuccess) {
+        snprintf(load_why, sizeof load_why, "cudaRuntimeGetVersion failed: %s", rt.cudaGetErrorString(e));
+        return;
+    }
+    if (rt.cudaDriverGetVersion(&drv) != cudaSuccess)
+        drv = 0;
+    int count = 0;
+    e = rt.cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        /* The runtime caches a failed initialisation, so this is final. */
+        const char *what = drv == 0                         ? "no NVIDIA driver"
+                           : e == cudaErrorInsufficientDriver ? "the NVIDIA driver is too old for this CUDA runtime"
+                           : e == cudaErrorNoDevice         ? "no CUDA-capable device"
+                                                            : "CUDA cannot start";
+        snprintf(load_why, sizeof load_why, "%s (cudaGetDeviceCount: %s)", what, rt.cudaGetErrorString(e));
+        rt.cudaGetLastError();
+        return;
+    }
+    snprintf(versions, sizeof versions, "CUDA driver %d.%d / runtime %d.%d / cuDNN %zu.%zu.%zu", drv / 1000,
+             drv % 1000 / 10, run / 1000, run % 1000 / 10, dnn_ver / 10000, dnn_ver / 100 % 100, dnn_ver % 100);
+    load_ok = 1;
+    /* The libraries stay loaded for the life of the process. */
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static pdnn_status cuda_fail(const char *call, cudaError_t e)
+{
+    rt.cudaGetLastError(); /* clear a non-sticky error so later calls start clean */
+    return pdnn__error(PDNN_ERR_BACKEND, "CUDA: %s failed: %s (%s)", call, rt.cudaGetErrorString(e),
+                       rt.cudaGetErrorName(e));
+}
+
+static pdnn_status dnn_fail(const char *call, cudnnStatus_t s)
+{
+    return pdnn__error(PDNN_ERR_BACKEND, "cuDNN: %s failed: %s (%d)", call, dnn.cudnnGetErrorString(s), (int)s);
+}
+
+static pdnn_status blas_fail(const char *call, cublasStatus_t s)
+{
+    return pdnn__error(PDNN_ERR_BACKEND, "cuBLAS: %s failed: %s (%d)", call, blas.cublasGetStatusString(s), (int)s);
+}
+
+/* Early-return checks for functions returning pdnn_status. */
+#define CU(fn, ...)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = rt.fn(__VA_ARGS__);                                                       \
+        if (e_ != cudaSuccess)                                                                     \
+            return cuda_fail(#fn, e_);                                                             \
+    } while (0)
+#define DNN(fn, ...)                                                                               \
+    do {                                                                                           \
+        cudnnStatus_t s_ = dnn.fn(__VA_ARGS__);                                                    \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                            \
+            return dnn_fail(#fn, s_);                                                              \
+    } while (0)
+
+/* ---- devices ------------------------------------------------------------ */
+
+#define N_TDESC 6      /* tensor descriptors per device */
+#define PLAN_CACHE 32  /* convolution plans remembered per device */
+
+/* How one convolution runs: the cuDNN algorithm and which operands are
+ * first copied into the workspace (a zero-padded input where cuDNN's
+ * symmetric padding cannot express the call, a repacked filter, an NCHW
+ * output) and where in the workspace each part lies. */
+typedef struct conv_plan {
+    cudnnConvolutionFwdAlgo_t algo;
+    int x_copy, w_copy, y_copy;
+    pdnn_layout x_copy_layout, w_copy_layout;
+    int64_t hp, wp; /* padded input size when x_copy */
+    size_t x_off, w_off, y_off, algo_off, algo_bytes, total;
+} conv_plan;
+
+/* Every call field that decides the plan. */
+typedef struct conv_key {
+    int64_t n, c, h, w, k, r, s, p, q, groups;
+    int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int x_layout, w_layout, y_layout, algo;
+} conv_key;
+
+typedef struct plan_entry {
+    int used, supported;
+    conv_key key;
+    conv_plan plan;
+} plan_entry;
+
+typedef struct cu_dev {
+    int ordinal;
+    pthread_mutex_t lock; /* guards everything below and the use of the handles */
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    cudnnTensorDescriptor_t t[N_TDESC];
+    cudnnFilterDescriptor_t filt;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnPoolingDescriptor_t pool;
+    cudnnActivationDescriptor_t relu;
+    cudnnOpTensorDescriptor_t add;
+    plan_entry plans[PLAN_CACHE];
+    int next_plan;
+} cu_dev;
+
+/* Called with d->lock held (or before the device is shared). */
+static pdnn_status ensure_stream(cu_dev *d)
+{
+    CU(cudaSetDevice, d->ordinal);
+    if (!d->stream)
+        CU(cudaStreamCreate, &d->stream);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status create_descriptors(cu_dev *d)
+{
+    for (int i = 0; i < N_TDESC; i++)
+        DNN(cudnnCreateTensorDescriptor, &d->t[i]);
+    DNN(cudnnCreateFilterDescriptor, &d->filt);
+    DNN(cudnnCreateConvolutionDescriptor, &d->conv);
+    DNN(cudnnCreatePoolingDescriptor, &d->pool);
+    DNN(cudnnCreateActivationDescriptor, &d->relu);
+    DNN(cudnnSetActivationDescriptor, d->relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0);
+    DNN(cudnnCreateOpTensorDescriptor, &d->add);
+    DNN(cudnnSetOpTensorDescriptor, d->add, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
+    return PDNN_SUCCESS;
+}
+
+static void destroy_descriptors(cu_dev *d)
+{
+    for (int i = 0; i < N_TDESC; i++)
+        if (d->t[i])
+            dnn.cudnnDestroyTensorDescriptor(d->t[i]);
+    if (d->filt)
+        dnn.cudnnDestroyFilterDescriptor(d->filt);
+    if (d->conv)
+        dnn.cudnnDestroyConvolutionDescriptor(d->conv);
+    if (d->pool)
+        dnn.cudnnDestroyPoolingDescriptor(d->pool);
+    if (d->relu)
+        dnn.cudnnDestroyActivationDescriptor(d->relu);
+    if (d->add)
+        dnn.cudnnDestroyOpTensorDescriptor(d->add);
+    memset(d->t, 0, sizeof d->t);
+    d->filt = NULL;
+    d->conv = NULL;
+    d->pool = NULL;
+    d->relu = NULL;
+    d->add = NULL;
+}
+
+/* The stream and the cuDNN handle on the right device. Called with d->lock held. */
+static pdnn_status ensure_dnn(cu_dev *d)
+{
+    pdnn_status st = ensure_stream(d);
+    if (st != PDNN_SUCCESS || d->dnn)
+        return st;
+    cudnnHandle_t h = NULL;
+    DNN(cudnnCreate, &h);
+    cudnnStatus_t s = dnn.cudnnSetStream(h, d->stream);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        dnn.cudnnDestroy(h);
+        return dnn_fail("cudnnSetStream", s);
+    }
+    d->dnn = h;
+    st = create_descriptors(d);
+    if (st != PDNN_SUCCESS) {
+        destroy_descriptors(d);
+        dnn.cudnnDestroy(h);
+        d->dnn = NULL;
+    }
+    return st;
+}
+
+static pdnn_status ensure_blas(cu_dev *d)
+{
+    pdnn_status st = ensure_stream(d);
+    if (st != PDNN_SUCCESS || d->blas)
+        return st;
+    cublasHandle_t h = NULL;
+    cublasStatus_t s = blas.cublasCreate(&h);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return blas_fail("cublasCreate", s);
+    s = blas.cublasSetStream(h, d->stream);
+    /* Plain FP32: no TF32 tensor-core math, so results match the reference. */
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = blas.cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        blas.cublasDestroy(h);
+        return blas_fail("cublasSetStream/cublasSetMathMode", s);
+    }
+    d->blas = h;
+    return PDNN_SUCCESS;
+}
+
+static void dev_free(cu_dev *d)
+{
+    if (!d)
+        return;
+    if (d->stream || d->dnn || d->blas)
+        rt.cudaSetDevice(d->ordinal);
+    if (d->stream)
+        rt.cudaStreamSynchronize(d->stream);
+    destroy_descriptors(d);
+    if (d->dnn)
+        dnn.cudnnDestroy(d->dnn);
+    if (d->blas)
+        blas.cublasDestroy(d->blas);
+    if (d->stream)
+        rt.cudaStreamDestroy(d->stream);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n, const char **why)
+{
+    *devs = NULL;
+    *props = NULL;
+    *n = 0;
+    *why = NULL;
+    pthread_once(&load_once, load_libraries);
+    if (!load_ok) {
+        *why = load_why;
+        return PDNN_SUCCESS;
+    }
+    int count = 0;
+    cudaError_t e = rt.cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count <= 0) {
+        rt.cudaGetLastError();
+        *why = e != cudaSuccess ? "cudaGetDeviceCount failed" : "the CUDA runtime reports no devices";
+        return PDNN_SUCCESS;
+    }
+    void **handles = calloc((size_t)count, sizeof *handles);
+    pdnn__device_props *pr = calloc((size_t)count, sizeof *pr);
+    if (!handles || !pr) {
+        free(handles);
+        free(pr);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "CUDA: out of host memory");
+    }
+    int got = 0;
+    for (int i = 0; i < count; i++) {
+        union {
+            struct cudaDeviceProp p;
+            unsigned char pad[16384];
+        } u;
+        memset(&u, 0, sizeof u);
+        int sms = 0;
+        e = rt.getDeviceProperties(&u.p, i);
+        if (e == cudaSuccess)
+            e = rt.cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, i);
+        if (e != cudaSuccess) {
+            rt.cudaGetLastError();
+            pdnn__debug("CUDA: skipping device %d: %s", i, rt.cudaGetErrorString(e));
+            continue;
+        }
+        cu_dev *d = calloc(1, sizeof *d);
+        if (!d || pthread_mutex_init(&d->lock, NULL) != 0) {
+            free(d);
+            for (int j = 0; j < got; j++)
+                dev_free(handles[j]);
+            free(handles);
+            free(pr);
+            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "CUDA: out of host memory");
+        }
+        d->ordinal = i;
+        pdnn__device_props *q = &pr[got];
+        q->kind = PDNN__KIND_GPU;
+        snprintf(q->vendor, sizeof q->vendor, "NVIDIA");
+        u.p.name[sizeof u.p.name - 1] = '\0';
+        snprintf(q->name, sizeof q->name, "%s", u.p.name);
+        snprintf(q->driver_version, sizeof q->driver_version, "%s", versions);
+        q->memory_bytes = u.p.totalGlobalMem;
+        q->max_alloc_bytes = u.p.totalGlobalMem;
+        q->base_align = 256;
+        q->compute_units = sms;
+        q->dlpack_type = 2; /* kDLCUDA */
+        q->dlpack_id = i;
+        handles[got++] = d;
+    }
+    if (got == 0) {
+        free(handles);
+        free(pr);
+        *why = "no CUDA device could be queried (POLYDNN_DEBUG=1 says why)";
+        return PDNN_SUCCESS;
+    }
+    *devs = handles;
+    *props = pr;
+    *n = got;
+    return PDNN_SUCCESS;
+}
+
+static void cu_close(void *dev) { dev_free(dev); }
+
+/* ---- memory ------------------------------------------------------------- */
+
+static void *ptr(pdnn__buf b) { return (char *)b.region + b.offset; }
+
+static pdnn_status cu_region_alloc(void *dev, size_t bytes, void **region)
+{
+    cu_dev *d = dev;
+    CU(cudaSetDevice, d->ordinal);
+    void *p = NULL;
+    cudaError_t e = rt.cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        rt.cudaGetLastError();
+        char b[32];
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "CUDA: cudaMalloc of %s on device %d failed: out of memory",
+                           pdnn__format_bytes(bytes, b, sizeof b), d->ordinal);
+    }
+    if (e != cudaSuccess)
+        return cuda_fail("cudaMalloc", e);
+    *region = p;
+    return PDNN_SUCCESS;
+}
+
+static void cu_region_free(void *dev, void *region)
+{
+    cu_dev *d = dev;
+    if (rt.cudaSetDevice(d->ordinal) != cudaSuccess || rt.cudaFree(region) != cudaSuccess)
+        rt.cudaGetLastError();
+}
+
+/* The stream, created under the lock on first use; it never changes after. */
+static pdnn_status stream_of(cu_dev *d, cudaStream_t *s)
+{
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_stream(d);
+    *s = d->stream;
+    pthread_mutex_unlock(&d->lock); /* the current device is per thread: it stays set */
+    return st;
+}
+
+/* Host memory is pageable, so copies wait for completion. */
+static pdnn_status cu_write(void *dev, pdnn__buf dst, const void *src, size_t bytes)
+{
+    cudaStream_t s = NULL;
+    pdnn_status st = stream_of(dev, &s);
+    if (st != PDNN_SUCCESS)
+        return st;
+    CU(cudaMemcpyAsync, ptr(dst), src, bytes, cudaMemcpyHostToDevice, s);
+    CU(cudaStreamSynchronize, s);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_read(void *dev, pdnn__buf src, void *dst, size_t bytes)
+{
+    cudaStream_t s = NULL;
+    pdnn_status st = stream_of(dev, &s);
+    if (st != PDNN_SUCCESS)
+        return st;
+    CU(cudaMemcpyAsync, dst, ptr(src), bytes, cudaMemcpyDeviceToHost, s);
+    CU(cudaStreamSynchronize, s);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_copy(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes)
+{
+    cudaStream_t s = NULL;
+    pdnn_status st = stream_of(dev, &s);
+    if (st != PDNN_SUCCESS)
+        return st;
+    CU(cudaMemcpyAsync, ptr(dst), ptr(src), bytes, cudaMemcpyDeviceToDevice, s);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_sync(void *dev)
+{
+    cu_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    cudaStream_t s = d->stream;
+    pthread_mutex_unlock(&d->lock);
+    if (!s)
+        return PDNN_SUCCESS; /* nothing was ever queued */
+    CU(cudaSetDevice, d->ordinal);
+    CU(cudaStreamSynchronize, s);
+    return PDNN_SUCCESS;
+}
+
+/* ---- descriptors ---------------------------------------------------------- */
+
+static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* A 4-D float tensor descriptor with the given logical dims and element strides. */
+static pdnn_status set_4d(cudnnTensorDescriptor_t t, const int64_t dims[4], const int64_t st[4])
+{
+    for (int i = 0; i < 4; i++)
+        if (!fits_int(dims[i]) || !fits_int(st[i]))
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "CUDA: a tensor of dims %lld x %lld x %lld x %lld is too large for cuDNN "
+                               "(sizes and strides must fit in int)",
+                               (long long)dims[0], (long long)dims[1], (long long)dims[2], (long long)dims[3]);
+    DNN(cudnnSetTensor4dDescriptorEx, t, CUDNN_DATA_FLOAT, (int)dims[0], (int)dims[1], (int)dims[2],
+        (int)dims[3], (int)st[0], (int)st[1], (int)st[2], (int)st[3]);
+    return PDNN_SUCCESS;
+}
+
+/* A packed tensor of dims in layout l. */
+static pdnn_status set_packed(cudnnTensorDescriptor_t t, pdnn_layout l, const int64_t dims[4])
+{
+    int64_t st[4];
+    pdnn__layout_strides(l, dims, st);
+    return set_4d(t, dims, st);
+}
+
+#define RETURN_IF_FAILED(expr)                                                                     \
+    do {                                                                                           \
+        pdnn_status st_ = (expr);                                                                  \
+        if (st_ != PDNN_SUCCESS)                                                                   \
+            return st_;                                                                            \
+    } while (0)
+
+/* ---- convolution ---------------------------------------------------------- */
+
+/* Tensor descriptor slots used by a convolution. */
+enum { TX, TY, TW_SRC, TW_DST, TX_SRC, TB };
+
+static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static conv_key key_of(const pdnn__conv2d_call *c, pdnn_conv_algo algo)
+{
+    conv_key k;
+    memset(&k, 0, sizeof k);
+    k.n = c->n;
+    k.c = c->c;
+    k.h = c->h;
+    k.w = c->w;
+    k.k = c->k;
+    k.r = c->r;
+    k.s = c->s;
+    k.p = c->p;
+    k.q = c->q;
+    k.groups = c->groups;
+    k.stride_h = c->stride_h;
+    k.stride_w = c->stride_w;
+    k.dil_h = c->dil_h;
+    k.dil_w = c->dil_w;
+    k.pad_top = c->pad_top;
+    k.pad_left = c->pad_left;
+    k.x_layout = (int)c->x_layout;
+    k.w_layout = (int)c->w_layout;
+    k.y_layout = (int)c->y_layout;
+    k.algo = (int)algo;
+    return k;
+}
+
+/* cuDNN's output size for symmetric padding pad on one axis. */
+static int64_t cudnn_out(int64_t in, int pad, int64_t filt, int dil, int stride)
+{
+    int64_t span = (filt - 1) * dil + 1;
+    if (in + 2 * (int64_t)pad < span)
+        return -1;
+    return (in + 2 * (int64_t)pad - span) / stride + 1;
+}
+
+/* Sets the descriptors for plan pl (its copy flags decided) of call c:
+ * t[TX] the input cuDNN reads, t[TY] the output it writes, filt the filter,
+ * t[TW_SRC]/t[TW_DST] the filter repack, t[TX_SRC] the input as stored,
+ * conv the convolution. Called with d->lock held. */
+static pdnn_status set_conv_descriptors(cu_dev *d, const pdnn__conv2d_call *c, const conv_plan *pl)
+{
+    const int64_t cpg = c->c / c->groups;
+    const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
+    const int64_t wdims[4] = {c->k, cpg, c->r, c->s};
+    const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
+    if (!fits_int(c->groups) || !fits_int(c->k) || !fits_int(cpg) || !fits_int(c->r) || !fits_int(c->s))
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "CUDA: conv2d sizes must fit in int for cuDNN");
+    RETURN_IF_FAILED(set_4d(d->t[TX_SRC], xdims, c->xs));
+    if (pl->x_copy) {
+        const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
+        RETURN_IF_FAILED(set_packed(d->t[TX], pl->x_copy_layout, pdims));
+    } else {
+        RETURN_IF_FAILED(set_4d(d->t[TX], xdims, c->xs));
+    }
+    pdnn_layout wl = pl->w_copy ? pl->w_copy_layout : c->w_layout;
+    if (pl->w_copy) {
+        RETURN_IF_FAILED(set_4d(d->t[TW_SRC], wdims, c->ws));
+        RETURN_IF_FAILED(set_packed(d->t[TW_DST], wl, wdims));
+    }
+    DNN(cudnnSetFilter4dDescriptor, d->filt, CUDNN_DATA_FLOAT, wl == PDNN_OHWI ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+        (int)c->k, (int)cpg, (int)c->r, (int)c->s);
+    if (pl->y_copy)
+        RETURN_IF_FAILED(set_packed(d->t[TY], PDNN_NCHW, ydims));
+    else
+        RETURN_IF_FAILED(set_4d(d->t[TY], ydims, c->ys));
+    DNN(cudnnSetConvolution2dDescriptor, d->conv, pl->x_copy ? 0 : c->pad_top, pl->x_copy ? 0 : c->pad_left,
+        c->stride_h, c->stride_w, c->dil_h, c->dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+    DNN(cudnnSetConvolutionGroupCount, d->conv, (int)c->groups);
+    /* FMA math: CUDNN_DEFAULT_MATH still allows TF32 tensor cores on
+     * Ampere and later, which would not match the FP32 reference. */
+    DNN(cudnnSetConvolutionMathType, d->conv, CUDNN_FMA_MATH);
+    return PDNN_SUCCESS;
+}
+
+/* Workspace bytes of algo for the current descriptors, or 0 with *ok = 0
+ * if cuDNN cannot run it. */
+static size_t algo_workspace(cu_dev *d, cudnnConvolutionFwdAlgo_t algo, int *ok)
+{
+    size_t bytes = 0;
+    cudnnStatus_t s = dnn.cudnnGetConvolutionForwardWorkspaceSize(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY],
+                                                                  algo, &bytes);
+    *ok = s == CUDNN_STATUS_SUCCESS;
+    if (!*ok)
+        pdnn__debug("CUDA: cuDNN forward algorithm %d: %s", (int)algo, dnn.cudnnGetErrorString(s));
+    return *ok ? bytes : 0;
+}
+
+/* Tries one copy configuration: picks the algorithm and fills the
+ * workspace layout. Returns 1 if cuDNN can run it. */
+static int try_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *pl)
+{
+    if (set_conv_descriptors(d, c, pl) != PDNN_SUCCESS)
+        return 0;
+    int ok = 0;
+    size_t ws = 0;
+    if (want == PDNN_CONV_ALGO_VENDOR) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int got = 0;
+        memset(perf, 0, sizeof perf);
+        cudnnStatus_t s = dnn.cudnnGetConvolutionForwardAlgorithm_v7(
+            d->dnn, d->t[TX], d->filt, d->conv, d->t[TY], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf);
+        if (s != CUDNN_STATUS_SUCCESS) {
+            pdnn__debug("CUDA: cudnnGetConvolutionForwardAlgorithm_v7: %s", dnn.cudnnGetErrorString(s));
+            return 0;
+        }
+        for (int i = 0; i < got && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT && !ok; i++) {
+            if (perf[i].status != CUDNN_STATUS_SUCCESS)
+                continue;
+            ws = algo_workspace(d, perf[i].algo, &ok);
+            if (ok)
+                pl->algo = perf[i].algo;
+        }
+    } else {
+        pl->algo = want == PDNN_CONV_ALGO_DIRECT ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
+                                                 : CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
+        ws = algo_workspace(d, pl->algo, &ok);
+    }
+    if (!ok)
+        return 0;
+    const size_t f = sizeof(float);
+    size_t off = 0;
+    if (pl->w_copy) {
+        pl->w_off = off;
+        off += align256((size_t)(c->k * (c->c / c->groups) * c->r * c->s) * f);
+    }
+    if (pl->x_copy) {
+        pl->x_off = off;
+        off += align256((size_t)(c->n * c->c * pl->hp * pl->wp) * f);
+    }
+    if (pl->y_copy) {
+        pl->y_off = off;
+        off += align256((size_t)(c->n * c->k * c->p * c->q) * f);
+    }
+    pl->algo_off = off;
+    pl->algo_bytes = ws;
+    pl->total = off + ws;
+    return 1;
+}
+
+/* Finds (or recalls) how to run c with want. Returns 0 if cuDNN cannot.
+ * Called with d->lock held and the cuDNN handle created. */
+static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *out)
+{
+    conv_key key = key_of(c, want);
+    for (int i = 0; i < PLAN_CACHE; i++)
+        if (d->plans[i].used && memcmp(&d->plans[i].key, &key, sizeof key) == 0) {
+            *out = d->plans[i].plan;
+            return d->plans[i].supported;
+        }
+
+    /* cuDNN pads symmetrically; where pad_top/pad_left do not give the
+     * call's output size, the input is copied into a zero-padded buffer. */
+    const int need_pad = cudnn_out(c->h, c->pad_top, c->r, c->dil_h, c->stride_h) != c->p ||
+                         cudnn_out(c->w, c->pad_left, c->s, c->dil_w, c->stride_w) != c->q;
+    int64_t hp = (c->p - 1) * c->stride_h + (c->r - 1) * c->dil_h + 1;
+    int64_t wp = (c->q - 1) * c->stride_w + (c->s - 1) * c->dil_w + 1;
+    if (hp < c->pad_top + c->h)
+        hp = c->pad_top + c->h;
+    if (wp < c->pad_left + c->w)
+        wp = c->pad_left + c->w;
+    const pdnn_layout xl0 = c->x_layout == PDNN_NHWC ? PDNN_NHWC : PDNN_NCHW;
+    const pdnn_layout match = xl0 == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW;
+
+    /* Configurations, cheapest first: operands as they are (HWIO, which
+     * cuDNN cannot read, repacked); the filter repacked to match the
+     * input; everything in NCHW/OIHW. */
+    conv_plan cand[3];
+    memset(cand, 0, sizeof cand);
+    for (int i = 0; i < 3; i++) {
+        cand[i].hp = hp;
+        cand[i].wp = wp;
+    }
+    cand[0].x_copy = need_pad;
+    cand[0].x_copy_layout = xl0;
+    cand[0].w_copy = c->w_layout == PDNN_HWIO;
+    cand[0].w_copy_layout = match;
+    cand[1] = cand[0];
+    cand[1].w_copy = c->w_layout != match;
+    cand[2].x_copy = need_pad || xl0 != PDNN_NCHW;
+    cand[2].x_copy_layout = PDNN_NCHW;
+    cand[2].w_copy = c->w_layout != PDNN_OIHW;
+    cand[2].w_copy_layout = PDNN_OIHW;
+    cand[2].y_copy = c->y_layout != PDNN_NCHW;
+    int supported = 0;
+    conv_plan plan;
+    memset(&plan, 0, sizeof plan);
+    for (int i = 0; i < 3 && !supported; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= cand[j].x_copy == cand[i].x_copy && cand[j].x_copy_layout == cand[i].x_copy_layout &&
+                    cand[j].w_copy == cand[i].w_copy && cand[j].w_copy_layout == cand[i].w_copy_layout &&
+                    cand[j].y_copy == cand[i].y_copy;
+        if (seen)
+            continue;
+        plan = cand[i];
+        supported = try_plan(d, c, want, &plan);
+    }
+
+    plan_entry *e = &d->plans[d->next_plan];
+    d->next_plan = (d->next_plan + 1) % PLAN_CACHE;
+    e->used = 1;
+    e->supported = supported;
+    e->key = key;
+    e->plan = plan;
+    *out = plan;
+    return supported;
+}
+
+static size_t cu_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)
+{
+    cu_dev *d = dev;
+    if (algo != PDNN_CONV_ALGO_DIRECT && algo != PDNN_CONV_ALGO_IM2COL_GEMM && algo != PDNN_CONV_ALGO_VENDOR)
+        return SIZE_MAX;
+    pthread_mutex_lock(&d->lock);
+    conv_plan pl;
+    size_t bytes = SIZE_MAX;
+    if (ensure_dnn(d) == PDNN_SUCCESS && find_plan(d, c, algo, &pl))
+        bytes = pl.total;
+    pthread_mutex_unlock(&d->lock);
+    return bytes;
+}
+
+/* Called with d->lock held and the cuDNN handle created. */
+static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c)
+{
+    if (c->algo != PDNN_CONV_ALGO_DIRECT && c->algo != PDNN_CONV_ALGO_IM2COL_GEMM && c->algo != PDNN_CONV_ALGO_VENDOR)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "CUDA: conv2d algorithm %s is not available on CUDA devices",
+                           pdnn_conv_algo_name(c->algo));
+    conv_plan pl;
+    if (!find_plan(d, c, c->algo, &pl))
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "CUDA: cuDNN has no %s convolution for this shape and layout combination",
+                           c->algo == PDNN_CONV_ALGO_DIRECT        ? "implicit-GEMM (direct)"
+                           : c->algo == PDNN_CONV_ALGO_IM2COL_GEMM ? "GEMM (im2col)"
+                                                                   : "vendor-chosen");
+    if (c->workspace_bytes < pl.total || (pl.total > 0 && !c->workspace.region)) {
+        char b[32];
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "CUDA: this convolution needs %s of workspace on device %d (padded input, repacked "
+                           "filter or cuDNN's own) but got %zu bytes",
+                           pdnn__format_bytes(pl.total, b, sizeof b), d->ordinal, c->workspace_bytes);
+    }
+    RETURN_IF_FAILED(set_conv_descriptors(d, c, &pl));
+    char *ws = pl.total > 0 ? ptr(c->workspace) : NULL;
+    const float one = 1.0f, zero = 0.0f;
+    const void *w = ptr(c->w_buf);
+    if (pl.w_copy) {
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TW_SRC], w, &zero, d->t[TW_DST], ws + pl.w_off);
+        w = ws + pl.w_off;
+    }
+    const void *x = ptr(c->x_buf);
+    if (pl.x_copy) {
+        /* Zero the padded buffer, then place the image at (pad_top, pad_left). */
+        const int64_t pdims[4] = {c->n, c->c, pl.hp, pl.wp};
+        const int64_t idims[4] = {c->n, c->c, c->h, c->w};
+        int64_t pst[4];
+        pdnn__layout_strides(pl.x_copy_layout, pdims, pst);
+        size_t bytes = (size_t)(c->n * c->c * pl.hp * pl.wp) * sizeof(float);
+        CU(cudaMemsetAsync, ws + pl.x_off, 0, bytes, d->stream);
+        RETURN_IF_FAILED(set_4d(d->t[TB], idims, pst));
+        char *origin = ws + pl.x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * sizeof(float);
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX_SRC], x, &zero, d->t[TB], origin);
+        x = ws + pl.x_off;
+    }
+    void *y = pl.y_copy ? (void *)(ws + pl.y_off) : ptr(c->y_buf);
+    DNN(cudnnConvolutionForward, d->dnn, &one, d->t[TX], x, d->filt, w, d->conv, pl.algo,
+        pl.algo_bytes > 0 ? ws + pl.algo_off : NULL, pl.algo_bytes, &zero, d->t[TY], y);
+    /* From here on t[TY] describes the call's output as stored. */
+    const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
+    if (pl.y_copy) {
+        RETURN_IF_FAILED(set_4d(d->t[TX_SRC], ydims, c->ys));
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TY], y, &zero, d->t[TX_SRC], ptr(c->y_buf));
+        RETURN_IF_FAILED(set_4d(d->t[TY], ydims, c->ys));
+    }
+    if (c->bias_buf.region) {
+        const int64_t bdims[4] = {1, c->k, 1, 1};
+        RETURN_IF_FAILED(set_packed(d->t[TB], PDNN_NCHW, bdims));
+        DNN(cudnnAddTensor, d->dnn, &one, d->t[TB], ptr(c->bias_buf), &one, d->t[TY], ptr(c->y_buf));
+    }
+    if (c->relu)
+        DNN(cudnnActivationForward, d->dnn, d->relu, &one, d->t[TY], ptr(c->y_buf), &zero, d->t[TY],
+            ptr(c->y_buf));
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_conv2d(void *dev, const pdnn__conv2d_call *c)
+{
+    cu_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_dnn(d);
+    if (st == PDNN_SUCCESS)
+        st = conv_run(d, c);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+/* ---- pooling -------------------------------------------------------------- */
+
+/* Why cuDNN cannot pool c exactly on one axis (NULL if it can): cuDNN pads
+ * both sides by pad_top/pad_left and counts the whole window in the
+ * include-padding divisor. */
+static const char *pool_axis_problem(int64_t in, int64_t out, int win, int stride, int pad_a, int pad_b,
+                                     pdnn_pool_mode mode)
+{
+    if (in + 2 * (int64_t)pad_a < win || (in + 2 * (int64_t)pad_a - win) / stride + 1 != out)
+        return pad_a != pad_b ? "asymmetric padding that cuDNN's symmetric padding cannot express"
+                              : "a ceil-mode output size that cuDNN's floor formula does not produce";
+    /* Max and exclude-padding see only the image: equal windows suffice.
+     * Include-padding divides by the window, which PyTorch clips at the
+     * end of the padding. */
+    if (mode == PDNN_POOL_AVG_INCLUDE_PADDING && (out - 1) * stride - pad_a + win > in + pad_b)
+        return "an include-padding window that runs past the padding (PyTorch's clipped divisor)";
+    return NULL;
+}
+
+static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
+{
+    const char *why = pool_axis_problem(c->h, c->p, c->win_h, c->stride_h, c->pad_top, c->pad_bottom, c->mode);
+    if (!why)
+        why = pool_axis_problem(c->w, c->q, c->win_w, c->stride_w, c->pad_left, c->pad_right, c->mode);
+    if (why)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "CUDA: pool2d (window %dx%d, stride %d,%d, pad %d,%d,%d,%d, output %lldx%lld) has %s; "
+                           "run it on another device",
+                           c->win_h, c->win_w, c->stride_h, c->stride_w, c->pad_top, c->pad_bottom, c->pad_left,
+                           c->pad_right, (long long)c->p, (long long)c->q, why);
+    const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
+    const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
+    RETURN_IF_FAILED(set_4d(d->t[0], xdims, c->xs));
+    RETURN_IF_FAILED(set_4d(d->t[1], ydims, c->ys));
+    cudnnPoolingMode_t mode = c->mode == PDNN_POOL_MAX ? CUDNN_POOLING_MAX_DETERMINISTIC
+                              : c->mode == PDNN_POOL_AVG_INCLUDE_PADDING
+                                  ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    DNN(cudnnSetPooling2dDescriptor, d->pool, mode, CUDNN_PROPAGATE_NAN, c->win_h, c->win_w, c->pad_top,
+        c->pad_left, c->stride_h, c->stride_w);
+    const float one = 1.0f, zero = 0.0f;
+    DNN(cudnnPoolingForward, d->dnn, d->pool, &one, d->t[0], ptr(c->x_buf), &zero, d->t[1], ptr(c->y_buf));
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_pool2d(void *dev, const pdnn__pool2d_call *c)
+{
+    cu_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_dnn(d);
+    if (st == PDNN_SUCCESS)
+        st = pool_run(d, c);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+/* ---- the ops around convolution ------------------------------------------ */
+
+/* Elementwise ops run over chunks of at most this many elements, viewed
+ * as 1 x 1 x 1 x len tensors. */
+#define EW_CHUNK ((int64_t)1 << 30)
+
+static pdnn_status set_vec(cudnnTensorDescriptor_t t, int64_t len)
+{
+    const int64_t dims[4] = {1, 1, 1, len};
+    return set_packed(t, PDNN_NCHW, dims);
+}
+
+static pdnn_status add_run(cu_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
+{
+    const float one = 1.0f, two = 2.0f, zero = 0.0f;
+    char *pa = ptr(a), *pb = ptr(b), *py = ptr(y);
+    if (pb == py && pa != py) { /* cuDNN allows C to alias A, not B: a + b = b + a */
+        char *t = pa;
+        pa = pb;
+        pb = t;
+    }
+    for (int64_t i = 0; i < n; i += EW_CHUNK) {
+        const int64_t len = n - i < EW_CHUNK ? n - i : EW_CHUNK;
+        const size_t off = (size_t)i * sizeof(float);
+        RETURN_IF_FAILED(set_vec(d->t[0], len));
+        if (pa == pb && pb == py) /* y += y, exactly 2y */
+            DNN(cudnnScaleTensor, d->dnn, d->t[0], py + off, &two);
+        else
+            DNN(cudnnOpTensor, d->dnn, d->add, &one, d->t[0], pa + off, &one, d->t[0], pb + off, &zero, d->t[0],
+                py + off);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status relu_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t n)
+{
+    const float one = 1.0f, zero = 0.0f;
+    for (int64_t i = 0; i < n; i += EW_CHUNK) {
+        const int64_t len = n - i < EW_CHUNK ? n - i : EW_CHUNK;
+        const size_t off = (size_t)i * sizeof(float);
+        RETURN_IF_FAILED(set_vec(d->t[0], len));
+        DNN(cudnnActivationForward, d->dnn, d->relu, &one, d->t[0], (char *)ptr(x) + off, &zero, d->t[0],
+            (char *)ptr(y) + off);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status too_large(const char *op)
+{
+    return pdnn__error(PDNN_ERR_UNSUPPORTED, "CUDA: %s: sizes over %d elements are not supported (cuDNN and "
+                                             "cuBLAS take int sizes)",
+                       op, INT_MAX);
+}
+
+/* y = x + bias over [outer][c][inner], as an NCHW view [outer, c, inner, 1]
+ * with the bias broadcast as [1, c, 1, 1]. */
+static pdnn_status bias_add_run(cu_dev *d, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
+                                int64_t inner, int relu)
+{
+    const int64_t outer = n / (c * inner);
+    if (!fits_int(n))
+        return too_large("bias_add");
+    const int64_t dims[4] = {outer, c, inner, 1}, bdims[4] = {1, c, 1, 1};
+    RETURN_IF_FAILED(set_packed(d->t[0], PDNN_NCHW, dims));
+    RETURN_IF_FAILED(set_packed(d->t[1], PDNN_NCHW, bdims));
+    const float one = 1.0f, zero = 0.0f;
+    /* C may alias A (y may be x). */
+    DNN(cudnnOpTensor, d->dnn, d->add, &one, d->t[0], ptr(x), &one, d->t[1], ptr(bias), &zero, d->t[0], ptr(y));
+    if (relu)
+        DNN(cudnnActivationForward, d->dnn, d->relu, &one, d->t[0], ptr(y), &zero, d->t[0], ptr(y));
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status softmax_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
+{
+    if (!fits_int(outer) || !fits_int(c) || !fits_int(inner) || outer * c * inner > INT_MAX)
+        return too_large("softmax");
+    const int64_t dims[4] = {outer, c, inner, 1};
+    RETURN_IF_FAILED(set_packed(d->t[0], PDNN_NCHW, dims));
+    const float one = 1.0f, zero = 0.0f;
+    DNN(cudnnSoftmaxForward, d->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, d->t[0], ptr(x),
+        &zero, d->t[0], ptr(y));
+    return PDNN_SUCCESS;
+}
+
+/* Locks d, readies cuDNN; on success the caller holds the lock. */
+static pdnn_status lock_dnn(cu_dev *d)
+{
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_dnn(d);
+    if (st != PDNN_SUCCESS)
+        pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static pdnn_status cu_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
+{
+    cu_dev *d = dev;
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = add_run(d, a, b, y, n);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static pdnn_status cu_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
+                               int64_t inner, int relu)
+{
+    cu_dev *d = dev;
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = bias_add_run(d, x, bias, y, n, c, inner, relu);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static pdnn_status cu_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
+{
+    cu_dev *d = dev;
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = relu_run(d, x, y, n);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static pdnn_status cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
+{
+    cu_dev *d = dev;
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = softmax_run(d, x, y, outer, c, inner);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+ * row-major buffers read as column-major are already the transposes. */
+static pdnn_status cu_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n, int64_t k,
+                             int trans_a, int trans_b)
+{
+    cu_dev *d = dev;
+    if (!fits_int(m) || !fits_int(n) || !fits_int(k))
+        return too_large("matmul");
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_blas(d);
+    if (st == PDNN_SUCCESS) {
+        const float one = 1.0f, zero = 0.0f;
+        cublasStatus_t s = blas.cublasSgemm(d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                            trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one,
+                                            (const float *)ptr(b), (int)(trans_b ? k : n), (const float *)ptr(a),
+                                            (int)(trans_a ? m : k), &zero, (float *)ptr(c), (int)n);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            st = blas_fail("cublasSgemm", s);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__backend pdnn__cuda_backend = {
+    .name = "cuda",
+    .enumerate = cu_enumerate,
+    .device_close = cu_close,
+    .region_alloc = cu_region_alloc,
+    .region_free = cu_region_free,
+    .write = cu_write,
+    .read = cu_read,
+    .copy = cu_copy,
+    .synchronize = cu_sync,
+    .conv2d_forward = cu_conv2d,
+    .conv2d_workspace = cu_conv2d_workspace,
+    .pool2d_forward = cu_pool2d,
+    .add = cu_add,
+    .bias_add = cu_bias_add,
+    .relu = cu_relu,
+    .softmax = cu_softmax,
+    .matmul = cu_matmul,
+};

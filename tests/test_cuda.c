@@ -1,0 +1,294 @@
+/* The CUDA backend: without a device the context still comes up and says
+ * why; with one, every op it has matches the host reference. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "helpers.h"
+#include "polydnn.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pdnn_device *find_backend(pdnn_context *ctx, const char *backend)
+{
+    for (int i = 0; i < pdnn_device_count(ctx); i++) {
+        pdnn_device *d = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(ctx, i, &d), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+        if (strcmp(info.backend, backend) == 0)
+            return d;
+    }
+    return NULL;
+}
+
+Test(cuda, context_without_a_device)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *cuda = find_backend(ctx, "cuda");
+#ifdef PDNN_HAVE_CUDA
+    const char *env = getenv("POLYDNN_BACKEND");
+    if (!cuda && !(env && *env))
+        cr_assert(strstr(pdnn_context_notes(ctx), "cuda: no devices (") != NULL, "notes: '%s'",
+                  pdnn_context_notes(ctx));
+#else
+    cr_assert_null(cuda);
+#endif
+    /* The host runs a conv whatever CUDA did: 3x3 ones, 2x2 ones filter. */
+    pdnn_device *host = find_backend(ctx, "host");
+    cr_assert_not_null(host);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
+    pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1};
+    pdnn_tensor *tx = th_upload(host, &xd, x), *tw = th_upload(host, &wd, w), *ty = th_upload(host, &yd, NULL);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    cr_assert_eq(pdnn_conv2d_forward(&p, tx, tw, NULL, ty), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *y = th_download(ty);
+    const float want[4] = {12, 16, 24, 28};
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(y[i], want[i], 1e-6, "y[%d] = %g", i, y[i]);
+    free(y);
+    pdnn_tensor_release(tx);
+    pdnn_tensor_release(tw);
+    pdnn_tensor_release(ty);
+    pdnn_context_destroy(ctx);
+}
+
+/* ---- parity with the host ---------------------------------------------- */
+
+typedef struct pair {
+    pdnn_device *host, *cuda;
+} pair;
+
+/* The same tensor (same layout and bytes) on both devices; data NULL
+ * fills it with values from seed. */
+static void upload2(const pair *d, pdnn_tensor_desc desc, uint32_t seed, pdnn_tensor *t[2])
+{
+    int64_t n = pdnn_tensor_desc_elements(&desc);
+    float *v = malloc(sizeof(float) * (size_t)n);
+    cr_assert_not_null(v);
+    th_fill(v, n, seed);
+    t[0] = th_upload(d->host, &desc, v);
+    t[1] = th_upload(d->cuda, &desc, v);
+    free(v);
+}
+
+static void release2(pdnn_tensor *t[2])
+{
+    pdnn_tensor_release(t[0]);
+    pdnn_tensor_release(t[1]);
+}
+
+/* Compares the CUDA result t[1] with the host's t[0], 1e-4 relative. */
+static void same2(pdnn_tensor *t[2], const char *what)
+{
+    pdnn_tensor_desc desc;
+    cr_assert_eq(pdnn_tensor_get_desc(t[0], &desc), PDNN_SUCCESS);
+    int64_t n = pdnn_tensor_desc_elements(&desc);
+    float *want = th_download(t[0]), *got = th_download(t[1]);
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - (double)want[i]);
+        if (isnan(want[i]) ? !isnan(got[i]) : !(e <= 1e-4 * fmax(1.0, fabs((double)want[i]))))
+            cr_assert_fail("%s: element %lld is %.7g on CUDA, %.7g on the host", what, (long long)i,
+                           (double)got[i], (double)want[i]);
+    }
+    free(want);
+    free(got);
+}
+
+static pair cuda_pair(pdnn_context *ctx)
+{
+    pair d = {find_backend(ctx, "host"), find_backend(ctx, "cuda")};
+    cr_assert_not_null(d.host);
+    if (!d.cuda) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no CUDA device");
+    }
+    return d;
+}
+
+typedef struct conv_case {
+    int64_t n, c, h, w, k, r, s;
+    int sh, sw, dh, dw, pt, pb, pl, pr, groups, bias, relu;
+} conv_case;
+
+Test(cuda, conv_matches_host)
+{
+    pdnn_context *ctx = th_context();
+    pair d = cuda_pair(ctx);
+    const conv_case cases[] = {
+        {2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, /* bias + relu            */
+        {1, 4, 10, 9, 4, 3, 2, 2, 1, 2, 2, 2, 2, 1, 1, 2, 1, 0}, /* groups 2, dilation 2   */
+        {1, 3, 8, 8, 5, 3, 3, 2, 2, 1, 1, 0, 1, 0, 1, 1, 0, 1}, /* TF SAME: asymmetric pad */
+    };
+    const pdnn_layout xls[] = {PDNN_NCHW, PDNN_NHWC};
+    const pdnn_layout wls[] = {PDNN_OIHW, PDNN_OHWI, PDNN_HWIO};
+    const pdnn_conv_algo algos[] = {PDNN_CONV_ALGO_DIRECT, PDNN_CONV_ALGO_IM2COL_GEMM, PDNN_CONV_ALGO_VENDOR,
+                                    PDNN_CONV_ALGO_AUTO};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int xi = 0; xi < 2; xi++)
+            for (int wi = 0; wi < 3; wi++)
+                for (int ai = 0; ai < 4; ai++) {
+                    const conv_case *k = &cases[ci];
+                    pdnn_conv2d_params p;
+                    pdnn_conv2d_params_init(&p);
+                    p.stride_h = k->sh;
+                    p.stride_w = k->sw;
+                    p.dilation_h = k->dh;
+                    p.dilation_w = k->dw;
+                    p.pad_top = k->pt;
+                    p.pad_bottom = k->pb;
+                    p.pad_left = k->pl;
+                    p.pad_right = k->pr;
+                    p.groups = k->groups;
+                    p.relu = k->relu;
+                    pdnn_layout yl = wi == 1 ? xls[1 - xi] : xls[xi]; /* mixed layouts too */
+                    pdnn_tensor_desc xd = th_desc(xls[xi], k->n, k->c, k->h, k->w);
+                    pdnn_tensor_desc wd = th_desc(wls[wi], k->k, k->c / k->groups, k->r, k->s);
+                    pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, k->k, 1, 1, 1);
+                    int64_t od[4];
+                    cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+                    pdnn_tensor_desc yd = th_desc(yl, od[0], od[1], od[2], od[3]);
+                    pdnn_tensor *x[2], *w[2], *b[2], *y[2];
+                    upload2(&d, xd, (uint32_t)ci, x);
+                    upload2(&d, wd, (uint32_t)ci + 10, w);
+                    upload2(&d, bd, (uint32_t)ci + 20, b);
+                    upload2(&d, yd, 0, y);
+                    char what[160];
+                    snprintf(what, sizeof what, "conv case %zu %s/%s->%s %s", ci, pdnn_layout_name(xls[xi]),
+                             pdnn_layout_name(wls[wi]), pdnn_layout_name(yl), pdnn_conv_algo_name(algos[ai]));
+                    p.algorithm = PDNN_CONV_ALGO_DIRECT;
+                    cr_assert_eq(pdnn_conv2d_forward(&p, x[0], w[0], k->bias ? b[0] : NULL, y[0]), PDNN_SUCCESS,
+                                 "%s on the host: %s", what, pdnn_last_error());
+                    p.algorithm = algos[ai];
+                    pdnn_status st = pdnn_conv2d_forward(&p, x[1], w[1], k->bias ? b[1] : NULL, y[1]);
+                    /* cuDNN's GEMM algorithm covers only some shapes and layouts. */
+                    if (!(st == PDNN_ERR_UNSUPPORTED && algos[ai] == PDNN_CONV_ALGO_IM2COL_GEMM)) {
+                        cr_assert_eq(st, PDNN_SUCCESS, "%s: %s", what, pdnn_last_error());
+                        same2(y, what);
+                    }
+                    release2(x);
+                    release2(w);
+                    release2(b);
+                    release2(y);
+                }
+    pdnn_context_destroy(ctx);
+}
+
+Test(cuda, pool_matches_host)
+{
+    pdnn_context *ctx = th_context();
+    pair d = cuda_pair(ctx);
+    const pdnn_layout L[] = {PDNN_NCHW, PDNN_NHWC};
+    for (int m = 0; m < 3; m++)
+        for (int li = 0; li < 4; li++) {
+            pdnn_pool2d_params p;
+            pdnn_pool2d_params_init(&p);
+            p.mode = (pdnn_pool_mode)m;
+            p.window_h = p.window_w = 3;
+            p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+            pdnn_tensor_desc xd = th_desc(L[li & 1], 2, 5, 9, 8);
+            int64_t od[4];
+            cr_assert_eq(pdnn_pool2d_output_dims(&xd, &p, od), PDNN_SUCCESS);
+            pdnn_tensor_desc yd = th_desc(L[li >> 1], od[0], od[1], od[2], od[3]);
+            pdnn_tensor *x[2], *y[2];
+            upload2(&d, xd, (uint32_t)(m * 4 + li), x);
+            upload2(&d, yd, 0, y);
+            cr_assert_eq(pdnn_pool2d_forward(&p, x[0], y[0]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            cr_assert_eq(pdnn_pool2d_forward(&p, x[1], y[1]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            char what[64];
+            snprintf(what, sizeof what, "pool mode %d layouts %d", m, li);
+            same2(y, what);
+            release2(x);
+            release2(y);
+        }
+    /* TF SAME pooling (pad 0 top, 1 bottom) has no exact cuDNN form. */
+    pdnn_pool2d_params p;
+    pdnn_pool2d_params_init(&p);
+    p.window_h = p.window_w = 3;
+    p.pad_bottom = p.pad_right = 1;
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 4, 4);
+    int64_t od[4];
+    cr_assert_eq(pdnn_pool2d_output_dims(&xd, &p, od), PDNN_SUCCESS);
+    pdnn_tensor_desc yd = th_desc(PDNN_NCHW, od[0], od[1], od[2], od[3]);
+    pdnn_tensor *x[2], *y[2];
+    upload2(&d, xd, 1, x);
+    upload2(&d, yd, 0, y);
+    cr_assert_eq(pdnn_pool2d_forward(&p, x[1], y[1]), PDNN_ERR_UNSUPPORTED);
+    release2(x);
+    release2(y);
+    pdnn_context_destroy(ctx);
+}
+
+Test(cuda, elementwise_softmax_matmul_match_host)
+{
+    pdnn_context *ctx = th_context();
+    pair d = cuda_pair(ctx);
+    for (int li = 0; li < 2; li++) {
+        pdnn_tensor_desc desc = th_desc(li ? PDNN_NHWC : PDNN_NCHW, 2, 3, 4, 5);
+        pdnn_tensor_desc bdesc = th_desc(PDNN_LAYOUT_X, 3, 1, 1, 1);
+        pdnn_tensor *a[2], *b[2], *y[2], *bias[2];
+        upload2(&d, desc, 1, a);
+        upload2(&d, desc, 2, b);
+        upload2(&d, desc, 3, y);
+        upload2(&d, bdesc, 4, bias);
+        for (int i = 0; i < 2; i++) {
+            cr_assert_eq(pdnn_add(a[i], b[i], y[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            cr_assert_eq(pdnn_add(y[i], b[i], b[i]), PDNN_SUCCESS, "%s", pdnn_last_error()); /* y aliases b */
+            cr_assert_eq(pdnn_add(a[i], a[i], a[i]), PDNN_SUCCESS, "%s", pdnn_last_error()); /* all alias */
+        }
+        same2(y, "add");
+        same2(b, "add into b");
+        same2(a, "add a+a in place");
+        for (int relu = 0; relu < 2; relu++) {
+            for (int i = 0; i < 2; i++) {
+                cr_assert_eq(pdnn_bias_add(a[i], bias[i], y[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+                cr_assert_eq(pdnn_bias_add(b[i], bias[i], b[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+                if (relu)
+                    cr_assert_eq(pdnn_relu(y[i], y[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            }
+            same2(y, relu ? "bias_add + relu" : "bias_add");
+            same2(b, "bias_add in place");
+        }
+        for (int i = 0; i < 2; i++)
+            cr_assert_eq(pdnn_softmax(a[i], y[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+        same2(y, "softmax");
+        release2(a);
+        release2(b);
+        release2(y);
+        release2(bias);
+    }
+    /* relu keeps NaN */
+    pdnn_tensor_desc vd = th_desc(PDNN_NCHW, 1, 7, 1, 1);
+    const float v[7] = {-1, 0, 2, NAN, -0.5f, 3, -INFINITY};
+    pdnn_tensor *r[2] = {th_upload(d.host, &vd, v), th_upload(d.cuda, &vd, v)};
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pdnn_relu(r[i], r[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+    same2(r, "relu with NaN");
+    release2(r);
+    /* matmul, every transpose combination: c (5 x 7) = op(a) op(b), k = 3 */
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            pdnn_tensor_desc ad = ta ? th_desc(PDNN_NCHW, 3, 5, 1, 1) : th_desc(PDNN_NCHW, 5, 3, 1, 1);
+            pdnn_tensor_desc bd = tb ? th_desc(PDNN_NCHW, 7, 3, 1, 1) : th_desc(PDNN_NCHW, 3, 7, 1, 1);
+            pdnn_tensor_desc cd = th_desc(PDNN_NCHW, 5, 7, 1, 1);
+            pdnn_tensor *ma[2], *mb[2], *mc[2];
+            upload2(&d, ad, 5, ma);
+            upload2(&d, bd, 6, mb);
+            upload2(&d, cd, 0, mc);
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(pdnn_matmul(ma[i], mb[i], ta, tb, mc[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            char what[48];
+            snprintf(what, sizeof what, "matmul trans_a %d trans_b %d", ta, tb);
+            same2(mc, what);
+            release2(ma);
+            release2(mb);
+            release2(mc);
+        }
+    pdnn_context_destroy(ctx);
+}
