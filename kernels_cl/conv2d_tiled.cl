@@ -14,8 +14,17 @@
  * The 16 channels of a work-item share one group (the host only picks
  * this algorithm when K/groups is a multiple of 16 or groups == 1).
  * Layouts enter through element strides, as in conv2d_direct. */
+/* Tunable (the autotuner builds one program per choice, -DTQ=.. -DKB=..):
+ * TQ output pixels and KB float16 blocks of output channels per
+ * work-item, so TQ * KB vector accumulators. KV is the channels a
+ * work-item covers, the unit the filter is packed in. */
+#ifndef TQ
 #define TQ 8
-#define KV 16
+#endif
+#ifndef KB
+#define KB 1
+#endif
+#define KV (16 * KB)
 
 /* wp[(kb*R*S*cpg + (r*S + s)*cpg + c)*KV + lane] = w[k = kb*KV + lane]
  * in any filter layout, 0 for k >= K. */
@@ -70,9 +79,10 @@ __kernel void conv2d_tiled(__global const float *x, long x_off,
         ph[j] = (pix / Q) * geom.s0 - misc.s0;
         pw[j] = (pix % Q) * geom.s1 - misc.s1;
     }
-    float16 acc[TQ];
-    for (int j = 0; j < TQ; j++)
-        acc[j] = (float16)(0.0f);
+    float16 acc[KB][TQ];
+    for (int b = 0; b < KB; b++)
+        for (int j = 0; j < TQ; j++)
+            acc[b][j] = (float16)(0.0f);
     for (int r = 0; r < R; r++) {
         for (int s = 0; s < S; s++) {
             /* Input offsets and in-image masks of the TQ pixels: the index
@@ -91,32 +101,40 @@ __kernel void conv2d_tiled(__global const float *x, long x_off,
                 continue;
             __global const float *wrow = wp + wp_off + (long)(k0 / KV) * wst.s0 + (long)(r * S + s) * wst.s1;
             for (int c = 0; c < cpg; c++) {
-                const float16 wv = vload16(0, wrow + (long)c * wst.s2);
+                float16 wv[KB];
+                for (int b = 0; b < KB; b++)
+                    wv[b] = vload16(b, wrow + (long)c * wst.s2);
                 const long xc = (long)c * xs.s1;
-                for (int j = 0; j < TQ; j++)
-                    acc[j] = fma((float16)(x[xo[j] + xc] * m[j]), wv, acc[j]);
+                for (int j = 0; j < TQ; j++) {
+                    const float16 xv = (float16)(x[xo[j] + xc] * m[j]);
+                    for (int b = 0; b < KB; b++)
+                        acc[b][j] = fma(xv, wv[b], acc[b][j]);
+                }
             }
         }
     }
-    float16 bv = (float16)(0.0f);
-    if (misc.s2) {
-        float b[KV];
-        for (int l = 0; l < KV; l++)
-            b[l] = k0 + l < K ? bias[b_off + k0 + l] : 0.0f;
-        bv = vload16(0, b);
-    }
     const long ybase = y_off + n * ys.s0;
-    for (int j = 0; j < TQ; j++) {
-        const int pix = pix0 + j;
-        if (pix >= P * Q)
-            break;
-        float16 v = acc[j] + bv;
-        if (misc.s3)
-            v = fmax(v, (float16)(0.0f));
-        float o[KV];
-        vstore16(v, 0, o);
-        const long yq = ybase + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
-        for (int l = 0; l < KV && k0 + l < K; l++)
-            y[yq + (long)(k0 + l) * ys.s1] = o[l];
+    for (int b = 0; b < KB; b++) {
+        const int kb0 = k0 + 16 * b;
+        float16 bv = (float16)(0.0f);
+        if (misc.s2) {
+            float bb[16];
+            for (int l = 0; l < 16; l++)
+                bb[l] = kb0 + l < K ? bias[b_off + kb0 + l] : 0.0f;
+            bv = vload16(0, bb);
+        }
+        for (int j = 0; j < TQ; j++) {
+            const int pix = pix0 + j;
+            if (pix >= P * Q)
+                break;
+            float16 v = acc[b][j] + bv;
+            if (misc.s3)
+                v = fmax(v, (float16)(0.0f));
+            float o[16];
+            vstore16(v, 0, o);
+            const long yq = ybase + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+            for (int l = 0; l < 16 && kb0 + l < K; l++)
+                y[yq + (long)(kb0 + l) * ys.s1] = o[l];
+        }
     }
 }

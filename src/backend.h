@@ -89,6 +89,7 @@ typedef struct pdnn__conv2d_call {
     pdnn_conv_algo algo;         /* never AUTO: core has chosen */
     pdnn__buf workspace;         /* workspace_bytes from conv2d_workspace */
     size_t workspace_bytes;
+    pdnn_tuning_mode tuning;     /* the context's: may the backend tune now? */
 } pdnn__conv2d_call;
 
 /* A validated 2-D pooling. Input N,C,H,W; output N,C,P,Q. */
@@ -159,6 +160,13 @@ extern const pdnn__backend pdnn__cuda_backend;
 #endif
 #ifdef PDNN_HAVE_OPENCL
 extern const pdnn__backend pdnn__opencl_backend;
+/* The tiled configuration this thread's last tiled conv ran ("tq=8 kb=1"),
+ * for tests of the tuner. */
+const char *pdnn__opencl_last_tiled(void);
+/* Test hooks: the tiled configurations ({tq, kb}, returns how many), and
+ * forcing one for every tiled conv where it applies (unknown: none). */
+int pdnn__opencl_tiled_configs(int (*out)[2], int max);
+void pdnn__opencl_force_tiled(int tq, int kb);
 #endif
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and

@@ -1,6 +1,7 @@
 /* Context: options, environment overrides, the device registry and the
  * allocator each device owns. */
 #include "context.h"
+#include "tuning.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -437,12 +438,17 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pdnn_context_create: memory_fraction %g is invalid: expected 0 < f <= 1 (0 = unset)",
                            o.memory_fraction);
+    if (o.tuning != PDNN_TUNING_CACHED && o.tuning != PDNN_TUNING_OFF && o.tuning != PDNN_TUNING_SEARCH)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_context_create: tuning is %d; expected PDNN_TUNING_OFF, _CACHED or _SEARCH",
+                           (int)o.tuning);
 
     pdnn_status st;
     if ((st = env_bool("POLYDNN_ALLOW_GROWTH", &o.allow_growth, 0)) != PDNN_SUCCESS ||
         (st = env_fraction(&o.memory_fraction)) != PDNN_SUCCESS ||
         (st = env_limit_mb(&o.memory_limit)) != PDNN_SUCCESS ||
-        (st = env_bool("POLYDNN_LOG_DEVICE_PLACEMENT", &o.log_device_placement, 1)) != PDNN_SUCCESS)
+        (st = env_bool("POLYDNN_LOG_DEVICE_PLACEMENT", &o.log_device_placement, 1)) != PDNN_SUCCESS ||
+        (st = pdnn__tuning_mode_from_env(&o.tuning)) != PDNN_SUCCESS)
         return st;
     const char *vis_env = getenv("POLYDNN_VISIBLE_DEVICES");
     if (vis_env)

@@ -345,6 +345,7 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
     c.y_buf = y->block.buf;
     if (bias)
         c.bias_buf = bias->block.buf;
+    c.tuning = dev->ctx->opts.tuning;
     return run_conv(dev, p->algorithm, &c);
 }
 

@@ -61,6 +61,17 @@ typedef struct pdnn_context pdnn_context;
 typedef struct pdnn_device pdnn_device;
 typedef struct pdnn_tensor pdnn_tensor;
 
+/* Kernel autotuning (see README "Tuning"). OFF: built-in defaults per
+ * device class; CACHED (default): results from the tuning cache file where
+ * there are some, defaults elsewhere; SEARCH: also tune a shape on its first
+ * use (a few candidate kernels are checked against the default and timed;
+ * the best is used and stored in the cache). */
+typedef enum pdnn_tuning_mode {
+    PDNN_TUNING_CACHED = 0,
+    PDNN_TUNING_OFF = 1,
+    PDNN_TUNING_SEARCH = 2
+} pdnn_tuning_mode;
+
 typedef struct pdnn_context_options {
     /* Memory (see README "Memory"). allow_growth: 1 grow regions on
      * demand, 0 reserve the device's whole limit on first use. */
@@ -75,16 +86,19 @@ typedef struct pdnn_context_options {
     /* Comma-separated GPU indices to expose, like CUDA_VISIBLE_DEVICES;
      * NULL exposes all. The kept GPUs are renumbered from 0. */
     const char *visible_devices;
+    /* Kernel autotuning; POLYDNN_TUNING=off|cached|search overrides. */
+    pdnn_tuning_mode tuning;
 } pdnn_context_options;
 
 /* Fills the defaults: no growth, no fraction, no limit, no logging, all
- * devices visible. */
+ * devices visible, cached tuning. */
 void pdnn_context_options_init(pdnn_context_options *opts);
 
 /* Creates a context. opts may be NULL for defaults. Environment variables
  * override options (POLYDNN_ALLOW_GROWTH=true|false,
  * POLYDNN_MEMORY_FRACTION, POLYDNN_MEMORY_LIMIT_MB,
- * POLYDNN_LOG_DEVICE_PLACEMENT=0|1, POLYDNN_VISIBLE_DEVICES); an invalid
+ * POLYDNN_LOG_DEVICE_PLACEMENT=0|1, POLYDNN_VISIBLE_DEVICES,
+ * POLYDNN_TUNING=off|cached|search); an invalid
  * value fails with PDNN_ERR_INVALID_ARGUMENT naming the variable. */
 pdnn_status pdnn_context_create(const pdnn_context_options *opts,
                                 pdnn_context **out);

@@ -2,6 +2,7 @@
  * computed values, then every accelerator against the host reference over
  * a grid of shapes, strides, paddings, dilations, groups and layouts. */
 #include "helpers.h"
+#include "backend.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -130,17 +131,39 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
      * unsupported (checked in tiled_claims_what_it_runs). */
     if (accel_algo == PDNN_CONV_ALGO_TILED && k->groups != 1 && (k->k / k->groups) % 16 != 0)
         ndev = 0;
+    /* tiled runs every configuration the tuner may pick (tq x kb). */
+    int cfg[16][2] = {{0, 0}};
+    int ncfg = 1;
+#ifdef PDNN_HAVE_OPENCL
+    if (accel_algo == PDNN_CONV_ALGO_TILED)
+        ncfg = pdnn__opencl_tiled_configs(cfg, 16);
+#endif
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
-        char where[128];
-        snprintf(where, sizeof where, "%s with %s", info.name, pdnn_conv_algo_name(accel_algo));
-        int64_t od2[4];
-        run_algo = accel_algo;
-        float *got = run_case(devs[i], k, x, w, b, od2);
-        run_algo = PDNN_CONV_ALGO_DIRECT;
-        compare(got, want, yn, (k->c / k->groups) * k->r * k->s, name, where);
-        free(got);
+        for (int ci = 0; ci < ncfg; ci++) {
+            char where[160];
+            snprintf(where, sizeof where, "%s with %s (tq=%d kb=%d)", info.name, pdnn_conv_algo_name(accel_algo),
+                     cfg[ci][0], cfg[ci][1]);
+            int64_t od2[4];
+            run_algo = accel_algo;
+#ifdef PDNN_HAVE_OPENCL
+            pdnn__opencl_force_tiled(cfg[ci][0], cfg[ci][1]);
+#endif
+            float *got = run_case(devs[i], k, x, w, b, od2);
+#ifdef PDNN_HAVE_OPENCL
+            pdnn__opencl_force_tiled(0, 0);
+            char ran[48];
+            snprintf(ran, sizeof ran, "tq=%d kb=%d", cfg[ci][0], cfg[ci][1]);
+            /* A configuration runs wherever its channel block fits a group. */
+            if (accel_algo == PDNN_CONV_ALGO_TILED && strcmp(info.backend, "opencl") == 0 &&
+                cfg[ci][1] > 0 && (k->groups == 1 || (k->k / k->groups) % (16 * cfg[ci][1]) == 0))
+                cr_assert_str_eq(pdnn__opencl_last_tiled(), ran, "%s: ran %s", name, pdnn__opencl_last_tiled());
+#endif
+            run_algo = PDNN_CONV_ALGO_DIRECT;
+            compare(got, want, yn, (k->c / k->groups) * k->r * k->s, name, where);
+            free(got);
+        }
     }
     free(want);
     free(x);

@@ -5,20 +5,34 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include "backend.h"
 #include "backends/opencl/cl_sources.h"
+#include "tuning.h"
 
 #include <CL/cl.h>
 #ifdef PDNN_HAVE_CLBLAST
 #include <clblast_c.h>
 #endif
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
+#include <time.h>
 
 enum kernel_id {
     K_CONV_DIRECT, K_POOL_DIRECT, K_PACK_FILTER, K_IM2COL, K_GEMM_EPILOGUE,
-    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_PACK_RSCK, K_CONV_TILED, K_COUNT
+    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_COUNT
 };
+
+/* The tiled kernel's tunable choices (conv2d_tiled.cl: TQ pixels x KB
+ * float16 channel blocks per work-item). Accumulators stay at or under
+ * 24 vectors so that they and the filter vectors fit AVX-512's 32
+ * registers; GPUs spill less with the small ones. */
+typedef struct tiled_cfg {
+    int tq, kb;
+} tiled_cfg;
+static const tiled_cfg tiled_cands[] = {{8, 1}, {4, 1}, {12, 1}, {16, 1}, {4, 2}, {6, 2}, {8, 2}, {12, 2}, {6, 4}};
+#define N_TILED ((int)(sizeof tiled_cands / sizeof tiled_cands[0]))
 
 typedef struct cl_dev {
     cl_device_id id;
@@ -30,11 +44,16 @@ typedef struct cl_dev {
     pthread_mutex_t lock;
     cl_program program;
     cl_kernel kernels[K_COUNT];
+    /* One program per tiled configuration, built when first used. */
+    cl_program tiled_prog[N_TILED];
+    cl_kernel tiled_pack[N_TILED], tiled_conv[N_TILED];
+    int tiled_default; /* index into tiled_cands for this device class */
+    char tune_key[384]; /* "vendor|name|driver": the tuning cache's device */
 } cl_dev;
 
 static const char *const kernel_names[K_COUNT] = {
     "conv2d_direct", "pool2d_direct", "conv2d_pack_filter", "conv2d_im2col", "conv2d_gemm_epilogue",
-    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive", "conv2d_pack_rsck", "conv2d_tiled"};
+    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive"};
 
 static const char *cl_error_name(cl_int e)
 {
@@ -97,6 +116,14 @@ static void dev_free(cl_dev *d)
             clReleaseKernel(d->kernels[i]);
     if (d->program)
         clReleaseProgram(d->program);
+    for (int i = 0; i < N_TILED; i++) {
+        if (d->tiled_pack[i])
+            clReleaseKernel(d->tiled_pack[i]);
+        if (d->tiled_conv[i])
+            clReleaseKernel(d->tiled_conv[i]);
+        if (d->tiled_prog[i])
+            clReleaseProgram(d->tiled_prog[i]);
+    }
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)
@@ -129,6 +156,20 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
     if (clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL) !=
         CL_SUCCESS)
         d->max_wg = 64;
+    char vendor[128], name[128], driver[96];
+    info_string(id, CL_DEVICE_VENDOR, vendor, sizeof vendor);
+    info_string(id, CL_DEVICE_NAME, name, sizeof name);
+    info_string(id, CL_DRIVER_VERSION, driver, sizeof driver);
+    snprintf(d->tune_key, sizeof d->tune_key, "%s|%s|%s", vendor, name, driver);
+    for (char *t = d->tune_key; *t; t++)
+        if (*t == '\t' || *t == '\n' || *t == '\r')
+            *t = ' ';
+    cl_device_type type = 0;
+    clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    /* Untuned defaults: on CPUs 12 pixels x 16 channels, the tuner's most
+     * frequent pick over ResNet-50 on PoCL (bench/results-conv.md); on
+     * GPUs the smallest tile, which keeps the most work-items resident. */
+    d->tiled_default = (type & CL_DEVICE_TYPE_CPU) ? 2 : 1;
     *out = d;
     return PDNN_SUCCESS;
 }
@@ -265,6 +306,14 @@ static pdnn_status read_override(const char *dir, const char *name, char **out, 
     return PDNN_SUCCESS;
 }
 
+/* Sources built as programs of their own (per tuned configuration, or
+ * only when asked for), not into the main program: compiling them there
+ * would only slow down the first op. */
+static int own_program(const char *name)
+{
+    return strcmp(name, "conv2d_tiled.cl") == 0 || strcmp(name, "peak.cl") == 0;
+}
+
 static pdnn_status build_program(cl_dev *d)
 {
     const char *dir = getenv("POLYDNN_KERNEL_DIR");
@@ -279,18 +328,22 @@ static pdnn_status build_program(cl_dev *d)
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     }
     pdnn_status st = PDNN_SUCCESS;
+    cl_uint used = 0;
     for (size_t i = 0; st == PDNN_SUCCESS && i < n; i++) {
+        if (own_program(pdnn__cl_sources[i].name))
+            continue;
         if (dir && *dir) {
-            st = read_override(dir, pdnn__cl_sources[i].name, &owned[i], &lens[i]);
-            texts[i] = owned[i];
+            st = read_override(dir, pdnn__cl_sources[i].name, &owned[used], &lens[used]);
+            texts[used] = owned[used];
         } else {
-            texts[i] = pdnn__cl_sources[i].text;
-            lens[i] = pdnn__cl_sources[i].len;
+            texts[used] = pdnn__cl_sources[i].text;
+            lens[used] = pdnn__cl_sources[i].len;
         }
+        used++;
     }
     cl_int err = CL_SUCCESS;
     if (st == PDNN_SUCCESS) {
-        d->program = clCreateProgramWithSource(d->ctx, (cl_uint)n, texts, lens, &err);
+        d->program = clCreateProgramWithSource(d->ctx, used, texts, lens, &err);
         if (!d->program)
             st = cl_fail("clCreateProgramWithSource", err);
     }
@@ -486,39 +539,183 @@ static int64_t gemm_workspace_floats(const pdnn__conv2d_call *c)
 }
 #endif
 
-/* tiled: the filter packed k-fastest (R*S*C/groups*K floats). */
-#define TILED_TQ 8  /* output pixels per work-item, as TQ in conv2d_tiled.cl */
-#define TILED_KV 16 /* output channels per work-item, as KV */
+/* ---- tiled convolution and its tuning ------------------------------------ */
 
-static int64_t tiled_kp(const pdnn__conv2d_call *c) { return (c->k + TILED_KV - 1) / TILED_KV * TILED_KV; }
+/* Output channels a work-item covers, the unit the filter is packed in. */
+static int64_t tiled_kv(int i) { return 16 * (int64_t)tiled_cands[i].kb; }
+static int64_t tiled_kp(const pdnn__conv2d_call *c, int i) { return (c->k + tiled_kv(i) - 1) / tiled_kv(i) * tiled_kv(i); }
 
 /* A HWIO filter with whole channel blocks is read in place: no packing. */
-static int tiled_in_place(const pdnn__conv2d_call *c) { return c->w_layout == PDNN_HWIO && c->k % TILED_KV == 0; }
-
-static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
+static int tiled_in_place(const pdnn__conv2d_call *c, int i)
 {
-    const int64_t cpg = c->c / c->groups;
+    return c->w_layout == PDNN_HWIO && c->k % tiled_kv(i) == 0;
+}
+
+/* Whether configuration i can run c: a work-item's channels must share a
+ * group, and the kernel's int indices must not overflow. */
+static int tiled_applies(const pdnn__conv2d_call *c, int i)
+{
+    const int64_t kpg = c->k / c->groups, tq = tiled_cands[i].tq;
+    return (c->groups == 1 || kpg % tiled_kv(i) == 0) && tiled_kp(c, i) <= INT32_MAX / 2 &&
+           c->p * c->q <= INT32_MAX / 2 && c->n * ((c->p * c->q + tq - 1) / tq) <= INT32_MAX / 2;
+}
+
+static size_t tiled_ws(const pdnn__conv2d_call *c, int i)
+{
+    return tiled_in_place(c, i) ? 0 : (size_t)(c->r * c->s * (c->c / c->groups) * tiled_kp(c, i)) * sizeof(float);
+}
+
+/* The tuning cache's key for c: everything that changes the best tile. */
+static void tiled_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld u%d,%d p%d,%d d%d,%d g%lld",
+             pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout),
+             (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
+             (long long)c->s, c->stride_h, c->stride_w, c->pad_top, c->pad_left, c->dil_h, c->dil_w,
+             (long long)c->groups);
+}
+
+/* Test hook: a configuration index every tiled conv uses where it
+ * applies (-1: none), so the parity suite covers each one. */
+static _Atomic int forced_tiled = -1;
+
+int pdnn__opencl_tiled_configs(int (*out)[2], int max)
+{
+    for (int i = 0; i < N_TILED && i < max; i++) {
+        out[i][0] = tiled_cands[i].tq;
+        out[i][1] = tiled_cands[i].kb;
+    }
+    return N_TILED;
+}
+
+void pdnn__opencl_force_tiled(int tq, int kb)
+{
+    int f = -1;
+    for (int i = 0; i < N_TILED; i++)
+        if (tiled_cands[i].tq == tq && tiled_cands[i].kb == kb)
+            f = i;
+    forced_tiled = f;
+}
+
+/* Which configuration runs c: the cached tuning result where there is a
+ * valid one (unless tuning is off), else the device class's default, or
+ * *search = 1 when the caller should tune now. -1 if none applies. */
+static int tiled_pick(cl_dev *d, const pdnn__conv2d_call *c, int *search)
+{
+    *search = 0;
+    int dflt = tiled_applies(c, d->tiled_default) ? d->tiled_default : -1;
+    for (int i = 0; dflt < 0 && i < N_TILED; i++)
+        if (tiled_cands[i].kb == 1 && tiled_applies(c, i))
+            dflt = i;
+    const int forced = forced_tiled;
+    if (forced >= 0 && tiled_applies(c, forced))
+        return forced;
+    if (dflt < 0 || c->tuning == PDNN_TUNING_OFF)
+        return dflt;
+    char shape[256], value[64];
+    tiled_shape_key(c, shape, sizeof shape);
+    if (pdnn__tuning_lookup(d->tune_key, "conv2d_tiled", shape, value, sizeof value)) {
+        int tq = 0, kb = 0, used = 0;
+        if (sscanf(value, "tq=%d kb=%d%n", &tq, &kb, &used) == 2 && value[used] == '\0')
+            for (int i = 0; i < N_TILED; i++)
+                if (tiled_cands[i].tq == tq && tiled_cands[i].kb == kb && tiled_applies(c, i))
+                    return i;
+        pdnn__debug("tuning cache: ignoring '%s' for conv2d_tiled %s: not a configuration this build offers for "
+                    "the shape",
+                    value, shape);
+        return dflt;
+    }
+    *search = c->tuning == PDNN_TUNING_SEARCH;
+    return dflt;
+}
+
+/* The source of conv2d_tiled.cl (POLYDNN_KERNEL_DIR wins, as for the main
+ * program); *owned is what to free. */
+static pdnn_status tiled_source(const char **text, size_t *len, char **owned)
+{
+    *owned = NULL;
+    const char *dir = getenv("POLYDNN_KERNEL_DIR");
+    if (dir && *dir) {
+        pdnn_status st = read_override(dir, "conv2d_tiled.cl", owned, len);
+        *text = *owned;
+        return st;
+    }
+    for (size_t i = 0; i < pdnn__cl_source_count; i++)
+        if (strcmp(pdnn__cl_sources[i].name, "conv2d_tiled.cl") == 0) {
+            *text = pdnn__cl_sources[i].text;
+            *len = pdnn__cl_sources[i].len;
+            return PDNN_SUCCESS;
+        }
+    return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: conv2d_tiled.cl is not among the embedded kernels");
+}
+
+/* Builds configuration i's program and kernels. Called with d->lock held. */
+static pdnn_status tiled_build(cl_dev *d, int i)
+{
+    if (d->tiled_conv[i])
+        return PDNN_SUCCESS;
+    const char *text = NULL;
+    size_t len = 0;
+    char *owned = NULL;
+    pdnn_status st = tiled_source(&text, &len, &owned);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_int err = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithSource(d->ctx, 1, &text, &len, &err);
+    free(owned);
+    if (!prog)
+        return cl_fail("clCreateProgramWithSource(conv2d_tiled)", err);
+    char opts[96];
+    /* -w: PoCL prints warnings (e.g. float16 ABI notes on AVX2) on stderr */
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -w -DTQ=%d -DKB=%d", tiled_cands[i].tq, tiled_cands[i].kb);
+    err = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[4096] = "";
+        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        log[sizeof log - 1] = '\0';
+        clReleaseProgram(prog);
+        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building conv2d_tiled with %s failed with %s:\n%s", opts,
+                           cl_error_name(err), log);
+    }
+    cl_kernel pack = clCreateKernel(prog, "conv2d_pack_rsck", &err);
+    cl_kernel conv = pack ? clCreateKernel(prog, "conv2d_tiled", &err) : NULL;
+    if (!conv) {
+        if (pack)
+            clReleaseKernel(pack);
+        clReleaseProgram(prog);
+        return cl_fail("clCreateKernel(conv2d_tiled)", err);
+    }
+    d->tiled_prog[i] = prog;
+    d->tiled_pack[i] = pack;
+    d->tiled_conv[i] = conv;
+    return PDNN_SUCCESS;
+}
+
+/* Enqueues c with configuration i (built). Called with d->lock held. */
+static pdnn_status tiled_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
+{
+    const int64_t cpg = c->c / c->groups, kv = tiled_kv(i), tq = tiled_cands[i].tq;
     cl_int err = CL_SUCCESS;
     cl_kernel k;
     cl_mem wsb;
     cl_long wp_off;
     cl_long4 wstr;
-    if (tiled_in_place(c)) {
+    if (tiled_in_place(c, i)) {
         wsb = c->w_buf.region;
         wp_off = elem_off(c->w_buf);
-        wstr.s[0] = TILED_KV;
+        wstr.s[0] = kv;
         wstr.s[1] = c->ws[3]; /* (r, s) is one step of s; r steps are S of them */
         wstr.s[2] = c->ws[1];
         wstr.s[3] = 0;
     } else {
-        const int64_t kp = tiled_kp(c);
+        const int64_t kp = tiled_kp(c, i);
         wsb = c->workspace.region;
         wp_off = elem_off(c->workspace);
-        wstr.s[0] = c->r * c->s * cpg * TILED_KV;
-        wstr.s[1] = cpg * TILED_KV;
-        wstr.s[2] = TILED_KV;
+        wstr.s[0] = c->r * c->s * cpg * kv;
+        wstr.s[1] = cpg * kv;
+        wstr.s[2] = kv;
         wstr.s[3] = 0;
-        k = d->kernels[K_PACK_RSCK];
+        k = d->tiled_pack[i];
         cl_mem w = c->w_buf.region;
         cl_long wo = elem_off(c->w_buf);
         cl_long4 wst = strides4(c->ws);
@@ -538,13 +735,13 @@ static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
         if (st != PDNN_SUCCESS)
             return st;
     }
-    k = d->kernels[K_CONV_TILED];
+    k = d->tiled_conv[i];
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
     cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
     cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
-    const int pb = (int)((c->p * c->q + TILED_TQ - 1) / TILED_TQ);
+    const int pb = (int)((c->p * c->q + tq - 1) / tq);
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, pb);
     cl_int4 tf = int4_of((int)c->r, (int)c->s, (int)cpg, (int)(c->k / c->groups));
@@ -568,29 +765,145 @@ static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
     SET_ARG(k, 15, wstr);
     if (err != CL_SUCCESS)
         return cl_fail("clSetKernelArg(conv2d_tiled)", err);
-    /* Dimension 0: blocks of 16 output channels; dimension 1: pixel blocks.
-     * Each work-item already fills the SIMD width itself, so work-groups
-     * are one channel block by a few column blocks. */
+    /* Dimension 0: channel blocks; dimension 1: pixel blocks. Each
+     * work-item already fills the SIMD width itself, so work-groups are one
+     * channel block by a few pixel blocks. */
     size_t local[2] = {1, 4};
     size_t gy = (size_t)(c->n * pb);
-    size_t global[2] = {(size_t)(tiled_kp(c) / TILED_KV), (gy + 3) / 4 * 4};
+    size_t global[2] = {(size_t)(tiled_kp(c, i) / kv), (gy + 3) / 4 * 4};
     err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
     return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueNDRangeKernel(conv2d_tiled)", err);
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Runs configuration i to the end and returns its best time of `reps`
+ * after a warm-up, or a negative value if it failed. */
+static double tiled_time(cl_dev *d, const pdnn__conv2d_call *c, int i, int reps)
+{
+    if (tiled_build(d, i) != PDNN_SUCCESS || tiled_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+        return -1.0;
+    double best = reps > 0 ? -1.0 : 0.0; /* reps 0: just the warm-up run */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        if (tiled_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+            return -1.0;
+        double t = now_s() - t0;
+        if (best < 0.0 || t < best)
+            best = t;
+    }
+    return best;
+}
+
+static _Thread_local char last_tiled[48];
+
+const char *pdnn__opencl_last_tiled(void) { return last_tiled; }
+
+/* Tunes c: every configuration that applies and fits the workspace is run
+ * once and its output checked against the default's (the one the parity
+ * suite checks against the host reference; the summation order is the same
+ * in all, so they must agree to rounding), then timed; the fastest is
+ * stored in the tuning cache. Returns the index to run. */
+static int tiled_tune(cl_dev *d, const pdnn__conv2d_call *c, int dflt)
+{
+    const size_t ny = (size_t)(c->n * c->k * c->p * c->q);
+    float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
+    const size_t yoff = c->y_buf.offset;
+    cl_mem y = c->y_buf.region;
+    double best_t = -1.0;
+    int best = dflt;
+    if (ref && got && tiled_time(d, c, dflt, 0) >= 0.0 &&
+        clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), ref, 0, NULL, NULL) == CL_SUCCESS) {
+        float scale = 0.0f;
+        for (size_t j = 0; j < ny; j++)
+            scale = fabsf(ref[j]) > scale ? fabsf(ref[j]) : scale;
+        for (int i = 0; i < N_TILED; i++) {
+            if (!tiled_applies(c, i) || tiled_ws(c, i) > c->workspace_bytes)
+                continue;
+            if (i != dflt) {
+                if (tiled_time(d, c, i, 0) < 0.0 ||
+                    clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), got, 0, NULL, NULL) !=
+                        CL_SUCCESS) {
+                    pdnn__debug("tuning conv2d_tiled: tq=%d kb=%d failed to run (%s); skipped", tiled_cands[i].tq,
+                                tiled_cands[i].kb, pdnn_last_error());
+                    continue;
+                }
+                float worst = 0.0f;
+                for (size_t j = 0; j < ny; j++)
+                    worst = fabsf(got[j] - ref[j]) > worst ? fabsf(got[j] - ref[j]) : worst;
+                if (!(worst <= 1e-5f * (1.0f + scale))) {
+                    pdnn__debug("tuning conv2d_tiled: tq=%d kb=%d differs from the default by %g; rejected",
+                                tiled_cands[i].tq, tiled_cands[i].kb, (double)worst);
+                    continue;
+                }
+            }
+            double t = tiled_time(d, c, i, 3);
+            pdnn__debug("tuning conv2d_tiled: tq=%d kb=%d %.3f ms", tiled_cands[i].tq, tiled_cands[i].kb, t * 1e3);
+            if (t > 0.0 && (best_t < 0.0 || t < best_t)) {
+                best_t = t;
+                best = i;
+            }
+        }
+    }
+    free(ref);
+    free(got);
+    if (best_t > 0.0) {
+        char shape[256], value[64];
+        tiled_shape_key(c, shape, sizeof shape);
+        snprintf(value, sizeof value, "tq=%d kb=%d", tiled_cands[best].tq, tiled_cands[best].kb);
+        const double flops = 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q * (double)c->r *
+                             (double)c->s * (double)(c->c / c->groups);
+        if (pdnn__tuning_store(d->tune_key, "conv2d_tiled", shape, value, flops / best_t * 1e-9) != PDNN_SUCCESS)
+            pdnn__debug("tuning conv2d_tiled: %s", pdnn_last_error());
+    }
+    return best;
+}
+
+static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
+{
+    int search = 0;
+    int i = tiled_pick(d, c, &search);
+    if (i < 0)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: no tiled configuration runs this convolution");
+    if (search)
+        i = tiled_tune(d, c, i);
+    if (tiled_ws(c, i) > c->workspace_bytes) {
+        /* Tuned by another thread since the workspace was sized: the
+         * 16-channel configurations need the least. */
+        for (int j = 0; j < N_TILED; j++)
+            if (tiled_cands[j].kb == 1 && tiled_applies(c, j)) {
+                i = j;
+                break;
+            }
+    }
+    pdnn_status st = tiled_build(d, i);
+    if (st == PDNN_SUCCESS)
+        st = tiled_enqueue(d, c, i);
+    if (st == PDNN_SUCCESS)
+        snprintf(last_tiled, sizeof last_tiled, "tq=%d kb=%d", tiled_cands[i].tq, tiled_cands[i].kb);
+    return st;
+}
+
 static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)
 {
-    (void)dev;
     if (algo == PDNN_CONV_ALGO_DIRECT)
         return 0;
     if (algo == PDNN_CONV_ALGO_TILED) {
-        /* A work-item's 16 channels must share a group; indices are int in
-         * the kernel, so keep the grid and the packed filter within them. */
-        const int64_t kpg = c->k / c->groups;
-        if ((c->groups != 1 && kpg % TILED_KV != 0) || tiled_kp(c) > INT32_MAX / 2 ||
-            c->p * c->q > INT32_MAX / 2 || c->n * ((c->p * c->q + TILED_TQ - 1) / TILED_TQ) > INT32_MAX / 2)
+        cl_dev *d = dev;
+        int search = 0;
+        int i = tiled_pick(d, c, &search);
+        if (i < 0)
             return SIZE_MAX;
-        return tiled_in_place(c) ? 0 : (size_t)(c->r * c->s * (c->c / c->groups) * tiled_kp(c)) * sizeof(float);
+        size_t ws = tiled_ws(c, i);
+        for (int j = 0; search && j < N_TILED; j++) /* tuning tries them all */
+            if (tiled_applies(c, j) && tiled_ws(c, j) > ws)
+                ws = tiled_ws(c, j);
+        return ws;
     }
 #ifdef PDNN_HAVE_CLBLAST
     if (algo == PDNN_CONV_ALGO_IM2COL_GEMM) {

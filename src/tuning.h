@@ -1,0 +1,29 @@
+/* The persistent tuning cache (tuning.c): autotuner results keyed by
+ * device, kernel and shape, shared by every backend. */
+#ifndef PDNN_TUNING_H
+#define PDNN_TUNING_H
+
+#include "backend.h"
+
+#include <stddef.h>
+
+/* Where the cache lives (see tuning.c), written into buf; NULL when no
+ * directory is known (no HOME), and results then stay in memory. */
+const char *pdnn__tuning_file(char *buf, size_t len);
+
+/* Copies the value stored for (device, kernel, shape) into value and
+ * returns 1, or returns 0 if there is none (or it does not fit in len). */
+int pdnn__tuning_lookup(const char *device, const char *kernel, const char *shape, char *value, size_t len);
+
+/* Records a result in memory and in the file (merged with what other
+ * processes wrote). Failing to write the file is not an error. */
+pdnn_status pdnn__tuning_store(const char *device, const char *kernel, const char *shape, const char *value,
+                               double gflops);
+
+/* Drops what was loaded, so the next lookup reads the file again (tests). */
+void pdnn__tuning_forget(void);
+
+/* Applies POLYDNN_TUNING=off|cached|search to *mode; anything else fails. */
+pdnn_status pdnn__tuning_mode_from_env(pdnn_tuning_mode *mode);
+
+#endif

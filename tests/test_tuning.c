@@ -1,0 +1,269 @@
+/* The tuning cache file (round trip, corrupt and stale files, merging with
+ * other processes) and the tuner end to end on OpenCL: search stores a
+ * checked result, cached mode uses it, off ignores it, a bad entry falls
+ * back to the default, and every run still matches the host. */
+#include "backend.h"
+#include "helpers.h"
+#include "tuning.h"
+
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[64];
+
+static void fresh_dir(void)
+{
+    strcpy(dir, "/tmp/pdnn-tuning-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("POLYDNN_CACHE_DIR", dir, 1);
+    pdnn__tuning_forget();
+}
+
+static void cleanup(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void put(const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    pdnn__tuning_forget();
+}
+
+Test(tuning_cache, stores_and_reads_back_across_processes)
+{
+    fresh_dir();
+    char v[64];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "shape 1", v, sizeof v), 0);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "shape 1", "tq=8 kb=1", 12.5), PDNN_SUCCESS);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "shape 2", "tq=4 kb=2", 3), PDNN_SUCCESS);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "shape 1", "tq=12 kb=1", 20), PDNN_SUCCESS); /* replaces */
+    pdnn__tuning_forget(); /* as a new process would: read the file */
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "shape 1", v, sizeof v), 1);
+    cr_assert_str_eq(v, "tq=12 kb=1");
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "shape 2", v, sizeof v), 1);
+    cr_assert_str_eq(v, "tq=4 kb=2");
+    cr_assert_eq(pdnn__tuning_lookup("other dev", "kern", "shape 2", v, sizeof v), 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    const char *text = slurp(path);
+    cr_assert_not_null(text);
+    cr_assert_str_eq(text, "polydnn-tuning\t1\ndev\tkern\tshape 1\ttq=12 kb=1\t20.000\ndev\tkern\tshape 2\ttq=4 kb=2\t3.000\n");
+    cleanup();
+}
+
+Test(tuning_cache, corrupt_or_stale_files_are_ignored_with_a_warning, .init = cr_redirect_stderr)
+{
+    fresh_dir();
+    const char *bad[] = {
+        "garbage\n",                                       /* no header */
+        "polydnn-tuning\t2\ndev\tkern\tshape\tv\t1.0\n",   /* another format */
+        "polydnn-tuning\t1\ndev\tkern\tshape\tv\n",        /* 4 fields */
+        "polydnn-tuning\t1\ndev\tkern\tshape\tv\tfast\n",  /* not a number */
+        "polydnn-tuning\t1\ndev\tkern\tshape\tv\t1.0",     /* cut off */
+        "polydnn-tuning\t1\ndev\tkern\tshape\tv\t-3\n",    /* negative */
+    };
+    char v[64];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        put(bad[i]);
+        cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "shape", v, sizeof v), 0, "file %zu was trusted", i);
+    }
+    fflush(stderr);
+    /* One warning per file read, naming the file and the reason. */
+    char want[256];
+    snprintf(want, sizeof want, "polydnn: warning: ignoring the tuning cache %s/tuning-v1.tsv: it does not start", dir);
+    FILE *err = cr_get_redirected_stderr();
+    char line[512];
+    int warnings = 0, named = 0;
+    while (fgets(line, sizeof line, err)) {
+        warnings += strstr(line, "ignoring the tuning cache") != NULL;
+        named += strncmp(line, want, strlen(want)) == 0;
+    }
+    cr_assert_eq(warnings, 6);
+    cr_assert_eq(named, 2);
+    /* A store rewrites the broken file whole. */
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "shape", "good", 1.0), PDNN_SUCCESS);
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    cr_assert_str_eq(slurp(path), "polydnn-tuning\t1\ndev\tkern\tshape\tgood\t1.000\n");
+    cleanup();
+}
+
+Test(tuning_cache, merges_what_other_processes_wrote)
+{
+    fresh_dir();
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "a", "1", 1.0), PDNN_SUCCESS);
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    FILE *f = fopen(path, "a"); /* another process's result */
+    fputs("dev\tkern\tb\t2\t2.0\n", f);
+    fclose(f);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "c", "3", 3.0), PDNN_SUCCESS);
+    pdnn__tuning_forget();
+    char v[16];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "a", v, sizeof v), 1);
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "b", v, sizeof v), 1);
+    cr_assert_str_eq(v, "2");
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "c", v, sizeof v), 1);
+    cleanup();
+}
+
+Test(tuning_cache, rejects_entries_that_would_break_the_format)
+{
+    fresh_dir();
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "sha\tpe", "v", 1.0), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "shape", "v\n", 1.0), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn__tuning_store("", "kern", "shape", "v", 1.0), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "shape", "v", NAN), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "tuning cache") != NULL, "%s", pdnn_last_error());
+    cleanup();
+}
+
+Test(tuning_cache, unwritable_directory_keeps_results_in_memory)
+{
+    setenv("POLYDNN_CACHE_DIR", "/proc/polydnn-cannot-be-here", 1);
+    pdnn__tuning_forget();
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "s", "v", 1.0), PDNN_SUCCESS);
+    char v[8];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "s", v, sizeof v), 1);
+}
+
+Test(tuning_mode, invalid_values_are_errors)
+{
+    pdnn_context *ctx = NULL;
+    setenv("POLYDNN_TUNING", "sometimes", 1);
+    cr_assert_eq(pdnn_context_create(NULL, &ctx), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "POLYDNN_TUNING='sometimes'") != NULL, "%s", pdnn_last_error());
+    unsetenv("POLYDNN_TUNING");
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.tuning = (pdnn_tuning_mode)7;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "tuning is 7") != NULL, "%s", pdnn_last_error());
+    cr_assert_null(ctx);
+}
+
+/* ---- the tuner on OpenCL ------------------------------------------------ */
+
+#define N 1
+#define C 24
+#define H 10
+#define W 9
+#define K 48
+
+/* Runs the test conv with mode on the first OpenCL device and checks it
+ * against the host; returns the configuration that ran. */
+static const char *run_tiled(pdnn_tuning_mode mode)
+{
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = 1;
+    o.tuning = mode;
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *dev = NULL, *host = NULL;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    for (int i = 0; !dev; i++) {
+        pdnn_device *d = NULL;
+        if (i >= pdnn_device_count(ctx) || pdnn_device_get(ctx, i, &d) != PDNN_SUCCESS)
+            break;
+        pdnn_device_info info;
+        pdnn_device_get_info(d, &info);
+        if (strcmp(info.backend, "opencl") == 0)
+            dev = d;
+    }
+    if (!dev) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no OpenCL device");
+    }
+    static float x[N * C * H * W], w[K * C * 9], want[N * K * H * W];
+    th_fill(x, N * C * H * W, 5);
+    th_fill(w, K * C * 9, 6);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, N, C, H, W), wd = th_desc(PDNN_OIHW, K, C, 3, 3);
+    pdnn_tensor_desc yd = th_desc(PDNN_NCHW, N, K, H, W);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    pdnn_device *on[2] = {host, dev};
+    float *got = NULL;
+    for (int i = 0; i < 2; i++) {
+        p.algorithm = i ? PDNN_CONV_ALGO_TILED : PDNN_CONV_ALGO_DIRECT;
+        pdnn_tensor *tx = th_upload(on[i], &xd, x), *tw = th_upload(on[i], &wd, w), *ty = th_upload(on[i], &yd, NULL);
+        cr_assert_eq(pdnn_conv2d_forward(&p, tx, tw, NULL, ty), PDNN_SUCCESS, "%s", pdnn_last_error());
+        got = th_download(ty);
+        if (!i)
+            memcpy(want, got, sizeof want);
+        pdnn_tensor_release(tx);
+        pdnn_tensor_release(tw);
+        pdnn_tensor_release(ty);
+        if (!i)
+            free(got);
+    }
+    for (int i = 0; i < N * K * H * W; i++)
+        cr_assert(fabsf(got[i] - want[i]) <= 1e-4f, "element %d: %g, expected %g", i, (double)got[i], (double)want[i]);
+    free(got);
+    pdnn_context_destroy(ctx);
+    return pdnn__opencl_last_tiled();
+}
+
+/* The one entry the tuner wrote: its device field, value and shape. */
+static int read_entry(char *device, char *shape, char *value)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    const char *text = slurp(path);
+    if (!text)
+        return 0;
+    const char *line = strchr(text, '\n');
+    double g = 0;
+    return line && sscanf(line + 1, "%255[^\t]\tconv2d_tiled\t%255[^\t]\t%63[^\t]\t%lf", device, shape, value, &g) == 4 &&
+           g > 0;
+}
+
+Test(tuner, search_stores_a_checked_result_that_cached_mode_uses)
+{
+    fresh_dir();
+    char ran[48];
+    snprintf(ran, sizeof ran, "%s", run_tiled(PDNN_TUNING_SEARCH));
+    char device[256], shape[256], value[64];
+    cr_assert(read_entry(device, shape, value), "search wrote no conv2d_tiled entry");
+    cr_assert_str_eq(value, ran, "ran %s, stored %s", ran, value);
+    cr_assert(strstr(shape, "NCHW/OIHW/NCHW n1 c24 h10 w9 k48 r3 s3") != NULL, "%s", shape);
+
+    /* A different configuration written into the cache is what runs next. */
+    const char *other = strcmp(ran, "tq=4 kb=2") == 0 ? "tq=12 kb=1" : "tq=4 kb=2";
+    cr_assert_eq(pdnn__tuning_store(device, "conv2d_tiled", shape, other, 1.0), PDNN_SUCCESS);
+    pdnn__tuning_forget();
+    cr_assert_str_eq(run_tiled(PDNN_TUNING_CACHED), other);
+    /* Off ignores the cache: the device class's default. */
+    const char *off = run_tiled(PDNN_TUNING_OFF);
+    cr_assert_str_neq(off, other);
+    /* A value this build does not offer falls back to the default, and
+     * runs correctly. */
+    cr_assert_eq(pdnn__tuning_store(device, "conv2d_tiled", shape, "tq=99 kb=3", 1.0), PDNN_SUCCESS);
+    cr_assert_str_eq(run_tiled(PDNN_TUNING_CACHED), off);
+    cleanup();
+}
