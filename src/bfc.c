@@ -528,6 +528,23 @@ int pdnn__bfc_owns_region(pdnn__bfc *a, const void *handle, size_t *size)
     return found;
 }
 
+int pdnn__bfc_region_containing(pdnn__bfc *a, const void *addr, void **handle, size_t *size)
+{
+    int found = 0;
+    const uintptr_t p = (uintptr_t)addr;
+    pthread_mutex_lock(&a->lock);
+    for (region *r = a->regions; r && !found; r = r->next) {
+        const uintptr_t start = (uintptr_t)r->handle;
+        if (p >= start && p - start < r->size) {
+            found = 1;
+            *handle = r->handle;
+            *size = r->size;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return found;
+}
+
 void pdnn__bfc_summary(pdnn__bfc *a, char *buf, size_t len)
 {
     uint64_t used_n[N_BINS] = {0}, used_b[N_BINS] = {0}, free_n[N_BINS] = {0}, free_b[N_BINS] = {0};

@@ -83,6 +83,10 @@ uint64_t pdnn__bfc_release_unused(pdnn__bfc *a);
  * an arbitrary pointer cannot be checked safely with the driver. */
 int pdnn__bfc_owns_region(pdnn__bfc *a, const void *handle, size_t *size);
 
+/* For backends whose region handles are addresses (host, CUDA): the region
+ * that holds addr, its handle and size; 0 if none does. */
+int pdnn__bfc_region_containing(pdnn__bfc *a, const void *addr, void **handle, size_t *size);
+
 /* Writes a human-readable per-bin summary into buf (truncated to len). */
 void pdnn__bfc_summary(pdnn__bfc *a, char *buf, size_t len);
 

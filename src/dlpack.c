@@ -84,11 +84,13 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, export_rec **ou
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     DLTensor *d = &r->v.dl_tensor;
     pdnn__buf buf = t->block.buf;
-    if (t->dev->props.dlpack_type == kDLCPU) {
+    if (t->dev->props.dlpack_type != kDLOpenCL) {
+        /* Host and CUDA memory allow pointer arithmetic, and consumers
+         * such as PyTorch 1.x ignore byte_offset: point at the data. */
         d->data = (char *)buf.region + buf.offset;
         d->byte_offset = 0;
     } else {
-        d->data = buf.region; /* a cl_mem or device pointer: the offset stays apart */
+        d->data = buf.region; /* a cl_mem: the offset stays apart */
         d->byte_offset = buf.offset;
     }
     d->device.device_type = (DLDeviceType)t->dev->props.dlpack_type;
@@ -299,7 +301,24 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
                                "%s: byte_offset %zu is not a multiple of the device's alignment (%llu bytes)", fn,
                                buf.offset, (unsigned long long)dev->props.base_align);
     }
-    if (dev->props.dlpack_type != kDLCPU) {
+    if (dev->props.dlpack_type == kDLCUDA) {
+        /* A CUDA pointer may point anywhere inside one of our regions (an
+         * export points at the tensor's first element). */
+        void *region = NULL;
+        size_t size = 0;
+        const char *at = (const char *)dl->data + buf.offset;
+        if (!pdnn__bfc_region_containing(dev->alloc, at, &region, &size))
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "%s: data %p is not memory polydnn allocated on %s; polydnn imports device memory "
+                               "it owns (a tensor it exported), and other runtimes' buffers need a copy",
+                               fn, (const void *)at, dev->name);
+        buf.region = region;
+        buf.offset = (size_t)(at - (const char *)region);
+        if ((size_t)bytes > size - buf.offset)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "%s: the tensor needs %lld bytes from offset %zu of its buffer, which holds %zu", fn,
+                               (long long)bytes, buf.offset, size);
+    } else if (dev->props.dlpack_type != kDLCPU) {
         /* Device memory is accepted only if it is one of our own buffers on
          * that device: a driver cannot safely tell whether an arbitrary
          * pointer is a cl_mem, and one from another OpenCL context could

@@ -29,6 +29,12 @@
  *                               cl_mem of another context is unusable on
  *                               our queue.
  *   kDLCUDA    device_id = the  CUDA ordinal (CUDA backend builds only).
+ *                               data points at the first element
+ *                               (byte_offset 0 on export). An imported
+ *                               pointer must lie in memory polydnn
+ *                               allocated on that device (a tensor it
+ *                               exported); other runtimes' CUDA buffers
+ *                               are refused rather than trusted unchecked.
  *
  * Synchronisation: before export, the device's queue is finished
  * (pdnn_device_synchronize), so a consumer on any stream or queue may read

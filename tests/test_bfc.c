@@ -31,7 +31,7 @@ static pdnn_status fake_alloc(void *dev, size_t bytes, void **region)
     if ((f->fail_on_call && f->calls == f->fail_on_call) || (f->fail_above && bytes > f->fail_above)) {
         st = pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "fake: refused %zu bytes", bytes);
     } else {
-        f->next += 1u << 20;
+        f->next += (uintptr_t)1 << 36; /* far apart: regions never overlap */
         *region = (void *)f->next;
         f->live++;
         if (f->nsizes < 64)
@@ -148,6 +148,26 @@ Test(bfc, best_fit_split_and_coalesce)
     pdnn__bfc_stats s = stats(a);
     cr_assert_eq(s.bytes_in_use, 0);
     cr_assert_eq(s.largest_free_chunk, 2 * MiB);
+    pdnn__bfc_destroy(a);
+}
+
+Test(bfc, finds_the_region_that_holds_an_address)
+{
+    pdnn__bfc *a = make(64 * MiB, 0, 1);
+    pdnn__bfc_block A = get(a, 1024), B = get(a, 3 * MiB); /* B needs a second region */
+    cr_assert_neq(A.buf.region, B.buf.region);
+    void *h = NULL;
+    size_t size = 0;
+    const char *a0 = A.buf.region, *b0 = B.buf.region;
+    cr_assert(pdnn__bfc_region_containing(a, a0 + 1000, &h, &size));
+    cr_assert_eq(h, A.buf.region);
+    cr_assert_eq(size, 2 * MiB);
+    cr_assert(pdnn__bfc_region_containing(a, b0 + 3 * MiB - 1, &h, &size));
+    cr_assert_eq(h, B.buf.region);
+    cr_assert_not(pdnn__bfc_region_containing(a, a0 + 2 * MiB, &h, &size), "one past the first region's end");
+    cr_assert_not(pdnn__bfc_region_containing(a, a0 - 1, &h, &size));
+    pdnn__bfc_free(a, A.handle);
+    pdnn__bfc_free(a, B.handle);
     pdnn__bfc_destroy(a);
 }
 
