@@ -55,3 +55,196 @@ __kernel void pool2d_direct(__global const float *x, long x_off,
         out = acc / (float)((h1 - h0) * (w1 - w0));
     y[y_off + n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
 }
+
+/* The same pooling over a 3-D range whose first axis is the input's
+ * contiguous one (channels for NHWC, columns for NCHW), so neighbouring
+ * work-items read neighbouring floats and CPU drivers (PoCL) vectorise
+ * across them; indices come from the range, not from 64-bit divisions.
+ * Axes: NHWC (c, q, n*P + p); NCHW (q, p, n*C + c). The host rounds the
+ * first two up to whole work-groups and keeps every index within int. */
+__kernel void pool2d_fast(__global const float *x, long x_off,
+                          __global float *y, long y_off,
+                          long4 xs, long4 ys,
+                          int4 in_dims,   /* N, C, H, W                     */
+                          int4 out_dims,  /* P, Q, mode, x is NHWC          */
+                          int4 win,       /* window h, w, stride h, w       */
+                          int4 pad)       /* top, left, bottom, right       */
+{
+    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
+    const int a = (int)get_global_id(0), b = (int)get_global_id(1), z = (int)get_global_id(2);
+    int n, c, p, q;
+    if (out_dims.s3) {
+        c = a; q = b; n = z / P; p = z - n * P;
+        if (c >= C || q >= Q)
+            return;
+    } else {
+        q = a; p = b; n = z / C; c = z - n * C;
+        if (q >= Q || p >= P)
+            return;
+    }
+    int h0 = p * win.s2 - pad.s0, w0 = q * win.s3 - pad.s1;
+    int h1 = min(h0 + win.s0, H + pad.s2), w1 = min(w0 + win.s1, W + pad.s3);
+    const int padded = (h1 - h0) * (w1 - w0);
+    h0 = max(h0, 0);
+    w0 = max(w0, 0);
+    h1 = min(h1, H);
+    w1 = min(w1, W);
+    __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
+    float acc = 0.0f, mx = -INFINITY;
+    int nan_seen = 0;
+    for (int ih = h0; ih < h1; ih++) {
+        __global const float *row = xb + (long)ih * xs.s2;
+        for (int iw = w0; iw < w1; iw++) {
+            const float v = row[(long)iw * xs.s3];
+            acc += v;
+            mx = fmax(mx, v);
+            nan_seen |= isnan(v);
+        }
+    }
+    float out;
+    if (mode == 0)
+        out = nan_seen ? NAN : mx;
+    else if (mode == 1)
+        out = acc / (float)padded;
+    else
+        out = acc / (float)((h1 - h0) * (w1 - w0));
+    y[y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
+}
+
+/* NHWC input with contiguous channels: a work-item pools 8 channels of one
+ * output pixel with float8 loads (one 256-bit vector; GPUs coalesce the
+ * neighbouring work-items' loads). Range (ceil(C/8), Q, N*P); the last
+ * channel block of an odd C falls back to scalars. */
+__kernel void pool2d_nhwc8(__global const float *x, long x_off,
+                           __global float *y, long y_off,
+                           long4 xs, long4 ys,
+                           int4 in_dims,   /* N, C, H, W                     */
+                           int4 out_dims,  /* P, Q, mode, unused             */
+                           int4 win,       /* window h, w, stride h, w       */
+                           int4 pad)       /* top, left, bottom, right       */
+{
+    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
+    const int c0 = (int)get_global_id(0) * 8, q = (int)get_global_id(1), z = (int)get_global_id(2);
+    if (c0 >= C || q >= Q)
+        return;
+    const int n = z / P, p = z - n * P;
+    int h0 = p * win.s2 - pad.s0, w0 = q * win.s3 - pad.s1;
+    int h1 = min(h0 + win.s0, H + pad.s2), w1 = min(w0 + win.s1, W + pad.s3);
+    const int padded = (h1 - h0) * (w1 - w0);
+    h0 = max(h0, 0);
+    w0 = max(w0, 0);
+    h1 = min(h1, H);
+    w1 = min(w1, W);
+    const float div = mode == 1 ? (float)padded : (float)((h1 - h0) * (w1 - w0));
+    __global const float *xb = x + x_off + (long)n * xs.s0 + c0;
+    const long yb = y_off + (long)n * ys.s0 + (long)p * ys.s2 + (long)q * ys.s3;
+    if (c0 + 8 <= C) {
+        float8 acc = (float8)(0.0f), mx = (float8)(-INFINITY);
+        int8 nan_seen = (int8)(0);
+        for (int ih = h0; ih < h1; ih++)
+            for (int iw = w0; iw < w1; iw++) {
+                const float8 v = vload8(0, xb + (long)ih * xs.s2 + (long)iw * xs.s3);
+                acc += v;
+                mx = fmax(mx, v);
+                nan_seen |= isnan(v);
+            }
+        const float8 out = mode == 0 ? select(mx, (float8)(NAN), nan_seen) : acc / div;
+        if (ys.s1 == 1) {
+            vstore8(out, 0, y + yb + c0);
+        } else {
+            float o[8];
+            vstore8(out, 0, o);
+            for (int l = 0; l < 8; l++)
+                y[yb + (long)(c0 + l) * ys.s1] = o[l];
+        }
+        return;
+    }
+    for (int c = c0; c < C; c++) {
+        float acc = 0.0f, mx = -INFINITY;
+        int nan_seen = 0;
+        for (int ih = h0; ih < h1; ih++)
+            for (int iw = w0; iw < w1; iw++) {
+                const float v = xb[(long)ih * xs.s2 + (long)iw * xs.s3 + (c - c0)];
+                acc += v;
+                mx = fmax(mx, v);
+                nan_seen |= isnan(v);
+            }
+        y[yb + (long)c * ys.s1] = mode == 0 ? (nan_seen ? NAN : mx) : acc / div;
+    }
+}
+
+/* NCHW input with contiguous rows: a work-item pools 8 consecutive output
+ * columns of one (n, c, p) row. Away from the image's left and right
+ * edges, for strides 1 and 2, each window column is one vector load (for
+ * stride 2, the even lanes of 16 floats); chunks at the edges, other
+ * strides and the tail of Q go through scalars. Range (ceil(Q/8), P, N*C). */
+__kernel void pool2d_nchw8(__global const float *x, long x_off,
+                           __global float *y, long y_off,
+                           long4 xs, long4 ys,
+                           int4 in_dims,   /* N, C, H, W                     */
+                           int4 out_dims,  /* P, Q, mode, unused             */
+                           int4 win,       /* window h, w, stride h, w       */
+                           int4 pad)       /* top, left, bottom, right       */
+{
+    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
+    const int q0 = (int)get_global_id(0) * 8, p = (int)get_global_id(1), z = (int)get_global_id(2);
+    if (q0 >= Q || p >= P)
+        return;
+    const int n = z / C, c = z - n * C;
+    int h0 = p * win.s2 - pad.s0;
+    int h1 = min(h0 + win.s0, H + pad.s2);
+    const int hp = h1 - h0; /* rows the include-padding divisor counts */
+    h0 = max(h0, 0);
+    h1 = min(h1, H);
+    __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
+    const long yb = y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
+    const int sw = win.s3, ww = win.s1;
+    const int first = q0 * sw - pad.s1;                 /* first column read */
+    const int span = sw == 1 ? 8 : 16;                  /* floats per load   */
+    if ((sw == 1 || sw == 2) && q0 + 8 <= Q && first >= 0 && first + ww - 1 + span <= W) {
+        float8 acc = (float8)(0.0f), mx = (float8)(-INFINITY);
+        int8 nan_seen = (int8)(0);
+        for (int ih = h0; ih < h1; ih++) {
+            __global const float *row = xb + (long)ih * xs.s2 + first;
+            for (int s = 0; s < ww; s++) {
+                const float8 v = sw == 1 ? vload8(0, row + s) : vload16(0, row + s).even;
+                acc += v;
+                mx = fmax(mx, v);
+                nan_seen |= isnan(v);
+            }
+        }
+        /* Whole windows in W: the divisor is the same for all 8. */
+        const float div = (float)((mode == 1 ? hp : h1 - h0) * ww);
+        const float8 out = mode == 0 ? select(mx, (float8)(NAN), nan_seen) : acc / div;
+        if (ys.s3 == 1) {
+            vstore8(out, 0, y + yb + q0);
+        } else {
+            float o[8];
+            vstore8(out, 0, o);
+            for (int l = 0; l < 8; l++)
+                y[yb + (long)(q0 + l) * ys.s3] = o[l];
+        }
+        return;
+    }
+    for (int q = q0; q < q0 + 8 && q < Q; q++) {
+        int w0 = q * sw - pad.s1;
+        int w1 = min(w0 + ww, W + pad.s3);
+        const int padded = hp * (w1 - w0);
+        w0 = max(w0, 0);
+        w1 = min(w1, W);
+        float acc = 0.0f, mx = -INFINITY;
+        int nan_seen = 0;
+        for (int ih = h0; ih < h1; ih++)
+            for (int iw = w0; iw < w1; iw++) {
+                const float v = xb[(long)ih * xs.s2 + (long)iw * xs.s3];
+                acc += v;
+                mx = fmax(mx, v);
+                nan_seen |= isnan(v);
+            }
+        y[yb + (long)q * ys.s3] = mode == 0 ? (nan_seen ? NAN : mx)
+                                            : acc / (float)(mode == 1 ? padded : (h1 - h0) * (w1 - w0));
+    }
+}

@@ -206,3 +206,56 @@ Test(pool_parity, sampled_grid)
     cr_assert_eq(done, 60);
     pdnn_context_destroy(ctx);
 }
+
+/* NaN in a window makes the output NaN in every mode (as in PyTorch), on
+ * the vector paths (contiguous rows or channels, strides 1 and 2) and the
+ * scalar ones (edges, channel tails) alike. */
+Test(pool_parity, nan_propagates_on_every_path)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_device *host = NULL;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    const pool_case shapes[] = {
+        {2, 3, 9, 40, PDNN_POOL_MAX, 3, 3, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 12, 64, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 19, 7, 9, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NHWC, PDNN_NHWC},
+        {1, 16, 11, 11, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_NCHW},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        for (int m = 0; m < 3; m++) {
+            pool_case k = shapes[i];
+            k.mode = (pdnn_pool_mode)m;
+            int64_t xn = k.n * k.c * k.h * k.w;
+            float *x = malloc(sizeof(float) * (size_t)xn);
+            th_fill(x, xn, (uint32_t)(77 + i));
+            for (int64_t j = 5; j < xn; j += 97) /* sparse NaNs: most windows stay finite */
+                x[j] = NAN;
+            pool_case ref = k;
+            ref.xl = ref.yl = PDNN_NCHW;
+            int64_t od[4];
+            float *want = run_pool(host, &ref, x, od);
+            int64_t yn = od[0] * od[1] * od[2] * od[3], nans = 0;
+            for (int64_t j = 0; j < yn; j++)
+                nans += isnan(want[j]) != 0;
+            cr_assert(nans > 0 && nans < yn, "the case must mix NaN and finite outputs (%lld of %lld)",
+                      (long long)nans, (long long)yn);
+            for (int d = 0; d < ndev; d++) {
+                int64_t od2[4];
+                float *got = run_pool(devs[d], &k, x, od2);
+                for (int64_t j = 0; j < yn; j++) {
+                    int ok = isnan(want[j]) ? isnan(got[j]) != 0
+                                            : fabsf(got[j] - want[j]) <= 1e-6f * (float)(k.wh * k.ww) + 1e-6f * fabsf(want[j]);
+                    if (!ok)
+                        cr_assert_fail("shape %zu %s %s: element %lld is %g, expected %g", i, mode_name(k.mode),
+                                       pdnn_layout_name(k.xl), (long long)j, (double)got[j], (double)want[j]);
+                }
+                free(got);
+            }
+            free(want);
+            free(x);
+        }
+    }
+    pdnn_context_destroy(ctx);
+}

@@ -21,7 +21,7 @@
 
 enum kernel_id {
     K_CONV_DIRECT, K_POOL_DIRECT, K_PACK_FILTER, K_IM2COL, K_GEMM_EPILOGUE,
-    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_COUNT
+    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_POOL_FAST, K_POOL_NHWC8, K_POOL_NCHW8, K_COUNT
 };
 
 /* The tiled kernel's tunable choices (conv2d_tiled.cl: TQ pixels x KB
@@ -53,7 +53,7 @@ typedef struct cl_dev {
 
 static const char *const kernel_names[K_COUNT] = {
     "conv2d_direct", "pool2d_direct", "conv2d_pack_filter", "conv2d_im2col", "conv2d_gemm_epilogue",
-    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive"};
+    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive",  "pool2d_fast",   "pool2d_nhwc8",  "pool2d_nchw8"};
 
 static const char *cl_error_name(cl_int e)
 {
@@ -1048,6 +1048,42 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
     cl_int4 pad = int4_of(c->pad_top, c->pad_left, c->pad_bottom, c->pad_right);
     cl_long total = c->n * c->c * c->p * c->q;
     cl_int err = CL_SUCCESS;
+    /* The 3-D kernel when its int indices cannot overflow (always, but
+     * for tensors of billions of elements). */
+    const int nhwc = c->x_layout == PDNN_NHWC;
+    const int64_t a0 = nhwc ? c->c : c->q, a1 = nhwc ? c->q : c->p, a2 = c->n * (nhwc ? c->p : c->c);
+    /* Contiguous channels (NHWC) or rows (NCHW): 8 outputs per work-item
+     * along that axis. */
+    const int vec8 = nhwc ? c->xs[1] == 1 : c->xs[3] == 1;
+    if (a0 + 64 < INT32_MAX && a1 < INT32_MAX && a2 < INT32_MAX && c->h < INT32_MAX / 4 && c->w < INT32_MAX / 4) {
+        k = d->kernels[!vec8 ? K_POOL_FAST : nhwc ? K_POOL_NHWC8 : K_POOL_NCHW8];
+        out_dims = int4_of((int)c->p, (int)c->q, (int)c->mode, nhwc);
+        SET_ARG(k, 0, x);
+        SET_ARG(k, 1, xo);
+        SET_ARG(k, 2, y);
+        SET_ARG(k, 3, yo);
+        SET_ARG(k, 4, xs);
+        SET_ARG(k, 5, ys);
+        SET_ARG(k, 6, in_dims);
+        SET_ARG(k, 7, out_dims);
+        SET_ARG(k, 8, win);
+        SET_ARG(k, 9, pad);
+        if (err != CL_SUCCESS) {
+            pthread_mutex_unlock(&d->lock);
+            return cl_fail("clSetKernelArg(pool2d)", err);
+        }
+        /* 16 along the contiguous axis: one AVX-512 vector, four GPU
+         * quarter-warps; fewer when the axis is short. */
+        const size_t g0 = vec8 ? ((size_t)a0 + 7) / 8 : (size_t)a0;
+        size_t l0 = 16;
+        while (l0 > 1 && g0 <= l0 / 2)
+            l0 /= 2;
+        size_t local[3] = {l0, 1, 1};
+        size_t global[3] = {(g0 + l0 - 1) / l0 * l0, (size_t)a1, (size_t)a2};
+        err = total > 0 ? clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL) : CL_SUCCESS;
+        pthread_mutex_unlock(&d->lock);
+        return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueNDRangeKernel(pool2d_fast)", err);
+    }
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, y);
