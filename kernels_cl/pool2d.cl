@@ -3,6 +3,27 @@
  * padding; max and exclude-padding see only in-image elements (core
  * guarantees every window holds at least one). NaN propagates through max.
  * Layouts enter through element strides as in conv2d_direct. */
+/* One output from the in-image window rows [h0, h1) x columns [w0, w1)
+ * of the plane at xb (element strides sh, sw): mode 0 max (NaN wins),
+ * 1 the sum over `padded`, 2 the sum over the in-image count. Shared by
+ * every kernel's scalar path. */
+inline float pool_one(__global const float *xb, long sh, long sw, int h0, int h1, int w0, int w1, int padded,
+                      int mode)
+{
+    float acc = 0.0f, mx = -INFINITY;
+    int nan_seen = 0;
+    for (int ih = h0; ih < h1; ih++)
+        for (int iw = w0; iw < w1; iw++) {
+            const float v = xb[(long)ih * sh + (long)iw * sw];
+            acc += v;
+            mx = fmax(mx, v);
+            nan_seen |= isnan(v);
+        }
+    if (mode == 0)
+        return nan_seen ? NAN : mx;
+    return acc / (float)(mode == 1 ? padded : (h1 - h0) * (w1 - w0));
+}
+
 __kernel void pool2d_direct(__global const float *x, long x_off,
                             __global float *y, long y_off,
                             long4 xs, long4 ys,
@@ -36,23 +57,8 @@ __kernel void pool2d_direct(__global const float *x, long x_off,
     w0 = max(w0, 0L);
     h1 = min(h1, (long)H);
     w1 = min(w1, (long)W);
-    const long base = x_off + n * xs.s0 + (long)c * xs.s1;
-    float acc = 0.0f, mx = -INFINITY;
-    int nan_seen = 0;
-    for (long ih = h0; ih < h1; ih++)
-        for (long iw = w0; iw < w1; iw++) {
-            const float v = x[base + ih * xs.s2 + iw * xs.s3];
-            acc += v;
-            mx = fmax(mx, v);
-            nan_seen |= isnan(v);
-        }
-    float out;
-    if (mode == 0)
-        out = nan_seen ? NAN : mx;
-    else if (mode == 1)
-        out = acc / (float)padded;
-    else
-        out = acc / (float)((h1 - h0) * (w1 - w0));
+    const float out = pool_one(x + x_off + n * xs.s0 + (long)c * xs.s1, xs.s2, xs.s3, (int)h0, (int)h1, (int)w0,
+                               (int)w1, (int)padded, mode);
     y[y_off + n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
 }
 
@@ -90,25 +96,8 @@ __kernel void pool2d_fast(__global const float *x, long x_off,
     w0 = max(w0, 0);
     h1 = min(h1, H);
     w1 = min(w1, W);
-    __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
-    float acc = 0.0f, mx = -INFINITY;
-    int nan_seen = 0;
-    for (int ih = h0; ih < h1; ih++) {
-        __global const float *row = xb + (long)ih * xs.s2;
-        for (int iw = w0; iw < w1; iw++) {
-            const float v = row[(long)iw * xs.s3];
-            acc += v;
-            mx = fmax(mx, v);
-            nan_seen |= isnan(v);
-        }
-    }
-    float out;
-    if (mode == 0)
-        out = nan_seen ? NAN : mx;
-    else if (mode == 1)
-        out = acc / (float)padded;
-    else
-        out = acc / (float)((h1 - h0) * (w1 - w0));
+    const float out = pool_one(x + x_off + (long)n * xs.s0 + (long)c * xs.s1, xs.s2, xs.s3, h0, h1, w0, w1, padded,
+                               mode);
     y[y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
 }
 
@@ -161,18 +150,8 @@ __kernel void pool2d_nhwc8(__global const float *x, long x_off,
         }
         return;
     }
-    for (int c = c0; c < C; c++) {
-        float acc = 0.0f, mx = -INFINITY;
-        int nan_seen = 0;
-        for (int ih = h0; ih < h1; ih++)
-            for (int iw = w0; iw < w1; iw++) {
-                const float v = xb[(long)ih * xs.s2 + (long)iw * xs.s3 + (c - c0)];
-                acc += v;
-                mx = fmax(mx, v);
-                nan_seen |= isnan(v);
-            }
-        y[yb + (long)c * ys.s1] = mode == 0 ? (nan_seen ? NAN : mx) : acc / div;
-    }
+    for (int c = c0; c < C; c++)
+        y[yb + (long)c * ys.s1] = pool_one(xb + (c - c0), xs.s2, xs.s3, h0, h1, w0, w1, padded, mode);
 }
 
 /* NCHW input with contiguous rows: a work-item pools 8 consecutive output
@@ -235,16 +214,6 @@ __kernel void pool2d_nchw8(__global const float *x, long x_off,
         const int padded = hp * (w1 - w0);
         w0 = max(w0, 0);
         w1 = min(w1, W);
-        float acc = 0.0f, mx = -INFINITY;
-        int nan_seen = 0;
-        for (int ih = h0; ih < h1; ih++)
-            for (int iw = w0; iw < w1; iw++) {
-                const float v = xb[(long)ih * xs.s2 + (long)iw * xs.s3];
-                acc += v;
-                mx = fmax(mx, v);
-                nan_seen |= isnan(v);
-            }
-        y[yb + (long)q * ys.s3] = mode == 0 ? (nan_seen ? NAN : mx)
-                                            : acc / (float)(mode == 1 ? padded : (h1 - h0) * (w1 - w0));
+        y[yb + (long)q * ys.s3] = pool_one(xb, xs.s2, xs.s3, h0, h1, w0, w1, padded, mode);
     }
 }

@@ -1055,19 +1055,23 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
     /* Contiguous channels (NHWC) or rows (NCHW): 8 outputs per work-item
      * along that axis. */
     const int vec8 = nhwc ? c->xs[1] == 1 : c->xs[3] == 1;
-    if (a0 + 64 < INT32_MAX && a1 < INT32_MAX && a2 < INT32_MAX && c->h < INT32_MAX / 4 && c->w < INT32_MAX / 4) {
+    const int fast =
+        a0 + 64 < INT32_MAX && a1 < INT32_MAX && a2 < INT32_MAX && c->h < INT32_MAX / 4 && c->w < INT32_MAX / 4;
+    if (fast) {
         k = d->kernels[!vec8 ? K_POOL_FAST : nhwc ? K_POOL_NHWC8 : K_POOL_NCHW8];
         out_dims = int4_of((int)c->p, (int)c->q, (int)c->mode, nhwc);
-        SET_ARG(k, 0, x);
-        SET_ARG(k, 1, xo);
-        SET_ARG(k, 2, y);
-        SET_ARG(k, 3, yo);
-        SET_ARG(k, 4, xs);
-        SET_ARG(k, 5, ys);
-        SET_ARG(k, 6, in_dims);
-        SET_ARG(k, 7, out_dims);
-        SET_ARG(k, 8, win);
-        SET_ARG(k, 9, pad);
+    }
+    SET_ARG(k, 0, x);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, y);
+    SET_ARG(k, 3, yo);
+    SET_ARG(k, 4, xs);
+    SET_ARG(k, 5, ys);
+    SET_ARG(k, 6, in_dims);
+    SET_ARG(k, 7, out_dims);
+    SET_ARG(k, 8, win);
+    SET_ARG(k, 9, pad);
+    if (fast) {
         if (err != CL_SUCCESS) {
             pthread_mutex_unlock(&d->lock);
             return cl_fail("clSetKernelArg(pool2d)", err);
@@ -1082,18 +1086,8 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
         size_t global[3] = {(g0 + l0 - 1) / l0 * l0, (size_t)a1, (size_t)a2};
         err = total > 0 ? clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL) : CL_SUCCESS;
         pthread_mutex_unlock(&d->lock);
-        return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueNDRangeKernel(pool2d_fast)", err);
+        return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueNDRangeKernel(pool2d)", err);
     }
-    SET_ARG(k, 0, x);
-    SET_ARG(k, 1, xo);
-    SET_ARG(k, 2, y);
-    SET_ARG(k, 3, yo);
-    SET_ARG(k, 4, xs);
-    SET_ARG(k, 5, ys);
-    SET_ARG(k, 6, in_dims);
-    SET_ARG(k, 7, out_dims);
-    SET_ARG(k, 8, win);
-    SET_ARG(k, 9, pad);
     SET_ARG(k, 10, total);
     st = err == CL_SUCCESS ? launch(d, k, "pool2d_direct", total) : cl_fail("clSetKernelArg(pool2d_direct)", err);
     pthread_mutex_unlock(&d->lock);
