@@ -101,6 +101,8 @@ typedef struct pdnn__pool2d_call {
     pdnn_layout x_layout, y_layout;
     int64_t xs[4], ys[4];
     pdnn__buf x_buf, y_buf;
+    pdnn__buf workspace;         /* workspace_bytes from pool2d_workspace */
+    size_t workspace_bytes;
 } pdnn__pool2d_call;
 
 typedef struct pdnn__backend pdnn__backend;
@@ -132,6 +134,10 @@ struct pdnn__backend {
      * workspace. */
     size_t (*conv2d_workspace)(void *dev, const pdnn__conv2d_call *call, pdnn_conv_algo algo);
     pdnn_status (*pool2d_forward)(void *dev, const pdnn__pool2d_call *call);
+    /* Workspace bytes pool2d_forward needs for call (cuDNN: a padded copy
+     * of the input where its own padding cannot express the call). NULL:
+     * none. */
+    size_t (*pool2d_workspace)(void *dev, const pdnn__pool2d_call *call);
 
     /* The ops around convolution (ops_nn.c validates; float32; buffers of
      * one call may alias only where said). Elements are addressed in

@@ -471,5 +471,20 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
     pdnn__layout_strides(y->desc.layout, y->desc.dims, c.ys);
     c.x_buf = x->block.buf;
     c.y_buf = y->block.buf;
-    return dev->backend->pool2d_forward(dev->handle, &c);
+    /* As for conv2d: the workspace goes back as soon as the work is
+     * queued (the queue is in order). */
+    const size_t ws = dev->backend->pool2d_workspace ? dev->backend->pool2d_workspace(dev->handle, &c) : 0;
+    pdnn__bfc_block block;
+    memset(&block, 0, sizeof block);
+    if (ws > 0) {
+        st = pdnn__bfc_alloc(dev->alloc, ws, "pool2d workspace", &block);
+        if (st != PDNN_SUCCESS)
+            return st;
+        c.workspace = block.buf;
+        c.workspace_bytes = ws;
+    }
+    st = dev->backend->pool2d_forward(dev->handle, &c);
+    if (ws > 0)
+        pdnn__bfc_free(dev->alloc, block.handle);
+    return st;
 }

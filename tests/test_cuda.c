@@ -180,48 +180,69 @@ Test(cuda, conv_matches_host)
     pdnn_context_destroy(ctx);
 }
 
+typedef struct pool_case {
+    int64_t n, c, h, w;
+    int wh, ww, sh, sw, pt, pb, pl, pr, ceil;
+} pool_case;
+
+/* cuDNN pools the first case with its own padding; the others need the
+ * padded copy in a workspace (asymmetric padding, ceil mode, PyTorch's
+ * clipped include-padding divisor, trailing rows no window reads). */
 Test(cuda, pool_matches_host)
 {
     pdnn_context *ctx = th_context();
     pair d = cuda_pair(ctx);
+    const pool_case cases[] = {
+        {2, 5, 9, 8, 3, 3, 2, 2, 1, 1, 1, 1, 0},    /* symmetric: cuDNN's own padding   */
+        {1, 3, 4, 4, 3, 3, 2, 2, 0, 1, 0, 1, 0},    /* TF SAME: pad 0 top, 1 bottom      */
+        {2, 4, 7, 9, 3, 2, 2, 2, 1, 1, 0, 1, 1},    /* ceil mode and asymmetric          */
+        {2, 3, 5, 5, 2, 2, 2, 2, 0, 0, 0, 0, 1},    /* ceil mode: clipped divisor        */
+        {1, 2, 10, 11, 5, 4, 3, 1, 2, 4, 0, 3, 1},  /* large asymmetric pads, ceil       */
+        {2, 17, 9, 6, 3, 2, 2, 3, 2, 0, 1, 1, 1},   /* channels not a multiple of 4      */
+        {3, 2, 8, 8, 3, 3, 3, 3, 2, 0, 0, 2, 0},    /* last input rows read by no window */
+    };
     const pdnn_layout L[] = {PDNN_NCHW, PDNN_NHWC};
-    for (int m = 0; m < 3; m++)
-        for (int li = 0; li < 4; li++) {
-            pdnn_pool2d_params p;
-            pdnn_pool2d_params_init(&p);
-            p.mode = (pdnn_pool_mode)m;
-            p.window_h = p.window_w = 3;
-            p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
-            pdnn_tensor_desc xd = th_desc(L[li & 1], 2, 5, 9, 8);
-            int64_t od[4];
-            cr_assert_eq(pdnn_pool2d_output_dims(&xd, &p, od), PDNN_SUCCESS);
-            pdnn_tensor_desc yd = th_desc(L[li >> 1], od[0], od[1], od[2], od[3]);
-            pdnn_tensor *x[2], *y[2];
-            upload2(&d, xd, (uint32_t)(m * 4 + li), x);
-            upload2(&d, yd, 0, y);
-            cr_assert_eq(pdnn_pool2d_forward(&p, x[0], y[0]), PDNN_SUCCESS, "%s", pdnn_last_error());
-            cr_assert_eq(pdnn_pool2d_forward(&p, x[1], y[1]), PDNN_SUCCESS, "%s", pdnn_last_error());
-            char what[64];
-            snprintf(what, sizeof what, "pool mode %d layouts %d", m, li);
-            same2(y, what);
-            release2(x);
-            release2(y);
-        }
-    /* TF SAME pooling (pad 0 top, 1 bottom) has no exact cuDNN form. */
-    pdnn_pool2d_params p;
-    pdnn_pool2d_params_init(&p);
-    p.window_h = p.window_w = 3;
-    p.pad_bottom = p.pad_right = 1;
-    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 4, 4);
-    int64_t od[4];
-    cr_assert_eq(pdnn_pool2d_output_dims(&xd, &p, od), PDNN_SUCCESS);
-    pdnn_tensor_desc yd = th_desc(PDNN_NCHW, od[0], od[1], od[2], od[3]);
-    pdnn_tensor *x[2], *y[2];
-    upload2(&d, xd, 1, x);
-    upload2(&d, yd, 0, y);
-    cr_assert_eq(pdnn_pool2d_forward(&p, x[1], y[1]), PDNN_ERR_UNSUPPORTED);
-    release2(x);
-    release2(y);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int m = 0; m < 3; m++)
+            for (int li = 0; li < 4; li++) {
+                const pool_case *k = &cases[ci];
+                pdnn_pool2d_params p;
+                pdnn_pool2d_params_init(&p);
+                p.mode = (pdnn_pool_mode)m;
+                p.window_h = k->wh;
+                p.window_w = k->ww;
+                p.stride_h = k->sh;
+                p.stride_w = k->sw;
+                p.pad_top = k->pt;
+                p.pad_bottom = k->pb;
+                p.pad_left = k->pl;
+                p.pad_right = k->pr;
+                p.ceil_mode = k->ceil;
+                pdnn_tensor_desc xd = th_desc(L[li & 1], k->n, k->c, k->h, k->w);
+                int64_t od[4];
+                cr_assert_eq(pdnn_pool2d_output_dims(&xd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+                pdnn_tensor_desc yd = th_desc(L[li >> 1], od[0], od[1], od[2], od[3]);
+                pdnn_tensor *x[2], *y[2];
+                upload2(&d, xd, (uint32_t)(ci * 12 + (size_t)(m * 4 + li)), x);
+                upload2(&d, yd, 0, y);
+                char what[96];
+                snprintf(what, sizeof what, "pool case %zu mode %d %s->%s", ci, m, pdnn_layout_name(L[li & 1]),
+                         pdnn_layout_name(L[li >> 1]));
+                cr_assert_eq(pdnn_pool2d_forward(&p, x[0], y[0]), PDNN_SUCCESS, "%s on the host: %s", what,
+                             pdnn_last_error());
+                pdnn_memory_stats before, after;
+                cr_assert_eq(pdnn_device_get_memory_stats(d.cuda, &before), PDNN_SUCCESS);
+                cr_assert_eq(pdnn_pool2d_forward(&p, x[1], y[1]), PDNN_SUCCESS, "%s: %s", what, pdnn_last_error());
+                cr_assert_eq(pdnn_device_get_memory_stats(d.cuda, &after), PDNN_SUCCESS);
+                /* The workspace goes back to the allocator; the TF SAME
+                 * case cannot run without one. */
+                cr_assert_eq(after.bytes_in_use, before.bytes_in_use, "%s: the workspace was not freed", what);
+                if (ci == 1)
+                    cr_assert_eq(after.num_allocs, before.num_allocs + 1, "%s: no workspace was taken", what);
+                same2(y, what);
+                release2(x);
+                release2(y);
+            }
     pdnn_context_destroy(ctx);
 }
 

@@ -15,14 +15,16 @@
  * asking the heuristics for engine configs, finalizing an execution plan
  * and caching it per shape, then running it with a variant pack of device
  * pointers and the workspace; asymmetric padding is native there
- * (pre/post padding), which would remove the padded input copy below. */
+ * (pre/post padding), which would remove the padded input copies below. */
 #include "backend.h"
+#include "pool_math.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,7 @@
     X(cudnnGetConvolutionForwardWorkspaceSize)                                                     \
     X(cudnnConvolutionForward)                                                                     \
     X(cudnnTransformTensor)                                                                        \
+    X(cudnnSetTensor)                                                                              \
     X(cudnnAddTensor)                                                                              \
     X(cudnnScaleTensor)                                                                            \
     X(cudnnCreateOpTensorDescriptor)                                                               \
@@ -298,7 +301,7 @@ typedef struct cu_dev {
     cudnnConvolutionDescriptor_t conv;
     cudnnPoolingDescriptor_t pool;
     cudnnActivationDescriptor_t relu;
-    cudnnOpTensorDescriptor_t add;
+    cudnnOpTensorDescriptor_t add, mul;
     plan_entry plans[PLAN_CACHE];
     int next_plan;
 } cu_dev;
@@ -323,6 +326,8 @@ static pdnn_status create_descriptors(cu_dev *d)
     DNN(cudnnSetActivationDescriptor, d->relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0);
     DNN(cudnnCreateOpTensorDescriptor, &d->add);
     DNN(cudnnSetOpTensorDescriptor, d->add, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
+    DNN(cudnnCreateOpTensorDescriptor, &d->mul);
+    DNN(cudnnSetOpTensorDescriptor, d->mul, CUDNN_OP_TENSOR_MUL, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
     return PDNN_SUCCESS;
 }
 
@@ -341,12 +346,15 @@ static void destroy_descriptors(cu_dev *d)
         dnn.cudnnDestroyActivationDescriptor(d->relu);
     if (d->add)
         dnn.cudnnDestroyOpTensorDescriptor(d->add);
+    if (d->mul)
+        dnn.cudnnDestroyOpTensorDescriptor(d->mul);
     memset(d->t, 0, sizeof d->t);
     d->filt = NULL;
     d->conv = NULL;
     d->pool = NULL;
     d->relu = NULL;
     d->add = NULL;
+    d->mul = NULL;
 }
 
 /* The stream and the cuDNN handle on the right device. Called with d->lock held. */
@@ -932,17 +940,130 @@ static const char *pool_axis_problem(int64_t in, int64_t out, int win, int strid
     return NULL;
 }
 
-static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
+/* Why cuDNN cannot pool c with its own padding (NULL if it can). */
+static const char *pool_problem(const pdnn__pool2d_call *c)
 {
     const char *why = pool_axis_problem(c->h, c->p, c->win_h, c->stride_h, c->pad_top, c->pad_bottom, c->mode);
-    if (!why)
-        why = pool_axis_problem(c->w, c->q, c->win_w, c->stride_w, c->pad_left, c->pad_right, c->mode);
-    if (why)
+    return why ? why : pool_axis_problem(c->w, c->q, c->win_w, c->stride_w, c->pad_left, c->pad_right, c->mode);
+}
+
+/* Where cuDNN's padding cannot express c, c runs on a padded copy of the
+ * input (pool_math.h): pooled unpadded, and for averages rescaled per
+ * output position. The workspace holds the copy, then for averages the
+ * P x Q scale. */
+typedef struct pool_plan {
+    pdnn__pool_axis ah, aw;
+    int64_t hp, wp;       /* padded input height and width */
+    int64_t hc, wc;       /* input rows and columns copied (the rest no window reads) */
+    size_t scale_off, total;
+} pool_plan;
+
+static void plan_pool(const pdnn__pool2d_call *c, pool_plan *pl)
+{
+    pdnn__pool_axes(c, &pl->ah, &pl->aw);
+    pl->hp = pdnn__pool_padded_length(&pl->ah, &pl->hc);
+    pl->wp = pdnn__pool_padded_length(&pl->aw, &pl->wc);
+    pl->scale_off = align256((size_t)(c->n * c->c * pl->hp * pl->wp) * sizeof(float));
+    pl->total = pl->scale_off;
+    if (c->mode != PDNN_POOL_MAX)
+        pl->total += align256((size_t)(c->p * c->q) * sizeof(float));
+}
+
+static size_t cu_pool2d_workspace(void *dev, const pdnn__pool2d_call *c)
+{
+    (void)dev;
+    if (!pool_problem(c))
+        return 0;
+    pool_plan pl;
+    plan_pool(c, &pl);
+    return pl.total;
+}
+
+/* Copies the divisor scale into the workspace at dst. The host copy is
+ * freed here, so the copy is waited for first. */
+static pdnn_status upload_scale(cu_dev *d, const pool_plan *pl, pdnn_pool_mode mode, void *dst)
+{
+    const size_t bytes = (size_t)(pl->ah.out * pl->aw.out) * sizeof(float);
+    float *scale = malloc(bytes);
+    if (!scale)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
+                           "CUDA: pool2d: no host memory for the %lldx%lld average divisor scale",
+                           (long long)pl->ah.out, (long long)pl->aw.out);
+    pdnn__pool_avg_scale(&pl->ah, &pl->aw, mode, scale);
+    const char *call = "cudaMemcpyAsync";
+    cudaError_t e = rt.cudaMemcpyAsync(dst, scale, bytes, cudaMemcpyHostToDevice, d->stream);
+    if (e == cudaSuccess) {
+        call = "cudaStreamSynchronize";
+        e = rt.cudaStreamSynchronize(d->stream);
+    }
+    free(scale);
+    return e == cudaSuccess ? PDNN_SUCCESS : cuda_fail(call, e);
+}
+
+/* Tensor descriptor slots used by a padded pooling. */
+enum { TP_PAD, TP_SRC, TP_DST, TP_Y, TP_SCALE };
+
+/* Pools c through a padded copy (see pool_plan). Called with d->lock held
+ * and the cuDNN handle created. */
+static pdnn_status pool_padded_run(cu_dev *d, const pdnn__pool2d_call *c, const char *why)
+{
+    pool_plan pl;
+    plan_pool(c, &pl);
+    if (c->workspace_bytes < pl.total || !c->workspace.region) {
+        char b[32];
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                           "CUDA: pool2d (window %dx%d, stride %d,%d, pad %d,%d,%d,%d, output %lldx%lld) has %s; "
-                           "run it on another device",
+                           "CUDA: pool2d (window %dx%d, stride %d,%d, pad %d,%d,%d,%d, output %lldx%lld) has %s, "
+                           "so it runs on a padded copy needing %s of workspace on device %d, but got %zu bytes",
                            c->win_h, c->win_w, c->stride_h, c->stride_w, c->pad_top, c->pad_bottom, c->pad_left,
-                           c->pad_right, (long long)c->p, (long long)c->q, why);
+                           c->pad_right, (long long)c->p, (long long)c->q, why,
+                           pdnn__format_bytes(pl.total, b, sizeof b), d->ordinal, c->workspace_bytes);
+    }
+    char *ws = ptr(c->workspace);
+    void *y = ptr(c->y_buf);
+    const int avg = c->mode != PDNN_POOL_MAX;
+    if (avg) /* first, so that its wait is for earlier work only */
+        RETURN_IF_FAILED(upload_scale(d, &pl, c->mode, ws + pl.scale_off));
+
+    /* The padded copy, in the input's layout: fill, then the image at
+     * (pad_top, pad_left). -inf never wins a max (every window holds an
+     * image element); 0 adds nothing to a sum. */
+    const int64_t pdims[4] = {c->n, c->c, pl.hp, pl.wp};
+    const int64_t cdims[4] = {c->n, c->c, pl.hc, pl.wc};
+    const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
+    int64_t pst[4];
+    pdnn__layout_strides(c->x_layout == PDNN_NHWC ? PDNN_NHWC : PDNN_NCHW, pdims, pst);
+    RETURN_IF_FAILED(set_4d(d->t[TP_PAD], pdims, pst));
+    RETURN_IF_FAILED(set_4d(d->t[TP_SRC], cdims, c->xs));
+    RETURN_IF_FAILED(set_4d(d->t[TP_DST], cdims, pst));
+    RETURN_IF_FAILED(set_4d(d->t[TP_Y], ydims, c->ys));
+    const float fill = avg ? 0.0f : -INFINITY;
+    const float one = 1.0f, zero = 0.0f;
+    DNN(cudnnSetTensor, d->dnn, d->t[TP_PAD], ws, &fill);
+    char *origin = ws + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * sizeof(float);
+    DNN(cudnnTransformTensor, d->dnn, &one, d->t[TP_SRC], ptr(c->x_buf), &zero, d->t[TP_DST], origin);
+
+    /* hp and wp give exactly P x Q windows unpadded; with no padding both
+     * average modes divide by the whole window. */
+    DNN(cudnnSetPooling2dDescriptor, d->pool,
+        avg ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING : CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_PROPAGATE_NAN,
+        c->win_h, c->win_w, 0, 0, c->stride_h, c->stride_w);
+    DNN(cudnnPoolingForward, d->dnn, d->pool, &one, d->t[TP_PAD], ws, &zero, d->t[TP_Y], y);
+    if (avg) {
+        /* y *= scale, the 1 x 1 x P x Q scale broadcast over N and C;
+         * C aliasing A is allowed. */
+        const int64_t sdims[4] = {1, 1, c->p, c->q};
+        RETURN_IF_FAILED(set_packed(d->t[TP_SCALE], PDNN_NCHW, sdims));
+        DNN(cudnnOpTensor, d->dnn, d->mul, &one, d->t[TP_Y], y, &one, d->t[TP_SCALE], ws + pl.scale_off, &zero,
+            d->t[TP_Y], y);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
+{
+    const char *why = pool_problem(c);
+    if (why)
+        return pool_padded_run(d, c, why);
     const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
     const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
     RETURN_IF_FAILED(set_4d(d->t[0], xdims, c->xs));
@@ -1145,6 +1266,7 @@ const pdnn__backend pdnn__cuda_backend = {
     .conv2d_forward = cu_conv2d,
     .conv2d_workspace = cu_conv2d_workspace,
     .pool2d_forward = cu_pool2d,
+    .pool2d_workspace = cu_pool2d_workspace,
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,
