@@ -1,8 +1,11 @@
 /* Convolution benchmark: every distinct convolution of ResNet-50 v1.5
  * (batch from argv, default 1) in both layouts on one device, the direct
  * kernel against the im2col + CLBlast SGEMM peer, measured side by side in
- * one run. Prints a Markdown table of GFLOP/s and the ratio to the peer. */
+ * one run. Prints a Markdown table of GFLOP/s and the ratio to the peer.
+ * The layer table is the tool's (src/cli/layers.c); `polydnn bench
+ * resnet50` measures the same layers with more peers. */
 #include "polydnn.h"
+#include "src/cli/layers.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,36 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct layer {
-    const char *name;
-    int c, hw, k, rs, stride, pad;
-} layer;
-
-static const layer resnet50[] = {
-    {"conv1", 3, 224, 64, 7, 2, 3},
-    {"res2 1x1 64>64", 64, 56, 64, 1, 1, 0},
-    {"res2 3x3 64", 64, 56, 64, 3, 1, 1},
-    {"res2 1x1 64>256", 64, 56, 256, 1, 1, 0},
-    {"res2 1x1 256>64", 256, 56, 64, 1, 1, 0},
-    {"res3 1x1 256>128", 256, 56, 128, 1, 1, 0},
-    {"res3 3x3 128 /2", 128, 56, 128, 3, 2, 1},
-    {"res3 1x1 128>512", 128, 28, 512, 1, 1, 0},
-    {"res3 proj 256>512 /2", 256, 56, 512, 1, 2, 0},
-    {"res3 1x1 512>128", 512, 28, 128, 1, 1, 0},
-    {"res3 3x3 128", 128, 28, 128, 3, 1, 1},
-    {"res4 1x1 512>256", 512, 28, 256, 1, 1, 0},
-    {"res4 3x3 256 /2", 256, 28, 256, 3, 2, 1},
-    {"res4 1x1 256>1024", 256, 14, 1024, 1, 1, 0},
-    {"res4 proj 512>1024 /2", 512, 28, 1024, 1, 2, 0},
-    {"res4 1x1 1024>256", 1024, 14, 256, 1, 1, 0},
-    {"res4 3x3 256", 256, 14, 256, 3, 1, 1},
-    {"res5 1x1 1024>512", 1024, 14, 512, 1, 1, 0},
-    {"res5 3x3 512 /2", 512, 14, 512, 3, 2, 1},
-    {"res5 1x1 512>2048", 512, 7, 2048, 1, 1, 0},
-    {"res5 proj 1024>2048 /2", 1024, 14, 2048, 1, 2, 0},
-    {"res5 1x1 2048>512", 2048, 7, 512, 1, 1, 0},
-    {"res5 3x3 512", 512, 7, 512, 3, 1, 1},
-};
 
 static double now(void)
 {
@@ -103,8 +76,9 @@ int main(int argc, char **argv)
     printf("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
     double log_ratio = 0, log_direct = 0, log_peer = 0, log_tiled = 0;
     int n_ratio = 0;
-    for (size_t i = 0; i < sizeof resnet50 / sizeof resnet50[0]; i++) {
-        const layer *L = &resnet50[i];
+    const layer_set *set = &layer_set_resnet50;
+    for (int i = 0; i < set->n_convs; i++) {
+        const layer_conv *L = &set->convs[i];
         for (int lay = 0; lay < 2; lay++) {
             pdnn_layout al = lay ? PDNN_NHWC : PDNN_NCHW, fl = lay ? PDNN_OHWI : PDNN_OIHW;
             pdnn_tensor_desc xd = {PDNN_FLOAT32, al, {batch, L->c, L->hw, L->hw}};
@@ -159,7 +133,7 @@ int main(int argc, char **argv)
             pdnn_tensor_release(y);
         }
     }
-    int n = (int)(2 * sizeof resnet50 / sizeof resnet50[0]);
+    int n = 2 * set->n_convs;
     printf("\nGeometric means: direct %.1f GFLOP/s", exp(log_direct / n));
     if (n_ratio)
         printf(", tiled %.1f GFLOP/s, im2col+CLBlast %.1f GFLOP/s, tiled / peer %.2f", exp(log_tiled / n_ratio),

@@ -157,6 +157,12 @@ struct pdnn__backend {
      * stored k x m when trans_a, B n x k when trans_b. No aliasing. */
     pdnn_status (*matmul)(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n, int64_t k,
                           int trans_a, int trans_b);
+
+    /* Measures the device's fp32 FMA rate (GFLOP/s, 2 per FMA) and copy
+     * bandwidth (GB/s, bytes read + written) with small kernels of its
+     * own, outside the allocator; takes up to a few seconds. NULL:
+     * unknown (pdnn_device_measure_peak says unsupported). */
+    pdnn_status (*measure_peak)(void *dev, double *gflops, double *gbytes_per_s);
 };
 
 /* The registry: compiled-in backends in enumeration order. */

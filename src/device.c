@@ -210,3 +210,16 @@ pdnn_status pdnn_device_synchronize(pdnn_device *dev)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_device_synchronize: dev is NULL");
     return dev->backend->synchronize ? dev->backend->synchronize(dev->handle) : PDNN_SUCCESS;
 }
+
+pdnn_status pdnn_device_measure_peak(pdnn_device *dev, double *gflops, double *gbytes_per_s)
+{
+    if (!dev || !gflops || !gbytes_per_s)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_device_measure_peak: %s is NULL",
+                           !dev ? "dev" : !gflops ? "gflops" : "gbytes_per_s");
+    *gflops = *gbytes_per_s = 0.0;
+    if (!dev->backend->measure_peak)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "pdnn_device_measure_peak: the %s backend of %s cannot measure its peak rates",
+                           dev->backend->name, dev->name);
+    return dev->backend->measure_peak(dev->handle, gflops, gbytes_per_s);
+}

@@ -153,6 +153,17 @@ pdnn_status pdnn_device_get_info(const pdnn_device *dev, pdnn_device_info *out);
 /* Blocks until all work queued on the device has finished. */
 pdnn_status pdnn_device_synchronize(pdnn_device *dev);
 
+/* Measures the device's peak rates with small kernels of the backend's
+ * own (outside the device's allocator; up to a few seconds): *gflops the
+ * fp32 fused multiply-add rate in GFLOP/s (2 per FMA), *gbytes_per_s the
+ * streaming copy bandwidth in GB/s (bytes read + written). On OpenCL the
+ * best of float4/8/16 FMA chains and a float4 copy over buffers of up to
+ * 1/8 of the device's memory; on the host, one core's plain C loop and
+ * memcpy. Waits for the device's queued work first. Both are 0 on
+ * failure; PDNN_ERR_UNSUPPORTED when the device's backend cannot measure
+ * them (CUDA for now). */
+pdnn_status pdnn_device_measure_peak(pdnn_device *dev, double *gflops, double *gbytes_per_s);
+
 /* A parsed device name. Fields left unspecified in a partial name are
  * -1 (type, index) or empty (job). */
 typedef struct pdnn_device_spec {

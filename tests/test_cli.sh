@@ -142,5 +142,86 @@ bad "unknown device" 1 "Cannot assign a device for operation" "$tool" run-exampl
 ok "help run-example" "$tool" run-example --help
 has "help lists example flags" "--allow-soft-placement"
 
+# bench: tables of measured numbers, checked for content, not just exit 0.
+check() { # check NAME CMD...: CMD (a test of the last output) must succeed
+    name=$1; shift
+    if "$@"; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $name"; sed 's/^/    /' "$tmp/out"; fi
+}
+# Whether this build has the oneDNN peer decides which columns must appear.
+dnnl=no
+grep -q '^#define PDNN_HAVE_DNNL 1' "${PDNN_TOP_BUILDDIR:-.}/config.h" 2>/dev/null && dnnl=yes
+# conv_rows N: N table rows of shape c8 8x8 k8 3x3, each with GFLOP/s > 0,
+# its % of the measured peak in the header, im2col+CLBlast's GFLOP/s and
+# a ratio that is their quotient (to rounding), and when built with
+# oneDNN, the same for oneDNN's columns.
+conv_rows() {
+    awk -F'|' -v want="$1" -v dnnl="$dnnl" '
+        /^Measured peak/ { peak = $0; sub(/.*: /, "", peak); peak += 0 }
+        # The printed values are rounded (one decimal at and above 1).
+        function near(r, a, b) { return r > 0 && r >= 0.85 * a / b - 0.02 && r <= 1.15 * a / b + 0.02 }
+        $2 ~ /^ c8 8x8 k8 3x3 $/ { n++; g = $7 + 0
+            if (!(g > 0 && $9 + 0 > 0 && near($10 + 0, g, $9 + 0))) bad++
+            if (peak > 0 && !near($8 + 0, 100 * g, peak)) bad++
+            if (dnnl == "yes" && !($11 + 0 > 0 && near($12 + 0, g, $11 + 0))) bad++ }
+        END { exit !(n == want && bad == 0) }' "$tmp/out"
+}
+ok "bench conv" "$tool" bench conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 --iters 1
+has "bench conv heading" "^## polydnn bench conv, batch 1: /device:GPU:0 (opencl, .*, driver .*), 20[0-9-]* [0-9:]* UTC, \`polydnn bench conv -n 1"
+has "bench conv peak" "^Measured peak (polydnn bench --peak): [0-9.]* GFLOP/s fp32 FMA, [0-9.]* GB/s copy"
+has "bench conv columns" "| layer | layout | algorithm | GFLOP | ms | GFLOP/s | % of peak | im2col+CLBlast GFLOP/s | polydnn / im2col+CLBlast |"
+check "bench conv rows: GFLOP/s, % of peak and ratios consistent, both layouts" conv_rows 2
+has "bench conv NCHW row" "^| c8 8x8 k8 3x3 | NCHW | [a-z_0-9]* |"
+has "bench conv NHWC row" "^| c8 8x8 k8 3x3 | NHWC | [a-z_0-9]* |"
+has "bench conv geometric means" "^Geometric means over 2 convolution(s): polydnn [0-9.]* GFLOP/s ([0-9.]*% of peak); im2col+CLBlast [0-9.]* GFLOP/s, polydnn / im2col+CLBlast [0-9.]* over 2"
+if [ "$dnnl" = yes ]; then
+    has "bench conv oneDNN columns" "| oneDNN (host CPU) GFLOP/s | polydnn / oneDNN |"
+    has "bench conv oneDNN mean" "; oneDNN [0-9.]* GFLOP/s, polydnn / oneDNN [0-9.]* over 2"
+else
+    has "bench conv without oneDNN says so" "oneDNN: not configured"
+    check "bench conv without oneDNN columns" sh -c "! grep -q 'oneDNN (host CPU) GFLOP/s' '$tmp/out'"
+fi
+ok "bench conv on the host" "$tool" bench conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 --iters 1 --no-peak --device /cpu:0 --layout NHWC
+has "host row: direct, no im2col peer" "^| c8 8x8 k8 3x3 | NHWC | direct | [0-9.e-]* | [0-9.]* | [0-9.e-]* | - | - | - |"
+has "host: peak not measured" "^Peak: not measured (--no-peak)."
+ok "bench conv, strided, grouped, dilated, SAME" "$tool" bench conv -n 2 -c 12 -H 13 -W 11 -k 8 -g 4 -y 3 -x 2 -u 2 -v 1 \
+    -l 2 -j 1 --padding same --iters 1 --no-peak
+has "shape named in the row" "^| c12 13x11 k8 3x2 /2,1 pad 2,2,0,1 dil 2,1 g4 | NHWC |"
+
+peak_positive() { # the --peak line has GFLOP/s > 0 and GB/s > 0
+    sed -n 's/^peak .*): \([0-9.]*\) GFLOP\/s fp32 FMA, \([0-9.]*\) GB\/s copy$/\1 \2/p' "$tmp/out" |
+        awk '{ n++; if ($1 + 0 > 0 && $2 + 0 > 0) good++ } END { exit !(n == 1 && good == 1) }'
+}
+ok "bench --peak" "$tool" bench --peak
+has "peak names the default device" "^peak /device:GPU:0 (opencl: "
+check "peak rates > 0 on the default device" peak_positive
+ok "bench --peak on the host" "$tool" bench --peak --device /cpu:0
+check "peak rates > 0 on the host" peak_positive
+
+ok "bench resnet50" "$tool" bench resnet50 --batch 1 --layout NHWC --iters 1
+has "resnet50 conv1" "^| conv1 | NHWC | [a-z_0-9]* | 0.236 |"
+has "resnet50 last conv" "^| res5 3x3 512 | NHWC |"
+has "resnet50 max pool" "^| pool1 3x3 /2 | NHWC | 4.0 | [0-9.]* | [0-9.]* | [0-9.]* |"
+check "resnet50: 23 convolutions and 1 pool, NHWC only" \
+    test "$(grep -c '^| .* | NHWC | ' "$tmp/out")" -eq 24 -a "$(grep -c '^| .* | NCHW | ' "$tmp/out")" -eq 0
+check "resnet50 ends with the geometric means" sh -c "tail -n 1 '$tmp/out' | grep -q \
+'^Geometric means over 23 convolution(s): polydnn [0-9.]* GFLOP/s ([0-9.]*% of peak); im2col+CLBlast .* over 23.*; max pool [0-9.]* GB/s over 1 ([0-9.]*% of copy bandwidth)\.$'"
+ok "bench vgg16, first 2 layers" "$tool" bench vgg16 --layers 2 --layout NCHW --iters 1 --no-peak
+check "vgg16: conv1_1, conv1_2, pool1 and pool2 only" \
+    test "$(grep -c '^| conv1_[12] | NCHW | ' "$tmp/out")" -eq 2 -a "$(grep -c '^| pool[12] 2x2 /2 | NCHW | ' "$tmp/out")" -eq 2 \
+    -a "$(grep -c '^| .* | NCHW | ' "$tmp/out")" -eq 4
+has "vgg16 pool1 bytes" "^| pool1 2x2 /2 | NCHW | 16.1 |"
+
+bad "bench unknown layer set" 2 "unknown layer set 'resnet18'; known: resnet50, vgg16" "$tool" bench resnet18
+bad "bench --batch 0" 2 "bench resnet50: --batch must be at least 1, got 0" "$tool" bench resnet50 --batch 0
+bad "bench unknown device" 1 "device '/gpu:9' does not exist" "$tool" bench resnet50 --device /gpu:9
+bad "bench without a set" 2 "name a layer set" "$tool" bench
+bad "bench shape flag on a set" 2 "apply to polydnn bench conv only" "$tool" bench vgg16 -c 8
+bad "bench bad layout" 2 "--layout must be NCHW or NHWC, got 'NCWH'" "$tool" bench conv --layout NCWH
+bad "bench bad algo" 2 "--algo must be auto, direct, im2col_gemm, vendor or tiled, got 'fft'" "$tool" bench conv --algo fft
+bad "bench bad groups" 2 "groups 3 must divide the input channels 8" "$tool" bench conv -c 8 -k 6 -g 3
+ok "help bench" "$tool" bench --help
+has "help lists bench flags" "--no-peak"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

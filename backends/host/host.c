@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define HOST_ALIGN 256
@@ -293,6 +294,95 @@ static pdnn_status host_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c,
     return PDNN_SUCCESS;
 }
 
+/* ---- peak rates ---------------------------------------------------------
+ * What this build's plain C reaches on the one core the host backend uses:
+ * 64 independent multiply-add chains the compiler can keep in vector
+ * registers (-O2 vectorises the fixed-length inner loop), and memcpy
+ * between buffers larger than the caches. */
+
+#define PEAK_LANES 64
+#define PEAK_MIN_SECONDS 0.02
+
+static double host_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The factors come in and the sum goes out through volatiles, so that
+ * the compiler can neither fold the chains nor drop them. */
+static volatile float host_peak_a = 0.999f, host_peak_b = 0.001f, host_peak_sink;
+
+/* Seconds for iters rounds of the chains. */
+static double host_fma_pass(long iters)
+{
+    const float a = host_peak_a, b = host_peak_b; /* the chains converge to b / (1 - a) = 1 */
+    float acc[PEAK_LANES];
+    for (int j = 0; j < PEAK_LANES; j++)
+        acc[j] = (float)j * 1e-3f;
+    double t0 = host_now();
+    for (long i = 0; i < iters; i++)
+        for (int j = 0; j < PEAK_LANES; j++)
+            acc[j] = acc[j] * a + b;
+    double t = host_now() - t0;
+    float s = 0.0f;
+    for (int j = 0; j < PEAK_LANES; j++)
+        s += acc[j];
+    host_peak_sink = s;
+    return t;
+}
+
+static pdnn_status host_measure_peak(void *dev, double *gflops, double *gbytes_per_s)
+{
+    (void)dev;
+    *gflops = *gbytes_per_s = 0.0;
+    long iters = 1024;
+    double t = host_fma_pass(iters);
+    while (t < PEAK_MIN_SECONDS && iters < (1L << 30)) {
+        iters *= 4;
+        t = host_fma_pass(iters);
+    }
+    for (int r = 0; r < 2; r++) {
+        double u = host_fma_pass(iters);
+        if (u < t)
+            t = u;
+    }
+    *gflops = 2.0 * PEAK_LANES * (double)iters / (t > 0 ? t : 1e-9) * 1e-9;
+
+    /* 64 MiB each, or 1/16 of the machine when that is smaller. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t bytes = (size_t)64 << 20;
+    if (pages > 0 && page > 0 && (uint64_t)pages * (uint64_t)page / 16 < bytes)
+        bytes = (size_t)((uint64_t)pages * (uint64_t)page / 16);
+    char *src = malloc(bytes), *dst = malloc(bytes);
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        *gflops = 0.0;
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "host backend: out of host memory measuring the copy bandwidth (2 x %zu bytes)",
+                           bytes);
+    }
+    /* Touch every page first, so that the timed copies only stream. */
+    memset(src, 1, bytes);
+    memset(dst, 0, bytes);
+    /* Called through a volatile pointer: dst is freed unread, and a
+     * compiler may drop a copy nobody reads. */
+    static void *(*volatile copy)(void *, const void *, size_t) = memcpy;
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        double t0 = host_now();
+        copy(dst, src, bytes);
+        double u = host_now() - t0;
+        if (u < best)
+            best = u;
+    }
+    free(src);
+    free(dst);
+    *gbytes_per_s = 2.0 * (double)bytes / (best > 0 ? best : 1e-9) * 1e-9;
+    return PDNN_SUCCESS;
+}
+
 const pdnn__backend pdnn__host_backend = {
     .name = "host",
     .enumerate = host_enumerate,
@@ -310,4 +400,5 @@ const pdnn__backend pdnn__host_backend = {
     .relu = host_relu,
     .softmax = host_softmax,
     .matmul = host_matmul,
+    .measure_peak = host_measure_peak,
 };

@@ -1275,6 +1275,15 @@ static pdnn_status cl_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, i
     return matmul_naive(d, a, b, c, m, n, k, trans_a, trans_b);
 }
 
+/* cl_peak.c measures with its own program and buffers; it needs only the
+ * device's context and queue. */
+#include "backends/opencl/cl_peak.h"
+static pdnn_status cl_measure_peak(void *dev, double *g, double *b)
+{
+    cl_dev *d = dev;
+    return pdnn__cl_measure_peak(d->ctx, d->id, d->queue, g, b);
+}
+
 const pdnn__backend pdnn__opencl_backend = {
     .name = "opencl",
     .enumerate = cl_enumerate,
@@ -1293,4 +1302,5 @@ const pdnn__backend pdnn__opencl_backend = {
     .relu = cl_relu,
     .softmax = cl_softmax,
     .matmul = cl_matmul,
+    .measure_peak = cl_measure_peak,
 };

@@ -1,4 +1,5 @@
-/* polydnn: list devices, run and time conv2d and pool2d on any device. */
+/* polydnn: list devices, run and time conv2d and pool2d on any device,
+ * benchmark layer sets against peers. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -12,6 +13,9 @@ static void usage(FILE *f)
             "  devices   list the devices, TensorFlow-style\n"
             "  conv      run a 2-D convolution (MIOpenDriver-style flags)\n"
             "  pool      run a 2-D pooling\n"
+            "  bench resnet50|vgg16|conv, bench --peak\n"
+            "            time a network's convolutions and pools (or one shape) against peers,\n"
+            "            or measure the device's peak; prints a Markdown table\n"
             "  run-example towers|cnn\n"
             "            run an example graph in a session (placement, soft placement, logs)\n\n"
             "polydnn COMMAND --help shows a command's flags; polydnn --version the version.\n");
@@ -38,6 +42,8 @@ int main(int argc, char **argv)
         return cmd_conv(argc - 1, argv + 1);
     if (strcmp(cmd, "pool") == 0)
         return cmd_pool(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "run-example") == 0)
         return cmd_example(argc - 1, argv + 1);
     fprintf(stderr, "polydnn: unknown command '%s'\n", cmd);

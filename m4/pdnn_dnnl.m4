@@ -1,0 +1,42 @@
+# PDNN_CHECK_DNNL: --with-dnnl[=DIR]|--without-dnnl (default auto).
+# oneDNN is the CPU peer of `polydnn bench` only: the tool links it, the
+# library never does. Its C API changed in 3.0 (primitive descriptors
+# made in one call, memory descriptors became handles); src/cli/peer_dnnl.c
+# speaks both, so the check links the entry point of the version found.
+AC_DEFUN([PDNN_CHECK_DNNL], [
+  AC_ARG_WITH([dnnl],
+    [AS_HELP_STRING([--with-dnnl@<:@=DIR@:>@],
+      [run oneDNN as the host-CPU peer in polydnn bench (default: auto; DIR holds include/ and lib/)])],
+    [], [with_dnnl=auto])
+  pdnn_have_dnnl=no
+  DNNL_CFLAGS=""
+  DNNL_LIBS=""
+  AS_IF([test "x$with_dnnl" != xno], [
+    AS_CASE([$with_dnnl],
+      [yes|auto], [],
+      [DNNL_CFLAGS="-I$with_dnnl/include"; DNNL_LIBS="-L$with_dnnl/lib"])
+    DNNL_LIBS="$DNNL_LIBS -ldnnl"
+    pdnn_save_CPPFLAGS="$CPPFLAGS"; CPPFLAGS="$CPPFLAGS $DNNL_CFLAGS"
+    pdnn_save_LIBS="$LIBS"; LIBS="$DNNL_LIBS $LIBS"
+    AC_MSG_CHECKING([for oneDNN (dnnl) with a convolution API polydnn bench speaks])
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <oneapi/dnnl/dnnl.h>]], [[
+#if DNNL_VERSION_MAJOR >= 3
+      void (*volatile f)(void) = (void (*)(void))dnnl_convolution_forward_primitive_desc_create;
+#else
+      void (*volatile f)(void) = (void (*)(void))dnnl_dilated_convolution_forward_desc_init;
+#endif
+      return f == 0 || dnnl_version() == 0;]])],
+      [pdnn_have_dnnl=yes], [pdnn_have_dnnl=no])
+    AC_MSG_RESULT([$pdnn_have_dnnl])
+    CPPFLAGS="$pdnn_save_CPPFLAGS"
+    LIBS="$pdnn_save_LIBS"
+    AS_IF([test "x$with_dnnl" != xauto && test "x$pdnn_have_dnnl" != xyes],
+      [AC_MSG_ERROR([--with-dnnl given but oneDNN was not found (apt-get install libdnnl-dev)])])
+  ])
+  AS_IF([test "x$pdnn_have_dnnl" = xyes],
+    [AC_DEFINE([PDNN_HAVE_DNNL], [1], [oneDNN is available as the bench tool's CPU peer])],
+    [DNNL_CFLAGS=""; DNNL_LIBS=""])
+  AM_CONDITIONAL([HAVE_DNNL], [test "x$pdnn_have_dnnl" = xyes])
+  AC_SUBST([DNNL_CFLAGS])
+  AC_SUBST([DNNL_LIBS])
+])

@@ -1,0 +1,714 @@
+/* polydnn bench: a network's convolutions and pools (or one shape) on one
+ * device, each against the peers measured in the same run (im2col +
+ * CLBlast on the same device, oneDNN on the host CPU, cuDNN on a CUDA
+ * device), and the device's measured peak rates, as a Markdown table that
+ * can be committed to bench/ as it is. */
+#ifdef HAVE_CONFIG_H
+#include "config.h" /* PDNN_HAVE_DNNL */
+#endif
+#include "cli.h"
+#include "layers.h"
+#ifdef PDNN_HAVE_DNNL
+#include "peer_dnnl.h"
+#endif
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+typedef struct bench_opts {
+    int batch, iters, peak, no_peak, layers;
+    const char *layout, *device, *algo;
+    /* bench conv's shape: -1 (NULL) unless given, so that a layer set can
+     * reject them. */
+    int c, h, w, k, y, x, p, q, u, v, l, j, g;
+    const char *padding;
+} bench_opts;
+
+/* One geometric mean: the sum of logs and how many. */
+typedef struct geo {
+    double sum;
+    int n;
+} geo;
+
+static void geo_add(geo *g, double v)
+{
+    if (v > 0) {
+        g->sum += log(v);
+        g->n++;
+    }
+}
+
+static double geo_mean(const geo *g)
+{
+    return g->n ? exp(g->sum / g->n) : 0.0;
+}
+
+typedef struct bench_run {
+    const char *cmd; /* "bench resnet50", for messages */
+    /* What PDNN_CONV_ALGO_IM2COL_GEMM is on the device: im2col + CLBlast
+     * on OpenCL, cuDNN's GEMM algorithm on CUDA. */
+    const char *gemm;
+    pdnn_device *dev, *cuda;
+    double peak_gflops, peak_gbytes; /* 0: unknown */
+    int iters;
+    pdnn_conv_algo algo;
+#ifdef PDNN_HAVE_DNNL
+    peer_dnnl *dnnl;
+#endif
+    int mismatches;
+    geo ours, pct, gemm_g, gemm_ratio, dnnl_g, dnnl_ratio, cudnn, cudnn_ratio, pool, pool_pct;
+} bench_run;
+
+/* Warm-up, then the best of iters calls, in ms. The warm-up's status is
+ * returned as it is so that the caller can tell "not available here"
+ * from a failure. */
+static pdnn_status time_best(pdnn_device *dev, pdnn_status (*op)(void *), void *arg, int iters, double *ms)
+{
+    pdnn_status st = op(arg);
+    if (st != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
+        return st;
+    double best = 1e30;
+    for (int i = 0; i < iters; i++) {
+        double t0 = cli_now();
+        if ((st = op(arg)) != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
+            return st;
+        double t = (cli_now() - t0) * 1e3;
+        if (t < best)
+            best = t;
+    }
+    *ms = best;
+    return PDNN_SUCCESS;
+}
+
+struct conv_call {
+    const pdnn_conv2d_params *p;
+    const pdnn_tensor *x, *w;
+    pdnn_tensor *y;
+};
+
+static pdnn_status conv_op(void *arg)
+{
+    const struct conv_call *c = arg;
+    return pdnn_conv2d_forward(c->p, c->x, c->w, NULL, c->y);
+}
+
+struct pool_call {
+    const pdnn_pool2d_params *p;
+    const pdnn_tensor *x;
+    pdnn_tensor *y;
+};
+
+static pdnn_status pool_op(void *arg)
+{
+    const struct pool_call *c = arg;
+    return pdnn_pool2d_forward(c->p, c->x, c->y);
+}
+
+/* Times conv on dev with the host data x, w: *ms, and the output in *y
+ * when y is not NULL (malloc'd). Returns the library's status. */
+static pdnn_status conv_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
+                           const pdnn_tensor_desc *wd, const pdnn_tensor_desc *yd, const float *x, const float *w,
+                           int iters, double *ms, float **y)
+{
+    pdnn_tensor *tx = NULL, *tw = NULL, *ty = NULL;
+    pdnn_status st;
+    if ((st = pdnn_tensor_create(dev, xd, &tx)) == PDNN_SUCCESS &&
+        (st = pdnn_tensor_create(dev, wd, &tw)) == PDNN_SUCCESS &&
+        (st = pdnn_tensor_create(dev, yd, &ty)) == PDNN_SUCCESS &&
+        (st = pdnn_tensor_write(tx, x, (size_t)pdnn_tensor_desc_bytes(xd))) == PDNN_SUCCESS &&
+        (st = pdnn_tensor_write(tw, w, (size_t)pdnn_tensor_desc_bytes(wd))) == PDNN_SUCCESS) {
+        struct conv_call call = {p, tx, tw, ty};
+        st = time_best(dev, conv_op, &call, iters, ms);
+    }
+    if (st == PDNN_SUCCESS && y) {
+        size_t bytes = (size_t)pdnn_tensor_desc_bytes(yd);
+        if (!(*y = malloc(bytes)))
+            st = PDNN_ERR_OUT_OF_MEMORY;
+        else if ((st = pdnn_tensor_read(ty, *y, bytes)) != PDNN_SUCCESS) {
+            free(*y);
+            *y = NULL;
+        }
+    }
+    pdnn_tensor_release(tx);
+    pdnn_tensor_release(tw);
+    pdnn_tensor_release(ty);
+    return st;
+}
+
+/* v with one decimal, or three significant digits below 1 (a tiny
+ * shape's GFLOP/s); "-" for 0 (not measured). */
+static void fmt_num(char *buf, size_t len, double v)
+{
+    if (v <= 0)
+        snprintf(buf, len, "-");
+    else if (v < 1)
+        snprintf(buf, len, "%.3g", v);
+    else
+        snprintf(buf, len, "%.1f", v);
+}
+
+/* A peer's GFLOP/s and polydnn's ratio to it, into two table cells. */
+static void peer_cells(double ours, double peer, geo *g, geo *ratio, char *gcol, char *rcol, size_t len)
+{
+    fmt_num(gcol, len, peer);
+    snprintf(rcol, len, "-");
+    if (peer > 0) {
+        snprintf(rcol, len, "%.2f", ours / peer);
+        geo_add(g, peer);
+        geo_add(ratio, ours / peer);
+    }
+}
+
+/* A peer that cannot run a shape prints "-": not available on the device,
+ * or its workspace does not fit. Anything else is a failure. */
+static int peer_missing(pdnn_status st)
+{
+    return st == PDNN_ERR_UNSUPPORTED || st == PDNN_ERR_OUT_OF_MEMORY;
+}
+
+/* One convolution of a row: the batch, the input, the filter and the
+ * geometry (its algorithm field is ignored: the run's --algo applies). */
+typedef struct conv_shape {
+    int64_t n, c, h, w, k, r, s;
+    pdnn_conv2d_params p;
+} conv_shape;
+
+/* Measures one convolution in one layout on the device and its peers and
+ * prints its row. 0, or an exit code after printing what failed. */
+static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, const conv_shape *cs, uint64_t seed)
+{
+    const char *lname = pdnn_layout_name(layout);
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {cs->n, cs->c, cs->h, cs->w}};
+    pdnn_tensor_desc wd = {PDNN_FLOAT32, layout == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW,
+                           {cs->k, cs->c / cs->p.groups, cs->r, cs->s}};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}};
+    pdnn_conv2d_params p = cs->p;
+    p.algorithm = r->algo;
+    if (pdnn_conv2d_output_dims(&xd, &wd, &p, yd.dims) != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s: %s\n", r->cmd, name, pdnn_last_error());
+        return EXIT_RUNTIME;
+    }
+    const int64_t xn = pdnn_tensor_desc_elements(&xd), wn = pdnn_tensor_desc_elements(&wd);
+    const int64_t yn = pdnn_tensor_desc_elements(&yd);
+    const double red = (double)(wd.dims[1] * wd.dims[2] * wd.dims[3]);
+    const double gflop = 2.0 * (double)yn * red / 1e9;
+    float *x = malloc((size_t)xn * sizeof *x), *w = malloc((size_t)wn * sizeof *w);
+    float *y = NULL, *y_dnnl = NULL;
+    int rc = 0;
+    if (!x || !w) {
+        fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, name);
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    cli_fill(x, xn, &seed);
+    cli_fill(w, wn, &seed);
+
+    int want_y = 0;
+#ifdef PDNN_HAVE_DNNL
+    want_y = r->dnnl != NULL; /* to check oneDNN's output against ours */
+#endif
+    double ms = 0.0;
+    pdnn_status st = conv_on(r->dev, &p, &xd, &wd, &yd, x, w, r->iters, &ms, want_y ? &y : NULL);
+    if (st != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s %s (--algo %s): %s\n", r->cmd, name, lname, pdnn_conv_algo_name(r->algo),
+                pdnn_last_error());
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    const pdnn_conv_algo ran = pdnn_conv2d_last_algorithm();
+    const double ours = gflop / (ms * 1e-3);
+    geo_add(&r->ours, ours);
+    char pct[32] = "-", ours_s[32], gflop_s[32];
+    fmt_num(ours_s, sizeof ours_s, ours);
+    snprintf(gflop_s, sizeof gflop_s, "%.3g", gflop);
+    if (r->peak_gflops > 0) {
+        fmt_num(pct, sizeof pct, 100.0 * ours / r->peak_gflops);
+        geo_add(&r->pct, 100.0 * ours / r->peak_gflops);
+    }
+
+    /* (a) im2col + GEMM on the same device. */
+    pdnn_conv2d_params pg = p;
+    pg.algorithm = PDNN_CONV_ALGO_IM2COL_GEMM;
+    double ms_gemm = 0.0;
+    st = conv_on(r->dev, &pg, &xd, &wd, &yd, x, w, r->iters, &ms_gemm, NULL);
+    if (st != PDNN_SUCCESS && !peer_missing(st)) {
+        fprintf(stderr, "polydnn %s: %s %s, %s peer: %s\n", r->cmd, name, lname, r->gemm, pdnn_last_error());
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    if (st == PDNN_ERR_OUT_OF_MEMORY)
+        fprintf(stderr, "polydnn %s: note: %s %s: %s skipped: %s\n", r->cmd, name, lname, r->gemm,
+                pdnn_last_error());
+    char gemm_g[32], gemm_r[32];
+    peer_cells(ours, st == PDNN_SUCCESS ? gflop / (ms_gemm * 1e-3) : 0.0, &r->gemm_g, &r->gemm_ratio, gemm_g, gemm_r,
+               sizeof gemm_g);
+
+    /* The row is printed once complete, so that notes on stderr do not
+     * land inside it. */
+    char more[160] = "";
+
+#ifdef PDNN_HAVE_DNNL
+    /* (b) oneDNN on the host CPU, from the same data; its output must
+     * match ours, or one of the two is not computing this convolution. */
+    if (r->dnnl) {
+        char err[256];
+        double ms_dnnl = 0.0;
+        peer_conv pc = {cs->n, cs->c, cs->h, cs->w, cs->k, cs->r, cs->s, yd.dims[2], yd.dims[3],
+                        p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_bottom,
+                        p.pad_left, p.pad_right, p.groups, layout == PDNN_NHWC};
+        double g = 0.0;
+        if (!(y_dnnl = malloc((size_t)yn * sizeof *y_dnnl))) {
+            fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, name);
+            rc = EXIT_RUNTIME;
+            goto out;
+        }
+        if (peer_dnnl_conv(r->dnnl, &pc, x, w, y_dnnl, r->iters, &ms_dnnl, err, sizeof err) != 0) {
+            fprintf(stderr, "polydnn %s: note: %s %s: oneDNN skipped: %s\n", r->cmd, name, lname, err);
+        } else {
+            g = gflop / (ms_dnnl * 1e-3);
+            double max_abs = 0.0, max_rel = 0.0;
+            cli_errors(y, y_dnnl, yn, &max_abs, &max_rel);
+            /* Inputs lie in [-1, 1): float32 sums of red products of two
+             * such values stay well within this of each other. */
+            const double tol = 1e-4 + 1e-5 * red;
+            if (!(max_abs <= tol)) {
+                fprintf(stderr, "polydnn %s: %s %s: polydnn (%s) and oneDNN disagree: max abs error %.3g > %.3g\n",
+                        r->cmd, name, lname, pdnn_conv_algo_name(ran), max_abs, tol);
+                r->mismatches++;
+            }
+        }
+        char dg[32], dr[32];
+        peer_cells(ours, g, &r->dnnl_g, &r->dnnl_ratio, dg, dr, sizeof dg);
+        snprintf(more + strlen(more), sizeof more - strlen(more), " | %s | %s", dg, dr);
+    }
+#endif
+
+    /* (c) cuDNN's own choice on a CUDA device. */
+    if (r->cuda) {
+        pdnn_conv2d_params pv = p;
+        pv.algorithm = PDNN_CONV_ALGO_VENDOR;
+        double ms_v = 0.0;
+        st = conv_on(r->cuda, &pv, &xd, &wd, &yd, x, w, r->iters, &ms_v, NULL);
+        if (st != PDNN_SUCCESS && !peer_missing(st)) {
+            fprintf(stderr, "polydnn %s: %s %s, cuDNN peer: %s\n", r->cmd, name, lname, pdnn_last_error());
+            rc = EXIT_RUNTIME;
+            goto out;
+        }
+        char cg[32], cr[32];
+        peer_cells(ours, st == PDNN_SUCCESS ? gflop / (ms_v * 1e-3) : 0.0, &r->cudnn, &r->cudnn_ratio, cg, cr,
+                   sizeof cg);
+        snprintf(more + strlen(more), sizeof more - strlen(more), " | %s | %s", cg, cr);
+    }
+    printf("| %s | %s | %s | %s | %.3f | %s | %s | %s | %s%s |\n", name, lname, pdnn_conv_algo_name(ran), gflop_s, ms,
+           ours_s, pct, gemm_g, gemm_r, more);
+    fflush(stdout);
+out:
+    free(x);
+    free(w);
+    free(y);
+    free(y_dnnl);
+    return rc;
+}
+
+static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout, int64_t n, uint64_t seed)
+{
+    pdnn_pool2d_params p;
+    pdnn_pool2d_params_init(&p);
+    p.mode = PDNN_POOL_MAX;
+    p.window_h = p.window_w = L->window;
+    p.stride_h = p.stride_w = L->stride;
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = L->pad;
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {n, L->c, L->hw, L->hw}};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}};
+    if (pdnn_pool2d_output_dims(&xd, &p, yd.dims) != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s: %s\n", r->cmd, L->name, pdnn_last_error());
+        return EXIT_RUNTIME;
+    }
+    const size_t xb = (size_t)pdnn_tensor_desc_bytes(&xd), yb = (size_t)pdnn_tensor_desc_bytes(&yd);
+    float *x = malloc(xb);
+    pdnn_tensor *tx = NULL, *ty = NULL;
+    int rc = 0;
+    double ms = 0.0;
+    if (!x) {
+        fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, L->name);
+        return EXIT_RUNTIME;
+    }
+    cli_fill(x, pdnn_tensor_desc_elements(&xd), &seed);
+    pdnn_status st;
+    if ((st = pdnn_tensor_create(r->dev, &xd, &tx)) == PDNN_SUCCESS &&
+        (st = pdnn_tensor_create(r->dev, &yd, &ty)) == PDNN_SUCCESS &&
+        (st = pdnn_tensor_write(tx, x, xb)) == PDNN_SUCCESS) {
+        struct pool_call call = {&p, tx, ty};
+        st = time_best(r->dev, pool_op, &call, r->iters, &ms);
+    }
+    if (st != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s %s: %s\n", r->cmd, L->name, pdnn_layout_name(layout), pdnn_last_error());
+        rc = EXIT_RUNTIME;
+    } else {
+        const double gbs = (double)(xb + yb) / (ms * 1e-3) / 1e9;
+        char pct[32] = "-";
+        geo_add(&r->pool, gbs);
+        if (r->peak_gbytes > 0) {
+            fmt_num(pct, sizeof pct, 100.0 * gbs / r->peak_gbytes);
+            geo_add(&r->pool_pct, 100.0 * gbs / r->peak_gbytes);
+        }
+        printf("| %s | %s | %.1f | %.3f | %.2f | %s |\n", L->name, pdnn_layout_name(layout),
+               (double)(xb + yb) / 1e6, ms, gbs, pct);
+        fflush(stdout);
+    }
+    pdnn_tensor_release(tx);
+    pdnn_tensor_release(ty);
+    free(x);
+    return rc;
+}
+
+/* The command line as typed, for the table's heading (arguments with
+ * spaces or shell characters quoted). */
+static void print_command(int argc, char **argv)
+{
+    printf("`polydnn");
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][strcspn(argv[i], " \t'\"`$*?|&;<>()")])
+            printf(" '%s'", argv[i]);
+        else
+            printf(" %s", argv[i]);
+    }
+    printf("`");
+}
+
+/* Measures the peak rates into r; prints why when they stay unknown. */
+static void measure_peak(bench_run *r)
+{
+    if (pdnn_device_measure_peak(r->dev, &r->peak_gflops, &r->peak_gbytes) != PDNN_SUCCESS) {
+        printf("peak: unknown (%s)\n", pdnn_last_error());
+        r->peak_gflops = r->peak_gbytes = 0.0;
+    }
+}
+
+static int find_cuda(pdnn_context *ctx, pdnn_device **out)
+{
+    *out = NULL;
+    for (int i = 0; i < pdnn_device_count(ctx); i++) {
+        pdnn_device *d;
+        pdnn_device_info info;
+        if (pdnn_device_get(ctx, i, &d) == PDNN_SUCCESS && pdnn_device_get_info(d, &info) == PDNN_SUCCESS &&
+            strcmp(info.backend, "cuda") == 0) {
+            *out = d;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void shape_name(char *buf, size_t len, const conv_shape *cs)
+{
+    const pdnn_conv2d_params *p = &cs->p;
+    int n = snprintf(buf, len, "c%lld %lldx%lld k%lld %lldx%lld", (long long)cs->c, (long long)cs->h,
+                     (long long)cs->w, (long long)cs->k, (long long)cs->r, (long long)cs->s);
+    if (n > 0 && (size_t)n < len && (p->stride_h != 1 || p->stride_w != 1))
+        n += snprintf(buf + n, len - (size_t)n, " /%d,%d", p->stride_h, p->stride_w);
+    if (n > 0 && (size_t)n < len && (p->pad_top || p->pad_bottom || p->pad_left || p->pad_right))
+        n += snprintf(buf + n, len - (size_t)n, " pad %d,%d,%d,%d", p->pad_top, p->pad_bottom, p->pad_left,
+                      p->pad_right);
+    if (n > 0 && (size_t)n < len && (p->dilation_h != 1 || p->dilation_w != 1))
+        n += snprintf(buf + n, len - (size_t)n, " dil %d,%d", p->dilation_h, p->dilation_w);
+    if (n > 0 && (size_t)n < len && p->groups != 1)
+        snprintf(buf + n, len - (size_t)n, " g%d", p->groups);
+}
+
+/* bench conv's shape from the flags, with cmd_conv's defaults. */
+static int conv_from_flags(const char *cmd, const bench_opts *o, conv_shape *cs)
+{
+    pdnn_conv2d_params_init(&cs->p);
+    cs->n = o->batch;
+    cs->c = o->c > 0 ? o->c : 3;
+    cs->h = o->h > 0 ? o->h : 32;
+    cs->w = o->w > 0 ? o->w : 32;
+    cs->k = o->k > 0 ? o->k : 32;
+    cs->r = o->y > 0 ? o->y : 3;
+    cs->s = o->x > 0 ? o->x : 3;
+    cs->p.stride_h = o->u > 0 ? o->u : 1;
+    cs->p.stride_w = o->v > 0 ? o->v : 1;
+    cs->p.dilation_h = o->l > 0 ? o->l : 1;
+    cs->p.dilation_w = o->j > 0 ? o->j : 1;
+    cs->p.groups = o->g > 0 ? o->g : 1;
+    cs->p.pad_top = cs->p.pad_bottom = o->p >= 0 ? o->p : 0;
+    cs->p.pad_left = cs->p.pad_right = o->q >= 0 ? o->q : 0;
+    if (cs->c % cs->p.groups != 0 || cs->k % cs->p.groups != 0) {
+        fprintf(stderr, "polydnn %s: groups %d must divide the input channels %lld and the output channels %lld\n",
+                cmd, cs->p.groups, (long long)cs->c, (long long)cs->k);
+        return EXIT_USAGE;
+    }
+    if (o->padding) {
+        if (strcasecmp(o->padding, "valid") == 0) {
+            pdnn_conv2d_set_padding_valid(&cs->p);
+        } else if (strcasecmp(o->padding, "same") != 0) {
+            fprintf(stderr, "polydnn %s: --padding must be same or valid, got '%s'\n", cmd, o->padding);
+            return EXIT_USAGE;
+        } else if (pdnn_conv2d_set_padding_same(&cs->p, cs->h, cs->w, cs->r, cs->s) != PDNN_SUCCESS) {
+            fprintf(stderr, "polydnn %s: --padding same: %s\n", cmd, pdnn_last_error());
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, const pdnn_layout *layouts,
+                     int nlayouts, const bench_opts *o)
+{
+    int rc = 0;
+    printf("\n| layer | layout | algorithm | GFLOP | ms | GFLOP/s | %% of peak | %s GFLOP/s | polydnn / %s", r->gemm,
+           r->gemm);
+#ifdef PDNN_HAVE_DNNL
+    if (r->dnnl)
+        printf(" | oneDNN (host CPU) GFLOP/s | polydnn / oneDNN");
+#endif
+    if (r->cuda)
+        printf(" | cuDNN GFLOP/s | polydnn / cuDNN");
+    printf(" |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---:");
+#ifdef PDNN_HAVE_DNNL
+    if (r->dnnl)
+        printf(" | ---: | ---:");
+#endif
+    if (r->cuda)
+        printf(" | ---: | ---:");
+    printf(" |\n");
+    fflush(stdout);
+
+    const int nconv = set ? (o->layers > 0 && o->layers < set->n_convs ? o->layers : set->n_convs) : 1;
+    for (int i = 0; rc == 0 && i < nconv; i++) {
+        conv_shape cs;
+        char name[128];
+        if (set) {
+            const layer_conv *L = &set->convs[i];
+            pdnn_conv2d_params_init(&cs.p);
+            cs.n = o->batch;
+            cs.c = L->c;
+            cs.h = cs.w = L->hw;
+            cs.k = L->k;
+            cs.r = cs.s = L->rs;
+            cs.p.stride_h = cs.p.stride_w = L->stride;
+            cs.p.pad_top = cs.p.pad_bottom = cs.p.pad_left = cs.p.pad_right = L->pad;
+            snprintf(name, sizeof name, "%s", L->name);
+        } else {
+            cs = *one;
+            shape_name(name, sizeof name, &cs);
+        }
+        for (int l = 0; rc == 0 && l < nlayouts; l++)
+            rc = bench_conv_row(r, name, layouts[l], &cs, 1000u + (uint64_t)i);
+    }
+    if (rc || !set || set->n_pools == 0)
+        return rc;
+
+    const int npool = o->layers > 0 && o->layers < set->n_pools ? o->layers : set->n_pools;
+    printf("\n| max pool | layout | MB read + written | ms | GB/s | %% of copy bandwidth |\n"
+           "| --- | --- | ---: | ---: | ---: | ---: |\n");
+    for (int i = 0; rc == 0 && i < npool; i++)
+        for (int l = 0; rc == 0 && l < nlayouts; l++)
+            rc = bench_pool_row(r, &set->pools[i], layouts[l], o->batch, 2000u + (uint64_t)i);
+    return rc;
+}
+
+static void print_summary(const bench_run *r)
+{
+    printf("\nGeometric means over %d convolution(s): polydnn %.1f GFLOP/s", r->ours.n, geo_mean(&r->ours));
+    if (r->pct.n)
+        printf(" (%.1f%% of peak)", geo_mean(&r->pct));
+    if (r->gemm_g.n)
+        printf("; %s %.1f GFLOP/s, polydnn / %s %.2f over %d", r->gemm, geo_mean(&r->gemm_g), r->gemm,
+               geo_mean(&r->gemm_ratio), r->gemm_ratio.n);
+    else
+        printf("; %s: not available on this device", r->gemm);
+    if (r->dnnl_g.n)
+        printf("; oneDNN %.1f GFLOP/s, polydnn / oneDNN %.2f over %d", geo_mean(&r->dnnl_g), geo_mean(&r->dnnl_ratio),
+               r->dnnl_ratio.n);
+    if (r->cudnn.n)
+        printf("; cuDNN %.1f GFLOP/s, polydnn / cuDNN %.2f over %d", geo_mean(&r->cudnn), geo_mean(&r->cudnn_ratio),
+               r->cudnn_ratio.n);
+    if (r->pool.n) {
+        printf("; max pool %.2f GB/s over %d", geo_mean(&r->pool), r->pool.n);
+        if (r->pool_pct.n)
+            printf(" (%.1f%% of copy bandwidth)", geo_mean(&r->pool_pct));
+    }
+    printf(".\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *what = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "bench%s%s", what ? " " : "", what ? what : "");
+    const layer_set *set = NULL;
+    if (what && strcmp(what, "conv") != 0 && !(set = layer_set_find(what))) {
+        fprintf(stderr, "polydnn bench: unknown layer set '%s'; known: %s, or conv for one shape (see polydnn bench --help)\n",
+                what, layer_set_names());
+        return EXIT_USAGE;
+    }
+    bench_opts o = {1, 3, 0, 0, 0, NULL, NULL, "auto", -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, NULL};
+    const cli_opt opts[] = {
+        {'n', "batch", OPT_INT, &o.batch, 1, "batch size N (default 1)"},
+        {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC: only this layout (default both)"},
+        {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
+        {'a', "algo", OPT_STR, &o.algo, 0, "polydnn's algorithm: auto|direct|im2col_gemm|vendor|tiled (default auto)"},
+        {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up; the best counts (default 3)"},
+        {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions and N pools of the set"},
+        {0, "peak", OPT_FLAG, &o.peak, 0, "measure and print the device's peak FMA rate and copy bandwidth"},
+        {0, "no-peak", OPT_FLAG, &o.no_peak, 0, "skip the peak measurement (no % of peak columns)"},
+        {'c', "in-channels", OPT_INT, &o.c, 1, "bench conv: input channels C (default 3)"},
+        {'H', "height", OPT_INT, &o.h, 1, "bench conv: input height (default 32)"},
+        {'W', "width", OPT_INT, &o.w, 1, "bench conv: input width (default 32)"},
+        {'k', "out-channels", OPT_INT, &o.k, 1, "bench conv: output channels K (default 32)"},
+        {'y', "filter-height", OPT_INT, &o.y, 1, "bench conv: filter height R (default 3)"},
+        {'x', "filter-width", OPT_INT, &o.x, 1, "bench conv: filter width S (default 3)"},
+        {'p', "pad-h", OPT_INT, &o.p, 0, "bench conv: padding top and bottom (default 0)"},
+        {'q', "pad-w", OPT_INT, &o.q, 0, "bench conv: padding left and right (default 0)"},
+        {0, "padding", OPT_STR, &o.padding, 0, "bench conv: same|valid, TensorFlow's (overrides -p/-q)"},
+        {'u', "stride-h", OPT_INT, &o.u, 1, "bench conv: vertical stride (default 1)"},
+        {'v', "stride-w", OPT_INT, &o.v, 1, "bench conv: horizontal stride (default 1)"},
+        {'l', "dilation-h", OPT_INT, &o.l, 1, "bench conv: vertical dilation (default 1)"},
+        {'j', "dilation-w", OPT_INT, &o.j, 1, "bench conv: horizontal dilation (default 1)"},
+        {'g', "groups", OPT_INT, &o.g, 1, "bench conv: groups (default 1)"},
+    };
+    int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
+                       "  polydnn bench resnet50|vgg16 [flags]  ResNet-50 v1.5's or VGG-16's convolutions and max pools\n"
+                       "  polydnn bench conv [flags]            one convolution, from polydnn conv's shape flags\n"
+                       "  polydnn bench --peak [--device D]     the device's peak FMA rate and copy bandwidth only\n"
+                       "Each convolution runs against im2col + GEMM on the same device (CLBlast on OpenCL), oneDNN on\n"
+                       "the host CPU (when configured) and cuDNN (when a CUDA device exists); the output is a Markdown\n"
+                       "table with GFLOP/s, GB/s, % of the device's measured peak, the ratios and their geometric means.");
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (!what && !o.peak) {
+        fprintf(stderr, "polydnn bench: name a layer set (%s), conv for one shape, or --peak (see polydnn bench --help)\n",
+                layer_set_names());
+        return EXIT_USAGE;
+    }
+    if (o.peak && o.no_peak) {
+        fprintf(stderr, "polydnn %s: --peak and --no-peak contradict each other\n", cmd);
+        return EXIT_USAGE;
+    }
+    const int shape_given = o.c > 0 || o.h > 0 || o.w > 0 || o.k > 0 || o.y > 0 || o.x > 0 || o.p >= 0 || o.q >= 0 ||
+                            o.u > 0 || o.v > 0 || o.l > 0 || o.j > 0 || o.g > 0 || o.padding;
+    if (shape_given && (set || !what)) {
+        fprintf(stderr, "polydnn %s: the shape flags (-c -H -W -k -y -x -p -q -u -v -l -j -g --padding) apply to "
+                "polydnn bench conv only\n", cmd);
+        return EXIT_USAGE;
+    }
+    if (o.layers > 0 && !set) {
+        fprintf(stderr, "polydnn %s: --layers applies to a layer set (%s)\n", cmd, layer_set_names());
+        return EXIT_USAGE;
+    }
+    pdnn_layout layouts[2] = {PDNN_NCHW, PDNN_NHWC};
+    int nlayouts = 2;
+    if (o.layout) {
+        int l = pdnn_layout_parse(o.layout);
+        if (l != PDNN_NCHW && l != PDNN_NHWC) {
+            fprintf(stderr, "polydnn %s: --layout must be NCHW or NHWC, got '%s'\n", cmd, o.layout);
+            return EXIT_USAGE;
+        }
+        layouts[0] = (pdnn_layout)l;
+        nlayouts = 1;
+    }
+    int algo = -1;
+    for (int i = PDNN_CONV_ALGO_AUTO; i <= PDNN_CONV_ALGO_TILED; i++)
+        if (strcasecmp(o.algo, pdnn_conv_algo_name((pdnn_conv_algo)i)) == 0)
+            algo = i;
+    if (algo < 0) {
+        fprintf(stderr, "polydnn %s: --algo must be auto, direct, im2col_gemm, vendor or tiled, got '%s'\n", cmd,
+                o.algo);
+        return EXIT_USAGE;
+    }
+    conv_shape one = {0};
+    if (what && !set && (rc = conv_from_flags(cmd, &o, &one)))
+        return rc;
+
+    /* Regions grow on demand: the peak measurement's buffers come from
+     * the driver beside the allocator, and peers on a second device
+     * should take only what they use. Environment overrides still apply. */
+    pdnn_context_options copts;
+    pdnn_context_options_init(&copts);
+    copts.allow_growth = 1;
+    pdnn_context *ctx = NULL;
+    if (pdnn_context_create(&copts, &ctx) != PDNN_SUCCESS)
+        return cli_fail("creating a context");
+    bench_run r;
+    memset(&r, 0, sizeof r);
+    r.cmd = cmd;
+    r.iters = o.iters;
+    r.algo = (pdnn_conv_algo)algo;
+    if ((o.device ? pdnn_device_find(ctx, o.device, &r.dev) : pdnn_device_default(ctx, &r.dev)) != PDNN_SUCCESS) {
+        rc = cli_fail("choosing a device");
+        goto out;
+    }
+    pdnn_device_info info;
+    pdnn_device_get_info(r.dev, &info);
+    r.gemm = strcmp(info.backend, "opencl") == 0 ? "im2col+CLBlast"
+             : strcmp(info.backend, "cuda") == 0 ? "cuDNN GEMM"
+                                                 : "im2col+GEMM";
+
+    if (!what) { /* --peak alone */
+        if (pdnn_device_measure_peak(r.dev, &r.peak_gflops, &r.peak_gbytes) != PDNN_SUCCESS) {
+            printf("peak %s (%s: %s): unknown (%s)\n", info.name, info.backend, info.device_name, pdnn_last_error());
+        } else {
+            printf("peak %s (%s: %s): %.1f GFLOP/s fp32 FMA, %.2f GB/s copy\n", info.name, info.backend,
+                   info.device_name, r.peak_gflops, r.peak_gbytes);
+        }
+        goto out;
+    }
+
+    find_cuda(ctx, &r.cuda);
+    char dnnl_note[320] = "oneDNN: not configured (./configure --with-dnnl)";
+#ifdef PDNN_HAVE_DNNL
+    {
+        char err[256];
+        if (peer_dnnl_open(&r.dnnl, err, sizeof err) != 0) {
+            snprintf(dnnl_note, sizeof dnnl_note, "oneDNN: unavailable (%s)", err);
+        } else {
+            char desc[128];
+            peer_dnnl_describe(desc, sizeof desc);
+            snprintf(dnnl_note, sizeof dnnl_note, "%s on the host CPU", desc);
+        }
+    }
+#endif
+    char date[64] = "unknown date";
+    time_t t = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&t, &tm))
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    printf("## polydnn %s, batch %d: %s (%s, %s, %s, driver %s), %s, ", cmd, o.batch, info.name, info.backend,
+           info.vendor, info.device_name, info.driver_version, date);
+    print_command(argc, argv);
+    printf("\n\n");
+    if (o.no_peak) {
+        printf("Peak: not measured (--no-peak).\n");
+    } else {
+        fflush(stdout);
+        measure_peak(&r);
+        if (r.peak_gflops > 0)
+            printf("Measured peak (polydnn bench --peak): %.1f GFLOP/s fp32 FMA, %.2f GB/s copy.\n", r.peak_gflops,
+                   r.peak_gbytes);
+    }
+    printf("Peers, measured in the same run: %s (algorithm im2col_gemm) on %s; %s; %s.\n", r.gemm, info.name, dnnl_note, r.cuda ? "cuDNN (algorithm vendor) on the CUDA device" : "cuDNN: no CUDA device");
+    printf("polydnn's algorithm: %s. Times: best of %d call(s) after one warm-up. Ratios: polydnn's GFLOP/s over "
+           "the peer's (above 1: polydnn is faster); -: the peer cannot run it.\n",
+           pdnn_conv_algo_name(r.algo), o.iters);
+    fflush(stdout);
+    rc = run_bench(&r, set, &one, layouts, nlayouts, &o);
+    if (rc == 0)
+        print_summary(&r);
+    if (rc == 0 && r.mismatches) {
+        fprintf(stderr, "polydnn %s: polydnn and oneDNN disagree on %d convolution(s) (see above)\n", cmd,
+                r.mismatches);
+        rc = EXIT_RUNTIME;
+    }
+out:
+#ifdef PDNN_HAVE_DNNL
+    peer_dnnl_close(r.dnnl);
+#endif
+    pdnn_context_destroy(ctx);
+    return rc;
+}
