@@ -174,6 +174,18 @@ void cli_errors(const float *got, const float *want, int64_t n, double *max_abs,
     *max_rel = mr;
 }
 
+pdnn_status cli_conv_op(void *arg)
+{
+    const cli_conv_call *c = arg;
+    return pdnn_conv2d_forward(c->p, c->x, c->w, c->b, c->y);
+}
+
+pdnn_status cli_pool_op(void *arg)
+{
+    const cli_pool_call *c = arg;
+    return pdnn_pool2d_forward(c->p, c->x, c->y);
+}
+
 int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(void *), void *arg, double *ms)
 {
     if (op(arg) || pdnn_device_synchronize(dev))

@@ -43,6 +43,19 @@ int cli_fail(const char *what); /* prints pdnn_last_error(), returns EXIT_RUNTIM
 /* Runs op once to warm up (building programs, touching memory), then
  * iters times, waits for dev, and sets *ms (may be NULL) to the time per
  * call. Returns 0 or EXIT_RUNTIME after printing what failed. */
+/* One conv2d or pool2d call as an op for the timers (b may be NULL). */
+typedef struct cli_conv_call {
+    const pdnn_conv2d_params *p;
+    const pdnn_tensor *x, *w, *b;
+    pdnn_tensor *y;
+} cli_conv_call;
+pdnn_status cli_conv_op(void *arg); /* arg: a cli_conv_call */
+typedef struct cli_pool_call {
+    const pdnn_pool2d_params *p;
+    const pdnn_tensor *x;
+    pdnn_tensor *y;
+} cli_pool_call;
+pdnn_status cli_pool_op(void *arg); /* arg: a cli_pool_call */
 int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(void *), void *arg, double *ms);
 /* Reads a whole tensor into a new malloc'd array (*out). */
 int cli_read(const pdnn_tensor *t, float **out);

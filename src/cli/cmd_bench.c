@@ -84,30 +84,6 @@ static pdnn_status time_best(pdnn_device *dev, pdnn_status (*op)(void *), void *
     return PDNN_SUCCESS;
 }
 
-struct conv_call {
-    const pdnn_conv2d_params *p;
-    const pdnn_tensor *x, *w;
-    pdnn_tensor *y;
-};
-
-static pdnn_status conv_op(void *arg)
-{
-    const struct conv_call *c = arg;
-    return pdnn_conv2d_forward(c->p, c->x, c->w, NULL, c->y);
-}
-
-struct pool_call {
-    const pdnn_pool2d_params *p;
-    const pdnn_tensor *x;
-    pdnn_tensor *y;
-};
-
-static pdnn_status pool_op(void *arg)
-{
-    const struct pool_call *c = arg;
-    return pdnn_pool2d_forward(c->p, c->x, c->y);
-}
-
 /* Times conv on dev with the host data x, w: *ms, and the output in *y
  * when y is not NULL (malloc'd). Returns the library's status. */
 static pdnn_status conv_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
@@ -121,8 +97,8 @@ static pdnn_status conv_on(pdnn_device *dev, const pdnn_conv2d_params *p, const 
         (st = pdnn_tensor_create(dev, yd, &ty)) == PDNN_SUCCESS &&
         (st = pdnn_tensor_write(tx, x, (size_t)pdnn_tensor_desc_bytes(xd))) == PDNN_SUCCESS &&
         (st = pdnn_tensor_write(tw, w, (size_t)pdnn_tensor_desc_bytes(wd))) == PDNN_SUCCESS) {
-        struct conv_call call = {p, tx, tw, ty};
-        st = time_best(dev, conv_op, &call, iters, ms);
+        cli_conv_call call = {p, tx, tw, NULL, ty};
+        st = time_best(dev, cli_conv_op, &call, iters, ms);
     }
     if (st == PDNN_SUCCESS && y) {
         size_t bytes = (size_t)pdnn_tensor_desc_bytes(yd);
@@ -342,8 +318,8 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
     if ((st = pdnn_tensor_create(r->dev, &xd, &tx)) == PDNN_SUCCESS &&
         (st = pdnn_tensor_create(r->dev, &yd, &ty)) == PDNN_SUCCESS &&
         (st = pdnn_tensor_write(tx, x, xb)) == PDNN_SUCCESS) {
-        struct pool_call call = {&p, tx, ty};
-        st = time_best(r->dev, pool_op, &call, r->iters, &ms);
+        cli_pool_call call = {&p, tx, ty};
+        st = time_best(r->dev, cli_pool_op, &call, r->iters, &ms);
     }
     if (st != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s %s: %s\n", r->cmd, L->name, pdnn_layout_name(layout), pdnn_last_error());

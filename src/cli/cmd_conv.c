@@ -64,25 +64,13 @@ static int fits_int(int64_t v, const char *what, const char *path)
     return 1;
 }
 
-struct conv_call {
-    const pdnn_conv2d_params *p;
-    const pdnn_tensor *x, *w, *b;
-    pdnn_tensor *y;
-};
-
-static pdnn_status conv_op(void *arg)
-{
-    const struct conv_call *c = arg;
-    return pdnn_conv2d_forward(c->p, c->x, c->w, c->b, c->y);
-}
-
 /* Runs the op on dev with host data, returning the output (malloc'd). */
 static int run_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
                   const pdnn_tensor_desc *wd, const pdnn_tensor_desc *bd, const pdnn_tensor_desc *yd,
                   const float *x, const float *w, const float *b, int iters, float **out, double *ms)
 {
     pdnn_tensor *tx = NULL, *tw = NULL, *tb = NULL, *ty = NULL;
-    struct conv_call call;
+    cli_conv_call call;
     int rc = 0;
     if (pdnn_tensor_create(dev, xd, &tx) || pdnn_tensor_create(dev, wd, &tw) ||
         (b && pdnn_tensor_create(dev, bd, &tb)) || pdnn_tensor_create(dev, yd, &ty)) {
@@ -95,8 +83,8 @@ static int run_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tens
         rc = cli_fail("writing inputs");
         goto done;
     }
-    call = (struct conv_call){p, tx, tw, tb, ty};
-    if ((rc = cli_time(dev, "conv2d", iters, conv_op, &call, ms)) == 0)
+    call = (cli_conv_call){p, tx, tw, tb, ty};
+    if ((rc = cli_time(dev, "conv2d", iters, cli_conv_op, &call, ms)) == 0)
         rc = cli_read(ty, out);
 done:
     pdnn_tensor_release(tx);

@@ -9,23 +9,11 @@
 #include <string.h>
 #include <strings.h>
 
-struct pool_call {
-    const pdnn_pool2d_params *p;
-    const pdnn_tensor *x;
-    pdnn_tensor *y;
-};
-
-static pdnn_status pool_op(void *arg)
-{
-    const struct pool_call *c = arg;
-    return pdnn_pool2d_forward(c->p, c->x, c->y);
-}
-
 static int run_pool(pdnn_device *dev, const pdnn_pool2d_params *p, const pdnn_tensor_desc *xd,
                     const pdnn_tensor_desc *yd, const float *x, int iters, float **out, double *ms)
 {
     pdnn_tensor *tx = NULL, *ty = NULL;
-    struct pool_call call;
+    cli_pool_call call;
     int rc = 0;
     if (pdnn_tensor_create(dev, xd, &tx) || pdnn_tensor_create(dev, yd, &ty)) {
         rc = cli_fail("allocating tensors");
@@ -35,8 +23,8 @@ static int run_pool(pdnn_device *dev, const pdnn_pool2d_params *p, const pdnn_te
         rc = cli_fail("writing the input");
         goto done;
     }
-    call = (struct pool_call){p, tx, ty};
-    if ((rc = cli_time(dev, "pool2d", iters, pool_op, &call, ms)) == 0)
+    call = (cli_pool_call){p, tx, ty};
+    if ((rc = cli_time(dev, "pool2d", iters, cli_pool_op, &call, ms)) == 0)
         rc = cli_read(ty, out);
 done:
     pdnn_tensor_release(tx);
