@@ -7,6 +7,17 @@
  * of the plane at xb (element strides sh, sw): mode 0 max (NaN wins),
  * 1 the sum over `padded`, 2 the sum over the in-image count. Shared by
  * every kernel's scalar path. */
+/* One axis of output o's window: the in-image range [*lo, *hi), and the
+ * length the include-padding divisor counts (clipped at the end of the
+ * padding, as PyTorch does). */
+inline int pool_extent(int o, int stride, int pad_a, int pad_b, int win, int in, int *lo, int *hi)
+{
+    const int a = o * stride - pad_a, b = min(a + win, in + pad_b);
+    *lo = max(a, 0);
+    *hi = min(b, in);
+    return b - a;
+}
+
 inline float pool_one(__global const float *xb, long sh, long sw, int h0, int h1, int w0, int w1, int padded,
                       int mode)
 {
@@ -89,13 +100,9 @@ __kernel void pool2d_fast(__global const float *x, long x_off,
         if (q >= Q || p >= P)
             return;
     }
-    int h0 = p * win.s2 - pad.s0, w0 = q * win.s3 - pad.s1;
-    int h1 = min(h0 + win.s0, H + pad.s2), w1 = min(w0 + win.s1, W + pad.s3);
-    const int padded = (h1 - h0) * (w1 - w0);
-    h0 = max(h0, 0);
-    w0 = max(w0, 0);
-    h1 = min(h1, H);
-    w1 = min(w1, W);
+    int h0, h1, w0, w1;
+    const int padded = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1) *
+                       pool_extent(q, win.s3, pad.s1, pad.s3, win.s1, W, &w0, &w1);
     const float out = pool_one(x + x_off + (long)n * xs.s0 + (long)c * xs.s1, xs.s2, xs.s3, h0, h1, w0, w1, padded,
                                mode);
     y[y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
@@ -119,13 +126,9 @@ __kernel void pool2d_nhwc8(__global const float *x, long x_off,
     if (c0 >= C || q >= Q)
         return;
     const int n = z / P, p = z - n * P;
-    int h0 = p * win.s2 - pad.s0, w0 = q * win.s3 - pad.s1;
-    int h1 = min(h0 + win.s0, H + pad.s2), w1 = min(w0 + win.s1, W + pad.s3);
-    const int padded = (h1 - h0) * (w1 - w0);
-    h0 = max(h0, 0);
-    w0 = max(w0, 0);
-    h1 = min(h1, H);
-    w1 = min(w1, W);
+    int h0, h1, w0, w1;
+    const int padded = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1) *
+                       pool_extent(q, win.s3, pad.s1, pad.s3, win.s1, W, &w0, &w1);
     const float div = mode == 1 ? (float)padded : (float)((h1 - h0) * (w1 - w0));
     __global const float *xb = x + x_off + (long)n * xs.s0 + c0;
     const long yb = y_off + (long)n * ys.s0 + (long)p * ys.s2 + (long)q * ys.s3;
@@ -173,11 +176,8 @@ __kernel void pool2d_nchw8(__global const float *x, long x_off,
     if (q0 >= Q || p >= P)
         return;
     const int n = z / C, c = z - n * C;
-    int h0 = p * win.s2 - pad.s0;
-    int h1 = min(h0 + win.s0, H + pad.s2);
-    const int hp = h1 - h0; /* rows the include-padding divisor counts */
-    h0 = max(h0, 0);
-    h1 = min(h1, H);
+    int h0, h1;
+    const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1); /* rows the divisor counts */
     __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
     const long yb = y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
     const int sw = win.s3, ww = win.s1;
@@ -209,11 +209,8 @@ __kernel void pool2d_nchw8(__global const float *x, long x_off,
         return;
     }
     for (int q = q0; q < q0 + 8 && q < Q; q++) {
-        int w0 = q * sw - pad.s1;
-        int w1 = min(w0 + ww, W + pad.s3);
-        const int padded = hp * (w1 - w0);
-        w0 = max(w0, 0);
-        w1 = min(w1, W);
+        int w0, w1;
+        const int padded = hp * pool_extent(q, sw, pad.s1, pad.s3, ww, W, &w0, &w1);
         y[yb + (long)q * ys.s3] = pool_one(xb, xs.s2, xs.s3, h0, h1, w0, w1, padded, mode);
     }
 }
