@@ -2,12 +2,10 @@
  * queue per device, programs built once per device from the embedded
  * kernels_cl/ sources, and the hand-written kernels enqueued on
  * (buffer, offset) pairs. */
-#define CL_TARGET_OPENCL_VERSION 120
-#include "backend.h"
+#include "backends/opencl/cl_internal.h"
 #include "backends/opencl/cl_sources.h"
 #include "tuning.h"
 
-#include <CL/cl.h>
 #ifdef PDNN_HAVE_CLBLAST
 #include <clblast_c.h>
 #endif
@@ -19,10 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-enum kernel_id {
-    K_CONV_DIRECT, K_POOL_DIRECT, K_PACK_FILTER, K_IM2COL, K_GEMM_EPILOGUE,
-    K_ADD, K_BIAS_ADD, K_RELU, K_SOFTMAX, K_MATMUL, K_POOL_FAST, K_POOL_NHWC8, K_POOL_NCHW8, K_COUNT
-};
 
 /* The tiled kernel's tunable choices (conv2d_tiled.cl: TQ pixels x KB
  * float16 channel blocks per work-item). Accumulators stay at or under
@@ -32,30 +26,14 @@ typedef struct tiled_cfg {
     int tq, kb;
 } tiled_cfg;
 static const tiled_cfg tiled_cands[] = {{8, 1}, {4, 1}, {12, 1}, {16, 1}, {4, 2}, {6, 2}, {8, 2}, {12, 2}, {6, 4}};
-#define N_TILED ((int)(sizeof tiled_cands / sizeof tiled_cands[0]))
+_Static_assert(sizeof tiled_cands / sizeof tiled_cands[0] == N_TILED, "N_TILED in cl_internal.h");
 
-typedef struct cl_dev {
-    cl_device_id id;
-    cl_context ctx;
-    cl_command_queue queue;
-    size_t max_wg;
-    /* The program is built on first use; kernels are shared, so setting
-     * arguments and enqueueing happen under the lock. */
-    pthread_mutex_t lock;
-    cl_program program;
-    cl_kernel kernels[K_COUNT];
-    /* One program per tiled configuration, built when first used. */
-    cl_program tiled_prog[N_TILED];
-    cl_kernel tiled_pack[N_TILED], tiled_conv[N_TILED];
-    int tiled_default; /* index into tiled_cands for this device class */
-    char tune_key[384]; /* "vendor|name|driver": the tuning cache's device */
-} cl_dev;
 
 static const char *const kernel_names[K_COUNT] = {
     "conv2d_direct", "pool2d_direct", "conv2d_pack_filter", "conv2d_im2col", "conv2d_gemm_epilogue",
     "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive",  "pool2d_fast",   "pool2d_nhwc8",  "pool2d_nchw8"};
 
-static const char *cl_error_name(cl_int e)
+const char *pdnn__cl_error_name(cl_int e)
 {
     switch (e) {
     case CL_SUCCESS: return "CL_SUCCESS";
@@ -90,13 +68,13 @@ static const char *cl_error_name(cl_int e)
 
 /* Maps a failed call to a status: allocation failures are out-of-memory,
  * everything else is a backend error naming the call. */
-static pdnn_status cl_fail(const char *call, cl_int err)
+pdnn_status pdnn__cl_fail(const char *call, cl_int err)
 {
     pdnn_status st = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
                       err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
                          ? PDNN_ERR_OUT_OF_MEMORY
                          : PDNN_ERR_BACKEND;
-    return pdnn__error(st, "OpenCL: %s failed with %s (%d)", call, cl_error_name(err), (int)err);
+    return pdnn__error(st, "OpenCL: %s failed with %s (%d)", call, pdnn__cl_error_name(err), (int)err);
 }
 
 static void info_string(cl_device_id d, cl_device_info what, char *buf, size_t len)
@@ -124,6 +102,13 @@ static void dev_free(cl_dev *d)
         if (d->tiled_prog[i])
             clReleaseProgram(d->tiled_prog[i]);
     }
+    for (int i = 0; i < CL_SLOT_COUNT; i++) {
+        for (int j = 0; j < CL_SLOT_KERNELS; j++)
+            if (d->slot_kernels[i][j])
+                clReleaseKernel(d->slot_kernels[i][j]);
+        if (d->slot_prog[i])
+            clReleaseProgram(d->slot_prog[i]);
+    }
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)
@@ -146,12 +131,12 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
     d->ctx = clCreateContext(NULL, 1, &id, NULL, NULL, &err);
     if (!d->ctx) {
         dev_free(d);
-        return cl_fail("clCreateContext", err);
+        return pdnn__cl_fail("clCreateContext", err);
     }
     d->queue = clCreateCommandQueue(d->ctx, id, 0, &err);
     if (!d->queue) {
         dev_free(d);
-        return cl_fail("clCreateCommandQueue", err);
+        return pdnn__cl_fail("clCreateCommandQueue", err);
     }
     if (clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL) !=
         CL_SUCCESS)
@@ -166,6 +151,7 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
             *t = ' ';
     cl_device_type type = 0;
     clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    d->type = type;
     /* Untuned defaults: on CPUs 12 pixels x 16 channels, the tuner's most
      * frequent pick over ResNet-50 on PoCL (bench/results-conv.md); on
      * GPUs the smallest tile, which keeps the most work-items resident. */
@@ -187,14 +173,14 @@ static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n
         return PDNN_SUCCESS;
     }
     if (err != CL_SUCCESS)
-        return cl_fail("clGetPlatformIDs", err);
+        return pdnn__cl_fail("clGetPlatformIDs", err);
     cl_platform_id *plats = malloc(sizeof *plats * np);
     if (!plats)
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     err = clGetPlatformIDs(np, plats, NULL);
     if (err != CL_SUCCESS) {
         free(plats);
-        return cl_fail("clGetPlatformIDs", err);
+        return pdnn__cl_fail("clGetPlatformIDs", err);
     }
     cl_device_id ids[64];
     cl_uint nid = 0;
@@ -306,12 +292,13 @@ static pdnn_status read_override(const char *dir, const char *name, char **out, 
     return PDNN_SUCCESS;
 }
 
-/* Sources built as programs of their own (per tuned configuration, or
- * only when asked for), not into the main program: compiling them there
- * would only slow down the first op. */
-static int own_program(const char *name)
+/* The sources of the main program, built on first use: what every op
+ * needs. The others (tiled configurations, Winograd, depthwise, 1x1 GEMM,
+ * peak) are programs of their own, built only when an op picks them, so
+ * that they do not slow down the first op. */
+static int in_main_program(const char *name)
 {
-    return strcmp(name, "conv2d_tiled.cl") == 0 || strcmp(name, "peak.cl") == 0;
+    return strcmp(name, "conv2d.cl") == 0 || strcmp(name, "pool2d.cl") == 0 || strcmp(name, "elementwise.cl") == 0;
 }
 
 static pdnn_status build_program(cl_dev *d)
@@ -330,7 +317,7 @@ static pdnn_status build_program(cl_dev *d)
     pdnn_status st = PDNN_SUCCESS;
     cl_uint used = 0;
     for (size_t i = 0; st == PDNN_SUCCESS && i < n; i++) {
-        if (own_program(pdnn__cl_sources[i].name))
+        if (!in_main_program(pdnn__cl_sources[i].name))
             continue;
         if (dir && *dir) {
             st = read_override(dir, pdnn__cl_sources[i].name, &owned[used], &lens[used]);
@@ -345,7 +332,7 @@ static pdnn_status build_program(cl_dev *d)
     if (st == PDNN_SUCCESS) {
         d->program = clCreateProgramWithSource(d->ctx, used, texts, lens, &err);
         if (!d->program)
-            st = cl_fail("clCreateProgramWithSource", err);
+            st = pdnn__cl_fail("clCreateProgramWithSource", err);
     }
     if (st == PDNN_SUCCESS) {
         err = clBuildProgram(d->program, 1, &d->id, "-cl-std=CL1.2", NULL, NULL);
@@ -354,7 +341,7 @@ static pdnn_status build_program(cl_dev *d)
             clGetProgramBuildInfo(d->program, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
             log[sizeof log - 1] = '\0';
             st = pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building the kernels failed with %s%s:\n%s",
-                             cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "",
+                             pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "",
                              log);
         }
     }
@@ -363,7 +350,7 @@ static pdnn_status build_program(cl_dev *d)
         if (!d->kernels[i]) {
             char call[96];
             snprintf(call, sizeof call, "clCreateKernel(%s)", kernel_names[i]);
-            st = cl_fail(call, err);
+            st = pdnn__cl_fail(call, err);
         }
     }
     if (st != PDNN_SUCCESS) {
@@ -393,7 +380,7 @@ static pdnn_status cl_region_alloc(void *dev, size_t bytes, void **region)
     cl_int err;
     cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (!m)
-        return cl_fail("clCreateBuffer", err);
+        return pdnn__cl_fail("clCreateBuffer", err);
     *region = m;
     return PDNN_SUCCESS;
 }
@@ -409,7 +396,7 @@ static pdnn_status cl_write(void *dev, pdnn__buf dst, const void *src, size_t by
     cl_dev *d = dev;
     cl_int err = clEnqueueWriteBuffer(d->queue, (cl_mem)dst.region, CL_TRUE, dst.offset, bytes, src,
                                       0, NULL, NULL);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueWriteBuffer", err);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueWriteBuffer", err);
 }
 
 static pdnn_status cl_read(void *dev, pdnn__buf src, void *dst, size_t bytes)
@@ -417,7 +404,7 @@ static pdnn_status cl_read(void *dev, pdnn__buf src, void *dst, size_t bytes)
     cl_dev *d = dev;
     cl_int err = clEnqueueReadBuffer(d->queue, (cl_mem)src.region, CL_TRUE, src.offset, bytes, dst,
                                      0, NULL, NULL);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueReadBuffer", err);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueReadBuffer", err);
 }
 
 static pdnn_status cl_copy(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes)
@@ -425,42 +412,23 @@ static pdnn_status cl_copy(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes
     cl_dev *d = dev;
     cl_int err = clEnqueueCopyBuffer(d->queue, (cl_mem)src.region, (cl_mem)dst.region, src.offset,
                                      dst.offset, bytes, 0, NULL, NULL);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueCopyBuffer", err);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueCopyBuffer", err);
 }
 
 static pdnn_status cl_sync(void *dev)
 {
     cl_dev *d = dev;
     cl_int err = clFinish(d->queue);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clFinish", err);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clFinish", err);
 }
 
 /* ---- ops ---------------------------------------------------------------- */
 
-/* Element offset of a buffer; core guarantees 4-byte alignment. */
-static cl_long elem_off(pdnn__buf b) { return (cl_long)(b.offset / sizeof(float)); }
 
-static cl_long4 strides4(const int64_t s[4])
-{
-    cl_long4 v;
-    for (int i = 0; i < 4; i++)
-        v.s[i] = s[i];
-    return v;
-}
-
-static cl_int4 int4_of(int a, int b, int c, int d)
-{
-    cl_int4 v;
-    v.s[0] = a;
-    v.s[1] = b;
-    v.s[2] = c;
-    v.s[3] = d;
-    return v;
-}
 
 /* Sets args and enqueues a 1-D launch of total work-items, rounded up to
  * the work-group size (the kernels bound-check). Called with d->lock held. */
-static pdnn_status launch(cl_dev *d, cl_kernel k, const char *name, int64_t total)
+pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total)
 {
     size_t wg = 0;
     if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
@@ -473,16 +441,11 @@ static pdnn_status launch(cl_dev *d, cl_kernel k, const char *name, int64_t tota
     if (err != CL_SUCCESS) {
         char call[96];
         snprintf(call, sizeof call, "clEnqueueNDRangeKernel(%s)", name);
-        return cl_fail(call, err);
+        return pdnn__cl_fail(call, err);
     }
     return PDNN_SUCCESS;
 }
 
-#define SET_ARG(k, i, v)                                                                          \
-    do {                                                                                          \
-        if (err == CL_SUCCESS)                                                                    \
-            err = clSetKernelArg((k), (i), sizeof(v), &(v));                                      \
-    } while (0)
 
 static pdnn_status ensure_program(cl_dev *d)
 {
@@ -524,7 +487,7 @@ static pdnn_status conv_direct(cl_dev *d, const pdnn__conv2d_call *c)
     SET_ARG(k, 14, geom);
     SET_ARG(k, 15, misc);
     SET_ARG(k, 16, total);
-    st = err == CL_SUCCESS ? launch(d, k, "conv2d_direct", total) : cl_fail("clSetKernelArg(conv2d_direct)", err);
+    st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_direct", total) : pdnn__cl_fail("clSetKernelArg(conv2d_direct)", err);
     return st;
 }
 
@@ -629,24 +592,88 @@ static int tiled_pick(cl_dev *d, const pdnn__conv2d_call *c, int *search)
     return dflt;
 }
 
-/* The source of conv2d_tiled.cl (POLYDNN_KERNEL_DIR wins, as for the main
- * program); *owned is what to free. */
-static pdnn_status tiled_source(const char **text, size_t *len, char **owned)
+/* The embedded source `file`, or its copy in POLYDNN_KERNEL_DIR (which
+ * wins, as for the main program); *owned is what to free. */
+static pdnn_status source_of(const char *file, const char **text, size_t *len, char **owned)
 {
     *owned = NULL;
     const char *dir = getenv("POLYDNN_KERNEL_DIR");
     if (dir && *dir) {
-        pdnn_status st = read_override(dir, "conv2d_tiled.cl", owned, len);
+        pdnn_status st = read_override(dir, file, owned, len);
         *text = *owned;
         return st;
     }
     for (size_t i = 0; i < pdnn__cl_source_count; i++)
-        if (strcmp(pdnn__cl_sources[i].name, "conv2d_tiled.cl") == 0) {
+        if (strcmp(pdnn__cl_sources[i].name, file) == 0) {
             *text = pdnn__cl_sources[i].text;
             *len = pdnn__cl_sources[i].len;
             return PDNN_SUCCESS;
         }
-    return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: conv2d_tiled.cl is not among the embedded kernels");
+    return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: %s is not among the embedded kernels", file);
+}
+
+pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts, cl_program *out)
+{
+    const char *text = NULL;
+    size_t len = 0;
+    char *owned = NULL;
+    pdnn_status st = source_of(file, &text, &len, &owned);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_int err = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithSource(d->ctx, 1, &text, &len, &err);
+    free(owned);
+    if (!prog) {
+        char call[128];
+        snprintf(call, sizeof call, "clCreateProgramWithSource(%s)", file);
+        return pdnn__cl_fail(call, err);
+    }
+    char full[256];
+    /* -w: PoCL prints warnings (e.g. float16 ABI notes on AVX2) on stderr */
+    snprintf(full, sizeof full, "-cl-std=CL1.2 -w %s", opts ? opts : "");
+    err = clBuildProgram(prog, 1, &d->id, full, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[4096] = "";
+        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        log[sizeof log - 1] = '\0';
+        clReleaseProgram(prog);
+        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s:\n%s", file, full,
+                           pdnn__cl_error_name(err), log);
+    }
+    *out = prog;
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, const char *opts,
+                                const char *const *names, int n)
+{
+    if (d->slot_prog[slot])
+        return PDNN_SUCCESS;
+    if (n > CL_SLOT_KERNELS)
+        return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: %s asks for %d kernels, a slot holds %d", file, n,
+                           CL_SLOT_KERNELS);
+    cl_program prog = NULL;
+    pdnn_status st = pdnn__cl_build_source(d, file, opts, &prog);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_kernel ks[CL_SLOT_KERNELS] = {NULL};
+    for (int i = 0; i < n; i++) {
+        cl_int err = CL_SUCCESS;
+        ks[i] = clCreateKernel(prog, names[i], &err);
+        if (!ks[i]) {
+            char call[128];
+            snprintf(call, sizeof call, "clCreateKernel(%s)", names[i]);
+            st = pdnn__cl_fail(call, err);
+            for (int j = 0; j < i; j++)
+                clReleaseKernel(ks[j]);
+            clReleaseProgram(prog);
+            return st;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        d->slot_kernels[slot][i] = ks[i];
+    d->slot_prog[slot] = prog;
+    return PDNN_SUCCESS;
 }
 
 /* Builds configuration i's program and kernels. Called with d->lock held. */
@@ -654,36 +681,20 @@ static pdnn_status tiled_build(cl_dev *d, int i)
 {
     if (d->tiled_conv[i])
         return PDNN_SUCCESS;
-    const char *text = NULL;
-    size_t len = 0;
-    char *owned = NULL;
-    pdnn_status st = tiled_source(&text, &len, &owned);
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DTQ=%d -DKB=%d", tiled_cands[i].tq, tiled_cands[i].kb);
+    cl_program prog = NULL;
+    pdnn_status st = pdnn__cl_build_source(d, "conv2d_tiled.cl", opts, &prog);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
-    cl_program prog = clCreateProgramWithSource(d->ctx, 1, &text, &len, &err);
-    free(owned);
-    if (!prog)
-        return cl_fail("clCreateProgramWithSource(conv2d_tiled)", err);
-    char opts[96];
-    /* -w: PoCL prints warnings (e.g. float16 ABI notes on AVX2) on stderr */
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -w -DTQ=%d -DKB=%d", tiled_cands[i].tq, tiled_cands[i].kb);
-    err = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        char log[4096] = "";
-        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        log[sizeof log - 1] = '\0';
-        clReleaseProgram(prog);
-        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building conv2d_tiled with %s failed with %s:\n%s", opts,
-                           cl_error_name(err), log);
-    }
     cl_kernel pack = clCreateKernel(prog, "conv2d_pack_rsck", &err);
     cl_kernel conv = pack ? clCreateKernel(prog, "conv2d_tiled", &err) : NULL;
     if (!conv) {
         if (pack)
             clReleaseKernel(pack);
         clReleaseProgram(prog);
-        return cl_fail("clCreateKernel(conv2d_tiled)", err);
+        return pdnn__cl_fail("clCreateKernel(conv2d_tiled)", err);
     }
     d->tiled_prog[i] = prog;
     d->tiled_pack[i] = pack;
@@ -730,8 +741,8 @@ static pdnn_status tiled_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
         SET_ARG(k, 5, filt);
         SET_ARG(k, 6, kpi);
         SET_ARG(k, 7, total);
-        pdnn_status st = err == CL_SUCCESS ? launch(d, k, "conv2d_pack_rsck", total)
-                                           : cl_fail("clSetKernelArg(conv2d_pack_rsck)", err);
+        pdnn_status st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_pack_rsck", total)
+                                           : pdnn__cl_fail("clSetKernelArg(conv2d_pack_rsck)", err);
         if (st != PDNN_SUCCESS)
             return st;
     }
@@ -764,7 +775,7 @@ static pdnn_status tiled_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     SET_ARG(k, 14, misc);
     SET_ARG(k, 15, wstr);
     if (err != CL_SUCCESS)
-        return cl_fail("clSetKernelArg(conv2d_tiled)", err);
+        return pdnn__cl_fail("clSetKernelArg(conv2d_tiled)", err);
     /* Dimension 0: channel blocks; dimension 1: pixel blocks. Each
      * work-item already fills the SIMD width itself, so work-groups are one
      * channel block by a few pixel blocks. */
@@ -772,15 +783,9 @@ static pdnn_status tiled_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     size_t gy = (size_t)(c->n * pb);
     size_t global[2] = {(size_t)(tiled_kp(c, i) / kv), (gy + 3) / 4 * 4};
     err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueNDRangeKernel(conv2d_tiled)", err);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_tiled)", err);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Runs configuration i to the end and returns its best time of `reps`
  * after a warm-up, or a negative value if it failed. */
@@ -790,10 +795,10 @@ static double tiled_time(cl_dev *d, const pdnn__conv2d_call *c, int i, int reps)
         return -1.0;
     double best = reps > 0 ? -1.0 : 0.0; /* reps 0: just the warm-up run */
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = pdnn__cl_now();
         if (tiled_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
             return -1.0;
-        double t = now_s() - t0;
+        double t = pdnn__cl_now() - t0;
         if (best < 0.0 || t < best)
             best = t;
     }
@@ -945,8 +950,8 @@ static pdnn_status conv_im2col_gemm(cl_dev *d, const pdnn__conv2d_call *c)
     SET_ARG(k, 4, wp_off);
     SET_ARG(k, 5, filt);
     SET_ARG(k, 6, total);
-    pdnn_status st = err == CL_SUCCESS ? launch(d, k, "conv2d_pack_filter", total)
-                                       : cl_fail("clSetKernelArg(conv2d_pack_filter)", err);
+    pdnn_status st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_pack_filter", total)
+                                       : pdnn__cl_fail("clSetKernelArg(conv2d_pack_filter)", err);
 
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
@@ -975,7 +980,7 @@ static pdnn_status conv_im2col_gemm(cl_dev *d, const pdnn__conv2d_call *c)
         SET_ARG(k, 7, geom);
         SET_ARG(k, 8, pad);
         SET_ARG(k, 9, col_total);
-        st = err == CL_SUCCESS ? launch(d, k, "conv2d_im2col", col_total) : cl_fail("clSetKernelArg(conv2d_im2col)", err);
+        st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_im2col", col_total) : pdnn__cl_fail("clSetKernelArg(conv2d_im2col)", err);
         for (int64_t g = 0; st == PDNN_SUCCESS && g < c->groups; g++) {
             /* tmp[g] (kpg x PQ) = wpack[g] (kpg x cpg*RS) * col[g] (cpg*RS x PQ) */
             CLBlastStatusCode bs = CLBlastSgemm(
@@ -1003,8 +1008,8 @@ static pdnn_status conv_im2col_gemm(cl_dev *d, const pdnn__conv2d_call *c)
         SET_ARG(k, 7, dims);
         SET_ARG(k, 8, flags);
         SET_ARG(k, 9, tmp_total);
-        st = err == CL_SUCCESS ? launch(d, k, "conv2d_gemm_epilogue", tmp_total)
-                               : cl_fail("clSetKernelArg(conv2d_gemm_epilogue)", err);
+        st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_gemm_epilogue", tmp_total)
+                               : pdnn__cl_fail("clSetKernelArg(conv2d_gemm_epilogue)", err);
     }
     return st;
 }
@@ -1074,7 +1079,7 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
     if (fast) {
         if (err != CL_SUCCESS) {
             pthread_mutex_unlock(&d->lock);
-            return cl_fail("clSetKernelArg(pool2d)", err);
+            return pdnn__cl_fail("clSetKernelArg(pool2d)", err);
         }
         /* 16 along the contiguous axis: one AVX-512 vector, four GPU
          * quarter-warps; fewer when the axis is short. */
@@ -1086,10 +1091,10 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
         size_t global[3] = {(g0 + l0 - 1) / l0 * l0, (size_t)a1, (size_t)a2};
         err = total > 0 ? clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL) : CL_SUCCESS;
         pthread_mutex_unlock(&d->lock);
-        return err == CL_SUCCESS ? PDNN_SUCCESS : cl_fail("clEnqueueNDRangeKernel(pool2d)", err);
+        return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d)", err);
     }
     SET_ARG(k, 10, total);
-    st = err == CL_SUCCESS ? launch(d, k, "pool2d_direct", total) : cl_fail("clSetKernelArg(pool2d_direct)", err);
+    st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "pool2d_direct", total) : pdnn__cl_fail("clSetKernelArg(pool2d_direct)", err);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -1116,9 +1121,9 @@ static pdnn_status finish_launch(cl_dev *d, enum kernel_id id, cl_int err, int64
     if (err != CL_SUCCESS) {
         char call[96];
         snprintf(call, sizeof call, "clSetKernelArg(%s)", kernel_names[id]);
-        st = cl_fail(call, err);
+        st = pdnn__cl_fail(call, err);
     } else if (total > 0) {
-        st = launch(d, d->kernels[id], kernel_names[id], total);
+        st = pdnn__cl_launch(d, d->kernels[id], kernel_names[id], total);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
