@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* Bounds that keep every index product of a call inside int64 and give
  * absurd parameters a clear message instead of undefined arithmetic. */
@@ -88,9 +89,10 @@ static pdnn_status check_conv_params(const pdnn_conv2d_params *p)
                                PARAM_MAX);
     if (p->relu != 0 && p->relu != 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: relu is %d; expected 0 or 1", p->relu);
-    if ((unsigned)p->algorithm > PDNN_CONV_ALGO_TILED)
+    if ((unsigned)p->algorithm >= PDNN_CONV_ALGO_COUNT)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "conv2d: algorithm %d is unknown; algorithms are AUTO, DIRECT, IM2COL_GEMM, VENDOR, TILED",
+                           "conv2d: algorithm %d is unknown; algorithms are AUTO, DIRECT, IM2COL_GEMM, VENDOR, TILED, "
+                           "WINOGRAD, DEPTHWISE, GEMM_1X1",
                            (int)p->algorithm);
     return PDNN_SUCCESS;
 }
@@ -202,8 +204,19 @@ const char *pdnn_conv_algo_name(pdnn_conv_algo algo)
     case PDNN_CONV_ALGO_IM2COL_GEMM: return "im2col_gemm";
     case PDNN_CONV_ALGO_VENDOR: return "vendor";
     case PDNN_CONV_ALGO_TILED: return "tiled";
+    case PDNN_CONV_ALGO_WINOGRAD: return "winograd";
+    case PDNN_CONV_ALGO_DEPTHWISE: return "depthwise";
+    case PDNN_CONV_ALGO_GEMM_1X1: return "gemm_1x1";
     }
     return "unknown";
+}
+
+int pdnn_conv_algo_parse(const char *name)
+{
+    for (int i = 0; name && i < PDNN_CONV_ALGO_COUNT; i++)
+        if (strcasecmp(name, pdnn_conv_algo_name((pdnn_conv_algo)i)) == 0)
+            return i;
+    return -1;
 }
 
 static size_t workspace_of(pdnn_device *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)

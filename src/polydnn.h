@@ -292,12 +292,24 @@ typedef enum pdnn_conv_algo {
     PDNN_CONV_ALGO_VENDOR = 3,      /* the vendor library's own choice
                                      * (cuDNN on CUDA), within the workspace
                                      * the allocator can give */
-    PDNN_CONV_ALGO_TILED = 4        /* register-tiled direct convolution
+    PDNN_CONV_ALGO_TILED = 4,       /* register-tiled direct convolution
                                      * (OpenCL); workspace: the packed filter */
+    PDNN_CONV_ALGO_WINOGRAD = 5,    /* Winograd for 3x3 stride-1 filters
+                                     * (OpenCL); workspace: the transforms */
+    PDNN_CONV_ALGO_DEPTHWISE = 6,   /* one filter per input channel
+                                     * (groups == C; OpenCL), no workspace */
+    PDNN_CONV_ALGO_GEMM_1X1 = 7     /* 1x1 convolution as a GEMM on the
+                                     * tensors in place (OpenCL) */
 } pdnn_conv_algo;
+#define PDNN_CONV_ALGO_COUNT 8
 
-/* "auto", "direct", "im2col_gemm", "vendor", "tiled"; "unknown" otherwise. */
+/* "auto", "direct", "im2col_gemm", "vendor", "tiled", "winograd",
+ * "depthwise", "gemm_1x1"; "unknown" otherwise. */
 const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
+
+/* The algorithm named name (as pdnn_conv_algo_name writes it, any case);
+ * -1 if name is NULL or no algorithm's name. */
+int pdnn_conv_algo_parse(const char *name);
 
 typedef struct pdnn_conv2d_params {
     int stride_h, stride_w;       /* >= 1 */
