@@ -47,7 +47,7 @@ static void fake_free(void *dev, void *region)
     (void)region;
 }
 
-static pdnn__bfc *make(pdnn__region_source src, uint64_t limit)
+static pdnn__bfc *make(pdnn__region_source src, uint64_t limit, int growth_double)
 {
     pdnn__bfc_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -56,6 +56,7 @@ static pdnn__bfc *make(pdnn__region_source src, uint64_t limit)
     snprintf(cfg.limit_source, sizeof cfg.limit_source, "bench");
     cfg.alignment = 256;
     cfg.allow_growth = 1;
+    cfg.growth_double = growth_double;
     pdnn__bfc *a = NULL;
     if (pdnn__bfc_create(&cfg, &src, &a) != PDNN_SUCCESS) {
         fprintf(stderr, "%s\n", pdnn_last_error());
@@ -82,7 +83,7 @@ static void make_sizes(void)
 
 static double bench_bfc(int pairs)
 {
-    pdnn__bfc *a = make((pdnn__region_source){NULL, host_alloc, host_free}, (uint64_t)8 << 30);
+    pdnn__bfc *a = make((pdnn__region_source){NULL, host_alloc, host_free}, (uint64_t)8 << 30, 0);
     pdnn__bfc_block live[LIVE];
     for (int i = 0; i < LIVE; i++)
         pdnn__bfc_alloc(a, sizes[i], NULL, &live[i]);
@@ -159,15 +160,25 @@ static double bench_clmem(int pairs, char *devname, size_t len)
 
 /* ---- ResNet-50 v1.5 forward trace -------------------------------------- */
 
+/* What a convolution's workspace is in the trace: im2col's column buffer
+ * (capped at 64 MiB, as a workspace-bounded GEMM algorithm would do), or
+ * what polydnn's default OpenCL algorithm (tiled) takes, the filter packed
+ * into 16-channel blocks. */
+enum ws_model { WS_IM2COL, WS_TILED };
+
 typedef struct trace {
     pdnn__bfc *a;
     uint64_t allocs;
+    enum ws_model ws;
+    int weights; /* the model's filters and biases stay resident */
+    void *w[128];
+    int nw;
 } trace;
 
-static void *talloc(trace *t, uint64_t n, uint64_t c, uint64_t h, uint64_t w)
+static void *alloc_what(trace *t, uint64_t bytes, const char *what)
 {
     pdnn__bfc_block b;
-    if (pdnn__bfc_alloc(t->a, (size_t)(n * c * h * w * 4), NULL, &b) != PDNN_SUCCESS) {
+    if (pdnn__bfc_alloc(t->a, (size_t)bytes, what, &b) != PDNN_SUCCESS) {
         fprintf(stderr, "%s\n", pdnn_last_error());
         exit(1);
     }
@@ -175,27 +186,40 @@ static void *talloc(trace *t, uint64_t n, uint64_t c, uint64_t h, uint64_t w)
     return b.handle;
 }
 
-/* A convolution's workspace lives only during the call: an im2col buffer
- * for k > 1, capped at 64 MiB as a workspace-bounded algorithm would. */
-static void conv_workspace(trace *t, uint64_t n, uint64_t c, uint64_t k, uint64_t oh, uint64_t ow)
+static void *alloc_bytes(trace *t, uint64_t bytes) { return alloc_what(t, bytes, NULL); }
+
+static void *talloc(trace *t, uint64_t n, uint64_t c, uint64_t h, uint64_t w) { return alloc_bytes(t, n * c * h * w * 4); }
+
+/* One convolution's filter (k x c x r x r) and bias: resident for the
+ * whole run when the trace keeps weights, as an inference server does. */
+static void weights(trace *t, uint64_t c, uint64_t k, uint64_t r)
 {
-    if (k == 1)
+    if (!t->weights || t->nw + 2 > (int)(sizeof t->w / sizeof t->w[0]))
         return;
-    uint64_t bytes = n * c * k * k * oh * ow * 4;
+    t->w[t->nw++] = alloc_bytes(t, k * c * r * r * 4);
+    t->w[t->nw++] = alloc_bytes(t, k * 4);
+}
+
+/* A convolution's workspace lives only during the call. */
+static void conv_workspace(trace *t, uint64_t n, uint64_t c, uint64_t k, uint64_t r, uint64_t oh, uint64_t ow)
+{
+    uint64_t bytes;
+    if (t->ws == WS_TILED)
+        bytes = r * r * c * ((k + 15) / 16 * 16) * 4;
+    else if (r == 1)
+        return;
+    else
+        bytes = n * c * r * r * oh * ow * 4;
     if (bytes > (64u << 20))
         bytes = 64u << 20;
-    pdnn__bfc_block b;
-    if (pdnn__bfc_alloc(t->a, (size_t)bytes, NULL, &b) != PDNN_SUCCESS)
-        exit(1);
-    t->allocs++;
-    pdnn__bfc_free(t->a, b.handle);
+    pdnn__bfc_free(t->a, alloc_what(t, bytes, "conv2d workspace"));
 }
 
 static void resnet50_trace(trace *t, uint64_t n)
 {
     void *x = talloc(t, n, 3, 224, 224);
     void *c1 = talloc(t, n, 64, 112, 112);
-    conv_workspace(t, n, 3, 7, 112, 112);
+    conv_workspace(t, n, 3, 64, 7, 112, 112);
     pdnn__bfc_free(t->a, x);
     void *p = talloc(t, n, 64, 56, 56);
     pdnn__bfc_free(t->a, c1);
@@ -207,15 +231,19 @@ static void resnet50_trace(trace *t, uint64_t n)
             uint64_t mid = mids[s], out_c = mid * 4;
             uint64_t stride = (s > 0 && b == 0) ? 2 : 1, ohw = hw / stride;
             void *a1 = talloc(t, n, mid, hw, hw);
+            conv_workspace(t, n, in_c, mid, 1, hw, hw);
             void *a2 = talloc(t, n, mid, ohw, ohw); /* v1.5: stride on the 3x3 */
-            conv_workspace(t, n, mid, 3, ohw, ohw);
+            conv_workspace(t, n, mid, mid, 3, ohw, ohw);
             pdnn__bfc_free(t->a, a1);
             void *a3 = talloc(t, n, out_c, ohw, ohw);
+            conv_workspace(t, n, mid, out_c, 1, ohw, ohw);
             pdnn__bfc_free(t->a, a2);
             void *sc = NULL;
-            if (b == 0)
+            if (b == 0) {
                 sc = talloc(t, n, out_c, ohw, ohw); /* projection shortcut */
-            void *y = talloc(t, n, out_c, ohw, ohw);  /* relu(a3 + shortcut) */
+                conv_workspace(t, n, in_c, out_c, 1, ohw, ohw);
+            }
+            void *y = talloc(t, n, out_c, ohw, ohw); /* relu(a3 + shortcut) */
             pdnn__bfc_free(t->a, a3);
             if (sc)
                 pdnn__bfc_free(t->a, sc);
@@ -230,6 +258,50 @@ static void resnet50_trace(trace *t, uint64_t n)
     void *fc = talloc(t, n, 1000, 1, 1);
     pdnn__bfc_free(t->a, pool);
     pdnn__bfc_free(t->a, fc);
+}
+
+/* The filters of every convolution of ResNet-50 v1.5 and the classifier,
+ * in the order a framework loads them. */
+static void resnet50_weights(trace *t)
+{
+    weights(t, 3, 64, 7);
+    uint64_t in_c = 64;
+    const uint64_t mids[4] = {64, 128, 256, 512}, blocks[4] = {3, 4, 6, 3};
+    for (int s = 0; s < 4; s++)
+        for (uint64_t b = 0; b < blocks[s]; b++) {
+            const uint64_t mid = mids[s];
+            weights(t, in_c, mid, 1);
+            weights(t, mid, mid, 3);
+            weights(t, mid, mid * 4, 1);
+            if (b == 0)
+                weights(t, in_c, mid * 4, 1);
+            in_c = mid * 4;
+        }
+    weights(t, 2048, 1000, 1);
+}
+
+/* Peak reserved / peak in use over three passes (the steady state) of
+ * the trace at batch n. */
+static void trace_row(uint64_t n, enum ws_model ws, int with_weights, int growth_double)
+{
+    trace t;
+    memset(&t, 0, sizeof t);
+    t.a = make((pdnn__region_source){NULL, fake_alloc, fake_free}, (uint64_t)64 << 30, growth_double);
+    t.ws = ws;
+    t.weights = with_weights;
+    resnet50_weights(&t);
+    for (int rep = 0; rep < 3; rep++)
+        resnet50_trace(&t, n);
+    for (int i = 0; i < t.nw; i++)
+        pdnn__bfc_free(t.a, t.w[i]);
+    pdnn__bfc_stats s;
+    pdnn__bfc_get_stats(t.a, &s);
+    char p[32], r[32];
+    printf("| %s | %s | %s | %llu | %llu | %s | %s | %.2f |\n", growth_double ? "double" : "gradual", ws == WS_TILED ? "tiled (packed filter)" : "im2col (<= 64 MiB)",
+           with_weights ? "resident" : "not counted", (unsigned long long)n, (unsigned long long)t.allocs,
+           pdnn__format_bytes(s.peak_bytes_in_use, p, sizeof p), pdnn__format_bytes(s.peak_bytes_reserved, r, sizeof r),
+           (double)s.peak_bytes_reserved / (double)s.peak_bytes_in_use);
+    pdnn__bfc_destroy(t.a);
 }
 
 int main(int argc, char **argv)
@@ -249,19 +321,12 @@ int main(int argc, char **argv)
     if (clm >= 0)
         printf("| fresh cl_mem per tensor (%s) | %.1f | %.2f |\n", devname, clm, clm / bfc);
     printf("\n## ResNet-50 v1.5 forward allocation trace, allow_growth\n\n");
-    printf("| batch | allocations | peak in use | peak reserved | peak reserved / peak in use |\n| ---: | ---: | ---: | ---: | ---: |\n");
-    for (uint64_t n = 1; n <= 32; n *= 2) {
-        trace t = {make((pdnn__region_source){NULL, fake_alloc, fake_free}, (uint64_t)64 << 30), 0};
-        for (int rep = 0; rep < 3; rep++) /* steady state: three passes */
-            resnet50_trace(&t, n);
-        pdnn__bfc_stats s;
-        pdnn__bfc_get_stats(t.a, &s);
-        char p[32], r[32];
-        printf("| %llu | %llu | %s | %s | %.2f |\n", (unsigned long long)n, (unsigned long long)t.allocs,
-               pdnn__format_bytes(s.peak_bytes_in_use, p, sizeof p),
-               pdnn__format_bytes(s.peak_bytes_reserved, r, sizeof r),
-               (double)s.peak_bytes_reserved / (double)s.peak_bytes_in_use);
-        pdnn__bfc_destroy(t.a);
-    }
+    printf("| growth | workspace | weights | batch | allocations | peak in use | peak reserved | peak reserved / "
+           "peak in use |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int dbl = 0; dbl <= 1; dbl++)
+        for (int ws = WS_TILED; ws >= WS_IM2COL; ws--)
+            for (int wt = 1; wt >= 0; wt--)
+                for (uint64_t n = 1; n <= 32; n *= 2)
+                    trace_row(n, (enum ws_model)ws, wt, dbl);
     return 0;
 }

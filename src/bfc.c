@@ -4,10 +4,14 @@
  * chunks, kept per region in address order (so neighbours can merge) and,
  * when free, in power-of-two size-class bins. A request takes the smallest
  * free chunk that fits; the rest is split off whenever it is at least one
- * minimum chunk, so bytes in use are exactly the rounded requests. Growth
- * follows TensorFlow's GPU BFC: with allow_growth the first region is
- * 2 MiB and each further region doubles; without it the whole limit is
- * reserved on first use. */
+ * minimum chunk, so bytes in use are exactly the rounded requests. With
+ * allow_growth the first region is 2 MiB; TensorFlow then doubles each
+ * region, which leaves up to 2x the peak in use reserved (a 65 MiB peak
+ * takes 2+4+...+64 = 126 MiB); the default instead adds the request or
+ * 1/16 of what is reserved, whichever is larger, so the overshoot stays
+ * near 6% while the number of regions grows only logarithmically (about
+ * 100 for 1 GiB). Without allow_growth the whole limit is reserved on
+ * first use. */
 #include "bfc.h"
 
 #include <inttypes.h>
@@ -19,6 +23,7 @@
 #define MIN_CHUNK 256u
 #define N_BINS 48
 #define FIRST_GROWTH ((uint64_t)2 << 20)
+#define GROWTH_STEP ((uint64_t)1 << 20) /* gradual regions are whole MiB */
 
 typedef struct region region;
 typedef struct chunk chunk;
@@ -48,6 +53,7 @@ struct pdnn__bfc {
     uint64_t max_region;
     size_t align;
     int allow_growth;
+    int growth_double;
     int reserved_all;       /* no-growth: the first-use reservation is done */
     uint64_t growth_target; /* next region size with allow_growth */
     region *regions;
@@ -233,11 +239,18 @@ static pdnn_status extend(pdnn__bfc *a, size_t need)
     if (need > available)
         return PDNN_ERR_OUT_OF_MEMORY; /* the caller words the message */
     uint64_t size;
-    if (a->allow_growth) {
+    if (a->allow_growth && a->growth_double) {
         uint64_t target = a->growth_target;
         while (target < need)
             target *= 2;
         size = target;
+    } else if (a->allow_growth) {
+        uint64_t target = a->st.bytes_reserved / 16;
+        if (target < FIRST_GROWTH)
+            target = FIRST_GROWTH;
+        if (target < need)
+            target = need;
+        size = (target + GROWTH_STEP - 1) / GROWTH_STEP * GROWTH_STEP;
     } else {
         size = available;
     }
@@ -294,6 +307,7 @@ pdnn_status pdnn__bfc_create(const pdnn__bfc_config *cfg, const pdnn__region_sou
     a->max_region = cfg->max_region;
     a->align = cfg->alignment;
     a->allow_growth = cfg->allow_growth;
+    a->growth_double = cfg->growth_double;
     a->growth_target = FIRST_GROWTH;
     a->st.limit = cfg->limit;
     *out = a;

@@ -31,6 +31,8 @@ typedef struct pdnn__bfc_config {
     uint64_t max_region;     /* largest single region; 0 = no maximum      */
     size_t alignment;        /* chunk alignment: power of two, >= 256      */
     int allow_growth;        /* 0: reserve the whole limit on first use    */
+    int growth_double;       /* 1: TensorFlow's doubling regions; 0: each
+                              * new region max(request, reserved / 16)  */
 } pdnn__bfc_config;
 
 typedef struct pdnn__bfc_stats {

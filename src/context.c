@@ -55,6 +55,27 @@ static pdnn_status env_bool(const char *var, int *dst, int allow_digits)
     return PDNN_SUCCESS;
 }
 
+static pdnn_status env_growth(pdnn_growth_policy *dst)
+{
+    const char *var = "POLYDNN_GROWTH_POLICY";
+    const char *v = getenv(var);
+    if (!v)
+        return PDNN_SUCCESS;
+    pdnn_growth_policy val;
+    if (strcmp(v, "gradual") == 0)
+        val = PDNN_GROWTH_GRADUAL;
+    else if (strcmp(v, "double") == 0)
+        val = PDNN_GROWTH_DOUBLE;
+    else
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "environment variable %s='%s' is invalid: expected 'gradual' or 'double'", var, v);
+    if (val != *dst)
+        fprintf(stderr, "polydnn: %s=%s overrides the context option (was %s)\n", var, v,
+                *dst == PDNN_GROWTH_DOUBLE ? "double" : "gradual");
+    *dst = val;
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status env_fraction(double *dst)
 {
     const char *var = "POLYDNN_MEMORY_FRACTION";
@@ -153,6 +174,7 @@ static pdnn_status device_init_allocator(pdnn_device *d, const pdnn_context_opti
     /* The host shares its memory with everything else in the process, so
      * it always grows on demand rather than reserving the machine. */
     cfg.allow_growth = d->props.kind == PDNN__KIND_HOST ? 1 : o->allow_growth;
+    cfg.growth_double = o->growth_policy == PDNN_GROWTH_DOUBLE;
     pdnn__region_source src = {d, region_alloc, region_free};
     return pdnn__bfc_create(&cfg, &src, &d->alloc);
 }
@@ -434,6 +456,11 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
     if (o.allow_growth != 0 && o.allow_growth != 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pdnn_context_create: allow_growth is %d; expected 0 or 1", o.allow_growth);
+    if (o.growth_policy != PDNN_GROWTH_GRADUAL && o.growth_policy != PDNN_GROWTH_DOUBLE)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_context_create: growth_policy is %d; expected PDNN_GROWTH_GRADUAL or "
+                           "PDNN_GROWTH_DOUBLE",
+                           (int)o.growth_policy);
     if (isnan(o.memory_fraction) || o.memory_fraction < 0.0 || o.memory_fraction > 1.0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pdnn_context_create: memory_fraction %g is invalid: expected 0 < f <= 1 (0 = unset)",
@@ -445,6 +472,7 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
 
     pdnn_status st;
     if ((st = env_bool("POLYDNN_ALLOW_GROWTH", &o.allow_growth, 0)) != PDNN_SUCCESS ||
+        (st = env_growth(&o.growth_policy)) != PDNN_SUCCESS ||
         (st = env_fraction(&o.memory_fraction)) != PDNN_SUCCESS ||
         (st = env_limit_mb(&o.memory_limit)) != PDNN_SUCCESS ||
         (st = env_bool("POLYDNN_LOG_DEVICE_PLACEMENT", &o.log_device_placement, 1)) != PDNN_SUCCESS ||

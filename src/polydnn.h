@@ -72,10 +72,24 @@ typedef enum pdnn_tuning_mode {
     PDNN_TUNING_SEARCH = 2
 } pdnn_tuning_mode;
 
+/* How allow_growth sizes each new region (README "Memory"). */
+typedef enum pdnn_growth_policy {
+    /* Each new region is the request or 1/16 of what is already reserved,
+     * whichever is larger (at least 2 MiB, in whole MiB): at most about
+     * 6% reserved beyond what the largest request needed. */
+    PDNN_GROWTH_GRADUAL = 0,
+    /* TensorFlow's rule: 2 MiB, then each region doubles the previous
+     * one; up to 2x what is in use stays reserved. */
+    PDNN_GROWTH_DOUBLE = 1
+} pdnn_growth_policy;
+
 typedef struct pdnn_context_options {
     /* Memory (see README "Memory"). allow_growth: 1 grow regions on
      * demand, 0 reserve the device's whole limit on first use. */
     int allow_growth;
+    /* Region sizes with allow_growth; POLYDNN_GROWTH_POLICY=gradual|double
+     * overrides. */
+    pdnn_growth_policy growth_policy;
     /* Fraction of each accelerator's total memory this context may use,
      * 0 < f <= 1; 0 means unset. */
     double memory_fraction;
@@ -90,12 +104,13 @@ typedef struct pdnn_context_options {
     pdnn_tuning_mode tuning;
 } pdnn_context_options;
 
-/* Fills the defaults: no growth, no fraction, no limit, no logging, all
+/* Fills the defaults: no growth (gradual when enabled), no fraction, no limit, no logging, all
  * devices visible, cached tuning. */
 void pdnn_context_options_init(pdnn_context_options *opts);
 
 /* Creates a context. opts may be NULL for defaults. Environment variables
  * override options (POLYDNN_ALLOW_GROWTH=true|false,
+ * POLYDNN_GROWTH_POLICY=gradual|double,
  * POLYDNN_MEMORY_FRACTION, POLYDNN_MEMORY_LIMIT_MB,
  * POLYDNN_LOG_DEVICE_PLACEMENT=0|1, POLYDNN_VISIBLE_DEVICES,
  * POLYDNN_TUNING=off|cached|search); an invalid

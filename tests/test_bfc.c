@@ -52,6 +52,8 @@ static void fake_free(void *dev, void *region)
 
 static fake F;
 
+/* growth: 0 reserve the limit on first use, 1 allow_growth with the
+ * default gradual regions, 2 allow_growth with TensorFlow's doubling. */
 static pdnn__bfc *make(uint64_t limit, uint64_t max_region, int growth)
 {
     memset(&F, 0, sizeof F);
@@ -63,7 +65,8 @@ static pdnn__bfc *make(uint64_t limit, uint64_t max_region, int growth)
     snprintf(cfg.limit_source, sizeof cfg.limit_source, "memory_fraction 0.5 of 8 GiB");
     cfg.max_region = max_region;
     cfg.alignment = 256;
-    cfg.allow_growth = growth;
+    cfg.allow_growth = growth != 0;
+    cfg.growth_double = growth == 2;
     pdnn__region_source src = {&F, fake_alloc, fake_free};
     pdnn__bfc *a = NULL;
     cr_assert_eq(pdnn__bfc_create(&cfg, &src, &a), PDNN_SUCCESS, "%s", pdnn_last_error());
@@ -173,7 +176,7 @@ Test(bfc, finds_the_region_that_holds_an_address)
 
 Test(bfc, growth_doubles_and_respects_the_limit)
 {
-    pdnn__bfc *a = make(40 * MiB, 0, 1);
+    pdnn__bfc *a = make(40 * MiB, 0, 2);
     pdnn__bfc_block b[8];
     b[0] = get(a, 2 * MiB); /* region 1: 2 MiB */
     b[1] = get(a, 3 * MiB); /* region 2: 4 MiB */
@@ -200,6 +203,35 @@ Test(bfc, growth_doubles_and_respects_the_limit)
     cr_assert_leq(stats(a).bytes_reserved, 40 * MiB);
     for (int i = 0; i < 5; i++)
         pdnn__bfc_free(a, b[i].handle);
+    pdnn__bfc_destroy(a);
+}
+
+/* The default growth: each region is the request or 1/16 of what is
+ * reserved, at least 2 MiB, in whole MiB; never past the limit. */
+Test(bfc, gradual_growth_tracks_the_request)
+{
+    pdnn__bfc *a = make(118 * MiB, 0, 1);
+    pdnn__bfc_block b[6];
+    b[0] = get(a, 1 * MiB);           /* 2 MiB: the first region */
+    b[1] = get(a, 3 * MiB + 1);       /* the request, in whole MiB: 4 MiB */
+    b[2] = get(a, 512 * 1024);        /* fits what the regions have left */
+    b[3] = get(a, 100 * MiB);         /* 100 MiB */
+    b[4] = get(a, 3 * MiB);           /* 106 MiB / 16 = 6.6 -> 7 MiB */
+    cr_assert_eq(F.nsizes, 4);
+    cr_assert_eq(F.sizes[0], 2 * MiB);
+    cr_assert_eq(F.sizes[1], 4 * MiB);
+    cr_assert_eq(F.sizes[2], 100 * MiB);
+    cr_assert_eq(F.sizes[3], 7 * MiB);
+    pdnn__bfc_stats s = stats(a);
+    cr_assert_eq(s.bytes_reserved, 113 * MiB);
+    cr_assert_eq(s.num_regions, 4);
+    /* Near the limit a region is capped to what is left. */
+    b[5] = get(a, 4 * MiB + MiB / 2); /* no region has 4.5 MiB free */
+    cr_assert_eq(F.sizes[4], 5 * MiB, "113 / 16 rounds to 8 MiB, but only 5 MiB of the limit are left");
+    cr_assert_eq(stats(a).bytes_reserved, 118 * MiB);
+    for (int i = 0; i < 6; i++)
+        pdnn__bfc_free(a, b[i].handle);
+    cr_assert_eq(stats(a).bytes_in_use, 0);
     pdnn__bfc_destroy(a);
 }
 
@@ -280,13 +312,13 @@ Test(bfc, fault_on_nth_call_then_recovery)
 Test(bfc, release_unused_and_set_limit)
 {
     pdnn__bfc *a = make(64 * MiB, 0, 1);
-    pdnn__bfc_block b1 = get(a, 1 * MiB), b2 = get(a, 3 * MiB); /* regions 2 + 4 MiB */
+    pdnn__bfc_block b1 = get(a, 1 * MiB), b2 = get(a, 3 * MiB); /* regions 2 + 3 MiB */
     pdnn__bfc_free(a, b2.handle);
-    cr_assert_eq(pdnn__bfc_release_unused(a), 4 * MiB);
+    cr_assert_eq(pdnn__bfc_release_unused(a), 3 * MiB);
     pdnn__bfc_stats s = stats(a);
     cr_assert_eq(s.bytes_reserved, 2 * MiB);
     cr_assert_eq(s.num_regions, 1);
-    cr_assert_eq(s.peak_bytes_reserved, 6 * MiB);
+    cr_assert_eq(s.peak_bytes_reserved, 5 * MiB);
     pdnn__bfc_reset_peak(a);
     cr_assert_eq(stats(a).peak_bytes_reserved, 2 * MiB);
     cr_assert_eq(pdnn__bfc_set_limit(a, 512 * 1024, "x"), PDNN_ERR_INVALID_ARGUMENT);

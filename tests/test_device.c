@@ -142,7 +142,8 @@ Test(device, invalid_environment_values_are_errors)
                {"POLYDNN_MEMORY_FRACTION", "abc"},  {"POLYDNN_MEMORY_FRACTION", "nan"},
                {"POLYDNN_MEMORY_LIMIT_MB", "-5"},   {"POLYDNN_MEMORY_LIMIT_MB", "12x"},
                {"POLYDNN_MEMORY_LIMIT_MB", "99999999999999999999"},
-               {"POLYDNN_LOG_DEVICE_PLACEMENT", "maybe"}};
+               {"POLYDNN_LOG_DEVICE_PLACEMENT", "maybe"}, {"POLYDNN_GROWTH_POLICY", "Double"},
+               {"POLYDNN_GROWTH_POLICY", ""}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv(bad[i].var, bad[i].val, 1);
         pdnn_context *ctx = NULL;
@@ -163,6 +164,10 @@ Test(device, invalid_environment_values_are_errors)
     o.memory_fraction = 2.0;
     cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_ERR_INVALID_ARGUMENT);
     o.memory_fraction = 0;
+    o.growth_policy = (pdnn_growth_policy)2;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "growth_policy") != NULL, "%s", pdnn_last_error());
+    o.growth_policy = PDNN_GROWTH_GRADUAL;
     o.allow_growth = 7;
     cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_eq(pdnn_context_create(&o, NULL), PDNN_ERR_INVALID_ARGUMENT);

@@ -11,11 +11,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* growth: 0 reserve the limit, 1 gradual growth, 2 doubling growth. */
 static pdnn_context *ctx_with(int growth, double fraction, pdnn_device **gpu)
 {
     pdnn_context_options o;
     pdnn_context_options_init(&o);
-    o.allow_growth = growth;
+    o.allow_growth = growth != 0;
+    o.growth_policy = growth == 2 ? PDNN_GROWTH_DOUBLE : PDNN_GROWTH_GRADUAL;
     o.memory_fraction = fraction;
     pdnn_context *ctx = NULL;
     cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
@@ -35,7 +37,7 @@ static pdnn_memory_stats stats(pdnn_device *d)
     return s;
 }
 
-Test(memory, stats_are_exact_and_growth_doubles)
+Test(memory, stats_are_exact_and_growth_is_gradual)
 {
     pdnn_device *d;
     pdnn_context *ctx = ctx_with(1, 0.0, &d);
@@ -47,28 +49,45 @@ Test(memory, stats_are_exact_and_growth_doubles)
     cr_assert_eq(s.bytes_in_use, 1024);
     cr_assert_eq(s.bytes_reserved, 2u << 20, "first region is 2 MiB with allow_growth");
     cr_assert_eq(s.num_allocs, 1);
-    /* 3 MiB does not fit in what is left: the next region doubles to 4 MiB. */
+    /* 3 MiB does not fit in what is left: the next region is the request
+     * (more than 1/16 of the 2 MiB reserved). */
     pdnn_tensor_desc big = th_desc(PDNN_NCHW, 3, 256, 256, 4);
     pdnn_tensor *b = th_upload(d, &big, NULL);
     s = stats(d);
     cr_assert_eq(s.bytes_in_use, 1024 + (3u << 20));
-    cr_assert_eq(s.bytes_reserved, (2u << 20) + (4u << 20));
+    cr_assert_eq(s.bytes_reserved, (2u << 20) + (3u << 20));
     cr_assert_eq(s.num_regions, 2);
     cr_assert_eq(s.largest_alloc, 3u << 20);
     pdnn_tensor_release(b);
     s = stats(d);
     cr_assert_eq(s.bytes_in_use, 1024);
     cr_assert_eq(s.peak_bytes_in_use, 1024 + (3u << 20));
-    cr_assert_eq(s.bytes_reserved, 6u << 20, "regions are kept after tensors die");
+    cr_assert_eq(s.bytes_reserved, 5u << 20, "regions are kept after tensors die");
     cr_assert_eq(pdnn_device_reset_peak_stats(d), PDNN_SUCCESS);
     cr_assert_eq(stats(d).peak_bytes_in_use, 1024);
     uint64_t freed = 0;
     cr_assert_eq(pdnn_device_release_unused(d, &freed), PDNN_SUCCESS);
-    cr_assert_eq(freed, 4u << 20, "only the empty 4 MiB region goes back");
+    cr_assert_eq(freed, 3u << 20, "only the empty 3 MiB region goes back");
     cr_assert_eq(stats(d).bytes_reserved, 2u << 20);
     char dump[4096];
     cr_assert_eq(pdnn_device_memory_summary(d, dump, sizeof dump), PDNN_SUCCESS);
     cr_assert_gt(strlen(dump), 0);
+    pdnn_tensor_release(a);
+    pdnn_context_destroy(ctx);
+}
+
+/* TensorFlow's rule on request: the second region doubles to 4 MiB. */
+Test(memory, growth_doubles_on_request)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(2, 0.0, &d);
+    pdnn_tensor_desc small = th_desc(PDNN_NCHW, 1, 1, 1, 250);
+    pdnn_tensor_desc big = th_desc(PDNN_NCHW, 3, 256, 256, 4);
+    pdnn_tensor *a = th_upload(d, &small, NULL), *b = th_upload(d, &big, NULL);
+    pdnn_memory_stats s = stats(d);
+    cr_assert_eq(s.bytes_reserved, (2u << 20) + (4u << 20));
+    cr_assert_eq(s.num_regions, 2);
+    pdnn_tensor_release(b);
     pdnn_tensor_release(a);
     pdnn_context_destroy(ctx);
 }

@@ -180,6 +180,20 @@ class Capsules(unittest.TestCase):
             x.__dlpack__(copy=True)
 
 
+class Options(unittest.TestCase):
+    def test_growth_policies(self):
+        for policy in ("gradual", "double"):
+            ctx = polydnn.Context(growth_policy=policy)
+            t = torch_input((1, 3, 5, 5), False, 12)
+            w = torch_input((2, 3, 3, 3), False, 13)
+            y = polydnn.conv2d(polydnn.from_dlpack(t, context=ctx), polydnn.from_dlpack(w, "filter", context=ctx))
+            torch.testing.assert_close(torch.from_dlpack(y), F.conv2d(t, w), rtol=1e-4, atol=1e-5)
+            del y, ctx
+            gc.collect()
+        with self.assertRaises(ValueError):
+            polydnn.Context(growth_policy="triple")
+
+
 class Lifetimes(unittest.TestCase):
     def test_torch_keeps_result_after_polydnn_is_gone(self):
         ctx = polydnn.Context()

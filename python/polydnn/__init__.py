@@ -61,9 +61,15 @@ _vp, _cp = ctypes.c_void_p, ctypes.c_char_p
 
 
 class _ContextOptions(ctypes.Structure):
-    _fields_ = [("allow_growth", _c_int), ("memory_fraction", _c_double),
-                ("memory_limit", _c_uint64), ("log_device_placement", _c_int),
-                ("visible_devices", _cp)]
+    # Must match pdnn_context_options field for field: the library's
+    # options_init writes every field of the C struct.
+    _fields_ = [("allow_growth", _c_int), ("growth_policy", _c_int),
+                ("memory_fraction", _c_double), ("memory_limit", _c_uint64),
+                ("log_device_placement", _c_int), ("visible_devices", _cp),
+                ("tuning", _c_int)]
+
+
+_GROWTH = {"gradual": 0, "double": 1}
 
 
 class _DeviceInfo(ctypes.Structure):
@@ -231,10 +237,13 @@ class Context:
     """Options and devices (pdnn_context). Tensors keep their context alive."""
 
     def __init__(self, allow_growth=True, memory_fraction=0.0, memory_limit=0,
-                 visible_devices=None):
+                 visible_devices=None, growth_policy="gradual"):
+        if growth_policy not in _GROWTH:
+            raise ValueError("growth_policy must be 'gradual' or 'double', got %r" % (growth_policy,))
         o = _ContextOptions()
         _options_init(ctypes.byref(o))
         o.allow_growth = int(bool(allow_growth))
+        o.growth_policy = _GROWTH[growth_policy]
         o.memory_fraction = float(memory_fraction)
         o.memory_limit = int(memory_limit)
         self._visible = visible_devices.encode() if visible_devices else None
