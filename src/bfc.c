@@ -261,11 +261,13 @@ static pdnn_status extend(pdnn__bfc *a, size_t need)
     if (size < need)
         size = need;
     pdnn_status st = region_add(a, (size_t)size, need);
-    if (st == PDNN_SUCCESS && a->allow_growth) {
+    if (st == PDNN_SUCCESS && a->allow_growth && a->growth_double) {
         uint64_t target = a->growth_target;
         while (target < need)
             target *= 2;
-        a->growth_target = target * 2;
+        /* Past the limit a larger target changes nothing; stopping there
+         * keeps it from overflowing over many regions. */
+        a->growth_target = target < a->limit ? target * 2 : target;
     }
     return st;
 }

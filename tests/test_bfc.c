@@ -4,6 +4,7 @@
 #include "bfc.h"
 
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,23 @@ Test(bfc, gradual_growth_tracks_the_request)
         pdnn__bfc_free(a, b[i].handle);
     cr_assert_eq(stats(a).bytes_in_use, 0);
     pdnn__bfc_destroy(a);
+}
+
+/* Gradual growth makes many regions; bookkeeping of the doubling target
+ * once overflowed after 64 of them and hung the next growth. */
+Test(bfc, gradual_growth_over_many_regions, .timeout = 10)
+{
+    pdnn__bfc *a = make((uint64_t)1 << 40, 0, 1);
+    static pdnn__bfc_block b[400];
+    for (int i = 0; i < 400; i++)
+        b[i] = get(a, 4 * MiB);
+    pdnn__bfc_stats s = stats(a);
+    cr_assert_gt(s.num_regions, 64);
+    cr_assert_leq(s.bytes_reserved, s.bytes_in_use + s.bytes_in_use / 8, "reserved %" PRIu64 " for %" PRIu64 " in use",
+                  s.bytes_reserved, s.bytes_in_use);
+    for (int i = 0; i < 400; i++)
+        pdnn__bfc_free(a, b[i].handle);
+    cr_assert_eq(pdnn__bfc_destroy(a), 0);
 }
 
 Test(bfc, no_growth_reserves_the_limit_in_max_region_pieces)
