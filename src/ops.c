@@ -256,12 +256,18 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
     pdnn__bfc_block block;
     memset(&block, 0, sizeof block);
     if (want != PDNN_CONV_ALGO_AUTO) {
+        /* A backend may say why it refuses (e.g. winograd: "3x3 filters
+         * only") as the last error; start from none. */
+        pdnn__error(PDNN_SUCCESS, "%s", "");
         size_t ws = workspace_of(dev, c, want);
-        if (ws == SIZE_MAX)
+        if (ws == SIZE_MAX) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", pdnn_last_error());
             return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                               "conv2d: algorithm %s is not available on %s (%s backend); use "
+                               "conv2d: algorithm %s is not available on %s (%s backend)%s%s; use "
                                "PDNN_CONV_ALGO_AUTO or PDNN_CONV_ALGO_DIRECT",
-                               pdnn_conv_algo_name(want), dev->name, dev->backend->name);
+                               pdnn_conv_algo_name(want), dev->name, dev->backend->name, why[0] ? ": " : "", why);
+        }
         if (ws > 0) {
             pdnn_status st = pdnn__bfc_alloc(dev->alloc, ws, "conv2d workspace", &block);
             if (st != PDNN_SUCCESS)
