@@ -12,10 +12,17 @@
  * e = 0..35 is the transform element (row-major 6x6), t a tile of the
  * current chunk (tiles of the whole batch in n, tile-row, tile-column
  * order, chunked so the workspace stays bounded), k is padded to Kp, a
- * multiple of KV, and the chunk's tile count to Tp, a multiple of TT * 4
- * (the GEMM's work-group), so the GEMM needs no bounds checks. */
+ * multiple of KV, and the chunk's tile count to Tp, a multiple of TT
+ * (the GEMM's register tile), so the GEMM needs no bounds checks within
+ * a work-item; planes are PLANE_PAD floats longer than their contents. */
 #ifndef TT
 #define TT 8
+#endif
+/* Floats between consecutive transform-element planes beyond their size:
+ * the planes are often a power of two long, and a work-item's 36 reads or
+ * writes one plane apart would then fall into one cache set. */
+#ifndef PLANE_PAD
+#define PLANE_PAD 16
 #endif
 #ifndef KB
 #define KB 1
@@ -66,7 +73,7 @@ __kernel void wino_filter(__global const float *w, long w_off, long4 ws,
         return;
     const int C = dims.s0, K = dims.s1, Kp = dims.s2;
     const int k = (int)(i % Kp), c = (int)(i / Kp);
-    const long plane = (long)C * Kp;
+    const long plane = (long)C * Kp + PLANE_PAD;
     __global float *u = U + u_off + (long)c * Kp + k;
     if (k >= K) {
         for (int e = 0; e < 36; e++)
@@ -108,7 +115,7 @@ __kernel void wino_input(__global const float *x, long x_off, long4 xs,
     const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3, Tp = chunk.s1;
     if (t >= Tp || c >= C)
         return;
-    const long plane = (long)C * Tp;
+    const long plane = (long)C * Tp + PLANE_PAD;
     __global float *v = V + v_off + (long)c * Tp + t;
     if (t >= chunk.s0) {
         for (int e = 0; e < 36; e++)
@@ -159,8 +166,8 @@ __kernel void wino_gemm(__global const float *U, long u_off,
     const int C = dims.s0, Kp = dims.s1, Tp = dims.s2;
     if (kb * KV >= Kp || tb * TT >= Tp) /* the grid is rounded up to whole work-groups */
         return;
-    __global const float *u = U + u_off + (long)e * C * Kp + (long)kb * KV;
-    __global const float *v = V + v_off + (long)e * C * Tp + (long)tb * TT;
+    __global const float *u = U + u_off + (long)e * ((long)C * Kp + PLANE_PAD) + (long)kb * KV;
+    __global const float *v = V + v_off + (long)e * ((long)C * Tp + PLANE_PAD) + (long)tb * TT;
     float16 acc[KB][TT];
     for (int b = 0; b < KB; b++)
         for (int j = 0; j < TT; j++)
@@ -176,7 +183,7 @@ __kernel void wino_gemm(__global const float *U, long u_off,
                 acc[b][j] = fma(xv, wv[b], acc[b][j]);
         }
     }
-    __global float *m = M + m_off + ((long)e * Tp + (long)tb * TT) * Kp + (long)kb * KV;
+    __global float *m = M + m_off + (long)e * ((long)Tp * Kp + PLANE_PAD) + (long)tb * TT * Kp + (long)kb * KV;
     for (int j = 0; j < TT; j++)
         for (int b = 0; b < KB; b++)
             vstore16(acc[b][j], b, m + (long)j * Kp);
@@ -198,7 +205,7 @@ __kernel void wino_output(__global const float *M, long m_off,
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, Kp = out_dims.s3, Tp = chunk.s1;
     if (k >= K || t >= chunk.s0)
         return;
-    const long plane = (long)Tp * Kp;
+    const long plane = (long)Tp * Kp + PLANE_PAD;
     __global const float *m = M + m_off + (long)t * Kp + k;
     float mm[6][6];
     for (int a = 0; a < 6; a++)

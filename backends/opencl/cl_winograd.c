@@ -16,7 +16,10 @@
 #define WINO_TT 8
 #define WINO_KB 1
 #define WINO_KV (16 * WINO_KB)
-/* Tiles are padded to whole GEMM work-groups of 4 tile blocks. */
+/* conv2d_winograd.cl's PLANE_PAD: floats between transform planes. */
+#define WINO_PLANE_PAD 16
+/* Chunks are whole GEMM work-groups of 4 tile blocks; a chunk of fewer
+ * tiles (a small batch) is padded to the register tile only. */
 #define WINO_TGRAN (WINO_TT * 4)
 /* Above this, V and M (per tile: 36 x (C + Kp) floats) are made for a
  * chunk of the batch's tiles at a time. */
@@ -74,10 +77,10 @@ static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **
     if (chunk < WINO_TGRAN) /* huge C + K: one work-group's tiles at a time */
         chunk = WINO_TGRAN;
     pl->chunk = pl->tiles < chunk ? pl->tiles : chunk;
-    pl->tp = round_up(pl->chunk, WINO_TGRAN);
-    pl->u_floats = 36 * c->c * pl->kp;
-    pl->v_floats = 36 * c->c * pl->tp;
-    pl->m_floats = 36 * pl->tp * pl->kp;
+    pl->tp = round_up(pl->chunk, WINO_TT);
+    pl->u_floats = 36 * (c->c * pl->kp + WINO_PLANE_PAD);
+    pl->v_floats = 36 * (c->c * pl->tp + WINO_PLANE_PAD);
+    pl->m_floats = 36 * (pl->tp * pl->kp + WINO_PLANE_PAD);
     if (pl->tp > INT32_MAX / 64 || pl->u_floats + pl->v_floats + pl->m_floats > INT64_MAX / 8) {
         *why = "the tensor is too large for its int indices";
         return 0;
@@ -193,7 +196,7 @@ static pdnn_status wino_chunk(cl_dev *d, const pdnn__conv2d_call *c, const wino_
     /* As conv2d_tiled: each work-item fills the SIMD width itself, so a
      * work-group is one channel block by 4 tile blocks. */
     size_t local[3] = {1, 4, 1};
-    size_t global[3] = {(size_t)(pl->kp / WINO_KV), (size_t)(pl->tp / WINO_TT), 36};
+    size_t global[3] = {(size_t)(pl->kp / WINO_KV), (size_t)round_up(pl->tp / WINO_TT, 4), 36};
     err = clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clEnqueueNDRangeKernel(wino_gemm)", err);
@@ -235,7 +238,7 @@ pdnn_status pdnn__cl_winograd(cl_dev *d, const pdnn__conv2d_call *c)
         return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: winograd got %zu bytes of workspace, needs %llu",
                            c->workspace_bytes, (unsigned long long)need);
     char opts[64];
-    snprintf(opts, sizeof opts, "-DTT=%d -DKB=%d", WINO_TT, WINO_KB);
+    snprintf(opts, sizeof opts, "-DTT=%d -DKB=%d -DPLANE_PAD=%d", WINO_TT, WINO_KB, WINO_PLANE_PAD);
     pdnn_status st = pdnn__cl_build_slot(d, CL_SLOT_WINOGRAD, "conv2d_winograd.cl", opts, wino_names, WK_COUNT);
     if (st != PDNN_SUCCESS)
         return st;
@@ -246,5 +249,6 @@ pdnn_status pdnn__cl_winograd(cl_dev *d, const pdnn__conv2d_call *c)
         const int64_t n_t = pl.tiles - t0 < pl.chunk ? pl.tiles - t0 : pl.chunk;
         st = wino_chunk(d, c, &pl, t0, n_t);
     }
+
     return st;
 }
