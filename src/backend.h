@@ -179,6 +179,9 @@ const char *pdnn__opencl_last_tiled(void);
  * forcing one for every tiled conv where it applies (unknown: none). */
 int pdnn__opencl_tiled_configs(int (*out)[2], int max);
 void pdnn__opencl_force_tiled(int tq, int kb);
+/* Test hook: the bytes of workspace above which winograd transforms the
+ * batch's tiles a chunk at a time (0: its default, 64 MiB). */
+void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
 #endif
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and

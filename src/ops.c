@@ -246,7 +246,8 @@ static pdnn_status run_with(pdnn_device *dev, pdnn_conv_algo algo, size_t ws, pd
 }
 
 /* AUTO prefers the vendor library's choice (cuDNN) where a backend has
- * one, then the register-tiled kernel, then im2col + GEMM for ungrouped
+ * one, then Winograd (3x3 stride-1 layers with enough tiles), then the
+ * register-tiled kernel, then im2col + GEMM for ungrouped
  * convolutions (the GEMM library is
  * far faster than the direct kernel), each only when its workspace fits in
  * what the device's limit leaves; otherwise, or for grouped convolutions
@@ -256,12 +257,18 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
     pdnn__bfc_block block;
     memset(&block, 0, sizeof block);
     if (want != PDNN_CONV_ALGO_AUTO) {
+        /* A backend may say why it refuses (e.g. winograd: "3x3 filters
+         * only") as the last error; start from none. */
+        pdnn__error(PDNN_SUCCESS, "%s", "");
         size_t ws = workspace_of(dev, c, want);
-        if (ws == SIZE_MAX)
+        if (ws == SIZE_MAX) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", pdnn_last_error());
             return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                               "conv2d: algorithm %s is not available on %s (%s backend); use "
+                               "conv2d: algorithm %s is not available on %s (%s backend)%s%s; use "
                                "PDNN_CONV_ALGO_AUTO or PDNN_CONV_ALGO_DIRECT",
-                               pdnn_conv_algo_name(want), dev->name, dev->backend->name);
+                               pdnn_conv_algo_name(want), dev->name, dev->backend->name, why[0] ? ": " : "", why);
+        }
         if (ws > 0) {
             pdnn_status st = pdnn__bfc_alloc(dev->alloc, ws, "conv2d workspace", &block);
             if (st != PDNN_SUCCESS)
@@ -270,12 +277,20 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
         return run_with(dev, want, ws, c, &block);
     }
     /* Fastest first, measured on PoCL for ResNet-50's layers (bench/):
-     * tiled 3-4x im2col + CLBlast, which is 3-4x direct. */
-    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_TILED,
+     * tiled 3-4x im2col + CLBlast, which is 3-4x direct; winograd 1.5-3x
+     * tiled on the 3x3 stride-1 layers, except where there are few 4x4
+     * output tiles (7x7 and 14x14 images at batch 1), where transforming
+     * the filter (36/9 of its size) costs more than it saves. */
+    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_WINOGRAD, PDNN_CONV_ALGO_TILED,
                                            PDNN_CONV_ALGO_IM2COL_GEMM};
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < 4; a++) {
         pdnn_conv_algo algo = order[a];
         if (algo == PDNN_CONV_ALGO_IM2COL_GEMM && c->groups != 1)
+            continue;
+        /* Only where measured faster: ResNet-50's channel counts, and
+         * at least 32 tiles in the batch. */
+        if (algo == PDNN_CONV_ALGO_WINOGRAD &&
+            (c->c < 64 || c->k < 64 || c->n * ((c->p + 3) / 4) * ((c->q + 3) / 4) < 32))
             continue;
         size_t ws = workspace_of(dev, c, algo);
         if (ws == SIZE_MAX)

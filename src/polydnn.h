@@ -309,8 +309,11 @@ typedef enum pdnn_conv_algo {
                                      * the allocator can give */
     PDNN_CONV_ALGO_TILED = 4,       /* register-tiled direct convolution
                                      * (OpenCL); workspace: the packed filter */
-    PDNN_CONV_ALGO_WINOGRAD = 5,    /* Winograd for 3x3 stride-1 filters
-                                     * (OpenCL); workspace: the transforms */
+    PDNN_CONV_ALGO_WINOGRAD = 5,    /* Winograd F(4x4,3x3) for 3x3 filters,
+                                     * stride 1, dilation 1, groups 1
+                                     * (OpenCL); workspace: the transformed
+                                     * filter, and tiles in chunks of at
+                                     * most about 64 MiB */
     PDNN_CONV_ALGO_DEPTHWISE = 6,   /* one filter per input channel
                                      * (groups == C; OpenCL), no workspace */
     PDNN_CONV_ALGO_GEMM_1X1 = 7     /* 1x1 convolution as a GEMM on the

@@ -71,7 +71,9 @@ ok "workspace fallback" env POLYDNN_MEMORY_LIMIT_MB=2 POLYDNN_DEBUG=1 "$tool" co
 has "fallback logged" "tiled needs .* of workspace, which does not fit"
 has "fallback ran direct" "algorithm direct"
 bad "im2col on host" 1 "not available" "$tool" conv --algo im2col_gemm --device /cpu:0
-bad "bad algo" 2 "auto, direct, im2col_gemm, vendor or tiled" "$tool" conv --algo winograd
+bad "bad algo" 2 "auto, direct, tiled, winograd, depthwise, gemm_1x1, im2col_gemm or vendor" "$tool" conv --algo fft
+bad "winograd on 5x5" 1 "winograd .* 3x3 filters only" "$tool" conv --algo winograd -y 5 -x 5
+ok "winograd" "$tool" conv -n 3 -c 5 -H 9 -W 13 -k 20 -p 1 -q 1 --layout NHWC --filter-layout HWIO --bias --relu --algo winograd --verify
 ok "tiled" "$tool" conv -n 3 -c 5 -H 9 -W 13 -k 20 -p 1 -q 1 --layout NHWC --filter-layout HWIO --bias --relu --algo tiled --verify
 ok "conv prints GFLOP/s" "$tool" conv --iters 2
 has "GFLOP/s line" "GFLOP/s"
@@ -218,7 +220,7 @@ bad "bench unknown device" 1 "device '/gpu:9' does not exist" "$tool" bench resn
 bad "bench without a set" 2 "name a layer set" "$tool" bench
 bad "bench shape flag on a set" 2 "apply to polydnn bench conv only" "$tool" bench vgg16 -c 8
 bad "bench bad layout" 2 "--layout must be NCHW or NHWC, got 'NCWH'" "$tool" bench conv --layout NCWH
-bad "bench bad algo" 2 "--algo must be auto, direct, im2col_gemm, vendor or tiled, got 'fft'" "$tool" bench conv --algo fft
+bad "bench bad algo" 2 "--algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, im2col_gemm or vendor, got 'fft'" "$tool" bench conv --algo fft
 bad "bench bad groups" 2 "groups 3 must divide the input channels 8" "$tool" bench conv -c 8 -k 6 -g 3
 ok "help bench" "$tool" bench --help
 has "help lists bench flags" "--no-peak"

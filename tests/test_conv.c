@@ -104,6 +104,16 @@ static void compare(const float *got, const float *want, int64_t n, int64_t red,
     }
 }
 
+/* Accelerator runs check_case compared, each one having run accel_algo
+ * (run_case asserts pdnn_conv2d_last_algorithm()): a parity test of an
+ * algorithm that claims few shapes must not pass by skipping them all. */
+static int accel_runs;
+
+static int winograd_claims(const conv_case *k)
+{
+    return k->r == 3 && k->s == 3 && k->sh == 1 && k->sw == 1 && k->dh == 1 && k->dw == 1 && k->groups == 1;
+}
+
 static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const conv_case *k,
                        uint32_t seed)
 {
@@ -131,6 +141,10 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
      * unsupported (checked in tiled_claims_what_it_runs). */
     if (accel_algo == PDNN_CONV_ALGO_TILED && k->groups != 1 && (k->k / k->groups) % 16 != 0)
         ndev = 0;
+    /* winograd claims 3x3 filters at stride 1, dilation 1, groups 1 and
+     * reports others unsupported (checked in winograd_claims_what_it_runs). */
+    if (accel_algo == PDNN_CONV_ALGO_WINOGRAD && !winograd_claims(k))
+        ndev = 0;
     /* tiled runs every configuration the tuner may pick (tq x kb). */
     int cfg[16][2] = {{0, 0}};
     int ncfg = 1;
@@ -141,6 +155,8 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
+        if (accel_algo == PDNN_CONV_ALGO_WINOGRAD && strcmp(info.backend, "opencl") != 0)
+            continue; /* only the OpenCL backend has winograd */
         for (int ci = 0; ci < ncfg; ci++) {
             char where[160];
             snprintf(where, sizeof where, "%s with %s (tq=%d kb=%d)", info.name, pdnn_conv_algo_name(accel_algo),
@@ -161,6 +177,7 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
                 cr_assert_str_eq(pdnn__opencl_last_tiled(), ran, "%s: ran %s", name, pdnn__opencl_last_tiled());
 #endif
             run_algo = PDNN_CONV_ALGO_DIRECT;
+            accel_runs++; /* run_case asserted that accel_algo ran */
             compare(got, want, yn, (k->c / k->groups) * k->r * k->s, name, where);
             free(got);
         }
@@ -302,6 +319,7 @@ static void every_layout_combination(void)
         {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 5, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
     };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (int a = 0; a < 2; a++)
@@ -381,6 +399,18 @@ static void sampled_grid(void)
         k.xl = act_layouts[NEXT() % 2];
         k.wl = filt_layouts[NEXT() % 3];
         k.yl = act_layouts[NEXT() % 2];
+        if (accel_algo == PDNN_CONV_ALGO_WINOGRAD) {
+            /* The few shapes winograd claims are rare in the grid: draw
+             * only those (sizes, channels, padding, layouts stay random). */
+            k.r = k.s = 3;
+            k.sh = k.sw = k.dh = k.dw = 1;
+            k.groups = 1;
+            k.k = 1 + (int64_t)(NEXT() % 20);
+            k.pt = (int)(NEXT() % 3);
+            k.pb = (int)(NEXT() % 3);
+            k.pl = (int)(NEXT() % 3);
+            k.pr = (int)(NEXT() % 3);
+        }
         if ((k.r - 1) * k.dh + 1 > k.h + k.pt + k.pb || (k.s - 1) * k.dw + 1 > k.w + k.pl + k.pr)
             continue;
         int64_t oh = (k.h + k.pt + k.pb - (k.r - 1) * k.dh - 1) / k.sh + 1;
@@ -402,6 +432,7 @@ static void sampled_grid(void)
 static void with_algo(pdnn_conv_algo algo, void (*body)(void))
 {
     accel_algo = algo;
+    accel_runs = 0;
     if (algo == PDNN_CONV_ALGO_IM2COL_GEMM) {
         pdnn_device *devs[8];
         int ndev;
@@ -422,6 +453,8 @@ static void with_algo(pdnn_conv_algo algo, void (*body)(void))
         cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
     }
     body();
+    /* body skips when there is no accelerator, so it ran on one here. */
+    cr_assert_gt(accel_runs, 0, "%s ran on no shape of this suite", pdnn_conv_algo_name(algo));
 }
 
 Test(conv_parity, every_layout_combination_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, every_layout_combination); }
@@ -433,6 +466,9 @@ Test(conv_parity, sampled_grid_im2col_gemm) { with_algo(PDNN_CONV_ALGO_IM2COL_GE
 Test(conv_parity, every_layout_combination_tiled) { with_algo(PDNN_CONV_ALGO_TILED, every_layout_combination); }
 Test(conv_parity, edge_shapes_tiled) { with_algo(PDNN_CONV_ALGO_TILED, edge_shapes); }
 Test(conv_parity, sampled_grid_tiled) { with_algo(PDNN_CONV_ALGO_TILED, sampled_grid); }
+Test(conv_parity, every_layout_combination_winograd) { with_algo(PDNN_CONV_ALGO_WINOGRAD, every_layout_combination); }
+Test(conv_parity, edge_shapes_winograd) { with_algo(PDNN_CONV_ALGO_WINOGRAD, edge_shapes); }
+Test(conv_parity, sampled_grid_winograd) { with_algo(PDNN_CONV_ALGO_WINOGRAD, sampled_grid); }
 
 /* tiled on grouped convolutions: 16-channel groups run, others are
  * refused with PDNN_ERR_UNSUPPORTED, and AUTO still runs them. */
@@ -532,4 +568,212 @@ Test(conv_parity, writes_stay_inside_the_output)
         }
     }
     pdnn_context_destroy(ctx);
+}
+
+static int is_opencl(pdnn_device *d)
+{
+    pdnn_device_info info;
+    return pdnn_device_get_info(d, &info) == PDNN_SUCCESS && strcmp(info.backend, "opencl") == 0;
+}
+
+/* winograd runs 3x3, stride 1, dilation 1, ungrouped convolutions (and says
+ * so: pdnn_conv2d_last_algorithm), refuses the others with
+ * PDNN_ERR_UNSUPPORTED and the reason, and AUTO still runs those. */
+Test(conv_parity, winograd_claims_what_it_runs)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_device *host;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    typedef struct {
+        int r, stride, dil, groups;
+        const char *why; /* NULL: winograd runs it */
+    } claim;
+    const claim claims[] = {{3, 1, 1, 1, NULL},
+                            {5, 1, 1, 1, "3x3 filters only"},
+                            {3, 2, 1, 1, "stride 1 only"},
+                            {3, 1, 2, 1, "dilation 1 only"},
+                            {3, 1, 1, 2, "groups 1"},
+                            {1, 1, 1, 1, "3x3 filters only"}};
+    for (size_t ci = 0; ci < sizeof claims / sizeof claims[0]; ci++) {
+        const claim *cl = &claims[ci];
+        const int64_t C = 6, K = 8, G = cl->groups;
+        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 2, C, 10, 9), wd = th_desc(PDNN_OIHW, K, C / G, cl->r, cl->r);
+        float x[2 * 6 * 90], w[8 * 6 * 25];
+        th_fill(x, 2 * C * 90, 5);
+        th_fill(w, K * (C / G) * cl->r * cl->r, 6);
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        p.groups = (int)G;
+        p.stride_h = p.stride_w = cl->stride;
+        p.dilation_h = p.dilation_w = cl->dil;
+        p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+        int64_t od[4];
+        cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor_desc yd = th_desc(PDNN_NHWC, od[0], od[1], od[2], od[3]);
+        pdnn_tensor *hx = th_upload(host, &xd, x), *hw = th_upload(host, &wd, w), *hy = th_upload(host, &yd, NULL);
+        cr_assert_eq(pdnn_conv2d_forward(&p, hx, hw, NULL, hy), PDNN_SUCCESS);
+        float *want = th_download(hy);
+        for (int i = 0; i < ndev; i++) {
+            if (!is_opencl(devs[i]))
+                continue; /* only the OpenCL backend has winograd */
+            pdnn_tensor *dx = th_upload(devs[i], &xd, x), *dw = th_upload(devs[i], &wd, w);
+            pdnn_tensor *dy = th_upload(devs[i], &yd, NULL);
+            for (int auto_algo = 0; auto_algo < 2; auto_algo++) {
+                p.algorithm = auto_algo ? PDNN_CONV_ALGO_AUTO : PDNN_CONV_ALGO_WINOGRAD;
+                pdnn_status st = pdnn_conv2d_forward(&p, dx, dw, NULL, dy);
+                if (!auto_algo && cl->why) {
+                    cr_assert_eq(st, PDNN_ERR_UNSUPPORTED, "winograd must refuse %dx%d stride %d dilation %d groups %d",
+                                 cl->r, cl->r, cl->stride, cl->dil, cl->groups);
+                    cr_assert(strstr(pdnn_last_error(), "winograd") && strstr(pdnn_last_error(), cl->why),
+                              "the message must name the algorithm and say '%s': %s", cl->why, pdnn_last_error());
+                    continue;
+                }
+                cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
+                if (!auto_algo)
+                    cr_assert_eq(pdnn_conv2d_last_algorithm(), PDNN_CONV_ALGO_WINOGRAD, "ran %s",
+                                 pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
+                float *got = th_download(dy);
+                compare(got, want, od[0] * od[1] * od[2] * od[3], (C / G) * cl->r * cl->r, "winograd claims",
+                        pdnn_conv_algo_name(p.algorithm));
+                free(got);
+            }
+            pdnn_tensor_release(dx);
+            pdnn_tensor_release(dw);
+            pdnn_tensor_release(dy);
+        }
+        free(want);
+        pdnn_tensor_release(hx);
+        pdnn_tensor_release(hw);
+        pdnn_tensor_release(hy);
+    }
+    pdnn_context_destroy(ctx);
+}
+
+/* winograd on large values and odd sizes: 1x1, 2x3 and 9x11 images, C=3,
+ * K=5, batch 17, padding 0/1/2, inputs up to 1000, filters up to 50, a
+ * bias up to 1e4; and the same with the tiles made a few at a time (the
+ * chunking that bounds the workspace on large batches).
+ *
+ * Tolerance. Winograd rounds in transformed space: an input tile's
+ * transform B^T d B has entries up to 100 max|x| (rows of B^T sum to at
+ * most 10 in absolute value) and the output transform A^T . A multiplies
+ * by up to 8 per side, so its float32 error is a bound on the magnitudes,
+ * not on each output's own sum as for the direct sum. Measured over random
+ * tiles (C = 1..512, |x|, |w| <= 1) the worst error is 1.0e-6 x 9C x
+ * max|x| x max|w|; the bound below allows 8x that, and 4 ulps of the
+ * bias, which is added once. A wrong element is off by about the typical
+ * output, sqrt(9C) x max|x| x max|w| / 3, some 200x the bound here. */
+Test(conv_parity, winograd_large_values_odd_sizes)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_device *host;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    const int64_t sizes[][2] = {{1, 1}, {2, 3}, {9, 11}};
+    const pdnn_layout lay[][3] = {{PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+                                  {PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+                                  {PDNN_NHWC, PDNN_OHWI, PDNN_NCHW}};
+    const float xmax = 1000.0f, wmax = 50.0f, bmax = 1e4f;
+    int runs = 0;
+    for (int si = 0; si < 3; si++)
+        for (int pad = 0; pad <= 2; pad++)
+            for (int li = 0; li < 3; li++) {
+                conv_case k = {17, 3, sizes[si][0], sizes[si][1], 5, 3, 3, 1, 1, 1, 1, pad, pad, pad, pad, 1, 1,
+                               li != 1, lay[li][0], lay[li][1], lay[li][2]};
+                if (k.h + 2 * pad < 3 || k.w + 2 * pad < 3)
+                    continue; /* the filter does not fit */
+                const int64_t xn = k.n * k.c * k.h * k.w, wn = k.k * k.c * 9;
+                float *x = malloc(sizeof(float) * (size_t)xn), *w = malloc(sizeof(float) * (size_t)wn);
+                float b[5];
+                th_fill(x, xn, (uint32_t)(40 + si));
+                th_fill(w, wn, (uint32_t)(50 + pad));
+                th_fill(b, 5, 60);
+                for (int64_t i = 0; i < xn; i++)
+                    x[i] *= xmax;
+                for (int64_t i = 0; i < wn; i++)
+                    w[i] *= wmax;
+                for (int i = 0; i < 5; i++)
+                    b[i] *= bmax;
+                conv_case ref = k;
+                ref.xl = PDNN_NCHW;
+                ref.wl = PDNN_OIHW;
+                ref.yl = PDNN_NCHW;
+                int64_t od[4];
+                run_algo = PDNN_CONV_ALGO_DIRECT;
+                float *want = run_case(host, &ref, x, w, b, od);
+                const int64_t yn = od[0] * od[1] * od[2] * od[3];
+                const double tol = 8.0e-6 * 9.0 * (double)k.c * xmax * wmax + 4.0 * 1.2e-7 * bmax;
+                char name[256];
+                case_name(&k, name, sizeof name);
+                for (int i = 0; i < ndev; i++)
+                    for (int chunked = 0; chunked < 2 && is_opencl(devs[i]); chunked++) {
+#ifdef PDNN_HAVE_OPENCL
+                        /* 1 byte: the smallest chunk, one GEMM work-group of tiles */
+                        pdnn__opencl_winograd_chunk_bytes(chunked ? 1 : 0);
+#endif
+                        run_algo = PDNN_CONV_ALGO_WINOGRAD;
+                        int64_t od2[4];
+                        float *got = run_case(devs[i], &k, x, w, b, od2);
+                        run_algo = PDNN_CONV_ALGO_DIRECT;
+#ifdef PDNN_HAVE_OPENCL
+                        pdnn__opencl_winograd_chunk_bytes(0);
+#endif
+                        for (int64_t j = 0; j < yn; j++)
+                            if (!(fabs((double)got[j] - (double)want[j]) <= tol))
+                                cr_assert_fail("%s%s: element %lld is %.9g, expected %.9g (tolerance %.3g)", name,
+                                               chunked ? " (chunked)" : "", (long long)j, (double)got[j],
+                                               (double)want[j], tol);
+                        free(got);
+                        runs++;
+                    }
+                free(want);
+                free(x);
+                free(w);
+            }
+    cr_assert_gt(runs, 0);
+    pdnn_context_destroy(ctx);
+}
+
+/* AUTO picks winograd on OpenCL where it measured faster than tiled (3x3
+ * stride-1 layers with 64+ channels and 32+ output tiles) and tiled where
+ * there are few tiles. */
+Test(conv_parity, auto_picks_winograd_where_faster)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const struct {
+        int64_t n, hw;
+        pdnn_conv_algo want;
+    } cases[] = {{2, 16, PDNN_CONV_ALGO_WINOGRAD}, {1, 7, PDNN_CONV_ALGO_TILED}};
+    int checked = 0;
+    for (int i = 0; i < ndev; i++) {
+        if (!is_opencl(devs[i]))
+            continue;
+        for (int ci = 0; ci < 2; ci++) {
+            const int64_t n = cases[ci].n, hw = cases[ci].hw;
+            pdnn_tensor_desc xd = th_desc(PDNN_NHWC, n, 64, hw, hw), wd = th_desc(PDNN_HWIO, 64, 64, 3, 3);
+            float *zeros = calloc((size_t)(n * 64 * hw * hw + 64 * 64 * 9), sizeof(float));
+            pdnn_tensor *x = th_upload(devs[i], &xd, zeros), *w = th_upload(devs[i], &wd, zeros);
+            pdnn_tensor *y = th_upload(devs[i], &xd, NULL);
+            free(zeros);
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+            cr_assert_eq(pdnn_conv2d_last_algorithm(), cases[ci].want, "n%lld %lldx%lld: AUTO ran %s, expected %s",
+                         (long long)n, (long long)hw, (long long)hw, pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()),
+                         pdnn_conv_algo_name(cases[ci].want));
+            pdnn_tensor_release(x);
+            pdnn_tensor_release(w);
+            pdnn_tensor_release(y);
+            checked++;
+        }
+    }
+    pdnn_context_destroy(ctx);
+    if (checked == 0)
+        cr_skip_test("no OpenCL device");
 }

@@ -106,4 +106,11 @@ pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts,
 pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, const char *opts,
                                 const char *const *names, int n);
 
+/* Winograd F(4x4, 3x3) (cl_winograd.c). The workspace c needs, or
+ * SIZE_MAX (with the reason as the last error) when c is not a 3x3,
+ * stride-1, dilation-1, ungrouped convolution it runs. */
+size_t pdnn__cl_winograd_workspace(cl_dev *d, const pdnn__conv2d_call *c);
+/* Runs c with c->workspace; called with d->lock held. */
+pdnn_status pdnn__cl_winograd(cl_dev *d, const pdnn__conv2d_call *c);
+
 #endif

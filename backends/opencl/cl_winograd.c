@@ -1,0 +1,254 @@
+/* Winograd F(4x4, 3x3) convolution on OpenCL (kernels_cl/conv2d_winograd.cl):
+ * which calls it claims, the workspace it needs and the four launches.
+ *
+ * F(4x4, 3x3) rather than F(2x2, 3x3): it saves 4x the multiplies of a
+ * direct convolution instead of 2.25x, and its float32 rounding (a few
+ * ulps of the transformed magnitudes, see tests/test_conv.c) stays inside
+ * the parity suite's tolerance for inputs of unit size. */
+#include "backends/opencl/cl_internal.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+/* The GEMM's register tile (conv2d_winograd.cl: TT tiles x KB float16
+ * channel blocks per work-item), measured on PoCL over ResNet-50's 3x3
+ * layers; it must match the build options below. */
+#define WINO_TT 8
+#define WINO_KB 1
+#define WINO_KV (16 * WINO_KB)
+/* conv2d_winograd.cl's PLANE_PAD: floats between transform planes. */
+#define WINO_PLANE_PAD 16
+/* Chunks are whole GEMM work-groups of 4 tile blocks; a chunk of fewer
+ * tiles (a small batch) is padded to the register tile only. */
+#define WINO_TGRAN (WINO_TT * 4)
+/* Above this, V and M (per tile: 36 x (C + Kp) floats) are made for a
+ * chunk of the batch's tiles at a time. */
+#define WINO_CHUNK_BYTES ((int64_t)64 << 20)
+
+/* Test hook: a smaller chunk limit, so that small tests cover chunking
+ * (0: WINO_CHUNK_BYTES). */
+static _Atomic int64_t chunk_bytes_override;
+
+void pdnn__opencl_winograd_chunk_bytes(int64_t bytes) { chunk_bytes_override = bytes > 0 ? bytes : 0; }
+
+enum { WK_FILTER, WK_INPUT, WK_GEMM, WK_OUTPUT, WK_COUNT };
+static const char *const wino_names[WK_COUNT] = {"wino_filter", "wino_input", "wino_gemm", "wino_output"};
+
+/* What one call needs: tiles per image row/column, padded channels, the
+ * chunk of tiles made at a time and its padded size, and the workspace
+ * layout U | V | M in floats. */
+typedef struct wino_plan {
+    int64_t tr, tc, tiles, kp, chunk, tp;
+    int64_t u_floats, v_floats, m_floats;
+} wino_plan;
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/* Whether c is a convolution this algorithm runs, and with what plan;
+ * otherwise *why says what rules it out. */
+static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **why)
+{
+    *why = NULL;
+    if (c->r != 3 || c->s != 3)
+        *why = "it runs 3x3 filters only";
+    else if (c->stride_h != 1 || c->stride_w != 1)
+        *why = "it runs stride 1 only";
+    else if (c->dil_h != 1 || c->dil_w != 1)
+        *why = "it runs dilation 1 only";
+    else if (c->groups != 1)
+        *why = "it runs ungrouped convolutions (groups 1) only";
+    /* The kernels index channels, tiles within a chunk and image rows and
+     * columns with int; keep well inside. */
+    else if (c->c > INT32_MAX / 64 || c->k > INT32_MAX / 64 || c->h > INT32_MAX / 8 || c->w > INT32_MAX / 8)
+        *why = "the tensor is too large for its int indices";
+    if (*why)
+        return 0;
+    pl->tr = (c->p + 3) / 4;
+    pl->tc = (c->q + 3) / 4;
+    pl->kp = round_up(c->k, WINO_KV);
+    if (pl->tr > INT32_MAX / 8 / pl->tc || c->n > INT64_MAX / 8 / (pl->tr * pl->tc)) {
+        *why = "the tensor is too large for its int indices";
+        return 0;
+    }
+    pl->tiles = c->n * pl->tr * pl->tc;
+    const int64_t per_tile = 36 * (c->c + pl->kp) * (int64_t)sizeof(float);
+    const int64_t limit = chunk_bytes_override > 0 ? chunk_bytes_override : WINO_CHUNK_BYTES;
+    int64_t chunk = limit / per_tile / WINO_TGRAN * WINO_TGRAN;
+    if (chunk < WINO_TGRAN) /* huge C + K: one work-group's tiles at a time */
+        chunk = WINO_TGRAN;
+    pl->chunk = pl->tiles < chunk ? pl->tiles : chunk;
+    pl->tp = round_up(pl->chunk, WINO_TT);
+    pl->u_floats = 36 * (c->c * pl->kp + WINO_PLANE_PAD);
+    pl->v_floats = 36 * (c->c * pl->tp + WINO_PLANE_PAD);
+    pl->m_floats = 36 * (pl->tp * pl->kp + WINO_PLANE_PAD);
+    if (pl->tp > INT32_MAX / 64 || pl->u_floats + pl->v_floats + pl->m_floats > INT64_MAX / 8) {
+        *why = "the tensor is too large for its int indices";
+        return 0;
+    }
+    return 1;
+}
+
+size_t pdnn__cl_winograd_workspace(cl_dev *d, const pdnn__conv2d_call *c)
+{
+    (void)d;
+    wino_plan pl;
+    const char *why = NULL;
+    if (!wino_plan_of(c, &pl, &why)) {
+        /* core reports SIZE_MAX as unsupported and adds this reason */
+        pdnn__error(PDNN_ERR_UNSUPPORTED, "winograd (F(4x4,3x3)) does not run this convolution: %s", why);
+        return SIZE_MAX;
+    }
+    const uint64_t bytes = (uint64_t)(pl.u_floats + pl.v_floats + pl.m_floats) * sizeof(float);
+    return bytes > SIZE_MAX / 2 ? SIZE_MAX : (size_t)bytes;
+}
+
+/* 2-D launch: dimension 0 in work-groups of up to 16 (fewer when it is
+ * short), dimension 1 of 1; the kernels bound-check. */
+static pdnn_status launch2(cl_dev *d, cl_kernel k, const char *name, int64_t g0, int64_t g1)
+{
+    size_t l0 = 16;
+    while (l0 > 1 && (int64_t)(l0 / 2) >= g0)
+        l0 /= 2;
+    size_t local[2] = {l0, 1};
+    size_t global[2] = {((size_t)g0 + l0 - 1) / l0 * l0, (size_t)g1};
+    cl_int err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel(%s)", name);
+        return pdnn__cl_fail(call, err);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status set_fail(const char *name, cl_int err)
+{
+    char call[96];
+    snprintf(call, sizeof call, "clSetKernelArg(%s)", name);
+    return pdnn__cl_fail(call, err);
+}
+
+/* U = G g G^T for every (c, k), into the workspace's start. */
+static pdnn_status wino_filter(cl_dev *d, const pdnn__conv2d_call *c, const wino_plan *pl)
+{
+    cl_kernel k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_FILTER];
+    cl_mem w = c->w_buf.region, ws = c->workspace.region;
+    cl_long wo = elem_off(c->w_buf), uo = elem_off(c->workspace);
+    cl_long4 wst = strides4(c->ws);
+    cl_int4 dims = int4_of((int)c->c, (int)c->k, (int)pl->kp, 0);
+    cl_long total = c->c * pl->kp;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, w);
+    SET_ARG(k, 1, wo);
+    SET_ARG(k, 2, wst);
+    SET_ARG(k, 3, ws);
+    SET_ARG(k, 4, uo);
+    SET_ARG(k, 5, dims);
+    SET_ARG(k, 6, total);
+    if (err != CL_SUCCESS)
+        return set_fail(wino_names[WK_FILTER], err);
+    return pdnn__cl_launch(d, k, wino_names[WK_FILTER], total);
+}
+
+/* Input transform, GEMM and output transform for the chunk of n_t tiles
+ * starting at tile t0. */
+static pdnn_status wino_chunk(cl_dev *d, const pdnn__conv2d_call *c, const wino_plan *pl, int64_t t0, int64_t n_t)
+{
+    cl_mem ws = c->workspace.region;
+    const cl_long uo = elem_off(c->workspace), vo = uo + pl->u_floats, mo = vo + pl->v_floats;
+    const cl_long first = t0;
+    cl_int err = CL_SUCCESS;
+
+    cl_kernel k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_INPUT];
+    cl_mem x = c->x_buf.region;
+    cl_long xo = elem_off(c->x_buf);
+    cl_long4 xs = strides4(c->xs);
+    cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
+    cl_int4 tiles_in = int4_of((int)pl->tr, (int)pl->tc, c->pad_top, c->pad_left);
+    const int cfast = c->xs[1] == 1; /* NHWC: neighbouring channels are neighbours in memory */
+    cl_int4 chunk_in = int4_of((int)n_t, (int)pl->tp, cfast, 0);
+    SET_ARG(k, 0, x);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, xs);
+    SET_ARG(k, 3, ws);
+    SET_ARG(k, 4, vo);
+    SET_ARG(k, 5, in_dims);
+    SET_ARG(k, 6, tiles_in);
+    SET_ARG(k, 7, first);
+    SET_ARG(k, 8, chunk_in);
+    if (err != CL_SUCCESS)
+        return set_fail(wino_names[WK_INPUT], err);
+    pdnn_status st = cfast ? launch2(d, k, wino_names[WK_INPUT], c->c, pl->tp)
+                           : launch2(d, k, wino_names[WK_INPUT], pl->tp, c->c);
+    if (st != PDNN_SUCCESS)
+        return st;
+
+    k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_GEMM];
+    cl_int4 gdims = int4_of((int)c->c, (int)pl->kp, (int)pl->tp, 0);
+    SET_ARG(k, 0, ws);
+    SET_ARG(k, 1, uo);
+    SET_ARG(k, 2, ws);
+    SET_ARG(k, 3, vo);
+    SET_ARG(k, 4, ws);
+    SET_ARG(k, 5, mo);
+    SET_ARG(k, 6, gdims);
+    if (err != CL_SUCCESS)
+        return set_fail(wino_names[WK_GEMM], err);
+    /* As conv2d_tiled: each work-item fills the SIMD width itself, so a
+     * work-group is one channel block by 4 tile blocks. */
+    size_t local[3] = {1, 4, 1};
+    size_t global[3] = {(size_t)(pl->kp / WINO_KV), (size_t)round_up(pl->tp / WINO_TT, 4), 36};
+    err = clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clEnqueueNDRangeKernel(wino_gemm)", err);
+
+    k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_OUTPUT];
+    cl_mem y = c->y_buf.region;
+    cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : y; /* not read without a bias */
+    cl_long yo = elem_off(c->y_buf), bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long4 ys = strides4(c->ys);
+    cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, (int)pl->kp);
+    cl_int4 tiles_out = int4_of((int)pl->tr, (int)pl->tc, c->bias_buf.region != NULL, c->relu);
+    const int kfast = c->ys[1] == 1;
+    cl_int4 chunk_out = int4_of((int)n_t, (int)pl->tp, kfast, 0);
+    SET_ARG(k, 0, ws);
+    SET_ARG(k, 1, mo);
+    SET_ARG(k, 2, b);
+    SET_ARG(k, 3, bo);
+    SET_ARG(k, 4, y);
+    SET_ARG(k, 5, yo);
+    SET_ARG(k, 6, ys);
+    SET_ARG(k, 7, out_dims);
+    SET_ARG(k, 8, tiles_out);
+    SET_ARG(k, 9, first);
+    SET_ARG(k, 10, chunk_out);
+    if (err != CL_SUCCESS)
+        return set_fail(wino_names[WK_OUTPUT], err);
+    return kfast ? launch2(d, k, wino_names[WK_OUTPUT], c->k, n_t) : launch2(d, k, wino_names[WK_OUTPUT], n_t, c->k);
+}
+
+pdnn_status pdnn__cl_winograd(cl_dev *d, const pdnn__conv2d_call *c)
+{
+    wino_plan pl;
+    const char *why = NULL;
+    if (!wino_plan_of(c, &pl, &why))
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: winograd (F(4x4,3x3)) does not run this convolution: %s",
+                           why);
+    const uint64_t need = (uint64_t)(pl.u_floats + pl.v_floats + pl.m_floats) * sizeof(float);
+    if (!c->workspace.region || c->workspace_bytes < need)
+        return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: winograd got %zu bytes of workspace, needs %llu",
+                           c->workspace_bytes, (unsigned long long)need);
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DTT=%d -DKB=%d -DPLANE_PAD=%d", WINO_TT, WINO_KB, WINO_PLANE_PAD);
+    pdnn_status st = pdnn__cl_build_slot(d, CL_SLOT_WINOGRAD, "conv2d_winograd.cl", opts, wino_names, WK_COUNT);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (pl.tiles == 0)
+        return PDNN_SUCCESS;
+    st = wino_filter(d, c, &pl);
+    for (int64_t t0 = 0; st == PDNN_SUCCESS && t0 < pl.tiles; t0 += pl.chunk) {
+        const int64_t n_t = pl.tiles - t0 < pl.chunk ? pl.tiles - t0 : pl.chunk;
+        st = wino_chunk(d, c, &pl, t0, n_t);
+    }
+
+    return st;
+}
