@@ -39,6 +39,7 @@ int cmd_conv(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_example(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Helpers shared by conv and pool. */
 double cli_now(void);
