@@ -258,6 +258,18 @@ check "tune --force stored the row's configuration" tuned_is_stored
 ok "tune on the host" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0
 has "host: not tunable" "^| c4 5x5 k4 3x3 | NHWC | 1 | not tunable: direct has no tunable parameters |"
 has "host: nothing stored" "^Tuned 0 of 2 row(s): 0 searched, 0 from the cache; 2 not tunable; 0 failed."
+# A tiled kernel that adds 0.5 to every output: all its configurations
+# agree with each other, so only the check against the host can catch it,
+# and the layer must fail loudly with nothing stored.
+kdir="$tmp/bad-kernels"
+mkdir -p "$kdir" && cp "${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}"/kernels_cl/*.cl "$kdir/"
+sed -i 's/float16 v = acc\[b\]\[j\] + bv;/float16 v = acc[b][j] + bv + 0.5f;/' "$kdir/conv2d_tiled.cl"
+check "the broken kernel differs" sh -c "! cmp -s '$kdir/conv2d_tiled.cl' '${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/kernels_cl/conv2d_tiled.cl'"
+bad "tune: default against the host" 1 "FAILED: the default configuration disagrees with the host reference" \
+    env POLYDNN_CACHE_DIR="$tmp/tune-bad" POLYDNN_KERNEL_DIR="$kdir" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 --layout nhwc
+has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: tq=[0-9]* kb=[0-9] differs from the host reference |"
+has "tune: failure counted" "0 not tunable; 1 failed."
+check "tune: nothing stored for the failed layer" test ! -s "$tmp/tune-bad/tuning-v1.tsv"
 bad "tune unknown layer set" 2 "unknown layer set 'resnet18'" "$tool" tune resnet18
 bad "tune without a set" 2 "name a layer set" "$tool" tune
 bad "tune unknown device" 2 "device '/gpu:9' does not exist" "$tool" tune conv --device /gpu:9

@@ -556,8 +556,11 @@ int cmd_tune(int argc, char **argv)
     if (tuned)
         printf(" Geometric mean speedup over the default: %.2f.", exp(r.log_speedup_sum / tuned));
     printf("\nTotal wall time: %.1f s (reference checks %.1f s, first calls with the default %.1f s, searches "
-           "%.1f s, timing default against tuned %.1f s, in %d to %d rounds).\n",
-           cli_now() - start, r.t.reference, r.t.defaults, r.t.searches, r.t.timing, r.rounds_min, r.rounds_max);
+           "%.1f s, timing default against tuned %.1f s",
+           cli_now() - start, r.t.reference, r.t.defaults, r.t.searches, r.t.timing);
+    if (r.rounds_max > 0)
+        printf(", in %d to %d rounds", r.rounds_min, r.rounds_max);
+    printf(").\n");
     char path[4096];
     if (pdnn_tuning_cache_file(path, sizeof path) == PDNN_SUCCESS) {
         int n = count_entries(path);
