@@ -90,6 +90,9 @@ typedef struct pdnn__conv2d_call {
     pdnn__buf workspace;         /* workspace_bytes from conv2d_workspace */
     size_t workspace_bytes;
     pdnn_tuning_mode tuning;     /* the context's: may the backend tune now? */
+    /* Where a backend with tunable kernels says what tuning did (zeroed by
+     * core; the backend may leave it so: nothing tunable ran). */
+    pdnn_conv2d_tuning *tuning_out;
 } pdnn__conv2d_call;
 
 /* A validated 2-D pooling. Input N,C,H,W; output N,C,P,Q. */

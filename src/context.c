@@ -465,9 +465,10 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pdnn_context_create: memory_fraction %g is invalid: expected 0 < f <= 1 (0 = unset)",
                            o.memory_fraction);
-    if (o.tuning != PDNN_TUNING_CACHED && o.tuning != PDNN_TUNING_OFF && o.tuning != PDNN_TUNING_SEARCH)
+    if (o.tuning != PDNN_TUNING_CACHED && o.tuning != PDNN_TUNING_OFF && o.tuning != PDNN_TUNING_SEARCH &&
+        o.tuning != PDNN_TUNING_FORCE)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "pdnn_context_create: tuning is %d; expected PDNN_TUNING_OFF, _CACHED or _SEARCH",
+                           "pdnn_context_create: tuning is %d; expected PDNN_TUNING_OFF, _CACHED, _SEARCH or _FORCE",
                            (int)o.tuning);
 
     pdnn_status st;

@@ -193,8 +193,17 @@ static pdnn_status check_output(const char *op, const pdnn_tensor *y, const int6
 }
 
 static _Thread_local pdnn_conv_algo last_algo = PDNN_CONV_ALGO_AUTO;
+static _Thread_local pdnn_conv2d_tuning last_tuning;
 
 pdnn_conv_algo pdnn_conv2d_last_algorithm(void) { return last_algo; }
+
+pdnn_status pdnn_conv2d_last_tuning(pdnn_conv2d_tuning *out)
+{
+    if (!out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_conv2d_last_tuning: out is NULL");
+    *out = last_tuning;
+    return PDNN_SUCCESS;
+}
 
 const char *pdnn_conv_algo_name(pdnn_conv_algo algo)
 {
@@ -237,11 +246,17 @@ static pdnn_status run_with(pdnn_device *dev, pdnn_conv_algo algo, size_t ws, pd
     memset(&c->workspace, 0, sizeof c->workspace);
     if (ws > 0)
         c->workspace = block->buf;
+    pdnn_conv2d_tuning tuning;
+    memset(&tuning, 0, sizeof tuning);
+    c->tuning_out = &tuning;
     pdnn_status st = dev->backend->conv2d_forward(dev->handle, c);
+    c->tuning_out = NULL;
     if (ws > 0)
         pdnn__bfc_free(dev->alloc, block->handle);
-    if (st == PDNN_SUCCESS)
+    if (st == PDNN_SUCCESS) {
         last_algo = algo;
+        last_tuning = tuning;
+    }
     return st;
 }
 

@@ -65,12 +65,23 @@ typedef struct pdnn_tensor pdnn_tensor;
  * device class; CACHED (default): results from the tuning cache file where
  * there are some, defaults elsewhere; SEARCH: also tune a shape on its first
  * use (a few candidate kernels are checked against the default and timed;
- * the best is used and stored in the cache). */
+ * the best is used and stored in the cache); FORCE: as SEARCH, but results
+ * already in the cache file are ignored: each shape is tuned again the
+ * first time this process runs it, and its entry replaced (what
+ * `polydnn tune --force` uses). */
 typedef enum pdnn_tuning_mode {
     PDNN_TUNING_CACHED = 0,
     PDNN_TUNING_OFF = 1,
-    PDNN_TUNING_SEARCH = 2
+    PDNN_TUNING_SEARCH = 2,
+    PDNN_TUNING_FORCE = 3
 } pdnn_tuning_mode;
+
+/* The tuning cache file this process reads and writes
+ * ($POLYDNN_CACHE_DIR/tuning-v1.tsv, else under $XDG_CACHE_HOME or
+ * ~/.cache), written into buf. PDNN_ERR_NOT_FOUND when no directory is
+ * known (results then stay in memory), PDNN_ERR_INVALID_ARGUMENT when buf
+ * is NULL or too short. */
+pdnn_status pdnn_tuning_cache_file(char *buf, size_t len);
 
 /* How allow_growth sizes each new region (README "Memory"). */
 typedef enum pdnn_growth_policy {
@@ -100,7 +111,7 @@ typedef struct pdnn_context_options {
     /* Comma-separated GPU indices to expose, like CUDA_VISIBLE_DEVICES;
      * NULL exposes all. The kept GPUs are renumbered from 0. */
     const char *visible_devices;
-    /* Kernel autotuning; POLYDNN_TUNING=off|cached|search overrides. */
+    /* Kernel autotuning; POLYDNN_TUNING=off|cached|search|force overrides. */
     pdnn_tuning_mode tuning;
 } pdnn_context_options;
 
@@ -113,7 +124,7 @@ void pdnn_context_options_init(pdnn_context_options *opts);
  * POLYDNN_GROWTH_POLICY=gradual|double,
  * POLYDNN_MEMORY_FRACTION, POLYDNN_MEMORY_LIMIT_MB,
  * POLYDNN_LOG_DEVICE_PLACEMENT=0|1, POLYDNN_VISIBLE_DEVICES,
- * POLYDNN_TUNING=off|cached|search); an invalid
+ * POLYDNN_TUNING=off|cached|search|force); an invalid
  * value fails with PDNN_ERR_INVALID_ARGUMENT naming the variable. */
 pdnn_status pdnn_context_create(const pdnn_context_options *opts,
                                 pdnn_context **out);
@@ -366,6 +377,18 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
 /* The algorithm the calling thread's last successful pdnn_conv2d_forward
  * ran (never AUTO after a call); AUTO before any call. */
 pdnn_conv_algo pdnn_conv2d_last_algorithm(void);
+
+/* What tuning did for the calling thread's last successful
+ * pdnn_conv2d_forward (all zero before any call). */
+typedef struct pdnn_conv2d_tuning {
+    int tunable;           /* the kernel that ran has tunable parameters */
+    int cached;            /* its configuration came from the tuning cache */
+    int searched;          /* this call searched (and stored the result) */
+    double search_seconds; /* how long that search took; 0 if none */
+    char config[48];       /* the configuration that ran, e.g. "tq=8 kb=2";
+                              "" when not tunable */
+} pdnn_conv2d_tuning;
+pdnn_status pdnn_conv2d_last_tuning(pdnn_conv2d_tuning *out);
 
 /* ------------------------------------------------------------------ */
 /* Pooling                                                              */

@@ -198,7 +198,22 @@ static void ensure_loaded(void)
         read_file(path, &entries, &n_entries, &cap_entries);
 }
 
-int pdnn__tuning_lookup(const char *device, const char *kernel, const char *shape, char *value, size_t len)
+pdnn_status pdnn_tuning_cache_file(char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tuning_cache_file: buf is NULL or empty");
+    char path[4096];
+    if (!pdnn__tuning_file(path, sizeof path))
+        return pdnn__error(PDNN_ERR_NOT_FOUND, "pdnn_tuning_cache_file: no cache directory (POLYDNN_CACHE_DIR, "
+                                               "XDG_CACHE_HOME and HOME are unset, or the path is too long)");
+    if (strlen(path) >= len)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tuning_cache_file: the path needs %zu bytes, buf has %zu",
+                           strlen(path) + 1, len);
+    memcpy(buf, path, strlen(path) + 1);
+    return PDNN_SUCCESS;
+}
+
+static int lookup(int own_only, const char *device, const char *kernel, const char *shape, char *value, size_t len)
 {
     int found = 0;
     pthread_mutex_lock(&lock);
@@ -206,14 +221,27 @@ int pdnn__tuning_lookup(const char *device, const char *kernel, const char *shap
     for (size_t i = 0; i < n_entries && !found; i++) {
         const entry *e = &entries[i];
         const size_t vlen = strlen(e->value);
-        if (strcmp(e->device, device) == 0 && strcmp(e->kernel, kernel) == 0 && strcmp(e->shape, shape) == 0 &&
-            vlen < len) {
+        if ((e->ours || !own_only) && strcmp(e->device, device) == 0 && strcmp(e->kernel, kernel) == 0 &&
+            strcmp(e->shape, shape) == 0 && vlen < len) {
             memcpy(value, e->value, vlen + 1);
             found = 1;
         }
     }
     pthread_mutex_unlock(&lock);
     return found;
+}
+
+int pdnn__tuning_lookup(const char *device, const char *kernel, const char *shape, char *value, size_t len)
+{
+    return lookup(0, device, kernel, shape, value, len);
+}
+
+int pdnn__tuning_lookup_for(pdnn_tuning_mode mode, const char *device, const char *kernel, const char *shape,
+                            char *value, size_t len)
+{
+    if (mode == PDNN_TUNING_OFF)
+        return 0;
+    return lookup(mode == PDNN_TUNING_FORCE, device, kernel, shape, value, len);
 }
 
 /* Writes list to path through a temporary file and a rename, so a reader
@@ -300,9 +328,11 @@ pdnn_status pdnn__tuning_mode_from_env(pdnn_tuning_mode *mode)
         m = PDNN_TUNING_CACHED;
     else if (strcmp(env, "search") == 0)
         m = PDNN_TUNING_SEARCH;
+    else if (strcmp(env, "force") == 0)
+        m = PDNN_TUNING_FORCE;
     else
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "POLYDNN_TUNING='%s' is invalid: expected off, cached or search",
-                           env);
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "POLYDNN_TUNING='%s' is invalid: expected off, cached, search or force", env);
     if (m != *mode)
         pdnn__debug("POLYDNN_TUNING=%s overrides the context's tuning option", env);
     *mode = m;

@@ -15,6 +15,11 @@ const char *pdnn__tuning_file(char *buf, size_t len);
  * returns 1, or returns 0 if there is none (or it does not fit in len). */
 int pdnn__tuning_lookup(const char *device, const char *kernel, const char *shape, char *value, size_t len);
 
+/* As pdnn__tuning_lookup, but for the mode: FORCE only trusts entries this
+ * process stored (so each shape is searched again once), OFF none. */
+int pdnn__tuning_lookup_for(pdnn_tuning_mode mode, const char *device, const char *kernel, const char *shape,
+                            char *value, size_t len);
+
 /* Records a result in memory and in the file (merged with what other
  * processes wrote). Failing to write the file is not an error. */
 pdnn_status pdnn__tuning_store(const char *device, const char *kernel, const char *shape, const char *value,
@@ -23,7 +28,7 @@ pdnn_status pdnn__tuning_store(const char *device, const char *kernel, const cha
 /* Drops what was loaded, so the next lookup reads the file again (tests). */
 void pdnn__tuning_forget(void);
 
-/* Applies POLYDNN_TUNING=off|cached|search to *mode; anything else fails. */
+/* Applies POLYDNN_TUNING=off|cached|search|force to *mode; anything else fails. */
 pdnn_status pdnn__tuning_mode_from_env(pdnn_tuning_mode *mode);
 
 #endif

@@ -225,5 +225,63 @@ bad "bench bad groups" 2 "groups 3 must divide the input channels 8" "$tool" ben
 ok "help bench" "$tool" bench --help
 has "help lists bench flags" "--no-peak"
 
+# tune: a tiny shape against a private cache. The first run searches and
+# stores what its row shows; the second finds it cached and leaves the file
+# alone; --force searches again and replaces it.
+tc="$tmp/tune-cache"
+tkey="NCHW/OIHW/NCHW n1 c8 h6 w6 k16 r3 s3 u1,1 p1,1 d1,1 g1"
+trow="^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 | tq=[0-9]* kb=[0-9] | tq=[0-9]* kb=[0-9] | [0-9.e+-]* | [0-9.e+-]* | [0-9.]* |"
+# the tuned configuration of the last output's row equals the cache's value
+tuned_is_stored() {
+    row=$(grep "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 |" "$tmp/out" | cut -d'|' -f5 | sed 's/^ *//; s/ *$//')
+    stored=$(awk -F'\t' -v k="$tkey" '$2 == "conv2d_tiled" && $3 == k { print $4 }' "$tc/tuning-v1.tsv")
+    [ -n "$row" ] && [ "$row" = "$stored" ]
+}
+ok "tune conv" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
+has "tune row: searched, seconds given" "$trow [0-9.]* |$"
+has "tune summary" "^Tuned 1 of 1 row(s): 1 searched, 0 from the cache; 0 not tunable; 0 failed."
+has "tune names the cache" "^Tuning cache: $tc/tuning-v1.tsv (1 entry stored by this run; the file holds 1)."
+check "tune stored the row's configuration for the shape" tuned_is_stored
+cp "$tc/tuning-v1.tsv" "$tmp/tune-first.tsv"
+ok "tune conv again" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
+has "tune again: cached" "$trow cached |$"
+has "tune again: no search" "^Tuned 1 of 1 row(s): 0 searched, 1 from the cache;"
+check "tune again left the cache as it was" cmp -s "$tc/tuning-v1.tsv" "$tmp/tune-first.tsv"
+check "tune again ran the cached configuration" tuned_is_stored
+ok "tune --force, two batches" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 \
+    --layout NCHW --force --batch 1 --batch 2
+has "tune --force: mode" "^Mode: force"
+has "tune --force: searched again" "$trow [0-9.]* |$"
+has "tune --force: batch 2 row" "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 2 | tq=[0-9]* kb=[0-9] | .* | [0-9.]* |$"
+has "tune --force: both searched" "^Tuned 2 of 2 row(s): 2 searched, 0 from the cache;"
+has "tune --force: 2 entries" "(2 entries stored by this run; the file holds 2)."
+check "tune --force rewrote the entry" sh -c "! cmp -s '$tc/tuning-v1.tsv' '$tmp/tune-first.tsv'"
+check "tune --force stored the row's configuration" tuned_is_stored
+ok "tune on the host" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0
+has "host: not tunable" "^| c4 5x5 k4 3x3 | NHWC | 1 | not tunable: direct has no tunable parameters |"
+has "host: nothing stored" "^Tuned 0 of 2 row(s): 0 searched, 0 from the cache; 2 not tunable; 0 failed."
+# A tiled kernel that adds 0.5 to every output: all its configurations
+# agree with each other, so only the check against the host can catch it,
+# and the layer must fail loudly with nothing stored.
+kdir="$tmp/bad-kernels"
+mkdir -p "$kdir" && cp "${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}"/kernels_cl/*.cl "$kdir/"
+sed -i 's/float16 v = acc\[b\]\[j\] + bv;/float16 v = acc[b][j] + bv + 0.5f;/' "$kdir/conv2d_tiled.cl"
+check "the broken kernel differs" sh -c "! cmp -s '$kdir/conv2d_tiled.cl' '${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/kernels_cl/conv2d_tiled.cl'"
+bad "tune: default against the host" 1 "FAILED: the default configuration disagrees with the host reference" \
+    env POLYDNN_CACHE_DIR="$tmp/tune-bad" POLYDNN_KERNEL_DIR="$kdir" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 --layout nhwc
+has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: tq=[0-9]* kb=[0-9] differs from the host reference |"
+has "tune: failure counted" "0 not tunable; 1 failed."
+check "tune: nothing stored for the failed layer" test ! -s "$tmp/tune-bad/tuning-v1.tsv"
+bad "tune unknown layer set" 2 "unknown layer set 'resnet18'" "$tool" tune resnet18
+bad "tune without a set" 2 "name a layer set" "$tool" tune
+bad "tune unknown device" 2 "device '/gpu:9' does not exist" "$tool" tune conv --device /gpu:9
+bad "tune bad layout" 2 "--layout must be nchw, nhwc or both, got 'chwn'" "$tool" tune conv --layout chwn
+bad "tune --batch 0" 2 "--batch must be at least 1, got 0" "$tool" tune conv --batch 0
+bad "tune bad batch list" 2 "--batch expects whole numbers separated by commas, got '1,,2'" "$tool" tune conv --batch 1,,2
+bad "tune shape flag on a set" 2 "apply to polydnn tune conv only" "$tool" tune resnet50 -k 8
+bad "tune unknown flag" 2 "unknown flag" "$tool" tune conv --fast
+ok "help tune" "$tool" tune --help
+has "help lists tune flags" "--force"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -267,3 +267,100 @@ Test(tuner, search_stores_a_checked_result_that_cached_mode_uses)
     cr_assert_str_eq(run_tiled(PDNN_TUNING_CACHED), off);
     cleanup();
 }
+
+Test(tuning_cache, force_trusts_only_what_this_process_stored)
+{
+    fresh_dir();
+    put("polydnn-tuning\t1\ndev\tkern\tshape\tfrom file\t1.0\n");
+    char v[32];
+    cr_assert_eq(pdnn__tuning_lookup_for(PDNN_TUNING_SEARCH, "dev", "kern", "shape", v, sizeof v), 1);
+    cr_assert_str_eq(v, "from file");
+    cr_assert_eq(pdnn__tuning_lookup_for(PDNN_TUNING_CACHED, "dev", "kern", "shape", v, sizeof v), 1);
+    cr_assert_eq(pdnn__tuning_lookup_for(PDNN_TUNING_OFF, "dev", "kern", "shape", v, sizeof v), 0);
+    cr_assert_eq(pdnn__tuning_lookup_for(PDNN_TUNING_FORCE, "dev", "kern", "shape", v, sizeof v), 0);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "shape", "ours", 2.0), PDNN_SUCCESS);
+    cr_assert_eq(pdnn__tuning_lookup_for(PDNN_TUNING_FORCE, "dev", "kern", "shape", v, sizeof v), 1);
+    cr_assert_str_eq(v, "ours");
+    pdnn__tuning_forget(); /* a new process: the file's entry is not its own */
+    cr_assert_eq(pdnn__tuning_lookup_for(PDNN_TUNING_FORCE, "dev", "kern", "shape", v, sizeof v), 0);
+    cr_assert_eq(pdnn__tuning_lookup_for(PDNN_TUNING_SEARCH, "dev", "kern", "shape", v, sizeof v), 1);
+    cr_assert_str_eq(v, "ours");
+    cleanup();
+}
+
+Test(tuning_cache, public_path_of_the_file)
+{
+    fresh_dir();
+    char path[256], want[256];
+    snprintf(want, sizeof want, "%s/tuning-v1.tsv", dir);
+    cr_assert_eq(pdnn_tuning_cache_file(path, sizeof path), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_str_eq(path, want);
+    cr_assert_eq(pdnn_tuning_cache_file(path, 8), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "needs") != NULL, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tuning_cache_file(NULL, 8), PDNN_ERR_INVALID_ARGUMENT);
+    cleanup();
+}
+
+Test(tuning_mode, force_is_a_mode)
+{
+    pdnn_context *ctx = NULL;
+    setenv("POLYDNN_TUNING", "force", 1);
+    cr_assert_eq(pdnn_context_create(NULL, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_context_destroy(ctx);
+    unsetenv("POLYDNN_TUNING");
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.tuning = PDNN_TUNING_FORCE;
+    ctx = NULL;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_context_destroy(ctx);
+    cr_assert_eq(pdnn_conv2d_last_tuning(NULL), PDNN_ERR_INVALID_ARGUMENT);
+}
+
+/* What tuning did in run_tiled's OpenCL conv (its last call). */
+static pdnn_conv2d_tuning tuning_of(pdnn_tuning_mode mode)
+{
+    char ran[48];
+    snprintf(ran, sizeof ran, "%s", run_tiled(mode));
+    pdnn_conv2d_tuning t;
+    cr_assert_eq(pdnn_conv2d_last_tuning(&t), PDNN_SUCCESS);
+    cr_assert(t.tunable, "the tiled conv reported nothing tunable");
+    cr_assert_str_eq(t.config, ran);
+    return t;
+}
+
+Test(tuner, reports_searches_and_force_searches_again)
+{
+    fresh_dir();
+    pdnn_conv2d_tuning t = tuning_of(PDNN_TUNING_SEARCH);
+    cr_assert(t.searched && !t.cached && t.search_seconds > 0.0, "searched %d cached %d %g s", t.searched, t.cached,
+              t.search_seconds);
+    char device[256], shape[256], value[64];
+    cr_assert(read_entry(device, shape, value));
+    cr_assert_str_eq(value, t.config);
+
+    pdnn__tuning_forget(); /* as a new process */
+    t = tuning_of(PDNN_TUNING_SEARCH);
+    cr_assert(!t.searched && t.cached && t.search_seconds == 0.0, "searched %d cached %d", t.searched, t.cached);
+    cr_assert_str_eq(t.config, value);
+
+    /* FORCE ignores the file's entry once, replaces it, then uses its own. */
+    const char *other = strcmp(value, "tq=4 kb=2") == 0 ? "tq=12 kb=1" : "tq=4 kb=2";
+    cr_assert_eq(pdnn__tuning_store(device, "conv2d_tiled", shape, other, 1e6), PDNN_SUCCESS);
+    pdnn__tuning_forget();
+    t = tuning_of(PDNN_TUNING_FORCE);
+    cr_assert(t.searched && !t.cached, "FORCE did not search: searched %d cached %d", t.searched, t.cached);
+    char value2[64];
+    cr_assert(read_entry(device, shape, value2));
+    cr_assert_str_eq(value2, t.config);
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    const char *rate = strrchr(slurp(path), '\t');
+    cr_assert(rate && strtod(rate + 1, NULL) < 1e6, "FORCE left the old entry's GFLOP/s: %s", rate ? rate : "?");
+    t = tuning_of(PDNN_TUNING_FORCE);
+    cr_assert(!t.searched && t.cached, "FORCE searched twice in one process");
+
+    t = tuning_of(PDNN_TUNING_OFF);
+    cr_assert(!t.searched && !t.cached, "OFF: searched %d cached %d", t.searched, t.cached);
+    cleanup();
+}

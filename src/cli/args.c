@@ -9,19 +9,46 @@
 #include <string.h>
 #include <time.h>
 
+static const char *value_hint(const cli_opt *o)
+{
+    return o->kind == OPT_FLAG ? "" : o->kind == OPT_INTS ? " V[,V...]" : " V";
+}
+
 static void print_help(const char *cmd, const cli_opt *opts, int nopts, const char *summary)
 {
     printf("usage: polydnn %s [flags]\n%s\n\nflags:\n", cmd, summary);
     for (int i = 0; i < nopts; i++) {
         char left[64];
         if (opts[i].short_name)
-            snprintf(left, sizeof left, "-%c, --%s%s", opts[i].short_name, opts[i].long_name,
-                     opts[i].kind == OPT_FLAG ? "" : " V");
+            snprintf(left, sizeof left, "-%c, --%s%s", opts[i].short_name, opts[i].long_name, value_hint(&opts[i]));
         else
-            snprintf(left, sizeof left, "    --%s%s", opts[i].long_name, opts[i].kind == OPT_FLAG ? "" : " V");
+            snprintf(left, sizeof left, "    --%s%s", opts[i].long_name, value_hint(&opts[i]));
         printf("  %-30s %s\n", left, opts[i].help);
     }
     printf("  %-30s %s\n", "-h, --help", "show this help");
+}
+
+/* One whole number of val (up to end, or the first `stop` character),
+ * at least o->min, into *out; *next is where parsing stopped. whole is
+ * the flag's full value, for messages. */
+static int parse_int(const char *cmd, const cli_opt *o, const char *flag, const char *whole, const char *val,
+                     char stop, int *out, const char **next)
+{
+    errno = 0;
+    char *end = NULL;
+    long v = strtol(val, &end, 10);
+    if (end == val || (*end != '\0' && *end != stop) || errno != 0 || v > INT_MAX || v < INT_MIN) {
+        fprintf(stderr, "polydnn %s: %s expects %s, got '%s'\n", cmd, flag,
+                stop ? "whole numbers separated by commas" : "a whole number", whole);
+        return EXIT_USAGE;
+    }
+    if (v < o->min) {
+        fprintf(stderr, "polydnn %s: %s must be at least %d, got %ld\n", cmd, flag, o->min, v);
+        return EXIT_USAGE;
+    }
+    *out = (int)v;
+    *next = end;
+    return 0;
 }
 
 static int set_value(const char *cmd, const cli_opt *o, const char *flag, const char *val)
@@ -30,19 +57,23 @@ static int set_value(const char *cmd, const cli_opt *o, const char *flag, const 
         *(const char **)o->dst = val;
         return 0;
     }
-    errno = 0;
-    char *end = NULL;
-    long v = strtol(val, &end, 10);
-    if (end == val || *end != '\0' || errno != 0 || v > INT_MAX || v < INT_MIN) {
-        fprintf(stderr, "polydnn %s: %s expects a whole number, got '%s'\n", cmd, flag, val);
-        return EXIT_USAGE;
+    const char *next = NULL;
+    if (o->kind == OPT_INT)
+        return parse_int(cmd, o, flag, val, val, '\0', (int *)o->dst, &next);
+    cli_ints *list = o->dst;
+    for (const char *p = val;; p = next + 1) {
+        int v = 0;
+        int rc = parse_int(cmd, o, flag, val, p, ',', &v, &next);
+        if (rc)
+            return rc;
+        if (list->n == CLI_INTS_MAX) {
+            fprintf(stderr, "polydnn %s: %s takes at most %d values\n", cmd, flag, CLI_INTS_MAX);
+            return EXIT_USAGE;
+        }
+        list->v[list->n++] = v;
+        if (*next == '\0')
+            return 0;
     }
-    if (v < o->min) {
-        fprintf(stderr, "polydnn %s: %s must be at least %d, got %ld\n", cmd, flag, o->min, v);
-        return EXIT_USAGE;
-    }
-    *(int *)o->dst = (int)v;
-    return 0;
 }
 
 int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
@@ -199,6 +230,24 @@ int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(vo
     if (ms)
         *ms = (cli_now() - t0) * 1e3 / (iters > 0 ? iters : 1);
     return 0;
+}
+
+pdnn_status cli_time_best(pdnn_device *dev, pdnn_status (*op)(void *), void *arg, int iters, double *ms)
+{
+    pdnn_status st = op(arg);
+    if (st != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
+        return st;
+    double best = 1e30;
+    for (int i = 0; i < iters; i++) {
+        double t0 = cli_now();
+        if ((st = op(arg)) != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
+            return st;
+        double t = (cli_now() - t0) * 1e3;
+        if (t < best)
+            best = t;
+    }
+    *ms = best;
+    return PDNN_SUCCESS;
 }
 
 int cli_read(const pdnn_tensor *t, float **out)

@@ -10,14 +10,22 @@
  * verification), 2 a usage error (unknown flag, bad value). */
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
-typedef enum opt_kind { OPT_INT, OPT_FLAG, OPT_STR } opt_kind;
+/* OPT_INTS: a flag that may be repeated and takes comma-separated lists
+ * ("--batch 1,8 --batch 16"), every value kept in a cli_ints. */
+typedef enum opt_kind { OPT_INT, OPT_FLAG, OPT_STR, OPT_INTS } opt_kind;
+
+enum { CLI_INTS_MAX = 16 };
+typedef struct cli_ints {
+    int v[CLI_INTS_MAX];
+    int n;
+} cli_ints;
 
 typedef struct cli_opt {
     char short_name;       /* 0: long name only */
     const char *long_name;
     opt_kind kind;
-    void *dst;             /* int* (INT, FLAG) or const char** (STR) */
-    int min;               /* INT: smallest accepted value */
+    void *dst;             /* int* (INT, FLAG), const char** (STR) or cli_ints* (INTS) */
+    int min;               /* INT, INTS: smallest accepted value */
     const char *help;
 } cli_opt;
 
@@ -31,6 +39,7 @@ int cmd_conv(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_example(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Helpers shared by conv and pool. */
 double cli_now(void);
@@ -57,6 +66,10 @@ typedef struct cli_pool_call {
 } cli_pool_call;
 pdnn_status cli_pool_op(void *arg); /* arg: a cli_pool_call */
 int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(void *), void *arg, double *ms);
+/* One warm-up call, then the best of iters calls, in ms. The library's
+ * status is returned as it is (nothing printed), so that the caller can
+ * tell "not available here" from a failure. */
+pdnn_status cli_time_best(pdnn_device *dev, pdnn_status (*op)(void *), void *arg, int iters, double *ms);
 /* Reads a whole tensor into a new malloc'd array (*out). */
 int cli_read(const pdnn_tensor *t, float **out);
 

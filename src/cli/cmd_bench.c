@@ -7,6 +7,7 @@
 #include "config.h" /* PDNN_HAVE_DNNL */
 #endif
 #include "cli.h"
+#include "conv_shape.h"
 #include "layers.h"
 #ifdef PDNN_HAVE_DNNL
 #include "peer_dnnl.h"
@@ -16,16 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 typedef struct bench_opts {
     int batch, iters, peak, no_peak, layers;
     const char *layout, *device, *algo;
-    /* bench conv's shape: -1 (NULL) unless given, so that a layer set can
-     * reject them. */
-    int c, h, w, k, y, x, p, q, u, v, l, j, g;
-    const char *padding;
+    shape_flags shape; /* bench conv's */
 } bench_opts;
 
 /* One geometric mean: the sum of logs and how many. */
@@ -63,27 +60,6 @@ typedef struct bench_run {
     geo ours, pct, gemm_g, gemm_ratio, dnnl_g, dnnl_ratio, cudnn, cudnn_ratio, pool, pool_pct;
 } bench_run;
 
-/* Warm-up, then the best of iters calls, in ms. The warm-up's status is
- * returned as it is so that the caller can tell "not available here"
- * from a failure. */
-static pdnn_status time_best(pdnn_device *dev, pdnn_status (*op)(void *), void *arg, int iters, double *ms)
-{
-    pdnn_status st = op(arg);
-    if (st != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
-        return st;
-    double best = 1e30;
-    for (int i = 0; i < iters; i++) {
-        double t0 = cli_now();
-        if ((st = op(arg)) != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
-            return st;
-        double t = (cli_now() - t0) * 1e3;
-        if (t < best)
-            best = t;
-    }
-    *ms = best;
-    return PDNN_SUCCESS;
-}
-
 /* Times conv on dev with the host data x, w: *ms, and the output in *y
  * when y is not NULL (malloc'd). Returns the library's status. */
 static pdnn_status conv_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
@@ -98,7 +74,7 @@ static pdnn_status conv_on(pdnn_device *dev, const pdnn_conv2d_params *p, const 
         (st = pdnn_tensor_write(tx, x, (size_t)pdnn_tensor_desc_bytes(xd))) == PDNN_SUCCESS &&
         (st = pdnn_tensor_write(tw, w, (size_t)pdnn_tensor_desc_bytes(wd))) == PDNN_SUCCESS) {
         cli_conv_call call = {p, tx, tw, NULL, ty};
-        st = time_best(dev, cli_conv_op, &call, iters, ms);
+        st = cli_time_best(dev, cli_conv_op, &call, iters, ms);
     }
     if (st == PDNN_SUCCESS && y) {
         size_t bytes = (size_t)pdnn_tensor_desc_bytes(yd);
@@ -145,13 +121,6 @@ static int peer_missing(pdnn_status st)
 {
     return st == PDNN_ERR_UNSUPPORTED || st == PDNN_ERR_OUT_OF_MEMORY;
 }
-
-/* One convolution of a row: the batch, the input, the filter and the
- * geometry (its algorithm field is ignored: the run's --algo applies). */
-typedef struct conv_shape {
-    int64_t n, c, h, w, k, r, s;
-    pdnn_conv2d_params p;
-} conv_shape;
 
 /* Measures one convolution in one layout on the device and its peers and
  * prints its row. 0, or an exit code after printing what failed. */
@@ -319,7 +288,7 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
         (st = pdnn_tensor_create(r->dev, &yd, &ty)) == PDNN_SUCCESS &&
         (st = pdnn_tensor_write(tx, x, xb)) == PDNN_SUCCESS) {
         cli_pool_call call = {&p, tx, ty};
-        st = time_best(r->dev, cli_pool_op, &call, r->iters, &ms);
+        st = cli_time_best(r->dev, cli_pool_op, &call, r->iters, &ms);
     }
     if (st != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s %s: %s\n", r->cmd, L->name, pdnn_layout_name(layout), pdnn_last_error());
@@ -380,59 +349,6 @@ static int find_cuda(pdnn_context *ctx, pdnn_device **out)
     return 0;
 }
 
-static void shape_name(char *buf, size_t len, const conv_shape *cs)
-{
-    const pdnn_conv2d_params *p = &cs->p;
-    int n = snprintf(buf, len, "c%lld %lldx%lld k%lld %lldx%lld", (long long)cs->c, (long long)cs->h,
-                     (long long)cs->w, (long long)cs->k, (long long)cs->r, (long long)cs->s);
-    if (n > 0 && (size_t)n < len && (p->stride_h != 1 || p->stride_w != 1))
-        n += snprintf(buf + n, len - (size_t)n, " /%d,%d", p->stride_h, p->stride_w);
-    if (n > 0 && (size_t)n < len && (p->pad_top || p->pad_bottom || p->pad_left || p->pad_right))
-        n += snprintf(buf + n, len - (size_t)n, " pad %d,%d,%d,%d", p->pad_top, p->pad_bottom, p->pad_left,
-                      p->pad_right);
-    if (n > 0 && (size_t)n < len && (p->dilation_h != 1 || p->dilation_w != 1))
-        n += snprintf(buf + n, len - (size_t)n, " dil %d,%d", p->dilation_h, p->dilation_w);
-    if (n > 0 && (size_t)n < len && p->groups != 1)
-        snprintf(buf + n, len - (size_t)n, " g%d", p->groups);
-}
-
-/* bench conv's shape from the flags, with cmd_conv's defaults. */
-static int conv_from_flags(const char *cmd, const bench_opts *o, conv_shape *cs)
-{
-    pdnn_conv2d_params_init(&cs->p);
-    cs->n = o->batch;
-    cs->c = o->c > 0 ? o->c : 3;
-    cs->h = o->h > 0 ? o->h : 32;
-    cs->w = o->w > 0 ? o->w : 32;
-    cs->k = o->k > 0 ? o->k : 32;
-    cs->r = o->y > 0 ? o->y : 3;
-    cs->s = o->x > 0 ? o->x : 3;
-    cs->p.stride_h = o->u > 0 ? o->u : 1;
-    cs->p.stride_w = o->v > 0 ? o->v : 1;
-    cs->p.dilation_h = o->l > 0 ? o->l : 1;
-    cs->p.dilation_w = o->j > 0 ? o->j : 1;
-    cs->p.groups = o->g > 0 ? o->g : 1;
-    cs->p.pad_top = cs->p.pad_bottom = o->p >= 0 ? o->p : 0;
-    cs->p.pad_left = cs->p.pad_right = o->q >= 0 ? o->q : 0;
-    if (cs->c % cs->p.groups != 0 || cs->k % cs->p.groups != 0) {
-        fprintf(stderr, "polydnn %s: groups %d must divide the input channels %lld and the output channels %lld\n",
-                cmd, cs->p.groups, (long long)cs->c, (long long)cs->k);
-        return EXIT_USAGE;
-    }
-    if (o->padding) {
-        if (strcasecmp(o->padding, "valid") == 0) {
-            pdnn_conv2d_set_padding_valid(&cs->p);
-        } else if (strcasecmp(o->padding, "same") != 0) {
-            fprintf(stderr, "polydnn %s: --padding must be same or valid, got '%s'\n", cmd, o->padding);
-            return EXIT_USAGE;
-        } else if (pdnn_conv2d_set_padding_same(&cs->p, cs->h, cs->w, cs->r, cs->s) != PDNN_SUCCESS) {
-            fprintf(stderr, "polydnn %s: --padding same: %s\n", cmd, pdnn_last_error());
-            return EXIT_USAGE;
-        }
-    }
-    return 0;
-}
-
 static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, const pdnn_layout *layouts,
                      int nlayouts, const bench_opts *o)
 {
@@ -460,19 +376,11 @@ static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, 
         conv_shape cs;
         char name[128];
         if (set) {
-            const layer_conv *L = &set->convs[i];
-            pdnn_conv2d_params_init(&cs.p);
-            cs.n = o->batch;
-            cs.c = L->c;
-            cs.h = cs.w = L->hw;
-            cs.k = L->k;
-            cs.r = cs.s = L->rs;
-            cs.p.stride_h = cs.p.stride_w = L->stride;
-            cs.p.pad_top = cs.p.pad_bottom = cs.p.pad_left = cs.p.pad_right = L->pad;
-            snprintf(name, sizeof name, "%s", L->name);
+            conv_from_layer(&set->convs[i], o->batch, &cs);
+            snprintf(name, sizeof name, "%s", set->convs[i].name);
         } else {
             cs = *one;
-            shape_name(name, sizeof name, &cs);
+            conv_shape_name(name, sizeof name, &cs);
         }
         for (int l = 0; rc == 0 && l < nlayouts; l++)
             rc = bench_conv_row(r, name, layouts[l], &cs, 1000u + (uint64_t)i);
@@ -524,8 +432,9 @@ int cmd_bench(int argc, char **argv)
                 what, layer_set_names());
         return EXIT_USAGE;
     }
-    bench_opts o = {1, 3, 0, 0, 0, NULL, NULL, "auto", -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, NULL};
-    const cli_opt opts[] = {
+    bench_opts o = {1, 3, 0, 0, 0, NULL, NULL, "auto", SHAPE_FLAGS_UNSET};
+    enum { N_OWN = 8 };
+    cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {'n', "batch", OPT_INT, &o.batch, 1, "batch size N (default 1)"},
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC: only this layout (default both)"},
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
@@ -534,21 +443,8 @@ int cmd_bench(int argc, char **argv)
         {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions and N pools of the set"},
         {0, "peak", OPT_FLAG, &o.peak, 0, "measure and print the device's peak FMA rate and copy bandwidth"},
         {0, "no-peak", OPT_FLAG, &o.no_peak, 0, "skip the peak measurement (no % of peak columns)"},
-        {'c', "in-channels", OPT_INT, &o.c, 1, "bench conv: input channels C (default 3)"},
-        {'H', "height", OPT_INT, &o.h, 1, "bench conv: input height (default 32)"},
-        {'W', "width", OPT_INT, &o.w, 1, "bench conv: input width (default 32)"},
-        {'k', "out-channels", OPT_INT, &o.k, 1, "bench conv: output channels K (default 32)"},
-        {'y', "filter-height", OPT_INT, &o.y, 1, "bench conv: filter height R (default 3)"},
-        {'x', "filter-width", OPT_INT, &o.x, 1, "bench conv: filter width S (default 3)"},
-        {'p', "pad-h", OPT_INT, &o.p, 0, "bench conv: padding top and bottom (default 0)"},
-        {'q', "pad-w", OPT_INT, &o.q, 0, "bench conv: padding left and right (default 0)"},
-        {0, "padding", OPT_STR, &o.padding, 0, "bench conv: same|valid, TensorFlow's (overrides -p/-q)"},
-        {'u', "stride-h", OPT_INT, &o.u, 1, "bench conv: vertical stride (default 1)"},
-        {'v', "stride-w", OPT_INT, &o.v, 1, "bench conv: horizontal stride (default 1)"},
-        {'l', "dilation-h", OPT_INT, &o.l, 1, "bench conv: vertical dilation (default 1)"},
-        {'j', "dilation-w", OPT_INT, &o.j, 1, "bench conv: horizontal dilation (default 1)"},
-        {'g', "groups", OPT_INT, &o.g, 1, "bench conv: groups (default 1)"},
     };
+    shape_opts(&o.shape, opts + N_OWN);
     int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
                        "  polydnn bench resnet50|vgg16 [flags]  ResNet-50 v1.5's or VGG-16's convolutions and max pools\n"
                        "  polydnn bench conv [flags]            one convolution, from polydnn conv's shape flags\n"
@@ -567,9 +463,7 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "polydnn %s: --peak and --no-peak contradict each other\n", cmd);
         return EXIT_USAGE;
     }
-    const int shape_given = o.c > 0 || o.h > 0 || o.w > 0 || o.k > 0 || o.y > 0 || o.x > 0 || o.p >= 0 || o.q >= 0 ||
-                            o.u > 0 || o.v > 0 || o.l > 0 || o.j > 0 || o.g > 0 || o.padding;
-    if (shape_given && (set || !what)) {
+    if (shape_flags_given(&o.shape) && (set || !what)) {
         fprintf(stderr, "polydnn %s: the shape flags (-c -H -W -k -y -x -p -q -u -v -l -j -g --padding) apply to "
                 "polydnn bench conv only\n", cmd);
         return EXIT_USAGE;
@@ -596,7 +490,7 @@ int cmd_bench(int argc, char **argv)
         return EXIT_USAGE;
     }
     conv_shape one = {0};
-    if (what && !set && (rc = conv_from_flags(cmd, &o, &one)))
+    if (what && !set && (rc = conv_from_flags(cmd, &o.shape, o.batch, &one)))
         return rc;
 
     /* Regions grow on demand: the peak measurement's buffers come from

@@ -1,5 +1,5 @@
 /* polydnn: list devices, run and time conv2d and pool2d on any device,
- * benchmark layer sets against peers. */
+ * benchmark layer sets against peers, tune kernels. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -16,6 +16,9 @@ static void usage(FILE *f)
             "  bench resnet50|vgg16|conv, bench --peak\n"
             "            time a network's convolutions and pools (or one shape) against peers,\n"
             "            or measure the device's peak; prints a Markdown table\n"
+            "  tune resnet50|vgg16|conv\n"
+            "            search the tunable kernels' parameters for a network's convolutions (or one\n"
+            "            shape) on a device and store the best in the tuning cache\n"
             "  run-example towers|cnn\n"
             "            run an example graph in a session (placement, soft placement, logs)\n\n"
             "polydnn COMMAND --help shows a command's flags; polydnn --version the version.\n");
@@ -44,6 +47,8 @@ int main(int argc, char **argv)
         return cmd_pool(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "tune") == 0)
+        return cmd_tune(argc - 1, argv + 1);
     if (strcmp(cmd, "run-example") == 0)
         return cmd_example(argc - 1, argv + 1);
     fprintf(stderr, "polydnn: unknown command '%s'\n", cmd);

@@ -1,0 +1,580 @@
+/* polydnn tune: searches the tunable kernels' parameters for a network's
+ * convolutions (or one shape) on one device, per layout and batch, and
+ * stores the best in the tuning cache that every later process reads.
+ *
+ * Each row: (1) the default configuration (tuning off) is checked against
+ * the host reference at batch 1 -- the tuner checks every candidate
+ * against the default, so this anchors the whole chain; (2) the
+ * convolution runs once in a context whose tuning mode is SEARCH (FORCE
+ * with --force), which makes the backend search and store; (3) default
+ * and tuned configurations are timed the same way and the tuned output
+ * compared with the default's. Everything goes through the public API. */
+#include "cli.h"
+#include "conv_shape.h"
+#include "layers.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* Default and tuned are timed in alternation, one call of each per round,
+ * so that load from other processes hits both alike; each keeps its best.
+ * At least MIN_ROUNDS rounds, more (up to MAX_ROUNDS) while a round is
+ * shorter than ROUND_BUDGET_S / MIN_ROUNDS, since short calls are the
+ * noisiest. */
+enum { MIN_ROUNDS = 3, MAX_ROUNDS = 10, MAX_ROWS = 64 };
+#define ROUND_BUDGET_S 0.3
+
+typedef struct tune_opts {
+    cli_ints batches;
+    int force, layers;
+    const char *layout, *device, *algo;
+    shape_flags shape;
+} tune_opts;
+
+/* Where the time went, to see what dominates a long run. */
+typedef struct tune_times {
+    double reference, defaults, searches, timing;
+} tune_times;
+
+typedef struct tune_run {
+    const char *cmd;
+    pdnn_device *dev_off;  /* the device in the tuning-off context */
+    pdnn_device *host;     /* the reference, in the same context */
+    pdnn_device *dev_tune; /* the device in the searching context */
+    pdnn_conv_algo algo;
+    int failures, rows, not_tunable, searched, cached;
+    int rounds_min, rounds_max; /* of the timing (see MIN_ROUNDS) */
+    double log_speedup_sum;
+    int n_speedups;
+    tune_times t;
+} tune_run;
+
+/* One distinct convolution of the set: its names and shape at batch 1. */
+typedef struct tune_layer {
+    char name[160];
+    conv_shape cs;
+} tune_layer;
+
+/* A convolution's tensors on one device, filled from the host data. */
+typedef struct dev_conv {
+    pdnn_device *dev;
+    pdnn_tensor *x, *w, *y;
+    cli_conv_call call;
+} dev_conv;
+
+static void dev_conv_close(dev_conv *dc)
+{
+    pdnn_tensor_release(dc->x);
+    pdnn_tensor_release(dc->w);
+    pdnn_tensor_release(dc->y);
+    memset(dc, 0, sizeof *dc);
+}
+
+/* Creates the tensors on dev and runs the convolution once (the warm-up:
+ * programs are built, and in a searching context the search runs here);
+ * *t says what tuning did in that call. */
+static pdnn_status dev_conv_first(dev_conv *dc, pdnn_device *dev, const pdnn_conv2d_params *p,
+                                  const pdnn_tensor_desc *xd, const pdnn_tensor_desc *wd, const pdnn_tensor_desc *yd,
+                                  const float *x, const float *w, pdnn_conv2d_tuning *t)
+{
+    memset(dc, 0, sizeof *dc);
+    dc->dev = dev;
+    pdnn_status st;
+    if ((st = pdnn_tensor_create(dev, xd, &dc->x)) != PDNN_SUCCESS ||
+        (st = pdnn_tensor_create(dev, wd, &dc->w)) != PDNN_SUCCESS ||
+        (st = pdnn_tensor_create(dev, yd, &dc->y)) != PDNN_SUCCESS ||
+        (st = pdnn_tensor_write(dc->x, x, (size_t)pdnn_tensor_desc_bytes(xd))) != PDNN_SUCCESS ||
+        (st = pdnn_tensor_write(dc->w, w, (size_t)pdnn_tensor_desc_bytes(wd))) != PDNN_SUCCESS)
+        return st;
+    dc->call = (cli_conv_call){p, dc->x, dc->w, NULL, dc->y};
+    if ((st = cli_conv_op(&dc->call)) != PDNN_SUCCESS)
+        return st;
+    pdnn_conv2d_last_tuning(t);
+    return pdnn_device_synchronize(dev);
+}
+
+/* One call to the end, its time added to *ms's best (ms). */
+static pdnn_status time_once(dev_conv *dc, double *best)
+{
+    const double t0 = cli_now();
+    pdnn_status st = cli_conv_op(&dc->call);
+    if (st == PDNN_SUCCESS)
+        st = pdnn_device_synchronize(dc->dev);
+    const double t = (cli_now() - t0) * 1e3;
+    if (st == PDNN_SUCCESS && (*best <= 0.0 || t < *best))
+        *best = t;
+    return st;
+}
+
+/* Times a and b in alternating rounds (see MIN_ROUNDS): their best, ms. */
+static pdnn_status time_pair(dev_conv *a, dev_conv *b, double *ms_a, double *ms_b, int *rounds)
+{
+    *ms_a = *ms_b = 0.0;
+    int n = MIN_ROUNDS;
+    pdnn_status st = PDNN_SUCCESS;
+    for (int r = 0; r < n && st == PDNN_SUCCESS; r++) {
+        const double t0 = cli_now();
+        if ((st = time_once(a, ms_a)) == PDNN_SUCCESS)
+            st = time_once(b, ms_b);
+        if (r == 0) {
+            const double round = cli_now() - t0;
+            const int want = round > 0.0 ? (int)(ROUND_BUDGET_S / round) : MAX_ROUNDS;
+            n = want < MIN_ROUNDS ? MIN_ROUNDS : want > MAX_ROUNDS ? MAX_ROUNDS : want;
+        }
+    }
+    *rounds = n;
+    return st;
+}
+
+static pdnn_status read_output(const dev_conv *dc, size_t bytes, float **out)
+{
+    *out = malloc(bytes);
+    if (!*out)
+        return PDNN_ERR_OUT_OF_MEMORY;
+    pdnn_status st = pdnn_tensor_read(dc->y, *out, bytes);
+    if (st != PDNN_SUCCESS) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static double max_abs_error(const float *a, const float *b, int64_t n)
+{
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - (double)b[i]);
+        if (!(e <= worst)) /* NaN counts as the worst */
+            worst = e == e ? e : INFINITY;
+    }
+    return worst;
+}
+
+/* The descriptors of cs in layout, like polydnn bench: an NCHW input gets
+ * an OIHW filter, NHWC an OHWI one. */
+static int describe(const tune_run *r, const char *name, pdnn_layout layout, const conv_shape *cs,
+                    pdnn_conv2d_params *p, pdnn_tensor_desc *xd, pdnn_tensor_desc *wd, pdnn_tensor_desc *yd)
+{
+    *p = cs->p;
+    p->algorithm = r->algo;
+    *xd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {cs->n, cs->c, cs->h, cs->w}};
+    *wd = (pdnn_tensor_desc){PDNN_FLOAT32, layout == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW,
+                             {cs->k, cs->c / cs->p.groups, cs->r, cs->s}};
+    *yd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {0, 0, 0, 0}};
+    if (pdnn_conv2d_output_dims(xd, wd, p, yd->dims) != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s: %s\n", r->cmd, name, pdnn_last_error());
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* The inputs lie in [-1, 1): float32 sums of red products of two such
+ * values agree with the reference's to well within this. */
+static double tolerance(const conv_shape *cs) { return 1e-4 + 1e-5 * (double)(cs->c / cs->p.groups * cs->r * cs->s); }
+
+/* Checks the default configuration at batch 1 against the host. Returns
+ * 0 (agrees), 1 (disagrees: printed loudly) or an exit code. */
+static int check_reference(tune_run *r, const char *name, pdnn_layout layout, const conv_shape *cs1,
+                           const float *x, const float *w)
+{
+    const double t0 = cli_now();
+    pdnn_conv2d_params p;
+    pdnn_tensor_desc xd, wd, yd;
+    int rc = describe(r, name, layout, cs1, &p, &xd, &wd, &yd);
+    if (rc)
+        return rc;
+    pdnn_conv2d_params ph = p;
+    ph.algorithm = PDNN_CONV_ALGO_AUTO; /* the host's own: its direct reference */
+    const size_t bytes = (size_t)pdnn_tensor_desc_bytes(&yd);
+    dev_conv dd, dh;
+    memset(&dh, 0, sizeof dh);
+    pdnn_conv2d_tuning t;
+    float *got = NULL, *want = NULL;
+    pdnn_status st = dev_conv_first(&dd, r->dev_off, &p, &xd, &wd, &yd, x, w, &t);
+    if (st == PDNN_SUCCESS)
+        st = read_output(&dd, bytes, &got);
+    dev_conv_close(&dd);
+    if (st == PDNN_SUCCESS && (st = dev_conv_first(&dh, r->host, &ph, &xd, &wd, &yd, x, w, &t)) == PDNN_SUCCESS)
+        st = read_output(&dh, bytes, &want);
+    dev_conv_close(&dh);
+    if (st != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s %s: the reference check failed to run: %s\n", r->cmd, name,
+                pdnn_layout_name(layout), pdnn_last_error());
+        rc = EXIT_RUNTIME;
+    } else {
+        const double err = max_abs_error(got, want, pdnn_tensor_desc_elements(&yd)), tol = tolerance(cs1);
+        if (!(err <= tol)) {
+            fprintf(stderr,
+                    "polydnn %s: %s %s: FAILED: the default configuration disagrees with the host reference: "
+                    "max abs error %.3g > %.3g at batch 1; not tuned\n",
+                    r->cmd, name, pdnn_layout_name(layout), err, tol);
+            rc = 1;
+        }
+    }
+    free(got);
+    free(want);
+    r->t.reference += cli_now() - t0;
+    return rc;
+}
+
+static void fmt_gflops(char *buf, size_t len, double v)
+{
+    snprintf(buf, len, v < 1 ? "%.3g" : "%.1f", v);
+}
+
+/* One row: layer x layout x batch. ref: 0 unchecked, 1 agreed, -1 failed
+ * (updated here). Returns 0 or an exit code for a failure that stops the
+ * run; a layer that fails its checks is counted in r->failures. */
+static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int batch, int *ref, uint64_t seed)
+{
+    const char *lname = pdnn_layout_name(layout);
+    conv_shape cs = L->cs;
+    cs.n = batch;
+    pdnn_conv2d_params p;
+    pdnn_tensor_desc xd, wd, yd;
+    int rc = describe(r, L->name, layout, &cs, &p, &xd, &wd, &yd);
+    if (rc)
+        return rc;
+    const int64_t xn = pdnn_tensor_desc_elements(&xd), wn = pdnn_tensor_desc_elements(&wd);
+    const int64_t yn = pdnn_tensor_desc_elements(&yd);
+    const size_t ybytes = (size_t)pdnn_tensor_desc_bytes(&yd);
+    const double gflop = 2.0 * (double)yn * (double)(wd.dims[1] * wd.dims[2] * wd.dims[3]) / 1e9;
+    float *x = malloc((size_t)xn * sizeof *x), *w = malloc((size_t)wn * sizeof *w);
+    float *y_def = NULL, *y_tuned = NULL;
+    dev_conv dc, dt; /* the default's and the tuned's tensors */
+    memset(&dc, 0, sizeof dc);
+    memset(&dt, 0, sizeof dt);
+    if (!x || !w) {
+        fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, L->name);
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    /* Batch 1's data is the first image of every batch, so the reference
+     * check at batch 1 sees the same numbers. */
+    cli_fill(w, wn, &seed);
+    cli_fill(x, xn, &seed);
+    r->rows++;
+
+    /* The default configuration: is anything tunable here at all? */
+    double t0 = cli_now();
+    pdnn_conv2d_tuning t_def, t_tuned;
+    pdnn_status st = dev_conv_first(&dc, r->dev_off, &p, &xd, &wd, &yd, x, w, &t_def);
+    r->t.defaults += cli_now() - t0;
+    if (st == PDNN_ERR_UNSUPPORTED || (st == PDNN_SUCCESS && !t_def.tunable)) {
+        char why[160];
+        if (st == PDNN_SUCCESS)
+            snprintf(why, sizeof why, "%s has no tunable parameters", pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
+        else
+            snprintf(why, sizeof why, "%s", pdnn_last_error());
+        printf("| %s | %s | %d | not tunable: %s | - | - | - | - | - |\n", L->name, lname, batch, why);
+        r->not_tunable++;
+        goto out;
+    }
+    if (st != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s %s batch %d, default configuration: %s\n", r->cmd, L->name, lname, batch,
+                pdnn_last_error());
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+
+    if (*ref == 0) {
+        conv_shape cs1 = L->cs;
+        cs1.n = 1;
+        int c = check_reference(r, L->name, layout, &cs1, x, w);
+        if (c > 1) {
+            rc = c;
+            goto out;
+        }
+        *ref = c ? -1 : 1;
+    }
+    if (*ref < 0) {
+        printf("| %s | %s | %d | FAILED: %s differs from the host reference | %s | - | - | - | - |\n", L->name, lname,
+               batch, t_def.config, t_def.config);
+        r->failures++;
+        goto out;
+    }
+
+    /* The search: one call in the searching context. */
+    t0 = cli_now();
+    st = dev_conv_first(&dt, r->dev_tune, &p, &xd, &wd, &yd, x, w, &t_tuned);
+    r->t.searches += cli_now() - t0;
+    double ms_def = 0.0, ms_tuned = 0.0;
+    int rounds = 0;
+    t0 = cli_now();
+    if (st == PDNN_SUCCESS && (st = time_pair(&dc, &dt, &ms_def, &ms_tuned, &rounds)) == PDNN_SUCCESS &&
+        (st = read_output(&dc, ybytes, &y_def)) == PDNN_SUCCESS)
+        st = read_output(&dt, ybytes, &y_tuned);
+    r->t.timing += cli_now() - t0;
+    if (st != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s %s batch %d, tuning: %s\n", r->cmd, L->name, lname, batch, pdnn_last_error());
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    r->rounds_min = r->rounds_min == 0 || rounds < r->rounds_min ? rounds : r->rounds_min;
+    r->rounds_max = rounds > r->rounds_max ? rounds : r->rounds_max;
+    if (!t_tuned.tunable) {
+        printf("| %s | %s | %d | not tunable: %s ran when searching | %s | - | - | - | - |\n", L->name, lname, batch,
+               pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()), t_def.config);
+        r->not_tunable++;
+        goto out;
+    }
+    const double err = max_abs_error(y_tuned, y_def, yn), tol = tolerance(&cs);
+    if (!(err <= tol)) {
+        fprintf(stderr,
+                "polydnn %s: %s %s batch %d: FAILED: the tuned configuration %s disagrees with the default %s: "
+                "max abs error %.3g > %.3g\n",
+                r->cmd, L->name, lname, batch, t_tuned.config, t_def.config, err, tol);
+        printf("| %s | %s | %d | FAILED: %s differs from the default | %s | - | - | - | - |\n", L->name, lname, batch,
+               t_tuned.config, t_def.config);
+        r->failures++;
+        goto out;
+    }
+    const double g_def = gflop / (ms_def * 1e-3), g_tuned = gflop / (ms_tuned * 1e-3);
+    char gd[32], gt[32], search[32] = "-";
+    fmt_gflops(gd, sizeof gd, g_def);
+    fmt_gflops(gt, sizeof gt, g_tuned);
+    if (t_tuned.searched) {
+        snprintf(search, sizeof search, "%.2f", t_tuned.search_seconds);
+        r->searched++;
+    } else if (t_tuned.cached) {
+        snprintf(search, sizeof search, "cached");
+        r->cached++;
+    }
+    r->log_speedup_sum += log(g_tuned / g_def);
+    r->n_speedups++;
+    printf("| %s | %s | %d | %s | %s | %s | %s | %.2f | %s |\n", L->name, lname, batch, t_tuned.config, t_def.config,
+           gd, gt, g_tuned / g_def, search);
+out:
+    fflush(stdout);
+    dev_conv_close(&dc);
+    dev_conv_close(&dt);
+    free(x);
+    free(w);
+    free(y_def);
+    free(y_tuned);
+    return rc;
+}
+
+/* The set's distinct convolutions (the first `limit`; 0: all), a shape
+ * that repeats listed once under all its names. */
+static int distinct_layers(const layer_set *set, int limit, tune_layer *out, int max)
+{
+    int n = 0;
+    const int count = limit > 0 && limit < set->n_convs ? limit : set->n_convs;
+    for (int i = 0; i < count; i++) {
+        conv_shape cs;
+        conv_from_layer(&set->convs[i], 1, &cs);
+        int j = 0;
+        while (j < n && !conv_shape_equal(&out[j].cs, &cs))
+            j++;
+        if (j < n) {
+            size_t len = strlen(out[j].name);
+            snprintf(out[j].name + len, sizeof out[j].name - len, ", %s", set->convs[i].name);
+        } else if (n < max) {
+            out[n].cs = cs;
+            snprintf(out[n].name, sizeof out[n].name, "%s", set->convs[i].name);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Entries in the cache file (lines after the header); -1 if unreadable. */
+static int count_entries(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int lines = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        lines += ch == '\n';
+    fclose(f);
+    return lines > 0 ? lines - 1 : 0;
+}
+
+static void print_command(int argc, char **argv)
+{
+    printf("`polydnn");
+    for (int i = 0; i < argc; i++)
+        printf(argv[i][strcspn(argv[i], " \t'\"`$*?|&;<>()")] ? " '%s'" : " %s", argv[i]);
+    printf("`");
+}
+
+/* Opens a context with the given tuning mode and finds the device in it.
+ * 0, or an exit code after printing why. */
+static int open_ctx(const char *cmd, pdnn_tuning_mode mode, const char *device, pdnn_context **ctx,
+                    pdnn_device **dev)
+{
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = 1; /* two contexts share the device: take only what is used */
+    o.tuning = mode;
+    *ctx = NULL;
+    if (pdnn_context_create(&o, ctx) != PDNN_SUCCESS)
+        return cli_fail("creating a context");
+    if ((device ? pdnn_device_find(*ctx, device, dev) : pdnn_device_default(*ctx, dev)) != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: %s (see polydnn devices)\n", cmd, pdnn_last_error());
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cmd_tune(int argc, char **argv)
+{
+    const char *what = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "tune%s%s", what ? " " : "", what ? what : "");
+    tune_opts o;
+    memset(&o, 0, sizeof o);
+    o.algo = "auto";
+    o.shape = (shape_flags)SHAPE_FLAGS_UNSET;
+    enum { N_OWN = 6 };
+    cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
+        {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 (default: first GPU)"},
+        {'n', "batch", OPT_INTS, &o.batches, 1, "batch sizes, repeatable or a list: --batch 1,8 (default 1)"},
+        {0, "layout", OPT_STR, &o.layout, 0, "nchw|nhwc|both (default both)"},
+        {0, "force", OPT_FLAG, &o.force, 0, "search again where the cache has a result, and replace it"},
+        {'a', "algo", OPT_STR, &o.algo, 0, "the algorithm to tune (default auto: the one ops run)"},
+        {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions of the set"},
+    };
+    shape_opts(&o.shape, opts + N_OWN);
+    int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
+                       "  polydnn tune resnet50|vgg16 [flags]  ResNet-50 v1.5's or VGG-16's distinct convolutions\n"
+                       "  polydnn tune conv [flags]            one convolution, from polydnn conv's shape flags\n"
+                       "For each layer, layout and batch: the default configuration is checked against the host\n"
+                       "reference (/cpu:0, at batch 1), then every configuration of the tunable kernel is checked\n"
+                       "against it and timed, and the fastest is stored in the tuning cache (see README, Tuning),\n"
+                       "which ops then use. Prints a Markdown table: default and tuned GFLOP/s (warm-up, then timed in\n"
+                       "alternation, best of at least 3), the speedup and the search's seconds; \"cached\" where a\n"
+                       "result existed (--force: search anyway).");
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    const layer_set *set = NULL;
+    if (!what) {
+        fprintf(stderr, "polydnn tune: name a layer set (%s) or conv for one shape (see polydnn tune --help)\n",
+                layer_set_names());
+        return EXIT_USAGE;
+    }
+    if (strcmp(what, "conv") != 0 && !(set = layer_set_find(what))) {
+        fprintf(stderr, "polydnn tune: unknown layer set '%s'; known: %s, or conv for one shape (see polydnn tune --help)\n",
+                what, layer_set_names());
+        return EXIT_USAGE;
+    }
+    if (shape_flags_given(&o.shape) && set) {
+        fprintf(stderr, "polydnn %s: the shape flags (-c -H -W -k -y -x -p -q -u -v -l -j -g --padding) apply to "
+                "polydnn tune conv only\n", cmd);
+        return EXIT_USAGE;
+    }
+    if (o.layers > 0 && !set) {
+        fprintf(stderr, "polydnn %s: --layers applies to a layer set (%s)\n", cmd, layer_set_names());
+        return EXIT_USAGE;
+    }
+    pdnn_layout layouts[2] = {PDNN_NCHW, PDNN_NHWC};
+    int nlayouts = 2;
+    if (o.layout && strcasecmp(o.layout, "both") != 0) {
+        int l = pdnn_layout_parse(o.layout);
+        if (l != PDNN_NCHW && l != PDNN_NHWC) {
+            fprintf(stderr, "polydnn %s: --layout must be nchw, nhwc or both, got '%s'\n", cmd, o.layout);
+            return EXIT_USAGE;
+        }
+        layouts[0] = (pdnn_layout)l;
+        nlayouts = 1;
+    }
+    const int algo = pdnn_conv_algo_parse(o.algo);
+    if (algo < 0) {
+        fprintf(stderr, "polydnn %s: --algo must be one of auto, direct, im2col_gemm, vendor, tiled, winograd, "
+                "depthwise, gemm_1x1, got '%s'\n", cmd, o.algo);
+        return EXIT_USAGE;
+    }
+    if (o.batches.n == 0)
+        o.batches.v[o.batches.n++] = 1;
+    static tune_layer layers[MAX_ROWS];
+    int nlayers = 1;
+    if (set) {
+        nlayers = distinct_layers(set, o.layers, layers, MAX_ROWS);
+    } else {
+        if ((rc = conv_from_flags(cmd, &o.shape, 1, &layers[0].cs)))
+            return rc;
+        conv_shape_name(layers[0].name, sizeof layers[0].name, &layers[0].cs);
+    }
+
+    /* This command sets the tuning mode of its two contexts itself. */
+    const char *env = getenv("POLYDNN_TUNING");
+    if (env) {
+        fprintf(stderr, "polydnn %s: note: ignoring POLYDNN_TUNING=%s (use --force to search again)\n", cmd, env);
+        unsetenv("POLYDNN_TUNING");
+    }
+    const double start = cli_now();
+    tune_run r;
+    memset(&r, 0, sizeof r);
+    r.cmd = cmd;
+    r.algo = (pdnn_conv_algo)algo;
+    pdnn_context *ctx_off = NULL, *ctx_tune = NULL;
+    if ((rc = open_ctx(cmd, PDNN_TUNING_OFF, o.device, &ctx_off, &r.dev_off)) ||
+        (rc = open_ctx(cmd, o.force ? PDNN_TUNING_FORCE : PDNN_TUNING_SEARCH, o.device, &ctx_tune, &r.dev_tune)))
+        goto out;
+    if (pdnn_device_find(ctx_off, "/cpu:0", &r.host) != PDNN_SUCCESS) {
+        rc = cli_fail("finding the host reference device");
+        goto out;
+    }
+    pdnn_device_info info;
+    pdnn_device_get_info(r.dev_off, &info);
+    char date[64] = "unknown date";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    printf("## polydnn %s: %s (%s, %s, %s, driver %s), %s, ", cmd, info.name, info.backend, info.vendor,
+           info.device_name, info.driver_version, date);
+    print_command(argc, argv);
+    printf("\n\nMode: %s. Each row: the default configuration is checked against the host reference (/cpu:0) at "
+           "batch 1; the search checks every configuration against the default before timing it (warm-up, then "
+           "rounds of one run each, best of at least 3) and stores the fastest; the tuned output is checked against "
+           "the default's. GFLOP/s: after a warm-up, default and tuned are timed in alternation, best of %d to %d "
+           "calls each; search s: the search's wall time, \"cached\" where the cache already had a result.\n\n",
+           o.force ? "force (cached results are searched again and replaced)" : "search (cached results are kept)",
+           MIN_ROUNDS, MAX_ROUNDS);
+    printf("| layer | layout | batch | tuned configuration | default configuration | default GFLOP/s | tuned GFLOP/s "
+           "| speedup | search s |\n| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
+    fflush(stdout);
+    for (int i = 0; rc == 0 && i < nlayers; i++)
+        for (int l = 0; rc == 0 && l < nlayouts; l++) {
+            int ref = 0;
+            for (int b = 0; rc == 0 && b < o.batches.n; b++)
+                rc = tune_row(&r, &layers[i], layouts[l], o.batches.v[b], &ref, 1000u + (uint64_t)i);
+        }
+    if (rc)
+        goto out;
+
+    const int tuned = r.n_speedups;
+    printf("\nTuned %d of %d row(s): %d searched, %d from the cache; %d not tunable; %d failed.", tuned, r.rows,
+           r.searched, r.cached, r.not_tunable, r.failures);
+    if (tuned)
+        printf(" Geometric mean speedup over the default: %.2f.", exp(r.log_speedup_sum / tuned));
+    printf("\nTotal wall time: %.1f s (reference checks %.1f s, first calls with the default %.1f s, searches "
+           "%.1f s, timing default against tuned %.1f s",
+           cli_now() - start, r.t.reference, r.t.defaults, r.t.searches, r.t.timing);
+    if (r.rounds_max > 0)
+        printf(", in %d to %d rounds", r.rounds_min, r.rounds_max);
+    printf(").\n");
+    char path[4096];
+    if (pdnn_tuning_cache_file(path, sizeof path) == PDNN_SUCCESS) {
+        int n = count_entries(path);
+        printf("Tuning cache: %s (%d entr%s stored by this run; the file holds %d).\n", path, r.searched,
+               r.searched == 1 ? "y" : "ies", n < 0 ? 0 : n);
+    } else {
+        printf("Tuning cache: none (%s); results were kept in memory only.\n", pdnn_last_error());
+    }
+    if (r.failures) {
+        fprintf(stderr, "polydnn %s: %d row(s) FAILED their checks (see above)\n", cmd, r.failures);
+        rc = EXIT_RUNTIME;
+    }
+out:
+    pdnn_context_destroy(ctx_tune);
+    pdnn_context_destroy(ctx_off);
+    return rc;
+}
