@@ -1,10 +1,14 @@
 /* Eager ops: validate in core, build the backend call, dispatch to the
  * device that holds the tensors. */
 #include "context.h"
+#include "tuning.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* Bounds that keep every index product of a call inside int64 and give
  * absurd parameters a clear message instead of undefined arithmetic. */
@@ -260,6 +264,178 @@ static pdnn_status run_with(pdnn_device *dev, pdnn_conv_algo algo, size_t ws, pd
     return st;
 }
 
+/* ---- AUTO by measurement ------------------------------------------------
+ * Like cudnnFind and MIOpen's find-db: with tuning on, AUTO runs every
+ * algorithm that can take the shape once, checks each against the direct
+ * kernel's output, times them, and remembers the fastest per device and
+ * shape in the tuning cache ("conv2d_algo"); later calls (and processes)
+ * run that one. Without a stored choice, or with tuning off, the fixed
+ * order below applies. */
+
+static const pdnn_conv_algo find_candidates[] = {
+    PDNN_CONV_ALGO_VENDOR,   PDNN_CONV_ALGO_WINOGRAD,    PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_DEPTHWISE,
+    PDNN_CONV_ALGO_TILED,    PDNN_CONV_ALGO_IM2COL_GEMM, PDNN_CONV_ALGO_DIRECT};
+#define N_FIND ((int)(sizeof find_candidates / sizeof find_candidates[0]))
+
+static void find_keys(const pdnn_device *dev, const pdnn__conv2d_call *c, char *dkey, size_t dlen, char *skey,
+                      size_t slen)
+{
+    snprintf(dkey, dlen, "%s|%s|%s|%s", dev->backend->name, dev->props.vendor, dev->props.name,
+             dev->props.driver_version);
+    for (char *t = dkey; *t; t++)
+        if (*t == '\t' || *t == '\n' || *t == '\r')
+            *t = ' ';
+    snprintf(skey, slen, "%s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld p%lld q%lld u%d,%d t%d,%d d%d,%d g%lld",
+             pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout),
+             (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
+             (long long)c->s, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w, c->pad_top, c->pad_left,
+             c->dil_h, c->dil_w, (long long)c->groups);
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* One run of algo to completion, its workspace taken and returned; the
+ * seconds it took, or -1 if it cannot run now. */
+static double run_timed(pdnn_device *dev, pdnn_conv_algo algo, pdnn__conv2d_call *c)
+{
+    const size_t ws = workspace_of(dev, c, algo);
+    if (ws == SIZE_MAX)
+        return -1.0;
+    pdnn__bfc_block block;
+    memset(&block, 0, sizeof block);
+    if (ws > 0 && pdnn__bfc_alloc(dev->alloc, ws, "conv2d workspace", &block) != PDNN_SUCCESS)
+        return -1.0;
+    const double t0 = seconds_now();
+    if (run_with(dev, algo, ws, c, &block) != PDNN_SUCCESS)
+        return -1.0;
+    if (dev->backend->synchronize && dev->backend->synchronize(dev->handle) != PDNN_SUCCESS)
+        return -1.0;
+    return seconds_now() - t0;
+}
+
+/* Searches the algorithms for c and stores the fastest; returns it, or
+ * AUTO when none but direct ran (nothing is stored then). */
+static pdnn_conv_algo find_search(pdnn_device *dev, pdnn__conv2d_call *c, const char *dkey, const char *skey)
+{
+    const size_t ny = (size_t)(c->n * c->k * c->p * c->q);
+    float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
+    pdnn_conv_algo best = PDNN_CONV_ALGO_AUTO;
+    double best_t = -1.0;
+    const double t_start = seconds_now();
+    /* The reference: the direct kernel, the one the parity suite checks
+     * most widely; a gross-error check, not a precision test (Winograd's
+     * rounding differs from direct's by up to ~1e-3 of the largest output
+     * at C = 512). */
+    if (ref && got && run_timed(dev, PDNN_CONV_ALGO_DIRECT, c) >= 0.0 &&
+        dev->backend->read(dev->handle, c->y_buf, ref, ny * sizeof *ref) == PDNN_SUCCESS) {
+        float scale = 0.0f;
+        for (size_t j = 0; j < ny; j++)
+            scale = fabsf(ref[j]) > scale ? fabsf(ref[j]) : scale;
+        for (int a = 0; a < N_FIND; a++) {
+            const pdnn_conv_algo algo = find_candidates[a];
+            if (algo == PDNN_CONV_ALGO_DIRECT)
+                continue;
+            /* The first run builds programs and may tune the kernel's own
+             * parameters; it is checked, not timed. */
+            if (run_timed(dev, algo, c) < 0.0 ||
+                dev->backend->read(dev->handle, c->y_buf, got, ny * sizeof *got) != PDNN_SUCCESS)
+                continue;
+            float worst = 0.0f;
+            for (size_t j = 0; j < ny; j++)
+                worst = fabsf(got[j] - ref[j]) > worst ? fabsf(got[j] - ref[j]) : worst;
+            if (!(worst <= 5e-3f * (1.0f + scale))) {
+                pdnn__debug("conv2d find on %s: %s differs from direct by %g (largest output %g); rejected",
+                            dev->name, pdnn_conv_algo_name(algo), (double)worst, (double)scale);
+                continue;
+            }
+            double t = -1.0;
+            for (int r = 0; r < 3; r++) {
+                const double tr = run_timed(dev, algo, c);
+                if (tr >= 0.0 && (t < 0.0 || tr < t))
+                    t = tr;
+            }
+            pdnn__debug("conv2d find on %s: %s %.3f ms", dev->name, pdnn_conv_algo_name(algo), t * 1e3);
+            if (t > 0.0 && (best_t < 0.0 || t < best_t)) {
+                best_t = t;
+                best = algo;
+            }
+        }
+    }
+    free(ref);
+    free(got);
+    if (best != PDNN_CONV_ALGO_AUTO) {
+        const double flops = 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q * (double)c->r *
+                             (double)c->s * (double)(c->c / c->groups);
+        if (pdnn__tuning_store(dkey, "conv2d_algo", skey, pdnn_conv_algo_name(best), flops / best_t * 1e-9) !=
+            PDNN_SUCCESS)
+            pdnn__debug("conv2d find: %s", pdnn_last_error());
+        pdnn__debug("conv2d find on %s: %s chosen for %s after %.2f s", dev->name, pdnn_conv_algo_name(best), skey,
+                    seconds_now() - t_start);
+    }
+    return best;
+}
+
+/* AUTO's stored or (when tuning may search) measured choice for c, run
+ * once more so y holds its result; returns 0 when there is none and the
+ * fixed order should decide. */
+static int run_found(pdnn_device *dev, pdnn__conv2d_call *c, pdnn_status *st)
+{
+    char dkey[768], skey[256], value[32];
+    find_keys(dev, c, dkey, sizeof dkey, skey, sizeof skey);
+    pdnn_conv_algo algo = PDNN_CONV_ALGO_AUTO;
+    int searched = 0;
+    double find_seconds = 0.0;
+    if (pdnn__tuning_lookup_for(c->tuning, dkey, "conv2d_algo", skey, value, sizeof value)) {
+        const int a = pdnn_conv_algo_parse(value);
+        if (a > PDNN_CONV_ALGO_AUTO && a < PDNN_CONV_ALGO_COUNT)
+            algo = (pdnn_conv_algo)a;
+        else
+            pdnn__debug("tuning cache: ignoring conv2d_algo '%s' for %s: not an algorithm of this build", value,
+                        skey);
+    } else if (c->tuning == PDNN_TUNING_SEARCH || c->tuning == PDNN_TUNING_FORCE) {
+        /* Nothing to choose (the host: direct only) is not searched. */
+        int choices = 0;
+        for (int a = 0; a < N_FIND; a++)
+            choices += find_candidates[a] != PDNN_CONV_ALGO_DIRECT && workspace_of(dev, c, find_candidates[a]) != SIZE_MAX;
+        if (choices < 2)
+            return 0;
+        const double t0 = seconds_now();
+        algo = find_search(dev, c, dkey, skey);
+        searched = 1;
+        find_seconds = seconds_now() - t0;
+    }
+    if (algo == PDNN_CONV_ALGO_AUTO)
+        return 0;
+    const size_t ws = workspace_of(dev, c, algo);
+    pdnn__bfc_block block;
+    memset(&block, 0, sizeof block);
+    if (ws == SIZE_MAX || (ws > 0 && pdnn__bfc_alloc(dev->alloc, ws, "conv2d workspace", &block) != PDNN_SUCCESS)) {
+        pdnn__debug("conv2d on %s: the stored choice %s does not run now (%s); using the fixed order", dev->name,
+                    pdnn_conv_algo_name(algo), ws == SIZE_MAX ? "not applicable" : "its workspace does not fit");
+        return 0;
+    }
+    *st = run_with(dev, algo, ws, c, &block);
+    if (*st == PDNN_SUCCESS) {
+        /* The choice is a tuning result too: report it as one. */
+        last_tuning.tunable = 1;
+        last_tuning.algo_measured = 1;
+        last_tuning.algo_searched = searched;
+        if (searched) {
+            last_tuning.searched = 1;
+            last_tuning.cached = 0;
+            last_tuning.search_seconds = find_seconds;
+        } else if (!last_tuning.searched) {
+            last_tuning.cached = 1;
+        }
+    }
+    return 1;
+}
+
 /* AUTO prefers the vendor library's choice (cuDNN) where a backend has
  * one, then Winograd (3x3 stride-1 layers with enough tiles), then the
  * register-tiled kernel, then im2col + GEMM for ungrouped
@@ -291,6 +467,9 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
         }
         return run_with(dev, want, ws, c, &block);
     }
+    pdnn_status found = PDNN_SUCCESS;
+    if (c->tuning != PDNN_TUNING_OFF && run_found(dev, c, &found))
+        return found;
     /* Fastest first, measured on PoCL for ResNet-50's layers (bench/):
      * tiled 3-4x im2col + CLBlast, which is 3-4x direct; winograd 1.5-3x
      * tiled on the 3x3 stride-1 layers, except where there are few 4x4

@@ -381,12 +381,19 @@ pdnn_conv_algo pdnn_conv2d_last_algorithm(void);
 /* What tuning did for the calling thread's last successful
  * pdnn_conv2d_forward (all zero before any call). */
 typedef struct pdnn_conv2d_tuning {
-    int tunable;           /* the kernel that ran has tunable parameters */
-    int cached;            /* its configuration came from the tuning cache */
+    int tunable;           /* the kernel that ran has tunable parameters,
+                              or AUTO's algorithm choice was measured */
+    int cached;            /* its configuration (and AUTO's choice) came
+                              from the tuning cache */
     int searched;          /* this call searched (and stored the result) */
     double search_seconds; /* how long that search took; 0 if none */
     char config[48];       /* the configuration that ran, e.g. "tq=8 kb=2";
                               "" when not tunable */
+    int algo_measured;     /* AUTO ran the algorithm measured fastest for
+                              this device and shape (from the cache, or
+                              measured by this call) */
+    int algo_searched;     /* this call measured the algorithms (tuning
+                              search or force, no stored choice) */
 } pdnn_conv2d_tuning;
 pdnn_status pdnn_conv2d_last_tuning(pdnn_conv2d_tuning *out);
 

@@ -230,17 +230,21 @@ has "help lists bench flags" "--no-peak"
 # alone; --force searches again and replaces it.
 tc="$tmp/tune-cache"
 tkey="NCHW/OIHW/NCHW n1 c8 h6 w6 k16 r3 s3 u1,1 p1,1 d1,1 g1"
-trow="^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 | tq=[0-9]* kb=[0-9] | tq=[0-9]* kb=[0-9] | [0-9.e+-]* | [0-9.e+-]* | [0-9.]* |"
-# the tuned configuration of the last output's row equals the cache's value
+trow="^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 | [a-z_0-9]*\( tq=[0-9]* kb=[0-9]\)\{0,1\} | tiled tq=[0-9]* kb=[0-9] | [0-9.e+-]* | [0-9.e+-]* | [0-9.]* |"
+# the tuned "algorithm [configuration]" of the last output's row is what
+# the cache holds: AUTO's stored choice and, for tiled, its stored tile
 tuned_is_stored() {
     row=$(grep "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 |" "$tmp/out" | cut -d'|' -f5 | sed 's/^ *//; s/ *$//')
-    stored=$(awk -F'\t' -v k="$tkey" '$2 == "conv2d_tiled" && $3 == k { print $4 }' "$tc/tuning-v1.tsv")
-    [ -n "$row" ] && [ "$row" = "$stored" ]
+    algo=$(awk -F'\t' '$2 == "conv2d_algo" && $3 ~ /^NCHW\/OIHW\/NCHW n1 c8 h6 w6 k16 r3 s3 / { print $4 }' \
+        "$tc/tuning-v1.tsv")
+    tile=$(awk -F'\t' -v k="$tkey" '$2 == "conv2d_tiled" && $3 == k { print $4 }' "$tc/tuning-v1.tsv")
+    [ -n "$row" ] && [ -n "$algo" ] || return 1
+    if [ "$algo" = tiled ]; then [ "$row" = "tiled $tile" ]; else [ "$row" = "$algo" ]; fi
 }
 ok "tune conv" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
 has "tune row: searched, seconds given" "$trow [0-9.]* |$"
 has "tune summary" "^Tuned 1 of 1 row(s): 1 searched, 0 from the cache; 0 not tunable; 0 failed."
-has "tune names the cache" "^Tuning cache: $tc/tuning-v1.tsv (1 entry stored by this run; the file holds 1)."
+has "tune names the cache" "^Tuning cache: $tc/tuning-v1.tsv (1 shape searched by this run; the file holds 2 entries)."
 check "tune stored the row's configuration for the shape" tuned_is_stored
 cp "$tc/tuning-v1.tsv" "$tmp/tune-first.tsv"
 ok "tune conv again" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
@@ -252,9 +256,9 @@ ok "tune --force, two batches" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 
     --layout NCHW --force --batch 1 --batch 2
 has "tune --force: mode" "^Mode: force"
 has "tune --force: searched again" "$trow [0-9.]* |$"
-has "tune --force: batch 2 row" "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 2 | tq=[0-9]* kb=[0-9] | .* | [0-9.]* |$"
+has "tune --force: batch 2 row" "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 2 | [a-z_0-9]*\( tq=[0-9]* kb=[0-9]\)\{0,1\} | .* | [0-9.]* |$"
 has "tune --force: both searched" "^Tuned 2 of 2 row(s): 2 searched, 0 from the cache;"
-has "tune --force: 2 entries" "(2 entries stored by this run; the file holds 2)."
+has "tune --force: 2 shapes, 4 entries" "(2 shapes searched by this run; the file holds 4 entries)."
 check "tune --force rewrote the entry" sh -c "! cmp -s '$tc/tuning-v1.tsv' '$tmp/tune-first.tsv'"
 check "tune --force stored the row's configuration" tuned_is_stored
 ok "tune on the host" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0
@@ -269,7 +273,7 @@ sed -i 's/float16 v = acc\[b\]\[j\] + bv;/float16 v = acc[b][j] + bv + 0.5f;/' "
 check "the broken kernel differs" sh -c "! cmp -s '$kdir/conv2d_tiled.cl' '${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/kernels_cl/conv2d_tiled.cl'"
 bad "tune: default against the host" 1 "FAILED: the default configuration disagrees with the host reference" \
     env POLYDNN_CACHE_DIR="$tmp/tune-bad" POLYDNN_KERNEL_DIR="$kdir" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 --layout nhwc
-has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: tq=[0-9]* kb=[0-9] differs from the host reference |"
+has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: tiled tq=[0-9]* kb=[0-9] differs from the host reference |"
 has "tune: failure counted" "0 not tunable; 1 failed."
 check "tune: nothing stored for the failed layer" test ! -s "$tmp/tune-bad/tuning-v1.tsv"
 bad "tune unknown layer set" 2 "unknown layer set 'resnet18'" "$tool" tune resnet18

@@ -174,9 +174,10 @@ Test(tuning_mode, invalid_values_are_errors)
 #define W 9
 #define K 48
 
-/* Runs the test conv with mode on the first OpenCL device and checks it
- * against the host; returns the configuration that ran. */
-static const char *run_tiled(pdnn_tuning_mode mode)
+/* Runs the test conv with mode and algorithm algo on the first OpenCL
+ * device and checks it against the host; returns the configuration the
+ * tiled kernel last ran. */
+static const char *run_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo)
 {
     pdnn_context_options o;
     pdnn_context_options_init(&o);
@@ -210,7 +211,7 @@ static const char *run_tiled(pdnn_tuning_mode mode)
     pdnn_device *on[2] = {host, dev};
     float *got = NULL;
     for (int i = 0; i < 2; i++) {
-        p.algorithm = i ? PDNN_CONV_ALGO_TILED : PDNN_CONV_ALGO_DIRECT;
+        p.algorithm = i ? algo : PDNN_CONV_ALGO_DIRECT;
         pdnn_tensor *tx = th_upload(on[i], &xd, x), *tw = th_upload(on[i], &wd, w), *ty = th_upload(on[i], &yd, NULL);
         cr_assert_eq(pdnn_conv2d_forward(&p, tx, tw, NULL, ty), PDNN_SUCCESS, "%s", pdnn_last_error());
         got = th_download(ty);
@@ -222,12 +223,15 @@ static const char *run_tiled(pdnn_tuning_mode mode)
         if (!i)
             free(got);
     }
+    /* 1e-4: Winograd's rounding at C = 24 stays well below it */
     for (int i = 0; i < N * K * H * W; i++)
         cr_assert(fabsf(got[i] - want[i]) <= 1e-4f, "element %d: %g, expected %g", i, (double)got[i], (double)want[i]);
     free(got);
     pdnn_context_destroy(ctx);
     return pdnn__opencl_last_tiled();
 }
+
+static const char *run_tiled(pdnn_tuning_mode mode) { return run_algo(mode, PDNN_CONV_ALGO_TILED); }
 
 /* The one entry the tuner wrote: its device field, value and shape. */
 static int read_entry(char *device, char *shape, char *value)
@@ -362,5 +366,50 @@ Test(tuner, reports_searches_and_force_searches_again)
 
     t = tuning_of(PDNN_TUNING_OFF);
     cr_assert(!t.searched && !t.cached, "OFF: searched %d cached %d", t.searched, t.cached);
+    cleanup();
+}
+
+/* AUTO measures its algorithm once per device and shape with tuning on,
+ * stores the choice, and later contexts run it from the cache; a value
+ * this build does not know is ignored and the fixed order decides. */
+Test(tuner, auto_measures_stores_and_reuses_its_algorithm)
+{
+    fresh_dir();
+    pdnn_conv2d_tuning t;
+    run_algo(PDNN_TUNING_SEARCH, PDNN_CONV_ALGO_AUTO);
+    cr_assert_eq(pdnn_conv2d_last_tuning(&t), PDNN_SUCCESS);
+    const pdnn_conv_algo chosen = pdnn_conv2d_last_algorithm();
+    cr_assert(t.algo_measured && t.algo_searched && t.searched && t.tunable, "measured %d searched %d",
+              t.algo_measured, t.algo_searched);
+    cr_assert(chosen == PDNN_CONV_ALGO_WINOGRAD || chosen == PDNN_CONV_ALGO_TILED ||
+                  chosen == PDNN_CONV_ALGO_IM2COL_GEMM,
+              "chose %s", pdnn_conv_algo_name(chosen));
+    char path[256], line[64];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    char *text = slurp(path);
+    cr_assert_not_null(text);
+    snprintf(line, sizeof line, "\t%s\t", pdnn_conv_algo_name(chosen));
+    char *entry = strstr(text, "\tconv2d_algo\tNCHW/OIHW/NCHW n1 c24 h10 w9 k48 r3 s3 ");
+    cr_assert(entry && strstr(entry, line) != NULL, "no conv2d_algo entry naming %s in:\n%s",
+              pdnn_conv_algo_name(chosen), text);
+
+    pdnn__tuning_forget(); /* as a new process would */
+    run_algo(PDNN_TUNING_CACHED, PDNN_CONV_ALGO_AUTO);
+    cr_assert_eq(pdnn_conv2d_last_tuning(&t), PDNN_SUCCESS);
+    cr_assert(t.algo_measured && !t.algo_searched && !t.searched && t.cached);
+    cr_assert_eq(pdnn_conv2d_last_algorithm(), chosen);
+
+    run_algo(PDNN_TUNING_OFF, PDNN_CONV_ALGO_AUTO);
+    cr_assert_eq(pdnn_conv2d_last_tuning(&t), PDNN_SUCCESS);
+    cr_assert(!t.algo_measured, "tuning off uses the fixed order");
+
+    /* An algorithm name this build lacks: ignored, never trusted. */
+    char *name = strstr(entry, line) + 1;
+    const size_t len = strlen(pdnn_conv_algo_name(chosen));
+    memset(name, 'x', len);
+    put(text);
+    run_algo(PDNN_TUNING_CACHED, PDNN_CONV_ALGO_AUTO);
+    cr_assert_eq(pdnn_conv2d_last_tuning(&t), PDNN_SUCCESS);
+    cr_assert(!t.algo_measured, "an unknown stored algorithm was used");
     cleanup();
 }

@@ -94,6 +94,14 @@ static pdnn_status dev_conv_first(dev_conv *dc, pdnn_device *dev, const pdnn_con
     if ((st = cli_conv_op(&dc->call)) != PDNN_SUCCESS)
         return st;
     pdnn_conv2d_last_tuning(t);
+    /* Rows name the algorithm with its configuration: AUTO's measured
+     * choice may differ from the default's algorithm. */
+    char label[96];
+    const int n = snprintf(label, sizeof label, "%s%s%s", pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()),
+                           t->config[0] ? " " : "", t->config);
+    const size_t len = n < 0 ? 0 : (size_t)n < sizeof t->config ? (size_t)n : sizeof t->config - 1;
+    memcpy(t->config, label, len);
+    t->config[len] = '\0';
     return pdnn_device_synchronize(dev);
 }
 
@@ -264,12 +272,12 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     pdnn_conv2d_tuning t_def, t_tuned;
     pdnn_status st = dev_conv_first(&dc, r->dev_off, &p, &xd, &wd, &yd, x, w, &t_def);
     r->t.defaults += cli_now() - t0;
-    if (st == PDNN_ERR_UNSUPPORTED || (st == PDNN_SUCCESS && !t_def.tunable)) {
+    /* Whether anything is tunable shows in the searching run (AUTO may
+     * measure its choice even where the default's kernel has nothing to
+     * tune); a device that cannot run the shape is reported here. */
+    if (st == PDNN_ERR_UNSUPPORTED) {
         char why[160];
-        if (st == PDNN_SUCCESS)
-            snprintf(why, sizeof why, "%s has no tunable parameters", pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
-        else
-            snprintf(why, sizeof why, "%s", pdnn_last_error());
+        snprintf(why, sizeof why, "%s", pdnn_last_error());
         printf("| %s | %s | %d | not tunable: %s | - | - | - | - | - |\n", L->name, lname, batch, why);
         r->not_tunable++;
         goto out;
@@ -317,8 +325,8 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     r->rounds_min = r->rounds_min == 0 || rounds < r->rounds_min ? rounds : r->rounds_min;
     r->rounds_max = rounds > r->rounds_max ? rounds : r->rounds_max;
     if (!t_tuned.tunable) {
-        printf("| %s | %s | %d | not tunable: %s ran when searching | %s | - | - | - | - |\n", L->name, lname, batch,
-               pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()), t_def.config);
+        printf("| %s | %s | %d | not tunable: %s has no tunable parameters |\n", L->name, lname, batch,
+               pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
         r->not_tunable++;
         goto out;
     }
@@ -564,8 +572,10 @@ int cmd_tune(int argc, char **argv)
     char path[4096];
     if (pdnn_tuning_cache_file(path, sizeof path) == PDNN_SUCCESS) {
         int n = count_entries(path);
-        printf("Tuning cache: %s (%d entr%s stored by this run; the file holds %d).\n", path, r.searched,
-               r.searched == 1 ? "y" : "ies", n < 0 ? 0 : n);
+        /* A searched shape stores AUTO's algorithm choice and the chosen
+         * kernel's parameters where it has any, so rows and entries differ. */
+        printf("Tuning cache: %s (%d shape%s searched by this run; the file holds %d entr%s).\n", path, r.searched,
+               r.searched == 1 ? "" : "s", n < 0 ? 0 : n, n == 1 ? "y" : "ies");
     } else {
         printf("Tuning cache: none (%s); results were kept in memory only.\n", pdnn_last_error());
     }
