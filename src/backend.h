@@ -179,6 +179,13 @@ const char *pdnn__opencl_last_tiled(void);
  * forcing one for every tiled conv where it applies (unknown: none). */
 int pdnn__opencl_tiled_configs(int (*out)[2], int max);
 void pdnn__opencl_force_tiled(int tq, int kb);
+/* Test hook: what the OpenCL program cache did in this process so far
+ * (programs loaded from disk, looked up and not usable, written, and
+ * files found but ignored as invalid). */
+typedef struct pdnn__program_cache_stats {
+    long hits, misses, stores, rejected;
+} pdnn__program_cache_stats;
+void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
 #endif
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and
