@@ -20,11 +20,21 @@
  * bytes, another key behind the same hash, a binary the driver refuses) is
  * ignored with a warning, rebuilt from source and overwritten. The cache
  * is on by default; POLYDNN_PROGRAM_CACHE=off turns it off (POLYDNN_TUNING
- * does not). */
+ * does not).
+ *
+ * Storing runs on a thread of its own: asking PoCL for a binary compiles
+ * every kernel of the program (2 s for the main program on the 2-core
+ * development machine, twice its build), which would otherwise land on the
+ * first op of a cold start. The device's teardown, and exit() for a
+ * process that never destroys its context, wait for those threads. */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* syscall(SYS_gettid), for the store thread's priority */
+#endif
 #include "backends/opencl/cl_internal.h"
 #include "tuning.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +42,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 
 #define MAGIC "PDNNCLPB"
 #define FORMAT 1u
@@ -176,7 +190,7 @@ static int load(const char *path, const char *key, unsigned char **payload, size
  * identical device in this one) may write the same file at the same time:
  * each writes a temporary file of its own in the same directory and renames
  * it over path, which is atomic, so a reader sees one whole file or none. */
-static int store(cl_program prog, const char path[4200], const char *key)
+static int store(cl_program prog, const char *path, const char *key)
 {
     size_t plen = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof plen, &plen, NULL) != CL_SUCCESS || plen == 0 ||
@@ -192,12 +206,13 @@ static int store(cl_program prog, const char path[4200], const char *key)
         return -1;
     }
     static atomic_uint serial;
-    char tmp[4300];
-    const int w = snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
-    if (w <= 0 || (size_t)w >= sizeof tmp) {
+    const size_t tmp_size = strlen(path) + 48;
+    char *tmp = malloc(tmp_size);
+    if (!tmp) {
         free(payload);
         return -1;
     }
+    snprintf(tmp, tmp_size, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
     const size_t klen = strlen(key);
     unsigned char head[HEADER_BYTES];
     memcpy(head, MAGIC, 8);
@@ -220,6 +235,7 @@ static int store(cl_program prog, const char path[4200], const char *key)
     }
     const int saved = errno;
     free(payload);
+    free(tmp);
     if (bad) {
         pdnn__debug("OpenCL program cache: could not write %s (%s); the program stays uncached", path,
                     strerror(saved));
@@ -228,6 +244,105 @@ static int store(cl_program prog, const char path[4200], const char *key)
     atomic_fetch_add(&stores, 1);
     pdnn__debug("OpenCL program cache: stored %s", path);
     return 0;
+}
+
+/* Stores not finished yet, across devices: each holds a reference to its
+ * program until joined. */
+typedef struct pending_store {
+    pthread_t thread;
+    const cl_dev *dev;
+    cl_program prog;
+    char *path, *key;
+    struct pending_store *next;
+} pending_store;
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending_store *pending;
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+
+static void *store_thread(void *arg)
+{
+    const pending_store *p = arg;
+#ifdef __linux__
+    /* Lowest priority: the compile this triggers should take idle cores,
+     * not the ops the process is running (Linux's nice is per thread). */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0)
+        pdnn__debug("OpenCL program cache: could not lower the store thread's priority");
+#endif
+    store(p->prog, p->path, p->key);
+    return NULL;
+}
+
+static void finish(pending_store *p)
+{
+    pthread_join(p->thread, NULL);
+    clReleaseProgram(p->prog);
+    free(p->path);
+    free(p->key);
+    free(p);
+}
+
+/* Joins the stores of d, or of every device when d is NULL. */
+static void wait_stores(const cl_dev *d)
+{
+    pthread_mutex_lock(&pending_lock);
+    pending_store *mine = NULL;
+    for (pending_store **pp = &pending; *pp;) {
+        pending_store *p = *pp;
+        if (!d || p->dev == d) {
+            *pp = p->next;
+            p->next = mine;
+            mine = p;
+        } else {
+            pp = &p->next;
+        }
+    }
+    pthread_mutex_unlock(&pending_lock);
+    while (mine) {
+        pending_store *next = mine->next;
+        finish(mine);
+        mine = next;
+    }
+}
+
+void pdnn__cl_program_cache_wait(cl_dev *d) { wait_stores(d); }
+
+/* Registered after the driver was loaded, so exit() runs it before the
+ * driver's own destructors: no store is left compiling inside a driver
+ * that is being torn down. */
+static void wait_all_at_exit(void) { wait_stores(NULL); }
+static void register_exit_hook(void) { atexit(wait_all_at_exit); }
+
+/* Stores prog's binary on a thread of its own; where no thread can be
+ * started, here and now. */
+static void store_later(const cl_dev *d, cl_program prog, const char *path, const char *key)
+{
+    pthread_once(&exit_hook_once, register_exit_hook);
+    pending_store *p = calloc(1, sizeof *p);
+    if (p) {
+        p->dev = d;
+        p->prog = prog;
+        p->path = strdup(path);
+        p->key = strdup(key);
+    }
+    if (p && p->path && p->key && clRetainProgram(prog) == CL_SUCCESS) {
+        pthread_mutex_lock(&pending_lock);
+        const int started = pthread_create(&p->thread, NULL, store_thread, p) == 0;
+        if (started) {
+            p->next = pending;
+            pending = p;
+        }
+        pthread_mutex_unlock(&pending_lock);
+        if (started)
+            return;
+        clReleaseProgram(prog);
+    }
+    if (p) {
+        free(p->path);
+        free(p->key);
+        free(p);
+    }
+    store(prog, path, key);
 }
 
 /* Builds prog from a validated binary; NULL when the driver refuses it. */
@@ -316,7 +431,7 @@ pdnn_status pdnn__cl_program_cached(cl_dev *d, const char *const *texts, const s
     }
     pdnn_status st = from_source(d, texts, lens, n, opts, what, out);
     if (st == PDNN_SUCCESS)
-        store(*out, path, key);
+        store_later(d, *out, path, key);
     free(key);
     return st;
 }
