@@ -22,14 +22,15 @@
  * is on by default; POLYDNN_PROGRAM_CACHE=off turns it off (POLYDNN_TUNING
  * does not).
  *
- * Storing runs on a thread of its own: asking PoCL for a binary compiles
- * every kernel of the program (2 s for the main program on the 2-core
- * development machine, twice its build), which would otherwise land on the
- * first op of a cold start. The device's teardown, and exit() for a
- * process that never destroys its context, wait for those threads. */
-#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
-#define _DEFAULT_SOURCE /* syscall(SYS_gettid), for the store thread's priority */
-#endif
+ * Binaries are written when the device is torn down (context destroy),
+ * not when built: asking PoCL for a binary compiles every kernel of the
+ * program (2 s for the main program on the 2-core development machine,
+ * twice its build), which would otherwise land on the first op of a cold
+ * start. Not on a thread: a process that exits while a driver's compiler
+ * runs on another thread crashes in the compiler's torn-down state (seen
+ * with PoCL 3.1 / LLVM 15), and exit handlers cannot be ordered before
+ * the compiler's. A process that never destroys its context therefore
+ * caches nothing. */
 #include "backends/opencl/cl_internal.h"
 #include "tuning.h"
 
@@ -42,10 +43,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#endif
 
 #define MAGIC "PDNNCLPB"
 #define FORMAT 1u
@@ -246,10 +243,11 @@ static int store(cl_program prog, const char *path, const char *key)
     return 0;
 }
 
-/* Stores not finished yet, across devices: each holds a reference to its
- * program until joined. */
+/* Programs built from source and not stored yet, across devices; each
+ * holds a reference to its program. Devices are torn down without their
+ * lock, and builds of different devices run in parallel, hence a lock of
+ * its own. */
 typedef struct pending_store {
-    pthread_t thread;
     const cl_dev *dev;
     cl_program prog;
     char *path, *key;
@@ -258,38 +256,14 @@ typedef struct pending_store {
 
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_store *pending;
-static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
 
-static void *store_thread(void *arg)
-{
-    const pending_store *p = arg;
-#ifdef __linux__
-    /* Lowest priority: the compile this triggers should take idle cores,
-     * not the ops the process is running (Linux's nice is per thread). */
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0)
-        pdnn__debug("OpenCL program cache: could not lower the store thread's priority");
-#endif
-    store(p->prog, p->path, p->key);
-    return NULL;
-}
-
-static void finish(pending_store *p)
-{
-    pthread_join(p->thread, NULL);
-    clReleaseProgram(p->prog);
-    free(p->path);
-    free(p->key);
-    free(p);
-}
-
-/* Joins the stores of d, or of every device when d is NULL. */
-static void wait_stores(const cl_dev *d)
+void pdnn__cl_program_cache_flush(cl_dev *d)
 {
     pthread_mutex_lock(&pending_lock);
     pending_store *mine = NULL;
     for (pending_store **pp = &pending; *pp;) {
         pending_store *p = *pp;
-        if (!d || p->dev == d) {
+        if (p->dev == d) {
             *pp = p->next;
             p->next = mine;
             mine = p;
@@ -300,24 +274,19 @@ static void wait_stores(const cl_dev *d)
     pthread_mutex_unlock(&pending_lock);
     while (mine) {
         pending_store *next = mine->next;
-        finish(mine);
+        store(mine->prog, mine->path, mine->key);
+        clReleaseProgram(mine->prog);
+        free(mine->path);
+        free(mine->key);
+        free(mine);
         mine = next;
     }
 }
 
-void pdnn__cl_program_cache_wait(cl_dev *d) { wait_stores(d); }
-
-/* Registered after the driver was loaded, so exit() runs it before the
- * driver's own destructors: no store is left compiling inside a driver
- * that is being torn down. */
-static void wait_all_at_exit(void) { wait_stores(NULL); }
-static void register_exit_hook(void) { atexit(wait_all_at_exit); }
-
-/* Stores prog's binary on a thread of its own; where no thread can be
- * started, here and now. */
+/* Queues prog's binary for d's teardown; where that takes more memory
+ * than there is, stores it now. */
 static void store_later(const cl_dev *d, cl_program prog, const char *path, const char *key)
 {
-    pthread_once(&exit_hook_once, register_exit_hook);
     pending_store *p = calloc(1, sizeof *p);
     if (p) {
         p->dev = d;
@@ -327,15 +296,10 @@ static void store_later(const cl_dev *d, cl_program prog, const char *path, cons
     }
     if (p && p->path && p->key && clRetainProgram(prog) == CL_SUCCESS) {
         pthread_mutex_lock(&pending_lock);
-        const int started = pthread_create(&p->thread, NULL, store_thread, p) == 0;
-        if (started) {
-            p->next = pending;
-            pending = p;
-        }
+        p->next = pending;
+        pending = p;
         pthread_mutex_unlock(&pending_lock);
-        if (started)
-            return;
-        clReleaseProgram(prog);
+        return;
     }
     if (p) {
         free(p->path);

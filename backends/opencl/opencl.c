@@ -89,7 +89,7 @@ static void dev_free(cl_dev *d)
 {
     if (!d)
         return;
-    pdnn__cl_program_cache_wait(d);
+    pdnn__cl_program_cache_flush(d);
     for (int i = 0; i < K_COUNT; i++)
         if (d->kernels[i])
             clReleaseKernel(d->kernels[i]);
