@@ -7,7 +7,10 @@
  * else $HOME/.cache/polydnn/. Format: a header line "polydnn-tuning<TAB>1",
  * then one line per entry: device<TAB>kernel<TAB>shape<TAB>value<TAB>gflops.
  * A file that does not parse is ignored with one warning (never trusted in
- * part) and rewritten on the next store. */
+ * part) and rewritten on the next store.
+ *
+ * Also the cache directory rule and POLYDNN_PROGRAM_CACHE, shared with the
+ * OpenCL program cache (backends/opencl/cl_binary_cache.c). */
 #include "tuning.h"
 
 #include <errno.h>
