@@ -185,6 +185,13 @@ void pdnn__opencl_force_tiled(int tq, int kb);
 /* Test hook: the bytes of workspace above which winograd transforms the
  * batch's tiles a chunk at a time (0: its default, 64 MiB). */
 void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
+/* Test hook: what the OpenCL program cache did in this process so far
+ * (programs loaded from disk, looked up and not usable, written, and
+ * files found but ignored as invalid). */
+typedef struct pdnn__program_cache_stats {
+    long hits, misses, stores, rejected;
+} pdnn__program_cache_stats;
+void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
 #endif
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and

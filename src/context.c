@@ -477,7 +477,8 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
         (st = env_fraction(&o.memory_fraction)) != PDNN_SUCCESS ||
         (st = env_limit_mb(&o.memory_limit)) != PDNN_SUCCESS ||
         (st = env_bool("POLYDNN_LOG_DEVICE_PLACEMENT", &o.log_device_placement, 1)) != PDNN_SUCCESS ||
-        (st = pdnn__tuning_mode_from_env(&o.tuning)) != PDNN_SUCCESS)
+        (st = pdnn__tuning_mode_from_env(&o.tuning)) != PDNN_SUCCESS ||
+        (st = pdnn__program_cache_check_env()) != PDNN_SUCCESS)
         return st;
     const char *vis_env = getenv("POLYDNN_VISIBLE_DEVICES");
     if (vis_env)

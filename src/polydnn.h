@@ -124,7 +124,8 @@ void pdnn_context_options_init(pdnn_context_options *opts);
  * POLYDNN_GROWTH_POLICY=gradual|double,
  * POLYDNN_MEMORY_FRACTION, POLYDNN_MEMORY_LIMIT_MB,
  * POLYDNN_LOG_DEVICE_PLACEMENT=0|1, POLYDNN_VISIBLE_DEVICES,
- * POLYDNN_TUNING=off|cached|search|force); an invalid
+ * POLYDNN_TUNING=off|cached|search|force, and POLYDNN_PROGRAM_CACHE=off|on
+ * for the on-disk cache of compiled OpenCL programs); an invalid
  * value fails with PDNN_ERR_INVALID_ARGUMENT naming the variable. */
 pdnn_status pdnn_context_create(const pdnn_context_options *opts,
                                 pdnn_context **out);

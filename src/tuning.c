@@ -7,7 +7,10 @@
  * else $HOME/.cache/polydnn/. Format: a header line "polydnn-tuning<TAB>1",
  * then one line per entry: device<TAB>kernel<TAB>shape<TAB>value<TAB>gflops.
  * A file that does not parse is ignored with one warning (never trusted in
- * part) and rewritten on the next store. */
+ * part) and rewritten on the next store.
+ *
+ * Also the cache directory rule and POLYDNN_PROGRAM_CACHE, shared with the
+ * OpenCL program cache (backends/opencl/cl_binary_cache.c). */
 #include "tuning.h"
 
 #include <errno.h>
@@ -51,24 +54,32 @@ static void clear_list(entry **list, size_t *n, size_t *cap)
     *cap = 0;
 }
 
-const char *pdnn__tuning_file(char *buf, size_t len)
+const char *pdnn__cache_dir(char *buf, size_t len)
 {
     const char *dir = getenv("POLYDNN_CACHE_DIR");
     int w;
     if (dir && *dir) {
-        w = snprintf(buf, len, "%s/tuning-v1.tsv", dir);
+        w = snprintf(buf, len, "%s", dir);
     } else if ((dir = getenv("XDG_CACHE_HOME")) && *dir) {
-        w = snprintf(buf, len, "%s/polydnn/tuning-v1.tsv", dir);
+        w = snprintf(buf, len, "%s/polydnn", dir);
     } else if ((dir = getenv("HOME")) && *dir) {
-        w = snprintf(buf, len, "%s/.cache/polydnn/tuning-v1.tsv", dir);
+        w = snprintf(buf, len, "%s/.cache/polydnn", dir);
     } else {
         return NULL;
     }
     return w > 0 && (size_t)w < len ? buf : NULL;
 }
 
-/* Makes every directory above path (mkdir -p of its dirname). */
-static int make_parents(const char *path)
+const char *pdnn__tuning_file(char *buf, size_t len)
+{
+    char dir[4096];
+    if (!pdnn__cache_dir(dir, sizeof dir))
+        return NULL;
+    const int w = snprintf(buf, len, "%s/tuning-v1.tsv", dir);
+    return w > 0 && (size_t)w < len ? buf : NULL;
+}
+
+int pdnn__make_parents(const char *path)
 {
     char dir[4096];
     const size_t len = strlen(path);
@@ -248,7 +259,7 @@ int pdnn__tuning_lookup_for(pdnn_tuning_mode mode, const char *device, const cha
  * never sees half a file. */
 static int write_file(const char *path, const entry *list, size_t n)
 {
-    if (make_parents(path) != 0)
+    if (pdnn__make_parents(path) != 0)
         return -1;
     char tmp[4160];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
@@ -336,5 +347,21 @@ pdnn_status pdnn__tuning_mode_from_env(pdnn_tuning_mode *mode)
     if (m != *mode)
         pdnn__debug("POLYDNN_TUNING=%s overrides the context's tuning option", env);
     *mode = m;
+    return PDNN_SUCCESS;
+}
+
+int pdnn__program_cache_setting(void)
+{
+    const char *env = getenv("POLYDNN_PROGRAM_CACHE");
+    if (!env || strcmp(env, "on") == 0)
+        return 1;
+    return strcmp(env, "off") == 0 ? 0 : -1;
+}
+
+pdnn_status pdnn__program_cache_check_env(void)
+{
+    if (pdnn__program_cache_setting() < 0)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "POLYDNN_PROGRAM_CACHE='%s' is invalid: expected off or on",
+                           getenv("POLYDNN_PROGRAM_CACHE"));
     return PDNN_SUCCESS;
 }

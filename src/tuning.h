@@ -7,9 +7,20 @@
 
 #include <stddef.h>
 
-/* Where the cache lives (see tuning.c), written into buf; NULL when no
- * directory is known (no HOME), and results then stay in memory. */
+/* The cache directory, shared by the tuning cache and the OpenCL program
+ * cache: $POLYDNN_CACHE_DIR, else $XDG_CACHE_HOME/polydnn, else
+ * $HOME/.cache/polydnn, written into buf; NULL when none is known (no
+ * HOME) or it does not fit. */
+const char *pdnn__cache_dir(char *buf, size_t len);
+
+/* Where the tuning cache lives (pdnn__cache_dir()/tuning-v1.tsv), written
+ * into buf; NULL when no directory is known, and results then stay in
+ * memory. */
 const char *pdnn__tuning_file(char *buf, size_t len);
+
+/* Makes every directory above path (mkdir -p of its dirname); 0 on
+ * success, -1 with errno set. */
+int pdnn__make_parents(const char *path);
 
 /* Copies the value stored for (device, kernel, shape) into value and
  * returns 1, or returns 0 if there is none (or it does not fit in len). */
@@ -30,5 +41,15 @@ void pdnn__tuning_forget(void);
 
 /* Applies POLYDNN_TUNING=off|cached|search|force to *mode; anything else fails. */
 pdnn_status pdnn__tuning_mode_from_env(pdnn_tuning_mode *mode);
+
+/* POLYDNN_PROGRAM_CACHE: 1 when unset or "on", 0 for "off", -1 for
+ * anything else. The compiled-program cache is independent of
+ * POLYDNN_TUNING. */
+int pdnn__program_cache_setting(void);
+
+/* Fails with PDNN_ERR_INVALID_ARGUMENT naming the value when
+ * POLYDNN_PROGRAM_CACHE is neither off nor on (checked at context
+ * creation, as POLYDNN_TUNING is). */
+pdnn_status pdnn__program_cache_check_env(void);
 
 #endif

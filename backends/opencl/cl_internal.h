@@ -96,9 +96,25 @@ pdnn_status pdnn__cl_fail(const char *call, cl_int err);
  * work-group size (the kernels bound-check). Called with d->lock held. */
 pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total);
 
+/* Builds a program for d from n sources with the full build options opts,
+ * through the on-disk program cache (cl_binary_cache.c): a valid cached
+ * binary for this device, options and source bytes is loaded instead of
+ * compiled; otherwise the sources are built and the binary stored. what
+ * names the program in messages and in the cache file's name. A failed
+ * build is PDNN_ERR_BACKEND with the log; failing to read or write the
+ * cache never is an error. The binary is written when d is torn down
+ * (pdnn__cl_program_cache_flush). Called with d->lock held. */
+pdnn_status pdnn__cl_program_cached(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
+                                    const char *opts, const char *what, cl_program *out);
+
+/* Writes the binaries of the programs d built from source this time and
+ * drops its references to them; called once, as d is torn down. */
+void pdnn__cl_program_cache_flush(cl_dev *d);
+
 /* Builds the embedded kernels_cl/ source `file` (or its copy in
  * $POLYDNN_KERNEL_DIR) for d with build options opts (-cl-std=CL1.2 is
- * added) into *out. A failed build is PDNN_ERR_BACKEND with the log. */
+ * added) into *out, through the program cache. A failed build is
+ * PDNN_ERR_BACKEND with the log. */
 pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts, cl_program *out);
 
 /* Builds `file` into slot (once; later calls return at once) and creates

@@ -89,6 +89,7 @@ static void dev_free(cl_dev *d)
 {
     if (!d)
         return;
+    pdnn__cl_program_cache_flush(d);
     for (int i = 0; i < K_COUNT; i++)
         if (d->kernels[i])
             clReleaseKernel(d->kernels[i]);
@@ -316,6 +317,7 @@ static pdnn_status build_program(cl_dev *d)
     }
     pdnn_status st = PDNN_SUCCESS;
     cl_uint used = 0;
+    char what[128] = ""; /* "conv2d.cl+pool2d.cl+elementwise.cl" */
     for (size_t i = 0; st == PDNN_SUCCESS && i < n; i++) {
         if (!in_main_program(pdnn__cl_sources[i].name))
             continue;
@@ -326,25 +328,13 @@ static pdnn_status build_program(cl_dev *d)
             texts[used] = pdnn__cl_sources[i].text;
             lens[used] = pdnn__cl_sources[i].len;
         }
+        const size_t wl = strlen(what);
+        snprintf(what + wl, sizeof what - wl, "%s%s", used ? "+" : "", pdnn__cl_sources[i].name);
         used++;
     }
+    if (st == PDNN_SUCCESS)
+        st = pdnn__cl_program_cached(d, texts, lens, used, "-cl-std=CL1.2", what, &d->program);
     cl_int err = CL_SUCCESS;
-    if (st == PDNN_SUCCESS) {
-        d->program = clCreateProgramWithSource(d->ctx, used, texts, lens, &err);
-        if (!d->program)
-            st = pdnn__cl_fail("clCreateProgramWithSource", err);
-    }
-    if (st == PDNN_SUCCESS) {
-        err = clBuildProgram(d->program, 1, &d->id, "-cl-std=CL1.2", NULL, NULL);
-        if (err != CL_SUCCESS) {
-            char log[4096] = "";
-            clGetProgramBuildInfo(d->program, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-            log[sizeof log - 1] = '\0';
-            st = pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building the kernels failed with %s%s:\n%s",
-                             pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "",
-                             log);
-        }
-    }
     for (int i = 0; st == PDNN_SUCCESS && i < K_COUNT; i++) {
         d->kernels[i] = clCreateKernel(d->program, kernel_names[i], &err);
         if (!d->kernels[i]) {
@@ -624,28 +614,12 @@ pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts,
     pdnn_status st = source_of(file, &text, &len, &owned);
     if (st != PDNN_SUCCESS)
         return st;
-    cl_int err = CL_SUCCESS;
-    cl_program prog = clCreateProgramWithSource(d->ctx, 1, &text, &len, &err);
-    free(owned);
-    if (!prog) {
-        char call[128];
-        snprintf(call, sizeof call, "clCreateProgramWithSource(%s)", file);
-        return pdnn__cl_fail(call, err);
-    }
     char full[256];
     /* -w: PoCL prints warnings (e.g. float16 ABI notes on AVX2) on stderr */
     snprintf(full, sizeof full, "-cl-std=CL1.2 -w %s", opts ? opts : "");
-    err = clBuildProgram(prog, 1, &d->id, full, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        char log[4096] = "";
-        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        log[sizeof log - 1] = '\0';
-        clReleaseProgram(prog);
-        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s:\n%s", file, full,
-                           pdnn__cl_error_name(err), log);
-    }
-    *out = prog;
-    return PDNN_SUCCESS;
+    st = pdnn__cl_program_cached(d, &text, &len, 1, full, file, out);
+    free(owned);
+    return st;
 }
 
 pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, const char *opts,

@@ -1,0 +1,401 @@
+/* The on-disk cache of compiled OpenCL programs, so that a second process
+ * loads what the first compiled instead of running the compiler again.
+ *
+ * Every program build of the backend comes here. The key is the device
+ * (cl_dev.tune_key: vendor|name|driver version), the build options and a
+ * hash of the sources' bytes (POLYDNN_KERNEL_DIR copies included, so an
+ * edited kernel is a new key); the format version is in the directory name
+ * and in each file's header. Files live in
+ * pdnn__cache_dir()/programs-v1/<sources>-<hash of the key>.bin:
+ *
+ *   bytes 0-7    magic "PDNNCLPB"
+ *   8-11         format version (uint32, host order)
+ *   12-15        key length (uint32)
+ *   16-23        payload length (uint64)
+ *   24-31        FNV-1a 64 of the payload (uint64)
+ *   32-          the key text, then the payload (the driver's binary)
+ *
+ * A file is used only if every field matches this build and device and
+ * the payload's checksum is right; anything else (truncated, flipped
+ * bytes, another key behind the same hash, a binary the driver refuses) is
+ * ignored with a warning, rebuilt from source and overwritten. The cache
+ * is on by default; POLYDNN_PROGRAM_CACHE=off turns it off (POLYDNN_TUNING
+ * does not).
+ *
+ * Binaries are written when the device is torn down (context destroy),
+ * not when built: asking PoCL for a binary compiles every kernel of the
+ * program (2 s for the main program on the 2-core development machine,
+ * twice its build), which would otherwise land on the first op of a cold
+ * start. Not on a thread: a process that exits while a driver's compiler
+ * runs on another thread crashes in the compiler's torn-down state (seen
+ * with PoCL 3.1 / LLVM 15), and exit handlers cannot be ordered before
+ * the compiler's. A process that never destroys its context therefore
+ * caches nothing. */
+#include "backends/opencl/cl_internal.h"
+#include "tuning.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAGIC "PDNNCLPB"
+#define FORMAT 1u
+#define HEADER_BYTES 32
+/* Larger files are not programs of ours: refuse before reading them. */
+#define MAX_PAYLOAD ((uint64_t)1 << 30)
+
+static atomic_long hits, misses, stores, rejected;
+
+void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out)
+{
+    out->hits = atomic_load(&hits);
+    out->misses = atomic_load(&misses);
+    out->stores = atomic_load(&stores);
+    out->rejected = atomic_load(&rejected);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+#define FNV_START 0xcbf29ce484222325ull
+
+/* The key text: device, options, and the sources (each length hashed with
+ * its bytes so that moving text between sources changes the key). */
+static char *make_key(const cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n, const char *opts)
+{
+    uint64_t h = FNV_START;
+    for (cl_uint i = 0; i < n; i++) {
+        const uint64_t len = lens[i];
+        h = fnv1a(h, &len, sizeof len);
+        h = fnv1a(h, texts[i], lens[i]);
+    }
+    const size_t size = strlen(d->tune_key) + strlen(opts) + 64;
+    char *key = malloc(size);
+    if (key)
+        snprintf(key, size, "device=%s\noptions=%s\nsources=%u:%016llx", d->tune_key, opts, (unsigned)n,
+                 (unsigned long long)h);
+    return key;
+}
+
+/* pdnn__cache_dir()/programs-v1/<what>-<hash>.bin, with what reduced to
+ * characters that are safe in a file name. */
+static int make_path(char *buf, size_t size, const char *what, const char *key)
+{
+    char dir[4096];
+    if (!pdnn__cache_dir(dir, sizeof dir))
+        return -1;
+    char name[49];
+    size_t j = 0;
+    for (const char *c = what; *c && j < sizeof name - 1; c++) {
+        const int safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                         *c == '.' || *c == '_' || *c == '-' || *c == '+';
+        name[j++] = safe ? *c : '_';
+    }
+    name[j] = '\0';
+    const int w = snprintf(buf, size, "%s/programs-v%u/%s-%016llx.bin", dir, FORMAT, name,
+                           (unsigned long long)fnv1a(FNV_START, key, strlen(key)));
+    return w > 0 && (size_t)w < size ? 0 : -1;
+}
+
+static void put_u32(unsigned char *p, uint32_t v) { memcpy(p, &v, sizeof v); }
+static void put_u64(unsigned char *p, uint64_t v) { memcpy(p, &v, sizeof v); }
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Reads and validates the file at path. Returns 1 with *payload (malloc'd)
+ * and *len, 0 when there is no file, -1 with *why when the file is not a
+ * valid entry for key. */
+static int load(const char *path, const char *key, unsigned char **payload, size_t *len, const char **why)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    const size_t klen = strlen(key);
+    unsigned char head[HEADER_BYTES];
+    struct stat sb;
+    int bad = 0;
+    if (fstat(fileno(f), &sb) != 0 || fread(head, 1, sizeof head, f) != sizeof head) {
+        *why = "it is shorter than the header";
+        bad = 1;
+    } else if (memcmp(head, MAGIC, 8) != 0) {
+        *why = "it does not start with the program cache's magic";
+        bad = 1;
+    } else if (get_u32(head + 8) != FORMAT) {
+        *why = "it is from another format version";
+        bad = 1;
+    } else if (get_u32(head + 12) != klen) {
+        *why = "its key differs from this device, options and sources";
+        bad = 1;
+    } else if (get_u64(head + 16) == 0 || get_u64(head + 16) > MAX_PAYLOAD ||
+               (uint64_t)sb.st_size != HEADER_BYTES + klen + get_u64(head + 16)) {
+        *why = "its length does not match its header (truncated or extended)";
+        bad = 1;
+    }
+    unsigned char *buf = NULL;
+    if (!bad) {
+        const size_t plen = (size_t)get_u64(head + 16);
+        buf = malloc(klen + plen);
+        if (!buf) {
+            *why = "out of host memory reading it";
+            bad = 1;
+        } else if (fread(buf, 1, klen + plen, f) != klen + plen) {
+            *why = "reading it failed";
+            bad = 1;
+        } else if (memcmp(buf, key, klen) != 0) {
+            *why = "its key differs from this device, options and sources";
+            bad = 1;
+        } else if (fnv1a(FNV_START, buf + klen, plen) != get_u64(head + 24)) {
+            *why = "its payload does not match its checksum";
+            bad = 1;
+        } else {
+            memmove(buf, buf + klen, plen);
+            *payload = buf;
+            *len = plen;
+        }
+    }
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return -1;
+    }
+    return 1;
+}
+
+/* Writes the program's binary for d to path. Another process (or a second
+ * identical device in this one) may write the same file at the same time:
+ * each writes a temporary file of its own in the same directory and renames
+ * it over path, which is atomic, so a reader sees one whole file or none. */
+static int store(cl_program prog, const char *path, const char *key)
+{
+    size_t plen = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof plen, &plen, NULL) != CL_SUCCESS || plen == 0 ||
+        plen > MAX_PAYLOAD) {
+        pdnn__debug("OpenCL program cache: the driver gives no binary for %s; not cached", path);
+        return -1;
+    }
+    unsigned char *payload = malloc(plen);
+    unsigned char *ptrs[1] = {payload};
+    if (!payload || clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, NULL) != CL_SUCCESS) {
+        free(payload);
+        pdnn__debug("OpenCL program cache: could not read the binary for %s; not cached", path);
+        return -1;
+    }
+    static atomic_uint serial;
+    const size_t tmp_size = strlen(path) + 48;
+    char *tmp = malloc(tmp_size);
+    if (!tmp) {
+        free(payload);
+        return -1;
+    }
+    snprintf(tmp, tmp_size, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
+    const size_t klen = strlen(key);
+    unsigned char head[HEADER_BYTES];
+    memcpy(head, MAGIC, 8);
+    put_u32(head + 8, FORMAT);
+    put_u32(head + 12, (uint32_t)klen);
+    put_u64(head + 16, plen);
+    put_u64(head + 24, fnv1a(FNV_START, payload, plen));
+    int bad = pdnn__make_parents(path) != 0;
+    FILE *f = bad ? NULL : fopen(tmp, "wb");
+    if (!f) {
+        bad = 1;
+    } else {
+        bad = fwrite(head, 1, sizeof head, f) != sizeof head || fwrite(key, 1, klen, f) != klen ||
+              fwrite(payload, 1, plen, f) != plen;
+        bad |= fclose(f) != 0;
+        if (!bad)
+            bad = rename(tmp, path) != 0;
+        if (bad)
+            remove(tmp);
+    }
+    const int saved = errno;
+    free(payload);
+    free(tmp);
+    if (bad) {
+        pdnn__debug("OpenCL program cache: could not write %s (%s); the program stays uncached", path,
+                    strerror(saved));
+        return -1;
+    }
+    atomic_fetch_add(&stores, 1);
+    pdnn__debug("OpenCL program cache: stored %s", path);
+    return 0;
+}
+
+/* Programs built from source and not stored yet, across devices; each
+ * holds a reference to its program. Devices are torn down without their
+ * lock, and builds of different devices run in parallel, hence a lock of
+ * its own. */
+typedef struct pending_store {
+    const cl_dev *dev;
+    cl_program prog;
+    char *path, *key;
+    struct pending_store *next;
+} pending_store;
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending_store *pending;
+
+void pdnn__cl_program_cache_flush(cl_dev *d)
+{
+    pthread_mutex_lock(&pending_lock);
+    pending_store *mine = NULL;
+    for (pending_store **pp = &pending; *pp;) {
+        pending_store *p = *pp;
+        if (p->dev == d) {
+            *pp = p->next;
+            p->next = mine;
+            mine = p;
+        } else {
+            pp = &p->next;
+        }
+    }
+    pthread_mutex_unlock(&pending_lock);
+    while (mine) {
+        pending_store *next = mine->next;
+        store(mine->prog, mine->path, mine->key);
+        clReleaseProgram(mine->prog);
+        free(mine->path);
+        free(mine->key);
+        free(mine);
+        mine = next;
+    }
+}
+
+/* Queues prog's binary for d's teardown; where that takes more memory
+ * than there is, stores it now. */
+static void store_later(const cl_dev *d, cl_program prog, const char *path, const char *key)
+{
+    pending_store *p = calloc(1, sizeof *p);
+    if (p) {
+        p->dev = d;
+        p->prog = prog;
+        p->path = strdup(path);
+        p->key = strdup(key);
+    }
+    if (p && p->path && p->key && clRetainProgram(prog) == CL_SUCCESS) {
+        pthread_mutex_lock(&pending_lock);
+        p->next = pending;
+        pending = p;
+        pthread_mutex_unlock(&pending_lock);
+        return;
+    }
+    if (p) {
+        free(p->path);
+        free(p->key);
+        free(p);
+    }
+    store(prog, path, key);
+}
+
+/* Builds prog from a validated binary; NULL when the driver refuses it. */
+static cl_program from_binary(cl_dev *d, const unsigned char *payload, size_t len, const char *opts,
+                              const char **why)
+{
+    cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithBinary(d->ctx, 1, &d->id, &len, &payload, &bin_status, &err);
+    if (!prog || err != CL_SUCCESS || bin_status != CL_SUCCESS) {
+        *why = "the driver does not accept the binary";
+        if (prog)
+            clReleaseProgram(prog);
+        return NULL;
+    }
+    if (clBuildProgram(prog, 1, &d->id, opts, NULL, NULL) != CL_SUCCESS) {
+        *why = "building the binary failed";
+        clReleaseProgram(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+static pdnn_status from_source(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
+                               const char *opts, const char *what, cl_program *out)
+{
+    cl_int err = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithSource(d->ctx, n, (const char **)texts, lens, &err);
+    if (!prog) {
+        char call[160];
+        snprintf(call, sizeof call, "clCreateProgramWithSource(%s)", what);
+        return pdnn__cl_fail(call, err);
+    }
+    err = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[4096] = "";
+        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        log[sizeof log - 1] = '\0';
+        clReleaseProgram(prog);
+        const char *dir = getenv("POLYDNN_KERNEL_DIR");
+        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s%s:\n%s", what, opts,
+                           pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "", log);
+    }
+    *out = prog;
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn__cl_program_cached(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
+                                    const char *opts, const char *what, cl_program *out)
+{
+    const int setting = pdnn__program_cache_setting();
+    if (setting <= 0) {
+        if (setting < 0) /* set to something invalid after the context was created */
+            pdnn__debug("OpenCL program cache: POLYDNN_PROGRAM_CACHE='%s' is invalid; the cache is off",
+                        getenv("POLYDNN_PROGRAM_CACHE"));
+        return from_source(d, texts, lens, n, opts, what, out);
+    }
+    char *key = make_key(d, texts, lens, n, opts);
+    char path[4200];
+    if (!key || make_path(path, sizeof path, what, key) != 0) {
+        free(key);
+        pdnn__debug("OpenCL program cache: no cache directory (set POLYDNN_CACHE_DIR or HOME); building %s",
+                    what);
+        return from_source(d, texts, lens, n, opts, what, out);
+    }
+    unsigned char *payload = NULL;
+    size_t len = 0;
+    const char *why = NULL;
+    const int found = load(path, key, &payload, &len, &why);
+    cl_program prog = found > 0 ? from_binary(d, payload, len, opts, &why) : NULL;
+    free(payload);
+    if (prog) {
+        free(key);
+        atomic_fetch_add(&hits, 1);
+        pdnn__debug("OpenCL program cache: loaded %s from %s", what, path);
+        *out = prog;
+        return PDNN_SUCCESS;
+    }
+    atomic_fetch_add(&misses, 1);
+    if (found) {
+        /* Never trusted in part: the file is rebuilt and overwritten. */
+        atomic_fetch_add(&rejected, 1);
+        fprintf(stderr, "polydnn: warning: ignoring the cached OpenCL program %s: %s; rebuilding it\n", path,
+                why);
+    } else {
+        pdnn__debug("OpenCL program cache: %s is not cached (%s); building it from source", what, path);
+    }
+    pdnn_status st = from_source(d, texts, lens, n, opts, what, out);
+    if (st == PDNN_SUCCESS)
+        store_later(d, *out, path, key);
+    free(key);
+    return st;
+}
