@@ -179,6 +179,11 @@ const char *pdnn__opencl_last_tiled(void);
  * forcing one for every tiled conv where it applies (unknown: none). */
 int pdnn__opencl_tiled_configs(int (*out)[2], int max);
 void pdnn__opencl_force_tiled(int tq, int kb);
+/* The same for gemm_1x1: its configurations ({vw, kb, pt}), forcing one,
+ * and the one this thread's last gemm_1x1 conv ran ("vw=16 kb=1 pt=6"). */
+int pdnn__opencl_gemm1x1_configs(int (*out)[3], int max);
+void pdnn__opencl_force_gemm1x1(int vw, int kb, int pt);
+const char *pdnn__opencl_last_gemm1x1(void);
 #endif
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and

@@ -257,6 +257,16 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
     memset(&block, 0, sizeof block);
     if (want != PDNN_CONV_ALGO_AUTO) {
         size_t ws = workspace_of(dev, c, want);
+        if (ws == SIZE_MAX && want == PDNN_CONV_ALGO_GEMM_1X1)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "conv2d: algorithm gemm_1x1 does not run this convolution on %s (%s backend): it "
+                               "runs only 1x1 filters without padding (every output pixel on an input pixel), "
+                               "groups == 1 or a multiple of 4 output channels per group; this one has a "
+                               "%lldx%lld filter, padding top/left %d,%d, %lldx%lld -> %lldx%lld, stride %d,%d, "
+                               "groups %lld; use PDNN_CONV_ALGO_AUTO",
+                               dev->name, dev->backend->name, (long long)c->r, (long long)c->s, c->pad_top,
+                               c->pad_left, (long long)c->h, (long long)c->w, (long long)c->p, (long long)c->q,
+                               c->stride_h, c->stride_w, (long long)c->groups);
         if (ws == SIZE_MAX)
             return pdnn__error(PDNN_ERR_UNSUPPORTED,
                                "conv2d: algorithm %s is not available on %s (%s backend); use "

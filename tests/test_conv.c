@@ -12,6 +12,8 @@
 
 /* The algorithm the accelerator runs; the host reference is always direct. */
 static pdnn_conv_algo accel_algo = PDNN_CONV_ALGO_DIRECT;
+/* Cases the accelerators ran with accel_algo (skipped ones not counted). */
+static int accel_runs = 0;
 
 typedef struct conv_case {
     int64_t n, c, h, w, k, r, s;
@@ -131,16 +133,28 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
      * unsupported (checked in tiled_claims_what_it_runs). */
     if (accel_algo == PDNN_CONV_ALGO_TILED && k->groups != 1 && (k->k / k->groups) % 16 != 0)
         ndev = 0;
+    /* gemm_1x1 claims 1x1 filters that read no padding, ungrouped or with
+     * a multiple of 4 output channels per group (its narrowest channel
+     * block); it reports others unsupported (gemm_1x1_refuses_...). */
+    if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 &&
+        (k->r != 1 || k->s != 1 || k->pt != 0 || k->pl != 0 || (od[2] - 1) * k->sh >= k->h ||
+         (od[3] - 1) * k->sw >= k->w || (k->groups != 1 && (k->k / k->groups) % 4 != 0)))
+        ndev = 0;
     /* tiled runs every configuration the tuner may pick (tq x kb). */
     int cfg[16][2] = {{0, 0}};
     int ncfg = 1;
+    /* gemm_1x1 likewise runs each of its tile configurations (vw x kb x pt). */
+    int g1cfg[16][3] = {{0, 0, 0}};
 #ifdef PDNN_HAVE_OPENCL
     if (accel_algo == PDNN_CONV_ALGO_TILED)
         ncfg = pdnn__opencl_tiled_configs(cfg, 16);
+    if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
+        ncfg = pdnn__opencl_gemm1x1_configs(g1cfg, 16);
 #endif
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
+        accel_runs++;
         for (int ci = 0; ci < ncfg; ci++) {
             char where[160];
             snprintf(where, sizeof where, "%s with %s (tq=%d kb=%d)", info.name, pdnn_conv_algo_name(accel_algo),
@@ -149,10 +163,23 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
             run_algo = accel_algo;
 #ifdef PDNN_HAVE_OPENCL
             pdnn__opencl_force_tiled(cfg[ci][0], cfg[ci][1]);
+            pdnn__opencl_force_gemm1x1(g1cfg[ci][0], g1cfg[ci][1], g1cfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
+                snprintf(where, sizeof where, "%s with gemm_1x1 (vw=%d kb=%d pt=%d)", info.name, g1cfg[ci][0],
+                         g1cfg[ci][1], g1cfg[ci][2]);
 #endif
             float *got = run_case(devs[i], k, x, w, b, od2);
 #ifdef PDNN_HAVE_OPENCL
             pdnn__opencl_force_tiled(0, 0);
+            pdnn__opencl_force_gemm1x1(0, 0, 0);
+            /* A gemm_1x1 configuration runs wherever its channel block
+             * (vw * kb) fits a group. */
+            char ran1[48];
+            snprintf(ran1, sizeof ran1, "vw=%d kb=%d pt=%d", g1cfg[ci][0], g1cfg[ci][1], g1cfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(info.backend, "opencl") == 0 &&
+                (k->groups == 1 || (k->k / k->groups) % (g1cfg[ci][0] * g1cfg[ci][1]) == 0))
+                cr_assert_str_eq(pdnn__opencl_last_gemm1x1(), ran1, "%s: ran %s", name,
+                                 pdnn__opencl_last_gemm1x1());
             char ran[48];
             snprintf(ran, sizeof ran, "tq=%d kb=%d", cfg[ci][0], cfg[ci][1]);
             /* A configuration runs wherever its channel block fits a group. */
@@ -421,7 +448,51 @@ static void with_algo(pdnn_conv_algo algo, void (*body)(void))
             cr_skip_test("im2col_gemm is not built here (no CLBlast)");
         cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
     }
+    accel_runs = 0;
     body();
+    /* An algorithm that claims shapes must have run some of each body's:
+     * a parity test that skipped everything would prove nothing. */
+    int ndev = 0;
+    pdnn_device *devs[8];
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_context_destroy(ctx);
+    if (ndev > 0)
+        cr_assert_gt(accel_runs, 0, "%s ran none of the shapes", pdnn_conv_algo_name(algo));
+}
+
+/* 1x1 convolutions for gemm_1x1's tiles and tails: K and C of 1, 3, 5,
+ * 17 and 33 (not multiples of any channel block), 1x1 images, batch 1
+ * and 17, pixel counts that are not multiples of any tile, stride 2 and
+ * implied bottom/right padding that stride 2 leaves unread, groups, every
+ * layout. */
+static void gemm_1x1_shapes(void)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const conv_case shapes[] = {
+        /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 33, 7, 7, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 5, 3, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 17, 13, 11, 64, 1, 1, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 64, 9, 9, 3, 1, 1, 2, 2, 1, 1, 0, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int a = 0; a < 2; a++)
+            for (int f = 0; f < 3; f++)
+                for (int o = 0; o < 2; o++) {
+                    conv_case k = shapes[si];
+                    k.xl = act_layouts[a];
+                    k.wl = filt_layouts[f];
+                    k.yl = act_layouts[o];
+                    check_case(ctx, devs, ndev, &k, (uint32_t)(7000 + si * 100 + (size_t)a * 10 + (size_t)f));
+                }
+    pdnn_context_destroy(ctx);
 }
 
 Test(conv_parity, every_layout_combination_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, every_layout_combination); }
@@ -433,6 +504,50 @@ Test(conv_parity, sampled_grid_im2col_gemm) { with_algo(PDNN_CONV_ALGO_IM2COL_GE
 Test(conv_parity, every_layout_combination_tiled) { with_algo(PDNN_CONV_ALGO_TILED, every_layout_combination); }
 Test(conv_parity, edge_shapes_tiled) { with_algo(PDNN_CONV_ALGO_TILED, edge_shapes); }
 Test(conv_parity, sampled_grid_tiled) { with_algo(PDNN_CONV_ALGO_TILED, sampled_grid); }
+Test(conv_parity, every_layout_combination_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, every_layout_combination); }
+Test(conv_parity, edge_shapes_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, edge_shapes); }
+Test(conv_parity, sampled_grid_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, sampled_grid); }
+Test(conv_parity, gemm_1x1_shapes_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, gemm_1x1_shapes); }
+Test(conv_parity, gemm_1x1_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, gemm_1x1_shapes); }
+
+/* gemm_1x1 refuses what it cannot run (a 3x3 filter, padding, groups of 2
+ * output channels) with PDNN_ERR_UNSUPPORTED and a message saying why,
+ * and AUTO still runs those shapes. */
+Test(conv_parity, gemm_1x1_refuses_other_shapes)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    /* C, K, R, pad, groups */
+    const int64_t shapes[][5] = {{8, 8, 3, 1, 1}, {8, 8, 3, 0, 1}, {8, 8, 1, 1, 1}, {8, 4, 1, 0, 2}};
+    for (int i = 0; i < ndev; i++) {
+        for (int si = 0; si < 4; si++) {
+            const int64_t C = shapes[si][0], K = shapes[si][1], R = shapes[si][2], G = shapes[si][4];
+            const int pad = (int)shapes[si][3];
+            pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, C, 6, 6), wd = th_desc(PDNN_OIHW, K, C / G, R, R);
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.groups = (int)G;
+            p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
+            int64_t od[4];
+            cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS);
+            pdnn_tensor_desc yd = th_desc(PDNN_NCHW, od[0], od[1], od[2], od[3]);
+            pdnn_tensor *x = th_upload(devs[i], &xd, NULL), *w = th_upload(devs[i], &wd, NULL);
+            pdnn_tensor *y = th_upload(devs[i], &yd, NULL);
+            p.algorithm = PDNN_CONV_ALGO_GEMM_1X1;
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_ERR_UNSUPPORTED, "shape %d ran", si);
+            cr_assert(strstr(pdnn_last_error(), "gemm_1x1") && strstr(pdnn_last_error(), "1x1 filters"),
+                      "unclear message: %s", pdnn_last_error());
+            p.algorithm = PDNN_CONV_ALGO_AUTO;
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+            cr_assert_neq(pdnn_conv2d_last_algorithm(), PDNN_CONV_ALGO_GEMM_1X1);
+            pdnn_tensor_release(x);
+            pdnn_tensor_release(w);
+            pdnn_tensor_release(y);
+        }
+    }
+    pdnn_context_destroy(ctx);
+}
 
 /* tiled on grouped convolutions: 16-channel groups run, others are
  * refused with PDNN_ERR_UNSUPPORTED, and AUTO still runs them. */

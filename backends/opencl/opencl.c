@@ -102,6 +102,7 @@ static void dev_free(cl_dev *d)
         if (d->tiled_prog[i])
             clReleaseProgram(d->tiled_prog[i]);
     }
+    pdnn__cl_gemm1x1_release(d);
     for (int i = 0; i < CL_SLOT_COUNT; i++) {
         for (int j = 0; j < CL_SLOT_KERNELS; j++)
             if (d->slot_kernels[i][j])
@@ -156,6 +157,7 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
      * frequent pick over ResNet-50 on PoCL (bench/results-conv.md); on
      * GPUs the smallest tile, which keeps the most work-items resident. */
     d->tiled_default = (type & CL_DEVICE_TYPE_CPU) ? 2 : 1;
+    pdnn__cl_gemm1x1_init(d);
     *out = d;
     return PDNN_SUCCESS;
 }
@@ -898,6 +900,8 @@ static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_co
 {
     if (algo == PDNN_CONV_ALGO_DIRECT)
         return 0;
+    if (algo == PDNN_CONV_ALGO_GEMM_1X1)
+        return pdnn__cl_gemm1x1_workspace(dev, c);
     if (algo == PDNN_CONV_ALGO_TILED) {
         cl_dev *d = dev;
         int search = 0;
@@ -1023,6 +1027,8 @@ static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
     if (st == PDNN_SUCCESS) {
         if (c->algo == PDNN_CONV_ALGO_TILED)
             st = conv_tiled(d, c);
+        else if (c->algo == PDNN_CONV_ALGO_GEMM_1X1)
+            st = pdnn__cl_gemm1x1(d, c);
 #ifdef PDNN_HAVE_CLBLAST
         else if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
             st = conv_im2col_gemm(d, c);
