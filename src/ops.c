@@ -246,7 +246,8 @@ static pdnn_status run_with(pdnn_device *dev, pdnn_conv_algo algo, size_t ws, pd
 }
 
 /* AUTO prefers the vendor library's choice (cuDNN) where a backend has
- * one, then the register-tiled kernel, then im2col + GEMM for ungrouped
+ * one, then the 1x1 GEMM for the ungrouped 1x1 shapes it claims, then the
+ * register-tiled kernel, then im2col + GEMM for ungrouped
  * convolutions (the GEMM library is
  * far faster than the direct kernel), each only when its workspace fits in
  * what the device's limit leaves; otherwise, or for grouped convolutions
@@ -280,12 +281,15 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
         return run_with(dev, want, ws, c, &block);
     }
     /* Fastest first, measured on PoCL for ResNet-50's layers (bench/):
-     * tiled 3-4x im2col + CLBlast, which is 3-4x direct. */
-    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_TILED,
+     * tiled 3-4x im2col + CLBlast, which is 3-4x direct. gemm_1x1 goes
+     * before tiled for the ungrouped 1x1 convolutions it claims: it was
+     * 2-10x tiled on every 1x1 layer of ResNet-50 (batch 1 and 8, NCHW
+     * and NHWC; bench/results-conv.md); grouped ones were not measured. */
+    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_TILED,
                                            PDNN_CONV_ALGO_IM2COL_GEMM};
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < 4; a++) {
         pdnn_conv_algo algo = order[a];
-        if (algo == PDNN_CONV_ALGO_IM2COL_GEMM && c->groups != 1)
+        if ((algo == PDNN_CONV_ALGO_IM2COL_GEMM || algo == PDNN_CONV_ALGO_GEMM_1X1) && c->groups != 1)
             continue;
         size_t ws = workspace_of(dev, c, algo);
         if (ws == SIZE_MAX)
