@@ -15,12 +15,13 @@
  * 6x16 micro-kernel (12 ymm accumulators, 2 for the filter, 1 for the
  * broadcast); {16, 2, 6} and {16, 1, 12} fill AVX-512's 32 registers;
  * {8, 1, 12} and {16, 1, 4} trade accumulators for more work-items; the
- * small {4, 1, 8} keeps GPU register use low. */
+ * small {4, 1, 8} keeps GPU register use low; {16, 2, 7} divides every
+ * ResNet image (7x7 .. 56x56) into whole tiles. */
 typedef struct g1_cfg {
     int vw, kb, pt;
 } g1_cfg;
 static const g1_cfg g1_cands[N_GEMM1X1] = {{16, 1, 6}, {8, 1, 12}, {16, 1, 4}, {16, 1, 8},
-                                           {16, 2, 6}, {16, 1, 12}, {4, 1, 8}};
+                                           {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}};
 
 static int64_t g1_kt(int i) { return (int64_t)g1_cands[i].vw * g1_cands[i].kb; }
 static int64_t g1_kp(const pdnn__conv2d_call *c, int i) { return (c->k + g1_kt(i) - 1) / g1_kt(i) * g1_kt(i); }

@@ -24,7 +24,7 @@ enum kernel_id {
 #define N_TILED 9
 
 /* Number of gemm_1x1 configurations (g1_cands in cl_gemm_1x1.c). */
-#define N_GEMM1X1 7
+#define N_GEMM1X1 8
 
 /* Programs of the algorithms in files of their own, built on first use:
  * one program and up to CL_SLOT_KERNELS kernels each. */
