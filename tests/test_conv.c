@@ -648,3 +648,65 @@ Test(conv_parity, writes_stay_inside_the_output)
     }
     pdnn_context_destroy(ctx);
 }
+
+/* gemm_1x1 writes nothing past its output in any configuration or
+ * layout: partial pixel tiles and channel blocks (K = 20, 3 x 9 x 13
+ * pixels) are where its stores are masked. */
+Test(conv_parity, gemm_1x1_writes_stay_inside_the_output)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    int cfg[16][3] = {{0, 0, 0}};
+    int ncfg = 1;
+#ifdef PDNN_HAVE_OPENCL
+    ncfg = pdnn__opencl_gemm1x1_configs(cfg, 16);
+#endif
+    int ran = 0;
+    for (int i = 0; i < ndev; i++) {
+        for (int ci = 0; ci < ncfg; ci++) {
+            for (int li = 0; li < 2; li++) {
+                pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
+                pdnn_tensor_desc xd = th_desc(l, 3, 5, 9, 13), wd = th_desc(li ? PDNN_HWIO : PDNN_OIHW, 20, 5, 1, 1);
+                pdnn_tensor_desc yd = th_desc(l, 3, 20, 9, 13), gd = th_desc(PDNN_NCHW, 1, 1, 64, 64);
+                float xv[3 * 5 * 9 * 13], wv[20 * 5], gv[4096];
+                th_fill(xv, 3 * 5 * 9 * 13, 1);
+                th_fill(wv, 20 * 5, 2);
+                for (int g = 0; g < 4096; g++)
+                    gv[g] = 7.0f;
+                pdnn_tensor *x = th_upload(devs[i], &xd, xv), *w = th_upload(devs[i], &wd, wv);
+                pdnn_tensor *y = th_upload(devs[i], &yd, NULL), *guard = th_upload(devs[i], &gd, gv);
+                pdnn_conv2d_params p;
+                pdnn_conv2d_params_init(&p);
+                p.relu = 1;
+                p.algorithm = PDNN_CONV_ALGO_GEMM_1X1;
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_gemm1x1(cfg[ci][0], cfg[ci][1], cfg[ci][2]);
+#endif
+                pdnn_status st = pdnn_conv2d_forward(&p, x, w, NULL, y);
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_gemm1x1(0, 0, 0);
+#endif
+                cr_assert(st == PDNN_SUCCESS || st == PDNN_ERR_UNSUPPORTED, "%s", pdnn_last_error());
+                ran += st == PDNN_SUCCESS;
+                float *after = th_download(guard);
+                for (int g = 0; g < 4096; g++)
+                    cr_assert_eq(after[g], 7.0f, "gemm_1x1 config %d %s: guard element %d overwritten", ci,
+                                 pdnn_layout_name(l), g);
+                free(after);
+                pdnn_tensor_release(x);
+                pdnn_tensor_release(w);
+                pdnn_tensor_release(y);
+                pdnn_tensor_release(guard);
+            }
+        }
+    }
+    /* Wherever an OpenCL device exists, gemm_1x1 runs this shape. */
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") == 0)
+            cr_assert_gt(ran, 0, "gemm_1x1 ran none of the guard cases");
+    }
+    pdnn_context_destroy(ctx);
+}
