@@ -161,3 +161,84 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
         }
     }
 }
+
+/* The same GEMM with the register tile transposed, for NCHW input and
+ * output (pixels contiguous, stride 1, groups 1): a work-item holds PT
+ * output channels (rows of y) by KB vectors of VW pixels of one image.
+ * Per input channel it loads KB pixel vectors and broadcasts PT filter
+ * values read in place (any filter layout: no packing, no workspace), and
+ * its output rows are whole vector stores, where the kernel above would
+ * scatter KT channels per pixel into KT pages. A partial last tile of an
+ * image is moved back to end at the image's end (the host requires
+ * P*Q >= KB*VW): it recomputes and rewrites a few pixels with the same
+ * values instead of masking. Work-items sweep SPAN tiles with the same
+ * filter rows, as above. */
+#define TW (KB * VW)
+__kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
+                                   __global const float *w, long w_off,
+                                   __global const float *bias, long b_off,
+                                   __global float *y, long y_off,
+                                   long4 xs, long4 ys,
+                                   int4 dims, /* N, P*Q, tiles per image, K */
+                                   int4 misc, /* C, span (tiles per work-item), has bias, relu */
+                                   long2 ws)  /* filter element strides of k and c */
+{
+    const int k0 = (int)get_global_id(0) * PT;
+    const int K = dims.s3, PQ = dims.s1, TPI = dims.s2, C = misc.s0;
+    const long ntiles = (long)dims.s0 * TPI;
+    const long t0 = (long)get_global_id(1) * misc.s1;
+    if (k0 >= K || t0 >= ntiles)
+        return;
+    const long tend = t0 + misc.s1 < ntiles ? t0 + misc.s1 : ntiles;
+    const long wc = ws.s1, xc = xs.s1;
+    float bb[PT];
+#pragma unroll
+    for (int r = 0; r < PT; r++)
+        bb[r] = misc.s2 && k0 + r < K ? bias[b_off + k0 + r] : 0.0f;
+    for (long t = t0; t < tend; t++) {
+        const long n = t / TPI;
+        int pix0 = (int)(t % TPI) * TW;
+        if (pix0 + TW > PQ)
+            pix0 = PQ - TW;
+        __global const float *xp = x + x_off + n * xs.s0 + pix0;
+        /* Rows past K read row K-1 and are not stored. */
+        __global const float *wr[PT];
+#pragma unroll
+        for (int r = 0; r < PT; r++)
+            wr[r] = w + w_off + (long)(k0 + r < K ? k0 + r : K - 1) * ws.s0;
+        vec_t acc[PT][KB];
+#pragma unroll
+        for (int r = 0; r < PT; r++)
+#pragma unroll
+            for (int b = 0; b < KB; b++)
+                acc[r][b] = (vec_t)(0.0f);
+        for (int c = 0; c < C; c++) {
+            vec_t xv[KB];
+#pragma unroll
+            for (int b = 0; b < KB; b++)
+                xv[b] = VLOAD(b, xp);
+            xp += xc;
+#pragma unroll
+            for (int r = 0; r < PT; r++) {
+                const vec_t wv = (vec_t)(*wr[r]);
+                wr[r] += wc;
+#pragma unroll
+                for (int b = 0; b < KB; b++)
+                    acc[r][b] = fma(wv, xv[b], acc[r][b]);
+            }
+        }
+        __global float *yp = y + y_off + n * ys.s0 + pix0;
+#pragma unroll
+        for (int r = 0; r < PT; r++) {
+            if (k0 + r >= K)
+                continue;
+#pragma unroll
+            for (int b = 0; b < KB; b++) {
+                vec_t v = acc[r][b] + (vec_t)(bb[r]);
+                if (misc.s3)
+                    v = fmax(v, (vec_t)(0.0f));
+                VSTORE(v, b, yp + (long)(k0 + r) * ys.s1);
+            }
+        }
+    }
+}

@@ -14,6 +14,8 @@
 static pdnn_conv_algo accel_algo = PDNN_CONV_ALGO_DIRECT;
 /* Cases the accelerators ran with accel_algo (skipped ones not counted). */
 static int accel_runs = 0;
+/* gemm_1x1 runs on OpenCL by its kernel: NCHW rows, or pixel tiles. */
+static int g1_rows_runs = 0, g1_tiles_runs = 0;
 
 typedef struct conv_case {
     int64_t n, c, h, w, k, r, s;
@@ -176,10 +178,23 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
              * (vw * kb) fits a group. */
             char ran1[48];
             snprintf(ran1, sizeof ran1, "vw=%d kb=%d pt=%d", g1cfg[ci][0], g1cfg[ci][1], g1cfg[ci][2]);
-            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(info.backend, "opencl") == 0 &&
-                (k->groups == 1 || (k->k / k->groups) % (g1cfg[ci][0] * g1cfg[ci][1]) == 0))
+            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(info.backend, "opencl") == 0 && g1cfg[ci][0] > 0 &&
+                g1cfg[ci][1] > 0 && (k->groups == 1 || (k->k / k->groups) % (g1cfg[ci][0] * g1cfg[ci][1]) == 0))
                 cr_assert_str_eq(pdnn__opencl_last_gemm1x1(), ran1, "%s: ran %s", name,
                                  pdnn__opencl_last_gemm1x1());
+            /* The rows kernel takes NCHW in and out (or NHWC with one
+             * channel, the same strides) at stride 1, ungrouped, images of
+             * at least 784 pixels and C <= 256 (where it is faster); tiles
+             * the rest. */
+            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(info.backend, "opencl") == 0) {
+                const int rows = (k->xl == PDNN_NCHW || k->c == 1) && (k->yl == PDNN_NCHW || k->k == 1) &&
+                                 k->sh == 1 && k->sw == 1 &&
+                                 k->groups == 1 && od2[2] * od2[3] >= g1cfg[ci][0] * g1cfg[ci][1] &&
+                                 od2[2] * od2[3] >= 784 && k->c <= 256;
+                cr_assert_str_eq(pdnn__opencl_last_gemm1x1_kernel(), rows ? "rows" : "tiles", "%s (%s)", name, ran1);
+                g1_rows_runs += rows;
+                g1_tiles_runs += !rows;
+            }
             char ran[48];
             snprintf(ran, sizeof ran, "tq=%d kb=%d", cfg[ci][0], cfg[ci][1]);
             /* A configuration runs wherever its channel block fits a group. */
@@ -463,8 +478,8 @@ static void with_algo(pdnn_conv_algo algo, void (*body)(void))
 /* 1x1 convolutions for gemm_1x1's tiles and tails: K and C of 1, 3, 5,
  * 17 and 33 (not multiples of any channel block), 1x1 images, batch 1
  * and 17, pixel counts that are not multiples of any tile, stride 2 and
- * implied bottom/right padding that stride 2 leaves unread, groups, every
- * layout. */
+ * implied bottom/right padding that stride 2 leaves unread, groups, an
+ * image large enough for the NCHW rows kernel, every layout. */
 static void gemm_1x1_shapes(void)
 {
     pdnn_device *devs[8];
@@ -481,6 +496,9 @@ static void gemm_1x1_shapes(void)
         {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        /* 899 pixels, not a multiple of any pixel tile: the rows kernel's
+         * overlapping last tile, over two images. */
+        {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
     };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
         for (int a = 0; a < 2; a++)
@@ -507,7 +525,23 @@ Test(conv_parity, sampled_grid_tiled) { with_algo(PDNN_CONV_ALGO_TILED, sampled_
 Test(conv_parity, every_layout_combination_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, every_layout_combination); }
 Test(conv_parity, edge_shapes_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, edge_shapes); }
 Test(conv_parity, sampled_grid_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, sampled_grid); }
-Test(conv_parity, gemm_1x1_shapes_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, gemm_1x1_shapes); }
+Test(conv_parity, gemm_1x1_shapes_gemm_1x1)
+{
+    g1_rows_runs = g1_tiles_runs = 0;
+    with_algo(PDNN_CONV_ALGO_GEMM_1X1, gemm_1x1_shapes);
+    pdnn_device *devs[8];
+    int ndev = 0;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") == 0) {
+            cr_assert_gt(g1_rows_runs, 0, "the rows kernel never ran");
+            cr_assert_gt(g1_tiles_runs, 0, "the tiles kernel never ran");
+        }
+    }
+    pdnn_context_destroy(ctx);
+}
 Test(conv_parity, gemm_1x1_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, gemm_1x1_shapes); }
 
 /* gemm_1x1 refuses what it cannot run (a 3x3 filter, padding, groups of 2

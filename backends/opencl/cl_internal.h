@@ -54,7 +54,7 @@ typedef struct cl_dev {
      * units, which size its work split) and g1_default (the untuned
      * configuration) are set by pdnn__cl_gemm1x1_init when the device opens. */
     cl_program g1_prog[N_GEMM1X1];
-    cl_kernel g1_pack[N_GEMM1X1], g1_conv[N_GEMM1X1];
+    cl_kernel g1_pack[N_GEMM1X1], g1_conv[N_GEMM1X1], g1_rows[N_GEMM1X1];
     cl_uint cu;
     int g1_default;
 } cl_dev;
