@@ -283,7 +283,7 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
     /* Fastest first, measured on PoCL for ResNet-50's layers (bench/):
      * tiled 3-4x im2col + CLBlast, which is 3-4x direct. gemm_1x1 goes
      * before tiled for the ungrouped 1x1 convolutions it claims: it was
-     * 2-10x tiled on every 1x1 layer of ResNet-50 (batch 1 and 8, NCHW
+     * 2-7x tiled on every 1x1 layer of ResNet-50 (batch 1 and 8, NCHW
      * and NHWC; bench/results-conv.md); grouped ones were not measured. */
     static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_TILED,
                                            PDNN_CONV_ALGO_IM2COL_GEMM};
