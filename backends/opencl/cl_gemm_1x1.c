@@ -110,7 +110,7 @@ void pdnn__cl_gemm1x1_init(cl_dev *d)
         vw = 0;
     d->cu = cu;
     /* CPUs: the 6x32 tile where PoCL reports 16-float vectors (AVX-512:
-     * 12 of 32 zmm registers accumulate; 2.2x {16, 1, 6} on res5 at batch
+     * 12 of 32 zmm registers accumulate; 1.6-1.8x {16, 1, 6} on res5 at batch
      * 1 on an AVX-512 EPYC), else AVX2's 6x16. GPUs: the small tile, which
      * keeps more work-items resident. */
     d->g1_default = (d->type & CL_DEVICE_TYPE_CPU) ? (vw >= 16 ? 4 : 0) : 6;
