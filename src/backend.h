@@ -192,6 +192,13 @@ typedef struct pdnn__program_cache_stats {
     long hits, misses, stores, rejected;
 } pdnn__program_cache_stats;
 void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
+/* The same for gemm_1x1: its configurations ({vw, kb, pt}), forcing one,
+ * and the one this thread's last gemm_1x1 conv ran ("vw=16 kb=1 pt=6"). */
+int pdnn__opencl_gemm1x1_configs(int (*out)[3], int max);
+void pdnn__opencl_force_gemm1x1(int vw, int kb, int pt);
+const char *pdnn__opencl_last_gemm1x1(void);
+/* Which gemm_1x1 kernel that was: "rows" (NCHW in and out) or "tiles". */
+const char *pdnn__opencl_last_gemm1x1_kernel(void);
 #endif
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and

@@ -437,7 +437,8 @@ static int run_found(pdnn_device *dev, pdnn__conv2d_call *c, pdnn_status *st)
 }
 
 /* AUTO prefers the vendor library's choice (cuDNN) where a backend has
- * one, then Winograd (3x3 stride-1 layers with enough tiles), then the
+ * one, then the 1x1 GEMM for the ungrouped 1x1 shapes it claims, then
+ * Winograd (3x3 stride-1 layers with enough tiles), then the
  * register-tiled kernel, then im2col + GEMM for ungrouped
  * convolutions (the GEMM library is
  * far faster than the direct kernel), each only when its workspace fits in
@@ -452,6 +453,16 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
          * only") as the last error; start from none. */
         pdnn__error(PDNN_SUCCESS, "%s", "");
         size_t ws = workspace_of(dev, c, want);
+        if (ws == SIZE_MAX && want == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(dev->backend->name, "opencl") == 0)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "conv2d: algorithm gemm_1x1 does not run this convolution on %s (%s backend): it "
+                               "runs only 1x1 filters without padding (every output pixel on an input pixel), "
+                               "groups == 1 or a multiple of 4 output channels per group; this one has a "
+                               "%lldx%lld filter, padding top/left %d,%d, %lldx%lld -> %lldx%lld, stride %d,%d, "
+                               "groups %lld; use PDNN_CONV_ALGO_AUTO",
+                               dev->name, dev->backend->name, (long long)c->r, (long long)c->s, c->pad_top,
+                               c->pad_left, (long long)c->h, (long long)c->w, (long long)c->p, (long long)c->q,
+                               c->stride_h, c->stride_w, (long long)c->groups);
         if (ws == SIZE_MAX) {
             char why[512];
             snprintf(why, sizeof why, "%s", pdnn_last_error());
@@ -471,15 +482,18 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
     if (c->tuning != PDNN_TUNING_OFF && run_found(dev, c, &found))
         return found;
     /* Fastest first, measured on PoCL for ResNet-50's layers (bench/):
-     * tiled 3-4x im2col + CLBlast, which is 3-4x direct; winograd 1.5-3x
-     * tiled on the 3x3 stride-1 layers, except where there are few 4x4
-     * output tiles (7x7 and 14x14 images at batch 1), where transforming
-     * the filter (36/9 of its size) costs more than it saves. */
-    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_WINOGRAD, PDNN_CONV_ALGO_TILED,
-                                           PDNN_CONV_ALGO_IM2COL_GEMM};
-    for (int a = 0; a < 4; a++) {
+     * tiled 3-4x im2col + CLBlast, which is 3-4x direct; gemm_1x1 2-7x
+     * tiled on every 1x1 layer of ResNet-50 (batch 1 and 8, NCHW and
+     * NHWC; bench/results-conv.md), ungrouped only (grouped ones were not
+     * measured); winograd 1.5-3x tiled on the 3x3 stride-1 layers, except
+     * where there are few 4x4 output tiles (7x7 and 14x14 images at batch
+     * 1), where transforming the filter (36/9 of its size) costs more
+     * than it saves. */
+    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_WINOGRAD,
+                                           PDNN_CONV_ALGO_TILED, PDNN_CONV_ALGO_IM2COL_GEMM};
+    for (int a = 0; a < (int)(sizeof order / sizeof order[0]); a++) {
         pdnn_conv_algo algo = order[a];
-        if (algo == PDNN_CONV_ALGO_IM2COL_GEMM && c->groups != 1)
+        if ((algo == PDNN_CONV_ALGO_IM2COL_GEMM || algo == PDNN_CONV_ALGO_GEMM_1X1) && c->groups != 1)
             continue;
         /* Only where measured faster: ResNet-50's channel counts, and
          * at least 32 tiles in the batch. */

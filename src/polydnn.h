@@ -329,7 +329,12 @@ typedef enum pdnn_conv_algo {
     PDNN_CONV_ALGO_DEPTHWISE = 6,   /* one filter per input channel
                                      * (groups == C; OpenCL), no workspace */
     PDNN_CONV_ALGO_GEMM_1X1 = 7     /* 1x1 convolution as a GEMM on the
-                                     * tensors in place (OpenCL) */
+                                     * tensors in place (OpenCL): 1x1
+                                     * filters, no padding, any stride,
+                                     * groups 1 or 4k channels per group;
+                                     * workspace: the packed filter (none
+                                     * for HWIO); AUTO's first pick for
+                                     * ungrouped 1x1 on OpenCL */
 } pdnn_conv_algo;
 #define PDNN_CONV_ALGO_COUNT 8
 

@@ -12,6 +12,8 @@
 
 /* The algorithm the accelerator runs; the host reference is always direct. */
 static pdnn_conv_algo accel_algo = PDNN_CONV_ALGO_DIRECT;
+/* gemm_1x1 runs on OpenCL by its kernel: NCHW rows, or pixel tiles. */
+static int g1_rows_runs = 0, g1_tiles_runs = 0;
 
 typedef struct conv_case {
     int64_t n, c, h, w, k, r, s;
@@ -145,18 +147,30 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
      * reports others unsupported (checked in winograd_claims_what_it_runs). */
     if (accel_algo == PDNN_CONV_ALGO_WINOGRAD && !winograd_claims(k))
         ndev = 0;
+    /* gemm_1x1 claims 1x1 filters that read no padding, ungrouped or with
+     * a multiple of 4 output channels per group (its narrowest channel
+     * block); it reports others unsupported (gemm_1x1_refuses_...). */
+    if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 &&
+        (k->r != 1 || k->s != 1 || k->pt != 0 || k->pl != 0 || (od[2] - 1) * k->sh >= k->h ||
+         (od[3] - 1) * k->sw >= k->w || (k->groups != 1 && (k->k / k->groups) % 4 != 0)))
+        ndev = 0;
     /* tiled runs every configuration the tuner may pick (tq x kb). */
     int cfg[16][2] = {{0, 0}};
     int ncfg = 1;
+    /* gemm_1x1 likewise runs each of its tile configurations (vw x kb x pt). */
+    int g1cfg[16][3] = {{0, 0, 0}};
 #ifdef PDNN_HAVE_OPENCL
     if (accel_algo == PDNN_CONV_ALGO_TILED)
         ncfg = pdnn__opencl_tiled_configs(cfg, 16);
+    if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
+        ncfg = pdnn__opencl_gemm1x1_configs(g1cfg, 16);
 #endif
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
-        if (accel_algo == PDNN_CONV_ALGO_WINOGRAD && strcmp(info.backend, "opencl") != 0)
-            continue; /* only the OpenCL backend has winograd */
+        if ((accel_algo == PDNN_CONV_ALGO_WINOGRAD || accel_algo == PDNN_CONV_ALGO_GEMM_1X1) &&
+            strcmp(info.backend, "opencl") != 0)
+            continue; /* only the OpenCL backend has these */
         for (int ci = 0; ci < ncfg; ci++) {
             char where[160];
             snprintf(where, sizeof where, "%s with %s (tq=%d kb=%d)", info.name, pdnn_conv_algo_name(accel_algo),
@@ -165,10 +179,36 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
             run_algo = accel_algo;
 #ifdef PDNN_HAVE_OPENCL
             pdnn__opencl_force_tiled(cfg[ci][0], cfg[ci][1]);
+            pdnn__opencl_force_gemm1x1(g1cfg[ci][0], g1cfg[ci][1], g1cfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
+                snprintf(where, sizeof where, "%s with gemm_1x1 (vw=%d kb=%d pt=%d)", info.name, g1cfg[ci][0],
+                         g1cfg[ci][1], g1cfg[ci][2]);
 #endif
             float *got = run_case(devs[i], k, x, w, b, od2);
 #ifdef PDNN_HAVE_OPENCL
             pdnn__opencl_force_tiled(0, 0);
+            pdnn__opencl_force_gemm1x1(0, 0, 0);
+            /* A gemm_1x1 configuration runs wherever its channel block
+             * (vw * kb) fits a group. */
+            char ran1[48];
+            snprintf(ran1, sizeof ran1, "vw=%d kb=%d pt=%d", g1cfg[ci][0], g1cfg[ci][1], g1cfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(info.backend, "opencl") == 0 && g1cfg[ci][0] > 0 &&
+                g1cfg[ci][1] > 0 && (k->groups == 1 || (k->k / k->groups) % (g1cfg[ci][0] * g1cfg[ci][1]) == 0))
+                cr_assert_str_eq(pdnn__opencl_last_gemm1x1(), ran1, "%s: ran %s", name,
+                                 pdnn__opencl_last_gemm1x1());
+            /* The rows kernel takes NCHW in and out (or NHWC with one
+             * channel, the same strides) at stride 1, ungrouped, images of
+             * at least 784 pixels and C <= 256 (where it is faster); tiles
+             * the rest. */
+            if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(info.backend, "opencl") == 0) {
+                const int rows = (k->xl == PDNN_NCHW || k->c == 1) && (k->yl == PDNN_NCHW || k->k == 1) &&
+                                 k->sh == 1 && k->sw == 1 &&
+                                 k->groups == 1 && od2[2] * od2[3] >= g1cfg[ci][0] * g1cfg[ci][1] &&
+                                 od2[2] * od2[3] >= 784 && k->c <= 256;
+                cr_assert_str_eq(pdnn__opencl_last_gemm1x1_kernel(), rows ? "rows" : "tiles", "%s (%s)", name, ran1);
+                g1_rows_runs += rows;
+                g1_tiles_runs += !rows;
+            }
             char ran[48];
             snprintf(ran, sizeof ran, "tq=%d kb=%d", cfg[ci][0], cfg[ci][1]);
             /* A configuration runs wherever its channel block fits a group. */
@@ -452,9 +492,48 @@ static void with_algo(pdnn_conv_algo algo, void (*body)(void))
             cr_skip_test("im2col_gemm is not built here (no CLBlast)");
         cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
     }
+    accel_runs = 0;
     body();
     /* body skips when there is no accelerator, so it ran on one here. */
     cr_assert_gt(accel_runs, 0, "%s ran on no shape of this suite", pdnn_conv_algo_name(algo));
+}
+
+/* 1x1 convolutions for gemm_1x1's tiles and tails: K and C of 1, 3, 5,
+ * 17 and 33 (not multiples of any channel block), 1x1 images, batch 1
+ * and 17, pixel counts that are not multiples of any tile, stride 2 and
+ * implied bottom/right padding that stride 2 leaves unread, groups, an
+ * image large enough for the NCHW rows kernel, every layout. */
+static void gemm_1x1_shapes(void)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const conv_case shapes[] = {
+        /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 33, 7, 7, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 5, 3, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 17, 13, 11, 64, 1, 1, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 64, 9, 9, 3, 1, 1, 2, 2, 1, 1, 0, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        /* 899 pixels, not a multiple of any pixel tile: the rows kernel's
+         * overlapping last tile, over two images. */
+        {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int a = 0; a < 2; a++)
+            for (int f = 0; f < 3; f++)
+                for (int o = 0; o < 2; o++) {
+                    conv_case k = shapes[si];
+                    k.xl = act_layouts[a];
+                    k.wl = filt_layouts[f];
+                    k.yl = act_layouts[o];
+                    check_case(ctx, devs, ndev, &k, (uint32_t)(7000 + si * 100 + (size_t)a * 10 + (size_t)f));
+                }
+    pdnn_context_destroy(ctx);
 }
 
 Test(conv_parity, every_layout_combination_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, every_layout_combination); }
@@ -469,6 +548,66 @@ Test(conv_parity, sampled_grid_tiled) { with_algo(PDNN_CONV_ALGO_TILED, sampled_
 Test(conv_parity, every_layout_combination_winograd) { with_algo(PDNN_CONV_ALGO_WINOGRAD, every_layout_combination); }
 Test(conv_parity, edge_shapes_winograd) { with_algo(PDNN_CONV_ALGO_WINOGRAD, edge_shapes); }
 Test(conv_parity, sampled_grid_winograd) { with_algo(PDNN_CONV_ALGO_WINOGRAD, sampled_grid); }
+Test(conv_parity, every_layout_combination_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, every_layout_combination); }
+Test(conv_parity, edge_shapes_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, edge_shapes); }
+Test(conv_parity, sampled_grid_gemm_1x1) { with_algo(PDNN_CONV_ALGO_GEMM_1X1, sampled_grid); }
+Test(conv_parity, gemm_1x1_shapes_gemm_1x1)
+{
+    g1_rows_runs = g1_tiles_runs = 0;
+    with_algo(PDNN_CONV_ALGO_GEMM_1X1, gemm_1x1_shapes);
+    pdnn_device *devs[8];
+    int ndev = 0;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") == 0) {
+            cr_assert_gt(g1_rows_runs, 0, "the rows kernel never ran");
+            cr_assert_gt(g1_tiles_runs, 0, "the tiles kernel never ran");
+        }
+    }
+    pdnn_context_destroy(ctx);
+}
+Test(conv_parity, gemm_1x1_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, gemm_1x1_shapes); }
+
+/* gemm_1x1 refuses what it cannot run (a 3x3 filter, padding, groups of 2
+ * output channels) with PDNN_ERR_UNSUPPORTED and a message saying why,
+ * and AUTO still runs those shapes. */
+Test(conv_parity, gemm_1x1_refuses_other_shapes)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    /* C, K, R, pad, groups */
+    const int64_t shapes[][5] = {{8, 8, 3, 1, 1}, {8, 8, 3, 0, 1}, {8, 8, 1, 1, 1}, {8, 4, 1, 0, 2}};
+    for (int i = 0; i < ndev; i++) {
+        for (int si = 0; si < 4; si++) {
+            const int64_t C = shapes[si][0], K = shapes[si][1], R = shapes[si][2], G = shapes[si][4];
+            const int pad = (int)shapes[si][3];
+            pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, C, 6, 6), wd = th_desc(PDNN_OIHW, K, C / G, R, R);
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.groups = (int)G;
+            p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pad;
+            int64_t od[4];
+            cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS);
+            pdnn_tensor_desc yd = th_desc(PDNN_NCHW, od[0], od[1], od[2], od[3]);
+            pdnn_tensor *x = th_upload(devs[i], &xd, NULL), *w = th_upload(devs[i], &wd, NULL);
+            pdnn_tensor *y = th_upload(devs[i], &yd, NULL);
+            p.algorithm = PDNN_CONV_ALGO_GEMM_1X1;
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_ERR_UNSUPPORTED, "shape %d ran", si);
+            cr_assert(strstr(pdnn_last_error(), "gemm_1x1") && strstr(pdnn_last_error(), "1x1 filters"),
+                      "unclear message: %s", pdnn_last_error());
+            p.algorithm = PDNN_CONV_ALGO_AUTO;
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+            cr_assert_neq(pdnn_conv2d_last_algorithm(), PDNN_CONV_ALGO_GEMM_1X1);
+            pdnn_tensor_release(x);
+            pdnn_tensor_release(w);
+            pdnn_tensor_release(y);
+        }
+    }
+    pdnn_context_destroy(ctx);
+}
 
 /* tiled on grouped convolutions: 16-channel groups run, others are
  * refused with PDNN_ERR_UNSUPPORTED, and AUTO still runs them. */
@@ -776,4 +915,66 @@ Test(conv_parity, auto_picks_winograd_where_faster)
     pdnn_context_destroy(ctx);
     if (checked == 0)
         cr_skip_test("no OpenCL device");
+}
+
+/* gemm_1x1 writes nothing past its output in any configuration or
+ * layout: partial pixel tiles and channel blocks (K = 20, 3 x 9 x 13
+ * pixels) are where its stores are masked. */
+Test(conv_parity, gemm_1x1_writes_stay_inside_the_output)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    int cfg[16][3] = {{0, 0, 0}};
+    int ncfg = 1;
+#ifdef PDNN_HAVE_OPENCL
+    ncfg = pdnn__opencl_gemm1x1_configs(cfg, 16);
+#endif
+    int ran = 0;
+    for (int i = 0; i < ndev; i++) {
+        for (int ci = 0; ci < ncfg; ci++) {
+            for (int li = 0; li < 2; li++) {
+                pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
+                pdnn_tensor_desc xd = th_desc(l, 3, 5, 9, 13), wd = th_desc(li ? PDNN_HWIO : PDNN_OIHW, 20, 5, 1, 1);
+                pdnn_tensor_desc yd = th_desc(l, 3, 20, 9, 13), gd = th_desc(PDNN_NCHW, 1, 1, 64, 64);
+                float xv[3 * 5 * 9 * 13], wv[20 * 5], gv[4096];
+                th_fill(xv, 3 * 5 * 9 * 13, 1);
+                th_fill(wv, 20 * 5, 2);
+                for (int g = 0; g < 4096; g++)
+                    gv[g] = 7.0f;
+                pdnn_tensor *x = th_upload(devs[i], &xd, xv), *w = th_upload(devs[i], &wd, wv);
+                pdnn_tensor *y = th_upload(devs[i], &yd, NULL), *guard = th_upload(devs[i], &gd, gv);
+                pdnn_conv2d_params p;
+                pdnn_conv2d_params_init(&p);
+                p.relu = 1;
+                p.algorithm = PDNN_CONV_ALGO_GEMM_1X1;
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_gemm1x1(cfg[ci][0], cfg[ci][1], cfg[ci][2]);
+#endif
+                pdnn_status st = pdnn_conv2d_forward(&p, x, w, NULL, y);
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_gemm1x1(0, 0, 0);
+#endif
+                cr_assert(st == PDNN_SUCCESS || st == PDNN_ERR_UNSUPPORTED, "%s", pdnn_last_error());
+                ran += st == PDNN_SUCCESS;
+                float *after = th_download(guard);
+                for (int g = 0; g < 4096; g++)
+                    cr_assert_eq(after[g], 7.0f, "gemm_1x1 config %d %s: guard element %d overwritten", ci,
+                                 pdnn_layout_name(l), g);
+                free(after);
+                pdnn_tensor_release(x);
+                pdnn_tensor_release(w);
+                pdnn_tensor_release(y);
+                pdnn_tensor_release(guard);
+            }
+        }
+    }
+    /* Wherever an OpenCL device exists, gemm_1x1 runs this shape. */
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") == 0)
+            cr_assert_gt(ran, 0, "gemm_1x1 ran none of the guard cases");
+    }
+    pdnn_context_destroy(ctx);
 }

@@ -174,10 +174,10 @@ Test(tuning_mode, invalid_values_are_errors)
 #define W 9
 #define K 48
 
-/* Runs the test conv with mode and algorithm algo on the first OpenCL
- * device and checks it against the host; returns the configuration the
- * tiled kernel last ran. */
-static const char *run_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo)
+/* Runs the test conv (an RxR filter, padded to keep the size for R = 3)
+ * with algo and mode on the first OpenCL device and checks it against the
+ * host; returns the configuration that ran. */
+static const char *run_conv_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo, int R)
 {
     pdnn_context_options o;
     pdnn_context_options_init(&o);
@@ -202,12 +202,12 @@ static const char *run_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo)
     }
     static float x[N * C * H * W], w[K * C * 9], want[N * K * H * W];
     th_fill(x, N * C * H * W, 5);
-    th_fill(w, K * C * 9, 6);
-    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, N, C, H, W), wd = th_desc(PDNN_OIHW, K, C, 3, 3);
+    th_fill(w, K * C * R * R, 6);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, N, C, H, W), wd = th_desc(PDNN_OIHW, K, C, R, R);
     pdnn_tensor_desc yd = th_desc(PDNN_NCHW, N, K, H, W);
     pdnn_conv2d_params p;
     pdnn_conv2d_params_init(&p);
-    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = R / 2;
     pdnn_device *on[2] = {host, dev};
     float *got = NULL;
     for (int i = 0; i < 2; i++) {
@@ -228,13 +228,15 @@ static const char *run_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo)
         cr_assert(fabsf(got[i] - want[i]) <= 1e-4f, "element %d: %g, expected %g", i, (double)got[i], (double)want[i]);
     free(got);
     pdnn_context_destroy(ctx);
-    return pdnn__opencl_last_tiled();
+    return algo == PDNN_CONV_ALGO_GEMM_1X1 ? pdnn__opencl_last_gemm1x1() : pdnn__opencl_last_tiled();
 }
 
-static const char *run_tiled(pdnn_tuning_mode mode) { return run_algo(mode, PDNN_CONV_ALGO_TILED); }
+static const char *run_tiled(pdnn_tuning_mode mode) { return run_conv_algo(mode, PDNN_CONV_ALGO_TILED, 3); }
+static const char *run_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo) { return run_conv_algo(mode, algo, 3); }
 
-/* The one entry the tuner wrote: its device field, value and shape. */
-static int read_entry(char *device, char *shape, char *value)
+/* The one entry the tuner wrote for kernel: its device field, value and
+ * shape. */
+static int read_kernel_entry(const char *kernel, char *device, char *shape, char *value)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
@@ -243,8 +245,15 @@ static int read_entry(char *device, char *shape, char *value)
         return 0;
     const char *line = strchr(text, '\n');
     double g = 0;
-    return line && sscanf(line + 1, "%255[^\t]\tconv2d_tiled\t%255[^\t]\t%63[^\t]\t%lf", device, shape, value, &g) == 4 &&
-           g > 0;
+    char kern[64];
+    return line &&
+           sscanf(line + 1, "%255[^\t]\t%63[^\t]\t%255[^\t]\t%63[^\t]\t%lf", device, kern, shape, value, &g) == 5 &&
+           strcmp(kern, kernel) == 0 && g > 0;
+}
+
+static int read_entry(char *device, char *shape, char *value)
+{
+    return read_kernel_entry("conv2d_tiled", device, shape, value);
 }
 
 Test(tuner, search_stores_a_checked_result_that_cached_mode_uses)
@@ -411,5 +420,29 @@ Test(tuner, auto_measures_stores_and_reuses_its_algorithm)
     run_algo(PDNN_TUNING_CACHED, PDNN_CONV_ALGO_AUTO);
     cr_assert_eq(pdnn_conv2d_last_tuning(&t), PDNN_SUCCESS);
     cr_assert(!t.algo_measured, "an unknown stored algorithm was used");
+    cleanup();
+}
+
+static const char *run_gemm1x1(pdnn_tuning_mode mode) { return run_conv_algo(mode, PDNN_CONV_ALGO_GEMM_1X1, 1); }
+
+/* The gemm_1x1 tuner, as the tiled one's above. */
+Test(tuner, gemm_1x1_search_stores_a_checked_result_that_cached_mode_uses)
+{
+    fresh_dir();
+    char ran[48];
+    snprintf(ran, sizeof ran, "%s", run_gemm1x1(PDNN_TUNING_SEARCH));
+    char device[256], shape[256], value[64];
+    cr_assert(read_kernel_entry("conv2d_gemm_1x1", device, shape, value), "search wrote no conv2d_gemm_1x1 entry");
+    cr_assert_str_eq(value, ran, "ran %s, stored %s", ran, value);
+    cr_assert(strstr(shape, "NCHW/OIHW/NCHW n1 c24 h10 w9 k48") != NULL, "%s", shape);
+
+    const char *other = strcmp(ran, "vw=8 kb=1 pt=12") == 0 ? "vw=16 kb=1 pt=4" : "vw=8 kb=1 pt=12";
+    cr_assert_eq(pdnn__tuning_store(device, "conv2d_gemm_1x1", shape, other, 1.0), PDNN_SUCCESS);
+    pdnn__tuning_forget();
+    cr_assert_str_eq(run_gemm1x1(PDNN_TUNING_CACHED), other);
+    const char *off = run_gemm1x1(PDNN_TUNING_OFF);
+    cr_assert_str_neq(off, other);
+    cr_assert_eq(pdnn__tuning_store(device, "conv2d_gemm_1x1", shape, "vw=3 kb=1 pt=6", 1.0), PDNN_SUCCESS);
+    cr_assert_str_eq(run_gemm1x1(PDNN_TUNING_CACHED), off);
     cleanup();
 }

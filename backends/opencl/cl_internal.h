@@ -23,6 +23,9 @@ enum kernel_id {
 /* Number of tiled configurations (tiled_cands in opencl.c). */
 #define N_TILED 9
 
+/* Number of gemm_1x1 configurations (g1_cands in cl_gemm_1x1.c). */
+#define N_GEMM1X1 8
+
 /* Programs of the algorithms in files of their own, built on first use:
  * one program and up to CL_SLOT_KERNELS kernels each. */
 enum cl_slot { CL_SLOT_WINOGRAD, CL_SLOT_DEPTHWISE, CL_SLOT_GEMM1X1, CL_SLOT_COUNT };
@@ -46,6 +49,14 @@ typedef struct cl_dev {
     cl_program slot_prog[CL_SLOT_COUNT];
     cl_kernel slot_kernels[CL_SLOT_COUNT][CL_SLOT_KERNELS];
     char tune_key[384]; /* "vendor|name|driver": the tuning cache's device */
+    /* gemm_1x1 (cl_gemm_1x1.c): one program per tile configuration, built
+     * when first used, released by pdnn__cl_gemm1x1_release; cu (compute
+     * units, which size its work split) and g1_default (the untuned
+     * configuration) are set by pdnn__cl_gemm1x1_init when the device opens. */
+    cl_program g1_prog[N_GEMM1X1];
+    cl_kernel g1_pack[N_GEMM1X1], g1_conv[N_GEMM1X1], g1_rows[N_GEMM1X1];
+    cl_uint cu;
+    int g1_default;
 } cl_dev;
 
 /* Sets argument i of k unless an earlier one failed (err, a cl_int in
@@ -128,5 +139,14 @@ pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, 
 size_t pdnn__cl_winograd_workspace(cl_dev *d, const pdnn__conv2d_call *c);
 /* Runs c with c->workspace; called with d->lock held. */
 pdnn_status pdnn__cl_winograd(cl_dev *d, const pdnn__conv2d_call *c);
+/* gemm_1x1 (cl_gemm_1x1.c). The workspace c needs (the packed filter; 0
+ * when read in place), or SIZE_MAX when gemm_1x1 cannot run c. */
+size_t pdnn__cl_gemm1x1_workspace(cl_dev *d, const pdnn__conv2d_call *c);
+/* Runs c; called with d->lock held. */
+pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c);
+/* Sets d->cu and d->g1_default (dev_open). */
+void pdnn__cl_gemm1x1_init(cl_dev *d);
+/* Releases the programs and kernels it built (dev_free). */
+void pdnn__cl_gemm1x1_release(cl_dev *d);
 
 #endif

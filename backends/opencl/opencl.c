@@ -103,6 +103,7 @@ static void dev_free(cl_dev *d)
         if (d->tiled_prog[i])
             clReleaseProgram(d->tiled_prog[i]);
     }
+    pdnn__cl_gemm1x1_release(d);
     for (int i = 0; i < CL_SLOT_COUNT; i++) {
         for (int j = 0; j < CL_SLOT_KERNELS; j++)
             if (d->slot_kernels[i][j])
@@ -157,6 +158,7 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
      * frequent pick over ResNet-50 on PoCL (bench/results-conv.md); on
      * GPUs the smallest tile, which keeps the most work-items resident. */
     d->tiled_default = (type & CL_DEVICE_TYPE_CPU) ? 2 : 1;
+    pdnn__cl_gemm1x1_init(d);
     *out = d;
     return PDNN_SUCCESS;
 }
@@ -914,6 +916,8 @@ static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_co
         return 0;
     if (algo == PDNN_CONV_ALGO_WINOGRAD)
         return pdnn__cl_winograd_workspace(dev, c);
+    if (algo == PDNN_CONV_ALGO_GEMM_1X1)
+        return pdnn__cl_gemm1x1_workspace(dev, c);
     if (algo == PDNN_CONV_ALGO_TILED) {
         cl_dev *d = dev;
         int search = 0, cached = 0;
@@ -1041,6 +1045,8 @@ static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
             st = conv_tiled(d, c);
         else if (c->algo == PDNN_CONV_ALGO_WINOGRAD)
             st = pdnn__cl_winograd(d, c);
+        else if (c->algo == PDNN_CONV_ALGO_GEMM_1X1)
+            st = pdnn__cl_gemm1x1(d, c);
 #ifdef PDNN_HAVE_CLBLAST
         else if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
             st = conv_im2col_gemm(d, c);

@@ -1,0 +1,491 @@
+/* 1x1 convolution as a register-blocked GEMM on the tensors in place
+ * (kernels_cl/conv2d_gemm_1x1.cl): configuration choice, the tuner, the
+ * filter packing and the launch. */
+#include "backends/opencl/cl_internal.h"
+#include "tuning.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The kernel's compile-time tiles: VW-lane vectors, KB of them (KT = VW *
+ * KB output channels) by PT pixels per work-item. {16, 1, 6} is AVX2's
+ * 6x16 micro-kernel (12 ymm accumulators, 2 for the filter, 1 for the
+ * broadcast); {16, 2, 6} and {16, 1, 12} fill AVX-512's 32 registers;
+ * {8, 1, 12} and {16, 1, 4} trade accumulators for more work-items; the
+ * small {4, 1, 8} keeps GPU register use low; {16, 2, 7} divides every
+ * ResNet image (7x7 .. 56x56) into whole tiles. */
+typedef struct g1_cfg {
+    int vw, kb, pt;
+} g1_cfg;
+static const g1_cfg g1_cands[N_GEMM1X1] = {{16, 1, 6}, {8, 1, 12}, {16, 1, 4}, {16, 1, 8},
+                                           {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}};
+
+static int64_t g1_kt(int i) { return (int64_t)g1_cands[i].vw * g1_cands[i].kb; }
+static int64_t g1_kp(const pdnn__conv2d_call *c, int i) { return (c->k + g1_kt(i) - 1) / g1_kt(i) * g1_kt(i); }
+
+/* The shapes gemm_1x1 runs at all: a 1x1 filter, no padding, every
+ * output pixel reading an input pixel (no implied bottom/right padding),
+ * and indices that fit the kernel's ints. */
+static int g1_shape_ok(const pdnn__conv2d_call *c)
+{
+    return c->r == 1 && c->s == 1 && c->pad_top == 0 && c->pad_left == 0 && c->p > 0 && c->q > 0 &&
+           (c->p - 1) * c->stride_h < c->h && (c->q - 1) * c->stride_w < c->w && c->k <= INT32_MAX / 4 &&
+           c->c <= INT32_MAX / 4 && c->p * c->q <= INT32_MAX / 4 && c->n <= INT64_MAX / (c->p * c->q);
+}
+
+/* Whether configuration i runs c: a work-item's channels share a group. */
+static int g1_applies(const pdnn__conv2d_call *c, int i)
+{
+    return g1_shape_ok(c) && (c->groups == 1 || (c->k / c->groups) % g1_kt(i) == 0);
+}
+
+/* The transposed kernel (conv2d_gemm_1x1_rows) can run NCHW-contiguous
+ * input and output images at stride 1 (input pixel = output pixel),
+ * ungrouped, with at least one whole pixel tile per image. It is used
+ * where it measured faster than the tiles kernel on ResNet-50's NCHW 1x1
+ * layers (PoCL, AVX-512, batch 1 and 8): images of 28x28 or more with
+ * C <= 256, 1.1-3x (its vector stores and in-place filter win where the
+ * tiles kernel scatters many output rows per input channel); on 14x14
+ * and 7x7 images and C >= 512 the tiles kernel was up to 2.5x faster
+ * (partial pixel tiles; filter rows re-read per tile). */
+static int g1_rows(const pdnn__conv2d_call *c, int i)
+{
+    return c->xs[3] == 1 && c->xs[2] == c->w && c->ys[3] == 1 && c->ys[2] == c->q && c->stride_h == 1 &&
+           c->stride_w == 1 && c->groups == 1 && c->p == c->h && c->q == c->w &&
+           c->p * c->q >= (int64_t)g1_cands[i].vw * g1_cands[i].kb && c->p * c->q >= 784 && c->c <= 256;
+}
+
+/* A filter already contiguous over whole channel blocks (HWIO, or any
+ * layout with one input channel per group... whose k stride is 1) is read
+ * in place. */
+static int g1_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1 && c->k % g1_kt(i) == 0; }
+
+static size_t g1_ws(const pdnn__conv2d_call *c, int i)
+{
+    return g1_rows(c, i) || g1_in_place(c, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
+}
+
+/* Test hook: a configuration every gemm_1x1 conv uses where it applies. */
+static _Atomic int forced = -1;
+static _Thread_local char last_cfg[48];
+static _Thread_local const char *last_kernel = "";
+
+int pdnn__opencl_gemm1x1_configs(int (*out)[3], int max)
+{
+    for (int i = 0; i < N_GEMM1X1 && i < max; i++) {
+        out[i][0] = g1_cands[i].vw;
+        out[i][1] = g1_cands[i].kb;
+        out[i][2] = g1_cands[i].pt;
+    }
+    return N_GEMM1X1;
+}
+
+void pdnn__opencl_force_gemm1x1(int vw, int kb, int pt)
+{
+    int f = -1;
+    for (int i = 0; i < N_GEMM1X1; i++)
+        if (g1_cands[i].vw == vw && g1_cands[i].kb == kb && g1_cands[i].pt == pt)
+            f = i;
+    forced = f;
+}
+
+const char *pdnn__opencl_last_gemm1x1(void) { return last_cfg; }
+
+const char *pdnn__opencl_last_gemm1x1_kernel(void) { return last_kernel; }
+
+static void g1_name(int i, char *buf, size_t len)
+{
+    snprintf(buf, len, "vw=%d kb=%d pt=%d", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt);
+}
+
+void pdnn__cl_gemm1x1_init(cl_dev *d)
+{
+    cl_uint cu = 0, vw = 0;
+    if (clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL) != CL_SUCCESS || cu == 0)
+        cu = 1;
+    if (clGetDeviceInfo(d->id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL) != CL_SUCCESS)
+        vw = 0;
+    d->cu = cu;
+    /* CPUs: the 6x32 tile where PoCL reports 16-float vectors (AVX-512:
+     * 12 of 32 zmm registers accumulate; 1.6-1.8x {16, 1, 6} on res5 at batch
+     * 1 on an AVX-512 EPYC), else AVX2's 6x16. GPUs: the small tile, which
+     * keeps more work-items resident. */
+    d->g1_default = (d->type & CL_DEVICE_TYPE_CPU) ? (vw >= 16 ? 4 : 0) : 6;
+}
+
+static void g1_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s/%s n%lld c%lld h%lld w%lld k%lld u%d,%d g%lld", pdnn_layout_name(c->x_layout),
+             pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout), (long long)c->n, (long long)c->c,
+             (long long)c->h, (long long)c->w, (long long)c->k, c->stride_h, c->stride_w, (long long)c->groups);
+}
+
+/* Which configuration runs c (see tiled_pick in opencl.c): forced, else
+ * the tuning cache's, else the default, with *search = 1 when the caller
+ * should tune now. -1 if none applies. */
+static int g1_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search)
+{
+    *search = 0;
+    int dflt = g1_applies(c, d->g1_default) ? d->g1_default : -1;
+    for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)
+        if (g1_applies(c, i))
+            dflt = i;
+    const int f = forced;
+    if (f >= 0 && g1_applies(c, f))
+        return f;
+    if (dflt < 0 || c->tuning == PDNN_TUNING_OFF)
+        return dflt;
+    char shape[256], value[64];
+    g1_shape_key(c, shape, sizeof shape);
+    if (pdnn__tuning_lookup(d->tune_key, "conv2d_gemm_1x1", shape, value, sizeof value)) {
+        int vw = 0, kb = 0, pt = 0, used = 0;
+        if (sscanf(value, "vw=%d kb=%d pt=%d%n", &vw, &kb, &pt, &used) == 3 && value[used] == '\0')
+            for (int i = 0; i < N_GEMM1X1; i++)
+                if (g1_cands[i].vw == vw && g1_cands[i].kb == kb && g1_cands[i].pt == pt && g1_applies(c, i))
+                    return i;
+        pdnn__debug("tuning cache: ignoring '%s' for conv2d_gemm_1x1 %s: not a configuration this build offers "
+                    "for the shape",
+                    value, shape);
+        return dflt;
+    }
+    *search = c->tuning == PDNN_TUNING_SEARCH;
+    return dflt;
+}
+
+size_t pdnn__cl_gemm1x1_workspace(cl_dev *d, const pdnn__conv2d_call *c)
+{
+    int search = 0;
+    const int i = g1_pick(d, c, &search);
+    if (i < 0)
+        return SIZE_MAX;
+    size_t ws = g1_ws(c, i);
+    for (int j = 0; search && j < N_GEMM1X1; j++) /* tuning tries them all */
+        if (g1_applies(c, j) && g1_ws(c, j) > ws)
+            ws = g1_ws(c, j);
+    return ws;
+}
+
+void pdnn__cl_gemm1x1_release(cl_dev *d)
+{
+    for (int i = 0; i < N_GEMM1X1; i++) {
+        if (d->g1_pack[i])
+            clReleaseKernel(d->g1_pack[i]);
+        if (d->g1_conv[i])
+            clReleaseKernel(d->g1_conv[i]);
+        if (d->g1_rows[i])
+            clReleaseKernel(d->g1_rows[i]);
+        if (d->g1_prog[i])
+            clReleaseProgram(d->g1_prog[i]);
+        d->g1_pack[i] = d->g1_conv[i] = d->g1_rows[i] = NULL;
+        d->g1_prog[i] = NULL;
+    }
+}
+
+/* Builds configuration i's program and kernels. Called with d->lock held. */
+static pdnn_status g1_build(cl_dev *d, int i)
+{
+    if (d->g1_conv[i])
+        return PDNN_SUCCESS;
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt);
+    cl_program prog = NULL;
+    pdnn_status st = pdnn__cl_build_source(d, "conv2d_gemm_1x1.cl", opts, &prog);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_int err = CL_SUCCESS;
+    cl_kernel pack = clCreateKernel(prog, "gemm1x1_pack", &err);
+    cl_kernel conv = pack ? clCreateKernel(prog, "conv2d_gemm_1x1", &err) : NULL;
+    cl_kernel rows = conv ? clCreateKernel(prog, "conv2d_gemm_1x1_rows", &err) : NULL;
+    if (!rows) {
+        if (conv)
+            clReleaseKernel(conv);
+        if (pack)
+            clReleaseKernel(pack);
+        clReleaseProgram(prog);
+        return pdnn__cl_fail("clCreateKernel(conv2d_gemm_1x1)", err);
+    }
+    d->g1_prog[i] = prog;
+    d->g1_pack[i] = pack;
+    d->g1_conv[i] = conv;
+    d->g1_rows[i] = rows;
+    return PDNN_SUCCESS;
+}
+
+/* Pixels per work-item. On CPUs a work-item sweeps several pixel tiles
+ * with the same filter rows so that they are read from memory once and
+ * then from cache: as many as keep that span's input (span x C floats)
+ * within 128 KiB, while leaving at least 8 work-items per compute unit
+ * for balance. On GPUs one tile: parallelism matters more than reuse. */
+static int64_t g1_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
+{
+    const int64_t pt = g1_cands[i].pt, npix = c->n * c->p * c->q;
+    const int64_t tiles = (npix + pt - 1) / pt;
+    if (!(d->type & CL_DEVICE_TYPE_CPU))
+        return pt;
+    const int64_t cpg = c->c / c->groups > 0 ? c->c / c->groups : 1;
+    int64_t per = (32768 / cpg) / pt; /* tiles per work-item */
+    if (per < 1)
+        per = 1;
+    const int64_t nkb = g1_kp(c, i) / g1_kt(i), want = 8 * (int64_t)(d->cu > 0 ? d->cu : 1);
+    while (per > 1 && nkb * ((tiles + per - 1) / per) < want)
+        per /= 2;
+    if (per > tiles)
+        per = tiles;
+    return per * pt;
+}
+
+/* Enqueues c on the transposed kernel with configuration i (built):
+ * PT channel rows by KB*VW pixels per work-item, the filter read in
+ * place. On CPUs a work-item sweeps as many pixel tiles as keep their
+ * input within 128 KiB, leaving at least 8 work-items per compute unit. */
+static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
+{
+    const int64_t pt = g1_cands[i].pt, tw = (int64_t)g1_cands[i].vw * g1_cands[i].kb;
+    const int64_t pq = c->p * c->q, tpi = (pq + tw - 1) / tw, ntiles = c->n * tpi;
+    const int64_t nrb = (c->k + pt - 1) / pt;
+    int64_t span = 1;
+    if (d->type & CL_DEVICE_TYPE_CPU) {
+        span = 32768 / ((c->c > 0 ? c->c : 1) * tw);
+        if (span < 1)
+            span = 1;
+        const int64_t want = 8 * (int64_t)(d->cu > 0 ? d->cu : 1);
+        while (span > 1 && nrb * ((ntiles + span - 1) / span) < want)
+            span /= 2;
+    }
+    cl_int err = CL_SUCCESS;
+    cl_kernel k = d->g1_rows[i];
+    cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
+    cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
+    cl_long xo = elem_off(c->x_buf), wo = elem_off(c->w_buf), yo = elem_off(c->y_buf);
+    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
+    cl_int4 dims = int4_of((int)c->n, (int)pq, (int)tpi, (int)c->k);
+    cl_int4 misc = int4_of((int)c->c, (int)span, c->bias_buf.region != NULL, c->relu);
+    cl_long2 wst;
+    wst.s[0] = c->ws[0];
+    wst.s[1] = c->ws[1];
+    SET_ARG(k, 0, x);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, w);
+    SET_ARG(k, 3, wo);
+    SET_ARG(k, 4, b);
+    SET_ARG(k, 5, bo);
+    SET_ARG(k, 6, y);
+    SET_ARG(k, 7, yo);
+    SET_ARG(k, 8, xs);
+    SET_ARG(k, 9, ys);
+    SET_ARG(k, 10, dims);
+    SET_ARG(k, 11, misc);
+    SET_ARG(k, 12, wst);
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clSetKernelArg(conv2d_gemm_1x1_rows)", err);
+    const size_t l1 = (d->type & CL_DEVICE_TYPE_CPU) ? 1 : 8;
+    size_t local[2] = {1, l1};
+    const size_t gy = (size_t)((ntiles + span - 1) / span);
+    size_t global[2] = {(size_t)nrb, (gy + l1 - 1) / l1 * l1};
+    err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1_rows)", err);
+}
+
+/* Enqueues c with configuration i (built). Called with d->lock held. */
+static pdnn_status g1_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
+{
+    const int64_t cpg = c->c / c->groups, kt = g1_kt(i), kp = g1_kp(c, i);
+    const int64_t npix = c->n * c->p * c->q;
+    if (npix == 0 || c->k == 0)
+        return PDNN_SUCCESS;
+    if (g1_rows(c, i))
+        return g1_enqueue_rows(d, c, i);
+    cl_int err = CL_SUCCESS;
+    cl_kernel k;
+    cl_mem wsb;
+    cl_long wp_off;
+    cl_long2 wstr;
+    if (g1_in_place(c, i)) {
+        wsb = c->w_buf.region;
+        wp_off = elem_off(c->w_buf);
+        wstr.s[0] = kt;
+        wstr.s[1] = c->ws[1];
+    } else {
+        wsb = c->workspace.region;
+        wp_off = elem_off(c->workspace);
+        wstr.s[0] = cpg * kt;
+        wstr.s[1] = kt;
+        if (cpg > 0) {
+            k = d->g1_pack[i];
+            cl_mem w = c->w_buf.region;
+            cl_long wo = elem_off(c->w_buf);
+            cl_long2 wst;
+            wst.s[0] = c->ws[0];
+            wst.s[1] = c->ws[1];
+            cl_int cpgi = (cl_int)cpg, ki = (cl_int)c->k;
+            SET_ARG(k, 0, w);
+            SET_ARG(k, 1, wo);
+            SET_ARG(k, 2, wst);
+            SET_ARG(k, 3, wsb);
+            SET_ARG(k, 4, wp_off);
+            SET_ARG(k, 5, cpgi);
+            SET_ARG(k, 6, ki);
+            if (err != CL_SUCCESS)
+                return pdnn__cl_fail("clSetKernelArg(gemm1x1_pack)", err);
+            /* One channel block per work-group, runs of 32 c (PACK_RUN). */
+            size_t plocal[2] = {(size_t)kt, 1};
+            size_t pglobal[2] = {(size_t)kp, (size_t)((cpg + 31) / 32)};
+            err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, pglobal, plocal, 0, NULL, NULL);
+            if (err != CL_SUCCESS)
+                return pdnn__cl_fail("clEnqueueNDRangeKernel(gemm1x1_pack)", err);
+        }
+    }
+    k = d->g1_conv[i];
+    cl_mem x = c->x_buf.region, y = c->y_buf.region;
+    cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
+    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
+    const int64_t span = g1_span(d, c, i);
+    cl_int4 dims = int4_of((int)c->n, (int)c->p, (int)c->q, (int)c->k);
+    cl_int4 misc = int4_of((int)cpg, (int)(c->k / c->groups), c->bias_buf.region != NULL, c->relu);
+    cl_int4 geom = int4_of(c->stride_h, c->stride_w, (int)span, 0);
+    SET_ARG(k, 0, x);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, wsb);
+    SET_ARG(k, 3, wp_off);
+    SET_ARG(k, 4, b);
+    SET_ARG(k, 5, bo);
+    SET_ARG(k, 6, y);
+    SET_ARG(k, 7, yo);
+    SET_ARG(k, 8, xs);
+    SET_ARG(k, 9, ys);
+    SET_ARG(k, 10, dims);
+    SET_ARG(k, 11, misc);
+    SET_ARG(k, 12, geom);
+    SET_ARG(k, 13, wstr);
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clSetKernelArg(conv2d_gemm_1x1)", err);
+    /* Dimension 0: channel blocks (neighbouring work-items share the input
+     * span, which stays in cache); dimension 1: pixel spans. Each
+     * work-item fills the SIMD width itself. */
+    const size_t l1 = (d->type & CL_DEVICE_TYPE_CPU) ? 1 : 8;
+    size_t local[2] = {1, l1};
+    const size_t gy = (size_t)((npix + span - 1) / span);
+    size_t global[2] = {(size_t)(kp / kt), (gy + l1 - 1) / l1 * l1};
+    err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1)", err);
+}
+
+/* Runs configuration i to the end and returns its best time of reps after
+ * a warm-up, or a negative value if it failed. */
+static double g1_time(cl_dev *d, const pdnn__conv2d_call *c, int i, int reps)
+{
+    if (g1_build(d, i) != PDNN_SUCCESS || g1_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+        return -1.0;
+    double best = reps > 0 ? -1.0 : 0.0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = pdnn__cl_now();
+        if (g1_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+            return -1.0;
+        const double t = pdnn__cl_now() - t0;
+        if (best < 0.0 || t < best)
+            best = t;
+    }
+    return best;
+}
+
+/* Tunes c as tiled_tune does: every configuration that applies and fits
+ * the workspace runs once, must match the default's output to rounding
+ * (all sum over c in the same order), and is timed; the fastest is
+ * stored in the tuning cache. Returns the index to run. */
+static int g1_tune(cl_dev *d, const pdnn__conv2d_call *c, int dflt)
+{
+    const size_t ny = (size_t)(c->n * c->k * c->p * c->q);
+    float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
+    const size_t yoff = c->y_buf.offset;
+    cl_mem y = c->y_buf.region;
+    double best_t = -1.0;
+    int best = dflt;
+    if (ref && got && g1_time(d, c, dflt, 0) >= 0.0 &&
+        clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), ref, 0, NULL, NULL) == CL_SUCCESS) {
+        float scale = 0.0f;
+        for (size_t j = 0; j < ny; j++)
+            scale = fabsf(ref[j]) > scale ? fabsf(ref[j]) : scale;
+        for (int i = 0; i < N_GEMM1X1; i++) {
+            char name[48];
+            g1_name(i, name, sizeof name);
+            if (!g1_applies(c, i) || g1_ws(c, i) > c->workspace_bytes)
+                continue;
+            if (i != dflt) {
+                if (g1_time(d, c, i, 0) < 0.0 ||
+                    clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), got, 0, NULL, NULL) !=
+                        CL_SUCCESS) {
+                    pdnn__debug("tuning conv2d_gemm_1x1: %s failed to run (%s); skipped", name, pdnn_last_error());
+                    continue;
+                }
+                float worst = 0.0f;
+                for (size_t j = 0; j < ny; j++)
+                    worst = fabsf(got[j] - ref[j]) > worst ? fabsf(got[j] - ref[j]) : worst;
+                if (!(worst <= 1e-5f * (1.0f + scale))) {
+                    pdnn__debug("tuning conv2d_gemm_1x1: %s differs from the default by %g; rejected", name,
+                                (double)worst);
+                    continue;
+                }
+            }
+            const double t = g1_time(d, c, i, 3);
+            pdnn__debug("tuning conv2d_gemm_1x1: %s %.3f ms", name, t * 1e3);
+            if (t > 0.0 && (best_t < 0.0 || t < best_t)) {
+                best_t = t;
+                best = i;
+            }
+        }
+    }
+    free(ref);
+    free(got);
+    if (best_t > 0.0) {
+        char shape[256], value[48];
+        g1_shape_key(c, shape, sizeof shape);
+        g1_name(best, value, sizeof value);
+        const double flops = 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q * (double)(c->c / c->groups);
+        if (pdnn__tuning_store(d->tune_key, "conv2d_gemm_1x1", shape, value, flops / best_t * 1e-9) != PDNN_SUCCESS)
+            pdnn__debug("tuning conv2d_gemm_1x1: %s", pdnn_last_error());
+    }
+    return best;
+}
+
+pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)
+{
+    int search = 0;
+    int i = g1_pick(d, c, &search);
+    if (i < 0)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "OpenCL: gemm_1x1 runs only 1x1 filters without padding (every output pixel on an input "
+                           "pixel) and with groups == 1 or a multiple of 4 output channels per group; this "
+                           "convolution has a %lldx%lld filter, padding top/left %d,%d, %lldx%lld input to %lldx%lld "
+                           "output with stride %d,%d, groups %lld",
+                           (long long)c->r, (long long)c->s, c->pad_top, c->pad_left, (long long)c->h,
+                           (long long)c->w, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w,
+                           (long long)c->groups);
+    if (search)
+        i = g1_tune(d, c, i);
+    if (g1_ws(c, i) > c->workspace_bytes) {
+        /* Tuned by another thread since the workspace was sized: fall back
+         * to one that fits (the in-place or smallest packing). */
+        int fit = -1;
+        for (int j = 0; j < N_GEMM1X1 && fit < 0; j++)
+            if (g1_applies(c, j) && g1_ws(c, j) <= c->workspace_bytes)
+                fit = j;
+        if (fit < 0)
+            return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: gemm_1x1 got %zu bytes of workspace, needs %zu",
+                               c->workspace_bytes, g1_ws(c, i));
+        i = fit;
+    }
+    pdnn_status st = g1_build(d, i);
+    if (st == PDNN_SUCCESS)
+        st = g1_enqueue(d, c, i);
+    if (st == PDNN_SUCCESS) {
+        g1_name(i, last_cfg, sizeof last_cfg);
+        last_kernel = g1_rows(c, i) ? "rows" : "tiles";
+    }
+    return st;
+}

@@ -1,0 +1,244 @@
+/* 1x1 convolution as a GEMM on the tensors in place ("gemm_1x1").
+ *
+ * With R = S = 1 and no padding, output pixel g (over all N*P*Q pixels)
+ * of channel k is sum_c W[k][c] * x[pixel g's input][c]: NCHW is
+ * y[n] (K x PQ) = W (K x C) * x[n] (C x PQ), NHWC is
+ * y (NPQ x K) = x (NPQ x C) * W^T (C x K). Both are one kernel: a
+ * work-item holds a KT x PT register tile (KT = VW * KB output channels
+ * in KB vectors of VW lanes, PT pixels) and per input channel does one
+ * outer product: KB contiguous filter vectors times PT broadcast input
+ * values. No local memory: on CPUs (PoCL) it is only cache, and the tile
+ * of W a work-item reuses (KT x C) stays in L1/L2 by itself because the
+ * work-item sweeps SPAN pixels (a host argument) with the same channels.
+ * On GPUs the host makes SPAN one tile, so there are many work-items.
+ *
+ * The filter is packed once per call into wp[(kb*cpg + c)*KT + lane] for
+ * channel k = kb*KT + lane (zero for k >= K), so each step's KT values are
+ * contiguous; an HWIO filter whose K is a multiple of KT already is and is
+ * read in place (wst: element strides of a channel block and of c).
+ * Layouts and strided reads (stride > 1) go through element strides. */
+#ifndef PT
+#define PT 6
+#endif
+#ifndef KB
+#define KB 1
+#endif
+#ifndef VW
+#define VW 16
+#endif
+#define KT (VW * KB)
+
+#if VW == 16
+typedef float16 vec_t;
+#define VLOAD vload16
+#define VSTORE vstore16
+#elif VW == 8
+typedef float8 vec_t;
+#define VLOAD vload8
+#define VSTORE vstore8
+#elif VW == 4
+typedef float4 vec_t;
+#define VLOAD vload4
+#define VSTORE vstore4
+#else
+#error "VW must be 4, 8 or 16"
+#endif
+
+/* wp[(kb*cpg + c)*KT + lane] = w[k = kb*KT + lane][c] in any filter
+ * layout (ws: the strides of k and c), 0 for k >= K. A work-item copies
+ * PACK_RUN consecutive c of one k: sequential reads in OIHW/OHWI, and the
+ * KT work-items of a work-group (one channel block) write whole rows of
+ * wp together. Dimension 0 is k in [0, Kp), dimension 1 the runs of c. */
+#define PACK_RUN 32
+__kernel void gemm1x1_pack(__global const float *w, long w_off, long2 ws,
+                           __global float *wp, long wp_off, int cpg, int K)
+{
+    const int k = (int)get_global_id(0);
+    const int c0 = (int)get_global_id(1) * PACK_RUN;
+    const int c1 = c0 + PACK_RUN < cpg ? c0 + PACK_RUN : cpg;
+    __global float *out = wp + wp_off + (long)(k / KT) * cpg * KT + k % KT;
+    __global const float *in = w + w_off + (long)(k < K ? k : 0) * ws.s0;
+    for (int c = c0; c < c1; c++)
+        out[(long)c * KT] = k < K ? in[(long)c * ws.s1] : 0.0f;
+}
+
+/* Input offset of output pixel g (clamped to the last one so that a
+ * partial tile computes on valid memory; its results are not stored). */
+static long x_offset(long g, long npix, int PQ, int Q, long4 xs, int sh, int sw)
+{
+    if (g >= npix)
+        g = npix - 1;
+    const long n = g / PQ;
+    const int pix = (int)(g % PQ);
+    return n * xs.s0 + (long)(pix / Q) * sh * xs.s2 + (long)(pix % Q) * sw * xs.s3;
+}
+
+__kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
+                              __global const float *wp, long wp_off,
+                              __global const float *bias, long b_off,
+                              __global float *y, long y_off,
+                              long4 xs, long4 ys,
+                              int4 dims, /* N, P, Q, K */
+                              int4 misc, /* C/groups, K/groups, has bias, relu */
+                              int4 geom, /* stride h, stride w, span (pixels per work-item), 0 */
+                              long2 wst) /* filter element strides: channel block, c */
+{
+    const int k0 = (int)get_global_id(0) * KT;
+    const int K = dims.s3, P = dims.s1, Q = dims.s2, PQ = P * Q;
+    const long npix = (long)dims.s0 * PQ;
+    const int span = geom.s2;
+    const long g0 = (long)get_global_id(1) * span;
+    if (k0 >= K || g0 >= npix) /* the grid is rounded up to whole work-groups */
+        return;
+    const int cpg = misc.s0, kpg = misc.s1;
+    const long xgrp = x_off + (long)(k0 / kpg) * cpg * xs.s1;
+    __global const float *wrow = wp + wp_off + (long)(k0 / KT) * wst.s0;
+    const long wc = wst.s1, xc = xs.s1;
+
+    vec_t bv[KB];
+    for (int b = 0; b < KB; b++) {
+        float bb[VW];
+        for (int l = 0; l < VW; l++)
+            bb[l] = misc.s2 && k0 + b * VW + l < K ? bias[b_off + k0 + b * VW + l] : 0.0f;
+        bv[b] = VLOAD(0, bb);
+    }
+    const int ycontig = ys.s1 == 1 && k0 + KT <= K;
+    const long gend = g0 + span < npix ? g0 + span : npix;
+
+    for (long gt = g0; gt < gend; gt += PT) {
+        long xo[PT];
+#pragma unroll
+        for (int j = 0; j < PT; j++)
+            xo[j] = xgrp + x_offset(gt + j, npix, PQ, Q, xs, geom.s0, geom.s1);
+        vec_t acc[KB][PT];
+#pragma unroll
+        for (int b = 0; b < KB; b++)
+#pragma unroll
+            for (int j = 0; j < PT; j++)
+                acc[b][j] = (vec_t)(0.0f);
+        __global const float *wpc = wrow;
+        for (int c = 0; c < cpg; c++) {
+            vec_t wv[KB];
+#pragma unroll
+            for (int b = 0; b < KB; b++)
+                wv[b] = VLOAD(b, wpc);
+            wpc += wc;
+#pragma unroll
+            for (int j = 0; j < PT; j++) {
+                const vec_t xv = (vec_t)(x[xo[j]]);
+                xo[j] += xc;
+#pragma unroll
+                for (int b = 0; b < KB; b++)
+                    acc[b][j] = fma(xv, wv[b], acc[b][j]);
+            }
+        }
+        /* Epilogue: bias, ReLU, and the store in y's layout. The
+         * accumulators are indexed by constants only (unrolled loops, no
+         * early exit) so that they stay in registers. */
+#pragma unroll
+        for (int j = 0; j < PT; j++) {
+            const long g = gt + j;
+            if (g >= gend)
+                continue;
+            const long n = g / PQ;
+            const int pix = (int)(g % PQ);
+            __global float *yp = y + y_off + n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+#pragma unroll
+            for (int b = 0; b < KB; b++) {
+                vec_t v = acc[b][j] + bv[b];
+                if (misc.s3)
+                    v = fmax(v, (vec_t)(0.0f));
+                const int kb0 = k0 + b * VW;
+                if (ycontig) {
+                    VSTORE(v, 0, yp + kb0);
+                } else {
+                    float o[VW];
+                    VSTORE(v, 0, o);
+                    for (int l = 0; l < VW && kb0 + l < K; l++)
+                        yp[(long)(kb0 + l) * ys.s1] = o[l];
+                }
+            }
+        }
+    }
+}
+
+/* The same GEMM with the register tile transposed, for NCHW input and
+ * output (pixels contiguous, stride 1, groups 1): a work-item holds PT
+ * output channels (rows of y) by KB vectors of VW pixels of one image.
+ * Per input channel it loads KB pixel vectors and broadcasts PT filter
+ * values read in place (any filter layout: no packing, no workspace), and
+ * its output rows are whole vector stores, where the kernel above would
+ * scatter KT channels per pixel into KT pages. A partial last tile of an
+ * image is moved back to end at the image's end (the host requires
+ * P*Q >= KB*VW): it recomputes and rewrites a few pixels with the same
+ * values instead of masking. Work-items sweep SPAN tiles with the same
+ * filter rows, as above. */
+#define TW (KB * VW)
+__kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
+                                   __global const float *w, long w_off,
+                                   __global const float *bias, long b_off,
+                                   __global float *y, long y_off,
+                                   long4 xs, long4 ys,
+                                   int4 dims, /* N, P*Q, tiles per image, K */
+                                   int4 misc, /* C, span (tiles per work-item), has bias, relu */
+                                   long2 ws)  /* filter element strides of k and c */
+{
+    const int k0 = (int)get_global_id(0) * PT;
+    const int K = dims.s3, PQ = dims.s1, TPI = dims.s2, C = misc.s0;
+    const long ntiles = (long)dims.s0 * TPI;
+    const long t0 = (long)get_global_id(1) * misc.s1;
+    if (k0 >= K || t0 >= ntiles)
+        return;
+    const long tend = t0 + misc.s1 < ntiles ? t0 + misc.s1 : ntiles;
+    const long wc = ws.s1, xc = xs.s1;
+    float bb[PT];
+#pragma unroll
+    for (int r = 0; r < PT; r++)
+        bb[r] = misc.s2 && k0 + r < K ? bias[b_off + k0 + r] : 0.0f;
+    for (long t = t0; t < tend; t++) {
+        const long n = t / TPI;
+        int pix0 = (int)(t % TPI) * TW;
+        if (pix0 + TW > PQ)
+            pix0 = PQ - TW;
+        __global const float *xp = x + x_off + n * xs.s0 + pix0;
+        /* Rows past K read row K-1 and are not stored. */
+        __global const float *wr[PT];
+#pragma unroll
+        for (int r = 0; r < PT; r++)
+            wr[r] = w + w_off + (long)(k0 + r < K ? k0 + r : K - 1) * ws.s0;
+        vec_t acc[PT][KB];
+#pragma unroll
+        for (int r = 0; r < PT; r++)
+#pragma unroll
+            for (int b = 0; b < KB; b++)
+                acc[r][b] = (vec_t)(0.0f);
+        for (int c = 0; c < C; c++) {
+            vec_t xv[KB];
+#pragma unroll
+            for (int b = 0; b < KB; b++)
+                xv[b] = VLOAD(b, xp);
+            xp += xc;
+#pragma unroll
+            for (int r = 0; r < PT; r++) {
+                const vec_t wv = (vec_t)(*wr[r]);
+                wr[r] += wc;
+#pragma unroll
+                for (int b = 0; b < KB; b++)
+                    acc[r][b] = fma(wv, xv[b], acc[r][b]);
+            }
+        }
+        __global float *yp = y + y_off + n * ys.s0 + pix0;
+#pragma unroll
+        for (int r = 0; r < PT; r++) {
+            if (k0 + r >= K)
+                continue;
+#pragma unroll
+            for (int b = 0; b < KB; b++) {
+                vec_t v = acc[r][b] + (vec_t)(bb[r]);
+                if (misc.s3)
+                    v = fmax(v, (vec_t)(0.0f));
+                VSTORE(v, b, yp + (long)(k0 + r) * ys.s1);
+            }
+        }
+    }
+}
