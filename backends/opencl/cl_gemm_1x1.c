@@ -124,11 +124,12 @@ static void g1_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
 }
 
 /* Which configuration runs c (see tiled_pick in opencl.c): forced, else
- * the tuning cache's, else the default, with *search = 1 when the caller
- * should tune now. -1 if none applies. */
-static int g1_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search)
+ * the tuning cache's (*cached = 1), else the default, with *search = 1
+ * when the caller should tune now. -1 if none applies. */
+static int g1_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search, int *cached)
 {
     *search = 0;
+    *cached = 0;
     int dflt = g1_applies(c, d->g1_default) ? d->g1_default : -1;
     for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)
         if (g1_applies(c, i))
@@ -140,25 +141,27 @@ static int g1_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search)
         return dflt;
     char shape[256], value[64];
     g1_shape_key(c, shape, sizeof shape);
-    if (pdnn__tuning_lookup(d->tune_key, "conv2d_gemm_1x1", shape, value, sizeof value)) {
+    if (pdnn__tuning_lookup_for(c->tuning, d->tune_key, "conv2d_gemm_1x1", shape, value, sizeof value)) {
         int vw = 0, kb = 0, pt = 0, used = 0;
         if (sscanf(value, "vw=%d kb=%d pt=%d%n", &vw, &kb, &pt, &used) == 3 && value[used] == '\0')
             for (int i = 0; i < N_GEMM1X1; i++)
-                if (g1_cands[i].vw == vw && g1_cands[i].kb == kb && g1_cands[i].pt == pt && g1_applies(c, i))
+                if (g1_cands[i].vw == vw && g1_cands[i].kb == kb && g1_cands[i].pt == pt && g1_applies(c, i)) {
+                    *cached = 1;
                     return i;
+                }
         pdnn__debug("tuning cache: ignoring '%s' for conv2d_gemm_1x1 %s: not a configuration this build offers "
                     "for the shape",
                     value, shape);
         return dflt;
     }
-    *search = c->tuning == PDNN_TUNING_SEARCH;
+    *search = c->tuning == PDNN_TUNING_SEARCH || c->tuning == PDNN_TUNING_FORCE;
     return dflt;
 }
 
 size_t pdnn__cl_gemm1x1_workspace(cl_dev *d, const pdnn__conv2d_call *c)
 {
-    int search = 0;
-    const int i = g1_pick(d, c, &search);
+    int search = 0, cached = 0;
+    const int i = g1_pick(d, c, &search, &cached);
     if (i < 0)
         return SIZE_MAX;
     size_t ws = g1_ws(c, i);
@@ -376,87 +379,27 @@ static pdnn_status g1_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1)", err);
 }
 
-/* Runs configuration i to the end and returns its best time of reps after
- * a warm-up, or a negative value if it failed. */
-static double g1_time(cl_dev *d, const pdnn__conv2d_call *c, int i, int reps)
+/* Builds (once) and runs configuration i to the end: its seconds, or a
+ * negative value if it failed. */
+static double g1_run_timed(cl_dev *d, const pdnn__conv2d_call *c, int i)
 {
-    if (g1_build(d, i) != PDNN_SUCCESS || g1_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+    if (g1_build(d, i) != PDNN_SUCCESS)
         return -1.0;
-    double best = reps > 0 ? -1.0 : 0.0;
-    for (int r = 0; r < reps; r++) {
-        const double t0 = pdnn__cl_now();
-        if (g1_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
-            return -1.0;
-        const double t = pdnn__cl_now() - t0;
-        if (best < 0.0 || t < best)
-            best = t;
-    }
-    return best;
+    const double t0 = pdnn__cl_now();
+    if (g1_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+        return -1.0;
+    return pdnn__cl_now() - t0;
 }
 
-/* Tunes c as tiled_tune does: every configuration that applies and fits
- * the workspace runs once, must match the default's output to rounding
- * (all sum over c in the same order), and is timed; the fastest is
- * stored in the tuning cache. Returns the index to run. */
-static int g1_tune(cl_dev *d, const pdnn__conv2d_call *c, int dflt)
-{
-    const size_t ny = (size_t)(c->n * c->k * c->p * c->q);
-    float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
-    const size_t yoff = c->y_buf.offset;
-    cl_mem y = c->y_buf.region;
-    double best_t = -1.0;
-    int best = dflt;
-    if (ref && got && g1_time(d, c, dflt, 0) >= 0.0 &&
-        clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), ref, 0, NULL, NULL) == CL_SUCCESS) {
-        float scale = 0.0f;
-        for (size_t j = 0; j < ny; j++)
-            scale = fabsf(ref[j]) > scale ? fabsf(ref[j]) : scale;
-        for (int i = 0; i < N_GEMM1X1; i++) {
-            char name[48];
-            g1_name(i, name, sizeof name);
-            if (!g1_applies(c, i) || g1_ws(c, i) > c->workspace_bytes)
-                continue;
-            if (i != dflt) {
-                if (g1_time(d, c, i, 0) < 0.0 ||
-                    clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), got, 0, NULL, NULL) !=
-                        CL_SUCCESS) {
-                    pdnn__debug("tuning conv2d_gemm_1x1: %s failed to run (%s); skipped", name, pdnn_last_error());
-                    continue;
-                }
-                float worst = 0.0f;
-                for (size_t j = 0; j < ny; j++)
-                    worst = fabsf(got[j] - ref[j]) > worst ? fabsf(got[j] - ref[j]) : worst;
-                if (!(worst <= 1e-5f * (1.0f + scale))) {
-                    pdnn__debug("tuning conv2d_gemm_1x1: %s differs from the default by %g; rejected", name,
-                                (double)worst);
-                    continue;
-                }
-            }
-            const double t = g1_time(d, c, i, 3);
-            pdnn__debug("tuning conv2d_gemm_1x1: %s %.3f ms", name, t * 1e3);
-            if (t > 0.0 && (best_t < 0.0 || t < best_t)) {
-                best_t = t;
-                best = i;
-            }
-        }
-    }
-    free(ref);
-    free(got);
-    if (best_t > 0.0) {
-        char shape[256], value[48];
-        g1_shape_key(c, shape, sizeof shape);
-        g1_name(best, value, sizeof value);
-        const double flops = 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q * (double)(c->c / c->groups);
-        if (pdnn__tuning_store(d->tune_key, "conv2d_gemm_1x1", shape, value, flops / best_t * 1e-9) != PDNN_SUCCESS)
-            pdnn__debug("tuning conv2d_gemm_1x1: %s", pdnn_last_error());
-    }
-    return best;
-}
+static int g1_usable(const pdnn__conv2d_call *c, int i) { return g1_applies(c, i) && g1_ws(c, i) <= c->workspace_bytes; }
+
+static const pdnn__cl_tunable g1_tunable = {"conv2d_gemm_1x1", N_GEMM1X1, g1_usable, g1_run_timed, g1_name,
+                                            g1_shape_key};
 
 pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)
 {
-    int search = 0;
-    int i = g1_pick(d, c, &search);
+    int search = 0, cached = 0;
+    int i = g1_pick(d, c, &search, &cached);
     if (i < 0)
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "OpenCL: gemm_1x1 runs only 1x1 filters without padding (every output pixel on an input "
@@ -467,7 +410,7 @@ pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)
                            (long long)c->w, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w,
                            (long long)c->groups);
     if (search)
-        i = g1_tune(d, c, i);
+        i = pdnn__cl_tune(d, c, &g1_tunable, i);
     if (g1_ws(c, i) > c->workspace_bytes) {
         /* Tuned by another thread since the workspace was sized: fall back
          * to one that fits (the in-place or smallest packing). */
@@ -479,6 +422,7 @@ pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)
             return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: gemm_1x1 got %zu bytes of workspace, needs %zu",
                                c->workspace_bytes, g1_ws(c, i));
         i = fit;
+        cached = 0;
     }
     pdnn_status st = g1_build(d, i);
     if (st == PDNN_SUCCESS)
@@ -486,6 +430,11 @@ pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)
     if (st == PDNN_SUCCESS) {
         g1_name(i, last_cfg, sizeof last_cfg);
         last_kernel = g1_rows(c, i) ? "rows" : "tiles";
+        if (c->tuning_out) {
+            c->tuning_out->tunable = 1;
+            c->tuning_out->cached = cached && !search;
+            snprintf(c->tuning_out->config, sizeof c->tuning_out->config, "%s", last_cfg);
+        }
     }
     return st;
 }

@@ -133,6 +133,25 @@ pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts,
 pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, const char *opts,
                                 const char *const *names, int n);
 
+/* A kernel's tunable configurations 0..count-1, for pdnn__cl_tune. */
+typedef struct pdnn__cl_tunable {
+    const char *kernel; /* the tuning cache's kernel name, e.g. "conv2d_tiled" */
+    int count;
+    /* Configuration i applies to c and fits c->workspace_bytes. */
+    int (*usable)(const pdnn__conv2d_call *c, int i);
+    /* Builds (once) and runs i to the end: its seconds, < 0 on failure. */
+    double (*run_timed)(cl_dev *d, const pdnn__conv2d_call *c, int i);
+    /* The cache's value for i, e.g. "tq=8 kb=1", and the shape's key. */
+    void (*name)(int i, char *buf, size_t len);
+    void (*shape_key)(const pdnn__conv2d_call *c, char *buf, size_t len);
+} pdnn__cl_tunable;
+
+/* Searches t's configurations for c (cl_tuner.c): each usable one is run
+ * and checked against dflt's output, the survivors timed in rounds; the
+ * fastest is stored in the tuning cache and returned (dflt when nothing
+ * else ran). Reports the search in c->tuning_out. d->lock held. */
+int pdnn__cl_tune(cl_dev *d, const pdnn__conv2d_call *c, const pdnn__cl_tunable *t, int dflt);
+
 /* Winograd F(4x4, 3x3) (cl_winograd.c). The workspace c needs, or
  * SIZE_MAX (with the reason as the last error) when c is not a 3x3,
  * stride-1, dilation-1, ungrouped convolution it runs. */

@@ -783,100 +783,18 @@ static _Thread_local char last_tiled[48];
 
 const char *pdnn__opencl_last_tiled(void) { return last_tiled; }
 
-/* Tunes c: every configuration that applies and fits the workspace is run
- * once (the warm-up) and its output checked against the default's (the one
- * the parity suite checks against the host reference; the summation order
- * is the same in all, so they must agree to rounding); then the survivors
- * are timed in rounds, one run of each per round, so that a burst of load
- * from other processes hits all of them alike, and each keeps its best.
- * At least TUNE_ROUNDS rounds, more (up to TUNE_ROUNDS_MAX) while a round
- * is short, since short runs are the noisiest. The fastest is stored in
- * the tuning cache. Returns the index to run. */
-enum { TUNE_ROUNDS = 3, TUNE_ROUNDS_MAX = 10 };
-#define TUNE_BUDGET_S 0.2 /* the rounds' target time, for short runs */
-
-static int tiled_tune(cl_dev *d, const pdnn__conv2d_call *c, int dflt)
+static int tiled_usable(const pdnn__conv2d_call *c, int i)
 {
-    const double t_start = pdnn__cl_now();
-    const size_t ny = (size_t)(c->n * c->k * c->p * c->q);
-    float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
-    const size_t yoff = c->y_buf.offset;
-    cl_mem y = c->y_buf.region;
-    double best_t = -1.0, times[N_TILED] = {0};
-    int best = dflt, ok[N_TILED] = {0};
-    if (ref && got && tiled_run_timed(d, c, dflt) >= 0.0 &&
-        clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), ref, 0, NULL, NULL) == CL_SUCCESS) {
-        ok[dflt] = 1;
-        float scale = 0.0f;
-        for (size_t j = 0; j < ny; j++)
-            scale = fabsf(ref[j]) > scale ? fabsf(ref[j]) : scale;
-        for (int i = 0; i < N_TILED; i++) {
-            if (i == dflt || !tiled_applies(c, i) || tiled_ws(c, i) > c->workspace_bytes)
-                continue;
-            if (tiled_run_timed(d, c, i) < 0.0 ||
-                clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), got, 0, NULL, NULL) !=
-                    CL_SUCCESS) {
-                pdnn__debug("tuning conv2d_tiled: tq=%d kb=%d failed to run (%s); skipped", tiled_cands[i].tq,
-                            tiled_cands[i].kb, pdnn_last_error());
-                continue;
-            }
-            float worst = 0.0f;
-            for (size_t j = 0; j < ny; j++)
-                worst = fabsf(got[j] - ref[j]) > worst ? fabsf(got[j] - ref[j]) : worst;
-            if (!(worst <= 1e-5f * (1.0f + scale))) {
-                pdnn__debug("tuning conv2d_tiled: tq=%d kb=%d differs from the default by %g; rejected",
-                            tiled_cands[i].tq, tiled_cands[i].kb, (double)worst);
-                continue;
-            }
-            ok[i] = 1;
-        }
-        int rounds = TUNE_ROUNDS;
-        for (int r = 0; r < rounds; r++) {
-            const double t_round = pdnn__cl_now();
-            for (int i = 0; i < N_TILED; i++) {
-                if (!ok[i])
-                    continue;
-                const double t = tiled_run_timed(d, c, i);
-                if (t <= 0.0) {
-                    ok[i] = 0; /* ran once, fails now: not to be trusted */
-                    continue;
-                }
-                times[i] = r == 0 || t < times[i] ? t : times[i];
-            }
-            if (r == 0) {
-                const double per_round = pdnn__cl_now() - t_round;
-                const int want = per_round > 0.0 ? (int)(TUNE_BUDGET_S / per_round) : TUNE_ROUNDS_MAX;
-                rounds = want < TUNE_ROUNDS ? TUNE_ROUNDS : want > TUNE_ROUNDS_MAX ? TUNE_ROUNDS_MAX : want;
-            }
-        }
-        for (int i = 0; i < N_TILED; i++) {
-            if (!ok[i])
-                continue;
-            pdnn__debug("tuning conv2d_tiled: tq=%d kb=%d %.3f ms (best of %d)", tiled_cands[i].tq, tiled_cands[i].kb,
-                        times[i] * 1e3, rounds);
-            if (best_t < 0.0 || times[i] < best_t) {
-                best_t = times[i];
-                best = i;
-            }
-        }
-    }
-    free(ref);
-    free(got);
-    if (best_t > 0.0) {
-        char shape[256], value[64];
-        tiled_shape_key(c, shape, sizeof shape);
-        snprintf(value, sizeof value, "tq=%d kb=%d", tiled_cands[best].tq, tiled_cands[best].kb);
-        const double flops = 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q * (double)c->r *
-                             (double)c->s * (double)(c->c / c->groups);
-        if (pdnn__tuning_store(d->tune_key, "conv2d_tiled", shape, value, flops / best_t * 1e-9) != PDNN_SUCCESS)
-            pdnn__debug("tuning conv2d_tiled: %s", pdnn_last_error());
-    }
-    if (c->tuning_out) {
-        c->tuning_out->searched = 1;
-        c->tuning_out->search_seconds = pdnn__cl_now() - t_start;
-    }
-    return best;
+    return tiled_applies(c, i) && tiled_ws(c, i) <= c->workspace_bytes;
 }
+
+static void tiled_name(int i, char *buf, size_t len)
+{
+    snprintf(buf, len, "tq=%d kb=%d", tiled_cands[i].tq, tiled_cands[i].kb);
+}
+
+static const pdnn__cl_tunable tiled_tunable = {"conv2d_tiled", N_TILED, tiled_usable, tiled_run_timed, tiled_name,
+                                               tiled_shape_key};
 
 static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
 {
@@ -885,7 +803,7 @@ static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
     if (i < 0)
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: no tiled configuration runs this convolution");
     if (search)
-        i = tiled_tune(d, c, i);
+        i = pdnn__cl_tune(d, c, &tiled_tunable, i);
     if (tiled_ws(c, i) > c->workspace_bytes) {
         /* Tuned by another thread since the workspace was sized: the
          * 16-channel configurations need the least. */
