@@ -109,7 +109,8 @@ static void peer_cells(double ours, double peer, geo *g, geo *ratio, char *gcol,
     fmt_num(gcol, len, peer);
     snprintf(rcol, len, "-");
     if (peer > 0) {
-        snprintf(rcol, len, "%.2f", ours / peer);
+        /* Three significant digits: a ratio far below 1 stays readable. */
+        snprintf(rcol, len, ours / peer < 1 ? "%.3g" : "%.2f", ours / peer);
         geo_add(g, peer);
         geo_add(ratio, ours / peer);
     }
