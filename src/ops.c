@@ -257,6 +257,12 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
     memset(&block, 0, sizeof block);
     if (want != PDNN_CONV_ALGO_AUTO) {
         size_t ws = workspace_of(dev, c, want);
+        if (ws == SIZE_MAX && want == PDNN_CONV_ALGO_DEPTHWISE && c->groups != c->c)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "conv2d: algorithm depthwise runs only depthwise convolutions (groups == input "
+                               "channels), but this one has %lld input channels in %lld group(s); use "
+                               "PDNN_CONV_ALGO_AUTO",
+                               (long long)c->c, (long long)c->groups);
         if (ws == SIZE_MAX)
             return pdnn__error(PDNN_ERR_UNSUPPORTED,
                                "conv2d: algorithm %s is not available on %s (%s backend); use "
@@ -271,11 +277,14 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
     }
     /* Fastest first, measured on PoCL for ResNet-50's layers (bench/):
      * tiled 3-4x im2col + CLBlast, which is 3-4x direct. */
-    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_TILED,
+    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_DEPTHWISE, PDNN_CONV_ALGO_TILED,
                                            PDNN_CONV_ALGO_IM2COL_GEMM};
-    for (int a = 0; a < 3; a++) {
+    for (size_t a = 0; a < sizeof order / sizeof order[0]; a++) {
         pdnn_conv_algo algo = order[a];
         if (algo == PDNN_CONV_ALGO_IM2COL_GEMM && c->groups != 1)
+            continue;
+        /* depthwise: one input channel is an ordinary convolution. */
+        if (algo == PDNN_CONV_ALGO_DEPTHWISE && c->groups == 1)
             continue;
         size_t ws = workspace_of(dev, c, algo);
         if (ws == SIZE_MAX)

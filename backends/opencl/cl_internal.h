@@ -106,4 +106,11 @@ pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts,
 pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, const char *opts,
                                 const char *const *names, int n);
 
+/* Depthwise convolution (cl_depthwise.c): 0 bytes of workspace where it
+ * applies (groups == C), SIZE_MAX where it does not. */
+size_t pdnn__cl_depthwise_workspace(cl_dev *d, const pdnn__conv2d_call *c);
+
+/* Runs c as a depthwise convolution. Called with d->lock held. */
+pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c);
+
 #endif

@@ -898,6 +898,8 @@ static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_co
 {
     if (algo == PDNN_CONV_ALGO_DIRECT)
         return 0;
+    if (algo == PDNN_CONV_ALGO_DEPTHWISE)
+        return pdnn__cl_depthwise_workspace(dev, c);
     if (algo == PDNN_CONV_ALGO_TILED) {
         cl_dev *d = dev;
         int search = 0;
@@ -1023,6 +1025,8 @@ static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
     if (st == PDNN_SUCCESS) {
         if (c->algo == PDNN_CONV_ALGO_TILED)
             st = conv_tiled(d, c);
+        else if (c->algo == PDNN_CONV_ALGO_DEPTHWISE)
+            st = pdnn__cl_depthwise(d, c);
 #ifdef PDNN_HAVE_CLBLAST
         else if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
             st = conv_im2col_gemm(d, c);
