@@ -6,8 +6,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Output columns per work-item of dw_nhwc8 (the kernel's DW_TQ). */
-#define NHWC_TQ 4
+/* Work per work-item: dw_nhwc8's output columns (DW_TQ), dw_nchw8's
+ * output rows (DW_TP). Larger blocks amortise each work-item's setup and
+ * filter loads: on PoCL 8 columns ran up to 1.5x faster than 4, and 2
+ * rows were no slower than 1 and at times 1.1x faster (noisy timings). */
+#define NHWC_TQ 8
+#define NCHW_TP 2
 
 enum { DW_NHWC8, DW_NCHW8, DW_KERNELS };
 
@@ -19,7 +23,7 @@ static const char *const dw_names[DW_KERNELS] = {"dw_nhwc8", "dw_nchw8"};
 static int dw_applies(const pdnn__conv2d_call *c)
 {
     const int64_t lim = INT32_MAX / 2;
-    return c->groups == c->c && c->k <= lim && c->q <= lim && c->p <= lim && c->n * c->p <= lim &&
+    return c->groups == c->c && c->k <= lim && c->q <= lim && c->p <= lim && c->w <= lim && c->n * c->p <= lim &&
            c->n * c->k <= lim;
 }
 
@@ -44,8 +48,8 @@ pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c)
                            "OpenCL: depthwise needs groups == input channels; this convolution has %lld input "
                            "channels in %lld groups",
                            (long long)c->c, (long long)c->groups);
-    char opts[32];
-    snprintf(opts, sizeof opts, "-DDW_TQ=%d", NHWC_TQ);
+    char opts[64];
+    snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_TP=%d", NHWC_TQ, NCHW_TP);
     pdnn_status st = pdnn__cl_build_slot(d, CL_SLOT_DEPTHWISE, "conv2d_depthwise.cl", opts, dw_names, DW_KERNELS);
     if (st != PDNN_SUCCESS)
         return st;
@@ -89,6 +93,10 @@ pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c)
     SET_ARG(k, 13, filt);
     SET_ARG(k, 14, geom);
     SET_ARG(k, 15, pad_fast);
+    if (!nhwc) {
+        cl_long x_end = xo + c->n * c->c * c->h * c->w;
+        SET_ARG(k, 16, x_end);
+    }
     if (err != CL_SUCCESS)
         return pdnn__cl_fail(nhwc ? "clSetKernelArg(dw_nhwc8)" : "clSetKernelArg(dw_nchw8)", err);
 
@@ -103,7 +111,7 @@ pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c)
         g[2] = (size_t)(c->n * c->p);
     } else {
         g[0] = (size_t)((c->q + 7) / 8);
-        g[1] = (size_t)c->p;
+        g[1] = (size_t)((c->p + NCHW_TP - 1) / NCHW_TP);
         g[2] = (size_t)(c->n * c->k);
     }
     size_t wg = 0;
