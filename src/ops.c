@@ -453,6 +453,12 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
          * only") as the last error; start from none. */
         pdnn__error(PDNN_SUCCESS, "%s", "");
         size_t ws = workspace_of(dev, c, want);
+        if (ws == SIZE_MAX && want == PDNN_CONV_ALGO_DEPTHWISE && c->groups != c->c)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "conv2d: algorithm depthwise runs only depthwise convolutions (groups == input "
+                               "channels), but this one has %lld input channels in %lld group(s); use "
+                               "PDNN_CONV_ALGO_AUTO",
+                               (long long)c->c, (long long)c->groups);
         if (ws == SIZE_MAX && want == PDNN_CONV_ALGO_GEMM_1X1 && strcmp(dev->backend->name, "opencl") == 0)
             return pdnn__error(PDNN_ERR_UNSUPPORTED,
                                "conv2d: algorithm gemm_1x1 does not run this convolution on %s (%s backend): it "
@@ -488,9 +494,10 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
      * measured); winograd 1.5-3x tiled on the 3x3 stride-1 layers, except
      * where there are few 4x4 output tiles (7x7 and 14x14 images at batch
      * 1), where transforming the filter (36/9 of its size) costs more
-     * than it saves. */
-    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_WINOGRAD,
-                                           PDNN_CONV_ALGO_TILED, PDNN_CONV_ALGO_IM2COL_GEMM};
+     * than it saves; depthwise 3-16x direct (what ran before) on
+     * MobileNet v1's depthwise layers (bench/results-depthwise.md). */
+    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR,   PDNN_CONV_ALGO_DEPTHWISE, PDNN_CONV_ALGO_GEMM_1X1,
+                                           PDNN_CONV_ALGO_WINOGRAD, PDNN_CONV_ALGO_TILED,     PDNN_CONV_ALGO_IM2COL_GEMM};
     for (int a = 0; a < (int)(sizeof order / sizeof order[0]); a++) {
         pdnn_conv_algo algo = order[a];
         if ((algo == PDNN_CONV_ALGO_IM2COL_GEMM || algo == PDNN_CONV_ALGO_GEMM_1X1) && c->groups != 1)
@@ -499,6 +506,9 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
          * at least 32 tiles in the batch. */
         if (algo == PDNN_CONV_ALGO_WINOGRAD &&
             (c->c < 64 || c->k < 64 || c->n * ((c->p + 3) / 4) * ((c->q + 3) / 4) < 32))
+            continue;
+        /* depthwise: one input channel is an ordinary convolution. */
+        if (algo == PDNN_CONV_ALGO_DEPTHWISE && c->groups == 1)
             continue;
         size_t ws = workspace_of(dev, c, algo);
         if (ws == SIZE_MAX)

@@ -213,6 +213,13 @@ check "vgg16: conv1_1, conv1_2, pool1 and pool2 only" \
     test "$(grep -c '^| conv1_[12] | NCHW | ' "$tmp/out")" -eq 2 -a "$(grep -c '^| pool[12] 2x2 /2 | NCHW | ' "$tmp/out")" -eq 2 \
     -a "$(grep -c '^| .* | NCHW | ' "$tmp/out")" -eq 4
 has "vgg16 pool1 bytes" "^| pool1 2x2 /2 | NCHW | 16.1 |"
+ok "bench mobilenet, first 2 layers" "$tool" bench mobilenet --layers 2 --layout NHWC --iters 1 --no-peak
+has "mobilenet: AUTO runs depthwise on dw1" "^| dw1 32 | NHWC | depthwise | 0.00723 |"
+check "mobilenet: conv1 and dw1 only, no pools" \
+    test "$(grep -c '^| .* | NHWC | ' "$tmp/out")" -eq 2 -a "$(grep -c 'max pool' "$tmp/out")" -eq 0
+ok "depthwise, multiplier 2" "$tool" conv -n 2 -c 6 -H 9 -W 13 -k 12 -g 6 -p 1 -q 1 -u 2 --bias --relu --algo depthwise --verify
+bad "depthwise refuses other groups" 1 "algorithm depthwise runs only depthwise convolutions" \
+    "$tool" conv -c 6 -k 12 -g 3 --algo depthwise --iters 1
 
 bad "bench unknown layer set" 2 "unknown layer set 'resnet18'; known: resnet50, vgg16" "$tool" bench resnet18
 bad "bench --batch 0" 2 "bench resnet50: --batch must be at least 1, got 0" "$tool" bench resnet50 --batch 0

@@ -154,6 +154,9 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
         (k->r != 1 || k->s != 1 || k->pt != 0 || k->pl != 0 || (od[2] - 1) * k->sh >= k->h ||
          (od[3] - 1) * k->sw >= k->w || (k->groups != 1 && (k->k / k->groups) % 4 != 0)))
         ndev = 0;
+    /* depthwise claims groups == C (checked in depthwise_claims_what_it_runs). */
+    if (accel_algo == PDNN_CONV_ALGO_DEPTHWISE && k->groups != k->c)
+        ndev = 0;
     /* tiled runs every configuration the tuner may pick (tq x kb). */
     int cfg[16][2] = {{0, 0}};
     int ncfg = 1;
@@ -168,7 +171,8 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
-        if ((accel_algo == PDNN_CONV_ALGO_WINOGRAD || accel_algo == PDNN_CONV_ALGO_GEMM_1X1) &&
+        if ((accel_algo == PDNN_CONV_ALGO_WINOGRAD || accel_algo == PDNN_CONV_ALGO_GEMM_1X1 ||
+             accel_algo == PDNN_CONV_ALGO_DEPTHWISE) &&
             strcmp(info.backend, "opencl") != 0)
             continue; /* only the OpenCL backend has these */
         for (int ci = 0; ci < ncfg; ci++) {
@@ -359,6 +363,7 @@ static void every_layout_combination(void)
         {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 7, 6, 11, 7, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 7, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {2, 5, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
     };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -394,6 +399,14 @@ static void edge_shapes(void)
         {1, 17, 9, 9, 34, 3, 3, 3, 3, 2, 2, 2, 0, 1, 2, 17, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC},
         {2, 4, 4, 4, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, 0, PDNN_NCHW, PDNN_OHWI, PDNN_NCHW},
         {1, 3, 2, 9, 2, 1, 5, 1, 3, 1, 2, 0, 0, 4, 3, 1, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
+        /* depthwise: a 1x1 image with padding, multiplier 2, batch 17 */
+        {17, 3, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
+        /* depthwise rows long enough for the vector loads of stride 1 and
+         * 2 with borders on both sides (NCHW), and whole 8-channel blocks
+         * beside a tail (NHWC, HWIO) */
+        {2, 5, 20, 37, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 8, 30, 45, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 8, 0, 1, PDNN_NCHW, PDNN_HWIO, PDNN_NCHW},
+        {2, 20, 11, 13, 20, 3, 3, 2, 1, 1, 2, 1, 1, 2, 2, 20, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(ctx, devs, ndev, &cases[i], (uint32_t)(1000 + i));
@@ -496,6 +509,9 @@ static void with_algo(pdnn_conv_algo algo, void (*body)(void))
     body();
     /* body skips when there is no accelerator, so it ran on one here. */
     cr_assert_gt(accel_runs, 0, "%s ran on no shape of this suite", pdnn_conv_algo_name(algo));
+    /* Every suite holds depthwise shapes (groups == C, multipliers 1 to 3). */
+    if (algo == PDNN_CONV_ALGO_DEPTHWISE)
+        cr_assert_geq(accel_runs, 4, "depthwise ran on only %d case(s)", accel_runs);
 }
 
 /* 1x1 convolutions for gemm_1x1's tiles and tails: K and C of 1, 3, 5,
@@ -975,6 +991,97 @@ Test(conv_parity, gemm_1x1_writes_stay_inside_the_output)
         pdnn_device_get_info(devs[i], &info);
         if (strcmp(info.backend, "opencl") == 0)
             cr_assert_gt(ran, 0, "gemm_1x1 ran none of the guard cases");
+    }
+    pdnn_context_destroy(ctx);
+}
+
+Test(conv_parity, every_layout_combination_depthwise) { with_algo(PDNN_CONV_ALGO_DEPTHWISE, every_layout_combination); }
+Test(conv_parity, edge_shapes_depthwise) { with_algo(PDNN_CONV_ALGO_DEPTHWISE, edge_shapes); }
+Test(conv_parity, sampled_grid_depthwise) { with_algo(PDNN_CONV_ALGO_DEPTHWISE, sampled_grid); }
+
+/* depthwise runs groups == C (multipliers 1 and 2) without writing past
+ * its output and is what AUTO picks there; other grouped convolutions are
+ * refused with PDNN_ERR_UNSUPPORTED and a message saying why. */
+Test(conv_parity, depthwise_claims_what_it_runs)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_device *host;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+    const int64_t shapes[][3] = {{24, 24, 24}, {6, 12, 6}, {6, 12, 3}, {32, 64, 2}}; /* C, K, groups */
+    for (int si = 0; si < 4; si++) {
+        const int64_t C = shapes[si][0], K = shapes[si][1], G = shapes[si][2];
+        for (int li = 0; li < 2; li++) {
+            const pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
+            pdnn_tensor_desc xd = th_desc(l, 3, C, 10, 19), wd = th_desc(li ? PDNN_HWIO : PDNN_OIHW, K, C / G, 3, 3);
+            pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, K, 1, 1, 1), gd = th_desc(PDNN_NCHW, 1, 1, 64, 64);
+            float *x = malloc(sizeof(float) * (size_t)(3 * C * 190));
+            float *w = malloc(sizeof(float) * (size_t)(K * C / G * 9)), *b = malloc(sizeof(float) * (size_t)K);
+            float gv[4096];
+            th_fill(x, 3 * C * 190, 5);
+            th_fill(w, K * C / G * 9, 6);
+            th_fill(b, K, 7);
+            for (int g = 0; g < 4096; g++)
+                gv[g] = 7.0f;
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.groups = (int)G;
+            p.stride_w = 2;
+            p.pad_top = p.pad_bottom = p.pad_left = 1;
+            p.relu = 1;
+            int64_t od[4];
+            cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS);
+            pdnn_tensor_desc yd = th_desc(l, od[0], od[1], od[2], od[3]);
+            pdnn_tensor *hx = th_upload(host, &xd, x), *hw = th_upload(host, &wd, w), *hb = th_upload(host, &bd, b);
+            pdnn_tensor *hy = th_upload(host, &yd, NULL);
+            cr_assert_eq(pdnn_conv2d_forward(&p, hx, hw, hb, hy), PDNN_SUCCESS);
+            float *want = th_download(hy);
+            for (int i = 0; i < ndev; i++) {
+                pdnn_tensor *dx = th_upload(devs[i], &xd, x), *dw = th_upload(devs[i], &wd, w);
+                pdnn_tensor *db = th_upload(devs[i], &bd, b), *dy = th_upload(devs[i], &yd, NULL);
+                pdnn_tensor *guard = th_upload(devs[i], &gd, gv);
+                for (int auto_algo = 0; auto_algo < 2; auto_algo++) {
+                    p.algorithm = auto_algo ? PDNN_CONV_ALGO_AUTO : PDNN_CONV_ALGO_DEPTHWISE;
+                    pdnn_status st = pdnn_conv2d_forward(&p, dx, dw, db, dy);
+                    if (G != C) {
+                        if (!auto_algo) {
+                            cr_assert_eq(st, PDNN_ERR_UNSUPPORTED, "depthwise must refuse C %lld in %lld groups",
+                                         (long long)C, (long long)G);
+                            cr_assert(strstr(pdnn_last_error(), "groups == input channels") != NULL,
+                                      "unclear message: %s", pdnn_last_error());
+                        } else {
+                            cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
+                            cr_assert_neq(pdnn_conv2d_last_algorithm(), PDNN_CONV_ALGO_DEPTHWISE);
+                        }
+                        continue;
+                    }
+                    cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
+                    cr_assert_eq(pdnn_conv2d_last_algorithm(), PDNN_CONV_ALGO_DEPTHWISE, "%s ran %s",
+                                 auto_algo ? "auto" : "depthwise", pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
+                    float *got = th_download(dy);
+                    compare(got, want, od[0] * od[1] * od[2] * od[3], 9, "depthwise", pdnn_layout_name(l));
+                    free(got);
+                    float *after = th_download(guard);
+                    for (int g = 0; g < 4096; g++)
+                        cr_assert_eq(after[g], 7.0f, "depthwise %s: guard element %d overwritten", pdnn_layout_name(l), g);
+                    free(after);
+                }
+                pdnn_tensor_release(dx);
+                pdnn_tensor_release(dw);
+                pdnn_tensor_release(db);
+                pdnn_tensor_release(dy);
+                pdnn_tensor_release(guard);
+            }
+            free(want);
+            free(x);
+            free(w);
+            free(b);
+            pdnn_tensor_release(hx);
+            pdnn_tensor_release(hw);
+            pdnn_tensor_release(hb);
+            pdnn_tensor_release(hy);
+        }
     }
     pdnn_context_destroy(ctx);
 }

@@ -167,5 +167,11 @@ pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c);
 void pdnn__cl_gemm1x1_init(cl_dev *d);
 /* Releases the programs and kernels it built (dev_free). */
 void pdnn__cl_gemm1x1_release(cl_dev *d);
+/* Depthwise convolution (cl_depthwise.c): 0 bytes of workspace where it
+ * applies (groups == C), SIZE_MAX where it does not. */
+size_t pdnn__cl_depthwise_workspace(cl_dev *d, const pdnn__conv2d_call *c);
+
+/* Runs c as a depthwise convolution. Called with d->lock held. */
+pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c);
 
 #endif

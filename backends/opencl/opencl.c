@@ -836,6 +836,8 @@ static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_co
         return pdnn__cl_winograd_workspace(dev, c);
     if (algo == PDNN_CONV_ALGO_GEMM_1X1)
         return pdnn__cl_gemm1x1_workspace(dev, c);
+    if (algo == PDNN_CONV_ALGO_DEPTHWISE)
+        return pdnn__cl_depthwise_workspace(dev, c);
     if (algo == PDNN_CONV_ALGO_TILED) {
         cl_dev *d = dev;
         int search = 0, cached = 0;
@@ -965,6 +967,8 @@ static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
             st = pdnn__cl_winograd(d, c);
         else if (c->algo == PDNN_CONV_ALGO_GEMM_1X1)
             st = pdnn__cl_gemm1x1(d, c);
+        else if (c->algo == PDNN_CONV_ALGO_DEPTHWISE)
+            st = pdnn__cl_depthwise(d, c);
 #ifdef PDNN_HAVE_CLBLAST
         else if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
             st = conv_im2col_gemm(d, c);

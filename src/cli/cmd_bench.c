@@ -447,7 +447,9 @@ int cmd_bench(int argc, char **argv)
     };
     shape_opts(&o.shape, opts + N_OWN);
     int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
-                       "  polydnn bench resnet50|vgg16 [flags]  ResNet-50 v1.5's or VGG-16's convolutions and max pools\n"
+                       "  polydnn bench resnet50|vgg16|mobilenet [flags]\n"
+                       "                                        ResNet-50 v1.5's, VGG-16's or MobileNet v1's convolutions\n"
+                       "                                        and max pools\n"
                        "  polydnn bench conv [flags]            one convolution, from polydnn conv's shape flags\n"
                        "  polydnn bench --peak [--device D]     the device's peak FMA rate and copy bandwidth only\n"
                        "Each convolution runs against im2col + GEMM on the same device (CLBlast on OpenCL), oneDNN on\n"

@@ -78,6 +78,7 @@ void conv_from_layer(const layer_conv *L, int64_t batch, conv_shape *cs)
     cs->r = cs->s = L->rs;
     cs->p.stride_h = cs->p.stride_w = L->stride;
     cs->p.pad_top = cs->p.pad_bottom = cs->p.pad_left = cs->p.pad_right = L->pad;
+    cs->p.groups = L->groups;
 }
 
 int conv_shape_equal(const conv_shape *a, const conv_shape *b)

@@ -5,10 +5,11 @@
 #define POLYDNN_CLI_LAYERS_H
 
 /* A square convolution of a square input: C x HW x HW in, K out, an RS x
- * RS filter, the same stride and padding on both axes, one group. */
+ * RS filter, the same stride and padding on both axes, and groups (C for
+ * a depthwise convolution). */
 typedef struct layer_conv {
     const char *name;
-    int c, hw, k, rs, stride, pad;
+    int c, hw, k, rs, stride, pad, groups;
 } layer_conv;
 
 /* A square max pool of C x HW x HW. */
@@ -28,11 +29,12 @@ typedef struct layer_set {
 
 extern const layer_set layer_set_resnet50;
 extern const layer_set layer_set_vgg16;
+extern const layer_set layer_set_mobilenet;
 
 /* The set named name (case-sensitive), or NULL. */
 const layer_set *layer_set_find(const char *name);
 
-/* The names layer_set_find knows, e.g. "resnet50, vgg16". */
+/* The names layer_set_find knows, e.g. "resnet50, vgg16, mobilenet". */
 const char *layer_set_names(void);
 
 #endif

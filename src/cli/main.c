@@ -13,7 +13,7 @@ static void usage(FILE *f)
             "  devices   list the devices, TensorFlow-style\n"
             "  conv      run a 2-D convolution (MIOpenDriver-style flags)\n"
             "  pool      run a 2-D pooling\n"
-            "  bench resnet50|vgg16|conv, bench --peak\n"
+            "  bench resnet50|vgg16|mobilenet|conv, bench --peak\n"
             "            time a network's convolutions and pools (or one shape) against peers,\n"
             "            or measure the device's peak; prints a Markdown table\n"
             "  tune resnet50|vgg16|conv\n"
