@@ -115,123 +115,102 @@ __kernel void pool2d_fast(__global const float *x, long x_off,
  * NaN winning, op 1 a sum; callers pass it as a literal so the inlined
  * copies lose the branch. */
 
-inline float8 red8(float8 a, float8 b, int op)
+inline __attribute__((always_inline)) float8 red8(float8 a, float8 b, int op)
 {
     return op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
 }
 
-inline float16 red16(float16 a, float16 b, int op)
+inline __attribute__((always_inline)) float16 red16(float16 a, float16 b, int op)
 {
     return op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
 }
 
-/* Columns [a, a+8) of a row, lanes outside [0, W) set to id: one vector
- * load, clamped into the row and shifted into place at the borders. */
-inline float8 seg8(__global const float *row, int a, int W, float id)
-{
-    if (a >= 0 && a + 8 <= W)
-        return vload8(0, row + a);
-    const int8 col = (int8)(a) + (int8)(0, 1, 2, 3, 4, 5, 6, 7);
-    const int8 in = (col >= 0) & (col < W);
-    float8 v;
-    if (W >= 8) {
-        const int b = clamp(a, 0, W - 8);
-        v = shuffle(vload8(0, row + b), as_uint8(col - b));
-    } else { /* a row narrower than one vector */
-        float t[8];
-        for (int l = 0; l < 8; l++)
-            t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
-        v = vload8(0, t);
-    }
-    return select((float8)(id), v, in);
-}
-
-inline float16 seg16(__global const float *row, int a, int W, float id)
+/* Columns [a, a+16) of a row, lanes outside [0, W) set to id: one vector
+ * load inside the row, the identity wholly outside it, and lane by lane
+ * where the segment crosses a border (a runtime lane shift scalarises on
+ * PoCL; this costs the same and is simpler). */
+inline __attribute__((always_inline)) float16 seg16(__global const float *row, int a, int W, float id)
 {
     if (a >= 0 && a + 16 <= W)
         return vload16(0, row + a);
-    const int16 col = (int16)(a) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const int16 in = (col >= 0) & (col < W);
-    float16 v;
-    if (W >= 16) {
-        const int b = clamp(a, 0, W - 16);
-        v = shuffle(vload16(0, row + b), as_uint16(col - b));
-    } else {
-        float t[16];
-        for (int l = 0; l < 16; l++)
-            t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
-        v = vload16(0, t);
-    }
-    return select((float16)(id), v, in);
+    if (a >= W || a + 16 <= 0)
+        return (float16)(id);
+    float t[16];
+    for (int l = 0; l < 16; l++)
+        t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
+    return vload16(0, t);
 }
 
-/* Lanes k..k+7 of the 16 lanes a:b (k in 0..8), with literal swizzles so
- * every driver emits a constant shuffle. */
-inline float8 shift8(float8 a, float8 b, int k)
+/* Lanes k..k+15 of the 32 lanes a:b (k in 0..8), with literal swizzles
+ * so every driver emits a constant shuffle. */
+inline __attribute__((always_inline)) float16 shift16(float16 a, float16 b, int k)
 {
     switch (k) {
     case 0: return a;
-    case 1: return (float8)(a.s123, a.s4567, b.s0);
-    case 2: return (float8)(a.s23, a.s4567, b.s01);
-    case 3: return (float8)(a.s3, a.s4567, b.s012);
-    case 4: return (float8)(a.s4567, b.s0123);
-    case 5: return (float8)(a.s567, b.s0123, b.s4);
-    case 6: return (float8)(a.s67, b.s0123, b.s45);
-    case 7: return (float8)(a.s7, b.s0123, b.s456);
-    default: return b;
+    case 1: return (float16)(a.s123, a.s4567, a.s89ab, a.scdef, b.s0);
+    case 2: return (float16)(a.s23, a.s4567, a.s89ab, a.scdef, b.s01);
+    case 3: return (float16)(a.s3, a.s4567, a.s89ab, a.scdef, b.s012);
+    case 4: return (float16)(a.s4567, a.s89ab, a.scdef, b.s0123);
+    case 5: return (float16)(a.s567, a.s89ab, a.scdef, b.s0123, b.s4);
+    case 6: return (float16)(a.s67, a.s89ab, a.scdef, b.s0123, b.s45);
+    case 7: return (float16)(a.s7, a.s89ab, a.scdef, b.s0123, b.s456);
+    default: return (float16)(a.s89abcdef, b.s01234567);
     }
 }
 
-/* Columns [a, a + 8*sw) of the window rows [h0, h1), reduced vertically:
- * sw 2 splits them into even (*e) and odd (*o) columns, sw 1 leaves the 8
- * in *e. */
-inline void nchw_vseg(__global const float *xb, long sh, int h0, int h1, int a, int W, int sw, int op, float8 *e,
-                      float8 *o)
+/* Columns [a, a + 16*sw) of the window rows [h0, h1), reduced vertically:
+ * sw 2 splits them into even (*e) and odd (*o) columns, sw 1 leaves the
+ * 16 in *e. */
+inline __attribute__((always_inline)) void nchw_vseg(__global const float *xb, long sh, int h0, int h1, int a, int W, int sw, int op, float16 *e,
+                      float16 *o)
 {
     const float id = op == 0 ? -INFINITY : 0.0f;
+    float16 v = (float16)(id), u = (float16)(id);
+    for (int ih = h0; ih < h1; ih++) {
+        __global const float *row = xb + (long)ih * sh;
+        v = red16(v, seg16(row, a, W, id), op);
+        if (sw == 2)
+            u = red16(u, seg16(row, a + 16, W, id), op);
+    }
     if (sw == 2) {
-        float16 v = (float16)(id);
-        for (int ih = h0; ih < h1; ih++)
-            v = red16(v, seg16(xb + (long)ih * sh, a, W, id), op);
-        *e = v.even;
-        *o = v.odd;
+        *e = (float16)(v.even, u.even);
+        *o = (float16)(v.odd, u.odd);
     } else {
-        float8 v = (float8)(id);
-        for (int ih = h0; ih < h1; ih++)
-            v = red8(v, seg8(xb + (long)ih * sh, a, W, id), op);
         *e = v;
         *o = v;
     }
 }
 
-/* Outputs [qa, qe) of one NCHW row, 8 at a time. Every input column is
+/* Outputs [qa, qe) of one NCHW row, 16 at a time. Every input column is
  * loaded once per output row: it is reduced over the window rows into a
- * segment of 8*sw columns, the segment serves this chunk and (as `next`)
+ * segment of 16*sw columns, the segment serves this chunk and (as `next`)
  * the window columns that spill over from the previous one, and each
  * window column is then one shift of those registers. Padding columns are
  * the reduction's identity, so borders take the same path. */
-inline void nchw_row(__global const float *xb, long sh, __global float *yr, long sq, int h0, int h1, int hcount,
+inline __attribute__((always_inline)) void nchw_row(__global const float *xb, long sh, __global float *yr, long sq, int h0, int h1, int hcount,
                      int W, int qa, int qe, int sw, int ww, int pl, int pr, int op, int mode)
 {
-    float8 ec, oc, en, on;
+    float16 ec, oc, en, on;
     int a = qa * sw - pl;
     nchw_vseg(xb, sh, h0, h1, a, W, sw, op, &ec, &oc);
-    for (int q0 = qa; q0 < qe; q0 += 8, a += 8 * sw) {
-        nchw_vseg(xb, sh, h0, h1, a + 8 * sw, W, sw, op, &en, &on);
-        float8 acc = ec;
+    for (int q0 = qa; q0 < qe; q0 += 16, a += 16 * sw) {
+        nchw_vseg(xb, sh, h0, h1, a + 16 * sw, W, sw, op, &en, &on);
+        float16 acc = ec;
         for (int s = 1; s < ww; s++)
-            acc = red8(acc, sw == 2 && (s & 1) ? shift8(oc, on, s >> 1) : shift8(ec, en, sw == 2 ? s >> 1 : s), op);
+            acc = red16(acc, sw == 2 && (s & 1) ? shift16(oc, on, s >> 1) : shift16(ec, en, sw == 2 ? s >> 1 : s),
+                        op);
         if (op != 0) {
-            const int8 lo = (int8)(a) + sw * (int8)(0, 1, 2, 3, 4, 5, 6, 7), hi = lo + ww;
-            const int8 cnt = mode == 1 ? min(hi, W + pr) - lo : min(hi, W) - max(lo, 0);
-            acc /= convert_float8(cnt * hcount);
+            const int16 lo = (int16)(a) + sw * (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                        hi = lo + ww;
+            const int16 cnt = mode == 1 ? min(hi, W + pr) - lo : min(hi, W) - max(lo, 0);
+            acc /= convert_float16(cnt * hcount);
         }
-        if (q0 + 8 <= qe && sq == 1) {
-            vstore8(acc, 0, yr + q0);
+        if (q0 + 16 <= qe && sq == 1) {
+            vstore16(acc, 0, yr + q0);
         } else {
-            float o[8];
-            vstore8(acc, 0, o);
-            for (int l = 0; l < 8 && q0 + l < qe; l++)
+            float o[16];
+            vstore16(acc, 0, o);
+            for (int l = 0; l < 16 && q0 + l < qe; l++)
                 yr[(long)(q0 + l) * sq] = o[l];
         }
         ec = en;
@@ -241,7 +220,7 @@ inline void nchw_row(__global const float *xb, long sh, __global float *yr, long
 
 /* NCHW input with contiguous rows, horizontal stride 1 or 2 and a window
  * at most 9 (stride 1) or 17 (stride 2) wide. 1-D range over
- * (n, c, p, run of out_dims.s3 outputs, a multiple of 8), run fastest. */
+ * (n, c, p, run of out_dims.s3 outputs, a multiple of 16), run fastest. */
 __kernel void pool2d_nchw_rows(__global const float *x, long x_off,
                                __global float *y, long y_off,
                                long4 xs, long4 ys,
@@ -285,7 +264,7 @@ __kernel void pool2d_nchw_rows(__global const float *x, long x_off,
  * row's pixels are neighbours in memory, and all of a pixel's channels
  * before the next output so one item streams through whole pixels. A
  * last group of fewer than 8 channels goes through scalars. */
-inline void nhwc_row(__global const float *xb, long sh, long sw_el, __global float *yr, long sq, long sc, int h0,
+inline __attribute__((always_inline)) void nhwc_row(__global const float *xb, long sh, long sw_el, __global float *yr, long sq, long sc, int h0,
                      int h1, int hp, int W, int qa, int qe, int cn, int stride, int ww, int pl, int pr, int op,
                      int mode)
 {
