@@ -115,6 +115,9 @@ __kernel void pool2d_fast(__global const float *x, long x_off,
  * NaN winning, op 1 a sum; callers pass it as a literal so the inlined
  * copies lose the branch. */
 
+/* Helpers are forced inline: PoCL otherwise keeps one out-of-line copy
+ * (runtime op and stride, vectors passed through memory), which measured
+ * about half the speed. */
 inline __attribute__((always_inline)) float8 red8(float8 a, float8 b, int op)
 {
     return op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
