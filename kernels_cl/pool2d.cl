@@ -108,109 +108,250 @@ __kernel void pool2d_fast(__global const float *x, long x_off,
     y[y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
 }
 
-/* NHWC input with contiguous channels: a work-item pools 8 channels of one
- * output pixel with float8 loads (one 256-bit vector; GPUs coalesce the
- * neighbouring work-items' loads). Range (ceil(C/8), Q, N*P); the last
- * channel block of an odd C falls back to scalars. */
-__kernel void pool2d_nhwc8(__global const float *x, long x_off,
-                           __global float *y, long y_off,
-                           long4 xs, long4 ys,
-                           int4 in_dims,   /* N, C, H, W                     */
-                           int4 out_dims,  /* P, Q, mode, unused             */
-                           int4 win,       /* window h, w, stride h, w       */
-                           int4 pad)       /* top, left, bottom, right       */
+/* ---- the row kernels: contiguous rows (NCHW) or channels (NHWC) ---------
+ * A work-item pools a run of one output row, out_dims.s3 outputs long (the
+ * whole row on CPUs, where PoCL's per-work-group cost dominates short
+ * items; a few outputs on GPUs, which need many items). op 0 is max with
+ * NaN winning, op 1 a sum; callers pass it as a literal so the inlined
+ * copies lose the branch. */
+
+/* Helpers are forced inline: PoCL otherwise keeps one out-of-line copy
+ * (runtime op and stride, vectors passed through memory), which measured
+ * about half the speed. */
+inline __attribute__((always_inline)) float8 red8(float8 a, float8 b, int op)
 {
-    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
-    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
-    const int c0 = (int)get_global_id(0) * 8, q = (int)get_global_id(1), z = (int)get_global_id(2);
-    if (c0 >= C || q >= Q)
-        return;
-    const int n = z / P, p = z - n * P;
-    int h0, h1, w0, w1;
-    const int padded = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1) *
-                       pool_extent(q, win.s3, pad.s1, pad.s3, win.s1, W, &w0, &w1);
-    const float div = mode == 1 ? (float)padded : (float)((h1 - h0) * (w1 - w0));
-    __global const float *xb = x + x_off + (long)n * xs.s0 + c0;
-    const long yb = y_off + (long)n * ys.s0 + (long)p * ys.s2 + (long)q * ys.s3;
-    if (c0 + 8 <= C) {
-        float8 acc = (float8)(0.0f), mx = (float8)(-INFINITY);
-        int8 nan_seen = (int8)(0);
-        for (int ih = h0; ih < h1; ih++)
-            for (int iw = w0; iw < w1; iw++) {
-                const float8 v = vload8(0, xb + (long)ih * xs.s2 + (long)iw * xs.s3);
-                acc += v;
-                mx = fmax(mx, v);
-                nan_seen |= isnan(v);
-            }
-        const float8 out = mode == 0 ? select(mx, (float8)(NAN), nan_seen) : acc / div;
-        if (ys.s1 == 1) {
-            vstore8(out, 0, y + yb + c0);
-        } else {
-            float o[8];
-            vstore8(out, 0, o);
-            for (int l = 0; l < 8; l++)
-                y[yb + (long)(c0 + l) * ys.s1] = o[l];
-        }
-        return;
-    }
-    for (int c = c0; c < C; c++)
-        y[yb + (long)c * ys.s1] = pool_one(xb + (c - c0), xs.s2, xs.s3, h0, h1, w0, w1, padded, mode);
+    return op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
 }
 
-/* NCHW input with contiguous rows: a work-item pools 8 consecutive output
- * columns of one (n, c, p) row. Away from the image's left and right
- * edges, for strides 1 and 2, each window column is one vector load (for
- * stride 2, the even lanes of 16 floats); chunks at the edges, other
- * strides and the tail of Q go through scalars. Range (ceil(Q/8), P, N*C). */
-__kernel void pool2d_nchw8(__global const float *x, long x_off,
-                           __global float *y, long y_off,
-                           long4 xs, long4 ys,
-                           int4 in_dims,   /* N, C, H, W                     */
-                           int4 out_dims,  /* P, Q, mode, unused             */
-                           int4 win,       /* window h, w, stride h, w       */
-                           int4 pad)       /* top, left, bottom, right       */
+inline __attribute__((always_inline)) float16 red16(float16 a, float16 b, int op)
 {
-    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
-    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
-    const int q0 = (int)get_global_id(0) * 8, p = (int)get_global_id(1), z = (int)get_global_id(2);
-    if (q0 >= Q || p >= P)
+    return op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
+}
+
+/* Columns [a, a+16) of a row, lanes outside [0, W) set to id: one vector
+ * load inside the row, the identity wholly outside it, and lane by lane
+ * where the segment crosses a border (a runtime lane shift scalarises on
+ * PoCL; this costs the same and is simpler). */
+inline __attribute__((always_inline)) float16 seg16(__global const float *row, int a, int W, float id)
+{
+    if (a >= 0 && a + 16 <= W)
+        return vload16(0, row + a);
+    if (a >= W || a + 16 <= 0)
+        return (float16)(id);
+    float t[16];
+    for (int l = 0; l < 16; l++)
+        t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
+    return vload16(0, t);
+}
+
+/* Lanes k..k+15 of the 32 lanes a:b (k in 0..8), with literal swizzles
+ * so every driver emits a constant shuffle. */
+inline __attribute__((always_inline)) float16 shift16(float16 a, float16 b, int k)
+{
+    switch (k) {
+    case 0: return a;
+    case 1: return (float16)(a.s123, a.s4567, a.s89ab, a.scdef, b.s0);
+    case 2: return (float16)(a.s23, a.s4567, a.s89ab, a.scdef, b.s01);
+    case 3: return (float16)(a.s3, a.s4567, a.s89ab, a.scdef, b.s012);
+    case 4: return (float16)(a.s4567, a.s89ab, a.scdef, b.s0123);
+    case 5: return (float16)(a.s567, a.s89ab, a.scdef, b.s0123, b.s4);
+    case 6: return (float16)(a.s67, a.s89ab, a.scdef, b.s0123, b.s45);
+    case 7: return (float16)(a.s7, a.s89ab, a.scdef, b.s0123, b.s456);
+    default: return (float16)(a.s89abcdef, b.s01234567);
+    }
+}
+
+/* Columns [a, a + 16*sw) of the window rows [h0, h1), reduced vertically:
+ * sw 2 splits them into even (*e) and odd (*o) columns, sw 1 leaves the
+ * 16 in *e. */
+inline __attribute__((always_inline)) void nchw_vseg(__global const float *xb, long sh, int h0, int h1, int a, int W, int sw, int op, float16 *e,
+                      float16 *o)
+{
+    const float id = op == 0 ? -INFINITY : 0.0f;
+    float16 v = (float16)(id), u = (float16)(id);
+    for (int ih = h0; ih < h1; ih++) {
+        __global const float *row = xb + (long)ih * sh;
+        v = red16(v, seg16(row, a, W, id), op);
+        if (sw == 2)
+            u = red16(u, seg16(row, a + 16, W, id), op);
+    }
+    if (sw == 2) {
+        *e = (float16)(v.even, u.even);
+        *o = (float16)(v.odd, u.odd);
+    } else {
+        *e = v;
+        *o = v;
+    }
+}
+
+/* Outputs [qa, qe) of one NCHW row, 16 at a time. Every input column is
+ * loaded once per output row: it is reduced over the window rows into a
+ * segment of 16*sw columns, the segment serves this chunk and (as `next`)
+ * the window columns that spill over from the previous one, and each
+ * window column is then one shift of those registers. Padding columns are
+ * the reduction's identity, so borders take the same path. */
+inline __attribute__((always_inline)) void nchw_row(__global const float *xb, long sh, __global float *yr, long sq, int h0, int h1, int hcount,
+                     int W, int qa, int qe, int sw, int ww, int pl, int pr, int op, int mode)
+{
+    float16 ec, oc, en, on;
+    int a = qa * sw - pl;
+    nchw_vseg(xb, sh, h0, h1, a, W, sw, op, &ec, &oc);
+    for (int q0 = qa; q0 < qe; q0 += 16, a += 16 * sw) {
+        nchw_vseg(xb, sh, h0, h1, a + 16 * sw, W, sw, op, &en, &on);
+        float16 acc = ec;
+        for (int s = 1; s < ww; s++)
+            acc = red16(acc, sw == 2 && (s & 1) ? shift16(oc, on, s >> 1) : shift16(ec, en, sw == 2 ? s >> 1 : s),
+                        op);
+        if (op != 0) {
+            const int16 lo = (int16)(a) + sw * (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                        hi = lo + ww;
+            const int16 cnt = mode == 1 ? min(hi, W + pr) - lo : min(hi, W) - max(lo, 0);
+            acc /= convert_float16(cnt * hcount);
+        }
+        if (q0 + 16 <= qe && sq == 1) {
+            vstore16(acc, 0, yr + q0);
+        } else {
+            float o[16];
+            vstore16(acc, 0, o);
+            for (int l = 0; l < 16 && q0 + l < qe; l++)
+                yr[(long)(q0 + l) * sq] = o[l];
+        }
+        ec = en;
+        oc = on;
+    }
+}
+
+/* NCHW input with contiguous rows, horizontal stride 1 or 2 and a window
+ * at most 9 (stride 1) or 17 (stride 2) wide. 1-D range over
+ * (n, c, p, run of out_dims.s3 outputs, a multiple of 16), run fastest. */
+__kernel void pool2d_nchw_rows(__global const float *x, long x_off,
+                               __global float *y, long y_off,
+                               long4 xs, long4 ys,
+                               int4 in_dims,   /* N, C, H, W                     */
+                               int4 out_dims,  /* P, Q, mode, outputs per item   */
+                               int4 win,       /* window h, w, stride h, w       */
+                               int4 pad)       /* top, left, bottom, right       */
+{
+    const int N = in_dims.s0, C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2, run = out_dims.s3;
+    const int runs = (Q + run - 1) / run;
+    long t = (long)get_global_id(0);
+    if (t >= (long)N * C * P * runs)
         return;
-    const int n = z / C, c = z - n * C;
+    const int r = (int)(t % runs);
+    t /= runs;
+    const int p = (int)(t % P);
+    t /= P;
+    const int c = (int)(t % C), n = (int)(t / C);
     int h0, h1;
-    const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1); /* rows the divisor counts */
+    const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1);
+    const int hcount = mode == 1 ? hp : h1 - h0;
     __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
-    const long yb = y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
-    const int sw = win.s3, ww = win.s1;
-    const int first = q0 * sw - pad.s1;                 /* first column read */
-    const int span = sw == 1 ? 8 : 16;                  /* floats per load   */
-    if ((sw == 1 || sw == 2) && q0 + 8 <= Q && first >= 0 && first + ww - 1 + span <= W) {
-        float8 acc = (float8)(0.0f), mx = (float8)(-INFINITY);
-        int8 nan_seen = (int8)(0);
-        for (int ih = h0; ih < h1; ih++) {
-            __global const float *row = xb + (long)ih * xs.s2 + first;
-            for (int s = 0; s < ww; s++) {
-                const float8 v = sw == 1 ? vload8(0, row + s) : vload16(0, row + s).even;
-                acc += v;
-                mx = fmax(mx, v);
-                nan_seen |= isnan(v);
+    __global float *yr = y + y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
+    const int qa = r * run, qe = min(qa + run, Q);
+    if (win.s3 == 2) {
+        if (mode == 0)
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 0, 0);
+        else
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 1, mode);
+    } else {
+        if (mode == 0)
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 0, 0);
+        else
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 1, mode);
+    }
+}
+
+/* Outputs [qa, qe) of one NHWC row for channels [0, cn) of xb/yr, 8 at a
+ * time with one vector load per window element; rows outer so a window
+ * row's pixels are neighbours in memory, and all of a pixel's channels
+ * before the next output so one item streams through whole pixels. A
+ * last group of fewer than 8 channels goes through scalars. */
+inline __attribute__((always_inline)) void nhwc_row(__global const float *xb, long sh, long sw_el, __global float *yr, long sq, long sc, int h0,
+                     int h1, int hp, int W, int qa, int qe, int cn, int stride, int ww, int pl, int pr, int op,
+                     int mode)
+{
+    for (int q = qa; q < qe; q++) {
+        const int lo = q * stride - pl, w0 = max(lo, 0), w1 = min(lo + ww, W);
+        const float div = (float)(mode == 1 ? hp * (min(lo + ww, W + pr) - lo) : (h1 - h0) * (w1 - w0));
+        int c0 = 0;
+        for (; c0 + 16 <= cn; c0 += 16) { /* one AVX-512 vector */
+            float16 acc = (float16)(op == 0 ? -INFINITY : 0.0f);
+            for (int ih = h0; ih < h1; ih++)
+                for (int iw = w0; iw < w1; iw++)
+                    acc = red16(acc, vload16(0, xb + (long)ih * sh + (long)iw * sw_el + c0), op);
+            if (op != 0)
+                acc /= div;
+            if (sc == 1) {
+                vstore16(acc, 0, yr + (long)q * sq + c0);
+            } else {
+                float o[16];
+                vstore16(acc, 0, o);
+                for (int l = 0; l < 16; l++)
+                    yr[(long)q * sq + (long)(c0 + l) * sc] = o[l];
             }
         }
-        /* Whole windows in W: the divisor is the same for all 8. */
-        const float div = (float)((mode == 1 ? hp : h1 - h0) * ww);
-        const float8 out = mode == 0 ? select(mx, (float8)(NAN), nan_seen) : acc / div;
-        if (ys.s3 == 1) {
-            vstore8(out, 0, y + yb + q0);
-        } else {
-            float o[8];
-            vstore8(out, 0, o);
-            for (int l = 0; l < 8; l++)
-                y[yb + (long)(q0 + l) * ys.s3] = o[l];
+        for (; c0 + 8 <= cn; c0 += 8) {
+            float8 acc = (float8)(op == 0 ? -INFINITY : 0.0f);
+            for (int ih = h0; ih < h1; ih++)
+                for (int iw = w0; iw < w1; iw++)
+                    acc = red8(acc, vload8(0, xb + (long)ih * sh + (long)iw * sw_el + c0), op);
+            if (op != 0)
+                acc /= div;
+            if (sc == 1) {
+                vstore8(acc, 0, yr + (long)q * sq + c0);
+            } else {
+                float o[8];
+                vstore8(acc, 0, o);
+                for (int l = 0; l < 8; l++)
+                    yr[(long)q * sq + (long)(c0 + l) * sc] = o[l];
+            }
         }
+        for (; c0 < cn; c0++) {
+            float acc = op == 0 ? -INFINITY : 0.0f;
+            int nan_seen = 0;
+            for (int ih = h0; ih < h1; ih++)
+                for (int iw = w0; iw < w1; iw++) {
+                    const float v = xb[(long)ih * sh + (long)iw * sw_el + c0];
+                    acc = op == 0 ? fmax(acc, v) : acc + v;
+                    nan_seen |= isnan(v);
+                }
+            yr[(long)q * sq + (long)c0 * sc] = op == 0 && nan_seen ? NAN : op == 0 ? acc : acc / div;
+        }
+    }
+}
+
+/* NHWC input with contiguous channels. 1-D range over (n, p, run of
+ * out_dims.s3 outputs, group of `cpi` channels), channels fastest; cpi is
+ * a multiple of 8 (GPUs: 8, one vector per item) or all of C (CPUs). */
+__kernel void pool2d_nhwc_rows(__global const float *x, long x_off,
+                               __global float *y, long y_off,
+                               long4 xs, long4 ys,
+                               int4 in_dims,   /* N, C, H, W                     */
+                               int4 out_dims,  /* P, Q, mode, outputs per item   */
+                               int4 win,       /* window h, w, stride h, w       */
+                               int4 pad,       /* top, left, bottom, right       */
+                               int cpi)
+{
+    const int N = in_dims.s0, C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2, run = out_dims.s3;
+    const int runs = (Q + run - 1) / run, groups = (C + cpi - 1) / cpi;
+    long t = (long)get_global_id(0);
+    if (t >= (long)N * P * runs * groups)
         return;
-    }
-    for (int q = q0; q < q0 + 8 && q < Q; q++) {
-        int w0, w1;
-        const int padded = hp * pool_extent(q, sw, pad.s1, pad.s3, ww, W, &w0, &w1);
-        y[yb + (long)q * ys.s3] = pool_one(xb, xs.s2, xs.s3, h0, h1, w0, w1, padded, mode);
-    }
+    const int c0 = (int)(t % groups) * cpi, cn = min(cpi, C - c0);
+    t /= groups;
+    const int r = (int)(t % runs);
+    t /= runs;
+    const int p = (int)(t % P), n = (int)(t / P);
+    int h0, h1;
+    const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1);
+    __global const float *xb = x + x_off + (long)n * xs.s0 + c0;
+    __global float *yr = y + y_off + (long)n * ys.s0 + (long)c0 * ys.s1 + (long)p * ys.s2;
+    const int qa = r * run, qe = min(qa + run, Q);
+    if (mode == 0)
+        nhwc_row(xb, xs.s2, xs.s3, yr, ys.s3, ys.s1, h0, h1, hp, W, qa, qe, cn, win.s3, win.s1, pad.s1, pad.s3, 0, 0);
+    else
+        nhwc_row(xb, xs.s2, xs.s3, yr, ys.s3, ys.s1, h0, h1, hp, W, qa, qe, cn, win.s3, win.s1, pad.s1, pad.s3, 1,
+                 mode);
 }

@@ -207,6 +207,47 @@ Test(pool_parity, sampled_grid)
     pdnn_context_destroy(ctx);
 }
 
+/* The OpenCL row kernels' branches: NCHW rows narrower than one 16-column
+ * segment, widths off the segment grid, segments crossing either border
+ * or wholly outside, strides 1 and 2 with the widest windows they hold
+ * and one wider (the scalar fallback); NHWC channel counts mixing 16-,
+ * 8-wide and scalar groups; padding on every side, ceil mode, batch 17
+ * and 1x1 images. */
+Test(pool_parity, row_kernel_paths)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const pool_case shapes[] = {
+        {2, 3, 5, 7, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 5, 9, 37, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 2, 1, 2, 1, PDNN_NCHW, PDNN_NCHW},
+        {17, 3, 6, 19, PDNN_POOL_MAX, 2, 3, 1, 1, 1, 0, 2, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 50, PDNN_POOL_MAX, 2, 9, 2, 1, 0, 1, 4, 4, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 70, PDNN_POOL_MAX, 1, 17, 1, 2, 0, 0, 8, 8, 1, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 70, PDNN_POOL_MAX, 1, 18, 1, 2, 0, 0, 9, 9, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 40, PDNN_POOL_MAX, 2, 10, 2, 1, 1, 1, 5, 5, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 12, 7, 9, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {3, 24, 5, 5, PDNN_POOL_MAX, 2, 2, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_NCHW},
+        {1, 35, 6, 6, PDNN_POOL_MAX, 3, 2, 2, 3, 2, 1, 1, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 3, 16, PDNN_POOL_MAX, 2, 3, 1, 1, 0, 1, 0, 2, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 3, 32, PDNN_POOL_MAX, 2, 3, 1, 2, 0, 1, 0, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {17, 4, 1, 1, PDNN_POOL_MAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {5, 17, 1, 1, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+    };
+    const pdnn_layout L[] = {PDNN_NCHW, PDNN_NHWC};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int m = 0; m < 3; m++)
+            for (int a = 0; a < 2; a++)
+                for (int b = 0; b < 2; b++) {
+                    pool_case k = shapes[i];
+                    k.mode = (pdnn_pool_mode)m;
+                    k.xl = L[a];
+                    k.yl = L[b];
+                    check(ctx, devs, ndev, &k, (uint32_t)(500 + i * 10 + (size_t)m));
+                }
+    pdnn_context_destroy(ctx);
+}
+
 /* NaN in a window makes the output NaN in every mode (as in PyTorch), on
  * the vector paths (contiguous rows or channels, strides 1 and 2) and the
  * scalar ones (edges, channel tails) alike. */
@@ -222,6 +263,8 @@ Test(pool_parity, nan_propagates_on_every_path)
         {1, 2, 12, 64, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
         {2, 19, 7, 9, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NHWC, PDNN_NHWC},
         {1, 16, 11, 11, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_NCHW},
+        {1, 27, 9, 9, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_NHWC},
+        {2, 3, 7, 11, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         for (int m = 0; m < 3; m++) {

@@ -31,7 +31,7 @@ _Static_assert(sizeof tiled_cands / sizeof tiled_cands[0] == N_TILED, "N_TILED i
 
 static const char *const kernel_names[K_COUNT] = {
     "conv2d_direct", "pool2d_direct", "conv2d_pack_filter", "conv2d_im2col", "conv2d_gemm_epilogue",
-    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive",  "pool2d_fast",   "pool2d_nhwc8",  "pool2d_nchw8"};
+    "ew_add",        "ew_bias_add",   "ew_relu",            "softmax_mid",   "matmul_naive",  "pool2d_fast",   "pool2d_nhwc_rows", "pool2d_nchw_rows"};
 
 const char *pdnn__cl_error_name(cl_int e)
 {
@@ -999,17 +999,58 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
     cl_int4 pad = int4_of(c->pad_top, c->pad_left, c->pad_bottom, c->pad_right);
     cl_long total = c->n * c->c * c->p * c->q;
     cl_int err = CL_SUCCESS;
-    /* The 3-D kernel when its int indices cannot overflow (always, but
-     * for tensors of billions of elements). */
     const int nhwc = c->x_layout == PDNN_NHWC;
+    /* Every index the fast kernels compute in int stays in range (always,
+     * but for tensors of billions of elements). */
+    const int fast = c->n * c->p < INT32_MAX && c->n * c->c < INT32_MAX && c->c + 64 < INT32_MAX &&
+                     c->q + 64 < INT32_MAX && c->h < INT32_MAX / 4 && c->w < INT32_MAX / 4;
+    /* The row kernels need the contiguous axis (channels for NHWC, rows
+     * for NCHW); the NCHW one also a horizontal stride of 1 or 2 and a
+     * window its registers hold. */
+    const int rows = fast && (nhwc ? c->xs[1] == 1
+                                   : c->xs[3] == 1 && ((c->stride_w == 1 && c->win_w <= 9) ||
+                                                       (c->stride_w == 2 && c->win_w <= 17)));
+    if (rows) {
+        /* A whole output row per work-item on CPUs (PoCL pays per work-group
+         * and per item, and one row is a few hundred bytes to a few KB);
+         * one 16-output chunk (NCHW) or 2 pixels (NHWC) on GPUs, which
+         * need tens of thousands of items in flight. */
+        const int cpu = (d->type & CL_DEVICE_TYPE_CPU) != 0;
+        const int64_t run = nhwc ? (cpu ? c->q : 2) : (cpu ? (c->q + 15) / 16 * 16 : 16);
+        const int64_t runs = (c->q + run - 1) / run;
+        /* NHWC channels per item: all of them on CPUs, so an item streams
+         * through whole pixels; one vector's worth on GPUs. */
+        const cl_int cpi = cpu ? (cl_int)c->c : 8;
+        const int64_t items = nhwc ? c->n * c->p * runs * ((c->c + cpi - 1) / cpi) : c->n * c->c * c->p * runs;
+        k = d->kernels[nhwc ? K_POOL_NHWC_ROWS : K_POOL_NCHW_ROWS];
+        out_dims = int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run);
+        SET_ARG(k, 0, x);
+        SET_ARG(k, 1, xo);
+        SET_ARG(k, 2, y);
+        SET_ARG(k, 3, yo);
+        SET_ARG(k, 4, xs);
+        SET_ARG(k, 5, ys);
+        SET_ARG(k, 6, in_dims);
+        SET_ARG(k, 7, out_dims);
+        SET_ARG(k, 8, win);
+        SET_ARG(k, 9, pad);
+        if (nhwc)
+            SET_ARG(k, 10, cpi);
+        if (err != CL_SUCCESS) {
+            pthread_mutex_unlock(&d->lock);
+            return pdnn__cl_fail("clSetKernelArg(pool2d rows)", err);
+        }
+        const size_t local = cpu ? 4 : 64; /* CPU: 4 measured best of 1/4/16/64 */
+        const size_t global = ((size_t)items + local - 1) / local * local;
+        err = items > 0 ? clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL) : CL_SUCCESS;
+        pthread_mutex_unlock(&d->lock);
+        return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d rows)", err);
+    }
+    /* Otherwise the scalar 3-D kernel, the first axis the input's
+     * contiguous one where there is one. */
     const int64_t a0 = nhwc ? c->c : c->q, a1 = nhwc ? c->q : c->p, a2 = c->n * (nhwc ? c->p : c->c);
-    /* Contiguous channels (NHWC) or rows (NCHW): 8 outputs per work-item
-     * along that axis. */
-    const int vec8 = nhwc ? c->xs[1] == 1 : c->xs[3] == 1;
-    const int fast =
-        a0 + 64 < INT32_MAX && a1 < INT32_MAX && a2 < INT32_MAX && c->h < INT32_MAX / 4 && c->w < INT32_MAX / 4;
     if (fast) {
-        k = d->kernels[!vec8 ? K_POOL_FAST : nhwc ? K_POOL_NHWC8 : K_POOL_NCHW8];
+        k = d->kernels[K_POOL_FAST];
         out_dims = int4_of((int)c->p, (int)c->q, (int)c->mode, nhwc);
     }
     SET_ARG(k, 0, x);
@@ -1029,7 +1070,7 @@ static pdnn_status cl_pool2d(void *dev, const pdnn__pool2d_call *c)
         }
         /* 16 along the contiguous axis: one AVX-512 vector, four GPU
          * quarter-warps; fewer when the axis is short. */
-        const size_t g0 = vec8 ? ((size_t)a0 + 7) / 8 : (size_t)a0;
+        const size_t g0 = (size_t)a0;
         size_t l0 = 16;
         while (l0 > 1 && g0 <= l0 / 2)
             l0 /= 2;
