@@ -96,7 +96,7 @@ static pdnn_status check_conv_params(const pdnn_conv2d_params *p)
     if ((unsigned)p->algorithm >= PDNN_CONV_ALGO_COUNT)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "conv2d: algorithm %d is unknown; algorithms are AUTO, DIRECT, IM2COL_GEMM, VENDOR, TILED, "
-                           "WINOGRAD, DEPTHWISE, GEMM_1X1",
+                           "WINOGRAD, DEPTHWISE, GEMM_1X1, IMPLICIT_GEMM",
                            (int)p->algorithm);
     return PDNN_SUCCESS;
 }
@@ -220,6 +220,7 @@ const char *pdnn_conv_algo_name(pdnn_conv_algo algo)
     case PDNN_CONV_ALGO_WINOGRAD: return "winograd";
     case PDNN_CONV_ALGO_DEPTHWISE: return "depthwise";
     case PDNN_CONV_ALGO_GEMM_1X1: return "gemm_1x1";
+    case PDNN_CONV_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
     }
     return "unknown";
 }
@@ -273,8 +274,8 @@ static pdnn_status run_with(pdnn_device *dev, pdnn_conv_algo algo, size_t ws, pd
  * order below applies. */
 
 static const pdnn_conv_algo find_candidates[] = {
-    PDNN_CONV_ALGO_VENDOR,   PDNN_CONV_ALGO_WINOGRAD,    PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_DEPTHWISE,
-    PDNN_CONV_ALGO_TILED,    PDNN_CONV_ALGO_IM2COL_GEMM, PDNN_CONV_ALGO_DIRECT};
+    PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_WINOGRAD,      PDNN_CONV_ALGO_GEMM_1X1,    PDNN_CONV_ALGO_DEPTHWISE,
+    PDNN_CONV_ALGO_TILED,  PDNN_CONV_ALGO_IMPLICIT_GEMM, PDNN_CONV_ALGO_IM2COL_GEMM, PDNN_CONV_ALGO_DIRECT};
 #define N_FIND ((int)(sizeof find_candidates / sizeof find_candidates[0]))
 
 static void find_keys(const pdnn_device *dev, const pdnn__conv2d_call *c, char *dkey, size_t dlen, char *skey,

@@ -14,6 +14,9 @@
 static pdnn_conv_algo accel_algo = PDNN_CONV_ALGO_DIRECT;
 /* gemm_1x1 runs on OpenCL by its kernel: NCHW rows, or pixel tiles. */
 static int g1_rows_runs = 0, g1_tiles_runs = 0;
+/* Runs of each implicit_gemm configuration (as pdnn__opencl_igemm_configs
+ * lists them) that asserted it was the one that ran. */
+static int ig_cfg_runs[16];
 
 typedef struct conv_case {
     int64_t n, c, h, w, k, r, s;
@@ -154,12 +157,21 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
         (k->r != 1 || k->s != 1 || k->pt != 0 || k->pl != 0 || (od[2] - 1) * k->sh >= k->h ||
          (od[3] - 1) * k->sw >= k->w || (k->groups != 1 && (k->k / k->groups) % 4 != 0)))
         ndev = 0;
+    /* implicit_gemm claims every shape that is ungrouped or has a
+     * multiple of 4 output channels per group (its narrowest channel
+     * block); it reports others unsupported (implicit_gemm_refuses_...). */
+    if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM && k->groups != 1 && (k->k / k->groups) % 4 != 0)
+        ndev = 0;
     /* tiled runs every configuration the tuner may pick (tq x kb). */
     int cfg[16][2] = {{0, 0}};
     int ncfg = 1;
     /* gemm_1x1 likewise runs each of its tile configurations (vw x kb x pt). */
     int g1cfg[16][3] = {{0, 0, 0}};
+    /* implicit_gemm too, each of its tile configurations (vw x kb x pt). */
+    int igcfg[16][3] = {{0, 0, 0}};
 #ifdef PDNN_HAVE_OPENCL
+    if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
+        ncfg = pdnn__opencl_igemm_configs(igcfg, 16);
     if (accel_algo == PDNN_CONV_ALGO_TILED)
         ncfg = pdnn__opencl_tiled_configs(cfg, 16);
     if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
@@ -168,7 +180,8 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
-        if ((accel_algo == PDNN_CONV_ALGO_WINOGRAD || accel_algo == PDNN_CONV_ALGO_GEMM_1X1) &&
+        if ((accel_algo == PDNN_CONV_ALGO_WINOGRAD || accel_algo == PDNN_CONV_ALGO_GEMM_1X1 ||
+             accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM) &&
             strcmp(info.backend, "opencl") != 0)
             continue; /* only the OpenCL backend has these */
         for (int ci = 0; ci < ncfg; ci++) {
@@ -183,11 +196,26 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
             if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
                 snprintf(where, sizeof where, "%s with gemm_1x1 (vw=%d kb=%d pt=%d)", info.name, g1cfg[ci][0],
                          g1cfg[ci][1], g1cfg[ci][2]);
+            pdnn__opencl_force_igemm(igcfg[ci][0], igcfg[ci][1], igcfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
+                snprintf(where, sizeof where, "%s with implicit_gemm (vw=%d kb=%d pt=%d)", info.name, igcfg[ci][0],
+                         igcfg[ci][1], igcfg[ci][2]);
 #endif
             float *got = run_case(devs[i], k, x, w, b, od2);
 #ifdef PDNN_HAVE_OPENCL
             pdnn__opencl_force_tiled(0, 0);
             pdnn__opencl_force_gemm1x1(0, 0, 0);
+            pdnn__opencl_force_igemm(0, 0, 0);
+            /* An implicit_gemm configuration runs wherever its channel
+             * block (vw * kb) fits a group. */
+            char rani[48];
+            snprintf(rani, sizeof rani, "vw=%d kb=%d pt=%d", igcfg[ci][0], igcfg[ci][1], igcfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM && strcmp(info.backend, "opencl") == 0 &&
+                igcfg[ci][0] > 0 && igcfg[ci][1] > 0 &&
+                (k->groups == 1 || (k->k / k->groups) % (igcfg[ci][0] * igcfg[ci][1]) == 0)) {
+                cr_assert_str_eq(pdnn__opencl_last_igemm(), rani, "%s: ran %s", name, pdnn__opencl_last_igemm());
+                ig_cfg_runs[ci]++;
+            }
             /* A gemm_1x1 configuration runs wherever its channel block
              * (vw * kb) fits a group. */
             char ran1[48];
@@ -569,6 +597,110 @@ Test(conv_parity, gemm_1x1_shapes_gemm_1x1)
     pdnn_context_destroy(ctx);
 }
 Test(conv_parity, gemm_1x1_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, gemm_1x1_shapes); }
+
+/* implicit_gemm's tiles, masks and tails: C and K of 1, 3, 5, 17 and 33
+ * (not multiples of any channel block), 1x1 images, batch 1 and 17, pixel
+ * tiles that span images, padding larger than the filter's reach (whole
+ * taps and whole output rows outside the image), dilation 2, stride 3,
+ * asymmetric padding, 1xN and Nx1 filters, groups of 16 and 32 output
+ * channels, ResNet-50's conv1 and a strided 3x3 at reduced size. */
+static void implicit_gemm_shapes(void)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const conv_case shapes[] = {
+        /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
+        {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 5, 3, 5, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 3, 4, 5, 7, 2, 2, 1, 1, 1, 1, 4, 4, 5, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int a = 0; a < 2; a++)
+            for (int f = 0; f < 3; f++)
+                for (int o = 0; o < 2; o++) {
+                    conv_case k = shapes[si];
+                    k.xl = act_layouts[a];
+                    k.wl = filt_layouts[f];
+                    k.yl = act_layouts[o];
+                    check_case(ctx, devs, ndev, &k, (uint32_t)(9000 + si * 100 + (size_t)a * 10 + (size_t)f));
+                }
+    pdnn_context_destroy(ctx);
+}
+
+Test(conv_parity, every_layout_combination_implicit_gemm)
+{
+    with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, every_layout_combination);
+}
+Test(conv_parity, edge_shapes_implicit_gemm) { with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, edge_shapes); }
+Test(conv_parity, sampled_grid_implicit_gemm) { with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, sampled_grid); }
+Test(conv_parity, implicit_gemm_shapes_implicit_gemm)
+{
+    memset(ig_cfg_runs, 0, sizeof ig_cfg_runs);
+    with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, implicit_gemm_shapes);
+    pdnn_device *devs[8];
+    int ndev = 0;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") != 0)
+            continue;
+        /* Every configuration ran (and was checked) on most of the shapes. */
+        int cfg[16][3];
+        const int n = pdnn__opencl_igemm_configs(cfg, 16);
+        for (int ci = 0; ci < n; ci++)
+            cr_assert_geq(ig_cfg_runs[ci], 12 * 10, "implicit_gemm vw=%d kb=%d pt=%d ran on %d shapes only",
+                          cfg[ci][0], cfg[ci][1], cfg[ci][2], ig_cfg_runs[ci]);
+    }
+    pdnn_context_destroy(ctx);
+}
+Test(conv_parity, implicit_gemm_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, implicit_gemm_shapes); }
+
+/* implicit_gemm refuses groups whose output channels are not a multiple
+ * of 4 with PDNN_ERR_UNSUPPORTED and a message saying why, and AUTO
+ * still runs them. */
+Test(conv_parity, implicit_gemm_refuses_narrow_groups)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 6, 5, 5), wd = th_desc(PDNN_OIHW, 6, 3, 3, 3);
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        p.groups = 2;
+        p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+        pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 6, 5, 5);
+        pdnn_tensor *x = th_upload(devs[i], &xd, NULL), *w = th_upload(devs[i], &wd, NULL);
+        pdnn_tensor *y = th_upload(devs[i], &yd, NULL);
+        p.algorithm = PDNN_CONV_ALGO_IMPLICIT_GEMM;
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_ERR_UNSUPPORTED, "groups of 3 ran");
+        cr_assert(strstr(pdnn_last_error(), "implicit_gemm") && strstr(pdnn_last_error(), "groups"),
+                  "unclear message: %s", pdnn_last_error());
+        if (strcmp(info.backend, "opencl") == 0)
+            cr_assert(strstr(pdnn_last_error(), "6 output channels in 2 groups"), "unclear message: %s",
+                      pdnn_last_error());
+        p.algorithm = PDNN_CONV_ALGO_AUTO;
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_neq(pdnn_conv2d_last_algorithm(), PDNN_CONV_ALGO_IMPLICIT_GEMM);
+        pdnn_tensor_release(x);
+        pdnn_tensor_release(w);
+        pdnn_tensor_release(y);
+    }
+    pdnn_context_destroy(ctx);
+}
 
 /* gemm_1x1 refuses what it cannot run (a 3x3 filter, padding, groups of 2
  * output channels) with PDNN_ERR_UNSUPPORTED and a message saying why,
