@@ -439,6 +439,7 @@ static int run_found(pdnn_device *dev, pdnn__conv2d_call *c, pdnn_status *st)
 
 /* AUTO prefers the vendor library's choice (cuDNN) where a backend has
  * one, then the 1x1 GEMM for the ungrouped 1x1 shapes it claims, then
+ * the implicit GEMM for every other ungrouped convolution, then
  * Winograd (3x3 stride-1 layers with enough tiles), then the
  * register-tiled kernel, then im2col + GEMM for ungrouped
  * convolutions (the GEMM library is
@@ -489,12 +490,21 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
      * measured); winograd 1.5-3x tiled on the 3x3 stride-1 layers, except
      * where there are few 4x4 output tiles (7x7 and 14x14 images at batch
      * 1), where transforming the filter (36/9 of its size) costs more
-     * than it saves. */
-    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_WINOGRAD,
-                                           PDNN_CONV_ALGO_TILED, PDNN_CONV_ALGO_IM2COL_GEMM};
+     * than it saves. implicit_gemm before both for every ungrouped
+     * convolution: on all of ResNet-50's non-1x1 layers (conv1 7x7/2,
+     * 3x3 at 56/28/14/7 incl. the /2 ones; batch 1 and 8, NCHW and NHWC)
+     * it measured 1.6-7x tiled and 1.1-7x winograd (geomean 4x tiled;
+     * 85-390 GFLOP/s where tiled had 15-100; bench/results-conv.md).
+     * Grouped convolutions were not measured and keep tiled. 1x1 layers
+     * keep gemm_1x1, which is specialised for them. */
+    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR,   PDNN_CONV_ALGO_GEMM_1X1,
+                                           PDNN_CONV_ALGO_IMPLICIT_GEMM, PDNN_CONV_ALGO_WINOGRAD,
+                                           PDNN_CONV_ALGO_TILED,    PDNN_CONV_ALGO_IM2COL_GEMM};
     for (int a = 0; a < (int)(sizeof order / sizeof order[0]); a++) {
         pdnn_conv_algo algo = order[a];
-        if ((algo == PDNN_CONV_ALGO_IM2COL_GEMM || algo == PDNN_CONV_ALGO_GEMM_1X1) && c->groups != 1)
+        if ((algo == PDNN_CONV_ALGO_IM2COL_GEMM || algo == PDNN_CONV_ALGO_GEMM_1X1 ||
+             algo == PDNN_CONV_ALGO_IMPLICIT_GEMM) &&
+            c->groups != 1)
             continue;
         /* Only where measured faster: ResNet-50's channel counts, and
          * at least 32 tiles in the batch. */

@@ -1008,35 +1008,40 @@ Test(conv_parity, winograd_large_values_odd_sizes)
     pdnn_context_destroy(ctx);
 }
 
-/* AUTO picks winograd on OpenCL where it measured faster than tiled (3x3
- * stride-1 layers with 64+ channels and 32+ output tiles) and tiled where
- * there are few tiles. */
-Test(conv_parity, auto_picks_winograd_where_faster)
+/* AUTO's fixed order on OpenCL: implicit_gemm for ungrouped non-1x1
+ * convolutions, where it measured faster than winograd and tiled (3x3
+ * layers with many output tiles, where winograd used to be picked, and
+ * with few, where tiled was); tiled for groups of 16 channels, which
+ * implicit_gemm is not picked for. */
+Test(conv_parity, auto_picks_implicit_gemm_where_faster)
 {
     pdnn_device *devs[8];
     int ndev;
     pdnn_context *ctx = th_accel_context(devs, &ndev);
     const struct {
-        int64_t n, hw;
+        int64_t n, hw, groups;
         pdnn_conv_algo want;
-    } cases[] = {{2, 16, PDNN_CONV_ALGO_WINOGRAD}, {1, 7, PDNN_CONV_ALGO_TILED}};
+    } cases[] = {{2, 16, 1, PDNN_CONV_ALGO_IMPLICIT_GEMM},
+                 {1, 7, 1, PDNN_CONV_ALGO_IMPLICIT_GEMM},
+                 {1, 7, 4, PDNN_CONV_ALGO_TILED}};
     int checked = 0;
     for (int i = 0; i < ndev; i++) {
         if (!is_opencl(devs[i]))
             continue;
-        for (int ci = 0; ci < 2; ci++) {
-            const int64_t n = cases[ci].n, hw = cases[ci].hw;
-            pdnn_tensor_desc xd = th_desc(PDNN_NHWC, n, 64, hw, hw), wd = th_desc(PDNN_HWIO, 64, 64, 3, 3);
+        for (int ci = 0; ci < 3; ci++) {
+            const int64_t n = cases[ci].n, hw = cases[ci].hw, g = cases[ci].groups;
+            pdnn_tensor_desc xd = th_desc(PDNN_NHWC, n, 64, hw, hw), wd = th_desc(PDNN_HWIO, 64, 64 / g, 3, 3);
             float *zeros = calloc((size_t)(n * 64 * hw * hw + 64 * 64 * 9), sizeof(float));
             pdnn_tensor *x = th_upload(devs[i], &xd, zeros), *w = th_upload(devs[i], &wd, zeros);
             pdnn_tensor *y = th_upload(devs[i], &xd, NULL);
             free(zeros);
             pdnn_conv2d_params p;
             pdnn_conv2d_params_init(&p);
+            p.groups = (int)g;
             p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
             cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
-            cr_assert_eq(pdnn_conv2d_last_algorithm(), cases[ci].want, "n%lld %lldx%lld: AUTO ran %s, expected %s",
-                         (long long)n, (long long)hw, (long long)hw, pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()),
+            cr_assert_eq(pdnn_conv2d_last_algorithm(), cases[ci].want, "n%lld %lldx%lld g%lld: AUTO ran %s, expected %s",
+                         (long long)n, (long long)hw, (long long)hw, (long long)g, pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()),
                          pdnn_conv_algo_name(cases[ci].want));
             pdnn_tensor_release(x);
             pdnn_tensor_release(w);

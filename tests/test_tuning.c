@@ -391,7 +391,7 @@ Test(tuner, auto_measures_stores_and_reuses_its_algorithm)
     cr_assert(t.algo_measured && t.algo_searched && t.searched && t.tunable, "measured %d searched %d",
               t.algo_measured, t.algo_searched);
     cr_assert(chosen == PDNN_CONV_ALGO_WINOGRAD || chosen == PDNN_CONV_ALGO_TILED ||
-                  chosen == PDNN_CONV_ALGO_IM2COL_GEMM,
+                  chosen == PDNN_CONV_ALGO_IM2COL_GEMM || chosen == PDNN_CONV_ALGO_IMPLICIT_GEMM,
               "chose %s", pdnn_conv_algo_name(chosen));
     char path[256], line[64];
     snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);

@@ -15,7 +15,7 @@
 typedef struct ig_cfg {
     int vw, kb, pt;
 } ig_cfg;
-static const ig_cfg ig_cands[N_IGEMM] = {{16, 2, 6}, {16, 1, 6}, {16, 1, 12}, {8, 1, 12}, {4, 1, 8}};
+static const ig_cfg ig_cands[N_IGEMM] = {{16, 2, 6}, {16, 1, 6}, {16, 1, 12}, {8, 1, 12}, {4, 1, 8}, {16, 2, 7}};
 
 static int64_t ig_kt(int i) { return (int64_t)ig_cands[i].vw * ig_cands[i].kb; }
 static int64_t ig_kp(const pdnn__conv2d_call *c, int i) { return (c->k + ig_kt(i) - 1) / ig_kt(i) * ig_kt(i); }

@@ -27,7 +27,7 @@ enum kernel_id {
 #define N_GEMM1X1 8
 
 /* Number of implicit_gemm configurations (ig_cands in cl_implicit_gemm.c). */
-#define N_IGEMM 5
+#define N_IGEMM 6
 
 /* Programs of the algorithms in files of their own, built on first use:
  * one program and up to CL_SLOT_KERNELS kernels each. */
