@@ -2,16 +2,21 @@
  * (kernels_cl/conv2d_implicit_gemm.cl): which calls it claims, its tile
  * configurations, the filter packing and the launch. */
 #include "backends/opencl/cl_internal.h"
+#include "tuning.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* The kernel's compile-time tiles: VW-lane vectors, KB of them (KT = VW *
  * KB output channels) by PT pixels per work-item. {16, 2, 6} fills
  * AVX-512's registers (12 zmm accumulators), {16, 1, 6} is AVX2's 6x16
  * micro-kernel, {16, 1, 12} and {8, 1, 12} trade channels for pixels
- * (layers with few output channels), {4, 1, 8} keeps GPU register use low.
- * ig_default in pdnn__cl_igemm_init picks by device class. */
+ * (layers with few output channels), {4, 1, 8} keeps GPU register use low,
+ * {16, 2, 7} divides every ResNet output image (7x7 .. 112x112) into whole
+ * tiles. ig_default in pdnn__cl_igemm_init picks by device class; with
+ * tuning on (POLYDNN_TUNING=search) ig_tune measures them all per shape. */
 typedef struct ig_cfg {
     int vw, kb, pt;
 } ig_cfg;
@@ -96,20 +101,56 @@ void pdnn__cl_igemm_release(cl_dev *d)
     }
 }
 
-/* The configuration to run c with: the forced one where it applies, else
- * the device's default, else the first that applies (a group narrower
- * than the default's channel block); -1 if none does. */
-static int ig_pick(const cl_dev *d, const pdnn__conv2d_call *c)
+static void ig_name(int i, char *buf, size_t len)
 {
+    snprintf(buf, len, "vw=%d kb=%d pt=%d", ig_cands[i].vw, ig_cands[i].kb, ig_cands[i].pt);
+}
+
+static void ig_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld u%d,%d d%d,%d p%d,%d g%lld",
+             pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout),
+             (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
+             (long long)c->s, c->stride_h, c->stride_w, c->dil_h, c->dil_w, c->pad_top, c->pad_left,
+             (long long)c->groups);
+}
+
+/* The configuration to run c with (as tiled_pick in opencl.c): the forced
+ * one where it applies, else the tuning cache's valid entry (unless
+ * tuning is off; under FORCE only one this process stored) with
+ * *cached = 1, else the device's default or, for a group narrower than
+ * its channel block, the first that applies, with *search = 1 when the
+ * caller should tune now. -1 if none applies. */
+static int ig_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search, int *cached)
+{
+    *search = 0;
+    *cached = 0;
+    int dflt = ig_applies(c, d->ig_default) ? d->ig_default : -1;
+    for (int i = 0; dflt < 0 && i < N_IGEMM; i++)
+        if (ig_applies(c, i))
+            dflt = i;
     const int f = forced;
     if (f >= 0 && ig_applies(c, f))
         return f;
-    if (ig_applies(c, d->ig_default))
-        return d->ig_default;
-    for (int i = 0; i < N_IGEMM; i++)
-        if (ig_applies(c, i))
-            return i;
-    return -1;
+    if (dflt < 0 || c->tuning == PDNN_TUNING_OFF)
+        return dflt;
+    char shape[256], value[64];
+    ig_shape_key(c, shape, sizeof shape);
+    if (pdnn__tuning_lookup_for(c->tuning, d->tune_key, "conv2d_implicit_gemm", shape, value, sizeof value)) {
+        int vw = 0, kb = 0, pt = 0, used = 0;
+        if (sscanf(value, "vw=%d kb=%d pt=%d%n", &vw, &kb, &pt, &used) == 3 && value[used] == '\0')
+            for (int i = 0; i < N_IGEMM; i++)
+                if (ig_cands[i].vw == vw && ig_cands[i].kb == kb && ig_cands[i].pt == pt && ig_applies(c, i)) {
+                    *cached = 1;
+                    return i;
+                }
+        pdnn__debug("tuning cache: ignoring '%s' for conv2d_implicit_gemm %s: not a configuration this build "
+                    "offers for the shape",
+                    value, shape);
+        return dflt;
+    }
+    *search = c->tuning == PDNN_TUNING_SEARCH || c->tuning == PDNN_TUNING_FORCE;
+    return dflt;
 }
 
 /* Sets the reason c is refused as the last error (core adds it to its
@@ -127,12 +168,16 @@ static pdnn_status ig_refuse(const pdnn__conv2d_call *c)
 
 size_t pdnn__cl_igemm_workspace(cl_dev *d, const pdnn__conv2d_call *c)
 {
-    const int i = ig_pick(d, c);
+    int search = 0, cached = 0;
+    const int i = ig_pick(d, c, &search, &cached);
     if (i < 0) {
         (void)ig_refuse(c);
         return SIZE_MAX;
     }
-    const uint64_t bytes = ig_ws(c, i);
+    uint64_t bytes = ig_ws(c, i);
+    for (int j = 0; search && j < N_IGEMM; j++) /* tuning tries them all */
+        if (ig_applies(c, j) && ig_ws(c, j) > bytes)
+            bytes = ig_ws(c, j);
     return bytes > SIZE_MAX / 2 ? SIZE_MAX : (size_t)bytes;
 }
 
@@ -270,13 +315,103 @@ static pdnn_status ig_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_implicit_gemm)", err);
 }
 
+/* Runs configuration i to the end and returns its best time of reps after
+ * a warm-up, or a negative value if it failed. */
+static double ig_time(cl_dev *d, const pdnn__conv2d_call *c, int i, int reps)
+{
+    if (ig_build(d, i) != PDNN_SUCCESS || ig_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+        return -1.0;
+    double best = reps > 0 ? -1.0 : 0.0;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = pdnn__cl_now();
+        if (ig_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
+            return -1.0;
+        const double t = pdnn__cl_now() - t0;
+        if (best < 0.0 || t < best)
+            best = t;
+    }
+    return best;
+}
+
+/* Tunes c as the gemm_1x1 tuner does: every configuration that applies
+ * and fits the workspace runs once, must match the default's output to
+ * rounding (all reduce over (r, s, c) in the same order), and is timed
+ * (best of 3); the fastest is stored in the tuning cache. Returns the
+ * index to run. */
+static int ig_tune(cl_dev *d, const pdnn__conv2d_call *c, int dflt)
+{
+    const double t_start = pdnn__cl_now();
+    const size_t ny = (size_t)(c->n * c->k * c->p * c->q);
+    float *ref = ny ? malloc(ny * sizeof *ref) : NULL, *got = ny ? malloc(ny * sizeof *got) : NULL;
+    const size_t yoff = c->y_buf.offset;
+    cl_mem y = c->y_buf.region;
+    double best_t = -1.0;
+    int best = dflt;
+    if (ref && got && ig_time(d, c, dflt, 0) >= 0.0 &&
+        clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), ref, 0, NULL, NULL) == CL_SUCCESS) {
+        float scale = 0.0f;
+        for (size_t j = 0; j < ny; j++)
+            scale = fabsf(ref[j]) > scale ? fabsf(ref[j]) : scale;
+        for (int i = 0; i < N_IGEMM; i++) {
+            char name[48];
+            ig_name(i, name, sizeof name);
+            if (!ig_applies(c, i) || ig_ws(c, i) > c->workspace_bytes)
+                continue;
+            if (i != dflt) {
+                if (ig_time(d, c, i, 0) < 0.0 ||
+                    clEnqueueReadBuffer(d->queue, y, CL_TRUE, yoff, ny * sizeof(float), got, 0, NULL, NULL) !=
+                        CL_SUCCESS) {
+                    pdnn__debug("tuning conv2d_implicit_gemm: %s failed to run (%s); skipped", name,
+                                pdnn_last_error());
+                    continue;
+                }
+                float worst = 0.0f;
+                for (size_t j = 0; j < ny; j++)
+                    worst = fabsf(got[j] - ref[j]) > worst ? fabsf(got[j] - ref[j]) : worst;
+                if (!(worst <= 1e-5f * (1.0f + scale))) {
+                    pdnn__debug("tuning conv2d_implicit_gemm: %s differs from the default by %g; rejected", name,
+                                (double)worst);
+                    continue;
+                }
+            }
+            const double t = ig_time(d, c, i, 3);
+            pdnn__debug("tuning conv2d_implicit_gemm: %s %.3f ms", name, t * 1e3);
+            if (t > 0.0 && (best_t < 0.0 || t < best_t)) {
+                best_t = t;
+                best = i;
+            }
+        }
+    }
+    free(ref);
+    free(got);
+    if (best_t > 0.0) {
+        char shape[256], value[48];
+        ig_shape_key(c, shape, sizeof shape);
+        ig_name(best, value, sizeof value);
+        const double flops = 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q *
+                             (double)(c->c / c->groups) * (double)c->r * (double)c->s;
+        if (pdnn__tuning_store(d->tune_key, "conv2d_implicit_gemm", shape, value, flops / best_t * 1e-9) !=
+            PDNN_SUCCESS)
+            pdnn__debug("tuning conv2d_implicit_gemm: %s", pdnn_last_error());
+    }
+    if (c->tuning_out) {
+        c->tuning_out->searched = 1;
+        c->tuning_out->search_seconds = pdnn__cl_now() - t_start;
+    }
+    return best;
+}
+
 pdnn_status pdnn__cl_igemm(cl_dev *d, const pdnn__conv2d_call *c)
 {
-    int i = ig_pick(d, c);
+    int search = 0, cached = 0;
+    int i = ig_pick(d, c, &search, &cached);
     if (i < 0)
         return ig_refuse(c);
+    if (search)
+        i = ig_tune(d, c, i);
     if (ig_ws(c, i) > c->workspace_bytes) {
-        /* Forced since the workspace was sized: fall back to one that fits. */
+        /* Tuned by another thread since the workspace was sized: fall
+         * back to one that fits. */
         int fit = -1;
         for (int j = 0; j < N_IGEMM && fit < 0; j++)
             if (ig_applies(c, j) && ig_ws(c, j) <= c->workspace_bytes)
@@ -289,7 +424,13 @@ pdnn_status pdnn__cl_igemm(cl_dev *d, const pdnn__conv2d_call *c)
     pdnn_status st = ig_build(d, i);
     if (st == PDNN_SUCCESS)
         st = ig_enqueue(d, c, i);
-    if (st == PDNN_SUCCESS)
-        snprintf(last_cfg, sizeof last_cfg, "vw=%d kb=%d pt=%d", ig_cands[i].vw, ig_cands[i].kb, ig_cands[i].pt);
+    if (st == PDNN_SUCCESS) {
+        ig_name(i, last_cfg, sizeof last_cfg);
+        if (c->tuning_out) {
+            c->tuning_out->tunable = 1;
+            c->tuning_out->cached = cached;
+            snprintf(c->tuning_out->config, sizeof c->tuning_out->config, "%s", last_cfg);
+        }
+    }
     return st;
 }
