@@ -8,10 +8,10 @@
  * which may span image boundaries, as in conv2d_gemm_1x1.cl) and for each
  * filter tap (r, s) computes its PT pixels' input offsets and in-image
  * masks once, then runs the reduction over the group's input channels c:
- * KB contiguous filter vectors times PT broadcast input values. Taps where
- * every pixel of the tile is inside the image (most of them on all but
- * the smallest images) skip the mask multiply; taps where none is are
- * skipped. No local memory: on CPUs (PoCL) a work-item sweeps SPAN pixels
+ * KB contiguous filter vectors times PT broadcast input values. A pixel
+ * outside the image reads a zero from the workspace instead (a pointer
+ * and a step per pixel), so no tap pays for masking; taps where no pixel
+ * is inside are skipped. No local memory: on CPUs (PoCL) a work-item sweeps SPAN pixels
  * (a host argument) with the same KT filter rows, so that those rows are
  * read from memory once and from cache afterwards; on GPUs SPAN is one
  * tile, for parallelism.
@@ -74,22 +74,6 @@ __kernel void igemm_pack(__global const float *w, long w_off, long4 ws,
         out[(long)c * KT] = k < K ? in[(long)c * ws.s1] : 0.0f;
 }
 
-/* One tap's reduction over c. MASKED scales each input by its pixel's
- * in-image mask (0 or 1; the offset was clamped to a valid element). */
-#define IGEMM_REDUCE(MASKED)                                                    \
-    for (int c = 0; c < cpg; c++) {                                             \
-        vec_t wv[KB];                                                           \
-        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = VLOAD(b, wpc);   \
-        wpc += wc;                                                              \
-        _Pragma("unroll") for (int j = 0; j < PT; j++)                          \
-        {                                                                       \
-            const float xs1 = MASKED ? x[xo[j]] * m[j] : x[xo[j]];              \
-            const vec_t xv = (vec_t)(xs1);                                      \
-            xo[j] += xc;                                                        \
-            _Pragma("unroll") for (int b = 0; b < KB; b++) acc[b][j] =          \
-                fma(xv, wv[b], acc[b][j]);                                      \
-        }                                                                       \
-    }
 
 __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                                    __global const float *wp, long wp_off,
@@ -101,8 +85,10 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                                    int4 filt, /* R, S, has bias, relu */
                                    int4 geom, /* stride h, w, dilation h, w */
                                    int4 pad,  /* pad top, pad left, span (pixels per work-item), 0 */
-                                   long4 wst) /* filter element strides: channel block, r, s, c */
+                                   long4 wst, /* filter element strides: channel block, r, s, c */
+                                   __global const float *zbuf, long z_off) /* a float 0 (the workspace's) */
 {
+    __global const float *zero = zbuf + z_off;
     const int k0 = (int)get_global_id(0) * KT;
     const int K = dims.s3, P = dims.s1, Q = dims.s2, PQ = P * Q;
     const long npix = (long)dims.s0 * PQ;
@@ -148,25 +134,37 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                 acc[b][j] = (vec_t)(0.0f);
         for (int r = 0; r < R; r++) {
             for (int s = 0; s < S; s++) {
-                long xo[PT];
-                float m[PT];
-                int all = 1, any = 0;
+                /* A pixel outside the image for this tap reads the one
+                 * zero (zero) with step 0 instead of x: no mask multiply
+                 * in the reduction, which is the same for every tap. */
+                __global const float *xp[PT];
+                long st[PT];
+                int any = 0;
 #pragma unroll
                 for (int j = 0; j < PT; j++) {
                     const int ih = ih0[j] + r * geom.s2, iw = iw0[j] + s * geom.s3;
                     const int in = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                    all &= in;
                     any |= in;
-                    m[j] = in ? 1.0f : 0.0f;
-                    xo[j] = xb[j] + (long)(in ? ih : 0) * xs.s2 + (long)(in ? iw : 0) * xs.s3;
+                    xp[j] = in ? x + xb[j] + (long)ih * xs.s2 + (long)iw * xs.s3 : zero;
+                    st[j] = in ? xc : 0;
                 }
                 if (!any)
                     continue;
                 __global const float *wpc = wblk + (long)r * wst.s1 + (long)s * wst.s2;
-                if (all) {
-                    IGEMM_REDUCE(0)
-                } else {
-                    IGEMM_REDUCE(1)
+                for (int c = 0; c < cpg; c++) {
+                    vec_t wv[KB];
+#pragma unroll
+                    for (int b = 0; b < KB; b++)
+                        wv[b] = VLOAD(b, wpc);
+                    wpc += wc;
+#pragma unroll
+                    for (int j = 0; j < PT; j++) {
+                        const vec_t xv = (vec_t)(*xp[j]);
+                        xp[j] += st[j];
+#pragma unroll
+                        for (int b = 0; b < KB; b++)
+                            acc[b][j] = fma(xv, wv[b], acc[b][j]);
+                    }
                 }
             }
         }

@@ -341,7 +341,7 @@ typedef enum pdnn_conv_algo {
                                       * im2col buffer (OpenCL); groups 1
                                       * or 4k channels per group;
                                       * workspace: the packed filter
-                                      * (none for HWIO) */
+                                      * (none for HWIO) and 64 bytes */
 } pdnn_conv_algo;
 #define PDNN_CONV_ALGO_COUNT 9
 

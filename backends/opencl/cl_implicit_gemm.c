@@ -47,9 +47,14 @@ static int ig_applies(const pdnn__conv2d_call *c, int i)
 /* A filter with k stride 1 and whole channel blocks (HWIO) is read in place. */
 static int ig_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1 && c->k % ig_kt(i) == 0; }
 
+/* The workspace: IG_ZEROS zero floats, which pixels outside the image
+ * read (kept 64-byte aligned for the packed filter after them), then the
+ * packed filter unless it is read in place. */
+#define IG_ZEROS 16
 static size_t ig_ws(const pdnn__conv2d_call *c, int i)
 {
-    return ig_in_place(c, i) ? 0 : (size_t)(ig_kp(c, i) * c->r * c->s * (c->c / c->groups)) * sizeof(float);
+    const int64_t packed = ig_in_place(c, i) ? 0 : ig_kp(c, i) * c->r * c->s * (c->c / c->groups);
+    return (size_t)(IG_ZEROS + packed) * sizeof(float);
 }
 
 /* Test hook: a configuration every implicit_gemm conv uses where it applies. */
@@ -236,9 +241,14 @@ static pdnn_status ig_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
         return PDNN_SUCCESS;
     cl_int err = CL_SUCCESS;
     cl_kernel k;
-    cl_mem wsb;
-    cl_long wp_off;
+    cl_mem wsb, zb = c->workspace.region;
+    cl_long wp_off, z_off = elem_off(c->workspace);
     cl_long4 wstr;
+    const cl_float zero = 0.0f;
+    err = clEnqueueFillBuffer(d->queue, zb, &zero, sizeof zero, c->workspace.offset, IG_ZEROS * sizeof(float), 0,
+                              NULL, NULL);
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clEnqueueFillBuffer(implicit_gemm zeros)", err);
     if (ig_in_place(c, i)) {
         wsb = c->w_buf.region;
         wp_off = elem_off(c->w_buf);
@@ -248,7 +258,7 @@ static pdnn_status ig_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
         wstr.s[3] = c->ws[1];
     } else {
         wsb = c->workspace.region;
-        wp_off = elem_off(c->workspace);
+        wp_off = elem_off(c->workspace) + IG_ZEROS;
         wstr.s[3] = kt;
         wstr.s[2] = cpg * kt;
         wstr.s[1] = c->s * cpg * kt;
@@ -303,6 +313,8 @@ static pdnn_status ig_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     SET_ARG(k, 13, geom);
     SET_ARG(k, 14, pad);
     SET_ARG(k, 15, wstr);
+    SET_ARG(k, 16, zb);
+    SET_ARG(k, 17, z_off);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_implicit_gemm)", err);
     /* Dimension 0: channel blocks (neighbouring work-items share the input

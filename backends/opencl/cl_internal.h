@@ -159,8 +159,9 @@ void pdnn__cl_gemm1x1_release(cl_dev *d);
 
 /* implicit_gemm (cl_implicit_gemm.c): any filter, stride, dilation and
  * padding, groups 1 or whole channel blocks per group. The workspace c
- * needs (the packed filter; 0 when read in place), or SIZE_MAX (with the
- * reason as the last error) when it cannot run c. */
+ * needs (64 bytes of zeros, and the packed filter unless it is read in
+ * place), or SIZE_MAX (with the reason as the last error) when it cannot
+ * run c. */
 size_t pdnn__cl_igemm_workspace(cl_dev *d, const pdnn__conv2d_call *c);
 /* Runs c; called with d->lock held. */
 pdnn_status pdnn__cl_igemm(cl_dev *d, const pdnn__conv2d_call *c);
