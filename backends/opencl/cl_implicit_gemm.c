@@ -113,10 +113,10 @@ static void ig_name(int i, char *buf, size_t len)
 
 static void ig_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld u%d,%d d%d,%d p%d,%d g%lld",
+    snprintf(buf, len, "%s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld u%d,%d p%d,%d d%d,%d g%lld",
              pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout),
              (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
-             (long long)c->s, c->stride_h, c->stride_w, c->dil_h, c->dil_w, c->pad_top, c->pad_left,
+             (long long)c->s, c->stride_h, c->stride_w, c->pad_top, c->pad_left, c->dil_h, c->dil_w,
              (long long)c->groups);
 }
 
