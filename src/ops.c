@@ -491,12 +491,13 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
      * where there are few 4x4 output tiles (7x7 and 14x14 images at batch
      * 1), where transforming the filter (36/9 of its size) costs more
      * than it saves. implicit_gemm before both for every ungrouped
-     * convolution: on all of ResNet-50's non-1x1 layers (conv1 7x7/2,
-     * 3x3 at 56/28/14/7 incl. the /2 ones; batch 1 and 8, NCHW and NHWC)
-     * it measured 1.6-7x tiled and 1.1-7x winograd (geomean 4x tiled;
-     * 85-390 GFLOP/s where tiled had 15-100; bench/results-conv.md).
-     * Grouped convolutions were not measured and keep tiled. 1x1 layers
-     * keep gemm_1x1, which is specialised for them. */
+     * convolution: on all 16 of ResNet-50's non-1x1 layer shapes (conv1
+     * 7x7/2, 3x3 at 56/28/14/7 incl. the /2 ones; batch 1 and 8, NCHW and
+     * NHWC) it measured 1.9-9.3x tiled and 1.4-9.3x winograd (geomean
+     * 4.3x tiled, 3.2x winograd on its stride-1 rows; 107-502 GFLOP/s
+     * where tiled had 22-106; bench/results-conv.md). Grouped
+     * convolutions were not measured and keep tiled; 1x1 layers keep
+     * gemm_1x1, which is specialised for them. */
     static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR,   PDNN_CONV_ALGO_GEMM_1X1,
                                            PDNN_CONV_ALGO_IMPLICIT_GEMM, PDNN_CONV_ALGO_WINOGRAD,
                                            PDNN_CONV_ALGO_TILED,    PDNN_CONV_ALGO_IM2COL_GEMM};

@@ -29,10 +29,11 @@ static int64_t ig_kp(const pdnn__conv2d_call *c, int i) { return (c->k + ig_kt(i
  * computes input rows and columns, pixel indices and channels in int. */
 static const char *ig_shape_why(const pdnn__conv2d_call *c)
 {
-    const int64_t lim = INT32_MAX / 4;
-    if (c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim || c->r > lim ||
+    const int64_t lim = INT32_MAX / 4, cpg = c->groups > 0 ? c->c / c->groups : c->c;
+    if (c->n > lim || c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim || c->r > lim ||
         c->s > lim || (c->p > 0 && c->q > lim / c->p) || c->p * c->stride_h > lim || c->q * c->stride_w > lim ||
         c->r * c->dil_h > lim || c->s * c->dil_w > lim || c->pad_top > lim || c->pad_left > lim ||
+        (c->r * c->s > 0 && cpg > lim / (c->r * c->s)) ||
         (c->p * c->q > 0 && c->n > INT64_MAX / 8 / (c->p * c->q)))
         return "the tensor is too large for its int indices";
     return NULL;
@@ -225,7 +226,8 @@ static int64_t ig_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
     const int64_t tiles = (npix + pt - 1) / pt;
     if (!(d->type & CL_DEVICE_TYPE_CPU))
         return pt;
-    int64_t per = tiles;
+    /* At most 2^20 pixels: the kernel takes the span as an int. */
+    int64_t per = tiles < ((int64_t)1 << 20) / pt ? tiles : ((int64_t)1 << 20) / pt;
     const int64_t nkb = ig_kp(c, i) / ig_kt(i), want = 8 * (int64_t)(d->cu > 0 ? d->cu : 1);
     while (per > 1 && nkb * ((tiles + per - 1) / per) < want)
         per = (per + 1) / 2;
