@@ -1115,3 +1115,70 @@ Test(conv_parity, gemm_1x1_writes_stay_inside_the_output)
     }
     pdnn_context_destroy(ctx);
 }
+
+/* implicit_gemm writes nothing past its output in any configuration,
+ * layout or filter packing (K = 20 is a partial channel block for every
+ * configuration; HWIO with K = 32 is read in place where the block
+ * divides it): a guard tensor right after y keeps its values. Stride 2
+ * with padding leaves partial pixel tiles at the end of every image. */
+Test(conv_parity, implicit_gemm_writes_stay_inside_the_output)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    int cfg[16][3] = {{0, 0, 0}};
+    int ncfg = 1;
+#ifdef PDNN_HAVE_OPENCL
+    ncfg = pdnn__opencl_igemm_configs(cfg, 16);
+#endif
+    int ran = 0;
+    for (int i = 0; i < ndev; i++) {
+        for (int ci = 0; ci < ncfg; ci++) {
+            for (int li = 0; li < 4; li++) {
+                const pdnn_layout l = li & 1 ? PDNN_NHWC : PDNN_NCHW;
+                const int64_t K = li & 2 ? 32 : 20;
+                pdnn_tensor_desc xd = th_desc(l, 3, 5, 9, 13), wd = th_desc(li & 1 ? PDNN_HWIO : PDNN_OIHW, K, 5, 3, 3);
+                pdnn_tensor_desc yd = th_desc(l, 3, K, 5, 7), gd = th_desc(PDNN_NCHW, 1, 1, 64, 64);
+                float xv[3 * 5 * 9 * 13], wv[32 * 5 * 9], gv[4096];
+                th_fill(xv, 3 * 5 * 9 * 13, 1);
+                th_fill(wv, 32 * 5 * 9, 2);
+                for (int g = 0; g < 4096; g++)
+                    gv[g] = 7.0f;
+                pdnn_tensor *x = th_upload(devs[i], &xd, xv), *w = th_upload(devs[i], &wd, wv);
+                pdnn_tensor *y = th_upload(devs[i], &yd, NULL), *guard = th_upload(devs[i], &gd, gv);
+                pdnn_conv2d_params p;
+                pdnn_conv2d_params_init(&p);
+                p.stride_h = p.stride_w = 2;
+                p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+                p.relu = 1;
+                p.algorithm = PDNN_CONV_ALGO_IMPLICIT_GEMM;
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_igemm(cfg[ci][0], cfg[ci][1], cfg[ci][2]);
+#endif
+                pdnn_status st = pdnn_conv2d_forward(&p, x, w, NULL, y);
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_igemm(0, 0, 0);
+#endif
+                cr_assert(st == PDNN_SUCCESS || st == PDNN_ERR_UNSUPPORTED, "%s", pdnn_last_error());
+                ran += st == PDNN_SUCCESS;
+                float *after = th_download(guard);
+                for (int g = 0; g < 4096; g++)
+                    cr_assert_eq(after[g], 7.0f, "implicit_gemm config %d %s K %lld: guard element %d overwritten",
+                                 ci, pdnn_layout_name(l), (long long)K, g);
+                free(after);
+                pdnn_tensor_release(x);
+                pdnn_tensor_release(w);
+                pdnn_tensor_release(y);
+                pdnn_tensor_release(guard);
+            }
+        }
+    }
+    /* Wherever an OpenCL device exists, implicit_gemm ran every case. */
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") == 0)
+            cr_assert_geq(ran, ncfg * 4, "implicit_gemm ran %d of the %d guard cases", ran, ncfg * 4);
+    }
+    pdnn_context_destroy(ctx);
+}
