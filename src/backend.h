@@ -199,6 +199,10 @@ void pdnn__opencl_force_gemm1x1(int vw, int kb, int pt);
 const char *pdnn__opencl_last_gemm1x1(void);
 /* Which gemm_1x1 kernel that was: "rows" (NCHW in and out) or "tiles". */
 const char *pdnn__opencl_last_gemm1x1_kernel(void);
+/* The same for implicit_gemm ({vw, kb, pt}; forcing 0, 0, 0 clears). */
+int pdnn__opencl_igemm_configs(int (*out)[3], int max);
+void pdnn__opencl_force_igemm(int vw, int kb, int pt);
+const char *pdnn__opencl_last_igemm(void);
 #endif
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and

@@ -96,7 +96,7 @@ static pdnn_status check_conv_params(const pdnn_conv2d_params *p)
     if ((unsigned)p->algorithm >= PDNN_CONV_ALGO_COUNT)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "conv2d: algorithm %d is unknown; algorithms are AUTO, DIRECT, IM2COL_GEMM, VENDOR, TILED, "
-                           "WINOGRAD, DEPTHWISE, GEMM_1X1",
+                           "WINOGRAD, DEPTHWISE, GEMM_1X1, IMPLICIT_GEMM",
                            (int)p->algorithm);
     return PDNN_SUCCESS;
 }
@@ -220,6 +220,7 @@ const char *pdnn_conv_algo_name(pdnn_conv_algo algo)
     case PDNN_CONV_ALGO_WINOGRAD: return "winograd";
     case PDNN_CONV_ALGO_DEPTHWISE: return "depthwise";
     case PDNN_CONV_ALGO_GEMM_1X1: return "gemm_1x1";
+    case PDNN_CONV_ALGO_IMPLICIT_GEMM: return "implicit_gemm";
     }
     return "unknown";
 }
@@ -273,8 +274,8 @@ static pdnn_status run_with(pdnn_device *dev, pdnn_conv_algo algo, size_t ws, pd
  * order below applies. */
 
 static const pdnn_conv_algo find_candidates[] = {
-    PDNN_CONV_ALGO_VENDOR,   PDNN_CONV_ALGO_WINOGRAD,    PDNN_CONV_ALGO_GEMM_1X1, PDNN_CONV_ALGO_DEPTHWISE,
-    PDNN_CONV_ALGO_TILED,    PDNN_CONV_ALGO_IM2COL_GEMM, PDNN_CONV_ALGO_DIRECT};
+    PDNN_CONV_ALGO_VENDOR, PDNN_CONV_ALGO_WINOGRAD,      PDNN_CONV_ALGO_GEMM_1X1,    PDNN_CONV_ALGO_DEPTHWISE,
+    PDNN_CONV_ALGO_TILED,  PDNN_CONV_ALGO_IMPLICIT_GEMM, PDNN_CONV_ALGO_IM2COL_GEMM, PDNN_CONV_ALGO_DIRECT};
 #define N_FIND ((int)(sizeof find_candidates / sizeof find_candidates[0]))
 
 static void find_keys(const pdnn_device *dev, const pdnn__conv2d_call *c, char *dkey, size_t dlen, char *skey,
@@ -438,6 +439,7 @@ static int run_found(pdnn_device *dev, pdnn__conv2d_call *c, pdnn_status *st)
 
 /* AUTO prefers the vendor library's choice (cuDNN) where a backend has
  * one, then the 1x1 GEMM for the ungrouped 1x1 shapes it claims, then
+ * the implicit GEMM for every other ungrouped convolution, then
  * Winograd (3x3 stride-1 layers with enough tiles), then the
  * register-tiled kernel, then im2col + GEMM for ungrouped
  * convolutions (the GEMM library is
@@ -494,13 +496,25 @@ static pdnn_status run_conv(pdnn_device *dev, pdnn_conv_algo want, pdnn__conv2d_
      * measured); winograd 1.5-3x tiled on the 3x3 stride-1 layers, except
      * where there are few 4x4 output tiles (7x7 and 14x14 images at batch
      * 1), where transforming the filter (36/9 of its size) costs more
-     * than it saves; depthwise 3-16x direct (what ran before) on
-     * MobileNet v1's depthwise layers (bench/results-depthwise.md). */
-    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR,   PDNN_CONV_ALGO_DEPTHWISE, PDNN_CONV_ALGO_GEMM_1X1,
-                                           PDNN_CONV_ALGO_WINOGRAD, PDNN_CONV_ALGO_TILED,     PDNN_CONV_ALGO_IM2COL_GEMM};
+     * than it saves. implicit_gemm before both for every ungrouped
+     * convolution: on all 16 of ResNet-50's non-1x1 layer shapes (conv1
+     * 7x7/2, 3x3 at 56/28/14/7 incl. the /2 ones; batch 1 and 8, NCHW and
+     * NHWC) it measured 1.9-9.3x tiled and 1.4-9.3x winograd (geomean
+     * 4.3x tiled, 3.2x winograd on its stride-1 rows; 107-502 GFLOP/s
+     * where tiled had 22-106; bench/results-conv.md). Grouped
+     * convolutions were not measured and keep tiled; 1x1 layers keep
+     * gemm_1x1, which is specialised for them; depthwise 3-16x direct
+     * (what ran before) on MobileNet v1's depthwise layers
+     * (bench/results-depthwise.md). */
+    static const pdnn_conv_algo order[] = {PDNN_CONV_ALGO_VENDOR,        PDNN_CONV_ALGO_DEPTHWISE,
+                                           PDNN_CONV_ALGO_GEMM_1X1,      PDNN_CONV_ALGO_IMPLICIT_GEMM,
+                                           PDNN_CONV_ALGO_WINOGRAD,      PDNN_CONV_ALGO_TILED,
+                                           PDNN_CONV_ALGO_IM2COL_GEMM};
     for (int a = 0; a < (int)(sizeof order / sizeof order[0]); a++) {
         pdnn_conv_algo algo = order[a];
-        if ((algo == PDNN_CONV_ALGO_IM2COL_GEMM || algo == PDNN_CONV_ALGO_GEMM_1X1) && c->groups != 1)
+        if ((algo == PDNN_CONV_ALGO_IM2COL_GEMM || algo == PDNN_CONV_ALGO_GEMM_1X1 ||
+             algo == PDNN_CONV_ALGO_IMPLICIT_GEMM) &&
+            c->groups != 1)
             continue;
         /* Only where measured faster: ResNet-50's channel counts, and
          * at least 32 tiles in the batch. */

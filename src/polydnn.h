@@ -328,18 +328,25 @@ typedef enum pdnn_conv_algo {
                                      * most about 64 MiB */
     PDNN_CONV_ALGO_DEPTHWISE = 6,   /* one filter per input channel
                                      * (groups == C; OpenCL), no workspace */
-    PDNN_CONV_ALGO_GEMM_1X1 = 7     /* 1x1 convolution as a GEMM on the
+    PDNN_CONV_ALGO_GEMM_1X1 = 7,    /* 1x1 convolution as a GEMM on the
                                      * tensors in place (OpenCL): 1x1
                                      * filters, no padding, any stride,
                                      * groups 1 or 4k channels per group;
                                      * workspace: the packed filter (none
                                      * for HWIO); AUTO's first pick for
                                      * ungrouped 1x1 on OpenCL */
+    PDNN_CONV_ALGO_IMPLICIT_GEMM = 8 /* any filter, stride, dilation and
+                                      * padding as a register-blocked GEMM
+                                      * reading the input in place, no
+                                      * im2col buffer (OpenCL); groups 1
+                                      * or 4k channels per group;
+                                      * workspace: the packed filter
+                                      * (none for HWIO) and 64 bytes */
 } pdnn_conv_algo;
-#define PDNN_CONV_ALGO_COUNT 8
+#define PDNN_CONV_ALGO_COUNT 9
 
 /* "auto", "direct", "im2col_gemm", "vendor", "tiled", "winograd",
- * "depthwise", "gemm_1x1"; "unknown" otherwise. */
+ * "depthwise", "gemm_1x1", "implicit_gemm"; "unknown" otherwise. */
 const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
 
 /* The algorithm named name (as pdnn_conv_algo_name writes it, any case);

@@ -71,7 +71,7 @@ ok "workspace fallback" env POLYDNN_MEMORY_LIMIT_MB=2 POLYDNN_DEBUG=1 "$tool" co
 has "fallback logged" "tiled needs .* of workspace, which does not fit"
 has "fallback ran direct" "algorithm direct"
 bad "im2col on host" 1 "not available" "$tool" conv --algo im2col_gemm --device /cpu:0
-bad "bad algo" 2 "auto, direct, tiled, winograd, depthwise, gemm_1x1, im2col_gemm or vendor" "$tool" conv --algo fft
+bad "bad algo" 2 "auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor" "$tool" conv --algo fft
 bad "winograd on 5x5" 1 "winograd .* 3x3 filters only" "$tool" conv --algo winograd -y 5 -x 5
 ok "winograd" "$tool" conv -n 3 -c 5 -H 9 -W 13 -k 20 -p 1 -q 1 --layout NHWC --filter-layout HWIO --bias --relu --algo winograd --verify
 ok "tiled" "$tool" conv -n 3 -c 5 -H 9 -W 13 -k 20 -p 1 -q 1 --layout NHWC --filter-layout HWIO --bias --relu --algo tiled --verify
@@ -227,7 +227,7 @@ bad "bench unknown device" 1 "device '/gpu:9' does not exist" "$tool" bench resn
 bad "bench without a set" 2 "name a layer set" "$tool" bench
 bad "bench shape flag on a set" 2 "apply to polydnn bench conv only" "$tool" bench vgg16 -c 8
 bad "bench bad layout" 2 "--layout must be NCHW or NHWC, got 'NCWH'" "$tool" bench conv --layout NCWH
-bad "bench bad algo" 2 "--algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, im2col_gemm or vendor, got 'fft'" "$tool" bench conv --algo fft
+bad "bench bad algo" 2 "--algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor, got 'fft'" "$tool" bench conv --algo fft
 bad "bench bad groups" 2 "groups 3 must divide the input channels 8" "$tool" bench conv -c 8 -k 6 -g 3
 ok "help bench" "$tool" bench --help
 has "help lists bench flags" "--no-peak"
@@ -237,21 +237,25 @@ has "help lists bench flags" "--no-peak"
 # alone; --force searches again and replaces it.
 tc="$tmp/tune-cache"
 tkey="NCHW/OIHW/NCHW n1 c8 h6 w6 k16 r3 s3 u1,1 p1,1 d1,1 g1"
-trow="^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 | [a-z_0-9]*\( tq=[0-9]* kb=[0-9]\)\{0,1\} | tiled tq=[0-9]* kb=[0-9] | [0-9.e+-]* | [0-9.e+-]* | [0-9.]* |"
+trow="^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 | [a-z_0-9]*\( [a-z]*=[0-9]*\)* | implicit_gemm vw=[0-9]* kb=[0-9] pt=[0-9]* | [0-9.e+-]* | [0-9.e+-]* | [0-9.]* |"
 # the tuned "algorithm [configuration]" of the last output's row is what
-# the cache holds: AUTO's stored choice and, for tiled, its stored tile
+# the cache holds: AUTO's stored choice and, for tiled and implicit_gemm,
+# its stored tile
 tuned_is_stored() {
     row=$(grep "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 |" "$tmp/out" | cut -d'|' -f5 | sed 's/^ *//; s/ *$//')
     algo=$(awk -F'\t' '$2 == "conv2d_algo" && $3 ~ /^NCHW\/OIHW\/NCHW n1 c8 h6 w6 k16 r3 s3 / { print $4 }' \
         "$tc/tuning-v1.tsv")
     tile=$(awk -F'\t' -v k="$tkey" '$2 == "conv2d_tiled" && $3 == k { print $4 }' "$tc/tuning-v1.tsv")
+    igtile=$(awk -F'\t' -v k="$tkey" '$2 == "conv2d_implicit_gemm" && $3 == k { print $4 }' "$tc/tuning-v1.tsv")
     [ -n "$row" ] && [ -n "$algo" ] || return 1
-    if [ "$algo" = tiled ]; then [ "$row" = "tiled $tile" ]; else [ "$row" = "$algo" ]; fi
+    if [ "$algo" = tiled ]; then [ "$row" = "tiled $tile" ];
+    elif [ "$algo" = implicit_gemm ]; then [ "$row" = "implicit_gemm $igtile" ];
+    else [ "$row" = "$algo" ]; fi
 }
 ok "tune conv" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
 has "tune row: searched, seconds given" "$trow [0-9.]* |$"
 has "tune summary" "^Tuned 1 of 1 row(s): 1 searched, 0 from the cache; 0 not tunable; 0 failed."
-has "tune names the cache" "^Tuning cache: $tc/tuning-v1.tsv (1 shape searched by this run; the file holds 2 entries)."
+has "tune names the cache" "^Tuning cache: $tc/tuning-v1.tsv (1 shape searched by this run; the file holds 3 entries)."
 check "tune stored the row's configuration for the shape" tuned_is_stored
 cp "$tc/tuning-v1.tsv" "$tmp/tune-first.tsv"
 ok "tune conv again" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
@@ -263,24 +267,25 @@ ok "tune --force, two batches" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 
     --layout NCHW --force --batch 1 --batch 2
 has "tune --force: mode" "^Mode: force"
 has "tune --force: searched again" "$trow [0-9.]* |$"
-has "tune --force: batch 2 row" "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 2 | [a-z_0-9]*\( tq=[0-9]* kb=[0-9]\)\{0,1\} | .* | [0-9.]* |$"
+has "tune --force: batch 2 row" "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 2 | [a-z_0-9]*\( [a-z]*=[0-9]*\)* | .* | [0-9.]* |$"
 has "tune --force: both searched" "^Tuned 2 of 2 row(s): 2 searched, 0 from the cache;"
-has "tune --force: 2 shapes, 4 entries" "(2 shapes searched by this run; the file holds 4 entries)."
+has "tune --force: 2 shapes, 6 entries" "(2 shapes searched by this run; the file holds 6 entries)."
 check "tune --force rewrote the entry" sh -c "! cmp -s '$tc/tuning-v1.tsv' '$tmp/tune-first.tsv'"
 check "tune --force stored the row's configuration" tuned_is_stored
 ok "tune on the host" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0
 has "host: not tunable" "^| c4 5x5 k4 3x3 | NHWC | 1 | not tunable: direct has no tunable parameters |"
 has "host: nothing stored" "^Tuned 0 of 2 row(s): 0 searched, 0 from the cache; 2 not tunable; 0 failed."
-# A tiled kernel that adds 0.5 to every output: all its configurations
-# agree with each other, so only the check against the host can catch it,
-# and the layer must fail loudly with nothing stored.
+# The default's kernel (implicit_gemm for this shape) adding 0.5 to every
+# output: all its configurations agree with each other, so only the check
+# against the host can catch it, and the layer must fail loudly with
+# nothing stored.
 kdir="$tmp/bad-kernels"
 mkdir -p "$kdir" && cp "${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}"/kernels_cl/*.cl "$kdir/"
-sed -i 's/float16 v = acc\[b\]\[j\] + bv;/float16 v = acc[b][j] + bv + 0.5f;/' "$kdir/conv2d_tiled.cl"
-check "the broken kernel differs" sh -c "! cmp -s '$kdir/conv2d_tiled.cl' '${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/kernels_cl/conv2d_tiled.cl'"
+sed -i 's/vec_t v = acc\[b\]\[j\] + bv\[b\];/vec_t v = acc[b][j] + bv[b] + 0.5f;/' "$kdir/conv2d_implicit_gemm.cl"
+check "the broken kernel differs" sh -c "! cmp -s '$kdir/conv2d_implicit_gemm.cl' '${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/kernels_cl/conv2d_implicit_gemm.cl'"
 bad "tune: default against the host" 1 "FAILED: the default configuration disagrees with the host reference" \
     env POLYDNN_CACHE_DIR="$tmp/tune-bad" POLYDNN_KERNEL_DIR="$kdir" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 --layout nhwc
-has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: tiled tq=[0-9]* kb=[0-9] differs from the host reference |"
+has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: implicit_gemm vw=[0-9]* kb=[0-9] pt=[0-9]* differs from the host reference |"
 has "tune: failure counted" "0 not tunable; 1 failed."
 check "tune: nothing stored for the failed layer" test ! -s "$tmp/tune-bad/tuning-v1.tsv"
 bad "tune unknown layer set" 2 "unknown layer set 'resnet18'" "$tool" tune resnet18

@@ -14,6 +14,9 @@
 static pdnn_conv_algo accel_algo = PDNN_CONV_ALGO_DIRECT;
 /* gemm_1x1 runs on OpenCL by its kernel: NCHW rows, or pixel tiles. */
 static int g1_rows_runs = 0, g1_tiles_runs = 0;
+/* Runs of each implicit_gemm configuration (as pdnn__opencl_igemm_configs
+ * lists them) that asserted it was the one that ran. */
+static int ig_cfg_runs[16];
 
 typedef struct conv_case {
     int64_t n, c, h, w, k, r, s;
@@ -157,12 +160,21 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
     /* depthwise claims groups == C (checked in depthwise_claims_what_it_runs). */
     if (accel_algo == PDNN_CONV_ALGO_DEPTHWISE && k->groups != k->c)
         ndev = 0;
+    /* implicit_gemm claims every shape that is ungrouped or has a
+     * multiple of 4 output channels per group (its narrowest channel
+     * block); it reports others unsupported (implicit_gemm_refuses_...). */
+    if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM && k->groups != 1 && (k->k / k->groups) % 4 != 0)
+        ndev = 0;
     /* tiled runs every configuration the tuner may pick (tq x kb). */
     int cfg[16][2] = {{0, 0}};
     int ncfg = 1;
     /* gemm_1x1 likewise runs each of its tile configurations (vw x kb x pt). */
     int g1cfg[16][3] = {{0, 0, 0}};
+    /* implicit_gemm too, each of its tile configurations (vw x kb x pt). */
+    int igcfg[16][3] = {{0, 0, 0}};
 #ifdef PDNN_HAVE_OPENCL
+    if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
+        ncfg = pdnn__opencl_igemm_configs(igcfg, 16);
     if (accel_algo == PDNN_CONV_ALGO_TILED)
         ncfg = pdnn__opencl_tiled_configs(cfg, 16);
     if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
@@ -172,7 +184,7 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
         if ((accel_algo == PDNN_CONV_ALGO_WINOGRAD || accel_algo == PDNN_CONV_ALGO_GEMM_1X1 ||
-             accel_algo == PDNN_CONV_ALGO_DEPTHWISE) &&
+             accel_algo == PDNN_CONV_ALGO_DEPTHWISE || accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM) &&
             strcmp(info.backend, "opencl") != 0)
             continue; /* only the OpenCL backend has these */
         for (int ci = 0; ci < ncfg; ci++) {
@@ -187,11 +199,26 @@ static void check_case(pdnn_context *ctx, pdnn_device **devs, int ndev, const co
             if (accel_algo == PDNN_CONV_ALGO_GEMM_1X1)
                 snprintf(where, sizeof where, "%s with gemm_1x1 (vw=%d kb=%d pt=%d)", info.name, g1cfg[ci][0],
                          g1cfg[ci][1], g1cfg[ci][2]);
+            pdnn__opencl_force_igemm(igcfg[ci][0], igcfg[ci][1], igcfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
+                snprintf(where, sizeof where, "%s with implicit_gemm (vw=%d kb=%d pt=%d)", info.name, igcfg[ci][0],
+                         igcfg[ci][1], igcfg[ci][2]);
 #endif
             float *got = run_case(devs[i], k, x, w, b, od2);
 #ifdef PDNN_HAVE_OPENCL
             pdnn__opencl_force_tiled(0, 0);
             pdnn__opencl_force_gemm1x1(0, 0, 0);
+            pdnn__opencl_force_igemm(0, 0, 0);
+            /* An implicit_gemm configuration runs wherever its channel
+             * block (vw * kb) fits a group. */
+            char rani[48];
+            snprintf(rani, sizeof rani, "vw=%d kb=%d pt=%d", igcfg[ci][0], igcfg[ci][1], igcfg[ci][2]);
+            if (accel_algo == PDNN_CONV_ALGO_IMPLICIT_GEMM && strcmp(info.backend, "opencl") == 0 &&
+                igcfg[ci][0] > 0 && igcfg[ci][1] > 0 &&
+                (k->groups == 1 || (k->k / k->groups) % (igcfg[ci][0] * igcfg[ci][1]) == 0)) {
+                cr_assert_str_eq(pdnn__opencl_last_igemm(), rani, "%s: ran %s", name, pdnn__opencl_last_igemm());
+                ig_cfg_runs[ci]++;
+            }
             /* A gemm_1x1 configuration runs wherever its channel block
              * (vw * kb) fits a group. */
             char ran1[48];
@@ -586,6 +613,110 @@ Test(conv_parity, gemm_1x1_shapes_gemm_1x1)
 }
 Test(conv_parity, gemm_1x1_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, gemm_1x1_shapes); }
 
+/* implicit_gemm's tiles, masks and tails: C and K of 1, 3, 5, 17 and 33
+ * (not multiples of any channel block), 1x1 images, batch 1 and 17, pixel
+ * tiles that span images, padding larger than the filter's reach (whole
+ * taps and whole output rows outside the image), dilation 2, stride 3,
+ * asymmetric padding, 1xN and Nx1 filters, groups of 16 and 32 output
+ * channels, ResNet-50's conv1 and a strided 3x3 at reduced size. */
+static void implicit_gemm_shapes(void)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const conv_case shapes[] = {
+        /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
+        {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 5, 3, 5, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 3, 4, 5, 7, 2, 2, 1, 1, 1, 1, 4, 4, 5, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int a = 0; a < 2; a++)
+            for (int f = 0; f < 3; f++)
+                for (int o = 0; o < 2; o++) {
+                    conv_case k = shapes[si];
+                    k.xl = act_layouts[a];
+                    k.wl = filt_layouts[f];
+                    k.yl = act_layouts[o];
+                    check_case(ctx, devs, ndev, &k, (uint32_t)(9000 + si * 100 + (size_t)a * 10 + (size_t)f));
+                }
+    pdnn_context_destroy(ctx);
+}
+
+Test(conv_parity, every_layout_combination_implicit_gemm)
+{
+    with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, every_layout_combination);
+}
+Test(conv_parity, edge_shapes_implicit_gemm) { with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, edge_shapes); }
+Test(conv_parity, sampled_grid_implicit_gemm) { with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, sampled_grid); }
+Test(conv_parity, implicit_gemm_shapes_implicit_gemm)
+{
+    memset(ig_cfg_runs, 0, sizeof ig_cfg_runs);
+    with_algo(PDNN_CONV_ALGO_IMPLICIT_GEMM, implicit_gemm_shapes);
+    pdnn_device *devs[8];
+    int ndev = 0;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") != 0)
+            continue;
+        /* Every configuration ran (and was checked) on most of the shapes. */
+        int cfg[16][3];
+        const int n = pdnn__opencl_igemm_configs(cfg, 16);
+        for (int ci = 0; ci < n; ci++)
+            cr_assert_geq(ig_cfg_runs[ci], 12 * 10, "implicit_gemm vw=%d kb=%d pt=%d ran on %d shapes only",
+                          cfg[ci][0], cfg[ci][1], cfg[ci][2], ig_cfg_runs[ci]);
+    }
+    pdnn_context_destroy(ctx);
+}
+Test(conv_parity, implicit_gemm_shapes_direct) { with_algo(PDNN_CONV_ALGO_DIRECT, implicit_gemm_shapes); }
+
+/* implicit_gemm refuses groups whose output channels are not a multiple
+ * of 4 with PDNN_ERR_UNSUPPORTED and a message saying why, and AUTO
+ * still runs them. */
+Test(conv_parity, implicit_gemm_refuses_narrow_groups)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 6, 5, 5), wd = th_desc(PDNN_OIHW, 6, 3, 3, 3);
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        p.groups = 2;
+        p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+        pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 6, 5, 5);
+        pdnn_tensor *x = th_upload(devs[i], &xd, NULL), *w = th_upload(devs[i], &wd, NULL);
+        pdnn_tensor *y = th_upload(devs[i], &yd, NULL);
+        p.algorithm = PDNN_CONV_ALGO_IMPLICIT_GEMM;
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_ERR_UNSUPPORTED, "groups of 3 ran");
+        cr_assert(strstr(pdnn_last_error(), "implicit_gemm") && strstr(pdnn_last_error(), "groups"),
+                  "unclear message: %s", pdnn_last_error());
+        if (strcmp(info.backend, "opencl") == 0)
+            cr_assert(strstr(pdnn_last_error(), "6 output channels in 2 groups"), "unclear message: %s",
+                      pdnn_last_error());
+        p.algorithm = PDNN_CONV_ALGO_AUTO;
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_neq(pdnn_conv2d_last_algorithm(), PDNN_CONV_ALGO_IMPLICIT_GEMM);
+        pdnn_tensor_release(x);
+        pdnn_tensor_release(w);
+        pdnn_tensor_release(y);
+    }
+    pdnn_context_destroy(ctx);
+}
+
 /* gemm_1x1 refuses what it cannot run (a 3x3 filter, padding, groups of 2
  * output channels) with PDNN_ERR_UNSUPPORTED and a message saying why,
  * and AUTO still runs those shapes. */
@@ -892,35 +1023,40 @@ Test(conv_parity, winograd_large_values_odd_sizes)
     pdnn_context_destroy(ctx);
 }
 
-/* AUTO picks winograd on OpenCL where it measured faster than tiled (3x3
- * stride-1 layers with 64+ channels and 32+ output tiles) and tiled where
- * there are few tiles. */
-Test(conv_parity, auto_picks_winograd_where_faster)
+/* AUTO's fixed order on OpenCL: implicit_gemm for ungrouped non-1x1
+ * convolutions, where it measured faster than winograd and tiled (3x3
+ * layers with many output tiles, where winograd used to be picked, and
+ * with few, where tiled was); tiled for groups of 16 channels, which
+ * implicit_gemm is not picked for. */
+Test(conv_parity, auto_picks_implicit_gemm_where_faster)
 {
     pdnn_device *devs[8];
     int ndev;
     pdnn_context *ctx = th_accel_context(devs, &ndev);
     const struct {
-        int64_t n, hw;
+        int64_t n, hw, groups;
         pdnn_conv_algo want;
-    } cases[] = {{2, 16, PDNN_CONV_ALGO_WINOGRAD}, {1, 7, PDNN_CONV_ALGO_TILED}};
+    } cases[] = {{2, 16, 1, PDNN_CONV_ALGO_IMPLICIT_GEMM},
+                 {1, 7, 1, PDNN_CONV_ALGO_IMPLICIT_GEMM},
+                 {1, 7, 4, PDNN_CONV_ALGO_TILED}};
     int checked = 0;
     for (int i = 0; i < ndev; i++) {
         if (!is_opencl(devs[i]))
             continue;
-        for (int ci = 0; ci < 2; ci++) {
-            const int64_t n = cases[ci].n, hw = cases[ci].hw;
-            pdnn_tensor_desc xd = th_desc(PDNN_NHWC, n, 64, hw, hw), wd = th_desc(PDNN_HWIO, 64, 64, 3, 3);
+        for (int ci = 0; ci < 3; ci++) {
+            const int64_t n = cases[ci].n, hw = cases[ci].hw, g = cases[ci].groups;
+            pdnn_tensor_desc xd = th_desc(PDNN_NHWC, n, 64, hw, hw), wd = th_desc(PDNN_HWIO, 64, 64 / g, 3, 3);
             float *zeros = calloc((size_t)(n * 64 * hw * hw + 64 * 64 * 9), sizeof(float));
             pdnn_tensor *x = th_upload(devs[i], &xd, zeros), *w = th_upload(devs[i], &wd, zeros);
             pdnn_tensor *y = th_upload(devs[i], &xd, NULL);
             free(zeros);
             pdnn_conv2d_params p;
             pdnn_conv2d_params_init(&p);
+            p.groups = (int)g;
             p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
             cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
-            cr_assert_eq(pdnn_conv2d_last_algorithm(), cases[ci].want, "n%lld %lldx%lld: AUTO ran %s, expected %s",
-                         (long long)n, (long long)hw, (long long)hw, pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()),
+            cr_assert_eq(pdnn_conv2d_last_algorithm(), cases[ci].want, "n%lld %lldx%lld g%lld: AUTO ran %s, expected %s",
+                         (long long)n, (long long)hw, (long long)hw, (long long)g, pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()),
                          pdnn_conv_algo_name(cases[ci].want));
             pdnn_tensor_release(x);
             pdnn_tensor_release(w);
@@ -1082,6 +1218,73 @@ Test(conv_parity, depthwise_claims_what_it_runs)
             pdnn_tensor_release(hb);
             pdnn_tensor_release(hy);
         }
+    }
+    pdnn_context_destroy(ctx);
+}
+
+/* implicit_gemm writes nothing past its output in any configuration,
+ * layout or filter packing (K = 20 is a partial channel block for every
+ * configuration; HWIO with K = 32 is read in place where the block
+ * divides it): a guard tensor right after y keeps its values. Stride 2
+ * with padding leaves partial pixel tiles at the end of every image. */
+Test(conv_parity, implicit_gemm_writes_stay_inside_the_output)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    int cfg[16][3] = {{0, 0, 0}};
+    int ncfg = 1;
+#ifdef PDNN_HAVE_OPENCL
+    ncfg = pdnn__opencl_igemm_configs(cfg, 16);
+#endif
+    int ran = 0;
+    for (int i = 0; i < ndev; i++) {
+        for (int ci = 0; ci < ncfg; ci++) {
+            for (int li = 0; li < 4; li++) {
+                const pdnn_layout l = li & 1 ? PDNN_NHWC : PDNN_NCHW;
+                const int64_t K = li & 2 ? 32 : 20;
+                pdnn_tensor_desc xd = th_desc(l, 3, 5, 9, 13), wd = th_desc(li & 1 ? PDNN_HWIO : PDNN_OIHW, K, 5, 3, 3);
+                pdnn_tensor_desc yd = th_desc(l, 3, K, 5, 7), gd = th_desc(PDNN_NCHW, 1, 1, 64, 64);
+                float xv[3 * 5 * 9 * 13], wv[32 * 5 * 9], gv[4096];
+                th_fill(xv, 3 * 5 * 9 * 13, 1);
+                th_fill(wv, 32 * 5 * 9, 2);
+                for (int g = 0; g < 4096; g++)
+                    gv[g] = 7.0f;
+                pdnn_tensor *x = th_upload(devs[i], &xd, xv), *w = th_upload(devs[i], &wd, wv);
+                pdnn_tensor *y = th_upload(devs[i], &yd, NULL), *guard = th_upload(devs[i], &gd, gv);
+                pdnn_conv2d_params p;
+                pdnn_conv2d_params_init(&p);
+                p.stride_h = p.stride_w = 2;
+                p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+                p.relu = 1;
+                p.algorithm = PDNN_CONV_ALGO_IMPLICIT_GEMM;
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_igemm(cfg[ci][0], cfg[ci][1], cfg[ci][2]);
+#endif
+                pdnn_status st = pdnn_conv2d_forward(&p, x, w, NULL, y);
+#ifdef PDNN_HAVE_OPENCL
+                pdnn__opencl_force_igemm(0, 0, 0);
+#endif
+                cr_assert(st == PDNN_SUCCESS || st == PDNN_ERR_UNSUPPORTED, "%s", pdnn_last_error());
+                ran += st == PDNN_SUCCESS;
+                float *after = th_download(guard);
+                for (int g = 0; g < 4096; g++)
+                    cr_assert_eq(after[g], 7.0f, "implicit_gemm config %d %s K %lld: guard element %d overwritten",
+                                 ci, pdnn_layout_name(l), (long long)K, g);
+                free(after);
+                pdnn_tensor_release(x);
+                pdnn_tensor_release(w);
+                pdnn_tensor_release(y);
+                pdnn_tensor_release(guard);
+            }
+        }
+    }
+    /* Wherever an OpenCL device exists, implicit_gemm ran every case. */
+    for (int i = 0; i < ndev; i++) {
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[i], &info);
+        if (strcmp(info.backend, "opencl") == 0)
+            cr_assert_geq(ran, ncfg * 4, "implicit_gemm ran %d of the %d guard cases", ran, ncfg * 4);
     }
     pdnn_context_destroy(ctx);
 }

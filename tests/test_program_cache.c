@@ -92,7 +92,7 @@ static pdnn__program_cache_stats stats(void)
 #define K 48
 
 /* A conv on the first OpenCL device of a new context (automatic
- * algorithm: builds the main program and a tiled one on PoCL), checked
+ * algorithm: builds the main program and an implicit_gemm one on PoCL), checked
  * against the host. Skips the test when there is no OpenCL device. */
 static void run_conv(void)
 {
@@ -359,7 +359,8 @@ Test(program_cache, edited_kernel_sources_are_a_new_entry)
     char kdir[128];
     snprintf(kdir, sizeof kdir, "%s/kernels", dir);
     cr_assert_eq(mkdir(kdir, 0755), 0);
-    static const char *const files[] = {"conv2d.cl", "conv2d_tiled.cl", "pool2d.cl", "elementwise.cl", "peak.cl"};
+    static const char *const files[] = {"conv2d.cl",     "conv2d_tiled.cl", "conv2d_implicit_gemm.cl",
+                                        "pool2d.cl",     "elementwise.cl",  "peak.cl"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char from[512], to[512];
         snprintf(from, sizeof from, "%s/kernels_cl/%s", top, files[i]);
@@ -379,7 +380,7 @@ Test(program_cache, edited_kernel_sources_are_a_new_entry)
 
     /* One edited source: its program is rebuilt into a file of its own. */
     char path[512];
-    snprintf(path, sizeof path, "%s/conv2d_tiled.cl", kdir);
+    snprintf(path, sizeof path, "%s/conv2d_implicit_gemm.cl", kdir);
     FILE *f = fopen(path, "a");
     cr_assert_not_null(f);
     fputs("\n/* edited */\n", f);

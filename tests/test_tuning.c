@@ -228,6 +228,8 @@ static const char *run_conv_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo, int
         cr_assert(fabsf(got[i] - want[i]) <= 1e-4f, "element %d: %g, expected %g", i, (double)got[i], (double)want[i]);
     free(got);
     pdnn_context_destroy(ctx);
+    if (algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
+        return pdnn__opencl_last_igemm();
     return algo == PDNN_CONV_ALGO_GEMM_1X1 ? pdnn__opencl_last_gemm1x1() : pdnn__opencl_last_tiled();
 }
 
@@ -391,7 +393,7 @@ Test(tuner, auto_measures_stores_and_reuses_its_algorithm)
     cr_assert(t.algo_measured && t.algo_searched && t.searched && t.tunable, "measured %d searched %d",
               t.algo_measured, t.algo_searched);
     cr_assert(chosen == PDNN_CONV_ALGO_WINOGRAD || chosen == PDNN_CONV_ALGO_TILED ||
-                  chosen == PDNN_CONV_ALGO_IM2COL_GEMM,
+                  chosen == PDNN_CONV_ALGO_IM2COL_GEMM || chosen == PDNN_CONV_ALGO_IMPLICIT_GEMM,
               "chose %s", pdnn_conv_algo_name(chosen));
     char path[256], line[64];
     snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
@@ -444,5 +446,33 @@ Test(tuner, gemm_1x1_search_stores_a_checked_result_that_cached_mode_uses)
     cr_assert_str_neq(off, other);
     cr_assert_eq(pdnn__tuning_store(device, "conv2d_gemm_1x1", shape, "vw=3 kb=1 pt=6", 1.0), PDNN_SUCCESS);
     cr_assert_str_eq(run_gemm1x1(PDNN_TUNING_CACHED), off);
+    cleanup();
+}
+
+static const char *run_igemm(pdnn_tuning_mode mode) { return run_conv_algo(mode, PDNN_CONV_ALGO_IMPLICIT_GEMM, 3); }
+
+/* The implicit_gemm tuner, as the gemm_1x1 one's above: search stores the
+ * configuration it ran (after checking it), cached mode runs a stored
+ * one, off mode ignores it, and a value this build does not offer is
+ * ignored. */
+Test(tuner, implicit_gemm_search_stores_a_checked_result_that_cached_mode_uses)
+{
+    fresh_dir();
+    char ran[48];
+    snprintf(ran, sizeof ran, "%s", run_igemm(PDNN_TUNING_SEARCH));
+    char device[256], shape[256], value[64];
+    cr_assert(read_kernel_entry("conv2d_implicit_gemm", device, shape, value),
+              "search wrote no conv2d_implicit_gemm entry");
+    cr_assert_str_eq(value, ran, "ran %s, stored %s", ran, value);
+    cr_assert(strstr(shape, "NCHW/OIHW/NCHW n1 c24 h10 w9 k48 r3 s3 u1,1 p1,1 d1,1 g1") != NULL, "%s", shape);
+
+    const char *other = strcmp(ran, "vw=8 kb=1 pt=12") == 0 ? "vw=16 kb=1 pt=6" : "vw=8 kb=1 pt=12";
+    cr_assert_eq(pdnn__tuning_store(device, "conv2d_implicit_gemm", shape, other, 1.0), PDNN_SUCCESS);
+    pdnn__tuning_forget();
+    cr_assert_str_eq(run_igemm(PDNN_TUNING_CACHED), other);
+    const char *off = run_igemm(PDNN_TUNING_OFF);
+    cr_assert_str_neq(off, other);
+    cr_assert_eq(pdnn__tuning_store(device, "conv2d_implicit_gemm", shape, "vw=3 kb=1 pt=6", 1.0), PDNN_SUCCESS);
+    cr_assert_str_eq(run_igemm(PDNN_TUNING_CACHED), off);
     cleanup();
 }

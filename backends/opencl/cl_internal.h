@@ -26,6 +26,9 @@ enum kernel_id {
 /* Number of gemm_1x1 configurations (g1_cands in cl_gemm_1x1.c). */
 #define N_GEMM1X1 8
 
+/* Number of implicit_gemm configurations (ig_cands in cl_implicit_gemm.c). */
+#define N_IGEMM 6
+
 /* Programs of the algorithms in files of their own, built on first use:
  * one program and up to CL_SLOT_KERNELS kernels each. */
 enum cl_slot { CL_SLOT_WINOGRAD, CL_SLOT_DEPTHWISE, CL_SLOT_GEMM1X1, CL_SLOT_COUNT };
@@ -57,6 +60,11 @@ typedef struct cl_dev {
     cl_kernel g1_pack[N_GEMM1X1], g1_conv[N_GEMM1X1], g1_rows[N_GEMM1X1];
     cl_uint cu;
     int g1_default;
+    /* implicit_gemm (cl_implicit_gemm.c): likewise one program per tile
+     * configuration; ig_default is set by pdnn__cl_igemm_init. */
+    cl_program ig_prog[N_IGEMM];
+    cl_kernel ig_pack[N_IGEMM], ig_conv[N_IGEMM];
+    int ig_default;
 } cl_dev;
 
 /* Sets argument i of k unless an earlier one failed (err, a cl_int in
@@ -173,5 +181,18 @@ size_t pdnn__cl_depthwise_workspace(cl_dev *d, const pdnn__conv2d_call *c);
 
 /* Runs c as a depthwise convolution. Called with d->lock held. */
 pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c);
+
+/* implicit_gemm (cl_implicit_gemm.c): any filter, stride, dilation and
+ * padding, groups 1 or whole channel blocks per group. The workspace c
+ * needs (64 bytes of zeros, and the packed filter unless it is read in
+ * place), or SIZE_MAX (with the reason as the last error) when it cannot
+ * run c. */
+size_t pdnn__cl_igemm_workspace(cl_dev *d, const pdnn__conv2d_call *c);
+/* Runs c; called with d->lock held. */
+pdnn_status pdnn__cl_igemm(cl_dev *d, const pdnn__conv2d_call *c);
+/* Sets d->ig_default (dev_open, after pdnn__cl_gemm1x1_init). */
+void pdnn__cl_igemm_init(cl_dev *d);
+/* Releases the programs and kernels it built (dev_free). */
+void pdnn__cl_igemm_release(cl_dev *d);
 
 #endif

@@ -104,6 +104,7 @@ static void dev_free(cl_dev *d)
             clReleaseProgram(d->tiled_prog[i]);
     }
     pdnn__cl_gemm1x1_release(d);
+    pdnn__cl_igemm_release(d);
     for (int i = 0; i < CL_SLOT_COUNT; i++) {
         for (int j = 0; j < CL_SLOT_KERNELS; j++)
             if (d->slot_kernels[i][j])
@@ -159,6 +160,7 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
      * GPUs the smallest tile, which keeps the most work-items resident. */
     d->tiled_default = (type & CL_DEVICE_TYPE_CPU) ? 2 : 1;
     pdnn__cl_gemm1x1_init(d);
+    pdnn__cl_igemm_init(d);
     *out = d;
     return PDNN_SUCCESS;
 }
@@ -838,6 +840,8 @@ static size_t cl_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_co
         return pdnn__cl_gemm1x1_workspace(dev, c);
     if (algo == PDNN_CONV_ALGO_DEPTHWISE)
         return pdnn__cl_depthwise_workspace(dev, c);
+    if (algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
+        return pdnn__cl_igemm_workspace(dev, c);
     if (algo == PDNN_CONV_ALGO_TILED) {
         cl_dev *d = dev;
         int search = 0, cached = 0;
@@ -969,6 +973,8 @@ static pdnn_status cl_conv2d(void *dev, const pdnn__conv2d_call *c)
             st = pdnn__cl_gemm1x1(d, c);
         else if (c->algo == PDNN_CONV_ALGO_DEPTHWISE)
             st = pdnn__cl_depthwise(d, c);
+        else if (c->algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
+            st = pdnn__cl_igemm(d, c);
 #ifdef PDNN_HAVE_CLBLAST
         else if (c->algo == PDNN_CONV_ALGO_IM2COL_GEMM)
             st = conv_im2col_gemm(d, c);

@@ -439,7 +439,7 @@ int cmd_bench(int argc, char **argv)
         {'n', "batch", OPT_INT, &o.batch, 1, "batch size N (default 1)"},
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC: only this layout (default both)"},
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
-        {'a', "algo", OPT_STR, &o.algo, 0, "polydnn's algorithm: auto|direct|tiled|winograd|depthwise|gemm_1x1|im2col_gemm|vendor (default auto)"},
+        {'a', "algo", OPT_STR, &o.algo, 0, "polydnn's algorithm: auto|direct|tiled|winograd|depthwise|gemm_1x1|implicit_gemm|im2col_gemm|vendor (default auto)"},
         {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up; the best counts (default 3)"},
         {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions and N pools of the set"},
         {0, "peak", OPT_FLAG, &o.peak, 0, "measure and print the device's peak FMA rate and copy bandwidth"},
@@ -488,7 +488,7 @@ int cmd_bench(int argc, char **argv)
     }
     int algo = pdnn_conv_algo_parse(o.algo);
     if (algo < 0) {
-        fprintf(stderr, "polydnn %s: --algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, im2col_gemm or vendor, got '%s'\n", cmd,
+        fprintf(stderr, "polydnn %s: --algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor, got '%s'\n", cmd,
                 o.algo);
         return EXIT_USAGE;
     }

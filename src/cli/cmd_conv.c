@@ -123,7 +123,7 @@ int cmd_conv(int argc, char **argv)
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC for input and output (default NCHW)"},
         {0, "filter-layout", OPT_STR, &o.filter_layout, 0, "OIHW|OHWI|HWIO (default OIHW for NCHW, OHWI for NHWC)"},
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
-        {'a', "algo", OPT_STR, &o.algo, 0, "auto|direct|tiled|winograd|depthwise|gemm_1x1|im2col_gemm|vendor (default auto: fastest that fits)"},
+        {'a', "algo", OPT_STR, &o.algo, 0, "auto|direct|tiled|winograd|depthwise|gemm_1x1|implicit_gemm|im2col_gemm|vendor (default auto: fastest that fits)"},
         {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up (default 10)"},
         {0, "verify", OPT_FLAG, &o.verify, 0, "compare with the host reference (/cpu:0)"},
         {0, "seed", OPT_INT, &o.seed, 0, "seed for random inputs (default: time-based, printed)"},
@@ -150,7 +150,7 @@ int cmd_conv(int argc, char **argv)
     }
     int algo = pdnn_conv_algo_parse(o.algo);
     if (algo < 0) {
-        fprintf(stderr, "polydnn conv: --algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, im2col_gemm or vendor, got '%s'\n", o.algo);
+        fprintf(stderr, "polydnn conv: --algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor, got '%s'\n", o.algo);
         return EXIT_USAGE;
     }
     if (o.padding && strcasecmp(o.padding, "same") != 0 && strcasecmp(o.padding, "valid") != 0) {

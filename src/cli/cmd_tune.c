@@ -495,7 +495,7 @@ int cmd_tune(int argc, char **argv)
     const int algo = pdnn_conv_algo_parse(o.algo);
     if (algo < 0) {
         fprintf(stderr, "polydnn %s: --algo must be one of auto, direct, im2col_gemm, vendor, tiled, winograd, "
-                "depthwise, gemm_1x1, got '%s'\n", cmd, o.algo);
+                "depthwise, gemm_1x1, implicit_gemm, got '%s'\n", cmd, o.algo);
         return EXIT_USAGE;
     }
     if (o.batches.n == 0)

@@ -1,0 +1,199 @@
+/* Convolution of any filter size, stride, dilation and padding as a GEMM
+ * on the tensors in place ("implicit_gemm").
+ *
+ * The GEMM is y (K x N*P*Q) = W (K x R*S*C/groups) * X, where column g of
+ * X (output pixel g over the whole batch) is the input patch that pixel
+ * reads. X is never built (no im2col buffer): a work-item holds a KT x PT
+ * register tile (KT = VW * KB output channels in KB vectors, PT pixels,
+ * which may span image boundaries, as in conv2d_gemm_1x1.cl) and for each
+ * filter tap (r, s) computes its PT pixels' input offsets and in-image
+ * masks once, then runs the reduction over the group's input channels c:
+ * KB contiguous filter vectors times PT broadcast input values. A pixel
+ * outside the image reads a zero from the workspace instead (a pointer
+ * and a step per pixel), so no tap pays for masking; taps where no pixel
+ * is inside are skipped. No local memory: on CPUs (PoCL) a work-item sweeps SPAN pixels
+ * (a host argument) with the same KT filter rows, so that those rows are
+ * read from memory once and from cache afterwards; on GPUs SPAN is one
+ * tile, for parallelism.
+ *
+ * The filter is packed once per call into
+ * wp[((kb*R*S + r*S + s)*cpg + c)*KT + lane] for channel k = kb*KT + lane
+ * (zero for k >= K): the order the kernel streams it. A filter whose k
+ * stride is 1 and K a multiple of KT (HWIO) already has KT contiguous
+ * channels at every (r, s, c) and is read in place: wst gives the element
+ * strides of a channel block, r, s and c. */
+#ifndef PT
+#define PT 6
+#endif
+#ifndef KB
+#define KB 1
+#endif
+#ifndef VW
+#define VW 16
+#endif
+#define KT (VW * KB)
+
+#if VW == 16
+typedef float16 vec_t;
+#define VLOAD vload16
+#define VSTORE vstore16
+#elif VW == 8
+typedef float8 vec_t;
+#define VLOAD vload8
+#define VSTORE vstore8
+#elif VW == 4
+typedef float4 vec_t;
+#define VLOAD vload4
+#define VSTORE vstore4
+#else
+#error "VW must be 4, 8 or 16"
+#endif
+
+/* wp as above from w in any layout (ws: strides of k, c, r, s). A
+ * work-item copies PACK_RUN consecutive c of one k at one (r, s):
+ * sequential reads in OHWI, and the KT work-items of a work-group (one
+ * channel block) write whole rows of wp together. Dimension 0 is k in
+ * [0, Kp), dimension 1 runs over (r*S + s) * runs + run. */
+#define PACK_RUN 32
+__kernel void igemm_pack(__global const float *w, long w_off, long4 ws,
+                         __global float *wp, long wp_off,
+                         int4 filt) /* R, S, C/groups, K */
+{
+    const int k = (int)get_global_id(0);
+    const int S = filt.s1, cpg = filt.s2, K = filt.s3;
+    const int runs = (cpg + PACK_RUN - 1) / PACK_RUN;
+    const int t = (int)get_global_id(1);
+    const int rs = t / runs, c0 = (t % runs) * PACK_RUN;
+    if (rs >= filt.s0 * S)
+        return;
+    const int r = rs / S, s = rs % S;
+    const int c1 = c0 + PACK_RUN < cpg ? c0 + PACK_RUN : cpg;
+    __global float *out = wp + wp_off + ((long)(k / KT) * filt.s0 * S + rs) * cpg * KT + k % KT;
+    __global const float *in = w + w_off + (long)(k < K ? k : 0) * ws.s0 + (long)r * ws.s2 + (long)s * ws.s3;
+    for (int c = c0; c < c1; c++)
+        out[(long)c * KT] = k < K ? in[(long)c * ws.s1] : 0.0f;
+}
+
+
+__kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
+                                   __global const float *wp, long wp_off,
+                                   __global const float *bias, long b_off,
+                                   __global float *y, long y_off,
+                                   long4 xs, long4 ys,
+                                   int4 dims, /* N, P, Q, K */
+                                   int4 inp,  /* H, W, C/groups, K/groups */
+                                   int4 filt, /* R, S, has bias, relu */
+                                   int4 geom, /* stride h, w, dilation h, w */
+                                   int4 pad,  /* pad top, pad left, span (pixels per work-item), 0 */
+                                   long4 wst, /* filter element strides: channel block, r, s, c */
+                                   __global const float *zbuf, long z_off) /* a float 0 (the workspace's) */
+{
+    __global const float *zero = zbuf + z_off;
+    const int k0 = (int)get_global_id(0) * KT;
+    const int K = dims.s3, P = dims.s1, Q = dims.s2, PQ = P * Q;
+    const long npix = (long)dims.s0 * PQ;
+    const int span = pad.s2;
+    const long g0 = (long)get_global_id(1) * span;
+    if (k0 >= K || g0 >= npix) /* the grid is rounded up to whole work-groups */
+        return;
+    const int H = inp.s0, W = inp.s1, cpg = inp.s2, kpg = inp.s3;
+    const int R = filt.s0, S = filt.s1;
+    const long xgrp = x_off + (long)(k0 / kpg) * cpg * xs.s1;
+    __global const float *wblk = wp + wp_off + (long)(k0 / KT) * wst.s0;
+    const long wc = wst.s3, xc = xs.s1;
+
+    vec_t bv[KB];
+    for (int b = 0; b < KB; b++) {
+        float bb[VW];
+        for (int l = 0; l < VW; l++)
+            bb[l] = filt.s2 && k0 + b * VW + l < K ? bias[b_off + k0 + b * VW + l] : 0.0f;
+        bv[b] = VLOAD(0, bb);
+    }
+    const int ycontig = ys.s1 == 1 && k0 + KT <= K;
+    const long gend = g0 + span < npix ? g0 + span : npix;
+
+    for (long gt = g0; gt < gend; gt += PT) {
+        /* Each pixel's image base and top-left input corner; pixels past
+         * the span's end repeat the last one (computed, not stored). */
+        long xb[PT];
+        int ih0[PT], iw0[PT];
+#pragma unroll
+        for (int j = 0; j < PT; j++) {
+            const long g = gt + j < gend ? gt + j : gend - 1;
+            const long n = g / PQ;
+            const int pix = (int)(g % PQ);
+            xb[j] = xgrp + n * xs.s0;
+            ih0[j] = (pix / Q) * geom.s0 - pad.s0;
+            iw0[j] = (pix % Q) * geom.s1 - pad.s1;
+        }
+        vec_t acc[KB][PT];
+#pragma unroll
+        for (int b = 0; b < KB; b++)
+#pragma unroll
+            for (int j = 0; j < PT; j++)
+                acc[b][j] = (vec_t)(0.0f);
+        for (int r = 0; r < R; r++) {
+            for (int s = 0; s < S; s++) {
+                /* A pixel outside the image for this tap reads the one
+                 * zero (zero) with step 0 instead of x: no mask multiply
+                 * in the reduction, which is the same for every tap. */
+                __global const float *xp[PT];
+                long st[PT];
+                int any = 0;
+#pragma unroll
+                for (int j = 0; j < PT; j++) {
+                    const int ih = ih0[j] + r * geom.s2, iw = iw0[j] + s * geom.s3;
+                    const int in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                    any |= in;
+                    xp[j] = in ? x + xb[j] + (long)ih * xs.s2 + (long)iw * xs.s3 : zero;
+                    st[j] = in ? xc : 0;
+                }
+                if (!any)
+                    continue;
+                __global const float *wpc = wblk + (long)r * wst.s1 + (long)s * wst.s2;
+                for (int c = 0; c < cpg; c++) {
+                    vec_t wv[KB];
+#pragma unroll
+                    for (int b = 0; b < KB; b++)
+                        wv[b] = VLOAD(b, wpc);
+                    wpc += wc;
+#pragma unroll
+                    for (int j = 0; j < PT; j++) {
+                        const vec_t xv = (vec_t)(*xp[j]);
+                        xp[j] += st[j];
+#pragma unroll
+                        for (int b = 0; b < KB; b++)
+                            acc[b][j] = fma(xv, wv[b], acc[b][j]);
+                    }
+                }
+            }
+        }
+        /* Epilogue: bias, ReLU, and the store in y's layout. The
+         * accumulators are indexed by constants only (unrolled loops, no
+         * early exit) so that they stay in registers. */
+#pragma unroll
+        for (int j = 0; j < PT; j++) {
+            const long g = gt + j;
+            if (g >= gend)
+                continue;
+            const long n = g / PQ;
+            const int pix = (int)(g % PQ);
+            __global float *yp = y + y_off + n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+#pragma unroll
+            for (int b = 0; b < KB; b++) {
+                vec_t v = acc[b][j] + bv[b];
+                if (filt.s3)
+                    v = fmax(v, (vec_t)(0.0f));
+                const int kb0 = k0 + b * VW;
+                if (ycontig) {
+                    VSTORE(v, 0, yp + kb0);
+                } else {
+                    float o[VW];
+                    VSTORE(v, 0, o);
+                    for (int l = 0; l < VW && kb0 + l < K; l++)
+                        yp[(long)(kb0 + l) * ys.s1] = o[l];
+                }
+            }
+        }
+    }
+}
