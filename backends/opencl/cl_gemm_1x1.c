@@ -379,22 +379,10 @@ static pdnn_status g1_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1)", err);
 }
 
-/* Builds (once) and runs configuration i to the end: its seconds, or a
- * negative value if it failed. */
-static double g1_run_timed(cl_dev *d, const pdnn__conv2d_call *c, int i)
-{
-    if (g1_build(d, i) != PDNN_SUCCESS)
-        return -1.0;
-    const double t0 = pdnn__cl_now();
-    if (g1_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
-        return -1.0;
-    return pdnn__cl_now() - t0;
-}
-
 static int g1_usable(const pdnn__conv2d_call *c, int i) { return g1_applies(c, i) && g1_ws(c, i) <= c->workspace_bytes; }
 
-static const pdnn__cl_tunable g1_tunable = {"conv2d_gemm_1x1", N_GEMM1X1, g1_usable, g1_run_timed, g1_name,
-                                            g1_shape_key};
+static const pdnn__cl_tunable g1_tunable = {"conv2d_gemm_1x1", N_GEMM1X1, g1_usable, g1_build,
+                                            g1_enqueue, g1_name, g1_shape_key};
 
 pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)
 {

@@ -329,24 +329,12 @@ static pdnn_status ig_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_implicit_gemm)", err);
 }
 
-/* Builds (once) and runs configuration i to the end: its seconds, or a
- * negative value if it failed. */
-static double ig_run_timed(cl_dev *d, const pdnn__conv2d_call *c, int i)
-{
-    if (ig_build(d, i) != PDNN_SUCCESS)
-        return -1.0;
-    const double t0 = pdnn__cl_now();
-    if (ig_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
-        return -1.0;
-    return pdnn__cl_now() - t0;
-}
-
 static int ig_usable(const pdnn__conv2d_call *c, int i) { return ig_applies(c, i) && ig_ws(c, i) <= c->workspace_bytes; }
 
 /* The search is the shared one (cl_tuner.c): every configuration reduces
  * over (r, s, c) in the same order, so all must match the default. */
-static const pdnn__cl_tunable ig_tunable = {"conv2d_implicit_gemm", N_IGEMM, ig_usable, ig_run_timed, ig_name,
-                                            ig_shape_key};
+static const pdnn__cl_tunable ig_tunable = {"conv2d_implicit_gemm", N_IGEMM, ig_usable, ig_build,
+                                            ig_enqueue, ig_name, ig_shape_key};
 
 pdnn_status pdnn__cl_igemm(cl_dev *d, const pdnn__conv2d_call *c)
 {

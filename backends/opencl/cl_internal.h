@@ -147,8 +147,9 @@ typedef struct pdnn__cl_tunable {
     int count;
     /* Configuration i applies to c and fits c->workspace_bytes. */
     int (*usable)(const pdnn__conv2d_call *c, int i);
-    /* Builds (once) and runs i to the end: its seconds, < 0 on failure. */
-    double (*run_timed)(cl_dev *d, const pdnn__conv2d_call *c, int i);
+    /* Builds i's program (once) and enqueues i on c. */
+    pdnn_status (*build)(cl_dev *d, int i);
+    pdnn_status (*enqueue)(cl_dev *d, const pdnn__conv2d_call *c, int i);
     /* The cache's value for i, e.g. "tq=8 kb=1", and the shape's key. */
     void (*name)(int i, char *buf, size_t len);
     void (*shape_key)(const pdnn__conv2d_call *c, char *buf, size_t len);

@@ -769,18 +769,6 @@ static pdnn_status tiled_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
 }
 
 
-/* Runs configuration i (built on first use) once to the end and returns
- * its wall time, or a negative value if it failed. */
-static double tiled_run_timed(cl_dev *d, const pdnn__conv2d_call *c, int i)
-{
-    if (tiled_build(d, i) != PDNN_SUCCESS)
-        return -1.0;
-    const double t0 = pdnn__cl_now();
-    if (tiled_enqueue(d, c, i) != PDNN_SUCCESS || clFinish(d->queue) != CL_SUCCESS)
-        return -1.0;
-    return pdnn__cl_now() - t0;
-}
-
 static _Thread_local char last_tiled[48];
 
 const char *pdnn__opencl_last_tiled(void) { return last_tiled; }
@@ -795,8 +783,8 @@ static void tiled_name(int i, char *buf, size_t len)
     snprintf(buf, len, "tq=%d kb=%d", tiled_cands[i].tq, tiled_cands[i].kb);
 }
 
-static const pdnn__cl_tunable tiled_tunable = {"conv2d_tiled", N_TILED, tiled_usable, tiled_run_timed, tiled_name,
-                                               tiled_shape_key};
+static const pdnn__cl_tunable tiled_tunable = {"conv2d_tiled", N_TILED, tiled_usable, tiled_build,
+                                               tiled_enqueue, tiled_name, tiled_shape_key};
 
 static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
 {
