@@ -129,15 +129,22 @@ inline __attribute__((always_inline)) float16 red16(float16 a, float16 b, int op
 }
 
 /* Columns [a, a+16) of a row, lanes outside [0, W) set to id: one vector
- * load inside the row, the identity wholly outside it, and lane by lane
- * where the segment crosses a border (a runtime lane shift scalarises on
- * PoCL; this costs the same and is simpler). */
-inline __attribute__((always_inline)) float16 seg16(__global const float *row, int a, int W, float id)
+ * load inside the row, the identity wholly outside it. Where the segment
+ * crosses a border but its 16 floats lie inside the tensor [lo, hi) (every
+ * row but the tensor's first and last), one load reaching into the
+ * neighbouring row and a lane mask; else lane by lane (a runtime lane
+ * shift scalarises on PoCL). */
+inline __attribute__((always_inline)) float16 seg16(__global const float *row, int a, int W, float id,
+                                                    __global const float *lo, __global const float *hi)
 {
     if (a >= 0 && a + 16 <= W)
         return vload16(0, row + a);
     if (a >= W || a + 16 <= 0)
         return (float16)(id);
+    if (row + a >= lo && row + a + 16 <= hi) {
+        const int16 col = (int16)(a) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        return select((float16)(id), vload16(0, row + a), col >= 0 && col < W);
+    }
     float t[16];
     for (int l = 0; l < 16; l++)
         t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
@@ -165,15 +172,15 @@ inline __attribute__((always_inline)) float16 shift16(float16 a, float16 b, int 
  * sw 2 splits them into even (*e) and odd (*o) columns, sw 1 leaves the
  * 16 in *e. */
 inline __attribute__((always_inline)) void nchw_vseg(__global const float *xb, long sh, int h0, int h1, int a, int W, int sw, int op, float16 *e,
-                      float16 *o)
+                      float16 *o, __global const float *lo, __global const float *hi)
 {
     const float id = op == 0 ? -INFINITY : 0.0f;
     float16 v = (float16)(id), u = (float16)(id);
     for (int ih = h0; ih < h1; ih++) {
         __global const float *row = xb + (long)ih * sh;
-        v = red16(v, seg16(row, a, W, id), op);
+        v = red16(v, seg16(row, a, W, id, lo, hi), op);
         if (sw == 2)
-            u = red16(u, seg16(row, a + 16, W, id), op);
+            u = red16(u, seg16(row, a + 16, W, id, lo, hi), op);
     }
     if (sw == 2) {
         *e = (float16)(v.even, u.even);
@@ -191,13 +198,14 @@ inline __attribute__((always_inline)) void nchw_vseg(__global const float *xb, l
  * window column is then one shift of those registers. Padding columns are
  * the reduction's identity, so borders take the same path. */
 inline __attribute__((always_inline)) void nchw_row(__global const float *xb, long sh, __global float *yr, long sq, int h0, int h1, int hcount,
-                     int W, int qa, int qe, int sw, int ww, int pl, int pr, int op, int mode)
+                     int W, int qa, int qe, int sw, int ww, int pl, int pr, int op, int mode,
+                     __global const float *lo, __global const float *hi)
 {
     float16 ec, oc, en, on;
     int a = qa * sw - pl;
-    nchw_vseg(xb, sh, h0, h1, a, W, sw, op, &ec, &oc);
+    nchw_vseg(xb, sh, h0, h1, a, W, sw, op, &ec, &oc, lo, hi);
     for (int q0 = qa; q0 < qe; q0 += 16, a += 16 * sw) {
-        nchw_vseg(xb, sh, h0, h1, a + 16 * sw, W, sw, op, &en, &on);
+        nchw_vseg(xb, sh, h0, h1, a + 16 * sw, W, sw, op, &en, &on, lo, hi);
         float16 acc = ec;
         for (int s = 1; s < ww; s++)
             acc = red16(acc, sw == 2 && (s & 1) ? shift16(oc, on, s >> 1) : shift16(ec, en, sw == 2 ? s >> 1 : s),
@@ -249,16 +257,23 @@ __kernel void pool2d_nchw_rows(__global const float *x, long x_off,
     __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
     __global float *yr = y + y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
     const int qa = r * run, qe = min(qa + run, Q);
-    if (win.s3 == 2) {
+    /* The tensor's extent: loads that stay inside it are always safe. */
+    __global const float *lo = x + x_off;
+    __global const float *hi = lo + (long)(N - 1) * xs.s0 + (long)(C - 1) * xs.s1 + (long)(H - 1) * xs.s2 + W;
+    if (win.s3 == 2 && win.s1 == 3 && mode == 0) {
+        /* ResNet's 3x3/2 max pool with the window width a literal: the
+         * tap loop unrolls and every shift is a constant shuffle. */
+        nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, 3, pad.s1, pad.s3, 0, 0, lo, hi);
+    } else if (win.s3 == 2) {
         if (mode == 0)
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 0, 0);
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 0, 0, lo, hi);
         else
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 1, mode);
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 1, mode, lo, hi);
     } else {
         if (mode == 0)
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 0, 0);
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 0, 0, lo, hi);
         else
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 1, mode);
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 1, mode, lo, hi);
     }
 }
 
