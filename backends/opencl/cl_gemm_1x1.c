@@ -123,39 +123,19 @@ static void g1_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
              (long long)c->h, (long long)c->w, (long long)c->k, c->stride_h, c->stride_w, (long long)c->groups);
 }
 
+/* Defined below, with the functions it names. */
+static const pdnn__cl_tunable g1_tunable;
+
 /* Which configuration runs c (see tiled_pick in opencl.c): forced, else
  * the tuning cache's (*cached = 1), else the default, with *search = 1
  * when the caller should tune now. -1 if none applies. */
 static int g1_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search, int *cached)
 {
-    *search = 0;
-    *cached = 0;
     int dflt = g1_applies(c, d->g1_default) ? d->g1_default : -1;
     for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)
         if (g1_applies(c, i))
             dflt = i;
-    const int f = forced;
-    if (f >= 0 && g1_applies(c, f))
-        return f;
-    if (dflt < 0 || c->tuning == PDNN_TUNING_OFF)
-        return dflt;
-    char shape[256], value[64];
-    g1_shape_key(c, shape, sizeof shape);
-    if (pdnn__tuning_lookup_for(c->tuning, d->tune_key, "conv2d_gemm_1x1", shape, value, sizeof value)) {
-        int vw = 0, kb = 0, pt = 0, used = 0;
-        if (sscanf(value, "vw=%d kb=%d pt=%d%n", &vw, &kb, &pt, &used) == 3 && value[used] == '\0')
-            for (int i = 0; i < N_GEMM1X1; i++)
-                if (g1_cands[i].vw == vw && g1_cands[i].kb == kb && g1_cands[i].pt == pt && g1_applies(c, i)) {
-                    *cached = 1;
-                    return i;
-                }
-        pdnn__debug("tuning cache: ignoring '%s' for conv2d_gemm_1x1 %s: not a configuration this build offers "
-                    "for the shape",
-                    value, shape);
-        return dflt;
-    }
-    *search = c->tuning == PDNN_TUNING_SEARCH || c->tuning == PDNN_TUNING_FORCE;
-    return dflt;
+    return pdnn__cl_pick(d, c, &g1_tunable, dflt, forced, search, cached);
 }
 
 size_t pdnn__cl_gemm1x1_workspace(cl_dev *d, const pdnn__conv2d_call *c)
@@ -381,7 +361,7 @@ static pdnn_status g1_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
 
 static int g1_usable(const pdnn__conv2d_call *c, int i) { return g1_applies(c, i) && g1_ws(c, i) <= c->workspace_bytes; }
 
-static const pdnn__cl_tunable g1_tunable = {"conv2d_gemm_1x1", N_GEMM1X1, g1_usable, g1_build,
+static const pdnn__cl_tunable g1_tunable = {"conv2d_gemm_1x1", N_GEMM1X1, g1_applies, g1_usable, g1_build,
                                             g1_enqueue, g1_name, g1_shape_key};
 
 pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)

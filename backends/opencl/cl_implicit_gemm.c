@@ -121,6 +121,9 @@ static void ig_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
              (long long)c->groups);
 }
 
+/* Defined below, with the functions it names. */
+static const pdnn__cl_tunable ig_tunable;
+
 /* The configuration to run c with (as tiled_pick in opencl.c): the forced
  * one where it applies, else the tuning cache's valid entry (unless
  * tuning is off; under FORCE only one this process stored) with
@@ -129,34 +132,11 @@ static void ig_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
  * caller should tune now. -1 if none applies. */
 static int ig_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search, int *cached)
 {
-    *search = 0;
-    *cached = 0;
     int dflt = ig_applies(c, d->ig_default) ? d->ig_default : -1;
     for (int i = 0; dflt < 0 && i < N_IGEMM; i++)
         if (ig_applies(c, i))
             dflt = i;
-    const int f = forced;
-    if (f >= 0 && ig_applies(c, f))
-        return f;
-    if (dflt < 0 || c->tuning == PDNN_TUNING_OFF)
-        return dflt;
-    char shape[256], value[64];
-    ig_shape_key(c, shape, sizeof shape);
-    if (pdnn__tuning_lookup_for(c->tuning, d->tune_key, "conv2d_implicit_gemm", shape, value, sizeof value)) {
-        int vw = 0, kb = 0, pt = 0, used = 0;
-        if (sscanf(value, "vw=%d kb=%d pt=%d%n", &vw, &kb, &pt, &used) == 3 && value[used] == '\0')
-            for (int i = 0; i < N_IGEMM; i++)
-                if (ig_cands[i].vw == vw && ig_cands[i].kb == kb && ig_cands[i].pt == pt && ig_applies(c, i)) {
-                    *cached = 1;
-                    return i;
-                }
-        pdnn__debug("tuning cache: ignoring '%s' for conv2d_implicit_gemm %s: not a configuration this build "
-                    "offers for the shape",
-                    value, shape);
-        return dflt;
-    }
-    *search = c->tuning == PDNN_TUNING_SEARCH || c->tuning == PDNN_TUNING_FORCE;
-    return dflt;
+    return pdnn__cl_pick(d, c, &ig_tunable, dflt, forced, search, cached);
 }
 
 /* Sets the reason c is refused as the last error (core adds it to its
@@ -333,7 +313,7 @@ static int ig_usable(const pdnn__conv2d_call *c, int i) { return ig_applies(c, i
 
 /* The search is the shared one (cl_tuner.c): every configuration reduces
  * over (r, s, c) in the same order, so all must match the default. */
-static const pdnn__cl_tunable ig_tunable = {"conv2d_implicit_gemm", N_IGEMM, ig_usable, ig_build,
+static const pdnn__cl_tunable ig_tunable = {"conv2d_implicit_gemm", N_IGEMM, ig_applies, ig_usable, ig_build,
                                             ig_enqueue, ig_name, ig_shape_key};
 
 pdnn_status pdnn__cl_igemm(cl_dev *d, const pdnn__conv2d_call *c)

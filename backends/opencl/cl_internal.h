@@ -145,7 +145,8 @@ pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, 
 typedef struct pdnn__cl_tunable {
     const char *kernel; /* the tuning cache's kernel name, e.g. "conv2d_tiled" */
     int count;
-    /* Configuration i applies to c and fits c->workspace_bytes. */
+    /* Configuration i can run c; and can with c->workspace_bytes. */
+    int (*applies)(const pdnn__conv2d_call *c, int i);
     int (*usable)(const pdnn__conv2d_call *c, int i);
     /* Builds i's program (once) and enqueues i on c. */
     pdnn_status (*build)(cl_dev *d, int i);
@@ -154,6 +155,14 @@ typedef struct pdnn__cl_tunable {
     void (*name)(int i, char *buf, size_t len);
     void (*shape_key)(const pdnn__conv2d_call *c, char *buf, size_t len);
 } pdnn__cl_tunable;
+
+/* Which of t's configurations runs c (cl_tuner.c): forced (>= 0) where it
+ * applies; else, unless tuning is off, the tuning cache's entry for the
+ * shape (under FORCE only one this process stored) where it names a
+ * configuration that applies, with *cached = 1; else dflt, with *search =
+ * 1 when the context may tune now. dflt < 0: nothing applies. */
+int pdnn__cl_pick(const cl_dev *d, const pdnn__conv2d_call *c, const pdnn__cl_tunable *t, int dflt, int forced,
+                  int *search, int *cached);
 
 /* Searches t's configurations for c (cl_tuner.c): each usable one is run
  * and checked against dflt's output, the survivors timed in rounds; the

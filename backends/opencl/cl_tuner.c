@@ -7,11 +7,40 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* At least TUNE_ROUNDS rounds, more (up to TUNE_ROUNDS_MAX) while a round
  * is short, since short runs are the noisiest. */
 enum { TUNE_ROUNDS = 3, TUNE_ROUNDS_MAX = 10 };
 #define TUNE_BUDGET_S 0.2 /* the rounds' target time, for short runs */
+
+int pdnn__cl_pick(const cl_dev *d, const pdnn__conv2d_call *c, const pdnn__cl_tunable *t, int dflt, int forced,
+                  int *search, int *cached)
+{
+    *search = 0;
+    *cached = 0;
+    if (forced >= 0 && t->applies(c, forced))
+        return forced;
+    if (dflt < 0 || c->tuning == PDNN_TUNING_OFF)
+        return dflt;
+    char shape[256], value[64], name[64];
+    t->shape_key(c, shape, sizeof shape);
+    if (pdnn__tuning_lookup_for(c->tuning, d->tune_key, t->kernel, shape, value, sizeof value)) {
+        /* The stored value is a configuration's name as t->name writes it. */
+        for (int i = 0; i < t->count; i++) {
+            t->name(i, name, sizeof name);
+            if (strcmp(name, value) == 0 && t->applies(c, i)) {
+                *cached = 1;
+                return i;
+            }
+        }
+        pdnn__debug("tuning cache: ignoring '%s' for %s %s: not a configuration this build offers for the shape",
+                    value, t->kernel, shape);
+        return dflt;
+    }
+    *search = c->tuning == PDNN_TUNING_SEARCH || c->tuning == PDNN_TUNING_FORCE;
+    return dflt;
+}
 
 /* Reads c's output into out; 0 on failure. */
 static int read_y(cl_dev *d, const pdnn__conv2d_call *c, float *out, size_t ny)

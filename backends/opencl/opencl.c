@@ -554,40 +554,20 @@ void pdnn__opencl_force_tiled(int tq, int kb)
     forced_tiled = f;
 }
 
+/* Defined below, with the functions it names. */
+static const pdnn__cl_tunable tiled_tunable;
+
 /* Which configuration runs c: the cached tuning result where there is a
  * valid one (unless tuning is off; under FORCE only one this process
  * stored), with *cached = 1, else the device class's default, or
  * *search = 1 when the caller should tune now. -1 if none applies. */
 static int tiled_pick(cl_dev *d, const pdnn__conv2d_call *c, int *search, int *cached)
 {
-    *search = 0;
-    *cached = 0;
     int dflt = tiled_applies(c, d->tiled_default) ? d->tiled_default : -1;
     for (int i = 0; dflt < 0 && i < N_TILED; i++)
         if (tiled_cands[i].kb == 1 && tiled_applies(c, i))
             dflt = i;
-    const int forced = forced_tiled;
-    if (forced >= 0 && tiled_applies(c, forced))
-        return forced;
-    if (dflt < 0 || c->tuning == PDNN_TUNING_OFF)
-        return dflt;
-    char shape[256], value[64];
-    tiled_shape_key(c, shape, sizeof shape);
-    if (pdnn__tuning_lookup_for(c->tuning, d->tune_key, "conv2d_tiled", shape, value, sizeof value)) {
-        int tq = 0, kb = 0, used = 0;
-        if (sscanf(value, "tq=%d kb=%d%n", &tq, &kb, &used) == 2 && value[used] == '\0')
-            for (int i = 0; i < N_TILED; i++)
-                if (tiled_cands[i].tq == tq && tiled_cands[i].kb == kb && tiled_applies(c, i)) {
-                    *cached = 1;
-                    return i;
-                }
-        pdnn__debug("tuning cache: ignoring '%s' for conv2d_tiled %s: not a configuration this build offers for "
-                    "the shape",
-                    value, shape);
-        return dflt;
-    }
-    *search = c->tuning == PDNN_TUNING_SEARCH || c->tuning == PDNN_TUNING_FORCE;
-    return dflt;
+    return pdnn__cl_pick(d, c, &tiled_tunable, dflt, forced_tiled, search, cached);
 }
 
 /* The embedded source `file`, or its copy in POLYDNN_KERNEL_DIR (which
@@ -783,7 +763,7 @@ static void tiled_name(int i, char *buf, size_t len)
     snprintf(buf, len, "tq=%d kb=%d", tiled_cands[i].tq, tiled_cands[i].kb);
 }
 
-static const pdnn__cl_tunable tiled_tunable = {"conv2d_tiled", N_TILED, tiled_usable, tiled_build,
+static const pdnn__cl_tunable tiled_tunable = {"conv2d_tiled", N_TILED, tiled_applies, tiled_usable, tiled_build,
                                                tiled_enqueue, tiled_name, tiled_shape_key};
 
 static pdnn_status conv_tiled(cl_dev *d, const pdnn__conv2d_call *c)
