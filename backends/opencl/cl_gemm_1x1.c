@@ -174,27 +174,13 @@ static pdnn_status g1_build(cl_dev *d, int i)
         return PDNN_SUCCESS;
     char opts[64];
     snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt);
-    cl_program prog = NULL;
-    pdnn_status st = pdnn__cl_build_source(d, "conv2d_gemm_1x1.cl", opts, &prog);
-    if (st != PDNN_SUCCESS)
-        return st;
-    cl_int err = CL_SUCCESS;
-    cl_kernel pack = clCreateKernel(prog, "gemm1x1_pack", &err);
-    cl_kernel conv = pack ? clCreateKernel(prog, "conv2d_gemm_1x1", &err) : NULL;
-    cl_kernel rows = conv ? clCreateKernel(prog, "conv2d_gemm_1x1_rows", &err) : NULL;
-    if (!rows) {
-        if (conv)
-            clReleaseKernel(conv);
-        if (pack)
-            clReleaseKernel(pack);
-        clReleaseProgram(prog);
-        return pdnn__cl_fail("clCreateKernel(conv2d_gemm_1x1)", err);
-    }
-    d->g1_prog[i] = prog;
-    d->g1_pack[i] = pack;
-    d->g1_conv[i] = conv;
-    d->g1_rows[i] = rows;
-    return PDNN_SUCCESS;
+    static const char *const names[] = {"gemm1x1_pack", "conv2d_gemm_1x1", "conv2d_gemm_1x1_rows"};
+    cl_kernel k[3] = {NULL, NULL, NULL};
+    pdnn_status st = pdnn__cl_build_kernels(d, "conv2d_gemm_1x1.cl", opts, names, 3, &d->g1_prog[i], k);
+    d->g1_pack[i] = k[0];
+    d->g1_conv[i] = k[1];
+    d->g1_rows[i] = k[2];
+    return st;
 }
 
 /* Pixels per work-item. On CPUs a work-item sweeps several pixel tiles

@@ -174,23 +174,12 @@ static pdnn_status ig_build(cl_dev *d, int i)
         return PDNN_SUCCESS;
     char opts[64];
     snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d", ig_cands[i].vw, ig_cands[i].kb, ig_cands[i].pt);
-    cl_program prog = NULL;
-    pdnn_status st = pdnn__cl_build_source(d, "conv2d_implicit_gemm.cl", opts, &prog);
-    if (st != PDNN_SUCCESS)
-        return st;
-    cl_int err = CL_SUCCESS;
-    cl_kernel pack = clCreateKernel(prog, "igemm_pack", &err);
-    cl_kernel conv = pack ? clCreateKernel(prog, "conv2d_implicit_gemm", &err) : NULL;
-    if (!conv) {
-        if (pack)
-            clReleaseKernel(pack);
-        clReleaseProgram(prog);
-        return pdnn__cl_fail("clCreateKernel(conv2d_implicit_gemm)", err);
-    }
-    d->ig_prog[i] = prog;
-    d->ig_pack[i] = pack;
-    d->ig_conv[i] = conv;
-    return PDNN_SUCCESS;
+    static const char *const names[] = {"igemm_pack", "conv2d_implicit_gemm"};
+    cl_kernel k[2] = {NULL, NULL};
+    pdnn_status st = pdnn__cl_build_kernels(d, "conv2d_implicit_gemm.cl", opts, names, 2, &d->ig_prog[i], k);
+    d->ig_pack[i] = k[0];
+    d->ig_conv[i] = k[1];
+    return st;
 }
 
 /* Pixels per work-item. On CPUs a work-item sweeps as many pixel tiles as

@@ -136,6 +136,11 @@ void pdnn__cl_program_cache_flush(cl_dev *d);
  * PDNN_ERR_BACKEND with the log. */
 pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts, cl_program *out);
 
+/* Builds `file` with opts into *prog and creates the n named kernels in
+ * kernels[0..n); on failure nothing is kept and *prog is untouched. */
+pdnn_status pdnn__cl_build_kernels(cl_dev *d, const char *file, const char *opts, const char *const *names, int n,
+                                   cl_program *prog, cl_kernel *kernels);
+
 /* Builds `file` into slot (once; later calls return at once) and creates
  * the n named kernels in d->slot_kernels[slot]. Called with d->lock held. */
 pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, const char *opts,

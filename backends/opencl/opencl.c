@@ -606,6 +606,32 @@ pdnn_status pdnn__cl_build_source(cl_dev *d, const char *file, const char *opts,
     return st;
 }
 
+pdnn_status pdnn__cl_build_kernels(cl_dev *d, const char *file, const char *opts, const char *const *names, int n,
+                                   cl_program *prog, cl_kernel *kernels)
+{
+    cl_program p = NULL;
+    pdnn_status st = pdnn__cl_build_source(d, file, opts, &p);
+    if (st != PDNN_SUCCESS)
+        return st;
+    for (int i = 0; i < n; i++) {
+        cl_int err = CL_SUCCESS;
+        kernels[i] = clCreateKernel(p, names[i], &err);
+        if (!kernels[i]) {
+            char call[128];
+            snprintf(call, sizeof call, "clCreateKernel(%s)", names[i]);
+            st = pdnn__cl_fail(call, err);
+            for (int j = 0; j < i; j++) {
+                clReleaseKernel(kernels[j]);
+                kernels[j] = NULL;
+            }
+            clReleaseProgram(p);
+            return st;
+        }
+    }
+    *prog = p;
+    return PDNN_SUCCESS;
+}
+
 pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, const char *opts,
                                 const char *const *names, int n)
 {
@@ -614,28 +640,7 @@ pdnn_status pdnn__cl_build_slot(cl_dev *d, enum cl_slot slot, const char *file, 
     if (n > CL_SLOT_KERNELS)
         return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: %s asks for %d kernels, a slot holds %d", file, n,
                            CL_SLOT_KERNELS);
-    cl_program prog = NULL;
-    pdnn_status st = pdnn__cl_build_source(d, file, opts, &prog);
-    if (st != PDNN_SUCCESS)
-        return st;
-    cl_kernel ks[CL_SLOT_KERNELS] = {NULL};
-    for (int i = 0; i < n; i++) {
-        cl_int err = CL_SUCCESS;
-        ks[i] = clCreateKernel(prog, names[i], &err);
-        if (!ks[i]) {
-            char call[128];
-            snprintf(call, sizeof call, "clCreateKernel(%s)", names[i]);
-            st = pdnn__cl_fail(call, err);
-            for (int j = 0; j < i; j++)
-                clReleaseKernel(ks[j]);
-            clReleaseProgram(prog);
-            return st;
-        }
-    }
-    for (int i = 0; i < n; i++)
-        d->slot_kernels[slot][i] = ks[i];
-    d->slot_prog[slot] = prog;
-    return PDNN_SUCCESS;
+    return pdnn__cl_build_kernels(d, file, opts, names, n, &d->slot_prog[slot], d->slot_kernels[slot]);
 }
 
 /* Builds configuration i's program and kernels. Called with d->lock held. */
@@ -645,23 +650,12 @@ static pdnn_status tiled_build(cl_dev *d, int i)
         return PDNN_SUCCESS;
     char opts[64];
     snprintf(opts, sizeof opts, "-DTQ=%d -DKB=%d", tiled_cands[i].tq, tiled_cands[i].kb);
-    cl_program prog = NULL;
-    pdnn_status st = pdnn__cl_build_source(d, "conv2d_tiled.cl", opts, &prog);
-    if (st != PDNN_SUCCESS)
-        return st;
-    cl_int err = CL_SUCCESS;
-    cl_kernel pack = clCreateKernel(prog, "conv2d_pack_rsck", &err);
-    cl_kernel conv = pack ? clCreateKernel(prog, "conv2d_tiled", &err) : NULL;
-    if (!conv) {
-        if (pack)
-            clReleaseKernel(pack);
-        clReleaseProgram(prog);
-        return pdnn__cl_fail("clCreateKernel(conv2d_tiled)", err);
-    }
-    d->tiled_prog[i] = prog;
-    d->tiled_pack[i] = pack;
-    d->tiled_conv[i] = conv;
-    return PDNN_SUCCESS;
+    static const char *const names[] = {"conv2d_pack_rsck", "conv2d_tiled"};
+    cl_kernel k[2] = {NULL, NULL};
+    pdnn_status st = pdnn__cl_build_kernels(d, "conv2d_tiled.cl", opts, names, 2, &d->tiled_prog[i], k);
+    d->tiled_pack[i] = k[0];
+    d->tiled_conv[i] = k[1];
+    return st;
 }
 
 /* Enqueues c with configuration i (built). Called with d->lock held. */
