@@ -75,24 +75,17 @@ static inline void pdnn__layout_strides(pdnn_layout layout, const int64_t d[4],
 
 /* A validated 2-D convolution. Sizes use cuDNN's letters: input N,C,H,W;
  * filter K (out channels), C/groups, R (height), S (width); output N,K,P,Q.
- * pad_bottom/pad_right are implied by P and Q. */
+ * All four paddings are given; pad_bottom/pad_right agree with P and Q. */
 typedef struct pdnn__conv2d_call {
     int64_t n, c, h, w;
     int64_t k, r, s;
     int64_t p, q;
     int64_t groups;
-    int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, pad_bottom, pad_right;
     int relu;
     pdnn_layout x_layout, w_layout, y_layout;
     int64_t xs[4], ws[4], ys[4]; /* element strides, see layout_strides */
     pdnn__buf x_buf, w_buf, bias_buf, y_buf; /* bias_buf.region NULL: none */
-    pdnn_conv_algo algo;         /* never AUTO: core has chosen */
-    pdnn__buf workspace;         /* workspace_bytes from conv2d_workspace */
-    size_t workspace_bytes;
-    pdnn_tuning_mode tuning;     /* the context's: may the backend tune now? */
-    /* Where a backend with tunable kernels says what tuning did (zeroed by
-     * core; the backend may leave it so: nothing tunable ran). */
-    pdnn_conv2d_tuning *tuning_out;
 } pdnn__conv2d_call;
 
 /* A validated 2-D pooling. Input N,C,H,W; output N,C,P,Q. */
@@ -104,9 +97,87 @@ typedef struct pdnn__pool2d_call {
     pdnn_layout x_layout, y_layout;
     int64_t xs[4], ys[4];
     pdnn__buf x_buf, y_buf;
-    pdnn__buf workspace;         /* workspace_bytes from pool2d_workspace */
-    size_t workspace_bytes;
 } pdnn__pool2d_call;
+
+/* ---- ops and their algorithm registries -----------------------------------
+ * An op that has algorithms (several ways to compute it, chosen per call)
+ * is one value of pdnn__op with one member of pdnn__op_call. Each backend
+ * lists, per op, its algorithms (pdnn__algo); core (src/dispatch.c)
+ * chooses among them: what applies and whose workspace the allocator can
+ * give, then the tuning cache's measured choice, else the lowest rank.
+ * Adding an op adds an enum value, a call member and table entries;
+ * adding an algorithm adds one entry to its backend's table. */
+typedef enum pdnn__op {
+    PDNN__OP_CONV2D_FWD = 0,
+    PDNN__OP_POOL2D_FWD = 1,
+    PDNN__OP_COUNT
+} pdnn__op;
+
+typedef struct pdnn__op_call {
+    pdnn__op op;
+    union {
+        pdnn__conv2d_call conv2d;
+        pdnn__pool2d_call pool2d;
+    } u;
+    /* Set by core for every call. */
+    pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */
+    const char *device_key;   /* the tuning cache's device: "backend|vendor|name|driver" */
+    int force_config;         /* >= 0: plan must take this configuration
+                                 (tests; see pdnn__dispatch_force) */
+} pdnn__op_call;
+
+#define PDNN__WHY_LEN 256
+#define PDNN__CONFIG_LEN 48
+
+/* What an algorithm's plan decided for one call. Core zeroes it and sets
+ * config = -1 and rank = the entry's rank before calling plan. */
+typedef struct pdnn__plan {
+    int supported;             /* 0: why says what stops this algorithm   */
+    int auto_skip;             /* supported, but AUTO's fixed order passes
+                                  over it for this call (why says why)    */
+    char why[PDNN__WHY_LEN];
+    int rank;                  /* AUTO's fixed order, lower first         */
+    size_t workspace;          /* bytes run needs                         */
+    int config;                /* configuration chosen (-1: not tunable)  */
+    char config_name[PDNN__CONFIG_LEN]; /* e.g. "tq=8 kb=1"               */
+    int cached;                /* config came from the tuning cache       */
+    int search;                /* run searches the configurations first;
+                                  workspace covers every one of them     */
+    /* Whatever else run needs (a vendor algorithm, offsets in the
+     * workspace); plan writes it, run reads it. */
+    _Alignas(16) unsigned char state[256];
+} pdnn__plan;
+
+/* What run reports back (tuning). */
+typedef struct pdnn__run_report {
+    int config;                      /* the configuration that ran */
+    char config_name[PDNN__CONFIG_LEN];
+    int searched;                    /* run searched the configurations */
+    double search_seconds;
+} pdnn__run_report;
+
+typedef struct pdnn__algo {
+    pdnn__op op;
+    /* The public name ("tiled"), and for conv2d its pdnn_conv_algo value
+     * where the public enum has one (0: core gives the name the next free
+     * id, the same for every backend that has an algorithm of that name;
+     * pdnn_conv_algo_parse finds it). */
+    const char *name;
+    int id;
+    int rank;                  /* untuned order; plan may change it */
+    /* Tunable configurations: how many (0: none) and the name of each as
+     * the tuning cache stores it. */
+    int n_configs;
+    void (*config_name)(int i, char *buf, size_t len);
+    /* Decides whether and how the algorithm runs call on dev: fills plan
+     * (supported/why, workspace, config, state). Never fails otherwise;
+     * may not enqueue work. */
+    void (*plan)(void *dev, const pdnn__op_call *call, pdnn__plan *plan);
+    /* Runs call as planned, with plan->workspace bytes at ws (ws.region
+     * NULL when 0). rep may be NULL. */
+    pdnn_status (*run)(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                       pdnn__run_report *rep);
+} pdnn__algo;
 
 typedef struct pdnn__backend pdnn__backend;
 
@@ -130,17 +201,9 @@ struct pdnn__backend {
     pdnn_status (*copy)(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes);
     pdnn_status (*synchronize)(void *dev);
 
-    /* Ops (NULL: not supported on this backend). */
-    pdnn_status (*conv2d_forward)(void *dev, const pdnn__conv2d_call *call);
-    /* Workspace bytes algo needs for call, or SIZE_MAX if this backend
-     * cannot run algo for it. NULL: only PDNN_CONV_ALGO_DIRECT, no
-     * workspace. */
-    size_t (*conv2d_workspace)(void *dev, const pdnn__conv2d_call *call, pdnn_conv_algo algo);
-    pdnn_status (*pool2d_forward)(void *dev, const pdnn__pool2d_call *call);
-    /* Workspace bytes pool2d_forward needs for call (cuDNN: a padded copy
-     * of the input where its own padding cannot express the call). NULL:
-     * none. */
-    size_t (*pool2d_workspace)(void *dev, const pdnn__pool2d_call *call);
+    /* Per op, a NULL-terminated array of this backend's algorithms (NULL:
+     * the op does not run here). */
+    const pdnn__algo *const *algos[PDNN__OP_COUNT];
 
     /* The ops around convolution (ops_nn.c validates; float32; buffers of
      * one call may alias only where said). Elements are addressed in
@@ -175,16 +238,6 @@ extern const pdnn__backend pdnn__cuda_backend;
 #endif
 #ifdef PDNN_HAVE_OPENCL
 extern const pdnn__backend pdnn__opencl_backend;
-/* The tiled configuration this thread's last tiled conv ran ("tq=8 kb=1"),
- * for tests of the tuner. */
-const char *pdnn__opencl_last_tiled(void);
-/* Test hooks: the tiled configurations ({tq, kb}, returns how many), and
- * forcing one for every tiled conv where it applies (unknown: none). */
-int pdnn__opencl_tiled_configs(int (*out)[2], int max);
-void pdnn__opencl_force_tiled(int tq, int kb);
-/* Test hook: the bytes of workspace above which winograd transforms the
- * batch's tiles a chunk at a time (0: its default, 64 MiB). */
-void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
 /* Test hook: what the OpenCL program cache did in this process so far
  * (programs loaded from disk, looked up and not usable, written, and
  * files found but ignored as invalid). */
@@ -192,18 +245,69 @@ typedef struct pdnn__program_cache_stats {
     long hits, misses, stores, rejected;
 } pdnn__program_cache_stats;
 void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
-/* The same for gemm_1x1: its configurations ({vw, kb, pt}), forcing one,
- * and the one this thread's last gemm_1x1 conv ran ("vw=16 kb=1 pt=6"). */
-int pdnn__opencl_gemm1x1_configs(int (*out)[3], int max);
-void pdnn__opencl_force_gemm1x1(int vw, int kb, int pt);
-const char *pdnn__opencl_last_gemm1x1(void);
-/* Which gemm_1x1 kernel that was: "rows" (NCHW in and out) or "tiles". */
-const char *pdnn__opencl_last_gemm1x1_kernel(void);
-/* The same for implicit_gemm ({vw, kb, pt}; forcing 0, 0, 0 clears). */
-int pdnn__opencl_igemm_configs(int (*out)[3], int max);
-void pdnn__opencl_force_igemm(int vw, int kb, int pt);
-const char *pdnn__opencl_last_igemm(void);
+/* Test hook: the bytes of workspace above which winograd transforms the
+ * batch's tiles a chunk at a time (0: its default, 64 MiB). */
+void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
 #endif
+
+/* ---- core helpers for backends (src/dispatch.c) ------------------------ */
+
+/* The tuning cache's shape key of a call: every field that changes what
+ * a kernel does (layouts, dtype, every size, stride, dilation, all four
+ * paddings, groups, output size, bias and ReLU are not: they change no
+ * choice). One format for every op and backend. */
+void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len);
+
+/* Floating-point operations of one run of call (2 per multiply-add), or
+ * the elements it touches for ops without arithmetic to speak of. */
+double pdnn__op_flops(const pdnn__op_call *call);
+
+/* Writes a refusal into plan: supported = 0, why = the formatted text. */
+void pdnn__plan_refuse(pdnn__plan *plan, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Writes a reason AUTO's fixed order passes over a supported plan. */
+void pdnn__plan_skip(pdnn__plan *plan, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Picks a tunable algorithm's configuration for plan (one rule for every
+ * backend): call->force_config where it applies; else, unless tuning is
+ * off, the tuning cache's entry for (device, kernel, shape) where it names
+ * one that applies (plan->cached = 1); else dflt, with plan->search = 1
+ * when the context may search now. applies(dev, call, i) says whether
+ * configuration i can run call. Returns the index (-1: none applies) and
+ * fills plan->config and plan->config_name. */
+int pdnn__plan_pick_config(void *dev, const pdnn__op_call *call, const pdnn__algo *algo, const char *kernel,
+                           int (*applies)(void *dev, const pdnn__op_call *call, int i), int dflt, pdnn__plan *plan);
+
+/* The search behind plan->search, for every backend: each configuration
+ * i with usable(i) is run once (run_config), read back (read_output) and
+ * checked against dflt's output; the survivors are timed in rounds
+ * (sync between runs) and the fastest is stored in the tuning cache under
+ * (device, kernel, shape). Returns the best (dflt when nothing else ran)
+ * and fills rep. */
+typedef struct pdnn__config_search {
+    void *dev;
+    const pdnn__op_call *call;
+    const pdnn__algo *algo;
+    const char *kernel;
+    int dflt;
+    int (*usable)(void *dev, const pdnn__op_call *call, int i);
+    pdnn_status (*run_config)(void *dev, const pdnn__op_call *call, int i, pdnn__buf ws);
+    pdnn_status (*read_output)(void *dev, const pdnn__op_call *call, float *out, size_t n);
+    pdnn_status (*sync)(void *dev);
+    pdnn__buf ws;
+} pdnn__config_search;
+int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep);
+
+/* Monotonic seconds. */
+double pdnn__now(void);
 
 /* Errors (src/error.c): records the message for pdnn_last_error() and
  * returns status, so failures read `return pdnn__error(...)`. */

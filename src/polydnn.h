@@ -309,7 +309,13 @@ void pdnn_tensor_release(pdnn_tensor *t);
 
 /* Convolution algorithms. AUTO takes the fastest one whose workspace
  * fits in the device's free memory (falling back to one that needs none);
- * naming one runs exactly that one or fails. */
+ * naming one runs exactly that one or fails. Each backend registers the
+ * algorithms it has (src/backend.h); the values below are the stable ids
+ * of those this release has. An algorithm added later without an enum
+ * value here gets the next free id: find it by name with
+ * pdnn_conv_algo_parse, list them all with pdnn_conv_algo_count and
+ * pdnn_conv_algo_name, and ask which run a given convolution on a device
+ * with pdnn_conv2d_query_algorithm. */
 typedef enum pdnn_conv_algo {
     PDNN_CONV_ALGO_AUTO = 0,
     PDNN_CONV_ALGO_DIRECT = 1,      /* no workspace, every device          */
@@ -343,10 +349,16 @@ typedef enum pdnn_conv_algo {
                                       * workspace: the packed filter
                                       * (none for HWIO) and 64 bytes */
 } pdnn_conv_algo;
+/* The ids the enum above names; pdnn_conv_algo_count() may be larger. */
 #define PDNN_CONV_ALGO_COUNT 9
 
-/* "auto", "direct", "im2col_gemm", "vendor", "tiled", "winograd",
- * "depthwise", "gemm_1x1", "implicit_gemm"; "unknown" otherwise. */
+/* How many algorithm ids there are (AUTO included): every id below it
+ * names an algorithm of at least one compiled-in backend. */
+int pdnn_conv_algo_count(void);
+
+/* The algorithm's name ("auto", "direct", "im2col_gemm", "vendor",
+ * "tiled", ...), as the backends register it; "unknown" for an id at or
+ * above pdnn_conv_algo_count(). */
 const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
 
 /* The algorithm named name (as pdnn_conv_algo_name writes it, any case);
@@ -409,6 +421,31 @@ typedef struct pdnn_conv2d_tuning {
                               search or force, no stored choice) */
 } pdnn_conv2d_tuning;
 pdnn_status pdnn_conv2d_last_tuning(pdnn_conv2d_tuning *out);
+
+/* Whether and how one algorithm runs a convolution on a device (what
+ * `polydnn conv --algo help` prints). */
+typedef struct pdnn_conv_algo_info {
+    pdnn_conv_algo algo;
+    char name[32];
+    int available;         /* the device's backend has this algorithm    */
+    int applies;           /* it runs this convolution on this device     */
+    int auto_candidate;    /* AUTO's fixed order would consider it (it
+                              applies and is not passed over here)        */
+    int rank;              /* its place in that order, lower first        */
+    int tunable;           /* it has configurations `polydnn tune` searches */
+    uint64_t workspace_bytes; /* workspace it needs here (when it applies) */
+    char config[48];       /* the configuration it would run ("" if none) */
+    char why[256];         /* why it does not apply, or why AUTO passes
+                              over it; "" otherwise                      */
+} pdnn_conv_algo_info;
+
+/* Fills *out for algorithm algo (1 <= algo < pdnn_conv_algo_count()) and
+ * the convolution of x by w with p, writing y in y_layout (NCHW or NHWC),
+ * on dev. Runs nothing; reads the tuning cache. */
+pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_params *p,
+                                        const pdnn_tensor_desc *x, const pdnn_tensor_desc *w,
+                                        pdnn_layout y_layout, pdnn_conv_algo algo,
+                                        pdnn_conv_algo_info *out);
 
 /* ------------------------------------------------------------------ */
 /* Pooling                                                              */
