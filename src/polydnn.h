@@ -66,6 +66,20 @@ PDNN_API const char *pdnn_status_string(pdnn_status status);
 /* Library version as "MAJOR.MINOR.PATCH". */
 PDNN_API const char *pdnn_version(void);
 
+/* The layout of a public struct as this build of the library compiled it,
+ * for bindings that mirror the structs by hand (the Python module checks
+ * its ctypes copies with it when it loads). struct_name is the C name:
+ * "pdnn_context_options", "pdnn_device_info", "pdnn_device_spec",
+ * "pdnn_memory_stats", "pdnn_tensor_desc", "pdnn_conv2d_params",
+ * "pdnn_conv2d_tuning", "pdnn_pool2d_params", "pdnn_session_config", and
+ * the DLPack structs of polydnn_dlpack.h: "DLPackVersion", "DLDevice",
+ * "DLDataType", "DLTensor", "DLManagedTensor", "DLManagedTensorVersioned".
+ * field NULL: *offset = 0 and *size = sizeof the struct; else the named
+ * member's offsetof and sizeof. offset and size may each be NULL.
+ * PDNN_ERR_NOT_FOUND for a struct or member it does not know. */
+PDNN_API pdnn_status pdnn_struct_layout(const char *struct_name, const char *field,
+                                        size_t *offset, size_t *size);
+
 /* ------------------------------------------------------------------ */
 /* Context and devices                                                  */
 /* ------------------------------------------------------------------ */

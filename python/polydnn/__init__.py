@@ -174,6 +174,59 @@ _pool_init = _fn("pdnn_pool2d_params_init", None, _P(_PoolParams))
 _pool_dims = _fn("pdnn_pool2d_output_dims", _c_int, _P(_Desc), _P(_PoolParams), _P(_c_int64))
 _pool_forward = _fn("pdnn_pool2d_forward", _c_int, _P(_PoolParams), _vp, _vp)
 
+# ---- the structs above against the library's ------------------------------
+
+# Every ctypes mirror of a C struct, with the struct's C name. A mirror
+# that disagrees with the library would make calls read and write the
+# wrong bytes, silently: the module refuses to load instead.
+_MIRRORS = [
+    (_ContextOptions, "pdnn_context_options"), (_DeviceInfo, "pdnn_device_info"),
+    (_Desc, "pdnn_tensor_desc"), (_ConvParams, "pdnn_conv2d_params"),
+    (_PoolParams, "pdnn_pool2d_params"), (_MemoryStats, "pdnn_memory_stats"),
+    (_DLDevice, "DLDevice"), (_DLDataType, "DLDataType"), (_DLTensor, "DLTensor"),
+    (_DLManagedTensor, "DLManagedTensor"), (_DLPackVersion, "DLPackVersion"),
+    (_DLManagedTensorVersioned, "DLManagedTensorVersioned"),
+]
+
+
+def _check_struct_layout(cls, c_name):
+    """Raises ImportError unless the ctypes class cls has the size, and each
+    of its fields the offset and size, of the struct c_name in the library
+    (pdnn_struct_layout)."""
+    if not hasattr(_lib, "pdnn_struct_layout"):
+        raise ImportError("polydnn: %s has no pdnn_struct_layout: the library is older than this "
+                          "module, whose structs cannot be checked against it" % (_lib._name,))
+    layout = _fn("pdnn_struct_layout", _c_int, _cp, _cp, _P(ctypes.c_size_t), _P(ctypes.c_size_t))
+    off, size = ctypes.c_size_t(), ctypes.c_size_t()
+
+    def ask(field):
+        st = layout(c_name.encode(), field.encode() if field else None, ctypes.byref(off),
+                    ctypes.byref(size))
+        if st != 0:
+            raise ImportError("polydnn: the module mirrors %s%s, which %s does not know (%s): the module "
+                              "and the library are from different versions"
+                              % (c_name, "." + field if field else "", _lib._name, _last_error().decode()))
+        return off.value, size.value
+
+    _, c_size = ask(None)
+    if ctypes.sizeof(cls) != c_size:
+        raise ImportError("polydnn: struct %s is %d bytes in %s but %d in the module's ctypes mirror %s: "
+                          "the module and the library are from different versions"
+                          % (c_name, c_size, _lib._name, ctypes.sizeof(cls), cls.__name__))
+    for name, _ in cls._fields_:
+        c_off, c_fsize = ask(name)
+        f = getattr(cls, name)
+        if (f.offset, f.size) != (c_off, c_fsize):
+            raise ImportError("polydnn: %s.%s is at offset %d (%d bytes) in %s but at offset %d (%d bytes) "
+                              "in the module's ctypes mirror %s: the module and the library are from "
+                              "different versions"
+                              % (c_name, name, c_off, c_fsize, _lib._name, f.offset, f.size, cls.__name__))
+
+
+for _cls, _c_name in _MIRRORS:
+    _check_struct_layout(_cls, _c_name)
+del _cls, _c_name
+
 _ACTIVATION, _FILTER = 0, 1
 _LAYOUT_X = 5
 _KDLCPU = 1
