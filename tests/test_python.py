@@ -304,6 +304,56 @@ class StructLayouts(unittest.TestCase):
                                    r"the module's ctypes mirror _Desc")
 
 
+class Algorithms(unittest.TestCase):
+    def test_names_come_from_the_library(self):
+        names = polydnn.conv_algorithms()
+        self.assertEqual(names[0], "direct")
+        self.assertIn("implicit_gemm", names)  # the name Python's own list lacked
+        self.assertNotIn("auto", names)
+        self.assertNotIn("unknown", names)
+        self.assertEqual(len(names), len(set(names)))
+        # With pdnn_conv_algo_count (newer libraries) and without it (ids
+        # asked until "unknown"), the same list.
+        saved = polydnn._algo_count
+        try:
+            polydnn._algo_count = None
+            self.assertEqual(polydnn.conv_algorithms(), names)
+            polydnn._algo_count = lambda: len(names) + 1  # AUTO counts
+            self.assertEqual(polydnn.conv_algorithms(), names)
+        finally:
+            polydnn._algo_count = saved
+
+    def test_every_algorithm_is_accepted(self):
+        # Each name reaches the library: it runs and matches PyTorch, or the
+        # library refuses it for this device or shape (polydnn.Error), never
+        # a ValueError from Python. direct runs everywhere.
+        t = torch_input((1, 4, 9, 9), False, 50)
+        w = torch_input((8, 4, 3, 3), False, 51)
+        ref = F.conv2d(t, w, padding=1)
+        ran = {}
+        for dev in polydnn.devices():
+            x = polydnn.from_dlpack(t).to(dev)
+            pw = polydnn.from_dlpack(w, role="filter").to(dev)
+            for name in ["auto", "AUTO"] + polydnn.conv_algorithms():
+                with self.subTest(device=dev.name, algorithm=name):
+                    try:
+                        y = polydnn.conv2d(x, pw, padding=1, algorithm=name)
+                    except polydnn.Error as e:
+                        self.assertEqual(e.status, "PDNN_ERR_UNSUPPORTED")
+                        continue
+                    torch.testing.assert_close(torch.from_dlpack(y.to("/cpu:0")), ref, rtol=1e-4, atol=1e-4)
+                    ran.setdefault(dev.backend, set()).add(name)
+        self.assertIn("direct", ran["host"])
+        if "opencl" in ran:
+            self.assertIn("implicit_gemm", ran["opencl"])
+
+    def test_unknown_name_lists_the_library_s(self):
+        x = polydnn.from_dlpack(torch.zeros(1, 1, 3, 3))
+        w = polydnn.from_dlpack(torch.zeros(1, 1, 3, 3), role="filter")
+        with self.assertRaisesRegex(ValueError, r"unknown algorithm 'fastest'; 'auto' or one of .*'implicit_gemm'"):
+            polydnn.conv2d(x, w, algorithm="fastest")
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False).result
     gc.collect()

@@ -21,11 +21,12 @@ was installed to by `make install`, then the system's library path.
 
 import ctypes
 import ctypes.util
+import itertools
 import os
 
 __all__ = [
     "Error", "Context", "Device", "Tensor", "default_context", "devices",
-    "empty", "from_dlpack", "conv2d", "max_pool2d", "avg_pool2d", "version",
+    "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
 ]
 
 # ---- the library -----------------------------------------------------------
@@ -173,6 +174,11 @@ _conv_forward = _fn("pdnn_conv2d_forward", _c_int, _P(_ConvParams), _vp, _vp, _v
 _pool_init = _fn("pdnn_pool2d_params_init", None, _P(_PoolParams))
 _pool_dims = _fn("pdnn_pool2d_output_dims", _c_int, _P(_Desc), _P(_PoolParams), _P(_c_int64))
 _pool_forward = _fn("pdnn_pool2d_forward", _c_int, _P(_PoolParams), _vp, _vp)
+_algo_name = _fn("pdnn_conv_algo_name", _cp, _c_int)
+_algo_parse = _fn("pdnn_conv_algo_parse", _c_int, _cp)
+# Newer libraries say how many algorithm ids there are; older ones are
+# asked id by id until the name is "unknown" (conv_algorithms).
+_algo_count = _fn("pdnn_conv_algo_count", _c_int) if hasattr(_lib, "pdnn_conv_algo_count") else None
 
 # ---- the structs above against the library's ------------------------------
 
@@ -563,23 +569,39 @@ def _pair(v, what):
     return int(v[0]), int(v[1])
 
 
-_ALGOS = {"auto": 0, "direct": 1, "im2col_gemm": 2, "vendor": 3, "tiled": 4}
+def conv_algorithms():
+    """The names of the convolution algorithms this library has, as conv2d's
+    algorithm argument takes them (besides "auto", which picks among them),
+    in the library's id order. Which of them runs a given convolution
+    depends on the device and the shape; conv2d says when one does not."""
+    ids = range(1, _algo_count()) if _algo_count is not None else itertools.count(1)
+    names = []
+    for i in ids:
+        name = _algo_name(i).decode()
+        if name == "unknown":
+            break
+        names.append(name)
+    return names
 
 
 def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=False,
            algorithm="auto", out_layout=None):
     """y = relu?(conv(x, w) + bias), on x's device, like
     torch.nn.functional.conv2d. padding: int, (ph, pw), (top, bottom, left,
-    right), 'same' or 'valid'. The result has x's layout unless out_layout."""
+    right), 'same' or 'valid'. algorithm: "auto" or one of
+    conv_algorithms(); a named one runs exactly that algorithm or raises
+    Error. The result has x's layout unless out_layout."""
     p = _ConvParams()
     _conv_init(ctypes.byref(p))
     p.stride_h, p.stride_w = _pair(stride, "stride")
     p.dilation_h, p.dilation_w = _pair(dilation, "dilation")
     p.groups = int(groups)
     p.relu = int(bool(relu))
-    if algorithm not in _ALGOS:
-        raise ValueError("polydnn: algorithm must be one of %s" % sorted(_ALGOS))
-    p.algorithm = _ALGOS[algorithm]
+    # The library's names, not a copy here that would go stale.
+    algo = _algo_parse(str(algorithm).encode())
+    if algo < 0:
+        raise ValueError("polydnn: unknown algorithm %r; 'auto' or one of %s" % (algorithm, conv_algorithms()))
+    p.algorithm = algo
     dx, dw = x._desc(), w._desc()
     if padding == "same":
         _check(_conv_same(ctypes.byref(p), dx.dims[2], dx.dims[3], dw.dims[2], dw.dims[3]))
