@@ -19,6 +19,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks the library's exported symbols. The library is compiled with
+ * -fvisibility=hidden and PDNN_BUILDING, so only declarations carrying
+ * PDNN_API leave libpolydnn.so; its internal pdnn__ functions do not.
+ * Every function (and any data) declared in the public headers needs it,
+ * or programs fail to link against the shared library; tests/
+ * test_exports.sh checks that nothing else is exported. Users of the
+ * library see an empty macro. */
+#if defined(PDNN_BUILDING) && defined(__GNUC__)
+#define PDNN_API __attribute__((visibility("default")))
+#else
+#define PDNN_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,13 +58,27 @@ typedef enum pdnn_status {
 
 /* Message of the last failure on the calling thread ("" if none). The
  * pointer stays valid until the next failing call on this thread. */
-const char *pdnn_last_error(void);
+PDNN_API const char *pdnn_last_error(void);
 
 /* Short constant name of a status, e.g. "PDNN_ERR_OUT_OF_MEMORY". */
-const char *pdnn_status_string(pdnn_status status);
+PDNN_API const char *pdnn_status_string(pdnn_status status);
 
 /* Library version as "MAJOR.MINOR.PATCH". */
-const char *pdnn_version(void);
+PDNN_API const char *pdnn_version(void);
+
+/* The layout of a public struct as this build of the library compiled it,
+ * for bindings that mirror the structs by hand (the Python module checks
+ * its ctypes copies with it when it loads). struct_name is the C name:
+ * "pdnn_context_options", "pdnn_device_info", "pdnn_device_spec",
+ * "pdnn_memory_stats", "pdnn_tensor_desc", "pdnn_conv2d_params",
+ * "pdnn_conv2d_tuning", "pdnn_pool2d_params", "pdnn_session_config", and
+ * the DLPack structs of polydnn_dlpack.h: "DLPackVersion", "DLDevice",
+ * "DLDataType", "DLTensor", "DLManagedTensor", "DLManagedTensorVersioned".
+ * field NULL: *offset = 0 and *size = sizeof the struct; else the named
+ * member's offsetof and sizeof. offset and size may each be NULL.
+ * PDNN_ERR_NOT_FOUND for a struct or member it does not know. */
+PDNN_API pdnn_status pdnn_struct_layout(const char *struct_name, const char *field,
+                                        size_t *offset, size_t *size);
 
 /* ------------------------------------------------------------------ */
 /* Context and devices                                                  */
@@ -81,7 +108,7 @@ typedef enum pdnn_tuning_mode {
  * ~/.cache), written into buf. PDNN_ERR_NOT_FOUND when no directory is
  * known (results then stay in memory), PDNN_ERR_INVALID_ARGUMENT when buf
  * is NULL or too short. */
-pdnn_status pdnn_tuning_cache_file(char *buf, size_t len);
+PDNN_API pdnn_status pdnn_tuning_cache_file(char *buf, size_t len);
 
 /* How allow_growth sizes each new region (README "Memory"). */
 typedef enum pdnn_growth_policy {
@@ -117,7 +144,7 @@ typedef struct pdnn_context_options {
 
 /* Fills the defaults: no growth (gradual when enabled), no fraction, no limit, no logging, all
  * devices visible, cached tuning. */
-void pdnn_context_options_init(pdnn_context_options *opts);
+PDNN_API void pdnn_context_options_init(pdnn_context_options *opts);
 
 /* Creates a context. opts may be NULL for defaults. Environment variables
  * override options (POLYDNN_ALLOW_GROWTH=true|false,
@@ -127,12 +154,12 @@ void pdnn_context_options_init(pdnn_context_options *opts);
  * POLYDNN_TUNING=off|cached|search|force, and POLYDNN_PROGRAM_CACHE=off|on
  * for the on-disk cache of compiled OpenCL programs); an invalid
  * value fails with PDNN_ERR_INVALID_ARGUMENT naming the variable. */
-pdnn_status pdnn_context_create(const pdnn_context_options *opts,
-                                pdnn_context **out);
+PDNN_API pdnn_status pdnn_context_create(const pdnn_context_options *opts,
+                                         pdnn_context **out);
 
 /* Releases the context and its devices. Every tensor must have been
  * released first; NULL is ignored. */
-void pdnn_context_destroy(pdnn_context *ctx);
+PDNN_API void pdnn_context_destroy(pdnn_context *ctx);
 
 typedef enum pdnn_device_type {
     PDNN_DEVICE_CPU = 0, /* the host, and CPU OpenCL devices when a GPU exists */
@@ -155,30 +182,30 @@ typedef struct pdnn_device_info {
 /* Why compiled-in backends found no devices, one line per backend (e.g.
  * "opencl: no devices (no OpenCL platform is installed)"); "" if all found
  * some. For `polydnn devices --verbose`. */
-const char *pdnn_context_notes(const pdnn_context *ctx);
+PDNN_API const char *pdnn_context_notes(const pdnn_context *ctx);
 
 /* Number of devices in the context (the host is always one of them). */
-int pdnn_device_count(const pdnn_context *ctx);
+PDNN_API int pdnn_device_count(const pdnn_context *ctx);
 
 /* The index-th device, in TensorFlow's order: /device:CPU:0 first, then
  * GPUs by index, then further CPU devices. */
-pdnn_status pdnn_device_get(pdnn_context *ctx, int index, pdnn_device **out);
+PDNN_API pdnn_status pdnn_device_get(pdnn_context *ctx, int index, pdnn_device **out);
 
 /* Looks a device up by name ("/cpu:0", "/gpu:1", "/device:GPU:1",
  * "/job:localhost/replica:0/task:0/device:GPU:1", case-insensitive).
  * PDNN_ERR_NOT_FOUND if well-formed but absent (the message lists the
  * devices that exist), PDNN_ERR_INVALID_ARGUMENT if malformed. */
-pdnn_status pdnn_device_find(pdnn_context *ctx, const char *name,
-                             pdnn_device **out);
+PDNN_API pdnn_status pdnn_device_find(pdnn_context *ctx, const char *name,
+                                      pdnn_device **out);
 
 /* The device an op without an explicit device runs on: /device:GPU:0 when
  * one exists, else /device:CPU:0. */
-pdnn_status pdnn_device_default(pdnn_context *ctx, pdnn_device **out);
+PDNN_API pdnn_status pdnn_device_default(pdnn_context *ctx, pdnn_device **out);
 
-pdnn_status pdnn_device_get_info(const pdnn_device *dev, pdnn_device_info *out);
+PDNN_API pdnn_status pdnn_device_get_info(const pdnn_device *dev, pdnn_device_info *out);
 
 /* Blocks until all work queued on the device has finished. */
-pdnn_status pdnn_device_synchronize(pdnn_device *dev);
+PDNN_API pdnn_status pdnn_device_synchronize(pdnn_device *dev);
 
 /* Measures the device's peak rates with small kernels of the backend's
  * own (outside the device's allocator; up to a few seconds): *gflops the
@@ -189,7 +216,7 @@ pdnn_status pdnn_device_synchronize(pdnn_device *dev);
  * memcpy. Waits for the device's queued work first. Both are 0 on
  * failure; PDNN_ERR_UNSUPPORTED when the device's backend cannot measure
  * them (CUDA for now). */
-pdnn_status pdnn_device_measure_peak(pdnn_device *dev, double *gflops, double *gbytes_per_s);
+PDNN_API pdnn_status pdnn_device_measure_peak(pdnn_device *dev, double *gflops, double *gbytes_per_s);
 
 /* A parsed device name. Fields left unspecified in a partial name are
  * -1 (type, index) or empty (job). */
@@ -202,7 +229,7 @@ typedef struct pdnn_device_spec {
 } pdnn_device_spec;
 
 /* Parses a full device name (type and index both present). */
-pdnn_status pdnn_device_name_parse(const char *name, pdnn_device_spec *out);
+PDNN_API pdnn_status pdnn_device_name_parse(const char *name, pdnn_device_spec *out);
 
 /* ------------------------------------------------------------------ */
 /* Device memory                                                        */
@@ -223,25 +250,25 @@ typedef struct pdnn_memory_stats {
     uint64_t limit;              /* most bytes this context may reserve   */
 } pdnn_memory_stats;
 
-pdnn_status pdnn_device_get_memory_stats(pdnn_device *dev, pdnn_memory_stats *out);
+PDNN_API pdnn_status pdnn_device_get_memory_stats(pdnn_device *dev, pdnn_memory_stats *out);
 
 /* Sets peak_bytes_in_use and peak_bytes_reserved to their current values. */
-pdnn_status pdnn_device_reset_peak_stats(pdnn_device *dev);
+PDNN_API pdnn_status pdnn_device_reset_peak_stats(pdnn_device *dev);
 
 /* Changes this context's limit for dev at run time. Lowering below the
  * bytes in use fails with PDNN_ERR_INVALID_ARGUMENT and changes nothing;
  * lowering below the bytes reserved first returns free regions. */
-pdnn_status pdnn_device_set_memory_limit(pdnn_device *dev, uint64_t bytes);
+PDNN_API pdnn_status pdnn_device_set_memory_limit(pdnn_device *dev, uint64_t bytes);
 
 /* Returns regions that hold no tensor to the driver (like PyTorch's
  * empty_cache). *freed (may be NULL) receives the bytes returned. */
-pdnn_status pdnn_device_release_unused(pdnn_device *dev, uint64_t *freed);
+PDNN_API pdnn_status pdnn_device_release_unused(pdnn_device *dev, uint64_t *freed);
 
 /* Writes a per-bin dump of the allocator (free and used chunks, regions,
  * stats) into buf, truncated to len. With POLYDNN_MEMORY_SUMMARY_ON_OOM=1
  * the same dump goes to stderr whenever a tensor allocation runs out of
  * memory. */
-pdnn_status pdnn_device_memory_summary(pdnn_device *dev, char *buf, size_t len);
+PDNN_API pdnn_status pdnn_device_memory_summary(pdnn_device *dev, char *buf, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Tensors                                                              */
@@ -276,32 +303,32 @@ typedef struct pdnn_tensor_desc {
 
 /* Checks a descriptor: known dtype and layout, every dim >= 1 (trailing
  * dims of LAYOUT_X exactly 1), and a byte size that fits in int64. */
-pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *desc);
+PDNN_API pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *desc);
 
 /* Elements and bytes a descriptor describes (0 if invalid). */
-int64_t pdnn_tensor_desc_elements(const pdnn_tensor_desc *desc);
-int64_t pdnn_tensor_desc_bytes(const pdnn_tensor_desc *desc);
+PDNN_API int64_t pdnn_tensor_desc_elements(const pdnn_tensor_desc *desc);
+PDNN_API int64_t pdnn_tensor_desc_bytes(const pdnn_tensor_desc *desc);
 
 /* Parses "NCHW", "nhwc", "OIHW", "OHWI", "HWIO", "X"; returns -1 if unknown. */
-int pdnn_layout_parse(const char *name);
-const char *pdnn_layout_name(pdnn_layout layout);
+PDNN_API int pdnn_layout_parse(const char *name);
+PDNN_API const char *pdnn_layout_name(pdnn_layout layout);
 
 /* Creates an uninitialised tensor on dev. */
-pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc,
-                               pdnn_tensor **out);
+PDNN_API pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc,
+                                        pdnn_tensor **out);
 
 /* Copies bytes from host memory into the tensor. The host data is in the
  * tensor's layout order; bytes must equal the tensor's size. */
-pdnn_status pdnn_tensor_write(pdnn_tensor *t, const void *src, size_t bytes);
+PDNN_API pdnn_status pdnn_tensor_write(pdnn_tensor *t, const void *src, size_t bytes);
 
 /* Copies the tensor into host memory (waits for pending work). */
-pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t bytes);
+PDNN_API pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t bytes);
 
-pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc *out);
-pdnn_device *pdnn_tensor_device(const pdnn_tensor *t);
+PDNN_API pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc *out);
+PDNN_API pdnn_device *pdnn_tensor_device(const pdnn_tensor *t);
 
 /* Returns the tensor's memory to its device. NULL is ignored. */
-void pdnn_tensor_release(pdnn_tensor *t);
+PDNN_API void pdnn_tensor_release(pdnn_tensor *t);
 
 /* ------------------------------------------------------------------ */
 /* Convolution                                                          */
@@ -352,18 +379,19 @@ typedef enum pdnn_conv_algo {
 /* The ids the enum above names; pdnn_conv_algo_count() may be larger. */
 #define PDNN_CONV_ALGO_COUNT 9
 
-/* How many algorithm ids there are (AUTO included): every id below it
- * names an algorithm of at least one compiled-in backend. */
-int pdnn_conv_algo_count(void);
+/* One more than the largest algorithm id of this build (AUTO is 0). An
+ * id below it with no algorithm in this build (vendor without the CUDA
+ * backend) is named "unknown". */
+PDNN_API int pdnn_conv_algo_count(void);
 
 /* The algorithm's name ("auto", "direct", "im2col_gemm", "vendor",
- * "tiled", ...), as the backends register it; "unknown" for an id at or
- * above pdnn_conv_algo_count(). */
-const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
+ * "tiled", ...), as the backends register it; "unknown" for an id this
+ * build has no algorithm for. */
+PDNN_API const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
 
 /* The algorithm named name (as pdnn_conv_algo_name writes it, any case);
  * -1 if name is NULL or no algorithm's name. */
-int pdnn_conv_algo_parse(const char *name);
+PDNN_API int pdnn_conv_algo_parse(const char *name);
 
 typedef struct pdnn_conv2d_params {
     int stride_h, stride_w;       /* >= 1 */
@@ -376,32 +404,32 @@ typedef struct pdnn_conv2d_params {
 } pdnn_conv2d_params;
 
 /* stride 1, dilation 1, no padding, one group, no ReLU, AUTO algorithm. */
-void pdnn_conv2d_params_init(pdnn_conv2d_params *p);
+PDNN_API void pdnn_conv2d_params_init(pdnn_conv2d_params *p);
 
 /* TensorFlow's padding helpers for an input of in_h x in_w and a filter of
  * kh x kw, using p's strides and dilations. SAME: output = ceil(in /
  * stride), the odd pixel of padding goes to the bottom/right. VALID: no
  * padding. */
-pdnn_status pdnn_conv2d_set_padding_same(pdnn_conv2d_params *p, int64_t in_h,
-                                         int64_t in_w, int64_t kh, int64_t kw);
-void pdnn_conv2d_set_padding_valid(pdnn_conv2d_params *p);
+PDNN_API pdnn_status pdnn_conv2d_set_padding_same(pdnn_conv2d_params *p, int64_t in_h,
+                                                  int64_t in_w, int64_t kh, int64_t kw);
+PDNN_API void pdnn_conv2d_set_padding_valid(pdnn_conv2d_params *p);
 
 /* Output dims {N, K, OH, OW} of x (activation) convolved with w (filter). */
-pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x,
-                                    const pdnn_tensor_desc *w,
-                                    const pdnn_conv2d_params *p,
-                                    int64_t out_dims[4]);
+PDNN_API pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x,
+                                             const pdnn_tensor_desc *w,
+                                             const pdnn_conv2d_params *p,
+                                             int64_t out_dims[4]);
 
 /* y = relu?(conv(x, w) + bias). x, y: NCHW or NHWC (may differ); w: OIHW,
  * OHWI or HWIO with I = C / groups; bias: LAYOUT_X of length K, or NULL.
  * y must already exist with the dims pdnn_conv2d_output_dims gives. */
-pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
-                                const pdnn_tensor *x, const pdnn_tensor *w,
-                                const pdnn_tensor *bias, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
+                                         const pdnn_tensor *x, const pdnn_tensor *w,
+                                         const pdnn_tensor *bias, pdnn_tensor *y);
 
 /* The algorithm the calling thread's last successful pdnn_conv2d_forward
  * ran (never AUTO after a call); AUTO before any call. */
-pdnn_conv_algo pdnn_conv2d_last_algorithm(void);
+PDNN_API pdnn_conv_algo pdnn_conv2d_last_algorithm(void);
 
 /* What tuning did for the calling thread's last successful
  * pdnn_conv2d_forward (all zero before any call). */
@@ -420,7 +448,7 @@ typedef struct pdnn_conv2d_tuning {
     int algo_searched;     /* this call measured the algorithms (tuning
                               search or force, no stored choice) */
 } pdnn_conv2d_tuning;
-pdnn_status pdnn_conv2d_last_tuning(pdnn_conv2d_tuning *out);
+PDNN_API pdnn_status pdnn_conv2d_last_tuning(pdnn_conv2d_tuning *out);
 
 /* Whether and how one algorithm runs a convolution on a device (what
  * `polydnn conv --algo help` prints). */
@@ -442,7 +470,7 @@ typedef struct pdnn_conv_algo_info {
 /* Fills *out for algorithm algo (1 <= algo < pdnn_conv_algo_count()) and
  * the convolution of x by w with p, writing y in y_layout (NCHW or NHWC),
  * on dev. Runs nothing; reads the tuning cache. */
-pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_params *p,
+PDNN_API pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_params *p,
                                         const pdnn_tensor_desc *x, const pdnn_tensor_desc *w,
                                         pdnn_layout y_layout, pdnn_conv_algo algo,
                                         pdnn_conv_algo_info *out);
@@ -467,19 +495,19 @@ typedef struct pdnn_pool2d_params {
 } pdnn_pool2d_params;
 
 /* Max pooling, window 2x2, stride 2, no padding, floor mode. */
-void pdnn_pool2d_params_init(pdnn_pool2d_params *p);
+PDNN_API void pdnn_pool2d_params_init(pdnn_pool2d_params *p);
 
 /* Output dims {N, C, OH, OW}. With ceil_mode, a last window that would
  * start inside the bottom/right padding is dropped, as in PyTorch. */
-pdnn_status pdnn_pool2d_output_dims(const pdnn_tensor_desc *x,
-                                    const pdnn_pool2d_params *p,
-                                    int64_t out_dims[4]);
+PDNN_API pdnn_status pdnn_pool2d_output_dims(const pdnn_tensor_desc *x,
+                                             const pdnn_pool2d_params *p,
+                                             int64_t out_dims[4]);
 
 /* y = pool(x). x, y: NCHW or NHWC (may differ). For AVG_INCLUDE_PADDING
  * the divisor counts padding but not the part of a ceil-mode window that
  * lies beyond the padding (PyTorch's rule). */
-pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
-                                const pdnn_tensor *x, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
+                                         const pdnn_tensor *x, pdnn_tensor *y);
 
 /* ------------------------------------------------------------------ */
 /* The ops around convolution                                           */
@@ -490,30 +518,30 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
  * call to have the same dims and layout. Outputs must already exist. */
 
 /* y = a + b. y may be a or b. */
-pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y);
 
 /* y = inputs[0] + ... + inputs[n-1], n >= 1. */
-pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y);
 
 /* y = x + bias broadcast over C (the columns of a matrix); bias is a
  * layout-X vector of length C. y may be x. */
-pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias, pdnn_tensor *y);
 
 /* y = max(x, 0); NaN stays NaN. y may be x. */
-pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* Softmax over C (the columns of a matrix), computed stably. */
-pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* c = op(a) op(b) for matrices: op(a) is m x k (a is k x m when trans_a),
  * op(b) is k x n; c is m x n. CLBlast SGEMM on OpenCL when built with it. */
-pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b,
-                        pdnn_tensor *c);
+PDNN_API pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b,
+                                 pdnn_tensor *c);
 
 /* Copies x into y, which has the same number of elements and any dims:
  * elements keep their memory order (TensorFlow's reshape of the stored
  * tensor), so flattening an NHWC tensor gives H, W, C order. */
-pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
+PDNN_API pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* ------------------------------------------------------------------ */
 /* Graphs and sessions (TensorFlow 1.x style)                           */
@@ -537,47 +565,47 @@ typedef struct pdnn_graph pdnn_graph;
 typedef struct pdnn_session pdnn_session;
 typedef int pdnn_node;
 
-pdnn_status pdnn_graph_create(pdnn_graph **out);
-void pdnn_graph_destroy(pdnn_graph *g);
-int pdnn_graph_node_count(const pdnn_graph *g);
+PDNN_API pdnn_status pdnn_graph_create(pdnn_graph **out);
+PDNN_API void pdnn_graph_destroy(pdnn_graph *g);
+PDNN_API int pdnn_graph_node_count(const pdnn_graph *g);
 /* The node's name, op type ("Conv2D", "MatMul", ...), requested device
  * ("" if none) and output descriptor. */
-const char *pdnn_graph_node_name(const pdnn_graph *g, pdnn_node n);
-const char *pdnn_graph_node_op(const pdnn_graph *g, pdnn_node n);
-pdnn_status pdnn_graph_node_desc(const pdnn_graph *g, pdnn_node n, pdnn_tensor_desc *out);
+PDNN_API const char *pdnn_graph_node_name(const pdnn_graph *g, pdnn_node n);
+PDNN_API const char *pdnn_graph_node_op(const pdnn_graph *g, pdnn_node n);
+PDNN_API pdnn_status pdnn_graph_node_desc(const pdnn_graph *g, pdnn_node n, pdnn_tensor_desc *out);
 /* PDNN_ERR_NOT_FOUND if no node has that name. */
-pdnn_status pdnn_graph_find(const pdnn_graph *g, const char *name, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_find(const pdnn_graph *g, const char *name, pdnn_node *out);
 
 /* A value fed at run time. */
-pdnn_status pdnn_graph_placeholder(pdnn_graph *g, const char *name, const char *device,
-                                   const pdnn_tensor_desc *desc, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_placeholder(pdnn_graph *g, const char *name, const char *device,
+                                            const pdnn_tensor_desc *desc, pdnn_node *out);
 /* A constant; data (desc's layout order, float32) is copied. */
-pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *device,
-                                const pdnn_tensor_desc *desc, const float *data, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *device,
+                                         const pdnn_tensor_desc *desc, const float *data, pdnn_node *out);
 /* bias may be -1 (none). The output has x's layout. */
-pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
-                              pdnn_node w, pdnn_node bias, const pdnn_conv2d_params *p, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       pdnn_node w, pdnn_node bias, const pdnn_conv2d_params *p, pdnn_node *out);
 /* Op type "MaxPool" or "AvgPool". */
-pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
-                              const pdnn_pool2d_params *p, pdnn_node *out);
-pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
-                              pdnn_node b, int trans_a, int trans_b, pdnn_node *out);
-pdnn_status pdnn_graph_add(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
-                           pdnn_node b, pdnn_node *out);
-pdnn_status pdnn_graph_add_n(pdnn_graph *g, const char *name, const char *device,
-                             const pdnn_node *inputs, int n, pdnn_node *out);
-pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
-                                pdnn_node bias, pdnn_node *out);
-pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
-                            pdnn_node *out);
-pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
-                               pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       const pdnn_pool2d_params *p, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
+                                       pdnn_node b, int trans_a, int trans_b, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_add(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
+                                    pdnn_node b, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_add_n(pdnn_graph *g, const char *name, const char *device,
+                                      const pdnn_node *inputs, int n, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                         pdnn_node bias, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                     pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                        pdnn_node *out);
 /* dims: the new logical dims (NCHW), same element count; see pdnn_reshape. */
-pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
-                               const int64_t dims[4], pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                        const int64_t dims[4], pdnn_node *out);
 /* {N, C*H*W, 1, 1}: a matrix with one row per image. Op type "Reshape". */
-pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
-                               pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                        pdnn_node *out);
 
 typedef struct pdnn_session_config {
     /* Run on this context's devices (it must outlive the session); NULL:
@@ -600,18 +628,18 @@ typedef struct pdnn_session_config {
 
 /* Defaults: own context with default options, no logging, no soft
  * placement, log to stderr. */
-void pdnn_session_config_init(pdnn_session_config *cfg);
+PDNN_API void pdnn_session_config_init(pdnn_session_config *cfg);
 
 /* Places every node (rules in README "Graphs and sessions"), uploads the
  * constants and logs the placement. The graph is copied: it may be
  * changed or destroyed afterwards. Placement errors name the node, the
  * requested device and the devices that exist. */
-pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *cfg,
-                                pdnn_session **out);
-void pdnn_session_destroy(pdnn_session *s);
-pdnn_context *pdnn_session_context(pdnn_session *s);
+PDNN_API pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *cfg,
+                                         pdnn_session **out);
+PDNN_API void pdnn_session_destroy(pdnn_session *s);
+PDNN_API pdnn_context *pdnn_session_context(pdnn_session *s);
 /* The device node n was placed on. */
-pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_device **out);
+PDNN_API pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_device **out);
 
 /* Runs what the fetches need. feed_values[i] (any device; copied to the
  * placeholder's device if elsewhere) feeds placeholder feeds[i] and must
@@ -620,10 +648,10 @@ pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_de
  * their device's allocator as soon as their last consumer has run; values
  * cross devices by device-to-device copies (through the host only between
  * devices with no direct path, e.g. OpenCL devices in different contexts). */
-pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds,
-                             pdnn_tensor *const *feed_values, int n_feeds,
-                             const pdnn_node *fetches, int n_fetches,
-                             pdnn_tensor **fetch_values);
+PDNN_API pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds,
+                                      pdnn_tensor *const *feed_values, int n_feeds,
+                                      const pdnn_node *fetches, int n_fetches,
+                                      pdnn_tensor **fetch_values);
 
 #ifdef __cplusplus
 }

@@ -203,8 +203,8 @@ typedef enum pdnn_dlpack_role {
  * shared, not copied: writes on either side are seen by the other. Only
  * float32 tensors exist today, so dtype is always {kDLFloat, 32, 1}. A
  * 1-D shape {length} is exported for a layout-X tensor. */
-pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersioned **out);
-pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out);
+PDNN_API pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersioned **out);
+PDNN_API pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out);
 
 /* Imports src as a tensor of ctx on the device src names. Accepted: float32
  * (lanes 1); ndim 4 (shape read as the role's logical dims) or ndim 1 (a
@@ -212,14 +212,14 @@ pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out);
  * size that fits in 64 bits; data + byte_offset aligned to 4 bytes on the
  * host. The versioned form also checks the major version and refuses
  * read-only tensors (polydnn ops may write any tensor they are given). */
-pdnn_status pdnn_tensor_from_dlpack_versioned(pdnn_context *ctx, DLManagedTensorVersioned *src,
-                                              pdnn_dlpack_role role, pdnn_tensor **out);
-pdnn_status pdnn_tensor_from_dlpack(pdnn_context *ctx, DLManagedTensor *src,
-                                    pdnn_dlpack_role role, pdnn_tensor **out);
+PDNN_API pdnn_status pdnn_tensor_from_dlpack_versioned(pdnn_context *ctx, DLManagedTensorVersioned *src,
+                                                       pdnn_dlpack_role role, pdnn_tensor **out);
+PDNN_API pdnn_status pdnn_tensor_from_dlpack(pdnn_context *ctx, DLManagedTensor *src,
+                                             pdnn_dlpack_role role, pdnn_tensor **out);
 
 /* The DLDevice a polydnn device exports as ({kDLCPU,0}, {kDLOpenCL,id},
  * {kDLCUDA,ordinal}). */
-pdnn_status pdnn_device_to_dlpack(const pdnn_device *dev, DLDevice *out);
+PDNN_API pdnn_status pdnn_device_to_dlpack(const pdnn_device *dev, DLDevice *out);
 
 #ifdef __cplusplus
 }

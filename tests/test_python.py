@@ -245,6 +245,115 @@ class BadInput(unittest.TestCase):
         self.assertEqual(float(t.sum()), 24.0)
 
 
+class StructLayouts(unittest.TestCase):
+    def test_every_mirror_matches_the_library(self):
+        # The import already checked them; this says which were checked.
+        names = {c_name for _, c_name in polydnn._MIRRORS}
+        self.assertGreaterEqual(len(polydnn._MIRRORS), 12)
+        self.assertLessEqual({"pdnn_tensor_desc", "pdnn_conv2d_params", "DLManagedTensorVersioned"}, names)
+        for cls, c_name in polydnn._MIRRORS:
+            with self.subTest(struct=c_name):
+                polydnn._check_struct_layout(cls, c_name)
+
+    def test_wrong_mirrors_are_refused(self):
+        # dims as int32: the struct is 8 + 16 bytes, not 8 + 32
+        class ShortDims(ctypes.Structure):
+            _fields_ = [("dtype", ctypes.c_int), ("layout", ctypes.c_int), ("dims", ctypes.c_int32 * 4)]
+        with self.assertRaisesRegex(ImportError, r"struct pdnn_tensor_desc is 40 bytes in .* but 24 in "
+                                                 r"the module's ctypes mirror ShortDims"):
+            polydnn._check_struct_layout(ShortDims, "pdnn_tensor_desc")
+
+        # the same size, two fields swapped: only the offsets tell
+        fields = [n for n, _ in polydnn._PoolParams._fields_]
+        fields[0], fields[1] = fields[1], fields[0]
+
+        class Swapped(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_int) for n in fields]
+        self.assertEqual(ctypes.sizeof(Swapped), ctypes.sizeof(polydnn._PoolParams))
+        with self.assertRaisesRegex(ImportError, r"pdnn_pool2d_params\.window_h is at offset 4 \(4 bytes\) "
+                                                 r"in .* but at offset 0 \(4 bytes\) in the module's ctypes "
+                                                 r"mirror Swapped"):
+            polydnn._check_struct_layout(Swapped, "pdnn_pool2d_params")
+
+        # a field the library's struct does not have
+        class Extra(ctypes.Structure):
+            _fields_ = [("major", ctypes.c_uint32), ("patch", ctypes.c_uint32)]
+        with self.assertRaisesRegex(ImportError, r"mirrors DLPackVersion\.patch, which .* does not know .*"
+                                                 r"no member 'patch'"):
+            polydnn._check_struct_layout(Extra, "DLPackVersion")
+        with self.assertRaisesRegex(ImportError, r"mirrors pdnn_no_such_struct, which"):
+            polydnn._check_struct_layout(Extra, "pdnn_no_such_struct")
+
+    def test_import_refuses_a_wrong_mirror(self):
+        # The whole module, one mirror edited as a stale copy would be.
+        import os
+        import subprocess
+        import tempfile
+        with open(polydnn.__file__) as f:
+            src = f.read()
+        stale = src.replace('("dims", _c_int64 * 4)', '("dims", _c_int64 * 3)')
+        self.assertNotEqual(stale, src)
+        with tempfile.TemporaryDirectory() as d:
+            os.mkdir(os.path.join(d, "polydnn"))
+            with open(os.path.join(d, "polydnn", "__init__.py"), "w") as f:
+                f.write(stale)
+            r = subprocess.run([sys.executable, "-c", "import polydnn"], capture_output=True, text=True,
+                               env=dict(os.environ, PYTHONPATH=d))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertRegex(r.stderr, r"ImportError: polydnn: struct pdnn_tensor_desc is 40 bytes in .* but 32 in "
+                                   r"the module's ctypes mirror _Desc")
+
+
+class Algorithms(unittest.TestCase):
+    def test_names_come_from_the_library(self):
+        names = polydnn.conv_algorithms()
+        self.assertEqual(names[0], "direct")
+        self.assertIn("implicit_gemm", names)  # the name Python's own list lacked
+        self.assertNotIn("auto", names)
+        self.assertNotIn("unknown", names)
+        self.assertEqual(len(names), len(set(names)))
+        # With pdnn_conv_algo_count (newer libraries) and without it (ids
+        # asked until "unknown"), the same list.
+        saved = polydnn._algo_count
+        try:
+            polydnn._algo_count = None
+            self.assertEqual(polydnn.conv_algorithms(), names)
+            polydnn._algo_count = lambda: len(names) + 1  # AUTO counts
+            self.assertEqual(polydnn.conv_algorithms(), names)
+        finally:
+            polydnn._algo_count = saved
+
+    def test_every_algorithm_is_accepted(self):
+        # Each name reaches the library: it runs and matches PyTorch, or the
+        # library refuses it for this device or shape (polydnn.Error), never
+        # a ValueError from Python. direct runs everywhere.
+        t = torch_input((1, 4, 9, 9), False, 50)
+        w = torch_input((8, 4, 3, 3), False, 51)
+        ref = F.conv2d(t, w, padding=1)
+        ran = {}
+        for dev in polydnn.devices():
+            x = polydnn.from_dlpack(t).to(dev)
+            pw = polydnn.from_dlpack(w, role="filter").to(dev)
+            for name in ["auto", "AUTO"] + polydnn.conv_algorithms():
+                with self.subTest(device=dev.name, algorithm=name):
+                    try:
+                        y = polydnn.conv2d(x, pw, padding=1, algorithm=name)
+                    except polydnn.Error as e:
+                        self.assertEqual(e.status, "PDNN_ERR_UNSUPPORTED")
+                        continue
+                    torch.testing.assert_close(torch.from_dlpack(y.to("/cpu:0")), ref, rtol=1e-4, atol=1e-4)
+                    ran.setdefault(dev.backend, set()).add(name)
+        self.assertIn("direct", ran["host"])
+        if "opencl" in ran:
+            self.assertIn("implicit_gemm", ran["opencl"])
+
+    def test_unknown_name_lists_the_library_s(self):
+        x = polydnn.from_dlpack(torch.zeros(1, 1, 3, 3))
+        w = polydnn.from_dlpack(torch.zeros(1, 1, 3, 3), role="filter")
+        with self.assertRaisesRegex(ValueError, r"unknown algorithm 'fastest'; 'auto' or one of .*'implicit_gemm'"):
+            polydnn.conv2d(x, w, algorithm="fastest")
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False).result
     gc.collect()

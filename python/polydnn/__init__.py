@@ -21,11 +21,12 @@ was installed to by `make install`, then the system's library path.
 
 import ctypes
 import ctypes.util
+import itertools
 import os
 
 __all__ = [
     "Error", "Context", "Device", "Tensor", "default_context", "devices",
-    "empty", "from_dlpack", "conv2d", "max_pool2d", "avg_pool2d", "version",
+    "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
 ]
 
 # ---- the library -----------------------------------------------------------
@@ -173,6 +174,64 @@ _conv_forward = _fn("pdnn_conv2d_forward", _c_int, _P(_ConvParams), _vp, _vp, _v
 _pool_init = _fn("pdnn_pool2d_params_init", None, _P(_PoolParams))
 _pool_dims = _fn("pdnn_pool2d_output_dims", _c_int, _P(_Desc), _P(_PoolParams), _P(_c_int64))
 _pool_forward = _fn("pdnn_pool2d_forward", _c_int, _P(_PoolParams), _vp, _vp)
+_algo_name = _fn("pdnn_conv_algo_name", _cp, _c_int)
+_algo_parse = _fn("pdnn_conv_algo_parse", _c_int, _cp)
+# Newer libraries say how many algorithm ids there are; older ones are
+# asked id by id until the name is "unknown" (conv_algorithms).
+_algo_count = _fn("pdnn_conv_algo_count", _c_int) if hasattr(_lib, "pdnn_conv_algo_count") else None
+
+# ---- the structs above against the library's ------------------------------
+
+# Every ctypes mirror of a C struct, with the struct's C name. A mirror
+# that disagrees with the library would make calls read and write the
+# wrong bytes, silently: the module refuses to load instead.
+_MIRRORS = [
+    (_ContextOptions, "pdnn_context_options"), (_DeviceInfo, "pdnn_device_info"),
+    (_Desc, "pdnn_tensor_desc"), (_ConvParams, "pdnn_conv2d_params"),
+    (_PoolParams, "pdnn_pool2d_params"), (_MemoryStats, "pdnn_memory_stats"),
+    (_DLDevice, "DLDevice"), (_DLDataType, "DLDataType"), (_DLTensor, "DLTensor"),
+    (_DLManagedTensor, "DLManagedTensor"), (_DLPackVersion, "DLPackVersion"),
+    (_DLManagedTensorVersioned, "DLManagedTensorVersioned"),
+]
+
+
+def _check_struct_layout(cls, c_name):
+    """Raises ImportError unless the ctypes class cls has the size, and each
+    of its fields the offset and size, of the struct c_name in the library
+    (pdnn_struct_layout)."""
+    if not hasattr(_lib, "pdnn_struct_layout"):
+        raise ImportError("polydnn: %s has no pdnn_struct_layout: the library is older than this "
+                          "module, whose structs cannot be checked against it" % (_lib._name,))
+    layout = _fn("pdnn_struct_layout", _c_int, _cp, _cp, _P(ctypes.c_size_t), _P(ctypes.c_size_t))
+    off, size = ctypes.c_size_t(), ctypes.c_size_t()
+
+    def ask(field):
+        st = layout(c_name.encode(), field.encode() if field else None, ctypes.byref(off),
+                    ctypes.byref(size))
+        if st != 0:
+            raise ImportError("polydnn: the module mirrors %s%s, which %s does not know (%s): the module "
+                              "and the library are from different versions"
+                              % (c_name, "." + field if field else "", _lib._name, _last_error().decode()))
+        return off.value, size.value
+
+    _, c_size = ask(None)
+    if ctypes.sizeof(cls) != c_size:
+        raise ImportError("polydnn: struct %s is %d bytes in %s but %d in the module's ctypes mirror %s: "
+                          "the module and the library are from different versions"
+                          % (c_name, c_size, _lib._name, ctypes.sizeof(cls), cls.__name__))
+    for name, _ in cls._fields_:
+        c_off, c_fsize = ask(name)
+        f = getattr(cls, name)
+        if (f.offset, f.size) != (c_off, c_fsize):
+            raise ImportError("polydnn: %s.%s is at offset %d (%d bytes) in %s but at offset %d (%d bytes) "
+                              "in the module's ctypes mirror %s: the module and the library are from "
+                              "different versions"
+                              % (c_name, name, c_off, c_fsize, _lib._name, f.offset, f.size, cls.__name__))
+
+
+for _cls, _c_name in _MIRRORS:
+    _check_struct_layout(_cls, _c_name)
+del _cls, _c_name
 
 _ACTIVATION, _FILTER = 0, 1
 _LAYOUT_X = 5
@@ -510,23 +569,42 @@ def _pair(v, what):
     return int(v[0]), int(v[1])
 
 
-_ALGOS = {"auto": 0, "direct": 1, "im2col_gemm": 2, "vendor": 3, "tiled": 4}
+def conv_algorithms():
+    """The names of the convolution algorithms this library has, as conv2d's
+    algorithm argument takes them (besides "auto", which picks among them),
+    in the library's id order. Which of them runs a given convolution
+    depends on the device and the shape; conv2d says when one does not."""
+    if _algo_count is None:  # an older library: ids are dense there
+        names = []
+        for i in itertools.count(1):
+            name = _algo_name(i).decode()
+            if name == "unknown":
+                return names
+            names.append(name)
+    # An id with no algorithm in this build (vendor without CUDA) is
+    # named "unknown": skip it.
+    names = (_algo_name(i).decode() for i in range(1, _algo_count()))
+    return [n for n in names if n != "unknown"]
 
 
 def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=False,
            algorithm="auto", out_layout=None):
     """y = relu?(conv(x, w) + bias), on x's device, like
     torch.nn.functional.conv2d. padding: int, (ph, pw), (top, bottom, left,
-    right), 'same' or 'valid'. The result has x's layout unless out_layout."""
+    right), 'same' or 'valid'. algorithm: "auto" or one of
+    conv_algorithms(); a named one runs exactly that algorithm or raises
+    Error. The result has x's layout unless out_layout."""
     p = _ConvParams()
     _conv_init(ctypes.byref(p))
     p.stride_h, p.stride_w = _pair(stride, "stride")
     p.dilation_h, p.dilation_w = _pair(dilation, "dilation")
     p.groups = int(groups)
     p.relu = int(bool(relu))
-    if algorithm not in _ALGOS:
-        raise ValueError("polydnn: algorithm must be one of %s" % sorted(_ALGOS))
-    p.algorithm = _ALGOS[algorithm]
+    # The library's names, not a copy here that would go stale.
+    algo = _algo_parse(str(algorithm).encode())
+    if algo < 0:
+        raise ValueError("polydnn: unknown algorithm %r; 'auto' or one of %s" % (algorithm, conv_algorithms()))
+    p.algorithm = algo
     dx, dw = x._desc(), w._desc()
     if padding == "same":
         _check(_conv_same(ctypes.byref(p), dx.dims[2], dx.dims[3], dw.dims[2], dw.dims[3]))
