@@ -456,7 +456,7 @@ enum { MAX_PLANS = 32 };
  * shape). Returns its index in plans, or -1. A gross-error check, not a
  * precision test (Winograd's rounding differs from direct's by up to
  * ~1e-3 of the largest output at C = 512). */
-static int find_search(pdnn_device *dev, const pdnn__algo *const *list, const pdnn__plan *plans, int n,
+static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__plan *plans, int n,
                        const pdnn__op_call *call, const char *kernel, const char *shape)
 {
     int refi = -1;
@@ -481,6 +481,11 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, const pd
             if (run_once_timed(dev, list[i], &plans[i], call) < 0.0 ||
                 dev->backend->read(dev->handle, y, got, ny * sizeof *got) != PDNN_SUCCESS)
                 continue;
+            /* That run searched the algorithm's configurations and stored
+             * the winner: plan again, so the timed runs use it instead of
+             * searching each time. */
+            if (plans[i].search)
+                pdnn__plan_for(dev, list[i], call, &plans[i]);
             float worst, scale;
             compare(ref, got, ny, &worst, &scale);
             if (!(worst <= 5e-3f * (1.0f + scale))) {
@@ -515,7 +520,7 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, const pd
 
 /* AUTO's stored or (when tuning may search) measured choice: its index in
  * plans, or -1 when the fixed order should decide. */
-static int measured_choice(pdnn_device *dev, const pdnn__algo *const *list, const pdnn__plan *plans, int n,
+static int measured_choice(pdnn_device *dev, const pdnn__algo *const *list, pdnn__plan *plans, int n,
                            const pdnn__op_call *call, int *searched, double *seconds)
 {
     char kernel[32], shape[320], value[64];
