@@ -123,7 +123,7 @@ int cli_algo_print(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_ten
         }
         printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", a->name, a->available ? "yes" : "no",
                !a->available ? "-" : a->applies ? "yes" : "no", autos, ws,
-               !a->available ? "-" : a->tunable ? "yes" : "no", a->config[0] ? a->config : "-", a->why);
+               !a->available ? "-" : a->tunable ? "yes" : "no", a->config[0] ? a->config : "-", a->why[0] ? a->why : "-");
     }
     /* The order src/dispatch.c follows when the tuning cache has no
      * measured choice: candidates by rank, then those passed over, the
