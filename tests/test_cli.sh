@@ -71,10 +71,33 @@ ok "workspace fallback" env POLYDNN_MEMORY_LIMIT_MB=2 POLYDNN_DEBUG=1 "$tool" co
 has "fallback logged" "tiled needs .* of workspace, which does not fit"
 has "fallback ran direct" "algorithm direct"
 bad "im2col on host" 1 "not available" "$tool" conv --algo im2col_gemm --device /cpu:0
-bad "bad algo" 2 "auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor" "$tool" conv --algo fft
+bad "bad algo" 2 "--algo must be one of auto, direct, .*, got 'fft'" "$tool" conv --algo fft
 bad "winograd on 5x5" 1 "winograd .* 3x3 filters only" "$tool" conv --algo winograd -y 5 -x 5
 ok "winograd" "$tool" conv -n 3 -c 5 -H 9 -W 13 -k 20 -p 1 -q 1 --layout NHWC --filter-layout HWIO --bias --relu --algo winograd --verify
 ok "tiled" "$tool" conv -n 3 -c 5 -H 9 -W 13 -k 20 -p 1 -q 1 --layout NHWC --filter-layout HWIO --bias --relu --algo tiled --verify
+# --algo help: the registry's algorithms for the shape on the device, each
+# with whether it applies and why not; the error for a bad name lists the
+# same names.
+ok "conv --algo help" "$tool" conv -c 8 -H 6 -W 6 -k 16 -y 1 -x 1 --algo help
+has "algo help table" "^| algorithm | in opencl | applies | AUTO | workspace | tunable | configuration | why not"
+has "algo help: direct applies" "^| direct | yes | yes | candidate, rank [0-9]* | 0 B | no | - | - |$"
+has "algo help: depthwise says why not" "^| depthwise | yes | no | - | - | no | - | depthwise runs only depthwise"
+has "algo help: AUTO's order" "^AUTO runs the tuning cache's measured choice .*, else the first whose workspace fits of: .*direct"
+names=$(sed -n 's/^| \([a-z_0-9]*\) | [a-z]* | .*/\1/p' "$tmp/out" | grep -v '^algorithm$')
+"$tool" conv --algo fft >"$tmp/out" 2>&1
+for n in $names; do has "bad algo lists $n" "must be one of auto.* $n[, ]"; done
+ok "conv --algo help on the host" "$tool" conv -c 8 -k 4 --algo help --device /cpu:0
+has "host: direct applies" "^| direct | yes | yes | candidate, rank"
+has "host: no im2col_gemm" "^| im2col_gemm | no | - |"
+ok "bench --algo help" "$tool" bench conv -c 8 -H 6 -W 6 -k 16 --layout NHWC --algo help
+has "bench --algo help heading" "^## c8 6x6 k16 3x3, NHWC, batch 1$"
+ok "tune --algo help" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 --layout nchw --algo help
+has "tune --algo help heading" "^## c8 6x6 k16 3x3, NCHW, batch 1$"
+# --verify on the host would compare the reference with itself: it says so.
+ok "conv --verify on the host" "$tool" conv -c 4 -k 4 --iters 1 --verify --device /cpu:0
+has "conv: nothing to compare on the host" "^verify: /device:CPU:0 is the host reference; nothing to compare"
+ok "pool --verify on the host" "$tool" pool -c 4 --iters 1 --verify --device /cpu:0
+has "pool: nothing to compare on the host" "^verify: /device:CPU:0 is the host reference; nothing to compare"
 ok "conv prints GFLOP/s" "$tool" conv --iters 2
 has "GFLOP/s line" "GFLOP/s"
 ok "pool prints GB/s" "$tool" pool --iters 2
@@ -227,7 +250,7 @@ bad "bench unknown device" 1 "device '/gpu:9' does not exist" "$tool" bench resn
 bad "bench without a set" 2 "name a layer set" "$tool" bench
 bad "bench shape flag on a set" 2 "apply to polydnn bench conv only" "$tool" bench vgg16 -c 8
 bad "bench bad layout" 2 "--layout must be NCHW or NHWC, got 'NCWH'" "$tool" bench conv --layout NCWH
-bad "bench bad algo" 2 "--algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor, got 'fft'" "$tool" bench conv --algo fft
+bad "bench bad algo" 2 "bench conv: --algo must be one of auto, direct, .*, got 'fft'" "$tool" bench conv --algo fft
 bad "bench bad groups" 2 "groups 3 must divide the input channels 8" "$tool" bench conv -c 8 -k 6 -g 3
 ok "help bench" "$tool" bench --help
 has "help lists bench flags" "--no-peak"

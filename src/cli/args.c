@@ -1,5 +1,6 @@
 /* Flag parsing shared by every command: short (-n 4, -n4) and long
- * (--batch 4, --batch=4) forms, strict integers. */
+ * (--batch 4, --batch=4) forms, strict integers; and the few helpers
+ * that open devices and print headings for every command. */
 #include "cli.h"
 
 #include <errno.h>
@@ -19,6 +20,10 @@ static void print_help(const char *cmd, const cli_opt *opts, int nopts, const ch
     printf("usage: polydnn %s [flags]\n%s\n\nflags:\n", cmd, summary);
     for (int i = 0; i < nopts; i++) {
         char left[64];
+        if (opts[i].kind == OPT_HEADING) {
+            printf("\n%s\n", opts[i].help);
+            continue;
+        }
         if (opts[i].short_name)
             snprintf(left, sizeof left, "-%c, --%s%s", opts[i].short_name, opts[i].long_name, value_hint(&opts[i]));
         else
@@ -92,13 +97,13 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
             const char *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             for (int k = 0; k < nopts && !o; k++)
-                if (strlen(opts[k].long_name) == len && strncmp(opts[k].long_name, name, len) == 0)
+                if (opts[k].kind != OPT_HEADING && strlen(opts[k].long_name) == len && strncmp(opts[k].long_name, name, len) == 0)
                     o = &opts[k];
             if (o && eq)
                 inline_val = eq + 1;
         } else if (a[0] == '-' && a[1] && a[1] != '-') {
             for (int k = 0; k < nopts && !o; k++)
-                if (opts[k].short_name == a[1])
+                if (opts[k].kind != OPT_HEADING && opts[k].short_name == a[1])
                     o = &opts[k];
             if (o && a[2])
                 inline_val = a + 2;
@@ -128,25 +133,6 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
             return rc;
     }
     return 0;
-}
-
-double cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void cli_fill(float *v, int64_t n, uint64_t *state)
-{
-    uint64_t s = *state ? *state : 0x9e3779b97f4a7c15ull;
-    for (int64_t i = 0; i < n; i++) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        v[i] = (float)((double)(s >> 11) / 4503599627370496.0 - 1.0); /* [-1, 1) */
-    }
-    *state = s;
 }
 
 int cli_fail(const char *what)
@@ -185,87 +171,36 @@ void cli_print_memory_stats(pdnn_device *dev)
            (unsigned long long)s.limit);
 }
 
-void cli_errors(const float *got, const float *want, int64_t n, double *max_abs, double *max_rel)
+int cli_host_reference(pdnn_context *ctx, pdnn_device *dev, pdnn_device **host)
 {
-    double ma = 0.0, mr = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double e = (double)got[i] - (double)want[i];
-        if (e < 0)
-            e = -e;
-        if (e != e) /* NaN */
-            e = 1e300;
-        double w = want[i] < 0 ? -(double)want[i] : (double)want[i];
-        double r = e / (w > 1e-6 ? w : 1e-6);
-        if (e > ma)
-            ma = e;
-        if (r > mr)
-            mr = r;
+    *host = NULL;
+    pdnn_device *h = NULL;
+    if (pdnn_device_find(ctx, "/cpu:0", &h) != PDNN_SUCCESS)
+        return cli_fail("finding the host reference");
+    if (h == dev) {
+        pdnn_device_info info;
+        pdnn_device_get_info(h, &info);
+        printf("verify: %s is the host reference; nothing to compare (verify another device, e.g. --device "
+               "/gpu:0)\n",
+               info.name);
+        return 0;
     }
-    *max_abs = ma;
-    *max_rel = mr;
-}
-
-pdnn_status cli_conv_op(void *arg)
-{
-    const cli_conv_call *c = arg;
-    return pdnn_conv2d_forward(c->p, c->x, c->w, c->b, c->y);
-}
-
-pdnn_status cli_pool_op(void *arg)
-{
-    const cli_pool_call *c = arg;
-    return pdnn_pool2d_forward(c->p, c->x, c->y);
-}
-
-int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(void *), void *arg, double *ms)
-{
-    if (op(arg) || pdnn_device_synchronize(dev))
-        return cli_fail(what);
-    double t0 = cli_now();
-    for (int i = 0; i < iters; i++)
-        if (op(arg))
-            return cli_fail(what);
-    if (pdnn_device_synchronize(dev))
-        return cli_fail(what);
-    if (ms)
-        *ms = (cli_now() - t0) * 1e3 / (iters > 0 ? iters : 1);
+    *host = h;
     return 0;
 }
 
-pdnn_status cli_time_best(pdnn_device *dev, pdnn_status (*op)(void *), void *arg, int iters, double *ms)
+void cli_utc_date(char *buf, size_t len)
 {
-    pdnn_status st = op(arg);
-    if (st != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
-        return st;
-    double best = 1e30;
-    for (int i = 0; i < iters; i++) {
-        double t0 = cli_now();
-        if ((st = op(arg)) != PDNN_SUCCESS || (st = pdnn_device_synchronize(dev)) != PDNN_SUCCESS)
-            return st;
-        double t = (cli_now() - t0) * 1e3;
-        if (t < best)
-            best = t;
-    }
-    *ms = best;
-    return PDNN_SUCCESS;
+    time_t t = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm) == 0)
+        snprintf(buf, len, "unknown date");
 }
 
-int cli_read(const pdnn_tensor *t, float **out)
+void cli_print_command(int argc, char **argv)
 {
-    pdnn_tensor_desc d;
-    *out = NULL;
-    if (pdnn_tensor_get_desc(t, &d))
-        return cli_fail("reading the output");
-    size_t bytes = (size_t)pdnn_tensor_desc_bytes(&d);
-    *out = malloc(bytes);
-    if (!*out) {
-        fprintf(stderr, "polydnn: out of host memory\n");
-        return EXIT_RUNTIME;
-    }
-    if (pdnn_tensor_read(t, *out, bytes)) {
-        free(*out);
-        *out = NULL;
-        return cli_fail("reading the output");
-    }
-    return 0;
+    printf("`polydnn");
+    for (int i = 0; i < argc; i++)
+        printf(argv[i][strcspn(argv[i], " \t'\"`$*?|&;<>()")] ? " '%s'" : " %s", argv[i]);
+    printf("`");
 }

@@ -1,9 +1,12 @@
-/* The polydnn tool: shared declarations. */
+/* The polydnn tool: flag parsing, the commands, and the small helpers
+ * every command shares (running ops from host data: run.h; conv
+ * algorithms: algo.h; convolution shapes from flags: conv_shape.h). */
 #ifndef POLYDNN_CLI_H
 #define POLYDNN_CLI_H
 
 #include "polydnn.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Exit codes: 0 success, 1 a runtime failure (library error, failed
@@ -11,8 +14,10 @@
 enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 /* OPT_INTS: a flag that may be repeated and takes comma-separated lists
- * ("--batch 1,8 --batch 16"), every value kept in a cli_ints. */
-typedef enum opt_kind { OPT_INT, OPT_FLAG, OPT_STR, OPT_INTS } opt_kind;
+ * ("--batch 1,8 --batch 16"), every value kept in a cli_ints.
+ * OPT_HEADING: no flag; its help text is printed as a heading above the
+ * flags that follow it in --help. */
+typedef enum opt_kind { OPT_INT, OPT_FLAG, OPT_STR, OPT_INTS, OPT_HEADING } opt_kind;
 
 enum { CLI_INTS_MAX = 16 };
 typedef struct cli_ints {
@@ -22,7 +27,7 @@ typedef struct cli_ints {
 
 typedef struct cli_opt {
     char short_name;       /* 0: long name only */
-    const char *long_name;
+    const char *long_name; /* NULL for OPT_HEADING */
     opt_kind kind;
     void *dst;             /* int* (INT, FLAG), const char** (STR) or cli_ints* (INTS) */
     int min;               /* INT, INTS: smallest accepted value */
@@ -41,36 +46,26 @@ int cmd_example(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 
-/* Helpers shared by conv and pool. */
-double cli_now(void);
-void cli_fill(float *v, int64_t n, uint64_t *state);
+/* Prints "polydnn: what: " and pdnn_last_error(); returns EXIT_RUNTIME. */
+int cli_fail(const char *what);
+
+/* A new context with default options and the device named name (NULL:
+ * the default device) in it. 0, or EXIT_RUNTIME after printing why (no
+ * context is left open then). */
 int cli_open_device(const char *name, pdnn_context **ctx, pdnn_device **dev);
+
 void cli_print_memory_stats(pdnn_device *dev);
-/* Max abs and rel error of got against want. */
-void cli_errors(const float *got, const float *want, int64_t n, double *max_abs, double *max_rel);
-int cli_fail(const char *what); /* prints pdnn_last_error(), returns EXIT_RUNTIME */
-/* Runs op once to warm up (building programs, touching memory), then
- * iters times, waits for dev, and sets *ms (may be NULL) to the time per
- * call. Returns 0 or EXIT_RUNTIME after printing what failed. */
-/* One conv2d or pool2d call as an op for the timers (b may be NULL). */
-typedef struct cli_conv_call {
-    const pdnn_conv2d_params *p;
-    const pdnn_tensor *x, *w, *b;
-    pdnn_tensor *y;
-} cli_conv_call;
-pdnn_status cli_conv_op(void *arg); /* arg: a cli_conv_call */
-typedef struct cli_pool_call {
-    const pdnn_pool2d_params *p;
-    const pdnn_tensor *x;
-    pdnn_tensor *y;
-} cli_pool_call;
-pdnn_status cli_pool_op(void *arg); /* arg: a cli_pool_call */
-int cli_time(pdnn_device *dev, const char *what, int iters, pdnn_status (*op)(void *), void *arg, double *ms);
-/* One warm-up call, then the best of iters calls, in ms. The library's
- * status is returned as it is (nothing printed), so that the caller can
- * tell "not available here" from a failure. */
-pdnn_status cli_time_best(pdnn_device *dev, pdnn_status (*op)(void *), void *arg, int iters, double *ms);
-/* Reads a whole tensor into a new malloc'd array (*out). */
-int cli_read(const pdnn_tensor *t, float **out);
+
+/* The host reference (/cpu:0) in ctx for --verify, into *host; NULL in
+ * *host when dev is the host itself, after saying that there is nothing
+ * to compare (the reference checked against itself proves nothing). 0,
+ * or EXIT_RUNTIME after printing why the host was not found. */
+int cli_host_reference(pdnn_context *ctx, pdnn_device *dev, pdnn_device **host);
+
+/* For the headings of bench's and tune's tables: the current time as
+ * "2025-01-31 12:00 UTC", and the command line as typed, in backquotes
+ * (arguments with spaces or shell characters quoted). */
+void cli_utc_date(char *buf, size_t len);
+void cli_print_command(int argc, char **argv);
 
 #endif

@@ -6,9 +6,11 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h" /* PDNN_HAVE_DNNL */
 #endif
+#include "algo.h"
 #include "cli.h"
 #include "conv_shape.h"
 #include "layers.h"
+#include "run.h"
 #ifdef PDNN_HAVE_DNNL
 #include "peer_dnnl.h"
 #endif
@@ -17,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct bench_opts {
     int batch, iters, peak, no_peak, layers;
@@ -60,34 +61,21 @@ typedef struct bench_run {
     geo ours, pct, gemm_g, gemm_ratio, dnnl_g, dnnl_ratio, cudnn, cudnn_ratio, pool, pool_pct;
 } bench_run;
 
-/* Times conv on dev with the host data x, w: *ms, and the output in *y
- * when y is not NULL (malloc'd). Returns the library's status. */
+/* Times conv on dev with the host data x, w (best of iters after one
+ * warm-up): *ms, and the output in *y when y is not NULL (malloc'd).
+ * Returns the library's status, so that the caller can tell "not
+ * available here" from a failure. */
 static pdnn_status conv_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
                            const pdnn_tensor_desc *wd, const pdnn_tensor_desc *yd, const float *x, const float *w,
                            int iters, double *ms, float **y)
 {
-    pdnn_tensor *tx = NULL, *tw = NULL, *ty = NULL;
-    pdnn_status st;
-    if ((st = pdnn_tensor_create(dev, xd, &tx)) == PDNN_SUCCESS &&
-        (st = pdnn_tensor_create(dev, wd, &tw)) == PDNN_SUCCESS &&
-        (st = pdnn_tensor_create(dev, yd, &ty)) == PDNN_SUCCESS &&
-        (st = pdnn_tensor_write(tx, x, (size_t)pdnn_tensor_desc_bytes(xd))) == PDNN_SUCCESS &&
-        (st = pdnn_tensor_write(tw, w, (size_t)pdnn_tensor_desc_bytes(wd))) == PDNN_SUCCESS) {
-        cli_conv_call call = {p, tx, tw, NULL, ty};
-        st = cli_time_best(dev, cli_conv_op, &call, iters, ms);
-    }
-    if (st == PDNN_SUCCESS && y) {
-        size_t bytes = (size_t)pdnn_tensor_desc_bytes(yd);
-        if (!(*y = malloc(bytes)))
-            st = PDNN_ERR_OUT_OF_MEMORY;
-        else if ((st = pdnn_tensor_read(ty, *y, bytes)) != PDNN_SUCCESS) {
-            free(*y);
-            *y = NULL;
-        }
-    }
-    pdnn_tensor_release(tx);
-    pdnn_tensor_release(tw);
-    pdnn_tensor_release(ty);
+    cli_op op;
+    pdnn_status st = cli_op_conv(&op, dev, p, xd, wd, NULL, yd, x, w, NULL);
+    if (st == PDNN_SUCCESS)
+        st = cli_op_time(&op, 1, iters, CLI_BEST, ms);
+    if (st == PDNN_SUCCESS && y)
+        st = cli_op_read(&op, y);
+    cli_op_release(&op);
     return st;
 }
 
@@ -128,9 +116,8 @@ static int peer_missing(pdnn_status st)
 static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, const conv_shape *cs, uint64_t seed)
 {
     const char *lname = pdnn_layout_name(layout);
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {cs->n, cs->c, cs->h, cs->w}};
-    pdnn_tensor_desc wd = {PDNN_FLOAT32, layout == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW,
-                           {cs->k, cs->c / cs->p.groups, cs->r, cs->s}};
+    pdnn_tensor_desc xd, wd;
+    conv_shape_descs(cs, layout, &xd, &wd);
     pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}};
     pdnn_conv2d_params p = cs->p;
     p.algorithm = r->algo;
@@ -142,7 +129,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
     const int64_t yn = pdnn_tensor_desc_elements(&yd);
     const double red = (double)(wd.dims[1] * wd.dims[2] * wd.dims[3]);
     const double gflop = 2.0 * (double)yn * red / 1e9;
-    float *x = malloc((size_t)xn * sizeof *x), *w = malloc((size_t)wn * sizeof *w);
+    float *x = cli_random(xn, &seed), *w = cli_random(wn, &seed);
     float *y = NULL, *y_dnnl = NULL;
     int rc = 0;
     if (!x || !w) {
@@ -150,8 +137,6 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
         rc = EXIT_RUNTIME;
         goto out;
     }
-    cli_fill(x, xn, &seed);
-    cli_fill(w, wn, &seed);
 
     int want_y = 0;
 #ifdef PDNN_HAVE_DNNL
@@ -275,22 +260,18 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
         return EXIT_RUNTIME;
     }
     const size_t xb = (size_t)pdnn_tensor_desc_bytes(&xd), yb = (size_t)pdnn_tensor_desc_bytes(&yd);
-    float *x = malloc(xb);
-    pdnn_tensor *tx = NULL, *ty = NULL;
+    float *x = cli_random(pdnn_tensor_desc_elements(&xd), &seed);
     int rc = 0;
     double ms = 0.0;
     if (!x) {
         fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, L->name);
         return EXIT_RUNTIME;
     }
-    cli_fill(x, pdnn_tensor_desc_elements(&xd), &seed);
-    pdnn_status st;
-    if ((st = pdnn_tensor_create(r->dev, &xd, &tx)) == PDNN_SUCCESS &&
-        (st = pdnn_tensor_create(r->dev, &yd, &ty)) == PDNN_SUCCESS &&
-        (st = pdnn_tensor_write(tx, x, xb)) == PDNN_SUCCESS) {
-        cli_pool_call call = {&p, tx, ty};
-        st = cli_time_best(r->dev, cli_pool_op, &call, r->iters, &ms);
-    }
+    cli_op op;
+    pdnn_status st = cli_op_pool(&op, r->dev, &p, &xd, &yd, x);
+    if (st == PDNN_SUCCESS)
+        st = cli_op_time(&op, 1, r->iters, CLI_BEST, &ms);
+    cli_op_release(&op);
     if (st != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s %s: %s\n", r->cmd, L->name, pdnn_layout_name(layout), pdnn_last_error());
         rc = EXIT_RUNTIME;
@@ -306,24 +287,8 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
                (double)(xb + yb) / 1e6, ms, gbs, pct);
         fflush(stdout);
     }
-    pdnn_tensor_release(tx);
-    pdnn_tensor_release(ty);
     free(x);
     return rc;
-}
-
-/* The command line as typed, for the table's heading (arguments with
- * spaces or shell characters quoted). */
-static void print_command(int argc, char **argv)
-{
-    printf("`polydnn");
-    for (int i = 0; i < argc; i++) {
-        if (argv[i][strcspn(argv[i], " \t'\"`$*?|&;<>()")])
-            printf(" '%s'", argv[i]);
-        else
-            printf(" %s", argv[i]);
-    }
-    printf("`");
 }
 
 /* Measures the peak rates into r; prints why when they stay unknown. */
@@ -348,6 +313,37 @@ static int find_cuda(pdnn_context *ctx, pdnn_device **out)
         }
     }
     return 0;
+}
+
+/* The set's first convolutions (or the one shape) as bench would run
+ * them, with the chosen batch. */
+static void bench_shape(const layer_set *set, const conv_shape *one, int i, int batch, conv_shape *cs, char *name,
+                        size_t len)
+{
+    if (set) {
+        conv_from_layer(&set->convs[i], batch, cs);
+        snprintf(name, len, "%s", set->convs[i].name);
+    } else {
+        *cs = *one;
+        conv_shape_name(name, len, cs);
+    }
+}
+
+/* --algo help: what each algorithm does with every convolution the run
+ * would time, in every layout it would time. */
+static int algo_help(bench_run *r, const layer_set *set, const conv_shape *one, const pdnn_layout *layouts,
+                     int nlayouts, const bench_opts *o)
+{
+    const int nconv = set ? (o->layers > 0 && o->layers < set->n_convs ? o->layers : set->n_convs) : 1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < nconv; i++) {
+        conv_shape cs;
+        char name[128];
+        bench_shape(set, one, i, o->batch, &cs, name, sizeof name);
+        for (int l = 0; rc == 0 && l < nlayouts; l++)
+            rc = conv_shape_algo_help(r->dev, name, &cs, layouts[l]);
+    }
+    return rc;
 }
 
 static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, const pdnn_layout *layouts,
@@ -376,13 +372,7 @@ static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, 
     for (int i = 0; rc == 0 && i < nconv; i++) {
         conv_shape cs;
         char name[128];
-        if (set) {
-            conv_from_layer(&set->convs[i], o->batch, &cs);
-            snprintf(name, sizeof name, "%s", set->convs[i].name);
-        } else {
-            cs = *one;
-            conv_shape_name(name, sizeof name, &cs);
-        }
+        bench_shape(set, one, i, o->batch, &cs, name, sizeof name);
         for (int l = 0; rc == 0 && l < nlayouts; l++)
             rc = bench_conv_row(r, name, layouts[l], &cs, 1000u + (uint64_t)i);
     }
@@ -434,16 +424,19 @@ int cmd_bench(int argc, char **argv)
         return EXIT_USAGE;
     }
     bench_opts o = {1, 3, 0, 0, 0, NULL, NULL, "auto", SHAPE_FLAGS_UNSET};
-    enum { N_OWN = 8 };
+    char algo_text[640];
+    enum { N_OWN = 9 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {'n', "batch", OPT_INT, &o.batch, 1, "batch size N (default 1)"},
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC: only this layout (default both)"},
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
-        {'a', "algo", OPT_STR, &o.algo, 0, "polydnn's algorithm: auto|direct|tiled|winograd|depthwise|gemm_1x1|implicit_gemm|im2col_gemm|vendor (default auto)"},
+        {'a', "algo", OPT_STR, &o.algo, 0,
+         cli_algo_flag_help(algo_text, sizeof algo_text, "polydnn's algorithm (default auto)")},
         {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up; the best counts (default 3)"},
         {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions and N pools of the set"},
         {0, "peak", OPT_FLAG, &o.peak, 0, "measure and print the device's peak FMA rate and copy bandwidth"},
         {0, "no-peak", OPT_FLAG, &o.no_peak, 0, "skip the peak measurement (no % of peak columns)"},
+        {0, NULL, OPT_HEADING, NULL, 0, "shape flags (polydnn bench conv only):"},
     };
     shape_opts(&o.shape, opts + N_OWN);
     int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
@@ -486,10 +479,11 @@ int cmd_bench(int argc, char **argv)
         layouts[0] = (pdnn_layout)l;
         nlayouts = 1;
     }
-    int algo = pdnn_conv_algo_parse(o.algo);
-    if (algo < 0) {
-        fprintf(stderr, "polydnn %s: --algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor, got '%s'\n", cmd,
-                o.algo);
+    const int algo = cli_algo_parse(cmd, o.algo);
+    if (algo == -1)
+        return EXIT_USAGE;
+    if (algo == CLI_ALGO_HELP && !what) {
+        fprintf(stderr, "polydnn bench: --algo help needs the convolutions: a layer set or conv\n");
         return EXIT_USAGE;
     }
     conv_shape one = {0};
@@ -509,7 +503,7 @@ int cmd_bench(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.cmd = cmd;
     r.iters = o.iters;
-    r.algo = (pdnn_conv_algo)algo;
+    r.algo = algo == CLI_ALGO_HELP ? PDNN_CONV_ALGO_AUTO : (pdnn_conv_algo)algo;
     if ((o.device ? pdnn_device_find(ctx, o.device, &r.dev) : pdnn_device_default(ctx, &r.dev)) != PDNN_SUCCESS) {
         rc = cli_fail("choosing a device");
         goto out;
@@ -530,6 +524,10 @@ int cmd_bench(int argc, char **argv)
         goto out;
     }
 
+    if (algo == CLI_ALGO_HELP) {
+        rc = algo_help(&r, set, &one, layouts, nlayouts, &o);
+        goto out;
+    }
     find_cuda(ctx, &r.cuda);
     char dnnl_note[320] = "oneDNN: not configured (./configure --with-dnnl)";
 #ifdef PDNN_HAVE_DNNL
@@ -544,14 +542,11 @@ int cmd_bench(int argc, char **argv)
         }
     }
 #endif
-    char date[64] = "unknown date";
-    time_t t = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&t, &tm))
-        strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    char date[64];
+    cli_utc_date(date, sizeof date);
     printf("## polydnn %s, batch %d: %s (%s, %s, %s, driver %s), %s, ", cmd, o.batch, info.name, info.backend,
            info.vendor, info.device_name, info.driver_version, date);
-    print_command(argc, argv);
+    cli_print_command(argc, argv);
     printf("\n\n");
     if (o.no_peak) {
         printf("Peak: not measured (--no-peak).\n");
@@ -562,7 +557,12 @@ int cmd_bench(int argc, char **argv)
             printf("Measured peak (polydnn bench --peak): %.1f GFLOP/s fp32 FMA, %.2f GB/s copy.\n", r.peak_gflops,
                    r.peak_gbytes);
     }
-    printf("Peers, measured in the same run: %s (algorithm im2col_gemm) on %s; %s; %s.\n", r.gemm, info.name, dnnl_note, r.cuda ? "cuDNN (algorithm vendor) on the CUDA device" : "cuDNN: no CUDA device");
+    printf("Peers, measured in the same run: %s (algorithm %s) on %s; %s; ", r.gemm,
+           pdnn_conv_algo_name(PDNN_CONV_ALGO_IM2COL_GEMM), info.name, dnnl_note);
+    if (r.cuda)
+        printf("cuDNN (algorithm %s) on the CUDA device.\n", pdnn_conv_algo_name(PDNN_CONV_ALGO_VENDOR));
+    else
+        printf("cuDNN: no CUDA device.\n");
     printf("polydnn's algorithm: %s. Times: best of %d call(s) after one warm-up. Ratios: polydnn's GFLOP/s over "
            "the peer's (above 1: polydnn is faster); -: the peer cannot run it.\n",
            pdnn_conv_algo_name(r.algo), o.iters);

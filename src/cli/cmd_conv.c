@@ -1,7 +1,10 @@
 /* polydnn conv: one 2-D convolution, timed, optionally verified against
  * the host reference, with NumPy files in and out. */
+#include "algo.h"
 #include "cli.h"
+#include "conv_shape.h"
 #include "npy.h"
+#include "run.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -11,10 +14,10 @@
 #include <strings.h>
 
 typedef struct conv_job {
-    int n, c, h, w, k, y, x, p, q, u, v, l, j, g;
-    int pt, pb, pl, pr, bias, relu, iters, verify, seed, mem_stats;
-    const char *layout, *filter_layout, *padding, *device, *algo;
+    int n, pt, pb, pl, pr, bias, relu, iters, verify, seed, mem_stats;
+    const char *layout, *filter_layout, *device, *algo;
     const char *input, *filter, *bias_file, *output;
+    shape_flags shape; /* -c -H -W -k -y -x -p -q --padding -u -v -l -j -g */
 } conv_job;
 
 /* Loads a 4-D (or 1-D for bias) float32 .npy file. */
@@ -64,66 +67,109 @@ static int fits_int(int64_t v, const char *what, const char *path)
     return 1;
 }
 
-/* Runs the op on dev with host data, returning the output (malloc'd). */
+
+/* Loads a 4-D .npy file and its logical dims in layout l, each of which
+ * must fit the int flags they replace. */
+static int load_4d(const char *path, pdnn_layout l, npy_array *a, int64_t dims[4])
+{
+    int rc = load(path, 4, a);
+    if (rc)
+        return rc;
+    logical_dims(l, a->shape, dims);
+    for (int i = 0; i < 4; i++)
+        if (!fits_int(dims[i], "a dimension", path))
+            return EXIT_RUNTIME;
+    return 0;
+}
+
+/* x, w and b: from the files, else random from the seed (printed). NULL
+ * in *b when there is no bias. 0, or EXIT_RUNTIME (out of memory). */
+static int inputs(const conv_job *o, const npy_array *xa, const npy_array *wa, const npy_array *ba,
+                  int64_t xn, int64_t wn, int64_t bn, float **x, float **w, float **b)
+{
+    uint64_t seed = o->seed >= 0 ? (uint64_t)o->seed : (uint64_t)(cli_now() * 1e6) % 1000000007u;
+    if (!xa->data || !wa->data || (o->bias && !ba->data))
+        printf("random inputs in [-1, 1), seed %" PRIu64 "\n", seed);
+    uint64_t state = seed * 2654435761u + 1;
+    *x = xa->data ? xa->data : cli_random(xn, &state);
+    *w = wa->data ? wa->data : cli_random(wn, &state);
+    *b = !o->bias ? NULL : ba->data ? ba->data : cli_random(bn, &state);
+    if (!*x || !*w || (o->bias && !*b)) {
+        fprintf(stderr, "polydnn: out of host memory\n");
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* Creates, writes, runs (one warm-up, then iters timed calls unless iters
+ * is 0) and reads back the convolution on dev: *out (malloc'd). */
 static int run_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
                   const pdnn_tensor_desc *wd, const pdnn_tensor_desc *bd, const pdnn_tensor_desc *yd,
                   const float *x, const float *w, const float *b, int iters, float **out, double *ms)
 {
-    pdnn_tensor *tx = NULL, *tw = NULL, *tb = NULL, *ty = NULL;
-    cli_conv_call call;
+    cli_op op;
     int rc = 0;
-    if (pdnn_tensor_create(dev, xd, &tx) || pdnn_tensor_create(dev, wd, &tw) ||
-        (b && pdnn_tensor_create(dev, bd, &tb)) || pdnn_tensor_create(dev, yd, &ty)) {
-        rc = cli_fail("allocating tensors");
-        goto done;
-    }
-    if (pdnn_tensor_write(tx, x, (size_t)pdnn_tensor_desc_bytes(xd)) ||
-        pdnn_tensor_write(tw, w, (size_t)pdnn_tensor_desc_bytes(wd)) ||
-        (tb && pdnn_tensor_write(tb, b, (size_t)pdnn_tensor_desc_bytes(bd)))) {
-        rc = cli_fail("writing inputs");
-        goto done;
-    }
-    call = (cli_conv_call){p, tx, tw, tb, ty};
-    if ((rc = cli_time(dev, "conv2d", iters, cli_conv_op, &call, ms)) == 0)
-        rc = cli_read(ty, out);
-done:
-    pdnn_tensor_release(tx);
-    pdnn_tensor_release(tw);
-    pdnn_tensor_release(tb);
-    pdnn_tensor_release(ty);
+    if (cli_op_conv(&op, dev, p, xd, wd, bd, yd, x, w, b) != PDNN_SUCCESS ||
+        cli_op_time(&op, 1, iters, CLI_MEAN, ms) != PDNN_SUCCESS || cli_op_read(&op, out) != PDNN_SUCCESS)
+        rc = cli_fail(op.step);
+    cli_op_release(&op);
     return rc;
+}
+
+/* Checks y against the host's direct loop on the same inputs. */
+static int verify(pdnn_context *ctx, pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
+                  const pdnn_tensor_desc *wd, const pdnn_tensor_desc *bd, const pdnn_tensor_desc *yd,
+                  const float *x, const float *w, const float *b, const float *y)
+{
+    pdnn_device *host = NULL;
+    int rc = cli_host_reference(ctx, dev, &host);
+    if (rc || !host)
+        return rc;
+    pdnn_conv2d_params ref_p = *p;
+    ref_p.algorithm = PDNN_CONV_ALGO_DIRECT; /* the host's reference */
+    float *ref = NULL;
+    if ((rc = run_on(host, &ref_p, xd, wd, bd, yd, x, w, b, 0, &ref, NULL)))
+        return rc;
+    double ma, mr;
+    cli_errors(y, ref, pdnn_tensor_desc_elements(yd), &ma, &mr);
+    /* float32 accumulation error grows with the reduction length and the
+     * size of the terms. */
+    double xmax = 0, wmax = 0;
+    for (int64_t i = 0; i < pdnn_tensor_desc_elements(xd); i++)
+        xmax = fmax(xmax, fabs(x[i]));
+    for (int64_t i = 0; i < pdnn_tensor_desc_elements(wd); i++)
+        wmax = fmax(wmax, fabs(w[i]));
+    const double red = (double)(wd->dims[1] * wd->dims[2] * wd->dims[3]);
+    const double tol = 1e-5 + 2e-6 * red * fmax(xmax * wmax, 1e-30) + 1e-6 * (b ? fabs(b[0]) : 0);
+    const int ok = ma <= tol;
+    pdnn_device_info hinfo;
+    pdnn_device_get_info(host, &hinfo);
+    printf("verify against %s: max abs error %.3g, max rel error %.3g, tolerance %.3g: %s\n", hinfo.name, ma, mr,
+           tol, ok ? "OK" : "FAILED");
+    free(ref);
+    return ok ? 0 : EXIT_RUNTIME;
 }
 
 int cmd_conv(int argc, char **argv)
 {
-    conv_job o = {1, 3, 32, 32, 32, 3, 3, 0, 0, 1, 1, 1, 1, 1, -1, -1, -1, -1, 0, 0, 10, 0, -1, 0,
-                  "NCHW", NULL, NULL, NULL, "auto", NULL, NULL, NULL, NULL};
-    const cli_opt opts[] = {
+    conv_job o = {1, -1, -1, -1, -1, 0, 0, 10, 0, -1, 0, "NCHW", NULL, NULL, "auto",
+                  NULL, NULL, NULL, NULL, SHAPE_FLAGS_UNSET};
+    char algo_help[640];
+    const cli_opt head[] = {
         {'n', "batch", OPT_INT, &o.n, 1, "batch size N (default 1)"},
-        {'c', "in-channels", OPT_INT, &o.c, 1, "input channels C (default 3)"},
-        {'H', "height", OPT_INT, &o.h, 1, "input height (default 32)"},
-        {'W', "width", OPT_INT, &o.w, 1, "input width (default 32)"},
-        {'k', "out-channels", OPT_INT, &o.k, 1, "output channels K (default 32)"},
-        {'y', "filter-height", OPT_INT, &o.y, 1, "filter height R (default 3)"},
-        {'x', "filter-width", OPT_INT, &o.x, 1, "filter width S (default 3)"},
-        {'p', "pad-h", OPT_INT, &o.p, 0, "padding top and bottom (default 0)"},
-        {'q', "pad-w", OPT_INT, &o.q, 0, "padding left and right (default 0)"},
+    };
+    const cli_opt tail[] = {
         {0, "pad-top", OPT_INT, &o.pt, 0, "padding on top only"},
         {0, "pad-bottom", OPT_INT, &o.pb, 0, "padding at the bottom only"},
         {0, "pad-left", OPT_INT, &o.pl, 0, "padding on the left only"},
         {0, "pad-right", OPT_INT, &o.pr, 0, "padding on the right only"},
-        {0, "padding", OPT_STR, &o.padding, 0, "same|valid: TensorFlow's padding (overrides -p/-q)"},
-        {'u', "stride-h", OPT_INT, &o.u, 1, "vertical stride (default 1)"},
-        {'v', "stride-w", OPT_INT, &o.v, 1, "horizontal stride (default 1)"},
-        {'l', "dilation-h", OPT_INT, &o.l, 1, "vertical dilation (default 1)"},
-        {'j', "dilation-w", OPT_INT, &o.j, 1, "horizontal dilation (default 1)"},
-        {'g', "groups", OPT_INT, &o.g, 1, "groups; C for depthwise (default 1)"},
         {0, "bias", OPT_FLAG, &o.bias, 0, "add a (random) bias per output channel"},
         {0, "relu", OPT_FLAG, &o.relu, 0, "fuse a ReLU after the bias"},
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC for input and output (default NCHW)"},
         {0, "filter-layout", OPT_STR, &o.filter_layout, 0, "OIHW|OHWI|HWIO (default OIHW for NCHW, OHWI for NHWC)"},
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
-        {'a', "algo", OPT_STR, &o.algo, 0, "auto|direct|tiled|winograd|depthwise|gemm_1x1|implicit_gemm|im2col_gemm|vendor (default auto: fastest that fits)"},
+        {'a', "algo", OPT_STR, &o.algo, 0,
+         cli_algo_flag_help(algo_help, sizeof algo_help, "the algorithm (default auto: the fastest that fits)")},
         {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up (default 10)"},
         {0, "verify", OPT_FLAG, &o.verify, 0, "compare with the host reference (/cpu:0)"},
         {0, "seed", OPT_INT, &o.seed, 0, "seed for random inputs (default: time-based, printed)"},
@@ -133,8 +179,14 @@ int cmd_conv(int argc, char **argv)
         {0, "output", OPT_STR, &o.output, 0, "y.npy: write the output in --layout order"},
         {0, "memory-stats", OPT_FLAG, &o.mem_stats, 0, "print the device's memory statistics"},
     };
+    enum { N_HEAD = sizeof head / sizeof head[0], N_TAIL = sizeof tail / sizeof tail[0] };
+    cli_opt opts[N_HEAD + N_SHAPE_OPTS + N_TAIL];
+    memcpy(opts, head, sizeof head);
+    shape_opts(&o.shape, opts + N_HEAD);
+    memcpy(opts + N_HEAD + N_SHAPE_OPTS, tail, sizeof tail);
     int rc = cli_parse("conv", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
-                       "Runs y = relu?(conv2d(x, w) + b) on one device and prints time and GFLOP/s.");
+                       "Runs y = relu?(conv2d(x, w) + b) on one device and prints time and GFLOP/s;\n"
+                       "--algo help lists what every algorithm does with the shape on the device.");
     if (rc)
         return rc < 0 ? 0 : rc;
 
@@ -148,172 +200,101 @@ int cmd_conv(int argc, char **argv)
         fprintf(stderr, "polydnn conv: --filter-layout must be OIHW, OHWI or HWIO, got '%s'\n", o.filter_layout);
         return EXIT_USAGE;
     }
-    int algo = pdnn_conv_algo_parse(o.algo);
-    if (algo < 0) {
-        fprintf(stderr, "polydnn conv: --algo must be auto, direct, tiled, winograd, depthwise, gemm_1x1, implicit_gemm, im2col_gemm or vendor, got '%s'\n", o.algo);
+    const int algo = cli_algo_parse("conv", o.algo);
+    if (algo == -1)
         return EXIT_USAGE;
-    }
-    if (o.padding && strcasecmp(o.padding, "same") != 0 && strcasecmp(o.padding, "valid") != 0) {
-        fprintf(stderr, "polydnn conv: --padding must be same or valid, got '%s'\n", o.padding);
-        return EXIT_USAGE;
-    }
 
     npy_array xa = {0}, wa = {0}, ba = {0};
-    float *x = NULL, *w = NULL, *b = NULL, *y = NULL, *ref = NULL;
+    float *x = NULL, *w = NULL, *b = NULL, *y = NULL;
     pdnn_context *ctx = NULL;
-    int64_t xdims[4] = {o.n, o.c, o.h, o.w};
+    int64_t fdims[4] = {0};
+    /* The files define the dims they hold: they stand for those flags. */
     if (o.input) {
-        if ((rc = load(o.input, 4, &xa)))
+        int64_t d[4];
+        if ((rc = load_4d(o.input, (pdnn_layout)xl, &xa, d)))
             goto out;
-        logical_dims((pdnn_layout)xl, xa.shape, xdims);
-        for (int i = 0; i < 4; i++)
-            if (!fits_int(xdims[i], "a dimension", o.input)) {
-                rc = EXIT_RUNTIME;
-                goto out;
-            }
-        o.n = (int)xdims[0];
-        o.c = (int)xdims[1];
-        o.h = (int)xdims[2];
-        o.w = (int)xdims[3];
+        o.n = (int)d[0];
+        o.shape.c = (int)d[1];
+        o.shape.h = (int)d[2];
+        o.shape.w = (int)d[3];
     }
-    int64_t wdims[4] = {o.k, o.g > 0 ? o.c / o.g : o.c, o.y, o.x};
     if (o.filter) {
-        if ((rc = load(o.filter, 4, &wa)))
+        if ((rc = load_4d(o.filter, (pdnn_layout)wl, &wa, fdims)))
             goto out;
-        logical_dims((pdnn_layout)wl, wa.shape, wdims);
-        for (int i = 0; i < 4; i++)
-            if (!fits_int(wdims[i], "a dimension", o.filter)) {
-                rc = EXIT_RUNTIME;
-                goto out;
-            }
-        o.k = (int)wdims[0];
-        o.y = (int)wdims[2];
-        o.x = (int)wdims[3];
-    } else if (o.c % o.g != 0) {
-        fprintf(stderr, "polydnn conv: groups %d must divide the input channels %d\n", o.g, o.c);
-        rc = EXIT_USAGE;
-        goto out;
+        o.shape.k = (int)fdims[0];
+        o.shape.y = (int)fdims[2];
+        o.shape.x = (int)fdims[3];
     }
     if (o.bias_file) {
         if ((rc = load(o.bias_file, 1, &ba)))
             goto out;
         o.bias = 1;
     }
-
-    pdnn_conv2d_params p;
-    pdnn_conv2d_params_init(&p);
-    p.stride_h = o.u;
-    p.stride_w = o.v;
-    p.dilation_h = o.l;
-    p.dilation_w = o.j;
-    p.groups = o.g;
+    conv_shape cs;
+    if ((rc = conv_from_flags("conv", &o.shape, o.n, &cs)))
+        goto out;
+    pdnn_conv2d_params p = cs.p;
+    if (!o.shape.padding) { /* --padding sets all four sides */
+        p.pad_top = o.pt >= 0 ? o.pt : p.pad_top;
+        p.pad_bottom = o.pb >= 0 ? o.pb : p.pad_bottom;
+        p.pad_left = o.pl >= 0 ? o.pl : p.pad_left;
+        p.pad_right = o.pr >= 0 ? o.pr : p.pad_right;
+    }
     p.relu = o.relu;
-    p.algorithm = (pdnn_conv_algo)algo;
-    p.pad_top = o.pt >= 0 ? o.pt : o.p;
-    p.pad_bottom = o.pb >= 0 ? o.pb : o.p;
-    p.pad_left = o.pl >= 0 ? o.pl : o.q;
-    p.pad_right = o.pr >= 0 ? o.pr : o.q;
-    if (o.padding && strcasecmp(o.padding, "valid") == 0)
-        pdnn_conv2d_set_padding_valid(&p);
-    else if (o.padding && pdnn_conv2d_set_padding_same(&p, o.h, o.w, o.y, o.x) != PDNN_SUCCESS) {
-        rc = cli_fail("--padding same");
+    p.algorithm = algo == CLI_ALGO_HELP ? PDNN_CONV_ALGO_AUTO : (pdnn_conv_algo)algo;
+
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, (pdnn_layout)xl, {cs.n, cs.c, cs.h, cs.w}};
+    pdnn_tensor_desc wd = {PDNN_FLOAT32, (pdnn_layout)wl, {cs.k, cs.c / p.groups, cs.r, cs.s}};
+    pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cs.k, 1, 1, 1}};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, (pdnn_layout)xl, {0, 0, 0, 0}};
+    if (o.filter && fdims[1] != wd.dims[1]) {
+        fprintf(stderr, "polydnn: %s holds filters of %lld input channel(s); C / groups = %lld / %d needs %lld\n",
+                o.filter, (long long)fdims[1], (long long)cs.c, p.groups, (long long)wd.dims[1]);
+        rc = EXIT_RUNTIME;
         goto out;
     }
-
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, (pdnn_layout)xl, {xdims[0], xdims[1], xdims[2], xdims[3]}};
-    pdnn_tensor_desc wd = {PDNN_FLOAT32, (pdnn_layout)wl, {wdims[0], wdims[1], wdims[2], wdims[3]}};
-    pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {o.k, 1, 1, 1}};
-    pdnn_tensor_desc yd = {PDNN_FLOAT32, (pdnn_layout)xl, {0, 0, 0, 0}};
     if (pdnn_conv2d_output_dims(&xd, &wd, &p, yd.dims) != PDNN_SUCCESS) {
         rc = cli_fail("conv2d");
         goto out;
     }
-    if (o.bias_file && ba.shape[0] != o.k) {
-        fprintf(stderr, "polydnn: %s holds %lld values; the bias needs K = %d\n", o.bias_file,
-                (long long)ba.shape[0], o.k);
+    if (o.bias_file && ba.shape[0] != cs.k) {
+        fprintf(stderr, "polydnn: %s holds %lld values; the bias needs K = %lld\n", o.bias_file,
+                (long long)ba.shape[0], (long long)cs.k);
         rc = EXIT_RUNTIME;
         goto out;
     }
 
-    int64_t xn = pdnn_tensor_desc_elements(&xd), wn = pdnn_tensor_desc_elements(&wd);
-    uint64_t seed = o.seed >= 0 ? (uint64_t)o.seed : (uint64_t)(cli_now() * 1e6) % 1000000007u;
-    if (!o.input || !o.filter || (o.bias && !o.bias_file))
-        printf("random inputs in [-1, 1), seed %" PRIu64 "\n", seed);
-    uint64_t state = seed * 2654435761u + 1;
-    if (xa.data) {
-        x = xa.data;
-    } else if (!(x = malloc((size_t)xn * sizeof *x))) {
-        goto oom;
-    } else {
-        cli_fill(x, xn, &state);
-    }
-    if (wa.data) {
-        w = wa.data;
-    } else if (!(w = malloc((size_t)wn * sizeof *w))) {
-        goto oom;
-    } else {
-        cli_fill(w, wn, &state);
-    }
-    if (o.bias) {
-        if (ba.data) {
-            b = ba.data;
-        } else if (!(b = malloc((size_t)o.k * sizeof *b))) {
-            goto oom;
-        } else {
-            cli_fill(b, o.k, &state);
-        }
-    }
-
     pdnn_device *dev = NULL;
+    if (algo != CLI_ALGO_HELP &&
+        (rc = inputs(&o, &xa, &wa, &ba, pdnn_tensor_desc_elements(&xd), pdnn_tensor_desc_elements(&wd), cs.k, &x,
+                     &w, &b)))
+        goto out;
     if ((rc = cli_open_device(o.device, &ctx, &dev)))
         goto out;
+    printf("conv n%lld c%lld %lldx%lld k%lld %lldx%lld pad %d,%d,%d,%d stride %d,%d dilation %d,%d groups %d "
+           "%s/%s%s%s -> [%lld,%lld,%lld,%lld]\n",
+           (long long)cs.n, (long long)cs.c, (long long)cs.h, (long long)cs.w, (long long)cs.k, (long long)cs.r,
+           (long long)cs.s, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, p.stride_h, p.stride_w, p.dilation_h,
+           p.dilation_w, p.groups, pdnn_layout_name((pdnn_layout)xl), pdnn_layout_name((pdnn_layout)wl),
+           o.bias ? " bias" : "", o.relu ? " relu" : "", (long long)yd.dims[0], (long long)yd.dims[1],
+           (long long)yd.dims[2], (long long)yd.dims[3]);
+    if (algo == CLI_ALGO_HELP) {
+        rc = cli_algo_print(dev, &p, &xd, &wd, (pdnn_layout)xl);
+        goto out;
+    }
     pdnn_device_info info;
     pdnn_device_get_info(dev, &info);
     double ms = 0.0;
     if ((rc = run_on(dev, &p, &xd, &wd, &bd, &yd, x, w, b, o.iters, &y, &ms)))
         goto out;
-    double flops = 2.0 * (double)yd.dims[0] * (double)yd.dims[1] * (double)yd.dims[2] * (double)yd.dims[3] *
-                   (double)wd.dims[1] * (double)wd.dims[2] * (double)wd.dims[3];
-    printf("conv n%d c%d %dx%d k%d %dx%d pad %d,%d,%d,%d stride %d,%d dilation %d,%d groups %d %s/%s%s%s "
-           "-> [%lld,%lld,%lld,%lld]\n",
-           o.n, o.c, o.h, o.w, o.k, o.y, o.x, p.pad_top, p.pad_bottom, p.pad_left, p.pad_right, o.u, o.v,
-           o.l, o.j, o.g, pdnn_layout_name((pdnn_layout)xl), pdnn_layout_name((pdnn_layout)wl),
-           o.bias ? " bias" : "", o.relu ? " relu" : "", (long long)yd.dims[0], (long long)yd.dims[1],
-           (long long)yd.dims[2], (long long)yd.dims[3]);
+    const double flops = 2.0 * (double)pdnn_tensor_desc_elements(&yd) * (double)(wd.dims[1] * wd.dims[2] * wd.dims[3]);
     printf("device %s (%s, %s), algorithm %s: %.3f ms/call over %d call(s), %.2f GFLOP/s\n", info.name,
            info.backend, info.device_name, pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()), ms, o.iters,
            flops / (ms * 1e-3) / 1e9);
     if (o.mem_stats)
         cli_print_memory_stats(dev);
-
-    if (o.verify) {
-        pdnn_device *host = NULL;
-        if (pdnn_device_find(ctx, "/cpu:0", &host) != PDNN_SUCCESS) {
-            rc = cli_fail("finding the host reference");
-            goto out;
-        }
-        pdnn_conv2d_params ref_p = p; /* the reference is the host's direct loop */
-        ref_p.algorithm = PDNN_CONV_ALGO_DIRECT;
-        if ((rc = run_on(host, &ref_p, &xd, &wd, &bd, &yd, x, w, b, 0, &ref, NULL)))
-            goto out;
-        int64_t yn = pdnn_tensor_desc_elements(&yd);
-        double ma, mr;
-        cli_errors(y, ref, yn, &ma, &mr);
-        /* float32 accumulation error grows with the reduction length and
-         * the size of the terms. */
-        double xmax = 0, wmax = 0;
-        for (int64_t i = 0; i < xn; i++)
-            xmax = fmax(xmax, fabs(x[i]));
-        for (int64_t i = 0; i < wn; i++)
-            wmax = fmax(wmax, fabs(w[i]));
-        double red = (double)(wd.dims[1] * wd.dims[2] * wd.dims[3]);
-        double tol = 1e-5 + 2e-6 * red * fmax(xmax * wmax, 1e-30) + 1e-6 * (b ? fabs(b[0]) : 0);
-        int ok = ma <= tol;
-        printf("verify against /device:CPU:0: max abs error %.3g, max rel error %.3g, tolerance %.3g: %s\n",
-               ma, mr, tol, ok ? "OK" : "FAILED");
-        if (!ok)
-            rc = EXIT_RUNTIME;
-    }
+    if (o.verify) /* a failed check still writes the output, to look at */
+        rc = verify(ctx, dev, &p, &xd, &wd, &bd, &yd, x, w, b, y);
     if (o.output) {
         char err[512];
         int64_t shape[4];
@@ -325,10 +306,6 @@ int cmd_conv(int argc, char **argv)
             printf("wrote %s\n", o.output);
         }
     }
-    goto out;
-oom:
-    fprintf(stderr, "polydnn: out of host memory\n");
-    rc = EXIT_RUNTIME;
 out:
     if (x != xa.data)
         free(x);
@@ -340,7 +317,6 @@ out:
     npy_free(&wa);
     npy_free(&ba);
     free(y);
-    free(ref);
     pdnn_context_destroy(ctx);
     return rc;
 }

@@ -6,6 +6,7 @@
  *   cnn     conv-relu-pool twice, flatten, matmul, softmax on --device
  *           (default: the placer's choice), checked against /cpu:0 */
 #include "cli.h"
+#include "run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -125,7 +126,7 @@ static int fetch_all(pdnn_session *s, pdnn_node x, pdnn_tensor *xt, pdnn_node y,
     pdnn_tensor *t = NULL;
     if (pdnn_session_run(s, xt ? &x : NULL, xt ? &xt : NULL, xt ? 1 : 0, &y, 1, &t))
         return cli_fail("running the session");
-    int rc = cli_read(t, out);
+    int rc = cli_tensor_read(t, out) != PDNN_SUCCESS ? cli_fail("reading the output") : 0;
     pdnn_tensor_release(t);
     return rc;
 }

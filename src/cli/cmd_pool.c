@@ -2,6 +2,7 @@
  * host reference, with NumPy files in and out. */
 #include "cli.h"
 #include "npy.h"
+#include "run.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,26 +10,17 @@
 #include <string.h>
 #include <strings.h>
 
+/* Creates, writes, runs (one warm-up, then iters timed calls unless iters
+ * is 0) and reads back the pooling on dev: *out (malloc'd). */
 static int run_pool(pdnn_device *dev, const pdnn_pool2d_params *p, const pdnn_tensor_desc *xd,
                     const pdnn_tensor_desc *yd, const float *x, int iters, float **out, double *ms)
 {
-    pdnn_tensor *tx = NULL, *ty = NULL;
-    cli_pool_call call;
+    cli_op op;
     int rc = 0;
-    if (pdnn_tensor_create(dev, xd, &tx) || pdnn_tensor_create(dev, yd, &ty)) {
-        rc = cli_fail("allocating tensors");
-        goto done;
-    }
-    if (pdnn_tensor_write(tx, x, (size_t)pdnn_tensor_desc_bytes(xd))) {
-        rc = cli_fail("writing the input");
-        goto done;
-    }
-    call = (cli_pool_call){p, tx, ty};
-    if ((rc = cli_time(dev, "pool2d", iters, cli_pool_op, &call, ms)) == 0)
-        rc = cli_read(ty, out);
-done:
-    pdnn_tensor_release(tx);
-    pdnn_tensor_release(ty);
+    if (cli_op_pool(&op, dev, p, xd, yd, x) != PDNN_SUCCESS || cli_op_time(&op, 1, iters, CLI_MEAN, ms) != PDNN_SUCCESS ||
+        cli_op_read(&op, out) != PDNN_SUCCESS)
+        rc = cli_fail(op.step);
+    cli_op_release(&op);
     return rc;
 }
 
@@ -132,12 +124,11 @@ int cmd_pool(int argc, char **argv)
         uint64_t s = seed >= 0 ? (uint64_t)seed : (uint64_t)(cli_now() * 1e6) % 1000000007u;
         printf("random inputs in [-1, 1), seed %" PRIu64 "\n", s);
         uint64_t state = s * 2654435761u + 1;
-        if (!(x = malloc((size_t)xn * sizeof *x))) {
+        if (!(x = cli_random(xn, &state))) {
             fprintf(stderr, "polydnn: out of host memory\n");
             rc = EXIT_RUNTIME;
             goto out;
         }
-        cli_fill(x, xn, &state);
     }
     pdnn_device *dev = NULL;
     if ((rc = cli_open_device(device, &ctx, &dev)))
@@ -159,20 +150,18 @@ int cmd_pool(int argc, char **argv)
            info.device_name, ms, iters, bytes / (ms * 1e-3) / 1e9);
     if (mem_stats)
         cli_print_memory_stats(dev);
-    if (verify) {
-        pdnn_device *host = NULL;
-        if (pdnn_device_find(ctx, "/cpu:0", &host) != PDNN_SUCCESS) {
-            rc = cli_fail("finding the host reference");
-            goto out;
-        }
-        if ((rc = run_pool(host, &p, &xd, &yd, x, 0, &ref, NULL)))
-            goto out;
+    pdnn_device *host = NULL;
+    if (verify && (rc = cli_host_reference(ctx, dev, &host)) == 0 && host &&
+        (rc = run_pool(host, &p, &xd, &yd, x, 0, &ref, NULL)) == 0) {
         double ma, mr;
         cli_errors(y, ref, pdnn_tensor_desc_elements(&yd), &ma, &mr);
+        /* max is exact; an average's sum rounds once per window element */
         double tol = p.mode == PDNN_POOL_MAX ? 0.0 : 1e-6 * wy * wx * 4;
         int ok = ma <= tol;
-        printf("verify against /device:CPU:0: max abs error %.3g, max rel error %.3g, tolerance %.3g: %s\n",
-               ma, mr, tol, ok ? "OK" : "FAILED");
+        pdnn_device_info hinfo;
+        pdnn_device_get_info(host, &hinfo);
+        printf("verify against %s: max abs error %.3g, max rel error %.3g, tolerance %.3g: %s\n", hinfo.name, ma,
+               mr, tol, ok ? "OK" : "FAILED");
         if (!ok)
             rc = EXIT_RUNTIME;
     }

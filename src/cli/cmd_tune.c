@@ -4,28 +4,32 @@
  *
  * Each row: (1) the default configuration (tuning off) is checked against
  * the host reference at batch 1 -- the tuner checks every candidate
- * against the default, so this anchors the whole chain; (2) the
- * convolution runs once in a context whose tuning mode is SEARCH (FORCE
- * with --force), which makes the backend search and store; (3) default
- * and tuned configurations are timed the same way and the tuned output
- * compared with the default's. Everything goes through the public API. */
+ * against the default, so this anchors the whole chain; (2) in a context
+ * whose tuning mode is SEARCH (FORCE with --force) every algorithm of the
+ * library's registry that applies to the shape and is tunable runs once
+ * by name, which makes the backend search its configurations and store
+ * the best, and then the convolution runs once as asked (AUTO: the
+ * library measures the algorithms and stores its choice); (3) default and
+ * tuned are timed the same way and the tuned output compared with the
+ * default's. Everything goes through the public API. */
+#include "algo.h"
 #include "cli.h"
 #include "conv_shape.h"
 #include "layers.h"
+#include "run.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 /* Default and tuned are timed in alternation, one call of each per round,
  * so that load from other processes hits both alike; each keeps its best.
  * At least MIN_ROUNDS rounds, more (up to MAX_ROUNDS) while a round is
  * shorter than ROUND_BUDGET_S / MIN_ROUNDS, since short calls are the
  * noisiest. */
-enum { MIN_ROUNDS = 3, MAX_ROUNDS = 10, MAX_ROWS = 64 };
+enum { MIN_ROUNDS = 3, MAX_ROUNDS = 10, MAX_ROWS = 64, MAX_ALGOS = 64 };
 #define ROUND_BUDGET_S 0.3
 
 typedef struct tune_opts {
@@ -40,8 +44,14 @@ typedef struct tune_times {
     double reference, defaults, searches, timing;
 } tune_times;
 
+/* What tuning each algorithm by name did over the run. */
+typedef struct algo_tally {
+    int searched, cached, failed;
+} algo_tally;
+
 typedef struct tune_run {
     const char *cmd;
+    int force;
     pdnn_device *dev_off;  /* the device in the tuning-off context */
     pdnn_device *host;     /* the reference, in the same context */
     pdnn_device *dev_tune; /* the device in the searching context */
@@ -51,6 +61,7 @@ typedef struct tune_run {
     double log_speedup_sum;
     int n_speedups;
     tune_times t;
+    algo_tally per_algo[MAX_ALGOS]; /* by algorithm id */
 } tune_run;
 
 /* One distinct convolution of the set: its names and shape at batch 1. */
@@ -59,67 +70,52 @@ typedef struct tune_layer {
     conv_shape cs;
 } tune_layer;
 
-/* A convolution's tensors on one device, filled from the host data. */
-typedef struct dev_conv {
-    pdnn_device *dev;
-    pdnn_tensor *x, *w, *y;
-    cli_conv_call call;
-} dev_conv;
-
-static void dev_conv_close(dev_conv *dc)
+/* The algorithm that ran last and its configuration, e.g. "tiled tq=8
+ * kb=2", into t->config: AUTO's measured choice may differ from the
+ * default's algorithm, so rows name both. */
+static void label_config(pdnn_conv2d_tuning *t)
 {
-    pdnn_tensor_release(dc->x);
-    pdnn_tensor_release(dc->w);
-    pdnn_tensor_release(dc->y);
-    memset(dc, 0, sizeof *dc);
-}
-
-/* Creates the tensors on dev and runs the convolution once (the warm-up:
- * programs are built, and in a searching context the search runs here);
- * *t says what tuning did in that call. */
-static pdnn_status dev_conv_first(dev_conv *dc, pdnn_device *dev, const pdnn_conv2d_params *p,
-                                  const pdnn_tensor_desc *xd, const pdnn_tensor_desc *wd, const pdnn_tensor_desc *yd,
-                                  const float *x, const float *w, pdnn_conv2d_tuning *t)
-{
-    memset(dc, 0, sizeof *dc);
-    dc->dev = dev;
-    pdnn_status st;
-    if ((st = pdnn_tensor_create(dev, xd, &dc->x)) != PDNN_SUCCESS ||
-        (st = pdnn_tensor_create(dev, wd, &dc->w)) != PDNN_SUCCESS ||
-        (st = pdnn_tensor_create(dev, yd, &dc->y)) != PDNN_SUCCESS ||
-        (st = pdnn_tensor_write(dc->x, x, (size_t)pdnn_tensor_desc_bytes(xd))) != PDNN_SUCCESS ||
-        (st = pdnn_tensor_write(dc->w, w, (size_t)pdnn_tensor_desc_bytes(wd))) != PDNN_SUCCESS)
-        return st;
-    dc->call = (cli_conv_call){p, dc->x, dc->w, NULL, dc->y};
-    if ((st = cli_conv_op(&dc->call)) != PDNN_SUCCESS)
-        return st;
-    pdnn_conv2d_last_tuning(t);
-    /* Rows name the algorithm with its configuration: AUTO's measured
-     * choice may differ from the default's algorithm. */
     char label[96];
     const int n = snprintf(label, sizeof label, "%s%s%s", pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()),
                            t->config[0] ? " " : "", t->config);
     const size_t len = n < 0 ? 0 : (size_t)n < sizeof t->config ? (size_t)n : sizeof t->config - 1;
     memcpy(t->config, label, len);
     t->config[len] = '\0';
-    return pdnn_device_synchronize(dev);
 }
 
-/* One call to the end, its time added to *ms's best (ms). */
-static pdnn_status time_once(dev_conv *dc, double *best)
+/* Runs op once to the end (the warm-up: programs are built, and in a
+ * searching context the search runs here); *t says what tuning did. */
+static pdnn_status run_first(cli_op *op, pdnn_conv2d_tuning *t)
 {
-    const double t0 = cli_now();
-    pdnn_status st = cli_conv_op(&dc->call);
-    if (st == PDNN_SUCCESS)
-        st = pdnn_device_synchronize(dc->dev);
-    const double t = (cli_now() - t0) * 1e3;
+    pdnn_status st = cli_op_time(op, 1, 0, CLI_BEST, NULL);
+    if (st == PDNN_SUCCESS) {
+        pdnn_conv2d_last_tuning(t);
+        label_config(t);
+    }
+    return st;
+}
+
+/* Creates the tensors on dev from the host data and runs once (run_first). */
+static pdnn_status open_first(cli_op *op, pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
+                              const pdnn_tensor_desc *wd, const pdnn_tensor_desc *yd, const float *x, const float *w,
+                              pdnn_conv2d_tuning *t)
+{
+    pdnn_status st = cli_op_conv(op, dev, p, xd, wd, NULL, yd, x, w, NULL);
+    return st == PDNN_SUCCESS ? run_first(op, t) : st;
+}
+
+/* One call to the end, kept in *best (ms) when faster. */
+static pdnn_status time_once(cli_op *op, double *best)
+{
+    double t = 0.0;
+    pdnn_status st = cli_op_time(op, 0, 1, CLI_BEST, &t);
     if (st == PDNN_SUCCESS && (*best <= 0.0 || t < *best))
         *best = t;
     return st;
 }
 
 /* Times a and b in alternating rounds (see MIN_ROUNDS): their best, ms. */
-static pdnn_status time_pair(dev_conv *a, dev_conv *b, double *ms_a, double *ms_b, int *rounds)
+static pdnn_status time_pair(cli_op *a, cli_op *b, double *ms_a, double *ms_b, int *rounds)
 {
     *ms_a = *ms_b = 0.0;
     int n = MIN_ROUNDS;
@@ -138,40 +134,20 @@ static pdnn_status time_pair(dev_conv *a, dev_conv *b, double *ms_a, double *ms_
     return st;
 }
 
-static pdnn_status read_output(const dev_conv *dc, size_t bytes, float **out)
-{
-    *out = malloc(bytes);
-    if (!*out)
-        return PDNN_ERR_OUT_OF_MEMORY;
-    pdnn_status st = pdnn_tensor_read(dc->y, *out, bytes);
-    if (st != PDNN_SUCCESS) {
-        free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
 static double max_abs_error(const float *a, const float *b, int64_t n)
 {
-    double worst = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - (double)b[i]);
-        if (!(e <= worst)) /* NaN counts as the worst */
-            worst = e == e ? e : INFINITY;
-    }
-    return worst;
+    double ma, mr;
+    cli_errors(a, b, n, &ma, &mr);
+    return ma;
 }
 
-/* The descriptors of cs in layout, like polydnn bench: an NCHW input gets
- * an OIHW filter, NHWC an OHWI one. */
+/* The descriptors of cs in layout, as polydnn bench runs it. */
 static int describe(const tune_run *r, const char *name, pdnn_layout layout, const conv_shape *cs,
                     pdnn_conv2d_params *p, pdnn_tensor_desc *xd, pdnn_tensor_desc *wd, pdnn_tensor_desc *yd)
 {
     *p = cs->p;
     p->algorithm = r->algo;
-    *xd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {cs->n, cs->c, cs->h, cs->w}};
-    *wd = (pdnn_tensor_desc){PDNN_FLOAT32, layout == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW,
-                             {cs->k, cs->c / cs->p.groups, cs->r, cs->s}};
+    conv_shape_descs(cs, layout, xd, wd);
     *yd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {0, 0, 0, 0}};
     if (pdnn_conv2d_output_dims(xd, wd, p, yd->dims) != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s: %s\n", r->cmd, name, pdnn_last_error());
@@ -197,18 +173,17 @@ static int check_reference(tune_run *r, const char *name, pdnn_layout layout, co
         return rc;
     pdnn_conv2d_params ph = p;
     ph.algorithm = PDNN_CONV_ALGO_AUTO; /* the host's own: its direct reference */
-    const size_t bytes = (size_t)pdnn_tensor_desc_bytes(&yd);
-    dev_conv dd, dh;
+    cli_op dd, dh;
     memset(&dh, 0, sizeof dh);
     pdnn_conv2d_tuning t;
     float *got = NULL, *want = NULL;
-    pdnn_status st = dev_conv_first(&dd, r->dev_off, &p, &xd, &wd, &yd, x, w, &t);
+    pdnn_status st = open_first(&dd, r->dev_off, &p, &xd, &wd, &yd, x, w, &t);
     if (st == PDNN_SUCCESS)
-        st = read_output(&dd, bytes, &got);
-    dev_conv_close(&dd);
-    if (st == PDNN_SUCCESS && (st = dev_conv_first(&dh, r->host, &ph, &xd, &wd, &yd, x, w, &t)) == PDNN_SUCCESS)
-        st = read_output(&dh, bytes, &want);
-    dev_conv_close(&dh);
+        st = cli_op_read(&dd, &got);
+    cli_op_release(&dd);
+    if (st == PDNN_SUCCESS && (st = open_first(&dh, r->host, &ph, &xd, &wd, &yd, x, w, &t)) == PDNN_SUCCESS)
+        st = cli_op_read(&dh, &want);
+    cli_op_release(&dh);
     if (st != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s %s: the reference check failed to run: %s\n", r->cmd, name,
                 pdnn_layout_name(layout), pdnn_last_error());
@@ -227,6 +202,43 @@ static int check_reference(tune_run *r, const char *name, pdnn_layout layout, co
     free(want);
     r->t.reference += cli_now() - t0;
     return rc;
+}
+
+/* Tunes by name, one after the other, every algorithm of the library's
+ * registry that applies to dt's convolution and is tunable: each run
+ * searches its configurations and stores the best (in SEARCH mode only
+ * where the cache has none), so that AUTO's measurement that follows
+ * compares tuned algorithms, and an algorithm the cache has not seen is
+ * tuned even where AUTO's choice is already stored. Adds the searches to
+ * *searched and *seconds; leaves dt's algorithm as it was. */
+static void tune_by_name(tune_run *r, cli_op *dt, const pdnn_tensor_desc *xd, const pdnn_tensor_desc *wd,
+                         pdnn_layout layout, const char *what, int *searched, double *seconds)
+{
+    const pdnn_conv_algo asked = dt->conv.algorithm;
+    const int count = pdnn_conv_algo_count();
+    for (int id = 1; id < count && id < MAX_ALGOS; id++) {
+        pdnn_conv_algo_info info;
+        if (!cli_algo_exists(id) ||
+            pdnn_conv2d_query_algorithm(r->dev_tune, &dt->conv, xd, wd, layout, (pdnn_conv_algo)id, &info) !=
+                PDNN_SUCCESS ||
+            !info.applies || !info.tunable)
+            continue;
+        dt->conv.algorithm = (pdnn_conv_algo)id;
+        pdnn_conv2d_tuning t;
+        if (run_first(dt, &t) != PDNN_SUCCESS) {
+            /* AUTO passes over it too; the row goes on without it. */
+            fprintf(stderr, "polydnn %s: note: %s: %s was not tuned: %s\n", r->cmd, what, info.name,
+                    pdnn_last_error());
+            r->per_algo[id].failed++;
+        } else if (t.searched) {
+            r->per_algo[id].searched++;
+            (*searched)++;
+            *seconds += t.search_seconds;
+        } else if (t.cached) {
+            r->per_algo[id].cached++;
+        }
+    }
+    dt->conv.algorithm = asked;
 }
 
 static void fmt_gflops(char *buf, size_t len, double v)
@@ -249,11 +261,12 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
         return rc;
     const int64_t xn = pdnn_tensor_desc_elements(&xd), wn = pdnn_tensor_desc_elements(&wd);
     const int64_t yn = pdnn_tensor_desc_elements(&yd);
-    const size_t ybytes = (size_t)pdnn_tensor_desc_bytes(&yd);
     const double gflop = 2.0 * (double)yn * (double)(wd.dims[1] * wd.dims[2] * wd.dims[3]) / 1e9;
-    float *x = malloc((size_t)xn * sizeof *x), *w = malloc((size_t)wn * sizeof *w);
+    /* Batch 1's data is the first image of every batch, so the reference
+     * check at batch 1 sees the same numbers. */
+    float *w = cli_random(wn, &seed), *x = cli_random(xn, &seed);
     float *y_def = NULL, *y_tuned = NULL;
-    dev_conv dc, dt; /* the default's and the tuned's tensors */
+    cli_op dc, dt; /* the default's and the tuned's tensors */
     memset(&dc, 0, sizeof dc);
     memset(&dt, 0, sizeof dt);
     if (!x || !w) {
@@ -261,16 +274,12 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
         rc = EXIT_RUNTIME;
         goto out;
     }
-    /* Batch 1's data is the first image of every batch, so the reference
-     * check at batch 1 sees the same numbers. */
-    cli_fill(w, wn, &seed);
-    cli_fill(x, xn, &seed);
     r->rows++;
 
     /* The default configuration: is anything tunable here at all? */
     double t0 = cli_now();
     pdnn_conv2d_tuning t_def, t_tuned;
-    pdnn_status st = dev_conv_first(&dc, r->dev_off, &p, &xd, &wd, &yd, x, w, &t_def);
+    pdnn_status st = open_first(&dc, r->dev_off, &p, &xd, &wd, &yd, x, w, &t_def);
     r->t.defaults += cli_now() - t0;
     /* Whether anything is tunable shows in the searching run (AUTO may
      * measure its choice even where the default's kernel has nothing to
@@ -306,16 +315,30 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
         goto out;
     }
 
-    /* The search: one call in the searching context. */
+    /* The search, in the searching context: under AUTO every tunable
+     * algorithm by name first, then the call as asked. --force makes
+     * AUTO's measurement search every algorithm that applies again, so
+     * searching them by name before would only double the work. */
+    char what[256];
+    snprintf(what, sizeof what, "%.160s %.16s batch %d", L->name, lname, batch);
+    int by_name = 0;
+    double by_name_s = 0.0;
     t0 = cli_now();
-    st = dev_conv_first(&dt, r->dev_tune, &p, &xd, &wd, &yd, x, w, &t_tuned);
+    if ((st = cli_op_conv(&dt, r->dev_tune, &p, &xd, &wd, NULL, &yd, x, w, NULL)) == PDNN_SUCCESS) {
+        if (r->algo == PDNN_CONV_ALGO_AUTO && !r->force)
+            tune_by_name(r, &dt, &xd, &wd, layout, what, &by_name, &by_name_s);
+        st = run_first(&dt, &t_tuned);
+    }
     r->t.searches += cli_now() - t0;
+    if (st == PDNN_SUCCESS && by_name && t_tuned.algo_measured && !t_tuned.algo_searched)
+        fprintf(stderr, "polydnn %s: note: %s: AUTO's stored choice was measured before %d algorithm(s) were tuned "
+                "now; --force measures it again\n", r->cmd, what, by_name);
     double ms_def = 0.0, ms_tuned = 0.0;
     int rounds = 0;
     t0 = cli_now();
     if (st == PDNN_SUCCESS && (st = time_pair(&dc, &dt, &ms_def, &ms_tuned, &rounds)) == PDNN_SUCCESS &&
-        (st = read_output(&dc, ybytes, &y_def)) == PDNN_SUCCESS)
-        st = read_output(&dt, ybytes, &y_tuned);
+        (st = cli_op_read(&dc, &y_def)) == PDNN_SUCCESS)
+        st = cli_op_read(&dt, &y_tuned);
     r->t.timing += cli_now() - t0;
     if (st != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s %s batch %d, tuning: %s\n", r->cmd, L->name, lname, batch, pdnn_last_error());
@@ -345,8 +368,8 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     char gd[32], gt[32], search[32] = "-";
     fmt_gflops(gd, sizeof gd, g_def);
     fmt_gflops(gt, sizeof gt, g_tuned);
-    if (t_tuned.searched) {
-        snprintf(search, sizeof search, "%.2f", t_tuned.search_seconds);
+    if (t_tuned.searched || by_name) {
+        snprintf(search, sizeof search, "%.2f", t_tuned.search_seconds + by_name_s);
         r->searched++;
     } else if (t_tuned.cached) {
         snprintf(search, sizeof search, "cached");
@@ -358,8 +381,8 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
            gd, gt, g_tuned / g_def, search);
 out:
     fflush(stdout);
-    dev_conv_close(&dc);
-    dev_conv_close(&dt);
+    cli_op_release(&dc);
+    cli_op_release(&dt);
     free(x);
     free(w);
     free(y_def);
@@ -404,12 +427,44 @@ static int count_entries(const char *path)
     return lines > 0 ? lines - 1 : 0;
 }
 
-static void print_command(int argc, char **argv)
+/* What tune_by_name did over the run, after the summary line. */
+static void print_by_name(const tune_run *r)
 {
-    printf("`polydnn");
-    for (int i = 0; i < argc; i++)
-        printf(argv[i][strcspn(argv[i], " \t'\"`$*?|&;<>()")] ? " '%s'" : " %s", argv[i]);
-    printf("`");
+    if (r->algo != PDNN_CONV_ALGO_AUTO)
+        return;
+    if (r->force) {
+        printf("\nBy algorithm: with --force, AUTO's measurement searched every algorithm that applies.");
+        return;
+    }
+    int any = 0;
+    for (int id = 1; id < MAX_ALGOS; id++) {
+        const algo_tally *t = &r->per_algo[id];
+        if (!t->searched && !t->cached && !t->failed)
+            continue;
+        printf("%s %s %d searched, %d cached", any ? ";" : "\nBy algorithm (each tunable one that applies, tuned by name):",
+               pdnn_conv_algo_name((pdnn_conv_algo)id), t->searched, t->cached);
+        if (t->failed)
+            printf(", %d failed to run", t->failed);
+        any = 1;
+    }
+    printf(any ? "." : "\nBy algorithm: no tunable algorithm applies to these convolutions on this device.");
+}
+
+/* --algo help: what each algorithm does with every row's convolution. */
+static int algo_help(const char *device, const tune_layer *layers, int nlayers, const pdnn_layout *layouts,
+                     int nlayouts, int batch)
+{
+    pdnn_context *ctx = NULL;
+    pdnn_device *dev = NULL;
+    int rc = cli_open_device(device, &ctx, &dev);
+    for (int i = 0; rc == 0 && i < nlayers; i++)
+        for (int l = 0; rc == 0 && l < nlayouts; l++) {
+            conv_shape cs = layers[i].cs;
+            cs.n = batch;
+            rc = conv_shape_algo_help(dev, layers[i].name, &cs, layouts[l]);
+        }
+    pdnn_context_destroy(ctx);
+    return rc;
 }
 
 /* Opens a context with the given tuning mode and finds the device in it.
@@ -440,23 +495,28 @@ int cmd_tune(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.algo = "auto";
     o.shape = (shape_flags)SHAPE_FLAGS_UNSET;
-    enum { N_OWN = 6 };
+    char algo_text[640];
+    enum { N_OWN = 7 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 (default: first GPU)"},
         {'n', "batch", OPT_INTS, &o.batches, 1, "batch sizes, repeatable or a list: --batch 1,8 (default 1)"},
         {0, "layout", OPT_STR, &o.layout, 0, "nchw|nhwc|both (default both)"},
         {0, "force", OPT_FLAG, &o.force, 0, "search again where the cache has a result, and replace it"},
-        {'a', "algo", OPT_STR, &o.algo, 0, "the algorithm to tune (default auto: the one ops run)"},
+        {'a', "algo", OPT_STR, &o.algo, 0,
+         cli_algo_flag_help(algo_text, sizeof algo_text,
+                            "the algorithm to tune (default auto: every tunable one that applies, then AUTO's "
+                            "choice among them)")},
         {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions of the set"},
+        {0, NULL, OPT_HEADING, NULL, 0, "shape flags (polydnn tune conv only):"},
     };
     shape_opts(&o.shape, opts + N_OWN);
     int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
                        "  polydnn tune resnet50|vgg16 [flags]  ResNet-50 v1.5's or VGG-16's distinct convolutions\n"
                        "  polydnn tune conv [flags]            one convolution, from polydnn conv's shape flags\n"
                        "For each layer, layout and batch: the default configuration is checked against the host\n"
-                       "reference (/cpu:0, at batch 1), then every configuration of the tunable kernel is checked\n"
-                       "against it and timed, and the fastest is stored in the tuning cache (see README, Tuning),\n"
-                       "which ops then use. Prints a Markdown table: default and tuned GFLOP/s (warm-up, then timed in\n"
+                       "reference (/cpu:0, at batch 1), then every configuration of each tunable algorithm that\n"
+                       "applies is checked against it and timed, the fastest stored in the tuning cache (see README,\n"
+                       "Tuning), and AUTO's choice among the algorithms measured and stored; ops then use both. Prints a Markdown table: default and tuned GFLOP/s (warm-up, then timed in\n"
                        "alternation, best of at least 3), the speedup and the search's seconds; \"cached\" where a\n"
                        "result existed (--force: search anyway).");
     if (rc)
@@ -492,12 +552,9 @@ int cmd_tune(int argc, char **argv)
         layouts[0] = (pdnn_layout)l;
         nlayouts = 1;
     }
-    const int algo = pdnn_conv_algo_parse(o.algo);
-    if (algo < 0) {
-        fprintf(stderr, "polydnn %s: --algo must be one of auto, direct, im2col_gemm, vendor, tiled, winograd, "
-                "depthwise, gemm_1x1, implicit_gemm, got '%s'\n", cmd, o.algo);
+    const int algo = cli_algo_parse(cmd, o.algo);
+    if (algo == -1)
         return EXIT_USAGE;
-    }
     if (o.batches.n == 0)
         o.batches.v[o.batches.n++] = 1;
     static tune_layer layers[MAX_ROWS];
@@ -509,6 +566,8 @@ int cmd_tune(int argc, char **argv)
             return rc;
         conv_shape_name(layers[0].name, sizeof layers[0].name, &layers[0].cs);
     }
+    if (algo == CLI_ALGO_HELP)
+        return algo_help(o.device, layers, nlayers, layouts, nlayouts, o.batches.v[0]);
 
     /* This command sets the tuning mode of its two contexts itself. */
     const char *env = getenv("POLYDNN_TUNING");
@@ -520,6 +579,7 @@ int cmd_tune(int argc, char **argv)
     tune_run r;
     memset(&r, 0, sizeof r);
     r.cmd = cmd;
+    r.force = o.force;
     r.algo = (pdnn_conv_algo)algo;
     pdnn_context *ctx_off = NULL, *ctx_tune = NULL;
     if ((rc = open_ctx(cmd, PDNN_TUNING_OFF, o.device, &ctx_off, &r.dev_off)) ||
@@ -531,14 +591,11 @@ int cmd_tune(int argc, char **argv)
     }
     pdnn_device_info info;
     pdnn_device_get_info(r.dev_off, &info);
-    char date[64] = "unknown date";
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm))
-        strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    char date[64];
+    cli_utc_date(date, sizeof date);
     printf("## polydnn %s: %s (%s, %s, %s, driver %s), %s, ", cmd, info.name, info.backend, info.vendor,
            info.device_name, info.driver_version, date);
-    print_command(argc, argv);
+    cli_print_command(argc, argv);
     printf("\n\nMode: %s. Each row: the default configuration is checked against the host reference (/cpu:0) at "
            "batch 1; the search checks every configuration against the default before timing it (warm-up, then "
            "rounds of one run each, best of at least 3) and stores the fastest; the tuned output is checked against "
@@ -563,6 +620,7 @@ int cmd_tune(int argc, char **argv)
            r.searched, r.cached, r.not_tunable, r.failures);
     if (tuned)
         printf(" Geometric mean speedup over the default: %.2f.", exp(r.log_speedup_sum / tuned));
+    print_by_name(&r);
     printf("\nTotal wall time: %.1f s (reference checks %.1f s, first calls with the default %.1f s, searches "
            "%.1f s, timing default against tuned %.1f s",
            cli_now() - start, r.t.reference, r.t.defaults, r.t.searches, r.t.timing);

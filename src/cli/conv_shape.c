@@ -1,5 +1,6 @@
 /* Convolution shapes from flags or layer tables (see conv_shape.h). */
 #include "conv_shape.h"
+#include "algo.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -8,20 +9,20 @@
 void shape_opts(shape_flags *f, cli_opt out[N_SHAPE_OPTS])
 {
     const cli_opt opts[N_SHAPE_OPTS] = {
-        {'c', "in-channels", OPT_INT, &f->c, 1, "conv only: input channels C (default 3)"},
-        {'H', "height", OPT_INT, &f->h, 1, "conv only: input height (default 32)"},
-        {'W', "width", OPT_INT, &f->w, 1, "conv only: input width (default 32)"},
-        {'k', "out-channels", OPT_INT, &f->k, 1, "conv only: output channels K (default 32)"},
-        {'y', "filter-height", OPT_INT, &f->y, 1, "conv only: filter height R (default 3)"},
-        {'x', "filter-width", OPT_INT, &f->x, 1, "conv only: filter width S (default 3)"},
-        {'p', "pad-h", OPT_INT, &f->p, 0, "conv only: padding top and bottom (default 0)"},
-        {'q', "pad-w", OPT_INT, &f->q, 0, "conv only: padding left and right (default 0)"},
-        {0, "padding", OPT_STR, &f->padding, 0, "conv only: same|valid, TensorFlow's (overrides -p/-q)"},
-        {'u', "stride-h", OPT_INT, &f->u, 1, "conv only: vertical stride (default 1)"},
-        {'v', "stride-w", OPT_INT, &f->v, 1, "conv only: horizontal stride (default 1)"},
-        {'l', "dilation-h", OPT_INT, &f->l, 1, "conv only: vertical dilation (default 1)"},
-        {'j', "dilation-w", OPT_INT, &f->j, 1, "conv only: horizontal dilation (default 1)"},
-        {'g', "groups", OPT_INT, &f->g, 1, "conv only: groups (default 1)"},
+        {'c', "in-channels", OPT_INT, &f->c, 1, "input channels C (default 3)"},
+        {'H', "height", OPT_INT, &f->h, 1, "input height (default 32)"},
+        {'W', "width", OPT_INT, &f->w, 1, "input width (default 32)"},
+        {'k', "out-channels", OPT_INT, &f->k, 1, "output channels K (default 32)"},
+        {'y', "filter-height", OPT_INT, &f->y, 1, "filter height R (default 3)"},
+        {'x', "filter-width", OPT_INT, &f->x, 1, "filter width S (default 3)"},
+        {'p', "pad-h", OPT_INT, &f->p, 0, "padding top and bottom (default 0)"},
+        {'q', "pad-w", OPT_INT, &f->q, 0, "padding left and right (default 0)"},
+        {0, "padding", OPT_STR, &f->padding, 0, "same|valid: TensorFlow's padding (overrides -p/-q)"},
+        {'u', "stride-h", OPT_INT, &f->u, 1, "vertical stride (default 1)"},
+        {'v', "stride-w", OPT_INT, &f->v, 1, "horizontal stride (default 1)"},
+        {'l', "dilation-h", OPT_INT, &f->l, 1, "vertical dilation (default 1)"},
+        {'j', "dilation-w", OPT_INT, &f->j, 1, "horizontal dilation (default 1)"},
+        {'g', "groups", OPT_INT, &f->g, 1, "groups; C for depthwise (default 1)"},
     };
     memcpy(out, opts, sizeof opts);
 }
@@ -105,4 +106,19 @@ void conv_shape_name(char *buf, size_t len, const conv_shape *cs)
         n += snprintf(buf + n, len - (size_t)n, " dil %d,%d", p->dilation_h, p->dilation_w);
     if (n > 0 && (size_t)n < len && p->groups != 1)
         snprintf(buf + n, len - (size_t)n, " g%d", p->groups);
+}
+
+void conv_shape_descs(const conv_shape *cs, pdnn_layout layout, pdnn_tensor_desc *xd, pdnn_tensor_desc *wd)
+{
+    *xd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {cs->n, cs->c, cs->h, cs->w}};
+    *wd = (pdnn_tensor_desc){PDNN_FLOAT32, layout == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW,
+                             {cs->k, cs->c / cs->p.groups, cs->r, cs->s}};
+}
+
+int conv_shape_algo_help(pdnn_device *dev, const char *name, const conv_shape *cs, pdnn_layout layout)
+{
+    pdnn_tensor_desc xd, wd;
+    conv_shape_descs(cs, layout, &xd, &wd);
+    printf("\n## %s, %s, batch %lld\n", name, pdnn_layout_name(layout), (long long)cs->n);
+    return cli_algo_print(dev, &cs->p, &xd, &wd, layout);
 }

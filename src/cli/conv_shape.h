@@ -1,5 +1,5 @@
-/* One convolution's shape for the commands that take either a layer set
- * or a single shape from flags (bench, tune): the flags, their option
+/* One convolution's shape from flags (polydnn conv, bench conv, tune
+ * conv) or from a layer table (bench, tune): the flags, their option
  * table, and the shape they or a layer table entry describe. */
 #ifndef POLYDNN_CLI_CONV_SHAPE_H
 #define POLYDNN_CLI_CONV_SHAPE_H
@@ -44,6 +44,14 @@ void conv_from_layer(const layer_conv *L, int64_t batch, conv_shape *cs);
 
 /* Whether two shapes are the same convolution. */
 int conv_shape_equal(const conv_shape *a, const conv_shape *b);
+
+/* The descriptors of cs in layout as bench and tune run it: an NCHW
+ * input gets an OIHW filter, NHWC an OHWI one (each layout's default). */
+void conv_shape_descs(const conv_shape *cs, pdnn_layout layout, pdnn_tensor_desc *xd, pdnn_tensor_desc *wd);
+
+/* --algo help for bench and tune: a heading with name and layout, then
+ * cli_algo_print's table for cs on dev. 0 or EXIT_RUNTIME. */
+int conv_shape_algo_help(pdnn_device *dev, const char *name, const conv_shape *cs, pdnn_layout layout);
 
 /* A short name, e.g. "c8 8x8 k8 3x3 /2,2 pad 1,1,1,1". */
 void conv_shape_name(char *buf, size_t len, const conv_shape *cs);

@@ -3,13 +3,13 @@
  * and then makes its primitive descriptor, 3.x makes the descriptor in one
  * call and holds memory descriptors by handle; md_* below hide that. */
 #include "peer_dnnl.h"
+#include "run.h" /* cli_now: the tool's one clock */
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 struct peer_dnnl {
     dnnl_engine_t engine;
@@ -42,13 +42,6 @@ static void md_free(md_t m)
     (void)m;
 }
 #endif
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int fail(char *err, size_t len, const char *what, dnnl_status_t st)
 {
@@ -197,12 +190,12 @@ int peer_dnnl_conv(peer_dnnl *p, const peer_conv *c, const float *x, const float
     }
     double best = 1e30;
     for (int i = 0; i < iters; i++) {
-        double t0 = now();
+        double t0 = cli_now();
         if ((st = exec(p, prim, 3, args)) != dnnl_success) {
             fail(err, errlen, "running the convolution", st);
             goto out;
         }
-        double t = now() - t0;
+        double t = cli_now() - t0;
         if (t < best)
             best = t;
     }
