@@ -130,7 +130,8 @@ typedef struct pdnn__op_call {
 #define PDNN__CONFIG_LEN 48
 
 /* What an algorithm's plan decided for one call. Core zeroes it and sets
- * config = -1 and rank = the entry's rank before calling plan. */
+ * supported = 1, config = -1 and rank = the entry's rank before calling
+ * plan; plan refuses with pdnn__plan_refuse. */
 typedef struct pdnn__plan {
     int supported;             /* 0: why says what stops this algorithm   */
     int auto_skip;             /* supported, but AUTO's fixed order passes

@@ -25,6 +25,12 @@ static const pdnn__backend *const backends[] = {
 };
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
+const pdnn__backend *const *pdnn__backend_list(int *n)
+{
+    *n = (int)N_BACKENDS;
+    return backends;
+}
+
 void pdnn_context_options_init(pdnn_context_options *opts)
 {
     if (!opts)
@@ -420,6 +426,13 @@ static pdnn_status assign_names(pdnn_context *ctx, found_device *all, int n_all)
         d->ctx = ctx;
         snprintf(d->name, sizeof d->name, "/device:%s:%d",
                  d->type == PDNN_DEVICE_GPU ? "GPU" : "CPU", d->index);
+        /* One device-key format for every tuning-cache entry; tabs and
+         * newlines would break the file's lines. */
+        snprintf(d->tune_key, sizeof d->tune_key, "%s|%s|%s|%s", d->backend->name, d->props.vendor,
+                 d->props.name, d->props.driver_version);
+        for (char *t = d->tune_key; *t; t++)
+            if (*t == '\t' || *t == '\n' || *t == '\r')
+                *t = ' ';
     }
     return PDNN_SUCCESS;
 }

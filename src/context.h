@@ -15,6 +15,7 @@ struct pdnn_device {
     pdnn_device_type type;
     int index;                 /* N in /device:TYPE:N */
     char name[64];             /* canonical short name */
+    char tune_key[640];        /* the tuning cache's device: "backend|vendor|name|driver" */
     pdnn__bfc *alloc;
 };
 
@@ -43,6 +44,9 @@ struct pdnn_tensor {
     void (*foreign_free)(void *foreign);
     void *foreign;
 };
+
+/* The compiled-in backends in enumeration order (context.c). */
+const pdnn__backend *const *pdnn__backend_list(int *n);
 
 /* Wraps memory polydnn does not own as a tensor (dlpack.c). On success the
  * tensor owns foreign and calls foreign_free(foreign) when released. */

@@ -87,7 +87,7 @@ static int name_taken(const pdnn_graph *g, const char *name)
 
 /* Starts a node: checks the graph, name and inputs, picks the name. The
  * node is committed by finish() only once its shape checks pass. */
-static pdnn_status begin(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__op op,
+static pdnn_status begin(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__node_op op,
                          const pdnn_node *inputs, int n_inputs, pdnn_node *out, pdnn__node *nd)
 {
     memset(nd, 0, sizeof *nd);
@@ -335,7 +335,7 @@ pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const char *dev
     return finish(g, &nd, in, 2, out);
 }
 
-static pdnn_status unary(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__op op,
+static pdnn_status unary(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__node_op op,
                          pdnn_node x, pdnn_node *out)
 {
     pdnn__node nd;

@@ -4,7 +4,7 @@
 
 #include "context.h"
 
-typedef enum pdnn__op {
+typedef enum pdnn__node_op {
     PDNN__OP_PLACEHOLDER,
     PDNN__OP_CONST,
     PDNN__OP_CONV2D,
@@ -16,12 +16,12 @@ typedef enum pdnn__op {
     PDNN__OP_RELU,
     PDNN__OP_SOFTMAX,
     PDNN__OP_RESHAPE
-} pdnn__op;
+} pdnn__node_op;
 
 typedef struct pdnn__node {
     char name[128];
     char device[128];   /* requested, "" if none */
-    pdnn__op op;
+    pdnn__node_op op;
     int *inputs;        /* node indices; -1 for an absent optional input */
     int n_inputs;
     pdnn_tensor_desc out;

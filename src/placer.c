@@ -20,8 +20,8 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     switch (n->op) {
     case PDNN__OP_PLACEHOLDER:
     case PDNN__OP_CONST: return 1;
-    case PDNN__OP_CONV2D: return b->conv2d_forward != NULL;
-    case PDNN__OP_POOL2D: return b->pool2d_forward != NULL;
+    case PDNN__OP_CONV2D: return b->algos[PDNN__OP_CONV2D_FWD] != NULL;
+    case PDNN__OP_POOL2D: return b->algos[PDNN__OP_POOL2D_FWD] != NULL;
     case PDNN__OP_MATMUL: return b->matmul != NULL;
     case PDNN__OP_ADD:
     case PDNN__OP_ADD_N: return b->add != NULL && b->copy != NULL;

@@ -180,7 +180,6 @@ Test(pool_math, padded_decomposition_matches_host)
                     .win_h = ah->win, .win_w = aw->win, .stride_h = ah->stride, .stride_w = aw->stride,
                     .pad_top = ah->pa, .pad_left = aw->pa, .pad_bottom = ah->pb, .pad_right = aw->pb,
                     .x_layout = xl, .y_layout = yl,
-                    .workspace_bytes = 0,
                 };
                 pdnn__layout_strides(xl, xd.dims, c.xs);
                 pdnn__layout_strides(yl, yd.dims, c.ys);

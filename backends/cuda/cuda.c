@@ -263,12 +263,16 @@ static pdnn_status blas_fail(const char *call, cublasStatus_t s)
 /* ---- devices ------------------------------------------------------------ */
 
 #define N_TDESC 6      /* tensor descriptors per device */
-#define PLAN_CACHE 32  /* convolution plans remembered per device */
+/* Convolution plans remembered per device. Core plans every CUDA
+ * algorithm of a call (three entries per shape), so this holds the plans
+ * of about 32 shapes, a ResNet-50 forward pass and then some. */
+#define PLAN_CACHE 96
 
 /* How one convolution runs: the cuDNN algorithm and which operands are
  * first copied into the workspace (a zero-padded input where cuDNN's
  * symmetric padding cannot express the call, a repacked filter, an NCHW
- * output) and where in the workspace each part lies. */
+ * output) and where in the workspace each part lies. plan() writes it into
+ * pdnn__plan.state, run() reads it back. */
 typedef struct conv_plan {
     cudnnConvolutionFwdAlgo_t algo;
     int x_copy, w_copy, y_copy;
@@ -277,10 +281,14 @@ typedef struct conv_plan {
     size_t x_off, w_off, y_off, algo_off, algo_bytes, total;
 } conv_plan;
 
-/* Every call field that decides the plan. */
+_Static_assert(sizeof(conv_plan) <= sizeof(((pdnn__plan *)0)->state), "conv_plan must fit in pdnn__plan.state");
+
+/* Every call field that decides the plan, and the algorithm asked for.
+ * Only an in-process memo of cuDNN's answers, never stored, so it need
+ * not follow the tuning cache's key format. */
 typedef struct conv_key {
     int64_t n, c, h, w, k, r, s, p, q, groups;
-    int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+    int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, pad_bottom, pad_right;
     int x_layout, w_layout, y_layout, algo;
 } conv_key;
 
@@ -288,6 +296,7 @@ typedef struct plan_entry {
     int used, supported;
     conv_key key;
     conv_plan plan;
+    char why[PDNN__WHY_LEN]; /* the refusal, when !supported */
 } plan_entry;
 
 typedef struct cu_dev {
@@ -377,6 +386,16 @@ static pdnn_status ensure_dnn(cu_dev *d)
         dnn.cudnnDestroy(h);
         d->dnn = NULL;
     }
+    return st;
+}
+
+/* Locks d, readies cuDNN; on success the caller holds the lock. */
+static pdnn_status lock_dnn(cu_dev *d)
+{
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = ensure_dnn(d);
+    if (st != PDNN_SUCCESS)
+        pthread_mutex_unlock(&d->lock);
     return st;
 }
 
@@ -627,7 +646,7 @@ static size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 static conv_key key_of(const pdnn__conv2d_call *c, pdnn_conv_algo algo)
 {
     conv_key k;
-    memset(&k, 0, sizeof k);
+    memset(&k, 0, sizeof k); /* keys are compared with memcmp: no stray padding bytes */
     k.n = c->n;
     k.c = c->c;
     k.h = c->h;
@@ -644,6 +663,8 @@ static conv_key key_of(const pdnn__conv2d_call *c, pdnn_conv_algo algo)
     k.dil_w = c->dil_w;
     k.pad_top = c->pad_top;
     k.pad_left = c->pad_left;
+    k.pad_bottom = c->pad_bottom;
+    k.pad_right = c->pad_right;
     k.x_layout = (int)c->x_layout;
     k.w_layout = (int)c->w_layout;
     k.y_layout = (int)c->y_layout;
@@ -699,51 +720,89 @@ static pdnn_status set_conv_descriptors(cu_dev *d, const pdnn__conv2d_call *c, c
     return PDNN_SUCCESS;
 }
 
-/* Workspace bytes of algo for the current descriptors, or 0 with *ok = 0
- * if cuDNN cannot run it. */
-static size_t algo_workspace(cu_dev *d, cudnnConvolutionFwdAlgo_t algo, int *ok)
+/* cuDNN's forward algorithm as plan->config_name shows it, so that a
+ * query says which kernel family "vendor" settled on. */
+static const char *fwd_algo_name(cudnnConvolutionFwdAlgo_t a)
+{
+    switch (a) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "cudnn implicit_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "cudnn implicit_precomp_gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "cudnn gemm";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "cudnn direct";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "cudnn fft";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "cudnn fft_tiling";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "cudnn winograd";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "cudnn winograd_nonfused";
+    default: return "cudnn ?";
+    }
+}
+
+/* Workspace bytes of algo for the current descriptors; *s is cuDNN's
+ * answer, anything but success meaning it cannot run algo here. */
+static size_t algo_workspace(cu_dev *d, cudnnConvolutionFwdAlgo_t algo, cudnnStatus_t *s)
 {
     size_t bytes = 0;
-    cudnnStatus_t s = dnn.cudnnGetConvolutionForwardWorkspaceSize(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY],
-                                                                  algo, &bytes);
-    *ok = s == CUDNN_STATUS_SUCCESS;
-    if (!*ok)
-        pdnn__debug("CUDA: cuDNN forward algorithm %d: %s", (int)algo, dnn.cudnnGetErrorString(s));
-    return *ok ? bytes : 0;
+    *s = dnn.cudnnGetConvolutionForwardWorkspaceSize(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY], algo, &bytes);
+    if (*s != CUDNN_STATUS_SUCCESS) {
+        pdnn__debug("CUDA: cuDNN forward algorithm %d: %s", (int)algo, dnn.cudnnGetErrorString(*s));
+        return 0;
+    }
+    return bytes;
 }
 
 /* Tries one copy configuration: picks the algorithm and fills the
- * workspace layout. Returns 1 if cuDNN can run it. */
-static int try_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *pl)
+ * workspace layout. Returns 1 if cuDNN can run it, else 0 with why (len
+ * bytes) saying what cuDNN answered. Called with d->lock held and the
+ * cuDNN handle created. */
+static int try_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *pl, char *why,
+                    size_t len)
 {
-    if (set_conv_descriptors(d, c, pl) != PDNN_SUCCESS)
+    if (set_conv_descriptors(d, c, pl) != PDNN_SUCCESS) {
+        snprintf(why, len, "%s", pdnn_last_error());
         return 0;
-    int ok = 0;
+    }
+    cudnnStatus_t s = CUDNN_STATUS_NOT_SUPPORTED;
     size_t ws = 0;
     if (want == PDNN_CONV_ALGO_VENDOR) {
+        /* The heuristics' first proposal whose workspace cuDNN can size.
+         * Whether that workspace fits the device is core's question: when
+         * it does not, AUTO moves on to im2col_gemm, then direct. */
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        int got = 0;
+        int got = 0, proposed = 0;
         memset(perf, 0, sizeof perf);
-        cudnnStatus_t s = dnn.cudnnGetConvolutionForwardAlgorithm_v7(
-            d->dnn, d->t[TX], d->filt, d->conv, d->t[TY], CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf);
+        s = dnn.cudnnGetConvolutionForwardAlgorithm_v7(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY],
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf);
         if (s != CUDNN_STATUS_SUCCESS) {
             pdnn__debug("CUDA: cudnnGetConvolutionForwardAlgorithm_v7: %s", dnn.cudnnGetErrorString(s));
+            snprintf(why, len, "cudnnGetConvolutionForwardAlgorithm_v7: %s", dnn.cudnnGetErrorString(s));
             return 0;
         }
-        for (int i = 0; i < got && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT && !ok; i++) {
+        s = CUDNN_STATUS_NOT_SUPPORTED;
+        for (int i = 0; i < got && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT && s != CUDNN_STATUS_SUCCESS; i++) {
             if (perf[i].status != CUDNN_STATUS_SUCCESS)
                 continue;
-            ws = algo_workspace(d, perf[i].algo, &ok);
-            if (ok)
+            proposed++;
+            ws = algo_workspace(d, perf[i].algo, &s);
+            if (s == CUDNN_STATUS_SUCCESS)
                 pl->algo = perf[i].algo;
+        }
+        if (s != CUDNN_STATUS_SUCCESS) {
+            if (proposed == 0)
+                snprintf(why, len, "cuDNN's heuristics propose no algorithm");
+            else
+                snprintf(why, len, "none of the %d algorithms cuDNN's heuristics propose can be sized: %s", proposed,
+                         dnn.cudnnGetErrorString(s));
+            return 0;
         }
     } else {
         pl->algo = want == PDNN_CONV_ALGO_DIRECT ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
                                                  : CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
-        ws = algo_workspace(d, pl->algo, &ok);
+        ws = algo_workspace(d, pl->algo, &s);
+        if (s != CUDNN_STATUS_SUCCESS) {
+            snprintf(why, len, "cudnnGetConvolutionForwardWorkspaceSize: %s", dnn.cudnnGetErrorString(s));
+            return 0;
+        }
     }
-    if (!ok)
-        return 0;
     const size_t f = sizeof(float);
     size_t off = 0;
     if (pl->w_copy) {
@@ -764,14 +823,25 @@ static int try_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, 
     return 1;
 }
 
-/* Finds (or recalls) how to run c with want. Returns 0 if cuDNN cannot.
- * Called with d->lock held and the cuDNN handle created. */
-static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *out)
+/* What the algorithm asked for is called in refusals. */
+static const char *want_name(pdnn_conv_algo want)
+{
+    return want == PDNN_CONV_ALGO_DIRECT        ? "implicit-GEMM (direct)"
+           : want == PDNN_CONV_ALGO_IM2COL_GEMM ? "GEMM (im2col)"
+                                                : "vendor-chosen";
+}
+
+/* Finds (or recalls) how to run c with want. Returns 0 if cuDNN cannot,
+ * with why (len bytes) saying so. Called with d->lock held and the cuDNN
+ * handle created. */
+static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *out, char *why,
+                     size_t len)
 {
     conv_key key = key_of(c, want);
     for (int i = 0; i < PLAN_CACHE; i++)
         if (d->plans[i].used && memcmp(&d->plans[i].key, &key, sizeof key) == 0) {
             *out = d->plans[i].plan;
+            snprintf(why, len, "%s", d->plans[i].why);
             return d->plans[i].supported;
         }
 
@@ -808,7 +878,8 @@ static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want,
     cand[2].w_copy = c->w_layout != PDNN_OIHW;
     cand[2].w_copy_layout = PDNN_OIHW;
     cand[2].y_copy = c->y_layout != PDNN_NCHW;
-    int supported = 0;
+    int supported = 0, tried = 0;
+    char last[PDNN__WHY_LEN] = "";
     conv_plan plan;
     memset(&plan, 0, sizeof plan);
     for (int i = 0; i < 3 && !supported; i++) {
@@ -820,7 +891,8 @@ static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want,
         if (seen)
             continue;
         plan = cand[i];
-        supported = try_plan(d, c, want, &plan);
+        tried++;
+        supported = try_plan(d, c, want, &plan, last, sizeof last);
     }
 
     plan_entry *e = &d->plans[d->next_plan];
@@ -829,72 +901,110 @@ static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want,
     e->supported = supported;
     e->key = key;
     e->plan = plan;
+    e->why[0] = '\0';
+    if (!supported) {
+        /* The last configuration tried copies the most (NCHW/OIHW where
+         * the call's layouts differ), so its answer is the one to give. */
+        snprintf(e->why, sizeof e->why,
+                 "CUDA: cuDNN has no %s convolution for %s input, %s filter, %s output, groups %lld "
+                 "(%d operand copy configuration%s tried; the last: %s)",
+                 want_name(want), pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout),
+                 pdnn_layout_name(c->y_layout), (long long)c->groups, tried, tried == 1 ? "" : "s", last);
+    }
+    snprintf(why, len, "%s", e->why);
     *out = plan;
     return supported;
 }
 
-static size_t cu_conv2d_workspace(void *dev, const pdnn__conv2d_call *c, pdnn_conv_algo algo)
+/* Plans want for call: one cuDNN algorithm and copy configuration, found
+ * (or recalled) now so that run only executes it. */
+static void conv_plan_want(cu_dev *d, const pdnn__op_call *call, pdnn__plan *plan, pdnn_conv_algo want)
 {
-    cu_dev *d = dev;
-    if (algo != PDNN_CONV_ALGO_DIRECT && algo != PDNN_CONV_ALGO_IM2COL_GEMM && algo != PDNN_CONV_ALGO_VENDOR)
-        return SIZE_MAX;
-    pthread_mutex_lock(&d->lock);
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    char why[PDNN__WHY_LEN];
     conv_plan pl;
-    size_t bytes = SIZE_MAX;
-    if (ensure_dnn(d) == PDNN_SUCCESS && find_plan(d, c, algo, &pl))
-        bytes = pl.total;
+    memset(&pl, 0, sizeof pl);
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS) {
+        pdnn__plan_refuse(plan, "CUDA: cuDNN could not start on device %d: %s", d->ordinal, pdnn_last_error());
+        return;
+    }
+    int ok = find_plan(d, c, want, &pl, why, sizeof why);
     pthread_mutex_unlock(&d->lock);
-    return bytes;
+    if (!ok) {
+        pdnn__plan_refuse(plan, "%s", why);
+        return;
+    }
+    plan->supported = 1;
+    plan->workspace = pl.total;
+    /* e.g. "cudnn implicit_precomp_gemm copy xw": cuDNN's kernel family
+     * and which of input, filter and output go through the workspace. */
+    snprintf(plan->config_name, sizeof plan->config_name, "%s%s%s%s%s", fwd_algo_name(pl.algo),
+             pl.x_copy || pl.w_copy || pl.y_copy ? " copy " : "", pl.x_copy ? "x" : "", pl.w_copy ? "w" : "",
+             pl.y_copy ? "y" : "");
+    memcpy(plan->state, &pl, sizeof pl); /* state is bytes: copy, never alias */
 }
 
-/* Called with d->lock held and the cuDNN handle created. */
-static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c)
+static void vendor_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    if (c->algo != PDNN_CONV_ALGO_DIRECT && c->algo != PDNN_CONV_ALGO_IM2COL_GEMM && c->algo != PDNN_CONV_ALGO_VENDOR)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "CUDA: conv2d algorithm %s is not available on CUDA devices",
-                           pdnn_conv_algo_name(c->algo));
-    conv_plan pl;
-    if (!find_plan(d, c, c->algo, &pl))
-        return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                           "CUDA: cuDNN has no %s convolution for this shape and layout combination",
-                           c->algo == PDNN_CONV_ALGO_DIRECT        ? "implicit-GEMM (direct)"
-                           : c->algo == PDNN_CONV_ALGO_IM2COL_GEMM ? "GEMM (im2col)"
-                                                                   : "vendor-chosen");
-    if (c->workspace_bytes < pl.total || (pl.total > 0 && !c->workspace.region)) {
+    conv_plan_want(dev, call, plan, PDNN_CONV_ALGO_VENDOR);
+}
+
+static void gemm_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    conv_plan_want(dev, call, plan, PDNN_CONV_ALGO_IM2COL_GEMM);
+    /* AUTO's order before the registry tried GEMM algorithms only for
+     * ungrouped convolutions; grouped ones went from vendor to direct. */
+    if (plan->supported && call->u.conv2d.groups != 1)
+        pdnn__plan_skip(plan, "AUTO passes over cuDNN's GEMM for grouped convolutions (groups %lld); "
+                              "ask for im2col_gemm by name to run it",
+                        (long long)call->u.conv2d.groups);
+}
+
+static void direct_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    conv_plan_want(dev, call, plan, PDNN_CONV_ALGO_DIRECT);
+}
+
+/* Runs c as pl says, with pl->total bytes of workspace at ws. Called
+ * with d->lock held and the cuDNN handle created. */
+static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c, const conv_plan *pl, pdnn__buf ws_buf)
+{
+    if (pl->total > 0 && !ws_buf.region) {
         char b[32];
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "CUDA: this convolution needs %s of workspace on device %d (padded input, repacked "
-                           "filter or cuDNN's own) but got %zu bytes",
-                           pdnn__format_bytes(pl.total, b, sizeof b), d->ordinal, c->workspace_bytes);
+                           "filter or cuDNN's own) but got none",
+                           pdnn__format_bytes(pl->total, b, sizeof b), d->ordinal);
     }
-    RETURN_IF_FAILED(set_conv_descriptors(d, c, &pl));
-    char *ws = pl.total > 0 ? ptr(c->workspace) : NULL;
+    RETURN_IF_FAILED(set_conv_descriptors(d, c, pl));
+    char *ws = pl->total > 0 ? ptr(ws_buf) : NULL;
     const float one = 1.0f, zero = 0.0f;
     const void *w = ptr(c->w_buf);
-    if (pl.w_copy) {
-        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TW_SRC], w, &zero, d->t[TW_DST], ws + pl.w_off);
-        w = ws + pl.w_off;
+    if (pl->w_copy) {
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TW_SRC], w, &zero, d->t[TW_DST], ws + pl->w_off);
+        w = ws + pl->w_off;
     }
     const void *x = ptr(c->x_buf);
-    if (pl.x_copy) {
+    if (pl->x_copy) {
         /* Zero the padded buffer, then place the image at (pad_top, pad_left). */
-        const int64_t pdims[4] = {c->n, c->c, pl.hp, pl.wp};
+        const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
         const int64_t idims[4] = {c->n, c->c, c->h, c->w};
         int64_t pst[4];
-        pdnn__layout_strides(pl.x_copy_layout, pdims, pst);
-        size_t bytes = (size_t)(c->n * c->c * pl.hp * pl.wp) * sizeof(float);
-        CU(cudaMemsetAsync, ws + pl.x_off, 0, bytes, d->stream);
+        pdnn__layout_strides(pl->x_copy_layout, pdims, pst);
+        size_t bytes = (size_t)(c->n * c->c * pl->hp * pl->wp) * sizeof(float);
+        CU(cudaMemsetAsync, ws + pl->x_off, 0, bytes, d->stream);
         RETURN_IF_FAILED(set_4d(d->t[TB], idims, pst));
-        char *origin = ws + pl.x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * sizeof(float);
+        char *origin = ws + pl->x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * sizeof(float);
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX_SRC], x, &zero, d->t[TB], origin);
-        x = ws + pl.x_off;
+        x = ws + pl->x_off;
     }
-    void *y = pl.y_copy ? (void *)(ws + pl.y_off) : ptr(c->y_buf);
-    DNN(cudnnConvolutionForward, d->dnn, &one, d->t[TX], x, d->filt, w, d->conv, pl.algo,
-        pl.algo_bytes > 0 ? ws + pl.algo_off : NULL, pl.algo_bytes, &zero, d->t[TY], y);
+    void *y = pl->y_copy ? (void *)(ws + pl->y_off) : ptr(c->y_buf);
+    DNN(cudnnConvolutionForward, d->dnn, &one, d->t[TX], x, d->filt, w, d->conv, pl->algo,
+        pl->algo_bytes > 0 ? ws + pl->algo_off : NULL, pl->algo_bytes, &zero, d->t[TY], y);
     /* From here on t[TY] describes the call's output as stored. */
     const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
-    if (pl.y_copy) {
+    if (pl->y_copy) {
         RETURN_IF_FAILED(set_4d(d->t[TX_SRC], ydims, c->ys));
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TY], y, &zero, d->t[TX_SRC], ptr(c->y_buf));
         RETURN_IF_FAILED(set_4d(d->t[TY], ydims, c->ys));
@@ -910,16 +1020,60 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_conv2d(void *dev, const pdnn__conv2d_call *c)
+/* No CUDA algorithm has configurations of ours to tune: cuDNN chose (or
+ * was told) its kernel in plan. */
+static void report_untuned(const pdnn__plan *plan, pdnn__run_report *rep)
+{
+    if (!rep)
+        return;
+    memset(rep, 0, sizeof *rep);
+    rep->config = -1;
+    snprintf(rep->config_name, sizeof rep->config_name, "%s", plan->config_name);
+}
+
+static pdnn_status cu_conv_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                               pdnn__run_report *rep)
 {
     cu_dev *d = dev;
-    pthread_mutex_lock(&d->lock);
-    pdnn_status st = ensure_dnn(d);
-    if (st == PDNN_SUCCESS)
-        st = conv_run(d, c);
+    conv_plan pl;
+    memcpy(&pl, plan->state, sizeof pl);
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = conv_run(d, &call->u.conv2d, &pl, ws);
     pthread_mutex_unlock(&d->lock);
+    report_untuned(plan, rep);
     return st;
 }
+
+/* AUTO's order is the one polydnn used on CUDA before the registry:
+ * cuDNN's own choice, then its GEMM (ungrouped only), then implicit GEMM,
+ * which cuDNN runs for every call it can describe. */
+static const pdnn__algo cu_conv_vendor = {
+    .op = PDNN__OP_CONV2D_FWD,
+    .name = "vendor",
+    .id = PDNN_CONV_ALGO_VENDOR,
+    .rank = 0,
+    .plan = vendor_plan,
+    .run = cu_conv_run,
+};
+static const pdnn__algo cu_conv_gemm = {
+    .op = PDNN__OP_CONV2D_FWD,
+    .name = "im2col_gemm",
+    .id = PDNN_CONV_ALGO_IM2COL_GEMM,
+    .rank = 1,
+    .plan = gemm_plan,
+    .run = cu_conv_run,
+};
+static const pdnn__algo cu_conv_direct = {
+    .op = PDNN__OP_CONV2D_FWD,
+    .name = "direct",
+    .id = PDNN_CONV_ALGO_DIRECT,
+    .rank = 2,
+    .plan = direct_plan,
+    .run = cu_conv_run,
+};
+static const pdnn__algo *const cu_conv_algos[] = {&cu_conv_vendor, &cu_conv_gemm, &cu_conv_direct, NULL};
 
 /* ---- pooling -------------------------------------------------------------- */
 
@@ -947,19 +1101,27 @@ static const char *pool_problem(const pdnn__pool2d_call *c)
     return why ? why : pool_axis_problem(c->w, c->q, c->win_w, c->stride_w, c->pad_left, c->pad_right, c->mode);
 }
 
-/* Where cuDNN's padding cannot express c, c runs on a padded copy of the
- * input (pool_math.h): pooled unpadded, and for averages rescaled per
- * output position. The workspace holds the copy, then for averages the
- * P x Q scale. */
+/* How one pooling runs; plan() writes it into pdnn__plan.state. Where
+ * cuDNN's padding cannot express c (why set), c runs on a padded copy of
+ * the input (pool_math.h): pooled unpadded, and for averages rescaled per
+ * output position. The workspace then holds the copy, and for averages
+ * the P x Q scale after it. */
 typedef struct pool_plan {
+    const char *why;      /* NULL: cuDNN's own padding; else pool_problem's (static) reason */
     pdnn__pool_axis ah, aw;
     int64_t hp, wp;       /* padded input height and width */
     int64_t hc, wc;       /* input rows and columns copied (the rest no window reads) */
     size_t scale_off, total;
 } pool_plan;
 
+_Static_assert(sizeof(pool_plan) <= sizeof(((pdnn__plan *)0)->state), "pool_plan must fit in pdnn__plan.state");
+
 static void plan_pool(const pdnn__pool2d_call *c, pool_plan *pl)
 {
+    memset(pl, 0, sizeof *pl);
+    pl->why = pool_problem(c);
+    if (!pl->why)
+        return;
     pdnn__pool_axes(c, &pl->ah, &pl->aw);
     pl->hp = pdnn__pool_padded_length(&pl->ah, &pl->hc);
     pl->wp = pdnn__pool_padded_length(&pl->aw, &pl->wc);
@@ -969,14 +1131,59 @@ static void plan_pool(const pdnn__pool2d_call *c, pool_plan *pl)
         pl->total += align256((size_t)(c->p * c->q) * sizeof(float));
 }
 
-static size_t cu_pool2d_workspace(void *dev, const pdnn__pool2d_call *c)
+static int dims_fit(const int64_t dims[4], const int64_t st[4])
 {
-    (void)dev;
-    if (!pool_problem(c))
-        return 0;
+    for (int i = 0; i < 4; i++)
+        if (!fits_int(dims[i]) || !fits_int(st[i]))
+            return 0;
+    return 1;
+}
+
+/* The padded copy's element strides: packed, in the input's layout family. */
+static void pool_pad_strides(const pdnn__pool2d_call *c, const pool_plan *pl, int64_t pst[4])
+{
+    const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
+    pdnn__layout_strides(c->x_layout == PDNN_NHWC ? PDNN_NHWC : PDNN_NCHW, pdims, pst);
+}
+
+/* Which tensor of pooling c as pl runs it cuDNN cannot describe (its
+ * descriptors take int sizes and strides), or NULL. */
+static const char *pool_too_large(const pdnn__pool2d_call *c, const pool_plan *pl)
+{
+    const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
+    const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
+    if (!dims_fit(xdims, c->xs))
+        return "input";
+    if (!dims_fit(ydims, c->ys))
+        return "output";
+    if (pl->why) {
+        const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
+        int64_t pst[4];
+        pool_pad_strides(c, pl, pst);
+        if (!dims_fit(pdims, pst))
+            return "padded input copy";
+    }
+    return NULL;
+}
+
+static void cu_pool_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev; /* the plan is arithmetic only: nothing to ask cuDNN yet */
+    const pdnn__pool2d_call *c = &call->u.pool2d;
     pool_plan pl;
     plan_pool(c, &pl);
-    return pl.total;
+    const char *big = pool_too_large(c, &pl);
+    if (big) {
+        pdnn__plan_refuse(plan,
+                          "CUDA: pool2d of a %lldx%lldx%lldx%lld input to %lldx%lld: its %s is too large for cuDNN, "
+                          "whose descriptors take int sizes and strides",
+                          (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->p,
+                          (long long)c->q, big);
+        return;
+    }
+    plan->supported = 1;
+    plan->workspace = pl.total;
+    memcpy(plan->state, &pl, sizeof pl); /* state is bytes: copy, never alias */
 }
 
 /* Copies the divisor scale into the workspace at dst. The host copy is
@@ -1003,35 +1210,33 @@ static pdnn_status upload_scale(cu_dev *d, const pool_plan *pl, pdnn_pool_mode m
 /* Tensor descriptor slots used by a padded pooling. */
 enum { TP_PAD, TP_SRC, TP_DST, TP_Y, TP_SCALE };
 
-/* Pools c through a padded copy (see pool_plan). Called with d->lock held
- * and the cuDNN handle created. */
-static pdnn_status pool_padded_run(cu_dev *d, const pdnn__pool2d_call *c, const char *why)
+/* Pools c through a padded copy (see pool_plan) in the workspace at
+ * ws_buf. Called with d->lock held and the cuDNN handle created. */
+static pdnn_status pool_padded_run(cu_dev *d, const pdnn__pool2d_call *c, const pool_plan *pl, pdnn__buf ws_buf)
 {
-    pool_plan pl;
-    plan_pool(c, &pl);
-    if (c->workspace_bytes < pl.total || !c->workspace.region) {
+    if (!ws_buf.region) {
         char b[32];
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "CUDA: pool2d (window %dx%d, stride %d,%d, pad %d,%d,%d,%d, output %lldx%lld) has %s, "
-                           "so it runs on a padded copy needing %s of workspace on device %d, but got %zu bytes",
+                           "so it runs on a padded copy needing %s of workspace on device %d, but got none",
                            c->win_h, c->win_w, c->stride_h, c->stride_w, c->pad_top, c->pad_bottom, c->pad_left,
-                           c->pad_right, (long long)c->p, (long long)c->q, why,
-                           pdnn__format_bytes(pl.total, b, sizeof b), d->ordinal, c->workspace_bytes);
+                           c->pad_right, (long long)c->p, (long long)c->q, pl->why,
+                           pdnn__format_bytes(pl->total, b, sizeof b), d->ordinal);
     }
-    char *ws = ptr(c->workspace);
+    char *ws = ptr(ws_buf);
     void *y = ptr(c->y_buf);
     const int avg = c->mode != PDNN_POOL_MAX;
     if (avg) /* first, so that its wait is for earlier work only */
-        RETURN_IF_FAILED(upload_scale(d, &pl, c->mode, ws + pl.scale_off));
+        RETURN_IF_FAILED(upload_scale(d, pl, c->mode, ws + pl->scale_off));
 
     /* The padded copy, in the input's layout: fill, then the image at
      * (pad_top, pad_left). -inf never wins a max (every window holds an
      * image element); 0 adds nothing to a sum. */
-    const int64_t pdims[4] = {c->n, c->c, pl.hp, pl.wp};
-    const int64_t cdims[4] = {c->n, c->c, pl.hc, pl.wc};
+    const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
+    const int64_t cdims[4] = {c->n, c->c, pl->hc, pl->wc};
     const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
     int64_t pst[4];
-    pdnn__layout_strides(c->x_layout == PDNN_NHWC ? PDNN_NHWC : PDNN_NCHW, pdims, pst);
+    pool_pad_strides(c, pl, pst);
     RETURN_IF_FAILED(set_4d(d->t[TP_PAD], pdims, pst));
     RETURN_IF_FAILED(set_4d(d->t[TP_SRC], cdims, c->xs));
     RETURN_IF_FAILED(set_4d(d->t[TP_DST], cdims, pst));
@@ -1053,17 +1258,16 @@ static pdnn_status pool_padded_run(cu_dev *d, const pdnn__pool2d_call *c, const 
          * C aliasing A is allowed. */
         const int64_t sdims[4] = {1, 1, c->p, c->q};
         RETURN_IF_FAILED(set_packed(d->t[TP_SCALE], PDNN_NCHW, sdims));
-        DNN(cudnnOpTensor, d->dnn, d->mul, &one, d->t[TP_Y], y, &one, d->t[TP_SCALE], ws + pl.scale_off, &zero,
+        DNN(cudnnOpTensor, d->dnn, d->mul, &one, d->t[TP_Y], y, &one, d->t[TP_SCALE], ws + pl->scale_off, &zero,
             d->t[TP_Y], y);
     }
     return PDNN_SUCCESS;
 }
 
+/* Pools c with cuDNN's own padding. Called with d->lock held and the
+ * cuDNN handle created. */
 static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
 {
-    const char *why = pool_problem(c);
-    if (why)
-        return pool_padded_run(d, c, why);
     const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
     const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
     RETURN_IF_FAILED(set_4d(d->t[0], xdims, c->xs));
@@ -1079,16 +1283,30 @@ static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_pool2d(void *dev, const pdnn__pool2d_call *c)
+static pdnn_status cu_pool_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                               pdnn__run_report *rep)
 {
     cu_dev *d = dev;
-    pthread_mutex_lock(&d->lock);
-    pdnn_status st = ensure_dnn(d);
-    if (st == PDNN_SUCCESS)
-        st = pool_run(d, c);
+    pool_plan pl;
+    memcpy(&pl, plan->state, sizeof pl);
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = pl.why ? pool_padded_run(d, &call->u.pool2d, &pl, ws) : pool_run(d, &call->u.pool2d);
     pthread_mutex_unlock(&d->lock);
+    report_untuned(plan, rep);
     return st;
 }
+
+/* One way to pool: cuDNN, on a padded copy where its padding falls short. */
+static const pdnn__algo cu_pool_cudnn = {
+    .op = PDNN__OP_POOL2D_FWD,
+    .name = "cudnn",
+    .rank = 0,
+    .plan = cu_pool_plan,
+    .run = cu_pool_run,
+};
+static const pdnn__algo *const cu_pool_algos[] = {&cu_pool_cudnn, NULL};
 
 /* ---- the ops around convolution ------------------------------------------ */
 
@@ -1175,16 +1393,6 @@ static pdnn_status softmax_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t oute
     return PDNN_SUCCESS;
 }
 
-/* Locks d, readies cuDNN; on success the caller holds the lock. */
-static pdnn_status lock_dnn(cu_dev *d)
-{
-    pthread_mutex_lock(&d->lock);
-    pdnn_status st = ensure_dnn(d);
-    if (st != PDNN_SUCCESS)
-        pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
 static pdnn_status cu_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
 {
     cu_dev *d = dev;
@@ -1263,10 +1471,7 @@ const pdnn__backend pdnn__cuda_backend = {
     .read = cu_read,
     .copy = cu_copy,
     .synchronize = cu_sync,
-    .conv2d_forward = cu_conv2d,
-    .conv2d_workspace = cu_conv2d_workspace,
-    .pool2d_forward = cu_pool2d,
-    .pool2d_workspace = cu_pool2d_workspace,
+    .algos = {[PDNN__OP_CONV2D_FWD] = cu_conv_algos, [PDNN__OP_POOL2D_FWD] = cu_pool_algos},
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,

@@ -121,9 +121,11 @@ static pdnn_status host_sync(void *dev)
  *   x[n, c, p*stride - pad + r*dil, q*stride - pad + s*dil] * w[k, c', r, s])
  * with out-of-image input read as zero. Layouts enter only through the
  * element strides, so every layout combination shares this one loop. */
-static pdnn_status host_conv2d(void *dev, const pdnn__conv2d_call *c)
+static pdnn_status host_conv2d(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                               pdnn__run_report *rep)
 {
-    (void)dev;
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
     const float *x = at(c->x_buf), *w = at(c->w_buf);
     const float *bias = c->bias_buf.region ? at(c->bias_buf) : NULL;
     float *y = at(c->y_buf);
@@ -164,9 +166,11 @@ static pdnn_status host_conv2d(void *dev, const pdnn__conv2d_call *c)
 /* PyTorch's pooling windows: the include-padding divisor counts the
  * window up to the end of the padding; max and exclude-padding use only
  * in-image elements. Core guarantees each window holds one of those. */
-static pdnn_status host_pool2d(void *dev, const pdnn__pool2d_call *c)
+static pdnn_status host_pool2d(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                               pdnn__run_report *rep)
 {
-    (void)dev;
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
     const float *x = at(c->x_buf);
     float *y = at(c->y_buf);
     for (int64_t n = 0; n < c->n; n++)
@@ -383,6 +387,20 @@ static pdnn_status host_measure_peak(void *dev, double *gflops, double *gbytes_p
     return PDNN_SUCCESS;
 }
 
+/* The reference runs every valid call: nothing to refuse, no workspace. */
+static void host_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev, (void)call, (void)plan;
+}
+
+static const pdnn__algo host_conv_direct = {
+    .op = PDNN__OP_CONV2D_FWD, .name = "direct", .id = PDNN_CONV_ALGO_DIRECT, .rank = 100,
+    .plan = host_plan, .run = host_conv2d};
+static const pdnn__algo host_pool_direct = {
+    .op = PDNN__OP_POOL2D_FWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d};
+static const pdnn__algo *const host_conv_algos[] = {&host_conv_direct, NULL};
+static const pdnn__algo *const host_pool_algos[] = {&host_pool_direct, NULL};
+
 const pdnn__backend pdnn__host_backend = {
     .name = "host",
     .enumerate = host_enumerate,
@@ -393,8 +411,7 @@ const pdnn__backend pdnn__host_backend = {
     .read = host_read,
     .copy = host_copy,
     .synchronize = host_sync,
-    .conv2d_forward = host_conv2d,
-    .pool2d_forward = host_pool2d,
+    .algos = {[PDNN__OP_CONV2D_FWD] = host_conv_algos, [PDNN__OP_POOL2D_FWD] = host_pool_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

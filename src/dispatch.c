@@ -1,0 +1,674 @@
+/* Core's side of the algorithm registries: which algorithm runs an op
+ * call, its workspace from the device's allocator, the tuning cache's
+ * measured choice, and the helpers every backend's plans share (shape
+ * key, configuration pick, configuration search). Backends say what they
+ * can do (plan) and do it (run); they never choose among algorithms. */
+#include "dispatch.h"
+#include "tuning.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+double pdnn__now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static const char *op_name(pdnn__op op)
+{
+    switch (op) {
+    case PDNN__OP_CONV2D_FWD: return "conv2d";
+    case PDNN__OP_POOL2D_FWD: return "pool2d";
+    case PDNN__OP_COUNT: break;
+    }
+    return "op";
+}
+
+/* ---- conv2d algorithm ids ------------------------------------------------
+ * The public ids are the union of every compiled-in backend's conv2d
+ * names: an entry's own id where the public enum has one, else the next
+ * free id, in backend order. Built once. */
+
+#define MAX_CONV_ALGOS 64
+static const char *conv_names[MAX_CONV_ALGOS];
+static int n_conv_names;
+static pthread_once_t conv_names_once = PTHREAD_ONCE_INIT;
+
+static void build_conv_names(void)
+{
+    int nb = 0;
+    const pdnn__backend *const *bs = pdnn__backend_list(&nb);
+    conv_names[0] = "auto";
+    n_conv_names = PDNN_CONV_ALGO_COUNT;
+    for (int pass = 0; pass < 2; pass++)
+        for (int b = 0; b < nb; b++) {
+            const pdnn__algo *const *list = bs[b]->algos[PDNN__OP_CONV2D_FWD];
+            for (int i = 0; list && list[i]; i++) {
+                const pdnn__algo *a = list[i];
+                if (pass == 0 && a->id > 0 && a->id < MAX_CONV_ALGOS) {
+                    conv_names[a->id] = a->name;
+                    if (a->id >= n_conv_names)
+                        n_conv_names = a->id + 1;
+                } else if (pass == 1 && a->id <= 0) {
+                    int known = 0;
+                    for (int j = 0; j < n_conv_names; j++)
+                        known |= conv_names[j] && strcmp(conv_names[j], a->name) == 0;
+                    if (!known && n_conv_names < MAX_CONV_ALGOS)
+                        conv_names[n_conv_names++] = a->name;
+                }
+            }
+        }
+}
+
+const char *const *pdnn__conv_algo_names(int *n)
+{
+    pthread_once(&conv_names_once, build_conv_names);
+    *n = n_conv_names;
+    return conv_names;
+}
+
+int pdnn_conv_algo_count(void)
+{
+    int n = 0;
+    pdnn__conv_algo_names(&n);
+    return n;
+}
+
+const char *pdnn_conv_algo_name(pdnn_conv_algo algo)
+{
+    int n = 0;
+    const char *const *names = pdnn__conv_algo_names(&n);
+    if ((int)algo < 0 || (int)algo >= n || !names[algo])
+        return "unknown";
+    return names[algo];
+}
+
+int pdnn_conv_algo_parse(const char *name)
+{
+    int n = 0;
+    const char *const *names = pdnn__conv_algo_names(&n);
+    for (int i = 0; name && i < n; i++)
+        if (names[i] && strcasecmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- registry lookups ------------------------------------------------- */
+
+const pdnn__algo *const *pdnn__algos(const pdnn_device *dev, pdnn__op op)
+{
+    static const pdnn__algo *const none[] = {NULL};
+    const pdnn__algo *const *a = (unsigned)op < PDNN__OP_COUNT ? dev->backend->algos[op] : NULL;
+    return a ? a : none;
+}
+
+const pdnn__algo *pdnn__algo_find(const pdnn_device *dev, pdnn__op op, const char *name)
+{
+    const pdnn__algo *const *list = pdnn__algos(dev, op);
+    for (int i = 0; name && list[i]; i++)
+        if (strcasecmp(list[i]->name, name) == 0)
+            return list[i];
+    return NULL;
+}
+
+/* Names of dev's algorithms for op as "a, b, c", for messages. */
+static const char *algo_list(const pdnn_device *dev, pdnn__op op, char *buf, size_t len)
+{
+    const pdnn__algo *const *list = pdnn__algos(dev, op);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; list[i] && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", list[i]->name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+static _Thread_local struct {
+    int active;
+    pdnn__op op;
+    char name[32];
+    int config;
+} forced;
+
+void pdnn__dispatch_force(pdnn__op op, const char *name, int config)
+{
+    forced.active = name != NULL;
+    forced.op = op;
+    snprintf(forced.name, sizeof forced.name, "%s", name ? name : "");
+    forced.config = config;
+}
+
+void pdnn__call_prepare(pdnn_device *dev, pdnn__op_call *call)
+{
+    call->tuning = dev->ctx->opts.tuning;
+    call->device_key = dev->tune_key;
+    call->force_config = forced.active && forced.op == call->op ? forced.config : -1;
+}
+
+void pdnn__plan_for(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->supported = 1;
+    plan->config = -1;
+    plan->rank = algo->rank;
+    algo->plan(dev->handle, call, plan);
+}
+
+static void vformat(char *buf, size_t len, const char *fmt, va_list ap)
+{
+    vsnprintf(buf, len, fmt, ap);
+}
+
+void pdnn__plan_refuse(pdnn__plan *plan, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(plan->why, sizeof plan->why, fmt, ap);
+    va_end(ap);
+    plan->supported = 0;
+}
+
+void pdnn__plan_skip(pdnn__plan *plan, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vformat(plan->why, sizeof plan->why, fmt, ap);
+    va_end(ap);
+    plan->auto_skip = 1;
+}
+
+/* ---- keys and sizes ------------------------------------------------- */
+
+void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
+{
+    if (call->op == PDNN__OP_CONV2D_FWD) {
+        const pdnn__conv2d_call *c = &call->u.conv2d;
+        snprintf(buf, len,
+                 "conv2d_fwd f32 %s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld p%lld q%lld u%d,%d d%d,%d "
+                 "pad%d,%d,%d,%d g%lld",
+                 pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout),
+                 (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k,
+                 (long long)c->r, (long long)c->s, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w,
+                 c->dil_h, c->dil_w, c->pad_top, c->pad_bottom, c->pad_left, c->pad_right, (long long)c->groups);
+    } else if (call->op == PDNN__OP_POOL2D_FWD) {
+        const pdnn__pool2d_call *c = &call->u.pool2d;
+        snprintf(buf, len,
+                 "pool2d_fwd f32 %s/%s mode%d n%lld c%lld h%lld w%lld p%lld q%lld win%d,%d u%d,%d pad%d,%d,%d,%d",
+                 pdnn_layout_name(c->x_layout), pdnn_layout_name(c->y_layout), (int)c->mode, (long long)c->n,
+                 (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->p, (long long)c->q, c->win_h,
+                 c->win_w, c->stride_h, c->stride_w, c->pad_top, c->pad_bottom, c->pad_left, c->pad_right);
+    } else {
+        snprintf(buf, len, "op%d", (int)call->op);
+    }
+}
+
+double pdnn__op_flops(const pdnn__op_call *call)
+{
+    if (call->op == PDNN__OP_CONV2D_FWD) {
+        const pdnn__conv2d_call *c = &call->u.conv2d;
+        return 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q * (double)c->r * (double)c->s *
+               (double)(c->c / c->groups);
+    }
+    if (call->op == PDNN__OP_POOL2D_FWD) {
+        const pdnn__pool2d_call *c = &call->u.pool2d;
+        return (double)c->n * (double)c->c * (double)c->p * (double)c->q * (double)c->win_h * (double)c->win_w;
+    }
+    return 0.0;
+}
+
+/* The call's output buffer and its element count. */
+static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
+{
+    if (call->op == PDNN__OP_POOL2D_FWD) {
+        const pdnn__pool2d_call *c = &call->u.pool2d;
+        *n = (size_t)(c->n * c->c * c->p * c->q);
+        return c->y_buf;
+    }
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    *n = (size_t)(c->n * c->k * c->p * c->q);
+    return c->y_buf;
+}
+
+/* ---- configurations of one algorithm -------------------------------------- */
+
+int pdnn__plan_pick_config(void *dev, const pdnn__op_call *call, const pdnn__algo *algo, const char *kernel,
+                           int (*applies)(void *dev, const pdnn__op_call *call, int i), int dflt, pdnn__plan *plan)
+{
+    int pick = dflt;
+    plan->search = 0;
+    plan->cached = 0;
+    const int f = call->force_config;
+    if (f >= 0 && f < algo->n_configs && applies(dev, call, f)) {
+        pick = f;
+    } else if (dflt >= 0 && call->tuning != PDNN_TUNING_OFF) {
+        char shape[320], value[64], name[64];
+        pdnn__op_key(call, shape, sizeof shape);
+        if (pdnn__tuning_lookup_for(call->tuning, call->device_key, kernel, shape, value, sizeof value)) {
+            int found = -1;
+            for (int i = 0; i < algo->n_configs && found < 0; i++) {
+                algo->config_name(i, name, sizeof name);
+                if (strcmp(name, value) == 0 && applies(dev, call, i))
+                    found = i;
+            }
+            if (found >= 0) {
+                pick = found;
+                plan->cached = 1;
+            } else {
+                pdnn__debug("tuning cache: ignoring '%s' for %s %s: not a configuration this build offers for the "
+                            "shape",
+                            value, kernel, shape);
+            }
+        } else {
+            plan->search = call->tuning == PDNN_TUNING_SEARCH || call->tuning == PDNN_TUNING_FORCE;
+        }
+    }
+    plan->config = pick;
+    plan->config_name[0] = '\0';
+    if (pick >= 0)
+        algo->config_name(pick, plan->config_name, sizeof plan->config_name);
+    return pick;
+}
+
+/* At least SEARCH_ROUNDS rounds, more (up to SEARCH_ROUNDS_MAX) while a
+ * round is short, since short runs are the noisiest. */
+enum { SEARCH_ROUNDS = 3, SEARCH_ROUNDS_MAX = 10 };
+#define SEARCH_BUDGET_S 0.2
+
+/* Runs configuration i to the end: its seconds, or -1 on failure. */
+static double config_timed(const pdnn__config_search *s, int i)
+{
+    const double t0 = pdnn__now();
+    if (s->run_config(s->dev, s->call, i, s->ws) != PDNN_SUCCESS || s->sync(s->dev) != PDNN_SUCCESS)
+        return -1.0;
+    return pdnn__now() - t0;
+}
+
+/* Largest |got - ref| and largest |ref|. */
+static void compare(const float *ref, const float *got, size_t n, float *worst, float *scale)
+{
+    *worst = 0.0f;
+    *scale = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        const float d = fabsf(got[j] - ref[j]);
+        *worst = d > *worst || isnan(d) ? d : *worst;
+        *scale = fabsf(ref[j]) > *scale ? fabsf(ref[j]) : *scale;
+    }
+}
+
+int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep)
+{
+    const double t_start = pdnn__now();
+    const int count = s->algo->n_configs;
+    size_t ny = 0;
+    out_buf(s->call, &ny);
+    float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
+    double *times = calloc((size_t)count, sizeof *times);
+    int *ok = calloc((size_t)count, sizeof *ok);
+    double best_t = -1.0;
+    int best = s->dflt, rounds = SEARCH_ROUNDS;
+    char name[64];
+    /* The default is the reference: the parity harness checks it against
+     * the host; every configuration sums in the same order, so they must
+     * agree with it to rounding. */
+    if (ref && got && times && ok && config_timed(s, s->dflt) >= 0.0 &&
+        s->read_output(s->dev, s->call, ref, ny) == PDNN_SUCCESS) {
+        ok[s->dflt] = 1;
+        for (int i = 0; i < count; i++) {
+            if (i == s->dflt || !s->usable(s->dev, s->call, i))
+                continue;
+            s->algo->config_name(i, name, sizeof name);
+            if (config_timed(s, i) < 0.0 || s->read_output(s->dev, s->call, got, ny) != PDNN_SUCCESS) {
+                pdnn__debug("tuning %s: %s failed to run (%s); skipped", s->kernel, name, pdnn_last_error());
+                continue;
+            }
+            float worst, scale;
+            compare(ref, got, ny, &worst, &scale);
+            if (!(worst <= 1e-5f * (1.0f + scale))) {
+                pdnn__debug("tuning %s: %s differs from the default by %g; rejected", s->kernel, name,
+                            (double)worst);
+                continue;
+            }
+            ok[i] = 1;
+        }
+        /* Rounds of one run of each, so that a burst of load from other
+         * processes hits all of them alike; each keeps its best. */
+        for (int r = 0; r < rounds; r++) {
+            const double t_round = pdnn__now();
+            for (int i = 0; i < count; i++) {
+                if (!ok[i])
+                    continue;
+                const double t = config_timed(s, i);
+                if (t <= 0.0) {
+                    ok[i] = 0; /* ran once, fails now: not to be trusted */
+                    continue;
+                }
+                times[i] = r == 0 || t < times[i] ? t : times[i];
+            }
+            if (r == 0) {
+                const double per_round = pdnn__now() - t_round;
+                const int want = per_round > 0.0 ? (int)(SEARCH_BUDGET_S / per_round) : SEARCH_ROUNDS_MAX;
+                rounds = want < SEARCH_ROUNDS ? SEARCH_ROUNDS : want > SEARCH_ROUNDS_MAX ? SEARCH_ROUNDS_MAX : want;
+            }
+        }
+        for (int i = 0; i < count; i++) {
+            if (!ok[i])
+                continue;
+            s->algo->config_name(i, name, sizeof name);
+            pdnn__debug("tuning %s: %s %.3f ms (best of %d)", s->kernel, name, times[i] * 1e3, rounds);
+            if (best_t < 0.0 || times[i] < best_t) {
+                best_t = times[i];
+                best = i;
+            }
+        }
+    }
+    free(ref);
+    free(got);
+    free(times);
+    free(ok);
+    if (best_t > 0.0) {
+        char shape[320];
+        pdnn__op_key(s->call, shape, sizeof shape);
+        s->algo->config_name(best, name, sizeof name);
+        if (pdnn__tuning_store(s->call->device_key, s->kernel, shape, name, pdnn__op_flops(s->call) / best_t * 1e-9) !=
+            PDNN_SUCCESS)
+            pdnn__debug("tuning %s: %s", s->kernel, pdnn_last_error());
+    }
+    if (rep) {
+        rep->searched = 1;
+        rep->search_seconds = pdnn__now() - t_start;
+    }
+    return best;
+}
+
+/* ---- running one planned algorithm ------------------------------------------- */
+
+/* Runs plan with its workspace from dev's allocator, returned as soon as
+ * the work is queued (the queue is in order, so the next user of that
+ * memory runs after it). A workspace that does not fit is the
+ * allocator's out-of-memory error. */
+static pdnn_status run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
+                               pdnn__run_report *rep)
+{
+    pdnn__bfc_block block;
+    memset(&block, 0, sizeof block);
+    pdnn__buf ws = {NULL, 0};
+    if (plan->workspace > 0) {
+        char label[48];
+        snprintf(label, sizeof label, "%s workspace", op_name(call->op));
+        pdnn_status st = pdnn__bfc_alloc(dev->alloc, plan->workspace, label, &block);
+        if (st != PDNN_SUCCESS)
+            return st;
+        ws = block.buf;
+    }
+    memset(rep, 0, sizeof *rep);
+    rep->config = plan->config;
+    snprintf(rep->config_name, sizeof rep->config_name, "%s", plan->config_name);
+    pdnn_status st = a->run(dev->handle, call, plan, ws, rep);
+    if (plan->workspace > 0)
+        pdnn__bfc_free(dev->alloc, block.handle);
+    return st;
+}
+
+/* Fills res after a successful run of a with plan. */
+static void report(pdnn__dispatch_result *res, const pdnn__algo *a, const pdnn__plan *plan,
+                   const pdnn__run_report *rep)
+{
+    if (!res)
+        return;
+    memset(res, 0, sizeof *res);
+    res->algo = a;
+    pdnn_conv2d_tuning *t = &res->tuning;
+    t->tunable = plan->config >= 0;
+    t->cached = plan->cached && !rep->searched;
+    t->searched = rep->searched;
+    t->search_seconds = rep->search_seconds;
+    snprintf(t->config, sizeof t->config, "%s", rep->config_name);
+}
+
+static double run_once_timed(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call)
+{
+    pdnn__run_report rep;
+    const double t0 = pdnn__now();
+    if (run_planned(dev, a, plan, call, &rep) != PDNN_SUCCESS)
+        return -1.0;
+    if (dev->backend->synchronize && dev->backend->synchronize(dev->handle) != PDNN_SUCCESS)
+        return -1.0;
+    return pdnn__now() - t0;
+}
+
+enum { MAX_PLANS = 32 };
+
+/* Like cudnnFind and MIOpen's find-db: runs every supported algorithm
+ * once, checks each against the reference (the supported one ranked
+ * last: the plainest, which the parity harness checks most widely),
+ * times the survivors and stores the fastest under (device, "<op>_algo",
+ * shape). Returns its index in plans, or -1. A gross-error check, not a
+ * precision test (Winograd's rounding differs from direct's by up to
+ * ~1e-3 of the largest output at C = 512). */
+static int find_search(pdnn_device *dev, const pdnn__algo *const *list, const pdnn__plan *plans, int n,
+                       const pdnn__op_call *call, const char *kernel, const char *shape)
+{
+    int refi = -1;
+    for (int i = 0; i < n; i++)
+        if (plans[i].supported && (refi < 0 || plans[i].rank > plans[refi].rank))
+            refi = i;
+    if (refi < 0)
+        return -1;
+    size_t ny = 0;
+    const pdnn__buf y = out_buf(call, &ny);
+    float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
+    int best = -1;
+    double best_t = -1.0;
+    const double t_start = pdnn__now();
+    if (ref && got && run_once_timed(dev, list[refi], &plans[refi], call) >= 0.0 &&
+        dev->backend->read(dev->handle, y, ref, ny * sizeof *ref) == PDNN_SUCCESS) {
+        for (int i = 0; i < n; i++) {
+            if (!plans[i].supported || i == refi)
+                continue;
+            /* The first run builds programs and may tune the kernel's own
+             * configuration; it is checked, not timed. */
+            if (run_once_timed(dev, list[i], &plans[i], call) < 0.0 ||
+                dev->backend->read(dev->handle, y, got, ny * sizeof *got) != PDNN_SUCCESS)
+                continue;
+            float worst, scale;
+            compare(ref, got, ny, &worst, &scale);
+            if (!(worst <= 5e-3f * (1.0f + scale))) {
+                pdnn__debug("%s find on %s: %s differs from %s by %g (largest output %g); rejected", op_name(call->op),
+                            dev->name, list[i]->name, list[refi]->name, (double)worst, (double)scale);
+                continue;
+            }
+            double t = -1.0;
+            for (int r = 0; r < 3; r++) {
+                const double tr = run_once_timed(dev, list[i], &plans[i], call);
+                if (tr >= 0.0 && (t < 0.0 || tr < t))
+                    t = tr;
+            }
+            pdnn__debug("%s find on %s: %s %.3f ms", op_name(call->op), dev->name, list[i]->name, t * 1e3);
+            if (t > 0.0 && (best_t < 0.0 || t < best_t)) {
+                best_t = t;
+                best = i;
+            }
+        }
+    }
+    free(ref);
+    free(got);
+    if (best >= 0) {
+        if (pdnn__tuning_store(call->device_key, kernel, shape, list[best]->name,
+                               pdnn__op_flops(call) / best_t * 1e-9) != PDNN_SUCCESS)
+            pdnn__debug("%s find: %s", op_name(call->op), pdnn_last_error());
+        pdnn__debug("%s find on %s: %s chosen for %s after %.2f s", op_name(call->op), dev->name, list[best]->name,
+                    shape, pdnn__now() - t_start);
+    }
+    return best;
+}
+
+/* AUTO's stored or (when tuning may search) measured choice: its index in
+ * plans, or -1 when the fixed order should decide. */
+static int measured_choice(pdnn_device *dev, const pdnn__algo *const *list, const pdnn__plan *plans, int n,
+                           const pdnn__op_call *call, int *searched, double *seconds)
+{
+    char kernel[32], shape[320], value[64];
+    snprintf(kernel, sizeof kernel, "%s_algo", op_name(call->op));
+    pdnn__op_key(call, shape, sizeof shape);
+    *searched = 0;
+    *seconds = 0.0;
+    if (pdnn__tuning_lookup_for(call->tuning, call->device_key, kernel, shape, value, sizeof value)) {
+        for (int i = 0; i < n; i++)
+            if (plans[i].supported && strcmp(list[i]->name, value) == 0)
+                return i;
+        pdnn__debug("tuning cache: ignoring %s '%s' for %s: not an algorithm that runs it in this build", kernel,
+                    value, shape);
+        return -1;
+    }
+    if (call->tuning != PDNN_TUNING_SEARCH && call->tuning != PDNN_TUNING_FORCE)
+        return -1;
+    int choices = 0;
+    for (int i = 0; i < n; i++)
+        choices += plans[i].supported;
+    if (choices < 2) /* nothing to choose (the host: one algorithm) */
+        return -1;
+    const double t0 = pdnn__now();
+    const int best = find_search(dev, list, plans, n, call, kernel, shape);
+    *searched = 1;
+    *seconds = pdnn__now() - t0;
+    return best;
+}
+
+static pdnn_status run_named(pdnn_device *dev, pdnn__op_call *call, const char *want, pdnn__dispatch_result *res)
+{
+    char names[256];
+    const pdnn__algo *a = pdnn__algo_find(dev, call->op, want);
+    if (!a)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "%s: algorithm %s is not available on %s (%s backend), which has: %s; use "
+                           "PDNN_CONV_ALGO_AUTO",
+                           op_name(call->op), want, dev->name, dev->backend->name,
+                           algo_list(dev, call->op, names, sizeof names));
+    pdnn__plan plan;
+    pdnn__plan_for(dev, a, call, &plan);
+    if (!plan.supported)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "%s: algorithm %s does not run this %s on %s (%s backend): %s; use PDNN_CONV_ALGO_AUTO",
+                           op_name(call->op), a->name, op_name(call->op), dev->name, dev->backend->name, plan.why);
+    pdnn__run_report rep;
+    pdnn_status st = run_planned(dev, a, &plan, call, &rep);
+    if (st == PDNN_SUCCESS)
+        report(res, a, &plan, &rep);
+    return st;
+}
+
+pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *want, pdnn__dispatch_result *res)
+{
+    pdnn__call_prepare(dev, call);
+    if (forced.active && forced.op == call->op)
+        want = forced.name;
+    const pdnn__algo *const *list = pdnn__algos(dev, call->op);
+    if (!list[0])
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: the %s backend of %s has no %s kernel", op_name(call->op),
+                           dev->backend->name, dev->name, op_name(call->op));
+    if (want && *want && strcasecmp(want, "auto") != 0)
+        return run_named(dev, call, want, res);
+
+    int n = 0;
+    while (list[n] && n < MAX_PLANS)
+        n++;
+    pdnn__plan *plans = malloc((size_t)n * sizeof *plans);
+    if (!plans)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory planning %d algorithms",
+                           op_name(call->op), n);
+    for (int i = 0; i < n; i++)
+        pdnn__plan_for(dev, list[i], call, &plans[i]);
+
+    pdnn_status st = PDNN_ERR_UNSUPPORTED;
+    pdnn__run_report rep;
+    if (call->tuning != PDNN_TUNING_OFF) {
+        int searched = 0;
+        double seconds = 0.0;
+        const int m = measured_choice(dev, list, plans, n, call, &searched, &seconds);
+        if (m >= 0) {
+            st = run_planned(dev, list[m], &plans[m], call, &rep);
+            if (st == PDNN_SUCCESS) {
+                report(res, list[m], &plans[m], &rep);
+                if (res) {
+                    /* The choice is a tuning result too: report it as one. */
+                    res->tuning.tunable = 1;
+                    res->tuning.algo_measured = 1;
+                    res->tuning.algo_searched = searched;
+                    if (searched) {
+                        res->tuning.searched = 1;
+                        res->tuning.cached = 0;
+                        res->tuning.search_seconds = seconds;
+                    } else if (!res->tuning.searched) {
+                        res->tuning.cached = 1;
+                    }
+                }
+                free(plans);
+                return st;
+            }
+            pdnn__debug("%s on %s: the measured choice %s does not run now (%s); using the fixed order",
+                        op_name(call->op), dev->name, list[m]->name, pdnn_last_error());
+        }
+    }
+    /* The fixed order: lowest rank first among those not passed over,
+     * then (nothing fitting) the passed-over ones; the first whose
+     * workspace the allocator gives runs. */
+    char why[512] = "";
+    int fitted_none = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int done[MAX_PLANS] = {0};
+        for (;;) {
+            int pick = -1;
+            for (int i = 0; i < n; i++)
+                if (!done[i] && plans[i].supported && plans[i].auto_skip == pass &&
+                    (pick < 0 || plans[i].rank < plans[pick].rank))
+                    pick = i;
+            if (pick < 0)
+                break;
+            done[pick] = 1;
+            st = run_planned(dev, list[pick], &plans[pick], call, &rep);
+            if (st == PDNN_SUCCESS) {
+                report(res, list[pick], &plans[pick], &rep);
+                free(plans);
+                return st;
+            }
+            if (st != PDNN_ERR_OUT_OF_MEMORY) {
+                free(plans);
+                return st;
+            }
+            fitted_none = 1;
+            snprintf(why, sizeof why, "%s", pdnn_last_error());
+            char b[32];
+            pdnn__debug("%s on %s: %s needs %s of workspace, which does not fit (%s); trying the next algorithm",
+                        op_name(call->op), dev->name, list[pick]->name,
+                        pdnn__format_bytes(plans[pick].workspace, b, sizeof b), why);
+        }
+    }
+    if (fitted_none) {
+        free(plans);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
+                           "%s on %s: no algorithm's workspace fits in the device's free memory; the last: %s",
+                           op_name(call->op), dev->name, why);
+    }
+    size_t used = 0;
+    why[0] = '\0';
+    for (int i = 0; i < n && used < sizeof why; i++) {
+        int w = snprintf(why + used, sizeof why - used, "%s%s: %s", i ? "; " : "", list[i]->name, plans[i].why);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    free(plans);
+    return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: no algorithm of the %s backend runs this %s on %s (%s)",
+                       op_name(call->op), dev->backend->name, op_name(call->op), dev->name, why);
+}
