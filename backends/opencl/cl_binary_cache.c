@@ -25,9 +25,9 @@
  *
  * Binaries are written when the device is torn down (context destroy),
  * not when built: asking PoCL for a binary compiles every kernel of the
- * program (2 s for the main program on the 2-core development machine,
- * twice its build), which would otherwise land on the first op of a cold
- * start. Not on a thread: a process that exits while a driver's compiler
+ * program (2 s for conv2d.cl, pool2d.cl and elementwise.cl together on the
+ * 2-core development machine, twice their build), which would otherwise
+ * land on the first op of a cold start. Not on a thread: a process that exits while a driver's compiler
  * runs on another thread crashes in the compiler's torn-down state (seen
  * with PoCL 3.1 / LLVM 15), and exit handlers cannot be ordered before
  * the compiler's. A process that never destroys its context therefore

@@ -1,6 +1,7 @@
 /* 1x1 convolution as a register-blocked GEMM on the tensors in place
- * (kernels_cl/conv2d_gemm_1x1.cl): configuration choice, the tuner, the
- * filter packing and the launch. */
+ * (kernels_cl/conv2d_gemm_1x1.cl): its tile configurations, plan (which
+ * calls it claims, the default tile per device class), the filter
+ * packing and the two kernels' launches. */
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
@@ -19,7 +20,7 @@ typedef struct g1_cfg {
     int vw, kb, pt;
 } g1_cfg;
 static const g1_cfg g1_cands[] = {{16, 1, 6}, {8, 1, 12}, {16, 1, 4}, {16, 1, 8},
-                                           {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}};
+                                  {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}};
 #define N_GEMM1X1 ((int)(sizeof g1_cands / sizeof g1_cands[0]))
 
 static int64_t g1_kt(int i) { return (int64_t)g1_cands[i].vw * g1_cands[i].kb; }
@@ -276,10 +277,12 @@ static void g1_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     const pdnn__conv2d_call *c = &call->u.conv2d;
     /* The device class's default, else the first that runs c. */
     int dflt = g1_default(dev);
-    for (int i = 0; !g1_applies(c, dflt) && i < N_GEMM1X1; i++)
-        dflt = i;
-    if (!g1_applies(c, dflt))
+    if (!g1_applies(c, dflt)) {
         dflt = -1;
+        for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)
+            if (g1_applies(c, i))
+                dflt = i;
+    }
     if (pdnn__cl_plan_tunable(&tunable, dev, call, dflt, plan) < 0) {
         pdnn__plan_refuse(plan,
                           "gemm_1x1 runs only 1x1 filters without padding (every output pixel on an input pixel) "
@@ -305,7 +308,8 @@ static pdnn_status g1_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     if (st != PDNN_SUCCESS)
         return st;
     /* Which kernel ran is the shape's, not a configuration of its own. */
-    pdnn__debug("gemm_1x1: %s with the %s kernel", r.config_name, g1_rows(&call->u.conv2d, r.config) ? "rows" : "tiles");
+    pdnn__debug("gemm_1x1: %s with the %s kernel", r.config_name,
+                g1_rows(&call->u.conv2d, r.config) ? "rows" : "tiles");
     if (rep)
         *rep = r;
     return st;

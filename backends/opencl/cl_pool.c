@@ -159,7 +159,8 @@ static pdnn_status direct_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
 /* ---- the entries ------------------------------------------------------------ */
 
 /* Takes d->lock around one of the enqueues above. */
-static pdnn_status locked(void *dev, const pdnn__op_call *call, pdnn_status (*enqueue)(cl_dev *, const pdnn__pool2d_call *))
+static pdnn_status locked(void *dev, const pdnn__op_call *call,
+                          pdnn_status (*enqueue)(cl_dev *, const pdnn__pool2d_call *))
 {
     cl_dev *d = dev;
     pthread_mutex_lock(&d->lock);

@@ -230,13 +230,22 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     const char *why = NULL;
     _Static_assert(sizeof pl <= sizeof plan->state, "wino_plan fits pdnn__plan.state");
     if (!wino_plan_of(c, &pl, &why)) {
+        /* The first condition c breaks, and what c has instead. */
         if (why)
             pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)): %s", why);
+        else if (c->r != 3 || c->s != 3)
+            pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)) runs 3x3 filters only; this one is %lldx%lld",
+                              (long long)c->r, (long long)c->s);
+        else if (c->stride_h != 1 || c->stride_w != 1)
+            pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)) runs stride 1 only; this one has stride %d,%d",
+                              c->stride_h, c->stride_w);
+        else if (c->dil_h != 1 || c->dil_w != 1)
+            pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)) runs dilation 1 only; this one has dilation %d,%d",
+                              c->dil_h, c->dil_w);
         else
             pdnn__plan_refuse(plan,
-                              "winograd (F(4x4,3x3)) runs 3x3 filters, stride 1, dilation 1, groups 1 only; this "
-                              "one is %lldx%lld stride %d,%d dilation %d,%d groups %lld",
-                              (long long)c->r, (long long)c->s, c->stride_h, c->stride_w, c->dil_h, c->dil_w,
+                              "winograd (F(4x4,3x3)) runs ungrouped convolutions (groups 1) only; this one has "
+                              "%lld groups",
                               (long long)c->groups);
         return;
     }
