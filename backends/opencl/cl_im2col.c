@@ -66,7 +66,7 @@ static pdnn_status im2col_enqueue(cl_dev *d, const pdnn__conv2d_call *c, pdnn__b
     SET_ARG(k, 5, filt);
     SET_ARG(k, 6, total);
     st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_pack_filter", total)
-                                       : pdnn__cl_fail("clSetKernelArg(conv2d_pack_filter)", err);
+                           : pdnn__cl_fail("clSetKernelArg(conv2d_pack_filter)", err);
 
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
@@ -95,7 +95,8 @@ static pdnn_status im2col_enqueue(cl_dev *d, const pdnn__conv2d_call *c, pdnn__b
         SET_ARG(k, 7, geom);
         SET_ARG(k, 8, pad);
         SET_ARG(k, 9, col_total);
-        st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_im2col", col_total) : pdnn__cl_fail("clSetKernelArg(conv2d_im2col)", err);
+        st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_im2col", col_total)
+                               : pdnn__cl_fail("clSetKernelArg(conv2d_im2col)", err);
         for (int64_t g = 0; st == PDNN_SUCCESS && g < c->groups; g++) {
             /* tmp[g] (kpg x PQ) = wpack[g] (kpg x cpg*RS) * col[g] (cpg*RS x PQ) */
             CLBlastStatusCode bs = CLBlastSgemm(
