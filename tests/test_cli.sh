@@ -218,7 +218,7 @@ has "mobilenet: AUTO runs depthwise on dw1" "^| dw1 32 | NHWC | depthwise | 0.00
 check "mobilenet: conv1 and dw1 only, no pools" \
     test "$(grep -c '^| .* | NHWC | ' "$tmp/out")" -eq 2 -a "$(grep -c 'max pool' "$tmp/out")" -eq 0
 ok "depthwise, multiplier 2" "$tool" conv -n 2 -c 6 -H 9 -W 13 -k 12 -g 6 -p 1 -q 1 -u 2 --bias --relu --algo depthwise --verify
-bad "depthwise refuses other groups" 1 "algorithm depthwise runs only depthwise convolutions" \
+bad "depthwise refuses other groups" 1 "depthwise runs only depthwise convolutions" \
     "$tool" conv -c 6 -k 12 -g 3 --algo depthwise --iters 1
 
 bad "bench unknown layer set" 2 "unknown layer set 'resnet18'; known: resnet50, vgg16" "$tool" bench resnet18
@@ -236,14 +236,14 @@ has "help lists bench flags" "--no-peak"
 # stores what its row shows; the second finds it cached and leaves the file
 # alone; --force searches again and replaces it.
 tc="$tmp/tune-cache"
-tkey="NCHW/OIHW/NCHW n1 c8 h6 w6 k16 r3 s3 u1,1 p1,1 d1,1 g1"
+tkey="conv2d_fwd f32 NCHW/OIHW/NCHW n1 c8 h6 w6 k16 r3 s3 p6 q6 u1,1 d1,1 pad1,1,1,1 g1"
 trow="^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 | [a-z_0-9]*\( [a-z]*=[0-9]*\)* | implicit_gemm vw=[0-9]* kb=[0-9] pt=[0-9]* | [0-9.e+-]* | [0-9.e+-]* | [0-9.]* |"
 # the tuned "algorithm [configuration]" of the last output's row is what
 # the cache holds: AUTO's stored choice and, for tiled and implicit_gemm,
 # its stored tile
 tuned_is_stored() {
     row=$(grep "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 1 |" "$tmp/out" | cut -d'|' -f5 | sed 's/^ *//; s/ *$//')
-    algo=$(awk -F'\t' '$2 == "conv2d_algo" && $3 ~ /^NCHW\/OIHW\/NCHW n1 c8 h6 w6 k16 r3 s3 / { print $4 }' \
+    algo=$(awk -F'\t' '$2 == "conv2d_algo" && $3 ~ /^conv2d_fwd f32 NCHW\/OIHW\/NCHW n1 c8 h6 w6 k16 r3 s3 / { print $4 }' \
         "$tc/tuning-v1.tsv")
     tile=$(awk -F'\t' -v k="$tkey" '$2 == "conv2d_tiled" && $3 == k { print $4 }' "$tc/tuning-v1.tsv")
     igtile=$(awk -F'\t' -v k="$tkey" '$2 == "conv2d_implicit_gemm" && $3 == k { print $4 }' "$tc/tuning-v1.tsv")
