@@ -241,7 +241,7 @@ has "mobilenet: AUTO runs depthwise on dw1" "^| dw1 32 | NHWC | depthwise | 0.00
 check "mobilenet: conv1 and dw1 only, no pools" \
     test "$(grep -c '^| .* | NHWC | ' "$tmp/out")" -eq 2 -a "$(grep -c 'max pool' "$tmp/out")" -eq 0
 ok "depthwise, multiplier 2" "$tool" conv -n 2 -c 6 -H 9 -W 13 -k 12 -g 6 -p 1 -q 1 -u 2 --bias --relu --algo depthwise --verify
-bad "depthwise refuses other groups" 1 "algorithm depthwise runs only depthwise convolutions" \
+bad "depthwise refuses other groups" 1 "depthwise runs only depthwise convolutions" \
     "$tool" conv -c 6 -k 12 -g 3 --algo depthwise --iters 1
 
 bad "bench unknown layer set" 2 "unknown layer set 'resnet18'; known: resnet50, vgg16" "$tool" bench resnet18

@@ -92,7 +92,8 @@ static pdnn__program_cache_stats stats(void)
 #define K 48
 
 /* A conv on the first OpenCL device of a new context (automatic
- * algorithm: builds the main program and an implicit_gemm one on PoCL), checked
+ * algorithm: builds the implicit_gemm program on PoCL; programs are per
+ * kernel source and built when first used), checked
  * against the host. Skips the test when there is no OpenCL device. */
 static void run_conv(void)
 {
@@ -181,8 +182,8 @@ Test(program_cache, a_conv_fills_the_cache_and_a_new_context_loads_from_it)
     pdnn__program_cache_stats s1 = stats();
     char names[8][512];
     const int n = list_programs(names, 8);
-    /* The main program and one tiled configuration at least. */
-    cr_assert_geq(n, 2, "%d program files in %s", n, progdir);
+    /* The algorithm's program at least. */
+    cr_assert_geq(n, 1, "%d program files in %s", n, progdir);
     cr_assert_eq(s1.hits, 0);
     cr_assert_eq(s1.misses, n);
     cr_assert_eq(s1.stores, n);
@@ -214,7 +215,7 @@ static int check_recovers(void (*corrupt)(unsigned char *b, size_t *len))
     run_conv();
     char names[8][512];
     const int n = list_programs(names, 8);
-    cr_assert_geq(n, 2);
+    cr_assert_geq(n, 1);
     for (int i = 0; i < n; i++) {
         size_t len = 0;
         unsigned char *b = slurp(names[i], &len);
@@ -324,7 +325,7 @@ Test(program_cache, off_writes_nothing_and_tuning_off_does_not_turn_it_off)
     setenv("POLYDNN_TUNING", "off", 1);
     run_conv();
     s = stats();
-    cr_assert_geq(s.stores, 2);
+    cr_assert_geq(s.stores, 1);
     char names[8][512];
     cr_assert_eq(list_programs(names, 8), s.stores);
     unsetenv("POLYDNN_TUNING");
@@ -354,7 +355,7 @@ Test(program_cache, edited_kernel_sources_are_a_new_entry)
     run_conv();
     char names[8][512];
     const int n = list_programs(names, 8);
-    cr_assert_geq(n, 2);
+    cr_assert_geq(n, 1);
 
     char kdir[128];
     snprintf(kdir, sizeof kdir, "%s/kernels", dir);

@@ -179,6 +179,7 @@ Test(tuning_mode, invalid_values_are_errors)
  * host; returns the configuration that ran. */
 static const char *run_conv_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo, int R)
 {
+    static pdnn_conv2d_tuning ran; /* the device's conv runs last */
     pdnn_context_options o;
     pdnn_context_options_init(&o);
     o.allow_growth = 1;
@@ -214,6 +215,7 @@ static const char *run_conv_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo, int
         p.algorithm = i ? algo : PDNN_CONV_ALGO_DIRECT;
         pdnn_tensor *tx = th_upload(on[i], &xd, x), *tw = th_upload(on[i], &wd, w), *ty = th_upload(on[i], &yd, NULL);
         cr_assert_eq(pdnn_conv2d_forward(&p, tx, tw, NULL, ty), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_conv2d_last_tuning(&ran), PDNN_SUCCESS);
         got = th_download(ty);
         if (!i)
             memcpy(want, got, sizeof want);
@@ -228,9 +230,7 @@ static const char *run_conv_algo(pdnn_tuning_mode mode, pdnn_conv_algo algo, int
         cr_assert(fabsf(got[i] - want[i]) <= 1e-4f, "element %d: %g, expected %g", i, (double)got[i], (double)want[i]);
     free(got);
     pdnn_context_destroy(ctx);
-    if (algo == PDNN_CONV_ALGO_IMPLICIT_GEMM)
-        return pdnn__opencl_last_igemm();
-    return algo == PDNN_CONV_ALGO_GEMM_1X1 ? pdnn__opencl_last_gemm1x1() : pdnn__opencl_last_tiled();
+    return ran.config;
 }
 
 static const char *run_tiled(pdnn_tuning_mode mode) { return run_conv_algo(mode, PDNN_CONV_ALGO_TILED, 3); }
@@ -400,7 +400,7 @@ Test(tuner, auto_measures_stores_and_reuses_its_algorithm)
     char *text = slurp(path);
     cr_assert_not_null(text);
     snprintf(line, sizeof line, "\t%s\t", pdnn_conv_algo_name(chosen));
-    char *entry = strstr(text, "\tconv2d_algo\tNCHW/OIHW/NCHW n1 c24 h10 w9 k48 r3 s3 ");
+    char *entry = strstr(text, "\tconv2d_algo\tconv2d_fwd f32 NCHW/OIHW/NCHW n1 c24 h10 w9 k48 r3 s3 ");
     cr_assert(entry && strstr(entry, line) != NULL, "no conv2d_algo entry naming %s in:\n%s",
               pdnn_conv_algo_name(chosen), text);
 
@@ -464,7 +464,7 @@ Test(tuner, implicit_gemm_search_stores_a_checked_result_that_cached_mode_uses)
     cr_assert(read_kernel_entry("conv2d_implicit_gemm", device, shape, value),
               "search wrote no conv2d_implicit_gemm entry");
     cr_assert_str_eq(value, ran, "ran %s, stored %s", ran, value);
-    cr_assert(strstr(shape, "NCHW/OIHW/NCHW n1 c24 h10 w9 k48 r3 s3 u1,1 p1,1 d1,1 g1") != NULL, "%s", shape);
+    cr_assert(strstr(shape, "NCHW/OIHW/NCHW n1 c24 h10 w9 k48 r3 s3 p10 q9 u1,1 d1,1 pad1,1,1,1 g1") != NULL, "%s", shape);
 
     const char *other = strcmp(ran, "vw=8 kb=1 pt=12") == 0 ? "vw=16 kb=1 pt=6" : "vw=8 kb=1 pt=12";
     cr_assert_eq(pdnn__tuning_store(device, "conv2d_implicit_gemm", shape, other, 1.0), PDNN_SUCCESS);

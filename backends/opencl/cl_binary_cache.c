@@ -1,8 +1,9 @@
 /* The on-disk cache of compiled OpenCL programs, so that a second process
  * loads what the first compiled instead of running the compiler again.
  *
- * Every program build of the backend comes here. The key is the device
- * (cl_dev.tune_key: vendor|name|driver version), the build options and a
+ * Every program build of the backend (the kernel cache in cl_common.c)
+ * looks here first. The key is the device (cl_dev.program_key:
+ * vendor|name|driver version), the build options and a
  * hash of the sources' bytes (POLYDNN_KERNEL_DIR copies included, so an
  * edited kernel is a new key); the format version is in the directory name
  * and in each file's header. Files live in
@@ -24,9 +25,9 @@
  *
  * Binaries are written when the device is torn down (context destroy),
  * not when built: asking PoCL for a binary compiles every kernel of the
- * program (2 s for the main program on the 2-core development machine,
- * twice its build), which would otherwise land on the first op of a cold
- * start. Not on a thread: a process that exits while a driver's compiler
+ * program (2 s for conv2d.cl, pool2d.cl and elementwise.cl together on the
+ * 2-core development machine, twice their build), which would otherwise
+ * land on the first op of a cold start. Not on a thread: a process that exits while a driver's compiler
  * runs on another thread crashes in the compiler's torn-down state (seen
  * with PoCL 3.1 / LLVM 15), and exit handlers cannot be ordered before
  * the compiler's. A process that never destroys its context therefore
@@ -81,10 +82,10 @@ static char *make_key(const cl_dev *d, const char *const *texts, const size_t *l
         h = fnv1a(h, &len, sizeof len);
         h = fnv1a(h, texts[i], lens[i]);
     }
-    const size_t size = strlen(d->tune_key) + strlen(opts) + 64;
+    const size_t size = strlen(d->program_key) + strlen(opts) + 64;
     char *key = malloc(size);
     if (key)
-        snprintf(key, size, "device=%s\noptions=%s\nsources=%u:%016llx", d->tune_key, opts, (unsigned)n,
+        snprintf(key, size, "device=%s\noptions=%s\nsources=%u:%016llx", d->program_key, opts, (unsigned)n,
                  (unsigned long long)h);
     return key;
 }
@@ -244,25 +245,34 @@ static int store(cl_program prog, const char *path, const char *key)
 }
 
 /* Programs built from source and not stored yet, across devices; each
- * holds a reference to its program. Devices are torn down without their
- * lock, and builds of different devices run in parallel, hence a lock of
- * its own. */
-typedef struct pending_store {
+ * holds a reference to its program (prog NULL: a miss not built yet).
+ * Devices are torn down without their lock, and builds of different
+ * devices run in parallel, hence a lock of its own. */
+struct pdnn__cl_cache_miss {
     const cl_dev *dev;
     cl_program prog;
     char *path, *key;
-    struct pending_store *next;
-} pending_store;
+    struct pdnn__cl_cache_miss *next;
+};
 
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
-static pending_store *pending;
+static pdnn__cl_cache_miss *pending;
+
+static void miss_free(pdnn__cl_cache_miss *m)
+{
+    if (!m)
+        return;
+    free(m->path);
+    free(m->key);
+    free(m);
+}
 
 void pdnn__cl_program_cache_flush(cl_dev *d)
 {
     pthread_mutex_lock(&pending_lock);
-    pending_store *mine = NULL;
-    for (pending_store **pp = &pending; *pp;) {
-        pending_store *p = *pp;
+    pdnn__cl_cache_miss *mine = NULL;
+    for (pdnn__cl_cache_miss **pp = &pending; *pp;) {
+        pdnn__cl_cache_miss *p = *pp;
         if (p->dev == d) {
             *pp = p->next;
             p->next = mine;
@@ -273,40 +283,34 @@ void pdnn__cl_program_cache_flush(cl_dev *d)
     }
     pthread_mutex_unlock(&pending_lock);
     while (mine) {
-        pending_store *next = mine->next;
+        pdnn__cl_cache_miss *next = mine->next;
         store(mine->prog, mine->path, mine->key);
         clReleaseProgram(mine->prog);
-        free(mine->path);
-        free(mine->key);
-        free(mine);
+        miss_free(mine);
         mine = next;
     }
 }
 
-/* Queues prog's binary for d's teardown; where that takes more memory
- * than there is, stores it now. */
-static void store_later(const cl_dev *d, cl_program prog, const char *path, const char *key)
+void pdnn__cl_program_cache_add(cl_dev *d, pdnn__cl_cache_miss *miss, cl_program prog)
 {
-    pending_store *p = calloc(1, sizeof *p);
-    if (p) {
-        p->dev = d;
-        p->prog = prog;
-        p->path = strdup(path);
-        p->key = strdup(key);
-    }
-    if (p && p->path && p->key && clRetainProgram(prog) == CL_SUCCESS) {
-        pthread_mutex_lock(&pending_lock);
-        p->next = pending;
-        pending = p;
-        pthread_mutex_unlock(&pending_lock);
+    if (!miss)
+        return;
+    if (!prog) {
+        miss_free(miss);
         return;
     }
-    if (p) {
-        free(p->path);
-        free(p->key);
-        free(p);
+    if (clRetainProgram(prog) != CL_SUCCESS) {
+        /* Without a reference of our own it cannot wait for teardown. */
+        store(prog, miss->path, miss->key);
+        miss_free(miss);
+        return;
     }
-    store(prog, path, key);
+    miss->dev = d;
+    miss->prog = prog;
+    pthread_mutex_lock(&pending_lock);
+    miss->next = pending;
+    pending = miss;
+    pthread_mutex_unlock(&pending_lock);
 }
 
 /* Builds prog from a validated binary; NULL when the driver refuses it. */
@@ -329,39 +333,16 @@ static cl_program from_binary(cl_dev *d, const unsigned char *payload, size_t le
     return prog;
 }
 
-static pdnn_status from_source(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
-                               const char *opts, const char *what, cl_program *out)
+cl_program pdnn__cl_program_cache_find(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
+                                       const char *opts, const char *what, pdnn__cl_cache_miss **miss)
 {
-    cl_int err = CL_SUCCESS;
-    cl_program prog = clCreateProgramWithSource(d->ctx, n, (const char **)texts, lens, &err);
-    if (!prog) {
-        char call[160];
-        snprintf(call, sizeof call, "clCreateProgramWithSource(%s)", what);
-        return pdnn__cl_fail(call, err);
-    }
-    err = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        char log[4096] = "";
-        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        log[sizeof log - 1] = '\0';
-        clReleaseProgram(prog);
-        const char *dir = getenv("POLYDNN_KERNEL_DIR");
-        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s%s:\n%s", what, opts,
-                           pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "", log);
-    }
-    *out = prog;
-    return PDNN_SUCCESS;
-}
-
-pdnn_status pdnn__cl_program_cached(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
-                                    const char *opts, const char *what, cl_program *out)
-{
+    *miss = NULL;
     const int setting = pdnn__program_cache_setting();
     if (setting <= 0) {
         if (setting < 0) /* set to something invalid after the context was created */
             pdnn__debug("OpenCL program cache: POLYDNN_PROGRAM_CACHE='%s' is invalid; the cache is off",
                         getenv("POLYDNN_PROGRAM_CACHE"));
-        return from_source(d, texts, lens, n, opts, what, out);
+        return NULL;
     }
     char *key = make_key(d, texts, lens, n, opts);
     char path[4200];
@@ -369,7 +350,7 @@ pdnn_status pdnn__cl_program_cached(cl_dev *d, const char *const *texts, const s
         free(key);
         pdnn__debug("OpenCL program cache: no cache directory (set POLYDNN_CACHE_DIR or HOME); building %s",
                     what);
-        return from_source(d, texts, lens, n, opts, what, out);
+        return NULL;
     }
     unsigned char *payload = NULL;
     size_t len = 0;
@@ -381,8 +362,7 @@ pdnn_status pdnn__cl_program_cached(cl_dev *d, const char *const *texts, const s
         free(key);
         atomic_fetch_add(&hits, 1);
         pdnn__debug("OpenCL program cache: loaded %s from %s", what, path);
-        *out = prog;
-        return PDNN_SUCCESS;
+        return prog;
     }
     atomic_fetch_add(&misses, 1);
     if (found) {
@@ -393,9 +373,16 @@ pdnn_status pdnn__cl_program_cached(cl_dev *d, const char *const *texts, const s
     } else {
         pdnn__debug("OpenCL program cache: %s is not cached (%s); building it from source", what, path);
     }
-    pdnn_status st = from_source(d, texts, lens, n, opts, what, out);
-    if (st == PDNN_SUCCESS)
-        store_later(d, *out, path, key);
+    pdnn__cl_cache_miss *m = calloc(1, sizeof *m);
+    if (m) {
+        m->path = strdup(path);
+        m->key = key;
+        key = NULL;
+    }
+    if (m && m->path)
+        *miss = m;
+    else
+        miss_free(m); /* out of host memory: the program stays uncached */
     free(key);
-    return st;
+    return NULL;
 }

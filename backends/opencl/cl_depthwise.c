@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+extern const pdnn__algo pdnn__cl_algo_depthwise;
+
 /* Work per work-item: dw_nhwc8's output columns (DW_TQ), dw_nchw8's
  * output rows (DW_TP). Larger blocks amortise each work-item's setup and
  * filter loads: on PoCL 8 columns ran up to 1.5x faster than 4, and 2
@@ -20,17 +22,25 @@ static const char *const dw_names[DW_KERNELS] = {"dw_nhwc8", "dw_nchw8"};
 /* groups == C is a depthwise convolution (K = C * m follows from core's
  * check that groups divide K). The launch grids index with int and have
  * to stay within what every device accepts per dimension. */
-static int dw_applies(const pdnn__conv2d_call *c)
+static void dw_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
+    (void)dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
     const int64_t lim = INT32_MAX / 2;
-    return c->groups == c->c && c->k <= lim && c->q <= lim && c->p <= lim && c->w <= lim && c->n * c->p <= lim &&
-           c->n * c->k <= lim;
-}
-
-size_t pdnn__cl_depthwise_workspace(cl_dev *d, const pdnn__conv2d_call *c)
-{
-    (void)d;
-    return dw_applies(c) ? 0 : SIZE_MAX;
+    if (c->groups != c->c) {
+        pdnn__plan_refuse(plan,
+                          "depthwise runs only depthwise convolutions (groups == input channels); this one has "
+                          "%lld input channels in %lld group(s)",
+                          (long long)c->c, (long long)c->groups);
+        return;
+    }
+    if (c->k > lim || c->q > lim || c->p > lim || c->w > lim || c->n * c->p > lim || c->n * c->k > lim) {
+        pdnn__plan_refuse(plan, "depthwise: the tensors are too large for its launch grid");
+        return;
+    }
+    plan->supported = 1;
+    if (c->groups == 1)
+        pdnn__plan_skip(plan, "one input channel is an ordinary convolution, which AUTO leaves to the others");
 }
 
 static size_t pow2_at_least(size_t v, size_t cap)
@@ -41,23 +51,19 @@ static size_t pow2_at_least(size_t v, size_t cap)
     return p;
 }
 
-pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c)
+/* Called with d->lock held. */
+static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
 {
-    if (!dw_applies(c))
-        return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                           "OpenCL: depthwise needs groups == input channels; this convolution has %lld input "
-                           "channels in %lld groups",
-                           (long long)c->c, (long long)c->groups);
     char opts[64];
     snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_TP=%d", NHWC_TQ, NCHW_TP);
-    pdnn_status st = pdnn__cl_build_slot(d, CL_SLOT_DEPTHWISE, "conv2d_depthwise.cl", opts, dw_names, DW_KERNELS);
+    const int nhwc = c->x_layout == PDNN_NHWC;
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_depthwise.cl", opts, dw_names[nhwc ? DW_NHWC8 : DW_NCHW8], &k);
     if (st != PDNN_SUCCESS)
         return st;
     if (c->n * c->k * c->p * c->q == 0)
         return PDNN_SUCCESS; /* an empty launch is invalid in OpenCL */
 
-    const int nhwc = c->x_layout == PDNN_NHWC;
-    cl_kernel k = d->slot_kernels[CL_SLOT_DEPTHWISE][nhwc ? DW_NHWC8 : DW_NCHW8];
     cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
     /* Without a bias any valid buffer will do; the kernels do not read it. */
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : w;
@@ -133,3 +139,28 @@ pdnn_status pdnn__cl_depthwise(cl_dev *d, const pdnn__conv2d_call *c)
                                                   : "clEnqueueNDRangeKernel(dw_nchw8)",
                                              err);
 }
+
+static pdnn_status dw_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                          pdnn__run_report *rep)
+{
+    (void)plan;
+    (void)ws;
+    (void)rep;
+    cl_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = dw_enqueue(d, &call->u.conv2d);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__algo pdnn__cl_algo_depthwise = {
+    .op = PDNN__OP_CONV2D_FWD,
+    .name = "depthwise",
+    .id = PDNN_CONV_ALGO_DEPTHWISE,
+    /* First where it applies: 3-16x direct (what ran before it) on
+     * MobileNet v1's depthwise layers (bench/results-depthwise.md); the
+     * others are not specialised for one input channel per group. */
+    .rank = 10,
+    .plan = dw_plan,
+    .run = dw_run,
+};

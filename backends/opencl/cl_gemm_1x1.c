@@ -1,14 +1,13 @@
 /* 1x1 convolution as a register-blocked GEMM on the tensors in place
- * (kernels_cl/conv2d_gemm_1x1.cl): configuration choice, the tuner, the
- * filter packing and the launch. */
+ * (kernels_cl/conv2d_gemm_1x1.cl): its tile configurations, plan (which
+ * calls it claims, the default tile per device class), the filter
+ * packing and the two kernels' launches. */
 #include "backends/opencl/cl_internal.h"
-#include "tuning.h"
 
-#include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+extern const pdnn__algo pdnn__cl_algo_gemm_1x1;
 
 /* The kernel's compile-time tiles: VW-lane vectors, KB of them (KT = VW *
  * KB output channels) by PT pixels per work-item. {16, 1, 6} is AVX2's
@@ -20,8 +19,9 @@
 typedef struct g1_cfg {
     int vw, kb, pt;
 } g1_cfg;
-static const g1_cfg g1_cands[N_GEMM1X1] = {{16, 1, 6}, {8, 1, 12}, {16, 1, 4}, {16, 1, 8},
-                                           {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}};
+static const g1_cfg g1_cands[] = {{16, 1, 6}, {8, 1, 12}, {16, 1, 4}, {16, 1, 8},
+                                  {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}};
+#define N_GEMM1X1 ((int)(sizeof g1_cands / sizeof g1_cands[0]))
 
 static int64_t g1_kt(int i) { return (int64_t)g1_cands[i].vw * g1_cands[i].kb; }
 static int64_t g1_kp(const pdnn__conv2d_call *c, int i) { return (c->k + g1_kt(i) - 1) / g1_kt(i) * g1_kt(i); }
@@ -39,7 +39,13 @@ static int g1_shape_ok(const pdnn__conv2d_call *c)
 /* Whether configuration i runs c: a work-item's channels share a group. */
 static int g1_applies(const pdnn__conv2d_call *c, int i)
 {
-    return g1_shape_ok(c) && (c->groups == 1 || (c->k / c->groups) % g1_kt(i) == 0);
+    return i >= 0 && i < N_GEMM1X1 && g1_shape_ok(c) && (c->groups == 1 || (c->k / c->groups) % g1_kt(i) == 0);
+}
+
+static int applies(void *dev, const pdnn__op_call *call, int i)
+{
+    (void)dev;
+    return g1_applies(&call->u.conv2d, i);
 }
 
 /* The transposed kernel (conv2d_gemm_1x1_rows) can run NCHW-contiguous
@@ -63,124 +69,32 @@ static int g1_rows(const pdnn__conv2d_call *c, int i)
  * in place. */
 static int g1_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1 && c->k % g1_kt(i) == 0; }
 
-static size_t g1_ws(const pdnn__conv2d_call *c, int i)
+static size_t g1_ws(const pdnn__op_call *call, int i)
 {
+    const pdnn__conv2d_call *c = &call->u.conv2d;
     return g1_rows(c, i) || g1_in_place(c, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
 }
 
-/* Test hook: a configuration every gemm_1x1 conv uses where it applies. */
-static _Atomic int forced = -1;
-static _Thread_local char last_cfg[48];
-static _Thread_local const char *last_kernel = "";
-
-int pdnn__opencl_gemm1x1_configs(int (*out)[3], int max)
-{
-    for (int i = 0; i < N_GEMM1X1 && i < max; i++) {
-        out[i][0] = g1_cands[i].vw;
-        out[i][1] = g1_cands[i].kb;
-        out[i][2] = g1_cands[i].pt;
-    }
-    return N_GEMM1X1;
-}
-
-void pdnn__opencl_force_gemm1x1(int vw, int kb, int pt)
-{
-    int f = -1;
-    for (int i = 0; i < N_GEMM1X1; i++)
-        if (g1_cands[i].vw == vw && g1_cands[i].kb == kb && g1_cands[i].pt == pt)
-            f = i;
-    forced = f;
-}
-
-const char *pdnn__opencl_last_gemm1x1(void) { return last_cfg; }
-
-const char *pdnn__opencl_last_gemm1x1_kernel(void) { return last_kernel; }
-
 static void g1_name(int i, char *buf, size_t len)
 {
-    snprintf(buf, len, "vw=%d kb=%d pt=%d", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt);
+    if (i >= 0 && i < N_GEMM1X1)
+        snprintf(buf, len, "vw=%d kb=%d pt=%d", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt);
+    else
+        snprintf(buf, len, "?");
 }
 
-void pdnn__cl_gemm1x1_init(cl_dev *d)
-{
-    cl_uint cu = 0, vw = 0;
-    if (clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL) != CL_SUCCESS || cu == 0)
-        cu = 1;
-    if (clGetDeviceInfo(d->id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL) != CL_SUCCESS)
-        vw = 0;
-    d->cu = cu;
-    /* CPUs: the 6x32 tile where PoCL reports 16-float vectors (AVX-512:
-     * 12 of 32 zmm registers accumulate; 1.6-1.8x {16, 1, 6} on res5 at batch
-     * 1 on an AVX-512 EPYC), else AVX2's 6x16. GPUs: the small tile, which
-     * keeps more work-items resident. */
-    d->g1_default = (d->type & CL_DEVICE_TYPE_CPU) ? (vw >= 16 ? 4 : 0) : 6;
-}
+/* The untuned configuration for d. CPUs: the 6x32 tile where PoCL
+ * reports 16-float vectors (AVX-512: 12 of 32 zmm registers accumulate;
+ * 1.6-1.8x {16, 1, 6} on res5 at batch 1 on an AVX-512 EPYC), else AVX2's
+ * 6x16. GPUs: the small tile, which keeps more work-items resident. */
+static int g1_default(const cl_dev *d) { return pdnn__cl_is_cpu(d) ? (d->vec_float >= 16 ? 4 : 0) : 6; }
 
-static void g1_shape_key(const pdnn__conv2d_call *c, char *buf, size_t len)
+/* The kernels of configuration i. Called with d->lock held. */
+static pdnn_status g1_kernel(cl_dev *d, int i, const char *name, cl_kernel *k)
 {
-    snprintf(buf, len, "%s/%s/%s n%lld c%lld h%lld w%lld k%lld u%d,%d g%lld", pdnn_layout_name(c->x_layout),
-             pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout), (long long)c->n, (long long)c->c,
-             (long long)c->h, (long long)c->w, (long long)c->k, c->stride_h, c->stride_w, (long long)c->groups);
-}
-
-/* Defined below, with the functions it names. */
-static const pdnn__cl_tunable g1_tunable;
-
-/* Which configuration runs c (see tiled_pick in opencl.c): forced, else
- * the tuning cache's (*cached = 1), else the default, with *search = 1
- * when the caller should tune now. -1 if none applies. */
-static int g1_pick(const cl_dev *d, const pdnn__conv2d_call *c, int *search, int *cached)
-{
-    int dflt = g1_applies(c, d->g1_default) ? d->g1_default : -1;
-    for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)
-        if (g1_applies(c, i))
-            dflt = i;
-    return pdnn__cl_pick(d, c, &g1_tunable, dflt, forced, search, cached);
-}
-
-size_t pdnn__cl_gemm1x1_workspace(cl_dev *d, const pdnn__conv2d_call *c)
-{
-    int search = 0, cached = 0;
-    const int i = g1_pick(d, c, &search, &cached);
-    if (i < 0)
-        return SIZE_MAX;
-    size_t ws = g1_ws(c, i);
-    for (int j = 0; search && j < N_GEMM1X1; j++) /* tuning tries them all */
-        if (g1_applies(c, j) && g1_ws(c, j) > ws)
-            ws = g1_ws(c, j);
-    return ws;
-}
-
-void pdnn__cl_gemm1x1_release(cl_dev *d)
-{
-    for (int i = 0; i < N_GEMM1X1; i++) {
-        if (d->g1_pack[i])
-            clReleaseKernel(d->g1_pack[i]);
-        if (d->g1_conv[i])
-            clReleaseKernel(d->g1_conv[i]);
-        if (d->g1_rows[i])
-            clReleaseKernel(d->g1_rows[i]);
-        if (d->g1_prog[i])
-            clReleaseProgram(d->g1_prog[i]);
-        d->g1_pack[i] = d->g1_conv[i] = d->g1_rows[i] = NULL;
-        d->g1_prog[i] = NULL;
-    }
-}
-
-/* Builds configuration i's program and kernels. Called with d->lock held. */
-static pdnn_status g1_build(cl_dev *d, int i)
-{
-    if (d->g1_conv[i])
-        return PDNN_SUCCESS;
     char opts[64];
     snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt);
-    static const char *const names[] = {"gemm1x1_pack", "conv2d_gemm_1x1", "conv2d_gemm_1x1_rows"};
-    cl_kernel k[3] = {NULL, NULL, NULL};
-    pdnn_status st = pdnn__cl_build_kernels(d, "conv2d_gemm_1x1.cl", opts, names, 3, &d->g1_prog[i], k);
-    d->g1_pack[i] = k[0];
-    d->g1_conv[i] = k[1];
-    d->g1_rows[i] = k[2];
-    return st;
+    return pdnn__cl_kernel(d, "conv2d_gemm_1x1.cl", opts, name, k);
 }
 
 /* Pixels per work-item. On CPUs a work-item sweeps several pixel tiles
@@ -224,8 +138,11 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
         while (span > 1 && nrb * ((ntiles + span - 1) / span) < want)
             span /= 2;
     }
+    cl_kernel k = NULL;
+    pdnn_status st = g1_kernel(d, i, "conv2d_gemm_1x1_rows", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
     cl_int err = CL_SUCCESS;
-    cl_kernel k = d->g1_rows[i];
     cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
     cl_long xo = elem_off(c->x_buf), wo = elem_off(c->w_buf), yo = elem_off(c->y_buf);
@@ -259,17 +176,23 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1_rows)", err);
 }
 
-/* Enqueues c with configuration i (built). Called with d->lock held. */
-static pdnn_status g1_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
+/* Enqueues call with configuration i and workspace ws. Called with
+ * d->lock held. */
+static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn__buf ws)
 {
+    cl_dev *d = dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
     const int64_t cpg = c->c / c->groups, kt = g1_kt(i), kp = g1_kp(c, i);
     const int64_t npix = c->n * c->p * c->q;
     if (npix == 0 || c->k == 0)
         return PDNN_SUCCESS;
     if (g1_rows(c, i))
         return g1_enqueue_rows(d, c, i);
+    cl_kernel k = NULL;
+    pdnn_status st = g1_kernel(d, i, "conv2d_gemm_1x1", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
     cl_int err = CL_SUCCESS;
-    cl_kernel k;
     cl_mem wsb;
     cl_long wp_off;
     cl_long2 wstr;
@@ -279,36 +202,38 @@ static pdnn_status g1_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
         wstr.s[0] = kt;
         wstr.s[1] = c->ws[1];
     } else {
-        wsb = c->workspace.region;
-        wp_off = elem_off(c->workspace);
+        wsb = ws.region;
+        wp_off = elem_off(ws);
         wstr.s[0] = cpg * kt;
         wstr.s[1] = kt;
         if (cpg > 0) {
-            k = d->g1_pack[i];
+            cl_kernel pk = NULL;
+            st = g1_kernel(d, i, "gemm1x1_pack", &pk);
+            if (st != PDNN_SUCCESS)
+                return st;
             cl_mem w = c->w_buf.region;
             cl_long wo = elem_off(c->w_buf);
             cl_long2 wst;
             wst.s[0] = c->ws[0];
             wst.s[1] = c->ws[1];
             cl_int cpgi = (cl_int)cpg, ki = (cl_int)c->k;
-            SET_ARG(k, 0, w);
-            SET_ARG(k, 1, wo);
-            SET_ARG(k, 2, wst);
-            SET_ARG(k, 3, wsb);
-            SET_ARG(k, 4, wp_off);
-            SET_ARG(k, 5, cpgi);
-            SET_ARG(k, 6, ki);
+            SET_ARG(pk, 0, w);
+            SET_ARG(pk, 1, wo);
+            SET_ARG(pk, 2, wst);
+            SET_ARG(pk, 3, wsb);
+            SET_ARG(pk, 4, wp_off);
+            SET_ARG(pk, 5, cpgi);
+            SET_ARG(pk, 6, ki);
             if (err != CL_SUCCESS)
                 return pdnn__cl_fail("clSetKernelArg(gemm1x1_pack)", err);
             /* One channel block per work-group, runs of 32 c (PACK_RUN). */
             size_t plocal[2] = {(size_t)kt, 1};
             size_t pglobal[2] = {(size_t)kp, (size_t)((cpg + 31) / 32)};
-            err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, pglobal, plocal, 0, NULL, NULL);
+            err = clEnqueueNDRangeKernel(d->queue, pk, 2, NULL, pglobal, plocal, 0, NULL, NULL);
             if (err != CL_SUCCESS)
                 return pdnn__cl_fail("clEnqueueNDRangeKernel(gemm1x1_pack)", err);
         }
     }
-    k = d->g1_conv[i];
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
     cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
@@ -345,50 +270,61 @@ static pdnn_status g1_enqueue(cl_dev *d, const pdnn__conv2d_call *c, int i)
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1)", err);
 }
 
-static int g1_usable(const pdnn__conv2d_call *c, int i) { return g1_applies(c, i) && g1_ws(c, i) <= c->workspace_bytes; }
+static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_gemm_1x1, "conv2d_gemm_1x1", applies, g1_ws, g1_enqueue};
 
-static const pdnn__cl_tunable g1_tunable = {"conv2d_gemm_1x1", N_GEMM1X1, g1_applies, g1_usable, g1_build,
-                                            g1_enqueue, g1_name, g1_shape_key};
-
-pdnn_status pdnn__cl_gemm1x1(cl_dev *d, const pdnn__conv2d_call *c)
+static void g1_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    int search = 0, cached = 0;
-    int i = g1_pick(d, c, &search, &cached);
-    if (i < 0)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                           "OpenCL: gemm_1x1 runs only 1x1 filters without padding (every output pixel on an input "
-                           "pixel) and with groups == 1 or a multiple of 4 output channels per group; this "
-                           "convolution has a %lldx%lld filter, padding top/left %d,%d, %lldx%lld input to %lldx%lld "
-                           "output with stride %d,%d, groups %lld",
-                           (long long)c->r, (long long)c->s, c->pad_top, c->pad_left, (long long)c->h,
-                           (long long)c->w, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w,
-                           (long long)c->groups);
-    if (search)
-        i = pdnn__cl_tune(d, c, &g1_tunable, i);
-    if (g1_ws(c, i) > c->workspace_bytes) {
-        /* Tuned by another thread since the workspace was sized: fall back
-         * to one that fits (the in-place or smallest packing). */
-        int fit = -1;
-        for (int j = 0; j < N_GEMM1X1 && fit < 0; j++)
-            if (g1_applies(c, j) && g1_ws(c, j) <= c->workspace_bytes)
-                fit = j;
-        if (fit < 0)
-            return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: gemm_1x1 got %zu bytes of workspace, needs %zu",
-                               c->workspace_bytes, g1_ws(c, i));
-        i = fit;
-        cached = 0;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    /* The device class's default, else the first that runs c. */
+    int dflt = g1_default(dev);
+    if (!g1_applies(c, dflt)) {
+        dflt = -1;
+        for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)
+            if (g1_applies(c, i))
+                dflt = i;
     }
-    pdnn_status st = g1_build(d, i);
-    if (st == PDNN_SUCCESS)
-        st = g1_enqueue(d, c, i);
-    if (st == PDNN_SUCCESS) {
-        g1_name(i, last_cfg, sizeof last_cfg);
-        last_kernel = g1_rows(c, i) ? "rows" : "tiles";
-        if (c->tuning_out) {
-            c->tuning_out->tunable = 1;
-            c->tuning_out->cached = cached && !search;
-            snprintf(c->tuning_out->config, sizeof c->tuning_out->config, "%s", last_cfg);
-        }
+    if (pdnn__cl_plan_tunable(&tunable, dev, call, dflt, plan) < 0) {
+        pdnn__plan_refuse(plan,
+                          "gemm_1x1 runs only 1x1 filters without padding (every output pixel on an input pixel) "
+                          "and with groups == 1 or a multiple of 4 output channels per group; this one has a "
+                          "%lldx%lld filter, padding top/left %d,%d, %lldx%lld input to %lldx%lld output with "
+                          "stride %d,%d, groups %lld",
+                          (long long)c->r, (long long)c->s, c->pad_top, c->pad_left, (long long)c->h,
+                          (long long)c->w, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w,
+                          (long long)c->groups);
+        return;
     }
+    /* Grouped 1x1 convolutions were not measured against tiled. */
+    if (c->groups != 1)
+        pdnn__plan_skip(plan, "AUTO runs gemm_1x1 on ungrouped convolutions only; this one has %lld groups",
+                        (long long)c->groups);
+}
+
+static pdnn_status g1_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                          pdnn__run_report *rep)
+{
+    pdnn__run_report r;
+    pdnn_status st = pdnn__cl_run_tunable(&tunable, dev, call, plan, ws, &r);
+    if (st != PDNN_SUCCESS)
+        return st;
+    /* Which kernel ran is the shape's, not a configuration of its own. */
+    pdnn__debug("gemm_1x1: %s with the %s kernel", r.config_name,
+                g1_rows(&call->u.conv2d, r.config) ? "rows" : "tiles");
+    if (rep)
+        *rep = r;
     return st;
 }
+
+const pdnn__algo pdnn__cl_algo_gemm_1x1 = {
+    .op = PDNN__OP_CONV2D_FWD,
+    .name = "gemm_1x1",
+    .id = PDNN_CONV_ALGO_GEMM_1X1,
+    /* Before the general algorithms: 2-7x tiled on every 1x1 layer of
+     * ResNet-50 (batch 1 and 8, NCHW and NHWC; bench/results-conv.md);
+     * 1x1 layers are what it is specialised for. */
+    .rank = 20,
+    .n_configs = N_GEMM1X1,
+    .config_name = g1_name,
+    .plan = g1_plan,
+    .run = g1_run,
+};

@@ -1,14 +1,9 @@
 /* Peak FMA rate and copy bandwidth of an OpenCL device, measured with the
- * small kernels of kernels_cl/peak.cl in a program of their own (the main
- * program leaves peak.cl out), timed on the host around clFinish. */
-#include "backends/opencl/cl_peak.h"
-
-#include "backend.h"
-#include "backends/opencl/cl_sources.h"
+ * small kernels of kernels_cl/peak.cl (from the kernel cache, like every
+ * other kernel), timed on the host around clFinish. */
+#include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
-#include <string.h>
-#include <time.h>
 
 /* Each timed launch runs at least MIN_SECONDS, so that launch overhead
  * and the clock's resolution stay near 1%, and the best of REPEATS
@@ -16,13 +11,6 @@
  * while nothing else does on a shared machine. */
 #define MIN_SECONDS 0.005
 #define REPEATS 7
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static pdnn_status peak_fail(const char *call, cl_int err)
 {
@@ -33,38 +21,10 @@ static pdnn_status peak_fail(const char *call, cl_int err)
                        "OpenCL peak measurement: %s failed with error %d", call, (int)err);
 }
 
-static pdnn_status build(cl_context ctx, cl_device_id dev, cl_program *out)
-{
-    const pdnn__cl_source *src = NULL;
-    for (size_t i = 0; i < pdnn__cl_source_count; i++)
-        if (strcmp(pdnn__cl_sources[i].name, "peak.cl") == 0)
-            src = &pdnn__cl_sources[i];
-    if (!src)
-        return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL peak measurement: peak.cl is not embedded in this build");
-    cl_int err = CL_SUCCESS;
-    const char *text = src->text;
-    const size_t len = src->len;
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &text, &len, &err);
-    if (!prog)
-        return peak_fail("clCreateProgramWithSource(peak.cl)", err);
-    /* -w: PoCL warns that float16 arguments change the ABI on AVX2. */
-    err = clBuildProgram(prog, 1, &dev, "-cl-std=CL1.2 -w", NULL, NULL);
-    if (err != CL_SUCCESS) {
-        char log[2048] = "";
-        clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        log[sizeof log - 1] = '\0';
-        clReleaseProgram(prog);
-        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL peak measurement: building peak.cl failed with error %d:\n%s",
-                           (int)err, log);
-    }
-    *out = prog;
-    return PDNN_SUCCESS;
-}
-
 /* Enqueues k launches of kern over global work-items and waits: seconds. */
 static pdnn_status run(cl_command_queue q, cl_kernel kern, size_t global, size_t local, int k, double *seconds)
 {
-    double t0 = now();
+    double t0 = pdnn__now();
     for (int i = 0; i < k; i++) {
         cl_int err = clEnqueueNDRangeKernel(q, kern, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
         if (err != CL_SUCCESS)
@@ -73,7 +33,7 @@ static pdnn_status run(cl_command_queue q, cl_kernel kern, size_t global, size_t
     cl_int err = clFinish(q);
     if (err != CL_SUCCESS)
         return peak_fail("clFinish", err);
-    *seconds = now() - t0;
+    *seconds = pdnn__now() - t0;
     return PDNN_SUCCESS;
 }
 
@@ -188,28 +148,21 @@ static pdnn_status copy_rate(cl_context ctx, cl_device_id dev, cl_command_queue 
     return st;
 }
 
-pdnn_status pdnn__cl_measure_peak(cl_context ctx, cl_device_id dev, cl_command_queue queue, double *gflops,
-                                  double *gbytes_per_s)
+/* Called with d->lock held. */
+static pdnn_status measure(cl_dev *d, double *gflops, double *gbytes_per_s)
 {
-    *gflops = *gbytes_per_s = 0.0;
+    cl_context ctx = d->ctx;
+    cl_device_id dev = d->id;
+    cl_command_queue queue = d->queue;
     cl_int err = clFinish(queue);
     if (err != CL_SUCCESS)
         return peak_fail("clFinish", err);
-    cl_program prog = NULL;
-    pdnn_status st = build(ctx, dev, &prog);
-    if (st != PDNN_SUCCESS)
-        return st;
     static const char *const names[] = {"peak_fma4", "peak_fma8", "peak_fma16", "peak_copy"};
     static const int floats[] = {64, 96, 128};
     cl_kernel kern[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 0; st == PDNN_SUCCESS && i < 4; i++) {
-        kern[i] = clCreateKernel(prog, names[i], &err);
-        if (!kern[i]) {
-            char call[64];
-            snprintf(call, sizeof call, "clCreateKernel(%s)", names[i]);
-            st = peak_fail(call, err);
-        }
-    }
+    pdnn_status st = PDNN_SUCCESS;
+    for (int i = 0; st == PDNN_SUCCESS && i < 4; i++)
+        st = pdnn__cl_kernel(d, "peak.cl", NULL, names[i], &kern[i]);
     cl_uint units = 1;
     cl_device_type type = 0;
     size_t max_wg = 1;
@@ -243,10 +196,18 @@ pdnn_status pdnn__cl_measure_peak(cl_context ctx, cl_device_id dev, cl_command_q
         st = copy_rate(ctx, dev, queue, kern[3], local, gbytes_per_s);
     if (out)
         clReleaseMemObject(out);
-    for (int i = 0; i < 4; i++)
-        if (kern[i])
-            clReleaseKernel(kern[i]);
-    clReleaseProgram(prog);
+    return st;
+}
+
+pdnn_status pdnn__cl_measure_peak(void *dev, double *gflops, double *gbytes_per_s)
+{
+    cl_dev *d = dev;
+    *gflops = *gbytes_per_s = 0.0;
+    /* The kernels are shared (their arguments with them), and other work
+     * on the queue would distort the timings. */
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = measure(d, gflops, gbytes_per_s);
+    pthread_mutex_unlock(&d->lock);
     if (st != PDNN_SUCCESS)
         *gflops = *gbytes_per_s = 0.0;
     return st;

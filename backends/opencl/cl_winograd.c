@@ -9,6 +9,9 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+
+extern const pdnn__algo pdnn__cl_algo_winograd;
 
 /* The GEMM's register tile (conv2d_winograd.cl: TT tiles x KB float16
  * channel blocks per work-item), measured on PoCL over ResNet-50's 3x3
@@ -34,6 +37,12 @@ void pdnn__opencl_winograd_chunk_bytes(int64_t bytes) { chunk_bytes_override = b
 enum { WK_FILTER, WK_INPUT, WK_GEMM, WK_OUTPUT, WK_COUNT };
 static const char *const wino_names[WK_COUNT] = {"wino_filter", "wino_input", "wino_gemm", "wino_output"};
 
+/* The build options the register tile above needs. */
+static void wino_opts(char *buf, size_t len)
+{
+    snprintf(buf, len, "-DTT=%d -DKB=%d -DPLANE_PAD=%d", WINO_TT, WINO_KB, WINO_PLANE_PAD);
+}
+
 /* What one call needs: tiles per image row/column, padded channels, the
  * chunk of tiles made at a time and its padded size, and the workspace
  * layout U | V | M in floats. */
@@ -45,27 +54,27 @@ typedef struct wino_plan {
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /* Whether c is a convolution this algorithm runs, and with what plan;
- * otherwise *why says what rules it out. */
+ * otherwise *why says what rules it out (the shape: *why NULL, see
+ * wino_plan). */
 static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **why)
 {
     *why = NULL;
-    if (c->r != 3 || c->s != 3)
-        *why = "it runs 3x3 filters only";
-    else if (c->stride_h != 1 || c->stride_w != 1)
-        *why = "it runs stride 1 only";
-    else if (c->dil_h != 1 || c->dil_w != 1)
-        *why = "it runs dilation 1 only";
-    else if (c->groups != 1)
-        *why = "it runs ungrouped convolutions (groups 1) only";
+    if (c->r != 3 || c->s != 3 || c->stride_h != 1 || c->stride_w != 1 || c->dil_h != 1 || c->dil_w != 1 ||
+        c->groups != 1)
+        return 0;
     /* The kernels index channels, tiles within a chunk and image rows and
      * columns with int; keep well inside. */
-    else if (c->c > INT32_MAX / 64 || c->k > INT32_MAX / 64 || c->h > INT32_MAX / 8 || c->w > INT32_MAX / 8)
+    if (c->c > INT32_MAX / 64 || c->k > INT32_MAX / 64 || c->h > INT32_MAX / 8 || c->w > INT32_MAX / 8) {
         *why = "the tensor is too large for its int indices";
-    if (*why)
         return 0;
+    }
     pl->tr = (c->p + 3) / 4;
     pl->tc = (c->q + 3) / 4;
     pl->kp = round_up(c->k, WINO_KV);
+    if (pl->tr == 0 || pl->tc == 0) {
+        *why = "the output is empty";
+        return 0;
+    }
     if (pl->tr > INT32_MAX / 8 / pl->tc || c->n > INT64_MAX / 8 / (pl->tr * pl->tc)) {
         *why = "the tensor is too large for its int indices";
         return 0;
@@ -86,20 +95,6 @@ static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **
         return 0;
     }
     return 1;
-}
-
-size_t pdnn__cl_winograd_workspace(cl_dev *d, const pdnn__conv2d_call *c)
-{
-    (void)d;
-    wino_plan pl;
-    const char *why = NULL;
-    if (!wino_plan_of(c, &pl, &why)) {
-        /* core reports SIZE_MAX as unsupported and adds this reason */
-        pdnn__error(PDNN_ERR_UNSUPPORTED, "winograd (F(4x4,3x3)) does not run this convolution: %s", why);
-        return SIZE_MAX;
-    }
-    const uint64_t bytes = (uint64_t)(pl.u_floats + pl.v_floats + pl.m_floats) * sizeof(float);
-    return bytes > SIZE_MAX / 2 ? SIZE_MAX : (size_t)bytes;
 }
 
 /* 2-D launch: dimension 0 in work-groups of up to 16 (fewer when it is
@@ -128,11 +123,11 @@ static pdnn_status set_fail(const char *name, cl_int err)
 }
 
 /* U = G g G^T for every (c, k), into the workspace's start. */
-static pdnn_status wino_filter(cl_dev *d, const pdnn__conv2d_call *c, const wino_plan *pl)
+static pdnn_status wino_filter(cl_kernel k, cl_dev *d, const pdnn__conv2d_call *c, const wino_plan *pl,
+                               pdnn__buf wsb)
 {
-    cl_kernel k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_FILTER];
-    cl_mem w = c->w_buf.region, ws = c->workspace.region;
-    cl_long wo = elem_off(c->w_buf), uo = elem_off(c->workspace);
+    cl_mem w = c->w_buf.region, ws = wsb.region;
+    cl_long wo = elem_off(c->w_buf), uo = elem_off(wsb);
     cl_long4 wst = strides4(c->ws);
     cl_int4 dims = int4_of((int)c->c, (int)c->k, (int)pl->kp, 0);
     cl_long total = c->c * pl->kp;
@@ -151,14 +146,15 @@ static pdnn_status wino_filter(cl_dev *d, const pdnn__conv2d_call *c, const wino
 
 /* Input transform, GEMM and output transform for the chunk of n_t tiles
  * starting at tile t0. */
-static pdnn_status wino_chunk(cl_dev *d, const pdnn__conv2d_call *c, const wino_plan *pl, int64_t t0, int64_t n_t)
+static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const pdnn__conv2d_call *c,
+                              const wino_plan *pl, pdnn__buf wsb, int64_t t0, int64_t n_t)
 {
-    cl_mem ws = c->workspace.region;
-    const cl_long uo = elem_off(c->workspace), vo = uo + pl->u_floats, mo = vo + pl->v_floats;
+    cl_mem ws = wsb.region;
+    const cl_long uo = elem_off(wsb), vo = uo + pl->u_floats, mo = vo + pl->v_floats;
     const cl_long first = t0;
     cl_int err = CL_SUCCESS;
 
-    cl_kernel k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_INPUT];
+    cl_kernel k = kern[WK_INPUT];
     cl_mem x = c->x_buf.region;
     cl_long xo = elem_off(c->x_buf);
     cl_long4 xs = strides4(c->xs);
@@ -182,7 +178,7 @@ static pdnn_status wino_chunk(cl_dev *d, const pdnn__conv2d_call *c, const wino_
     if (st != PDNN_SUCCESS)
         return st;
 
-    k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_GEMM];
+    k = kern[WK_GEMM];
     cl_int4 gdims = int4_of((int)c->c, (int)pl->kp, (int)pl->tp, 0);
     SET_ARG(k, 0, ws);
     SET_ARG(k, 1, uo);
@@ -201,7 +197,7 @@ static pdnn_status wino_chunk(cl_dev *d, const pdnn__conv2d_call *c, const wino_
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clEnqueueNDRangeKernel(wino_gemm)", err);
 
-    k = d->slot_kernels[CL_SLOT_WINOGRAD][WK_OUTPUT];
+    k = kern[WK_OUTPUT];
     cl_mem y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : y; /* not read without a bias */
     cl_long yo = elem_off(c->y_buf), bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
@@ -226,29 +222,88 @@ static pdnn_status wino_chunk(cl_dev *d, const pdnn__conv2d_call *c, const wino_
     return kfast ? launch2(d, k, wino_names[WK_OUTPUT], c->k, n_t) : launch2(d, k, wino_names[WK_OUTPUT], n_t, c->k);
 }
 
-pdnn_status pdnn__cl_winograd(cl_dev *d, const pdnn__conv2d_call *c)
+static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
+    (void)dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
     wino_plan pl;
     const char *why = NULL;
-    if (!wino_plan_of(c, &pl, &why))
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: winograd (F(4x4,3x3)) does not run this convolution: %s",
-                           why);
-    const uint64_t need = (uint64_t)(pl.u_floats + pl.v_floats + pl.m_floats) * sizeof(float);
-    if (!c->workspace.region || c->workspace_bytes < need)
-        return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: winograd got %zu bytes of workspace, needs %llu",
-                           c->workspace_bytes, (unsigned long long)need);
+    _Static_assert(sizeof pl <= sizeof plan->state, "wino_plan fits pdnn__plan.state");
+    if (!wino_plan_of(c, &pl, &why)) {
+        /* The first condition c breaks, and what c has instead. */
+        if (why)
+            pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)): %s", why);
+        else if (c->r != 3 || c->s != 3)
+            pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)) runs 3x3 filters only; this one is %lldx%lld",
+                              (long long)c->r, (long long)c->s);
+        else if (c->stride_h != 1 || c->stride_w != 1)
+            pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)) runs stride 1 only; this one has stride %d,%d",
+                              c->stride_h, c->stride_w);
+        else if (c->dil_h != 1 || c->dil_w != 1)
+            pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)) runs dilation 1 only; this one has dilation %d,%d",
+                              c->dil_h, c->dil_w);
+        else
+            pdnn__plan_refuse(plan,
+                              "winograd (F(4x4,3x3)) runs ungrouped convolutions (groups 1) only; this one has "
+                              "%lld groups",
+                              (long long)c->groups);
+        return;
+    }
+    const uint64_t bytes = (uint64_t)(pl.u_floats + pl.v_floats + pl.m_floats) * sizeof(float);
+    if (bytes > SIZE_MAX / 2) {
+        pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)): its workspace is larger than this machine addresses");
+        return;
+    }
+    plan->supported = 1;
+    plan->workspace = (size_t)bytes;
+    memcpy(plan->state, &pl, sizeof pl);
+    /* Only where it measured faster than the alternatives (ResNet-50's
+     * channel counts, at least 32 tiles in the batch): winograd was
+     * 1.5-3x tiled on the 3x3 stride-1 layers, except where there are
+     * few 4x4 output tiles (7x7 and 14x14 images at batch 1), where
+     * transforming the filter (36/9 of its size) costs more than it saves
+     * (bench/results-conv.md). */
+    const int64_t tiles = c->n * pl.tr * pl.tc;
+    if (c->c < 64 || c->k < 64 || tiles < 32)
+        pdnn__plan_skip(plan,
+                        "AUTO runs winograd with C and K >= 64 and at least 32 4x4 output tiles only; this one has "
+                        "C %lld, K %lld, %lld tiles",
+                        (long long)c->c, (long long)c->k, (long long)tiles);
+}
+
+static pdnn_status wino_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                            pdnn__run_report *rep)
+{
+    (void)rep;
+    cl_dev *d = dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    wino_plan pl;
+    memcpy(&pl, plan->state, sizeof pl);
     char opts[64];
-    snprintf(opts, sizeof opts, "-DTT=%d -DKB=%d -DPLANE_PAD=%d", WINO_TT, WINO_KB, WINO_PLANE_PAD);
-    pdnn_status st = pdnn__cl_build_slot(d, CL_SLOT_WINOGRAD, "conv2d_winograd.cl", opts, wino_names, WK_COUNT);
-    if (st != PDNN_SUCCESS)
-        return st;
-    if (pl.tiles == 0)
-        return PDNN_SUCCESS;
-    st = wino_filter(d, c, &pl);
+    wino_opts(opts, sizeof opts);
+    cl_kernel kern[WK_COUNT] = {NULL, NULL, NULL, NULL};
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = PDNN_SUCCESS;
+    for (int i = 0; st == PDNN_SUCCESS && i < WK_COUNT; i++)
+        st = pdnn__cl_kernel(d, "conv2d_winograd.cl", opts, wino_names[i], &kern[i]);
+    if (st == PDNN_SUCCESS && pl.tiles > 0)
+        st = wino_filter(kern[WK_FILTER], d, c, &pl, ws);
     for (int64_t t0 = 0; st == PDNN_SUCCESS && t0 < pl.tiles; t0 += pl.chunk) {
         const int64_t n_t = pl.tiles - t0 < pl.chunk ? pl.tiles - t0 : pl.chunk;
-        st = wino_chunk(d, c, &pl, t0, n_t);
+        st = wino_chunk(kern, d, c, &pl, ws, t0, n_t);
     }
-
+    pthread_mutex_unlock(&d->lock);
     return st;
 }
+
+const pdnn__algo pdnn__cl_algo_winograd = {
+    .op = PDNN__OP_CONV2D_FWD,
+    .name = "winograd",
+    .id = PDNN_CONV_ALGO_WINOGRAD,
+    /* After implicit_gemm, which measured 1.4-9.3x winograd on its
+     * stride-1 rows of ResNet-50 (geomean 3.2x; bench/results-conv.md);
+     * before tiled, which it beat 1.5-3x where its plan does not skip. */
+    .rank = 40,
+    .plan = wino_plan_cb,
+    .run = wino_run,
+};

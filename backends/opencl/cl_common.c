@@ -1,0 +1,332 @@
+/* What every OpenCL algorithm file uses: error mapping, the 1-D launch,
+ * the kernels_cl/ sources, the kernel cache, and the plan and run shared
+ * by the algorithms with tunable configurations. */
+#include "backends/opencl/cl_internal.h"
+#include "backends/opencl/cl_sources.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *pdnn__cl_error_name(cl_int e)
+{
+    switch (e) {
+    case CL_SUCCESS: return "CL_SUCCESS";
+    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_COMPILER_NOT_AVAILABLE: return "CL_COMPILER_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
+    case CL_INVALID_DEVICE: return "CL_INVALID_DEVICE";
+    case CL_INVALID_CONTEXT: return "CL_INVALID_CONTEXT";
+    case CL_INVALID_COMMAND_QUEUE: return "CL_INVALID_COMMAND_QUEUE";
+    case CL_INVALID_MEM_OBJECT: return "CL_INVALID_MEM_OBJECT";
+    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_PROGRAM_EXECUTABLE: return "CL_INVALID_PROGRAM_EXECUTABLE";
+    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
+    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_ARG_INDEX: return "CL_INVALID_ARG_INDEX";
+    case CL_INVALID_ARG_VALUE: return "CL_INVALID_ARG_VALUE";
+    case CL_INVALID_ARG_SIZE: return "CL_INVALID_ARG_SIZE";
+    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_WORK_ITEM_SIZE: return "CL_INVALID_WORK_ITEM_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case CL_INVALID_OPERATION: return "CL_INVALID_OPERATION";
+    case CL_INVALID_BUILD_OPTIONS: return "CL_INVALID_BUILD_OPTIONS";
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    default: return "an unknown OpenCL error";
+    }
+}
+
+pdnn_status pdnn__cl_fail(const char *call, cl_int err)
+{
+    pdnn_status st = (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+                      err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+                         ? PDNN_ERR_OUT_OF_MEMORY
+                         : PDNN_ERR_BACKEND;
+    return pdnn__error(st, "OpenCL: %s failed with %s (%d)", call, pdnn__cl_error_name(err), (int)err);
+}
+
+pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total)
+{
+    size_t wg = 0;
+    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
+        wg = 1;
+    size_t local = 64;
+    while (local > 1 && (local > wg || local > d->max_wg))
+        local /= 2;
+    size_t global = ((size_t)total + local - 1) / local * local;
+    cl_int err = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel(%s)", name);
+        return pdnn__cl_fail(call, err);
+    }
+    return PDNN_SUCCESS;
+}
+
+/* ---- sources ------------------------------------------------------------- */
+
+/* Reads dir/name into a malloc'd string. */
+static pdnn_status read_override(const char *dir, const char *name, char **out, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pdnn__error(PDNN_ERR_NOT_FOUND, "OpenCL: POLYDNN_KERNEL_DIR is set but %s cannot be opened", path);
+    char *buf = NULL;
+    size_t used = 0, cap = 0;
+    for (;;) {
+        if (used + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory reading %s", path);
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + used, 1, 4096, f);
+        used += got;
+        if (got < 4096)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return pdnn__error(PDNN_ERR_IO, "OpenCL: reading %s failed", path);
+    }
+    buf[used] = '\0';
+    *out = buf;
+    *len = used;
+    return PDNN_SUCCESS;
+}
+
+/* The embedded source `file`, or its copy in POLYDNN_KERNEL_DIR, which
+ * wins (kernel development without rebuilding the library); *owned is
+ * what to free. */
+static pdnn_status source_of(const char *file, const char **text, size_t *len, char **owned)
+{
+    *owned = NULL;
+    const char *dir = getenv("POLYDNN_KERNEL_DIR");
+    if (dir && *dir) {
+        pdnn_status st = read_override(dir, file, owned, len);
+        *text = *owned;
+        return st;
+    }
+    for (size_t i = 0; i < pdnn__cl_source_count; i++)
+        if (strcmp(pdnn__cl_sources[i].name, file) == 0) {
+            *text = pdnn__cl_sources[i].text;
+            *len = pdnn__cl_sources[i].len;
+            return PDNN_SUCCESS;
+        }
+    return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: %s is not among the embedded kernels", file);
+}
+
+static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const char *opts, const char *what,
+                               cl_program *out)
+{
+    cl_int err = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithSource(d->ctx, 1, &text, &len, &err);
+    if (!prog) {
+        char call[160];
+        snprintf(call, sizeof call, "clCreateProgramWithSource(%s)", what);
+        return pdnn__cl_fail(call, err);
+    }
+    err = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char log[4096] = "";
+        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        log[sizeof log - 1] = '\0';
+        clReleaseProgram(prog);
+        const char *dir = getenv("POLYDNN_KERNEL_DIR");
+        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s%s:\n%s", what, opts,
+                           pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "", log);
+    }
+    *out = prog;
+    return PDNN_SUCCESS;
+}
+
+/* Builds file with opts for d: from the on-disk cache where it has a
+ * valid binary, else from source (then queued for the cache). */
+static pdnn_status build(cl_dev *d, const char *file, const char *opts, cl_program *out)
+{
+    const char *text = NULL;
+    size_t len = 0;
+    char *owned = NULL;
+    pdnn_status st = source_of(file, &text, &len, &owned);
+    if (st != PDNN_SUCCESS)
+        return st;
+    char full[256];
+    /* -w: PoCL prints warnings (e.g. float16 ABI notes on AVX2) on stderr */
+    snprintf(full, sizeof full, "-cl-std=CL1.2 -w %s", opts);
+    pdnn__cl_cache_miss *miss = NULL;
+    cl_program prog = pdnn__cl_program_cache_find(d, &text, &len, 1, full, file, &miss);
+    if (!prog) {
+        st = from_source(d, text, len, full, file, &prog);
+        pdnn__cl_program_cache_add(d, miss, st == PDNN_SUCCESS ? prog : NULL);
+    }
+    free(owned);
+    if (st == PDNN_SUCCESS)
+        *out = prog;
+    return st;
+}
+
+/* ---- the kernel cache ------------------------------------------------------ */
+
+/* Long enough for every file, option string and kernel name of
+ * kernels_cl/; longer ones are refused, not truncated. */
+#define FILE_LEN 48
+#define OPTS_LEN 96
+#define NAME_LEN 48
+
+typedef struct kernel_entry {
+    struct kernel_entry *next;
+    cl_kernel kernel;
+    char name[NAME_LEN];
+} kernel_entry;
+
+struct pdnn__cl_program_entry {
+    pdnn__cl_program_entry *next;
+    cl_program program;
+    kernel_entry *kernels;
+    char file[FILE_LEN], opts[OPTS_LEN];
+};
+
+pdnn_status pdnn__cl_kernel(cl_dev *d, const char *file, const char *opts, const char *kernel, cl_kernel *out)
+{
+    if (!opts)
+        opts = "";
+    if (strlen(file) >= FILE_LEN || strlen(opts) >= OPTS_LEN || strlen(kernel) >= NAME_LEN)
+        return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: kernel cache key too long (%s, '%s', %s)", file, opts,
+                           kernel);
+    pdnn__cl_program_entry *p = d->programs;
+    while (p && (strcmp(p->file, file) != 0 || strcmp(p->opts, opts) != 0))
+        p = p->next;
+    if (!p) {
+        p = calloc(1, sizeof *p);
+        if (!p)
+            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        pdnn_status st = build(d, file, opts, &p->program);
+        if (st != PDNN_SUCCESS) {
+            free(p);
+            return st;
+        }
+        snprintf(p->file, sizeof p->file, "%s", file);
+        snprintf(p->opts, sizeof p->opts, "%s", opts);
+        p->next = d->programs;
+        d->programs = p;
+    }
+    for (kernel_entry *k = p->kernels; k; k = k->next)
+        if (strcmp(k->name, kernel) == 0) {
+            *out = k->kernel;
+            return PDNN_SUCCESS;
+        }
+    kernel_entry *k = calloc(1, sizeof *k);
+    if (!k)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+    cl_int err = CL_SUCCESS;
+    k->kernel = clCreateKernel(p->program, kernel, &err);
+    if (!k->kernel) {
+        free(k);
+        char call[96];
+        snprintf(call, sizeof call, "clCreateKernel(%s)", kernel);
+        return pdnn__cl_fail(call, err);
+    }
+    snprintf(k->name, sizeof k->name, "%s", kernel);
+    k->next = p->kernels;
+    p->kernels = k;
+    *out = k->kernel;
+    return PDNN_SUCCESS;
+}
+
+void pdnn__cl_kernels_release(cl_dev *d)
+{
+    pdnn__cl_program_cache_flush(d);
+    while (d->programs) {
+        pdnn__cl_program_entry *p = d->programs;
+        d->programs = p->next;
+        while (p->kernels) {
+            kernel_entry *k = p->kernels;
+            p->kernels = k->next;
+            clReleaseKernel(k->kernel);
+            free(k);
+        }
+        clReleaseProgram(p->program);
+        free(p);
+    }
+}
+
+/* ---- tunable algorithms ----------------------------------------------------- */
+
+int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_call *call, int dflt,
+                          pdnn__plan *plan)
+{
+    const int i = pdnn__plan_pick_config(dev, call, t->algo, t->kernel, t->applies, dflt, plan);
+    if (i < 0)
+        return -1;
+    plan->supported = 1;
+    size_t ws = t->workspace(call, i);
+    for (int j = 0; plan->search && j < t->algo->n_configs; j++) /* the search runs them all */
+        if (t->applies(dev, call, j) && t->workspace(call, j) > ws)
+            ws = t->workspace(call, j);
+    plan->workspace = ws;
+    return i;
+}
+
+/* The search's callbacks, called with d->lock held (run holds it). */
+static pdnn_status read_output(void *dev, const pdnn__op_call *call, float *out, size_t n)
+{
+    cl_dev *d = dev;
+    const pdnn__buf y = call->u.conv2d.y_buf;
+    cl_int err = clEnqueueReadBuffer(d->queue, y.region, CL_TRUE, y.offset, n * sizeof(float), out, 0, NULL, NULL);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueReadBuffer", err);
+}
+
+static pdnn_status sync_queue(void *dev)
+{
+    cl_dev *d = dev;
+    cl_int err = clFinish(d->queue);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clFinish", err);
+}
+
+pdnn_status pdnn__cl_run_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_call *call,
+                                 const pdnn__plan *plan, pdnn__buf ws, pdnn__run_report *rep)
+{
+    cl_dev *d = dev;
+    pdnn__run_report r;
+    memset(&r, 0, sizeof r);
+    int i = plan->config;
+    pthread_mutex_lock(&d->lock);
+    if (plan->search) {
+        /* Every configuration reduces in the same order, so each must
+         * match the default to rounding; plan sized ws for all of them. */
+        const pdnn__config_search s = {.dev = dev,
+                                       .call = call,
+                                       .algo = t->algo,
+                                       .kernel = t->kernel,
+                                       .dflt = plan->config,
+                                       .usable = t->applies,
+                                       .run_config = t->run_config,
+                                       .read_output = read_output,
+                                       .sync = sync_queue,
+                                       .ws = ws};
+        i = pdnn__search_configs(&s, &r);
+        r.searched = 1;
+    }
+    /* Once more after a search, so that y holds the winner's output. */
+    pdnn_status st = t->run_config(dev, call, i, ws);
+    pthread_mutex_unlock(&d->lock);
+    if (st == PDNN_SUCCESS && rep) {
+        r.config = i;
+        t->algo->config_name(i, r.config_name, sizeof r.config_name);
+        *rep = r;
+    }
+    return st;
+}

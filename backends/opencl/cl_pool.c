@@ -1,0 +1,223 @@
+/* 2-D pooling (kernels_cl/pool2d.cl) as three algorithms of
+ * PDNN__OP_POOL2D_FWD, fastest first where each applies: "rows" (a run
+ * of outputs along the input's contiguous axis per work-item), "fast"
+ * (one output per work-item on a 3-D grid, int indices) and "direct"
+ * (one output per work-item, long indices, any size). */
+#include "backends/opencl/cl_internal.h"
+
+extern const pdnn__algo pdnn__cl_algo_pool_direct, pdnn__cl_algo_pool_fast, pdnn__cl_algo_pool_rows;
+
+/* Every index the fast and rows kernels compute in int stays in range
+ * (always, but for tensors of billions of elements). */
+static int fits_int(const pdnn__pool2d_call *c)
+{
+    return c->n * c->p < INT32_MAX && c->n * c->c < INT32_MAX && c->c + 64 < INT32_MAX && c->q + 64 < INT32_MAX &&
+           c->h < INT32_MAX / 4 && c->w < INT32_MAX / 4;
+}
+
+/* The row kernels need the contiguous axis (channels for NHWC, rows for
+ * NCHW); the NCHW one also a horizontal stride of 1 or 2 and a window its
+ * registers hold. */
+static int rows_fit(const pdnn__pool2d_call *c)
+{
+    if (c->x_layout == PDNN_NHWC)
+        return c->xs[1] == 1;
+    return c->xs[3] == 1 && ((c->stride_w == 1 && c->win_w <= 9) || (c->stride_w == 2 && c->win_w <= 17));
+}
+
+/* The arguments every pool kernel starts with; out_dims differs. */
+static cl_int set_common(cl_kernel k, const pdnn__pool2d_call *c, cl_int4 out_dims)
+{
+    cl_mem x = c->x_buf.region, y = c->y_buf.region;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
+    cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
+    cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
+    cl_int4 win = int4_of(c->win_h, c->win_w, c->stride_h, c->stride_w);
+    cl_int4 pad = int4_of(c->pad_top, c->pad_left, c->pad_bottom, c->pad_right);
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, x);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, y);
+    SET_ARG(k, 3, yo);
+    SET_ARG(k, 4, xs);
+    SET_ARG(k, 5, ys);
+    SET_ARG(k, 6, in_dims);
+    SET_ARG(k, 7, out_dims);
+    SET_ARG(k, 8, win);
+    SET_ARG(k, 9, pad);
+    return err;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+static void rows_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    if (!fits_int(c))
+        pdnn__plan_refuse(plan, "rows: the tensors are too large for its int indices");
+    else if (!rows_fit(c))
+        pdnn__plan_refuse(plan,
+                          c->x_layout == PDNN_NHWC
+                              ? "rows runs NHWC input with contiguous channels"
+                              : "rows runs NCHW input with contiguous rows at horizontal stride 1 (windows up to 9 "
+                                "wide) or 2 (up to 17 wide)");
+    else
+        plan->supported = 1;
+}
+
+/* Called with d->lock held. */
+static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
+{
+    const int nhwc = c->x_layout == PDNN_NHWC;
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, nhwc ? "pool2d_nhwc_rows" : "pool2d_nchw_rows", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    /* A whole output row per work-item on CPUs (PoCL pays per work-group
+     * and per item, and one row is a few hundred bytes to a few KB); one
+     * 16-output chunk (NCHW) or 2 pixels (NHWC) on GPUs, which need tens
+     * of thousands of items in flight. */
+    const int cpu = pdnn__cl_is_cpu(d);
+    const int64_t run = nhwc ? (cpu ? c->q : 2) : (cpu ? (c->q + 15) / 16 * 16 : 16);
+    const int64_t runs = (c->q + run - 1) / run;
+    /* NHWC channels per item: all of them on CPUs, so an item streams
+     * through whole pixels; one vector's worth on GPUs. */
+    const cl_int cpi = cpu ? (cl_int)c->c : 8;
+    const int64_t items = nhwc ? c->n * c->p * runs * ((c->c + cpi - 1) / cpi) : c->n * c->c * c->p * runs;
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run));
+    if (nhwc)
+        SET_ARG(k, 10, cpi);
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clSetKernelArg(pool2d rows)", err);
+    const size_t local = cpu ? 4 : 64; /* CPU: 4 measured best of 1/4/16/64 */
+    const size_t global = ((size_t)items + local - 1) / local * local;
+    err = items > 0 ? clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL) : CL_SUCCESS;
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d rows)", err);
+}
+
+/* ---- fast ------------------------------------------------------------------ */
+
+static void fast_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    if (fits_int(&call->u.pool2d))
+        plan->supported = 1;
+    else
+        pdnn__plan_refuse(plan, "fast: the tensors are too large for its int indices");
+}
+
+/* The scalar 3-D kernel, the first axis the input's contiguous one where
+ * there is one. Called with d->lock held. */
+static pdnn_status fast_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
+{
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, "pool2d_fast", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    const int nhwc = c->x_layout == PDNN_NHWC;
+    const int64_t a0 = nhwc ? c->c : c->q, a1 = nhwc ? c->q : c->p, a2 = c->n * (nhwc ? c->p : c->c);
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, nhwc));
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clSetKernelArg(pool2d)", err);
+    /* 16 along the contiguous axis: one AVX-512 vector, four GPU
+     * quarter-warps; fewer when the axis is short. */
+    const size_t g0 = (size_t)a0;
+    size_t l0 = 16;
+    while (l0 > 1 && g0 <= l0 / 2)
+        l0 /= 2;
+    size_t local[3] = {l0, 1, 1};
+    size_t global[3] = {(g0 + l0 - 1) / l0 * l0, (size_t)a1, (size_t)a2};
+    const int64_t total = c->n * c->c * c->p * c->q;
+    err = total > 0 ? clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL) : CL_SUCCESS;
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d)", err);
+}
+
+/* ---- direct ---------------------------------------------------------------- */
+
+static void direct_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    (void)call;
+    plan->supported = 1;
+}
+
+/* Called with d->lock held. */
+static pdnn_status direct_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
+{
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, "pool2d_direct", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_long total = c->n * c->c * c->p * c->q;
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, c->y_layout == PDNN_NHWC));
+    SET_ARG(k, 10, total);
+    return err == CL_SUCCESS ? pdnn__cl_launch(d, k, "pool2d_direct", total)
+                             : pdnn__cl_fail("clSetKernelArg(pool2d_direct)", err);
+}
+
+/* ---- the entries ------------------------------------------------------------ */
+
+/* Takes d->lock around one of the enqueues above. */
+static pdnn_status locked(void *dev, const pdnn__op_call *call,
+                          pdnn_status (*enqueue)(cl_dev *, const pdnn__pool2d_call *))
+{
+    cl_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = enqueue(d, &call->u.pool2d);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+static pdnn_status rows_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                            pdnn__run_report *rep)
+{
+    (void)plan;
+    (void)ws;
+    (void)rep;
+    return locked(dev, call, rows_enqueue);
+}
+
+static pdnn_status fast_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                            pdnn__run_report *rep)
+{
+    (void)plan;
+    (void)ws;
+    (void)rep;
+    return locked(dev, call, fast_enqueue);
+}
+
+static pdnn_status direct_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                              pdnn__run_report *rep)
+{
+    (void)plan;
+    (void)ws;
+    (void)rep;
+    return locked(dev, call, direct_enqueue);
+}
+
+/* The ranks order them as the single pool entry point chose before:
+ * rows where it fits, else fast, else direct (bench/results-pool.md). */
+const pdnn__algo pdnn__cl_algo_pool_rows = {
+    .op = PDNN__OP_POOL2D_FWD,
+    .name = "rows",
+    .rank = 10,
+    .plan = rows_plan,
+    .run = rows_run,
+};
+
+const pdnn__algo pdnn__cl_algo_pool_fast = {
+    .op = PDNN__OP_POOL2D_FWD,
+    .name = "fast",
+    .rank = 20,
+    .plan = fast_plan,
+    .run = fast_run,
+};
+
+const pdnn__algo pdnn__cl_algo_pool_direct = {
+    .op = PDNN__OP_POOL2D_FWD,
+    .name = "direct",
+    .rank = 30,
+    .plan = direct_plan,
+    .run = direct_run,
+};
