@@ -1190,9 +1190,10 @@ static void run_label(const pdnn__algo *a, int cfg, const char *ran_config, char
     char cname[PDNN__CONFIG_LEN] = "";
     if (cfg >= 0 && a->config_name)
         a->config_name(cfg, cname, sizeof cname);
-    const char *c = cfg >= 0 ? cname : ran_config;
-    if (c && *c)
-        snprintf(buf, len, "%s [%s]", a->name, c);
+    if (cfg >= 0)
+        snprintf(buf, len, "%s [%s]", a->name, cname);
+    else if (ran_config && *ran_config) /* its own pick, named for the record */
+        snprintf(buf, len, "%s [pick %s]", a->name, ran_config);
     else
         snprintf(buf, len, "%s", a->name);
 }
@@ -1395,7 +1396,7 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
                 printf("perf %s | %s | %s %s | %s | failed to time\n", op_label(oc->op), cname, dev_name(dev),
                        b->name, times[i].label);
             else
-                printf("perf %s | %s | %s %s | %s | %.3f ms | %.2f %s | %s\n", op_label(oc->op), cname,
+                printf("perf %s | %s | %s %s | %s | %.3f ms | %.3g %s | %s\n", op_label(oc->op), cname,
                        dev_name(dev), b->name, times[i].label, times[i].ms, work / (times[i].ms * 1e-3) * 1e-9,
                        oc->op == PDNN__OP_CONV2D_FWD ? "GFLOP/s" : "GB/s", ratio);
         }
@@ -1619,7 +1620,8 @@ int main(int argc, char **argv)
         }
         printf("backend %s: %ld cases ran, %ld passed, %ld failed, %ld skipped\n", b->name, b->passed + b->failed,
                b->passed, b->failed, b->skipped);
-        qsort(b->reasons, (size_t)b->n_reasons, sizeof *b->reasons, by_count);
+        if (b->n_reasons > 1)
+            qsort(b->reasons, (size_t)b->n_reasons, sizeof *b->reasons, by_count);
         for (int r = 0; r < b->n_reasons; r++)
             printf("  skipped %ld: %s\n", b->reasons[r].count, b->reasons[r].text);
         for (int a = 0; a < n_astats; a++) {

@@ -21,7 +21,8 @@ fi
 POLYDNN_KERNEL_DIR="$tmp/kernels" POLYDNN_PROGRAM_CACHE=off POLYDNN_CACHE_DIR="$tmp/cache" \
     "$build/tests/parity" --backend opencl --op conv2d --set edge >"$tmp/out" 2>&1
 rc=$?
-cat "$tmp/out"
+# Indented: its closing "N passed, N failed" line is not this test's own.
+sed 's/^/    /' "$tmp/out"
 if [ "$rc" -eq 77 ]; then
     echo "SKIP: no OpenCL device"
     exit 77
