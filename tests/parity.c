@@ -33,6 +33,7 @@
 #include "config.h"
 #endif
 
+#include "context.h"
 #include "dispatch.h"
 
 #include <ctype.h>
@@ -362,7 +363,7 @@ static void build_conv_cases(void)
         {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
     };
-    add_conv_all_layouts("gemm_1x1", 0, gemm_1x1, sizeof gemm_1x1 / sizeof gemm_1x1[0], 7000);
+    add_conv_all_layouts("gemm_1x1", 1, gemm_1x1, sizeof gemm_1x1 / sizeof gemm_1x1[0], 7000);
 
     /* Implicit GEMM's tiles, masks and tails: odd C and K, 1x1 images,
      * pixel tiles spanning images, padding beyond the filter's reach,
@@ -382,7 +383,7 @@ static void build_conv_cases(void)
         {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
     };
-    add_conv_all_layouts("implicit_gemm", 0, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
+    add_conv_all_layouts("implicit_gemm", 1, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
 
     /* Large values on 3x3 filters (inputs up to 1000, filters up to 50,
      * bias up to 1e4), odd sizes (1x1, 2x3, 9x11 images), C 3, K 5, batch
@@ -820,13 +821,19 @@ static int verbose;
 
 typedef struct dev_run {
     pdnn_device *dev;
-    pdnn_tensor *x, *w, *b, *y, *guard;
+    pdnn_tensor *x, *w, *b;
+    pdnn_tensor *arena; /* y's elements, then GUARD_N guard elements */
+    pdnn_tensor *y;     /* a view of the arena's start */
     pdnn_tensor_desc yd;
-    float *ymem, *ylog, *nan_fill, *gmem;
+    int64_t yn;
+    float *amem; /* the arena read back: y in memory order, then the guard */
+    float *ylog, *nan_fill;
 } dev_run;
 
-/* A guard tensor allocated right after y (the allocator places it there)
- * must keep its values: no algorithm may write past its output. */
+/* y is the start of a larger tensor (the arena) whose next GUARD_N
+ * elements must keep their values: no algorithm may write past its
+ * output. The guard starts at y's last byte, not at the allocator's next
+ * 256-byte chunk, so an overrun by one element is caught. */
 enum { GUARD_N = 4096 };
 #define GUARD_VALUE 7.0f
 
@@ -835,12 +842,11 @@ static void dev_run_free(dev_run *r)
     pdnn_tensor_release(r->x);
     pdnn_tensor_release(r->w);
     pdnn_tensor_release(r->b);
-    pdnn_tensor_release(r->y);
-    pdnn_tensor_release(r->guard);
-    free(r->ymem);
+    pdnn_tensor_release(r->y); /* the view first: it does not own the memory */
+    pdnn_tensor_release(r->arena);
+    free(r->amem);
     free(r->ylog);
     free(r->nan_fill);
-    free(r->gmem);
     memset(r, 0, sizeof *r);
 }
 
@@ -882,19 +888,19 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
         st = upload(dev, &xd, xm, &r->x);
     free(xm);
     r->yd = desc4(yl, d->od[0], d->od[1], d->od[2], d->od[3]);
-    r->ymem = xmalloc((size_t)d->yn * sizeof *r->ymem);
+    r->yn = d->yn;
     r->ylog = xmalloc((size_t)d->yn * sizeof *r->ylog);
     r->nan_fill = xmalloc((size_t)d->yn * sizeof *r->nan_fill);
     for (int64_t i = 0; i < d->yn; i++)
         r->nan_fill[i] = NAN;
-    r->gmem = xmalloc(GUARD_N * sizeof *r->gmem);
-    for (int i = 0; i < GUARD_N; i++)
-        r->gmem[i] = GUARD_VALUE;
-    const pdnn_tensor_desc gd = desc4(PDNN_NCHW, 1, 1, 1, GUARD_N);
+    r->amem = xmalloc((size_t)(d->yn + GUARD_N) * sizeof *r->amem);
+    for (int64_t i = 0; i < d->yn + GUARD_N; i++)
+        r->amem[i] = GUARD_VALUE;
+    const pdnn_tensor_desc ad = desc4(PDNN_NCHW, 1, 1, 1, d->yn + GUARD_N);
     if (st == PDNN_SUCCESS)
-        st = upload(dev, &r->yd, NULL, &r->y);
+        st = upload(dev, &ad, r->amem, &r->arena);
     if (st == PDNN_SUCCESS)
-        st = upload(dev, &gd, r->gmem, &r->guard);
+        st = pdnn__tensor_wrap(dev, &r->yd, r->arena->block.buf, NULL, NULL, &r->y);
     return st;
 }
 
@@ -944,19 +950,20 @@ static void run_once(dev_run *r, const op_case *oc, const pdnn__algo *a, int cfg
     }
     if (!check)
         return;
-    if ((res->st = pdnn_tensor_read(r->y, r->ymem, ybytes)) != PDNN_SUCCESS ||
-        (res->st = pdnn_tensor_read(r->guard, r->gmem, GUARD_N * sizeof *r->gmem)) != PDNN_SUCCESS) {
+    const size_t abytes = (size_t)(r->yn + GUARD_N) * sizeof *r->amem;
+    if ((res->st = pdnn_tensor_read(r->arena, r->amem, abytes)) != PDNN_SUCCESS) {
         snprintf(res->error, sizeof res->error, "reading back: %s", pdnn_last_error());
         return;
     }
-    from_layout(r->ymem, r->ylog, r->yd.layout, r->yd.dims);
+    from_layout(r->amem, r->ylog, r->yd.layout, r->yd.dims);
+    const float *guard = r->amem + r->yn;
     for (int i = 0; i < GUARD_N && !res->guard_hit; i++)
-        if (r->gmem[i] != GUARD_VALUE) /* NOLINT(clang-diagnostic-float-equal): an exact sentinel */
+        if (guard[i] != GUARD_VALUE) /* NOLINT(clang-diagnostic-float-equal): an exact sentinel */
             res->guard_hit = i + 1;
     if (res->guard_hit) { /* restore it for the next run */
-        for (int i = 0; i < GUARD_N; i++)
-            r->gmem[i] = GUARD_VALUE;
-        pdnn_tensor_write(r->guard, r->gmem, GUARD_N * sizeof *r->gmem);
+        for (int64_t i = r->yn; i < r->yn + GUARD_N; i++)
+            r->amem[i] = GUARD_VALUE;
+        pdnn_tensor_write(r->arena, r->amem, abytes);
     }
 }
 
