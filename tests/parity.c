@@ -1,0 +1,1666 @@
+/*
+ * The op-parity harness: one table of op cases (conv2d and pool2d
+ * forward), each run on every device of the context, by every algorithm
+ * its backend registers for the op (src/backend.h) and, for tunable
+ * algorithms, under every configuration, and compared with the host
+ * reference (/device:CPU:0's direct) by a normalised error. The host's own
+ * algorithms are compared with an independent naive loop written here, so
+ * the reference is checked too. New algorithms get coverage by being
+ * registered: nothing here names one except the tolerance table.
+ *
+ * Modes:
+ *   test  (default; `make check` runs it through tests/parity_*.sh)
+ *   perf  ms, GFLOP/s (conv) or GB/s (pool) per case, device and
+ *         algorithm, and the ratio to direct measured in the same run
+ *   grad  reserved for the backward ops of the training issue
+ *
+ * The normalised error of an output element is
+ *     |got - ref| / (sum over its reduction of |x * w| + |bias|)
+ * for conv2d (for pool2d: the window's largest |x| for max, the sum of |x|
+ * over the divisor for averages). A float32 sum of n terms in any order is
+ * within (n - 1) eps of that scale of the exact sum, and in practice (terms
+ * of random sign) within about eps / sqrt(n) of it; a defect (a wrong tap,
+ * a lost channel, a missed tail) is off by a sizeable fraction of the scale.
+ * So one bound serves every shape, small or large, and every input
+ * magnitude, where an absolute tolerance would be loose for small outputs
+ * and tight for large ones.
+ *
+ * Exit status: 0 all passed; 1 a failure; 2 bad usage; 77 (Automake's
+ * SKIP) when the selected backends ran no case at all, e.g. CUDA without a
+ * device, so that a suite that checked nothing never reads as PASS.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "context.h"
+#include "dispatch.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum { EXIT_USAGE = 2, EXIT_SKIP = 77 };
+
+/* Tolerances of the normalised error (see the comment at the top).
+ * Direct-style kernels (a plain sum per output, in whatever order and
+ * blocking: direct, tiled, GEMMs, depthwise) stay below ~1e-7 in practice;
+ * 1e-5 is about 80 eps, above any order of summation and well below a
+ * defect (>= ~1e-2). Winograd F(4x4,3x3) rounds in transformed space: its
+ * error follows the magnitudes of a whole input tile times the transform's
+ * gains (up to 10 per row of B^T, 8 per side of A^T), not each output's
+ * own sum; measured over random tiles it is ~4e-6 of the scale in the
+ * interior and up to ~10x that where padding leaves few taps of the sum,
+ * so its bound is 2e-4, still 50x below a defect. A vendor library (cuDNN)
+ * may choose Winograd or FFT internally and gets the same bound. Max
+ * pooling selects one input and must match exactly. */
+#define TOL_DIRECT 1e-5
+#define TOL_WINOGRAD 2e-4
+
+static double conv_tolerance(const char *algo)
+{
+    return strcmp(algo, "winograd") == 0 || strcmp(algo, "vendor") == 0 ? TOL_WINOGRAD : TOL_DIRECT;
+}
+
+/* ---- small utilities ------------------------------------------------------ */
+
+/* Zeroed, so that nothing is ever read uninitialised even where a loop
+ * below leaves an element unwritten. */
+static void *xmalloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "parity: out of host memory (%zu bytes)\n", n);
+        exit(EXIT_USAGE);
+    }
+    return p;
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "parity: out of host memory (%zu bytes)\n", n);
+        exit(EXIT_USAGE);
+    }
+    return q;
+}
+
+static char *xstrdup(const char *s)
+{
+    const size_t n = strlen(s) + 1;
+    char *d = xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+/* Deterministic uniform values in [-amp, amp) from seed (xorshift32). */
+static void fill(float *v, int64_t n, uint32_t seed, float amp)
+{
+    uint32_t s = seed * 2654435761u + 1u;
+    for (int64_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        v[i] = amp * (float)((double)s / 2147483648.0 - 1.0);
+    }
+}
+
+/* Memory position of logical element (a,b,c,d) of a tensor of logical dims
+ * D in layout l, written out per layout rather than through the library's
+ * stride helper, so that a wrong helper cannot agree with itself. */
+static int64_t pos(pdnn_layout l, const int64_t D[4], int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    switch (l) {
+    case PDNN_NHWC:
+    case PDNN_OHWI: return ((a * D[2] + c) * D[3] + d) * D[1] + b;
+    case PDNN_HWIO: return ((c * D[3] + d) * D[1] + b) * D[0] + a;
+    case PDNN_NCHW:
+    case PDNN_OIHW:
+    case PDNN_LAYOUT_X:
+    default: return ((a * D[1] + b) * D[2] + c) * D[3] + d;
+    }
+}
+
+static void to_layout(const float *logical, float *out, pdnn_layout l, const int64_t D[4])
+{
+    int64_t i = 0;
+    for (int64_t a = 0; a < D[0]; a++)
+        for (int64_t b = 0; b < D[1]; b++)
+            for (int64_t c = 0; c < D[2]; c++)
+                for (int64_t d = 0; d < D[3]; d++)
+                    out[pos(l, D, a, b, c, d)] = logical[i++];
+}
+
+static void from_layout(const float *in, float *logical, pdnn_layout l, const int64_t D[4])
+{
+    int64_t i = 0;
+    for (int64_t a = 0; a < D[0]; a++)
+        for (int64_t b = 0; b < D[1]; b++)
+            for (int64_t c = 0; c < D[2]; c++)
+                for (int64_t d = 0; d < D[3]; d++)
+                    logical[i++] = in[pos(l, D, a, b, c, d)];
+}
+
+static pdnn_tensor_desc desc4(pdnn_layout l, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {d0, d1, d2, d3}};
+    return d;
+}
+
+/* ---- the table of op cases ----------------------------------------------- */
+
+typedef struct conv_case {
+    int64_t n, c, h, w, k, r, s;
+    int sh, sw, dh, dw, pt, pb, pl, pr, groups, bias, relu;
+    pdnn_layout xl, wl, yl;
+} conv_case;
+
+typedef struct pool_case {
+    int64_t n, c, h, w;
+    pdnn_pool_mode mode;
+    int wh, ww, sh, sw, pt, pb, pl, pr, ceil;
+    pdnn_layout xl, yl;
+} pool_case;
+
+typedef struct op_case {
+    pdnn__op op;
+    const char *set;  /* the grid it belongs to (--set) */
+    int all_configs;  /* also run under every configuration of tunable
+                         algorithms (the others run the algorithm's pick) */
+    uint32_t seed;
+    float amp[3];     /* amplitude of the input, filter and bias values */
+    int nans;         /* pool2d: sparse NaNs in the input */
+    union {
+        conv_case conv;
+        pool_case pool;
+    } u;
+} op_case;
+
+static op_case *cases;
+static int n_cases, cap_cases;
+
+static op_case *add_case(pdnn__op op, const char *set, int all_configs, uint32_t seed)
+{
+    if (n_cases == cap_cases) {
+        cap_cases = cap_cases ? 2 * cap_cases : 256;
+        cases = xrealloc(cases, (size_t)cap_cases * sizeof *cases);
+    }
+    op_case *c = &cases[n_cases++];
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    c->set = set;
+    c->all_configs = all_configs;
+    c->seed = seed;
+    c->amp[0] = c->amp[1] = c->amp[2] = 1.0f;
+    return c;
+}
+
+static void add_conv(const char *set, int all_configs, const conv_case *k, uint32_t seed)
+{
+    add_case(PDNN__OP_CONV2D_FWD, set, all_configs, seed)->u.conv = *k;
+}
+
+static void add_pool(const char *set, const pool_case *k, uint32_t seed, int nans)
+{
+    op_case *c = add_case(PDNN__OP_POOL2D_FWD, set, 1, seed);
+    c->u.pool = *k;
+    c->nans = nans;
+}
+
+static const pdnn_layout act_layouts[] = {PDNN_NCHW, PDNN_NHWC};
+static const pdnn_layout filt_layouts[] = {PDNN_OIHW, PDNN_OHWI, PDNN_HWIO};
+
+/* Each shape in all 12 activation-in x filter x activation-out layouts. */
+static void add_conv_all_layouts(const char *set, int all_configs, const conv_case *shapes, size_t n, uint32_t seed)
+{
+    for (size_t si = 0; si < n; si++)
+        for (int a = 0; a < 2; a++)
+            for (int f = 0; f < 3; f++)
+                for (int o = 0; o < 2; o++) {
+                    conv_case k = shapes[si];
+                    k.xl = act_layouts[a];
+                    k.wl = filt_layouts[f];
+                    k.yl = act_layouts[o];
+                    add_conv(set, all_configs, &k, seed + (uint32_t)(si * 100 + (size_t)a * 10 + (size_t)f));
+                }
+}
+
+/* xorshift32 for the sampled grids: a fixed sequence per seed. */
+static uint32_t next_rand(uint32_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+/* A seeded sample of the whole conv grid (batch, channels, image size,
+ * filter, stride, dilation, per-side padding, groups incl. depthwise,
+ * layouts, bias, ReLU), bounded in cost. three_by_three draws only the
+ * shapes Winograd-style algorithms take (3x3, stride 1, dilation 1,
+ * ungrouped), which are rare in the full grid. */
+static void add_conv_sampled(const char *set, int three_by_three, int count, uint32_t seed)
+{
+    static const int64_t batches[] = {1, 2, 17};
+    static const int64_t chans[] = {1, 3, 4, 17, 64};
+    static const int64_t sizes[] = {1, 2, 5, 8, 13, 28, 56};
+    static const int64_t kernels[] = {1, 3, 5, 7};
+    uint32_t s = 12345;
+    int done = 0;
+    for (int tries = 0; done < count && tries < 100000; tries++) {
+        conv_case k;
+        memset(&k, 0, sizeof k);
+        k.n = batches[next_rand(&s) % 3];
+        k.c = chans[next_rand(&s) % 5];
+        k.h = sizes[next_rand(&s) % 7];
+        k.w = next_rand(&s) % 2 ? k.h : sizes[next_rand(&s) % 7];
+        k.r = kernels[next_rand(&s) % 4];
+        k.s = next_rand(&s) % 3 ? k.r : kernels[next_rand(&s) % 4];
+        k.sh = 1 + (int)(next_rand(&s) % 3);
+        k.sw = next_rand(&s) % 2 ? k.sh : 1 + (int)(next_rand(&s) % 3);
+        k.dh = 1 + (int)(next_rand(&s) % 2);
+        k.dw = 1 + (int)(next_rand(&s) % 2);
+        k.pt = (int)(next_rand(&s) % (uint32_t)k.r);
+        k.pb = (int)(next_rand(&s) % (uint32_t)k.r);
+        k.pl = (int)(next_rand(&s) % (uint32_t)k.s);
+        k.pr = (int)(next_rand(&s) % (uint32_t)k.s);
+        const uint32_t g = next_rand(&s) % 3;
+        k.groups = g == 0 ? 1 : g == 1 ? (k.c % 2 == 0 ? 2 : 1) : (int)k.c;
+        k.k = k.groups * (int64_t)(1 + next_rand(&s) % 3) * (k.groups == 1 ? 5 : 1);
+        k.bias = (int)(next_rand(&s) % 2);
+        k.relu = (int)(next_rand(&s) % 2);
+        k.xl = act_layouts[next_rand(&s) % 2];
+        k.wl = filt_layouts[next_rand(&s) % 3];
+        k.yl = act_layouts[next_rand(&s) % 2];
+        if (three_by_three) {
+            k.r = k.s = 3;
+            k.sh = k.sw = k.dh = k.dw = 1;
+            k.groups = 1;
+            k.k = 1 + (int64_t)(next_rand(&s) % 20);
+            k.pt = (int)(next_rand(&s) % 3);
+            k.pb = (int)(next_rand(&s) % 3);
+            k.pl = (int)(next_rand(&s) % 3);
+            k.pr = (int)(next_rand(&s) % 3);
+        }
+        if ((k.r - 1) * k.dh + 1 > k.h + k.pt + k.pb || (k.s - 1) * k.dw + 1 > k.w + k.pl + k.pr)
+            continue;
+        const int64_t oh = (k.h + k.pt + k.pb - (k.r - 1) * k.dh - 1) / k.sh + 1;
+        const int64_t ow = (k.w + k.pl + k.pr - (k.s - 1) * k.dw - 1) / k.sw + 1;
+        if (k.n * k.k * oh * ow * (k.c / k.groups) * k.r * k.s > 3000000) /* cheap under the sanitizers */
+            continue;
+        add_conv(set, 0, &k, seed + (uint32_t)done);
+        done++;
+    }
+}
+
+static void build_conv_cases(void)
+{
+    /* Every activation/filter/output layout combination on shapes that
+     * exercise groups, depthwise, stride, dilation and asymmetric padding. */
+    static const conv_case layouts[] = {
+        /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
+        {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 7, 6, 11, 7, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 7, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 5, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    add_conv_all_layouts("layouts", 1, layouts, sizeof layouts / sizeof layouts[0], 0);
+
+    /* The odd sizes: 1x1 images, channels not a multiple of 4, batch 1 and
+     * 17, filters 1/3/5/7, the largest spatial size, depthwise with
+     * multipliers and vector-width rows and channel blocks. */
+    static const conv_case edge[] = {
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {1, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW},
+        {17, 4, 8, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC},
+        {17, 17, 5, 6, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 64, 56, 56, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC},
+        {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {1, 17, 9, 9, 34, 3, 3, 3, 3, 2, 2, 2, 0, 1, 2, 17, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC},
+        {2, 4, 4, 4, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, 0, PDNN_NCHW, PDNN_OHWI, PDNN_NCHW},
+        {1, 3, 2, 9, 2, 1, 5, 1, 3, 1, 2, 0, 0, 4, 3, 1, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
+        {2, 5, 20, 37, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 8, 30, 45, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 8, 0, 1, PDNN_NCHW, PDNN_HWIO, PDNN_NCHW},
+        {2, 20, 11, 13, 20, 3, 3, 2, 1, 1, 2, 1, 1, 2, 2, 20, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        /* grouped with 16 and 32 output channels per group (tiled's and the
+         * GEMMs' channel blocks), and a multiplier-2 depthwise with a
+         * one-sided pad: the guard after the output sees partial tiles */
+        {2, 32, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
+        {2, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
+        {3, 6, 10, 19, 12, 3, 3, 1, 2, 1, 1, 1, 1, 1, 0, 6, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 5, 9, 13, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+    };
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+        add_conv("edge", 1, &edge[i], (uint32_t)(1000 + i));
+
+    add_conv_sampled("sampled", 0, 80, 5000);
+    add_conv_sampled("sampled_3x3", 1, 40, 6000);
+
+    /* 1x1 convolutions for the GEMMs' tiles and tails: K and C of 1, 3, 5,
+     * 17 and 33, 1x1 images, batch 1 and 17, pixel counts off every tile,
+     * stride 2 with unread bottom/right padding, groups, images large
+     * enough for an NCHW rows kernel, every layout. */
+    static const conv_case gemm_1x1[] = {
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 33, 7, 7, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 5, 3, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 17, 13, 11, 64, 1, 1, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 64, 9, 9, 3, 1, 1, 2, 2, 1, 1, 0, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    add_conv_all_layouts("gemm_1x1", 1, gemm_1x1, sizeof gemm_1x1 / sizeof gemm_1x1[0], 7000);
+
+    /* Implicit GEMM's tiles, masks and tails: odd C and K, 1x1 images,
+     * pixel tiles spanning images, padding beyond the filter's reach,
+     * dilation 2, stride 3, 1xN and Nx1 filters, groups of 16 and 32
+     * output channels, ResNet-50's conv1 and a strided 3x3. */
+    static const conv_case implicit_gemm[] = {
+        {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {17, 5, 3, 5, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 3, 4, 5, 7, 2, 2, 1, 1, 1, 1, 4, 4, 5, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+    };
+    add_conv_all_layouts("implicit_gemm", 1, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
+
+    /* Large values on 3x3 filters (inputs up to 1000, filters up to 50,
+     * bias up to 1e4), odd sizes (1x1, 2x3, 9x11 images), C 3, K 5, batch
+     * 17, padding 0 to 2: where Winograd's transforms amplify rounding. */
+    static const int64_t sizes[][2] = {{1, 1}, {2, 3}, {9, 11}};
+    static const pdnn_layout lay[][3] = {
+        {PDNN_NCHW, PDNN_OIHW, PDNN_NCHW}, {PDNN_NHWC, PDNN_HWIO, PDNN_NHWC}, {PDNN_NHWC, PDNN_OHWI, PDNN_NCHW}};
+    for (int si = 0; si < 3; si++)
+        for (int pad = 0; pad <= 2; pad++)
+            for (int li = 0; li < 3; li++) {
+                conv_case k = {17, 3, sizes[si][0], sizes[si][1], 5, 3, 3, 1, 1, 1, 1, pad, pad, pad, pad, 1, 1,
+                               li != 1, lay[li][0], lay[li][1], lay[li][2]};
+                if (k.h + 2 * pad < 3 || k.w + 2 * pad < 3)
+                    continue; /* the filter does not fit */
+                op_case *c = add_case(PDNN__OP_CONV2D_FWD, "large_values", 1, (uint32_t)(40 + si * 10 + pad));
+                c->u.conv = k;
+                c->amp[0] = 1000.0f;
+                c->amp[1] = 50.0f;
+                c->amp[2] = 1e4f;
+            }
+}
+
+static void build_pool_cases(void)
+{
+    static const pdnn_layout L[] = {PDNN_NCHW, PDNN_NHWC};
+    /* Modes, layouts and edges: 1x1 images, batch 17, the stem's 3x3/2 on
+     * 112x112, asymmetric padding, ceil mode. */
+    static const pool_case edges[] = {
+        {1, 1, 1, 1, PDNN_POOL_MAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {17, 3, 7, 7, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 17, 9, 6, PDNN_POOL_MAX, 3, 2, 2, 3, 2, 0, 1, 1, 1, PDNN_NCHW, PDNN_NCHW},
+        {1, 64, 112, 112, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {3, 5, 8, 8, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 4, 10, 11, PDNN_POOL_MAX, 5, 4, 3, 1, 2, 4, 0, 3, 1, PDNN_NCHW, PDNN_NCHW},
+        {17, 1, 2, 2, PDNN_POOL_MAX, 2, 2, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+    };
+    /* Row kernels' branches: rows narrower than a vector segment, widths off
+     * the segment grid, segments crossing either border or wholly outside,
+     * the widest windows strides 1 and 2 hold and one wider, NHWC channel
+     * counts mixing vector and scalar groups. */
+    static const pool_case rows[] = {
+        {2, 3, 5, 7, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 5, 9, 37, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 2, 1, 2, 1, PDNN_NCHW, PDNN_NCHW},
+        {17, 3, 6, 19, PDNN_POOL_MAX, 2, 3, 1, 1, 1, 0, 2, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 50, PDNN_POOL_MAX, 2, 9, 2, 1, 0, 1, 4, 4, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 70, PDNN_POOL_MAX, 1, 17, 1, 2, 0, 0, 8, 8, 1, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 70, PDNN_POOL_MAX, 1, 18, 1, 2, 0, 0, 9, 9, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 40, PDNN_POOL_MAX, 2, 10, 2, 1, 1, 1, 5, 5, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 12, 7, 9, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {3, 24, 5, 5, PDNN_POOL_MAX, 2, 2, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_NCHW},
+        {1, 35, 6, 6, PDNN_POOL_MAX, 3, 2, 2, 3, 2, 1, 1, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 3, 16, PDNN_POOL_MAX, 2, 3, 1, 1, 0, 1, 0, 2, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 3, 32, PDNN_POOL_MAX, 2, 3, 1, 2, 0, 1, 0, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {17, 4, 1, 1, PDNN_POOL_MAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {5, 17, 1, 1, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+    };
+    const struct {
+        const char *set;
+        const pool_case *shapes;
+        size_t n;
+        uint32_t seed;
+    } grids[] = {{"pool_edges", edges, sizeof edges / sizeof edges[0], 0},
+                 {"pool_rows", rows, sizeof rows / sizeof rows[0], 500}};
+    for (size_t g = 0; g < 2; g++)
+        for (size_t i = 0; i < grids[g].n; i++)
+            for (int m = 0; m < 3; m++)
+                for (int a = 0; a < 2; a++)
+                    for (int b = 0; b < 2; b++) {
+                        pool_case k = grids[g].shapes[i];
+                        k.mode = (pdnn_pool_mode)m;
+                        k.xl = L[a];
+                        k.yl = L[b];
+                        add_pool(grids[g].set, &k, grids[g].seed + (uint32_t)(i * 10 + (size_t)m), 0);
+                    }
+
+    /* A seeded sample of the whole grid. */
+    static const int64_t batches[] = {1, 2, 17};
+    static const int64_t chans[] = {1, 3, 4, 17, 64};
+    static const int64_t sizes[] = {1, 2, 5, 8, 13, 28, 56};
+    uint32_t s = 777;
+    int done = 0;
+    for (int tries = 0; done < 60 && tries < 100000; tries++) {
+        pool_case k;
+        memset(&k, 0, sizeof k);
+        k.n = batches[next_rand(&s) % 3];
+        k.c = chans[next_rand(&s) % 5];
+        k.h = sizes[next_rand(&s) % 7];
+        k.w = next_rand(&s) % 2 ? k.h : sizes[next_rand(&s) % 7];
+        k.mode = (pdnn_pool_mode)(next_rand(&s) % 3);
+        k.wh = 1 + (int)(next_rand(&s) % 4);
+        k.ww = next_rand(&s) % 2 ? k.wh : 1 + (int)(next_rand(&s) % 4);
+        k.sh = 1 + (int)(next_rand(&s) % 3);
+        k.sw = 1 + (int)(next_rand(&s) % 3);
+        k.pt = (int)(next_rand(&s) % (uint32_t)k.wh);
+        k.pb = (int)(next_rand(&s) % (uint32_t)k.wh);
+        k.pl = (int)(next_rand(&s) % (uint32_t)k.ww);
+        k.pr = (int)(next_rand(&s) % (uint32_t)k.ww);
+        k.ceil = (int)(next_rand(&s) % 2);
+        k.xl = next_rand(&s) % 2 ? PDNN_NHWC : PDNN_NCHW;
+        k.yl = next_rand(&s) % 2 ? PDNN_NHWC : PDNN_NCHW;
+        if (k.h + k.pt + k.pb < k.wh || k.w + k.pl + k.pr < k.ww || k.n * k.c * k.h * k.w > 400000)
+            continue;
+        add_pool("pool_sampled", &k, 9000 + (uint32_t)done, 0);
+        done++;
+    }
+
+    /* NaN in a window makes the output NaN in every mode (as in PyTorch),
+     * on vector paths (contiguous rows or channels, strides 1 and 2) and
+     * scalar ones (edges, channel tails) alike. */
+    static const pool_case nan_shapes[] = {
+        {2, 3, 9, 40, PDNN_POOL_MAX, 3, 3, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 12, 64, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 19, 7, 9, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NHWC, PDNN_NHWC},
+        {1, 16, 11, 11, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_NCHW},
+        {1, 27, 9, 9, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_NHWC},
+        {2, 3, 7, 11, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+    };
+    for (size_t i = 0; i < sizeof nan_shapes / sizeof nan_shapes[0]; i++)
+        for (int m = 0; m < 3; m++) {
+            pool_case k = nan_shapes[i];
+            k.mode = (pdnn_pool_mode)m;
+            add_pool("pool_nan", &k, 77 + (uint32_t)i, 1);
+        }
+}
+
+static const char *mode_name(pdnn_pool_mode m)
+{
+    return m == PDNN_POOL_MAX ? "max" : m == PDNN_POOL_AVG_INCLUDE_PADDING ? "avg-incl" : "avg-excl";
+}
+
+static void case_name(const op_case *oc, char *buf, size_t len)
+{
+    if (oc->op == PDNN__OP_CONV2D_FWD) {
+        const conv_case *k = &oc->u.conv;
+        snprintf(buf, len,
+                 "n%lld c%lld %lldx%lld k%lld %lldx%lld stride %d,%d dil %d,%d pad %d,%d,%d,%d g%d bias%d relu%d "
+                 "%s/%s->%s%s",
+                 (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w, (long long)k->k,
+                 (long long)k->r, (long long)k->s, k->sh, k->sw, k->dh, k->dw, k->pt, k->pb, k->pl, k->pr,
+                 k->groups, k->bias, k->relu, pdnn_layout_name(k->xl), pdnn_layout_name(k->wl),
+                 pdnn_layout_name(k->yl), oc->amp[0] != 1.0f ? " large values" : "");
+    } else {
+        const pool_case *k = &oc->u.pool;
+        snprintf(buf, len, "n%lld c%lld %lldx%lld %s win %dx%d stride %d,%d pad %d,%d,%d,%d ceil%d %s->%s%s",
+                 (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w, mode_name(k->mode), k->wh,
+                 k->ww, k->sh, k->sw, k->pt, k->pb, k->pl, k->pr, k->ceil, pdnn_layout_name(k->xl),
+                 pdnn_layout_name(k->yl), oc->nans ? " with NaNs" : "");
+    }
+}
+
+/* ---- inputs, shapes and the naive loops ---------------------------------- */
+
+/* Logical-order inputs of a case: x {N,C,H,W}, w {O,I,H,W}, bias {K}. */
+typedef struct case_data {
+    float *x, *w, *b;
+    int64_t xn, wn, bn;
+    int64_t od[4], yn; /* output dims {N, C|K, P, Q} */
+} case_data;
+
+static void conv_params(const conv_case *k, pdnn_conv2d_params *p)
+{
+    pdnn_conv2d_params_init(p);
+    p->stride_h = k->sh;
+    p->stride_w = k->sw;
+    p->dilation_h = k->dh;
+    p->dilation_w = k->dw;
+    p->pad_top = k->pt;
+    p->pad_bottom = k->pb;
+    p->pad_left = k->pl;
+    p->pad_right = k->pr;
+    p->groups = k->groups;
+    p->relu = k->relu;
+}
+
+static void pool_params(const pool_case *k, pdnn_pool2d_params *p)
+{
+    pdnn_pool2d_params_init(p);
+    p->mode = k->mode;
+    p->window_h = k->wh;
+    p->window_w = k->ww;
+    p->stride_h = k->sh;
+    p->stride_w = k->sw;
+    p->pad_top = k->pt;
+    p->pad_bottom = k->pb;
+    p->pad_left = k->pl;
+    p->pad_right = k->pr;
+    p->ceil_mode = k->ceil;
+}
+
+/* Output length of one axis, written from the definitions (not the
+ * library's helper). */
+static int64_t conv_out(int64_t in, int64_t f, int stride, int dil, int pa, int pb)
+{
+    return (in + pa + pb - (f - 1) * dil - 1) / stride + 1;
+}
+
+static int64_t pool_out(int64_t in, int win, int stride, int pa, int pb, int ceil_mode)
+{
+    const int64_t span = in + pa + pb - win;
+    int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    /* PyTorch drops a ceil-mode window that would start in the trailing
+     * padding. */
+    if (ceil_mode && (out - 1) * stride >= in + pa)
+        out--;
+    return out;
+}
+
+static void case_data_make(const op_case *oc, case_data *d)
+{
+    memset(d, 0, sizeof *d);
+    if (oc->op == PDNN__OP_CONV2D_FWD) {
+        const conv_case *k = &oc->u.conv;
+        d->xn = k->n * k->c * k->h * k->w;
+        d->wn = k->k * (k->c / k->groups) * k->r * k->s;
+        d->bn = k->k;
+        d->od[0] = k->n;
+        d->od[1] = k->k;
+        d->od[2] = conv_out(k->h, k->r, k->sh, k->dh, k->pt, k->pb);
+        d->od[3] = conv_out(k->w, k->s, k->sw, k->dw, k->pl, k->pr);
+        d->w = xmalloc((size_t)d->wn * sizeof *d->w);
+        d->b = xmalloc((size_t)d->bn * sizeof *d->b);
+        fill(d->w, d->wn, oc->seed + 1, oc->amp[1]);
+        fill(d->b, d->bn, oc->seed + 2, oc->amp[2]);
+    } else {
+        const pool_case *k = &oc->u.pool;
+        d->xn = k->n * k->c * k->h * k->w;
+        d->od[0] = k->n;
+        d->od[1] = k->c;
+        d->od[2] = pool_out(k->h, k->wh, k->sh, k->pt, k->pb, k->ceil);
+        d->od[3] = pool_out(k->w, k->ww, k->sw, k->pl, k->pr, k->ceil);
+    }
+    d->x = xmalloc((size_t)d->xn * sizeof *d->x);
+    fill(d->x, d->xn, oc->seed, oc->amp[0]);
+    if (oc->nans)
+        for (int64_t j = 5; j < d->xn; j += 97) /* sparse: most windows stay finite */
+            d->x[j] = NAN;
+    d->yn = d->od[0] * d->od[1] * d->od[2] * d->od[3];
+}
+
+static void case_data_free(case_data *d)
+{
+    free(d->x);
+    free(d->w);
+    free(d->b);
+}
+
+/* The independent reference: logical NCHW/OIHW indexing written here, one
+ * output at a time, double accumulation. Also the scale of each output
+ * for the normalised error: the sum of |x * w| over its taps, plus |b|. */
+static void naive_conv(const conv_case *k, const case_data *d, double *y, double *scale)
+{
+    const int64_t cpg = k->c / k->groups, kpg = k->k / k->groups, P = d->od[2], Q = d->od[3];
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t o = 0; o < k->k; o++)
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t q = 0; q < Q; q++) {
+                    double sum = 0.0, mag = 0.0;
+                    for (int64_t ci = 0; ci < cpg; ci++) {
+                        const int64_t cx = (o / kpg) * cpg + ci;
+                        for (int64_t r = 0; r < k->r; r++) {
+                            const int64_t ih = p * k->sh - k->pt + r * k->dh;
+                            if (ih < 0 || ih >= k->h)
+                                continue;
+                            for (int64_t s = 0; s < k->s; s++) {
+                                const int64_t iw = q * k->sw - k->pl + s * k->dw;
+                                if (iw < 0 || iw >= k->w)
+                                    continue;
+                                const double t = (double)d->x[((n * k->c + cx) * k->h + ih) * k->w + iw] *
+                                                 (double)d->w[((o * cpg + ci) * k->r + r) * k->s + s];
+                                sum += t;
+                                mag += fabs(t);
+                            }
+                        }
+                    }
+                    if (k->bias) {
+                        sum += (double)d->b[o];
+                        mag += fabs((double)d->b[o]);
+                    }
+                    if (k->relu && sum < 0.0)
+                        sum = 0.0;
+                    const int64_t i = ((n * k->k + o) * P + p) * Q + q;
+                    y[i] = sum;
+                    scale[i] = mag;
+                }
+}
+
+/* Pooling from its definition: max over the window's in-image part, or
+ * the sum over it divided by the window clipped at the end of the
+ * trailing padding (include padding, PyTorch's rule) or by its in-image
+ * size (exclude padding); a NaN anywhere in the window gives NaN. Scale:
+ * the largest |x| (max), or the sum of |x| over the divisor. */
+static void naive_pool(const pool_case *k, const case_data *d, double *y, double *scale)
+{
+    const int64_t P = d->od[2], Q = d->od[3];
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t c = 0; c < k->c; c++)
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t q = 0; q < Q; q++) {
+                    const int64_t h0 = p * k->sh - k->pt, w0 = q * k->sw - k->pl;
+                    double mx = -INFINITY, sum = 0.0, mag = 0.0, big = 0.0;
+                    int64_t inside = 0;
+                    int nan = 0;
+                    for (int64_t i = h0; i < h0 + k->wh; i++)
+                        for (int64_t j = w0; j < w0 + k->ww; j++) {
+                            if (i < 0 || j < 0 || i >= k->h || j >= k->w)
+                                continue;
+                            const double v = (double)d->x[((n * k->c + c) * k->h + i) * k->w + j];
+                            nan |= isnan(v) != 0;
+                            mx = v > mx ? v : mx;
+                            sum += v;
+                            mag += fabs(v);
+                            big = fabs(v) > big ? fabs(v) : big;
+                            inside++;
+                        }
+                    const int64_t ih_end = h0 + k->wh < k->h + k->pb ? h0 + k->wh : k->h + k->pb;
+                    const int64_t iw_end = w0 + k->ww < k->w + k->pr ? w0 + k->ww : k->w + k->pr;
+                    const int64_t div =
+                        k->mode == PDNN_POOL_AVG_INCLUDE_PADDING ? (ih_end - h0) * (iw_end - w0) : inside;
+                    const int64_t o = ((n * k->c + c) * P + p) * Q + q;
+                    if (k->mode == PDNN_POOL_MAX) {
+                        y[o] = nan ? NAN : mx;
+                        scale[o] = big;
+                    } else {
+                        y[o] = nan ? NAN : sum / (double)div;
+                        scale[o] = mag / (double)div;
+                    }
+                }
+}
+
+/* ---- results --------------------------------------------------------------- */
+
+/* Per backend: counts and the skip reasons aggregated. */
+typedef struct reason {
+    char *text;
+    long count;
+} reason;
+
+typedef struct backend_stats {
+    char name[16];
+    int selected; /* chosen by --backend (or every one built) */
+    int devices;
+    long passed, failed, skipped;
+    reason *reasons;
+    int n_reasons;
+} backend_stats;
+
+static backend_stats backends[8];
+static int n_backends;
+
+static backend_stats *stats_for(const char *name)
+{
+    for (int i = 0; i < n_backends; i++)
+        if (strcmp(backends[i].name, name) == 0)
+            return &backends[i];
+    if (n_backends == (int)(sizeof backends / sizeof backends[0])) {
+        fprintf(stderr, "parity: more backends than this harness counts\n");
+        exit(EXIT_USAGE);
+    }
+    backend_stats *b = &backends[n_backends++];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    return b;
+}
+
+/* Counts a skip under "algorithm: why", numbers replaced by '#' so that
+ * one rule refusing many shapes is one line. */
+static void count_skip(backend_stats *b, const char *algo, const char *why)
+{
+    char key[PDNN__WHY_LEN + 64];
+    size_t o = (size_t)snprintf(key, sizeof key, "%s: ", algo);
+    for (const char *s = why; *s && o + 1 < sizeof key; s++) {
+        if (isdigit((unsigned char)*s)) {
+            while (isdigit((unsigned char)s[1]) || (s[1] == '.' && isdigit((unsigned char)s[2])))
+                s++;
+            key[o++] = '#';
+        } else {
+            key[o++] = *s;
+        }
+    }
+    key[o] = '\0';
+    b->skipped++;
+    for (int i = 0; i < b->n_reasons; i++)
+        if (strcmp(b->reasons[i].text, key) == 0) {
+            b->reasons[i].count++;
+            return;
+        }
+    b->reasons = xrealloc(b->reasons, (size_t)(b->n_reasons + 1) * sizeof *b->reasons);
+    b->reasons[b->n_reasons].text = xstrdup(key);
+    b->reasons[b->n_reasons].count = 1;
+    b->n_reasons++;
+}
+
+/* Per device and algorithm: what ran, so that an algorithm (or a
+ * configuration) that the table never exercised is reported instead of
+ * passing by skipping everything. */
+typedef struct algo_stats {
+    pdnn_device *dev;
+    const pdnn__algo *algo;
+    long passed, failed, skipped, shown;
+    long *config_runs; /* per configuration: cases it was checked on */
+    double worst;      /* largest normalised error among passes */
+    char worst_where[400];
+    char only_why[PDNN__WHY_LEN]; /* the reason of every skip, while they agree */
+    int why_differs;
+} algo_stats;
+
+static algo_stats *astats;
+static int n_astats;
+
+static algo_stats *astats_for(pdnn_device *dev, const pdnn__algo *a)
+{
+    for (int i = 0; i < n_astats; i++)
+        if (astats[i].dev == dev && astats[i].algo == a)
+            return &astats[i];
+    astats = xrealloc(astats, (size_t)(n_astats + 1) * sizeof *astats);
+    algo_stats *s = &astats[n_astats++];
+    memset(s, 0, sizeof *s);
+    s->dev = dev;
+    s->algo = a;
+    s->config_runs = calloc((size_t)(a->n_configs > 0 ? a->n_configs : 1), sizeof *s->config_runs);
+    if (!s->config_runs) {
+        fprintf(stderr, "parity: out of host memory\n");
+        exit(EXIT_USAGE);
+    }
+    return s;
+}
+
+/* Failures printed per device and algorithm before the rest are only
+ * counted: a broken kernel fails hundreds of cases alike. */
+enum { SHOW_FAILURES = 8 };
+
+static int verbose;
+
+/* ---- one device's tensors for one case ------------------------------------ */
+
+typedef struct dev_run {
+    pdnn_device *dev;
+    pdnn_tensor *x, *w, *b;
+    pdnn_tensor *arena; /* y's elements, then GUARD_N guard elements */
+    pdnn_tensor *y;     /* a view of the arena's start */
+    pdnn_tensor_desc yd;
+    int64_t yn;
+    float *amem; /* the arena read back: y in memory order, then the guard */
+    float *ylog, *nan_fill;
+} dev_run;
+
+/* y is the start of a larger tensor (the arena) whose next GUARD_N
+ * elements must keep their values: no algorithm may write past its
+ * output. The guard starts at y's last byte, not at the allocator's next
+ * 256-byte chunk, so an overrun by one element is caught. */
+enum { GUARD_N = 4096 };
+#define GUARD_VALUE 7.0f
+
+static void dev_run_free(dev_run *r)
+{
+    pdnn_tensor_release(r->x);
+    pdnn_tensor_release(r->w);
+    pdnn_tensor_release(r->b);
+    pdnn_tensor_release(r->y); /* the view first: it does not own the memory */
+    pdnn_tensor_release(r->arena);
+    free(r->amem);
+    free(r->ylog);
+    free(r->nan_fill);
+    memset(r, 0, sizeof *r);
+}
+
+static pdnn_status upload(pdnn_device *dev, const pdnn_tensor_desc *desc, const float *data, pdnn_tensor **out)
+{
+    pdnn_status st = pdnn_tensor_create(dev, desc, out);
+    if (st == PDNN_SUCCESS && data)
+        st = pdnn_tensor_write(*out, data, (size_t)pdnn_tensor_desc_bytes(desc));
+    return st;
+}
+
+/* Creates the case's tensors on dev, in the case's layouts. */
+static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_data *d, dev_run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->dev = dev;
+    pdnn_tensor_desc xd;
+    pdnn_layout yl;
+    pdnn_status st = PDNN_SUCCESS;
+    if (oc->op == PDNN__OP_CONV2D_FWD) {
+        const conv_case *k = &oc->u.conv;
+        xd = desc4(k->xl, k->n, k->c, k->h, k->w);
+        const pdnn_tensor_desc wd = desc4(k->wl, k->k, k->c / k->groups, k->r, k->s);
+        const pdnn_tensor_desc bd = desc4(PDNN_LAYOUT_X, k->k, 1, 1, 1);
+        float *wm = xmalloc((size_t)d->wn * sizeof *wm);
+        to_layout(d->w, wm, k->wl, wd.dims);
+        st = upload(dev, &wd, wm, &r->w);
+        free(wm);
+        if (st == PDNN_SUCCESS && k->bias)
+            st = upload(dev, &bd, d->b, &r->b);
+        yl = k->yl;
+    } else {
+        xd = desc4(oc->u.pool.xl, oc->u.pool.n, oc->u.pool.c, oc->u.pool.h, oc->u.pool.w);
+        yl = oc->u.pool.yl;
+    }
+    float *xm = xmalloc((size_t)d->xn * sizeof *xm);
+    to_layout(d->x, xm, xd.layout, xd.dims);
+    if (st == PDNN_SUCCESS)
+        st = upload(dev, &xd, xm, &r->x);
+    free(xm);
+    r->yd = desc4(yl, d->od[0], d->od[1], d->od[2], d->od[3]);
+    r->yn = d->yn;
+    r->ylog = xmalloc((size_t)d->yn * sizeof *r->ylog);
+    r->nan_fill = xmalloc((size_t)d->yn * sizeof *r->nan_fill);
+    for (int64_t i = 0; i < d->yn; i++)
+        r->nan_fill[i] = NAN;
+    r->amem = xmalloc((size_t)(d->yn + GUARD_N) * sizeof *r->amem);
+    for (int64_t i = 0; i < d->yn + GUARD_N; i++)
+        r->amem[i] = GUARD_VALUE;
+    const pdnn_tensor_desc ad = desc4(PDNN_NCHW, 1, 1, 1, d->yn + GUARD_N);
+    if (st == PDNN_SUCCESS)
+        st = upload(dev, &ad, r->amem, &r->arena);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__tensor_wrap(dev, &r->yd, r->arena->block.buf, NULL, NULL, &r->y);
+    return st;
+}
+
+/* What one run reported. */
+typedef struct run_result {
+    pdnn_status st;
+    char error[512];
+    char config[PDNN__CONFIG_LEN]; /* the configuration that ran ("" if not tunable) */
+    int wrong_algo;                /* conv2d: another algorithm ran */
+    long guard_hit;                /* first guard element overwritten + 1; 0 none */
+} run_result;
+
+/* Runs algorithm a (configuration cfg, -1: its own pick) on the case's
+ * tensors once. check: poison y first and read it back into r->ylog
+ * (logical order) and the guard; otherwise only run (perf). */
+static void run_once(dev_run *r, const op_case *oc, const pdnn__algo *a, int cfg, int check, run_result *res)
+{
+    memset(res, 0, sizeof *res);
+    const size_t ybytes = (size_t)pdnn_tensor_desc_bytes(&r->yd);
+    /* NaN in every output element first: an element the algorithm never
+     * writes fails the comparison instead of keeping another's result. */
+    if (check && (res->st = pdnn_tensor_write(r->y, r->nan_fill, ybytes)) != PDNN_SUCCESS) {
+        snprintf(res->error, sizeof res->error, "writing the output's NaN fill: %s", pdnn_last_error());
+        return;
+    }
+    pdnn__dispatch_force(oc->op, a->name, cfg);
+    if (oc->op == PDNN__OP_CONV2D_FWD) {
+        pdnn_conv2d_params p;
+        conv_params(&oc->u.conv, &p);
+        p.algorithm = (pdnn_conv_algo)pdnn_conv_algo_parse(a->name);
+        res->st = pdnn_conv2d_forward(&p, r->x, r->w, r->b, r->y);
+        if (res->st == PDNN_SUCCESS) {
+            pdnn_conv2d_tuning t;
+            pdnn_conv2d_last_tuning(&t);
+            snprintf(res->config, sizeof res->config, "%s", t.config);
+            res->wrong_algo = strcmp(pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()), a->name) != 0;
+        }
+    } else {
+        pdnn_pool2d_params p;
+        pool_params(&oc->u.pool, &p);
+        res->st = pdnn_pool2d_forward(&p, r->x, r->y);
+    }
+    pdnn__dispatch_force(oc->op, NULL, -1);
+    if (res->st != PDNN_SUCCESS) {
+        snprintf(res->error, sizeof res->error, "%s", pdnn_last_error());
+        return;
+    }
+    if (!check)
+        return;
+    const size_t abytes = (size_t)(r->yn + GUARD_N) * sizeof *r->amem;
+    if ((res->st = pdnn_tensor_read(r->arena, r->amem, abytes)) != PDNN_SUCCESS) {
+        snprintf(res->error, sizeof res->error, "reading back: %s", pdnn_last_error());
+        return;
+    }
+    from_layout(r->amem, r->ylog, r->yd.layout, r->yd.dims);
+    const float *guard = r->amem + r->yn;
+    for (int i = 0; i < GUARD_N && !res->guard_hit; i++)
+        if (guard[i] != GUARD_VALUE) /* NOLINT(clang-diagnostic-float-equal): an exact sentinel */
+            res->guard_hit = i + 1;
+    if (res->guard_hit) { /* restore it for the next run */
+        for (int64_t i = r->yn; i < r->yn + GUARD_N; i++)
+            r->amem[i] = GUARD_VALUE;
+        pdnn_tensor_write(r->arena, r->amem, abytes);
+    }
+}
+
+/* The pool2d call of a case as core builds it, to ask a plan which
+ * configuration a forced run takes (pool2d reports none back). */
+static int pool_planned_config(pdnn_device *dev, const pdnn__algo *a, const op_case *oc, const case_data *d)
+{
+    const pool_case *k = &oc->u.pool;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_POOL2D_FWD;
+    pdnn__pool2d_call *c = &call.u.pool2d;
+    c->n = k->n;
+    c->c = k->c;
+    c->h = k->h;
+    c->w = k->w;
+    c->p = d->od[2];
+    c->q = d->od[3];
+    c->mode = k->mode;
+    c->win_h = k->wh;
+    c->win_w = k->ww;
+    c->stride_h = k->sh;
+    c->stride_w = k->sw;
+    c->pad_top = k->pt;
+    c->pad_left = k->pl;
+    c->pad_bottom = k->pb;
+    c->pad_right = k->pr;
+    c->x_layout = k->xl;
+    c->y_layout = k->yl;
+    const int64_t xdims[4] = {k->n, k->c, k->h, k->w};
+    pdnn__layout_strides(k->xl, xdims, c->xs);
+    pdnn__layout_strides(k->yl, d->od, c->ys);
+    pdnn__call_prepare(dev, &call);
+    pdnn__plan plan;
+    pdnn__plan_for(dev, a, &call, &plan);
+    return plan.supported ? plan.config : -1;
+}
+
+/* Why a forced pool2d run was refused: the plan's reason inside the
+ * dispatcher's message ("...(opencl backend): WHY; use ..."). */
+static const char *refusal_reason(const char *msg, char *buf, size_t len)
+{
+    const char *s = strstr(msg, "backend): ");
+    s = s ? s + strlen("backend): ") : msg;
+    const char *e = strstr(s, "; use ");
+    const size_t n = e ? (size_t)(e - s) : strlen(s);
+    snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), s);
+    return buf;
+}
+
+/* ---- comparing -------------------------------------------------------------- */
+
+typedef struct verdict {
+    double worst; /* largest normalised error (INFINITY: NaN/Inf where ref is finite, or the reverse) */
+    int64_t at;
+    double got, want, scale;
+} verdict;
+
+static void compare(const float *got, const double *ref, const double *scale, int64_t n, verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->at = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double e;
+        if (isnan(ref[i]))
+            e = isnan(got[i]) ? 0.0 : INFINITY;
+        else if (!isfinite(got[i]))
+            e = INFINITY;
+        else
+            e = fabs((double)got[i] - ref[i]) / (scale[i] + 1e-30);
+        if (v->at < 0 || e > v->worst) {
+            v->worst = e;
+            v->at = i;
+            v->got = got[i];
+            v->want = ref[i];
+            v->scale = scale[i];
+        }
+    }
+}
+
+static double case_tolerance(const op_case *oc, const char *algo)
+{
+    if (oc->op == PDNN__OP_CONV2D_FWD)
+        return conv_tolerance(algo);
+    return oc->u.pool.mode == PDNN_POOL_MAX ? 0.0 : TOL_DIRECT;
+}
+
+/* Element index -> "(n,c,p,q)" in logical order. */
+static const char *element_name(int64_t i, const int64_t od[4], char *buf, size_t len)
+{
+    const int64_t q = i % od[3], p = i / od[3] % od[2], c = i / (od[2] * od[3]) % od[1],
+                  n = i / (od[1] * od[2] * od[3]);
+    snprintf(buf, len, "(%lld,%lld,%lld,%lld)", (long long)n, (long long)c, (long long)p, (long long)q);
+    return buf;
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+typedef enum run_mode { MODE_TEST, MODE_PERF, MODE_GRAD } run_mode;
+
+typedef struct options {
+    run_mode mode;
+    const char *backend; /* NULL: every backend */
+    int op;              /* -1: every op */
+    const char *algo;    /* NULL: every algorithm */
+    const char *set;     /* NULL: every case set */
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: parity [--mode test|perf|grad] [--backend host|opencl|cuda] [--op conv2d|pool2d]\n"
+            "              [--algo NAME] [--set NAME] [-v]\n"
+            "Runs every case of the op table on every device, by every registered algorithm (and\n"
+            "configuration) that applies, against the host reference.\n"
+            "  --mode test   compare (default); exit 1 on a failure, 77 when nothing ran\n"
+            "  --mode perf   also time each case: ms, GFLOP/s or GB/s, ratio to direct\n"
+            "  --mode grad   reserved for backward ops (exit 77)\n"
+            "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
+            "                implicit_gemm, large_values, pool_edges, pool_rows, pool_sampled, pool_nan\n"
+            "  -v            print every case\n");
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->op = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            verbose = 1;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!v || a[0] != '-') {
+            fprintf(stderr, "parity: %s: %s\n", a, a[0] == '-' ? "needs a value" : "unexpected argument");
+            usage(stderr);
+            return -1;
+        }
+        i++;
+        if (strcmp(a, "--mode") == 0) {
+            if (strcmp(v, "test") == 0)
+                o->mode = MODE_TEST;
+            else if (strcmp(v, "perf") == 0)
+                o->mode = MODE_PERF;
+            else if (strcmp(v, "grad") == 0)
+                o->mode = MODE_GRAD;
+            else {
+                fprintf(stderr, "parity: --mode must be test, perf or grad, got '%s'\n", v);
+                return -1;
+            }
+        } else if (strcmp(a, "--backend") == 0) {
+            o->backend = v;
+        } else if (strcmp(a, "--op") == 0) {
+            if (strcmp(v, "conv2d") == 0)
+                o->op = PDNN__OP_CONV2D_FWD;
+            else if (strcmp(v, "pool2d") == 0)
+                o->op = PDNN__OP_POOL2D_FWD;
+            else {
+                fprintf(stderr, "parity: --op must be conv2d or pool2d, got '%s'\n", v);
+                return -1;
+            }
+        } else if (strcmp(a, "--algo") == 0) {
+            o->algo = v;
+        } else if (strcmp(a, "--set") == 0) {
+            o->set = v;
+        } else {
+            fprintf(stderr, "parity: unknown option %s\n", a);
+            usage(stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the run ------------------------------------------------------------------ */
+
+typedef struct harness {
+    options opt;
+    pdnn_context *ctx;
+    pdnn_device *host;
+    pdnn_device *devs[16];
+    int ndev;
+} harness;
+
+static const char *op_label(pdnn__op op) { return op == PDNN__OP_CONV2D_FWD ? "conv2d" : "pool2d"; }
+
+static const char *backend_of(pdnn_device *dev, char *buf, size_t len)
+{
+    pdnn_device_info info;
+    pdnn_device_get_info(dev, &info);
+    snprintf(buf, len, "%s", info.backend);
+    return buf;
+}
+
+static const char *dev_name(pdnn_device *dev)
+{
+    static _Thread_local pdnn_device_info info;
+    pdnn_device_get_info(dev, &info);
+    return info.name;
+}
+
+/* Does a conv algorithm apply to the case on dev (and if not, why)? */
+static int conv_applies(pdnn_device *dev, const pdnn__algo *a, const conv_case *k, char *why, size_t len)
+{
+    pdnn_conv2d_params p;
+    conv_params(k, &p);
+    const pdnn_tensor_desc xd = desc4(k->xl, k->n, k->c, k->h, k->w);
+    const pdnn_tensor_desc wd = desc4(k->wl, k->k, k->c / k->groups, k->r, k->s);
+    pdnn_conv_algo_info info;
+    const int id = pdnn_conv_algo_parse(a->name);
+    if (id <= 0) {
+        snprintf(why, len, "the algorithm has no public id");
+        return 0;
+    }
+    if (pdnn_conv2d_query_algorithm(dev, &p, &xd, &wd, k->yl, (pdnn_conv_algo)id, &info) != PDNN_SUCCESS) {
+        snprintf(why, len, "query failed: %s", pdnn_last_error());
+        return 0;
+    }
+    snprintf(why, len, "%s", info.why);
+    return info.applies;
+}
+
+/* The label of one run for messages: "tiled", "tiled [tq=8 kb=1]". */
+static void run_label(const pdnn__algo *a, int cfg, const char *ran_config, char *buf, size_t len)
+{
+    char cname[PDNN__CONFIG_LEN] = "";
+    if (cfg >= 0 && a->config_name)
+        a->config_name(cfg, cname, sizeof cname);
+    if (cfg >= 0)
+        snprintf(buf, len, "%s [%s]", a->name, cname);
+    else if (ran_config && *ran_config) /* its own pick, named for the record */
+        snprintf(buf, len, "%s [pick %s]", a->name, ran_config);
+    else
+        snprintf(buf, len, "%s", a->name);
+}
+
+/* Records a failure: counted always, printed for the first few per device
+ * and algorithm. */
+static void fail(backend_stats *b, algo_stats *s, const char *label, const char *cname, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+static void fail(backend_stats *b, algo_stats *s, const char *label, const char *cname, const char *fmt, ...)
+{
+    b->failed++;
+    if (s)
+        s->failed++;
+    if (s && s->shown >= SHOW_FAILURES && !verbose)
+        return;
+    if (s)
+        s->shown++;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("FAIL %s %s %s: %s: %s\n", b->name, s ? dev_name(s->dev) : "", label, cname, msg);
+}
+
+static void skip(backend_stats *b, algo_stats *s, const char *label, const char *cname, const char *why)
+{
+    count_skip(b, s->algo->name, why);
+    s->skipped++;
+    if (s->skipped == 1)
+        snprintf(s->only_why, sizeof s->only_why, "%s", why);
+    else if (strcmp(s->only_why, why) != 0)
+        s->why_differs = 1;
+    if (verbose)
+        printf("skip %s %s %s: %s: %s\n", b->name, dev_name(s->dev), label, cname, why);
+}
+
+/* The reference of one case: the naive loop (for the host's own
+ * algorithms, and the scale of every comparison) and /device:CPU:0's
+ * direct (for every other device), the latter checked against the former. */
+typedef struct reference {
+    double *naive, *scale, *host;
+    int have_host;
+} reference;
+
+static void reference_free(reference *ref)
+{
+    free(ref->naive);
+    free(ref->scale);
+    free(ref->host);
+}
+
+/* Times run_once until about budget seconds have passed (at least 3 runs):
+ * the best run's milliseconds, or -1 on failure. */
+static double time_runs(dev_run *r, const op_case *oc, const pdnn__algo *a)
+{
+    const double budget = 0.05;
+    double best = -1.0, spent = 0.0;
+    for (int i = 0; i < 100 && (i < 3 || spent < budget); i++) {
+        run_result res;
+        const double t0 = pdnn__now();
+        run_once(r, oc, a, -1, 0, &res);
+        if (res.st != PDNN_SUCCESS || pdnn_device_synchronize(r->dev) != PDNN_SUCCESS)
+            return -1.0;
+        const double t = pdnn__now() - t0;
+        spent += t;
+        best = best < 0.0 || t < best ? t : best;
+    }
+    return best * 1e3;
+}
+
+static double case_work(const op_case *oc, const case_data *d)
+{
+    if (oc->op == PDNN__OP_CONV2D_FWD) {
+        const conv_case *k = &oc->u.conv;
+        return 2.0 * (double)d->yn * (double)(k->c / k->groups) * (double)k->r * (double)k->s; /* flops */
+    }
+    return (double)(d->xn + d->yn) * sizeof(float); /* bytes read and written */
+}
+
+/* Runs one case on one device: every algorithm that applies, under its
+ * own pick and (for all_configs cases) every configuration. */
+static void run_case_on(harness *h, const op_case *oc, const case_data *d, reference *ref, pdnn_device *dev)
+{
+    char bname[16];
+    backend_stats *b = stats_for(backend_of(dev, bname, sizeof bname));
+    char cname[256];
+    case_name(oc, cname, sizeof cname);
+    const int is_host = dev == h->host;
+    const double *want = is_host ? ref->naive : ref->host;
+    const pdnn__algo *const *list = pdnn__algos(dev, oc->op);
+    dev_run r;
+    int made = 0;
+    struct {
+        const char *name;
+        double ms;
+        char label[96];
+    } times[32];
+    int n_times = 0;
+    for (int ai = 0; list[ai]; ai++) {
+        const pdnn__algo *a = list[ai];
+        if (h->opt.algo && strcasecmp(h->opt.algo, a->name) != 0)
+            continue;
+        algo_stats *s = astats_for(dev, a);
+        char why[PDNN__WHY_LEN + 64] = "";
+        if (oc->op == PDNN__OP_CONV2D_FWD && !conv_applies(dev, a, &oc->u.conv, why, sizeof why)) {
+            skip(b, s, a->name, cname, why);
+            continue;
+        }
+        if (!made) {
+            const pdnn_status st = dev_run_make(dev, oc, d, &r);
+            made = 1;
+            if (st != PDNN_SUCCESS) {
+                fail(b, s, a->name, cname, "creating the tensors: %s", pdnn_last_error());
+                dev_run_free(&r);
+                return;
+            }
+        }
+        const int n_cfg = h->opt.mode == MODE_TEST && oc->all_configs ? a->n_configs : 0;
+        for (int cfg = -1; cfg < n_cfg; cfg++) {
+            char cfg_name[PDNN__CONFIG_LEN] = "";
+            if (cfg >= 0)
+                a->config_name(cfg, cfg_name, sizeof cfg_name);
+            if (cfg >= 0 && oc->op == PDNN__OP_POOL2D_FWD && pool_planned_config(dev, a, oc, d) != cfg) {
+                char label[96];
+                run_label(a, cfg, NULL, label, sizeof label);
+                skip(b, s, label, cname, "configuration does not apply");
+                continue;
+            }
+            run_result res;
+            run_once(&r, oc, a, cfg, 1, &res);
+            char label[96];
+            run_label(a, cfg, res.config, label, sizeof label);
+            if (res.st == PDNN_ERR_UNSUPPORTED && oc->op == PDNN__OP_POOL2D_FWD) {
+                char buf[PDNN__WHY_LEN];
+                skip(b, s, label, cname, refusal_reason(res.error, buf, sizeof buf));
+                break; /* no configuration of it runs the case */
+            }
+            if (res.st != PDNN_SUCCESS) {
+                fail(b, s, label, cname, "%s (%s)", res.error, pdnn_status_string(res.st));
+                continue;
+            }
+            if (res.wrong_algo) {
+                fail(b, s, label, cname, "asked for %s, %s ran", a->name,
+                     pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
+                continue;
+            }
+            if (cfg >= 0 && oc->op == PDNN__OP_CONV2D_FWD && strcmp(res.config, cfg_name) != 0) {
+                skip(b, s, label, cname, "configuration does not apply");
+                continue;
+            }
+            if (res.guard_hit) {
+                fail(b, s, label, cname, "wrote past its output (guard element %ld after it changed)",
+                     res.guard_hit - 1);
+                continue;
+            }
+            verdict v;
+            compare(r.ylog, want, ref->scale, d->yn, &v);
+            const double tol = case_tolerance(oc, a->name);
+            if (!(v.worst <= tol)) {
+                char el[96];
+                fail(b, s, label, cname, "element %s is %.9g, expected %.9g: normalised error %.3g (scale %.3g), "
+                     "tolerance %.3g, against %s",
+                     element_name(v.at, d->od, el, sizeof el), v.got, v.want, v.worst, v.scale, tol,
+                     is_host ? "the naive loop" : "/device:CPU:0");
+                continue;
+            }
+            b->passed++;
+            s->passed++;
+            s->config_runs[cfg >= 0 ? cfg : 0] += cfg >= 0;
+            if (v.worst > s->worst || s->passed == 1) {
+                s->worst = v.worst;
+                snprintf(s->worst_where, sizeof s->worst_where, "%s: %s", label, cname);
+            }
+            if (verbose)
+                printf("pass %s %s %s: %s: error %.3g\n", b->name, dev_name(dev), label, cname, v.worst);
+            if (h->opt.mode == MODE_PERF && cfg < 0 && n_times < 32) {
+                times[n_times].name = a->name;
+                times[n_times].ms = time_runs(&r, oc, a);
+                snprintf(times[n_times].label, sizeof times[n_times].label, "%s", label);
+                n_times++;
+            }
+        }
+    }
+    if (h->opt.mode == MODE_PERF && n_times > 0) {
+        double direct_ms = -1.0;
+        for (int i = 0; i < n_times; i++)
+            if (strcmp(times[i].name, "direct") == 0)
+                direct_ms = times[i].ms;
+        const double work = case_work(oc, d);
+        for (int i = 0; i < n_times; i++) {
+            char ratio[32] = "-";
+            if (direct_ms > 0.0 && times[i].ms > 0.0)
+                snprintf(ratio, sizeof ratio, "%.2fx direct", direct_ms / times[i].ms);
+            if (times[i].ms < 0.0)
+                printf("perf %s | %s | %s %s | %s | failed to time\n", op_label(oc->op), cname, dev_name(dev),
+                       b->name, times[i].label);
+            else
+                printf("perf %s | %s | %s %s | %s | %.3f ms | %.3g %s | %s\n", op_label(oc->op), cname,
+                       dev_name(dev), b->name, times[i].label, times[i].ms, work / (times[i].ms * 1e-3) * 1e-9,
+                       oc->op == PDNN__OP_CONV2D_FWD ? "GFLOP/s" : "GB/s", ratio);
+        }
+        fflush(stdout);
+    }
+    if (made)
+        dev_run_free(&r);
+}
+
+/* Fills ref for a case: the naive loop always; with need_host also
+ * /device:CPU:0's direct in the case's layouts, checked against the naive
+ * loop (a failure there is the host's, whatever backends were selected). */
+static void make_reference(harness *h, const op_case *oc, const case_data *d, int need_host, reference *ref)
+{
+    memset(ref, 0, sizeof *ref);
+    ref->naive = xmalloc((size_t)d->yn * sizeof *ref->naive);
+    ref->scale = xmalloc((size_t)d->yn * sizeof *ref->scale);
+    if (oc->op == PDNN__OP_CONV2D_FWD)
+        naive_conv(&oc->u.conv, d, ref->naive, ref->scale);
+    else
+        naive_pool(&oc->u.pool, d, ref->naive, ref->scale);
+    if (!need_host)
+        return;
+    ref->host = xmalloc((size_t)d->yn * sizeof *ref->host);
+    /* Until the host has run: the naive loop stands in, so that other
+     * devices are still checked against something independent. */
+    memcpy(ref->host, ref->naive, (size_t)d->yn * sizeof *ref->host);
+    char cname[256];
+    case_name(oc, cname, sizeof cname);
+    backend_stats *b = stats_for("host");
+    const pdnn__algo *a = pdnn__algo_find(h->host, oc->op, "direct");
+    if (!a) {
+        fail(b, NULL, "direct (the reference)", cname, "the host backend has no direct %s", op_label(oc->op));
+        return;
+    }
+    dev_run r;
+    if (dev_run_make(h->host, oc, d, &r) != PDNN_SUCCESS) {
+        fail(b, NULL, "direct (the reference)", cname, "creating the tensors: %s", pdnn_last_error());
+        dev_run_free(&r);
+        return;
+    }
+    run_result res;
+    run_once(&r, oc, a, -1, 1, &res);
+    verdict v;
+    if (res.st != PDNN_SUCCESS) {
+        fail(b, NULL, "direct (the reference)", cname, "%s", res.error);
+    } else {
+        compare(r.ylog, ref->naive, ref->scale, d->yn, &v);
+        if (!(v.worst <= case_tolerance(oc, "direct"))) {
+            char el[96];
+            fail(b, NULL, "direct (the reference)", cname,
+                 "element %s is %.9g, the naive loop's %.9g: normalised error %.3g", element_name(v.at, d->od, el, sizeof el),
+                 v.got, v.want, v.worst);
+        } else {
+            for (int64_t i = 0; i < d->yn; i++)
+                ref->host[i] = r.ylog[i];
+            ref->have_host = 1;
+        }
+    }
+    dev_run_free(&r);
+}
+
+/* The line of pdnn_context_notes about backend name, or "". */
+static void backend_note(pdnn_context *ctx, const char *name, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    const char *notes = pdnn_context_notes(ctx);
+    const size_t n = strlen(name);
+    for (const char *l = notes; l && *l;) {
+        const char *e = strchr(l, '\n');
+        const size_t ll = e ? (size_t)(e - l) : strlen(l);
+        if (ll > n && strncmp(l, name, n) == 0 && l[n] == ':')
+            snprintf(buf, len, "%.*s", (int)ll, l);
+        l = e ? e + 1 : l + ll;
+    }
+}
+
+static int by_count(const void *a, const void *b)
+{
+    const reason *x = a, *y = b;
+    return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->text, y->text);
+}
+
+int main(int argc, char **argv)
+{
+    harness h;
+    memset(&h, 0, sizeof h);
+    if (parse_options(argc, argv, &h.opt) != 0)
+        return EXIT_USAGE;
+    if (h.opt.mode == MODE_GRAD) {
+        /* The training issue adds backward ops and their finite-difference
+         * checks here. */
+        printf("grad: no backward ops are registered yet (training issue)\n");
+        printf("0 passed, 0 failed, 0 skipped\n");
+        return EXIT_SKIP;
+    }
+    int nb = 0;
+    const pdnn__backend *const *bl = pdnn__backend_list(&nb);
+    if (h.opt.backend) {
+        int known = 0;
+        for (int i = 0; i < nb; i++)
+            known |= strcmp(bl[i]->name, h.opt.backend) == 0;
+        if (!known && strcmp(h.opt.backend, "host") != 0 && strcmp(h.opt.backend, "opencl") != 0 &&
+            strcmp(h.opt.backend, "cuda") != 0) {
+            fprintf(stderr, "parity: --backend must be host, opencl or cuda, got '%s'\n", h.opt.backend);
+            return EXIT_USAGE;
+        }
+    }
+
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = 1; /* take memory as cases need it, not the whole device */
+    /* The algorithms' own picks are their defaults, whatever a user's
+     * tuning cache holds (POLYDNN_TUNING still overrides). */
+    o.tuning = PDNN_TUNING_OFF;
+    if (pdnn_context_create(&o, &h.ctx) != PDNN_SUCCESS) {
+        fprintf(stderr, "parity: creating a context: %s\n", pdnn_last_error());
+        return 1;
+    }
+    if (pdnn_device_find(h.ctx, "/cpu:0", &h.host) != PDNN_SUCCESS) {
+        fprintf(stderr, "parity: no host device: %s\n", pdnn_last_error());
+        pdnn_context_destroy(h.ctx);
+        return 1;
+    }
+    /* Every backend that is built (and selected) gets a line, devices or not. */
+    for (int i = 0; i < nb; i++)
+        if (!h.opt.backend || strcmp(bl[i]->name, h.opt.backend) == 0)
+            stats_for(bl[i]->name)->selected = 1;
+    if (h.opt.backend) /* a backend this build lacks: its line says so */
+        stats_for(h.opt.backend)->selected = 1;
+    for (int i = 0; i < pdnn_device_count(h.ctx) && h.ndev < (int)(sizeof h.devs / sizeof h.devs[0]); i++) {
+        pdnn_device *dev = NULL;
+        pdnn_device_info info;
+        if (pdnn_device_get(h.ctx, i, &dev) != PDNN_SUCCESS || pdnn_device_get_info(dev, &info) != PDNN_SUCCESS)
+            continue;
+        if (h.opt.backend && strcmp(info.backend, h.opt.backend) != 0)
+            continue;
+        h.devs[h.ndev++] = dev;
+        stats_for(info.backend)->devices++;
+    }
+    int need_host = 0;
+    for (int i = 0; i < h.ndev; i++)
+        need_host |= h.devs[i] != h.host;
+
+    build_conv_cases();
+    build_pool_cases();
+    int selected = 0;
+    for (int i = 0; i < n_cases; i++)
+        selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
+    int algo_known = !h.opt.algo || h.ndev == 0;
+    for (int i = 0; i < h.ndev && !algo_known; i++)
+        for (int op = 0; op < PDNN__OP_COUNT; op++)
+            algo_known |= (h.opt.op < 0 || op == h.opt.op) && pdnn__algo_find(h.devs[i], (pdnn__op)op, h.opt.algo);
+    if (selected == 0 || !algo_known) {
+        if (selected == 0)
+            fprintf(stderr, "parity: no case is in set '%s' for the op(s) selected (see --help)\n",
+                    h.opt.set ? h.opt.set : "");
+        else
+            fprintf(stderr, "parity: no selected device has an algorithm named '%s'\n", h.opt.algo);
+        free(cases);
+        pdnn_context_destroy(h.ctx);
+        return EXIT_USAGE;
+    }
+
+    const double t0 = pdnn__now();
+    for (int ci = 0; ci < n_cases && h.ndev > 0; ci++) {
+        const op_case *oc = &cases[ci];
+        if ((h.opt.op >= 0 && (int)oc->op != h.opt.op) || (h.opt.set && strcmp(h.opt.set, oc->set) != 0))
+            continue;
+        case_data d;
+        case_data_make(oc, &d);
+        reference ref;
+        make_reference(&h, oc, &d, need_host, &ref);
+        for (int di = 0; di < h.ndev; di++)
+            run_case_on(&h, oc, &d, &ref, h.devs[di]);
+        reference_free(&ref);
+        case_data_free(&d);
+        fflush(stdout);
+    }
+
+    /* Coverage: an algorithm that ran no case of the whole table, or a
+     * configuration that ran on no case, is a hole, not a pass (unless
+     * the algorithm refused every case for one reason, such as a library
+     * this build lacks). With --set or --op the table is partial and only
+     * what ran is judged. */
+    const int whole_table = !h.opt.set && h.opt.mode == MODE_TEST;
+    for (int i = 0; i < n_astats; i++) {
+        algo_stats *s = &astats[i];
+        char bname[16];
+        backend_stats *b = stats_for(backend_of(s->dev, bname, sizeof bname));
+        const long ran = s->passed + s->failed;
+        if (ran == 0 && whole_table && (s->skipped == 0 || s->why_differs))
+            fail(b, s, s->algo->name, "the whole table", "ran no case: every one was refused or skipped");
+        for (int c = 0; c < s->algo->n_configs && ran > 0 && whole_table; c++)
+            if (s->config_runs[c] == 0) {
+                char cn[PDNN__CONFIG_LEN];
+                s->algo->config_name(c, cn, sizeof cn);
+                fail(b, s, s->algo->name, "the whole table", "configuration %s ran on no case", cn);
+            }
+    }
+
+    long passed = 0, failed = 0, skipped = 0;
+    for (int i = 0; i < n_backends; i++) {
+        backend_stats *b = &backends[i];
+        passed += b->passed;
+        failed += b->failed;
+        skipped += b->skipped;
+        if (!b->selected && b->passed + b->failed + b->skipped == 0)
+            continue;
+        if (b->devices == 0 && b->passed + b->failed == 0) {
+            char note[256];
+            int built = 0;
+            for (int k = 0; k < nb; k++)
+                built |= strcmp(bl[k]->name, b->name) == 0;
+            if (built)
+                backend_note(h.ctx, b->name, note, sizeof note);
+            else
+                snprintf(note, sizeof note, "%s: not in this build", b->name);
+            printf("backend %s: no device%s%s%s; 0 cases ran\n", b->name, *note ? " (" : "", note, *note ? ")" : "");
+            continue;
+        }
+        printf("backend %s: %ld cases ran, %ld passed, %ld failed, %ld skipped\n", b->name, b->passed + b->failed,
+               b->passed, b->failed, b->skipped);
+        if (b->n_reasons > 1)
+            qsort(b->reasons, (size_t)b->n_reasons, sizeof *b->reasons, by_count);
+        for (int r = 0; r < b->n_reasons; r++)
+            printf("  skipped %ld: %s\n", b->reasons[r].count, b->reasons[r].text);
+        for (int a = 0; a < n_astats; a++) {
+            algo_stats *s = &astats[a];
+            char bn[16];
+            if (strcmp(backend_of(s->dev, bn, sizeof bn), b->name) != 0)
+                continue;
+            printf("  %s %s %s: %ld passed, %ld failed, %ld skipped", dev_name(s->dev), op_label(s->algo->op),
+                   s->algo->name, s->passed, s->failed, s->skipped);
+            if (s->passed)
+                printf("; worst normalised error %.3g (%s)", s->worst, s->worst_where);
+            else if (s->skipped && !s->why_differs)
+                printf("; applies to no case here: %s", s->only_why);
+            if (s->failed > s->shown)
+                printf("; %ld failure(s) not shown (-v shows all)", s->failed - s->shown);
+            printf("\n");
+        }
+    }
+    printf("parity: %.1f s\n", pdnn__now() - t0);
+    printf("%ld passed, %ld failed, %ld skipped\n", passed, failed, skipped);
+
+    for (int i = 0; i < n_backends; i++) {
+        for (int r = 0; r < backends[i].n_reasons; r++)
+            free(backends[i].reasons[r].text);
+        free(backends[i].reasons);
+    }
+    for (int i = 0; i < n_astats; i++)
+        free(astats[i].config_runs);
+    free(astats);
+    free(cases);
+    pdnn_context_destroy(h.ctx);
+    if (failed > 0)
+        return 1;
+    return passed == 0 ? EXIT_SKIP : 0;
+}
