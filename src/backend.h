@@ -288,10 +288,12 @@ int pdnn__plan_pick_config(void *dev, const pdnn__op_call *call, const pdnn__alg
                            int (*applies)(void *dev, const pdnn__op_call *call, int i), int dflt, pdnn__plan *plan);
 
 /* The search behind plan->search, for every backend: each configuration
- * i with usable(i) is run once (run_config), read back (read_output) and
- * checked against dflt's output; the survivors are timed in rounds
- * (sync between runs) and the fastest is stored in the tuning cache under
- * (device, kernel, shape). Returns the best (dflt when nothing else ran)
+ * i with usable(i) is run once (run_config), its output read back with
+ * the backend's read and checked against dflt's output; the survivors are
+ * timed in rounds (the backend's synchronize after each run) and the
+ * fastest is stored in the tuning cache under (device, kernel, shape).
+ * The backend's read and synchronize must not take a lock run_config's
+ * caller holds. Returns the best (dflt when nothing else ran)
  * and fills rep. */
 typedef struct pdnn__config_search {
     void *dev;
@@ -301,8 +303,7 @@ typedef struct pdnn__config_search {
     int dflt;
     int (*usable)(void *dev, const pdnn__op_call *call, int i);
     pdnn_status (*run_config)(void *dev, const pdnn__op_call *call, int i, pdnn__buf ws);
-    pdnn_status (*read_output)(void *dev, const pdnn__op_call *call, float *out, size_t n);
-    pdnn_status (*sync)(void *dev);
+    const pdnn__backend *backend; /* dev's: its read and synchronize */
     pdnn__buf ws;
 } pdnn__config_search;
 int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep);

@@ -289,7 +289,8 @@ enum { SEARCH_ROUNDS = 3, SEARCH_ROUNDS_MAX = 10 };
 static double config_timed(const pdnn__config_search *s, int i)
 {
     const double t0 = pdnn__now();
-    if (s->run_config(s->dev, s->call, i, s->ws) != PDNN_SUCCESS || s->sync(s->dev) != PDNN_SUCCESS)
+    if (s->run_config(s->dev, s->call, i, s->ws) != PDNN_SUCCESS ||
+        s->backend->synchronize(s->dev) != PDNN_SUCCESS)
         return -1.0;
     return pdnn__now() - t0;
 }
@@ -311,7 +312,7 @@ int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep)
     const double t_start = pdnn__now();
     const int count = s->algo->n_configs;
     size_t ny = 0;
-    out_buf(s->call, &ny);
+    const pdnn__buf y = out_buf(s->call, &ny);
     float *ref = malloc(ny * sizeof *ref), *got = malloc(ny * sizeof *got);
     double *times = calloc((size_t)count, sizeof *times);
     int *ok = calloc((size_t)count, sizeof *ok);
@@ -322,13 +323,13 @@ int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep)
      * the host; every configuration sums in the same order, so they must
      * agree with it to rounding. */
     if (ref && got && times && ok && config_timed(s, s->dflt) >= 0.0 &&
-        s->read_output(s->dev, s->call, ref, ny) == PDNN_SUCCESS) {
+        s->backend->read(s->dev, y, ref, ny * sizeof *ref) == PDNN_SUCCESS) {
         ok[s->dflt] = 1;
         for (int i = 0; i < count; i++) {
             if (i == s->dflt || !s->usable(s->dev, s->call, i))
                 continue;
             s->algo->config_name(i, name, sizeof name);
-            if (config_timed(s, i) < 0.0 || s->read_output(s->dev, s->call, got, ny) != PDNN_SUCCESS) {
+            if (config_timed(s, i) < 0.0 || s->backend->read(s->dev, y, got, ny * sizeof *got) != PDNN_SUCCESS) {
                 pdnn__debug("tuning %s: %s failed to run (%s); skipped", s->kernel, name, pdnn_last_error());
                 continue;
             }

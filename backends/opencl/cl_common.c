@@ -280,22 +280,6 @@ int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_c
     return i;
 }
 
-/* The search's callbacks, called with d->lock held (run holds it). */
-static pdnn_status read_output(void *dev, const pdnn__op_call *call, float *out, size_t n)
-{
-    cl_dev *d = dev;
-    const pdnn__buf y = call->u.conv2d.y_buf;
-    cl_int err = clEnqueueReadBuffer(d->queue, y.region, CL_TRUE, y.offset, n * sizeof(float), out, 0, NULL, NULL);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueReadBuffer", err);
-}
-
-static pdnn_status sync_queue(void *dev)
-{
-    cl_dev *d = dev;
-    cl_int err = clFinish(d->queue);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clFinish", err);
-}
-
 pdnn_status pdnn__cl_run_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_call *call,
                                  const pdnn__plan *plan, pdnn__buf ws, pdnn__run_report *rep)
 {
@@ -314,11 +298,10 @@ pdnn_status pdnn__cl_run_tunable(const pdnn__cl_tunable *t, void *dev, const pdn
                                        .dflt = plan->config,
                                        .usable = t->applies,
                                        .run_config = t->run_config,
-                                       .read_output = read_output,
-                                       .sync = sync_queue,
+                                       /* its read and synchronize take no lock */
+                                       .backend = &pdnn__opencl_backend,
                                        .ws = ws};
         i = pdnn__search_configs(&s, &r);
-        r.searched = 1;
     }
     /* Once more after a search, so that y holds the winner's output. */
     pdnn_status st = t->run_config(dev, call, i, ws);
