@@ -165,16 +165,11 @@ void pdnn__plan_for(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_cal
     algo->plan(dev->handle, call, plan);
 }
 
-static void vformat(char *buf, size_t len, const char *fmt, va_list ap)
-{
-    vsnprintf(buf, len, fmt, ap);
-}
-
 void pdnn__plan_refuse(pdnn__plan *plan, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vformat(plan->why, sizeof plan->why, fmt, ap);
+    vsnprintf(plan->why, sizeof plan->why, fmt, ap);
     va_end(ap);
     plan->supported = 0;
 }
@@ -183,7 +178,7 @@ void pdnn__plan_skip(pdnn__plan *plan, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vformat(plan->why, sizeof plan->why, fmt, ap);
+    vsnprintf(plan->why, sizeof plan->why, fmt, ap);
     va_end(ap);
     plan->auto_skip = 1;
 }
