@@ -1,4 +1,6 @@
-/* Shared helpers for the Criterion suites. */
+/* Shared test helpers: helpers.c (Criterion suites: they abort the test
+ * on failure) and tensor_data.c (no Criterion: data and layouts, also
+ * used by the parity harness). */
 #ifndef POLYDNN_TEST_HELPERS_H
 #define POLYDNN_TEST_HELPERS_H
 
@@ -10,8 +12,6 @@
  * whole device; aborts the test on failure. */
 pdnn_context *th_context(void);
 
-/* Deterministic uniform values in [-1, 1). */
-void th_fill(float *v, int64_t n, uint32_t seed);
 
 /* Creates a tensor on dev holding data (in desc's layout order). */
 pdnn_tensor *th_upload(pdnn_device *dev, const pdnn_tensor_desc *desc, const float *data);
@@ -25,6 +25,9 @@ int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max);
 /* A context and its accelerators (at most 8); skips the test when there
  * are none, as on a machine without OpenCL or CUDA devices. */
 pdnn_context *th_accel_context(pdnn_device **devs, int *ndev);
+
+/* Deterministic uniform values in [-1, 1) (xorshift32). */
+void th_fill(float *v, int64_t n, uint32_t seed);
 
 /* Converts between a layout's memory order and logical row-major order
  * ({N,C,H,W} or {O,I,H,W}), independently of the library's code. */

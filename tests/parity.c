@@ -35,6 +35,7 @@
 
 #include "context.h"
 #include "dispatch.h"
+#include "helpers.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -99,58 +100,12 @@ static char *xstrdup(const char *s)
     return d;
 }
 
-/* Deterministic uniform values in [-amp, amp) from seed (xorshift32). */
+/* th_fill's values scaled to [-amp, amp). */
 static void fill(float *v, int64_t n, uint32_t seed, float amp)
 {
-    uint32_t s = seed * 2654435761u + 1u;
-    for (int64_t i = 0; i < n; i++) {
-        s ^= s << 13;
-        s ^= s >> 17;
-        s ^= s << 5;
-        v[i] = amp * (float)((double)s / 2147483648.0 - 1.0);
-    }
-}
-
-/* Memory position of logical element (a,b,c,d) of a tensor of logical dims
- * D in layout l, written out per layout rather than through the library's
- * stride helper, so that a wrong helper cannot agree with itself. */
-static int64_t pos(pdnn_layout l, const int64_t D[4], int64_t a, int64_t b, int64_t c, int64_t d)
-{
-    switch (l) {
-    case PDNN_NHWC:
-    case PDNN_OHWI: return ((a * D[2] + c) * D[3] + d) * D[1] + b;
-    case PDNN_HWIO: return ((c * D[3] + d) * D[1] + b) * D[0] + a;
-    case PDNN_NCHW:
-    case PDNN_OIHW:
-    case PDNN_LAYOUT_X:
-    default: return ((a * D[1] + b) * D[2] + c) * D[3] + d;
-    }
-}
-
-static void to_layout(const float *logical, float *out, pdnn_layout l, const int64_t D[4])
-{
-    int64_t i = 0;
-    for (int64_t a = 0; a < D[0]; a++)
-        for (int64_t b = 0; b < D[1]; b++)
-            for (int64_t c = 0; c < D[2]; c++)
-                for (int64_t d = 0; d < D[3]; d++)
-                    out[pos(l, D, a, b, c, d)] = logical[i++];
-}
-
-static void from_layout(const float *in, float *logical, pdnn_layout l, const int64_t D[4])
-{
-    int64_t i = 0;
-    for (int64_t a = 0; a < D[0]; a++)
-        for (int64_t b = 0; b < D[1]; b++)
-            for (int64_t c = 0; c < D[2]; c++)
-                for (int64_t d = 0; d < D[3]; d++)
-                    logical[i++] = in[pos(l, D, a, b, c, d)];
-}
-
-static pdnn_tensor_desc desc4(pdnn_layout l, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
-{
-    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {d0, d1, d2, d3}};
-    return d;
+    th_fill(v, n, seed);
+    for (int64_t i = 0; amp != 1.0f && i < n; i++)
+        v[i] *= amp;
 }
 
 /* ---- the table of op cases ----------------------------------------------- */
@@ -868,26 +823,26 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
     pdnn_status st = PDNN_SUCCESS;
     if (oc->op == PDNN__OP_CONV2D_FWD) {
         const conv_case *k = &oc->u.conv;
-        xd = desc4(k->xl, k->n, k->c, k->h, k->w);
-        const pdnn_tensor_desc wd = desc4(k->wl, k->k, k->c / k->groups, k->r, k->s);
-        const pdnn_tensor_desc bd = desc4(PDNN_LAYOUT_X, k->k, 1, 1, 1);
+        xd = th_desc(k->xl, k->n, k->c, k->h, k->w);
+        const pdnn_tensor_desc wd = th_desc(k->wl, k->k, k->c / k->groups, k->r, k->s);
+        const pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, k->k, 1, 1, 1);
         float *wm = xmalloc((size_t)d->wn * sizeof *wm);
-        to_layout(d->w, wm, k->wl, wd.dims);
+        th_to_layout(d->w, wm, k->wl, wd.dims);
         st = upload(dev, &wd, wm, &r->w);
         free(wm);
         if (st == PDNN_SUCCESS && k->bias)
             st = upload(dev, &bd, d->b, &r->b);
         yl = k->yl;
     } else {
-        xd = desc4(oc->u.pool.xl, oc->u.pool.n, oc->u.pool.c, oc->u.pool.h, oc->u.pool.w);
+        xd = th_desc(oc->u.pool.xl, oc->u.pool.n, oc->u.pool.c, oc->u.pool.h, oc->u.pool.w);
         yl = oc->u.pool.yl;
     }
     float *xm = xmalloc((size_t)d->xn * sizeof *xm);
-    to_layout(d->x, xm, xd.layout, xd.dims);
+    th_to_layout(d->x, xm, xd.layout, xd.dims);
     if (st == PDNN_SUCCESS)
         st = upload(dev, &xd, xm, &r->x);
     free(xm);
-    r->yd = desc4(yl, d->od[0], d->od[1], d->od[2], d->od[3]);
+    r->yd = th_desc(yl, d->od[0], d->od[1], d->od[2], d->od[3]);
     r->yn = d->yn;
     r->ylog = xmalloc((size_t)d->yn * sizeof *r->ylog);
     r->nan_fill = xmalloc((size_t)d->yn * sizeof *r->nan_fill);
@@ -896,7 +851,7 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
     r->amem = xmalloc((size_t)(d->yn + GUARD_N) * sizeof *r->amem);
     for (int64_t i = 0; i < d->yn + GUARD_N; i++)
         r->amem[i] = GUARD_VALUE;
-    const pdnn_tensor_desc ad = desc4(PDNN_NCHW, 1, 1, 1, d->yn + GUARD_N);
+    const pdnn_tensor_desc ad = th_desc(PDNN_NCHW, 1, 1, 1, d->yn + GUARD_N);
     if (st == PDNN_SUCCESS)
         st = upload(dev, &ad, r->amem, &r->arena);
     if (st == PDNN_SUCCESS)
@@ -955,7 +910,7 @@ static void run_once(dev_run *r, const op_case *oc, const pdnn__algo *a, int cfg
         snprintf(res->error, sizeof res->error, "reading back: %s", pdnn_last_error());
         return;
     }
-    from_layout(r->amem, r->ylog, r->yd.layout, r->yd.dims);
+    th_from_layout(r->amem, r->ylog, r->yd.layout, r->yd.dims);
     const float *guard = r->amem + r->yn;
     for (int i = 0; i < GUARD_N && !res->guard_hit; i++)
         if (guard[i] != GUARD_VALUE) /* NOLINT(clang-diagnostic-float-equal): an exact sentinel */
@@ -1175,8 +1130,8 @@ static int conv_applies(pdnn_device *dev, const pdnn__algo *a, const conv_case *
 {
     pdnn_conv2d_params p;
     conv_params(k, &p);
-    const pdnn_tensor_desc xd = desc4(k->xl, k->n, k->c, k->h, k->w);
-    const pdnn_tensor_desc wd = desc4(k->wl, k->k, k->c / k->groups, k->r, k->s);
+    const pdnn_tensor_desc xd = th_desc(k->xl, k->n, k->c, k->h, k->w);
+    const pdnn_tensor_desc wd = th_desc(k->wl, k->k, k->c / k->groups, k->r, k->s);
     pdnn_conv_algo_info info;
     const int id = pdnn_conv_algo_parse(a->name);
     if (id <= 0) {
