@@ -75,7 +75,14 @@ static inline void pdnn__layout_strides(pdnn_layout layout, const int64_t d[4],
 
 /* A validated 2-D convolution. Sizes use cuDNN's letters: input N,C,H,W;
  * filter K (out channels), C/groups, R (height), S (width); output N,K,P,Q.
- * All four paddings are given; pad_bottom/pad_right agree with P and Q. */
+ * All four paddings are given; pad_bottom/pad_right agree with P and Q.
+ * The backward ops use the same call with the forward's sizes; which
+ * buffers are read and which is written depends on the op:
+ *   CONV2D_FWD        reads x, w (and bias)  writes y
+ *   CONV2D_BWD_DATA   reads y (dy), w        writes x (dx)
+ *   CONV2D_BWD_FILTER reads x, y (dy)        writes w (dw)
+ *   CONV2D_BWD_BIAS   reads y (dy)           writes bias (db, K floats)
+ * Backward ops overwrite their output (no accumulation) and have relu 0. */
 typedef struct pdnn__conv2d_call {
     int64_t n, c, h, w;
     int64_t k, r, s;
@@ -97,6 +104,12 @@ typedef struct pdnn__pool2d_call {
     pdnn_layout x_layout, y_layout;
     int64_t xs[4], ys[4];
     pdnn__buf x_buf, y_buf;
+    /* POOL2D_BWD only: dy in y's layout and strides (y_buf unused); dx
+     * (x's dims) in its own; x_buf is read: max pooling finds its maximum
+     * there again. */
+    pdnn__buf dy_buf, dx_buf;
+    pdnn_layout dx_layout;
+    int64_t dxs[4];
 } pdnn__pool2d_call;
 
 /* ---- ops and their algorithm registries -----------------------------------
@@ -110,8 +123,19 @@ typedef struct pdnn__pool2d_call {
 typedef enum pdnn__op {
     PDNN__OP_CONV2D_FWD = 0,
     PDNN__OP_POOL2D_FWD = 1,
+    PDNN__OP_CONV2D_BWD_DATA = 2,   /* u.conv2d, see pdnn__conv2d_call */
+    PDNN__OP_CONV2D_BWD_FILTER = 3, /* u.conv2d */
+    PDNN__OP_CONV2D_BWD_BIAS = 4,   /* u.conv2d */
+    PDNN__OP_POOL2D_BWD = 5,        /* u.pool2d, see pdnn__pool2d_call */
     PDNN__OP_COUNT
 } pdnn__op;
+
+/* The ops whose call is u.conv2d. */
+static inline int pdnn__op_is_conv(pdnn__op op)
+{
+    return op == PDNN__OP_CONV2D_FWD || op == PDNN__OP_CONV2D_BWD_DATA || op == PDNN__OP_CONV2D_BWD_FILTER ||
+           op == PDNN__OP_CONV2D_BWD_BIAS;
+}
 
 typedef struct pdnn__op_call {
     pdnn__op op;

@@ -27,6 +27,10 @@ static const char *op_name(pdnn__op op)
     switch (op) {
     case PDNN__OP_CONV2D_FWD: return "conv2d";
     case PDNN__OP_POOL2D_FWD: return "pool2d";
+    case PDNN__OP_CONV2D_BWD_DATA: return "conv2d_bwd_data";
+    case PDNN__OP_CONV2D_BWD_FILTER: return "conv2d_bwd_filter";
+    case PDNN__OP_CONV2D_BWD_BIAS: return "conv2d_bwd_bias";
+    case PDNN__OP_POOL2D_BWD: return "pool2d_bwd";
     case PDNN__OP_COUNT: break;
     }
     return "op";
@@ -187,22 +191,30 @@ void pdnn__plan_skip(pdnn__plan *plan, const char *fmt, ...)
 
 void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
 {
-    if (call->op == PDNN__OP_CONV2D_FWD) {
+    if (pdnn__op_is_conv(call->op)) {
+        static const char *const tag[] = {[PDNN__OP_CONV2D_FWD] = "conv2d_fwd",
+                                          [PDNN__OP_CONV2D_BWD_DATA] = "conv2d_bwd_data",
+                                          [PDNN__OP_CONV2D_BWD_FILTER] = "conv2d_bwd_filter",
+                                          [PDNN__OP_CONV2D_BWD_BIAS] = "conv2d_bwd_bias"};
         const pdnn__conv2d_call *c = &call->u.conv2d;
         snprintf(buf, len,
-                 "conv2d_fwd f32 %s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld p%lld q%lld u%d,%d d%d,%d "
+                 "%s f32 %s/%s/%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld p%lld q%lld u%d,%d d%d,%d "
                  "pad%d,%d,%d,%d g%lld",
-                 pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout), pdnn_layout_name(c->y_layout),
-                 (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k,
+                 tag[call->op], pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout),
+                 pdnn_layout_name(c->y_layout), (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k,
                  (long long)c->r, (long long)c->s, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w,
                  c->dil_h, c->dil_w, c->pad_top, c->pad_bottom, c->pad_left, c->pad_right, (long long)c->groups);
-    } else if (call->op == PDNN__OP_POOL2D_FWD) {
+    } else if (call->op == PDNN__OP_POOL2D_FWD || call->op == PDNN__OP_POOL2D_BWD) {
         const pdnn__pool2d_call *c = &call->u.pool2d;
         snprintf(buf, len,
-                 "pool2d_fwd f32 %s/%s mode%d n%lld c%lld h%lld w%lld p%lld q%lld win%d,%d u%d,%d pad%d,%d,%d,%d",
-                 pdnn_layout_name(c->x_layout), pdnn_layout_name(c->y_layout), (int)c->mode, (long long)c->n,
+                 "%s f32 %s/%s mode%d n%lld c%lld h%lld w%lld p%lld q%lld win%d,%d u%d,%d pad%d,%d,%d,%d",
+                 call->op == PDNN__OP_POOL2D_FWD ? "pool2d_fwd" : "pool2d_bwd", pdnn_layout_name(c->x_layout),
+                 pdnn_layout_name(c->y_layout), (int)c->mode, (long long)c->n,
                  (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->p, (long long)c->q, c->win_h,
                  c->win_w, c->stride_h, c->stride_w, c->pad_top, c->pad_bottom, c->pad_left, c->pad_right);
+        const size_t used = strlen(buf);
+        if (call->op == PDNN__OP_POOL2D_BWD && used < len)
+            snprintf(buf + used, len - used, " dx%s", pdnn_layout_name(c->dx_layout));
     } else {
         snprintf(buf, len, "op%d", (int)call->op);
     }
@@ -210,12 +222,18 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
 
 double pdnn__op_flops(const pdnn__op_call *call)
 {
-    if (call->op == PDNN__OP_CONV2D_FWD) {
+    /* Backward data and filter do the forward's multiply-adds (cuDNN and
+     * oneDNN count them so); the bias gradient adds each dy once. */
+    if (call->op == PDNN__OP_CONV2D_BWD_BIAS) {
+        const pdnn__conv2d_call *c = &call->u.conv2d;
+        return (double)c->n * (double)c->k * (double)c->p * (double)c->q;
+    }
+    if (pdnn__op_is_conv(call->op)) {
         const pdnn__conv2d_call *c = &call->u.conv2d;
         return 2.0 * (double)c->n * (double)c->k * (double)c->p * (double)c->q * (double)c->r * (double)c->s *
                (double)(c->c / c->groups);
     }
-    if (call->op == PDNN__OP_POOL2D_FWD) {
+    if (call->op == PDNN__OP_POOL2D_FWD || call->op == PDNN__OP_POOL2D_BWD) {
         const pdnn__pool2d_call *c = &call->u.pool2d;
         return (double)c->n * (double)c->c * (double)c->p * (double)c->q * (double)c->win_h * (double)c->win_w;
     }
@@ -225,12 +243,17 @@ double pdnn__op_flops(const pdnn__op_call *call)
 /* The call's output buffer and its element count. */
 static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
 {
-    if (call->op == PDNN__OP_POOL2D_FWD) {
-        const pdnn__pool2d_call *c = &call->u.pool2d;
-        *n = (size_t)(c->n * c->c * c->p * c->q);
-        return c->y_buf;
-    }
+    const pdnn__pool2d_call *pc = &call->u.pool2d;
     const pdnn__conv2d_call *c = &call->u.conv2d;
+    switch (call->op) {
+    case PDNN__OP_POOL2D_FWD: *n = (size_t)(pc->n * pc->c * pc->p * pc->q); return pc->y_buf;
+    case PDNN__OP_POOL2D_BWD: *n = (size_t)(pc->n * pc->c * pc->h * pc->w); return pc->dx_buf;
+    case PDNN__OP_CONV2D_BWD_DATA: *n = (size_t)(c->n * c->c * c->h * c->w); return c->x_buf;
+    case PDNN__OP_CONV2D_BWD_FILTER: *n = (size_t)(c->k * (c->c / c->groups) * c->r * c->s); return c->w_buf;
+    case PDNN__OP_CONV2D_BWD_BIAS: *n = (size_t)c->k; return c->bias_buf;
+    case PDNN__OP_CONV2D_FWD:
+    case PDNN__OP_COUNT: break;
+    }
     *n = (size_t)(c->n * c->k * c->p * c->q);
     return c->y_buf;
 }

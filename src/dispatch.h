@@ -46,4 +46,18 @@ void pdnn__dispatch_force(pdnn__op op, const char *name, int config);
  * pdnn_conv_algo (index 0 is "auto"); *n their count. */
 const char *const *pdnn__conv_algo_names(int *n);
 
+/* ops.c's helpers, shared with the backward ops (ops_grad.c). */
+/* Every non-NULL tensor of ts is on ts[0]'s device and float32; else an
+ * error naming op and the tensors (names[i]). */
+pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n);
+/* y is an activation with dims want; else an error naming op. */
+pdnn_status pdnn__check_output(const char *op, const pdnn_tensor *y, const int64_t want[4]);
+/* The sizes, layouts and strides of a conv2d call from validated
+ * descriptors and the output dims od (buffers are the caller's). */
+void pdnn__conv_call_from(const pdnn_conv2d_params *p, const pdnn_tensor_desc *x, const pdnn_tensor_desc *w,
+                          pdnn_layout y_layout, const int64_t od[4], pdnn__conv2d_call *c);
+/* The same for a pool2d call (zeroes c first). */
+void pdnn__pool_call_from(const pdnn_pool2d_params *p, const pdnn_tensor_desc *x, pdnn_layout y_layout,
+                          const int64_t od[4], pdnn__pool2d_call *c);
+
 #endif

@@ -183,8 +183,7 @@ pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x, const pdnn_tensor
     return PDNN_SUCCESS;
 }
 
-static pdnn_status same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names,
-                               int n)
+pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
 {
     for (int i = 1; i < n; i++) {
         if (ts[i] && ts[i]->dev != ts[0]->dev)
@@ -200,7 +199,7 @@ static pdnn_status same_device(const char *op, const pdnn_tensor *const *ts, con
     return PDNN_SUCCESS;
 }
 
-static pdnn_status check_output(const char *op, const pdnn_tensor *y, const int64_t want[4])
+pdnn_status pdnn__check_output(const char *op, const pdnn_tensor *y, const int64_t want[4])
 {
     char yd[96];
     if (!is_activation(y->desc.layout))
@@ -229,8 +228,8 @@ pdnn_status pdnn_conv2d_last_tuning(pdnn_conv2d_tuning *out)
 
 /* Fills c's sizes and layouts from validated descriptors (buffers are
  * the caller's). */
-static void conv_call_from(const pdnn_conv2d_params *p, const pdnn_tensor_desc *x, const pdnn_tensor_desc *w,
-                           pdnn_layout y_layout, const int64_t od[4], pdnn__conv2d_call *c)
+void pdnn__conv_call_from(const pdnn_conv2d_params *p, const pdnn_tensor_desc *x, const pdnn_tensor_desc *w,
+                          pdnn_layout y_layout, const int64_t od[4], pdnn__conv2d_call *c)
 {
     memset(c, 0, sizeof *c);
     c->n = x->dims[0];
@@ -296,7 +295,7 @@ pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_para
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_CONV2D_FWD;
-    conv_call_from(p, x, w, y_layout, od, &call.u.conv2d);
+    pdnn__conv_call_from(p, x, w, y_layout, od, &call.u.conv2d);
     pdnn__call_prepare(dev, &call);
     pdnn__plan plan;
     pdnn__plan_for(dev, a, &call, &plan);
@@ -319,7 +318,7 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
                            !p ? "params" : !x ? "x" : !w ? "w" : "y");
     const pdnn_tensor *ts[] = {x, w, y, bias};
     const char *names[] = {"input", "filter", "output", "bias"};
-    pdnn_status st = same_device("conv2d", ts, names, 4);
+    pdnn_status st = pdnn__same_device("conv2d", ts, names, 4);
     if (st != PDNN_SUCCESS)
         return st;
     if (y == x || y == w || (bias && y == bias))
@@ -327,7 +326,7 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
                            "conv2d: the output must be a tensor of its own, not an input");
     int64_t od[4] = {0};
     if ((st = pdnn_conv2d_output_dims(&x->desc, &w->desc, p, od)) != PDNN_SUCCESS ||
-        (st = check_output("conv2d", y, od)) != PDNN_SUCCESS)
+        (st = pdnn__check_output("conv2d", y, od)) != PDNN_SUCCESS)
         return st;
     if (bias && (bias->desc.layout != PDNN_LAYOUT_X || bias->desc.dims[0] != od[1])) {
         char bd[96];
@@ -340,7 +339,7 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_CONV2D_FWD;
     pdnn__conv2d_call *c = &call.u.conv2d;
-    conv_call_from(p, &x->desc, &w->desc, y->desc.layout, od, c);
+    pdnn__conv_call_from(p, &x->desc, &w->desc, y->desc.layout, od, c);
     c->x_buf = x->block.buf;
     c->w_buf = w->block.buf;
     c->y_buf = y->block.buf;
@@ -441,7 +440,7 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
                            !p ? "params" : !x ? "x" : "y");
     const pdnn_tensor *ts[] = {x, y};
     const char *names[] = {"input", "output"};
-    pdnn_status st = same_device("pool2d", ts, names, 2);
+    pdnn_status st = pdnn__same_device("pool2d", ts, names, 2);
     if (st != PDNN_SUCCESS)
         return st;
     if (x == y)
@@ -449,16 +448,25 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
                            "pool2d: the output must be a tensor of its own, not the input");
     int64_t od[4] = {0};
     if ((st = pdnn_pool2d_output_dims(&x->desc, p, od)) != PDNN_SUCCESS ||
-        (st = check_output("pool2d", y, od)) != PDNN_SUCCESS)
+        (st = pdnn__check_output("pool2d", y, od)) != PDNN_SUCCESS)
         return st;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_POOL2D_FWD;
-    pdnn__pool2d_call *c = &call.u.pool2d;
-    c->n = x->desc.dims[0];
-    c->c = x->desc.dims[1];
-    c->h = x->desc.dims[2];
-    c->w = x->desc.dims[3];
+    pdnn__pool_call_from(p, &x->desc, y->desc.layout, od, &call.u.pool2d);
+    call.u.pool2d.x_buf = x->block.buf;
+    call.u.pool2d.y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+}
+
+void pdnn__pool_call_from(const pdnn_pool2d_params *p, const pdnn_tensor_desc *x, pdnn_layout y_layout,
+                          const int64_t od[4], pdnn__pool2d_call *c)
+{
+    memset(c, 0, sizeof *c);
+    c->n = x->dims[0];
+    c->c = x->dims[1];
+    c->h = x->dims[2];
+    c->w = x->dims[3];
     c->p = od[2];
     c->q = od[3];
     c->mode = p->mode;
@@ -470,11 +478,8 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
     c->pad_left = p->pad_left;
     c->pad_bottom = p->pad_bottom;
     c->pad_right = p->pad_right;
-    c->x_layout = x->desc.layout;
-    c->y_layout = y->desc.layout;
-    pdnn__layout_strides(x->desc.layout, x->desc.dims, c->xs);
-    pdnn__layout_strides(y->desc.layout, y->desc.dims, c->ys);
-    c->x_buf = x->block.buf;
-    c->y_buf = y->block.buf;
-    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+    c->x_layout = x->layout;
+    c->y_layout = y_layout;
+    pdnn__layout_strides(x->layout, x->dims, c->xs);
+    pdnn__layout_strides(y_layout, od, c->ys);
 }

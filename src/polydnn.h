@@ -427,6 +427,25 @@ PDNN_API pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
                                          const pdnn_tensor *x, const pdnn_tensor *w,
                                          const pdnn_tensor *bias, pdnn_tensor *y);
 
+/* Backward convolution (training). p and the tensors' dims are the
+ * forward's: x {N,C,H,W}, w {K,C/groups,R,S}, y {N,K,P,Q}; dx has x's
+ * dims, dw w's, dy y's; each may be in any layout its role allows (dx,
+ * dy NCHW or NHWC; dw OIHW, OHWI or HWIO). The output is overwritten (no
+ * accumulation); it must be a tensor of its own, sharing no memory with
+ * an input. p->relu must be 0 (ReLU's gradient is applied to dy first);
+ * p->algorithm is the forward's and is ignored: the backward ops choose
+ * among their own algorithms (tuned like the forward's when the context
+ * tunes).
+ *   backward_data:   dx = dL/dx of y = conv(x, w), given dy = dL/dy
+ *   backward_filter: dw = dL/dw, given x and dy
+ *   backward_bias:   db[k] = sum over n, p, q of dy[n,k,p,q]; db is a
+ *                    LAYOUT_X vector of length K */
+PDNN_API pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_tensor *dy,
+                                               const pdnn_tensor *w, pdnn_tensor *dx);
+PDNN_API pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_tensor *x,
+                                                 const pdnn_tensor *dy, pdnn_tensor *dw);
+PDNN_API pdnn_status pdnn_conv2d_backward_bias(const pdnn_tensor *dy, pdnn_tensor *db);
+
 /* The algorithm the calling thread's last successful pdnn_conv2d_forward
  * ran (never AUTO after a call); AUTO before any call. */
 PDNN_API pdnn_conv_algo pdnn_conv2d_last_algorithm(void);
@@ -508,6 +527,17 @@ PDNN_API pdnn_status pdnn_pool2d_output_dims(const pdnn_tensor_desc *x,
  * lies beyond the padding (PyTorch's rule). */
 PDNN_API pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
                                          const pdnn_tensor *x, pdnn_tensor *y);
+
+/* dx = dL/dx of y = pool(x), given dy = dL/dy (y's dims). x is the
+ * forward's input: max pooling finds each window's maximum there again
+ * and sends the window's gradient to it; with ties, to the first maximum
+ * in the window's row-major order (TensorFlow's and PyTorch's rule); a
+ * window holding NaN sends it to its last NaN, the element the forward
+ * returned. Average pooling spreads each gradient evenly over the window's
+ * in-image elements, divided by the forward's divisor. dx (x's dims, NCHW
+ * or NHWC) is overwritten and must share no memory with x or dy. */
+PDNN_API pdnn_status pdnn_pool2d_backward(const pdnn_pool2d_params *p, const pdnn_tensor *x,
+                                          const pdnn_tensor *dy, pdnn_tensor *dx);
 
 /* ------------------------------------------------------------------ */
 /* The ops around convolution                                           */

@@ -12,7 +12,11 @@
  *   test  (default; `make check` runs it through tests/parity_*.sh)
  *   perf  ms, GFLOP/s (conv) or GB/s (pool) per case, device and
  *         algorithm, and the ratio to direct measured in the same run
- *   grad  reserved for the backward ops of the training issue
+ *   grad  the backward ops (conv2d data, filter and bias gradients, pool2d
+ *         gradient) on the forward table's shapes, the same way; and the
+ *         naive backward loops themselves checked against the naive
+ *         forward: the adjoint identity <f(x), dy> = <x, f'(dy)> in double,
+ *         and central finite differences of <f(x), dy> on small cases
  *
  * The normalised error of an output element is
  *     |got - ref| / (sum over its reduction of |x * w| + |bias|)
@@ -21,6 +25,8 @@
  * within (n - 1) eps of that scale of the exact sum, and in practice (terms
  * of random sign) within about eps / sqrt(n) of it; a defect (a wrong tap,
  * a lost channel, a missed tail) is off by a sizeable fraction of the scale.
+ * The backward ops' scale is the same sum of |terms| over what flows into
+ * each gradient element (|dy * w|, |dy * x|, |dy|, |dy / divisor|).
  * So one bound serves every shape, small or large, and every input
  * magnitude, where an absolute tolerance would be loose for small outputs
  * and tight for large ones.
@@ -69,6 +75,9 @@ static double conv_tolerance(const char *algo)
 }
 
 /* ---- small utilities ------------------------------------------------------ */
+
+static int is_conv_op(pdnn__op op) { return pdnn__op_is_conv(op); }
+static int is_backward(pdnn__op op) { return op != PDNN__OP_CONV2D_FWD && op != PDNN__OP_POOL2D_FWD; }
 
 /* Zeroed, so that nothing is ever read uninitialised even where a loop
  * below leaves an element unwritten. */
@@ -131,6 +140,7 @@ typedef struct op_case {
     uint32_t seed;
     float amp[3];     /* amplitude of the input, filter and bias values */
     int nans;         /* pool2d: sparse NaNs in the input */
+    int ties;         /* pool2d: inputs from 3 levels, so windows hold ties */
     union {
         conv_case conv;
         pool_case pool;
@@ -161,11 +171,12 @@ static void add_conv(const char *set, int all_configs, const conv_case *k, uint3
     add_case(PDNN__OP_CONV2D_FWD, set, all_configs, seed)->u.conv = *k;
 }
 
-static void add_pool(const char *set, const pool_case *k, uint32_t seed, int nans)
+static op_case *add_pool(const char *set, const pool_case *k, uint32_t seed, int nans)
 {
     op_case *c = add_case(PDNN__OP_POOL2D_FWD, set, 1, seed);
     c->u.pool = *k;
     c->nans = nans;
+    return c;
 }
 
 static const pdnn_layout act_layouts[] = {PDNN_NCHW, PDNN_NHWC};
@@ -462,6 +473,44 @@ static void build_pool_cases(void)
             k.mode = (pdnn_pool_mode)m;
             add_pool("pool_nan", &k, 77 + (uint32_t)i, 1);
         }
+
+    /* Ties: inputs from three levels, so most windows hold several
+     * maxima; the forward's value is the same whichever it takes, its
+     * gradient goes to the first in row-major order (the backward cases
+     * check that rule), on overlapping and disjoint windows. */
+    for (size_t i = 0; i < sizeof nan_shapes / sizeof nan_shapes[0]; i++) {
+        pool_case k = nan_shapes[i];
+        add_pool("pool_ties", &k, 300 + (uint32_t)i, 0)->ties = 1;
+    }
+}
+
+/* grad mode: the table becomes its backward cases. Each conv2d case
+ * gives its data and filter gradients (and the bias gradient where it has
+ * a bias), each pool2d case its gradient, in the same layouts, under the
+ * same set names. Every configuration is the forward's flag. */
+static void make_backward_cases(void)
+{
+    const int n_fwd = n_cases;
+    op_case *fwd = xmalloc((size_t)n_fwd * sizeof *fwd);
+    memcpy(fwd, cases, (size_t)n_fwd * sizeof *fwd);
+    n_cases = 0;
+    for (int i = 0; i < n_fwd; i++) {
+        const op_case *f = &fwd[i];
+        static const pdnn__op conv_ops[] = {PDNN__OP_CONV2D_BWD_DATA, PDNN__OP_CONV2D_BWD_FILTER,
+                                            PDNN__OP_CONV2D_BWD_BIAS};
+        const int n_ops = f->op == PDNN__OP_CONV2D_FWD ? (f->u.conv.bias ? 3 : 2) : 1;
+        for (int j = 0; j < n_ops; j++) {
+            op_case *c = add_case(f->op == PDNN__OP_CONV2D_FWD ? conv_ops[j] : PDNN__OP_POOL2D_BWD, f->set,
+                                  f->all_configs, f->seed + 17u * (uint32_t)j);
+            const pdnn__op op = c->op;
+            *c = *f;
+            c->op = op;
+            c->seed = f->seed + 17u * (uint32_t)j;
+            if (is_conv_op(op))
+                c->u.conv.relu = 0;
+        }
+    }
+    free(fwd);
 }
 
 static const char *mode_name(pdnn_pool_mode m)
@@ -471,6 +520,15 @@ static const char *mode_name(pdnn_pool_mode m)
 
 static void case_name(const op_case *oc, char *buf, size_t len)
 {
+    if (is_backward(oc->op)) { /* "dx of <the forward case>" */
+        op_case fwd = *oc;
+        fwd.op = is_conv_op(oc->op) ? PDNN__OP_CONV2D_FWD : PDNN__OP_POOL2D_FWD;
+        const char *what = oc->op == PDNN__OP_CONV2D_BWD_FILTER ? "dw" : oc->op == PDNN__OP_CONV2D_BWD_BIAS ? "db" : "dx";
+        const int w = snprintf(buf, len, "%s of ", what);
+        if (w > 0 && (size_t)w < len)
+            case_name(&fwd, buf + w, len - (size_t)w);
+        return;
+    }
     if (oc->op == PDNN__OP_CONV2D_FWD) {
         const conv_case *k = &oc->u.conv;
         snprintf(buf, len,
@@ -485,7 +543,7 @@ static void case_name(const op_case *oc, char *buf, size_t len)
         snprintf(buf, len, "n%lld c%lld %lldx%lld %s win %dx%d stride %d,%d pad %d,%d,%d,%d ceil%d %s->%s%s",
                  (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w, mode_name(k->mode), k->wh,
                  k->ww, k->sh, k->sw, k->pt, k->pb, k->pl, k->pr, k->ceil, pdnn_layout_name(k->xl),
-                 pdnn_layout_name(k->yl), oc->nans ? " with NaNs" : "");
+                 pdnn_layout_name(k->yl), oc->nans ? " with NaNs" : oc->ties ? " with ties" : "");
     }
 }
 
@@ -495,7 +553,11 @@ static void case_name(const op_case *oc, char *buf, size_t len)
 typedef struct case_data {
     float *x, *w, *b;
     int64_t xn, wn, bn;
-    int64_t od[4], yn; /* output dims {N, C|K, P, Q} */
+    int64_t od[4], yn; /* the result's dims and count: the forward's output
+                          {N, C|K, P, Q}, or the gradient's (x's, w's or
+                          {K,1,1,1}) */
+    int64_t fod[4], fyn; /* the forward's output, which dy has */
+    float *dy;           /* backward ops: dL/dy, logical order */
 } case_data;
 
 static void conv_params(const conv_case *k, pdnn_conv2d_params *p)
@@ -549,7 +611,7 @@ static int64_t pool_out(int64_t in, int win, int stride, int pa, int pb, int cei
 static void case_data_make(const op_case *oc, case_data *d)
 {
     memset(d, 0, sizeof *d);
-    if (oc->op == PDNN__OP_CONV2D_FWD) {
+    if (is_conv_op(oc->op)) {
         const conv_case *k = &oc->u.conv;
         d->xn = k->n * k->c * k->h * k->w;
         d->wn = k->k * (k->c / k->groups) * k->r * k->s;
@@ -575,11 +637,36 @@ static void case_data_make(const op_case *oc, case_data *d)
     if (oc->nans)
         for (int64_t j = 5; j < d->xn; j += 97) /* sparse: most windows stay finite */
             d->x[j] = NAN;
+    if (oc->ties)
+        for (int64_t j = 0; j < d->xn; j++)
+            d->x[j] = floorf(d->x[j] * 1.5f) / 1.5f; /* -1, -1/3, 1/3 (and 0 at -0) */
+    memcpy(d->fod, d->od, sizeof d->fod);
+    d->fyn = d->od[0] * d->od[1] * d->od[2] * d->od[3];
+    if (is_backward(oc->op)) {
+        d->dy = xmalloc((size_t)d->fyn * sizeof *d->dy);
+        fill(d->dy, d->fyn, oc->seed + 3, 1.0f);
+        if (oc->op == PDNN__OP_CONV2D_BWD_FILTER) {
+            const conv_case *k = &oc->u.conv;
+            const int64_t wd[4] = {k->k, k->c / k->groups, k->r, k->s};
+            memcpy(d->od, wd, sizeof wd);
+        } else if (oc->op == PDNN__OP_CONV2D_BWD_BIAS) {
+            const int64_t bd[4] = {oc->u.conv.k, 1, 1, 1};
+            memcpy(d->od, bd, sizeof bd);
+        } else { /* dx: x's dims */
+            const int64_t n = is_conv_op(oc->op) ? oc->u.conv.n : oc->u.pool.n;
+            const int64_t c = is_conv_op(oc->op) ? oc->u.conv.c : oc->u.pool.c;
+            const int64_t h = is_conv_op(oc->op) ? oc->u.conv.h : oc->u.pool.h;
+            const int64_t w = is_conv_op(oc->op) ? oc->u.conv.w : oc->u.pool.w;
+            const int64_t xd[4] = {n, c, h, w};
+            memcpy(d->od, xd, sizeof xd);
+        }
+    }
     d->yn = d->od[0] * d->od[1] * d->od[2] * d->od[3];
 }
 
 static void case_data_free(case_data *d)
 {
+    free(d->dy);
     free(d->x);
     free(d->w);
     free(d->b);
@@ -666,6 +753,188 @@ static void naive_pool(const pool_case *k, const case_data *d, double *y, double
                         scale[o] = mag / (double)div;
                     }
                 }
+}
+
+/* The backward ops from their definitions, in scatter form (each term of
+ * the forward sends dy back to what it read), double accumulation; the
+ * library's host reference gathers instead. Scale: the sum of |terms|. */
+static void naive_conv_backward(pdnn__op op, const conv_case *k, const case_data *d, double *g, double *scale)
+{
+    const int64_t cpg = k->c / k->groups, kpg = k->k / k->groups, P = d->fod[2], Q = d->fod[3];
+    memset(g, 0, (size_t)d->yn * sizeof *g);
+    memset(scale, 0, (size_t)d->yn * sizeof *scale);
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t o = 0; o < k->k; o++)
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t q = 0; q < Q; q++) {
+                    const double dy = d->dy[((n * k->k + o) * P + p) * Q + q];
+                    if (op == PDNN__OP_CONV2D_BWD_BIAS) {
+                        g[o] += dy;
+                        scale[o] += fabs(dy);
+                        continue;
+                    }
+                    for (int64_t ci = 0; ci < cpg; ci++) {
+                        const int64_t cx = (o / kpg) * cpg + ci;
+                        for (int64_t r = 0; r < k->r; r++) {
+                            const int64_t ih = p * k->sh - k->pt + r * k->dh;
+                            if (ih < 0 || ih >= k->h)
+                                continue;
+                            for (int64_t s = 0; s < k->s; s++) {
+                                const int64_t iw = q * k->sw - k->pl + s * k->dw;
+                                if (iw < 0 || iw >= k->w)
+                                    continue;
+                                const int64_t xi = ((n * k->c + cx) * k->h + ih) * k->w + iw;
+                                const int64_t wi = ((o * cpg + ci) * k->r + r) * k->s + s;
+                                const int64_t gi = op == PDNN__OP_CONV2D_BWD_DATA ? xi : wi;
+                                const double t = dy * (op == PDNN__OP_CONV2D_BWD_DATA ? (double)d->w[wi] : (double)d->x[xi]);
+                                g[gi] += t;
+                                scale[gi] += fabs(t);
+                            }
+                        }
+                    }
+                }
+}
+
+/* Pooling's gradient: each window sends dy to the element it returned
+ * (max: the first maximum in row-major order, or the last NaN, as the
+ * forward picks it) or dy / divisor to each in-image element (averages). */
+static void naive_pool_backward(const pool_case *k, const case_data *d, double *g, double *scale)
+{
+    const int64_t P = d->fod[2], Q = d->fod[3];
+    memset(g, 0, (size_t)d->yn * sizeof *g);
+    memset(scale, 0, (size_t)d->yn * sizeof *scale);
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t c = 0; c < k->c; c++)
+            for (int64_t p = 0; p < P; p++)
+                for (int64_t q = 0; q < Q; q++) {
+                    const int64_t h0 = p * k->sh - k->pt, w0 = q * k->sw - k->pl;
+                    const double dy = d->dy[((n * k->c + c) * P + p) * Q + q];
+                    const int64_t ih_end = h0 + k->wh < k->h + k->pb ? h0 + k->wh : k->h + k->pb;
+                    const int64_t iw_end = w0 + k->ww < k->w + k->pr ? w0 + k->ww : k->w + k->pr;
+                    int64_t inside = 0, arg = -1;
+                    double best = 0.0;
+                    for (int64_t i = h0; i < h0 + k->wh; i++)
+                        for (int64_t j = w0; j < w0 + k->ww; j++) {
+                            if (i < 0 || j < 0 || i >= k->h || j >= k->w)
+                                continue;
+                            const int64_t xi = ((n * k->c + c) * k->h + i) * k->w + j;
+                            const double v = d->x[xi];
+                            inside++;
+                            if (arg < 0 || isnan(v) || (!isnan(best) && v > best)) {
+                                best = v;
+                                arg = xi;
+                            }
+                        }
+                    if (k->mode == PDNN_POOL_MAX) {
+                        g[arg] += dy;
+                        scale[arg] += fabs(dy);
+                        continue;
+                    }
+                    const double div =
+                        k->mode == PDNN_POOL_AVG_INCLUDE_PADDING ? (double)((ih_end - h0) * (iw_end - w0)) : (double)inside;
+                    for (int64_t i = h0 < 0 ? 0 : h0; i < h0 + k->wh && i < k->h; i++)
+                        for (int64_t j = w0 < 0 ? 0 : w0; j < w0 + k->ww && j < k->w; j++) {
+                            const int64_t xi = ((n * k->c + c) * k->h + i) * k->w + j;
+                            g[xi] += dy / div;
+                            scale[xi] += fabs(dy / div);
+                        }
+                }
+}
+
+/* L = <f(x, w, b), dy> with the naive forward (no ReLU), and the sum of
+ * |terms| it adds (for the bound on its rounding). */
+static double naive_loss(const op_case *oc, const case_data *d, double *mag)
+{
+    double *y = xmalloc((size_t)d->fyn * sizeof *y), *sc = xmalloc((size_t)d->fyn * sizeof *sc);
+    case_data fd = *d;
+    memcpy(fd.od, d->fod, sizeof fd.od);
+    fd.yn = d->fyn;
+    if (is_conv_op(oc->op)) {
+        conv_case k = oc->u.conv;
+        k.relu = 0;
+        k.bias = oc->op == PDNN__OP_CONV2D_BWD_BIAS;
+        naive_conv(&k, &fd, y, sc);
+    } else {
+        naive_pool(&oc->u.pool, &fd, y, sc);
+    }
+    double l = 0.0, m = 0.0;
+    for (int64_t i = 0; i < d->fyn; i++) {
+        l += y[i] * (double)d->dy[i];
+        m += sc[i] * fabs((double)d->dy[i]);
+    }
+    free(y);
+    free(sc);
+    *mag = m;
+    return l;
+}
+
+/* The gradient's variable of a backward case: x (dx), w (dw) or b (db). */
+static float *grad_variable(const op_case *oc, case_data *d)
+{
+    return oc->op == PDNN__OP_CONV2D_BWD_FILTER ? d->w : oc->op == PDNN__OP_CONV2D_BWD_BIAS ? d->b : d->x;
+}
+
+/* Checks the naive backward loop g of a case against the naive forward:
+ * the adjoint identity <x, g> = <f(x), dy> (the ops are linear in the
+ * variable, max pooling piecewise so), and central differences of the
+ * loss at a few elements on small cases. Returns 0 and a message when
+ * either fails. */
+static int check_naive_backward(const op_case *oc, case_data *d, const double *g, const double *scale, char *msg,
+                                size_t len)
+{
+    if (oc->nans)
+        return 1; /* NaN makes both sides NaN */
+    double mag = 0.0;
+    const double loss = naive_loss(oc, d, &mag);
+    float *v = grad_variable(oc, d);
+    double dot = 0.0, dmag = 0.0;
+    for (int64_t i = 0; i < d->yn; i++) {
+        dot += (double)v[i] * g[i];
+        dmag += fabs((double)v[i]) * scale[i];
+    }
+    if (oc->op == PDNN__OP_CONV2D_BWD_BIAS) {
+        /* L = <conv(x, w), dy> + <b, db>: the bias's part is the difference */
+        case_data nb = *d;
+        float *zero = xmalloc((size_t)d->bn * sizeof *zero);
+        nb.b = zero;
+        double m0 = 0.0;
+        const double l0 = naive_loss(oc, &nb, &m0);
+        free(zero);
+        if (!(fabs((loss - l0) - dot) <= 1e-9 * (mag + m0 + dmag) + 1e-300)) {
+            snprintf(msg, len, "adjoint identity: <b, db> = %.17g but L(b) - L(0) = %.17g", dot, loss - l0);
+            return 0;
+        }
+    } else if (!(fabs(loss - dot) <= 1e-9 * (mag + dmag) + 1e-300)) {
+        snprintf(msg, len, "adjoint identity: <var, grad> = %.17g but <f(x), dy> = %.17g", dot, loss);
+        return 0;
+    }
+    /* Finite differences on small cases: a handful of elements. */
+    const double work = is_conv_op(oc->op) ? (double)d->fyn * (double)d->wn : (double)d->fyn * 16.0;
+    if (work > 4e6)
+        return 1;
+    const int samples = d->yn < 6 ? (int)d->yn : 6;
+    for (int t = 0; t < samples; t++) {
+        const int64_t i = samples > 1 ? (d->yn - 1) * t / (samples - 1) : 0;
+        const float keep = v[i];
+        const double h = 1.0 / 64;
+        double m = 0.0;
+        v[i] = (float)(keep + h);
+        const double up = (double)v[i], lp = naive_loss(oc, d, &m);
+        v[i] = (float)(keep - h);
+        const double dn = (double)v[i], lm = naive_loss(oc, d, &m);
+        v[i] = keep;
+        const double l0 = naive_loss(oc, d, &m);
+        const double fd = (lp - lm) / (up - dn);
+        if (oc->op == PDNN__OP_POOL2D_BWD && oc->u.pool.mode == PDNN_POOL_MAX &&
+            fabs((lp - l0) / (up - keep) - (l0 - lm) / (keep - dn)) > 1e-9 * (m + 1.0))
+            continue; /* a kink: another element becomes the maximum within h */
+        if (!(fabs(fd - g[i]) <= 1e-7 * (scale[i] + 1.0) + 1e-12 * m / h)) {
+            snprintf(msg, len, "finite difference at element %lld: %.17g, the naive gradient %.17g", (long long)i,
+                     fd, g[i]);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* ---- results --------------------------------------------------------------- */
@@ -776,7 +1045,7 @@ static int verbose;
 
 typedef struct dev_run {
     pdnn_device *dev;
-    pdnn_tensor *x, *w, *b;
+    pdnn_tensor *x, *w, *b, *dy;
     pdnn_tensor *arena; /* y's elements, then GUARD_N guard elements */
     pdnn_tensor *y;     /* a view of the arena's start */
     pdnn_tensor_desc yd;
@@ -797,6 +1066,7 @@ static void dev_run_free(dev_run *r)
     pdnn_tensor_release(r->x);
     pdnn_tensor_release(r->w);
     pdnn_tensor_release(r->b);
+    pdnn_tensor_release(r->dy);
     pdnn_tensor_release(r->y); /* the view first: it does not own the memory */
     pdnn_tensor_release(r->arena);
     free(r->amem);
@@ -819,30 +1089,51 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
     memset(r, 0, sizeof *r);
     r->dev = dev;
     pdnn_tensor_desc xd;
-    pdnn_layout yl;
+    pdnn_layout yl, rl; /* the forward output's layout (dy's), the result's */
     pdnn_status st = PDNN_SUCCESS;
-    if (oc->op == PDNN__OP_CONV2D_FWD) {
+    const pdnn__op op = oc->op;
+    /* What each op reads (the forward: x, w, bias; the backward: see
+     * pdnn__conv2d_call) and the layout of what it writes. */
+    const int reads_x = op != PDNN__OP_CONV2D_BWD_DATA && op != PDNN__OP_CONV2D_BWD_BIAS;
+    const int reads_w = op == PDNN__OP_CONV2D_FWD || op == PDNN__OP_CONV2D_BWD_DATA;
+    if (is_conv_op(op)) {
         const conv_case *k = &oc->u.conv;
         xd = th_desc(k->xl, k->n, k->c, k->h, k->w);
         const pdnn_tensor_desc wd = th_desc(k->wl, k->k, k->c / k->groups, k->r, k->s);
         const pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, k->k, 1, 1, 1);
-        float *wm = xmalloc((size_t)d->wn * sizeof *wm);
-        th_to_layout(d->w, wm, k->wl, wd.dims);
-        st = upload(dev, &wd, wm, &r->w);
-        free(wm);
-        if (st == PDNN_SUCCESS && k->bias)
+        if (reads_w) {
+            float *wm = xmalloc((size_t)d->wn * sizeof *wm);
+            th_to_layout(d->w, wm, k->wl, wd.dims);
+            st = upload(dev, &wd, wm, &r->w);
+            free(wm);
+        }
+        if (st == PDNN_SUCCESS && k->bias && op == PDNN__OP_CONV2D_FWD)
             st = upload(dev, &bd, d->b, &r->b);
         yl = k->yl;
+        rl = op == PDNN__OP_CONV2D_BWD_DATA ? k->xl : op == PDNN__OP_CONV2D_BWD_FILTER ? k->wl
+             : op == PDNN__OP_CONV2D_BWD_BIAS  ? PDNN_LAYOUT_X
+                                               : k->yl;
     } else {
         xd = th_desc(oc->u.pool.xl, oc->u.pool.n, oc->u.pool.c, oc->u.pool.h, oc->u.pool.w);
         yl = oc->u.pool.yl;
+        rl = yl; /* pool2d's dx in dy's layout: x and dx differ where x and y do */
     }
-    float *xm = xmalloc((size_t)d->xn * sizeof *xm);
-    th_to_layout(d->x, xm, xd.layout, xd.dims);
-    if (st == PDNN_SUCCESS)
-        st = upload(dev, &xd, xm, &r->x);
-    free(xm);
-    r->yd = th_desc(yl, d->od[0], d->od[1], d->od[2], d->od[3]);
+    if (reads_x) {
+        float *xm = xmalloc((size_t)d->xn * sizeof *xm);
+        th_to_layout(d->x, xm, xd.layout, xd.dims);
+        if (st == PDNN_SUCCESS)
+            st = upload(dev, &xd, xm, &r->x);
+        free(xm);
+    }
+    if (is_backward(op)) {
+        const pdnn_tensor_desc dyd = th_desc(yl, d->fod[0], d->fod[1], d->fod[2], d->fod[3]);
+        float *ym = xmalloc((size_t)d->fyn * sizeof *ym);
+        th_to_layout(d->dy, ym, yl, dyd.dims);
+        if (st == PDNN_SUCCESS)
+            st = upload(dev, &dyd, ym, &r->dy);
+        free(ym);
+    }
+    r->yd = th_desc(rl, d->od[0], d->od[1], d->od[2], d->od[3]);
     r->yn = d->yn;
     r->ylog = xmalloc((size_t)d->yn * sizeof *r->ylog);
     r->nan_fill = xmalloc((size_t)d->yn * sizeof *r->nan_fill);
@@ -893,10 +1184,21 @@ static void run_once(dev_run *r, const op_case *oc, const pdnn__algo *a, int cfg
             snprintf(res->config, sizeof res->config, "%s", t.config);
             res->wrong_algo = strcmp(pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()), a->name) != 0;
         }
+    } else if (is_conv_op(oc->op)) {
+        pdnn_conv2d_params p;
+        conv_params(&oc->u.conv, &p);
+        p.relu = 0;
+        if (oc->op == PDNN__OP_CONV2D_BWD_DATA)
+            res->st = pdnn_conv2d_backward_data(&p, r->dy, r->w, r->y);
+        else if (oc->op == PDNN__OP_CONV2D_BWD_FILTER)
+            res->st = pdnn_conv2d_backward_filter(&p, r->x, r->dy, r->y);
+        else
+            res->st = pdnn_conv2d_backward_bias(r->dy, r->y);
     } else {
         pdnn_pool2d_params p;
         pool_params(&oc->u.pool, &p);
-        res->st = pdnn_pool2d_forward(&p, r->x, r->y);
+        res->st = oc->op == PDNN__OP_POOL2D_BWD ? pdnn_pool2d_backward(&p, r->x, r->dy, r->y)
+                                                : pdnn_pool2d_forward(&p, r->x, r->y);
     }
     pdnn__dispatch_force(oc->op, NULL, -1);
     if (res->st != PDNN_SUCCESS) {
@@ -1001,9 +1303,11 @@ static void compare(const float *got, const double *ref, const double *scale, in
 
 static double case_tolerance(const op_case *oc, const char *algo)
 {
-    if (oc->op == PDNN__OP_CONV2D_FWD)
+    if (is_conv_op(oc->op))
         return conv_tolerance(algo);
-    return oc->u.pool.mode == PDNN_POOL_MAX ? 0.0 : TOL_DIRECT;
+    /* Max pooling's forward selects one input; its gradient may sum the
+     * dy of several windows, in any order. */
+    return oc->u.pool.mode == PDNN_POOL_MAX && oc->op == PDNN__OP_POOL2D_FWD ? 0.0 : TOL_DIRECT;
 }
 
 /* Element index -> "(n,c,p,q)" in logical order. */
@@ -1016,6 +1320,8 @@ static const char *element_name(int64_t i, const int64_t od[4], char *buf, size_
 }
 
 /* ---- options ---------------------------------------------------------------- */
+
+static const char *op_label(pdnn__op op);
 
 typedef enum run_mode { MODE_TEST, MODE_PERF, MODE_GRAD } run_mode;
 
@@ -1030,15 +1336,18 @@ typedef struct options {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: parity [--mode test|perf|grad] [--backend host|opencl|cuda] [--op conv2d|pool2d]\n"
+            "usage: parity [--mode test|perf|grad] [--backend host|opencl|cuda] [--op OP]\n"
             "              [--algo NAME] [--set NAME] [-v]\n"
             "Runs every case of the op table on every device, by every registered algorithm (and\n"
             "configuration) that applies, against the host reference.\n"
             "  --mode test   compare (default); exit 1 on a failure, 77 when nothing ran\n"
             "  --mode perf   also time each case: ms, GFLOP/s or GB/s, ratio to direct\n"
-            "  --mode grad   reserved for backward ops (exit 77)\n"
+            "  --mode grad   the backward ops (OP conv2d_bwd_data, conv2d_bwd_filter, conv2d_bwd_bias,\n"
+            "                pool2d_bwd) on the forward table's shapes, and the naive backward loops\n"
+            "                checked against the forward (adjoint identity, finite differences)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, large_values, pool_edges, pool_rows, pool_sampled, pool_nan\n"
+            "                implicit_gemm, large_values, pool_edges, pool_rows, pool_sampled, pool_nan,\n"
+            "                pool_ties\n"
             "  -v            print every case\n");
 }
 
@@ -1077,12 +1386,15 @@ static int parse_options(int argc, char **argv, options *o)
         } else if (strcmp(a, "--backend") == 0) {
             o->backend = v;
         } else if (strcmp(a, "--op") == 0) {
-            if (strcmp(v, "conv2d") == 0)
-                o->op = PDNN__OP_CONV2D_FWD;
-            else if (strcmp(v, "pool2d") == 0)
-                o->op = PDNN__OP_POOL2D_FWD;
-            else {
-                fprintf(stderr, "parity: --op must be conv2d or pool2d, got '%s'\n", v);
+            o->op = -1;
+            for (int op = 0; op < PDNN__OP_COUNT; op++)
+                if (strcmp(v, op_label((pdnn__op)op)) == 0)
+                    o->op = op;
+            if (o->op < 0) {
+                fprintf(stderr,
+                        "parity: --op must be conv2d, pool2d (test, perf) or conv2d_bwd_data, conv2d_bwd_filter, "
+                        "conv2d_bwd_bias, pool2d_bwd (grad), got '%s'\n",
+                        v);
                 return -1;
             }
         } else if (strcmp(a, "--algo") == 0) {
@@ -1106,9 +1418,22 @@ typedef struct harness {
     pdnn_device *host;
     pdnn_device *devs[16];
     int ndev;
+    int host_selected; /* /device:CPU:0 is among devs */
 } harness;
 
-static const char *op_label(pdnn__op op) { return op == PDNN__OP_CONV2D_FWD ? "conv2d" : "pool2d"; }
+static const char *op_label(pdnn__op op)
+{
+    switch (op) {
+    case PDNN__OP_CONV2D_FWD: return "conv2d";
+    case PDNN__OP_POOL2D_FWD: return "pool2d";
+    case PDNN__OP_CONV2D_BWD_DATA: return "conv2d_bwd_data";
+    case PDNN__OP_CONV2D_BWD_FILTER: return "conv2d_bwd_filter";
+    case PDNN__OP_CONV2D_BWD_BIAS: return "conv2d_bwd_bias";
+    case PDNN__OP_POOL2D_BWD: return "pool2d_bwd";
+    case PDNN__OP_COUNT: break;
+    }
+    return "op";
+}
 
 static const char *backend_of(pdnn_device *dev, char *buf, size_t len)
 {
@@ -1231,13 +1556,17 @@ static double time_runs(dev_run *r, const op_case *oc, const pdnn__algo *a)
     return best * 1e3;
 }
 
+static int work_is_flops(pdnn__op op) { return is_conv_op(op) && op != PDNN__OP_CONV2D_BWD_BIAS; }
+
 static double case_work(const op_case *oc, const case_data *d)
 {
-    if (oc->op == PDNN__OP_CONV2D_FWD) {
+    if (work_is_flops(oc->op)) { /* the forward's multiply-adds, for each of the three */
         const conv_case *k = &oc->u.conv;
-        return 2.0 * (double)d->yn * (double)(k->c / k->groups) * (double)k->r * (double)k->s; /* flops */
+        return 2.0 * (double)d->fyn * (double)(k->c / k->groups) * (double)k->r * (double)k->s;
     }
-    return (double)(d->xn + d->yn) * sizeof(float); /* bytes read and written */
+    if (oc->op == PDNN__OP_POOL2D_BWD) /* x and dy read, dx written */
+        return (double)(d->xn + d->fyn + d->yn) * sizeof(float);
+    return (double)((oc->op == PDNN__OP_CONV2D_BWD_BIAS ? d->fyn : d->xn) + d->yn) * sizeof(float);
 }
 
 /* Runs one case on one device: every algorithm that applies, under its
@@ -1293,7 +1622,7 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
             run_once(&r, oc, a, cfg, 1, &res);
             char label[96];
             run_label(a, cfg, res.config, label, sizeof label);
-            if (res.st == PDNN_ERR_UNSUPPORTED && oc->op == PDNN__OP_POOL2D_FWD) {
+            if (res.st == PDNN_ERR_UNSUPPORTED && oc->op != PDNN__OP_CONV2D_FWD) {
                 char buf[PDNN__WHY_LEN];
                 skip(b, s, label, cname, refusal_reason(res.error, buf, sizeof buf));
                 break; /* no configuration of it runs the case */
@@ -1360,7 +1689,7 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
             else
                 printf("perf %s | %s | %s %s | %s | %.3f ms | %.3g %s | %s\n", op_label(oc->op), cname,
                        dev_name(dev), b->name, times[i].label, times[i].ms, work / (times[i].ms * 1e-3) * 1e-9,
-                       oc->op == PDNN__OP_CONV2D_FWD ? "GFLOP/s" : "GB/s", ratio);
+                       work_is_flops(oc->op) ? "GFLOP/s" : "GB/s", ratio);
         }
         fflush(stdout);
     }
@@ -1371,23 +1700,36 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
 /* Fills ref for a case: the naive loop always; with need_host also
  * /device:CPU:0's direct in the case's layouts, checked against the naive
  * loop (a failure there is the host's, whatever backends were selected). */
-static void make_reference(harness *h, const op_case *oc, const case_data *d, int need_host, reference *ref)
+static void make_reference(harness *h, const op_case *oc, case_data *d, int need_host, reference *ref)
 {
     memset(ref, 0, sizeof *ref);
     ref->naive = xmalloc((size_t)d->yn * sizeof *ref->naive);
     ref->scale = xmalloc((size_t)d->yn * sizeof *ref->scale);
-    if (oc->op == PDNN__OP_CONV2D_FWD)
+    char cname[256];
+    case_name(oc, cname, sizeof cname);
+    if (oc->op == PDNN__OP_CONV2D_FWD) {
         naive_conv(&oc->u.conv, d, ref->naive, ref->scale);
-    else
+    } else if (oc->op == PDNN__OP_POOL2D_FWD) {
         naive_pool(&oc->u.pool, d, ref->naive, ref->scale);
+    } else {
+        char msg[256];
+        if (is_conv_op(oc->op))
+            naive_conv_backward(oc->op, &oc->u.conv, d, ref->naive, ref->scale);
+        else
+            naive_pool_backward(&oc->u.pool, d, ref->naive, ref->scale);
+        if (!h->host_selected)
+            ; /* the host's run of the harness checks them */
+        else if (!check_naive_backward(oc, d, ref->naive, ref->scale, msg, sizeof msg))
+            fail(stats_for("host"), NULL, "the naive backward loop", cname, "%s", msg);
+        else
+            stats_for("host")->passed++;
+    }
     if (!need_host)
         return;
     ref->host = xmalloc((size_t)d->yn * sizeof *ref->host);
     /* Until the host has run: the naive loop stands in, so that other
      * devices are still checked against something independent. */
     memcpy(ref->host, ref->naive, (size_t)d->yn * sizeof *ref->host);
-    char cname[256];
-    case_name(oc, cname, sizeof cname);
     backend_stats *b = stats_for("host");
     const pdnn__algo *a = pdnn__algo_find(h->host, oc->op, "direct");
     if (!a) {
@@ -1448,13 +1790,6 @@ int main(int argc, char **argv)
     memset(&h, 0, sizeof h);
     if (parse_options(argc, argv, &h.opt) != 0)
         return EXIT_USAGE;
-    if (h.opt.mode == MODE_GRAD) {
-        /* The training issue adds backward ops and their finite-difference
-         * checks here. */
-        printf("grad: no backward ops are registered yet (training issue)\n");
-        printf("0 passed, 0 failed, 0 skipped\n");
-        return EXIT_SKIP;
-    }
     int nb = 0;
     const pdnn__backend *const *bl = pdnn__backend_list(&nb);
     if (h.opt.backend) {
@@ -1500,11 +1835,15 @@ int main(int argc, char **argv)
         stats_for(info.backend)->devices++;
     }
     int need_host = 0;
-    for (int i = 0; i < h.ndev; i++)
+    for (int i = 0; i < h.ndev; i++) {
         need_host |= h.devs[i] != h.host;
+        h.host_selected |= h.devs[i] == h.host;
+    }
 
     build_conv_cases();
     build_pool_cases();
+    if (h.opt.mode == MODE_GRAD)
+        make_backward_cases();
     int selected = 0;
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);

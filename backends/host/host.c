@@ -217,6 +217,176 @@ static pdnn_status host_pool2d(void *dev, const pdnn__op_call *call, const pdnn_
     return PDNN_SUCCESS;
 }
 
+/* dx[n,c,h,w] = sum over k in c's group, r, s with h + pad - r*dil a
+ * multiple of the stride landing on an output row p (and likewise for w)
+ * of dy[n,k,p,q] * w[k, c', r, s]: the forward's adjoint, as a gather so
+ * that every dx element is written once, in a fixed order. */
+static pdnn_status host_conv2d_bwd_data(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                        pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const float *dy = at(c->y_buf), *w = at(c->w_buf);
+    float *dx = at(c->x_buf);
+    const int64_t cpg = c->c / c->groups, kpg = c->k / c->groups;
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t ch = 0; ch < c->c; ch++) {
+            const int64_t g = ch / cpg, ci = ch % cpg;
+            for (int64_t ih = 0; ih < c->h; ih++)
+                for (int64_t iw = 0; iw < c->w; iw++) {
+                    double acc = 0.0;
+                    for (int64_t r = 0; r < c->r; r++) {
+                        const int64_t th = ih + c->pad_top - r * c->dil_h;
+                        if (th < 0 || th % c->stride_h != 0 || th / c->stride_h >= c->p)
+                            continue;
+                        const int64_t p = th / c->stride_h;
+                        for (int64_t s = 0; s < c->s; s++) {
+                            const int64_t tw = iw + c->pad_left - s * c->dil_w;
+                            if (tw < 0 || tw % c->stride_w != 0 || tw / c->stride_w >= c->q)
+                                continue;
+                            const int64_t q = tw / c->stride_w;
+                            for (int64_t kk = 0; kk < kpg; kk++) {
+                                const int64_t k = g * kpg + kk;
+                                acc += (double)dy[n * c->ys[0] + k * c->ys[1] + p * c->ys[2] + q * c->ys[3]] *
+                                       (double)w[k * c->ws[0] + ci * c->ws[1] + r * c->ws[2] + s * c->ws[3]];
+                            }
+                        }
+                    }
+                    dx[n * c->xs[0] + ch * c->xs[1] + ih * c->xs[2] + iw * c->xs[3]] = (float)acc;
+                }
+        }
+    return PDNN_SUCCESS;
+}
+
+/* dw[k,c',r,s] = sum over n, p, q of dy[n,k,p,q] * x[n, c, p*stride -
+ * pad + r*dil, q*stride - pad + s*dil] (c = c' in k's group; out-of-image
+ * taps contribute nothing). */
+static pdnn_status host_conv2d_bwd_filter(void *dev, const pdnn__op_call *call, const pdnn__plan *plan,
+                                          pdnn__buf ws, pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const float *dy = at(c->y_buf), *x = at(c->x_buf);
+    float *dw = at(c->w_buf);
+    const int64_t cpg = c->c / c->groups, kpg = c->k / c->groups;
+    for (int64_t k = 0; k < c->k; k++) {
+        const int64_t g = k / kpg;
+        for (int64_t ci = 0; ci < cpg; ci++)
+            for (int64_t r = 0; r < c->r; r++)
+                for (int64_t s = 0; s < c->s; s++) {
+                    double acc = 0.0;
+                    for (int64_t n = 0; n < c->n; n++)
+                        for (int64_t p = 0; p < c->p; p++) {
+                            const int64_t ih = p * c->stride_h - c->pad_top + r * c->dil_h;
+                            if (ih < 0 || ih >= c->h)
+                                continue;
+                            for (int64_t q = 0; q < c->q; q++) {
+                                const int64_t iw = q * c->stride_w - c->pad_left + s * c->dil_w;
+                                if (iw < 0 || iw >= c->w)
+                                    continue;
+                                acc += (double)dy[n * c->ys[0] + k * c->ys[1] + p * c->ys[2] + q * c->ys[3]] *
+                                       (double)x[n * c->xs[0] + (g * cpg + ci) * c->xs[1] + ih * c->xs[2] +
+                                                 iw * c->xs[3]];
+                            }
+                        }
+                    dw[k * c->ws[0] + ci * c->ws[1] + r * c->ws[2] + s * c->ws[3]] = (float)acc;
+                }
+    }
+    return PDNN_SUCCESS;
+}
+
+/* db[k] = sum over n, p, q of dy[n,k,p,q]. */
+static pdnn_status host_conv2d_bwd_bias(void *dev, const pdnn__op_call *call, const pdnn__plan *plan,
+                                        pdnn__buf ws, pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const float *dy = at(c->y_buf);
+    float *db = at(c->bias_buf);
+    for (int64_t k = 0; k < c->k; k++) {
+        double acc = 0.0;
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t p = 0; p < c->p; p++)
+                for (int64_t q = 0; q < c->q; q++)
+                    acc += dy[n * c->ys[0] + k * c->ys[1] + p * c->ys[2] + q * c->ys[3]];
+        db[k] = (float)acc;
+    }
+    return PDNN_SUCCESS;
+}
+
+/* One pooling window of the forward: its in-image bounds [h0,h1) x
+ * [w0,w1) and its divisor for mode (host_pool2d's rule). */
+static void pool_window(const pdnn__pool2d_call *c, int64_t p, int64_t q, int64_t *h0, int64_t *h1, int64_t *w0,
+                        int64_t *w1, double *divisor)
+{
+    int64_t a0 = p * c->stride_h - c->pad_top, b0 = q * c->stride_w - c->pad_left;
+    int64_t a1 = a0 + c->win_h, b1 = b0 + c->win_w;
+    if (a1 > c->h + c->pad_bottom)
+        a1 = c->h + c->pad_bottom;
+    if (b1 > c->w + c->pad_right)
+        b1 = c->w + c->pad_right;
+    const double padded = (double)((a1 - a0) * (b1 - b0));
+    *h0 = a0 < 0 ? 0 : a0;
+    *w0 = b0 < 0 ? 0 : b0;
+    *h1 = a1 > c->h ? c->h : a1;
+    *w1 = b1 > c->w ? c->w : b1;
+    *divisor = c->mode == PDNN_POOL_AVG_INCLUDE_PADDING ? padded : (double)((*h1 - *h0) * (*w1 - *w0));
+}
+
+/* dx[n,c,h,w] = the sum over the windows (p,q) that hold (h,w) of
+ * dy[n,c,p,q] / divisor (average), or of dy[n,c,p,q] where (h,w) is the
+ * element the forward returned: the first maximum in row-major order, or
+ * the last NaN (max). A gather: each dx element written once. */
+static pdnn_status host_pool2d_bwd(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                   pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    const float *x = at(c->x_buf), *dy = at(c->dy_buf);
+    float *dx = at(c->dx_buf);
+    for (int64_t n = 0; n < c->n; n++)
+        for (int64_t ch = 0; ch < c->c; ch++)
+            for (int64_t ih = 0; ih < c->h; ih++)
+                for (int64_t iw = 0; iw < c->w; iw++) {
+                    /* Windows p with p*stride - pad <= ih < p*stride - pad + win. */
+                    const int64_t th = ih + c->pad_top, tw = iw + c->pad_left;
+                    int64_t p0 = th - c->win_h + 1 > 0 ? (th - c->win_h + 1 + c->stride_h - 1) / c->stride_h : 0;
+                    int64_t q0 = tw - c->win_w + 1 > 0 ? (tw - c->win_w + 1 + c->stride_w - 1) / c->stride_w : 0;
+                    int64_t p1 = th / c->stride_h, q1 = tw / c->stride_w;
+                    if (p1 >= c->p)
+                        p1 = c->p - 1;
+                    if (q1 >= c->q)
+                        q1 = c->q - 1;
+                    double acc = 0.0;
+                    for (int64_t p = p0; p <= p1; p++)
+                        for (int64_t q = q0; q <= q1; q++) {
+                            int64_t h0, h1, w0, w1;
+                            double divisor;
+                            pool_window(c, p, q, &h0, &h1, &w0, &w1, &divisor);
+                            const double g = dy[n * c->ys[0] + ch * c->ys[1] + p * c->ys[2] + q * c->ys[3]];
+                            if (c->mode != PDNN_POOL_MAX) {
+                                acc += g / divisor;
+                                continue;
+                            }
+                            float mx = 0.0f;
+                            int64_t ah = -1, aw = -1;
+                            for (int64_t a = h0; a < h1; a++)
+                                for (int64_t b = w0; b < w1; b++) {
+                                    const float v = x[n * c->xs[0] + ch * c->xs[1] + a * c->xs[2] + b * c->xs[3]];
+                                    if (ah < 0 || v > mx || isnan(v)) {
+                                        mx = v;
+                                        ah = a;
+                                        aw = b;
+                                    }
+                                }
+                            if (ah == ih && aw == iw)
+                                acc += g;
+                        }
+                    dx[n * c->dxs[0] + ch * c->dxs[1] + ih * c->dxs[2] + iw * c->dxs[3]] = (float)acc;
+                }
+    return PDNN_SUCCESS;
+}
+
 /* max(v, 0) that keeps NaN as NaN, so a bad value is not hidden. */
 static float relu1(float v) { return v > 0.0f ? v : (isnan(v) ? v : 0.0f); }
 
@@ -398,8 +568,21 @@ static const pdnn__algo host_conv_direct = {
     .plan = host_plan, .run = host_conv2d};
 static const pdnn__algo host_pool_direct = {
     .op = PDNN__OP_POOL2D_FWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d};
+static const pdnn__algo host_conv_bwd_data_direct = {
+    .op = PDNN__OP_CONV2D_BWD_DATA, .name = "direct", .rank = 100, .plan = host_plan, .run = host_conv2d_bwd_data};
+static const pdnn__algo host_conv_bwd_filter_direct = {
+    .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "direct", .rank = 100, .plan = host_plan,
+    .run = host_conv2d_bwd_filter};
+static const pdnn__algo host_conv_bwd_bias_direct = {
+    .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = host_plan, .run = host_conv2d_bwd_bias};
+static const pdnn__algo host_pool_bwd_direct = {
+    .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d_bwd};
 static const pdnn__algo *const host_conv_algos[] = {&host_conv_direct, NULL};
 static const pdnn__algo *const host_pool_algos[] = {&host_pool_direct, NULL};
+static const pdnn__algo *const host_conv_bwd_data_algos[] = {&host_conv_bwd_data_direct, NULL};
+static const pdnn__algo *const host_conv_bwd_filter_algos[] = {&host_conv_bwd_filter_direct, NULL};
+static const pdnn__algo *const host_conv_bwd_bias_algos[] = {&host_conv_bwd_bias_direct, NULL};
+static const pdnn__algo *const host_pool_bwd_algos[] = {&host_pool_bwd_direct, NULL};
 
 const pdnn__backend pdnn__host_backend = {
     .name = "host",
@@ -411,7 +594,12 @@ const pdnn__backend pdnn__host_backend = {
     .read = host_read,
     .copy = host_copy,
     .synchronize = host_sync,
-    .algos = {[PDNN__OP_CONV2D_FWD] = host_conv_algos, [PDNN__OP_POOL2D_FWD] = host_pool_algos},
+    .algos = {[PDNN__OP_CONV2D_FWD] = host_conv_algos,
+              [PDNN__OP_POOL2D_FWD] = host_pool_algos,
+              [PDNN__OP_CONV2D_BWD_DATA] = host_conv_bwd_data_algos,
+              [PDNN__OP_CONV2D_BWD_FILTER] = host_conv_bwd_filter_algos,
+              [PDNN__OP_CONV2D_BWD_BIAS] = host_conv_bwd_bias_algos,
+              [PDNN__OP_POOL2D_BWD] = host_pool_bwd_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

@@ -243,6 +243,14 @@ static const pdnn__algo *const cl_conv_algos[] = {
     NULL,
 };
 
+extern const pdnn__algo pdnn__cl_algo_bwd_data_direct, pdnn__cl_algo_bwd_filter_direct, pdnn__cl_algo_bwd_filter_split,
+    pdnn__cl_algo_bwd_bias_direct, pdnn__cl_algo_pool_bwd_direct;
+static const pdnn__algo *const cl_conv_bwd_data_algos[] = {&pdnn__cl_algo_bwd_data_direct, NULL};
+static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_filter_direct,
+                                                             &pdnn__cl_algo_bwd_filter_split, NULL};
+static const pdnn__algo *const cl_conv_bwd_bias_algos[] = {&pdnn__cl_algo_bwd_bias_direct, NULL};
+static const pdnn__algo *const cl_pool_bwd_algos[] = {&pdnn__cl_algo_pool_bwd_direct, NULL};
+
 static const pdnn__algo *const cl_pool_algos[] = {
     &pdnn__cl_algo_pool_direct,
     &pdnn__cl_algo_pool_fast,
@@ -260,7 +268,12 @@ const pdnn__backend pdnn__opencl_backend = {
     .read = cl_read,
     .copy = cl_copy,
     .synchronize = cl_sync,
-    .algos = {[PDNN__OP_CONV2D_FWD] = cl_conv_algos, [PDNN__OP_POOL2D_FWD] = cl_pool_algos},
+    .algos = {[PDNN__OP_CONV2D_FWD] = cl_conv_algos,
+              [PDNN__OP_POOL2D_FWD] = cl_pool_algos,
+              [PDNN__OP_CONV2D_BWD_DATA] = cl_conv_bwd_data_algos,
+              [PDNN__OP_CONV2D_BWD_FILTER] = cl_conv_bwd_filter_algos,
+              [PDNN__OP_CONV2D_BWD_BIAS] = cl_conv_bwd_bias_algos,
+              [PDNN__OP_POOL2D_BWD] = cl_pool_bwd_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,

@@ -1,0 +1,239 @@
+/* Backward convolution on OpenCL (kernels_cl/conv2d_bwd.cl): data by a
+ * direct gather, filter by a direct reduction or a split one (partial
+ * sums over slices of the batch, then a reduce), bias by a per-channel
+ * sum. Each is one registry entry of its op. */
+#include "backends/opencl/cl_internal.h"
+
+static void always_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    (void)call;
+    (void)plan;
+}
+
+/* ---- data ------------------------------------------------------------------ */
+
+static pdnn_status bwd_data_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
+                                pdnn__run_report *rep)
+{
+    (void)plan, (void)wsb, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    pthread_mutex_lock(&d->lock);
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_data_direct", &k);
+    if (st != PDNN_SUCCESS) {
+        pthread_mutex_unlock(&d->lock);
+        return st;
+    }
+    cl_mem dy = c->y_buf.region, w = c->w_buf.region, dx = c->x_buf.region;
+    cl_long dyo = elem_off(c->y_buf), wo = elem_off(c->w_buf), dxo = elem_off(c->x_buf);
+    cl_long4 ys = strides4(c->ys), ws = strides4(c->ws), xs = strides4(c->xs);
+    cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
+    cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, c->x_layout == PDNN_NHWC);
+    cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)(c->c / c->groups), (int)(c->k / c->groups));
+    cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
+    cl_int2 pad = {{c->pad_top, c->pad_left}};
+    cl_long total = c->n * c->c * c->h * c->w;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, dy);
+    SET_ARG(k, 1, dyo);
+    SET_ARG(k, 2, w);
+    SET_ARG(k, 3, wo);
+    SET_ARG(k, 4, dx);
+    SET_ARG(k, 5, dxo);
+    SET_ARG(k, 6, ys);
+    SET_ARG(k, 7, ws);
+    SET_ARG(k, 8, xs);
+    SET_ARG(k, 9, in_dims);
+    SET_ARG(k, 10, out_dims);
+    SET_ARG(k, 11, filt);
+    SET_ARG(k, 12, geom);
+    SET_ARG(k, 13, pad);
+    SET_ARG(k, 14, total);
+    st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_bwd_data_direct", total)
+                           : pdnn__cl_fail("clSetKernelArg(conv2d_bwd_data_direct)", err);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__algo pdnn__cl_algo_bwd_data_direct = {
+    .op = PDNN__OP_CONV2D_BWD_DATA, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_data_run};
+
+/* ---- filter ------------------------------------------------------------------ */
+
+static int64_t filter_elems(const pdnn__conv2d_call *c) { return c->k * (c->c / c->groups) * c->r * c->s; }
+
+/* Work-items that keep a device busy: the split form cuts the batch into
+ * enough slices to reach about this many (partial sums) per launch. */
+#define BUSY_ITEMS 65536
+#define MAX_SLICES 512
+
+static int64_t slices_for(const pdnn__conv2d_call *c)
+{
+    const int64_t e = filter_elems(c), rows = c->n * c->p;
+    int64_t s = (BUSY_ITEMS + e - 1) / e;
+    if (s > rows)
+        s = rows;
+    if (s > MAX_SLICES)
+        s = MAX_SLICES;
+    return s < 1 ? 1 : s;
+}
+
+static pdnn_status set_common_filter_args(cl_kernel k, int first, const pdnn__conv2d_call *c, int64_t slices)
+{
+    cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
+    cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, (int)slices);
+    cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)(c->c / c->groups), (int)(c->k / c->groups));
+    cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
+    cl_int2 pad = {{c->pad_top, c->pad_left}};
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, first, in_dims);
+    SET_ARG(k, first + 1, out_dims);
+    SET_ARG(k, first + 2, filt);
+    SET_ARG(k, first + 3, geom);
+    SET_ARG(k, first + 4, pad);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clSetKernelArg(conv2d_bwd_filter)", err);
+}
+
+static pdnn_status bwd_filter_direct_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
+                                         pdnn__run_report *rep)
+{
+    (void)plan, (void)wsb, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    pthread_mutex_lock(&d->lock);
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_filter_direct", &k);
+    if (st == PDNN_SUCCESS) {
+        cl_mem x = c->x_buf.region, dy = c->y_buf.region, dw = c->w_buf.region;
+        cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->y_buf), dwo = elem_off(c->w_buf);
+        cl_long4 xs = strides4(c->xs), ys = strides4(c->ys), ws = strides4(c->ws);
+        cl_long total = filter_elems(c);
+        cl_int err = CL_SUCCESS;
+        SET_ARG(k, 0, x);
+        SET_ARG(k, 1, xo);
+        SET_ARG(k, 2, dy);
+        SET_ARG(k, 3, dyo);
+        SET_ARG(k, 4, dw);
+        SET_ARG(k, 5, dwo);
+        SET_ARG(k, 6, xs);
+        SET_ARG(k, 7, ys);
+        SET_ARG(k, 8, ws);
+        SET_ARG(k, 14, total);
+        st = err == CL_SUCCESS ? set_common_filter_args(k, 9, c, 1)
+                               : pdnn__cl_fail("clSetKernelArg(conv2d_bwd_filter_direct)", err);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__cl_launch(d, k, "conv2d_bwd_filter_direct", total);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__algo pdnn__cl_algo_bwd_filter_direct = {
+    .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "direct", .rank = 100, .plan = always_plan,
+    .run = bwd_filter_direct_run};
+
+static void bwd_filter_split_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const int64_t slices = slices_for(c);
+    if (c->n * c->p < 2) {
+        pdnn__plan_refuse(plan, "one output row (N*P = 1) leaves nothing to split");
+        return;
+    }
+    if (slices < 2)
+        pdnn__plan_skip(plan, "the filter's %lld elements keep the device busy without splitting the batch",
+                        (long long)filter_elems(c));
+    plan->workspace = (size_t)(slices < 2 ? 2 : slices) * (size_t)filter_elems(c) * sizeof(float);
+}
+
+static pdnn_status bwd_filter_split_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
+                                        pdnn__run_report *rep)
+{
+    (void)rep;
+    cl_dev *d = dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const cl_long elems = filter_elems(c);
+    int64_t slices = slices_for(c);
+    if (slices < 2)
+        slices = 2;
+    if ((size_t)slices * (size_t)elems * sizeof(float) > plan->workspace)
+        return pdnn__error(PDNN_ERR_INTERNAL, "conv2d_bwd_filter split: workspace smaller than planned");
+    pthread_mutex_lock(&d->lock);
+    cl_kernel k = NULL, kr = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_filter_split", &k);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_filter_reduce", &kr);
+    if (st == PDNN_SUCCESS) {
+        cl_mem x = c->x_buf.region, dy = c->y_buf.region, dw = c->w_buf.region, part = wsb.region;
+        cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->y_buf), dwo = elem_off(c->w_buf), po = elem_off(wsb);
+        cl_long4 xs = strides4(c->xs), ys = strides4(c->ys), ws = strides4(c->ws);
+        cl_int4 rfilt = int4_of((int)c->r, (int)c->s, (int)(c->c / c->groups), (int)slices);
+        cl_int err = CL_SUCCESS;
+        SET_ARG(k, 0, x);
+        SET_ARG(k, 1, xo);
+        SET_ARG(k, 2, dy);
+        SET_ARG(k, 3, dyo);
+        SET_ARG(k, 4, part);
+        SET_ARG(k, 5, po);
+        SET_ARG(k, 6, xs);
+        SET_ARG(k, 7, ys);
+        SET_ARG(k, 13, elems);
+        SET_ARG(kr, 0, part);
+        SET_ARG(kr, 1, po);
+        SET_ARG(kr, 2, dw);
+        SET_ARG(kr, 3, dwo);
+        SET_ARG(kr, 4, ws);
+        SET_ARG(kr, 5, rfilt);
+        SET_ARG(kr, 6, elems);
+        st = err == CL_SUCCESS ? set_common_filter_args(k, 8, c, slices)
+                               : pdnn__cl_fail("clSetKernelArg(conv2d_bwd_filter_split)", err);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__cl_launch(d, k, "conv2d_bwd_filter_split", elems * slices);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__cl_launch(d, kr, "conv2d_bwd_filter_reduce", elems);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__algo pdnn__cl_algo_bwd_filter_split = {
+    .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "split", .rank = 50, .plan = bwd_filter_split_plan,
+    .run = bwd_filter_split_run};
+
+/* ---- bias --------------------------------------------------------------------- */
+
+static pdnn_status bwd_bias_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
+                                pdnn__run_report *rep)
+{
+    (void)plan, (void)wsb, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    pthread_mutex_lock(&d->lock);
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_bias", &k);
+    if (st == PDNN_SUCCESS) {
+        cl_mem dy = c->y_buf.region, db = c->bias_buf.region;
+        cl_long dyo = elem_off(c->y_buf), dbo = elem_off(c->bias_buf);
+        cl_long4 ys = strides4(c->ys);
+        cl_int4 dims = int4_of((int)c->n, (int)c->k, (int)c->p, (int)c->q);
+        cl_long total = c->k;
+        cl_int err = CL_SUCCESS;
+        SET_ARG(k, 0, dy);
+        SET_ARG(k, 1, dyo);
+        SET_ARG(k, 2, ys);
+        SET_ARG(k, 3, db);
+        SET_ARG(k, 4, dbo);
+        SET_ARG(k, 5, dims);
+        SET_ARG(k, 6, total);
+        st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_bwd_bias", total)
+                               : pdnn__cl_fail("clSetKernelArg(conv2d_bwd_bias)", err);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__algo pdnn__cl_algo_bwd_bias_direct = {
+    .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_bias_run};

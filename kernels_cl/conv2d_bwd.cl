@@ -1,0 +1,203 @@
+/* Backward convolution, direct forms: one work-item per element of the
+ * gradient it writes, gathering what flows into it, so that every
+ * element is written once with no atomics. Sizes as the forward's
+ * (cuDNN's letters): x N,C,H,W; w K,C/groups,R,S; y N,K,P,Q. Strides are
+ * element strides of the logical axes, so any layout works. */
+
+/* dx[n,c,h,w] = sum over k in c's group, r, s where h + pad - r*dil is a
+ * multiple of the stride and lands on a row p < P (likewise w, q) of
+ * dy[n,k,p,q] * w[k,c',r,s]. */
+__kernel void conv2d_bwd_data_direct(__global const float *dy, long dy_off,
+                                     __global const float *w, long w_off,
+                                     __global float *dx, long dx_off,
+                                     long4 ys, long4 ws, long4 xs,
+                                     int4 in_dims,  /* N, C, H, W               */
+                                     int4 out_dims, /* K, P, Q, chan_fastest(dx) */
+                                     int4 filt,     /* R, S, C/groups, K/groups */
+                                     int4 geom,     /* stride h, w, dilation h, w */
+                                     int2 pad,      /* top, left                */
+                                     long total)
+{
+    const long gid = (long)get_global_id(0);
+    if (gid >= total)
+        return;
+    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s1, Q = out_dims.s2;
+    long t = gid;
+    int c, ih, iw;
+    long n;
+    if (out_dims.s3) {
+        c = (int)(t % C); t /= C;
+        iw = (int)(t % W); t /= W;
+        ih = (int)(t % H); n = t / H;
+    } else {
+        iw = (int)(t % W); t /= W;
+        ih = (int)(t % H); t /= H;
+        c = (int)(t % C); n = t / C;
+    }
+    const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
+    const int g = c / cpg, ci = c % cpg;
+    const long dybase = dy_off + n * ys.s0 + (long)g * kpg * ys.s1;
+    const long wbase = w_off + (long)g * kpg * ws.s0 + (long)ci * ws.s1;
+    float acc = 0.0f;
+    for (int r = 0; r < R; r++) {
+        const int th = ih + pad.s0 - r * geom.s2;
+        if (th < 0 || th % geom.s0 != 0 || th / geom.s0 >= P)
+            continue;
+        const int p = th / geom.s0;
+        for (int s = 0; s < S; s++) {
+            const int tw = iw + pad.s1 - s * geom.s3;
+            if (tw < 0 || tw % geom.s1 != 0 || tw / geom.s1 >= Q)
+                continue;
+            const int q = tw / geom.s1;
+            const long yo = dybase + (long)p * ys.s2 + (long)q * ys.s3;
+            const long wo = wbase + (long)r * ws.s2 + (long)s * ws.s3;
+            for (int k = 0; k < kpg; k++)
+                acc = fma(dy[yo + k * ys.s1], w[wo + k * ws.s0], acc);
+        }
+    }
+    dx[dx_off + n * xs.s0 + (long)c * xs.s1 + (long)ih * xs.s2 + (long)iw * xs.s3] = acc;
+}
+
+/* dw[k,c',r,s] = sum over n, p, q of dy[n,k,p,q] * x[n, c, p*stride -
+ * pad + r*dil, q*stride - pad + s*dil], c = c' in k's group. One
+ * work-item per filter element; the reduction runs over N*P*Q, so this
+ * form suits small batches and images (the other filter algorithm splits
+ * it). */
+__kernel void conv2d_bwd_filter_direct(__global const float *x, long x_off,
+                                       __global const float *dy, long dy_off,
+                                       __global float *dw, long dw_off,
+                                       long4 xs, long4 ys, long4 ws,
+                                       int4 in_dims,  /* N, C, H, W               */
+                                       int4 out_dims, /* K, P, Q, unused          */
+                                       int4 filt,     /* R, S, C/groups, K/groups */
+                                       int4 geom,     /* stride h, w, dilation h, w */
+                                       int2 pad,      /* top, left                */
+                                       long total)
+{
+    const long gid = (long)get_global_id(0);
+    if (gid >= total)
+        return;
+    const int N = in_dims.s0, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s1, Q = out_dims.s2;
+    const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
+    long t = gid;
+    const int s = (int)(t % S); t /= S;
+    const int r = (int)(t % R); t /= R;
+    const int ci = (int)(t % cpg);
+    const int k = (int)(t / cpg);
+    const int g = k / kpg;
+    const long xc = x_off + (long)(g * cpg + ci) * xs.s1;
+    const long yk = dy_off + (long)k * ys.s1;
+    /* Output rows p whose tap r lands in the image: 0 <= p*stride - pad +
+     * r*dil < H. */
+    const int oh = r * geom.s2 - pad.s0, ow = s * geom.s3 - pad.s1;
+    const int p0 = oh >= 0 ? 0 : (-oh + geom.s0 - 1) / geom.s0;
+    const int q0 = ow >= 0 ? 0 : (-ow + geom.s1 - 1) / geom.s1;
+    int p1 = H - oh <= 0 ? 0 : (H - oh + geom.s0 - 1) / geom.s0;
+    int q1 = W - ow <= 0 ? 0 : (W - ow + geom.s1 - 1) / geom.s1;
+    p1 = min(p1, P);
+    q1 = min(q1, Q);
+    float acc = 0.0f;
+    for (int n = 0; n < N; n++)
+        for (int p = p0; p < p1; p++) {
+            const long xrow = xc + n * xs.s0 + (long)(p * geom.s0 + oh) * xs.s2;
+            const long yrow = yk + n * ys.s0 + (long)p * ys.s2;
+            for (int q = q0; q < q1; q++)
+                acc = fma(dy[yrow + (long)q * ys.s3], x[xrow + (long)(q * geom.s1 + ow) * xs.s3], acc);
+        }
+    dw[dw_off + (long)k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3] = acc;
+}
+
+/* The filter gradient split over the batch and output rows: work-group
+ * wg computes partial sums of every filter element of one slice of
+ * (n, p) pairs into part[slice][element]; conv2d_bwd_filter_reduce adds
+ * the slices. Two passes, no atomics, a fixed summation order. */
+__kernel void conv2d_bwd_filter_split(__global const float *x, long x_off,
+                                      __global const float *dy, long dy_off,
+                                      __global float *part, long part_off,
+                                      long4 xs, long4 ys,
+                                      int4 in_dims,  /* N, C, H, W               */
+                                      int4 out_dims, /* K, P, Q, slices          */
+                                      int4 filt,     /* R, S, C/groups, K/groups */
+                                      int4 geom,     /* stride h, w, dilation h, w */
+                                      int2 pad,      /* top, left                */
+                                      long elems)    /* K * C/groups * R * S     */
+{
+    const long gid = (long)get_global_id(0);
+    const int slices = out_dims.s3;
+    if (gid >= elems * slices)
+        return;
+    const long e = gid % elems;
+    const int slice = (int)(gid / elems);
+    const int N = in_dims.s0, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s1, Q = out_dims.s2;
+    const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
+    long t = e;
+    const int s = (int)(t % S); t /= S;
+    const int r = (int)(t % R); t /= R;
+    const int ci = (int)(t % cpg);
+    const int k = (int)(t / cpg);
+    const int g = k / kpg;
+    const long xc = x_off + (long)(g * cpg + ci) * xs.s1;
+    const long yk = dy_off + (long)k * ys.s1;
+    const int oh = r * geom.s2 - pad.s0, ow = s * geom.s3 - pad.s1;
+    const int q0 = ow >= 0 ? 0 : (-ow + geom.s1 - 1) / geom.s1;
+    int q1 = W - ow <= 0 ? 0 : (W - ow + geom.s1 - 1) / geom.s1;
+    q1 = min(q1, Q);
+    /* Rows (n, p) of this slice: an even share of N * P. */
+    const long rows = (long)N * P;
+    const long r0 = rows * slice / slices, r1 = rows * (slice + 1) / slices;
+    float acc = 0.0f;
+    for (long np = r0; np < r1; np++) {
+        const int n = (int)(np / P), p = (int)(np % P);
+        const int ih = p * geom.s0 + oh;
+        if (ih < 0 || ih >= H)
+            continue;
+        const long xrow = xc + n * xs.s0 + (long)ih * xs.s2;
+        const long yrow = yk + n * ys.s0 + (long)p * ys.s2;
+        for (int q = q0; q < q1; q++)
+            acc = fma(dy[yrow + (long)q * ys.s3], x[xrow + (long)(q * geom.s1 + ow) * xs.s3], acc);
+    }
+    part[part_off + (long)slice * elems + e] = acc;
+}
+
+/* dw[element] = sum over slices of part[slice][element], written in dw's
+ * layout (elements in K, C/groups, R, S order). */
+__kernel void conv2d_bwd_filter_reduce(__global const float *part, long part_off,
+                                       __global float *dw, long dw_off, long4 ws,
+                                       int4 filt, /* R, S, C/groups, slices */
+                                       long elems)
+{
+    const long e = (long)get_global_id(0);
+    if (e >= elems)
+        return;
+    float acc = 0.0f;
+    for (int i = 0; i < filt.s3; i++)
+        acc += part[part_off + (long)i * elems + e];
+    long t = e;
+    const int s = (int)(t % filt.s1); t /= filt.s1;
+    const int r = (int)(t % filt.s0); t /= filt.s0;
+    const int ci = (int)(t % filt.s2);
+    const long k = t / filt.s2;
+    dw[dw_off + k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3] = acc;
+}
+
+/* db[k] = sum over n, p, q of dy[n,k,p,q]: one work-item per channel. */
+__kernel void conv2d_bwd_bias(__global const float *dy, long dy_off, long4 ys,
+                              __global float *db, long db_off,
+                              int4 dims, /* N, K, P, Q */
+                              long total)
+{
+    const long k = (long)get_global_id(0);
+    if (k >= total)
+        return;
+    float acc = 0.0f;
+    for (int n = 0; n < dims.s0; n++)
+        for (int p = 0; p < dims.s2; p++) {
+            const long row = dy_off + n * ys.s0 + k * ys.s1 + (long)p * ys.s2;
+            for (int q = 0; q < dims.s3; q++)
+                acc += dy[row + (long)q * ys.s3];
+        }
+    db[db_off + k] = acc;
+}
