@@ -110,6 +110,15 @@ typedef enum pdnn_tuning_mode {
  * is NULL or too short. */
 PDNN_API pdnn_status pdnn_tuning_cache_file(char *buf, size_t len);
 
+/* Says whether every tuning result this process stored is in the tuning
+ * cache file, first writing again those that are not (a store whose write
+ * failed keeps its result in memory: the directory is not writable, the
+ * disk is full, the path is not a regular file, there is no cache
+ * directory). PDNN_SUCCESS when all are written (or none was stored);
+ * PDNN_ERR_IO when some are in memory only, the message naming the file
+ * and why. *unsaved (may be NULL) receives how many are in memory only. */
+PDNN_API pdnn_status pdnn_tuning_cache_flush(size_t *unsaved);
+
 /* How allow_growth sizes each new region (README "Memory"). */
 typedef enum pdnn_growth_policy {
     /* Each new region is the request or 1/16 of what is already reserved,

@@ -32,9 +32,15 @@ int pdnn__tuning_lookup_for(pdnn_tuning_mode mode, const char *device, const cha
                             char *value, size_t len);
 
 /* Records a result in memory and in the file (merged with what other
- * processes wrote). Failing to write the file is not an error. */
+ * processes wrote, under the file's lock). Failing to write the file is not
+ * an error: the result stays in memory, and pdnn_tuning_cache_flush says
+ * so. */
 pdnn_status pdnn__tuning_store(const char *device, const char *kernel, const char *shape, const char *value,
                                double gflops);
+
+/* How many times this process has read the cache file (tests: a store
+ * re-reads it only when another process changed it). */
+long pdnn__tuning_file_reads(void);
 
 /* Drops what was loaded, so the next lookup reads the file again (tests). */
 void pdnn__tuning_forget(void);

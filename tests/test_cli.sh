@@ -319,6 +319,19 @@ bad "tune: default against the host" 1 "FAILED: the default configuration disagr
 has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: implicit_gemm vw=[0-9]* kb=[0-9] pt=[0-9]* differs from the host reference |"
 has "tune: failure counted" "0 not tunable; 1 failed."
 check "tune: nothing stored for the failed layer" test ! -s "$tmp/tune-bad/tuning-v1.tsv"
+# A cache that cannot be written: its directory's parent is a regular file
+# (which stops root too, unlike a read-only directory). The run warns and
+# exits 1 instead of reporting results it kept in memory only.
+: >"$tmp/not-a-dir"
+bad "tune: unwritable cache" 1 "polydnn tune conv: warning: tuning cache: 3 results of this process could not be written: .*$tmp/not-a-dir/cache.*Not a directory" \
+    env POLYDNN_CACHE_DIR="$tmp/not-a-dir/cache" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
+has "tune: unwritable cache, summary" "^Tuning cache: 3 results could not be written (see the warning)"
+# A FIFO at the cache path: refused with a warning, not waited on forever.
+mkdir -p "$tmp/fifo-cache" && mkfifo "$tmp/fifo-cache/tuning-v1.tsv"
+bad "tune: a FIFO at the cache path" 1 "ignoring the tuning cache $tmp/fifo-cache/tuning-v1.tsv: it is a FIFO" \
+    timeout 120 env POLYDNN_CACHE_DIR="$tmp/fifo-cache" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
+has "tune: the FIFO is named in the failure" "could not be written: .*tuning-v1.tsv is a FIFO, not a regular file"
+check "tune: the FIFO is left alone" test -p "$tmp/fifo-cache/tuning-v1.tsv"
 bad "tune unknown layer set" 2 "unknown layer set 'resnet18'" "$tool" tune resnet18
 bad "tune without a set" 2 "name a layer set" "$tool" tune
 bad "tune unknown device" 2 "device '/gpu:9' does not exist" "$tool" tune conv --device /gpu:9

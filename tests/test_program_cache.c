@@ -310,6 +310,167 @@ Test(program_cache, garbage_behind_a_valid_header_is_refused_by_the_driver, .ini
     expect_warnings(check_recovers(garbage_with_valid_header), "binary");
 }
 
+/* A relu on the first OpenCL device of a new context: builds
+ * elementwise.cl, another program than the conv's. */
+static void run_relu(void)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *dev = NULL;
+    for (int i = 0; !dev && i < pdnn_device_count(ctx); i++) {
+        pdnn_device *d = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(ctx, i, &d), PDNN_SUCCESS);
+        pdnn_device_get_info(d, &info);
+        if (strcmp(info.backend, "opencl") == 0)
+            dev = d;
+    }
+    if (!dev) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no OpenCL device");
+    }
+    float x[16];
+    th_fill(x, 16, 3);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 4, 4);
+    pdnn_tensor *tx = th_upload(dev, &xd, x), *ty = th_upload(dev, &xd, NULL);
+    cr_assert_eq(pdnn_relu(tx, ty), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *got = th_download(ty);
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(got[i], x[i] > 0 ? x[i] : 0.0f);
+    free(got);
+    pdnn_tensor_release(tx);
+    pdnn_tensor_release(ty);
+    pdnn_context_destroy(ctx);
+}
+
+static int listed(char names[][512], int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Another program's binary under this program's key: header, key and
+ * checksum are right and the driver builds it, but the conv's kernel is
+ * not in it. clCreateKernel failed with CL_INVALID_KERNEL_NAME on every
+ * later conv, in every process, and no message named the file. Now the
+ * file is deleted with one warning naming it, the program is rebuilt
+ * from source, and a good binary is stored in its place. */
+Test(program_cache, another_programs_binary_under_this_key_is_dropped_and_rebuilt, .init = cr_redirect_stderr)
+{
+    fresh_dir();
+    run_conv();
+    char conv[8][512], all[8][512];
+    const int n = list_programs(conv, 8);
+    cr_assert_geq(n, 1);
+    run_relu();
+    const int n_all = list_programs(all, 8);
+    cr_assert_eq(n_all, n + 1, "the relu built one more program");
+    const char *other = NULL;
+    for (int i = 0; i < n_all && !other; i++)
+        if (!listed(conv, n, all[i]))
+            other = all[i];
+    cr_assert_not_null(other);
+    size_t olen = 0;
+    unsigned char *ob = slurp(other, &olen);
+    uint32_t oklen;
+    memcpy(&oklen, ob + 12, sizeof oklen);
+    const unsigned char *opayload = ob + 32 + oklen;
+    const size_t oplen = olen - 32 - oklen;
+    unsigned char *forged[8];
+    size_t forged_len[8];
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        unsigned char *b = slurp(conv[i], &len);
+        uint32_t klen;
+        memcpy(&klen, b + 12, sizeof klen);
+        forged_len[i] = 32 + klen + oplen;
+        forged[i] = malloc(forged_len[i]);
+        cr_assert_not_null(forged[i]);
+        memcpy(forged[i], b, 32 + klen); /* this program's header and key */
+        memcpy(forged[i] + 32 + klen, opayload, oplen);
+        const uint64_t plen = oplen, sum = fnv1a(opayload, oplen);
+        memcpy(forged[i] + 16, &plen, sizeof plen);
+        memcpy(forged[i] + 24, &sum, sizeof sum);
+        put(conv[i], forged[i], forged_len[i]);
+        free(b);
+    }
+    free(ob);
+
+    const pdnn__program_cache_stats s0 = stats();
+    run_conv(); /* succeeds, checked against the host */
+    const pdnn__program_cache_stats s1 = stats();
+    cr_assert_eq(s1.hits - s0.hits, n, "the forged files pass every check on loading");
+    cr_assert_eq(s1.rejected - s0.rejected, n);
+    cr_assert_eq(s1.stores - s0.stores, n, "the rebuilt programs are stored again");
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        unsigned char *b = slurp(conv[i], &len);
+        cr_assert(len != forged_len[i] || memcmp(b, forged[i], len) != 0, "%s was not replaced", conv[i]);
+        free(b);
+    }
+    /* The rewritten files are good: a new context loads them. */
+    run_conv();
+    const pdnn__program_cache_stats s2 = stats();
+    cr_assert_eq(s2.hits - s1.hits, n);
+    cr_assert_eq(s2.rejected, s1.rejected);
+    cr_assert_eq(list_programs(all, 8), n + 1);
+
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char line[2048];
+    int warned = 0;
+    while (fgets(line, sizeof line, err)) {
+        cr_assert(strstr(line, "error") == NULL, "%s", line);
+        for (int i = 0; i < n; i++) {
+            char want[4700];
+            snprintf(want, sizeof want, "polydnn: warning: the cached OpenCL program %s is not the program its key "
+                     "names (clCreateKernel(", conv[i]);
+            if (strncmp(line, want, strlen(want)) == 0) {
+                cr_assert(strstr(line, "CL_INVALID_KERNEL_NAME") && strstr(line, "deleted it"), "%s", line);
+                warned++;
+            }
+        }
+    }
+    cr_assert_eq(warned, n, "%d warnings for %d forged files", warned, n);
+    for (int i = 0; i < n; i++)
+        free(forged[i]);
+    cleanup();
+}
+
+/* A FIFO at a program's path: a plain open for reading waited for a
+ * writer forever. Now it is ignored with a warning, the program is built
+ * from source, and the FIFO is left alone (not replaced). */
+Test(program_cache, a_fifo_at_a_program_path_is_refused_without_blocking, .init = cr_redirect_stderr,
+     .timeout = 120)
+{
+    fresh_dir();
+    run_conv();
+    char names[8][512];
+    const int n = list_programs(names, 8);
+    cr_assert_geq(n, 1);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(unlink(names[i]), 0);
+        cr_assert_eq(mkfifo(names[i], 0644), 0);
+    }
+    const pdnn__program_cache_stats s0 = stats();
+    alarm(90); /* the old code blocked here */
+    run_conv();
+    alarm(0);
+    const pdnn__program_cache_stats s1 = stats();
+    cr_assert_eq(s1.hits, s0.hits);
+    cr_assert_eq(s1.rejected - s0.rejected, n);
+    cr_assert_eq(s1.stores, s0.stores, "a FIFO was replaced");
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        cr_assert_eq(lstat(names[i], &sb), 0);
+        cr_assert(S_ISFIFO(sb.st_mode), "%s is no longer a FIFO", names[i]);
+    }
+    fflush(stderr);
+    expect_warnings(n, "it is a FIFO, not a regular file");
+    cleanup();
+}
+
 Test(program_cache, off_writes_nothing_and_tuning_off_does_not_turn_it_off)
 {
     fresh_dir();

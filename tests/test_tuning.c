@@ -3,15 +3,24 @@
  * checked result, cached mode uses it, off ignores it, a bad entry falls
  * back to the default, and every run still matches the host. */
 #include "backend.h"
+#include "fileio.h"
 #include "helpers.h"
 #include "tuning.h"
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 static char dir[64];
 
@@ -149,6 +158,344 @@ Test(tuning_cache, unwritable_directory_keeps_results_in_memory)
     cr_assert_eq(pdnn__tuning_store("dev", "kern", "s", "v", 1.0), PDNN_SUCCESS);
     char v[8];
     cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "s", v, sizeof v), 1);
+}
+
+/* A cache file of n entries "dev / kern / shape i / v i". */
+static void put_entries(const char *path, int n)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("polydnn-tuning\t1\n", f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "dev\tkern\tshape %d\tv %d\t%d.000\n", i, i, i % 1000);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    int n = 0, ch;
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+/* The names in dir other than the cache file and its lock (temporary
+ * files left behind), written into what. */
+static int stray_files(char *what, size_t len)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    what[0] = '\0';
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+            strcmp(e->d_name, "tuning-v1.tsv") != 0 && strcmp(e->d_name, "tuning-v1.tsv.lock") != 0) {
+            const size_t used = strlen(what);
+            snprintf(what + used, len - used, " %s", e->d_name);
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
+/* Four processes (as four `polydnn tune` runs) store distinct results into
+ * one 10k-entry cache at the same time: the lock around read-merge-rename
+ * makes each merge the others' results. Without it, a process renamed its
+ * file over one written after it had read: 25 of 36 results were lost. */
+Test(tuning_cache, concurrent_stores_from_four_processes_lose_nothing, .timeout = 300)
+{
+    fresh_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    put_entries(path, 10000);
+    pdnn__tuning_forget();
+    enum { PROCS = 4, EACH = 9 };
+    pid_t pids[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        pids[p] = fork();
+        cr_assert_geq(pids[p], 0);
+        if (pids[p] == 0) {
+            int ok = 1;
+            for (int j = 0; j < EACH; j++) {
+                char shape[64];
+                snprintf(shape, sizeof shape, "process %d shape %d", p, j);
+                ok &= pdnn__tuning_store("dev", "kern", shape, "tuned", 1.0 + j) == PDNN_SUCCESS;
+            }
+            size_t unsaved = 99;
+            ok &= pdnn_tuning_cache_flush(&unsaved) == PDNN_SUCCESS && unsaved == 0;
+            _exit(ok ? 0 : 1);
+        }
+    }
+    for (int p = 0; p < PROCS; p++) {
+        int status = 0;
+        cr_assert_eq(waitpid(pids[p], &status, 0), pids[p]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "process %d failed (status %#x)", p, status);
+    }
+    pdnn__tuning_forget();
+    char v[64];
+    int lost = 0;
+    for (int p = 0; p < PROCS; p++)
+        for (int j = 0; j < EACH; j++) {
+            char shape[64];
+            snprintf(shape, sizeof shape, "process %d shape %d", p, j);
+            lost += !pdnn__tuning_lookup("dev", "kern", shape, v, sizeof v);
+        }
+    cr_assert_eq(lost, 0, "%d of %d results lost", lost, PROCS * EACH);
+    for (int i = 0; i < 10000; i += 997) {
+        char shape[64], want[64];
+        snprintf(shape, sizeof shape, "shape %d", i);
+        snprintf(want, sizeof want, "v %d", i);
+        cr_assert_eq(pdnn__tuning_lookup("dev", "kern", shape, v, sizeof v), 1, "%s lost", shape);
+        cr_assert_str_eq(v, want);
+    }
+    cr_assert_eq(count_lines(path), 1 + 10000 + PROCS * EACH);
+    char what[512];
+    cr_assert_eq(stray_files(what, sizeof what), 0, "left behind:%s", what);
+    cleanup();
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds of CPU time the first lookup takes to load a file of n entries
+ * (CPU time, not wall: other processes on a loaded machine do not count). */
+static double load_time(const char *path, int n)
+{
+    put_entries(path, n);
+    pdnn__tuning_forget();
+    char v[64], shape[64], want[64];
+    snprintf(shape, sizeof shape, "shape %d", n - 1);
+    snprintf(want, sizeof want, "v %d", n - 1);
+    const double t0 = cpu_seconds();
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", shape, v, sizeof v), 1);
+    const double t = cpu_seconds() - t0;
+    cr_assert_str_eq(v, want);
+    return t;
+}
+
+/* Loading is linear: 100k entries took 108 s when each line searched the
+ * entries before it; now well under a second (about 0.05 s here). */
+Test(tuning_cache, loading_100k_entries_takes_well_under_a_second, .timeout = 120)
+{
+    fresh_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    const double t10k = load_time(path, 10000), t100k = load_time(path, 100000);
+    cr_log_info("tuning cache load (CPU time): 10k entries %.3f s, 100k entries %.3f s (ratio %.1f)", t10k, t100k,
+                t10k > 0 ? t100k / t10k : 0.0);
+    fprintf(stdout, "tuning cache load (CPU time): 10k entries %.3f s, 100k entries %.3f s\n", t10k, t100k);
+    cr_assert_lt(t100k, 1.0, "loading 100k entries took %.2f s of CPU time", t100k);
+    /* Every entry is found, the first and last included. */
+    char v[64];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "shape 0", v, sizeof v), 1);
+    cr_assert_str_eq(v, "v 0");
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "shape 100000", v, sizeof v), 0);
+    cleanup();
+}
+
+/* A store re-reads the file only when another process changed it since
+ * this one last read or wrote it. */
+Test(tuning_cache, a_store_reads_the_file_again_only_when_it_changed)
+{
+    fresh_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    put_entries(path, 100);
+    pdnn__tuning_forget();
+    const long r0 = pdnn__tuning_file_reads();
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "mine 0", "x", 1.0), PDNN_SUCCESS);
+    cr_assert_eq(pdnn__tuning_file_reads() - r0, 1, "the first store loads the file once");
+    for (int i = 1; i < 10; i++) {
+        char shape[32];
+        snprintf(shape, sizeof shape, "mine %d", i);
+        cr_assert_eq(pdnn__tuning_store("dev", "kern", shape, "x", 1.0), PDNN_SUCCESS);
+    }
+    cr_assert_eq(pdnn__tuning_file_reads() - r0, 1, "stores re-read a file only this process wrote");
+    FILE *f = fopen(path, "a"); /* another process's result */
+    cr_assert_not_null(f);
+    fputs("dev\tkern\ttheirs\ty\t2.0\n", f);
+    fclose(f);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "mine 10", "x", 1.0), PDNN_SUCCESS);
+    cr_assert_eq(pdnn__tuning_file_reads() - r0, 2, "a changed file is merged");
+    char v[16];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "theirs", v, sizeof v), 1);
+    cr_assert_eq(count_lines(path), 1 + 100 + 11 + 1);
+    cleanup();
+}
+
+/* A FIFO at the cache path: reading it with a plain open waited for a
+ * writer forever. Now it is refused with one warning, never replaced, and
+ * the results stay in memory (and pdnn_tuning_cache_flush says so). */
+Test(tuning_cache, a_fifo_at_the_cache_path_is_refused_without_blocking, .init = cr_redirect_stderr,
+     .timeout = 60)
+{
+    fresh_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    cr_assert_eq(mkfifo(path, 0644), 0);
+    alarm(30); /* the old code blocked here */
+    char v[16];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "s", v, sizeof v), 0);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "s", "v", 1.0), PDNN_SUCCESS);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "t", "w", 1.0), PDNN_SUCCESS);
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "s", v, sizeof v), 1);
+    size_t unsaved = 0;
+    cr_assert_eq(pdnn_tuning_cache_flush(&unsaved), PDNN_ERR_IO);
+    cr_assert_eq(unsaved, 2);
+    cr_assert(strstr(pdnn_last_error(), "a FIFO") && strstr(pdnn_last_error(), path), "%s", pdnn_last_error());
+    alarm(0);
+    struct stat sb;
+    cr_assert_eq(lstat(path, &sb), 0);
+    cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced");
+    fflush(stderr);
+    FILE *err = cr_get_redirected_stderr();
+    char line[512], want[320];
+    snprintf(want, sizeof want, "polydnn: warning: ignoring the tuning cache %s: it is a FIFO", path);
+    int warnings = 0;
+    while (fgets(line, sizeof line, err))
+        warnings += strncmp(line, want, strlen(want)) == 0;
+    cr_assert_eq(warnings, 1);
+    cleanup();
+}
+
+/* The old temporary name (path.<pid>.tmp) was predictable: anything left
+ * there (here a directory) made every store of this process fail. */
+Test(tuning_cache, a_stale_file_at_a_predictable_temporary_name_does_not_stop_a_store)
+{
+    fresh_dir();
+    char path[256], tmp[320];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    cr_assert_eq(mkdir(tmp, 0755), 0);
+    cr_assert_eq(pdnn__tuning_store("dev", "kern", "s", "v", 1.0), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_tuning_cache_flush(NULL), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn__tuning_forget();
+    char v[16];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "s", v, sizeof v), 1);
+    cr_assert_eq(rmdir(tmp), 0);
+    cleanup();
+}
+
+/* The real write path failing: a child process whose file size limit
+ * (RLIMIT_FSIZE) is below the new file's size gets EFBIG from write(2), as
+ * a full disk gives ENOSPC. The previous file stays whole and no temporary
+ * file is left; with SIGXFSZ's default action the child is killed mid-write
+ * instead, and the previous file is whole too. */
+static int store_over_limit(int ignore_sigxfsz, off_t limit)
+{
+    if (ignore_sigxfsz)
+        signal(SIGXFSZ, SIG_IGN);
+    const struct rlimit no_core = {0, 0}, rl = {(rlim_t)limit, (rlim_t)limit};
+    if (setrlimit(RLIMIT_CORE, &no_core) != 0 || setrlimit(RLIMIT_FSIZE, &rl) != 0)
+        return 2;
+    char big[480];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (int i = 0; i < 50; i++) {
+        char shape[32];
+        snprintf(shape, sizeof shape, "new %d", i);
+        if (pdnn__tuning_store("dev", "kern", shape, big, 1.0) != PDNN_SUCCESS)
+            return 3;
+    }
+    size_t unsaved = 0;
+    if (pdnn_tuning_cache_flush(&unsaved) != PDNN_ERR_IO || unsaved != 50)
+        return 4;
+    return strstr(pdnn_last_error(), strerror(EFBIG)) ? 0 : 5;
+}
+
+Test(tuning_cache, a_failed_write_leaves_the_previous_file_whole, .timeout = 120)
+{
+    fresh_dir();
+    char path[256];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    put_entries(path, 2000);
+    pdnn__tuning_forget();
+    char *before = NULL;
+    size_t before_len = 0;
+    {
+        FILE *f = fopen(path, "rb");
+        cr_assert_not_null(f);
+        before = malloc(1 << 20);
+        before_len = fread(before, 1, 1 << 20, f);
+        fclose(f);
+    }
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0);
+    for (int ignore = 1; ignore >= 0; ignore--) {
+        const pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0)
+            _exit(store_over_limit(ignore, sb.st_size + 100));
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        if (ignore)
+            cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's check %d failed (status %#x)",
+                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+        else
+            cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ, "status %#x", status);
+        FILE *f = fopen(path, "rb");
+        cr_assert_not_null(f);
+        char *after = malloc(1 << 20);
+        const size_t after_len = fread(after, 1, 1 << 20, f);
+        fclose(f);
+        cr_assert(after_len == before_len && memcmp(after, before, before_len) == 0,
+                  "the cache file changed (%zu bytes, was %zu)", after_len, before_len);
+        free(after);
+        char what[512];
+        const int stray = stray_files(what, sizeof what);
+        if (ignore) {
+            cr_assert_eq(stray, 0, "left behind:%s", what);
+        } else {
+            /* A killed process cannot clean up: its temporary file stays,
+             * named as one, and the cache file is untouched. */
+            cr_assert_eq(stray, 1, "left behind:%s", what);
+            cr_assert(strstr(what, " tuning-v1.tsv.tmp-") == what, "%s", what);
+        }
+    }
+    free(before);
+    pdnn__tuning_forget();
+    char v[16];
+    cr_assert_eq(pdnn__tuning_lookup("dev", "kern", "shape 1999", v, sizeof v), 1);
+    cleanup();
+}
+
+/* The shared helper, directly: a writer that fails leaves the target as it
+ * was and no temporary file; one that succeeds replaces it. */
+static int write_text(FILE *f, void *arg) { return fputs(arg, f) < 0 ? -1 : 0; }
+static int write_fails(FILE *f, void *arg)
+{
+    (void)arg;
+    fputs("half", f);
+    return -1;
+}
+
+Test(file_replace, replaces_only_complete_files)
+{
+    fresh_dir();
+    char path[256], why[512];
+    snprintf(path, sizeof path, "%s/tuning-v1.tsv", dir);
+    cr_assert_eq(pdnn__file_replace(path, write_text, "one\n", NULL, why, sizeof why), 0, "%s", why);
+    cr_assert_eq(pdnn__file_replace(path, write_fails, NULL, NULL, why, sizeof why), -1);
+    cr_assert(strstr(why, "writing") != NULL, "%s", why);
+    cr_assert_str_eq(slurp(path), "one\n");
+    struct stat sb;
+    cr_assert_eq(pdnn__file_replace(path, write_text, "two\n", &sb, why, sizeof why), 0, "%s", why);
+    cr_assert_str_eq(slurp(path), "two\n");
+    struct stat now;
+    cr_assert_eq(stat(path, &now), 0);
+    cr_assert(pdnn__file_same(&sb, &now));
+    cr_assert_eq(now.st_mode & 0777, 0644);
+    char what[512];
+    cr_assert_eq(stray_files(what, sizeof what), 0, "left behind:%s", what);
+    cleanup();
 }
 
 Test(tuning_mode, invalid_values_are_errors)

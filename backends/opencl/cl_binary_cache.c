@@ -18,8 +18,13 @@
  *
  * A file is used only if every field matches this build and device and
  * the payload's checksum is right; anything else (truncated, flipped
- * bytes, another key behind the same hash, a binary the driver refuses) is
- * ignored with a warning, rebuilt from source and overwritten. The cache
+ * bytes, another key behind the same hash, a binary the driver refuses,
+ * a FIFO or other non-regular file at the path) is ignored with a warning,
+ * rebuilt from source and overwritten (a non-regular file is left alone).
+ * A binary that passes every check but lacks a kernel its sources define
+ * (another program's binary under this key) is caught when the kernel
+ * cache creates that kernel: pdnn__cl_program_cache_drop deletes the file
+ * with a warning and the program is rebuilt from source and stored again. The cache
  * is on by default; POLYDNN_PROGRAM_CACHE=off turns it off (POLYDNN_TUNING
  * does not).
  *
@@ -33,6 +38,7 @@
  * the compiler's. A process that never destroys its context therefore
  * caches nothing. */
 #include "backends/opencl/cl_internal.h"
+#include "fileio.h"
 #include "tuning.h"
 
 #include <errno.h>
@@ -125,19 +131,23 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-/* Reads and validates the file at path. Returns 1 with *payload (malloc'd)
- * and *len, 0 when there is no file, -1 with *why when the file is not a
- * valid entry for key. */
-static int load(const char *path, const char *key, unsigned char **payload, size_t *len, const char **why)
+/* Reads and validates the file at path. Returns 1 with *payload (malloc'd),
+ * *len and *sb (the file read), 0 when there is no file, -1 with *why when
+ * the file is not a valid entry for key (why_buf holds a reason that is not
+ * a constant). */
+static int load(const char *path, const char *key, unsigned char **payload, size_t *len, struct stat *sb,
+                const char **why, char *why_buf, size_t why_len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
+    FILE *f = NULL;
+    const int opened = pdnn__file_open_read(path, &f, sb, why_buf, why_len);
+    if (opened <= 0) {
+        *why = why_buf;
+        return opened;
+    }
     const size_t klen = strlen(key);
     unsigned char head[HEADER_BYTES];
-    struct stat sb;
     int bad = 0;
-    if (fstat(fileno(f), &sb) != 0 || fread(head, 1, sizeof head, f) != sizeof head) {
+    if (fread(head, 1, sizeof head, f) != sizeof head) {
         *why = "it is shorter than the header";
         bad = 1;
     } else if (memcmp(head, MAGIC, 8) != 0) {
@@ -150,7 +160,7 @@ static int load(const char *path, const char *key, unsigned char **payload, size
         *why = "its key differs from this device, options and sources";
         bad = 1;
     } else if (get_u64(head + 16) == 0 || get_u64(head + 16) > MAX_PAYLOAD ||
-               (uint64_t)sb.st_size != HEADER_BYTES + klen + get_u64(head + 16)) {
+               (uint64_t)sb->st_size != HEADER_BYTES + klen + get_u64(head + 16)) {
         *why = "its length does not match its header (truncated or extended)";
         bad = 1;
     }
@@ -184,10 +194,27 @@ static int load(const char *path, const char *key, unsigned char **payload, size
     return 1;
 }
 
+typedef struct program_file {
+    const unsigned char *head;
+    const char *key;
+    const unsigned char *payload;
+    size_t klen, plen;
+} program_file;
+
+static int write_program(FILE *f, void *arg)
+{
+    const program_file *p = arg;
+    return fwrite(p->head, 1, HEADER_BYTES, f) != HEADER_BYTES || fwrite(p->key, 1, p->klen, f) != p->klen ||
+                   fwrite(p->payload, 1, p->plen, f) != p->plen
+               ? -1
+               : 0;
+}
+
 /* Writes the program's binary for d to path. Another process (or a second
  * identical device in this one) may write the same file at the same time:
  * each writes a temporary file of its own in the same directory and renames
- * it over path, which is atomic, so a reader sees one whole file or none. */
+ * it over path (pdnn__file_replace), which is atomic, so a reader sees one
+ * whole file or none, and a failed write leaves the previous file. */
 static int store(cl_program prog, const char *path, const char *key)
 {
     size_t plen = 0;
@@ -203,14 +230,6 @@ static int store(cl_program prog, const char *path, const char *key)
         pdnn__debug("OpenCL program cache: could not read the binary for %s; not cached", path);
         return -1;
     }
-    static atomic_uint serial;
-    const size_t tmp_size = strlen(path) + 48;
-    char *tmp = malloc(tmp_size);
-    if (!tmp) {
-        free(payload);
-        return -1;
-    }
-    snprintf(tmp, tmp_size, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
     const size_t klen = strlen(key);
     unsigned char head[HEADER_BYTES];
     memcpy(head, MAGIC, 8);
@@ -218,25 +237,12 @@ static int store(cl_program prog, const char *path, const char *key)
     put_u32(head + 12, (uint32_t)klen);
     put_u64(head + 16, plen);
     put_u64(head + 24, fnv1a(FNV_START, payload, plen));
-    int bad = pdnn__make_parents(path) != 0;
-    FILE *f = bad ? NULL : fopen(tmp, "wb");
-    if (!f) {
-        bad = 1;
-    } else {
-        bad = fwrite(head, 1, sizeof head, f) != sizeof head || fwrite(key, 1, klen, f) != klen ||
-              fwrite(payload, 1, plen, f) != plen;
-        bad |= fclose(f) != 0;
-        if (!bad)
-            bad = rename(tmp, path) != 0;
-        if (bad)
-            remove(tmp);
-    }
-    const int saved = errno;
+    program_file pf = {head, key, payload, klen, plen};
+    char why[768];
+    const int rc = pdnn__file_replace(path, write_program, &pf, NULL, why, sizeof why);
     free(payload);
-    free(tmp);
-    if (bad) {
-        pdnn__debug("OpenCL program cache: could not write %s (%s); the program stays uncached", path,
-                    strerror(saved));
+    if (rc != 0) {
+        pdnn__debug("OpenCL program cache: %s; the program stays uncached", why);
         return -1;
     }
     atomic_fetch_add(&stores, 1);
@@ -244,21 +250,25 @@ static int store(cl_program prog, const char *path, const char *key)
     return 0;
 }
 
-/* Programs built from source and not stored yet, across devices; each
- * holds a reference to its program (prog NULL: a miss not built yet).
- * Devices are torn down without their lock, and builds of different
- * devices run in parallel, hence a lock of its own. */
-struct pdnn__cl_cache_miss {
+/* A program's place in the cache. Queued: programs built from source and
+ * not stored yet, across devices; each holds a reference to its program
+ * (prog NULL: not built yet). Devices are torn down without their lock,
+ * and builds of different devices run in parallel, hence a lock of its
+ * own. A slot of a program loaded from a file remembers which file
+ * (dev, ino), so that dropping it deletes that file and not a newer one. */
+struct pdnn__cl_cache_slot {
     const cl_dev *dev;
     cl_program prog;
     char *path, *key;
-    struct pdnn__cl_cache_miss *next;
+    dev_t file_dev;
+    ino_t file_ino;
+    struct pdnn__cl_cache_slot *next;
 };
 
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
-static pdnn__cl_cache_miss *pending;
+static pdnn__cl_cache_slot *pending;
 
-static void miss_free(pdnn__cl_cache_miss *m)
+void pdnn__cl_program_cache_slot_free(pdnn__cl_cache_slot *m)
 {
     if (!m)
         return;
@@ -270,9 +280,9 @@ static void miss_free(pdnn__cl_cache_miss *m)
 void pdnn__cl_program_cache_flush(cl_dev *d)
 {
     pthread_mutex_lock(&pending_lock);
-    pdnn__cl_cache_miss *mine = NULL;
-    for (pdnn__cl_cache_miss **pp = &pending; *pp;) {
-        pdnn__cl_cache_miss *p = *pp;
+    pdnn__cl_cache_slot *mine = NULL;
+    for (pdnn__cl_cache_slot **pp = &pending; *pp;) {
+        pdnn__cl_cache_slot *p = *pp;
         if (p->dev == d) {
             *pp = p->next;
             p->next = mine;
@@ -283,34 +293,48 @@ void pdnn__cl_program_cache_flush(cl_dev *d)
     }
     pthread_mutex_unlock(&pending_lock);
     while (mine) {
-        pdnn__cl_cache_miss *next = mine->next;
+        pdnn__cl_cache_slot *next = mine->next;
         store(mine->prog, mine->path, mine->key);
         clReleaseProgram(mine->prog);
-        miss_free(mine);
+        pdnn__cl_program_cache_slot_free(mine);
         mine = next;
     }
 }
 
-void pdnn__cl_program_cache_add(cl_dev *d, pdnn__cl_cache_miss *miss, cl_program prog)
+void pdnn__cl_program_cache_add(cl_dev *d, pdnn__cl_cache_slot *slot, cl_program prog)
 {
-    if (!miss)
+    if (!slot)
         return;
     if (!prog) {
-        miss_free(miss);
+        pdnn__cl_program_cache_slot_free(slot);
         return;
     }
     if (clRetainProgram(prog) != CL_SUCCESS) {
         /* Without a reference of our own it cannot wait for teardown. */
-        store(prog, miss->path, miss->key);
-        miss_free(miss);
+        store(prog, slot->path, slot->key);
+        pdnn__cl_program_cache_slot_free(slot);
         return;
     }
-    miss->dev = d;
-    miss->prog = prog;
+    slot->dev = d;
+    slot->prog = prog;
     pthread_mutex_lock(&pending_lock);
-    miss->next = pending;
-    pending = miss;
+    slot->next = pending;
+    pending = slot;
     pthread_mutex_unlock(&pending_lock);
+}
+
+void pdnn__cl_program_cache_drop(pdnn__cl_cache_slot *slot, const char *why)
+{
+    atomic_fetch_add(&rejected, 1);
+    struct stat sb;
+    /* Only the file that was loaded: another process may have replaced
+     * it with a good one since. */
+    const int same = stat(slot->path, &sb) == 0 && sb.st_dev == slot->file_dev && sb.st_ino == slot->file_ino;
+    const int deleted = same && unlink(slot->path) == 0;
+    fprintf(stderr,
+            "polydnn: warning: the cached OpenCL program %s is not the program its key names (%s); %s, "
+            "rebuilding it from source\n",
+            slot->path, why, deleted ? "deleted it" : "it was already replaced");
 }
 
 /* Builds prog from a validated binary; NULL when the driver refuses it. */
@@ -334,9 +358,9 @@ static cl_program from_binary(cl_dev *d, const unsigned char *payload, size_t le
 }
 
 cl_program pdnn__cl_program_cache_find(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
-                                       const char *opts, const char *what, pdnn__cl_cache_miss **miss)
+                                       const char *opts, const char *what, pdnn__cl_cache_slot **slot)
 {
-    *miss = NULL;
+    *slot = NULL;
     const int setting = pdnn__program_cache_setting();
     if (setting <= 0) {
         if (setting < 0) /* set to something invalid after the context was created */
@@ -355,13 +379,30 @@ cl_program pdnn__cl_program_cache_find(cl_dev *d, const char *const *texts, cons
     unsigned char *payload = NULL;
     size_t len = 0;
     const char *why = NULL;
-    const int found = load(path, key, &payload, &len, &why);
+    char why_buf[128];
+    struct stat sb;
+    const int found = load(path, key, &payload, &len, &sb, &why, why_buf, sizeof why_buf);
     cl_program prog = found > 0 ? from_binary(d, payload, len, opts, &why) : NULL;
     free(payload);
+    pdnn__cl_cache_slot *m = calloc(1, sizeof *m);
+    if (m) {
+        m->path = strdup(path);
+        m->key = key;
+        key = NULL;
+    }
+    free(key);
+    if (m && !m->path) {
+        pdnn__cl_program_cache_slot_free(m); /* out of host memory: the program stays uncached */
+        m = NULL;
+    }
     if (prog) {
-        free(key);
         atomic_fetch_add(&hits, 1);
         pdnn__debug("OpenCL program cache: loaded %s from %s", what, path);
+        if (m) {
+            m->file_dev = sb.st_dev;
+            m->file_ino = sb.st_ino;
+        }
+        *slot = m;
         return prog;
     }
     atomic_fetch_add(&misses, 1);
@@ -373,16 +414,6 @@ cl_program pdnn__cl_program_cache_find(cl_dev *d, const char *const *texts, cons
     } else {
         pdnn__debug("OpenCL program cache: %s is not cached (%s); building it from source", what, path);
     }
-    pdnn__cl_cache_miss *m = calloc(1, sizeof *m);
-    if (m) {
-        m->path = strdup(path);
-        m->key = key;
-        key = NULL;
-    }
-    if (m && m->path)
-        *miss = m;
-    else
-        miss_free(m); /* out of host memory: the program stays uncached */
-    free(key);
+    *slot = m;
     return NULL;
 }

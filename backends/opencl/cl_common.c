@@ -154,23 +154,31 @@ static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const ch
 }
 
 /* Builds file with opts for d: from the on-disk cache where it has a
- * valid binary, else from source (then queued for the cache). */
-static pdnn_status build(cl_dev *d, const char *file, const char *opts, cl_program *out)
+ * valid binary (*loaded: the file's slot), else from source (then queued
+ * for the cache). rebuild: the slot of a cached binary found bad, to
+ * build from source and store again. */
+static pdnn_status build(cl_dev *d, const char *file, const char *opts, pdnn__cl_cache_slot *rebuild,
+                         cl_program *out, pdnn__cl_cache_slot **loaded)
 {
+    *loaded = NULL;
     const char *text = NULL;
     size_t len = 0;
     char *owned = NULL;
     pdnn_status st = source_of(file, &text, &len, &owned);
-    if (st != PDNN_SUCCESS)
+    if (st != PDNN_SUCCESS) {
+        pdnn__cl_program_cache_slot_free(rebuild);
         return st;
+    }
     char full[256];
     /* -w: PoCL prints warnings (e.g. float16 ABI notes on AVX2) on stderr */
     snprintf(full, sizeof full, "-cl-std=CL1.2 -w %s", opts);
-    pdnn__cl_cache_miss *miss = NULL;
-    cl_program prog = pdnn__cl_program_cache_find(d, &text, &len, 1, full, file, &miss);
-    if (!prog) {
+    pdnn__cl_cache_slot *slot = rebuild;
+    cl_program prog = rebuild ? NULL : pdnn__cl_program_cache_find(d, &text, &len, 1, full, file, &slot);
+    if (prog) {
+        *loaded = slot;
+    } else {
         st = from_source(d, text, len, full, file, &prog);
-        pdnn__cl_program_cache_add(d, miss, st == PDNN_SUCCESS ? prog : NULL);
+        pdnn__cl_program_cache_add(d, slot, st == PDNN_SUCCESS ? prog : NULL);
     }
     free(owned);
     if (st == PDNN_SUCCESS)
@@ -196,8 +204,47 @@ struct pdnn__cl_program_entry {
     pdnn__cl_program_entry *next;
     cl_program program;
     kernel_entry *kernels;
+    pdnn__cl_cache_slot *cached; /* program came from this file of the on-disk cache */
+    /* A cached program replaced by its rebuild, with the kernels made from
+     * it: a caller may still hold one, so they live until teardown. */
+    cl_program retired;
+    kernel_entry *retired_kernels;
     char file[FILE_LEN], opts[OPTS_LEN];
 };
+
+/* clCreateKernel failed on a program loaded from the on-disk cache: the
+ * file passed every check (header, key, checksum, the driver's build) yet
+ * is not this source's program, e.g. another program's binary under this
+ * key. Without this every later use failed the same way, in every process.
+ * Deletes the file, rebuilds p from source (stored again at teardown). */
+static pdnn_status rebuild_from_source(cl_dev *d, pdnn__cl_program_entry *p, const char *kernel, cl_int err)
+{
+    pdnn__cl_cache_slot *slot = p->cached;
+    p->cached = NULL;
+    char why[160];
+    snprintf(why, sizeof why, "clCreateKernel(%s) failed with %s", kernel, pdnn__cl_error_name(err));
+    pdnn__cl_program_cache_drop(slot, why);
+    cl_program fresh = NULL;
+    pdnn__cl_cache_slot *unused = NULL;
+    pdnn_status st = build(d, p->file, p->opts, slot, &fresh, &unused);
+    if (st != PDNN_SUCCESS)
+        return st;
+    p->retired = p->program;
+    p->retired_kernels = p->kernels;
+    p->kernels = NULL;
+    p->program = fresh;
+    return PDNN_SUCCESS;
+}
+
+static void release_kernels(kernel_entry *k)
+{
+    while (k) {
+        kernel_entry *next = k->next;
+        clReleaseKernel(k->kernel);
+        free(k);
+        k = next;
+    }
+}
 
 pdnn_status pdnn__cl_kernel(cl_dev *d, const char *file, const char *opts, const char *kernel, cl_kernel *out)
 {
@@ -213,7 +260,7 @@ pdnn_status pdnn__cl_kernel(cl_dev *d, const char *file, const char *opts, const
         p = calloc(1, sizeof *p);
         if (!p)
             return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
-        pdnn_status st = build(d, file, opts, &p->program);
+        pdnn_status st = build(d, file, opts, NULL, &p->program, &p->cached);
         if (st != PDNN_SUCCESS) {
             free(p);
             return st;
@@ -233,6 +280,14 @@ pdnn_status pdnn__cl_kernel(cl_dev *d, const char *file, const char *opts, const
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     cl_int err = CL_SUCCESS;
     k->kernel = clCreateKernel(p->program, kernel, &err);
+    if (!k->kernel && p->cached) {
+        pdnn_status st = rebuild_from_source(d, p, kernel, err);
+        if (st != PDNN_SUCCESS) {
+            free(k);
+            return st;
+        }
+        k->kernel = clCreateKernel(p->program, kernel, &err);
+    }
     if (!k->kernel) {
         free(k);
         char call[96];
@@ -252,13 +307,12 @@ void pdnn__cl_kernels_release(cl_dev *d)
     while (d->programs) {
         pdnn__cl_program_entry *p = d->programs;
         d->programs = p->next;
-        while (p->kernels) {
-            kernel_entry *k = p->kernels;
-            p->kernels = k->next;
-            clReleaseKernel(k->kernel);
-            free(k);
-        }
+        release_kernels(p->kernels);
+        release_kernels(p->retired_kernels);
         clReleaseProgram(p->program);
+        if (p->retired)
+            clReleaseProgram(p->retired);
+        pdnn__cl_program_cache_slot_free(p->cached);
         free(p);
     }
 }

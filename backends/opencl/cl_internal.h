@@ -128,21 +128,34 @@ pdnn_status pdnn__cl_run_tunable(const pdnn__cl_tunable *t, void *dev, const pdn
 
 /* ---- cl_binary_cache.c -------------------------------------------------- */
 
-/* A program the on-disk cache did not have, to be stored once built. */
-typedef struct pdnn__cl_cache_miss pdnn__cl_cache_miss;
+/* A program's place in the on-disk cache (its file and key): where a
+ * program loaded from the cache came from, or where one built from source
+ * is to be stored. */
+typedef struct pdnn__cl_cache_slot pdnn__cl_cache_slot;
 
 /* Looks up the binary of the n sources built for d with the full build
  * options opts (what names the program in messages and in the file's
- * name): a valid cached binary is loaded, built and returned. Otherwise
- * returns NULL and sets *miss to what pdnn__cl_program_cache_add needs to
- * store the program once built from source (NULL: nothing to store, e.g.
- * the cache is off). Failing to read the cache is never an error. */
+ * name) and sets *slot to the program's place in the cache (NULL: the
+ * cache is off, there is no cache directory, or out of memory). A valid
+ * cached binary is loaded, built and returned: keep *slot for
+ * pdnn__cl_program_cache_drop, then free it. Otherwise returns NULL: build
+ * from source and pass *slot to pdnn__cl_program_cache_add. Failing to
+ * read the cache is never an error. */
 cl_program pdnn__cl_program_cache_find(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n,
-                                       const char *opts, const char *what, pdnn__cl_cache_miss **miss);
+                                       const char *opts, const char *what, pdnn__cl_cache_slot **slot);
 
-/* Queues prog's binary to be written when d is torn down and frees miss;
- * prog NULL (the build failed) only frees miss. */
-void pdnn__cl_program_cache_add(cl_dev *d, pdnn__cl_cache_miss *miss, cl_program prog);
+/* Queues prog's binary to be written to slot's file when d is torn down,
+ * and takes slot; prog NULL (the build failed) only frees slot. */
+void pdnn__cl_program_cache_add(cl_dev *d, pdnn__cl_cache_slot *slot, cl_program prog);
+
+/* A program loaded from slot's file turned out not to be the program of
+ * its key (why: e.g. a kernel its sources define is missing): deletes the
+ * file, if it is still the one loaded, and says so on stderr naming it.
+ * The slot stays valid, for pdnn__cl_program_cache_add once the program is
+ * rebuilt from source. */
+void pdnn__cl_program_cache_drop(pdnn__cl_cache_slot *slot, const char *why);
+
+void pdnn__cl_program_cache_slot_free(pdnn__cl_cache_slot *slot);
 
 /* Writes the binaries queued for d and drops its references to them;
  * called once, as d is torn down. */

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /* Default and tuned are timed in alternation, one call of each per round,
  * so that load from other processes hits both alike; each keeps its best.
@@ -417,6 +418,9 @@ static int distinct_layers(const layer_set *set, int limit, tune_layer *out, int
 /* Entries in the cache file (lines after the header); -1 if unreadable. */
 static int count_entries(const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) /* a FIFO would block fopen */
+        return -1;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -627,8 +631,19 @@ int cmd_tune(int argc, char **argv)
     if (r.rounds_max > 0)
         printf(", in %d to %d rounds", r.rounds_min, r.rounds_max);
     printf(").\n");
+    /* A store whose write failed kept its result in memory only: this
+     * run's purpose was the file, so say so and fail. */
+    size_t unsaved = 0;
+    if (pdnn_tuning_cache_flush(&unsaved) != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn %s: warning: %s\n", cmd, pdnn_last_error());
+        rc = EXIT_RUNTIME;
+    }
     char path[4096];
-    if (pdnn_tuning_cache_file(path, sizeof path) == PDNN_SUCCESS) {
+    if (unsaved) {
+        printf("Tuning cache: %zu result%s could not be written (see the warning); they were kept in memory "
+               "only.\n",
+               unsaved, unsaved == 1 ? "" : "s");
+    } else if (pdnn_tuning_cache_file(path, sizeof path) == PDNN_SUCCESS) {
         int n = count_entries(path);
         /* A searched shape stores AUTO's algorithm choice and the chosen
          * kernel's parameters where it has any, so rows and entries differ. */
