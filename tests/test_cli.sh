@@ -146,6 +146,27 @@ bad "corrupt npy" 1 "magic" "$tool" pool --input "$tmp/bad.npy"
 head -c 100 "$tmp/y.npy" >"$tmp/trunc.npy"
 bad "truncated npy" 1 "truncated" "$tool" pool --input "$tmp/trunc.npy"
 bad "4-d bias" 1 "expected 1" "$tool" conv -k 2 --bias-file "$tmp/p.npy"
+# The .npy reader looks at the header before the data: /dev/zero is
+# refused at once in bounded memory (it used to be read until memory ran
+# out), and each header numpy refuses is refused with what is wrong.
+corpus=${PDNN_TOP_SRCDIR:-.}/tests/fuzz/npy-corpus
+vlimit="ulimit -v 1000000;" # 1 GB; ASan reserves terabytes of address space
+[ "${PDNN_SANITIZERS:-no}" = yes ] && vlimit=
+bad "/dev/zero input" 1 "bad magic" sh -c "$vlimit"' exec timeout 5 "$0" pool --input /dev/zero' "$tool"
+bad "npy duplicate key" 1 "duplicate key 'shape'" "$tool" pool --input "$corpus/header-duplicate-key.npy"
+bad "npy key inside a string" 1 "unknown key 'note'" "$tool" pool --input "$corpus/header-key-in-string.npy"
+bad "npy missing key" 1 "no 'fortran_order' key" "$tool" pool --input "$corpus/header-missing-key.npy"
+bad "npy extra key" 1 "unknown key 'x'" "$tool" pool --input "$corpus/header-extra-key.npy"
+bad "npy shape overflow" 1 "overflows" "$tool" pool --input "$corpus/header-shape-overflow.npy"
+bad "npy larger than the file" 1 "needs 4000000000000 bytes of float32, the file has 0" \
+    "$tool" pool --input "$corpus/huge-declared-size.npy"
+# numpy's own files of each version; a 1x1 pool with stride 1 is the
+# identity, and our writer writes numpy's version 1.0 bytes.
+for v in 1 2 3; do
+    ok "npy version $v.0 in" "$tool" pool --input "$corpus/valid-v$v-1x2x3x4.npy" -y 1 -x 1 -u 1 -v 1 --iters 1 \
+        --device /cpu:0 --output "$tmp/v$v.npy"
+    ok "npy version $v.0 read right" cmp "$tmp/v$v.npy" "$corpus/valid-v1-1x2x3x4.npy"
+done
 ok "help conv" "$tool" conv --help
 has "help lists flags" "--filter-layout"
 ok "help pool" "$tool" pool --help
