@@ -123,6 +123,23 @@ ok "same file from both devices (max is exact)" cmp "$tmp/p.npy" "$tmp/p2.npy"
 ok "nhwc npy out" "$tool" conv -n 1 -c 3 -H 6 -W 6 -k 4 --layout NHWC --seed 1 --iters 1 --output "$tmp/yh.npy"
 ok "nhwc npy in" "$tool" conv --input "$tmp/yh.npy" --layout NHWC -k 2 -y 1 -x 1 --iters 1 --verify
 has "shape from file" "n1 c4 4x4"
+# --output may name the --input file: the output replaces it only when
+# whole. Under a file size limit (a full disk) the write fails, says so,
+# and the input is still there, unchanged, with no temporary file left.
+ok "pool expected" "$tool" pool --input "$tmp/y.npy" -y 2 -x 2 --iters 1 --device /cpu:0 --output "$tmp/pe.npy"
+cp "$tmp/y.npy" "$tmp/same.npy"
+ok "pool --output = --input" "$tool" pool --input "$tmp/same.npy" -y 2 -x 2 --iters 1 --device /cpu:0 \
+    --output "$tmp/same.npy"
+ok "--output = --input gives the result" cmp "$tmp/same.npy" "$tmp/pe.npy"
+mkdir "$tmp/full"
+ok "a 4 KB output" "$tool" conv -c 3 -H 16 -W 16 -k 4 -p 1 -q 1 --seed 2 --iters 1 --device /cpu:0 \
+    --output "$tmp/full/x.npy"
+cp "$tmp/full/x.npy" "$tmp/x-before.npy"
+bad "--output = --input on a full disk" 1 "File too large; the existing file is unchanged" \
+    sh -c 'ulimit -f 4; trap "" XFSZ; exec "$0" conv --input "$1" -k 4 -p 1 -q 1 --iters 1 --device /cpu:0 --output "$1"' \
+    "$tool" "$tmp/full/x.npy"
+ok "the input survived" cmp "$tmp/full/x.npy" "$tmp/x-before.npy"
+ok "no temporary file left" test "$(ls -A "$tmp/full")" = x.npy
 
 # Bad input: usage errors exit 2, runtime errors 1, each with a message.
 bad "unknown flag" 2 "unknown flag" "$tool" conv --frobnicate

@@ -516,3 +516,150 @@ Test(npy, peak_memory_is_one_copy, .timeout = 60)
     cr_assert_eq(WEXITSTATUS(status), 0, "exit %d: 2 read failed, 3 wrong data, 4 peak >= 1.5x the file",
                  WEXITSTATUS(status));
 }
+
+/* ---- the writer: a temporary file renamed into place -------------------- */
+
+static size_t slurp(const char *p, unsigned char *buf, size_t cap)
+{
+    FILE *f = fopen(p, "rb");
+    cr_assert_not_null(f, "%s", p);
+    size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
+/* The names in dir other than keep (".", ".." aside), as one string. */
+static void others_in(const char *dir, const char *keep, char *out, size_t len)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -vx '%s' | tr '\\n' ' '", dir, keep);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    pclose(p);
+}
+
+/* A write that fails part way (here: the file size limit, as a full disk
+ * would) must leave the old file as it was and no temporary file. The old
+ * writer truncated the file first, then failed. */
+Test(npy, failed_write_keeps_the_old_file, .timeout = 20)
+{
+    char dir[] = "/tmp/polydnn-npy-w-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[64];
+    snprintf(p, sizeof p, "%s/out.npy", dir);
+    char err[512] = "";
+    const float six[6] = {1, 2, 3, 4, 5, 6};
+    cr_assert_eq(npy_write(p, 2, (int64_t[]){2, 3}, six, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    unsigned char before[4096], after[4096];
+    size_t nb = slurp(p, before, sizeof before);
+    cr_assert_eq(nb, 128 + 24);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct rlimit rl = {4096, 4096};
+        signal(SIGXFSZ, SIG_IGN); /* write then fails with EFBIG */
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+            _exit(5);
+        const int64_t n = 100000;
+        float *big = calloc((size_t)n, sizeof *big);
+        pdnn_status st = npy_write(p, 1, &n, big, err, sizeof err);
+        fprintf(stderr, "npy_write: %s\n", err);
+        free(big);
+        if (st != PDNN_ERR_IO)
+            _exit(2);
+        if (!strstr(err, p) || !strstr(err, "File too large") || !strstr(err, "the existing file is unchanged"))
+            _exit(3);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status), "the writer died");
+    cr_assert_eq(WEXITSTATUS(status), 0, "exit %d: 2 the write succeeded, 3 the message lacks the path, "
+                 "the reason or that the file is unchanged", WEXITSTATUS(status));
+    size_t na = slurp(p, after, sizeof after);
+    cr_assert_eq(na, nb, "the old file is now %zu bytes, was %zu", na, nb);
+    cr_assert(memcmp(before, after, nb) == 0, "the old file changed");
+    char left[256];
+    others_in(dir, "out.npy", left, sizeof left);
+    cr_assert_str_empty(left, "left behind: %s", left);
+    unlink(p);
+    rmdir(dir);
+}
+
+/* A good write replaces the file whole, keeps its permissions, leaves no
+ * temporary file, and goes through a symbolic link to its target. */
+Test(npy, write_replaces_in_place)
+{
+    char dir[] = "/tmp/polydnn-npy-w-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[64], link[64];
+    snprintf(p, sizeof p, "%s/out.npy", dir);
+    snprintf(link, sizeof link, "%s/link.npy", dir);
+    char err[512] = "";
+    const float six[6] = {1, 2, 3, 4, 5, 6};
+    mode_t old = umask(022);
+    cr_assert_eq(npy_write(p, 1, (int64_t[]){6}, six, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    umask(old);
+    struct stat sb;
+    cr_assert_eq(stat(p, &sb), 0);
+    cr_assert_eq(sb.st_mode & 07777, 0644, "a new file is %o, not what fopen gives (0644 under umask 022)",
+                 (unsigned)(sb.st_mode & 07777));
+    cr_assert_eq(chmod(p, 0640), 0);
+    cr_assert_eq(npy_write(p, 2, (int64_t[]){3, 2}, six, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(stat(p, &sb), 0);
+    cr_assert_eq(sb.st_mode & 07777, 0640, "the rewritten file lost its mode: %o", (unsigned)(sb.st_mode & 07777));
+    npy_array a;
+    cr_assert_eq(npy_read(p, &a, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(a.ndim, 2);
+    cr_assert_eq(a.shape[0], 3);
+    cr_assert_eq(a.data[5], 6.0f);
+    npy_free(&a);
+    char left[256];
+    others_in(dir, "out.npy", left, sizeof left);
+    cr_assert_str_empty(left, "left behind: %s", left);
+    cr_assert_eq(symlink("out.npy", link), 0);
+    cr_assert_eq(npy_write(link, 1, (int64_t[]){2}, six, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(lstat(link, &sb), 0);
+    cr_assert(S_ISLNK(sb.st_mode), "the link was replaced by a file");
+    cr_assert_eq(npy_read(p, &a, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(a.count, 2, "the link's target was not written");
+    npy_free(&a);
+    unlink(link);
+    unlink(p);
+    rmdir(dir);
+}
+
+/* A FIFO (as /dev/stdout may be) is written in place: renaming a file
+ * over it would replace it. */
+Test(npy, write_to_a_fifo, .timeout = 10)
+{
+    char dir[] = "/tmp/polydnn-npy-w-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[64];
+    snprintf(p, sizeof p, "%s/pipe.npy", dir);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        npy_array a;
+        char err[512];
+        if (npy_read(p, &a, err, sizeof err) != PDNN_SUCCESS) {
+            fprintf(stderr, "%s\n", err);
+            _exit(2);
+        }
+        _exit(a.count == 6 && a.data[5] == 6.0f ? 0 : 3);
+    }
+    char err[512] = "";
+    const float six[6] = {1, 2, 3, 4, 5, 6};
+    cr_assert_eq(npy_write(p, 2, (int64_t[]){2, 3}, six, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reader got the wrong array");
+    struct stat sb;
+    cr_assert_eq(lstat(p, &sb), 0);
+    cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced");
+    unlink(p);
+    rmdir(dir);
+}

@@ -524,45 +524,153 @@ pdnn_status npy_read(const char *path, npy_array *out, char *err, size_t errlen)
 
 /* ---- writing ----------------------------------------------------------- */
 
+/* Header and data to f; 0, or -1 with errno from the failed write. */
+static int write_image(FILE *f, const unsigned char *pre, const char *dict, size_t dlen, size_t pad,
+                       const float *data, int64_t count)
+{
+    if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, dlen, f) != dlen)
+        return -1;
+    for (size_t i = 0; i < pad; i++)
+        if (fputc(' ', f) == EOF)
+            return -1;
+    if (fputc('\n', f) == EOF)
+        return -1;
+    if (count == 0)
+        return 0;
+    if (host_is_little_endian())
+        return fwrite(data, 4, (size_t)count, f) == (size_t)count ? 0 : -1;
+    unsigned char b[4096];
+    for (int64_t i = 0; i < count;) {
+        size_t m = 0;
+        for (; m < sizeof b / 4 && i < count; m++, i++)
+            memcpy(b + 4 * m, &data[i], 4);
+        swap_to_host(b, m);
+        if (fwrite(b, 4, m, f) != m)
+            return -1;
+    }
+    return 0;
+}
+
 pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
                       size_t errlen)
 {
     if (ndim < 0 || ndim > NPY_MAX_DIMS)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%d dimensions", ndim);
+        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d dimensions (at most %d)", path, ndim,
+                    NPY_MAX_DIMS);
     char dict[512];
     int w = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
     int64_t count = 1;
     for (int i = 0; i < ndim; i++) {
-        w += snprintf(dict + w, sizeof dict - (size_t)w, "%lld,%s", (long long)shape[i],
-                      (i + 1 < ndim) ? " " : "");
+        if (shape[i] < 0 || (shape[i] > 0 && count > INT64_MAX / 4 / shape[i]))
+            return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: dimension %d is %" PRId64, path, i, shape[i]);
+        w += snprintf(dict + w, sizeof dict - (size_t)w, "%" PRId64 ",%s", shape[i], (i + 1 < ndim) ? " " : "");
         count *= shape[i];
     }
     if (ndim > 1)
         w--; /* numpy writes (2, 3) but (4,) */
     w += snprintf(dict + w, sizeof dict - (size_t)w, "), }");
+    if (count > 0 && !data)
+        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: no data", path);
     /* Pad with spaces so the data starts on a 64-byte boundary, as numpy does. */
     size_t total = 10 + (size_t)w + 1;
     size_t pad = (64 - total % 64) % 64;
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
     size_t hlen = (size_t)w + pad + 1;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
-                             (unsigned char)(hlen >> 8)};
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)w, f) == (size_t)w;
-    for (size_t i = 0; ok && i < pad; i++)
-        ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF;
-    for (int64_t i = 0; ok && i < count; i++) {
-        uint32_t v;
-        memcpy(&v, &data[i], 4);
-        unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                              (unsigned char)(v >> 24)};
-        ok = fwrite(b, 1, 4, f) == 4;
+    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+                                   (unsigned char)(hlen >> 8)};
+
+    /* Replace the file the path leads to: through a symbolic link, the
+     * link stays. A device or FIFO (/dev/null, /dev/stdout) has no old
+     * contents to keep and cannot be renamed over: write it in place. */
+    struct stat sb;
+    char *real = NULL;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        real = realpath(path, NULL);
+        if (!real && errno != ENOENT)
+            return fail(PDNN_ERR_IO, err, errlen, "%s: cannot follow the link: %s", path, strerror(errno));
     }
-    if (fclose(f) != 0)
-        ok = 0;
-    if (!ok)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: write failed", path);
-    return PDNN_SUCCESS;
+    const char *dst = real ? real : path;
+    int exists = stat(dst, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
+        FILE *f = fopen(dst, "wb");
+        int e = 0;
+        if (!f)
+            e = errno;
+        else if (write_image(f, pre, dict, (size_t)w, pad, data, count) != 0 || fflush(f) != 0)
+            e = errno ? errno : EIO;
+        if (f && fclose(f) != 0 && !e)
+            e = errno;
+        free(real);
+        if (e)
+            return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(e));
+        return PDNN_SUCCESS;
+    }
+
+    const char *slash = strrchr(dst, '/');
+    size_t dirlen = slash ? (size_t)(slash - dst) + 1 : 0;
+    static const char tmpname[] = ".polydnn-npy-XXXXXX";
+    char *tmp = malloc(dirlen + sizeof tmpname);
+    if (!tmp) {
+        free(real);
+        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
+    }
+    memcpy(tmp, dst, dirlen);
+    memcpy(tmp + dirlen, tmpname, sizeof tmpname);
+    const char *step = "creating a temporary file";
+    int e = 0;
+    int fd = mkstemp(tmp);
+    FILE *f = NULL;
+    if (fd < 0) {
+        e = errno;
+    } else {
+        /* mkstemp makes the file 0600: give it the old file's mode, or the
+         * mode fopen would have (umask is process-wide; the tool is one
+         * thread). */
+        mode_t mask = umask(0);
+        umask(mask);
+        (void)fchmod(fd, exists ? (sb.st_mode & 07777) : (0666 & ~mask));
+        f = fdopen(fd, "wb");
+        if (!f) {
+            e = errno;
+            close(fd);
+        }
+    }
+    errno = 0;
+    if (!e && write_image(f, pre, dict, (size_t)w, pad, data, count) != 0) {
+        step = "writing";
+        e = errno ? errno : EIO;
+    }
+    if (!e && fflush(f) != 0) {
+        step = "writing";
+        e = errno;
+    }
+    if (!e && fsync(fileno(f)) != 0) {
+        step = "syncing";
+        e = errno;
+    }
+    if (f && fclose(f) != 0 && !e) {
+        step = "closing";
+        e = errno;
+    }
+    if (!e && rename(tmp, dst) != 0) {
+        step = "renaming the temporary file into place";
+        e = errno;
+    }
+    if (e) {
+        if (fd >= 0)
+            unlink(tmp);
+        fail(PDNN_ERR_IO, err, errlen, "%s: %s %s failed: %s; %s", path, step, fd >= 0 ? tmp : "in its directory",
+             strerror(e), exists ? "the existing file is unchanged" : "nothing was written");
+    } else {
+        /* The rename is durable once the directory is on disk. */
+        char *dir = dirlen ? strndup(dst, dirlen) : strdup(".");
+        int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+        free(dir);
+    }
+    free(tmp);
+    free(real);
+    return e ? PDNN_ERR_IO : PDNN_SUCCESS;
 }

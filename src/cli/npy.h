@@ -41,7 +41,12 @@ pdnn_status npy_read_stream(FILE *f, const char *name, npy_array *out, char *err
  * messages as npy_read (without a file name). */
 pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char *err, size_t errlen);
 
-/* Writes a version 1.0 file. */
+/* Writes a version 1.0 file: to a new temporary file in path's directory,
+ * every write checked, flushed and fsync'd, then renamed over path. On
+ * failure the temporary file is removed, a file already at path is left
+ * as it was, and err says which step failed and why. A path that names
+ * an existing device or FIFO (/dev/null, /dev/stdout) is written in
+ * place; a symbolic link is followed, so the link stays. */
 pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
                       size_t errlen);
 
