@@ -184,6 +184,16 @@ for v in 1 2 3; do
         --device /cpu:0 --output "$tmp/v$v.npy"
     ok "npy version $v.0 read right" cmp "$tmp/v$v.npy" "$corpus/valid-v1-1x2x3x4.npy"
 done
+# Against numpy.load itself, on hand-written and randomly mutated headers:
+# numpy refuses => we refuse; numpy reads => we read the same (or refuse
+# on purpose, with the reasons the script lists).
+py=${PYTHON_TORCH:-python3}
+if "$py" -c 'import numpy' 2>/dev/null; then
+    ok "npy reader against numpy" "$py" "${PDNN_TOP_SRCDIR:-.}/tests/npy_vs_numpy.py" "$tool"
+    has "numpy comparison ran" "both read"
+else
+    echo "SKIP: npy reader against numpy: no numpy for $py"
+fi
 ok "help conv" "$tool" conv --help
 has "help lists flags" "--filter-layout"
 ok "help pool" "$tool" pool --help

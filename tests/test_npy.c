@@ -262,6 +262,8 @@ Test(npy, header_variants_numpy_accepts)
     expect_shape("  {'descr':\t'<f4',\n 'fortran_order':False,'shape':(\n2 ,3 ,\n) ,\n}", 2, (int64_t[]){2, 3});
     expect_shape("{'shape': (6,), 'fortran_order': False, 'descr': '<f4'}", 1, (int64_t[]){6});
     expect_shape("{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }", 2, (int64_t[]){2, 3});
+    expect_shape("{u'descr': r'<f4', U'fortran_order': False, R\"shape\": (6,)}", 1, (int64_t[]){6});
+    expect_refused("{b'descr': '<f4', 'fortran_order': False, 'shape': (6,)}", 24, "a quoted key");
     expect_shape("{'descr': '<f4', 'fortran_order': False, 'shape': ()}", 0, NULL);
     expect_shape("{'descr': '<f4', 'fortran_order': False, 'shape': (000, 5)}", 2, (int64_t[]){0, 5});
     expect_shape("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 2, 3)}", 8,

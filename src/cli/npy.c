@@ -117,10 +117,17 @@ static pdnn_status hp_expected(const hparse *h, const char *what)
                 what, found);
 }
 
-/* A quoted string without escapes; str and len point into the header. */
+/* A quoted string without escapes; str and len point into the header.
+ * Python's u and r prefixes change nothing here (b would make bytes, which
+ * numpy refuses as a key or dtype). */
 static pdnn_status hp_string(hparse *h, const char *what, const char **str, size_t *len)
 {
     int q = hp_peek(h);
+    if ((q == 'u' || q == 'U' || q == 'r' || q == 'R') && h->i + 1 < h->n &&
+        (h->s[h->i + 1] == '\'' || h->s[h->i + 1] == '"')) {
+        h->i++;
+        q = hp_peek(h);
+    }
     if (q != '\'' && q != '"')
         return hp_expected(h, what);
     size_t open = h->i++;
