@@ -123,6 +123,23 @@ ok "same file from both devices (max is exact)" cmp "$tmp/p.npy" "$tmp/p2.npy"
 ok "nhwc npy out" "$tool" conv -n 1 -c 3 -H 6 -W 6 -k 4 --layout NHWC --seed 1 --iters 1 --output "$tmp/yh.npy"
 ok "nhwc npy in" "$tool" conv --input "$tmp/yh.npy" --layout NHWC -k 2 -y 1 -x 1 --iters 1 --verify
 has "shape from file" "n1 c4 4x4"
+# --output may name the --input file: the output replaces it only when
+# whole. Under a file size limit (a full disk) the write fails, says so,
+# and the input is still there, unchanged, with no temporary file left.
+ok "pool expected" "$tool" pool --input "$tmp/y.npy" -y 2 -x 2 --iters 1 --device /cpu:0 --output "$tmp/pe.npy"
+cp "$tmp/y.npy" "$tmp/same.npy"
+ok "pool --output = --input" "$tool" pool --input "$tmp/same.npy" -y 2 -x 2 --iters 1 --device /cpu:0 \
+    --output "$tmp/same.npy"
+ok "--output = --input gives the result" cmp "$tmp/same.npy" "$tmp/pe.npy"
+mkdir "$tmp/full"
+ok "a 4 KB output" "$tool" conv -c 3 -H 16 -W 16 -k 4 -p 1 -q 1 --seed 2 --iters 1 --device /cpu:0 \
+    --output "$tmp/full/x.npy"
+cp "$tmp/full/x.npy" "$tmp/x-before.npy"
+bad "--output = --input on a full disk" 1 "File too large; the existing file is unchanged" \
+    sh -c 'ulimit -f 4; trap "" XFSZ; exec "$0" conv --input "$1" -k 4 -p 1 -q 1 --iters 1 --device /cpu:0 --output "$1"' \
+    "$tool" "$tmp/full/x.npy"
+ok "the input survived" cmp "$tmp/full/x.npy" "$tmp/x-before.npy"
+ok "no temporary file left" test "$(ls -A "$tmp/full")" = x.npy
 
 # Bad input: usage errors exit 2, runtime errors 1, each with a message.
 bad "unknown flag" 2 "unknown flag" "$tool" conv --frobnicate
@@ -146,6 +163,37 @@ bad "corrupt npy" 1 "magic" "$tool" pool --input "$tmp/bad.npy"
 head -c 100 "$tmp/y.npy" >"$tmp/trunc.npy"
 bad "truncated npy" 1 "truncated" "$tool" pool --input "$tmp/trunc.npy"
 bad "4-d bias" 1 "expected 1" "$tool" conv -k 2 --bias-file "$tmp/p.npy"
+# The .npy reader looks at the header before the data: /dev/zero is
+# refused at once in bounded memory (it used to be read until memory ran
+# out), and each header numpy refuses is refused with what is wrong.
+corpus=${PDNN_TOP_SRCDIR:-.}/tests/fuzz/npy-corpus
+vlimit="ulimit -v 1000000;" # 1 GB; ASan reserves terabytes of address space
+[ "${PDNN_SANITIZERS:-no}" = yes ] && vlimit=
+bad "/dev/zero input" 1 "bad magic" sh -c "$vlimit"' exec timeout 5 "$0" pool --input /dev/zero' "$tool"
+bad "npy duplicate key" 1 "duplicate key 'shape'" "$tool" pool --input "$corpus/header-duplicate-key.npy"
+bad "npy key inside a string" 1 "unknown key 'note'" "$tool" pool --input "$corpus/header-key-in-string.npy"
+bad "npy missing key" 1 "no 'fortran_order' key" "$tool" pool --input "$corpus/header-missing-key.npy"
+bad "npy extra key" 1 "unknown key 'x'" "$tool" pool --input "$corpus/header-extra-key.npy"
+bad "npy shape overflow" 1 "overflows" "$tool" pool --input "$corpus/header-shape-overflow.npy"
+bad "npy larger than the file" 1 "needs 4000000000000 bytes of float32, the file has 0" \
+    "$tool" pool --input "$corpus/huge-declared-size.npy"
+# numpy's own files of each version; a 1x1 pool with stride 1 is the
+# identity, and our writer writes numpy's version 1.0 bytes.
+for v in 1 2 3; do
+    ok "npy version $v.0 in" "$tool" pool --input "$corpus/valid-v$v-1x2x3x4.npy" -y 1 -x 1 -u 1 -v 1 --iters 1 \
+        --device /cpu:0 --output "$tmp/v$v.npy"
+    ok "npy version $v.0 read right" cmp "$tmp/v$v.npy" "$corpus/valid-v1-1x2x3x4.npy"
+done
+# Against numpy.load itself, on hand-written and randomly mutated headers:
+# numpy refuses => we refuse; numpy reads => we read the same (or refuse
+# on purpose, with the reasons the script lists).
+py=${PYTHON_TORCH:-python3}
+if "$py" -c 'import numpy' 2>/dev/null; then
+    ok "npy reader against numpy" "$py" "${PDNN_TOP_SRCDIR:-.}/tests/npy_vs_numpy.py" "$tool"
+    has "numpy comparison ran" "both read"
+else
+    echo "SKIP: npy reader against numpy: no numpy for $py"
+fi
 ok "help conv" "$tool" conv --help
 has "help lists flags" "--filter-layout"
 ok "help pool" "$tool" pool --help

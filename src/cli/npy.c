@@ -1,14 +1,27 @@
-/* NumPy .npy reader and writer for float32 C-order arrays. The header is
- * a Python dict literal; we parse exactly the three keys numpy writes and
- * reject anything we cannot represent rather than guess. */
+/* NumPy .npy reader and writer for float32 C-order arrays.
+ *
+ * The header is a Python dict literal. numpy evaluates it with
+ * ast.literal_eval; we parse the subset any numpy writes (the three keys,
+ * once each; a quoted string, True/False, a tuple of non-negative ints;
+ * whitespace) and refuse the rest with a message saying what we found,
+ * rather than search it for substrings and guess. The reader looks at the
+ * magic and the header before it reads or allocates anything for the
+ * data, and reads the data straight into its one allocation. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "npy.h"
 
-#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
 {
@@ -26,153 +39,483 @@ void npy_free(npy_array *a)
     if (!a)
         return;
     free(a->data);
-    a->data = NULL;
-    a->count = 0;
-    a->ndim = 0;
+    memset(a, 0, sizeof *a);
 }
 
-/* Finds 'key': in the header and returns a pointer to its value. */
-static const char *find_key(const char *h, const char *key)
+static int host_is_little_endian(void)
 {
-    char pat[32];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *p = strstr(h, pat);
-    if (!p) {
-        snprintf(pat, sizeof pat, "\"%s\"", key);
-        p = strstr(h, pat);
+    const uint32_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* The file is little-endian; so is every host we build for, but keep the
+ * bytes right anywhere. In place, so the data is never held twice. */
+static void swap_to_host(void *p, size_t n)
+{
+    if (host_is_little_endian() || !p)
+        return;
+    unsigned char *b = p;
+    for (size_t i = 0; i < n; i++, b += 4) {
+        unsigned char t = b[0];
+        b[0] = b[3];
+        b[3] = t;
+        t = b[1];
+        b[1] = b[2];
+        b[2] = t;
     }
-    if (!p)
-        return NULL;
-    p += strlen(pat);
-    while (*p == ' ')
-        p++;
-    if (*p != ':')
-        return NULL;
-    p++;
-    while (*p == ' ')
-        p++;
-    return p;
 }
 
-static pdnn_status parse_header(const char *h, npy_array *out, char *err, size_t errlen)
+static void shape_str(const npy_array *a, char *buf, size_t len)
 {
-    const char *d = find_key(h, "descr");
-    if (!d)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header has no 'descr'");
-    if (strncmp(d, "'<f4'", 5) != 0 && strncmp(d, "\"<f4\"", 5) != 0) {
-        char dt[16] = {0};
-        size_t i = 0;
-        while (d[i] && d[i] != ',' && i < sizeof dt - 1) {
-            dt[i] = d[i];
-            i++;
-        }
-        return fail(PDNN_ERR_CORRUPT, err, errlen,
-                    "dtype %s is not supported: polydnn reads little-endian float32 ('<f4'); "
+    size_t w = (size_t)snprintf(buf, len, "(");
+    for (int i = 0; i < a->ndim && w < len; i++)
+        w += (size_t)snprintf(buf + w, len - w, "%s%" PRId64, i ? ", " : "", a->shape[i]);
+    if (w < len)
+        snprintf(buf + w, len - w, "%s)", a->ndim == 1 ? "," : "");
+}
+
+/* ---- the header dict ------------------------------------------------- */
+
+typedef struct hparse {
+    const char *s; /* the header text (not NUL-terminated) */
+    size_t n, i;   /* its length; the position */
+    unsigned major;
+    char *err;
+    size_t errlen;
+} hparse;
+
+static int hp_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+static void hp_skip_ws(hparse *h)
+{
+    while (h->i < h->n && hp_ws(h->s[h->i]))
+        h->i++;
+}
+
+static int hp_peek(const hparse *h)
+{
+    return h->i < h->n ? (unsigned char)h->s[h->i] : -1;
+}
+
+/* "malformed header at byte B: expected WHAT, found X". */
+static pdnn_status hp_expected(const hparse *h, const char *what)
+{
+    char found[32];
+    int c = hp_peek(h);
+    if (c < 0)
+        snprintf(found, sizeof found, "the end of the header");
+    else if (c >= 0x21 && c < 0x7f)
+        snprintf(found, sizeof found, "'%c'", c);
+    else
+        snprintf(found, sizeof found, "byte 0x%02x", (unsigned)c);
+    return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "malformed header at byte %zu: expected %s, found %s", h->i,
+                what, found);
+}
+
+/* A quoted string without escapes; str and len point into the header.
+ * Python's u and r prefixes change nothing here (b would make bytes, which
+ * numpy refuses as a key or dtype). */
+static pdnn_status hp_string(hparse *h, const char *what, const char **str, size_t *len)
+{
+    int q = hp_peek(h);
+    if ((q == 'u' || q == 'U' || q == 'r' || q == 'R') && h->i + 1 < h->n &&
+        (h->s[h->i + 1] == '\'' || h->s[h->i + 1] == '"')) {
+        h->i++;
+        q = hp_peek(h);
+    }
+    if (q != '\'' && q != '"')
+        return hp_expected(h, what);
+    size_t open = h->i++;
+    size_t start = h->i;
+    while (h->i < h->n && h->s[h->i] != q) {
+        unsigned char c = (unsigned char)h->s[h->i];
+        if (c == '\\')
+            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+                        "malformed header at byte %zu: a backslash escape in a string (numpy writes none)", h->i);
+        if (c < 0x20 || c >= 0x7f)
+            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+                        "malformed header at byte %zu: byte 0x%02x inside a string (a line break, a control "
+                        "character or non-ASCII)",
+                        h->i, (unsigned)c);
+        h->i++;
+    }
+    if (h->i >= h->n)
+        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "malformed header: the string opened at byte %zu never ends",
+                    open);
+    *str = h->s + start;
+    *len = h->i - start;
+    h->i++;
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status hp_descr(hparse *h)
+{
+    const char *v = NULL;
+    size_t n = 0;
+    pdnn_status st = hp_string(h, "a quoted dtype such as '<f4' for 'descr' (structured dtypes are not supported)",
+                               &v, &n);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (n != 3 || memcmp(v, "<f4", 3) != 0)
+        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+                    "dtype '%.*s' is not supported: polydnn reads little-endian float32 ('<f4'); "
                     "convert with array.astype(numpy.float32)",
-                    dt);
-    }
-    const char *f = find_key(h, "fortran_order");
-    if (!f)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header has no 'fortran_order'");
-    if (strncmp(f, "True", 4) == 0)
-        return fail(PDNN_ERR_CORRUPT, err, errlen,
+                    n > 40 ? 40 : (int)n, v);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status hp_fortran(hparse *h)
+{
+    size_t start = h->i;
+    while (h->i < h->n && (h->s[h->i] == '_' || (h->s[h->i] >= 'a' && h->s[h->i] <= 'z') ||
+                           (h->s[h->i] >= 'A' && h->s[h->i] <= 'Z') || (h->s[h->i] >= '0' && h->s[h->i] <= '9')))
+        h->i++;
+    size_t n = h->i - start;
+    if (n == 5 && memcmp(h->s + start, "False", 5) == 0)
+        return PDNN_SUCCESS;
+    if (n == 4 && memcmp(h->s + start, "True", 4) == 0)
+        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
                     "the array is in Fortran order; save it with numpy.ascontiguousarray first");
-    if (strncmp(f, "False", 5) != 0)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "'fortran_order' is neither True nor False");
-    const char *s = find_key(h, "shape");
-    if (!s || *s != '(')
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header has no 'shape' tuple");
-    s++;
-    int nd = 0;
-    int64_t count = 1;
-    for (;;) {
-        while (*s == ' ')
-            s++;
-        if (*s == ')')
-            break;
-        if (!isdigit((unsigned char)*s))
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "the shape holds something other than a number");
-        errno = 0;
-        char *end = NULL;
-        long long v = strtoll(s, &end, 10);
-        if (errno != 0 || v < 0)
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "a dimension of the shape is out of range");
-        if (nd == NPY_MAX_DIMS)
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "more than %d dimensions", NPY_MAX_DIMS);
-        if (v > 0 && count > INT64_MAX / 4 / v)
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "the shape's size overflows");
-        out->shape[nd++] = v;
-        count *= v;
-        s = end;
-        while (*s == ' ')
-            s++;
-        if (*s == ',')
-            s++;
-        else if (*s != ')')
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "the shape tuple is malformed");
+    h->i = start;
+    return hp_expected(h, "True or False for 'fortran_order'");
+}
+
+/* One dimension: a decimal Python int, >= 0, with the 'L' suffix Python 2
+ * wrote for longs (numpy drops it in versions 1.0 and 2.0). */
+static pdnn_status hp_dim(hparse *h, int64_t *v)
+{
+    int c = hp_peek(h);
+    if (c == '-')
+        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "a negative dimension in 'shape' at byte %zu", h->i);
+    if (c < '0' || c > '9')
+        return hp_expected(h, "a dimension (a non-negative integer) in 'shape'");
+    size_t start = h->i;
+    int64_t x = 0;
+    int nonzero = 0;
+    while (h->i < h->n && h->s[h->i] >= '0' && h->s[h->i] <= '9') {
+        int d = h->s[h->i] - '0';
+        if (x > (INT64_MAX - d) / 10)
+            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+                        "the dimension at byte %zu of the header overflows a 64-bit integer", start);
+        x = x * 10 + d;
+        nonzero |= d;
+        h->i++;
     }
+    /* Python reads 007 as a syntax error (but 000 as 0). */
+    if (h->i - start > 1 && h->s[start] == '0' && nonzero)
+        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+                    "malformed header at byte %zu: a dimension with a leading zero", start);
+    if (h->major <= 2 && (hp_peek(h) == 'L' || hp_peek(h) == 'l'))
+        h->i++;
+    *v = x;
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status hp_shape(hparse *h, npy_array *out)
+{
+    if (hp_peek(h) != '(')
+        return hp_expected(h, "a tuple such as (2, 3) for 'shape'");
+    h->i++;
+    hp_skip_ws(h);
+    int nd = 0, comma = 0;
+    while (hp_peek(h) != ')') {
+        if (nd == NPY_MAX_DIMS)
+            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "'shape' has more than %d dimensions", NPY_MAX_DIMS);
+        pdnn_status st = hp_dim(h, &out->shape[nd]);
+        if (st != PDNN_SUCCESS)
+            return st;
+        nd++;
+        hp_skip_ws(h);
+        comma = hp_peek(h) == ',';
+        if (comma) {
+            h->i++;
+            hp_skip_ws(h);
+        } else if (hp_peek(h) != ')') {
+            return hp_expected(h, "',' or ')' in 'shape'");
+        }
+    }
+    h->i++;
+    /* (6) is an int to Python, not a tuple: numpy refuses it. */
+    if (nd == 1 && !comma)
+        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+                    "'shape' is (%" PRId64 "), which is not a tuple: a one-element tuple is written (%" PRId64 ",)",
+                    out->shape[0], out->shape[0]);
     out->ndim = nd;
+    int64_t count = 1;
+    for (int i = 0; i < nd; i++) {
+        int64_t v = out->shape[i];
+        /* 4 * count must fit int64_t and size_t: the data's size in bytes. */
+        int64_t limit = (int64_t)((uint64_t)SIZE_MAX / 4 < (uint64_t)INT64_MAX / 4 ? (uint64_t)SIZE_MAX / 4
+                                                                                   : (uint64_t)INT64_MAX / 4);
+        if (v > 0 && count > limit / v) {
+            char s[256];
+            shape_str(out, s, sizeof s);
+            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+                        "the shape %s overflows: its size in bytes does not fit in 64 bits", s);
+        }
+        count *= v;
+    }
     out->count = count;
     return PDNN_SUCCESS;
+}
+
+static const char *const hp_keys[3] = {"descr", "fortran_order", "shape"};
+
+static pdnn_status parse_header(const char *s, size_t n, unsigned major, npy_array *out, char *err, size_t errlen)
+{
+    hparse h = {s, n, 0, major, err, errlen};
+    if (memchr(s, '\0', n))
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header contains a NUL byte");
+    hp_skip_ws(&h);
+    if (hp_peek(&h) != '{')
+        return hp_expected(&h, "'{' opening the header dict");
+    h.i++;
+    int seen[3] = {0, 0, 0};
+    for (;;) {
+        hp_skip_ws(&h);
+        if (hp_peek(&h) == '}')
+            break;
+        const char *k = NULL;
+        size_t kn = 0;
+        pdnn_status st = hp_string(&h, "a quoted key or '}'", &k, &kn);
+        if (st != PDNN_SUCCESS)
+            return st;
+        int key = -1;
+        for (int i = 0; i < 3; i++)
+            if (kn == strlen(hp_keys[i]) && memcmp(k, hp_keys[i], kn) == 0)
+                key = i;
+        if (key < 0)
+            return fail(PDNN_ERR_CORRUPT, err, errlen,
+                        "unknown key '%.*s' in the header (a .npy header has exactly 'descr', 'fortran_order' "
+                        "and 'shape')",
+                        kn > 40 ? 40 : (int)kn, k);
+        /* numpy would take the last one; which one the writer meant is
+         * anyone's guess. */
+        if (seen[key]++)
+            return fail(PDNN_ERR_CORRUPT, err, errlen, "duplicate key '%s' in the header", hp_keys[key]);
+        hp_skip_ws(&h);
+        if (hp_peek(&h) != ':') {
+            char what[48];
+            snprintf(what, sizeof what, "':' after the key '%s'", hp_keys[key]);
+            return hp_expected(&h, what);
+        }
+        h.i++;
+        hp_skip_ws(&h);
+        st = key == 0 ? hp_descr(&h) : key == 1 ? hp_fortran(&h) : hp_shape(&h, out);
+        if (st != PDNN_SUCCESS)
+            return st;
+        hp_skip_ws(&h);
+        if (hp_peek(&h) == ',') {
+            h.i++;
+            continue;
+        }
+        if (hp_peek(&h) != '}') {
+            char what[64];
+            snprintf(what, sizeof what, "',' or '}' after the value of '%s'", hp_keys[key]);
+            return hp_expected(&h, what);
+        }
+    }
+    h.i++;
+    hp_skip_ws(&h);
+    if (h.i < h.n)
+        return hp_expected(&h, "nothing but spaces after the header's closing '}'");
+    for (int i = 0; i < 3; i++)
+        if (!seen[i])
+            return fail(PDNN_ERR_CORRUPT, err, errlen, "the header has no '%s' key", hp_keys[i]);
+    return PDNN_SUCCESS;
+}
+
+/* ---- magic, version, header length ----------------------------------- */
+
+static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+/* Checks the first have bytes; on success *start is where the header
+ * begins (10 or 12) and *hlen its declared length. */
+static pdnn_status parse_prefix(const unsigned char *b, size_t have, unsigned *major, size_t *start, size_t *hlen,
+                                char *err, size_t errlen)
+{
+    if (memcmp(b, npy_magic, have < 6 ? have : 6) != 0)
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "not a .npy file (bad magic: it does not start with \\x93NUMPY)");
+    if (have < 6)
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "not a .npy file (bad magic: %zu bytes, shorter than the magic string)",
+                    have);
+    if (have < 8)
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header: the file ends inside the format version");
+    if (b[6] < 1 || b[6] > 3 || b[7] != 0)
+        return fail(PDNN_ERR_CORRUPT, err, errlen,
+                    "unsupported .npy format version %u.%u (polydnn reads 1.0, 2.0 and 3.0)", b[6], b[7]);
+    *major = b[6];
+    *start = b[6] == 1 ? 10 : 12;
+    if (have < *start)
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header: the file ends inside the header length");
+    *hlen = (size_t)b[8] | (size_t)b[9] << 8;
+    if (*start == 12)
+        *hlen |= (size_t)b[10] << 16 | (size_t)b[11] << 24;
+    if (*hlen > NPY_MAX_HEADER_LEN)
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header declares %zu bytes; polydnn reads headers of at most %u",
+                    *hlen, NPY_MAX_HEADER_LEN);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status size_mismatch(const npy_array *a, uint64_t have, char *err, size_t errlen)
+{
+    char s[256];
+    shape_str(a, s, sizeof s);
+    uint64_t need = (uint64_t)a->count * 4;
+    if (have < need)
+        return fail(PDNN_ERR_CORRUPT, err, errlen,
+                    "truncated data: the shape %s needs %" PRIu64 " bytes of float32, the file has %" PRIu64, s, need,
+                    have);
+    return fail(PDNN_ERR_CORRUPT, err, errlen, "%" PRIu64 " bytes of trailing data after the array of shape %s",
+                have - need, s);
 }
 
 pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "not a .npy file (bad magic)");
-    unsigned major = buf[6];
-    size_t hlen, start;
-    if (major == 1) {
-        hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
-        start = 10;
-    } else if (major == 2 || major == 3) {
-        if (len < 12)
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header");
-        hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
-        start = 12;
-    } else {
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "unsupported .npy format version %u.%u", major, buf[7]);
-    }
-    if (hlen > len - start)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)",
-                    hlen, len - start);
-    char *h = malloc(hlen + 1);
-    if (!h)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory");
-    memcpy(h, buf + start, hlen);
-    h[hlen] = '\0';
-    if (strlen(h) != hlen) {
-        free(h);
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header contains a NUL byte");
-    }
-    pdnn_status st = parse_header(h, out, err, errlen);
-    free(h);
+    unsigned major = 0;
+    size_t start = 0, hlen = 0;
+    pdnn_status st = parse_prefix(buf, len, &major, &start, &hlen, err, errlen);
     if (st != PDNN_SUCCESS)
         return st;
-    size_t data_at = start + hlen;
-    uint64_t need = (uint64_t)out->count * 4;
-    if (len - data_at < need)
-        return fail(PDNN_ERR_CORRUPT, err, errlen,
-                    "truncated data: the shape needs %llu bytes, the file has %zu",
-                    (unsigned long long)need, len - data_at);
-    if (len - data_at > need)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "%zu bytes of trailing data after the array",
-                    (size_t)(len - data_at - need));
-    if (out->count > 0) {
-        out->data = malloc((size_t)need);
+    if (hlen > len - start)
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)", hlen,
+                    len - start);
+    st = parse_header((const char *)buf + start, hlen, major, out, err, errlen);
+    if (st == PDNN_SUCCESS && len - start - hlen != (uint64_t)out->count * 4)
+        st = size_mismatch(out, len - start - hlen, err, errlen);
+    size_t need = (size_t)out->count * 4;
+    if (st == PDNN_SUCCESS && need > 0) {
+        out->data = malloc(need);
         if (!out->data)
-            return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %llu bytes",
-                        (unsigned long long)need);
-        /* The file is little-endian; so is every host we build for, but
-         * assemble the words byte by byte so that stays true anywhere. */
-        const unsigned char *p = buf + data_at;
-        for (int64_t i = 0; i < out->count; i++, p += 4) {
-            uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-            memcpy(&out->data[i], &w, 4);
+            st = fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
+        else {
+            memcpy(out->data, buf + start + hlen, need);
+            swap_to_host(out->data, (size_t)out->count);
         }
     }
+    if (st != PDNN_SUCCESS)
+        npy_free(out);
+    return st;
+}
+
+/* ---- reading a stream -------------------------------------------------- */
+
+static pdnn_status read_error(FILE *f, const char *what, char *err, size_t errlen)
+{
+    return fail(PDNN_ERR_IO, err, errlen, "read error in %s: %s", what, ferror(f) ? strerror(errno) : "unknown");
+}
+
+/* The data of a stream whose size is unknown (a pipe, a device): read in
+ * growing pieces, so a header that declares more than the stream holds
+ * costs no more memory than the stream gave. */
+static pdnn_status read_unsized(FILE *f, npy_array *out, char *err, size_t errlen)
+{
+    const size_t need = (size_t)out->count * 4;
+    size_t used = 0, cap = 0;
+    unsigned char *buf = NULL;
+    while (used < need) {
+        if (used == cap) {
+            size_t ncap = cap ? cap * 2 : (size_t)1 << 20;
+            if (ncap > need || ncap < cap)
+                ncap = need;
+            unsigned char *g = realloc(buf, ncap);
+            if (!g) {
+                free(buf);
+                return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", ncap);
+            }
+            buf = g;
+            cap = ncap;
+        }
+        size_t got = fread(buf + used, 1, cap - used, f);
+        used += got;
+        if (used < cap) {
+            pdnn_status st = ferror(f) ? read_error(f, "the data", err, errlen) : size_mismatch(out, used, err, errlen);
+            free(buf);
+            return st;
+        }
+    }
+    if (fgetc(f) != EOF) {
+        char s[256];
+        shape_str(out, s, sizeof s);
+        free(buf);
+        return fail(PDNN_ERR_CORRUPT, err, errlen, "trailing data after the %zu bytes the shape %s needs", need, s);
+    }
+    out->data = (float *)buf;
     return PDNN_SUCCESS;
+}
+
+static pdnn_status read_stream(FILE *f, npy_array *out, char *err, size_t errlen)
+{
+    unsigned char pre[12];
+    size_t have = fread(pre, 1, 8, f);
+    if (have < 8 && ferror(f))
+        return read_error(f, "the magic string", err, errlen);
+    if (have == 8 && pre[6] >= 1 && pre[6] <= 3)
+        have += fread(pre + 8, 1, pre[6] == 1 ? 2 : 4, f);
+    if (ferror(f))
+        return read_error(f, "the header length", err, errlen);
+    unsigned major = 0;
+    size_t start = 0, hlen = 0;
+    pdnn_status st = parse_prefix(pre, have, &major, &start, &hlen, err, errlen);
+    if (st != PDNN_SUCCESS)
+        return st;
+    char *h = malloc(hlen ? hlen : 1);
+    if (!h)
+        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for a %zu-byte header", hlen);
+    size_t got = fread(h, 1, hlen, f);
+    if (got < hlen)
+        st = ferror(f) ? read_error(f, "the header", err, errlen)
+                       : fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)",
+                              hlen, got);
+    else
+        st = parse_header(h, hlen, major, out, err, errlen);
+    free(h);
+    if (st != PDNN_SUCCESS || out->count == 0) {
+        if (st == PDNN_SUCCESS && fgetc(f) != EOF)
+            st = fail(PDNN_ERR_CORRUPT, err, errlen, "trailing data after an array with no elements");
+        return st;
+    }
+    /* A regular file tells its size: check the shape against it before
+     * allocating anything. */
+    struct stat sb;
+    int fd = fileno(f);
+    off_t pos = fd >= 0 ? ftello(f) : -1;
+    if (pos >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        uint64_t rest = sb.st_size > pos ? (uint64_t)(sb.st_size - pos) : 0;
+        if (rest != (uint64_t)out->count * 4)
+            return size_mismatch(out, rest, err, errlen);
+        size_t need = (size_t)out->count * 4;
+        out->data = malloc(need ? need : 1);
+        if (!out->data)
+            return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
+        got = fread(out->data, 1, need, f);
+        if (got < need) /* the file shrank under us */
+            return ferror(f) ? read_error(f, "the data", err, errlen) : size_mismatch(out, got, err, errlen);
+    } else {
+        st = read_unsized(f, out, err, errlen);
+        if (st != PDNN_SUCCESS)
+            return st;
+    }
+    swap_to_host(out->data, (size_t)out->count);
+    return PDNN_SUCCESS;
+}
+
+pdnn_status npy_read_stream(FILE *f, const char *name, npy_array *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    char inner[512] = "";
+    pdnn_status st = read_stream(f, out, inner, sizeof inner);
+    if (st != PDNN_SUCCESS) {
+        npy_free(out);
+        fail(st, err, errlen, "%s: %s", name, inner);
+    }
+    return st;
 }
 
 pdnn_status npy_read(const char *path, npy_array *out, char *err, size_t errlen)
@@ -181,78 +524,160 @@ pdnn_status npy_read(const char *path, npy_array *out, char *err, size_t errlen)
     FILE *f = fopen(path, "rb");
     if (!f)
         return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
-    unsigned char *buf = NULL;
-    size_t used = 0, cap = 0;
-    pdnn_status st = PDNN_SUCCESS;
-    for (;;) {
-        if (cap - used < 65536) {
-            size_t ncap = cap ? cap * 2 : 131072;
-            unsigned char *grown = realloc(buf, ncap);
-            if (!grown) {
-                st = fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
-                break;
-            }
-            buf = grown;
-            cap = ncap;
-        }
-        size_t got = fread(buf + used, 1, cap - used, f);
-        used += got;
-        if (got == 0) {
-            if (ferror(f))
-                st = fail(PDNN_ERR_IO, err, errlen, "%s: read error", path);
-            break;
-        }
-    }
+    pdnn_status st = npy_read_stream(f, path, out, err, errlen);
     fclose(f);
-    if (st == PDNN_SUCCESS) {
-        char inner[256] = "";
-        st = npy_parse(buf, used, out, inner, sizeof inner);
-        if (st != PDNN_SUCCESS)
-            fail(st, err, errlen, "%s: %s", path, inner);
-    }
-    free(buf);
     return st;
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+/* Header and data to f; 0, or -1 with errno from the failed write. */
+static int write_image(FILE *f, const unsigned char *pre, const char *dict, size_t dlen, size_t pad,
+                       const float *data, int64_t count)
+{
+    if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, dlen, f) != dlen)
+        return -1;
+    for (size_t i = 0; i < pad; i++)
+        if (fputc(' ', f) == EOF)
+            return -1;
+    if (fputc('\n', f) == EOF)
+        return -1;
+    if (count == 0)
+        return 0;
+    if (host_is_little_endian())
+        return fwrite(data, 4, (size_t)count, f) == (size_t)count ? 0 : -1;
+    unsigned char b[4096];
+    for (int64_t i = 0; i < count;) {
+        size_t m = 0;
+        for (; m < sizeof b / 4 && i < count; m++, i++)
+            memcpy(b + 4 * m, &data[i], 4);
+        swap_to_host(b, m);
+        if (fwrite(b, 4, m, f) != m)
+            return -1;
+    }
+    return 0;
 }
 
 pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
                       size_t errlen)
 {
     if (ndim < 0 || ndim > NPY_MAX_DIMS)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%d dimensions", ndim);
+        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d dimensions (at most %d)", path, ndim,
+                    NPY_MAX_DIMS);
     char dict[512];
     int w = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
     int64_t count = 1;
     for (int i = 0; i < ndim; i++) {
-        w += snprintf(dict + w, sizeof dict - (size_t)w, "%lld,%s", (long long)shape[i],
-                      (i + 1 < ndim) ? " " : "");
+        if (shape[i] < 0 || (shape[i] > 0 && count > INT64_MAX / 4 / shape[i]))
+            return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: dimension %d is %" PRId64, path, i, shape[i]);
+        w += snprintf(dict + w, sizeof dict - (size_t)w, "%" PRId64 ",%s", shape[i], (i + 1 < ndim) ? " " : "");
         count *= shape[i];
     }
     if (ndim > 1)
         w--; /* numpy writes (2, 3) but (4,) */
     w += snprintf(dict + w, sizeof dict - (size_t)w, "), }");
+    if (count > 0 && !data)
+        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: no data", path);
     /* Pad with spaces so the data starts on a 64-byte boundary, as numpy does. */
     size_t total = 10 + (size_t)w + 1;
     size_t pad = (64 - total % 64) % 64;
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
     size_t hlen = (size_t)w + pad + 1;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
-                             (unsigned char)(hlen >> 8)};
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)w, f) == (size_t)w;
-    for (size_t i = 0; ok && i < pad; i++)
-        ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF;
-    for (int64_t i = 0; ok && i < count; i++) {
-        uint32_t v;
-        memcpy(&v, &data[i], 4);
-        unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                              (unsigned char)(v >> 24)};
-        ok = fwrite(b, 1, 4, f) == 4;
+    const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+                                   (unsigned char)(hlen >> 8)};
+
+    /* Replace the file the path leads to: through a symbolic link, the
+     * link stays. A device or FIFO (/dev/null, /dev/stdout) has no old
+     * contents to keep and cannot be renamed over: write it in place. */
+    struct stat sb;
+    char *real = NULL;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        real = realpath(path, NULL);
+        if (!real && errno != ENOENT)
+            return fail(PDNN_ERR_IO, err, errlen, "%s: cannot follow the link: %s", path, strerror(errno));
     }
-    if (fclose(f) != 0)
-        ok = 0;
-    if (!ok)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: write failed", path);
-    return PDNN_SUCCESS;
+    const char *dst = real ? real : path;
+    int exists = stat(dst, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
+        FILE *f = fopen(dst, "wb");
+        int e = 0;
+        if (!f)
+            e = errno;
+        else if (write_image(f, pre, dict, (size_t)w, pad, data, count) != 0 || fflush(f) != 0)
+            e = errno ? errno : EIO;
+        if (f && fclose(f) != 0 && !e)
+            e = errno;
+        free(real);
+        if (e)
+            return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(e));
+        return PDNN_SUCCESS;
+    }
+
+    const char *slash = strrchr(dst, '/');
+    size_t dirlen = slash ? (size_t)(slash - dst) + 1 : 0;
+    static const char tmpname[] = ".polydnn-npy-XXXXXX";
+    char *tmp = malloc(dirlen + sizeof tmpname);
+    if (!tmp) {
+        free(real);
+        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
+    }
+    memcpy(tmp, dst, dirlen);
+    memcpy(tmp + dirlen, tmpname, sizeof tmpname);
+    const char *step = "creating a temporary file";
+    int e = 0;
+    int fd = mkstemp(tmp);
+    FILE *f = NULL;
+    if (fd < 0) {
+        e = errno;
+    } else {
+        /* mkstemp makes the file 0600: give it the old file's mode, or the
+         * mode fopen would have (umask is process-wide; the tool is one
+         * thread). */
+        mode_t mask = umask(0);
+        umask(mask);
+        (void)fchmod(fd, exists ? (sb.st_mode & 07777) : (0666 & ~mask));
+        f = fdopen(fd, "wb");
+        if (!f) {
+            e = errno;
+            close(fd);
+        }
+    }
+    errno = 0;
+    if (!e && write_image(f, pre, dict, (size_t)w, pad, data, count) != 0) {
+        step = "writing";
+        e = errno ? errno : EIO;
+    }
+    if (!e && fflush(f) != 0) {
+        step = "writing";
+        e = errno;
+    }
+    if (!e && fsync(fileno(f)) != 0) {
+        step = "syncing";
+        e = errno;
+    }
+    if (f && fclose(f) != 0 && !e) {
+        step = "closing";
+        e = errno;
+    }
+    if (!e && rename(tmp, dst) != 0) {
+        step = "renaming the temporary file into place";
+        e = errno;
+    }
+    if (e) {
+        if (fd >= 0)
+            unlink(tmp);
+        fail(PDNN_ERR_IO, err, errlen, "%s: %s %s failed: %s; %s", path, step, fd >= 0 ? tmp : "in its directory",
+             strerror(e), exists ? "the existing file is unchanged" : "nothing was written");
+    } else {
+        /* The rename is durable once the directory is on disk. */
+        char *dir = dirlen ? strndup(dst, dirlen) : strdup(".");
+        int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
+        if (dfd >= 0) {
+            (void)fsync(dfd);
+            close(dfd);
+        }
+        free(dir);
+    }
+    free(tmp);
+    free(real);
+    return e ? PDNN_ERR_IO : PDNN_SUCCESS;
 }

@@ -7,8 +7,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define NPY_MAX_DIMS 8
+/* The longest header read (numpy itself refuses more than 10000 bytes
+ * unless told otherwise); a longer declared length is refused before any
+ * of it is read. */
+#define NPY_MAX_HEADER_LEN (1u << 20)
 
 typedef struct npy_array {
     int ndim;
@@ -17,15 +22,31 @@ typedef struct npy_array {
     float *data;   /* malloc'd; NULL when count is 0 */
 } npy_array;
 
-/* Reads path. On failure returns PDNN_ERR_IO (cannot open/read) or
- * PDNN_ERR_CORRUPT (not a float32 C-order .npy, truncated, bad header)
- * or PDNN_ERR_OUT_OF_MEMORY, with a message in err. */
+/* Reads path: the header first (magic, version, bounded length, then the
+ * dict, parsed strictly: exactly the keys 'descr', 'fortran_order' and
+ * 'shape', once each), then exactly the data it declares, straight into
+ * one allocation of that size. A regular file's size is checked against
+ * the shape before anything is allocated; a pipe or device is read only
+ * as far as the header allows. On failure returns PDNN_ERR_IO (cannot
+ * open/read) or PDNN_ERR_CORRUPT (not a float32 C-order .npy, truncated,
+ * bad header, trailing data) or PDNN_ERR_OUT_OF_MEMORY, with a message
+ * naming path and the problem in err; out is then empty. */
 pdnn_status npy_read(const char *path, npy_array *out, char *err, size_t errlen);
 
-/* Parses an in-memory .npy image (what npy_read does after reading). */
+/* npy_read on an open stream positioned at the start of a .npy image;
+ * name is used in messages. The stream is not closed. */
+pdnn_status npy_read_stream(FILE *f, const char *name, npy_array *out, char *err, size_t errlen);
+
+/* Parses an in-memory .npy image of len bytes, with the same checks and
+ * messages as npy_read (without a file name). */
 pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char *err, size_t errlen);
 
-/* Writes a version 1.0 file. */
+/* Writes a version 1.0 file: to a new temporary file in path's directory,
+ * every write checked, flushed and fsync'd, then renamed over path. On
+ * failure the temporary file is removed, a file already at path is left
+ * as it was, and err says which step failed and why. A path that names
+ * an existing device or FIFO (/dev/null, /dev/stdout) is written in
+ * place; a symbolic link is followed, so the link stays. */
 pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
                       size_t errlen);
 
