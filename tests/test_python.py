@@ -249,8 +249,9 @@ class StructLayouts(unittest.TestCase):
     def test_every_mirror_matches_the_library(self):
         # The import already checked them; this says which were checked.
         names = {c_name for _, c_name in polydnn._MIRRORS}
-        self.assertGreaterEqual(len(polydnn._MIRRORS), 12)
-        self.assertLessEqual({"pdnn_tensor_desc", "pdnn_conv2d_params", "DLManagedTensorVersioned"}, names)
+        self.assertGreaterEqual(len(polydnn._MIRRORS), 13)
+        self.assertLessEqual({"pdnn_tensor_desc", "pdnn_conv2d_params", "DLManagedTensorVersioned",
+                              "pdnn_session_config"}, names)
         for cls, c_name in polydnn._MIRRORS:
             with self.subTest(struct=c_name):
                 polydnn._check_struct_layout(cls, c_name)
@@ -352,6 +353,459 @@ class Algorithms(unittest.TestCase):
         w = polydnn.from_dlpack(torch.zeros(1, 1, 3, 3), role="filter")
         with self.assertRaisesRegex(ValueError, r"unknown algorithm 'fastest'; 'auto' or one of .*'implicit_gemm'"):
             polydnn.conv2d(x, w, algorithm="fastest")
+
+
+def accelerators():
+    return [d for d in polydnn.devices() if d.backend != "host"]
+
+
+def every_device():
+    return polydnn.devices()
+
+
+class IntegerArguments(unittest.TestCase):
+    """Integers are checked against their C type before ctypes, which would
+    store them modulo 2**bits (stride 2**32 + 1 ran as stride 1)."""
+
+    def setUp(self):
+        self.x = polydnn.from_dlpack(torch_input((1, 2, 9, 9), False, 60))
+        self.w = polydnn.from_dlpack(torch_input((3, 2, 3, 3), False, 61), role="filter")
+
+    def test_out_of_range_is_a_value_error_naming_the_argument(self):
+        cases = [
+            (lambda: polydnn.conv2d(self.x, self.w, stride=2 ** 32 + 1), r"stride is 4294967297"),
+            (lambda: polydnn.conv2d(self.x, self.w, stride=(1, 2 ** 32 + 1)), r"stride\[1\] is 4294967297"),
+            (lambda: polydnn.conv2d(self.x, self.w, padding=2 ** 32), r"padding is 4294967296"),
+            (lambda: polydnn.conv2d(self.x, self.w, padding=(0, 0, 0, -2 ** 31 - 1)), r"padding\[3\]"),
+            (lambda: polydnn.conv2d(self.x, self.w, dilation=2 ** 31), r"dilation is 2147483648"),
+            (lambda: polydnn.conv2d(self.x, self.w, groups=2 ** 32 + 1), r"groups is 4294967297"),
+            (lambda: polydnn.max_pool2d(self.x, 2 ** 32 + 2), r"kernel_size is 4294967298"),
+            (lambda: polydnn.avg_pool2d(self.x, 2, stride=2 ** 32 + 1), r"stride is 4294967297"),
+            (lambda: polydnn.max_pool2d(self.x, 2, padding=((0, 2 ** 32), (0, 0))), r"padding\[0\]\[1\]"),
+            (lambda: polydnn.empty((2 ** 64 + 1, 1, 1, 1)), r"shape\[0\] is 18446744073709551617"),
+            (lambda: polydnn.empty((1, 2 ** 63)), r"shape\[1\]"),
+            (lambda: polydnn.empty((1, 1, 1, 1, 1)), r"shape has 5 dims"),
+            (lambda: polydnn.reshape(self.x, (2 ** 63, 1)), r"shape\[0\]"),
+            (lambda: polydnn.Context(memory_limit=-1), r"memory_limit is -1; it cannot be negative"),
+            (lambda: polydnn.Context(memory_limit=2 ** 64), r"memory_limit is 18446744073709551616"),
+            (lambda: polydnn.Graph().placeholder((1, 2 ** 64, 1, 1)), r"shape\[1\]"),
+        ]
+        for i, (call, msg) in enumerate(cases):
+            with self.subTest(case=i, msg=msg):
+                with self.assertRaisesRegex(ValueError, msg):
+                    call()
+
+    def test_non_integers_are_type_errors(self):
+        cases = [
+            (lambda: polydnn.conv2d(self.x, self.w, stride=2.0), "stride"),
+            (lambda: polydnn.conv2d(self.x, self.w, stride=(1, 1.5)), r"stride\[1\]"),
+            (lambda: polydnn.conv2d(self.x, self.w, stride=True), "stride must be an integer, not bool"),
+            (lambda: polydnn.conv2d(self.x, self.w, padding=1.0), "padding"),
+            (lambda: polydnn.conv2d(self.x, self.w, groups="1"), "groups"),
+            (lambda: polydnn.max_pool2d(self.x, 2.0), "kernel_size"),
+            (lambda: polydnn.empty((1, 2.0, 1, 1)), r"shape\[1\]"),
+            (lambda: polydnn.Context(memory_limit=1.5), "memory_limit"),
+            (lambda: polydnn.Context(memory_fraction="0.5"), "memory_fraction"),
+        ]
+        for i, (call, msg) in enumerate(cases):
+            with self.subTest(case=i, msg=msg):
+                with self.assertRaisesRegex(TypeError, msg):
+                    call()
+
+    def test_integer_types_that_are_not_int_are_taken(self):
+        # numpy integers have __index__, as PyTorch takes them
+        import numpy as np
+        t = torch_input((1, 2, 9, 9), False, 60)
+        w = torch_input((3, 2, 3, 3), False, 61)
+        y = polydnn.conv2d(self.x, self.w, stride=np.int64(2), padding=(np.int32(1), 1))
+        torch.testing.assert_close(torch.from_dlpack(y), F.conv2d(t, w, stride=2, padding=1), rtol=1e-4, atol=1e-5)
+        self.assertEqual(polydnn.empty((np.int64(2), 3)).shape, (2, 3, 1, 1))
+
+
+def to_matrix(t):
+    """A (rows, cols, 1, 1) polydnn result as a 2-D torch tensor."""
+    return torch.from_dlpack(t.to("/cpu:0")).reshape(t.shape[0], t.shape[1])
+
+
+class NewOpsMatchTorch(unittest.TestCase):
+    def test_matmul_with_transposes_on_every_device(self):
+        for dev in every_device():
+            for ta in (False, True):
+                for tb in (False, True):
+                    with self.subTest(device=dev.name, transpose_a=ta, transpose_b=tb):
+                        a = torch_input((5, 7) if ta else (7, 5), False, 70)
+                        b = torch_input((3, 5) if tb else (5, 3), False, 71)
+                        pa = polydnn.from_dlpack(a.reshape(*a.shape, 1, 1)).to(dev)
+                        c = polydnn.matmul(pa, b, transpose_a=ta, transpose_b=tb)  # b: a 2-D array
+                        self.assertEqual(c.device, dev)
+                        self.assertEqual(c.shape, (7, 3, 1, 1))
+                        ref = (a.T if ta else a) @ (b.T if tb else b)
+                        torch.testing.assert_close(to_matrix(c), ref, rtol=1e-4, atol=1e-5)
+
+    def test_elementwise_ops_on_both_layouts(self):
+        for dev in every_device():
+            for cl in (False, True):
+                with self.subTest(device=dev.name, channels_last=cl):
+                    a = torch_input((2, 3, 4, 5), cl, 72)
+                    b = torch_input((2, 3, 4, 5), cl, 73)
+                    bias = torch_input((3,), False, 74)
+                    a[0, 0, 0, 0] = float("nan")
+                    pa, pb = polydnn.from_dlpack(a).to(dev), polydnn.from_dlpack(b).to(dev)
+                    for got, ref in ((polydnn.add(pa, pb), a + b),
+                                     (polydnn.add_n([pa, pb, pa]), a + b + a),
+                                     (polydnn.bias_add(pa, bias), a + bias.view(1, -1, 1, 1)),
+                                     (polydnn.relu(pa), F.relu(a)),
+                                     (polydnn.softmax(pb), torch.softmax(b, dim=1))):
+                        self.assertEqual(got.layout, "NHWC" if cl else "NCHW")
+                        self.assertEqual(got.device, dev)
+                        torch.testing.assert_close(torch.from_dlpack(got.to("/cpu:0")), ref, rtol=1e-5, atol=1e-6,
+                                                   equal_nan=True)
+                    self.assertTrue(torch.isnan(torch.from_dlpack(polydnn.relu(pa).to("/cpu:0"))[0, 0, 0, 0]))
+
+    def test_softmax_of_a_matrix_is_over_its_columns(self):
+        m = torch_input((4, 10), False, 75) * 5
+        torch.testing.assert_close(to_matrix(polydnn.softmax(m)), torch.softmax(m, dim=1), rtol=1e-5, atol=1e-6)
+
+    def test_reshape_and_flatten(self):
+        t = torch_input((2, 3, 4, 5), False, 76)
+        x = polydnn.from_dlpack(t)
+        y = polydnn.reshape(x, (6, 20))
+        self.assertEqual(y.shape, (6, 20, 1, 1))
+        torch.testing.assert_close(torch.from_dlpack(y).reshape(6, 20), t.reshape(6, 20), rtol=0, atol=0)
+        f = polydnn.flatten(x)
+        self.assertEqual(f.shape, (2, 60, 1, 1))
+        torch.testing.assert_close(to_matrix(f), torch.flatten(t, 1), rtol=0, atol=0)
+        # NHWC keeps its memory order: H, W, C (TensorFlow's flatten)
+        tc = t.contiguous(memory_format=torch.channels_last)
+        torch.testing.assert_close(to_matrix(polydnn.flatten(polydnn.from_dlpack(tc))),
+                                   torch.flatten(t.permute(0, 2, 3, 1), 1), rtol=0, atol=0)
+        with self.assertRaisesRegex(polydnn.Error, "INVALID_ARGUMENT"):
+            polydnn.reshape(x, (7, 20))
+
+    def test_bad_operands_are_refused(self):
+        with self.assertRaisesRegex(polydnn.Error, "INVALID_ARGUMENT"):
+            polydnn.matmul(torch.ones(2, 3), torch.ones(2, 3))
+        with self.assertRaisesRegex(polydnn.Error, "INVALID_ARGUMENT"):
+            polydnn.add(torch.ones(2, 3), torch.ones(3, 2))
+        with self.assertRaisesRegex(TypeError, "nested lists"):
+            polydnn.relu("x")
+        with self.assertRaisesRegex(ValueError, "at least one"):
+            polydnn.add_n([])
+
+
+class DataFormat(unittest.TestCase):
+    def test_nhwc_arrays_are_read_as_nhwc(self):
+        import numpy as np
+        rng = np.random.default_rng(80)
+        x = rng.standard_normal((2, 7, 6, 3), dtype=np.float32)   # N, H, W, C
+        w = rng.standard_normal((3, 3, 3, 4), dtype=np.float32)   # H, W, I, O
+        b = rng.standard_normal(4, dtype=np.float32)
+        tx, tw = torch.from_numpy(x).permute(0, 3, 1, 2), torch.from_numpy(w).permute(3, 2, 0, 1)
+        y = polydnn.conv2d(x, w, b, padding="same", data_format="NHWC")
+        self.assertEqual(y.layout, "NHWC")
+        self.assertEqual(y.shape, (2, 4, 7, 6))
+        torch.testing.assert_close(torch.from_dlpack(y), F.conv2d(tx, tw, torch.from_numpy(b), padding=1),
+                                   rtol=1e-4, atol=1e-4)
+        m = polydnn.max_pool2d(x, 2, data_format="NHWC")
+        self.assertEqual((m.layout, m.shape), ("NHWC", (2, 3, 3, 3)))
+        torch.testing.assert_close(torch.from_dlpack(m), F.max_pool2d(tx, 2))
+        a = polydnn.avg_pool2d(x, 3, 1, 1, data_format="nhwc")
+        torch.testing.assert_close(torch.from_dlpack(a), F.avg_pool2d(tx, 3, 1, 1), rtol=1e-5, atol=1e-6)
+        # no copy on the way in
+        xt = polydnn._import(x, polydnn._ACTIVATION, "NHWC", polydnn.default_context())
+        self.assertEqual(xt.data_ptr(), x.ctypes.data)
+        self.assertEqual((xt.layout, xt.shape), ("NHWC", (2, 3, 7, 6)))
+
+    def test_the_default_is_nchw_as_torch(self):
+        x = torch_input((1, 5, 6, 3), False, 81)   # an NHWC-shaped array, read as NCHW: C = 5
+        w = torch_input((2, 5, 1, 1), False, 82)
+        for df in (None, "NCHW"):
+            y = polydnn.conv2d(x, w, data_format=df)
+            self.assertEqual((y.layout, y.shape), ("NCHW", (1, 2, 6, 3)))
+            torch.testing.assert_close(torch.from_dlpack(y), F.conv2d(x, w), rtol=1e-4, atol=1e-5)
+        # a channels_last tensor is NHWC memory of an (N, C, H, W) shape
+        xc = x.contiguous(memory_format=torch.channels_last)
+        self.assertEqual(polydnn.conv2d(xc, w).layout, "NHWC")
+
+    def test_a_tensor_keeps_its_layout(self):
+        x = polydnn.from_dlpack(torch_input((1, 2, 4, 4), False, 83))
+        with self.assertRaisesRegex(ValueError, "x is an NCHW tensor but data_format is 'NHWC'"):
+            polydnn.max_pool2d(x, 2, data_format="NHWC")
+        with self.assertRaisesRegex(ValueError, "data_format must be 'NCHW' or 'NHWC'"):
+            polydnn.max_pool2d(x, 2, data_format="NCWH")
+
+
+def pad_inf(t, lrtb):
+    return F.pad(t, lrtb, value=float("-inf"))
+
+
+class Padding(unittest.TestCase):
+    def test_pools_take_what_conv2d_takes(self):
+        t = torch_input((2, 3, 9, 8), False, 90)
+        x = polydnn.from_dlpack(t)
+        ones = torch.ones_like(t)
+        for pad in ((1, 0, 2, 1), ((1, 0), (2, 1)), [0, 2, 1, 0]):
+            with self.subTest(padding=pad):
+                top, bottom, left, right = (pad[0][0], pad[0][1], pad[1][0], pad[1][1]) if isinstance(pad[0], tuple) \
+                    else tuple(pad)
+                lrtb = (left, right, top, bottom)
+                torch.testing.assert_close(torch.from_dlpack(polydnn.max_pool2d(x, 3, 2, pad)),
+                                           F.max_pool2d(pad_inf(t, lrtb), 3, 2))
+                inc = torch.from_dlpack(polydnn.avg_pool2d(x, 3, 2, pad))
+                torch.testing.assert_close(inc, F.avg_pool2d(F.pad(t, lrtb), 3, 2), rtol=1e-5, atol=1e-6)
+                exc = torch.from_dlpack(polydnn.avg_pool2d(x, 3, 2, pad, count_include_pad=False))
+                ref = F.avg_pool2d(F.pad(t, lrtb), 3, 2) / F.avg_pool2d(F.pad(ones, lrtb), 3, 2)
+                torch.testing.assert_close(exc, ref, rtol=1e-5, atol=1e-6)
+                # conv2d takes the same four sides
+                w = torch_input((4, 3, 3, 3), False, 91)
+                y = polydnn.conv2d(x, polydnn.from_dlpack(w, role="filter"), padding=pad)
+                torch.testing.assert_close(torch.from_dlpack(y), F.conv2d(F.pad(t, lrtb), w), rtol=1e-4, atol=1e-5)
+
+    def test_same_and_valid_pools_are_tensorflow_s(self):
+        for (h, w), k, s in (((9, 8), 3, 2), ((7, 7), 2, 2), ((6, 5), 3, 1), ((5, 9), 4, 3)):
+            with self.subTest(size=(h, w), k=k, s=s):
+                t = torch_input((2, 3, h, w), False, 92 + h)
+                x = polydnn.from_dlpack(t)
+                # TensorFlow: ceil(in / stride) outputs, the odd pixel of padding bottom/right
+                lrtb = []
+                for n in (w, h):
+                    total = max((-(-n // s) - 1) * s + k - n, 0)
+                    lrtb += [total // 2, total - total // 2]
+                m = torch.from_dlpack(polydnn.max_pool2d(x, k, s, "same"))
+                self.assertEqual(m.shape[2:], (-(-h // s), -(-w // s)))
+                torch.testing.assert_close(m, F.max_pool2d(pad_inf(t, tuple(lrtb)), k, s))
+                a = torch.from_dlpack(polydnn.avg_pool2d(x, k, s, "SAME", count_include_pad=False))
+                ref = F.avg_pool2d(F.pad(t, lrtb), k, s) / F.avg_pool2d(F.pad(torch.ones_like(t), lrtb), k, s)
+                torch.testing.assert_close(a, ref, rtol=1e-5, atol=1e-6)
+                v = torch.from_dlpack(polydnn.max_pool2d(x, k, s, "valid"))
+                torch.testing.assert_close(v, F.max_pool2d(t, k, s))
+
+    def test_bad_padding(self):
+        x = polydnn.from_dlpack(torch.zeros(1, 1, 4, 4))
+        with self.assertRaisesRegex(ValueError, "'same', 'valid'"):
+            polydnn.max_pool2d(x, 2, padding="full")
+        with self.assertRaisesRegex(ValueError, "sequence of 2, not 3 values"):
+            polydnn.max_pool2d(x, 2, padding=(1, 1, 1))
+        with self.assertRaisesRegex(polydnn.Error, "INVALID_ARGUMENT"):  # the library: pad < window
+            polydnn.max_pool2d(x, 2, padding=(2, 0, 0, 0))
+
+
+class NumpyArrays(unittest.TestCase):
+    def test_host_tensor_shares_its_memory(self):
+        import numpy as np
+        base = host_in_use()
+        t = torch_input((2, 3, 4, 5), True, 100)
+        y = polydnn.relu(t)  # a new NHWC host tensor
+        a = y.numpy()
+        self.assertIsInstance(a, np.ndarray)
+        self.assertEqual(a.shape, (2, 3, 4, 5))
+        np.testing.assert_array_equal(a, F.relu(t).numpy())
+        self.assertEqual(a.__array_interface__["data"][0], y.data_ptr())
+        a[1, 2, 3, 4] = 42.0  # seen by the tensor
+        self.assertEqual(torch.from_dlpack(y)[1, 2, 3, 4].item(), 42.0)
+        y.write_bytes(bytes(y.nbytes))  # and the other way
+        self.assertEqual(float(np.abs(a).sum()), 0.0)
+        y.release()
+        del y
+        gc.collect()
+        self.assertGreater(host_in_use(), base)  # the array keeps the memory
+        a[0, 0, 0, 0] = 1.0
+        self.assertEqual(float(a.sum()), 1.0)
+        del a
+        gc.collect()
+        self.assertEqual(host_in_use(), base)
+
+    def test_device_tensor_is_copied(self):
+        gpus = accelerators()
+        if not gpus:
+            self.skipTest("no accelerator device")
+        t = torch_input((1, 2, 3, 3), False, 101)
+        g = polydnn.from_dlpack(t).to(gpus[0])
+        a = g.numpy()
+        np_ref = t.numpy()
+        self.assertTrue((a == np_ref).all())
+        a[0, 0, 0, 0] = 5.0
+        self.assertEqual(torch.from_dlpack(g.to("/cpu:0"))[0, 0, 0, 0].item(), t[0, 0, 0, 0].item())
+
+
+class ContextOptions(unittest.TestCase):
+    def test_tuning_reaches_the_c_enum(self):
+        seen = []
+        real = polydnn._context_create
+
+        def spy(opts, out):
+            seen.append(opts._obj.tuning)
+            return real(opts, out)
+        polydnn._context_create = spy
+        try:
+            for name in ("cached", "off", "search", "force", None):
+                polydnn.Context(tuning=name)
+        finally:
+            polydnn._context_create = real
+        # pdnn_tuning_mode: CACHED 0, OFF 1, SEARCH 2, FORCE 3; None leaves the library's default
+        self.assertEqual(seen, [0, 1, 2, 3, 0])
+        with self.assertRaisesRegex(ValueError, "tuning must be one of"):
+            polydnn.Context(tuning="fast")
+
+    def test_placement_options(self):
+        g = polydnn.Graph()
+        with g.device("/gpu:99"):
+            y = g.relu([[1.0, -1.0]])
+        with self.assertRaisesRegex(polydnn.Error, "explicitly assigned to /gpu:99"):
+            polydnn.Session(g)
+        lines = []
+        ctx = polydnn.Context(allow_soft_placement=True, log_device_placement=True)
+        with polydnn.Session(g, context=ctx, log=lines.append) as s:
+            self.assertEqual(s.run(y, as_numpy=True)[:, :, 0, 0].tolist(), [[1.0, 0.0]])
+        self.assertTrue(any(line.startswith("Relu: (Relu): /job:localhost") for line in lines), lines)
+        self.assertTrue(any("oft placement" in line for line in lines), lines)
+        lines.clear()
+        with polydnn.Session(g, context=ctx, allow_soft_placement=True, log=lines.append):
+            pass
+        self.assertTrue(lines)
+        quiet = polydnn.Context(allow_soft_placement=True)
+        lines.clear()
+        polydnn.Session(g, context=quiet, log=lines.append).close()
+        self.assertTrue(lines)  # the soft placements are always said
+        self.assertFalse([line for line in lines if "(Relu): /job" in line or "Device mapping" in line], lines)
+
+
+class Graphs(unittest.TestCase):
+    def test_towers(self):
+        g = polydnn.Graph()
+        towers = []
+        for i in range(2):
+            with g.device("/gpu:%d" % i):
+                towers.append(g.matmul([[1, 2, 3], [4, 5, 6]], [[1, 2], [3, 4], [5, 6]]))
+        with g.device("/cpu:0"):
+            total = g.add_n(towers)
+        self.assertEqual([n.op for n in g.nodes], ["Const", "Const", "MatMul"] * 2 + ["AddN"])
+        self.assertEqual((towers[1].name, towers[1].device, total.shape), ("MatMul_1", "/gpu:1", (2, 2, 1, 1)))
+        with polydnn.Session(g, allow_soft_placement=True, log=lambda line: None) as s:
+            out = s.run(total)
+            self.assertEqual(out.device.name, "/device:CPU:0")
+            self.assertEqual(out.numpy()[:, :, 0, 0].tolist(), [[44, 56], [98, 128]])
+            gpus = accelerators()
+            if gpus:
+                self.assertEqual(s.device_of(towers[0]), gpus[0])
+                self.assertEqual(s.device_of("MatMul_1"), gpus[1] if len(gpus) > 1 else gpus[0])
+
+    def cnn(self, g, device=None):
+        """cmd_example.c's cnn: (conv 3x3 + bias, relu, 2x2 max pool) twice,
+        flatten, matmul, softmax; weights as torch tensors."""
+        gen = torch.Generator().manual_seed(110)
+        ws = [(torch.rand(8, 3, 3, 3, generator=gen) - 0.5) * 0.6, (torch.rand(16, 8, 3, 3, generator=gen) - 0.5) * 0.6]
+        bs = [(torch.rand(8, generator=gen) - 0.5) * 0.2, (torch.rand(16, generator=gen) - 0.5) * 0.2]
+        fc = (torch.rand(256, 10, generator=gen) - 0.5) * 0.1
+        with g.device(device):
+            x = g.placeholder((2, 3, 16, 16), name="images")
+            h = x
+            for w, b in zip(ws, bs):
+                h = g.max_pool2d(g.relu(g.conv2d(h, w, b, padding=1)), 2)
+            y = g.softmax(g.matmul(g.flatten(h), fc))
+
+        def ref(t):
+            for w, b in zip(ws, bs):
+                t = F.max_pool2d(F.relu(F.conv2d(t, w, b, padding=1)), 2)
+            return torch.softmax(torch.flatten(t, 1) @ fc, dim=1)
+        return x, y, ref
+
+    def test_cnn_matches_torch(self):
+        t = torch_input((2, 3, 16, 16), False, 111)
+        for device in [None, "/cpu:0"] + [d.name for d in accelerators()]:
+            with self.subTest(device=device):
+                g = polydnn.Graph()
+                x, y, ref = self.cnn(g, device)
+                self.assertEqual([n.op for n in g.nodes if n.op != "Const"],
+                                 ["Placeholder", "Conv2D", "Relu", "MaxPool"] * 1 +
+                                 ["Conv2D", "Relu", "MaxPool", "Reshape", "MatMul", "Softmax"])
+                with polydnn.Session(g) as s:
+                    for feed in (t, t.numpy(), polydnn.from_dlpack(t),
+                                 t.contiguous(memory_format=torch.channels_last)):  # copied into NCHW
+                        got = s.run([y], {x: feed})[0]
+                        self.assertEqual(got.shape, (2, 10, 1, 1))
+                        torch.testing.assert_close(to_matrix(got), ref(t), rtol=1e-4, atol=1e-5)
+
+    def test_nhwc_placeholder_and_graph_ops(self):
+        import numpy as np
+        rng = np.random.default_rng(112)
+        xv = rng.standard_normal((2, 6, 5, 3), dtype=np.float32)  # N, H, W, C
+        wv = rng.standard_normal((3, 3, 3, 4), dtype=np.float32)  # H, W, I, O
+        tx, tw = torch.from_numpy(xv).permute(0, 3, 1, 2), torch.from_numpy(wv).permute(3, 2, 0, 1)
+        g = polydnn.Graph()
+        x = g.placeholder((2, 6, 5, 3), data_format="NHWC")
+        self.assertEqual((x.shape, x.layout), ((2, 3, 6, 5), "NHWC"))
+        c = g.conv2d(x, wv, padding="same", data_format="NHWC", name="conv")
+        p = g.avg_pool2d(c, 2, padding="same", count_include_pad=False, data_format="NHWC")
+        self.assertEqual((p.name, p.op, p.shape), ("AvgPool", "AvgPool", (2, 4, 3, 3)))
+        fc = rng.standard_normal((6, 4), dtype=np.float32)
+        m = g.matmul(g.reshape(c, (6, 40)), g.constant(fc), transpose_a=True)
+        r = g.bias_add(g.add(m, m), [1.0, 2.0, 3.0, 4.0])
+        with polydnn.Session(g) as s:  # on the default device: an accelerator where there is one
+            cv, pv, rv = (t.to("/cpu:0") for t in s.run([c, "AvgPool", r], {"Placeholder": xv}))
+        ref_c = F.conv2d(tx, tw, padding=1)
+        self.assertEqual(cv.layout, "NHWC")
+        torch.testing.assert_close(torch.from_dlpack(cv), ref_c, rtol=1e-4, atol=1e-4)
+        pad_ones = F.pad(torch.ones_like(ref_c), (0, 1, 0, 0))
+        torch.testing.assert_close(torch.from_dlpack(pv), F.avg_pool2d(F.pad(ref_c, (0, 1, 0, 0)), 2) /
+                                   F.avg_pool2d(pad_ones, 2), rtol=1e-4, atol=1e-4)
+        # the reshape reads NHWC memory: H, W, C order
+        mm = ref_c.permute(0, 2, 3, 1).reshape(6, 40).T @ torch.from_numpy(fc)
+        torch.testing.assert_close(to_matrix(rv), mm + mm + torch.tensor([1.0, 2.0, 3.0, 4.0]), rtol=1e-4,
+                                   atol=1e-3)
+
+    def test_mistakes_are_named(self):
+        g, other = polydnn.Graph(), polydnn.Graph()
+        x = g.placeholder((2, 3))
+        y = g.relu(x)
+        with self.assertRaisesRegex(ValueError, "another graph"):
+            other.relu(x)
+        with self.assertRaisesRegex(polydnn.Error, "inner dimensions"):
+            g.matmul(x, x)
+        with self.assertRaisesRegex(polydnn.Error, "already has a node named 'Relu'"):
+            g.relu(x, name="Relu")
+        with self.assertRaisesRegex(ValueError, "placeholder's shape"):
+            g.placeholder((1, 2, 3))
+        s = polydnn.Session(g)
+        late = g.softmax(y)
+        with self.assertRaisesRegex(ValueError, "after this session was created"):
+            s.run(late, {x: [[1, 2, 3], [4, 5, 6]]})
+        with self.assertRaisesRegex(polydnn.Error, "no node named 'nope'"):
+            s.run("nope")
+        with self.assertRaisesRegex(polydnn.Error, "placeholder 'Placeholder' is"):
+            s.run(y, {x: [[1, 2], [3, 4]]})
+        with self.assertRaisesRegex(polydnn.Error, "INVALID_ARGUMENT"):
+            s.run(y)  # not fed
+        self.assertEqual(s.run(y, {x: [[1, -2, 3], [-4, 5, -6]]}, as_numpy=True)[:, :, 0, 0].tolist(),
+                         [[1, 0, 3], [0, 5, 0]])
+        s.close()
+        with self.assertRaisesRegex(ValueError, "closed"):
+            s.run(y)
+
+
+class ReadmeExamples(unittest.TestCase):
+    def test_readme_python_runs_as_ci_runs_it(self):
+        # .ci/run: every ```python block of README.md, in order, as one script
+        import os
+        import re
+        import subprocess
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+        with open(readme) as f:
+            blocks = re.findall(r"^```python\n(.*?)^```$", f.read(), re.S | re.M)
+        self.assertTrue(blocks)
+        self.assertIn("towers", blocks[0])
+        script = "".join(blocks)
+        for pocl in (None, "pthread"):  # CI may not set it; one device works too
+            with self.subTest(POCL_DEVICES=pocl):
+                env = {k: v for k, v in os.environ.items() if k != "POCL_DEVICES"}
+                if pocl:
+                    env["POCL_DEVICES"] = pocl
+                r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("[[ 44.  56.]\n [ 98. 128.]]", r.stdout)
+                if accelerators():
+                    gpu1 = "MatMul_1: (MatMul): /job:localhost/replica:0/task:0/device:GPU:%d" % (0 if pocl else 1)
+                    self.assertIn(gpu1, r.stderr)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,20 @@ The library is found through, in order: $POLYDNN_LIBRARY, the libdir it
 was installed to by `make install`, then the system's library path.
 """
 
+import contextlib
 import ctypes
 import ctypes.util
 import itertools
+import numbers
+import operator
 import os
+import sys
 
 __all__ = [
     "Error", "Context", "Device", "Tensor", "default_context", "devices",
     "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
+    "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
+    "Graph", "Node", "Session",
 ]
 
 # ---- the library -----------------------------------------------------------
@@ -71,6 +77,8 @@ class _ContextOptions(ctypes.Structure):
 
 
 _GROWTH = {"gradual": 0, "double": 1}
+# pdnn_tuning_mode's values, by the names POLYDNN_TUNING takes.
+_TUNING = {"cached": 0, "off": 1, "search": 2, "force": 3}
 
 
 class _DeviceInfo(ctypes.Structure):
@@ -134,6 +142,14 @@ class _DLManagedTensorVersioned(ctypes.Structure):
                 ("flags", _c_uint64), ("dl_tensor", _DLTensor)]
 
 
+_LogFn = ctypes.CFUNCTYPE(None, _vp, _cp)
+
+
+class _SessionConfig(ctypes.Structure):
+    _fields_ = [("context", _vp), ("options", _ContextOptions), ("log_device_placement", _c_int),
+                ("allow_soft_placement", _c_int), ("log", _LogFn), ("log_user", _vp)]
+
+
 def _fn(name, restype, *argtypes):
     f = getattr(_lib, name)
     f.restype = restype
@@ -176,6 +192,38 @@ _pool_dims = _fn("pdnn_pool2d_output_dims", _c_int, _P(_Desc), _P(_PoolParams), 
 _pool_forward = _fn("pdnn_pool2d_forward", _c_int, _P(_PoolParams), _vp, _vp)
 _algo_name = _fn("pdnn_conv_algo_name", _cp, _c_int)
 _algo_parse = _fn("pdnn_conv_algo_parse", _c_int, _cp)
+_add = _fn("pdnn_add", _c_int, _vp, _vp, _vp)
+_add_n = _fn("pdnn_add_n", _c_int, _P(_vp), _c_int, _vp)
+_bias_add = _fn("pdnn_bias_add", _c_int, _vp, _vp, _vp)
+_relu = _fn("pdnn_relu", _c_int, _vp, _vp)
+_softmax = _fn("pdnn_softmax", _c_int, _vp, _vp)
+_matmul = _fn("pdnn_matmul", _c_int, _vp, _vp, _c_int, _c_int, _vp)
+_reshape = _fn("pdnn_reshape", _c_int, _vp, _vp)
+_graph_create = _fn("pdnn_graph_create", _c_int, _P(_vp))
+_graph_destroy = _fn("pdnn_graph_destroy", None, _vp)
+_graph_node_count = _fn("pdnn_graph_node_count", _c_int, _vp)
+_graph_node_name = _fn("pdnn_graph_node_name", _cp, _vp, _c_int)
+_graph_node_op = _fn("pdnn_graph_node_op", _cp, _vp, _c_int)
+_graph_node_desc = _fn("pdnn_graph_node_desc", _c_int, _vp, _c_int, _P(_Desc))
+_graph_find = _fn("pdnn_graph_find", _c_int, _vp, _cp, _P(_c_int))
+_graph_placeholder = _fn("pdnn_graph_placeholder", _c_int, _vp, _cp, _cp, _P(_Desc), _P(_c_int))
+_graph_constant = _fn("pdnn_graph_constant", _c_int, _vp, _cp, _cp, _P(_Desc), _vp, _P(_c_int))
+_graph_conv2d = _fn("pdnn_graph_conv2d", _c_int, _vp, _cp, _cp, _c_int, _c_int, _c_int, _P(_ConvParams),
+                    _P(_c_int))
+_graph_pool2d = _fn("pdnn_graph_pool2d", _c_int, _vp, _cp, _cp, _c_int, _P(_PoolParams), _P(_c_int))
+_graph_matmul = _fn("pdnn_graph_matmul", _c_int, _vp, _cp, _cp, _c_int, _c_int, _c_int, _c_int, _P(_c_int))
+_graph_add = _fn("pdnn_graph_add", _c_int, _vp, _cp, _cp, _c_int, _c_int, _P(_c_int))
+_graph_add_n = _fn("pdnn_graph_add_n", _c_int, _vp, _cp, _cp, _P(_c_int), _c_int, _P(_c_int))
+_graph_bias_add = _fn("pdnn_graph_bias_add", _c_int, _vp, _cp, _cp, _c_int, _c_int, _P(_c_int))
+_graph_relu = _fn("pdnn_graph_relu", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
+_graph_softmax = _fn("pdnn_graph_softmax", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
+_graph_reshape = _fn("pdnn_graph_reshape", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int64), _P(_c_int))
+_graph_flatten = _fn("pdnn_graph_flatten", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
+_session_config_init = _fn("pdnn_session_config_init", None, _P(_SessionConfig))
+_session_create = _fn("pdnn_session_create", _c_int, _vp, _P(_SessionConfig), _P(_vp))
+_session_destroy = _fn("pdnn_session_destroy", None, _vp)
+_session_node_device = _fn("pdnn_session_node_device", _c_int, _vp, _c_int, _P(_vp))
+_session_run = _fn("pdnn_session_run", _c_int, _vp, _P(_c_int), _P(_vp), _c_int, _P(_c_int), _c_int, _P(_vp))
 # Newer libraries say how many algorithm ids there are; older ones are
 # asked id by id until the name is "unknown" (conv_algorithms).
 _algo_count = _fn("pdnn_conv_algo_count", _c_int) if hasattr(_lib, "pdnn_conv_algo_count") else None
@@ -191,7 +239,7 @@ _MIRRORS = [
     (_PoolParams, "pdnn_pool2d_params"), (_MemoryStats, "pdnn_memory_stats"),
     (_DLDevice, "DLDevice"), (_DLDataType, "DLDataType"), (_DLTensor, "DLTensor"),
     (_DLManagedTensor, "DLManagedTensor"), (_DLPackVersion, "DLPackVersion"),
-    (_DLManagedTensorVersioned, "DLManagedTensorVersioned"),
+    (_DLManagedTensorVersioned, "DLManagedTensorVersioned"), (_SessionConfig, "pdnn_session_config"),
 ]
 
 
@@ -255,6 +303,74 @@ def version():
     return _version().decode()
 
 
+# ---- arguments on their way to C ---------------------------------------------
+
+# The C types integer arguments end in, with what they hold. ctypes stores a
+# Python int in a C field modulo 2**bits, so 2**32 + 1 would reach the
+# library as 1: every integer goes through _int first.
+_INT_TYPES = {
+    "int": (-2 ** 31, 2 ** 31 - 1, "a C int"),
+    "int64": (-2 ** 63, 2 ** 63 - 1, "int64_t"),
+    "uint64": (0, 2 ** 64 - 1, "uint64_t"),
+    "size_t": (0, 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1, "size_t"),
+}
+
+
+def _int(value, name, ctype="int"):
+    """value as a Python int that the C type ctype ("int", "int64",
+    "uint64", "size_t") holds exactly. TypeError for what is not an integer
+    (a float, a string; a bool too, as in PyTorch), ValueError for a value
+    out of the type's range; both name the argument."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError("polydnn: %s must be an integer, not %s (%r)" % (name, type(value).__name__, value))
+    v = operator.index(value)
+    lo, hi, cname = _INT_TYPES[ctype]
+    if v < lo and lo == 0:
+        raise ValueError("polydnn: %s is %d; it cannot be negative (the library takes %s)" % (name, v, cname))
+    if not lo <= v <= hi:
+        raise ValueError("polydnn: %s is %d, out of range: the library takes %s, %d to %d"
+                         % (name, v, cname, lo, hi))
+    return v
+
+
+def _ints(value, n, name, ctype="int"):
+    """n integers from one integer (repeated) or a sequence of n, each
+    through _int."""
+    if isinstance(value, (str, bytes)) or not (hasattr(value, "__len__") or hasattr(type(value), "__index__")):
+        raise TypeError("polydnn: %s must be an integer or a sequence of %d, not %s (%r)"
+                        % (name, n, type(value).__name__, value))
+    if not hasattr(value, "__len__"):
+        return (_int(value, name, ctype),) * n
+    if len(value) != n:
+        raise ValueError("polydnn: %s must be an integer or a sequence of %d, not %d values (%r)"
+                         % (name, n, len(value), value))
+    return tuple(_int(v, "%s[%d]" % (name, i), ctype) for i, v in enumerate(value))
+
+
+def _padding(padding, name="padding"):
+    """'same', 'valid' or (top, bottom, left, right) from an integer, (ph,
+    pw), (top, bottom, left, right) or ((top, bottom), (left, right)): what
+    conv2d and the pools accept."""
+    if isinstance(padding, str):
+        if padding.lower() in ("same", "valid"):
+            return padding.lower()
+        raise ValueError("polydnn: %s must be 'same', 'valid', an integer or a sequence, not %r" % (name, padding))
+    if hasattr(padding, "__len__") and len(padding) == 2 and all(hasattr(p, "__len__") for p in padding):
+        (t, b), (l, r) = (_ints(p, 2, "%s[%d]" % (name, i)) for i, p in enumerate(padding))
+        return (t, b, l, r)
+    if hasattr(padding, "__len__") and len(padding) == 4:
+        return _ints(padding, 4, name)
+    ph, pw = _ints(padding, 2, name)
+    return (ph, ph, pw, pw)
+
+
+def _real(value, name):
+    """value as a float; TypeError for what is not a real number (or a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("polydnn: %s must be a number, not %s (%r)" % (name, type(value).__name__, value))
+    return float(value)
+
+
 # ---- capsules (DLPack's Python protocol) -------------------------------------
 
 _capi = ctypes.pythonapi
@@ -296,15 +412,27 @@ class Context:
     """Options and devices (pdnn_context). Tensors keep their context alive."""
 
     def __init__(self, allow_growth=True, memory_fraction=0.0, memory_limit=0,
-                 visible_devices=None, growth_policy="gradual"):
+                 visible_devices=None, growth_policy="gradual", log_device_placement=False,
+                 allow_soft_placement=False, tuning=None):
+        """log_device_placement: sessions on this context print where each
+        node runs. allow_soft_placement: the default of Session's; a node
+        pinned to a device that does not exist runs elsewhere. tuning:
+        'off', 'cached' (the library's default), 'search' or 'force' (see
+        README "Tuning"; POLYDNN_TUNING overrides)."""
         if growth_policy not in _GROWTH:
             raise ValueError("growth_policy must be 'gradual' or 'double', got %r" % (growth_policy,))
+        if tuning is not None and tuning not in _TUNING:
+            raise ValueError("polydnn: tuning must be one of %s, got %r" % (sorted(_TUNING), tuning))
         o = _ContextOptions()
         _options_init(ctypes.byref(o))
         o.allow_growth = int(bool(allow_growth))
         o.growth_policy = _GROWTH[growth_policy]
-        o.memory_fraction = float(memory_fraction)
-        o.memory_limit = int(memory_limit)
+        o.memory_fraction = _real(memory_fraction, "memory_fraction")
+        o.memory_limit = _int(memory_limit, "memory_limit", "uint64")
+        o.log_device_placement = int(bool(log_device_placement))
+        if tuning is not None:
+            o.tuning = _TUNING[tuning]
+        self.allow_soft_placement = bool(allow_soft_placement)
         self._visible = visible_devices.encode() if visible_devices else None
         o.visible_devices = self._visible
         h = _vp()
@@ -483,6 +611,16 @@ class Tensor:
         t.write_bytes(self.to_bytes())
         return t
 
+    def numpy(self):
+        """The tensor as a numpy array of its logical shape (N, C, H, W), or
+        (length,) for a vector; strides carry the layout. A host tensor's
+        array shares its memory (writes go both ways) and keeps it alive,
+        even after release(); another device's is a copy."""
+        if self.device.backend != "host":
+            return self.to(self._ctx.device("/cpu:0")).numpy()
+        np = _numpy("Tensor.numpy()")
+        return np.asarray(_HostView(self))
+
     # -- DLPack producer
     def __dlpack_device__(self):
         return self.device.__dlpack_device__()
@@ -505,6 +643,50 @@ class Tensor:
         return _capsule_new(ctypes.addressof(m.contents), _NAME_L, _capsule_destructor)
 
 
+def _numpy(what):
+    try:
+        import numpy
+    except ImportError as e:
+        raise ImportError("polydnn: %s needs numpy (apt-get install python3-numpy)" % (what,)) from e
+    return numpy
+
+
+class _HostView:
+    """What a numpy array of a host tensor's memory holds on to: a DLPack
+    export of the tensor, which keeps the memory (and context) alive until
+    the array is gone, whatever happens to the Tensor."""
+
+    def __init__(self, tensor):
+        m = _P(_DLManagedTensor)()
+        _check(_to_dlpack(tensor._handle(), ctypes.byref(m)))
+        self._m = m
+        t = m.contents.dl_tensor
+        self.__array_interface__ = {
+            "version": 3,
+            "typestr": ("<" if sys.byteorder == "little" else ">") + "f4",
+            "shape": tuple(t.shape[i] for i in range(t.ndim)),
+            "strides": tuple(4 * t.strides[i] for i in range(t.ndim)),
+            "data": (t.data + t.byte_offset, False),
+        }
+
+    def __del__(self):
+        if getattr(self, "_m", None):
+            self._m.contents.deleter(ctypes.addressof(self._m.contents))
+            self._m = None
+
+
+def _dims(shape, name):
+    """The four int64 dims of a shape of 1 to 4 integers (missing trailing
+    dims are 1)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__"):
+        raise TypeError("polydnn: %s must be a sequence of 1 to 4 integers, not %s (%r)"
+                        % (name, type(shape).__name__, shape))
+    if not 1 <= len(shape) <= 4:
+        raise ValueError("polydnn: %s has %d dims; polydnn tensors have 1 to 4" % (name, len(shape)))
+    dims = [_int(v, "%s[%d]" % (name, i), "int64") for i, v in enumerate(shape)]
+    return dims + [1] * (4 - len(dims))
+
+
 def empty(shape, layout="NCHW", device=None, context=None):
     """An uninitialised float32 tensor of logical shape (N, C, H, W)."""
     ctx = context or default_context()
@@ -515,9 +697,7 @@ def empty(shape, layout="NCHW", device=None, context=None):
     if lay < 0:
         raise ValueError("polydnn: unknown layout %r" % (layout,))
     d.layout = lay
-    dims = list(shape) + [1] * (4 - len(shape))
-    for i in range(4):
-        d.dims[i] = int(dims[i])
+    d.dims[:] = _dims(shape, "shape")
     h = _vp()
     _check(_tensor_create(dev._h, ctypes.byref(d), ctypes.byref(h)))
     return Tensor(ctx, h)
@@ -557,16 +737,108 @@ def from_dlpack(obj, role="activation", context=None):
     return Tensor(ctx, out)
 
 
+# ---- arguments that are tensors ------------------------------------------------
+
+_DATA_FORMATS = ("NCHW", "NHWC")
+# Where polydnn's logical axes (N, C, H, W) / (O, I, H, W) are in a 4-D
+# array read with data_format="NHWC": TensorFlow's (N, H, W, C) images and
+# (H, W, I, O) filters.
+_NHWC_AXES = {_ACTIVATION: (0, 3, 1, 2), _FILTER: (3, 2, 0, 1)}
+
+
+def _data_format(data_format):
+    if data_format is None:
+        return None
+    if not isinstance(data_format, str) or data_format.upper() not in _DATA_FORMATS:
+        raise ValueError("polydnn: data_format must be 'NCHW' or 'NHWC', not %r" % (data_format,))
+    return data_format.upper()
+
+
+def _import(obj, role, data_format, ctx):
+    """A Tensor of obj: anything with __dlpack__ (shared, no copy), or what
+    numpy.asarray takes (nested lists; copied to float32). A 2-D array is a
+    matrix (rows, cols, 1, 1); a 4-D one's shape is read as (N, C, H, W) or
+    (O, I, H, W), or with data_format 'NHWC' as (N, H, W, C) or (H, W, I,
+    O), its strides then giving the layout."""
+    if not hasattr(obj, "__dlpack__"):
+        if isinstance(obj, (str, bytes)) or not hasattr(obj, "__len__"):
+            raise TypeError("polydnn: expected a polydnn.Tensor, an array with __dlpack__ or nested lists of "
+                            "numbers, not %s" % (type(obj).__name__,))
+        np = _numpy("a list as a tensor")
+        obj = np.asarray(obj, dtype=np.float32)
+    try:
+        cap = obj.__dlpack__(max_version=(1, 1))
+    except TypeError:  # a producer from before DLPack 1.0
+        cap = obj.__dlpack__()
+    dl = None
+    if _capsule_valid(cap, _NAME_V):
+        m = _DLManagedTensorVersioned.from_address(_capsule_ptr(cap, _NAME_V))
+        dl = m.dl_tensor if m.version.major == 1 else None  # else from_dlpack refuses it
+    elif _capsule_valid(cap, _NAME_L):
+        dl = _DLManagedTensor.from_address(_capsule_ptr(cap, _NAME_L)).dl_tensor
+    axes = None
+    if dl is not None and dl.ndim == 2:
+        axes = (0, 1, None, None)
+    elif dl is not None and dl.ndim == 4 and data_format == "NHWC":
+        axes = _NHWC_AXES[role]
+    if axes is None:
+        return from_dlpack(cap, role="filter" if role == _FILTER else "activation", context=ctx)
+    # The library reads shape and strides only while it imports: show it
+    # the logical order for that call, then give the producer its own
+    # arrays back (it may free them through them).
+    n = dl.ndim
+    shape = [dl.shape[i] for i in range(n)]
+    strides = [dl.strides[i] for i in range(n)] if dl.strides else None
+    if strides is None:
+        strides = [1] * n
+        for i in range(n - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+    new_shape = (_c_int64 * 4)(*[shape[a] if a is not None else 1 for a in axes])
+    new_strides = (_c_int64 * 4)(*[strides[a] if a is not None else 1 for a in axes])
+    saved = (dl.ndim, dl.shape, dl.strides)
+    dl.ndim, dl.shape, dl.strides = 4, new_shape, new_strides
+    try:
+        return from_dlpack(cap, role="filter" if role == _FILTER else "activation", context=ctx)
+    finally:
+        dl.ndim, dl.shape, dl.strides = saved
+
+
+def _as_tensor(x, role, data_format, ctx, device, name):
+    """x as a Tensor: a Tensor as it is (its layout must be data_format's
+    when one is given), anything else imported (_import) and copied to
+    device when it lands elsewhere."""
+    if isinstance(x, Tensor):
+        if data_format and role == _ACTIVATION and x.layout in _DATA_FORMATS and x.layout != data_format:
+            raise ValueError("polydnn: %s is an %s tensor but data_format is %r; a Tensor's shape is always "
+                             "(N, C, H, W) and its layout says how it lies in memory" % (name, x.layout, data_format))
+        return x
+    t = _import(x, role, data_format, ctx)
+    if device is not None and t.device != device:
+        t = t.to(device)
+    return t
+
+
+def _placement(*xs):
+    """The context and device of an op's first Tensor argument; the default
+    context and wherever the first argument lands without one."""
+    for x in xs:
+        if isinstance(x, Tensor):
+            return x._ctx, x.device
+    return default_context(), None
+
+
+def _empty_like(t, ctx, dims=None, layout=None):
+    d = t._desc()
+    if dims is not None:
+        d.dims[:] = dims
+    if layout is not None:
+        d.layout = layout
+    h = _vp()
+    _check(_tensor_create(_tensor_device(t._handle()), ctypes.byref(d), ctypes.byref(h)))
+    return Tensor(ctx, h)
+
+
 # ---- ops -----------------------------------------------------------------
-
-
-def _pair(v, what):
-    if isinstance(v, int):
-        return v, v
-    v = tuple(v)
-    if len(v) != 2:
-        raise ValueError("polydnn: %s must be an int or a pair" % what)
-    return int(v[0]), int(v[1])
 
 
 def conv_algorithms():
@@ -587,35 +859,74 @@ def conv_algorithms():
     return [n for n in names if n != "unknown"]
 
 
-def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=False,
-           algorithm="auto", out_layout=None):
-    """y = relu?(conv(x, w) + bias), on x's device, like
-    torch.nn.functional.conv2d. padding: int, (ph, pw), (top, bottom, left,
-    right), 'same' or 'valid'. algorithm: "auto" or one of
-    conv_algorithms(); a named one runs exactly that algorithm or raises
-    Error. The result has x's layout unless out_layout."""
+def _conv_params(xdims, wdims, stride, padding, dilation, groups, relu, algorithm):
     p = _ConvParams()
     _conv_init(ctypes.byref(p))
-    p.stride_h, p.stride_w = _pair(stride, "stride")
-    p.dilation_h, p.dilation_w = _pair(dilation, "dilation")
-    p.groups = int(groups)
+    p.stride_h, p.stride_w = _ints(stride, 2, "stride")
+    p.dilation_h, p.dilation_w = _ints(dilation, 2, "dilation")
+    p.groups = _int(groups, "groups")
     p.relu = int(bool(relu))
     # The library's names, not a copy here that would go stale.
     algo = _algo_parse(str(algorithm).encode())
     if algo < 0:
         raise ValueError("polydnn: unknown algorithm %r; 'auto' or one of %s" % (algorithm, conv_algorithms()))
     p.algorithm = algo
+    pad = _padding(padding)
+    if pad == "same":
+        _check(_conv_same(ctypes.byref(p), xdims[2], xdims[3], wdims[2], wdims[3]))
+    elif pad != "valid":
+        p.pad_top, p.pad_bottom, p.pad_left, p.pad_right = pad
+    return p
+
+
+def _pool_params(xdims, mode, kernel_size, stride, padding, ceil_mode):
+    p = _PoolParams()
+    _pool_init(ctypes.byref(p))
+    p.mode = mode
+    window = _ints(kernel_size, 2, "kernel_size")
+    strides = _ints(kernel_size if stride is None else stride, 2, "stride")
+    p.window_h, p.window_w = window
+    p.stride_h, p.stride_w = strides
+    pad = _padding(padding)
+    if pad == "valid":
+        pad = (0, 0, 0, 0)
+    elif pad == "same":
+        # TensorFlow's SAME: ceil(in / stride) outputs, the odd pixel of
+        # padding at the bottom/right (as pdnn_conv2d_set_padding_same).
+        pad = []
+        for n, k, s in zip(xdims[2:], window, strides):
+            total = max((-(-n // s) - 1) * s + k - n, 0) if k >= 1 and s >= 1 else 0
+            pad += [total // 2, total - total // 2]
+    p.pad_top, p.pad_bottom, p.pad_left, p.pad_right = pad
+    p.ceil_mode = int(bool(ceil_mode))
+    return p
+
+
+def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=False,
+           algorithm="auto", out_layout=None, data_format=None):
+    """y = relu?(conv(x, w) + bias), on x's device, like
+    torch.nn.functional.conv2d. x, w and bias are Tensors or arrays (anything
+    with __dlpack__, or nested lists), imported without a copy where they
+    can be.
+
+    data_format: how an array's shape is read. None or 'NCHW' (the default,
+    as PyTorch): x is (N, C, H, W), w (O, I, H, W), and the strides say
+    whether memory is NCHW or NHWC (a channels_last tensor is NHWC).
+    'NHWC' (as TensorFlow): x is (N, H, W, C) and w (H, W, I, O). A
+    Tensor's shape is always logical (N, C, H, W); with a data_format its
+    layout must match it.
+
+    padding: an integer, (ph, pw), (top, bottom, left, right),
+    ((top, bottom), (left, right)), 'same' or 'valid'. algorithm: "auto" or
+    one of conv_algorithms(); a named one runs exactly that algorithm or
+    raises Error. The result has x's layout unless out_layout."""
+    df = _data_format(data_format)
+    ctx, dev = _placement(x, w, bias)
+    x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
+    w = _as_tensor(w, _FILTER, df, ctx, x.device, "w")
+    bias = None if bias is None else _as_tensor(bias, _ACTIVATION, None, ctx, x.device, "bias")
     dx, dw = x._desc(), w._desc()
-    if padding == "same":
-        _check(_conv_same(ctypes.byref(p), dx.dims[2], dx.dims[3], dw.dims[2], dw.dims[3]))
-    elif padding == "valid":
-        pass
-    elif isinstance(padding, (tuple, list)) and len(padding) == 4:
-        p.pad_top, p.pad_bottom, p.pad_left, p.pad_right = (int(v) for v in padding)
-    else:
-        ph, pw = _pair(padding, "padding")
-        p.pad_top = p.pad_bottom = ph
-        p.pad_left = p.pad_right = pw
+    p = _conv_params(tuple(dx.dims), tuple(dw.dims), stride, padding, dilation, groups, relu, algorithm)
     od = (_c_int64 * 4)()
     _check(_conv_dims(ctypes.byref(dx), ctypes.byref(dw), ctypes.byref(p), od))
     y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
@@ -624,17 +935,12 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=Fals
     return y
 
 
-def _pool(x, mode, kernel_size, stride, padding, ceil_mode, out_layout):
-    p = _PoolParams()
-    _pool_init(ctypes.byref(p))
-    p.mode = mode
-    p.window_h, p.window_w = _pair(kernel_size, "kernel_size")
-    p.stride_h, p.stride_w = _pair(stride if stride is not None else kernel_size, "stride")
-    ph, pw = _pair(padding, "padding")
-    p.pad_top = p.pad_bottom = ph
-    p.pad_left = p.pad_right = pw
-    p.ceil_mode = int(bool(ceil_mode))
+def _pool(x, mode, kernel_size, stride, padding, ceil_mode, out_layout, data_format):
+    df = _data_format(data_format)
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
     dx = x._desc()
+    p = _pool_params(tuple(dx.dims), mode, kernel_size, stride, padding, ceil_mode)
     od = (_c_int64 * 4)()
     _check(_pool_dims(ctypes.byref(dx), ctypes.byref(p), od))
     y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
@@ -642,12 +948,448 @@ def _pool(x, mode, kernel_size, stride, padding, ceil_mode, out_layout):
     return y
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, out_layout=None):
-    """Like torch.nn.functional.max_pool2d (stride defaults to kernel_size)."""
-    return _pool(x, 0, kernel_size, stride, padding, ceil_mode, out_layout)
+def max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, out_layout=None, data_format=None):
+    """Like torch.nn.functional.max_pool2d (stride defaults to kernel_size).
+    padding and data_format as conv2d's ('same' is TensorFlow's SAME)."""
+    return _pool(x, 0, kernel_size, stride, padding, ceil_mode, out_layout, data_format)
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               out_layout=None):
-    """Like torch.nn.functional.avg_pool2d."""
-    return _pool(x, 1 if count_include_pad else 2, kernel_size, stride, padding, ceil_mode, out_layout)
+               out_layout=None, data_format=None):
+    """Like torch.nn.functional.avg_pool2d; padding and data_format as
+    conv2d's. TensorFlow's avg_pool with 'same' is count_include_pad=False."""
+    return _pool(x, 1 if count_include_pad else 2, kernel_size, stride, padding, ceil_mode, out_layout,
+                 data_format)
+
+
+# A matrix is a Tensor of shape (rows, cols, 1, 1), as in the C API; a 2-D
+# array given to these ops is one.
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    """c = op(a) @ op(b) for matrices, op transposing where asked (as
+    tf.linalg.matmul); c is (m, n, 1, 1) on a's device."""
+    ctx, dev = _placement(a, b)
+    a = _as_tensor(a, _ACTIVATION, None, ctx, dev, "a")
+    b = _as_tensor(b, _ACTIVATION, None, ctx, a.device, "b")
+    da, db = a._desc().dims, b._desc().dims
+    m = da[1] if transpose_a else da[0]
+    n = db[0] if transpose_b else db[1]
+    c = _empty_like(a, ctx, (m, n, 1, 1), 0)
+    _check(_matmul(a._handle(), b._handle(), int(bool(transpose_a)), int(bool(transpose_b)), c._handle()))
+    return c
+
+
+def add(a, b):
+    """a + b; both of the same shape and layout."""
+    ctx, dev = _placement(a, b)
+    a = _as_tensor(a, _ACTIVATION, None, ctx, dev, "a")
+    b = _as_tensor(b, _ACTIVATION, None, ctx, a.device, "b")
+    y = _empty_like(a, ctx)
+    _check(_add(a._handle(), b._handle(), y._handle()))
+    return y
+
+
+def add_n(inputs):
+    """The sum of a list of tensors of one shape and layout (tf.add_n)."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("polydnn: add_n needs at least one input")
+    ctx, dev = _placement(*inputs)
+    ts = []
+    for i, x in enumerate(inputs):
+        ts.append(_as_tensor(x, _ACTIVATION, None, ctx, dev, "inputs[%d]" % i))
+        dev = dev or ts[0].device
+    y = _empty_like(ts[0], ctx)
+    _check(_add_n((_vp * len(ts))(*[t._handle() for t in ts]), len(ts), y._handle()))
+    return y
+
+
+def bias_add(x, bias):
+    """x + bias over the channels (C; a matrix's columns): bias is a vector
+    of length C (tf.nn.bias_add; x + bias.view(1, -1, 1, 1) in PyTorch)."""
+    ctx, dev = _placement(x, bias)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    bias = _as_tensor(bias, _ACTIVATION, None, ctx, x.device, "bias")
+    y = _empty_like(x, ctx)
+    _check(_bias_add(x._handle(), bias._handle(), y._handle()))
+    return y
+
+
+def relu(x):
+    """max(x, 0); NaN stays NaN."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    y = _empty_like(x, ctx)
+    _check(_relu(x._handle(), y._handle()))
+    return y
+
+
+def softmax(x):
+    """Softmax over the channels (dim 1: a matrix's columns), as
+    torch.softmax(x, dim=1)."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    y = _empty_like(x, ctx)
+    _check(_softmax(x._handle(), y._handle()))
+    return y
+
+
+def reshape(x, shape):
+    """x's elements in memory order as an NCHW tensor of a new shape (1 to
+    4 dims, the missing ones 1), same element count: torch.reshape for an
+    NCHW x; an NHWC x's elements come in H, W, C order (TensorFlow's)."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    y = _empty_like(x, ctx, _dims(shape, "shape"), 0)
+    _check(_reshape(x._handle(), y._handle()))
+    return y
+
+
+def flatten(x):
+    """(N, C*H*W, 1, 1): a matrix with one row per image, in memory order."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    n, c, h, w = x._desc().dims
+    return reshape(x, (n, c * h * w, 1, 1))
+
+
+# ---- graphs and sessions (TensorFlow 1.x style) ---------------------------------
+
+
+def _cname(name, what):
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise TypeError("polydnn: %s must be a string, not %s (%r)" % (what, type(name).__name__, name))
+    return name.encode()
+
+
+class Node:
+    """A node of a Graph, standing for the value its op produces (a tf.Tensor
+    of a TensorFlow 1.x graph): pass it to other ops of the graph, fetch it
+    or feed it (a placeholder) in Session.run."""
+
+    def __init__(self, graph, index):
+        self.graph = graph
+        self.index = index
+
+    def _desc(self):
+        d = _Desc()
+        _check(_graph_node_desc(self.graph._h, self.index, ctypes.byref(d)))
+        return d
+
+    @property
+    def name(self):
+        return _graph_node_name(self.graph._h, self.index).decode()
+
+    @property
+    def op(self):
+        """The op type: "Placeholder", "Const", "Conv2D", "MatMul", ..."""
+        return _graph_node_op(self.graph._h, self.index).decode()
+
+    @property
+    def shape(self):
+        d = self._desc()
+        return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims)
+
+    @property
+    def layout(self):
+        return _layout_name(self._desc().layout).decode()
+
+    @property
+    def device(self):
+        """The device asked for ("" for the session's choice)."""
+        return self.graph._meta[self.index][0]
+
+    def __eq__(self, other):
+        return isinstance(other, Node) and other.graph is self.graph and other.index == self.index
+
+    def __hash__(self):
+        return hash((id(self.graph), self.index))
+
+    def __repr__(self):
+        return "Node(%r, op=%r, shape=%s, device=%r)" % (self.name, self.op, self.shape, self.device)
+
+
+class Graph:
+    """A graph of ops (pdnn_graph), built as in TensorFlow 1.x and run by a
+    Session:
+
+        g = polydnn.Graph()
+        with g.device("/gpu:0"):
+            x = g.placeholder((2, 3))
+            y = g.relu(g.matmul(x, [[1.0], [2.0], [3.0]]))
+        with polydnn.Session(g) as sess:
+            print(sess.run(y, {x: [[1, 2, 3], [4, 5, 6]]}).numpy())
+
+    Ops take Nodes, or values (Tensors, arrays, nested lists), which become
+    constants. name: None for TensorFlow's generated names ("MatMul",
+    "MatMul_1"); device: None for the innermost `with g.device(...)` scope,
+    else a full or partial device name ("/gpu:1", "/device:GPU:*"). Shapes
+    are checked as nodes are added."""
+
+    def __init__(self):
+        h = _vp()
+        _check(_graph_create(ctypes.byref(h)))
+        self._h = h
+        self._scopes = []
+        self._meta = {}  # node index -> (requested device, data_format)
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            _graph_destroy(self._h)
+            self._h = None
+
+    def __len__(self):
+        return _graph_node_count(self._h)
+
+    @property
+    def nodes(self):
+        return [Node(self, i) for i in range(len(self))]
+
+    def find(self, name):
+        """The node named name; Error (PDNN_ERR_NOT_FOUND) if none is."""
+        i = _c_int()
+        _check(_graph_find(self._h, _cname(name, "name"), ctypes.byref(i)))
+        return Node(self, i.value)
+
+    @contextlib.contextmanager
+    def device(self, name):
+        """Nodes added inside `with g.device(name):` ask for that device
+        (a name or a Device; None: the session's choice), as
+        tf.device."""
+        if isinstance(name, Device):
+            name = name.name
+        _cname(name, "device")
+        self._scopes.append(name or "")
+        try:
+            yield self
+        finally:
+            self._scopes.pop()
+
+    def _add(self, fn, name, device, data_format, *args):
+        if device is None:
+            device = self._scopes[-1] if self._scopes else ""
+        elif isinstance(device, Device):
+            device = device.name
+        out = _c_int()
+        _check(fn(self._h, _cname(name, "name"), _cname(device, "device") or None, *args, ctypes.byref(out)))
+        self._meta[out.value] = (device, data_format)
+        return Node(self, out.value)
+
+    def _input(self, v, role, data_format, what):
+        if isinstance(v, Node):
+            if v.graph is not self:
+                raise ValueError("polydnn: %s is node '%s' of another graph" % (what, v.name))
+            if data_format and role == _ACTIVATION and v.layout in _DATA_FORMATS and v.layout != data_format:
+                raise ValueError("polydnn: %s is node '%s', %s, but data_format is %r"
+                                 % (what, v.name, v.layout, data_format))
+            return v.index
+        return self.constant(v, role="filter" if role == _FILTER else "activation", data_format=data_format).index
+
+    def placeholder(self, shape, name=None, device=None, data_format=None):
+        """A value fed at run time: shape (N, C, H, W), or (N, H, W, C)
+        with data_format 'NHWC' (an NHWC placeholder); (rows, cols) for a
+        matrix; (length,) for a vector."""
+        df = _data_format(data_format) or "NCHW"
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) not in (1, 2, 4):
+            raise ValueError("polydnn: a placeholder's shape has 4 dims, 2 (a matrix) or 1 (a vector), not %r"
+                             % (shape,))
+        dims = _dims(shape, "shape")
+        d = _Desc()
+        d.dtype, d.layout = 0, _layout_parse(df.encode())
+        if len(shape) == 1:
+            d.layout = _LAYOUT_X
+        elif len(shape) == 4 and df == "NHWC":
+            dims = [dims[a] for a in _NHWC_AXES[_ACTIVATION]]
+        d.dims[:] = dims
+        return self._add(_graph_placeholder, name, device, df, ctypes.byref(d))
+
+    def constant(self, value, name=None, device=None, role="activation", data_format=None):
+        """A constant: a Tensor, an array or nested lists (read as
+        conv2d reads them; role 'filter' for convolution weights), copied
+        into the graph."""
+        if role not in ("activation", "filter"):
+            raise ValueError("polydnn: role must be 'activation' or 'filter', not %r" % (role,))
+        r = _FILTER if role == "filter" else _ACTIVATION
+        t = value if isinstance(value, Tensor) else _import(value, r, _data_format(data_format), default_context())
+        d = t._desc()
+        data = ctypes.create_string_buffer(t.to_bytes())
+        return self._add(_graph_constant, name, device, None, ctypes.byref(d), data)
+
+    def conv2d(self, x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=False,
+               algorithm="auto", data_format=None, name=None, device=None):
+        """As polydnn.conv2d; the output has x's layout."""
+        df = _data_format(data_format)
+        xi = self._input(x, _ACTIVATION, df, "x")
+        wi = self._input(w, _FILTER, df, "w")
+        bi = -1 if bias is None else self._input(bias, _ACTIVATION, None, "bias")
+        xd, wd = Node(self, xi)._desc(), Node(self, wi)._desc()
+        p = _conv_params(tuple(xd.dims), tuple(wd.dims), stride, padding, dilation, groups, relu, algorithm)
+        return self._add(_graph_conv2d, name, device, df, xi, wi, bi, ctypes.byref(p))
+
+    def _pool(self, x, mode, kernel_size, stride, padding, ceil_mode, data_format, name, device):
+        df = _data_format(data_format)
+        xi = self._input(x, _ACTIVATION, df, "x")
+        p = _pool_params(tuple(Node(self, xi)._desc().dims), mode, kernel_size, stride, padding, ceil_mode)
+        return self._add(_graph_pool2d, name, device, df, xi, ctypes.byref(p))
+
+    def max_pool2d(self, x, kernel_size, stride=None, padding=0, ceil_mode=False, data_format=None, name=None,
+                   device=None):
+        """As polydnn.max_pool2d (op type "MaxPool")."""
+        return self._pool(x, 0, kernel_size, stride, padding, ceil_mode, data_format, name, device)
+
+    def avg_pool2d(self, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                   data_format=None, name=None, device=None):
+        """As polydnn.avg_pool2d (op type "AvgPool")."""
+        return self._pool(x, 1 if count_include_pad else 2, kernel_size, stride, padding, ceil_mode, data_format,
+                          name, device)
+
+    def matmul(self, a, b, transpose_a=False, transpose_b=False, name=None, device=None):
+        """As polydnn.matmul."""
+        ai, bi = self._input(a, _ACTIVATION, None, "a"), self._input(b, _ACTIVATION, None, "b")
+        return self._add(_graph_matmul, name, device, None, ai, bi, int(bool(transpose_a)), int(bool(transpose_b)))
+
+    def add(self, a, b, name=None, device=None):
+        ai, bi = self._input(a, _ACTIVATION, None, "a"), self._input(b, _ACTIVATION, None, "b")
+        return self._add(_graph_add, name, device, None, ai, bi)
+
+    def add_n(self, inputs, name=None, device=None):
+        """The sum of a list of nodes of one shape (op type "AddN")."""
+        idx = [self._input(v, _ACTIVATION, None, "inputs[%d]" % i) for i, v in enumerate(inputs)]
+        return self._add(_graph_add_n, name, device, None, (_c_int * len(idx))(*idx), len(idx))
+
+    def bias_add(self, x, bias, name=None, device=None):
+        xi, bi = self._input(x, _ACTIVATION, None, "x"), self._input(bias, _ACTIVATION, None, "bias")
+        return self._add(_graph_bias_add, name, device, None, xi, bi)
+
+    def relu(self, x, name=None, device=None):
+        return self._add(_graph_relu, name, device, None, self._input(x, _ACTIVATION, None, "x"))
+
+    def softmax(self, x, name=None, device=None):
+        """Softmax over the channels (a matrix's columns)."""
+        return self._add(_graph_softmax, name, device, None, self._input(x, _ACTIVATION, None, "x"))
+
+    def reshape(self, x, shape, name=None, device=None):
+        """As polydnn.reshape."""
+        xi = self._input(x, _ACTIVATION, None, "x")
+        return self._add(_graph_reshape, name, device, None, xi, (_c_int64 * 4)(*_dims(shape, "shape")))
+
+    def flatten(self, x, name=None, device=None):
+        """(N, C*H*W, 1, 1), as polydnn.flatten (op type "Reshape")."""
+        return self._add(_graph_flatten, name, device, None, self._input(x, _ACTIVATION, None, "x"))
+
+
+class Session:
+    """Runs a Graph on a context's devices (pdnn_session; tf.Session):
+    placement happens here, once, for the graph as it is now (nodes added
+    later are not in the session).
+
+    context: the Context whose devices run it (default_context() if None).
+    log_device_placement: print the device mapping and each node's device
+    (TensorFlow's format) to stderr, or to log(line) if log is given; also
+    on when the context's is. allow_soft_placement: a node pinned to a
+    device that does not exist, or lacks its op, runs on another; None
+    takes the context's."""
+
+    def __init__(self, graph, context=None, log_device_placement=False, allow_soft_placement=None, log=None):
+        if not isinstance(graph, Graph):
+            raise TypeError("polydnn: Session needs a polydnn.Graph, not %s" % (type(graph).__name__,))
+        ctx = context or default_context()
+        if allow_soft_placement is None:
+            allow_soft_placement = getattr(ctx, "allow_soft_placement", False)
+        cfg = _SessionConfig()
+        _session_config_init(ctypes.byref(cfg))
+        cfg.context = ctx._h
+        cfg.log_device_placement = int(bool(log_device_placement))
+        cfg.allow_soft_placement = int(bool(allow_soft_placement))
+        if log is not None:
+            # Kept with the session: the library may log while it lives.
+            self._log = _LogFn(lambda _user, line: log(line.decode(errors="replace")))
+            cfg.log = self._log
+        h = _vp()
+        _check(_session_create(graph._h, ctypes.byref(cfg), ctypes.byref(h)))
+        self._h = h
+        self._ctx = ctx
+        self.graph = graph
+        self._count = len(graph)
+
+    def close(self):
+        if getattr(self, "_h", None):
+            _session_destroy(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("polydnn: the session was closed")
+        return self._h
+
+    def _node(self, n, what):
+        if isinstance(n, str):
+            n = self.graph.find(n)
+        if not isinstance(n, Node):
+            raise TypeError("polydnn: %s must be a Node or a node's name, not %s" % (what, type(n).__name__))
+        if n.graph is not self.graph:
+            raise ValueError("polydnn: %s is node '%s' of another graph" % (what, n.name))
+        if n.index >= self._count:
+            raise ValueError("polydnn: %s is node '%s', added to the graph after this session was created"
+                             % (what, n.name))
+        return n
+
+    def device_of(self, node):
+        """The Device node (a Node or a name) was placed on."""
+        n = self._node(node, "node")
+        d = _vp()
+        _check(_session_node_device(self._handle(), n.index, ctypes.byref(d)))
+        return Device(self._ctx, d)
+
+    def _feed(self, n, value):
+        if isinstance(value, Tensor):
+            return value
+        df = self.graph._meta[n.index][1]
+        t = _as_tensor(value, _ACTIVATION, df, self._ctx, None, "the value fed to '%s'" % n.name)
+        want = n.layout
+        if t.layout != want and t.shape == n.shape and {t.layout, want} <= set(_DATA_FORMATS):
+            # An array whose strides say the other layout: copied into the
+            # placeholder's, as TensorFlow copies every feed.
+            a = t.numpy()
+            y = empty(n.shape, want, device="/cpu:0", context=self._ctx)
+            order = (0, 1, 2, 3) if want == "NCHW" else (0, 2, 3, 1)
+            y.write_bytes(_numpy("a feed").ascontiguousarray(a.transpose(order)).tobytes())
+            t = y
+        return t
+
+    def run(self, fetches, feed_dict=None, as_numpy=False):
+        """Runs what fetches need. fetches: a Node (or its name), or a list
+        or tuple of them; feed_dict: {placeholder: value}, a value being a
+        Tensor (any device), an array or nested lists, read in the
+        placeholder's data_format. Returns a Tensor for each fetch, on the
+        device of its node (numpy arrays with as_numpy), in fetches'
+        shape: one, or a list."""
+        h = self._handle()
+        single = isinstance(fetches, (Node, str))
+        fl = [self._node(f, "fetches[%d]" % i) for i, f in enumerate([fetches] if single else list(fetches))]
+        if not fl:
+            raise ValueError("polydnn: run needs at least one fetch")
+        nodes, values = [], []
+        for k, v in (feed_dict or {}).items():
+            n = self._node(k, "a feed_dict key")
+            nodes.append(n.index)
+            values.append(self._feed(n, v))
+        out = (_vp * len(fl))()
+        _check(_session_run(h, (_c_int * len(nodes))(*nodes), (_vp * len(values))(*[t._handle() for t in values]),
+                            len(nodes), (_c_int * len(fl))(*[n.index for n in fl]), len(fl), out))
+        res = [Tensor(self._ctx, _vp(out[i])) for i in range(len(fl))]
+        if as_numpy:
+            res = [t.numpy() for t in res]
+        return res[0] if single else res
