@@ -129,8 +129,8 @@ static pdnn_status env_limit_mb(uint64_t *dst)
  * messages). Without an explicit limit or fraction we keep 5% of the
  * device, at most 1 GiB, for the driver and the display, as TensorFlow
  * keeps a system reserve. */
-static uint64_t device_limit(const pdnn_context_options *o, const pdnn__device_props *p,
-                             char *src, size_t len)
+static uint64_t device_limit(const pdnn_context_options *o, const char *dev_name,
+                             const pdnn__device_props *p, char *src, size_t len)
 {
     char b[32];
     if (p->kind == PDNN__KIND_HOST) {
@@ -139,7 +139,7 @@ static uint64_t device_limit(const pdnn_context_options *o, const pdnn__device_p
     }
     if (o->memory_limit) {
         snprintf(src, len, "memory_limit %s", pdnn__format_bytes(o->memory_limit, b, sizeof b));
-        return o->memory_limit;
+        return pdnn__clamp_memory_limit(dev_name, p->memory_bytes, o->memory_limit, "memory_limit", src, len);
     }
     if (o->memory_fraction > 0.0) {
         snprintf(src, len, "memory_fraction %g of %s", o->memory_fraction,
@@ -153,6 +153,25 @@ static uint64_t device_limit(const pdnn_context_options *o, const pdnn__device_p
              pdnn__format_bytes(p->memory_bytes, b, sizeof b),
              pdnn__format_bytes(reserve, (char[32]){0}, 32));
     return p->memory_bytes - reserve;
+}
+
+/* A limit above the device's memory could never be reserved, and reserving
+ * it up front would ask the driver for regions without end (PoCL accepts
+ * buffers far beyond its memory), so it is clamped with a warning rather
+ * than refused: a script that asks for "everything" keeps working. */
+uint64_t pdnn__clamp_memory_limit(const char *dev_name, uint64_t device_bytes, uint64_t limit,
+                                  const char *what, char *src, size_t len)
+{
+    if (device_bytes == 0 || limit <= device_bytes)
+        return limit;
+    char asked[32], have[32];
+    pdnn__format_bytes(limit, asked, sizeof asked);
+    pdnn__format_bytes(device_bytes, have, sizeof have);
+    fprintf(stderr, "polydnn: warning: %s %s exceeds the %s of memory on %s; using %s\n", what, asked,
+            have, dev_name, have);
+    if (src)
+        snprintf(src, len, "%s %s clamped to the device's %s", what, asked, have);
+    return device_bytes;
 }
 
 static pdnn_status region_alloc(void *dev, size_t bytes, void **region)
@@ -172,7 +191,7 @@ static pdnn_status device_init_allocator(pdnn_device *d, const pdnn_context_opti
     pdnn__bfc_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.device_name = d->name;
-    cfg.limit = device_limit(o, &d->props, cfg.limit_source, sizeof cfg.limit_source);
+    cfg.limit = device_limit(o, d->name, &d->props, cfg.limit_source, sizeof cfg.limit_source);
     cfg.max_region = d->props.max_alloc_bytes;
     cfg.alignment = 256;
     while (cfg.alignment < d->props.base_align)

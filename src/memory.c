@@ -50,6 +50,8 @@ pdnn_status pdnn_device_set_memory_limit(pdnn_device *dev, uint64_t bytes)
                            dev->name);
     char src[128], b[32];
     snprintf(src, sizeof src, "set at run time to %s", pdnn__format_bytes(bytes, b, sizeof b));
+    bytes = pdnn__clamp_memory_limit(dev->name, dev->props.memory_bytes, bytes, "a limit set at run time", src,
+                                     sizeof src);
     return pdnn__bfc_set_limit(dev->alloc, bytes, src);
 }
 
