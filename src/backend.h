@@ -329,4 +329,9 @@ void pdnn__debug(const char *fmt, ...)
 /* Formats a byte count for messages, e.g. "3.8 GiB" ("1 KiB", "512 B"). */
 const char *pdnn__format_bytes(uint64_t bytes, char *buf, size_t len);
 
+/* A failed host allocation (src/memory.c): PDNN_ERR_OUT_OF_MEMORY with
+ * "<where>: out of host memory for <what>: N bytes (X MiB)", so that every
+ * such message names the buffer and its size. */
+pdnn_status pdnn__host_oom(const char *where, const char *what, uint64_t bytes);
+
 #endif /* POLYDNN_BACKEND_H */

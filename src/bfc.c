@@ -199,8 +199,7 @@ static pdnn_status region_add(pdnn__bfc *a, size_t size, size_t need)
         free(r);
         if (c)
             chunk_recycle(a, c);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory for allocator bookkeeping",
-                           a->device_name);
+        return pdnn__host_oom(a->device_name, "the allocator's region records", sizeof *r + sizeof *c);
     }
     pdnn_status st;
     for (;;) {
@@ -334,7 +333,7 @@ pdnn_status pdnn__bfc_create(const pdnn__bfc_config *cfg, const pdnn__region_sou
                            cfg->alignment, MIN_CHUNK);
     pdnn__bfc *a = calloc(1, sizeof *a);
     if (!a)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "allocator: out of host memory");
+        return pdnn__host_oom("allocator", "its state", sizeof *a);
     if (pthread_mutex_init(&a->lock, NULL) != 0) {
         free(a);
         return pdnn__error(PDNN_ERR_INTERNAL, "allocator: pthread_mutex_init failed");

@@ -335,7 +335,7 @@ static pdnn_status enumerate_all(pdnn_context *ctx, found_device **out, int *n_o
                 free(props);
                 close_found(all, n_all);
                 free(all);
-                return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");
+                return pdnn__host_oom("creating a context", "the device list", sizeof *all * (size_t)(n_all + n));
             }
             all = grown;
             int kept = 0;
@@ -377,7 +377,7 @@ static pdnn_status assign_names(pdnn_context *ctx, found_device *all, int n_all)
 
     int *order = malloc(sizeof *order * (size_t)(n_gpus ? n_gpus : 1));
     if (!order)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");
+        return pdnn__host_oom("creating a context", "the GPU order", sizeof *order * (size_t)(n_gpus ? n_gpus : 1));
     int n_visible = n_gpus;
     for (int i = 0; i < n_gpus; i++)
         order[i] = i;
@@ -392,7 +392,7 @@ static pdnn_status assign_names(pdnn_context *ctx, found_device *all, int n_all)
     ctx->devices = calloc((size_t)(n_all > 0 ? n_all : 1), sizeof *ctx->devices);
     if (!ctx->devices) {
         free(order);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");
+        return pdnn__host_oom("creating a context", "the devices", sizeof *ctx->devices * (size_t)(n_all > 0 ? n_all : 1));
     }
     int out = 0;
     int next_cpu = 0;
@@ -518,14 +518,14 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
 
     pdnn_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_context_create: out of host memory");
+        return pdnn__host_oom("pdnn_context_create", "the context", sizeof *ctx);
     atomic_init(&ctx->live_tensors, 0);
     atomic_init(&ctx->refs, 1);
     if (o.visible_devices) {
         ctx->visible_devices = strdup(o.visible_devices);
         if (!ctx->visible_devices) {
             free(ctx);
-            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_context_create: out of host memory");
+            return pdnn__host_oom("pdnn_context_create", "visible_devices", strlen(o.visible_devices) + 1);
         }
     }
     o.visible_devices = ctx->visible_devices;

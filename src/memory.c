@@ -5,6 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
+pdnn_status pdnn__host_oom(const char *where, const char *what, uint64_t bytes)
+{
+    char b[32];
+    return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory for %s: %" PRIu64 " bytes (%s)", where, what,
+                       bytes, pdnn__format_bytes(bytes, b, sizeof b));
+}
+
 static pdnn_status need_dev(const char *fn, const pdnn_device *dev)
 {
     return dev ? PDNN_SUCCESS : pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: dev is NULL", fn);

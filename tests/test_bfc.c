@@ -482,3 +482,13 @@ Test(bfc, eight_threads_random_alloc_free_coalesce_back)
     pdnn__bfc_destroy(a);
     cr_assert_eq(F.live, 0);
 }
+
+/* Every failed host allocation in the library reads the same way: where,
+ * which buffer, its size in bytes and in human units. */
+Test(bfc, host_allocation_failures_name_the_buffer_and_its_size)
+{
+    cr_assert_eq(pdnn__host_oom("copying between devices", "the staging buffer", (uint64_t)3 << 30),
+                 PDNN_ERR_OUT_OF_MEMORY);
+    cr_assert_str_eq(pdnn_last_error(),
+                     "copying between devices: out of host memory for the staging buffer: 3221225472 bytes (3 GiB)");
+}

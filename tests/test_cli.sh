@@ -146,6 +146,17 @@ bad "corrupt npy" 1 "magic" "$tool" pool --input "$tmp/bad.npy"
 head -c 100 "$tmp/y.npy" >"$tmp/trunc.npy"
 bad "truncated npy" 1 "truncated" "$tool" pool --input "$tmp/trunc.npy"
 bad "4-d bias" 1 "expected 1" "$tool" conv -k 2 --bias-file "$tmp/p.npy"
+# A host allocation that fails names the buffer and its size (1.2 TiB of
+# input; ASan must return NULL rather than abort, as malloc does).
+big_env="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
+bad "conv: host OOM names the buffer" 1 "out of host memory for the input x: 1284505600000 bytes (1.2 TiB)" \
+    env "$big_env" "$tool" conv -n 100000 -c 64 -H 224 -W 224 -k 64 --iters 1 --device /cpu:0
+bad "pool: host OOM names the buffer" 1 "out of host memory for the input x: 1284505600000 bytes (1.2 TiB)" \
+    env "$big_env" "$tool" pool -n 100000 -c 64 -H 224 -W 224 --iters 1 --device /cpu:0
+# A named algorithm that does not apply says why, in its own words.
+bad "--algo tiled on groups says why" 1 \
+    "tiled runs groups == 1 or groups of a multiple of 16 output channels; this one has 8 output channels in 2 groups" \
+    "$tool" conv -c 8 -k 8 -g 2 --algo tiled --iters 1
 ok "help conv" "$tool" conv --help
 has "help lists flags" "--filter-layout"
 ok "help pool" "$tool" pool --help
@@ -319,6 +330,13 @@ bad "tune: default against the host" 1 "FAILED: the default configuration disagr
 has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: implicit_gemm vw=[0-9]* kb=[0-9] pt=[0-9]* differs from the host reference |"
 has "tune: failure counted" "0 not tunable; 1 failed."
 check "tune: nothing stored for the failed layer" test ! -s "$tmp/tune-bad/tuning-v1.tsv"
+# Out of memory in the reference check is an error, not a wrong answer.
+bad "tune: out of memory is reported as such" 1 "out of memory on /device:GPU:0" \
+    env POLYDNN_CACHE_DIR="$tmp/tune-oom" POLYDNN_MEMORY_LIMIT_MB=1 "$tool" tune conv -c 64 -H 32 -W 32 -k 64 --layout nchw
+check "tune: out of memory is not a difference" sh -c "! grep -q 'differs from the host reference' '$tmp/out'"
+check "tune: out of memory is not a failed check" sh -c "! grep -q 'FAILED' '$tmp/out'"
+ok "tune --algo tiled on groups" env POLYDNN_CACHE_DIR="$tmp/tune-tiled" "$tool" tune conv -c 8 -k 8 -g 2 --algo tiled --layout nchw
+has "tune row: the algorithm's whole reason" "^| c8 32x32 k8 3x3 g2 | NCHW | 1 | not tunable: .*this one has 8 output channels in 2 groups; use PDNN_CONV_ALGO_AUTO |"
 bad "tune unknown layer set" 2 "unknown layer set 'resnet18'" "$tool" tune resnet18
 bad "tune without a set" 2 "name a layer set" "$tool" tune
 bad "tune unknown device" 2 "device '/gpu:9' does not exist" "$tool" tune conv --device /gpu:9

@@ -33,7 +33,7 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
 {
     cl_dev *d = calloc(1, sizeof *d);
     if (!d)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        return pdnn__host_oom("OpenCL", "a device's state", sizeof *d);
     if (pthread_mutex_init(&d->lock, NULL) != 0) {
         free(d);
         return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: pthread_mutex_init failed");
@@ -91,7 +91,7 @@ static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n
         return pdnn__cl_fail("clGetPlatformIDs", err);
     cl_platform_id *plats = malloc(sizeof *plats * np);
     if (!plats)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        return pdnn__host_oom("OpenCL", "the platform list", sizeof *plats * np);
     err = clGetPlatformIDs(np, plats, NULL);
     if (err != CL_SUCCESS) {
         free(plats);
@@ -116,7 +116,7 @@ static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n
     if (!handles || !pr) {
         free(handles);
         free(pr);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        return pdnn__host_oom("OpenCL", "the device table", nid * (sizeof *handles + sizeof *pr));
     }
     int count = 0;
     for (cl_uint i = 0; i < nid; i++) {
@@ -173,8 +173,12 @@ static pdnn_status cl_region_alloc(void *dev, size_t bytes, void **region)
     cl_dev *d = dev;
     cl_int err;
     cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!m)
-        return pdnn__cl_fail("clCreateBuffer", err);
+    if (!m) {
+        char b[32];
+        return pdnn__error(pdnn__cl_fail("clCreateBuffer", err),
+                           "OpenCL: clCreateBuffer of a region of %zu bytes (%s) failed with %s (%d)", bytes,
+                           pdnn__format_bytes(bytes, b, sizeof b), pdnn__cl_error_name(err), (int)err);
+    }
     *region = m;
     return PDNN_SUCCESS;
 }
