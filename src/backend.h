@@ -246,6 +246,14 @@ typedef struct pdnn__program_cache_stats {
     long hits, misses, stores, rejected;
 } pdnn__program_cache_stats;
 void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
+/* Test hook: the programs this process built from source (kernels_cl/
+ * file, full build options, build log less trailing blank lines), oldest
+ * first, at most PDNN__CL_MAX_BUILDS; returns how many. */
+#define PDNN__CL_MAX_BUILDS 256
+typedef struct pdnn__cl_build_record {
+    char file[48], opts[160], log[512];
+} pdnn__cl_build_record;
+int pdnn__opencl_builds(const pdnn__cl_build_record **out);
 /* Test hook: the bytes of workspace above which winograd transforms the
  * batch's tiles a chunk at a time (0: its default, 64 MiB). */
 void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);

@@ -348,5 +348,29 @@ bad "tune unknown flag" 2 "unknown flag" "$tool" tune conv --fast
 ok "help tune" "$tool" tune --help
 has "help lists tune flags" "--force"
 
+# A successful run says nothing on stderr: no kernel compiler notes
+# ("N warnings generated."), with every program built from source (PoCL's
+# own kernel cache off too: a cached build prints nothing).
+quiet_conv() {
+    env POCL_KERNEL_CACHE=0 POLYDNN_CACHE_DIR="$tmp/quiet-cache" POLYDNN_PROGRAM_CACHE=off "$tool" conv -n 1 -c 16 -H 12 -W 12 -k 32 \
+        -p 1 -q 1 --iters 1 --device /gpu:0 --verify "$@" 2>"$tmp/err" >/dev/null && ! [ -s "$tmp/err" ] ||
+        { sed 's/^/    stderr: /' "$tmp/err"; false; }
+}
+for algo in auto direct im2col_gemm tiled winograd implicit_gemm; do
+    check "conv --algo $algo on /gpu:0: nothing on stderr" quiet_conv --algo $algo
+done
+check "1x1 conv on /gpu:0: nothing on stderr" quiet_conv -y 1 -x 1 -p 0 -q 0 --algo gemm_1x1
+check "depthwise conv on /gpu:0: nothing on stderr" quiet_conv -k 16 -g 16 --algo depthwise
+
+# A kernel that builds with a warning: its build log is shown with
+# POLYDNN_DEBUG=1 (and kernels_cl/ has none: tests/test_kernel_build).
+wdir="$tmp/warn-kernels"
+mkdir -p "$wdir" && cp "${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}"/kernels_cl/*.cl "$wdir/"
+printf '#warning polydnn-test-warning\n' | cat - "$wdir/conv2d.cl" >"$wdir/c.cl" && mv "$wdir/c.cl" "$wdir/conv2d.cl"
+ok "a kernel's build log with POLYDNN_DEBUG=1" env POCL_KERNEL_CACHE=0 POLYDNN_DEBUG=1 POLYDNN_KERNEL_DIR="$wdir" \
+    POLYDNN_CACHE_DIR="$tmp/warn-cache" POLYDNN_PROGRAM_CACHE=off "$tool" conv --algo direct --iters 1 --device /gpu:0
+has "build log named" "^polydnn: debug: OpenCL: the build log of conv2d.cl with '-cl-std=CL1.2 *':"
+has "build log shown" "polydnn-test-warning"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
