@@ -29,6 +29,23 @@
 #endif
 #define KV (16 * KB)
 
+/* A float16 passed to or returned by a built-in (vload16, vstore16, fma,
+ * fmax) crosses a call whose vector ABI differs on x86 without AVX-512,
+ * and PoCL's clang warns so ("N warnings generated." on the user's
+ * terminal). There the built-ins take its float8 halves, as that target
+ * holds a float16 anyway; elsewhere they take it whole. */
+#if defined(__x86_64__) && !defined(__AVX512F__)
+#define LOAD16(i, p) ((float16)(vload8(0, (p) + 16 * (long)(i)), vload8(0, (p) + 16 * (long)(i) + 8)))
+#define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
+#define FMA16(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
+#define MAX16(a, b) ((float16)(fmax((a).lo, (b).lo), fmax((a).hi, (b).hi)))
+#else
+#define LOAD16 vload16
+#define STORE16 vstore16
+#define FMA16 fma
+#define MAX16 fmax
+#endif
+
 /* G g for one column g0..g2 of a 3x3 filter (6 values). */
 #define WINO_G(g0, g1, g2, u)                                                                                     \
     do {                                                                                                          \
@@ -175,18 +192,18 @@ __kernel void wino_gemm(__global const float *U, long u_off,
     for (int c = 0; c < C; c++) {
         float16 wv[KB];
         for (int b = 0; b < KB; b++)
-            wv[b] = vload16(b, u + (long)c * Kp);
+            wv[b] = LOAD16(b, u + (long)c * Kp);
         __global const float *vc = v + (long)c * Tp;
         for (int j = 0; j < TT; j++) {
             const float16 xv = (float16)(vc[j]);
             for (int b = 0; b < KB; b++)
-                acc[b][j] = fma(xv, wv[b], acc[b][j]);
+                acc[b][j] = FMA16(xv, wv[b], acc[b][j]);
         }
     }
     __global float *m = M + m_off + (long)e * ((long)Tp * Kp + PLANE_PAD) + (long)tb * TT * Kp + (long)kb * KV;
     for (int j = 0; j < TT; j++)
         for (int b = 0; b < KB; b++)
-            vstore16(acc[b][j], b, m + (long)j * Kp);
+            STORE16(acc[b][j], b, m + (long)j * Kp);
 }
 
 /* One work-item per (channel, tile) of the chunk; kfast swaps which is

@@ -270,6 +270,14 @@ typedef struct pdnn__program_cache_stats {
     long hits, misses, stores, rejected;
 } pdnn__program_cache_stats;
 void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
+/* Test hook: the programs this process built from source (kernels_cl/
+ * file, full build options, build log less trailing blank lines), oldest
+ * first, at most PDNN__CL_MAX_BUILDS; returns how many. */
+#define PDNN__CL_MAX_BUILDS 256
+typedef struct pdnn__cl_build_record {
+    char file[48], opts[160], log[512];
+} pdnn__cl_build_record;
+int pdnn__opencl_builds(const pdnn__cl_build_record **out);
 /* Test hook: the bytes of workspace above which winograd transforms the
  * batch's tiles a chunk at a time (0: its default, 64 MiB). */
 void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
@@ -352,5 +360,10 @@ void pdnn__debug(const char *fmt, ...)
 
 /* Formats a byte count for messages, e.g. "3.8 GiB" ("1 KiB", "512 B"). */
 const char *pdnn__format_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* A failed host allocation (src/memory.c): PDNN_ERR_OUT_OF_MEMORY with
+ * "<where>: out of host memory for <what>: N bytes (X MiB)", so that every
+ * such message names the buffer and its size. */
+pdnn_status pdnn__host_oom(const char *where, const char *what, uint64_t bytes);
 
 #endif /* POLYDNN_BACKEND_H */

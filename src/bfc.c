@@ -24,6 +24,9 @@
 #define N_BINS 48
 #define FIRST_GROWTH ((uint64_t)2 << 20)
 #define GROWTH_STEP ((uint64_t)1 << 20) /* gradual regions are whole MiB */
+/* Regions the first-use reservation may take: a limit within the device's
+ * memory needs a handful (OpenCL lets one buffer hold at least 1/4 of it). */
+#define MAX_RESERVE_REGIONS 1024
 
 typedef struct region region;
 typedef struct chunk chunk;
@@ -56,6 +59,7 @@ struct pdnn__bfc {
     int growth_double;
     int reserved_all;       /* no-growth: the first-use reservation is done */
     uint64_t growth_target; /* next region size with allow_growth */
+    char reserve_note[384]; /* why the first-use reservation fell short */
     region *regions;
     chunk *bins[N_BINS];
     chunk *spare;           /* recycled chunk records */
@@ -195,8 +199,7 @@ static pdnn_status region_add(pdnn__bfc *a, size_t size, size_t need)
         free(r);
         if (c)
             chunk_recycle(a, c);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory for allocator bookkeeping",
-                           a->device_name);
+        return pdnn__host_oom(a->device_name, "the allocator's region records", sizeof *r + sizeof *c);
     }
     pdnn_status st;
     for (;;) {
@@ -273,15 +276,48 @@ static pdnn_status extend(pdnn__bfc *a, size_t need)
 }
 
 /* Without allow_growth the first use takes the whole limit, in as many
- * regions as the driver's maximum allocation size requires. A refusal
- * stops the reservation early; what was obtained is kept. */
+ * regions as the driver's maximum allocation size requires. The first
+ * refusal (after region_add's back-off to half the region) ends the
+ * reservation, as does reaching MAX_RESERVE_REGIONS, so a limit the driver
+ * cannot give, or gives lazily without end, never loops: what was obtained
+ * is kept, a one-line warning says what was asked and obtained, and the
+ * same note ends any later out-of-memory message. */
 static void reserve_all(pdnn__bfc *a)
 {
     a->reserved_all = 1;
+    int stopped = 0; /* 1 refused, 2 too many regions */
+    char refused[32] = "", driver[160] = "";
     while (a->limit > a->st.bytes_reserved && a->limit - a->st.bytes_reserved >= a->align) {
-        if (extend(a, a->align) != PDNN_SUCCESS)
+        if (a->st.num_regions >= MAX_RESERVE_REGIONS) {
+            stopped = 2;
             break;
+        }
+        uint64_t size = round_down(a->limit - a->st.bytes_reserved, a->align);
+        if (a->max_region && size > a->max_region)
+            size = round_down(a->max_region, a->align);
+        size_t floor = (size_t)round_down(size / 2, a->align);
+        if (region_add(a, (size_t)size, floor > a->align ? floor : a->align) != PDNN_SUCCESS) {
+            stopped = 1;
+            pdnn__format_bytes(size, refused, sizeof refused);
+            snprintf(driver, sizeof driver, "%s", pdnn_last_error());
+            break;
+        }
     }
+    if (!stopped)
+        return;
+    char asked[32], got[32];
+    pdnn__format_bytes(a->limit, asked, sizeof asked);
+    pdnn__format_bytes(a->st.bytes_reserved, got, sizeof got);
+    if (stopped == 1)
+        snprintf(a->reserve_note, sizeof a->reserve_note,
+                 "reserving the limit on first use asked for %s and obtained %s: the driver refused a "
+                 "region of %s (%s)",
+                 asked, got, refused, driver);
+    else
+        snprintf(a->reserve_note, sizeof a->reserve_note,
+                 "reserving the limit on first use asked for %s and obtained %s: stopped at %d regions",
+                 asked, got, MAX_RESERVE_REGIONS);
+    fprintf(stderr, "polydnn: warning: out of memory on %s: %s\n", a->device_name, a->reserve_note);
 }
 
 /* ---- public entry points ---------------------------------------------- */
@@ -297,7 +333,7 @@ pdnn_status pdnn__bfc_create(const pdnn__bfc_config *cfg, const pdnn__region_sou
                            cfg->alignment, MIN_CHUNK);
     pdnn__bfc *a = calloc(1, sizeof *a);
     if (!a)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "allocator: out of host memory");
+        return pdnn__host_oom("allocator", "its state", sizeof *a);
     if (pthread_mutex_init(&a->lock, NULL) != 0) {
         free(a);
         return pdnn__error(PDNN_ERR_INTERNAL, "allocator: pthread_mutex_init failed");
@@ -349,12 +385,13 @@ static pdnn_status oom(pdnn__bfc *a, size_t rounded, const char *what)
     char req[32], used[32], res[32], lim[32], big[32];
     return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
                        "out of memory on %s allocating %s (%s): %s in use, %s reserved, limit %s (%s), "
-                       "largest free chunk %s",
+                       "largest free chunk %s%s%s",
                        a->device_name, what ? what : "a buffer", pdnn__format_bytes(rounded, req, sizeof req),
                        pdnn__format_bytes(a->st.bytes_in_use, used, sizeof used),
                        pdnn__format_bytes(a->st.bytes_reserved, res, sizeof res),
                        pdnn__format_bytes(a->limit, lim, sizeof lim), a->limit_source,
-                       pdnn__format_bytes(a->st.largest_free_chunk, big, sizeof big));
+                       pdnn__format_bytes(a->st.largest_free_chunk, big, sizeof big),
+                       a->reserve_note[0] ? "; " : "", a->reserve_note);
 }
 
 static pdnn_status alloc_locked(pdnn__bfc *a, size_t rounded, const char *what, pdnn__bfc_block *out)

@@ -129,8 +129,8 @@ static pdnn_status env_limit_mb(uint64_t *dst)
  * messages). Without an explicit limit or fraction we keep 5% of the
  * device, at most 1 GiB, for the driver and the display, as TensorFlow
  * keeps a system reserve. */
-static uint64_t device_limit(const pdnn_context_options *o, const pdnn__device_props *p,
-                             char *src, size_t len)
+static uint64_t device_limit(const pdnn_context_options *o, const char *dev_name,
+                             const pdnn__device_props *p, char *src, size_t len)
 {
     char b[32];
     if (p->kind == PDNN__KIND_HOST) {
@@ -139,7 +139,7 @@ static uint64_t device_limit(const pdnn_context_options *o, const pdnn__device_p
     }
     if (o->memory_limit) {
         snprintf(src, len, "memory_limit %s", pdnn__format_bytes(o->memory_limit, b, sizeof b));
-        return o->memory_limit;
+        return pdnn__clamp_memory_limit(dev_name, p->memory_bytes, o->memory_limit, "memory_limit", src, len);
     }
     if (o->memory_fraction > 0.0) {
         snprintf(src, len, "memory_fraction %g of %s", o->memory_fraction,
@@ -153,6 +153,25 @@ static uint64_t device_limit(const pdnn_context_options *o, const pdnn__device_p
              pdnn__format_bytes(p->memory_bytes, b, sizeof b),
              pdnn__format_bytes(reserve, (char[32]){0}, 32));
     return p->memory_bytes - reserve;
+}
+
+/* A limit above the device's memory could never be reserved, and reserving
+ * it up front would ask the driver for regions without end (PoCL accepts
+ * buffers far beyond its memory), so it is clamped with a warning rather
+ * than refused: a script that asks for "everything" keeps working. */
+uint64_t pdnn__clamp_memory_limit(const char *dev_name, uint64_t device_bytes, uint64_t limit,
+                                  const char *what, char *src, size_t len)
+{
+    if (device_bytes == 0 || limit <= device_bytes)
+        return limit;
+    char asked[32], have[32];
+    pdnn__format_bytes(limit, asked, sizeof asked);
+    pdnn__format_bytes(device_bytes, have, sizeof have);
+    fprintf(stderr, "polydnn: warning: %s %s exceeds the %s of memory on %s; using %s\n", what, asked,
+            have, dev_name, have);
+    if (src)
+        snprintf(src, len, "%s %s clamped to the device's %s", what, asked, have);
+    return device_bytes;
 }
 
 static pdnn_status region_alloc(void *dev, size_t bytes, void **region)
@@ -172,7 +191,7 @@ static pdnn_status device_init_allocator(pdnn_device *d, const pdnn_context_opti
     pdnn__bfc_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.device_name = d->name;
-    cfg.limit = device_limit(o, &d->props, cfg.limit_source, sizeof cfg.limit_source);
+    cfg.limit = device_limit(o, d->name, &d->props, cfg.limit_source, sizeof cfg.limit_source);
     cfg.max_region = d->props.max_alloc_bytes;
     cfg.alignment = 256;
     while (cfg.alignment < d->props.base_align)
@@ -316,7 +335,7 @@ static pdnn_status enumerate_all(pdnn_context *ctx, found_device **out, int *n_o
                 free(props);
                 close_found(all, n_all);
                 free(all);
-                return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");
+                return pdnn__host_oom("creating a context", "the device list", sizeof *all * (size_t)(n_all + n));
             }
             all = grown;
             int kept = 0;
@@ -358,7 +377,7 @@ static pdnn_status assign_names(pdnn_context *ctx, found_device *all, int n_all)
 
     int *order = malloc(sizeof *order * (size_t)(n_gpus ? n_gpus : 1));
     if (!order)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");
+        return pdnn__host_oom("creating a context", "the GPU order", sizeof *order * (size_t)(n_gpus ? n_gpus : 1));
     int n_visible = n_gpus;
     for (int i = 0; i < n_gpus; i++)
         order[i] = i;
@@ -373,7 +392,7 @@ static pdnn_status assign_names(pdnn_context *ctx, found_device *all, int n_all)
     ctx->devices = calloc((size_t)(n_all > 0 ? n_all : 1), sizeof *ctx->devices);
     if (!ctx->devices) {
         free(order);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "creating a context: out of host memory");
+        return pdnn__host_oom("creating a context", "the devices", sizeof *ctx->devices * (size_t)(n_all > 0 ? n_all : 1));
     }
     int out = 0;
     int next_cpu = 0;
@@ -499,14 +518,14 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
 
     pdnn_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_context_create: out of host memory");
+        return pdnn__host_oom("pdnn_context_create", "the context", sizeof *ctx);
     atomic_init(&ctx->live_tensors, 0);
     atomic_init(&ctx->refs, 1);
     if (o.visible_devices) {
         ctx->visible_devices = strdup(o.visible_devices);
         if (!ctx->visible_devices) {
             free(ctx);
-            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_context_create: out of host memory");
+            return pdnn__host_oom("pdnn_context_create", "visible_devices", strlen(o.visible_devices) + 1);
         }
     }
     o.visible_devices = ctx->visible_devices;

@@ -59,6 +59,13 @@ void pdnn__tensor_unref(pdnn_tensor *t);
 void pdnn__context_ref(pdnn_context *ctx);
 void pdnn__context_unref(pdnn_context *ctx);
 
+/* A memory limit above device_bytes (the device's total memory; 0 =
+ * unknown) is clamped to it with a one-line warning on stderr naming what
+ * ("memory_limit", ...) and the device; src (may be NULL) then says so for
+ * OOM messages. Returns the limit to use (context.c). */
+uint64_t pdnn__clamp_memory_limit(const char *dev_name, uint64_t device_bytes, uint64_t limit,
+                                  const char *what, char *src, size_t len);
+
 /* Parses a full or partial device name into spec (device.c). partial != 0
  * allows missing type/index and "*". */
 pdnn_status pdnn__device_spec_parse(const char *name, int partial,

@@ -60,7 +60,7 @@ static pdnn_status bad_name(const char *name, const char *why)
 pdnn_status pdnn__device_spec_parse(const char *name, int partial, pdnn_device_spec *out)
 {
     if (!name || !out)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "device name is NULL");
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "parsing a device name: %s is NULL", !name ? "name" : "out");
     pdnn_device_spec spec = {{0}, -1, -1, -1, -1};
     const char *s = name;
     if (*s == '\0')
@@ -114,6 +114,8 @@ pdnn_status pdnn__device_spec_parse(const char *name, int partial, pdnn_device_s
 
 pdnn_status pdnn_device_name_parse(const char *name, pdnn_device_spec *out)
 {
+    if (!name || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_device_name_parse: %s is NULL", !name ? "name" : "out");
     return pdnn__device_spec_parse(name, 0, out);
 }
 

@@ -609,8 +609,7 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
         n++;
     pdnn__plan *plans = malloc((size_t)n * sizeof *plans);
     if (!plans)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory planning %d algorithms",
-                           op_name(call->op), n);
+        return pdnn__host_oom(op_name(call->op), "the plans of its algorithms", (size_t)n * sizeof *plans);
     for (int i = 0; i < n; i++)
         pdnn__plan_for(dev, list[i], call, &plans[i]);
 

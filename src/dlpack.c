@@ -81,7 +81,7 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, export_rec **ou
     }
     export_rec *r = calloc(1, sizeof *r);
     if (!r)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+        return pdnn__host_oom(fn, "the export record", sizeof *r);
     DLTensor *d = &r->v.dl_tensor;
     pdnn__buf buf = t->block.buf;
     if (t->dev->props.dlpack_type != kDLOpenCL) {

@@ -20,7 +20,7 @@ pdnn_status pdnn_graph_create(pdnn_graph **out)
     if (!out)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_create: out is NULL");
     *out = calloc(1, sizeof **out);
-    return *out ? PDNN_SUCCESS : pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_create: out of host memory");
+    return *out ? PDNN_SUCCESS : pdnn__host_oom("pdnn_graph_create", "the graph", sizeof **out);
 }
 
 void pdnn_graph_destroy(pdnn_graph *g)
@@ -130,14 +130,14 @@ static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs
         int cap = g->cap ? g->cap * 2 : 16;
         pdnn__node *nn = realloc(g->nodes, sizeof *nn * (size_t)cap);
         if (!nn)
-            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+            return pdnn__host_oom("graph", "the node table", sizeof *nn * (size_t)cap);
         g->nodes = nn;
         g->cap = cap;
     }
     if (n_inputs > 0) {
         nd->inputs = malloc(sizeof *nd->inputs * (size_t)n_inputs);
         if (!nd->inputs)
-            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+            return pdnn__host_oom("graph", "a node's inputs", sizeof *nd->inputs * (size_t)n_inputs);
         memcpy(nd->inputs, inputs, sizeof *nd->inputs * (size_t)n_inputs);
     }
     nd->n_inputs = n_inputs;
@@ -182,8 +182,7 @@ pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *dev
     int64_t bytes = pdnn_tensor_desc_bytes(desc);
     nd.data = malloc((size_t)bytes);
     if (!nd.data)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "node '%s': out of host memory for %lld bytes", nd.name,
-                           (long long)bytes);
+        return pdnn__host_oom(nd.name, "the constant's data", (uint64_t)bytes);
     memcpy(nd.data, data, (size_t)bytes);
     nd.out = *desc;
     st = finish(g, &nd, NULL, 0, out);
@@ -389,14 +388,15 @@ pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out)
 {
     pdnn_graph *c = calloc(1, sizeof *c);
     if (!c)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+        return pdnn__host_oom("copying a graph", "the graph", sizeof *c);
     c->nodes = calloc((size_t)(g->n ? g->n : 1), sizeof *c->nodes);
     if (!c->nodes) {
         free(c);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+        return pdnn__host_oom("copying a graph", "the node table", sizeof *c->nodes * (size_t)(g->n ? g->n : 1));
     }
     c->cap = g->n ? g->n : 1;
     int ok = 1;
+    size_t failed_bytes = 0; /* the copy that failed, for the message */
     for (int i = 0; i < g->n && ok; i++) {
         const pdnn__node *s = &g->nodes[i];
         pdnn__node *d = &c->nodes[i];
@@ -405,13 +405,15 @@ pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out)
         d->data = NULL;
         c->n = i + 1; /* so that destroy frees what was copied so far */
         if (s->n_inputs) {
-            d->inputs = malloc(sizeof *d->inputs * (size_t)s->n_inputs);
+            failed_bytes = sizeof *d->inputs * (size_t)s->n_inputs;
+            d->inputs = malloc(failed_bytes);
             if (!(ok = d->inputs != NULL))
                 break;
             memcpy(d->inputs, s->inputs, sizeof *d->inputs * (size_t)s->n_inputs);
         }
         if (s->data) {
             size_t bytes = (size_t)pdnn_tensor_desc_bytes(&s->out);
+            failed_bytes = bytes;
             d->data = malloc(bytes);
             if (!(ok = d->data != NULL))
                 break;
@@ -420,7 +422,7 @@ pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out)
     }
     if (!ok) {
         pdnn_graph_destroy(c);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "graph: out of host memory");
+        return pdnn__host_oom("copying a graph", "a node's inputs or constant data", failed_bytes);
     }
     *out = c;
     return PDNN_SUCCESS;

@@ -5,6 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
+pdnn_status pdnn__host_oom(const char *where, const char *what, uint64_t bytes)
+{
+    char b[32];
+    return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: out of host memory for %s: %" PRIu64 " bytes (%s)", where, what,
+                       bytes, pdnn__format_bytes(bytes, b, sizeof b));
+}
+
 static pdnn_status need_dev(const char *fn, const pdnn_device *dev)
 {
     return dev ? PDNN_SUCCESS : pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: dev is NULL", fn);
@@ -50,6 +57,8 @@ pdnn_status pdnn_device_set_memory_limit(pdnn_device *dev, uint64_t bytes)
                            dev->name);
     char src[128], b[32];
     snprintf(src, sizeof src, "set at run time to %s", pdnn__format_bytes(bytes, b, sizeof b));
+    bytes = pdnn__clamp_memory_limit(dev->name, dev->props.memory_bytes, bytes, "a limit set at run time", src,
+                                     sizeof src);
     return pdnn__bfc_set_limit(dev->alloc, bytes, src);
 }
 

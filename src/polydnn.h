@@ -140,7 +140,9 @@ typedef struct pdnn_context_options {
     /* Fraction of each accelerator's total memory this context may use,
      * 0 < f <= 1; 0 means unset. */
     double memory_fraction;
-    /* Byte limit per accelerator; 0 means unset. Wins over the fraction. */
+    /* Byte limit per accelerator; 0 means unset. Wins over the fraction.
+     * A limit above a device's total memory is clamped to it with a
+     * warning on stderr (so UINT64_MAX means "all of it"). */
     uint64_t memory_limit;
     /* Print one line per op placement (used by sessions). */
     int log_device_placement;
@@ -266,7 +268,8 @@ PDNN_API pdnn_status pdnn_device_reset_peak_stats(pdnn_device *dev);
 
 /* Changes this context's limit for dev at run time. Lowering below the
  * bytes in use fails with PDNN_ERR_INVALID_ARGUMENT and changes nothing;
- * lowering below the bytes reserved first returns free regions. */
+ * lowering below the bytes reserved first returns free regions. A limit
+ * above the device's total memory is clamped to it with a warning. */
 PDNN_API pdnn_status pdnn_device_set_memory_limit(pdnn_device *dev, uint64_t bytes);
 
 /* Returns regions that hold no tensor to the driver (like PyTorch's

@@ -105,7 +105,7 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
     }
     pdnn_session *s = calloc(1, sizeof *s);
     if (!s)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_session_create: out of host memory");
+        return pdnn__host_oom("pdnn_session_create", "the session", sizeof *s);
     s->log = cfg->log;
     s->log_user = cfg->log_user;
     pdnn_status st = PDNN_SUCCESS;
@@ -122,7 +122,7 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         s->placed = calloc(n, sizeof *s->placed);
         s->consts = calloc(n, sizeof *s->consts);
         if (!s->placed || !s->consts) {
-            pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_session_create: out of host memory");
+            pdnn__host_oom("pdnn_session_create", "the placement tables", n * (sizeof *s->placed + sizeof *s->consts));
             st = PDNN_ERR_OUT_OF_MEMORY;
         }
     }
@@ -180,7 +180,7 @@ static pdnn_status transfer(const pdnn_tensor *src, pdnn_device *dst, pdnn_tenso
         pdnn__debug("copy %s -> %s goes through the host: the two devices share no context", src->dev->name,
                     dst->name);
         st = stage ? src->dev->backend->read(src->dev->handle, sb, stage, bytes)
-                   : pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging copy", bytes);
+                   : pdnn__host_oom("copying between devices", "the staging buffer", bytes);
         if (st == PDNN_SUCCESS)
             st = dst->backend->write(dst->handle, db, stage, bytes);
         free(stage);
@@ -307,7 +307,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     r.copies = calloc(n * (size_t)r.n_dev, sizeof *r.copies);
     if (!r.values || !r.owned || !r.needed || !r.uses || !r.copies) {
         run_free(&r);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_session_run: out of host memory");
+        return pdnn__host_oom("pdnn_session_run", "the run's tables",
+                              n * (sizeof *r.values + 2 + sizeof *r.uses + (size_t)r.n_dev * sizeof *r.copies));
     }
     for (int k = 0; k < n_fetches; k++) {
         r.needed[fetches[k]] = 1;

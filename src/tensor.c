@@ -126,7 +126,7 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tensor_create: size does not fit in size_t");
     pdnn_tensor *t = calloc(1, sizeof *t);
     if (!t)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "pdnn_tensor_create: out of host memory");
+        return pdnn__host_oom("pdnn_tensor_create", "the tensor record", sizeof *t);
     char what[128];
     char dbuf[96];
     snprintf(what, sizeof what, "tensor %s", pdnn__desc_string(desc, dbuf, sizeof dbuf));
@@ -157,7 +157,7 @@ pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pd
 {
     pdnn_tensor *t = calloc(1, sizeof *t);
     if (!t)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "out of host memory for a tensor");
+        return pdnn__host_oom("wrapping foreign memory", "the tensor record", sizeof *t);
     t->dev = dev;
     t->desc = *desc;
     t->bytes = pdnn_tensor_desc_bytes(desc);

@@ -12,7 +12,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/kernels" "$tmp/cache" || exit 1
 cp "$src"/kernels_cl/*.cl "$tmp/kernels/" || exit 1
-sed 's/acc\[b\]\[j\] = fma(xv, wv\[b\], acc\[b\]\[j\]);/acc[b][j] = fma(xv, wv[b] * 1.001f, acc[b][j]);/' \
+sed 's/acc\[b\]\[j\] = FMA16(xv, wv\[b\], acc\[b\]\[j\]);/acc[b][j] = FMA16(xv, wv[b] * 1.001f, acc[b][j]);/' \
     "$src/kernels_cl/conv2d_tiled.cl" >"$tmp/kernels/conv2d_tiled.cl"
 if cmp -s "$src/kernels_cl/conv2d_tiled.cl" "$tmp/kernels/conv2d_tiled.cl"; then
     echo "FAIL: the injected bug no longer matches conv2d_tiled.cl's accumulation; update this test"

@@ -4,6 +4,7 @@
 #include "bfc.h"
 
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -269,6 +270,61 @@ Test(bfc, no_growth_reserves_the_limit_in_max_region_pieces)
     cr_assert_eq(F.live, 0);
 }
 
+/* A source that accepts everything (PoCL creates buffers far beyond its
+ * memory) and a limit of 4 PiB: the up-front reservation stops at its
+ * region bound instead of running for ever, with a warning. */
+Test(bfc, no_growth_reservation_is_bounded_when_the_driver_never_refuses, .init = cr_redirect_stderr,
+     .timeout = 20)
+{
+    pdnn__bfc *a = make((uint64_t)4 << 50, 2048 * MiB, 0);
+    pdnn__bfc_block b = get(a, 1000);
+    pdnn__bfc_stats s = stats(a);
+    cr_assert_eq(s.num_regions, 1024);
+    cr_assert_eq(F.calls, 1024);
+    cr_assert_eq(s.bytes_reserved, (uint64_t)1024 * 2048 * MiB);
+    pdnn__bfc_free(a, b.handle);
+    pdnn__bfc_destroy(a);
+    cr_assert_eq(F.live, 0);
+    fflush(stderr);
+    char line[1024] = "";
+    cr_assert_not_null(fgets(line, sizeof line, cr_get_redirected_stderr()));
+    cr_assert(strstr(line, "out of memory on /device:GPU:7: reserving the limit on first use asked for 4 PiB "
+                           "and obtained 2 TiB: stopped at 1024 regions"),
+              "%s", line);
+}
+
+/* The driver refuses every region above 400 MiB: the reservation asks
+ * for 1 GiB, backs off only to half of it, and ends there with a warning
+ * saying what was asked and obtained; the request itself is still served
+ * (growing as with allow_growth), and one that cannot be names the same. */
+Test(bfc, no_growth_reservation_ends_at_the_first_refusal, .init = cr_redirect_stderr)
+{
+    pdnn__bfc *a = make(3800 * MiB, 1024 * MiB, 0);
+    F.fail_above = 400 * MiB;
+    pdnn__bfc_block b = get(a, 1000);
+    pdnn__bfc_stats s = stats(a);
+    cr_assert_eq(s.num_regions, 1);
+    cr_assert_leq(s.bytes_reserved, 400 * MiB);
+    cr_assert_leq(F.calls, 20, "bounded back-off: %d calls", F.calls);
+    pdnn__bfc_block c;
+    cr_assert_eq(pdnn__bfc_alloc(a, 1024 * MiB, "tensor big", &c), PDNN_ERR_OUT_OF_MEMORY);
+    const char *msg = pdnn_last_error();
+    cr_assert(strstr(msg, "out of memory on /device:GPU:7 allocating tensor big (1 GiB)"), "%s", msg);
+    cr_assert(strstr(msg, "reserving the limit on first use asked for 3.7 GiB and obtained 0 B: the driver "
+                          "refused a region of 1 GiB (fake: refused 536870912 bytes)"),
+              "%s", msg);
+    pdnn__bfc_free(a, b.handle);
+    pdnn__bfc_destroy(a);
+    cr_assert_eq(F.live, 0);
+    fflush(stderr);
+    char line[1024];
+    int warnings = 0;
+    while (fgets(line, sizeof line, cr_get_redirected_stderr()))
+        warnings += strstr(line, "polydnn: warning: out of memory on /device:GPU:7: reserving the limit on first "
+                                 "use asked for 3.7 GiB and obtained 0 B") != NULL;
+    cr_assert_eq(warnings, 1);
+}
+
 Test(bfc, driver_refusal_backs_off_then_releases_free_regions)
 {
     pdnn__bfc *a = make(1024 * MiB, 0, 1);
@@ -425,4 +481,14 @@ Test(bfc, eight_threads_random_alloc_free_coalesce_back)
     cr_assert_eq(stats(a).num_regions, 0);
     pdnn__bfc_destroy(a);
     cr_assert_eq(F.live, 0);
+}
+
+/* Every failed host allocation in the library reads the same way: where,
+ * which buffer, its size in bytes and in human units. */
+Test(bfc, host_allocation_failures_name_the_buffer_and_its_size)
+{
+    cr_assert_eq(pdnn__host_oom("copying between devices", "the staging buffer", (uint64_t)3 << 30),
+                 PDNN_ERR_OUT_OF_MEMORY);
+    cr_assert_str_eq(pdnn_last_error(),
+                     "copying between devices: out of host memory for the staging buffer: 3221225472 bytes (3 GiB)");
 }

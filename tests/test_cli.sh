@@ -194,6 +194,17 @@ if "$py" -c 'import numpy' 2>/dev/null; then
 else
     echo "SKIP: npy reader against numpy: no numpy for $py"
 fi
+# A host allocation that fails names the buffer and its size (1.2 TiB of
+# input; ASan must return NULL rather than abort, as malloc does).
+big_env="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
+bad "conv: host OOM names the buffer" 1 "out of host memory for the input x: 1284505600000 bytes (1.2 TiB)" \
+    env "$big_env" "$tool" conv -n 100000 -c 64 -H 224 -W 224 -k 64 --iters 1 --device /cpu:0
+bad "pool: host OOM names the buffer" 1 "out of host memory for the input x: 1284505600000 bytes (1.2 TiB)" \
+    env "$big_env" "$tool" pool -n 100000 -c 64 -H 224 -W 224 --iters 1 --device /cpu:0
+# A named algorithm that does not apply says why, in its own words.
+bad "--algo tiled on groups says why" 1 \
+    "tiled runs groups == 1 or groups of a multiple of 16 output channels; this one has 8 output channels in 2 groups" \
+    "$tool" conv -c 8 -k 8 -g 2 --algo tiled --iters 1
 ok "help conv" "$tool" conv --help
 has "help lists flags" "--filter-layout"
 ok "help pool" "$tool" pool --help
@@ -380,6 +391,13 @@ bad "tune: a FIFO at the cache path" 1 "ignoring the tuning cache $tmp/fifo-cach
     timeout 120 env POLYDNN_CACHE_DIR="$tmp/fifo-cache" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout nchw
 has "tune: the FIFO is named in the failure" "could not be written: .*tuning-v1.tsv is a FIFO, not a regular file"
 check "tune: the FIFO is left alone" test -p "$tmp/fifo-cache/tuning-v1.tsv"
+# Out of memory in the reference check is an error, not a wrong answer.
+bad "tune: out of memory is reported as such" 1 "out of memory on /device:GPU:0" \
+    env POLYDNN_CACHE_DIR="$tmp/tune-oom" POLYDNN_MEMORY_LIMIT_MB=1 "$tool" tune conv -c 64 -H 32 -W 32 -k 64 --layout nchw
+check "tune: out of memory is not a difference" sh -c "! grep -q 'differs from the host reference' '$tmp/out'"
+check "tune: out of memory is not a failed check" sh -c "! grep -q 'FAILED' '$tmp/out'"
+ok "tune --algo tiled on groups" env POLYDNN_CACHE_DIR="$tmp/tune-tiled" "$tool" tune conv -c 8 -k 8 -g 2 --algo tiled --layout nchw
+has "tune row: the algorithm's whole reason" "^| c8 32x32 k8 3x3 g2 | NCHW | 1 | not tunable: .*this one has 8 output channels in 2 groups; use PDNN_CONV_ALGO_AUTO |"
 bad "tune unknown layer set" 2 "unknown layer set 'resnet18'" "$tool" tune resnet18
 bad "tune without a set" 2 "name a layer set" "$tool" tune
 bad "tune unknown device" 2 "device '/gpu:9' does not exist" "$tool" tune conv --device /gpu:9
@@ -390,6 +408,30 @@ bad "tune shape flag on a set" 2 "apply to polydnn tune conv only" "$tool" tune 
 bad "tune unknown flag" 2 "unknown flag" "$tool" tune conv --fast
 ok "help tune" "$tool" tune --help
 has "help lists tune flags" "--force"
+
+# A successful run says nothing on stderr: no kernel compiler notes
+# ("N warnings generated."), with every program built from source (PoCL's
+# own kernel cache off too: a cached build prints nothing).
+quiet_conv() {
+    env POCL_KERNEL_CACHE=0 POLYDNN_CACHE_DIR="$tmp/quiet-cache" POLYDNN_PROGRAM_CACHE=off "$tool" conv -n 1 -c 16 -H 12 -W 12 -k 32 \
+        -p 1 -q 1 --iters 1 --device /gpu:0 --verify "$@" 2>"$tmp/err" >/dev/null && ! [ -s "$tmp/err" ] ||
+        { sed 's/^/    stderr: /' "$tmp/err"; false; }
+}
+for algo in auto direct im2col_gemm tiled winograd implicit_gemm; do
+    check "conv --algo $algo on /gpu:0: nothing on stderr" quiet_conv --algo $algo
+done
+check "1x1 conv on /gpu:0: nothing on stderr" quiet_conv -y 1 -x 1 -p 0 -q 0 --algo gemm_1x1
+check "depthwise conv on /gpu:0: nothing on stderr" quiet_conv -k 16 -g 16 --algo depthwise
+
+# A kernel that builds with a warning: its build log is shown with
+# POLYDNN_DEBUG=1 (and kernels_cl/ has none: tests/test_kernel_build).
+wdir="$tmp/warn-kernels"
+mkdir -p "$wdir" && cp "${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}"/kernels_cl/*.cl "$wdir/"
+printf '#warning polydnn-test-warning\n' | cat - "$wdir/conv2d.cl" >"$wdir/c.cl" && mv "$wdir/c.cl" "$wdir/conv2d.cl"
+ok "a kernel's build log with POLYDNN_DEBUG=1" env POCL_KERNEL_CACHE=0 POLYDNN_DEBUG=1 POLYDNN_KERNEL_DIR="$wdir" \
+    POLYDNN_CACHE_DIR="$tmp/warn-cache" POLYDNN_PROGRAM_CACHE=off "$tool" conv --algo direct --iters 1 --device /gpu:0
+has "build log named" "^polydnn: debug: OpenCL: the build log of conv2d.cl with '-cl-std=CL1.2 *':"
+has "build log shown" "polydnn-test-warning"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -57,6 +57,10 @@ Test(device, malformed_names_are_rejected_with_a_message)
         cr_assert(strstr(pdnn_last_error(), "malformed") != NULL, "%s", pdnn_last_error());
     }
     cr_assert_eq(pdnn_device_name_parse(NULL, &(pdnn_device_spec){0}), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_str_eq(pdnn_last_error(), "pdnn_device_name_parse: name is NULL");
+    /* The message names the argument that is NULL, not the name. */
+    cr_assert_eq(pdnn_device_name_parse("/gpu:0", NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_str_eq(pdnn_last_error(), "pdnn_device_name_parse: out is NULL");
 }
 
 Test(device, unknown_devices_list_what_exists)

@@ -4,11 +4,14 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* growth: 0 reserve the limit, 1 gradual growth, 2 doubling growth. */
@@ -140,7 +143,13 @@ Test(memory, growth_stays_below_the_limit)
     uint64_t limit = stats(d).limit;
     pdnn_tensor *ts[64];
     int n = 0;
-    pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 1, 1024, 1024); /* 4 MiB */
+    /* 4 MiB, or 1/32 of the limit where that is more: PoCL's memory (and
+     * so 2% of it) follows the machine's free memory, and 64 tensors must
+     * reach the limit on a large device too. */
+    int64_t rows = 1024;
+    if (limit / 32 > ((uint64_t)4 << 20))
+        rows = (int64_t)(limit / 32 / 4096);
+    pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 1, rows, 1024);
     uint64_t last = 0;
     while (n < 64) {
         pdnn_status st = pdnn_tensor_create(d, &td, &ts[n]);
@@ -154,7 +163,7 @@ Test(memory, growth_stays_below_the_limit)
         cr_assert_leq(s.bytes_reserved, limit);
         last = s.bytes_reserved;
     }
-    cr_assert_gt(n, 2, "several 4 MiB tensors fit in %llu bytes", (unsigned long long)limit);
+    cr_assert_gt(n, 2, "several %lld-row tensors fit in %llu bytes", (long long)rows, (unsigned long long)limit);
     cr_assert_lt(n, 64, "the limit was never reached");
     for (int i = 0; i < n; i++)
         pdnn_tensor_release(ts[i]);
@@ -369,4 +378,124 @@ Test(memory, threads_share_a_device)
     cr_assert(s.num_allocs == 4 * 50 * 3 || s.num_allocs == 4 * 50 * 4, "%llu allocations",
               (unsigned long long)s.num_allocs);
     pdnn_context_destroy(ctx);
+}
+
+/* ---- limits above the device's memory (issue 14, item 2) ------------- */
+
+static int count_lines_with(FILE *f, const char *needle)
+{
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    return n;
+}
+
+/* Resident host memory of this process in KiB, from /proc. */
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    long kib = -1;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 4 PiB through the environment: clamped to the device with a warning
+ * naming the device, not 4 PiB of "limit" (the old code reported 4 PiB
+ * reserved in 2 million regions on PoCL). */
+Test(memory, env_limit_above_the_device_is_clamped_with_a_warning, .init = cr_redirect_stderr)
+{
+    setenv("POLYDNN_MEMORY_LIMIT_MB", "4294967296", 1);
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(1, 0.0, &d);
+    unsetenv("POLYDNN_MEMORY_LIMIT_MB");
+    pdnn_device_info info;
+    cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+    cr_assert_gt(info.memory_bytes, 0);
+    pdnn_memory_stats s = stats(d);
+    cr_assert_leq(s.limit, info.memory_bytes, "limit %llu > device memory %llu", (unsigned long long)s.limit,
+                  (unsigned long long)info.memory_bytes);
+    cr_assert_eq(s.limit, info.memory_bytes, "clamped to the device's memory, not below it");
+    pdnn_context_destroy(ctx);
+    fflush(stderr);
+    char want[128];
+    snprintf(want, sizeof want, "warning: memory_limit 4 PiB exceeds the");
+    FILE *err = cr_get_redirected_stderr();
+    char line[1024];
+    int found = 0;
+    while (fgets(line, sizeof line, err))
+        found += strstr(line, want) != NULL && strstr(line, info.name) != NULL;
+    cr_assert_eq(found, 1, "one warning naming the limit and %s", info.name);
+}
+
+/* The option at its largest value (Python's memory_limit=-1) with
+ * allow_growth off: the first tensor reserves the clamped limit in a few
+ * regions, quickly and without touching host memory (the old code asked
+ * the driver for 2 GiB regions without end). */
+Test(memory, huge_option_without_growth_reserves_quickly_and_boundedly, .init = cr_redirect_stderr,
+     .timeout = 60)
+{
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = 0;
+    o.memory_limit = UINT64_MAX;
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *accel[8];
+    if (th_accelerators(ctx, accel, 8) == 0) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
+    }
+    pdnn_device *d = accel[0];
+    pdnn_device_info info;
+    cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+    long rss0 = rss_kib();
+    double t0 = now_s();
+    pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 1, 1, 64);
+    pdnn_tensor *t = NULL;
+    pdnn_status st = pdnn_tensor_create(d, &td, &t);
+    double secs = now_s() - t0;
+    long grew = rss_kib() - rss0;
+    cr_assert_lt(secs, 10.0, "reserving took %.1f s", secs);
+    cr_assert_lt(grew, 256 * 1024, "host memory grew by %ld KiB while reserving", grew);
+    pdnn_memory_stats s = stats(d);
+    cr_assert_leq(s.limit, info.memory_bytes);
+    cr_assert_leq(s.bytes_reserved, info.memory_bytes);
+    cr_assert_leq(s.num_regions, 1024);
+    if (st == PDNN_SUCCESS)
+        pdnn_tensor_release(t);
+    else /* a driver that refuses the reservation: a clear message */
+        cr_assert(st == PDNN_ERR_OUT_OF_MEMORY && strstr(pdnn_last_error(), info.name), "%s", pdnn_last_error());
+    pdnn_context_destroy(ctx);
+    fflush(stderr);
+    cr_assert_eq(count_lines_with(cr_get_redirected_stderr(), "exceeds the"), 1);
+}
+
+/* The same clamp at run time. */
+Test(memory, run_time_limit_above_the_device_is_clamped, .init = cr_redirect_stderr)
+{
+    pdnn_device *d;
+    pdnn_context *ctx = ctx_with(1, 0.0, &d);
+    pdnn_device_info info;
+    cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_device_set_memory_limit(d, UINT64_MAX), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(stats(d).limit, info.memory_bytes);
+    char dump[4096];
+    cr_assert_eq(pdnn_device_memory_summary(d, dump, sizeof dump), PDNN_SUCCESS);
+    cr_assert(strstr(dump, "clamped to the device's") != NULL, "%s", dump);
+    pdnn_context_destroy(ctx);
+    fflush(stderr);
+    cr_assert_eq(count_lines_with(cr_get_redirected_stderr(), "a limit set at run time"), 1);
 }

@@ -462,7 +462,7 @@ static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n
     if (!handles || !pr) {
         free(handles);
         free(pr);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "CUDA: out of host memory");
+        return pdnn__host_oom("CUDA", "the device table", (size_t)count * (sizeof *handles + sizeof *pr));
     }
     int got = 0;
     for (int i = 0; i < count; i++) {
@@ -487,7 +487,8 @@ static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n
                 dev_free(handles[j]);
             free(handles);
             free(pr);
-            return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "CUDA: out of host memory");
+            return d ? pdnn__error(PDNN_ERR_INTERNAL, "CUDA: pthread_mutex_init failed")
+                     : pdnn__host_oom("CUDA", "a device's state", sizeof *d);
         }
         d->ordinal = i;
         pdnn__device_props *q = &pr[got];
@@ -531,7 +532,8 @@ static pdnn_status cu_region_alloc(void *dev, size_t bytes, void **region)
     if (e == cudaErrorMemoryAllocation) {
         rt.cudaGetLastError();
         char b[32];
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "CUDA: cudaMalloc of %s on device %d failed: out of memory",
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
+                           "CUDA: cudaMalloc of a region of %zu bytes (%s) on device %d failed: out of memory", bytes,
                            pdnn__format_bytes(bytes, b, sizeof b), d->ordinal);
     }
     if (e != cudaSuccess)
@@ -1193,9 +1195,7 @@ static pdnn_status upload_scale(cu_dev *d, const pool_plan *pl, pdnn_pool_mode m
     const size_t bytes = (size_t)(pl->ah.out * pl->aw.out) * sizeof(float);
     float *scale = malloc(bytes);
     if (!scale)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
-                           "CUDA: pool2d: no host memory for the %lldx%lld average divisor scale",
-                           (long long)pl->ah.out, (long long)pl->aw.out);
+        return pdnn__host_oom("CUDA: pool2d", "the average divisor scale", bytes);
     pdnn__pool_avg_scale(&pl->ah, &pl->aw, mode, scale);
     const char *call = "cudaMemcpyAsync";
     cudaError_t e = rt.cudaMemcpyAsync(dst, scale, bytes, cudaMemcpyHostToDevice, d->stream);

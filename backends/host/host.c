@@ -48,7 +48,7 @@ static pdnn_status host_enumerate(void ***devs, pdnn__device_props **props, int 
     if (!d || !p) {
         free(d);
         free(p);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "host backend: out of host memory");
+        return pdnn__host_oom("host backend", "the device table", sizeof *d + sizeof *p);
     }
     /* The host needs no state; any non-NULL handle will do. */
     static int host_device_tag;
@@ -77,7 +77,7 @@ static pdnn_status host_region_alloc(void *dev, size_t bytes, void **region)
     (void)dev;
     void *p = NULL;
     if (bytes == 0 || posix_memalign(&p, HOST_ALIGN, bytes) != 0)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "host: malloc of %zu bytes failed", bytes);
+        return pdnn__host_oom("host", "a region", bytes);
     *region = p;
     return PDNN_SUCCESS;
 }
@@ -534,8 +534,8 @@ static pdnn_status host_measure_peak(void *dev, double *gflops, double *gbytes_p
         free(src);
         free(dst);
         *gflops = 0.0;
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "host backend: out of host memory measuring the copy bandwidth (2 x %zu bytes)",
-                           bytes);
+        return pdnn__host_oom("host backend: measuring the copy bandwidth", "the source and destination",
+                              2 * (uint64_t)bytes);
     }
     /* Touch every page first, so that the timed copies only stream. */
     memset(src, 1, bytes);

@@ -129,6 +129,45 @@ static pdnn_status source_of(const char *file, const char **text, size_t *len, c
     return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: %s is not among the embedded kernels", file);
 }
 
+/* Every program built from source in this process, for the test hook
+ * below: a kernel that builds with a non-empty log (a warning) is a bug. */
+static pthread_mutex_t built_lock = PTHREAD_MUTEX_INITIALIZER;
+static pdnn__cl_build_record built[PDNN__CL_MAX_BUILDS];
+static int n_built;
+
+int pdnn__opencl_builds(const pdnn__cl_build_record **out)
+{
+    pthread_mutex_lock(&built_lock);
+    const int n = n_built;
+    pthread_mutex_unlock(&built_lock);
+    *out = built;
+    return n;
+}
+
+/* The build log of a program that built: empty for a warning-free kernel.
+ * It goes to stderr only with POLYDNN_DEBUG=1 (a failed build's log is in
+ * the error instead), so a user's terminal stays quiet. */
+static void note_build_log(cl_dev *d, cl_program prog, const char *what, const char *opts)
+{
+    char log[4096] = "";
+    size_t size = 0;
+    clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &size);
+    log[sizeof log - 1] = '\0';
+    size_t n = strlen(log);
+    while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ' || log[n - 1] == '\r'))
+        log[--n] = '\0';
+    pthread_mutex_lock(&built_lock);
+    if (n_built < PDNN__CL_MAX_BUILDS) {
+        pdnn__cl_build_record *r = &built[n_built++];
+        snprintf(r->file, sizeof r->file, "%s", what);
+        snprintf(r->opts, sizeof r->opts, "%s", opts);
+        snprintf(r->log, sizeof r->log, "%s", log);
+    }
+    pthread_mutex_unlock(&built_lock);
+    if (n > 0)
+        pdnn__debug("OpenCL: the build log of %s with '%s':\n%s", what, opts, log);
+}
+
 static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const char *opts, const char *what,
                                cl_program *out)
 {
@@ -149,6 +188,7 @@ static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const ch
         return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s%s:\n%s", what, opts,
                            pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "", log);
     }
+    note_build_log(d, prog, what, opts);
     *out = prog;
     return PDNN_SUCCESS;
 }
@@ -170,8 +210,7 @@ static pdnn_status build(cl_dev *d, const char *file, const char *opts, pdnn__cl
         return st;
     }
     char full[256];
-    /* -w: PoCL prints warnings (e.g. float16 ABI notes on AVX2) on stderr */
-    snprintf(full, sizeof full, "-cl-std=CL1.2 -w %s", opts);
+    snprintf(full, sizeof full, "-cl-std=CL1.2 %s", opts);
     pdnn__cl_cache_slot *slot = rebuild;
     cl_program prog = rebuild ? NULL : pdnn__cl_program_cache_find(d, &text, &len, 1, full, file, &slot);
     if (prog) {

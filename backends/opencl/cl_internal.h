@@ -89,7 +89,9 @@ pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t to
 
 /* The kernel named kernel of kernels_cl/ file (or its copy in
  * $POLYDNN_KERNEL_DIR) built for d with build options opts (NULL: none;
- * -cl-std=CL1.2 -w are added). The program is built on first use,
+ * -cl-std=CL1.2 is added, and no -w: the kernels build warning-free, which
+ * tests/test_kernel_build checks, and a build log is shown only in a
+ * failed build's error or with POLYDNN_DEBUG=1). The program is built on first use,
  * through the on-disk program cache, and kept with its kernels until d
  * closes; a failed build keeps nothing, so a later call tries again.
  * Called with d->lock held. */

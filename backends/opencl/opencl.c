@@ -2,8 +2,11 @@
  * and in-order queue per device, memory, synchronisation, the peak hook,
  * the vtable and the algorithm tables. The kernels and their launches live
  * in the cl_*.c files (cl_internal.h says which). */
+#define _GNU_SOURCE /* RTLD_DEEPBIND, RTLD_DEFAULT */
 #include "backends/opencl/cl_internal.h"
 
+#include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,7 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
 {
     cl_dev *d = calloc(1, sizeof *d);
     if (!d)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        return pdnn__host_oom("OpenCL", "a device's state", sizeof *d);
     if (pthread_mutex_init(&d->lock, NULL) != 0) {
         free(d);
         return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: pthread_mutex_init failed");
@@ -75,8 +78,82 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
     return PDNN_SUCCESS;
 }
 
+/* ---- ICDs next to another LLVM ---------------------------------------- */
+
+/* Opens one ICD library (a name or path, as an .icd file gives it) with
+ * RTLD_DEEPBIND; the handle is kept, so the ICD loader's own dlopen later
+ * finds the library already loaded and bound. */
+static void deepbind_icd(const char *lib)
+{
+    if (!*lib)
+        return;
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    pdnn__debug("OpenCL: %s %s with RTLD_DEEPBIND", h ? "loaded" : "could not load", lib);
+}
+
+static void deepbind_icd_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[512] = "";
+    if (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        deepbind_icd(line);
+    }
+    fclose(f);
+}
+
+/* An ICD built on LLVM (PoCL) crashes in its constructors when another
+ * LLVM's symbols are already global in the process: TensorFlow's
+ * libtensorflow_framework exports its own, and libclang-cpp then
+ * registers its options in TensorFlow's tables (SIGSEGV in
+ * llvm::cl::Option::addArgument). So when LLVM's symbols are visible
+ * before the ICD loader first runs, the ICDs it would load (the same
+ * list: OCL_ICD_FILENAMES, else the .icd files of OCL_ICD_VENDORS or
+ * /etc/OpenCL/vendors) are loaded first with RTLD_DEEPBIND, which makes
+ * each prefer its own dependencies' symbols. Not under ASan, which
+ * refuses RTLD_DEEPBIND. */
+static void bind_icds_to_their_own_llvm(void)
+{
+    static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+    static int done;
+    pthread_mutex_lock(&once_lock);
+    if (done || !dlsym(RTLD_DEFAULT, "_ZN4llvm2cl6Option11addArgumentEv") || dlsym(RTLD_DEFAULT, "__asan_init")) {
+        done = 1;
+        pthread_mutex_unlock(&once_lock);
+        return;
+    }
+    done = 1;
+    pdnn__debug("OpenCL: another LLVM is loaded in this process (TensorFlow?); binding the ICDs to their own");
+    const char *names = getenv("OCL_ICD_FILENAMES");
+    if (names && *names) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", names);
+        for (char *save = NULL, *lib = strtok_r(buf, ":", &save); lib; lib = strtok_r(NULL, ":", &save))
+            deepbind_icd(lib);
+    } else {
+        const char *dir = getenv("OCL_ICD_VENDORS");
+        if (!dir || !*dir)
+            dir = "/etc/OpenCL/vendors";
+        DIR *dp = opendir(dir);
+        for (struct dirent *e = dp ? readdir(dp) : NULL; e; e = readdir(dp)) {
+            const size_t len = strlen(e->d_name);
+            if (len > 4 && strcmp(e->d_name + len - 4, ".icd") == 0) {
+                char path[1024];
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                deepbind_icd_file(path);
+            }
+        }
+        if (dp)
+            closedir(dp);
+    }
+    pthread_mutex_unlock(&once_lock);
+}
+
 static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n, const char **why)
 {
+    bind_icds_to_their_own_llvm();
     *devs = NULL;
     *props = NULL;
     *n = 0;
@@ -91,7 +168,7 @@ static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n
         return pdnn__cl_fail("clGetPlatformIDs", err);
     cl_platform_id *plats = malloc(sizeof *plats * np);
     if (!plats)
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        return pdnn__host_oom("OpenCL", "the platform list", sizeof *plats * np);
     err = clGetPlatformIDs(np, plats, NULL);
     if (err != CL_SUCCESS) {
         free(plats);
@@ -116,7 +193,7 @@ static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n
     if (!handles || !pr) {
         free(handles);
         free(pr);
-        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        return pdnn__host_oom("OpenCL", "the device table", nid * (sizeof *handles + sizeof *pr));
     }
     int count = 0;
     for (cl_uint i = 0; i < nid; i++) {
@@ -173,8 +250,12 @@ static pdnn_status cl_region_alloc(void *dev, size_t bytes, void **region)
     cl_dev *d = dev;
     cl_int err;
     cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (!m)
-        return pdnn__cl_fail("clCreateBuffer", err);
+    if (!m) {
+        char b[32];
+        return pdnn__error(pdnn__cl_fail("clCreateBuffer", err),
+                           "OpenCL: clCreateBuffer of a region of %zu bytes (%s) failed with %s (%d)", bytes,
+                           pdnn__format_bytes(bytes, b, sizeof b), pdnn__cl_error_name(err), (int)err);
+    }
     *region = m;
     return PDNN_SUCCESS;
 }

@@ -95,10 +95,8 @@ int cli_algo_print(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_ten
         return cli_fail("reading the device's description");
     const int count = pdnn_conv_algo_count();
     pdnn_conv_algo_info *infos = calloc((size_t)(count > 0 ? count : 1), sizeof *infos);
-    if (!infos) {
-        fprintf(stderr, "polydnn: out of host memory\n");
-        return EXIT_RUNTIME;
-    }
+    if (!infos)
+        return cli_host_oom(NULL, "the algorithm list", (uint64_t)(count > 0 ? count : 1) * sizeof *infos);
     int n = 0;
     for (int id = 1; id < count; id++) { /* 0 is AUTO: a choice among the others, not one to query */
         if (!cli_algo_exists(id))

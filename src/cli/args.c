@@ -135,9 +135,50 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
     return 0;
 }
 
+/* The tool's own last failure (a host allocation), printed in place of
+ * the library's message once. */
+static char tool_error[256];
+
+static void host_oom_text(char *buf, size_t len, const char *what, uint64_t bytes)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, "out of host memory for %s: %llu bytes (%.1f %s)", what, (unsigned long long)bytes, v,
+             unit[u]);
+}
+
+int cli_host_oom(const char *cmd, const char *what, uint64_t bytes)
+{
+    char msg[256];
+    host_oom_text(msg, sizeof msg, what, bytes);
+    fprintf(stderr, "polydnn%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "", msg);
+    return EXIT_RUNTIME;
+}
+
+pdnn_status cli_set_host_oom(const char *what, uint64_t bytes)
+{
+    host_oom_text(tool_error, sizeof tool_error, what, bytes);
+    return PDNN_ERR_OUT_OF_MEMORY;
+}
+
+const char *cli_last_error(void)
+{
+    static char taken[sizeof tool_error];
+    if (!tool_error[0])
+        return pdnn_last_error();
+    memcpy(taken, tool_error, sizeof taken);
+    tool_error[0] = '\0';
+    return taken;
+}
+
 int cli_fail(const char *what)
 {
-    fprintf(stderr, "polydnn: %s: %s\n", what, pdnn_last_error());
+    fprintf(stderr, "polydnn: %s: %s\n", what, cli_last_error());
     return EXIT_RUNTIME;
 }
 

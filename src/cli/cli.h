@@ -46,8 +46,21 @@ int cmd_example(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 
-/* Prints "polydnn: what: " and pdnn_last_error(); returns EXIT_RUNTIME. */
+/* Prints "polydnn: what: " and cli_last_error(); returns EXIT_RUNTIME. */
 int cli_fail(const char *what);
+
+/* A failed host allocation in the tool, named: "polydnn[ cmd]: out of
+ * host memory for what: N bytes (X GiB)" on stderr (cmd may be NULL);
+ * returns EXIT_RUNTIME. */
+int cli_host_oom(const char *cmd, const char *what, uint64_t bytes);
+
+/* The same message kept as the tool's last error, for helpers that return
+ * a pdnn_status; returns PDNN_ERR_OUT_OF_MEMORY. */
+pdnn_status cli_set_host_oom(const char *what, uint64_t bytes);
+
+/* The tool's last error if one was set since it was last read (then
+ * cleared), else pdnn_last_error(). */
+const char *cli_last_error(void);
 
 /* A new context with default options and the device named name (NULL:
  * the default device) in it. 0, or EXIT_RUNTIME after printing why (no

@@ -133,8 +133,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
     float *y = NULL, *y_dnnl = NULL;
     int rc = 0;
     if (!x || !w) {
-        fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, name);
-        rc = EXIT_RUNTIME;
+        rc = cli_host_oom(r->cmd, !x ? "the input x" : "the filter w", (uint64_t)(!x ? xn : wn) * sizeof(float));
         goto out;
     }
 
@@ -146,7 +145,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
     pdnn_status st = conv_on(r->dev, &p, &xd, &wd, &yd, x, w, r->iters, &ms, want_y ? &y : NULL);
     if (st != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s %s (--algo %s): %s\n", r->cmd, name, lname, pdnn_conv_algo_name(r->algo),
-                pdnn_last_error());
+                cli_last_error());
         rc = EXIT_RUNTIME;
         goto out;
     }
@@ -193,8 +192,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
                         p.pad_left, p.pad_right, p.groups, layout == PDNN_NHWC};
         double g = 0.0;
         if (!(y_dnnl = malloc((size_t)yn * sizeof *y_dnnl))) {
-            fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, name);
-            rc = EXIT_RUNTIME;
+            rc = cli_host_oom(r->cmd, "oneDNN's output", (uint64_t)yn * sizeof *y_dnnl);
             goto out;
         }
         if (peer_dnnl_conv(r->dnnl, &pc, x, w, y_dnnl, r->iters, &ms_dnnl, err, sizeof err) != 0) {
@@ -263,10 +261,8 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
     float *x = cli_random(pdnn_tensor_desc_elements(&xd), &seed);
     int rc = 0;
     double ms = 0.0;
-    if (!x) {
-        fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, L->name);
-        return EXIT_RUNTIME;
-    }
+    if (!x)
+        return cli_host_oom(r->cmd, "the input x", xb);
     cli_op op;
     pdnn_status st = cli_op_pool(&op, r->dev, &p, &xd, &yd, x);
     if (st == PDNN_SUCCESS)

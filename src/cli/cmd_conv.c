@@ -91,13 +91,12 @@ static int inputs(const conv_job *o, const npy_array *xa, const npy_array *wa, c
     if (!xa->data || !wa->data || (o->bias && !ba->data))
         printf("random inputs in [-1, 1), seed %" PRIu64 "\n", seed);
     uint64_t state = seed * 2654435761u + 1;
-    *x = xa->data ? xa->data : cli_random(xn, &state);
-    *w = wa->data ? wa->data : cli_random(wn, &state);
-    *b = !o->bias ? NULL : ba->data ? ba->data : cli_random(bn, &state);
-    if (!*x || !*w || (o->bias && !*b)) {
-        fprintf(stderr, "polydnn: out of host memory\n");
-        return EXIT_RUNTIME;
-    }
+    if (!(*x = xa->data ? xa->data : cli_random(xn, &state)))
+        return cli_host_oom(NULL, "the input x", (uint64_t)xn * sizeof(float));
+    if (!(*w = wa->data ? wa->data : cli_random(wn, &state)))
+        return cli_host_oom(NULL, "the filter w", (uint64_t)wn * sizeof(float));
+    if (o->bias && !(*b = ba->data ? ba->data : cli_random(bn, &state)))
+        return cli_host_oom(NULL, "the bias b", (uint64_t)bn * sizeof(float));
     return 0;
 }
 

@@ -125,8 +125,7 @@ int cmd_pool(int argc, char **argv)
         printf("random inputs in [-1, 1), seed %" PRIu64 "\n", s);
         uint64_t state = s * 2654435761u + 1;
         if (!(x = cli_random(xn, &state))) {
-            fprintf(stderr, "polydnn: out of host memory\n");
-            rc = EXIT_RUNTIME;
+            rc = cli_host_oom(NULL, "the input x", (uint64_t)xn * sizeof(float));
             goto out;
         }
     }

@@ -161,8 +161,13 @@ static int describe(const tune_run *r, const char *name, pdnn_layout layout, con
  * values agree with the reference's to well within this. */
 static double tolerance(const conv_shape *cs) { return 1e-4 + 1e-5 * (double)(cs->c / cs->p.groups * cs->r * cs->s); }
 
+/* What check_reference found. A run that failed (out of memory, say) is
+ * not a wrong answer: it must not be reported as one. */
+enum { REF_AGREES = 0, REF_DIFFERS = 1, REF_FAILED = -1 };
+
 /* Checks the default configuration at batch 1 against the host. Returns
- * 0 (agrees), 1 (disagrees: printed loudly) or an exit code. */
+ * REF_AGREES, REF_DIFFERS (printed loudly) or REF_FAILED (the default or
+ * the reference did not run; the library's error printed). */
 static int check_reference(tune_run *r, const char *name, pdnn_layout layout, const conv_shape *cs1,
                            const float *x, const float *w)
 {
@@ -171,7 +176,7 @@ static int check_reference(tune_run *r, const char *name, pdnn_layout layout, co
     pdnn_tensor_desc xd, wd, yd;
     int rc = describe(r, name, layout, cs1, &p, &xd, &wd, &yd);
     if (rc)
-        return rc;
+        return REF_FAILED;
     pdnn_conv2d_params ph = p;
     ph.algorithm = PDNN_CONV_ALGO_AUTO; /* the host's own: its direct reference */
     cli_op dd, dh;
@@ -186,9 +191,9 @@ static int check_reference(tune_run *r, const char *name, pdnn_layout layout, co
         st = cli_op_read(&dh, &want);
     cli_op_release(&dh);
     if (st != PDNN_SUCCESS) {
-        fprintf(stderr, "polydnn %s: %s %s: the reference check failed to run: %s\n", r->cmd, name,
-                pdnn_layout_name(layout), pdnn_last_error());
-        rc = EXIT_RUNTIME;
+        fprintf(stderr, "polydnn %s: %s %s: the reference check failed to run (%s): %s\n", r->cmd, name,
+                pdnn_layout_name(layout), pdnn_status_string(st), cli_last_error());
+        rc = REF_FAILED;
     } else {
         const double err = max_abs_error(got, want, pdnn_tensor_desc_elements(&yd)), tol = tolerance(cs1);
         if (!(err <= tol)) {
@@ -196,7 +201,7 @@ static int check_reference(tune_run *r, const char *name, pdnn_layout layout, co
                     "polydnn %s: %s %s: FAILED: the default configuration disagrees with the host reference: "
                     "max abs error %.3g > %.3g at batch 1; not tuned\n",
                     r->cmd, name, pdnn_layout_name(layout), err, tol);
-            rc = 1;
+            rc = REF_DIFFERS;
         }
     }
     free(got);
@@ -271,8 +276,7 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     memset(&dc, 0, sizeof dc);
     memset(&dt, 0, sizeof dt);
     if (!x || !w) {
-        fprintf(stderr, "polydnn %s: out of host memory for %s\n", r->cmd, L->name);
-        rc = EXIT_RUNTIME;
+        rc = cli_host_oom(r->cmd, !x ? "the input x" : "the filter w", (uint64_t)(!x ? xn : wn) * sizeof(float));
         goto out;
     }
     r->rows++;
@@ -286,7 +290,7 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
      * measure its choice even where the default's kernel has nothing to
      * tune); a device that cannot run the shape is reported here. */
     if (st == PDNN_ERR_UNSUPPORTED) {
-        char why[160];
+        char why[512]; /* whole: the algorithm's own reason comes last */
         snprintf(why, sizeof why, "%s", pdnn_last_error());
         printf("| %s | %s | %d | not tunable: %s | - | - | - | - | - |\n", L->name, lname, batch, why);
         r->not_tunable++;
@@ -303,11 +307,11 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
         conv_shape cs1 = L->cs;
         cs1.n = 1;
         int c = check_reference(r, L->name, layout, &cs1, x, w);
-        if (c > 1) {
-            rc = c;
+        if (c == REF_FAILED) {
+            rc = EXIT_RUNTIME;
             goto out;
         }
-        *ref = c ? -1 : 1;
+        *ref = c == REF_DIFFERS ? -1 : 1;
     }
     if (*ref < 0) {
         printf("| %s | %s | %d | FAILED: %s differs from the host reference | %s | - | - | - | - |\n", L->name, lname,
@@ -342,7 +346,7 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
         st = cli_op_read(&dt, &y_tuned);
     r->t.timing += cli_now() - t0;
     if (st != PDNN_SUCCESS) {
-        fprintf(stderr, "polydnn %s: %s %s batch %d, tuning: %s\n", r->cmd, L->name, lname, batch, pdnn_last_error());
+        fprintf(stderr, "polydnn %s: %s %s batch %d, tuning: %s\n", r->cmd, L->name, lname, batch, cli_last_error());
         rc = EXIT_RUNTIME;
         goto out;
     }

@@ -54,7 +54,7 @@ int peer_dnnl_open(peer_dnnl **out, char *err, size_t errlen)
     *out = NULL;
     peer_dnnl *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, errlen, "oneDNN: out of host memory");
+        snprintf(err, errlen, "oneDNN: out of host memory for the peer's state: %zu bytes", sizeof *p);
         return -1;
     }
     dnnl_status_t st = dnnl_engine_create(&p->engine, dnnl_cpu, 0);

@@ -1,5 +1,6 @@
 /* Running one op from host data (see run.h). */
 #include "run.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ pdnn_status cli_tensor_read(const pdnn_tensor *t, float **out)
         return st;
     const size_t bytes = (size_t)pdnn_tensor_desc_bytes(&d);
     if (!(*out = malloc(bytes ? bytes : 1)))
-        return PDNN_ERR_OUT_OF_MEMORY;
+        return cli_set_host_oom("the host copy of the output", bytes);
     if ((st = pdnn_tensor_read(t, *out, bytes)) != PDNN_SUCCESS) {
         free(*out);
         *out = NULL;

@@ -1,0 +1,175 @@
+/* Every kernels_cl/ file builds warning-free with every option set the
+ * OpenCL backend uses: each algorithm of each op is run at each of its
+ * configurations (so the code itself chooses the -D options), with the
+ * program binary cache off and a fresh cache directory, so that every
+ * program is compiled from source here; then each build log the driver
+ * returned (clGetProgramBuildInfo, recorded by the kernel cache) must be
+ * empty. A warning is a kernel bug, and PoCL's clang also prints
+ * "N warnings generated." straight to the user's terminal. */
+#include "backend.h"
+#include "context.h"
+#include "dispatch.h"
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef PDNN_HAVE_OPENCL
+#include "backends/opencl/cl_sources.h"
+
+static char dir[64];
+
+static pdnn_device *opencl_device(pdnn_context *ctx)
+{
+    for (int i = 0; i < pdnn_device_count(ctx); i++) {
+        pdnn_device *d = NULL;
+        pdnn_device_info info;
+        if (pdnn_device_get(ctx, i, &d) == PDNN_SUCCESS && pdnn_device_get_info(d, &info) == PDNN_SUCCESS &&
+            strcmp(info.backend, "opencl") == 0)
+            return d;
+    }
+    return NULL;
+}
+
+/* One conv on dev; a refusal (the algorithm or configuration does not
+ * apply to this shape) is fine: another shape covers it. */
+static void conv(pdnn_device *dev, pdnn_layout l, int64_t c, int64_t k, int64_t r, int groups)
+{
+    pdnn_tensor_desc xd = th_desc(l, 2, c, 9, 10);
+    pdnn_tensor_desc wd = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, k, c / groups, r, r);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.groups = groups;
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = (int)(r / 2);
+    int64_t od[4];
+    cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc yd = th_desc(l, od[0], od[1], od[2], od[3]);
+    pdnn_tensor *x = th_upload(dev, &xd, NULL), *w = th_upload(dev, &wd, NULL), *y = th_upload(dev, &yd, NULL);
+    pdnn_conv2d_forward(&p, x, w, NULL, y);
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(w);
+    pdnn_tensor_release(y);
+}
+
+static void pool(pdnn_device *dev, pdnn_layout l, pdnn_pool_mode mode)
+{
+    pdnn_tensor_desc xd = th_desc(l, 2, 5, 9, 10);
+    pdnn_pool2d_params p;
+    pdnn_pool2d_params_init(&p);
+    p.mode = mode;
+    p.window_h = p.window_w = 3;
+    int64_t od[4];
+    cr_assert_eq(pdnn_pool2d_output_dims(&xd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc yd = th_desc(l, od[0], od[1], od[2], od[3]);
+    pdnn_tensor *x = th_upload(dev, &xd, NULL), *y = th_upload(dev, &yd, NULL);
+    pdnn_pool2d_forward(&p, x, y);
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y);
+}
+
+/* The ops without algorithm tables, and the peak probe. */
+static void others(pdnn_device *dev)
+{
+    pdnn_tensor_desc md = th_desc(PDNN_NCHW, 4, 6, 1, 1), bd = th_desc(PDNN_LAYOUT_X, 6, 1, 1, 1);
+    pdnn_tensor_desc sq = th_desc(PDNN_NCHW, 6, 6, 1, 1);
+    pdnn_tensor *a = th_upload(dev, &md, NULL), *b = th_upload(dev, &md, NULL), *y = th_upload(dev, &md, NULL);
+    pdnn_tensor *bias = th_upload(dev, &bd, NULL), *s = th_upload(dev, &sq, NULL);
+    cr_assert_eq(pdnn_add(a, b, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_bias_add(a, bias, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_relu(a, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_softmax(a, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_matmul(a, s, 0, 0, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    double gflops = 0, gbs = 0;
+    cr_assert_eq(pdnn_device_measure_peak(dev, &gflops, &gbs), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_release(a);
+    pdnn_tensor_release(b);
+    pdnn_tensor_release(y);
+    pdnn_tensor_release(bias);
+    pdnn_tensor_release(s);
+}
+
+static void build_everything(pdnn_device *dev)
+{
+    const pdnn__algo *const *convs = pdnn__algos(dev, PDNN__OP_CONV2D_FWD);
+    for (int a = 0; convs[a]; a++)
+        for (int cfg = -1; cfg < convs[a]->n_configs; cfg++) {
+            pdnn__dispatch_force(PDNN__OP_CONV2D_FWD, convs[a]->name, cfg);
+            for (int l = 0; l < 2; l++) {
+                const pdnn_layout lay = l ? PDNN_NHWC : PDNN_NCHW;
+                conv(dev, lay, 16, 64, 3, 1);  /* 3x3: direct, im2col, tiled, winograd, implicit_gemm */
+                conv(dev, lay, 16, 64, 1, 1);  /* 1x1: gemm_1x1 */
+                conv(dev, lay, 16, 32, 3, 16); /* depthwise, multiplier 2 */
+                conv(dev, lay, 64, 64, 3, 4);  /* groups of 16 channels */
+            }
+        }
+    pdnn__dispatch_force(PDNN__OP_CONV2D_FWD, NULL, -1);
+    const pdnn__algo *const *pools = pdnn__algos(dev, PDNN__OP_POOL2D_FWD);
+    for (int a = 0; pools[a]; a++) {
+        pdnn__dispatch_force(PDNN__OP_POOL2D_FWD, pools[a]->name, -1);
+        for (int l = 0; l < 2; l++) {
+            pool(dev, l ? PDNN_NHWC : PDNN_NCHW, PDNN_POOL_MAX);
+            pool(dev, l ? PDNN_NHWC : PDNN_NCHW, PDNN_POOL_AVG_EXCLUDE_PADDING);
+        }
+    }
+    pdnn__dispatch_force(PDNN__OP_POOL2D_FWD, NULL, -1);
+    others(dev);
+}
+
+Test(kernel_build, every_kernel_file_and_option_set_builds_without_warnings, .timeout = 600)
+{
+    snprintf(dir, sizeof dir, "/tmp/polydnn-kbuild-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("POLYDNN_CACHE_DIR", dir, 1);
+    setenv("POLYDNN_PROGRAM_CACHE", "off", 1);
+    setenv("POLYDNN_TUNING", "off", 1);
+    setenv("POCL_KERNEL_CACHE", "0", 1); /* PoCL's own cache: compile here too */
+    unsetenv("POLYDNN_KERNEL_DIR");
+    pdnn_context *ctx = th_context();
+    pdnn_device *dev = opencl_device(ctx);
+    if (!dev) {
+        pdnn_context_destroy(ctx);
+        rmdir(dir);
+        cr_skip_test("no OpenCL device is present");
+    }
+    build_everything(dev);
+    pdnn_context_destroy(ctx);
+    rmdir(dir);
+
+    const pdnn__cl_build_record *r = NULL;
+    const int n = pdnn__opencl_builds(&r);
+    cr_assert_lt(n, PDNN__CL_MAX_BUILDS, "more builds than the record holds");
+    /* Every file was built, and every tunable configuration: each has its
+     * own options, so there are at least as many distinct builds. */
+    for (size_t f = 0; f < pdnn__cl_source_count; f++) {
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            seen |= strcmp(r[i].file, pdnn__cl_sources[f].name) == 0;
+        cr_expect(seen, "%s was never built", pdnn__cl_sources[f].name);
+    }
+    int configs = 0;
+    const pdnn__algo *const *convs = pdnn__algos(dev, PDNN__OP_CONV2D_FWD);
+    for (int a = 0; convs[a]; a++)
+        configs += convs[a]->n_configs;
+    cr_expect_geq(n, configs, "%d builds for %d tunable configurations", n, configs);
+    int warned = 0;
+    for (int i = 0; i < n; i++) {
+        const char *w = strstr(r[i].opts, " -w");
+        cr_assert(!w || (w[3] != '\0' && w[3] != ' '), "%s was built with -w ('%s'): warnings are hidden", r[i].file,
+                  r[i].opts);
+        if (r[i].log[0]) {
+            warned++;
+            cr_expect(0, "%s with '%s' built with a log:\n%s", r[i].file, r[i].opts, r[i].log);
+        }
+    }
+    cr_assert_eq(warned, 0, "%d of %d builds have warnings", warned, n);
+}
+
+#else
+Test(kernel_build, every_kernel_file_and_option_set_builds_without_warnings)
+{
+    cr_skip_test("built without OpenCL");
+}
+#endif
