@@ -24,10 +24,11 @@ struct pdnn_context {
     char *visible_devices;     /* owned copy of opts.visible_devices */
     pdnn_device *devices;
     int n_devices;
-    atomic_long live_tensors;  /* to catch destroy-before-release */
-    /* 1 for the caller's handle + 1 per live DLPack export, which may
-     * outlive pdnn_context_destroy(); the last reference frees. */
+    /* 1 for the creator's handle (pdnn_context_destroy drops it), 1 per
+     * live tensor (created or imported) and 1 per session: whichever goes
+     * last frees the devices and their allocators, in any order. */
     atomic_long refs;
+    atomic_int destroyed;      /* pdnn_context_destroy ran: a second call is refused */
     /* Why a compiled-in backend found no devices, for `devices --verbose`. */
     char backend_notes[512];
 };
@@ -37,7 +38,8 @@ struct pdnn_tensor {
     pdnn_tensor_desc desc;
     int64_t bytes;
     pdnn__bfc_block block;     /* block.handle is NULL for foreign memory */
-    /* 1 for the caller's handle + 1 per live DLPack export. */
+    /* 1 for the caller's handle + 1 per live DLPack export. The tensor
+     * holds a reference on its context until its last one goes. */
     atomic_int refs;
     /* Foreign memory (a DLPack import): called once, at the last unref,
      * instead of returning the block to the allocator. */
@@ -53,7 +55,8 @@ const pdnn__backend *const *pdnn__backend_list(int *n);
 pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pdnn__buf buf,
                               void (*foreign_free)(void *), void *foreign, pdnn_tensor **out);
 
-/* Reference counting behind DLPack exports (tensor.c, context.c). */
+/* Reference counting (tensor.c, context.c): DLPack exports hold their
+ * tensor, tensors and sessions their context. */
 void pdnn__tensor_ref(pdnn_tensor *t);
 void pdnn__tensor_unref(pdnn_tensor *t);
 void pdnn__context_ref(pdnn_context *ctx);

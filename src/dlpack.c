@@ -10,33 +10,48 @@
 /* ---- export ------------------------------------------------------------- */
 
 /* One allocation per export: the managed struct, its shape and strides,
- * and the references that keep the memory alive. */
+ * and the reference that keeps the tensor (and so its context) alive. */
 typedef struct export_rec {
     DLManagedTensorVersioned v;
     DLManagedTensor l;
     int64_t shape[4], strides[4];
     pdnn_tensor *t;
-    pdnn_context *ctx;
+    /* 1 for the consumer, who calls the deleter, + 1 while a Python capsule
+     * (pdnn_tensor_to_dlpack_capsule) points here: a consumer that calls
+     * the deleter and leaves the capsule unconsumed (PyTorch 1.13 on a
+     * device it cannot take) must not make the capsule's destructor free
+     * it a second time. */
+    atomic_int refs;
+    atomic_int deleted; /* the deleter ran; later calls change nothing */
 } export_rec;
 
-static void export_done(export_rec *r)
+static void export_unref(export_rec *r)
 {
-    pdnn_context *ctx = r->ctx;
-    pdnn__tensor_unref(r->t); /* needs the context: drop it first */
-    pdnn__context_unref(ctx);
-    free(r);
+    if (atomic_fetch_sub(&r->refs, 1) == 1)
+        free(r);
+}
+
+/* The deleter: gives the tensor back at once, the record when the capsule
+ * (if any) is gone too. */
+static void export_delete(export_rec *r)
+{
+    if (atomic_exchange(&r->deleted, 1))
+        return;
+    pdnn_tensor *t = r->t;
+    export_unref(r);
+    pdnn__tensor_unref(t);
 }
 
 static void delete_versioned(DLManagedTensorVersioned *self)
 {
     if (self)
-        export_done(self->manager_ctx);
+        export_delete(self->manager_ctx);
 }
 
 static void delete_legacy(DLManagedTensor *self)
 {
     if (self)
-        export_done(self->manager_ctx);
+        export_delete(self->manager_ctx);
 }
 
 static const char *device_type_name(int type)
@@ -66,11 +81,11 @@ pdnn_status pdnn_device_to_dlpack(const pdnn_device *dev, DLDevice *out)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status export_common(const char *fn, pdnn_tensor *t, export_rec **out)
+static pdnn_status export_common(const char *fn, pdnn_tensor *t, const void *out, export_rec **rec)
 {
     if (!t || !out)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !t ? "tensor" : "out");
-    *out = NULL;
+    *rec = NULL;
     if (t->desc.dtype != PDNN_FLOAT32)
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: only float32 tensors can be exported", fn);
     /* The consumer may read at once, on any queue: finish ours first. */
@@ -110,18 +125,18 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, export_rec **ou
     d->shape = r->shape;
     d->strides = r->strides;
     r->t = t;
-    r->ctx = t->dev->ctx;
+    atomic_init(&r->refs, 1);
+    atomic_init(&r->deleted, 0);
     pdnn__tensor_ref(t);
-    pdnn__context_ref(r->ctx);
-    *out = r;
+    *rec = r;
     return PDNN_SUCCESS;
 }
 
 pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersioned **out)
 {
     export_rec *r = NULL;
-    pdnn_status st = export_common("pdnn_tensor_to_dlpack_versioned", t, &r);
-    if (st != PDNN_SUCCESS || !r)
+    pdnn_status st = export_common("pdnn_tensor_to_dlpack_versioned", t, out, &r);
+    if (st != PDNN_SUCCESS)
         return st;
     r->v.version.major = PDNN_DLPACK_MAJOR_VERSION;
     r->v.version.minor = PDNN_DLPACK_MINOR_VERSION;
@@ -135,8 +150,8 @@ pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersi
 pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out)
 {
     export_rec *r = NULL;
-    pdnn_status st = export_common("pdnn_tensor_to_dlpack", t, &r);
-    if (st != PDNN_SUCCESS || !r)
+    pdnn_status st = export_common("pdnn_tensor_to_dlpack", t, out, &r);
+    if (st != PDNN_SUCCESS)
         return st;
     r->l.dl_tensor = r->v.dl_tensor;
     r->l.manager_ctx = r;

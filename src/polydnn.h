@@ -12,6 +12,13 @@
  *
  * Ops run on the device that holds their tensors; all tensors of one call
  * must live on the same device.
+ *
+ * Ownership: a context is reference-counted. pdnn_context_destroy drops
+ * the creator's reference; every tensor (created or imported), every
+ * session and, through its tensor, every DLPack export holds one more, and
+ * the last to go frees the devices. So objects may be released in any
+ * order (as a garbage collector does), and a device pointer stays valid as
+ * long as something holds its context.
  */
 #ifndef POLYDNN_H
 #define POLYDNN_H
@@ -157,8 +164,10 @@ PDNN_API void pdnn_context_options_init(pdnn_context_options *opts);
 PDNN_API pdnn_status pdnn_context_create(const pdnn_context_options *opts,
                                          pdnn_context **out);
 
-/* Releases the context and its devices. Every tensor must have been
- * released first; NULL is ignored. */
+/* Drops the creator's reference: the devices are freed now, or when the
+ * last tensor, session or DLPack export still holding the context goes.
+ * ctx may not be used afterwards (those objects still work); a second call
+ * is refused with a message on stderr. NULL is ignored. */
 PDNN_API void pdnn_context_destroy(pdnn_context *ctx);
 
 typedef enum pdnn_device_type {
@@ -327,7 +336,9 @@ PDNN_API pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t by
 PDNN_API pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc *out);
 PDNN_API pdnn_device *pdnn_tensor_device(const pdnn_tensor *t);
 
-/* Returns the tensor's memory to its device. NULL is ignored. */
+/* Returns the tensor's memory to its device (when its last DLPack export
+ * is deleted, if it has any) and drops its reference on the context. NULL
+ * is ignored. */
 PDNN_API void pdnn_tensor_release(pdnn_tensor *t);
 
 /* ------------------------------------------------------------------ */
@@ -608,8 +619,9 @@ PDNN_API pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const c
                                         pdnn_node *out);
 
 typedef struct pdnn_session_config {
-    /* Run on this context's devices (it must outlive the session); NULL:
-     * the session creates its own from options. */
+    /* Run on this context's devices (the session holds a reference: the
+     * context may be destroyed first); NULL: the session creates its own
+     * from options, which lives as long as the session and its tensors. */
     pdnn_context *context;
     pdnn_context_options options;
     /* One line per node at session creation, TensorFlow's format:

@@ -199,7 +199,9 @@ typedef enum pdnn_dlpack_role {
     PDNN_DLPACK_FILTER = 1      /* shape {O,I,H,W}; strides OIHW, OHWI, HWIO */
 } pdnn_dlpack_role;
 
-/* Exports t. *out is valid until its deleter is called. The data is
+/* Exports t. *out is valid until its deleter is called, which must be
+ * called exactly once. The export holds t, and t its context: t may be
+ * released and its context destroyed first. The data is
  * shared, not copied: writes on either side are seen by the other. Only
  * float32 tensors exist today, so dtype is always {kDLFloat, 32, 1}. A
  * 1-D shape {length} is exported for a layout-X tensor. */

@@ -147,7 +147,7 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
     t->desc = *desc;
     t->bytes = bytes;
     atomic_init(&t->refs, 1);
-    atomic_fetch_add(&dev->ctx->live_tensors, 1);
+    pdnn__context_ref(dev->ctx);
     *out = t;
     return PDNN_SUCCESS;
 }
@@ -166,7 +166,7 @@ pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pd
     atomic_init(&t->refs, 1);
     t->foreign_free = foreign_free;
     t->foreign = foreign;
-    atomic_fetch_add(&dev->ctx->live_tensors, 1);
+    pdnn__context_ref(dev->ctx);
     *out = t;
     return PDNN_SUCCESS;
 }
@@ -181,11 +181,15 @@ void pdnn__tensor_unref(pdnn_tensor *t)
      * the next tensor that reuses the chunk cannot race with it. */
     if (t->dev->backend->synchronize)
         t->dev->backend->synchronize(t->dev->handle);
+    /* The context goes last: the memory belongs to its devices, and a
+     * foreign_free may release an export (and a tensor) of the same one. */
+    pdnn_context *ctx = t->dev->ctx;
     if (t->foreign_free)
         t->foreign_free(t->foreign);
     else
         pdnn__bfc_free(t->dev->alloc, t->block.handle);
     free(t);
+    pdnn__context_unref(ctx);
 }
 
 static pdnn_status check_io(const char *fn, const pdnn_tensor *t, const void *p, size_t bytes)
@@ -231,8 +235,6 @@ pdnn_device *pdnn_tensor_device(const pdnn_tensor *t) { return t ? t->dev : NULL
 
 void pdnn_tensor_release(pdnn_tensor *t)
 {
-    if (!t)
-        return;
-    atomic_fetch_sub(&t->dev->ctx->live_tensors, 1);
-    pdnn__tensor_unref(t);
+    if (t)
+        pdnn__tensor_unref(t);
 }

@@ -460,3 +460,71 @@ Test(dlpack, legacy_struct_layout_matches_debian_dlpack_h)
     cr_assert_eq(offsetof(DLManagedTensorVersioned, flags), 24);
     cr_assert_eq(offsetof(DLManagedTensorVersioned, dl_tensor), 32);
 }
+
+/* The context, a tensor, an import of the tensor's export (whose release
+ * deletes that export) and a second export, released in all 24 orders.
+ * Whatever is left keeps the device: its memory is accounted until the
+ * last of tensor, import and export goes, whether or not the context was
+ * destroyed. ASan and valgrind (CI) check the frees themselves. */
+Test(dlpack, context_tensor_import_and_export_released_in_every_order)
+{
+    static const int perms[24][4] = {
+        {0, 1, 2, 3}, {0, 1, 3, 2}, {0, 2, 1, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 3, 2, 1},
+        {1, 0, 2, 3}, {1, 0, 3, 2}, {1, 2, 0, 3}, {1, 2, 3, 0}, {1, 3, 0, 2}, {1, 3, 2, 0},
+        {2, 0, 1, 3}, {2, 0, 3, 1}, {2, 1, 0, 3}, {2, 1, 3, 0}, {2, 3, 0, 1}, {2, 3, 1, 0},
+        {3, 0, 1, 2}, {3, 0, 2, 1}, {3, 1, 0, 2}, {3, 1, 2, 0}, {3, 2, 0, 1}, {3, 2, 1, 0}};
+    for (int p = 0; p < 24; p++) {
+        pdnn_context *ctx = th_context();
+        pdnn_device *h = host_of(ctx);
+        pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 4, 4, 4); /* 256 bytes */
+        float v[64];
+        th_fill(v, 64, (uint32_t)p);
+        pdnn_tensor *t = th_upload(h, &d, v);
+        DLManagedTensorVersioned *e1 = NULL;
+        DLManagedTensor *e2 = NULL;
+        cr_assert_eq(pdnn_tensor_to_dlpack_versioned(t, &e1), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_tensor_to_dlpack(t, &e2), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor *imp = NULL;
+        cr_assert_eq(pdnn_tensor_from_dlpack_versioned(ctx, e1, PDNN_DLPACK_ACTIVATION, &imp), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        int holders = 3; /* t, imp, e2 hold the memory; the context holds nothing */
+        int destroyed = 0;
+        for (int k = 0; k < 4; k++) {
+            switch (perms[p][k]) {
+            case 0: pdnn_context_destroy(ctx); destroyed = 1; break;
+            case 1: pdnn_tensor_release(t); holders--; break;
+            case 2: pdnn_tensor_release(imp); holders--; break;
+            default:
+                cr_assert_eq(memcmp(e2->dl_tensor.data, v, sizeof v), 0, "order %d: the export still reads", p);
+                e2->deleter(e2);
+                holders--;
+            }
+            if (holders == 0)
+                break; /* the devices may be gone now (the last holder freed them) */
+            pdnn_memory_stats s;
+            cr_assert_eq(pdnn_device_get_memory_stats(h, &s), PDNN_SUCCESS);
+            cr_assert_eq(s.bytes_in_use, sizeof v, "order %d step %d: %llu in use", p, k,
+                         (unsigned long long)s.bytes_in_use);
+        }
+        if (!destroyed) /* last in this order */
+            pdnn_context_destroy(ctx);
+    }
+}
+
+Test(dlpack, export_to_a_null_out_is_refused)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *h = host_of(ctx);
+    pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    pdnn_tensor *t = th_upload(h, &d, NULL);
+    cr_assert_eq(pdnn_tensor_to_dlpack(t, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "pdnn_tensor_to_dlpack: out is NULL"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_to_dlpack_versioned(t, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "pdnn_tensor_to_dlpack_versioned: out is NULL"), "%s",
+                       pdnn_last_error());
+    pdnn_tensor_release(t);
+    pdnn_memory_stats s;
+    cr_assert_eq(pdnn_device_get_memory_stats(h, &s), PDNN_SUCCESS);
+    cr_assert_eq(s.bytes_in_use, 0, "no refused export kept the tensor");
+    pdnn_context_destroy(ctx);
+}
