@@ -62,6 +62,15 @@ void pdnn__tensor_unref(pdnn_tensor *t);
 void pdnn__context_ref(pdnn_context *ctx);
 void pdnn__context_unref(pdnn_context *ctx);
 
+/* PDNN_SUCCESS unless the storage of op's output out overlaps that of its
+ * input in (imported memory can alias): the same storage passes only when
+ * in_place_ok, for ops whose kernels allow y to be x (tensor.c). */
+pdnn_status pdnn__check_alias(const char *op, const pdnn_tensor *out, const char *out_name, const pdnn_tensor *in,
+                              const char *in_name, int in_place_ok);
+
+/* Whether a and b are the same bytes (two tensors over one buffer). */
+int pdnn__same_storage(const pdnn_tensor *a, const pdnn_tensor *b);
+
 /* Parses a full or partial device name into spec (device.c). partial != 0
  * allows missing type/index and "*". */
 pdnn_status pdnn__device_spec_parse(const char *name, int partial,

@@ -433,7 +433,8 @@ PDNN_API pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x,
 
 /* y = relu?(conv(x, w) + bias). x, y: NCHW or NHWC (may differ); w: OIHW,
  * OHWI or HWIO with I = C / groups; bias: LAYOUT_X of length K, or NULL.
- * y must already exist with the dims pdnn_conv2d_output_dims gives. */
+ * y must already exist with the dims pdnn_conv2d_output_dims gives, and
+ * share no memory with x, w or bias. */
 PDNN_API pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
                                          const pdnn_tensor *x, const pdnn_tensor *w,
                                          const pdnn_tensor *bias, pdnn_tensor *y);
@@ -516,7 +517,7 @@ PDNN_API pdnn_status pdnn_pool2d_output_dims(const pdnn_tensor_desc *x,
 
 /* y = pool(x). x, y: NCHW or NHWC (may differ). For AVG_INCLUDE_PADDING
  * the divisor counts padding but not the part of a ceil-mode window that
- * lies beyond the padding (PyTorch's rule). */
+ * lies beyond the padding (PyTorch's rule). y shares no memory with x. */
 PDNN_API pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
                                          const pdnn_tensor *x, pdnn_tensor *y);
 
@@ -526,12 +527,16 @@ PDNN_API pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
 
 /* A matrix is an activation tensor {rows, cols, 1, 1} (NCHW or NHWC: with
  * H = W = 1 both are row-major). Elementwise ops need all tensors of the
- * call to have the same dims and layout. Outputs must already exist. */
+ * call to have the same dims and layout. Outputs must already exist.
+ * Memory: an output may share no byte with an input (two tensors can
+ * share a buffer through DLPack imports) except where an op says "y may
+ * be x", which also accepts another tensor over exactly x's bytes; a
+ * partial overlap is refused with PDNN_ERR_INVALID_ARGUMENT naming both. */
 
 /* y = a + b. y may be a or b. */
 PDNN_API pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y);
 
-/* y = inputs[0] + ... + inputs[n-1], n >= 1. */
+/* y = inputs[0] + ... + inputs[n-1], n >= 1. y may be inputs[0]. */
 PDNN_API pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y);
 
 /* y = x + bias broadcast over C (the columns of a matrix); bias is a
