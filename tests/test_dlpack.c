@@ -522,6 +522,12 @@ Test(dlpack, export_to_a_null_out_is_refused)
     cr_assert_eq(pdnn_tensor_to_dlpack_versioned(t, NULL), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(pdnn_last_error(), "pdnn_tensor_to_dlpack_versioned: out is NULL"), "%s",
                        pdnn_last_error());
+    /* Outside Python there is no capsule to make. */
+    void *cap = &cap;
+    cr_assert_eq(pdnn_tensor_to_dlpack_capsule(t, 1, &cap), PDNN_ERR_UNSUPPORTED);
+    cr_assert_null(cap);
+    cr_assert_not_null(strstr(pdnn_last_error(), "no Python interpreter"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_to_dlpack_capsule(t, 0, NULL), PDNN_ERR_INVALID_ARGUMENT);
     pdnn_tensor_release(t);
     pdnn_memory_stats s;
     cr_assert_eq(pdnn_device_get_memory_stats(h, &s), PDNN_SUCCESS);
