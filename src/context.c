@@ -461,12 +461,12 @@ static void destroy_devices(pdnn_context *ctx)
     for (int i = 0; i < ctx->n_devices; i++) {
         pdnn_device *d = &ctx->devices[i];
         if (d->alloc) {
+            /* Every tensor holds the context, so nothing can be left here
+             * but a chunk some failure path forgot. */
             uint64_t leaked = pdnn__bfc_destroy(d->alloc);
             if (leaked)
-                fprintf(stderr,
-                        "polydnn: context destroyed with %" PRIu64
-                        " tensor(s) still alive on %s; release tensors first\n",
-                        leaked, d->name);
+                fprintf(stderr, "polydnn: internal error: %" PRIu64 " chunk(s) still allocated on %s when its "
+                        "context was freed\n", leaked, d->name);
         }
         if (d->handle)
             d->backend->device_close(d->handle);
@@ -519,8 +519,8 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
     pdnn_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return pdnn__host_oom("pdnn_context_create", "the context", sizeof *ctx);
-    atomic_init(&ctx->live_tensors, 0);
     atomic_init(&ctx->refs, 1);
+    atomic_init(&ctx->destroyed, 0);
     if (o.visible_devices) {
         ctx->visible_devices = strdup(o.visible_devices);
         if (!ctx->visible_devices) {
@@ -554,9 +554,13 @@ void pdnn_context_destroy(pdnn_context *ctx)
 {
     if (!ctx)
         return;
-    long live = atomic_load(&ctx->live_tensors);
-    if (live > 0)
-        fprintf(stderr, "polydnn: pdnn_context_destroy with %ld live tensor(s)\n", live);
+    /* Only the creator's reference is dropped here; tensors and sessions
+     * still alive keep the devices until they go. A second destroy of a
+     * context they keep alive would drop one of their references. */
+    if (atomic_exchange(&ctx->destroyed, 1)) {
+        fprintf(stderr, "polydnn: pdnn_context_destroy called twice on one context; the second call is ignored\n");
+        return;
+    }
     pdnn__context_unref(ctx);
 }
 
@@ -565,7 +569,7 @@ void pdnn__context_ref(pdnn_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
 void pdnn__context_unref(pdnn_context *ctx)
 {
     if (atomic_fetch_sub(&ctx->refs, 1) != 1)
-        return; /* DLPack exports still hold device memory */
+        return; /* tensors, sessions or the creator still hold it */
     destroy_devices(ctx);
     free(ctx->visible_devices);
     free(ctx);

@@ -24,10 +24,11 @@ struct pdnn_context {
     char *visible_devices;     /* owned copy of opts.visible_devices */
     pdnn_device *devices;
     int n_devices;
-    atomic_long live_tensors;  /* to catch destroy-before-release */
-    /* 1 for the caller's handle + 1 per live DLPack export, which may
-     * outlive pdnn_context_destroy(); the last reference frees. */
+    /* 1 for the creator's handle (pdnn_context_destroy drops it), 1 per
+     * live tensor (created or imported) and 1 per session: whichever goes
+     * last frees the devices and their allocators, in any order. */
     atomic_long refs;
+    atomic_int destroyed;      /* pdnn_context_destroy ran: a second call is refused */
     /* Why a compiled-in backend found no devices, for `devices --verbose`. */
     char backend_notes[512];
 };
@@ -37,7 +38,8 @@ struct pdnn_tensor {
     pdnn_tensor_desc desc;
     int64_t bytes;
     pdnn__bfc_block block;     /* block.handle is NULL for foreign memory */
-    /* 1 for the caller's handle + 1 per live DLPack export. */
+    /* 1 for the caller's handle + 1 per live DLPack export. The tensor
+     * holds a reference on its context until its last one goes. */
     atomic_int refs;
     /* Foreign memory (a DLPack import): called once, at the last unref,
      * instead of returning the block to the allocator. */
@@ -53,7 +55,8 @@ const pdnn__backend *const *pdnn__backend_list(int *n);
 pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pdnn__buf buf,
                               void (*foreign_free)(void *), void *foreign, pdnn_tensor **out);
 
-/* Reference counting behind DLPack exports (tensor.c, context.c). */
+/* Reference counting (tensor.c, context.c): DLPack exports hold their
+ * tensor, tensors and sessions their context. */
 void pdnn__tensor_ref(pdnn_tensor *t);
 void pdnn__tensor_unref(pdnn_tensor *t);
 void pdnn__context_ref(pdnn_context *ctx);
@@ -65,6 +68,15 @@ void pdnn__context_unref(pdnn_context *ctx);
  * OOM messages. Returns the limit to use (context.c). */
 uint64_t pdnn__clamp_memory_limit(const char *dev_name, uint64_t device_bytes, uint64_t limit,
                                   const char *what, char *src, size_t len);
+
+/* PDNN_SUCCESS unless the storage of op's output out overlaps that of its
+ * input in (imported memory can alias): the same storage passes only when
+ * in_place_ok, for ops whose kernels allow y to be x (tensor.c). */
+pdnn_status pdnn__check_alias(const char *op, const pdnn_tensor *out, const char *out_name, const pdnn_tensor *in,
+                              const char *in_name, int in_place_ok);
+
+/* Whether a and b are the same bytes (two tensors over one buffer). */
+int pdnn__same_storage(const pdnn_tensor *a, const pdnn_tensor *b);
 
 /* Parses a full or partial device name into spec (device.c). partial != 0
  * allows missing type/index and "*". */

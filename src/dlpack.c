@@ -3,6 +3,8 @@
 
 #include "context.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,33 +12,48 @@
 /* ---- export ------------------------------------------------------------- */
 
 /* One allocation per export: the managed struct, its shape and strides,
- * and the references that keep the memory alive. */
+ * and the reference that keeps the tensor (and so its context) alive. */
 typedef struct export_rec {
     DLManagedTensorVersioned v;
     DLManagedTensor l;
     int64_t shape[4], strides[4];
     pdnn_tensor *t;
-    pdnn_context *ctx;
+    /* 1 for the consumer, who calls the deleter, + 1 while a Python capsule
+     * (pdnn_tensor_to_dlpack_capsule) points here: a consumer that calls
+     * the deleter and leaves the capsule unconsumed (PyTorch 1.13 on a
+     * device it cannot take) must not make the capsule's destructor free
+     * it a second time. */
+    atomic_int refs;
+    atomic_int deleted; /* the deleter ran; later calls change nothing */
 } export_rec;
 
-static void export_done(export_rec *r)
+static void export_unref(export_rec *r)
 {
-    pdnn_context *ctx = r->ctx;
-    pdnn__tensor_unref(r->t); /* needs the context: drop it first */
-    pdnn__context_unref(ctx);
-    free(r);
+    if (atomic_fetch_sub(&r->refs, 1) == 1)
+        free(r);
+}
+
+/* The deleter: gives the tensor back at once, the record when the capsule
+ * (if any) is gone too. */
+static void export_delete(export_rec *r)
+{
+    if (atomic_exchange(&r->deleted, 1))
+        return;
+    pdnn_tensor *t = r->t;
+    export_unref(r);
+    pdnn__tensor_unref(t);
 }
 
 static void delete_versioned(DLManagedTensorVersioned *self)
 {
     if (self)
-        export_done(self->manager_ctx);
+        export_delete(self->manager_ctx);
 }
 
 static void delete_legacy(DLManagedTensor *self)
 {
     if (self)
-        export_done(self->manager_ctx);
+        export_delete(self->manager_ctx);
 }
 
 static const char *device_type_name(int type)
@@ -66,11 +83,11 @@ pdnn_status pdnn_device_to_dlpack(const pdnn_device *dev, DLDevice *out)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status export_common(const char *fn, pdnn_tensor *t, export_rec **out)
+static pdnn_status export_common(const char *fn, pdnn_tensor *t, const void *out, export_rec **rec)
 {
     if (!t || !out)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !t ? "tensor" : "out");
-    *out = NULL;
+    *rec = NULL;
     if (t->desc.dtype != PDNN_FLOAT32)
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: only float32 tensors can be exported", fn);
     /* The consumer may read at once, on any queue: finish ours first. */
@@ -110,17 +127,17 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, export_rec **ou
     d->shape = r->shape;
     d->strides = r->strides;
     r->t = t;
-    r->ctx = t->dev->ctx;
+    atomic_init(&r->refs, 1);
+    atomic_init(&r->deleted, 0);
     pdnn__tensor_ref(t);
-    pdnn__context_ref(r->ctx);
-    *out = r;
+    *rec = r;
     return PDNN_SUCCESS;
 }
 
 pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersioned **out)
 {
     export_rec *r = NULL;
-    pdnn_status st = export_common("pdnn_tensor_to_dlpack_versioned", t, &r);
+    pdnn_status st = export_common("pdnn_tensor_to_dlpack_versioned", t, out, &r);
     if (st != PDNN_SUCCESS || !r)
         return st;
     r->v.version.major = PDNN_DLPACK_MAJOR_VERSION;
@@ -135,13 +152,118 @@ pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersi
 pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out)
 {
     export_rec *r = NULL;
-    pdnn_status st = export_common("pdnn_tensor_to_dlpack", t, &r);
+    pdnn_status st = export_common("pdnn_tensor_to_dlpack", t, out, &r);
     if (st != PDNN_SUCCESS || !r)
         return st;
     r->l.dl_tensor = r->v.dl_tensor;
     r->l.manager_ctx = r;
     r->l.deleter = delete_legacy;
     *out = &r->l;
+    return PDNN_SUCCESS;
+}
+
+/* ---- DLPack's Python protocol (capsules) ---------------------------------- */
+
+/* A binding without a compiler (ctypes) cannot write the capsule's
+ * destructor in Python: a consumer that refuses a capsule (NumPy on device
+ * memory) drops it with its own exception pending, and Python code cannot
+ * run then: the destructor fails, the export leaks, and the consumer's
+ * error turns into a SystemError. So the destructor is here, in C. The
+ * CPython functions it needs are looked up in the process that loaded the
+ * library (a Python interpreter, when a binding calls this); no Python
+ * header or library is needed to build polydnn. */
+typedef struct py_api {
+    void *(*capsule_new)(void *pointer, const char *name, void (*destructor)(void *capsule));
+    int (*capsule_is_valid)(void *capsule, const char *name);
+    int (*capsule_set_context)(void *capsule, void *context);
+    void *(*capsule_get_context)(void *capsule);
+    void (*decref)(void *object);
+} py_api;
+
+static py_api py;
+static int py_found;
+static pthread_once_t py_once = PTHREAD_ONCE_INIT;
+
+static int py_sym(void *self, const char *name, void *fnptr, size_t size)
+{
+    void *sym = dlsym(self, name);
+    if (sym)
+        memcpy(fnptr, &sym, size); /* POSIX: data and function pointers share a representation */
+    return sym != NULL;
+}
+
+static void py_load(void)
+{
+    void *self = dlopen(NULL, RTLD_NOW); /* the program and the libraries loaded globally */
+    if (!self)
+        return;
+    py_found = py_sym(self, "PyCapsule_New", &py.capsule_new, sizeof py.capsule_new) &&
+               py_sym(self, "PyCapsule_IsValid", &py.capsule_is_valid, sizeof py.capsule_is_valid) &&
+               py_sym(self, "PyCapsule_SetContext", &py.capsule_set_context, sizeof py.capsule_set_context) &&
+               py_sym(self, "PyCapsule_GetContext", &py.capsule_get_context, sizeof py.capsule_get_context) &&
+               py_sym(self, "Py_DecRef", &py.decref, sizeof py.decref);
+    dlclose(self); /* the interpreter stays loaded: its functions stay valid */
+}
+
+static const char capsule_name_v[] = "dltensor_versioned";
+static const char capsule_name_l[] = "dltensor";
+
+/* Runs as the capsule dies, with the GIL held and perhaps an exception
+ * pending, which none of these calls reads or changes. A capsule still
+ * named "dltensor[_versioned]" was never consumed: the export is still
+ * ours to delete (once: a consumer may have called the deleter on its
+ * failure path and left the name). */
+static void capsule_destructor(void *capsule)
+{
+    export_rec *r = py.capsule_get_context(capsule);
+    if (!r)
+        return;
+    int unconsumed = py.capsule_is_valid(capsule, capsule_name_v) || py.capsule_is_valid(capsule, capsule_name_l);
+    /* The capsule's own reference, and the consumer's if nobody took it. */
+    pdnn_tensor *t = NULL;
+    int drop = 1;
+    if (unconsumed && !atomic_exchange(&r->deleted, 1)) {
+        t = r->t;
+        drop = 2;
+    }
+    if (atomic_fetch_sub(&r->refs, drop) == drop)
+        free(r);
+    if (t)
+        pdnn__tensor_unref(t);
+}
+
+pdnn_status pdnn_tensor_to_dlpack_capsule(pdnn_tensor *t, int versioned, void **capsule)
+{
+    const char *fn = "pdnn_tensor_to_dlpack_capsule";
+    if (!t || !capsule)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !t ? "tensor" : "capsule");
+    *capsule = NULL;
+    pthread_once(&py_once, py_load);
+    if (!py_found)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "%s: this process has no Python interpreter (PyCapsule_New is not found); capsules are "
+                           "for Python bindings, C code exports with pdnn_tensor_to_dlpack[_versioned]",
+                           fn);
+    DLManagedTensorVersioned *mv = NULL;
+    DLManagedTensor *ml = NULL;
+    pdnn_status st = versioned ? pdnn_tensor_to_dlpack_versioned(t, &mv) : pdnn_tensor_to_dlpack(t, &ml);
+    if (st != PDNN_SUCCESS || (!mv && !ml))
+        return st;
+    export_rec *r = versioned ? mv->manager_ctx : ml->manager_ctx;
+    atomic_fetch_add(&r->refs, 1); /* the capsule's, taken before it can die */
+    void *cap = py.capsule_new(versioned ? (void *)mv : (void *)ml, versioned ? capsule_name_v : capsule_name_l,
+                               capsule_destructor);
+    if (cap && py.capsule_set_context(cap, r) != 0) {
+        py.decref(cap); /* no context yet: its destructor does nothing */
+        cap = NULL;
+    }
+    if (!cap) { /* no capsule ever pointed at r: it is ours alone */
+        free(r);
+        pdnn__tensor_unref(t);
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "%s: PyCapsule_New failed (the pending Python exception says why)",
+                           fn);
+    }
+    *capsule = cap;
     return PDNN_SUCCESS;
 }
 

@@ -324,6 +324,12 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
     if (y == x || y == w || (bias && y == bias))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "conv2d: the output must be a tensor of its own, not an input");
+    /* Imports can put two tensors over one buffer: the output may share
+     * no byte with an input (every conv algorithm reads x after writing y). */
+    if ((st = pdnn__check_alias("conv2d", y, "output", x, "input", 0)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias("conv2d", y, "output", w, "filter", 0)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias("conv2d", y, "output", bias, "bias", 0)) != PDNN_SUCCESS)
+        return st;
     int64_t od[4] = {0};
     if ((st = pdnn_conv2d_output_dims(&x->desc, &w->desc, p, od)) != PDNN_SUCCESS ||
         (st = pdnn__check_output("conv2d", y, od)) != PDNN_SUCCESS)
@@ -446,6 +452,8 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
     if (x == y)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pool2d: the output must be a tensor of its own, not the input");
+    if ((st = pdnn__check_alias("pool2d", y, "output", x, "input", 0)) != PDNN_SUCCESS)
+        return st;
     int64_t od[4] = {0};
     if ((st = pdnn_pool2d_output_dims(&x->desc, p, od)) != PDNN_SUCCESS ||
         (st = pdnn__check_output("pool2d", y, od)) != PDNN_SUCCESS)

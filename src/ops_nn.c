@@ -54,6 +54,10 @@ pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y)
         st = same_shape("pdnn_add", a, "a", b, "b");
     if (st == PDNN_SUCCESS)
         st = same_shape("pdnn_add", a, "a", y, "y");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_add", y, "y", a, "a", 1);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_add", y, "y", b, "b", 1);
     if (st != PDNN_SUCCESS)
         return st;
     pdnn_device *d = a->dev;
@@ -82,14 +86,18 @@ pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y)
             st = same_shape("pdnn_add_n", inputs[0], "inputs[0]", inputs[i], nm);
         if (st == PDNN_SUCCESS && inputs[i] == y)
             st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_add_n: %s is also the output", nm);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__check_alias("pdnn_add_n", y, "y", inputs[i], nm, 0);
     }
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_add_n", y, "y", inputs[0], "inputs[0]", 1);
     if (st != PDNN_SUCCESS)
         return st;
     pdnn_device *d = y->dev;
     if (!d->backend->add || !d->backend->copy)
         return no_kernel("pdnn_add_n", d);
     if (n == 1)
-        return inputs[0] == y ? PDNN_SUCCESS
+        return pdnn__same_storage(inputs[0], y) ? PDNN_SUCCESS
                               : d->backend->copy(d->handle, y->block.buf, inputs[0]->block.buf, (size_t)y->bytes);
     /* y = in0 + in1, then y += in_i: y may alias in0 only at the first step. */
     st = d->backend->add(d->handle, inputs[0]->block.buf, inputs[1]->block.buf, y->block.buf, numel(y));
@@ -138,6 +146,9 @@ pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias, pdnn_te
                            "pdnn_bias_add: bias is %s; it must be a layout-X vector of length C = %lld",
                            pdnn__desc_string(&bias->desc, db, sizeof db), (long long)x->desc.dims[1]);
     }
+    if ((st = pdnn__check_alias("pdnn_bias_add", y, "y", x, "x", 1)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias("pdnn_bias_add", y, "y", bias, "bias", 0)) != PDNN_SUCCESS)
+        return st;
     pdnn_device *d = x->dev;
     if (!d->backend->bias_add)
         return no_kernel("pdnn_bias_add", d);
@@ -153,6 +164,8 @@ pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y)
     pdnn_status st = need("pdnn_relu", ts, names, 2);
     if (st == PDNN_SUCCESS)
         st = same_shape("pdnn_relu", x, "x", y, "y");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_relu", y, "y", x, "x", 1);
     if (st != PDNN_SUCCESS)
         return st;
     pdnn_device *d = x->dev;
@@ -172,6 +185,8 @@ pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
         st = same_shape("pdnn_softmax", x, "x", y, "y");
     if (st == PDNN_SUCCESS && x == y)
         st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_softmax: x and y must be different tensors");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_softmax", y, "y", x, "x", 0);
     if (st != PDNN_SUCCESS)
         return st;
     pdnn_device *d = x->dev;
@@ -202,6 +217,9 @@ pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a,
         return st;
     if (c == a || c == b)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c must differ from a and b");
+    if ((st = pdnn__check_alias("pdnn_matmul", c, "c", a, "a", 0)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias("pdnn_matmul", c, "c", b, "b", 0)) != PDNN_SUCCESS)
+        return st;
     int64_t m = trans_a ? a->desc.dims[1] : a->desc.dims[0], k = trans_a ? a->desc.dims[0] : a->desc.dims[1];
     int64_t kb = trans_b ? b->desc.dims[1] : b->desc.dims[0], n = trans_b ? b->desc.dims[0] : b->desc.dims[1];
     if (k != kb)
@@ -232,6 +250,12 @@ pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
     }
     if (x == y)
         return PDNN_SUCCESS;
+    /* A copy between overlapping bytes is undefined (memcpy) or refused
+     * (clEnqueueCopyBuffer); two views of the same bytes need no copy. */
+    if (pdnn__same_storage(x, y))
+        return PDNN_SUCCESS;
+    if ((st = pdnn__check_alias("pdnn_reshape", y, "y", x, "x", 0)) != PDNN_SUCCESS)
+        return st;
     pdnn_device *d = x->dev;
     return d->backend->copy(d->handle, y->block.buf, x->block.buf, (size_t)x->bytes);
 }

@@ -12,6 +12,13 @@
  *
  * Ops run on the device that holds their tensors; all tensors of one call
  * must live on the same device.
+ *
+ * Ownership: a context is reference-counted. pdnn_context_destroy drops
+ * the creator's reference; every tensor (created or imported), every
+ * session and, through its tensor, every DLPack export holds one more, and
+ * the last to go frees the devices. So objects may be released in any
+ * order (as a garbage collector does), and a device pointer stays valid as
+ * long as something holds its context.
  */
 #ifndef POLYDNN_H
 #define POLYDNN_H
@@ -168,8 +175,10 @@ PDNN_API void pdnn_context_options_init(pdnn_context_options *opts);
 PDNN_API pdnn_status pdnn_context_create(const pdnn_context_options *opts,
                                          pdnn_context **out);
 
-/* Releases the context and its devices. Every tensor must have been
- * released first; NULL is ignored. */
+/* Drops the creator's reference: the devices are freed now, or when the
+ * last tensor, session or DLPack export still holding the context goes.
+ * ctx may not be used afterwards (those objects still work); a second call
+ * is refused with a message on stderr. NULL is ignored. */
 PDNN_API void pdnn_context_destroy(pdnn_context *ctx);
 
 typedef enum pdnn_device_type {
@@ -339,7 +348,9 @@ PDNN_API pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t by
 PDNN_API pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc *out);
 PDNN_API pdnn_device *pdnn_tensor_device(const pdnn_tensor *t);
 
-/* Returns the tensor's memory to its device. NULL is ignored. */
+/* Returns the tensor's memory to its device (when its last DLPack export
+ * is deleted, if it has any) and drops its reference on the context. NULL
+ * is ignored. */
 PDNN_API void pdnn_tensor_release(pdnn_tensor *t);
 
 /* ------------------------------------------------------------------ */
@@ -434,7 +445,8 @@ PDNN_API pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x,
 
 /* y = relu?(conv(x, w) + bias). x, y: NCHW or NHWC (may differ); w: OIHW,
  * OHWI or HWIO with I = C / groups; bias: LAYOUT_X of length K, or NULL.
- * y must already exist with the dims pdnn_conv2d_output_dims gives. */
+ * y must already exist with the dims pdnn_conv2d_output_dims gives, and
+ * share no memory with x, w or bias. */
 PDNN_API pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
                                          const pdnn_tensor *x, const pdnn_tensor *w,
                                          const pdnn_tensor *bias, pdnn_tensor *y);
@@ -536,7 +548,7 @@ PDNN_API pdnn_status pdnn_pool2d_output_dims(const pdnn_tensor_desc *x,
 
 /* y = pool(x). x, y: NCHW or NHWC (may differ). For AVG_INCLUDE_PADDING
  * the divisor counts padding but not the part of a ceil-mode window that
- * lies beyond the padding (PyTorch's rule). */
+ * lies beyond the padding (PyTorch's rule). y shares no memory with x. */
 PDNN_API pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
                                          const pdnn_tensor *x, pdnn_tensor *y);
 
@@ -557,12 +569,16 @@ PDNN_API pdnn_status pdnn_pool2d_backward(const pdnn_pool2d_params *p, const pdn
 
 /* A matrix is an activation tensor {rows, cols, 1, 1} (NCHW or NHWC: with
  * H = W = 1 both are row-major). Elementwise ops need all tensors of the
- * call to have the same dims and layout. Outputs must already exist. */
+ * call to have the same dims and layout. Outputs must already exist.
+ * Memory: an output may share no byte with an input (two tensors can
+ * share a buffer through DLPack imports) except where an op says "y may
+ * be x", which also accepts another tensor over exactly x's bytes; a
+ * partial overlap is refused with PDNN_ERR_INVALID_ARGUMENT naming both. */
 
 /* y = a + b. y may be a or b. */
 PDNN_API pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y);
 
-/* y = inputs[0] + ... + inputs[n-1], n >= 1. */
+/* y = inputs[0] + ... + inputs[n-1], n >= 1. y may be inputs[0]. */
 PDNN_API pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y);
 
 /* y = x + bias broadcast over C (the columns of a matrix); bias is a
@@ -650,8 +666,9 @@ PDNN_API pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const c
                                         pdnn_node *out);
 
 typedef struct pdnn_session_config {
-    /* Run on this context's devices (it must outlive the session); NULL:
-     * the session creates its own from options. */
+    /* Run on this context's devices (the session holds a reference: the
+     * context may be destroyed first); NULL: the session creates its own
+     * from options, which lives as long as the session and its tensors. */
     pdnn_context *context;
     pdnn_context_options options;
     /* One line per node at session creation, TensorFlow's format:

@@ -199,12 +199,26 @@ typedef enum pdnn_dlpack_role {
     PDNN_DLPACK_FILTER = 1      /* shape {O,I,H,W}; strides OIHW, OHWI, HWIO */
 } pdnn_dlpack_role;
 
-/* Exports t. *out is valid until its deleter is called. The data is
+/* Exports t. *out is valid until its deleter is called, which must be
+ * called exactly once. The export holds t, and t its context: t may be
+ * released and its context destroyed first. The data is
  * shared, not copied: writes on either side are seen by the other. Only
  * float32 tensors exist today, so dtype is always {kDLFloat, 32, 1}. A
  * 1-D shape {length} is exported for a layout-X tensor. */
 PDNN_API pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersioned **out);
 PDNN_API pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out);
+
+/* DLPack's Python protocol for bindings without a compiler (ctypes, cffi):
+ * *capsule receives a new reference to a PyCapsule (a PyObject *) named
+ * "dltensor_versioned" (versioned != 0) or "dltensor" that holds a new
+ * export of t. Its destructor is C and follows the protocol: a capsule
+ * never consumed (not renamed "used_dltensor[_versioned]") calls the
+ * export's deleter as it dies, and the deleter runs at most once even for
+ * a consumer that calls it and leaves the capsule unconsumed; it is safe
+ * with a Python exception pending (a consumer's refusal). Call it with the
+ * GIL held (ctypes: a PYFUNCTYPE prototype) in a Python process; elsewhere
+ * it fails with PDNN_ERR_UNSUPPORTED. */
+PDNN_API pdnn_status pdnn_tensor_to_dlpack_capsule(pdnn_tensor *t, int versioned, void **capsule);
 
 /* Imports src as a tensor of ctx on the device src names. Accepted: float32
  * (lanes 1); ndim 4 (shape read as the role's logical dims) or ndim 1 (a

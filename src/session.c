@@ -8,8 +8,8 @@
 #include <string.h>
 
 struct pdnn_session {
-    pdnn_context *ctx;
-    int owns_ctx;
+    pdnn_context *ctx;         /* a reference: the caller may destroy its context first */
+    int owns_ctx;              /* created here: the creator's reference is ours */
     pdnn_graph *g;
     pdnn_device **placed;
     pdnn_tensor **consts;
@@ -90,6 +90,8 @@ void pdnn_session_destroy(pdnn_session *s)
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
         pdnn_context_destroy(s->ctx);
+    else if (s->ctx)
+        pdnn__context_unref(s->ctx);
     free(s);
 }
 
@@ -111,6 +113,7 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
     pdnn_status st = PDNN_SUCCESS;
     if (cfg->context) {
         s->ctx = cfg->context;
+        pdnn__context_ref(s->ctx);
     } else {
         st = pdnn_context_create(&cfg->options, &s->ctx);
         s->owns_ctx = st == PDNN_SUCCESS;

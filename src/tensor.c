@@ -1,5 +1,6 @@
 /* Tensor descriptors, validation and storage on a device. */
 #include "context.h"
+#include "polydnn_dlpack.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
     t->desc = *desc;
     t->bytes = bytes;
     atomic_init(&t->refs, 1);
-    atomic_fetch_add(&dev->ctx->live_tensors, 1);
+    pdnn__context_ref(dev->ctx);
     *out = t;
     return PDNN_SUCCESS;
 }
@@ -166,7 +167,7 @@ pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pd
     atomic_init(&t->refs, 1);
     t->foreign_free = foreign_free;
     t->foreign = foreign;
-    atomic_fetch_add(&dev->ctx->live_tensors, 1);
+    pdnn__context_ref(dev->ctx);
     *out = t;
     return PDNN_SUCCESS;
 }
@@ -181,11 +182,15 @@ void pdnn__tensor_unref(pdnn_tensor *t)
      * the next tensor that reuses the chunk cannot race with it. */
     if (t->dev->backend->synchronize)
         t->dev->backend->synchronize(t->dev->handle);
+    /* The context goes last: the memory belongs to its devices, and a
+     * foreign_free may release an export (and a tensor) of the same one. */
+    pdnn_context *ctx = t->dev->ctx;
     if (t->foreign_free)
         t->foreign_free(t->foreign);
     else
         pdnn__bfc_free(t->dev->alloc, t->block.handle);
     free(t);
+    pdnn__context_unref(ctx);
 }
 
 static pdnn_status check_io(const char *fn, const pdnn_tensor *t, const void *p, size_t bytes)
@@ -231,8 +236,56 @@ pdnn_device *pdnn_tensor_device(const pdnn_tensor *t) { return t ? t->dev : NULL
 
 void pdnn_tensor_release(pdnn_tensor *t)
 {
-    if (!t)
-        return;
-    atomic_fetch_sub(&t->dev->ctx->live_tensors, 1);
-    pdnn__tensor_unref(t);
+    if (t)
+        pdnn__tensor_unref(t);
+}
+
+/* Where a tensor's bytes lie, for the overlap test: a host (or CUDA)
+ * region is an address, so two imports of one buffer compare by address;
+ * an OpenCL region is a cl_mem handle, so only offsets within the same
+ * one compare. */
+static int overlap(const pdnn_tensor *a, const pdnn_tensor *b, int *same_start)
+{
+    *same_start = 0;
+    if (a->dev != b->dev)
+        return 0; /* ops refuse tensors on two devices before this */
+    uintptr_t sa, sb;
+    if (a->block.buf.region == b->block.buf.region) {
+        sa = a->block.buf.offset;
+        sb = b->block.buf.offset;
+    } else if (a->dev->props.dlpack_type == kDLCPU) {
+        sa = (uintptr_t)a->block.buf.region + a->block.buf.offset;
+        sb = (uintptr_t)b->block.buf.region + b->block.buf.offset;
+    } else {
+        return 0; /* two device allocations never share bytes */
+    }
+    *same_start = sa == sb;
+    return sa < sb + (uintptr_t)b->bytes && sb < sa + (uintptr_t)a->bytes;
+}
+
+int pdnn__same_storage(const pdnn_tensor *a, const pdnn_tensor *b)
+{
+    int same_start = 0;
+    return overlap(a, b, &same_start) && same_start && a->bytes == b->bytes;
+}
+
+pdnn_status pdnn__check_alias(const char *op, const pdnn_tensor *out, const char *out_name, const pdnn_tensor *in,
+                              const char *in_name, int in_place_ok)
+{
+    int same_start = 0;
+    if (!out || !in || !overlap(out, in, &same_start))
+        return PDNN_SUCCESS;
+    if (same_start && out->bytes == in->bytes) {
+        /* Elementwise kernels run in place only element for element. */
+        if (in_place_ok && out->desc.layout == in->desc.layout)
+            return PDNN_SUCCESS;
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "%s: %s and %s are the same memory%s; %s cannot write its output over its input: give "
+                           "%s memory of its own",
+                           op, out_name, in_name, out == in ? "" : " (two tensors over one buffer)", op, out_name);
+    }
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                       "%s: %s and %s overlap in memory (two tensors over parts of one buffer); the output may not "
+                       "overlap an input%s",
+                       op, out_name, in_name, in_place_ok ? " other than by being exactly the same tensor" : "");
 }

@@ -460,3 +460,213 @@ Test(dlpack, legacy_struct_layout_matches_debian_dlpack_h)
     cr_assert_eq(offsetof(DLManagedTensorVersioned, flags), 24);
     cr_assert_eq(offsetof(DLManagedTensorVersioned, dl_tensor), 32);
 }
+
+/* The context, a tensor, an import of the tensor's export (whose release
+ * deletes that export) and a second export, released in all 24 orders.
+ * Whatever is left keeps the device: its memory is accounted until the
+ * last of tensor, import and export goes, whether or not the context was
+ * destroyed. ASan and valgrind (CI) check the frees themselves. */
+Test(dlpack, context_tensor_import_and_export_released_in_every_order)
+{
+    static const int perms[24][4] = {
+        {0, 1, 2, 3}, {0, 1, 3, 2}, {0, 2, 1, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 3, 2, 1},
+        {1, 0, 2, 3}, {1, 0, 3, 2}, {1, 2, 0, 3}, {1, 2, 3, 0}, {1, 3, 0, 2}, {1, 3, 2, 0},
+        {2, 0, 1, 3}, {2, 0, 3, 1}, {2, 1, 0, 3}, {2, 1, 3, 0}, {2, 3, 0, 1}, {2, 3, 1, 0},
+        {3, 0, 1, 2}, {3, 0, 2, 1}, {3, 1, 0, 2}, {3, 1, 2, 0}, {3, 2, 0, 1}, {3, 2, 1, 0}};
+    for (int p = 0; p < 24; p++) {
+        pdnn_context *ctx = th_context();
+        pdnn_device *h = host_of(ctx);
+        pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 4, 4, 4); /* 256 bytes */
+        float v[64];
+        th_fill(v, 64, (uint32_t)p);
+        pdnn_tensor *t = th_upload(h, &d, v);
+        DLManagedTensorVersioned *e1 = NULL;
+        DLManagedTensor *e2 = NULL;
+        cr_assert_eq(pdnn_tensor_to_dlpack_versioned(t, &e1), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_tensor_to_dlpack(t, &e2), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor *imp = NULL;
+        cr_assert_eq(pdnn_tensor_from_dlpack_versioned(ctx, e1, PDNN_DLPACK_ACTIVATION, &imp), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        int holders = 3; /* t, imp, e2 hold the memory; the context holds nothing */
+        int destroyed = 0;
+        for (int k = 0; k < 4; k++) {
+            switch (perms[p][k]) {
+            case 0: pdnn_context_destroy(ctx); destroyed = 1; break;
+            case 1: pdnn_tensor_release(t); holders--; break;
+            case 2: pdnn_tensor_release(imp); holders--; break;
+            default:
+                cr_assert_eq(memcmp(e2->dl_tensor.data, v, sizeof v), 0, "order %d: the export still reads", p);
+                e2->deleter(e2);
+                holders--;
+            }
+            if (holders == 0)
+                break; /* the devices may be gone now (the last holder freed them) */
+            pdnn_memory_stats s;
+            cr_assert_eq(pdnn_device_get_memory_stats(h, &s), PDNN_SUCCESS);
+            cr_assert_eq(s.bytes_in_use, sizeof v, "order %d step %d: %llu in use", p, k,
+                         (unsigned long long)s.bytes_in_use);
+        }
+        if (!destroyed) /* last in this order */
+            pdnn_context_destroy(ctx);
+    }
+}
+
+Test(dlpack, export_to_a_null_out_is_refused)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *h = host_of(ctx);
+    pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    pdnn_tensor *t = th_upload(h, &d, NULL);
+    cr_assert_eq(pdnn_tensor_to_dlpack(t, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "pdnn_tensor_to_dlpack: out is NULL"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_to_dlpack_versioned(t, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "pdnn_tensor_to_dlpack_versioned: out is NULL"), "%s",
+                       pdnn_last_error());
+    /* Outside Python there is no capsule to make. */
+    void *cap = &cap;
+    cr_assert_eq(pdnn_tensor_to_dlpack_capsule(t, 1, &cap), PDNN_ERR_UNSUPPORTED);
+    cr_assert_null(cap);
+    cr_assert_not_null(strstr(pdnn_last_error(), "no Python interpreter"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_to_dlpack_capsule(t, 0, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    pdnn_tensor_release(t);
+    pdnn_memory_stats s;
+    cr_assert_eq(pdnn_device_get_memory_stats(h, &s), PDNN_SUCCESS);
+    cr_assert_eq(s.bytes_in_use, 0, "no refused export kept the tensor");
+    pdnn_context_destroy(ctx);
+}
+
+/* A second tensor over exactly t's memory (its export, imported back). */
+static pdnn_tensor *alias_of(pdnn_context *ctx, pdnn_tensor *t, pdnn_dlpack_role role)
+{
+    DLManagedTensorVersioned *m = NULL;
+    cr_assert_eq(pdnn_tensor_to_dlpack_versioned(t, &m), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor *a = NULL;
+    cr_assert_eq(pdnn_tensor_from_dlpack_versioned(ctx, m, role, &a), PDNN_SUCCESS, "%s", pdnn_last_error());
+    return a;
+}
+
+static void expect_alias_refused(pdnn_status st, const char *needle)
+{
+    cr_assert_eq(st, PDNN_ERR_INVALID_ARGUMENT, "got %s: %s", pdnn_status_string(st), pdnn_last_error());
+    cr_assert_not_null(strstr(pdnn_last_error(), needle), "message lacks \"%s\": %s", needle, pdnn_last_error());
+}
+
+/* An output imported over its own input's memory: conv2d, pool2d, softmax
+ * and matmul refuse it, naming both tensors; relu, add and bias_add run in
+ * place as they do for y == x, and get the right numbers. */
+Test(dlpack, ops_refuse_an_output_over_an_input_and_keep_in_place_ops)
+{
+    pdnn_context *ctx = th_context();
+    for (int i = 0; i < pdnn_device_count(ctx); i++) {
+        pdnn_device *dev = NULL;
+        cr_assert_eq(pdnn_device_get(ctx, i, &dev), PDNN_SUCCESS);
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get_info(dev, &info), PDNN_SUCCESS);
+        if (strcmp(info.backend, "cuda") == 0)
+            continue; /* CUDA imports are covered by test_cuda on a GPU */
+        pdnn_tensor_desc dx = th_desc(PDNN_NCHW, 1, 4, 4, 4), dw = th_desc(PDNN_OIHW, 4, 4, 1, 1);
+        float xv[64], wv[16];
+        th_fill(xv, 64, 21);
+        th_fill(wv, 16, 22);
+        pdnn_tensor *x = th_upload(dev, &dx, xv), *w = th_upload(dev, &dw, wv);
+        pdnn_tensor *y = alias_of(ctx, x, PDNN_DLPACK_ACTIVATION);
+        pdnn_conv2d_params cp;
+        pdnn_conv2d_params_init(&cp);
+        expect_alias_refused(pdnn_conv2d_forward(&cp, x, w, NULL, y), "conv2d: output and input are the same memory");
+        pdnn_tensor *wy = alias_of(ctx, w, PDNN_DLPACK_ACTIVATION); /* {4,4,1,1}: an output over the filter */
+        pdnn_conv2d_params cq;
+        pdnn_conv2d_params_init(&cq);
+        pdnn_tensor_desc dx1 = th_desc(PDNN_NCHW, 4, 4, 1, 1);
+        pdnn_tensor *x1 = th_upload(dev, &dx1, xv);
+        expect_alias_refused(pdnn_conv2d_forward(&cq, x1, w, NULL, wy), "conv2d: output and filter are the same memory");
+        pdnn_tensor_release(x1);
+        pdnn_pool2d_params pp;
+        pdnn_pool2d_params_init(&pp);
+        pp.window_h = pp.window_w = 1;
+        pp.stride_h = pp.stride_w = 1;
+        expect_alias_refused(pdnn_pool2d_forward(&pp, x, y), "pool2d: output and input are the same memory");
+        expect_alias_refused(pdnn_softmax(x, y), "pdnn_softmax: y and x are the same memory");
+        /* In place where the op allows y == x. */
+        cr_assert_eq(pdnn_relu(x, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        float *got = th_download(x);
+        for (int e = 0; e < 64; e++)
+            cr_assert_eq(got[e], xv[e] > 0.0f ? xv[e] : 0.0f);
+        free(got);
+        cr_assert_eq(pdnn_add(x, x, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        got = th_download(y);
+        for (int e = 0; e < 64; e++)
+            cr_assert_eq(got[e], 2.0f * (xv[e] > 0.0f ? xv[e] : 0.0f));
+        free(got);
+        cr_assert_eq(pdnn_reshape(x, y), PDNN_SUCCESS, "%s", pdnn_last_error()); /* the same bytes: nothing to do */
+        /* matmul: c over a. */
+        pdnn_tensor_desc dm = th_desc(PDNN_NCHW, 4, 4, 1, 1);
+        pdnn_tensor *a = th_upload(dev, &dm, wv), *b = th_upload(dev, &dm, wv);
+        pdnn_tensor *c = alias_of(ctx, a, PDNN_DLPACK_ACTIVATION);
+        pdnn_status st = pdnn_matmul(a, b, 0, 0, c);
+        if (st != PDNN_ERR_UNSUPPORTED) /* a backend without matmul refuses anyway */
+            expect_alias_refused(st, "pdnn_matmul: c and a are the same memory");
+        pdnn_tensor_release(c);
+        pdnn_tensor_release(a);
+        pdnn_tensor_release(b);
+        pdnn_tensor_release(wy);
+        pdnn_tensor_release(y);
+        pdnn_tensor_release(x);
+        pdnn_tensor_release(w);
+        pdnn_memory_stats s;
+        cr_assert_eq(pdnn_device_get_memory_stats(dev, &s), PDNN_SUCCESS);
+        cr_assert_eq(s.bytes_in_use, 0);
+    }
+    pdnn_context_destroy(ctx);
+}
+
+/* Host memory imported twice at different offsets: partial overlaps are
+ * refused even by the ops that run in place. */
+Test(dlpack, partial_overlap_is_refused_on_the_host)
+{
+    pdnn_context *ctx = th_context();
+    foreign f;
+    foreign_init(&f, PDNN_NCHW, 1, 2, 4, 4); /* 32 floats */
+    foreign g = f;                            /* the same memory, one channel */
+    f.shape[1] = g.shape[1] = 1;
+    f.v.manager_ctx = &f;
+    f.v.dl_tensor.shape = f.shape;
+    f.v.dl_tensor.strides = f.strides;
+    g.v.manager_ctx = &g;
+    g.v.dl_tensor.shape = g.shape;
+    g.v.dl_tensor.strides = g.strides;
+    g.v.dl_tensor.byte_offset = 8 * sizeof(float); /* half a channel on */
+    pdnn_tensor *x = NULL, *y = NULL;
+    cr_assert_eq(pdnn_tensor_from_dlpack_versioned(ctx, &f.v, PDNN_DLPACK_ACTIVATION, &x), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_from_dlpack_versioned(ctx, &g.v, PDNN_DLPACK_ACTIVATION, &y), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    expect_alias_refused(pdnn_relu(x, y), "pdnn_relu: y and x overlap in memory");
+    expect_alias_refused(pdnn_add(x, x, y), "pdnn_add: y and a overlap in memory");
+    expect_alias_refused(pdnn_reshape(x, y), "pdnn_reshape: y and x overlap in memory");
+    const pdnn_tensor *in[2] = {x, x};
+    expect_alias_refused(pdnn_add_n(in, 2, y), "pdnn_add_n: y and inputs[1] overlap in memory");
+    pdnn_pool2d_params pp;
+    pdnn_pool2d_params_init(&pp);
+    pp.window_h = pp.window_w = 1;
+    pp.stride_h = pp.stride_w = 1;
+    expect_alias_refused(pdnn_pool2d_forward(&pp, x, y), "pool2d: output and input overlap in memory");
+    /* A bias over part of the output. */
+    foreign b = f;
+    b.v.manager_ctx = &b;
+    b.shape[0] = 1; /* length C = 1 */
+    b.v.dl_tensor.ndim = 1;
+    b.v.dl_tensor.shape = b.shape;
+    b.v.dl_tensor.strides = NULL;
+    b.v.dl_tensor.byte_offset = 20 * sizeof(float);
+    pdnn_tensor *bias = NULL;
+    cr_assert_eq(pdnn_tensor_from_dlpack_versioned(ctx, &b.v, PDNN_DLPACK_ACTIVATION, &bias), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    expect_alias_refused(pdnn_bias_add(x, bias, y), "pdnn_bias_add: y and x overlap");
+    expect_alias_refused(pdnn_bias_add(y, bias, y), "pdnn_bias_add: y and bias overlap");
+    pdnn_tensor_release(bias);
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y);
+    cr_assert_eq(f.deleted + g.deleted + b.deleted, 3);
+    free(f.data);
+    pdnn_context_destroy(ctx);
+}

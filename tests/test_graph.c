@@ -422,3 +422,45 @@ Test(graph, small_cnn_on_the_accelerator_matches_the_host)
         pdnn_graph_destroy(gh);
     }
 }
+
+/* A session holds its context: the caller may destroy the context right
+ * after creating the session, run it, destroy the session and release
+ * the fetched and fed tensors last, in either order. */
+Test(graph, session_and_tensors_outlive_a_destroyed_context)
+{
+    for (int order = 0; order < 2; order++) {
+        pdnn_graph *g;
+        cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+        pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+        const float kv[4] = {1, -2, 3, -4};
+        pdnn_node x, k, sum, r;
+        cr_assert_eq(pdnn_graph_placeholder(g, "x", "/cpu:0", &d, &x), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_constant(g, "k", "/cpu:0", &d, kv, &k), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_node in[2] = {x, k};
+        cr_assert_eq(pdnn_graph_add_n(g, NULL, NULL, in, 2, &sum), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_graph_relu(g, NULL, NULL, sum, &r), PDNN_SUCCESS);
+        pdnn_context *ctx = th_context();
+        pdnn_session_config c;
+        pdnn_session_config_init(&c);
+        c.context = ctx;
+        pdnn_session *s = NULL;
+        cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_graph_destroy(g);
+        pdnn_device *host = NULL;
+        cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
+        pdnn_context_destroy(ctx);
+        const float xv[4] = {1, 1, 1, 1};
+        pdnn_tensor *xt = th_upload(host, &d, xv), *out = NULL;
+        cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &r, 1, &out), PDNN_SUCCESS, "%s", pdnn_last_error());
+        if (order == 0)
+            pdnn_session_destroy(s);
+        float *got = th_download(out);
+        const float want[4] = {2, 0, 4, 0};
+        cr_assert_eq(memcmp(got, want, sizeof want), 0, "%g %g %g %g", got[0], got[1], got[2], got[3]);
+        free(got);
+        pdnn_tensor_release(out);
+        pdnn_tensor_release(xt);
+        if (order == 1)
+            pdnn_session_destroy(s); /* the last holder: frees the context */
+    }
+}

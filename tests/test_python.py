@@ -3,8 +3,12 @@ conv2d and pooling results on both layouts, the capsule protocol, and
 tensors that outlive the framework that made them."""
 import ctypes
 import gc
+import subprocess
 import sys
+import textwrap
 import unittest
+
+import numpy as np
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +24,20 @@ _name.argtypes = [ctypes.py_object]
 def host_in_use(ctx=None):
     ctx = ctx or polydnn.default_context()
     return ctx.device("/cpu:0").memory_stats()["bytes_in_use"]
+
+
+def run_python(code):
+    """Runs code in a fresh interpreter (same library and module): for
+    what may abort the process on a regression, and for interpreter exit."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=600)
+
+
+def opencl_device():
+    for d in polydnn.devices():
+        if d.backend == "opencl":
+            return d
+    return None
 
 
 def torch_input(shape, channels_last, seed):
@@ -217,6 +235,173 @@ class Lifetimes(unittest.TestCase):
         gc.collect()
         got = torch.frombuffer(bytearray(x.to_bytes()), dtype=torch.float32).reshape(1, 2, 3, 3)
         torch.testing.assert_close(got, expect, rtol=0, atol=0)
+
+
+    def assert_clean_run(self, r):
+        self.assertEqual(r.returncode, 0, "stdout:\n%s\nstderr:\n%s" % (r.stdout, r.stderr))
+        self.assertEqual(r.stdout.split(), ["ok"], r.stdout)
+        # No finalizer failed, nothing warned about live objects.
+        self.assertNotIn("Exception ignored", r.stderr)
+        self.assertNotIn("polydnn:", r.stderr)
+
+    def test_context_finalized_before_its_tensors(self):
+        # The issue's repro (the collector finalizes the cycle in its own
+        # order), then the context's finalizer first on purpose, on every
+        # device: the tensors keep the library's context alive.
+        self.assert_clean_run(run_python("""
+            import gc, polydnn
+            c = polydnn.Context(); t = polydnn.empty((1,1,4,4), device="/cpu:0", context=c); l = [c, t]
+            l.append(l); del c, t, l; gc.collect()
+            c = polydnn.Context()
+            ts = [polydnn.empty((1, 2, 4, 4), device=d, context=c) for d in c.devices()]
+            exports = [t.__dlpack__(max_version=(1, 0)) for t in ts]
+            c.__del__()  # what the collector may do first
+            data = bytes(range(128))
+            for t in ts:
+                t.write_bytes(data)
+                assert t.to_bytes() == data, t
+                assert t.device.memory_stats()["bytes_in_use"] > 0
+            y = polydnn.max_pool2d(ts[-1], 2)  # ops still run on the devices
+            assert y.shape == (1, 2, 2, 2)
+            d = ts[0].device
+            del ts, y
+            gc.collect()
+            assert d.memory_stats()["bytes_in_use"] > 0  # the exports hold it
+            del exports
+            gc.collect()
+            print("ok")
+            """))
+
+    def test_interpreter_exit_in_any_order(self):
+        # Left for interpreter exit: a cycle with a context and its tensors,
+        # unconsumed capsules, an export PyTorch consumed and holds, tensors
+        # of the default context. Exit clears module globals in definition
+        # order: once with the context's name first, once last.
+        code = """
+            import polydnn, torch
+            def build():
+                c = polydnn.Context()
+                t_host = polydnn.empty((1, 2, 4, 4), device="/cpu:0", context=c)
+                t_dev = polydnn.empty((1, 2, 4, 4), device=c.devices()[-1], context=c)
+                cycle = [c, t_host, t_dev]
+                cycle.append(cycle)
+                caps = [t_dev.__dlpack__(max_version=(1, 0)), t_host.__dlpack__()]
+                held = torch.from_dlpack(t_host)
+                d = polydnn.empty((2, 2, 2, 2), device="/cpu:0")
+                return [("c", c), ("t_host", t_host), ("t_dev", t_dev), ("cycle", cycle), ("caps", caps),
+                        ("held", held), ("d", d)]
+            objs = build()
+            for name, obj in (objs if %s else objs[::-1]):
+                globals()[name] = obj
+            del objs, name, obj
+            print("ok")
+            """
+        for first in (True, False):
+            with self.subTest(context_first=first):
+                self.assert_clean_run(run_python(code % first))
+
+
+class DLPackEdges(unittest.TestCase):
+    def test_torch_from_dlpack_of_an_opencl_tensor_does_not_abort(self):
+        if opencl_device() is None:
+            self.skipTest("no OpenCL device")
+        r = run_python("""
+            import gc, polydnn, torch.utils.dlpack
+            gpu = polydnn.default_context().device("/gpu:0")
+            t = polydnn.empty((1, 1, 4, 4), device="/gpu:0")
+            base = gpu.memory_stats()["bytes_in_use"]
+            try:
+                torch.utils.dlpack.from_dlpack(t)  # a legacy request: refused before anything is exported
+                raise SystemExit("accepted")
+            except BufferError as e:
+                assert "OpenCL memory" in str(e) and "to('/cpu:0')" in str(e), e
+            # Asked for explicitly, the capsule reaches PyTorch 1.13, which
+            # calls the deleter as it fails and leaves the capsule's name.
+            cap = t.__dlpack__(dl_device=t.__dlpack_device__())
+            try:
+                torch.utils.dlpack.from_dlpack(cap)
+            except RuntimeError:
+                pass
+            del cap
+            gc.collect()
+            assert gpu.memory_stats()["bytes_in_use"] == base
+            t.release()
+            assert gpu.memory_stats()["bytes_in_use"] == 0, gpu.memory_stats()
+            print("ok")
+            """)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.split(), ["ok"], r.stdout + r.stderr)
+
+    def test_a_deleter_called_by_a_failing_consumer_runs_once(self):
+        # PyTorch 1.13's failure path, on the host, by hand: the consumer
+        # calls the deleter and does not rename the capsule; the capsule's
+        # destructor must not call it again (a double free aborted here).
+        r = run_python("""
+            import ctypes, gc, polydnn
+            host = polydnn.default_context().device("/cpu:0")
+            for versioned in (False, True):
+                t = polydnn.empty((1, 1, 4, 4), device="/cpu:0")
+                cap = t.__dlpack__(max_version=(1, 0) if versioned else None)
+                name = b"dltensor_versioned" if versioned else b"dltensor"
+                get = ctypes.pythonapi.PyCapsule_GetPointer
+                get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+                m = (polydnn._DLManagedTensorVersioned if versioned else polydnn._DLManagedTensor).from_address(
+                    get(cap, name))
+                m.deleter(ctypes.addressof(m))
+                t.release()
+                assert host.memory_stats()["bytes_in_use"] == 0  # the deleter gave the memory back
+                del m, cap
+                gc.collect()
+            print("ok")
+            """)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.split(), ["ok"], r.stdout + r.stderr)
+
+    def test_numpy_from_dlpack_of_an_opencl_tensor_raises_buffer_error_and_leaks_nothing(self):
+        dev = opencl_device()
+        if dev is None:
+            self.skipTest("no OpenCL device")
+        t = polydnn.empty((1, 1, 4, 4), device=dev)
+        base = dev.memory_stats()["bytes_in_use"]
+        with self.assertRaisesRegex(BufferError, r"OpenCL memory \(kDLOpenCL\), which legacy DLPack consumers such "
+                                                 r"as NumPy and PyTorch cannot read"):
+            np.from_dlpack(t)
+
+        # A capsule NumPy is given anyway: it refuses it and drops it with its
+        # error pending, which the capsule's destructor must leave alone.
+        class Explicit:
+            def __dlpack__(self, stream=None):
+                return t.__dlpack__(dl_device=t.__dlpack_device__())
+
+            def __dlpack_device__(self):
+                return t.__dlpack_device__()
+        with self.assertRaisesRegex(RuntimeError, "Unsupported device in DLTensor"):
+            np.from_dlpack(Explicit())
+        gc.collect()
+        self.assertEqual(dev.memory_stats()["bytes_in_use"], base, "no export leaked")
+        t.release()
+        self.assertEqual(dev.memory_stats()["bytes_in_use"], 0, "the tensor's memory came back")
+        # Our own consumer asks for the versioned protocol and takes it.
+        t = polydnn.empty((1, 1, 4, 4), device=dev)
+        t2 = polydnn.from_dlpack(t)
+        self.assertEqual(t2.data_ptr(), t.data_ptr())
+        del t, t2
+        gc.collect()
+        self.assertEqual(dev.memory_stats()["bytes_in_use"], 0)
+
+    def test_numpy_consumes_a_host_capsule_once(self):
+        base = host_in_use()
+        t = polydnn.empty((1, 2, 3, 3), device="/cpu:0")
+        t.write_bytes(bytes(range(72)))
+        a = np.from_dlpack(t)  # consumed: NumPy holds the export
+        self.assertEqual(a.ctypes.data, t.data_ptr())
+        t.release()
+        gc.collect()
+        self.assertGreater(host_in_use(), base)
+        self.assertEqual(a.tobytes(), bytes(range(72)))
+        del a
+        gc.collect()
+        self.assertEqual(host_in_use(), base, "NumPy called the deleter once; the capsule did not again")
 
 
 class BadInput(unittest.TestCase):

@@ -229,3 +229,62 @@ Test(pool_args, bad_params_and_tensors)
     pdnn_tensor_release(ty);
     pdnn_context_destroy(ctx);
 }
+
+/* A context is reference-counted: destroying it first (as a garbage
+ * collector may) leaves its tensors and their devices working until the
+ * last tensor goes, on every device and in both release orders. Under
+ * ASan (CI's sanitizer build) any use after free or leak here fails. */
+Test(tensor, context_destroyed_before_its_tensors)
+{
+    pdnn_context *probe = th_context();
+    int n_dev = pdnn_device_count(probe);
+    pdnn_context_destroy(probe);
+    for (int i = 0; i < n_dev; i++) {
+        for (int order = 0; order < 2; order++) {
+            pdnn_context *ctx = th_context();
+            pdnn_device *dev = NULL;
+            cr_assert_eq(pdnn_device_get(ctx, i, &dev), PDNN_SUCCESS);
+            pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 4, 4, 4); /* 256 bytes */
+            float v[64], w[64];
+            th_fill(v, 64, 5);
+            pdnn_tensor *a = th_upload(dev, &d, v), *b = th_upload(dev, &d, NULL);
+            pdnn_context_destroy(ctx);
+            /* The devices are alive: copy, compute, read, account. */
+            cr_assert_eq(pdnn_tensor_device(a), dev);
+            cr_assert_eq(pdnn_relu(a, b), PDNN_SUCCESS, "%s", pdnn_last_error());
+            float *got = th_download(b);
+            for (int e = 0; e < 64; e++)
+                cr_assert_eq(got[e], v[e] > 0.0f ? v[e] : 0.0f, "element %d", e);
+            free(got);
+            th_fill(w, 64, 6);
+            cr_assert_eq(pdnn_tensor_write(a, w, sizeof w), PDNN_SUCCESS, "%s", pdnn_last_error());
+            got = th_download(a);
+            cr_assert_eq(memcmp(got, w, sizeof w), 0);
+            free(got);
+            pdnn_memory_stats s;
+            cr_assert_eq(pdnn_device_get_memory_stats(dev, &s), PDNN_SUCCESS);
+            cr_assert_eq(s.bytes_in_use, 2 * sizeof v, "%llu in use", (unsigned long long)s.bytes_in_use);
+            pdnn_tensor *first = order ? b : a, *last = order ? a : b;
+            pdnn_tensor_release(first);
+            cr_assert_eq(pdnn_device_get_memory_stats(dev, &s), PDNN_SUCCESS);
+            cr_assert_eq(s.bytes_in_use, sizeof v, "the first release gave its memory back");
+            pdnn_tensor_release(last); /* frees the devices and the context */
+        }
+    }
+}
+
+Test(tensor, a_second_context_destroy_is_ignored)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *host = NULL;
+    cr_assert_eq(pdnn_device_get(ctx, 0, &host), PDNN_SUCCESS);
+    pdnn_tensor_desc d = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    float v[4] = {1, -2, 3, -4};
+    pdnn_tensor *t = th_upload(host, &d, v);
+    pdnn_context_destroy(ctx);
+    pdnn_context_destroy(ctx); /* would drop the tensor's reference: refused */
+    float *got = th_download(t);
+    cr_assert_eq(memcmp(got, v, sizeof v), 0);
+    free(got);
+    pdnn_tensor_release(t);
+}

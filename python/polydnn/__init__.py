@@ -284,6 +284,7 @@ del _cls, _c_name
 _ACTIVATION, _FILTER = 0, 1
 _LAYOUT_X = 5
 _KDLCPU = 1
+_KDLOPENCL = 4
 
 
 class Error(RuntimeError):
@@ -374,42 +375,29 @@ def _real(value, name):
 # ---- capsules (DLPack's Python protocol) -------------------------------------
 
 _capi = ctypes.pythonapi
-_CapsuleDestructor = ctypes.CFUNCTYPE(None, _vp)
 # Names must outlive the capsules that point at them: module constants.
 _NAME_V = ctypes.c_char_p(b"dltensor_versioned")
 _NAME_L = ctypes.c_char_p(b"dltensor")
 _USED_V = ctypes.c_char_p(b"used_dltensor_versioned")
 _USED_L = ctypes.c_char_p(b"used_dltensor")
-_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, _vp, _cp, _CapsuleDestructor)(("PyCapsule_New", _capi))
 _capsule_valid = ctypes.PYFUNCTYPE(_c_int, ctypes.py_object, _cp)(("PyCapsule_IsValid", _capi))
 _capsule_ptr = ctypes.PYFUNCTYPE(_vp, ctypes.py_object, _cp)(("PyCapsule_GetPointer", _capi))
 _capsule_set_name = ctypes.PYFUNCTYPE(_c_int, ctypes.py_object, _cp)(("PyCapsule_SetName", _capi))
-# The destructor runs while the capsule dies: it must not touch it as a
-# Python object (that would revive it), so these take a raw pointer.
-_raw_valid = ctypes.PYFUNCTYPE(_c_int, _vp, _cp)(("PyCapsule_IsValid", _capi))
-_raw_ptr = ctypes.PYFUNCTYPE(_vp, _vp, _cp)(("PyCapsule_GetPointer", _capi))
-
-
-def _destroy_capsule(cap):
-    # Only a capsule nobody consumed still owns its tensor.
-    if _raw_valid(cap, _NAME_V):
-        m = _DLManagedTensorVersioned.from_address(_raw_ptr(cap, _NAME_V))
-        if m.deleter:
-            m.deleter(ctypes.addressof(m))
-    elif _raw_valid(cap, _NAME_L):
-        m = _DLManagedTensor.from_address(_raw_ptr(cap, _NAME_L))
-        if m.deleter:
-            m.deleter(ctypes.addressof(m))
-
-
-_capsule_destructor = _CapsuleDestructor(_destroy_capsule)
+_py_decref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_DecRef", _capi))
+# The library makes our capsules, with a destructor in C: one written here
+# (ctypes) cannot run while a consumer that refused the capsule drops it
+# with its exception pending (NumPy on device memory), and would leak the
+# export and turn that error into a SystemError. PYFUNCTYPE: it needs the GIL.
+_to_capsule = ctypes.PYFUNCTYPE(_c_int, _vp, _c_int, _P(_vp))(("pdnn_tensor_to_dlpack_capsule", _lib))
 
 
 # ---- context and devices ---------------------------------------------------
 
 
 class Context:
-    """Options and devices (pdnn_context). Tensors keep their context alive."""
+    """Options and devices (pdnn_context). Tensors keep their context alive
+    (the library counts references), so Python may finalize a context
+    before its tensors, in a reference cycle or at exit."""
 
     def __init__(self, allow_growth=True, memory_fraction=0.0, memory_limit=0,
                  visible_devices=None, growth_policy="gradual", log_device_placement=False,
@@ -439,10 +427,11 @@ class Context:
         _check(_context_create(ctypes.byref(o), ctypes.byref(h)))
         self._h = h
 
-    def __del__(self):
-        if getattr(self, "_h", None):
-            _context_destroy(self._h)
+    def __del__(self, _destroy=_context_destroy):  # bound now: module globals may be gone at exit
+        h = getattr(self, "_h", None)
+        if h:
             self._h = None
+            _destroy(h)  # the creator's reference; live tensors and exports hold their own
 
     def devices(self):
         out = []
@@ -532,14 +521,15 @@ class Tensor:
         self._ctx = ctx  # keeps the context alive as long as the tensor
         self._h = handle
 
-    def __del__(self):
-        self.release()
+    def __del__(self, _release=_tensor_release):  # bound now: module globals may be gone at exit
+        h = getattr(self, "_h", None)
+        if h:
+            self._h = None
+            _release(h)
 
     def release(self):
         """Gives the memory back now (or when the last DLPack export dies)."""
-        if getattr(self, "_h", None):
-            _tensor_release(self._h)
-            self._h = None
+        self.__del__()
 
     def _handle(self):
         if not self._h:
@@ -629,18 +619,27 @@ class Tensor:
         """A DLPack capsule sharing this tensor's memory. The device's queue
         is finished first, so stream is not needed (any value is accepted).
         With max_version >= (1, 0) the capsule is 'dltensor_versioned',
-        else the legacy 'dltensor'."""
+        else the legacy 'dltensor'. A tensor in OpenCL memory (kDLOpenCL,
+        e.g. /gpu:0 on PoCL) goes only to a consumer that asks with
+        max_version >= (1, 0) or dl_device naming it: a plain legacy call is
+        how NumPy 1.x and PyTorch 1.x ask, and neither can read a cl_mem
+        (BufferError; copy to the host with Tensor.to('/cpu:0'))."""
         if copy:
             raise BufferError("polydnn: __dlpack__(copy=True) is not supported; use Tensor.to()")
-        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
-            raise BufferError("polydnn: the tensor is on %s, not %s" % (self.__dlpack_device__(), dl_device))
-        if max_version is not None and max_version[0] >= 1:
-            m = _P(_DLManagedTensorVersioned)()
-            _check(_to_dlpack_v(self._handle(), ctypes.byref(m)))
-            return _capsule_new(ctypes.addressof(m.contents), _NAME_V, _capsule_destructor)
-        m = _P(_DLManagedTensor)()
-        _check(_to_dlpack(self._handle(), ctypes.byref(m)))
-        return _capsule_new(ctypes.addressof(m.contents), _NAME_L, _capsule_destructor)
+        here = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != here:
+            raise BufferError("polydnn: the tensor is on %s, not %s" % (here, dl_device))
+        versioned = max_version is not None and max_version[0] >= 1
+        if here[0] == _KDLOPENCL and not versioned and dl_device is None:
+            raise BufferError("polydnn: the tensor is on %s, in OpenCL memory (kDLOpenCL), which legacy DLPack "
+                              "consumers such as NumPy and PyTorch cannot read; copy it to the host first "
+                              "(tensor.to('/cpu:0')), or ask with dl_device=%r if the consumer takes OpenCL buffers"
+                              % (self.device.name, here))
+        raw = _vp()
+        _check(_to_capsule(self._handle(), int(versioned), ctypes.byref(raw)))
+        cap = ctypes.cast(raw, ctypes.py_object).value  # a second reference...
+        _py_decref(cap)  # ...and the library's new one dropped: cap owns the only one
+        return cap
 
 
 def _numpy(what):
