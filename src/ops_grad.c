@@ -5,25 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Do a and b share any byte of storage? Backward kernels read their
- * inputs while writing the output, so an overlap gives garbage. */
-static int overlap(const pdnn_tensor *a, const pdnn_tensor *b)
-{
-    if (!a || !b || a->block.buf.region != b->block.buf.region)
-        return 0;
-    const size_t a0 = a->block.buf.offset, b0 = b->block.buf.offset;
-    return a0 < b0 + (size_t)b->bytes && b0 < a0 + (size_t)a->bytes;
-}
-
-/* The output must share no memory with any input. */
+/* The output must share no memory with any input: backward kernels read
+ * their inputs while writing the output. */
 static pdnn_status check_no_alias(const char *op, const pdnn_tensor *out, const char *out_name,
                                   const pdnn_tensor *const *in, const char *const *in_names, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (overlap(out, in[i]))
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                               "%s: the output %s shares memory with the input %s; it must be a tensor of its own",
-                               op, out_name, in_names[i]);
+    for (int i = 0; i < n; i++) {
+        const pdnn_status st = pdnn__check_alias(op, out, out_name, in[i], in_names[i], 0);
+        if (st != PDNN_SUCCESS)
+            return st;
+    }
     return PDNN_SUCCESS;
 }
 

@@ -70,6 +70,35 @@ static void pool(pdnn_device *dev, pdnn_layout l, pdnn_pool_mode mode)
     pdnn_tensor_release(y);
 }
 
+/* The backward ops on one 3x3 convolution and one 3x3 pooling. */
+static void backward(pdnn_device *dev, pdnn__op op, pdnn_layout l)
+{
+    pdnn_tensor_desc xd = th_desc(l, 2, 8, 9, 10);
+    pdnn_tensor_desc wd = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, 16, 8, 3, 3);
+    pdnn_tensor_desc yd = th_desc(l, 2, 16, 7, 8), bd = th_desc(PDNN_LAYOUT_X, 16, 1, 1, 1);
+    pdnn_tensor_desc pyd = th_desc(l, 2, 8, 7, 8);
+    pdnn_tensor *x = th_upload(dev, &xd, NULL), *w = th_upload(dev, &wd, NULL), *dy = th_upload(dev, &yd, NULL);
+    pdnn_tensor *dx = th_upload(dev, &xd, NULL), *dw = th_upload(dev, &wd, NULL), *db = th_upload(dev, &bd, NULL);
+    pdnn_tensor *pdy = th_upload(dev, &pyd, NULL);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    pdnn_pool2d_params pp;
+    pdnn_pool2d_params_init(&pp);
+    pp.window_h = pp.window_w = 3;
+    pp.stride_h = pp.stride_w = 1;
+    if (op == PDNN__OP_CONV2D_BWD_DATA)
+        pdnn_conv2d_backward_data(&p, dy, w, dx);
+    else if (op == PDNN__OP_CONV2D_BWD_FILTER)
+        pdnn_conv2d_backward_filter(&p, x, dy, dw);
+    else if (op == PDNN__OP_CONV2D_BWD_BIAS)
+        pdnn_conv2d_backward_bias(dy, db);
+    else
+        pdnn_pool2d_backward(&pp, x, pdy, dx);
+    pdnn_tensor *ts[] = {x, w, dy, dx, dw, db, pdy};
+    for (int i = 0; i < 7; i++)
+        pdnn_tensor_release(ts[i]);
+}
+
 /* The ops without algorithm tables, and the peak probe. */
 static void others(pdnn_device *dev)
 {
@@ -115,6 +144,17 @@ static void build_everything(pdnn_device *dev)
         }
     }
     pdnn__dispatch_force(PDNN__OP_POOL2D_FWD, NULL, -1);
+    static const pdnn__op bwd[] = {PDNN__OP_CONV2D_BWD_DATA, PDNN__OP_CONV2D_BWD_FILTER, PDNN__OP_CONV2D_BWD_BIAS,
+                                   PDNN__OP_POOL2D_BWD};
+    for (size_t o = 0; o < sizeof bwd / sizeof bwd[0]; o++) {
+        const pdnn__algo *const *list = pdnn__algos(dev, bwd[o]);
+        for (int a = 0; list[a]; a++) {
+            pdnn__dispatch_force(bwd[o], list[a]->name, -1);
+            backward(dev, bwd[o], PDNN_NCHW);
+            backward(dev, bwd[o], PDNN_NHWC);
+        }
+        pdnn__dispatch_force(bwd[o], NULL, -1);
+    }
     others(dev);
 }
 
