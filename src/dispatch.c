@@ -22,7 +22,7 @@ double pdnn__now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static const char *op_name(pdnn__op op)
+const char *pdnn__op_name(pdnn__op op)
 {
     switch (op) {
     case PDNN__OP_CONV2D_FWD: return "conv2d";
@@ -424,7 +424,7 @@ static pdnn_status run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn
     pdnn__buf ws = {NULL, 0};
     if (plan->workspace > 0) {
         char label[48];
-        snprintf(label, sizeof label, "%s workspace", op_name(call->op));
+        snprintf(label, sizeof label, "%s workspace", pdnn__op_name(call->op));
         pdnn_status st = pdnn__bfc_alloc(dev->alloc, plan->workspace, label, &block);
         if (st != PDNN_SUCCESS)
             return st;
@@ -508,7 +508,7 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
             float worst, scale;
             compare(ref, got, ny, &worst, &scale);
             if (!(worst <= 5e-3f * (1.0f + scale))) {
-                pdnn__debug("%s find on %s: %s differs from %s by %g (largest output %g); rejected", op_name(call->op),
+                pdnn__debug("%s find on %s: %s differs from %s by %g (largest output %g); rejected", pdnn__op_name(call->op),
                             dev->name, list[i]->name, list[refi]->name, (double)worst, (double)scale);
                 continue;
             }
@@ -518,7 +518,7 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
                 if (tr >= 0.0 && (t < 0.0 || tr < t))
                     t = tr;
             }
-            pdnn__debug("%s find on %s: %s %.3f ms", op_name(call->op), dev->name, list[i]->name, t * 1e3);
+            pdnn__debug("%s find on %s: %s %.3f ms", pdnn__op_name(call->op), dev->name, list[i]->name, t * 1e3);
             if (t > 0.0 && (best_t < 0.0 || t < best_t)) {
                 best_t = t;
                 best = i;
@@ -530,8 +530,8 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
     if (best >= 0) {
         if (pdnn__tuning_store(call->device_key, kernel, shape, list[best]->name,
                                pdnn__op_flops(call) / best_t * 1e-9) != PDNN_SUCCESS)
-            pdnn__debug("%s find: %s", op_name(call->op), pdnn_last_error());
-        pdnn__debug("%s find on %s: %s chosen for %s after %.2f s", op_name(call->op), dev->name, list[best]->name,
+            pdnn__debug("%s find: %s", pdnn__op_name(call->op), pdnn_last_error());
+        pdnn__debug("%s find on %s: %s chosen for %s after %.2f s", pdnn__op_name(call->op), dev->name, list[best]->name,
                     shape, pdnn__now() - t_start);
     }
     return best;
@@ -543,7 +543,7 @@ static int measured_choice(pdnn_device *dev, const pdnn__algo *const *list, pdnn
                            const pdnn__op_call *call, int *searched, double *seconds)
 {
     char kernel[32], shape[320], value[64];
-    snprintf(kernel, sizeof kernel, "%s_algo", op_name(call->op));
+    snprintf(kernel, sizeof kernel, "%s_algo", pdnn__op_name(call->op));
     pdnn__op_key(call, shape, sizeof shape);
     *searched = 0;
     *seconds = 0.0;
@@ -577,14 +577,14 @@ static pdnn_status run_named(pdnn_device *dev, pdnn__op_call *call, const char *
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "%s: algorithm %s is not available on %s (%s backend), which has: %s; use "
                            "PDNN_CONV_ALGO_AUTO",
-                           op_name(call->op), want, dev->name, dev->backend->name,
+                           pdnn__op_name(call->op), want, dev->name, dev->backend->name,
                            algo_list(dev, call->op, names, sizeof names));
     pdnn__plan plan;
     pdnn__plan_for(dev, a, call, &plan);
     if (!plan.supported)
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "%s: algorithm %s does not run this %s on %s (%s backend): %s; use PDNN_CONV_ALGO_AUTO",
-                           op_name(call->op), a->name, op_name(call->op), dev->name, dev->backend->name, plan.why);
+                           pdnn__op_name(call->op), a->name, pdnn__op_name(call->op), dev->name, dev->backend->name, plan.why);
     pdnn__run_report rep;
     pdnn_status st = run_planned(dev, a, &plan, call, &rep);
     if (st == PDNN_SUCCESS)
@@ -599,8 +599,8 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
         want = forced.name;
     const pdnn__algo *const *list = pdnn__algos(dev, call->op);
     if (!list[0])
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: the %s backend of %s has no %s kernel", op_name(call->op),
-                           dev->backend->name, dev->name, op_name(call->op));
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: the %s backend of %s has no %s kernel", pdnn__op_name(call->op),
+                           dev->backend->name, dev->name, pdnn__op_name(call->op));
     if (want && *want && strcasecmp(want, "auto") != 0)
         return run_named(dev, call, want, res);
 
@@ -609,7 +609,7 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
         n++;
     pdnn__plan *plans = malloc((size_t)n * sizeof *plans);
     if (!plans)
-        return pdnn__host_oom(op_name(call->op), "the plans of its algorithms", (size_t)n * sizeof *plans);
+        return pdnn__host_oom(pdnn__op_name(call->op), "the plans of its algorithms", (size_t)n * sizeof *plans);
     for (int i = 0; i < n; i++)
         pdnn__plan_for(dev, list[i], call, &plans[i]);
 
@@ -640,7 +640,7 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
                 return st;
             }
             pdnn__debug("%s on %s: the measured choice %s does not run now (%s); using the fixed order",
-                        op_name(call->op), dev->name, list[m]->name, pdnn_last_error());
+                        pdnn__op_name(call->op), dev->name, list[m]->name, pdnn_last_error());
         }
     }
     /* The fixed order: lowest rank first among those not passed over,
@@ -673,7 +673,7 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
             snprintf(why, sizeof why, "%s", pdnn_last_error());
             char b[32];
             pdnn__debug("%s on %s: %s needs %s of workspace, which does not fit (%s); trying the next algorithm",
-                        op_name(call->op), dev->name, list[pick]->name,
+                        pdnn__op_name(call->op), dev->name, list[pick]->name,
                         pdnn__format_bytes(plans[pick].workspace, b, sizeof b), why);
         }
     }
@@ -681,7 +681,7 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
         free(plans);
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
                            "%s on %s: no algorithm's workspace fits in the device's free memory; the last: %s",
-                           op_name(call->op), dev->name, why);
+                           pdnn__op_name(call->op), dev->name, why);
     }
     size_t used = 0;
     why[0] = '\0';
@@ -693,5 +693,5 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
     }
     free(plans);
     return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: no algorithm of the %s backend runs this %s on %s (%s)",
-                       op_name(call->op), dev->backend->name, op_name(call->op), dev->name, why);
+                       pdnn__op_name(call->op), dev->backend->name, pdnn__op_name(call->op), dev->name, why);
 }

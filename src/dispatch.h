@@ -46,6 +46,10 @@ void pdnn__dispatch_force(pdnn__op op, const char *name, int config);
  * pdnn_conv_algo (index 0 is "auto"); *n their count. */
 const char *const *pdnn__conv_algo_names(int *n);
 
+/* An op's name in messages and tuning keys: "conv2d", "pool2d",
+ * "conv2d_bwd_data", ... */
+const char *pdnn__op_name(pdnn__op op);
+
 /* ops.c's helpers, shared with the backward ops (ops_grad.c). */
 /* Every non-NULL tensor of ts is on ts[0]'s device and float32; else an
  * error naming op and the tensors (names[i]). */

@@ -1421,19 +1421,7 @@ typedef struct harness {
     int host_selected; /* /device:CPU:0 is among devs */
 } harness;
 
-static const char *op_label(pdnn__op op)
-{
-    switch (op) {
-    case PDNN__OP_CONV2D_FWD: return "conv2d";
-    case PDNN__OP_POOL2D_FWD: return "pool2d";
-    case PDNN__OP_CONV2D_BWD_DATA: return "conv2d_bwd_data";
-    case PDNN__OP_CONV2D_BWD_FILTER: return "conv2d_bwd_filter";
-    case PDNN__OP_CONV2D_BWD_BIAS: return "conv2d_bwd_bias";
-    case PDNN__OP_POOL2D_BWD: return "pool2d_bwd";
-    case PDNN__OP_COUNT: break;
-    }
-    return "op";
-}
+static const char *op_label(pdnn__op op) { return pdnn__op_name(op); }
 
 static const char *backend_of(pdnn_device *dev, char *buf, size_t len)
 {
