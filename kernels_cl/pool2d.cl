@@ -3,6 +3,29 @@
  * padding; max and exclude-padding see only in-image elements (core
  * guarantees every window holds at least one). NaN propagates through max.
  * Layouts enter through element strides as in conv2d_direct. */
+
+/* A float16 or int16 passed to or returned by a built-in (vload16,
+ * vstore16, select, min, max, convert_float16, isgreater, isnan) crosses a
+ * call whose vector ABI differs on x86 without AVX-512, and PoCL's clang
+ * warns so ("N warnings generated." on the user's terminal). There the
+ * built-ins take 8-lane halves, which is also how that target holds a
+ * 16-lane vector; elsewhere they take it whole. */
+#if defined(__x86_64__) && !defined(__AVX512F__)
+#define LOAD16(i, p) ((float16)(vload8(0, (p) + 16 * (long)(i)), vload8(0, (p) + 16 * (long)(i) + 8)))
+#define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
+#define SELECT16(a, b, m) ((float16)(select((a).lo, (b).lo, (m).lo), select((a).hi, (b).hi, (m).hi)))
+#define MIN16I(v, s) ((int16)(min((v).lo, (s)), min((v).hi, (s))))
+#define MAX16I(v, s) ((int16)(max((v).lo, (s)), max((v).hi, (s))))
+#define TO_FLOAT16(v) ((float16)(convert_float8((v).lo), convert_float8((v).hi)))
+#define SPLIT16 1
+#else
+#define LOAD16 vload16
+#define STORE16 vstore16
+#define SELECT16 select
+#define MIN16I min
+#define MAX16I max
+#define TO_FLOAT16 convert_float16
+#endif
 /* One output from the in-image window rows [h0, h1) x columns [w0, w1)
  * of the plane at xb (element strides sh, sw): mode 0 max (NaN wins),
  * 1 the sum over `padded`, 2 the sum over the in-image count. Shared by
@@ -123,9 +146,16 @@ inline __attribute__((always_inline)) float8 red8(float8 a, float8 b, int op)
     return op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
 }
 
-inline __attribute__((always_inline)) float16 red16(float16 a, float16 b, int op)
+/* The 16-lane helpers pass vectors by pointer: a float16 argument or
+ * result is a call with the ABI note above, even always inlined. */
+inline __attribute__((always_inline)) void red16(float16 *acc, const float16 *v, int op)
 {
-    return op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
+    const float16 a = *acc, b = *v;
+#ifdef SPLIT16
+    *acc = (float16)(red8(a.lo, b.lo, op), red8(a.hi, b.hi, op));
+#else
+    *acc = op == 0 ? select(select(b, a, isgreater(a, b)), a, isnan(a)) : a + b;
+#endif
 }
 
 /* Columns [a, a+16) of a row, lanes outside [0, W) set to id: one vector
@@ -134,37 +164,39 @@ inline __attribute__((always_inline)) float16 red16(float16 a, float16 b, int op
  * row but the tensor's first and last), one load reaching into the
  * neighbouring row and a lane mask; else lane by lane (a runtime lane
  * shift scalarises on PoCL). */
-inline __attribute__((always_inline)) float16 seg16(__global const float *row, int a, int W, float id,
-                                                    __global const float *lo, __global const float *hi)
+inline __attribute__((always_inline)) void seg16(float16 *out, __global const float *row, int a, int W, float id,
+                                                  __global const float *lo, __global const float *hi)
 {
     if (a >= 0 && a + 16 <= W)
-        return vload16(0, row + a);
-    if (a >= W || a + 16 <= 0)
-        return (float16)(id);
-    if (row + a >= lo && row + a + 16 <= hi) {
+        *out = LOAD16(0, row + a);
+    else if (a >= W || a + 16 <= 0)
+        *out = (float16)(id);
+    else if (row + a >= lo && row + a + 16 <= hi) {
         const int16 col = (int16)(a) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        return select((float16)(id), vload16(0, row + a), col >= 0 && col < W);
+        *out = SELECT16((float16)(id), LOAD16(0, row + a), col >= 0 && col < W);
+    } else {
+        float t[16];
+        for (int l = 0; l < 16; l++)
+            t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
+        *out = LOAD16(0, t);
     }
-    float t[16];
-    for (int l = 0; l < 16; l++)
-        t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
-    return vload16(0, t);
 }
 
 /* Lanes k..k+15 of the 32 lanes a:b (k in 0..8), with literal swizzles
  * so every driver emits a constant shuffle. */
-inline __attribute__((always_inline)) float16 shift16(float16 a, float16 b, int k)
+inline __attribute__((always_inline)) void shift16(float16 *out, const float16 *pa, const float16 *pb, int k)
 {
+    const float16 a = *pa, b = *pb;
     switch (k) {
-    case 0: return a;
-    case 1: return (float16)(a.s123, a.s4567, a.s89ab, a.scdef, b.s0);
-    case 2: return (float16)(a.s23, a.s4567, a.s89ab, a.scdef, b.s01);
-    case 3: return (float16)(a.s3, a.s4567, a.s89ab, a.scdef, b.s012);
-    case 4: return (float16)(a.s4567, a.s89ab, a.scdef, b.s0123);
-    case 5: return (float16)(a.s567, a.s89ab, a.scdef, b.s0123, b.s4);
-    case 6: return (float16)(a.s67, a.s89ab, a.scdef, b.s0123, b.s45);
-    case 7: return (float16)(a.s7, a.s89ab, a.scdef, b.s0123, b.s456);
-    default: return (float16)(a.s89abcdef, b.s01234567);
+    case 0: *out = a; break;
+    case 1: *out = (float16)(a.s123, a.s4567, a.s89ab, a.scdef, b.s0); break;
+    case 2: *out = (float16)(a.s23, a.s4567, a.s89ab, a.scdef, b.s01); break;
+    case 3: *out = (float16)(a.s3, a.s4567, a.s89ab, a.scdef, b.s012); break;
+    case 4: *out = (float16)(a.s4567, a.s89ab, a.scdef, b.s0123); break;
+    case 5: *out = (float16)(a.s567, a.s89ab, a.scdef, b.s0123, b.s4); break;
+    case 6: *out = (float16)(a.s67, a.s89ab, a.scdef, b.s0123, b.s45); break;
+    case 7: *out = (float16)(a.s7, a.s89ab, a.scdef, b.s0123, b.s456); break;
+    default: *out = (float16)(a.s89abcdef, b.s01234567); break;
     }
 }
 
@@ -178,9 +210,13 @@ inline __attribute__((always_inline)) void nchw_vseg(__global const float *xb, l
     float16 v = (float16)(id), u = (float16)(id);
     for (int ih = h0; ih < h1; ih++) {
         __global const float *row = xb + (long)ih * sh;
-        v = red16(v, seg16(row, a, W, id, lo, hi), op);
-        if (sw == 2)
-            u = red16(u, seg16(row, a + 16, W, id, lo, hi), op);
+        float16 s;
+        seg16(&s, row, a, W, id, lo, hi);
+        red16(&v, &s, op);
+        if (sw == 2) {
+            seg16(&s, row, a + 16, W, id, lo, hi);
+            red16(&u, &s, op);
+        }
     }
     if (sw == 2) {
         *e = (float16)(v.even, u.even);
@@ -207,20 +243,25 @@ inline __attribute__((always_inline)) void nchw_row(__global const float *xb, lo
     for (int q0 = qa; q0 < qe; q0 += 16, a += 16 * sw) {
         nchw_vseg(xb, sh, h0, h1, a + 16 * sw, W, sw, op, &en, &on, lo, hi);
         float16 acc = ec;
-        for (int s = 1; s < ww; s++)
-            acc = red16(acc, sw == 2 && (s & 1) ? shift16(oc, on, s >> 1) : shift16(ec, en, sw == 2 ? s >> 1 : s),
-                        op);
+        for (int s = 1; s < ww; s++) {
+            float16 t;
+            if (sw == 2 && (s & 1))
+                shift16(&t, &oc, &on, s >> 1);
+            else
+                shift16(&t, &ec, &en, sw == 2 ? s >> 1 : s);
+            red16(&acc, &t, op);
+        }
         if (op != 0) {
             const int16 lo = (int16)(a) + sw * (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                         hi = lo + ww;
-            const int16 cnt = mode == 1 ? min(hi, W + pr) - lo : min(hi, W) - max(lo, 0);
-            acc /= convert_float16(cnt * hcount);
+            const int16 cnt = mode == 1 ? MIN16I(hi, W + pr) - lo : MIN16I(hi, W) - MAX16I(lo, 0);
+            acc /= TO_FLOAT16(cnt * hcount);
         }
         if (q0 + 16 <= qe && sq == 1) {
-            vstore16(acc, 0, yr + q0);
+            STORE16(acc, 0, yr + q0);
         } else {
             float o[16];
-            vstore16(acc, 0, o);
+            STORE16(acc, 0, o);
             for (int l = 0; l < 16 && q0 + l < qe; l++)
                 yr[(long)(q0 + l) * sq] = o[l];
         }
@@ -293,15 +334,17 @@ inline __attribute__((always_inline)) void nhwc_row(__global const float *xb, lo
         for (; c0 + 16 <= cn; c0 += 16) { /* one AVX-512 vector */
             float16 acc = (float16)(op == 0 ? -INFINITY : 0.0f);
             for (int ih = h0; ih < h1; ih++)
-                for (int iw = w0; iw < w1; iw++)
-                    acc = red16(acc, vload16(0, xb + (long)ih * sh + (long)iw * sw_el + c0), op);
+                for (int iw = w0; iw < w1; iw++) {
+                    const float16 t = LOAD16(0, xb + (long)ih * sh + (long)iw * sw_el + c0);
+                    red16(&acc, &t, op);
+                }
             if (op != 0)
                 acc /= div;
             if (sc == 1) {
-                vstore16(acc, 0, yr + (long)q * sq + c0);
+                STORE16(acc, 0, yr + (long)q * sq + c0);
             } else {
                 float o[16];
-                vstore16(acc, 0, o);
+                STORE16(acc, 0, o);
                 for (int l = 0; l < 16; l++)
                     yr[(long)q * sq + (long)(c0 + l) * sc] = o[l];
             }

@@ -275,7 +275,7 @@ void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
  * first, at most PDNN__CL_MAX_BUILDS; returns how many. */
 #define PDNN__CL_MAX_BUILDS 256
 typedef struct pdnn__cl_build_record {
-    char file[48], opts[160], log[512];
+    char file[48], opts[256], log[512];
 } pdnn__cl_build_record;
 int pdnn__opencl_builds(const pdnn__cl_build_record **out);
 /* Test hook: the bytes of workspace above which winograd transforms the

@@ -147,12 +147,25 @@ int pdnn__opencl_builds(const pdnn__cl_build_record **out)
 /* The build log of a program that built: empty for a warning-free kernel.
  * It goes to stderr only with POLYDNN_DEBUG=1 (a failed build's log is in
  * the error instead), so a user's terminal stays quiet. */
+/* prog's build log for d, malloc'd, never NULL unless out of memory. Its
+ * size is asked first: a buffer shorter than the log gets nothing at all
+ * (CL_INVALID_VALUE), which would read as a clean build. */
+static char *build_log(cl_dev *d, cl_program prog)
+{
+    size_t size = 0;
+    clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &size);
+    char *log = calloc(1, size + 1);
+    if (log && clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, size, log, NULL) == CL_SUCCESS)
+        return log;
+    free(log);
+    return strdup("(the build log could not be read)");
+}
+
 static void note_build_log(cl_dev *d, cl_program prog, const char *what, const char *opts)
 {
-    char log[4096] = "";
-    size_t size = 0;
-    clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &size);
-    log[sizeof log - 1] = '\0';
+    char *log = build_log(d, prog);
+    if (!log)
+        return;
     size_t n = strlen(log);
     while (n > 0 && (log[n - 1] == '\n' || log[n - 1] == ' ' || log[n - 1] == '\r'))
         log[--n] = '\0';
@@ -165,7 +178,8 @@ static void note_build_log(cl_dev *d, cl_program prog, const char *what, const c
     }
     pthread_mutex_unlock(&built_lock);
     if (n > 0)
-        pdnn__debug("OpenCL: the build log of %s with '%s':\n%s", what, opts, log);
+        pdnn__debug("OpenCL: the build log of %s with '%s':\n%.900s", what, opts, log);
+    free(log);
 }
 
 static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const char *opts, const char *what,
@@ -180,13 +194,14 @@ static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const ch
     }
     err = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
     if (err != CL_SUCCESS) {
-        char log[4096] = "";
-        clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        log[sizeof log - 1] = '\0';
+        char *log = build_log(d, prog);
         clReleaseProgram(prog);
         const char *dir = getenv("POLYDNN_KERNEL_DIR");
-        return pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s%s:\n%s", what, opts,
-                           pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "", log);
+        pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s%s:\n%s", what, opts,
+                    pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "",
+                    log ? log : "(no build log: out of host memory)");
+        free(log);
+        return PDNN_ERR_BACKEND;
     }
     note_build_log(d, prog, what, opts);
     *out = prog;
