@@ -163,6 +163,45 @@ static pdnn_status host_conv2d(void *dev, const pdnn__op_call *call, const pdnn_
     return PDNN_SUCCESS;
 }
 
+/* One pooling window of the forward: its in-image bounds [h0,h1) x
+ * [w0,w1) and its divisor for mode (host_pool2d's rule). */
+static void pool_window(const pdnn__pool2d_call *c, int64_t p, int64_t q, int64_t *h0, int64_t *h1, int64_t *w0,
+                        int64_t *w1, double *divisor)
+{
+    int64_t a0 = p * c->stride_h - c->pad_top, b0 = q * c->stride_w - c->pad_left;
+    int64_t a1 = a0 + c->win_h, b1 = b0 + c->win_w;
+    if (a1 > c->h + c->pad_bottom)
+        a1 = c->h + c->pad_bottom;
+    if (b1 > c->w + c->pad_right)
+        b1 = c->w + c->pad_right;
+    const double padded = (double)((a1 - a0) * (b1 - b0));
+    *h0 = a0 < 0 ? 0 : a0;
+    *w0 = b0 < 0 ? 0 : b0;
+    *h1 = a1 > c->h ? c->h : a1;
+    *w1 = b1 > c->w ? c->w : b1;
+    *divisor = c->mode == PDNN_POOL_AVG_INCLUDE_PADDING ? padded : (double)((*h1 - *h0) * (*w1 - *w0));
+}
+
+/* The window's maximum as the forward returns it: the first maximum in
+ * row-major order, or the last NaN (NaN propagates, as in PyTorch); its
+ * position in *ah, *aw. The window holds at least one element. */
+static float window_max(const pdnn__pool2d_call *c, const float *x, int64_t n, int64_t ch, int64_t h0, int64_t h1,
+                        int64_t w0, int64_t w1, int64_t *ah, int64_t *aw)
+{
+    float mx = 0.0f;
+    *ah = *aw = -1;
+    for (int64_t a = h0; a < h1; a++)
+        for (int64_t b = w0; b < w1; b++) {
+            const float v = x[n * c->xs[0] + ch * c->xs[1] + a * c->xs[2] + b * c->xs[3]];
+            if (*ah < 0 || v > mx || isnan(v)) {
+                mx = v;
+                *ah = a;
+                *aw = b;
+            }
+        }
+    return mx;
+}
+
 /* PyTorch's pooling windows: the include-padding divisor counts the
  * window up to the end of the padding; max and exclude-padding use only
  * in-image elements. Core guarantees each window holds one of those. */
@@ -177,41 +216,19 @@ static pdnn_status host_pool2d(void *dev, const pdnn__op_call *call, const pdnn_
         for (int64_t ch = 0; ch < c->c; ch++)
             for (int64_t p = 0; p < c->p; p++)
                 for (int64_t q = 0; q < c->q; q++) {
-                    int64_t h0 = p * c->stride_h - c->pad_top;
-                    int64_t w0 = q * c->stride_w - c->pad_left;
-                    int64_t h1 = h0 + c->win_h, w1 = w0 + c->win_w;
-                    if (h1 > c->h + c->pad_bottom)
-                        h1 = c->h + c->pad_bottom;
-                    if (w1 > c->w + c->pad_right)
-                        w1 = c->w + c->pad_right;
-                    const int64_t padded_count = (h1 - h0) * (w1 - w0);
-                    if (h0 < 0)
-                        h0 = 0;
-                    if (w0 < 0)
-                        w0 = 0;
-                    if (h1 > c->h)
-                        h1 = c->h;
-                    if (w1 > c->w)
-                        w1 = c->w;
-                    double acc = 0.0;
-                    float mx = 0.0f;
-                    int first = 1;
-                    for (int64_t ih = h0; ih < h1; ih++)
-                        for (int64_t iw = w0; iw < w1; iw++) {
-                            const float v =
-                                x[n * c->xs[0] + ch * c->xs[1] + ih * c->xs[2] + iw * c->xs[3]];
-                            acc += v;
-                            if (first || v > mx || isnan(v)) /* NaN propagates, as in PyTorch */
-                                mx = v;
-                            first = 0;
-                        }
+                    int64_t h0, h1, w0, w1, ah, aw;
+                    double divisor;
+                    pool_window(c, p, q, &h0, &h1, &w0, &w1, &divisor);
                     float out;
-                    if (c->mode == PDNN_POOL_MAX)
-                        out = mx;
-                    else if (c->mode == PDNN_POOL_AVG_INCLUDE_PADDING)
-                        out = (float)(acc / (double)padded_count);
-                    else
-                        out = (float)(acc / (double)((h1 - h0) * (w1 - w0)));
+                    if (c->mode == PDNN_POOL_MAX) {
+                        out = window_max(c, x, n, ch, h0, h1, w0, w1, &ah, &aw);
+                    } else {
+                        double acc = 0.0;
+                        for (int64_t ih = h0; ih < h1; ih++)
+                            for (int64_t iw = w0; iw < w1; iw++)
+                                acc += x[n * c->xs[0] + ch * c->xs[1] + ih * c->xs[2] + iw * c->xs[3]];
+                        out = (float)(acc / divisor);
+                    }
                     y[n * c->ys[0] + ch * c->ys[1] + p * c->ys[2] + q * c->ys[3]] = out;
                 }
     return PDNN_SUCCESS;
@@ -314,24 +331,6 @@ static pdnn_status host_conv2d_bwd_bias(void *dev, const pdnn__op_call *call, co
     return PDNN_SUCCESS;
 }
 
-/* One pooling window of the forward: its in-image bounds [h0,h1) x
- * [w0,w1) and its divisor for mode (host_pool2d's rule). */
-static void pool_window(const pdnn__pool2d_call *c, int64_t p, int64_t q, int64_t *h0, int64_t *h1, int64_t *w0,
-                        int64_t *w1, double *divisor)
-{
-    int64_t a0 = p * c->stride_h - c->pad_top, b0 = q * c->stride_w - c->pad_left;
-    int64_t a1 = a0 + c->win_h, b1 = b0 + c->win_w;
-    if (a1 > c->h + c->pad_bottom)
-        a1 = c->h + c->pad_bottom;
-    if (b1 > c->w + c->pad_right)
-        b1 = c->w + c->pad_right;
-    const double padded = (double)((a1 - a0) * (b1 - b0));
-    *h0 = a0 < 0 ? 0 : a0;
-    *w0 = b0 < 0 ? 0 : b0;
-    *h1 = a1 > c->h ? c->h : a1;
-    *w1 = b1 > c->w ? c->w : b1;
-    *divisor = c->mode == PDNN_POOL_AVG_INCLUDE_PADDING ? padded : (double)((*h1 - *h0) * (*w1 - *w0));
-}
 
 /* dx[n,c,h,w] = the sum over the windows (p,q) that hold (h,w) of
  * dy[n,c,p,q] / divisor (average), or of dy[n,c,p,q] where (h,w) is the
@@ -368,17 +367,8 @@ static pdnn_status host_pool2d_bwd(void *dev, const pdnn__op_call *call, const p
                                 acc += g / divisor;
                                 continue;
                             }
-                            float mx = 0.0f;
-                            int64_t ah = -1, aw = -1;
-                            for (int64_t a = h0; a < h1; a++)
-                                for (int64_t b = w0; b < w1; b++) {
-                                    const float v = x[n * c->xs[0] + ch * c->xs[1] + a * c->xs[2] + b * c->xs[3]];
-                                    if (ah < 0 || v > mx || isnan(v)) {
-                                        mx = v;
-                                        ah = a;
-                                        aw = b;
-                                    }
-                                }
+                            int64_t ah, aw;
+                            (void)window_max(c, x, n, ch, h0, h1, w0, w1, &ah, &aw);
                             if (ah == ih && aw == iw)
                                 acc += g;
                         }
