@@ -54,8 +54,9 @@ const char *pdnn__op_name(pdnn__op op);
 /* Every non-NULL tensor of ts is on ts[0]'s device and float32; else an
  * error naming op and the tensors (names[i]). */
 pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n);
-/* y is an activation with dims want; else an error naming op. */
-pdnn_status pdnn__check_output(const char *op, const pdnn_tensor *y, const int64_t want[4]);
+/* y is an activation with dims want; else an error naming op and y's
+ * role (name: "output", "dy", ...). */
+pdnn_status pdnn__check_output(const char *op, const char *name, const pdnn_tensor *y, const int64_t want[4]);
 /* The sizes, layouts and strides of a conv2d call from validated
  * descriptors and the output dims od (buffers are the caller's). */
 void pdnn__conv_call_from(const pdnn_conv2d_params *p, const pdnn_tensor_desc *x, const pdnn_tensor_desc *w,

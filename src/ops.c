@@ -199,15 +199,15 @@ pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, cons
     return PDNN_SUCCESS;
 }
 
-pdnn_status pdnn__check_output(const char *op, const pdnn_tensor *y, const int64_t want[4])
+pdnn_status pdnn__check_output(const char *op, const char *name, const pdnn_tensor *y, const int64_t want[4])
 {
     char yd[96];
     if (!is_activation(y->desc.layout))
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: output %s must be NCHW or NHWC", op,
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s %s must be NCHW or NHWC", op, name,
                            pdnn__desc_string(&y->desc, yd, sizeof yd));
     if (memcmp(y->desc.dims, want, sizeof y->desc.dims) != 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "%s: output %s has the wrong dims; expected [%lld,%lld,%lld,%lld]", op,
+                           "%s: %s %s has the wrong dims; expected [%lld,%lld,%lld,%lld]", op, name,
                            pdnn__desc_string(&y->desc, yd, sizeof yd), (long long)want[0],
                            (long long)want[1], (long long)want[2], (long long)want[3]);
     return PDNN_SUCCESS;
@@ -332,7 +332,7 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
         return st;
     int64_t od[4] = {0};
     if ((st = pdnn_conv2d_output_dims(&x->desc, &w->desc, p, od)) != PDNN_SUCCESS ||
-        (st = pdnn__check_output("conv2d", y, od)) != PDNN_SUCCESS)
+        (st = pdnn__check_output("conv2d", "output", y, od)) != PDNN_SUCCESS)
         return st;
     if (bias && (bias->desc.layout != PDNN_LAYOUT_X || bias->desc.dims[0] != od[1])) {
         char bd[96];
@@ -456,7 +456,7 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
         return st;
     int64_t od[4] = {0};
     if ((st = pdnn_pool2d_output_dims(&x->desc, p, od)) != PDNN_SUCCESS ||
-        (st = pdnn__check_output("pool2d", y, od)) != PDNN_SUCCESS)
+        (st = pdnn__check_output("pool2d", "output", y, od)) != PDNN_SUCCESS)
         return st;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);

@@ -28,21 +28,6 @@ static pdnn_status check_bwd_params(const char *op, const pdnn_conv2d_params *p)
     return PDNN_SUCCESS;
 }
 
-/* dy must have the forward output's dims od. */
-static pdnn_status check_dy(const char *op, const pdnn_tensor *dy, const int64_t od[4])
-{
-    char d[96];
-    if (dy->desc.layout != PDNN_NCHW && dy->desc.layout != PDNN_NHWC)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: dy %s must be NCHW or NHWC", op,
-                           pdnn__desc_string(&dy->desc, d, sizeof d));
-    if (memcmp(dy->desc.dims, od, sizeof dy->desc.dims) != 0)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "%s: dy %s has the wrong dims; the forward's output is [%lld,%lld,%lld,%lld]", op,
-                           pdnn__desc_string(&dy->desc, d, sizeof d), (long long)od[0], (long long)od[1],
-                           (long long)od[2], (long long)od[3]);
-    return PDNN_SUCCESS;
-}
-
 pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_tensor *dy, const pdnn_tensor *w,
                                       pdnn_tensor *dx)
 {
@@ -62,7 +47,7 @@ pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_te
     int64_t od[4] = {0};
     /* dx has the forward input's dims: they and w give the output's. */
     if ((st = pdnn_conv2d_output_dims(&dx->desc, &w->desc, p, od)) != PDNN_SUCCESS ||
-        (st = check_dy(op, dy, od)) != PDNN_SUCCESS)
+        (st = pdnn__check_output(op, "dy", dy, od)) != PDNN_SUCCESS)
         return st;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
@@ -94,7 +79,7 @@ pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_
         return st;
     int64_t od[4] = {0};
     if ((st = pdnn_conv2d_output_dims(&x->desc, &dw->desc, p, od)) != PDNN_SUCCESS ||
-        (st = check_dy(op, dy, od)) != PDNN_SUCCESS)
+        (st = pdnn__check_output(op, "dy", dy, od)) != PDNN_SUCCESS)
         return st;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
@@ -167,7 +152,8 @@ pdnn_status pdnn_pool2d_backward(const pdnn_pool2d_params *p, const pdnn_tensor 
         return st;
     int64_t od[4] = {0};
     if ((st = pdnn_pool2d_output_dims(&x->desc, p, od)) != PDNN_SUCCESS ||
-        (st = check_dy(op, dy, od)) != PDNN_SUCCESS || (st = pdnn__check_output(op, dx, x->desc.dims)) != PDNN_SUCCESS)
+        (st = pdnn__check_output(op, "dy", dy, od)) != PDNN_SUCCESS ||
+        (st = pdnn__check_output(op, "dx", dx, x->desc.dims)) != PDNN_SUCCESS)
         return st;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
