@@ -59,6 +59,15 @@ __kernel void conv2d_bwd_data_direct(__global const float *dy, long dy_off,
     dx[dx_off + n * xs.s0 + (long)c * xs.s1 + (long)ih * xs.s2 + (long)iw * xs.s3] = acc;
 }
 
+/* Filter element e (in K, C/groups, R, S order) -> its indices. */
+static void filter_element(long e, int R, int S, int cpg, int *k, int *ci, int *r, int *s)
+{
+    *s = (int)(e % S); e /= S;
+    *r = (int)(e % R); e /= R;
+    *ci = (int)(e % cpg);
+    *k = (int)(e / cpg);
+}
+
 /* dw[k,c',r,s] = sum over n, p, q of dy[n,k,p,q] * x[n, c, p*stride -
  * pad + r*dil, q*stride - pad + s*dil], c = c' in k's group. One
  * work-item per filter element; the reduction runs over N*P*Q, so this
@@ -81,11 +90,8 @@ __kernel void conv2d_bwd_filter_direct(__global const float *x, long x_off,
     const int N = in_dims.s0, H = in_dims.s2, W = in_dims.s3;
     const int P = out_dims.s1, Q = out_dims.s2;
     const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
-    long t = gid;
-    const int s = (int)(t % S); t /= S;
-    const int r = (int)(t % R); t /= R;
-    const int ci = (int)(t % cpg);
-    const int k = (int)(t / cpg);
+    int k, ci, r, s;
+    filter_element(gid, R, S, cpg, &k, &ci, &r, &s);
     const int g = k / kpg;
     const long xc = x_off + (long)(g * cpg + ci) * xs.s1;
     const long yk = dy_off + (long)k * ys.s1;
@@ -133,11 +139,8 @@ __kernel void conv2d_bwd_filter_split(__global const float *x, long x_off,
     const int N = in_dims.s0, H = in_dims.s2, W = in_dims.s3;
     const int P = out_dims.s1, Q = out_dims.s2;
     const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
-    long t = e;
-    const int s = (int)(t % S); t /= S;
-    const int r = (int)(t % R); t /= R;
-    const int ci = (int)(t % cpg);
-    const int k = (int)(t / cpg);
+    int k, ci, r, s;
+    filter_element(e, R, S, cpg, &k, &ci, &r, &s);
     const int g = k / kpg;
     const long xc = x_off + (long)(g * cpg + ci) * xs.s1;
     const long yk = dy_off + (long)k * ys.s1;
@@ -175,12 +178,9 @@ __kernel void conv2d_bwd_filter_reduce(__global const float *part, long part_off
     float acc = 0.0f;
     for (int i = 0; i < filt.s3; i++)
         acc += part[part_off + (long)i * elems + e];
-    long t = e;
-    const int s = (int)(t % filt.s1); t /= filt.s1;
-    const int r = (int)(t % filt.s0); t /= filt.s0;
-    const int ci = (int)(t % filt.s2);
-    const long k = t / filt.s2;
-    dw[dw_off + k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3] = acc;
+    int k, ci, r, s;
+    filter_element(e, filt.s0, filt.s1, filt.s2, &k, &ci, &r, &s);
+    dw[dw_off + (long)k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3] = acc;
 }
 
 /* db[k] = sum over n, p, q of dy[n,k,p,q]: one work-item per channel. */
