@@ -60,8 +60,9 @@ static pdnn_status check_like_x(const char *op, const char *name, const pdnn_ten
     return PDNN_SUCCESS;
 }
 
-/* Each output of outs shares no memory with any other tensor of all
- * (inputs and the other outputs). */
+/* Each output of outs shares no memory with any other argument of all
+ * (inputs and the other outputs; its own entry there, the one of the same
+ * name, is skipped: the same tensor passed twice is still refused). */
 static pdnn_status check_no_alias(const char *op, const pdnn_tensor *const *outs, const char *const *out_names, int n_out,
                                   const pdnn_tensor *const *all, const char *const *all_names, int n_all)
 {
@@ -69,7 +70,7 @@ static pdnn_status check_no_alias(const char *op, const pdnn_tensor *const *outs
         if (!outs[i])
             continue;
         for (int j = 0; j < n_all; j++) {
-            if (!all[j] || all[j] == outs[i])
+            if (!all[j] || strcmp(all_names[j], out_names[i]) == 0)
                 continue;
             const pdnn_status st = pdnn__check_alias(op, outs[i], out_names[i], all[j], all_names[j], 0);
             if (st != PDNN_SUCCESS)
