@@ -1,61 +1,77 @@
 /* Batch normalization over N, H, W per channel (backends/opencl/cl_bn.c).
  *
  * The per-channel reductions split each channel's m = N*H*W values into
- * S slices: work-item (c, s) sums slice s of channel c into part[s * C + c]
- * (channels fastest, so in NHWC neighbouring work-items read neighbouring
- * floats); a per-channel kernel then adds the S partial sums in order.
- * The variance is a second pass over x - mean (a sum of squares: never
- * negative, and exact cancellation-free for data far from zero, where
- * E[x^2] - E[x]^2 in float would lose every digit).
- *
- * Element (n, c, i) of an activation, i = h * W + w, is at
- * n * xs.s0 + c * xs.s1 + i * xs.s3 in both layouts (xs.s2 = W * xs.s3). */
+ * S slices, so that S * C work-items share the work; each sums its slice
+ * into part[s * C + c], and a per-channel kernel then adds the S partial
+ * sums in order. The slices follow the layout, so that neighbouring
+ * work-items read neighbouring floats (vectorized by PoCL, coalesced on a
+ * GPU): in NHWC work-item s * C + c takes a contiguous run of pixels of
+ * channel c (neighbours: the next channel); in NCHW work-item c * S + s
+ * takes pixels s, s + S, s + 2S, ... of each image of channel c
+ * (neighbours: the next pixel). The variance is a second pass over
+ * x - mean (a sum of squares: never negative, and free of the
+ * cancellation that ruins E[x^2] - E[x]^2 in float for data far from
+ * zero). Sizes fit in int (cl_bn.c refuses larger calls). */
 
-static long bn_at(long4 xs, long m, long hw, int c)
+/* Work-item gid's slice: channel c, slice s. */
+static void bn_slice(int gid, int C, int S, int nhwc, int *c, int *s)
 {
-    const long n = m / hw, i = m - n * hw;
-    return n * xs.s0 + (long)c * xs.s1 + i * xs.s3;
+    if (nhwc) {
+        *c = gid % C;
+        *s = gid / C;
+    } else {
+        *s = gid % S;
+        *c = gid / S;
+    }
 }
 
-/* Work-item s * C + c: part[s * C + c] = the sum over slice s of channel c
- * of x (what == 0), of (x - mean[c])^2 (what == 1), or, for the backward
- * (what == 2), of dy, with the sum of dy * (x - mean) * inv at
- * part[S * C + s * C + c]. */
-__kernel void bn_partial(__global const float *x, long x_off, long4 xs,
+/* part[s * C + c] = the sum over slice s of channel c of x (what == 0), of
+ * (x - mean[c])^2 (what == 1), or, for the backward (what == 2), of dy,
+ * with the sum of dy * (x - mean) * inv at part[S * C + s * C + c]. NHWC
+ * slices are runs of chunk pixels; NCHW ones stride by S within each of
+ * the N images. */
+__kernel void bn_partial(__global const float *x, long x_off,
                          __global const float *dy, long dy_off,
                          __global const float *mean, long mean_off,
                          __global const float *inv, long inv_off,
                          __global float *part, long part_off,
-                         int C, long hw, long m, int S, long chunk, int what)
+                         int N, int C, int hw, int S, int chunk, int nhwc, int what)
 {
-    const long gid = (long)get_global_id(0);
-    if (gid >= (long)S * C)
+    const int gid = (int)get_global_id(0);
+    if (gid >= S * C)
         return;
-    const int c = (int)(gid % C), s = (int)(gid / C);
-    const long m0 = (long)s * chunk, m1 = min(m0 + chunk, m);
+    int c, s;
+    bn_slice(gid, C, S, nhwc, &c, &s);
     const float mu = what ? mean[mean_off + c] : 0.0f;
+    const float k = what == 2 ? inv[inv_off + c] : 0.0f;
     float acc = 0.0f, acc2 = 0.0f;
-    if (what == 2) {
-        const float k = inv[inv_off + c];
-        for (long j = m0; j < m1; j++) {
-            const long e = bn_at(xs, j, hw, c);
-            const float g = dy[dy_off + e];
-            acc += g;
-            acc2 += g * ((x[x_off + e] - mu) * k);
-        }
-        part[part_off + (long)S * C + (long)s * C + c] = acc2;
-    } else {
-        for (long j = m0; j < m1; j++) {
-            const float d = x[x_off + bn_at(xs, j, hw, c)] - mu;
-            acc += what ? d * d : d;
+    /* Each element e of the slice, in both layouts: rows of pixels
+     * (i0 .. i1 step di) at base + i * stride. */
+    const int m = N * hw;
+    const int rows = nhwc ? 1 : N, i0 = nhwc ? s * chunk : s, i1 = nhwc ? min(s * chunk + chunk, m) : hw;
+    const int di = nhwc ? 1 : S, stride = nhwc ? C : 1;
+    for (int r = 0; r < rows; r++) {
+        const int base = nhwc ? c : (r * C + c) * hw;
+        for (int i = i0; i < i1; i += di) {
+            const int e = base + i * stride;
+            const float d = x[x_off + e] - mu;
+            if (what == 2) {
+                const float g = dy[dy_off + e];
+                acc += g;
+                acc2 += g * (d * k);
+            } else {
+                acc += what ? d * d : d;
+            }
         }
     }
+    if (what == 2)
+        part[part_off + (long)S * C + (long)s * C + c] = acc2;
     part[part_off + (long)s * C + c] = acc;
 }
 
 /* After pass 1: mean[c] = the partial sums' total / m. */
 __kernel void bn_mean(__global const float *part, long part_off, __global float *mean, long mean_off,
-                      int C, int S, long m)
+                      int C, int S, int m)
 {
     const int c = (int)get_global_id(0);
     if (c >= C)
@@ -74,7 +90,7 @@ __kernel void bn_finish(__global const float *part, long part_off,
                         __global float *inv, long inv_off,
                         __global float *saved_mean, long sm_off, __global float *saved_inv, long si_off, int saved,
                         __global float *run_mean, long rm_off, __global float *run_var, long rv_off, int running,
-                        int C, int S, long m, float eps, float momentum)
+                        int C, int S, int m, float eps, float momentum)
 {
     const int c = (int)get_global_id(0);
     if (c >= C)
@@ -95,10 +111,17 @@ __kernel void bn_finish(__global const float *part, long part_off,
     }
 }
 
-/* The channel of memory-order element e. */
-static int bn_channel(long e, int C, long hw, int nhwc)
+/* The elementwise kernels run on a 2-D range over the tensor as rows x
+ * cols in memory order (NCHW: N*C rows of H*W pixels; NHWC: N*H*W rows of
+ * C channels), so that no work-item divides to find its channel. Returns
+ * the element's index (-1: past the end) and sets *c. */
+static int bn_element(int cols, int C, int nhwc, int *c)
 {
-    return nhwc ? (int)(e % C) : (int)((e / hw) % C);
+    const int i = (int)get_global_id(0), row = (int)get_global_id(1);
+    if (i >= cols)
+        return -1;
+    *c = nhwc ? i : row % C;
+    return row * cols + i;
 }
 
 /* y = gamma * (x - mean) * k + beta, k = stat[c] (is_var 0: an inverse
@@ -106,12 +129,12 @@ static int bn_channel(long e, int C, long hw, int nhwc)
 __kernel void bn_normalize(__global const float *x, long x_off, __global float *y, long y_off,
                            __global const float *mean, long mean_off, __global const float *stat, long stat_off,
                            __global const float *gamma, long g_off, __global const float *beta, long b_off,
-                           int C, long hw, int nhwc, int is_var, float eps, long total)
+                           int C, int cols, int nhwc, int is_var, float eps)
 {
-    const long e = (long)get_global_id(0);
-    if (e >= total)
+    int c;
+    const int e = bn_element(cols, C, nhwc, &c);
+    if (e < 0)
         return;
-    const int c = bn_channel(e, C, hw, nhwc);
     const float v = stat[stat_off + c];
     const float k = is_var ? 1.0f / sqrt(v + eps) : v;
     y[y_off + e] = gamma[g_off + c] * ((x[x_off + e] - mean[mean_off + c]) * k) + beta[b_off + c];
@@ -144,12 +167,12 @@ __kernel void bn_bwd_dx(__global const float *x, long x_off, __global const floa
                         __global float *dx, long dx_off,
                         __global const float *mean, long mean_off, __global const float *inv, long inv_off,
                         __global const float *gamma, long g_off, __global const float *sums, long sums_off,
-                        int C, long hw, int nhwc, long m, long total)
+                        int C, int cols, int nhwc, int m)
 {
-    const long e = (long)get_global_id(0);
-    if (e >= total)
+    int c;
+    const int e = bn_element(cols, C, nhwc, &c);
+    if (e < 0)
         return;
-    const int c = bn_channel(e, C, hw, nhwc);
     const float k = inv[inv_off + c];
     const float xhat = (x[x_off + e] - mean[mean_off + c]) * k;
     const float fm = (float)m;

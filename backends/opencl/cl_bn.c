@@ -4,6 +4,7 @@
  * normalize; the backward sums dy and dy * xhat the same way, then dx. */
 #include "backends/opencl/cl_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Where the parts of the workspace lie (elements from its start). */
@@ -17,16 +18,25 @@ _Static_assert(sizeof(bn_plan) <= sizeof(((pdnn__plan *)0)->state), "bn_plan mus
 
 static int64_t round64(int64_t v) { return (v + 63) & ~(int64_t)63; } /* 256 bytes */
 
-/* Slices of at most 1024 values (each work-item's float sum stays short),
- * at least 16, and enough of them that C * S work-items fill a device. */
+/* The slices of each channel's m = N*H*W values (batch_norm.cl): enough
+ * that C * S work-items fill a device (4096), each a short float sum. NHWC:
+ * runs of 16 to 1024 pixels. NCHW: S interleaved pixels of each image, at
+ * most H*W of them (neighbouring work-items read neighbouring pixels). */
 static void bn_layout(const pdnn__bn_call *c, bn_plan *pl)
 {
-    const int64_t m = c->n * c->h * c->w;
-    int64_t chunk = (m * c->c + 4095) / 4096;
-    chunk = chunk < 16 ? 16 : chunk > 1024 ? 1024 : chunk;
+    const int64_t m = c->n * c->h * c->w, hw = c->h * c->w;
     memset(pl, 0, sizeof *pl);
-    pl->chunk = chunk;
-    pl->slices = (m + chunk - 1) / chunk;
+    if (c->layout == PDNN_NHWC) {
+        int64_t chunk = (m * c->c + 4095) / 4096;
+        chunk = chunk < 16 ? 16 : chunk > 1024 ? 1024 : chunk;
+        pl->chunk = chunk;
+        pl->slices = (m + chunk - 1) / chunk;
+    } else {
+        int64_t s = (4096 + c->c - 1) / c->c;
+        s = s < 16 ? 16 : s;
+        pl->slices = s < hw ? s : hw;
+        pl->chunk = 0;
+    }
     pl->part = 0;
     pl->mean = round64(2 * pl->slices * c->c);
     pl->inv = pl->mean + round64(c->c);
@@ -38,7 +48,7 @@ static void bn_plan_fn(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     (void)dev;
     const pdnn__bn_call *c = &call->u.bn;
-    if (c->n * c->c * c->h * c->w > INT32_MAX || c->c > INT32_MAX / 2) {
+    if (c->n * c->c * c->h * c->w > INT32_MAX / 2) {
         pdnn__plan_refuse(plan, "a batch normalization of %lld elements is beyond the kernels' int channel "
                           "indexing", (long long)(c->n * c->c * c->h * c->w));
         return;
@@ -59,9 +69,30 @@ typedef struct bn_args {
     const bn_plan *pl;
     cl_mem ws;
     cl_long ws_off; /* elements */
-    cl_int C, S, nhwc;
-    cl_long hw, m, chunk, total;
+    cl_int N, C, S, nhwc, hw, m, chunk;
+    cl_int rows, cols; /* the elementwise kernels' range: memory order as rows x cols */
 } bn_args;
+
+/* Enqueues k on the elementwise kernels' 2-D range: a->rows x a->cols
+ * (batch_norm.cl bn_element), work-groups of up to 64 along a row. */
+static pdnn_status launch_rows(const bn_args *a, cl_kernel k, const char *name)
+{
+    size_t wg = 0;
+    if (clGetKernelWorkGroupInfo(k, a->d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
+        wg = 1;
+    size_t local = 64;
+    while (local > 1 && (local > wg || local > a->d->max_wg || local / 2 >= (size_t)a->cols))
+        local /= 2;
+    const size_t global[2] = {((size_t)a->cols + local - 1) / local * local, (size_t)a->rows};
+    const size_t lsize[2] = {local, 1};
+    const cl_int err = clEnqueueNDRangeKernel(a->d->queue, k, 2, NULL, global, lsize, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel(%s)", name);
+        return pdnn__cl_fail(call, err);
+    }
+    return PDNN_SUCCESS;
+}
 
 static pdnn_status run_partial(const bn_args *a, cl_int what)
 {
@@ -72,7 +103,6 @@ static pdnn_status run_partial(const bn_args *a, cl_int what)
     const pdnn__bn_call *c = a->c;
     cl_mem x = c->x_buf.region, dy = mem_or(c->dy_buf, c->x_buf);
     cl_long xo = elem_off(c->x_buf), dyo = c->dy_buf.region ? elem_off(c->dy_buf) : 0;
-    cl_long4 xs = strides4(c->xs);
     cl_mem mean = a->ws, inv = a->ws;
     cl_long mo = a->ws_off + a->pl->mean, io = a->ws_off + a->pl->inv, po = a->ws_off + a->pl->part;
     if (what == 2) { /* the backward: the forward's saved statistics */
@@ -84,20 +114,20 @@ static pdnn_status run_partial(const bn_args *a, cl_int what)
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
-    SET_ARG(k, 2, xs);
-    SET_ARG(k, 3, dy);
-    SET_ARG(k, 4, dyo);
-    SET_ARG(k, 5, mean);
-    SET_ARG(k, 6, mo);
-    SET_ARG(k, 7, inv);
-    SET_ARG(k, 8, io);
-    SET_ARG(k, 9, a->ws);
-    SET_ARG(k, 10, po);
+    SET_ARG(k, 2, dy);
+    SET_ARG(k, 3, dyo);
+    SET_ARG(k, 4, mean);
+    SET_ARG(k, 5, mo);
+    SET_ARG(k, 6, inv);
+    SET_ARG(k, 7, io);
+    SET_ARG(k, 8, a->ws);
+    SET_ARG(k, 9, po);
+    SET_ARG(k, 10, a->N);
     SET_ARG(k, 11, a->C);
     SET_ARG(k, 12, a->hw);
-    SET_ARG(k, 13, a->m);
-    SET_ARG(k, 14, a->S);
-    SET_ARG(k, 15, a->chunk);
+    SET_ARG(k, 13, a->S);
+    SET_ARG(k, 14, a->chunk);
+    SET_ARG(k, 15, a->nhwc);
     SET_ARG(k, 16, what);
     return err == CL_SUCCESS ? pdnn__cl_launch(a->d, k, "bn_partial", (int64_t)a->S * a->C)
                              : pdnn__cl_fail("clSetKernelArg(bn_partial)", err);
@@ -128,13 +158,11 @@ static pdnn_status run_normalize(const bn_args *a, cl_mem mean, cl_long mo, cl_m
     SET_ARG(k, 10, b);
     SET_ARG(k, 11, bo);
     SET_ARG(k, 12, a->C);
-    SET_ARG(k, 13, a->hw);
+    SET_ARG(k, 13, a->cols);
     SET_ARG(k, 14, a->nhwc);
     SET_ARG(k, 15, is_var);
     SET_ARG(k, 16, eps);
-    SET_ARG(k, 17, a->total);
-    return err == CL_SUCCESS ? pdnn__cl_launch(a->d, k, "bn_normalize", a->total)
-                             : pdnn__cl_fail("clSetKernelArg(bn_normalize)", err);
+    return err == CL_SUCCESS ? launch_rows(a, k, "bn_normalize") : pdnn__cl_fail("clSetKernelArg(bn_normalize)", err);
 }
 
 static pdnn_status fwd_train(const bn_args *a)
@@ -241,12 +269,10 @@ static pdnn_status bwd(const bn_args *a)
     SET_ARG(k, 12, a->ws);
     SET_ARG(k, 13, so);
     SET_ARG(k, 14, a->C);
-    SET_ARG(k, 15, a->hw);
+    SET_ARG(k, 15, a->cols);
     SET_ARG(k, 16, a->nhwc);
     SET_ARG(k, 17, a->m);
-    SET_ARG(k, 18, a->total);
-    return err == CL_SUCCESS ? pdnn__cl_launch(a->d, k, "bn_bwd_dx", a->total)
-                             : pdnn__cl_fail("clSetKernelArg(bn_bwd_dx)", err);
+    return err == CL_SUCCESS ? launch_rows(a, k, "bn_bwd_dx") : pdnn__cl_fail("clSetKernelArg(bn_bwd_dx)", err);
 }
 
 static pdnn_status bn_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -264,13 +290,16 @@ static pdnn_status bn_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     a.pl = &pl;
     a.ws = ws.region;
     a.ws_off = ws.region ? elem_off(ws) : 0;
+    /* packed NCHW or NHWC (core's calls): the kernels index from the sizes */
+    a.N = (cl_int)c->n;
     a.C = (cl_int)c->c;
     a.S = (cl_int)pl.slices;
     a.nhwc = c->layout == PDNN_NHWC;
-    a.hw = c->h * c->w;
-    a.m = c->n * c->h * c->w;
-    a.chunk = pl.chunk;
-    a.total = c->n * c->c * c->h * c->w;
+    a.hw = (cl_int)(c->h * c->w);
+    a.m = (cl_int)(c->n * c->h * c->w);
+    a.chunk = (cl_int)pl.chunk;
+    a.rows = a.nhwc ? a.m : (cl_int)(c->n * c->c);
+    a.cols = a.nhwc ? a.C : a.hw;
     pthread_mutex_lock(&d->lock);
     pdnn_status st;
     if (call->op == PDNN__OP_BN_FWD_TRAIN)
