@@ -993,6 +993,9 @@ class ReadmeExamples(unittest.TestCase):
                     self.assertIn(gpu1, r.stderr)
 
 
+# the backward ops: their own file, run in this one's process and summary
+from test_torch import BackwardOps  # noqa: E402,F401
+
 if __name__ == "__main__":
     result = unittest.main(exit=False).result
     gc.collect()
