@@ -1,13 +1,22 @@
-"""The backward ops of the Python module against PyTorch, on the host and on an OpenCL
+"""The backward ops of the Python module and polydnn.torch (autograd
+Functions and nn.Modules) against PyTorch, on the host and on an OpenCL
 device (PoCL) when there is one. Run by tests/test_python.sh through
 tests/test_python.py, or alone with the same environment."""
+import subprocess
+import sys
 import unittest
+import warnings
 
 import torch
 import torch.nn.functional as F
 from torch.nn.grad import conv2d_input, conv2d_weight
 
 import polydnn
+import polydnn.torch as pt
+
+GC = dict(eps=1e-3, atol=1e-2, rtol=1e-2)  # float32 gradcheck (the ops are float32)
+# gradcheck warns about float32 inputs; float32 is the point here
+warnings.filterwarnings("ignore", "Input #\\d+ requires gradient and is not a double", UserWarning)
 
 
 def devices():
@@ -134,6 +143,220 @@ class BackwardOps(unittest.TestCase):
             polydnn.max_pool2d_backward(x, rnd((1, 2, 3, 3), 5), 2)  # 5x5 / 2 gives 2x2
         with self.assertRaisesRegex(TypeError, "kernel_size"):
             polydnn.avg_pool2d_backward(x, dy, "2")
+
+
+def f_conv(dev, s=1, p=1, d=1, g=1):
+    return lambda x, w, b: pt.conv2d(x, w, b, s, p, d, g, device=dev)
+
+
+class Gradcheck(unittest.TestCase):
+    """torch.autograd.gradcheck of each Function, in float32."""
+
+    def test_conv2d(self):
+        for dev in devices():
+            for i, (s, p, d, g) in enumerate(((1, 1, 1, 1), (2, (1, 0), 1, 1), (1, 2, 2, 2))):
+                with self.subTest(device=dev, case=i):
+                    x = rnd((2, 2, 6, 5), i, grad=True)
+                    w = rnd((4, 2 // g, 3, 3), 10 + i, grad=True)
+                    b = rnd((4,), 20 + i, grad=True)
+                    self.assertTrue(torch.autograd.gradcheck(f_conv(dev, s, p, d, g), (x, w, b), **GC))
+
+    def test_conv2d_channels_last(self):
+        for dev in devices():
+            with self.subTest(device=dev):
+                x = rnd((1, 3, 5, 5), 1, channels_last=True, grad=True)
+                w = rnd((2, 3, 3, 3), 2, grad=True)
+                self.assertTrue(torch.autograd.gradcheck(lambda x, w: pt.conv2d(x, w, None, 1, "same", device=dev),
+                                                         (x, w), **GC))
+
+    def test_pools(self):
+        for dev in devices():
+            for k, s, p, ceil in POOL_CASES:
+                with self.subTest(device=dev, k=k, s=s, p=p, ceil=ceil):
+                    # distinct values keep max pooling away from ties, where it is not differentiable
+                    x = (torch.randperm(2 * 7 * 6, generator=torch.Generator().manual_seed(k + s)).float() / 20)
+                    x = x.reshape(1, 2, 7, 6).requires_grad_()
+                    self.assertTrue(torch.autograd.gradcheck(
+                        lambda t: pt.max_pool2d(t, k, s, p, ceil_mode=ceil, device=dev), (x,), **GC))
+                    for inc in (True, False):
+                        self.assertTrue(torch.autograd.gradcheck(
+                            lambda t: pt.avg_pool2d(t, k, s, p, ceil, inc, device=dev), (x,), **GC))
+
+
+class MatchTorchFunctional(unittest.TestCase):
+    """Forward and backward through polydnn.torch equal torch.nn.functional's."""
+
+    def test_conv2d_grid(self):
+        for dev in devices():
+            for cl in (False, True):
+                for i, (xs, ws, s, p, d, g) in enumerate(CONV_CASES):
+                    for bias in (True, False):
+                        with self.subTest(device=dev, channels_last=cl, case=i, bias=bias):
+                            x = rnd(xs, i, cl, grad=True)
+                            w = rnd(ws, 10 + i, grad=True)
+                            b = rnd((ws[0],), 20 + i, grad=True) if bias else None
+                            y = pt.conv2d(x, w, b, s, p, d, g, device=dev)
+                            ref = F.conv2d(x, w, b, s, p, d, g)
+                            torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+                            self.assertEqual(y.is_contiguous(memory_format=torch.channels_last) and xs[1] > 1, cl)
+                            dy = rnd(ref.shape, 30 + i)
+                            ins = (x, w, b) if bias else (x, w)
+                            for a, r in zip(torch.autograd.grad(y, ins, dy), torch.autograd.grad(ref, ins, dy)):
+                                torch.testing.assert_close(a, r, rtol=1e-4, atol=1e-4)
+
+    def test_pool_grid(self):
+        for dev in devices():
+            for cl in (False, True):
+                for k, s, p, ceil in POOL_CASES:
+                    x = rnd((2, 3, 9, 8), k + 3 * s, cl, grad=True)
+                    pairs = [(pt.max_pool2d(x, k, s, p, ceil_mode=ceil, device=dev),
+                              F.max_pool2d(x, k, s, p, ceil_mode=ceil))]
+                    for inc in (True, False):
+                        pairs.append((pt.avg_pool2d(x, k, s, p, ceil, inc, device=dev),
+                                      F.avg_pool2d(x, k, s, p, ceil, inc)))
+                    for j, (y, ref) in enumerate(pairs):
+                        with self.subTest(device=dev, channels_last=cl, k=k, s=s, p=p, ceil=ceil, op=j):
+                            torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-6)
+                            dy = rnd(ref.shape, 40 + j)
+                            torch.testing.assert_close(torch.autograd.grad(y, x, dy)[0],
+                                                       torch.autograd.grad(ref, x, dy)[0], rtol=1e-5, atol=1e-6)
+
+    def test_only_the_gradients_asked_for(self):
+        x, w = rnd((1, 2, 5, 5), 1), rnd((3, 2, 3, 3), 2, grad=True)
+        y = pt.conv2d(x, w, None, device="/cpu:0")
+        (gw,) = torch.autograd.grad(y.sum(), (w,))  # x needs none: backward_data is not run
+        torch.testing.assert_close(gw, torch.autograd.grad(F.conv2d(x, w).sum(), (w,))[0], rtol=1e-4, atol=1e-4)
+
+
+def chunk(t):
+    """The bytes the allocator takes for t's elements (src/bfc.c rounds to 256)."""
+    return -(-t.numel() * 4 // 256) * 256
+
+
+class DataMovement(unittest.TestCase):
+    def test_host_is_zero_copy(self):
+        host = polydnn.default_context().device("/cpu:0")
+        x = rnd((2, 3, 8, 8), 1, grad=True)
+        w = rnd((4, 3, 3, 3), 2, grad=True)
+        before = host.memory_stats()["bytes_in_use"]
+        y = pt.conv2d(x, w, None, 1, 1, device="/cpu:0")
+        # inputs are imported, not copied: the only new host memory is y's
+        self.assertEqual(host.memory_stats()["bytes_in_use"] - before, chunk(y))
+        gx, gw = torch.autograd.grad(y, (x, w), torch.ones_like(y))
+        self.assertEqual(host.memory_stats()["bytes_in_use"] - before, sum(chunk(t) for t in (y, gx, gw)))
+
+    def test_opencl_keeps_forward_uploads_for_backward(self):
+        devs = devices()
+        if len(devs) < 2:
+            self.skipTest("no OpenCL device")
+        gpu = polydnn.default_context().device(devs[1])
+        x = rnd((2, 3, 8, 8), 1, grad=True)
+        w = rnd((4, 3, 3, 3), 2, grad=True)
+        base = gpu.memory_stats()["bytes_in_use"]
+        y = pt.conv2d(x, w, None, 1, 1, device=gpu)
+        self.assertEqual(y.device, torch.device("cpu"))  # downloaded
+        held = gpu.memory_stats()["bytes_in_use"] - base
+        self.assertGreaterEqual(held, (x.numel() + w.numel()) * 4)  # the uploads, saved for backward
+        gx, gw = torch.autograd.grad(y, (x, w), torch.ones_like(y))
+        torch.testing.assert_close(gx, torch.autograd.grad(F.conv2d(x, w, padding=1), x, torch.ones_like(y))[0],
+                                   rtol=1e-4, atol=1e-4)
+        del y, gx, gw
+        self.assertEqual(gpu.memory_stats()["bytes_in_use"], base)  # nothing left once the graph is gone
+
+    def test_dtype_and_device_checks(self):
+        with self.assertRaisesRegex(TypeError, "input is torch.float64; polydnn's ops are float32"):
+            pt.conv2d(torch.zeros(1, 1, 3, 3, dtype=torch.float64), torch.zeros(1, 1, 1, 1))
+        with self.assertRaisesRegex(TypeError, "weight is torch.float16"):
+            pt.conv2d(torch.zeros(1, 1, 3, 3), torch.zeros(1, 1, 1, 1, dtype=torch.float16))
+        with self.assertRaisesRegex(polydnn.Error, "/gpu:99"):
+            pt.max_pool2d(torch.zeros(1, 1, 4, 4), 2, device="/gpu:99")
+        with self.assertRaisesRegex(polydnn.Error, "/gpu:99"):
+            pt.set_device("/gpu:99")
+        self.assertEqual(pt.get_device(), polydnn.default_context().device())  # unchanged by the failure
+        with self.assertRaisesRegex(TypeError, "device must be"):
+            pt.conv2d(torch.zeros(1, 1, 3, 3), torch.zeros(1, 1, 1, 1), device=0)
+        with self.assertRaisesRegex(ValueError, "dilation"):
+            pt.MaxPool2d(2, dilation=2)
+        with self.assertRaisesRegex(ValueError, "divisor_override"):
+            pt.AvgPool2d(2, divisor_override=3)
+        with self.assertRaisesRegex(TypeError, "stride must be an integer"):
+            pt.conv2d(torch.zeros(1, 1, 3, 3), torch.zeros(1, 1, 1, 1), stride=1.0)
+
+    def test_non_contiguous_inputs(self):
+        x = rnd((2, 8, 3, 6), 1).transpose(1, 2)  # neither contiguous nor channels_last
+        w = rnd((4, 3, 3, 3), 2)
+        torch.testing.assert_close(pt.conv2d(x, w, device="/cpu:0"), F.conv2d(x, w), rtol=1e-4, atol=1e-4)
+
+    def test_set_device(self):
+        devs = devices()
+        try:
+            for d in devs:
+                pt.set_device(d)
+                self.assertEqual(pt.get_device().name, polydnn.default_context().device(d).name)
+                m = pt.Conv2d(2, 3, 3)
+                x = rnd((1, 2, 5, 5), 1)
+                torch.testing.assert_close(m(x), F.conv2d(x, m.weight, m.bias), rtol=1e-4, atol=1e-4)
+        finally:
+            pt.set_device(None)
+
+    def test_polydnn_imports_without_torch(self):
+        code = ("import sys, polydnn; assert 'torch' not in sys.modules, 'torch imported';"
+                "import polydnn.torch; assert 'torch' in sys.modules")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class Modules(unittest.TestCase):
+    def test_same_parameters_as_torch(self):
+        torch.manual_seed(5)
+        a = torch.nn.Conv2d(3, 4, (3, 2), stride=2, padding=1, groups=1, bias=True)
+        torch.manual_seed(5)
+        b = pt.Conv2d(3, 4, (3, 2), stride=2, padding=1, groups=1, bias=True)
+        for k, v in a.state_dict().items():
+            torch.testing.assert_close(b.state_dict()[k], v, rtol=0, atol=0)
+        b.load_state_dict(a.state_dict())
+        x = rnd((2, 3, 7, 6), 1)
+        torch.testing.assert_close(b(x), a(x), rtol=1e-4, atol=1e-4)
+
+    def test_padding_mode_and_pools(self):
+        torch.manual_seed(1)
+        a = torch.nn.Conv2d(2, 2, 3, padding=1, padding_mode="reflect")
+        b = pt.Conv2d(2, 2, 3, padding=1, padding_mode="reflect", polydnn_device="/cpu:0")
+        b.load_state_dict(a.state_dict())
+        x = rnd((1, 2, 6, 6), 2)
+        torch.testing.assert_close(b(x), a(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(pt.MaxPool2d(3, 2, 1, ceil_mode=True)(x),
+                                   torch.nn.MaxPool2d(3, 2, 1, ceil_mode=True)(x))
+        torch.testing.assert_close(pt.AvgPool2d(3, 2, 1, True, False)(x), torch.nn.AvgPool2d(3, 2, 1, True, False)(x))
+
+    def test_training_matches_pure_torch(self):
+        for dev in devices():
+            with self.subTest(device=dev):
+                losses = []
+                for mod in (torch.nn, pt):
+                    kw = {} if mod is torch.nn else {"polydnn_device": dev}
+                    torch.manual_seed(0)
+                    model = torch.nn.Sequential(
+                        mod.Conv2d(1, 4, 3, padding=1, **kw), torch.nn.ReLU(), mod.MaxPool2d(2, **kw),
+                        mod.Conv2d(4, 8, 3, padding=1, **kw), torch.nn.ReLU(), mod.MaxPool2d(2, **kw),
+                        torch.nn.Flatten(), torch.nn.Linear(8 * 3 * 3, 3))
+                    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+                    g = torch.Generator().manual_seed(1)
+                    data = torch.randn(16, 1, 12, 12, generator=g)
+                    labels = torch.randint(0, 3, (16,), generator=g)
+                    data[labels == 1, :, :6] += 1.0  # learnable: the label shows in the image
+                    data[labels == 2, :, :, :6] -= 1.0
+                    curve = []
+                    for _ in range(20):
+                        opt.zero_grad()
+                        loss = F.cross_entropy(model(data), labels)
+                        loss.backward()
+                        opt.step()
+                        curve.append(loss.item())
+                    losses.append(curve)
+                ref, got = losses
+                self.assertLess(ref[-1], 0.7 * ref[0])  # it learns, so the comparison means something
+                torch.testing.assert_close(torch.tensor(got), torch.tensor(ref), rtol=1e-3, atol=1e-4)
 
 
 if __name__ == "__main__":
