@@ -1088,7 +1088,8 @@ class ReadmeExamples(unittest.TestCase):
 
 
 # polydnn.torch and the backward ops: their own file, run in this one's process and summary
-from test_torch import BackwardOps, DataMovement, Gradcheck, MatchTorchFunctional, Modules  # noqa: E402,F401
+from test_torch import (BackwardOps, BatchNorm, DataMovement, Gradcheck,  # noqa: E402,F401
+                        MatchTorchFunctional, Modules)
 
 if __name__ == "__main__":
     result = unittest.main(exit=False).result

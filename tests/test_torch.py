@@ -1,5 +1,5 @@
 """The backward ops of the Python module and polydnn.torch (autograd
-Functions and nn.Modules) against PyTorch, on the host and on an OpenCL
+Functions and nn.Modules: conv2d, pooling, batch norm) against PyTorch, on the host and on an OpenCL
 device (PoCL) when there is one. Run by tests/test_python.sh through
 tests/test_python.py, or alone with the same environment."""
 import subprocess
@@ -15,8 +15,12 @@ import polydnn
 import polydnn.torch as pt
 
 GC = dict(eps=1e-3, atol=1e-2, rtol=1e-2)  # float32 gradcheck (the ops are float32)
-# gradcheck warns about float32 inputs; float32 is the point here
-warnings.filterwarnings("ignore", "Input #\\d+ requires gradient and is not a double", UserWarning)
+
+
+def gradcheck(f, inputs):
+    with warnings.catch_warnings():  # it warns about float32 inputs; float32 is the point here
+        warnings.filterwarnings("ignore", "Input #\\d+ requires gradient and is not a double", UserWarning)
+        return torch.autograd.gradcheck(f, inputs, **GC)
 
 
 def devices():
@@ -159,15 +163,14 @@ class Gradcheck(unittest.TestCase):
                     x = rnd((2, 2, 6, 5), i, grad=True)
                     w = rnd((4, 2 // g, 3, 3), 10 + i, grad=True)
                     b = rnd((4,), 20 + i, grad=True)
-                    self.assertTrue(torch.autograd.gradcheck(f_conv(dev, s, p, d, g), (x, w, b), **GC))
+                    self.assertTrue(gradcheck(f_conv(dev, s, p, d, g), (x, w, b)))
 
     def test_conv2d_channels_last(self):
         for dev in devices():
             with self.subTest(device=dev):
                 x = rnd((1, 3, 5, 5), 1, channels_last=True, grad=True)
                 w = rnd((2, 3, 3, 3), 2, grad=True)
-                self.assertTrue(torch.autograd.gradcheck(lambda x, w: pt.conv2d(x, w, None, 1, "same", device=dev),
-                                                         (x, w), **GC))
+                self.assertTrue(gradcheck(lambda x, w: pt.conv2d(x, w, None, 1, "same", device=dev), (x, w)))
 
     def test_pools(self):
         for dev in devices():
@@ -176,11 +179,11 @@ class Gradcheck(unittest.TestCase):
                     # distinct values keep max pooling away from ties, where it is not differentiable
                     x = (torch.randperm(2 * 7 * 6, generator=torch.Generator().manual_seed(k + s)).float() / 20)
                     x = x.reshape(1, 2, 7, 6).requires_grad_()
-                    self.assertTrue(torch.autograd.gradcheck(
-                        lambda t: pt.max_pool2d(t, k, s, p, ceil_mode=ceil, device=dev), (x,), **GC))
+                    self.assertTrue(gradcheck(
+                        lambda t: pt.max_pool2d(t, k, s, p, ceil_mode=ceil, device=dev), (x,)))
                     for inc in (True, False):
-                        self.assertTrue(torch.autograd.gradcheck(
-                            lambda t: pt.avg_pool2d(t, k, s, p, ceil, inc, device=dev), (x,), **GC))
+                        self.assertTrue(gradcheck(
+                            lambda t: pt.avg_pool2d(t, k, s, p, ceil, inc, device=dev), (x,)))
 
 
 class MatchTorchFunctional(unittest.TestCase):
@@ -330,14 +333,15 @@ class Modules(unittest.TestCase):
         torch.testing.assert_close(pt.AvgPool2d(3, 2, 1, True, False)(x), torch.nn.AvgPool2d(3, 2, 1, True, False)(x))
 
     def test_training_matches_pure_torch(self):
-        for dev in devices():
-            with self.subTest(device=dev):
+        for dev, bn in [(d, bn) for d in devices() for bn in (False, True)]:
+            with self.subTest(device=dev, batch_norm=bn):
                 losses = []
                 for mod in (torch.nn, pt):
                     kw = {} if mod is torch.nn else {"polydnn_device": dev}
                     torch.manual_seed(0)
+                    norm = [mod.BatchNorm2d(4, **kw)] if bn else []
                     model = torch.nn.Sequential(
-                        mod.Conv2d(1, 4, 3, padding=1, **kw), torch.nn.ReLU(), mod.MaxPool2d(2, **kw),
+                        mod.Conv2d(1, 4, 3, padding=1, **kw), *norm, torch.nn.ReLU(), mod.MaxPool2d(2, **kw),
                         mod.Conv2d(4, 8, 3, padding=1, **kw), torch.nn.ReLU(), mod.MaxPool2d(2, **kw),
                         torch.nn.Flatten(), torch.nn.Linear(8 * 3 * 3, 3))
                     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -357,6 +361,69 @@ class Modules(unittest.TestCase):
                 ref, got = losses
                 self.assertLess(ref[-1], 0.7 * ref[0])  # it learns, so the comparison means something
                 torch.testing.assert_close(torch.tensor(got), torch.tensor(ref), rtol=1e-3, atol=1e-4)
+
+
+class BatchNorm(unittest.TestCase):
+    def pair(self, dev, **kw):
+        torch.manual_seed(3)
+        a = torch.nn.BatchNorm2d(3, **kw)
+        b = pt.BatchNorm2d(3, polydnn_device=dev, **kw)
+        if a.weight is not None:
+            with torch.no_grad():
+                a.weight.uniform_(0.5, 1.5)
+                a.bias.uniform_(-0.5, 0.5)
+        b.load_state_dict(a.state_dict())
+        return a, b
+
+    def check_step(self, a, b, x, seed):
+        x = x.detach().requires_grad_()
+        ya, yb = a(x), b(x)
+        torch.testing.assert_close(yb, ya, rtol=1e-4, atol=1e-5)
+        dy = rnd(ya.shape, seed)
+        ins_a = [x] + [p for p in a.parameters()]
+        ins_b = [x] + [p for p in b.parameters()]
+        for ga, gb in zip(torch.autograd.grad(ya, ins_a, dy), torch.autograd.grad(yb, ins_b, dy)):
+            torch.testing.assert_close(gb, ga, rtol=1e-4, atol=1e-4)
+        for k, v in a.state_dict().items():  # running statistics and the batch counter
+            torch.testing.assert_close(b.state_dict()[k], v, rtol=1e-5, atol=1e-6)
+
+    def test_module_matches_torch(self):
+        for dev in devices():
+            for cl in (False, True):
+                with self.subTest(device=dev, channels_last=cl):
+                    a, b = self.pair(dev)
+                    for step in range(3):
+                        self.check_step(a, b, rnd((4, 3, 5, 6), step, cl) * 3 + 1, 10 + step)
+                    a.eval()
+                    b.eval()  # running statistics, gradients included
+                    self.check_step(a, b, rnd((2, 3, 5, 6), 7, cl) * 3 + 1, 20)
+
+    def test_without_affine_or_running_stats(self):
+        for dev in devices():
+            for kw in (dict(affine=False), dict(track_running_stats=False)):
+                with self.subTest(device=dev, **kw):
+                    a, b = self.pair(dev, **kw)
+                    self.check_step(a, b, rnd((3, 3, 4, 4), 1) * 2, 2)
+                    a.eval()
+                    b.eval()
+                    self.check_step(a, b, rnd((3, 3, 4, 4), 3) * 2, 4)
+
+    def test_gradcheck_training(self):
+        for dev in devices():
+            with self.subTest(device=dev):
+                x = rnd((3, 2, 3, 3), 1, grad=True)
+                w = (rnd((2,), 2) + 2).requires_grad_()
+                b = rnd((2,), 3, grad=True)
+                f = lambda x, w, b: pt.batch_norm(x, None, None, w, b, True, device=dev)  # noqa: E731
+                self.assertTrue(gradcheck(f, (x, w, b)))
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, "momentum=None"):
+            pt.BatchNorm2d(3, momentum=None)
+        with self.assertRaisesRegex(TypeError, "float64"):
+            pt.BatchNorm2d(3).double()(torch.zeros(2, 3, 2, 2, dtype=torch.float64))
+        with self.assertRaisesRegex(ValueError, "4-D input"):
+            pt.BatchNorm2d(3)(torch.zeros(2, 3, 4))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""PyTorch autograd on polydnn devices: conv2d, max and average pooling.
+"""PyTorch autograd on polydnn devices: conv2d, max and average pooling,
+batch normalization.
 
     import torch, polydnn.torch as pt
     pt.set_device("/gpu:0")              # e.g. PoCL or an AMD/Intel card; default: the context's default
@@ -6,9 +7,10 @@
     loss = ...; loss.backward()          # the convolutions' forward and backward run on /gpu:0
 
 Functions (torch.autograd.Function): Conv2dFunction, MaxPool2dFunction,
-AvgPool2dFunction, with functional forms conv2d, max_pool2d and avg_pool2d
-taking torch.nn.functional's arguments plus device=; nn.Module wrappers
-Conv2d, MaxPool2d and AvgPool2d are torch's own modules (same arguments,
+AvgPool2dFunction, BatchNormFunction, with functional forms conv2d,
+max_pool2d, avg_pool2d and batch_norm taking torch.nn.functional's
+arguments plus device=; nn.Module wrappers Conv2d, MaxPool2d, AvgPool2d
+and BatchNorm2d are torch's own modules (same arguments,
 same parameter initialisation, state_dict compatible) whose forward runs on
 polydnn (polydnn_device= picks the device per module; torch's device= is
 still where the parameters live).
@@ -22,7 +24,9 @@ Data movement per op, by the polydnn device the op runs on:
                  uploaded once (forward: input, weight, bias; backward:
                  the output gradient) and each result downloaded once
                  (forward: the output; backward: each gradient asked for).
-                 The forward's uploads are kept for the backward.
+                 The forward's uploads are kept for the backward. Batch
+                 norm's running statistics, updated on the device, are
+                 copied back into the torch buffers after each forward.
   CUDA           results leave as torch CUDA tensors without a copy; an
                  input that is a polydnn export is taken without a copy, any
                  other torch CUDA tensor is copied device to device into
@@ -45,7 +49,8 @@ from torch.autograd.function import once_differentiable
 import polydnn as _pd
 
 __all__ = ["set_device", "get_device", "Conv2dFunction", "MaxPool2dFunction", "AvgPool2dFunction",
-           "conv2d", "max_pool2d", "avg_pool2d", "Conv2d", "MaxPool2d", "AvgPool2d"]
+           "BatchNormFunction", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "Conv2d", "MaxPool2d",
+           "AvgPool2d", "BatchNorm2d"]
 
 _device = None  # a polydnn.Device, or None for the default context's default
 
@@ -223,6 +228,72 @@ class AvgPool2dFunction(torch.autograd.Function):
         return (_pool_backward(ctx, grad_output),) + (None,) * 6
 
 
+class BatchNormFunction(torch.autograd.Function):
+    """torch.nn.functional.batch_norm for 4-D input on a polydnn device.
+    training: batch statistics, running_mean/running_var (may be None)
+    updated in place; the backward runs on the device from the saved batch
+    statistics. Otherwise the running statistics normalize, and the
+    backward (elementwise: dx = dy * weight / sqrt(running_var + eps)) is
+    computed by torch where the tensors are. weight and bias may be None
+    (affine=False)."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps, device=None):
+        dev = _resolve(device)
+        if input.dim() != 4:
+            raise ValueError("polydnn.torch: batch norm takes 4-D input (N, C, H, W), not %d-D" % input.dim())
+        c = input.shape[1]
+        ones = None
+        if weight is None:
+            ones = torch.ones(c, device=input.device)
+        x = _to_pd(input, dev, "activation", "input")
+        g = _to_pd(weight if weight is not None else ones, dev, "activation", "weight")
+        b = _to_pd(bias if bias is not None else torch.zeros(c, device=input.device), dev, "activation", "bias")
+        stats = [None if r is None else _to_pd(r, dev, "activation", n)
+                 for r, n in ((running_mean, "running_mean"), (running_var, "running_var"))]
+        out = _pd.batch_norm(x, g, b, stats[0], stats[1], training=bool(training), momentum=momentum, eps=eps)
+        if training:
+            y, sm, si = out
+            for r, t in zip((running_mean, running_var), stats):
+                if r is not None and _kind(dev) != 1:  # an uploaded copy took the update: bring it back
+                    r.copy_(_to_torch(t, r))
+            ctx.pd = (x, g, sm, si)
+        else:
+            y = out
+            # the statistics the forward used (the buffers may change before the backward)
+            ctx.mean = running_mean.detach().clone()
+            ctx.inv_std = torch.rsqrt(running_var.detach().double() + eps).float()
+        ctx.training, ctx.eps, ctx.dev = bool(training), eps, dev
+        ctx.save_for_backward(input, weight if weight is not None else ones)
+        return _to_torch(y, input)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_output):
+        input, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        gi = gw = gb = None
+        if ctx.training:
+            x, g, sm, si = ctx.pd
+            # the op takes dy in x's layout (torch may hand it in either)
+            fmt = torch.channels_last if x.layout == "NHWC" else torch.contiguous_format
+            dy = _to_pd(grad_output.contiguous(memory_format=fmt), ctx.dev, "activation", "grad_output")
+            dx, dg, db = _pd.batch_norm_backward(x, dy, g, sm, si, eps=ctx.eps)
+            gi = _to_torch(dx, input) if need_x else None
+            gw = _to_torch(dg, weight) if need_w else None
+            gb = _to_torch(db, weight) if need_b else None
+        else:
+            shape = (1, -1, 1, 1)
+            if need_x:
+                gi = grad_output * (weight * ctx.inv_std).view(shape)
+            if need_w:
+                x_hat = (input - ctx.mean.view(shape)) * ctx.inv_std.view(shape)
+                gw = (grad_output * x_hat).sum((0, 2, 3))
+            if need_b:
+                gb = grad_output.sum((0, 2, 3))
+        return gi, gw, gb, None, None, None, None, None, None
+
+
 # ---- functional forms --------------------------------------------------------
 
 
@@ -253,6 +324,12 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     if divisor_override is not None:
         raise ValueError("polydnn.torch: avg_pool2d with divisor_override is not supported")
     return AvgPool2dFunction.apply(input, kernel_size, stride, padding, ceil_mode, count_include_pad, device)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5,
+               device=None):
+    """torch.nn.functional.batch_norm (4-D input) on a polydnn device."""
+    return BatchNormFunction.apply(input, weight, bias, running_mean, running_var, training, momentum, eps, device)
 
 
 # ---- modules -------------------------------------------------------------------
@@ -302,3 +379,24 @@ class AvgPool2d(torch.nn.AvgPool2d):
     def forward(self, input):
         return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad, None, self.polydnn_device)
+
+
+class BatchNorm2d(torch.nn.BatchNorm2d):
+    """torch.nn.BatchNorm2d (same arguments, buffers and state_dict) whose
+    normalization runs on polydnn_device. momentum=None (a cumulative
+    average) is not supported."""
+
+    def __init__(self, *args, polydnn_device=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.momentum is None:
+            raise ValueError("polydnn.torch: BatchNorm2d with momentum=None (cumulative average) is not supported")
+        self.polydnn_device = polydnn_device
+
+    def forward(self, input):
+        # torch's _BatchNorm.forward: which statistics, and the batch counter
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
+                          self.weight, self.bias, use_batch, self.momentum, self.eps, self.polydnn_device)
