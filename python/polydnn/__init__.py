@@ -600,7 +600,8 @@ class Tensor:
         _check(_tensor_write(self._handle(), data, len(data)))
 
     def to(self, device, layout=None):
-        """A copy on device (a name or Device), through host memory."""
+        """A copy on device (a name or Device), through host memory (one
+        transfer when this tensor or the copy is on the host)."""
         dev = _resolve_device(device, self._ctx)
         d = self._desc()
         if layout is not None and layout != self.layout:
@@ -608,7 +609,14 @@ class Tensor:
         out = _vp()
         _check(_tensor_create(dev._h, ctypes.byref(d), ctypes.byref(out)))
         t = Tensor(self._ctx, out)
-        t.write_bytes(self.to_bytes())
+        # One copy when either end is host memory (dense in layout order):
+        # the transfer reads or writes it in place.
+        if self.device.backend == "host":
+            _check(_tensor_write(t._handle(), self.data_ptr(), self.nbytes))
+        elif dev.backend == "host":
+            _check(_tensor_read(self._handle(), t.data_ptr(), self.nbytes))
+        else:
+            t.write_bytes(self.to_bytes())
         return t
 
     def numpy(self):
