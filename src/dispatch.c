@@ -31,6 +31,9 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_CONV2D_BWD_FILTER: return "conv2d_bwd_filter";
     case PDNN__OP_CONV2D_BWD_BIAS: return "conv2d_bwd_bias";
     case PDNN__OP_POOL2D_BWD: return "pool2d_bwd";
+    case PDNN__OP_RELU_BWD: return "relu_bwd";
+    case PDNN__OP_SOFTMAX_XENT: return "softmax_xent";
+    case PDNN__OP_OPTIMIZER: return "optimizer";
     case PDNN__OP_COUNT: break;
     }
     return "op";
@@ -215,6 +218,15 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
         const size_t used = strlen(buf);
         if (call->op == PDNN__OP_POOL2D_BWD && used < len)
             snprintf(buf + used, len - used, " dx%s", pdnn_layout_name(c->dx_layout));
+    } else if (call->op == PDNN__OP_RELU_BWD) {
+        snprintf(buf, len, "relu_bwd f32 n%lld", (long long)call->u.relu_bwd.n);
+    } else if (call->op == PDNN__OP_SOFTMAX_XENT) {
+        snprintf(buf, len, "softmax_xent f32 n%lld k%lld%s", (long long)call->u.xent.n, (long long)call->u.xent.k,
+                 call->u.xent.dlogits_buf.region ? " grad" : "");
+    } else if (call->op == PDNN__OP_OPTIMIZER) {
+        const pdnn__optim_call *o = &call->u.optim;
+        snprintf(buf, len, "optimizer f32 %s n%lld%s", o->kind == PDNN_OPTIMIZER_ADAM ? "adam" : "sgd",
+                 (long long)o->n, o->s1_buf.region ? " slot" : "");
     } else {
         snprintf(buf, len, "op%d", (int)call->op);
     }
@@ -237,6 +249,13 @@ double pdnn__op_flops(const pdnn__op_call *call)
         const pdnn__pool2d_call *c = &call->u.pool2d;
         return (double)c->n * (double)c->c * (double)c->p * (double)c->q * (double)c->win_h * (double)c->win_w;
     }
+    /* The training ops: elements touched. */
+    if (call->op == PDNN__OP_RELU_BWD)
+        return (double)call->u.relu_bwd.n;
+    if (call->op == PDNN__OP_SOFTMAX_XENT)
+        return (double)call->u.xent.n * (double)call->u.xent.k;
+    if (call->op == PDNN__OP_OPTIMIZER)
+        return (double)call->u.optim.n;
     return 0.0;
 }
 
@@ -251,6 +270,9 @@ static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
     case PDNN__OP_CONV2D_BWD_DATA: *n = (size_t)(c->n * c->c * c->h * c->w); return c->x_buf;
     case PDNN__OP_CONV2D_BWD_FILTER: *n = (size_t)(c->k * (c->c / c->groups) * c->r * c->s); return c->w_buf;
     case PDNN__OP_CONV2D_BWD_BIAS: *n = (size_t)c->k; return c->bias_buf;
+    case PDNN__OP_RELU_BWD: *n = (size_t)call->u.relu_bwd.n; return call->u.relu_bwd.dx_buf;
+    case PDNN__OP_SOFTMAX_XENT: *n = 1; return call->u.xent.loss_buf;
+    case PDNN__OP_OPTIMIZER: *n = (size_t)call->u.optim.n; return call->u.optim.w_buf;
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;
     }
@@ -556,6 +578,10 @@ static int measured_choice(pdnn_device *dev, const pdnn__algo *const *list, pdnn
         return -1;
     }
     if (call->tuning != PDNN_TUNING_SEARCH && call->tuning != PDNN_TUNING_FORCE)
+        return -1;
+    /* A search runs every candidate: an update in place would be applied
+     * once per candidate. */
+    if (call->op == PDNN__OP_OPTIMIZER)
         return -1;
     int choices = 0;
     for (int i = 0; i < n; i++)
