@@ -9,18 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The devices whose backend has the training ops (the host so far). */
 static int n_devices(pdnn_context *ctx, pdnn_device **devs)
 {
     int n = 0;
-    for (int i = 0; i < pdnn_device_count(ctx) && n < 8; i++) {
-        cr_assert_eq(pdnn_device_get(ctx, i, &devs[n]), PDNN_SUCCESS);
-        pdnn_device_info info;
-        cr_assert_eq(pdnn_device_get_info(devs[n], &info), PDNN_SUCCESS);
-        if (strcmp(info.backend, "host") == 0)
-            n++;
-    }
+    for (int i = 0; i < pdnn_device_count(ctx) && n < 8; i++)
+        cr_assert_eq(pdnn_device_get(ctx, i, &devs[n++]), PDNN_SUCCESS);
     return n;
+}
+
+/* CUDA has no kernel for the fused cross-entropy and Adam (neither cuDNN
+ * nor cuBLAS expresses them): there they are refused, and soft placement
+ * moves them. True when st is that refusal on a CUDA device. */
+static int cuda_gap(pdnn_device *dev, pdnn_status st)
+{
+    pdnn_device_info info;
+    cr_assert_eq(pdnn_device_get_info(dev, &info), PDNN_SUCCESS);
+    if (strcmp(info.backend, "cuda") != 0 || st != PDNN_ERR_UNSUPPORTED)
+        return 0;
+    cr_assert(strstr(pdnn_last_error(), "has no"), "%s", pdnn_last_error());
+    return 1;
 }
 
 static pdnn_tensor *labels_on(pdnn_device *dev, const int32_t *v, int64_t n)
@@ -84,7 +91,14 @@ Test(train, softmax_cross_entropy_by_hand_on_every_device)
         const pdnn_tensor_desc ld = th_desc(PDNN_NCHW, 2, 3, 1, 1), od = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1);
         pdnn_tensor *tx = th_upload(devs[i], &ld, x), *tl = labels_on(devs[i], lab, 2);
         pdnn_tensor *tloss = th_upload(devs[i], &od, NULL), *tdx = th_upload(devs[i], &ld, NULL);
-        cr_assert_eq(pdnn_softmax_cross_entropy(tx, tl, tloss, tdx), PDNN_SUCCESS, "%s", pdnn_last_error());
+        const pdnn_status st = pdnn_softmax_cross_entropy(tx, tl, tloss, tdx);
+        if (cuda_gap(devs[i], st)) {
+            pdnn_tensor *ts[] = {tx, tl, tloss, tdx};
+            for (int j = 0; j < 4; j++)
+                pdnn_tensor_release(ts[j]);
+            continue;
+        }
+        cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
         float *loss = th_download(tloss), *gx = th_download(tdx);
         cr_assert(fabs(loss[0] - want_loss) <= 1e-6 * want_loss, "device %d loss %g, want %g", i, (double)loss[0],
                   want_loss);
@@ -116,9 +130,11 @@ Test(train, softmax_cross_entropy_label_out_of_range_names_row_and_value)
             const pdnn_tensor_desc ld = th_desc(PDNN_NHWC, 3, 2, 1, 1), od = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1);
             pdnn_tensor *tx = th_upload(devs[i], &ld, x), *tl = labels_on(devs[i], cases[c], 3);
             pdnn_tensor *tloss = th_upload(devs[i], &od, NULL), *tdx = th_upload(devs[i], &ld, NULL);
-            cr_assert_eq(pdnn_softmax_cross_entropy(tx, tl, tloss, tdx), PDNN_ERR_INVALID_ARGUMENT, "device %d case %d",
-                         i, c);
-            cr_assert(strstr(pdnn_last_error(), want[c]), "device %d: %s", i, pdnn_last_error());
+            const pdnn_status st = pdnn_softmax_cross_entropy(tx, tl, tloss, tdx);
+            if (!cuda_gap(devs[i], st)) {
+                cr_assert_eq(st, PDNN_ERR_INVALID_ARGUMENT, "device %d case %d", i, c);
+                cr_assert(strstr(pdnn_last_error(), want[c]), "device %d: %s", i, pdnn_last_error());
+            }
             pdnn_tensor_release(tx);
             pdnn_tensor_release(tl);
             pdnn_tensor_release(tloss);
@@ -176,8 +192,12 @@ Test(train, optimizer_steps_by_hand_on_every_device)
             double w[3], m[3] = {0}, v[3] = {0};
             for (int j = 0; j < 3; j++)
                 w[j] = w0[j];
-            for (int step = 1; step <= 2; step++) {
-                cr_assert_eq(pdnn_optimizer_update(&p, step, tw, tg, s1, s2), PDNN_SUCCESS, "%s", pdnn_last_error());
+            int gap = 0;
+            for (int step = 1; step <= 2 && !gap; step++) {
+                const pdnn_status st = pdnn_optimizer_update(&p, step, tw, tg, s1, s2);
+                if ((gap = cuda_gap(devs[i], st)) != 0)
+                    break;
+                cr_assert_eq(st, PDNN_SUCCESS, "%s", pdnn_last_error());
                 for (int j = 0; j < 3; j++) {
                     const double d2 = g[j] + 0.1 * w[j];
                     if (kind == PDNN_OPTIMIZER_SGD) {
@@ -191,7 +211,7 @@ Test(train, optimizer_steps_by_hand_on_every_device)
                 }
             }
             float *got = th_download(tw);
-            for (int j = 0; j < 3; j++)
+            for (int j = 0; j < 3 && !gap; j++)
                 cr_assert(fabs(got[j] - w[j]) < 1e-6, "device %d kind %d w[%d] = %.9g, want %.9g", i, kind, j,
                           (double)got[j], w[j]);
             free(got);
