@@ -36,13 +36,14 @@ __kernel void xent_rows(__global const float *x, long x_off, __global const int 
     float s = 0.0f;
     for (long j = 0; j < k; j++)
         s += exp(row[j] - m);
-    const float lse = m + log(s);
-    rowloss[r_off + i] = lse - row[label];
+    /* Relative to the maximum: m + log(s) would round to m's ulp (1e-3
+     * for logits near 1e4), shifting every probability by as much. */
+    rowloss[r_off + i] = log(s) + (m - row[label]);
     if (want_dx) {
-        const float inv_n = 1.0f / (float)n;
+        const float inv_s = 1.0f / s, inv_n = 1.0f / (float)n;
         __global float *d = dx + dx_off + i * k;
         for (long j = 0; j < k; j++)
-            d[j] = (exp(row[j] - lse) - (j == label ? 1.0f : 0.0f)) * inv_n;
+            d[j] = (exp(row[j] - m) * inv_s - (j == label ? 1.0f : 0.0f)) * inv_n;
     }
 }
 

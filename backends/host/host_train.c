@@ -49,12 +49,12 @@ static pdnn_status softmax_xent(void *dev, const pdnn__op_call *call, const pdnn
         double s = 0.0;
         for (int64_t j = 0; j < c->k; j++)
             s += exp((double)row[j] - m);
-        const double lse = m + log(s);
-        total += lse - (double)row[label[i]];
+        /* Relative to the maximum, as the device kernels do. */
+        total += log(s) + (m - (double)row[label[i]]);
         if (dx)
             for (int64_t j = 0; j < c->k; j++)
                 dx[i * c->k + j] =
-                    (float)((exp((double)row[j] - lse) - (j == label[i] ? 1.0 : 0.0)) / (double)c->n);
+                    (float)((exp((double)row[j] - m) / s - (j == label[i] ? 1.0 : 0.0)) / (double)c->n);
     }
     *fat(c->loss_buf) = (float)(total / (double)c->n);
     return PDNN_SUCCESS;
