@@ -31,10 +31,10 @@
 typedef enum kind { RELU, XENT, OPTIM } kind;
 
 typedef struct train_case {
-    kind k;
-    const char *set;
-    pdnn_layout layout;
     int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n} */
+    const char *set;
+    kind k;
+    pdnn_layout layout;
     float offset;         /* xent: added to every logit */
     float amp;            /* xent: logits' spread */
     pdnn_optimizer_kind opt;
@@ -42,33 +42,33 @@ typedef struct train_case {
 } train_case;
 
 static const train_case cases[] = {
-    {RELU, "relu_bwd", PDNN_NCHW, {1, 3, 5, 7}, 0, 0, 0, 0, 0, 0},
-    {RELU, "relu_bwd", PDNN_NHWC, {1, 3, 5, 7}, 0, 0, 0, 0, 0, 0},
-    {RELU, "relu_bwd", PDNN_NCHW, {17, 5, 3, 3}, 0, 0, 0, 0, 0, 0},
-    {RELU, "relu_bwd", PDNN_NHWC, {17, 5, 3, 3}, 0, 0, 0, 0, 0, 0},
-    {RELU, "relu_bwd", PDNN_NCHW, {17, 1001, 1, 1}, 0, 0, 0, 0, 0, 0},
-    {RELU, "relu_bwd", PDNN_LAYOUT_X, {1, 1, 1, 1}, 0, 0, 0, 0, 0, 0},
-    {RELU, "relu_bwd", PDNN_LAYOUT_X, {4099, 1, 1, 1}, 0, 0, 0, 0, 0, 0},
-    {XENT, "xent", PDNN_NCHW, {1, 1}, 0, 3, 0, 0, 0, 0},
-    {XENT, "xent", PDNN_NHWC, {17, 1}, 0, 3, 0, 0, 0, 0},
-    {XENT, "xent", PDNN_NCHW, {1, 10}, 0, 3, 0, 0, 0, 0},
-    {XENT, "xent", PDNN_NHWC, {17, 10}, 0, 3, 0, 0, 0, 0},
-    {XENT, "xent", PDNN_NCHW, {17, 10}, 0, 30, 0, 0, 0, 0},
-    {XENT, "xent", PDNN_NCHW, {1, 1000}, 0, 3, 0, 0, 0, 0},
-    {XENT, "xent", PDNN_NHWC, {17, 1000}, 0, 3, 0, 0, 0, 0},
-    {XENT, "xent_large", PDNN_NCHW, {17, 10}, 1e4f, 3, 0, 0, 0, 0},
-    {XENT, "xent_large", PDNN_NHWC, {17, 1000}, -1e4f, 3, 0, 0, 0, 0},
-    {XENT, "xent_large", PDNN_NCHW, {1, 10}, 0, 1e4f, 0, 0, 0, 0},
-    {XENT, "xent_large", PDNN_NCHW, {17, 1000}, 0, 1e4f, 0, 0, 0, 0},
-    {OPTIM, "sgd", PDNN_LAYOUT_X, {1}, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0},
-    {OPTIM, "sgd", PDNN_LAYOUT_X, {37}, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f},
-    {OPTIM, "sgd", PDNN_LAYOUT_X, {37}, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0},
-    {OPTIM, "sgd", PDNN_NHWC, {2, 5, 3, 7}, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f},
-    {OPTIM, "sgd", PDNN_LAYOUT_X, {4099}, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f},
-    {OPTIM, "adam", PDNN_LAYOUT_X, {1}, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
-    {OPTIM, "adam", PDNN_LAYOUT_X, {37}, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f},
-    {OPTIM, "adam", PDNN_OIHW, {8, 3, 3, 3}, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
-    {OPTIM, "adam", PDNN_LAYOUT_X, {4099}, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
+    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0},
+    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0},
+    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
+    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
+    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0},
+    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
+    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
+    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0},
+    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0},
+    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0},
+    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f},
+    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f},
+    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
+    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f},
+    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
+    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
 
@@ -366,9 +366,13 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
     const pdnn_tensor_desc d = desc_of(c);
     in->n = pdnn_tensor_desc_elements(&d);
     const uint32_t seed = 1000u + (uint32_t)ci * 17u;
+    /* Every array, whatever the op: small, and never NULL. */
+    in->x = xcalloc((size_t)in->n, sizeof(float));
+    in->dy = xcalloc((size_t)in->n, sizeof(float));
+    in->labels = xcalloc((size_t)c->dims[0], sizeof(int32_t));
+    in->w0 = xcalloc((size_t)in->n, sizeof(float));
+    in->g = xcalloc((size_t)in->n * STEPS, sizeof(float));
     if (c->k == RELU) {
-        in->x = xcalloc((size_t)in->n, sizeof(float));
-        in->dy = xcalloc((size_t)in->n, sizeof(float));
         th_fill(in->x, in->n, seed);
         th_fill(in->dy, in->n, seed + 1);
         /* Exactly zero (both signs) at every 5th and 7th element: no gradient. */
@@ -378,8 +382,6 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
             in->x[i] = -0.0f;
     } else if (c->k == XENT) {
         const int64_t n = c->dims[0], k = c->dims[1];
-        in->x = xcalloc((size_t)in->n, sizeof(float));
-        in->labels = xcalloc((size_t)n, sizeof(int32_t));
         th_fill(in->x, in->n, seed);
         for (int64_t i = 0; i < in->n; i++)
             in->x[i] = c->offset + c->amp * in->x[i];
@@ -391,8 +393,6 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
         if (n > 1)
             in->labels[n - 1] = (int32_t)(k - 1); /* the last class too */
     } else {
-        in->w0 = xcalloc((size_t)in->n, sizeof(float));
-        in->g = xcalloc((size_t)in->n * STEPS, sizeof(float));
         th_fill(in->w0, in->n, seed);
         th_fill(in->g, in->n * STEPS, seed + 1);
     }
