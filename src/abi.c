@@ -100,6 +100,15 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_pool2d_params, pad_right),
     FIELD(pdnn_pool2d_params, ceil_mode),
 
+    STRUCT(pdnn_optimizer_params),
+    FIELD(pdnn_optimizer_params, kind),
+    FIELD(pdnn_optimizer_params, learning_rate),
+    FIELD(pdnn_optimizer_params, momentum),
+    FIELD(pdnn_optimizer_params, weight_decay),
+    FIELD(pdnn_optimizer_params, beta1),
+    FIELD(pdnn_optimizer_params, beta2),
+    FIELD(pdnn_optimizer_params, epsilon),
+
     STRUCT(pdnn_session_config),
     FIELD(pdnn_session_config, context),
     FIELD(pdnn_session_config, options),

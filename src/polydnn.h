@@ -78,7 +78,8 @@ PDNN_API const char *pdnn_version(void);
  * its ctypes copies with it when it loads). struct_name is the C name:
  * "pdnn_context_options", "pdnn_device_info", "pdnn_device_spec",
  * "pdnn_memory_stats", "pdnn_tensor_desc", "pdnn_conv2d_params",
- * "pdnn_conv2d_tuning", "pdnn_pool2d_params", "pdnn_session_config", and
+ * "pdnn_conv2d_tuning", "pdnn_pool2d_params", "pdnn_session_config",
+ * "pdnn_optimizer_params", and
  * the DLPack structs of polydnn_dlpack.h: "DLPackVersion", "DLDevice",
  * "DLDataType", "DLTensor", "DLManagedTensor", "DLManagedTensorVersioned".
  * field NULL: *offset = 0 and *size = sizeof the struct; else the named
