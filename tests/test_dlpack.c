@@ -151,6 +151,16 @@ Test(dlpack, int32_round_trip_and_float_ops_refuse_it)
     cr_assert(strstr(pdnn_last_error(), "dy is not float32"), "%s", pdnn_last_error());
     cr_assert_eq(pdnn_conv2d_backward_bias(f, t), PDNN_ERR_UNSUPPORTED);
     cr_assert(strstr(pdnn_last_error(), "db is not float32"), "%s", pdnn_last_error());
+    pdnn_tensor_desc id4 = th_desc(PDNN_NCHW, 1, 1, 4, 4), fd4 = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    id4.dtype = PDNN_INT32;
+    pdnn_tensor *i4 = th_upload(h, &id4, NULL), *y4 = th_upload(h, &fd4, NULL);
+    pdnn_pool2d_params pp;
+    pdnn_pool2d_params_init(&pp);
+    pp.window_h = pp.window_w = pp.stride_h = pp.stride_w = 2;
+    cr_assert_eq(pdnn_pool2d_forward(&pp, i4, y4), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "input is not float32"), "%s", pdnn_last_error());
+    pdnn_tensor_release(i4);
+    pdnn_tensor_release(y4);
     pdnn_tensor_release(back);
     pdnn_tensor_release(t);
     pdnn_tensor_release(f);
