@@ -105,6 +105,15 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_batch_norm_params, epsilon),
     FIELD(pdnn_batch_norm_params, momentum),
 
+    STRUCT(pdnn_optimizer_params),
+    FIELD(pdnn_optimizer_params, kind),
+    FIELD(pdnn_optimizer_params, learning_rate),
+    FIELD(pdnn_optimizer_params, momentum),
+    FIELD(pdnn_optimizer_params, weight_decay),
+    FIELD(pdnn_optimizer_params, beta1),
+    FIELD(pdnn_optimizer_params, beta2),
+    FIELD(pdnn_optimizer_params, epsilon),
+
     STRUCT(pdnn_session_config),
     FIELD(pdnn_session_config, context),
     FIELD(pdnn_session_config, options),

@@ -112,6 +112,33 @@ typedef struct pdnn__pool2d_call {
     int64_t dxs[4];
 } pdnn__pool2d_call;
 
+/* dx[i] = y[i] > 0 ? dy[i] : 0, i < n (memory order). dx may be dy. */
+typedef struct pdnn__relu_bwd_call {
+    int64_t n;
+    pdnn__buf y_buf, dy_buf, dx_buf;
+} pdnn__relu_bwd_call;
+
+/* Softmax cross-entropy over rows of a row-major n x k matrix with int32
+ * labels (n): loss (one float) = mean_i (lse_i - logits[i, label_i]),
+ * dlogits (region NULL: none) = (softmax - onehot) / n. A label outside
+ * [0, k) makes run fail with PDNN_ERR_INVALID_ARGUMENT naming the first
+ * such row (lowest index) and its value; outputs are then unspecified. */
+typedef struct pdnn__xent_call {
+    int64_t n, k;
+    pdnn__buf logits_buf, labels_buf, loss_buf, dlogits_buf;
+} pdnn__xent_call;
+
+/* One optimizer step over n elements, see pdnn_optimizer_update: w, g,
+ * s1 (region NULL: SGD without momentum), s2 (Adam's v). Core has checked
+ * the parameters. Not idempotent: run it exactly once per call. */
+typedef struct pdnn__optim_call {
+    int64_t n;
+    pdnn_optimizer_kind kind;
+    float lr, momentum, weight_decay, beta1, beta2, epsilon;
+    int64_t step;
+    pdnn__buf w_buf, g_buf, s1_buf, s2_buf;
+} pdnn__optim_call;
+
 /* ---- ops and their algorithm registries -----------------------------------
  * An op that has algorithms (several ways to compute it, chosen per call)
  * is one value of pdnn__op with one member of pdnn__op_call. Each backend
@@ -131,6 +158,9 @@ typedef enum pdnn__op {
     PDNN__OP_BN_FWD_TRAIN = 6,
     PDNN__OP_BN_FWD_INFER = 7,
     PDNN__OP_BN_BWD = 8,
+    PDNN__OP_RELU_BWD = 9,          /* u.relu_bwd */
+    PDNN__OP_SOFTMAX_XENT = 10,     /* u.xent */
+    PDNN__OP_OPTIMIZER = 11,        /* u.optim; updates in place */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -175,6 +205,9 @@ typedef struct pdnn__op_call {
         pdnn__conv2d_call conv2d;
         pdnn__pool2d_call pool2d;
         pdnn__bn_call bn;
+        pdnn__relu_bwd_call relu_bwd;
+        pdnn__xent_call xent;
+        pdnn__optim_call optim;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

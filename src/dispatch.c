@@ -34,6 +34,9 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_BN_FWD_TRAIN: return "batch_norm_fwd_train";
     case PDNN__OP_BN_FWD_INFER: return "batch_norm_fwd_infer";
     case PDNN__OP_BN_BWD: return "batch_norm_bwd";
+    case PDNN__OP_RELU_BWD: return "relu_bwd";
+    case PDNN__OP_SOFTMAX_XENT: return "softmax_xent";
+    case PDNN__OP_OPTIMIZER: return "optimizer";
     case PDNN__OP_COUNT: break;
     }
     return "op";
@@ -222,6 +225,15 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
         const pdnn__bn_call *c = &call->u.bn;
         snprintf(buf, len, "%s f32 %s n%lld c%lld h%lld w%lld", pdnn__op_name(call->op), pdnn_layout_name(c->layout),
                  (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
+    } else if (call->op == PDNN__OP_RELU_BWD) {
+        snprintf(buf, len, "relu_bwd f32 n%lld", (long long)call->u.relu_bwd.n);
+    } else if (call->op == PDNN__OP_SOFTMAX_XENT) {
+        snprintf(buf, len, "softmax_xent f32 n%lld k%lld%s", (long long)call->u.xent.n, (long long)call->u.xent.k,
+                 call->u.xent.dlogits_buf.region ? " grad" : "");
+    } else if (call->op == PDNN__OP_OPTIMIZER) {
+        const pdnn__optim_call *o = &call->u.optim;
+        snprintf(buf, len, "optimizer f32 %s n%lld%s", o->kind == PDNN_OPTIMIZER_ADAM ? "adam" : "sgd",
+                 (long long)o->n, o->s1_buf.region ? " slot" : "");
     } else {
         snprintf(buf, len, "op%d", (int)call->op);
     }
@@ -248,6 +260,13 @@ double pdnn__op_flops(const pdnn__op_call *call)
         const pdnn__bn_call *c = &call->u.bn;
         return (double)c->n * (double)c->c * (double)c->h * (double)c->w * (call->op == PDNN__OP_BN_FWD_INFER ? 2.0 : 4.0);
     }
+    /* The training ops: elements touched. */
+    if (call->op == PDNN__OP_RELU_BWD)
+        return (double)call->u.relu_bwd.n;
+    if (call->op == PDNN__OP_SOFTMAX_XENT)
+        return (double)call->u.xent.n * (double)call->u.xent.k;
+    if (call->op == PDNN__OP_OPTIMIZER)
+        return (double)call->u.optim.n;
     return 0.0;
 }
 
@@ -270,6 +289,9 @@ static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
         *n = call->u.bn.dx_buf.region ? (size_t)(call->u.bn.n * call->u.bn.c * call->u.bn.h * call->u.bn.w)
                                       : (size_t)call->u.bn.c;
         return call->u.bn.dx_buf.region ? call->u.bn.dx_buf : call->u.bn.dgamma_buf.region ? call->u.bn.dgamma_buf : call->u.bn.dbeta_buf;
+    case PDNN__OP_RELU_BWD: *n = (size_t)call->u.relu_bwd.n; return call->u.relu_bwd.dx_buf;
+    case PDNN__OP_SOFTMAX_XENT: *n = 1; return call->u.xent.loss_buf;
+    case PDNN__OP_OPTIMIZER: *n = (size_t)call->u.optim.n; return call->u.optim.w_buf;
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;
     }
@@ -575,6 +597,10 @@ static int measured_choice(pdnn_device *dev, const pdnn__algo *const *list, pdnn
         return -1;
     }
     if (call->tuning != PDNN_TUNING_SEARCH && call->tuning != PDNN_TUNING_FORCE)
+        return -1;
+    /* A search runs every candidate: an update in place would be applied
+     * once per candidate. */
+    if (call->op == PDNN__OP_OPTIMIZER)
         return -1;
     int choices = 0;
     for (int i = 0; i < n; i++)

@@ -88,8 +88,8 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, const void *out
     if (!t || !out)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !t ? "tensor" : "out");
     *rec = NULL;
-    if (t->desc.dtype != PDNN_FLOAT32)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: only float32 tensors can be exported", fn);
+    if (t->desc.dtype != PDNN_FLOAT32 && t->desc.dtype != PDNN_INT32)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: only float32 and int32 tensors can be exported", fn);
     /* The consumer may read at once, on any queue: finish ours first. */
     if (t->dev->backend->synchronize) {
         pdnn_status st = t->dev->backend->synchronize(t->dev->handle);
@@ -112,7 +112,7 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, const void *out
     }
     d->device.device_type = (DLDeviceType)t->dev->props.dlpack_type;
     d->device.device_id = t->dev->props.dlpack_id;
-    d->dtype.code = kDLFloat;
+    d->dtype.code = t->desc.dtype == PDNN_INT32 ? kDLInt : kDLFloat;
     d->dtype.bits = 32;
     d->dtype.lanes = 1;
     if (t->desc.layout == PDNN_LAYOUT_X) {
@@ -336,13 +336,15 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
     if (role != PDNN_DLPACK_ACTIVATION && role != PDNN_DLPACK_FILTER)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: role %d is neither PDNN_DLPACK_ACTIVATION nor "
                                                       "PDNN_DLPACK_FILTER", fn, (int)role);
-    if (dl->dtype.code != kDLFloat || dl->dtype.bits != 32 || dl->dtype.lanes != 1) {
+    /* int32 (labels) is taken as it is: only the ops that say so read it. */
+    const int is_int32 = dl->dtype.code == kDLInt && dl->dtype.bits == 32 && dl->dtype.lanes == 1;
+    if (!is_int32 && (dl->dtype.code != kDLFloat || dl->dtype.bits != 32 || dl->dtype.lanes != 1)) {
         if ((dl->dtype.code == kDLFloat && dl->dtype.bits == 16) || dl->dtype.code == kDLBfloat)
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: dtype %s is not supported yet; polydnn ops run float32",
                                fn, dl->dtype.code == kDLBfloat ? "bfloat16" : "float16");
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "%s: dtype {code %u, bits %u, lanes %u} is not supported; polydnn takes float32 "
-                           "({kDLFloat, 32, 1})",
+                           "({kDLFloat, 32, 1}) and int32 ({kDLInt, 32, 1})",
                            fn, dl->dtype.code, dl->dtype.bits, dl->dtype.lanes);
     }
     if (dl->ndim != 4 && dl->ndim != 1)
@@ -373,7 +375,7 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
 
     pdnn_tensor_desc desc;
     memset(&desc, 0, sizeof desc);
-    desc.dtype = PDNN_FLOAT32;
+    desc.dtype = is_int32 ? PDNN_INT32 : PDNN_FLOAT32;
     if (dl->ndim == 1) {
         if (dl->strides && dl->shape[0] > 1 && dl->strides[0] != 1)
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: a 1-D tensor with stride %lld is not compact", fn,

@@ -78,7 +78,8 @@ PDNN_API const char *pdnn_version(void);
  * its ctypes copies with it when it loads). struct_name is the C name:
  * "pdnn_context_options", "pdnn_device_info", "pdnn_device_spec",
  * "pdnn_memory_stats", "pdnn_tensor_desc", "pdnn_conv2d_params",
- * "pdnn_conv2d_tuning", "pdnn_pool2d_params", "pdnn_session_config", and
+ * "pdnn_conv2d_tuning", "pdnn_pool2d_params", "pdnn_session_config",
+ * "pdnn_optimizer_params", "pdnn_batch_norm_params", and
  * the DLPack structs of polydnn_dlpack.h: "DLPackVersion", "DLDevice",
  * "DLDataType", "DLTensor", "DLManagedTensor", "DLManagedTensorVersioned".
  * field NULL: *offset = 0 and *size = sizeof the struct; else the named
@@ -298,7 +299,8 @@ PDNN_API pdnn_status pdnn_device_memory_summary(pdnn_device *dev, char *buf, siz
 typedef enum pdnn_dtype {
     PDNN_FLOAT32 = 0,
     PDNN_FLOAT16 = 1,  /* reserved: not yet supported by any op */
-    PDNN_BFLOAT16 = 2  /* reserved: not yet supported by any op */
+    PDNN_BFLOAT16 = 2, /* reserved: not yet supported by any op */
+    PDNN_INT32 = 3     /* 4 bytes; labels: only the ops that say so accept it */
 } pdnn_dtype;
 
 /* Memory order of a tensor. dims[] are always given in the logical order
@@ -643,6 +645,56 @@ PDNN_API pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int
  * elements keep their memory order (TensorFlow's reshape of the stored
  * tensor), so flattening an NHWC tensor gives H, W, C order. */
 PDNN_API pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
+
+/* ------------------------------------------------------------------ */
+/* Training ops: activation gradient, loss, optimizers                  */
+/* ------------------------------------------------------------------ */
+
+/* dx = dy where y > 0, else 0 (NaN in y gives 0). y is relu's output (or
+ * its input: the same positive set). All three float32 with the same dims
+ * and layout (any layout). dx may be dy; dx may not overlap y. */
+PDNN_API pdnn_status pdnn_relu_backward(const pdnn_tensor *y, const pdnn_tensor *dy, pdnn_tensor *dx);
+
+/* Fused softmax cross-entropy with integer labels (TensorFlow's
+ * sparse_softmax_cross_entropy_with_logits followed by reduce_mean).
+ * logits: float32 matrix {N, K, 1, 1} (NCHW or NHWC); labels: PDNN_INT32,
+ * layout X, {N, 1, 1, 1}, each in [0, K); loss: float32 layout X
+ * {1, 1, 1, 1}: the batch mean of -log softmax(logits)[label], computed
+ * stably for large logits; dlogits (may be NULL): logits' desc,
+ * (softmax(logits) - onehot(label)) / N. A label outside [0, K) fails
+ * with PDNN_ERR_INVALID_ARGUMENT naming the row and the value (device
+ * kernels flag it and the call reads the flag). Outputs may not overlap
+ * inputs or each other. */
+PDNN_API pdnn_status pdnn_softmax_cross_entropy(const pdnn_tensor *logits, const pdnn_tensor *labels,
+                                                pdnn_tensor *loss, pdnn_tensor *dlogits);
+
+/* Optimizers, applied in place on the variable's device. */
+typedef enum pdnn_optimizer_kind { PDNN_OPTIMIZER_SGD = 0, PDNN_OPTIMIZER_ADAM = 1 } pdnn_optimizer_kind;
+
+typedef struct pdnn_optimizer_params {
+    pdnn_optimizer_kind kind;
+    float learning_rate;
+    float momentum;              /* SGD */
+    float weight_decay;          /* both: g' = g + weight_decay * w (L2, PyTorch's weight_decay) */
+    float beta1, beta2, epsilon; /* Adam */
+} pdnn_optimizer_params;
+
+/* SGD: lr 0.01, momentum 0, weight decay 0. Adam: lr 0.001, beta1 0.9,
+ * beta2 0.999, epsilon 1e-8, weight decay 0. Unknown kinds get SGD's. */
+PDNN_API void pdnn_optimizer_params_init(pdnn_optimizer_params *p, pdnn_optimizer_kind kind);
+
+/* One step on w with gradient g (PyTorch's torch.optim forms):
+ *   SGD:  v = momentum * v + g'; w -= lr * v     (slot1 = v; slot1 may be
+ *         NULL iff momentum == 0, and is then not read or written)
+ *   Adam: m = b1 m + (1 - b1) g'; v = b2 v + (1 - b2) g'^2;
+ *         w -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps)
+ *         (slot1 = m, slot2 = v)
+ * step >= 1 counts updates (1 for the first). All tensors float32, the
+ * same dims and layout, on one device, none overlapping another; slots
+ * start at zero. Parameters: lr, momentum and weight decay finite and
+ * >= 0, beta1 and beta2 in [0, 1), epsilon > 0. */
+PDNN_API pdnn_status pdnn_optimizer_update(const pdnn_optimizer_params *p, int64_t step, pdnn_tensor *w,
+                                           const pdnn_tensor *g, pdnn_tensor *slot1, pdnn_tensor *slot2);
 
 /* ------------------------------------------------------------------ */
 /* Graphs and sessions (TensorFlow 1.x style)                           */

@@ -32,6 +32,7 @@ static int64_t dtype_size(pdnn_dtype t)
     case PDNN_FLOAT32: return 4;
     case PDNN_FLOAT16:
     case PDNN_BFLOAT16: return 2;
+    case PDNN_INT32: return 4;
     }
     return 0;
 }
@@ -42,6 +43,7 @@ static const char *dtype_name(pdnn_dtype t)
     case PDNN_FLOAT32: return "float32";
     case PDNN_FLOAT16: return "float16";
     case PDNN_BFLOAT16: return "bfloat16";
+    case PDNN_INT32: return "int32";
     }
     return "unknown-dtype";
 }
@@ -60,7 +62,7 @@ pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *d)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "tensor descriptor is NULL");
     if (dtype_size(d->dtype) == 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "tensor dtype %d is unknown; dtypes are PDNN_FLOAT32, PDNN_FLOAT16, PDNN_BFLOAT16",
+                           "tensor dtype %d is unknown; dtypes are PDNN_FLOAT32, PDNN_FLOAT16, PDNN_BFLOAT16, PDNN_INT32",
                            (int)d->dtype);
     if ((unsigned)d->layout > PDNN_LAYOUT_X)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,

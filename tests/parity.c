@@ -42,6 +42,7 @@
 #include "context.h"
 #include "dispatch.h"
 #include "helpers.h"
+#include "parity.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -1357,10 +1358,11 @@ static void usage(FILE *f)
             "                pool2d_bwd) on the forward table's shapes, and the naive backward loops\n"
             "                checked against the forward (adjoint identity, finite differences); and\n"
             "                batch normalization (OP batch_norm_fwd_train, batch_norm_fwd_infer,\n"
-            "                batch_norm_bwd; set batch_norm)\n"
+            "                batch_norm_bwd; set batch_norm); and the training ops (OP relu_bwd,\n"
+            "                softmax_xent, optimizer; sets relu_bwd, xent, xent_large, sgd, adam)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
             "                implicit_gemm, large_values, pool_edges, pool_rows, pool_sampled, pool_nan,\n"
-            "                pool_ties, batch_norm (grad)\n"
+            "                pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam (grad)\n"
             "  -v            print every case\n");
 }
 
@@ -1406,8 +1408,8 @@ static int parse_options(int argc, char **argv, options *o)
             if (o->op < 0) {
                 fprintf(stderr,
                         "parity: --op must be conv2d, pool2d (test, perf) or conv2d_bwd_data, conv2d_bwd_filter, "
-                        "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd (grad), "
-                        "got '%s'\n",
+                        "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd, "
+                        "relu_bwd, softmax_xent, optimizer (grad), got '%s'\n",
                         v);
                 return -1;
             }
@@ -1522,6 +1524,38 @@ static void skip(backend_stats *b, algo_stats *s, const char *label, const char 
         s->why_differs = 1;
     if (verbose)
         printf("skip %s %s %s: %s: %s\n", b->name, dev_name(s->dev), label, cname, why);
+}
+
+/* parity.h's accounting, for the case files linked into the harness. */
+void parity_pass(pdnn_device *dev, const pdnn__algo *a, const char *cname, double err)
+{
+    char bname[16];
+    backend_stats *b = stats_for(backend_of(dev, bname, sizeof bname));
+    algo_stats *s = astats_for(dev, a);
+    b->passed++;
+    s->passed++;
+    if (err > s->worst || s->passed == 1) {
+        s->worst = err;
+        snprintf(s->worst_where, sizeof s->worst_where, "%s", cname);
+    }
+    if (verbose)
+        printf("pass %s %s %s: %s: error %.3g\n", b->name, dev_name(dev), a->name, cname, err);
+}
+
+void parity_fail(pdnn_device *dev, const pdnn__algo *a, const char *cname, const char *fmt, ...)
+{
+    char bname[16], msg[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fail(stats_for(backend_of(dev, bname, sizeof bname)), astats_for(dev, a), a->name, cname, "%s", msg);
+}
+
+void parity_skip(pdnn_device *dev, const pdnn__algo *a, const char *cname, const char *why)
+{
+    char bname[16];
+    skip(stats_for(backend_of(dev, bname, sizeof bname)), astats_for(dev, a), a->name, cname, why);
 }
 
 /* The reference of one case: the naive loop (for the host's own
@@ -2297,7 +2331,7 @@ int main(int argc, char **argv)
         make_backward_cases();
         add_bn_cases();
     }
-    int selected = 0;
+    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) : 0;
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
     int algo_known = !h.opt.algo || h.ndev == 0;
@@ -2335,6 +2369,8 @@ int main(int argc, char **argv)
         case_data_free(&d);
         fflush(stdout);
     }
+    if (h.opt.mode == MODE_GRAD && h.ndev > 0)
+        parity_train_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
 
     /* Coverage: an algorithm that ran no case of the whole table, or a
      * configuration that ran on no case, is a hole, not a pass (unless

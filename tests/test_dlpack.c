@@ -113,6 +113,60 @@ Test(dlpack, export_host_shapes_strides_and_shared_data)
     pdnn_context_destroy(ctx);
 }
 
+/* int32 (labels) goes both ways as {kDLInt, 32, 1}, and the ops that
+ * take float32 refuse it. */
+Test(dlpack, int32_round_trip_and_float_ops_refuse_it)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *h = host_of(ctx);
+    pdnn_tensor_desc d = th_desc(PDNN_LAYOUT_X, 5, 1, 1, 1);
+    d.dtype = PDNN_INT32;
+    const int32_t v[5] = {3, -1, 0, 2147483647, 9};
+    pdnn_tensor *t = NULL;
+    cr_assert_eq(pdnn_tensor_create(h, &d, &t), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_write(t, v, sizeof v), PDNN_SUCCESS, "%s", pdnn_last_error());
+    DLManagedTensor *m = NULL;
+    cr_assert_eq(pdnn_tensor_to_dlpack(t, &m), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(m->dl_tensor.dtype.code, kDLInt);
+    cr_assert_eq(m->dl_tensor.dtype.bits, 32);
+    cr_assert_eq(memcmp(m->dl_tensor.data, v, sizeof v), 0);
+    pdnn_tensor *back = NULL;
+    cr_assert_eq(pdnn_tensor_from_dlpack(ctx, m, PDNN_DLPACK_ACTIVATION, &back), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    pdnn_tensor_desc bd;
+    cr_assert_eq(pdnn_tensor_get_desc(back, &bd), PDNN_SUCCESS);
+    cr_assert_eq(bd.dtype, PDNN_INT32);
+    cr_assert_eq(bd.dims[0], 5);
+    int32_t got[5];
+    cr_assert_eq(pdnn_tensor_read(back, got, sizeof got), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(memcmp(got, v, sizeof v), 0);
+    /* float32 ops refuse it by name. */
+    pdnn_tensor_desc fd = th_desc(PDNN_LAYOUT_X, 5, 1, 1, 1);
+    pdnn_tensor *f = th_upload(h, &fd, NULL);
+    cr_assert_eq(pdnn_relu(t, f), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "x is not float32"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_add(f, t, f), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "b is not float32"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_relu_backward(f, t, f), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "dy is not float32"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_conv2d_backward_bias(f, t), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "db is not float32"), "%s", pdnn_last_error());
+    pdnn_tensor_desc id4 = th_desc(PDNN_NCHW, 1, 1, 4, 4), fd4 = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    id4.dtype = PDNN_INT32;
+    pdnn_tensor *i4 = th_upload(h, &id4, NULL), *y4 = th_upload(h, &fd4, NULL);
+    pdnn_pool2d_params pp;
+    pdnn_pool2d_params_init(&pp);
+    pp.window_h = pp.window_w = pp.stride_h = pp.stride_w = 2;
+    cr_assert_eq(pdnn_pool2d_forward(&pp, i4, y4), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "input is not float32"), "%s", pdnn_last_error());
+    pdnn_tensor_release(i4);
+    pdnn_tensor_release(y4);
+    pdnn_tensor_release(back);
+    pdnn_tensor_release(t);
+    pdnn_tensor_release(f);
+    pdnn_context_destroy(ctx);
+}
+
 Test(dlpack, import_host_zero_copy_both_layouts_and_conv_matches)
 {
     pdnn_context *ctx = th_context();
@@ -290,8 +344,10 @@ Test(dlpack, bad_input_is_refused_with_a_message)
 
     f.l.dl_tensor.dtype.bits = 16;
     expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "float16");
-    f.l.dl_tensor.dtype = (DLDataType){kDLInt, 32, 1};
-    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "code 0, bits 32");
+    f.l.dl_tensor.dtype = (DLDataType){kDLInt, 16, 1};
+    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "code 0, bits 16");
+    f.l.dl_tensor.dtype = (DLDataType){kDLInt, 32, 2};
+    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "code 0, bits 32, lanes 2");
     f.l.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 4};
     expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "lanes 4");
     f.l.dl_tensor.dtype = keep.dtype;

@@ -133,6 +133,25 @@ static void others(pdnn_device *dev)
     cr_assert_eq(pdnn_relu(a, y), PDNN_SUCCESS, "%s", pdnn_last_error());
     cr_assert_eq(pdnn_softmax(a, y), PDNN_SUCCESS, "%s", pdnn_last_error());
     cr_assert_eq(pdnn_matmul(a, s, 0, 0, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    /* The training ops (train.cl). */
+    cr_assert_eq(pdnn_relu_backward(a, b, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc ld = th_desc(PDNN_LAYOUT_X, 4, 1, 1, 1), od = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1);
+    ld.dtype = PDNN_INT32;
+    const int32_t labels[4] = {0, 1, 2, 5};
+    pdnn_tensor *lab = NULL, *loss = th_upload(dev, &od, NULL);
+    cr_assert_eq(pdnn_tensor_create(dev, &ld, &lab), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_write(lab, labels, sizeof labels), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_softmax_cross_entropy(a, lab, loss, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_optimizer_params op;
+    pdnn_tensor *v = th_upload(dev, &md, NULL);
+    for (int kind = 0; kind < 2; kind++) {
+        pdnn_optimizer_params_init(&op, (pdnn_optimizer_kind)kind);
+        op.momentum = 0.9f;
+        cr_assert_eq(pdnn_optimizer_update(&op, 1, y, a, b, v), PDNN_SUCCESS, "%s", pdnn_last_error());
+    }
+    pdnn_tensor_release(lab);
+    pdnn_tensor_release(loss);
+    pdnn_tensor_release(v);
     double gflops = 0, gbs = 0;
     cr_assert_eq(pdnn_device_measure_peak(dev, &gflops, &gbs), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_release(a);

@@ -690,6 +690,11 @@ static const pdnn__algo *const host_conv_bwd_data_algos[] = {&host_conv_bwd_data
 static const pdnn__algo *const host_conv_bwd_filter_algos[] = {&host_conv_bwd_filter_direct, NULL};
 static const pdnn__algo *const host_conv_bwd_bias_algos[] = {&host_conv_bwd_bias_direct, NULL};
 static const pdnn__algo *const host_pool_bwd_algos[] = {&host_pool_bwd_direct, NULL};
+/* The training ops' references (host_train.c). */
+extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_softmax_xent_direct, pdnn__host_optimizer_direct;
+static const pdnn__algo *const host_relu_bwd_algos[] = {&pdnn__host_relu_bwd_direct, NULL};
+static const pdnn__algo *const host_softmax_xent_algos[] = {&pdnn__host_softmax_xent_direct, NULL};
+static const pdnn__algo *const host_optimizer_algos[] = {&pdnn__host_optimizer_direct, NULL};
 
 const pdnn__backend pdnn__host_backend = {
     .name = "host",
@@ -709,7 +714,10 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_POOL2D_BWD] = host_pool_bwd_algos,
               [PDNN__OP_BN_FWD_TRAIN] = host_bn_fwd_train_algos,
               [PDNN__OP_BN_FWD_INFER] = host_bn_fwd_infer_algos,
-              [PDNN__OP_BN_BWD] = host_bn_bwd_algos},
+              [PDNN__OP_BN_BWD] = host_bn_bwd_algos,
+              [PDNN__OP_RELU_BWD] = host_relu_bwd_algos,
+              [PDNN__OP_SOFTMAX_XENT] = host_softmax_xent_algos,
+              [PDNN__OP_OPTIMIZER] = host_optimizer_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

@@ -338,6 +338,11 @@ extern const pdnn__algo pdnn__cl_algo_bn_fwd_train, pdnn__cl_algo_bn_fwd_infer, 
 static const pdnn__algo *const cl_bn_fwd_train_algos[] = {&pdnn__cl_algo_bn_fwd_train, NULL};
 static const pdnn__algo *const cl_bn_fwd_infer_algos[] = {&pdnn__cl_algo_bn_fwd_infer, NULL};
 static const pdnn__algo *const cl_bn_bwd_algos[] = {&pdnn__cl_algo_bn_bwd, NULL};
+/* The training ops (cl_train.c). */
+extern const pdnn__algo pdnn__cl_algo_relu_bwd_direct, pdnn__cl_algo_softmax_xent_direct, pdnn__cl_algo_optimizer_direct;
+static const pdnn__algo *const cl_relu_bwd_algos[] = {&pdnn__cl_algo_relu_bwd_direct, NULL};
+static const pdnn__algo *const cl_softmax_xent_algos[] = {&pdnn__cl_algo_softmax_xent_direct, NULL};
+static const pdnn__algo *const cl_optimizer_algos[] = {&pdnn__cl_algo_optimizer_direct, NULL};
 
 static const pdnn__algo *const cl_pool_algos[] = {
     &pdnn__cl_algo_pool_direct,
@@ -364,7 +369,10 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_POOL2D_BWD] = cl_pool_bwd_algos,
               [PDNN__OP_BN_FWD_TRAIN] = cl_bn_fwd_train_algos,
               [PDNN__OP_BN_FWD_INFER] = cl_bn_fwd_infer_algos,
-              [PDNN__OP_BN_BWD] = cl_bn_bwd_algos},
+              [PDNN__OP_BN_BWD] = cl_bn_bwd_algos,
+              [PDNN__OP_RELU_BWD] = cl_relu_bwd_algos,
+              [PDNN__OP_SOFTMAX_XENT] = cl_softmax_xent_algos,
+              [PDNN__OP_OPTIMIZER] = cl_optimizer_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,

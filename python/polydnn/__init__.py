@@ -34,6 +34,7 @@ __all__ = [
     "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
     "Graph", "Node", "Session",
     "batch_norm", "batch_norm_backward",
+    "relu_backward", "softmax_cross_entropy", "optimizer_update", "SGD", "Adam",
 ]
 
 # ---- the library -----------------------------------------------------------
@@ -108,6 +109,12 @@ class _PoolParams(ctypes.Structure):
 
 class _BatchNormParams(ctypes.Structure):
     _fields_ = [("training", _c_int), ("epsilon", ctypes.c_float), ("momentum", ctypes.c_float)]
+
+
+class _OptimizerParams(ctypes.Structure):
+    _fields_ = [("kind", _c_int), ("learning_rate", ctypes.c_float), ("momentum", ctypes.c_float),
+                ("weight_decay", ctypes.c_float), ("beta1", ctypes.c_float), ("beta2", ctypes.c_float),
+                ("epsilon", ctypes.c_float)]
 
 
 class _MemoryStats(ctypes.Structure):
@@ -208,6 +215,10 @@ _relu = _fn("pdnn_relu", _c_int, _vp, _vp)
 _softmax = _fn("pdnn_softmax", _c_int, _vp, _vp)
 _matmul = _fn("pdnn_matmul", _c_int, _vp, _vp, _c_int, _c_int, _vp)
 _reshape = _fn("pdnn_reshape", _c_int, _vp, _vp)
+_relu_backward = _fn("pdnn_relu_backward", _c_int, _vp, _vp, _vp)
+_softmax_xent = _fn("pdnn_softmax_cross_entropy", _c_int, _vp, _vp, _vp, _vp)
+_optimizer_init = _fn("pdnn_optimizer_params_init", None, _P(_OptimizerParams), _c_int)
+_optimizer_update = _fn("pdnn_optimizer_update", _c_int, _P(_OptimizerParams), _c_int64, _vp, _vp, _vp, _vp)
 _graph_create = _fn("pdnn_graph_create", _c_int, _P(_vp))
 _graph_destroy = _fn("pdnn_graph_destroy", None, _vp)
 _graph_node_count = _fn("pdnn_graph_node_count", _c_int, _vp)
@@ -250,6 +261,7 @@ _MIRRORS = [
     (_DLManagedTensor, "DLManagedTensor"), (_DLPackVersion, "DLPackVersion"),
     (_DLManagedTensorVersioned, "DLManagedTensorVersioned"), (_SessionConfig, "pdnn_session_config"),
     (_BatchNormParams, "pdnn_batch_norm_params"),
+    (_OptimizerParams, "pdnn_optimizer_params"),
 ]
 
 
@@ -293,6 +305,8 @@ del _cls, _c_name
 
 _ACTIVATION, _FILTER = 0, 1
 _LAYOUT_X = 5
+_FLOAT32, _INT32 = 0, 3
+_DTYPE_NAMES = {_FLOAT32: "float32", _INT32: "int32"}
 _KDLCPU = 1
 _KDLOPENCL = 4
 
@@ -525,7 +539,7 @@ def _resolve_device(device, ctx):
 
 
 class Tensor:
-    """A float32 tensor on one device (pdnn_tensor)."""
+    """A tensor on one device (pdnn_tensor): float32, or int32 (labels)."""
 
     def __init__(self, ctx, handle):
         self._ctx = ctx  # keeps the context alive as long as the tensor
@@ -559,6 +573,12 @@ class Tensor:
     @property
     def layout(self):
         return _layout_name(self._desc().layout).decode()
+
+    @property
+    def dtype(self):
+        """'float32' or 'int32'."""
+        d = self._desc().dtype
+        return _DTYPE_NAMES.get(d, "dtype %d" % d)
 
     @property
     def device(self):
@@ -680,7 +700,7 @@ class _HostView:
         t = m.contents.dl_tensor
         self.__array_interface__ = {
             "version": 3,
-            "typestr": ("<" if sys.byteorder == "little" else ">") + "f4",
+            "typestr": ("<" if sys.byteorder == "little" else ">") + ("i4" if t.dtype.code == 0 else "f4"),
             "shape": tuple(t.shape[i] for i in range(t.ndim)),
             "strides": tuple(4 * t.strides[i] for i in range(t.ndim)),
             "data": (t.data + t.byte_offset, False),
@@ -704,12 +724,16 @@ def _dims(shape, name):
     return dims + [1] * (4 - len(dims))
 
 
-def empty(shape, layout="NCHW", device=None, context=None):
-    """An uninitialised float32 tensor of logical shape (N, C, H, W)."""
+def empty(shape, layout="NCHW", device=None, context=None, dtype="float32"):
+    """An uninitialised tensor of logical shape (N, C, H, W); dtype
+    'float32' or 'int32' (labels)."""
     ctx = context or default_context()
     dev = _resolve_device(device, ctx)
     d = _Desc()
-    d.dtype = 0
+    codes = {v: k for k, v in _DTYPE_NAMES.items()}
+    if dtype not in codes:
+        raise ValueError("polydnn: dtype must be 'float32' or 'int32', not %r" % (dtype,))
+    d.dtype = codes[dtype]
     lay = _layout_parse(layout.encode())
     if lay < 0:
         raise ValueError("polydnn: unknown layout %r" % (layout,))
@@ -1167,6 +1191,135 @@ def flatten(x):
     x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
     n, c, h, w = x._desc().dims
     return reshape(x, (n, c * h * w, 1, 1))
+
+
+# ---- training ops -----------------------------------------------------------------
+
+
+def relu_backward(y, dy):
+    """relu's gradient: dy where y > 0, else 0 (y is relu's output or input)."""
+    ctx, dev = _placement(y, dy)
+    y = _as_tensor(y, _ACTIVATION, None, ctx, dev, "y")
+    dy = _as_tensor(dy, _ACTIVATION, None, ctx, y.device, "dy")
+    dx = _empty_like(y, ctx)
+    _check(_relu_backward(y._handle(), dy._handle(), dx._handle()))
+    return dx
+
+
+def _labels(labels, ctx, device):
+    """labels as an int32 vector Tensor on device: a Tensor as it is; an
+    int32 array with __dlpack__ shared; other integer arrays and lists
+    copied to int32 (values outside int32 refused)."""
+    if isinstance(labels, Tensor):
+        return labels
+    np = _numpy("labels as a tensor")
+    if not hasattr(labels, "__dlpack__") or str(getattr(labels, "dtype", "")).split(".")[-1] != "int32":
+        if hasattr(labels, "detach"):  # a torch tensor of another integer type
+            labels = labels.detach().cpu().numpy()
+        a = np.asarray(labels)
+        if a.dtype.kind not in "iu":
+            raise TypeError("polydnn: labels must be integers, not %s" % (a.dtype,))
+        if a.size and (a.min() < -2 ** 31 or a.max() >= 2 ** 31):
+            raise ValueError("polydnn: labels do not fit in int32")
+        labels = np.ascontiguousarray(a.reshape(-1), dtype=np.int32)
+    t = from_dlpack(labels, context=ctx)
+    if device is not None and t.device != device:
+        t = t.to(device)
+    return t
+
+
+def softmax_cross_entropy(logits, labels):
+    """The batch mean of -log softmax(logits)[label] and its gradient, fused
+    (tf.nn.sparse_softmax_cross_entropy_with_logits + reduce_mean;
+    torch.nn.functional.cross_entropy): logits (N, K) (a matrix (N, K, 1,
+    1)), labels N integers in [0, K). Returns (loss, dlogits): loss a
+    Tensor of shape (1,), dlogits logits' shape."""
+    ctx, dev = _placement(logits)
+    logits = _as_tensor(logits, _ACTIVATION, None, ctx, dev, "logits")
+    lab = _labels(labels, ctx, logits.device)
+    loss = _empty_like(logits, ctx, (1, 1, 1, 1), _LAYOUT_X)
+    dlogits = _empty_like(logits, ctx)
+    _check(_softmax_xent(logits._handle(), lab._handle(), loss._handle(), dlogits._handle()))
+    return loss, dlogits
+
+
+_OPTIMIZER_KINDS = {"sgd": 0, "adam": 1}
+
+
+def _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon):
+    if kind not in _OPTIMIZER_KINDS:
+        raise ValueError("polydnn: optimizer kind must be 'sgd' or 'adam', not %r" % (kind,))
+    p = _OptimizerParams()
+    _optimizer_init(ctypes.byref(p), _OPTIMIZER_KINDS[kind])
+    for name, v in (("learning_rate", lr), ("momentum", momentum), ("weight_decay", weight_decay),
+                    ("beta1", beta1), ("beta2", beta2), ("epsilon", epsilon)):
+        if v is not None:
+            setattr(p, name, _real(v, name))
+    return p
+
+
+def optimizer_update(w, g, slot1=None, slot2=None, step=1, kind="sgd", lr=None, momentum=None,
+                     weight_decay=None, beta1=None, beta2=None, epsilon=None):
+    """One optimizer step on the Tensor w in place (pdnn_optimizer_update):
+    SGD (slot1 the velocity, needed with momentum) or Adam (slot1 m, slot2
+    v); slots are Tensors of w's shape that start at zero; step counts
+    updates from 1. Unset hyperparameters take the C defaults (SGD lr
+    0.01; Adam lr 0.001, betas 0.9, 0.999, epsilon 1e-8)."""
+    if not isinstance(w, Tensor):
+        raise TypeError("polydnn: optimizer_update updates a polydnn.Tensor in place; w is %s" % (type(w).__name__,))
+    p = _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon)
+    g = _as_tensor(g, _ACTIVATION, None, w._ctx, w.device, "g")
+    slots = [s._handle() if isinstance(s, Tensor) else None for s in (slot1, slot2)]
+    for s, name in ((slot1, "slot1"), (slot2, "slot2")):
+        if s is not None and not isinstance(s, Tensor):
+            raise TypeError("polydnn: %s must be a polydnn.Tensor (it is updated in place)" % (name,))
+    _check(_optimizer_update(ctypes.byref(p), _int(step, "step", "int64"), w._handle(), g._handle(), slots[0],
+                             slots[1]))
+
+
+class _Optimizer:
+    """Steps a list of Tensors in place, keeping their slots (zeroed
+    Tensors on each parameter's device) and the step count."""
+
+    def __init__(self, params, kind, n_slots, **hyper):
+        self.params = list(params)
+        self.kind = kind
+        self.hyper = hyper
+        self.step_count = 0
+        _optimizer_params(kind, **hyper)  # refuse a bad value now, not at the first step
+        self.slots = []
+        for w in self.params:
+            ss = []
+            for _ in range(n_slots):
+                s = _empty_like(w, w._ctx)
+                s.write_bytes(bytes(s.nbytes))
+                ss.append(s)
+            self.slots.append(ss + [None] * (2 - n_slots))
+
+    def step(self, grads):
+        """Applies one update with grads (one per parameter, same order)."""
+        grads = list(grads)
+        if len(grads) != len(self.params):
+            raise ValueError("polydnn: %d gradients for %d parameters" % (len(grads), len(self.params)))
+        self.step_count += 1
+        for w, g, (s1, s2) in zip(self.params, grads, self.slots):
+            optimizer_update(w, g, s1, s2, self.step_count, self.kind, **self.hyper)
+
+
+class SGD(_Optimizer):
+    """torch.optim.SGD's update (momentum, L2 weight_decay) over polydnn Tensors."""
+
+    def __init__(self, params, lr=0.01, momentum=0.0, weight_decay=0.0):
+        super().__init__(params, "sgd", 1 if momentum else 0, lr=lr, momentum=momentum,
+                         weight_decay=weight_decay, beta1=None, beta2=None, epsilon=None)
+
+
+class Adam(_Optimizer):
+    """torch.optim.Adam's update (L2 weight_decay) over polydnn Tensors."""
+
+    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(params, "adam", 2, lr=lr, momentum=None, weight_decay=weight_decay, beta1=betas[0],
+                         beta2=betas[1], epsilon=eps)
 
 
 # ---- graphs and sessions (TensorFlow 1.x style) ---------------------------------

@@ -1,0 +1,103 @@
+/* The host reference of the training ops (relu backward, softmax
+ * cross-entropy, optimizer steps): one "direct" algorithm each, exported
+ * to host.c's registry tables. Sums and the optimizers' moments are
+ * formed in double, so the reference is the more accurate side of every
+ * parity comparison. */
+#include "backend.h"
+
+#include <math.h>
+
+static float *fat(pdnn__buf b) { return (float *)((char *)b.region + b.offset); }
+static const int32_t *iat(pdnn__buf b) { return (const int32_t *)(const void *)((const char *)b.region + b.offset); }
+
+/* The reference runs every valid call: nothing to refuse, no workspace. */
+static void train_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
+
+static pdnn_status relu_bwd(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                            pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__relu_bwd_call *c = &call->u.relu_bwd;
+    const float *y = fat(c->y_buf), *dy = fat(c->dy_buf);
+    float *dx = fat(c->dx_buf);
+    for (int64_t i = 0; i < c->n; i++)
+        dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status softmax_xent(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__xent_call *c = &call->u.xent;
+    const float *x = fat(c->logits_buf);
+    const int32_t *label = iat(c->labels_buf);
+    /* Every label is checked before anything is written. */
+    for (int64_t i = 0; i < c->n; i++)
+        if (label[i] < 0 || label[i] >= c->k)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "softmax_cross_entropy: labels[%lld] is %d, outside [0, %lld) (the logits have %lld "
+                               "classes)",
+                               (long long)i, (int)label[i], (long long)c->k, (long long)c->k);
+    float *dx = c->dlogits_buf.region ? fat(c->dlogits_buf) : NULL;
+    double total = 0.0;
+    for (int64_t i = 0; i < c->n; i++) {
+        const float *row = x + i * c->k;
+        double m = row[0];
+        for (int64_t j = 1; j < c->k; j++)
+            m = row[j] > m ? row[j] : m;
+        double s = 0.0;
+        for (int64_t j = 0; j < c->k; j++)
+            s += exp((double)row[j] - m);
+        /* Relative to the maximum, as the device kernels do. */
+        total += log(s) + (m - (double)row[label[i]]);
+        if (dx)
+            for (int64_t j = 0; j < c->k; j++)
+                dx[i * c->k + j] =
+                    (float)((exp((double)row[j] - m) / s - (j == label[i] ? 1.0 : 0.0)) / (double)c->n);
+    }
+    *fat(c->loss_buf) = (float)(total / (double)c->n);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                             pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__optim_call *c = &call->u.optim;
+    float *w = fat(c->w_buf);
+    const float *g = fat(c->g_buf);
+    const double lr = c->lr, wd = c->weight_decay;
+    if (c->kind == PDNN_OPTIMIZER_SGD) {
+        float *s1 = c->s1_buf.region ? fat(c->s1_buf) : NULL;
+        for (int64_t i = 0; i < c->n; i++) {
+            double d = (double)g[i] + wd * (double)w[i];
+            if (s1) {
+                d = (double)c->momentum * (double)s1[i] + d;
+                s1[i] = (float)d;
+            }
+            w[i] = (float)((double)w[i] - lr * d);
+        }
+        return PDNN_SUCCESS;
+    }
+    /* Adam: core has given both slots. */
+    float *s1 = fat(c->s1_buf), *s2 = fat(c->s2_buf);
+    const double b1 = c->beta1, b2 = c->beta2;
+    const double bc1 = 1.0 - pow(b1, (double)c->step), bc2 = 1.0 - pow(b2, (double)c->step);
+    for (int64_t i = 0; i < c->n; i++) {
+        const double d = (double)g[i] + wd * (double)w[i];
+        const double m = b1 * (double)s1[i] + (1.0 - b1) * d;
+        const double v = b2 * (double)s2[i] + (1.0 - b2) * d * d;
+        s1[i] = (float)m;
+        s2[i] = (float)v;
+        w[i] = (float)((double)w[i] - lr * (m / bc1) / (sqrt(v / bc2) + (double)c->epsilon));
+    }
+    return PDNN_SUCCESS;
+}
+
+const pdnn__algo pdnn__host_relu_bwd_direct = {
+    .op = PDNN__OP_RELU_BWD, .name = "direct", .rank = 100, .plan = train_plan, .run = relu_bwd};
+const pdnn__algo pdnn__host_softmax_xent_direct = {
+    .op = PDNN__OP_SOFTMAX_XENT, .name = "direct", .rank = 100, .plan = train_plan, .run = softmax_xent};
+const pdnn__algo pdnn__host_optimizer_direct = {
+    .op = PDNN__OP_OPTIMIZER, .name = "direct", .rank = 100, .plan = train_plan, .run = optimizer};

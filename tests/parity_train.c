@@ -1,0 +1,480 @@
+/*
+ * The training ops' cases of the op-parity harness (grad mode): relu
+ * backward, softmax cross-entropy and optimizer steps, each run on every
+ * device by every algorithm its backend registers (forced by name), and
+ * compared with a naive loop in double written here. The naive
+ * cross-entropy gradient is itself checked against central finite
+ * differences of the naive loss (double). Errors are normalised:
+ *   relu backward  exact (it selects dy or 0): any difference fails;
+ *   cross-entropy  loss: |got - ref| / (mean |max logit| + mean |logit at
+ *                  the label| + 1), the size of the terms the loss is
+ *                  computed from; dlogits: |got - ref| * N (each element
+ *                  is a probability difference over N);
+ *   optimizers     |got - ref| / max |ref| over the tensor (w, then each
+ *                  slot), after several steps with new gradients each.
+ * Tolerance 1e-5 everywhere but relu: float32 rounding of these short
+ * computations stays near 1e-7, a wrong term or index is off by far more.
+ */
+#include "context.h"
+#include "dispatch.h"
+#include "helpers.h"
+#include "parity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define TRAIN_TOL 1e-5
+
+typedef enum kind { RELU, XENT, OPTIM } kind;
+
+typedef struct train_case {
+    int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n} */
+    const char *set;
+    kind k;
+    pdnn_layout layout;
+    float offset;         /* xent: added to every logit */
+    float amp;            /* xent: logits' spread */
+    pdnn_optimizer_kind opt;
+    float lr, momentum, weight_decay;
+} train_case;
+
+static const train_case cases[] = {
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
+    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0},
+    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0},
+    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
+    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
+    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0},
+    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
+    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
+    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0},
+    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0},
+    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0},
+    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f},
+    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f},
+    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
+    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f},
+    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
+    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f},
+};
+enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
+
+static pdnn__op op_of(const train_case *c)
+{
+    return c->k == RELU ? PDNN__OP_RELU_BWD : c->k == XENT ? PDNN__OP_SOFTMAX_XENT : PDNN__OP_OPTIMIZER;
+}
+
+static int selected(const train_case *c, int op, const char *set)
+{
+    return (op < 0 || op == (int)op_of(c)) && (!set || strcmp(set, c->set) == 0);
+}
+
+int parity_train_count(int op, const char *set)
+{
+    int n = 0;
+    for (int i = 0; i < N_CASES; i++)
+        n += selected(&cases[i], op, set);
+    return n;
+}
+
+static void case_name(const train_case *c, char *buf, size_t len)
+{
+    if (c->k == XENT)
+        snprintf(buf, len, "%s N%lld K%lld %s logits %g+-%g", c->set, (long long)c->dims[0], (long long)c->dims[1],
+                 pdnn_layout_name(c->layout), (double)c->offset, (double)c->amp);
+    else if (c->k == OPTIM)
+        snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s lr %g momentum %g wd %g, %d steps", c->set,
+                 (long long)c->dims[0], (long long)(c->dims[1] ? c->dims[1] : 1),
+                 (long long)(c->dims[2] ? c->dims[2] : 1), (long long)(c->dims[3] ? c->dims[3] : 1),
+                 pdnn_layout_name(c->layout), (double)c->lr, (double)c->momentum, (double)c->weight_decay, STEPS);
+    else
+        snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
+                 (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout));
+}
+
+static pdnn_tensor_desc desc_of(const train_case *c)
+{
+    pdnn_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = PDNN_FLOAT32;
+    d.layout = c->layout;
+    for (int i = 0; i < 4; i++)
+        d.dims[i] = c->dims[i] ? c->dims[i] : 1;
+    if (c->k == XENT)
+        d.dims[2] = d.dims[3] = 1;
+    return d;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) {
+        fprintf(stderr, "parity: out of host memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static pdnn_tensor *make(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data)
+{
+    pdnn_tensor *t = NULL;
+    if (pdnn_tensor_create(dev, d, &t) != PDNN_SUCCESS)
+        return NULL;
+    if (data && pdnn_tensor_write(t, data, (size_t)pdnn_tensor_desc_bytes(d)) != PDNN_SUCCESS) {
+        pdnn_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* ---- the naive loops, in double -------------------------------------------- */
+
+/* Mean over rows of lse - x[label]; g (may be NULL) its gradient. */
+static double naive_xent(const double *x, const int32_t *lab, int64_t n, int64_t k, double *g)
+{
+    double total = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double *row = x + i * k;
+        double m = row[0];
+        for (int64_t j = 1; j < k; j++)
+            m = row[j] > m ? row[j] : m;
+        double s = 0.0;
+        for (int64_t j = 0; j < k; j++)
+            s += exp(row[j] - m);
+        const double lse = m + log(s);
+        total += lse - row[lab[i]];
+        for (int64_t j = 0; g && j < k; j++)
+            g[i * k + j] = (exp(row[j] - lse) - (j == lab[i] ? 1.0 : 0.0)) / (double)n;
+    }
+    return total / (double)n;
+}
+
+/* The naive gradient against central differences of the naive loss at up
+ * to 16 elements; 0 and a message when they disagree. */
+static int check_naive_xent(double *x, const int32_t *lab, int64_t n, int64_t k, const double *g, char *msg,
+                            size_t len)
+{
+    const int64_t total = n * k, stride = total > 16 ? total / 16 : 1;
+    for (int64_t e = 0; e < total; e += stride) {
+        /* An absolute step: the loss's rounding is that of its terms
+         * relative to the row's maximum, whatever the logits' offset. */
+        const double keep = x[e], h = 1e-4;
+        x[e] = keep + h;
+        const double up = naive_xent(x, lab, n, k, NULL);
+        x[e] = keep - h;
+        const double down = naive_xent(x, lab, n, k, NULL);
+        x[e] = keep;
+        const double fd = (up - down) / (2.0 * h);
+        /* Central differences err by ~h^2 * f''' and by the loss's
+         * rounding over h; 1e-6 of the gradient's unit (1/N) covers both. */
+        if (!(fabs(fd - g[e]) <= 1e-6 / (double)n + 1e-6 * fabs(g[e]))) {
+            snprintf(msg, len, "finite difference at element %lld: %.17g, the naive gradient %.17g", (long long)e,
+                     fd, g[e]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- one case on one device by one algorithm ------------------------------- */
+
+/* Runs the op of c; st its status. Writes the outputs read back to got
+ * (relu: dx; xent: loss then dlogits; optim: w, s1, s2 after STEPS). */
+typedef struct inputs {
+    float *x, *dy;      /* relu: y, dy; xent: logits */
+    int32_t *labels;    /* xent */
+    float *w0, *g;      /* optim: w's start, STEPS gradients */
+    int64_t n;          /* elements of x / w */
+} inputs;
+
+static pdnn_status run_relu(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c);
+    pdnn_tensor *y = make(dev, &d, in->x), *dy = make(dev, &d, in->dy), *dx = make(dev, &d, NULL);
+    pdnn_status st = y && dy && dx ? pdnn_relu_backward(y, dy, dx) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(dx, got, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(y);
+    pdnn_tensor_release(dy);
+    pdnn_tensor_release(dx);
+    return st;
+}
+
+static pdnn_status run_xent(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c);
+    pdnn_tensor_desc ld = th_desc(PDNN_LAYOUT_X, c->dims[0], 1, 1, 1), od = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1);
+    ld.dtype = PDNN_INT32;
+    pdnn_tensor *x = make(dev, &d, in->x), *lab = make(dev, &ld, in->labels), *loss = make(dev, &od, NULL);
+    pdnn_tensor *dx = make(dev, &d, NULL);
+    pdnn_status st = x && lab && loss && dx ? pdnn_softmax_cross_entropy(x, lab, loss, dx) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(loss, got, sizeof(float));
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(dx, got + 1, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(lab);
+    pdnn_tensor_release(loss);
+    pdnn_tensor_release(dx);
+    return st;
+}
+
+static void optim_params(const train_case *c, pdnn_optimizer_params *p)
+{
+    pdnn_optimizer_params_init(p, c->opt);
+    p->learning_rate = c->lr;
+    p->momentum = c->momentum;
+    p->weight_decay = c->weight_decay;
+}
+
+/* SGD without momentum takes no slot: it gets none, so a kernel that
+ * touched one would fault or show in s1 (which then stays zero). */
+static int uses_s1(const train_case *c) { return c->opt == PDNN_OPTIMIZER_ADAM || c->momentum != 0.0f; }
+
+static pdnn_status run_optim(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c);
+    float *zero = xcalloc((size_t)in->n, sizeof(float));
+    pdnn_tensor *w = make(dev, &d, in->w0), *g = make(dev, &d, NULL), *s1 = make(dev, &d, zero);
+    pdnn_tensor *s2 = make(dev, &d, zero);
+    pdnn_optimizer_params p;
+    optim_params(c, &p);
+    pdnn_status st = w && g && s1 && s2 ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
+    for (int step = 1; step <= STEPS && st == PDNN_SUCCESS; step++) {
+        st = pdnn_tensor_write(g, in->g + (size_t)(step - 1) * (size_t)in->n, (size_t)in->n * sizeof(float));
+        if (st == PDNN_SUCCESS)
+            st = pdnn_optimizer_update(&p, step, w, g, uses_s1(c) ? s1 : NULL,
+                                       c->opt == PDNN_OPTIMIZER_ADAM ? s2 : NULL);
+    }
+    pdnn_tensor *outs[] = {w, s1, s2};
+    for (int i = 0; i < 3 && st == PDNN_SUCCESS; i++)
+        st = pdnn_tensor_read(outs[i], got + (size_t)i * (size_t)in->n, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(w);
+    pdnn_tensor_release(g);
+    pdnn_tensor_release(s1);
+    pdnn_tensor_release(s2);
+    free(zero);
+    return st;
+}
+
+/* The reference of each case: outputs in double, laid out as got. */
+static void naive_optim(const train_case *c, const inputs *in, double *ref)
+{
+    const int64_t n = in->n;
+    double *w = ref, *m = ref + n, *v = ref + 2 * n;
+    for (int64_t i = 0; i < n; i++)
+        w[i] = in->w0[i], m[i] = v[i] = 0.0;
+    /* The float parameters the library gets, in double. */
+    pdnn_optimizer_params p;
+    optim_params(c, &p);
+    const double lr = p.learning_rate, mom = p.momentum, wd = p.weight_decay, b1 = p.beta1, b2 = p.beta2,
+                 eps = p.epsilon;
+    for (int step = 1; step <= STEPS; step++)
+        for (int64_t i = 0; i < n; i++) {
+            const double gi = (double)in->g[(size_t)(step - 1) * (size_t)n + (size_t)i] + wd * w[i];
+            if (c->opt == PDNN_OPTIMIZER_SGD) {
+                m[i] = uses_s1(c) ? mom * m[i] + gi : 0.0;
+                w[i] -= lr * (uses_s1(c) ? m[i] : gi);
+            } else {
+                m[i] = b1 * m[i] + (1 - b1) * gi;
+                v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+                w[i] -= lr * (m[i] / (1 - pow(b1, step))) / (sqrt(v[i] / (1 - pow(b2, step))) + eps);
+            }
+        }
+}
+
+/* The largest normalised error of got against ref (see the top), and where. */
+static double compare(const train_case *c, const inputs *in, const float *got, const double *ref, int64_t *at)
+{
+    double worst = 0.0;
+    *at = 0;
+    if (c->k == RELU) {
+        for (int64_t i = 0; i < in->n; i++)
+            if (!((double)got[i] == ref[i]) && worst == 0.0)
+                worst = INFINITY, *at = i;
+        return worst;
+    }
+    if (c->k == XENT) {
+        const int64_t n = c->dims[0], k = c->dims[1];
+        double scale = 1.0;
+        for (int64_t r = 0; r < n; r++) {
+            double m = in->x[r * k];
+            for (int64_t j = 1; j < k; j++)
+                m = in->x[r * k + j] > m ? in->x[r * k + j] : m;
+            scale += (fabs(m) + fabs((double)in->x[r * k + in->labels[r]])) / (double)n;
+        }
+        worst = fabs((double)got[0] - ref[0]) / scale;
+        *at = -1;
+        if (!(worst <= TRAIN_TOL))
+            return isnan(worst) ? INFINITY : worst;
+        for (int64_t i = 0; i < in->n; i++) {
+            const double e = fabs((double)got[1 + i] - ref[1 + i]) * (double)n;
+            if (!(e <= worst)) {
+                worst = isnan(e) ? INFINITY : e;
+                *at = i;
+            }
+        }
+        return worst;
+    }
+    for (int t = 0; t < 3; t++) {
+        double mx = 0.0;
+        for (int64_t i = 0; i < in->n; i++)
+            mx = fmax(mx, fabs(ref[t * in->n + i]));
+        for (int64_t i = 0; i < in->n; i++) {
+            const double d = fabs((double)got[t * in->n + i] - ref[t * in->n + i]);
+            const double e = mx > 0.0 ? d / mx : d;
+            if (!(e <= worst)) {
+                worst = isnan(e) ? INFINITY : e;
+                *at = t * in->n + i;
+            }
+        }
+    }
+    return worst;
+}
+
+static const char *where(const train_case *c, const inputs *in, int64_t at, char *buf, size_t len)
+{
+    static const char *const slot[] = {"w", "slot1", "slot2"};
+    if (c->k == XENT && at < 0)
+        snprintf(buf, len, "the loss");
+    else if (c->k == XENT)
+        snprintf(buf, len, "dlogits[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
+    else if (c->k == OPTIM)
+        snprintf(buf, len, "%s[%lld]", slot[at / in->n], (long long)(at % in->n));
+    else
+        snprintf(buf, len, "dx[%lld] (memory order)", (long long)at);
+    return buf;
+}
+
+/* The inputs of case ci, from seeds of its own. */
+static void make_inputs(const train_case *c, int ci, inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    const pdnn_tensor_desc d = desc_of(c);
+    in->n = pdnn_tensor_desc_elements(&d);
+    const uint32_t seed = 1000u + (uint32_t)ci * 17u;
+    /* Every array, whatever the op: small, and never NULL. */
+    in->x = xcalloc((size_t)in->n, sizeof(float));
+    in->dy = xcalloc((size_t)in->n, sizeof(float));
+    in->labels = xcalloc((size_t)c->dims[0], sizeof(int32_t));
+    in->w0 = xcalloc((size_t)in->n, sizeof(float));
+    in->g = xcalloc((size_t)in->n * STEPS, sizeof(float));
+    if (c->k == RELU) {
+        th_fill(in->x, in->n, seed);
+        th_fill(in->dy, in->n, seed + 1);
+        /* Exactly zero (both signs) at every 5th and 7th element: no gradient. */
+        for (int64_t i = 0; i < in->n; i += 5)
+            in->x[i] = 0.0f;
+        for (int64_t i = 3; i < in->n; i += 7)
+            in->x[i] = -0.0f;
+    } else if (c->k == XENT) {
+        const int64_t n = c->dims[0], k = c->dims[1];
+        th_fill(in->x, in->n, seed);
+        for (int64_t i = 0; i < in->n; i++)
+            in->x[i] = c->offset + c->amp * in->x[i];
+        uint32_t s = seed | 1u;
+        for (int64_t i = 0; i < n; i++) {
+            s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+            in->labels[i] = (int32_t)(s % (uint32_t)k);
+        }
+        if (n > 1)
+            in->labels[n - 1] = (int32_t)(k - 1); /* the last class too */
+    } else {
+        th_fill(in->w0, in->n, seed);
+        th_fill(in->g, in->n * STEPS, seed + 1);
+    }
+}
+
+static void free_inputs(inputs *in)
+{
+    free(in->x);
+    free(in->dy);
+    free(in->labels);
+    free(in->w0);
+    free(in->g);
+}
+
+void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
+                      const char *algo, int verbose)
+{
+    (void)verbose;
+    for (int ci = 0; ci < N_CASES; ci++) {
+        const train_case *c = &cases[ci];
+        if (!selected(c, op, set))
+            continue;
+        char cname[256];
+        case_name(c, cname, sizeof cname);
+        inputs in;
+        make_inputs(c, ci, &in);
+        const int64_t nout = c->k == XENT ? in.n + 1 : c->k == OPTIM ? 3 * in.n : in.n;
+        double *ref = xcalloc((size_t)nout, sizeof(double));
+        if (c->k == RELU) {
+            for (int64_t i = 0; i < in.n; i++)
+                ref[i] = in.x[i] > 0.0f ? (double)in.dy[i] : 0.0;
+        } else if (c->k == XENT) {
+            double *xd = xcalloc((size_t)in.n, sizeof(double));
+            for (int64_t i = 0; i < in.n; i++)
+                xd[i] = in.x[i];
+            ref[0] = naive_xent(xd, in.labels, c->dims[0], c->dims[1], ref + 1);
+            char msg[256];
+            const pdnn__algo *ha = pdnn__algos(host, PDNN__OP_SOFTMAX_XENT)[0];
+            if (ha && !check_naive_xent(xd, in.labels, c->dims[0], c->dims[1], ref + 1, msg, sizeof msg))
+                parity_fail(host, ha, cname, "the naive loop itself: %s", msg);
+            free(xd);
+        } else {
+            naive_optim(c, &in, ref);
+        }
+        float *got = xcalloc((size_t)nout, sizeof(float));
+        for (int di = 0; di < ndev; di++) {
+            const pdnn__algo *const *list = pdnn__algos(devs[di], op_of(c));
+            for (int ai = 0; list[ai]; ai++) {
+                const pdnn__algo *a = list[ai];
+                if (algo && strcasecmp(algo, a->name) != 0)
+                    continue;
+                for (int64_t i = 0; i < nout; i++)
+                    got[i] = NAN;
+                pdnn__dispatch_force(op_of(c), a->name, -1);
+                const pdnn_status st = c->k == RELU   ? run_relu(devs[di], c, &in, got)
+                                       : c->k == XENT ? run_xent(devs[di], c, &in, got)
+                                                      : run_optim(devs[di], c, &in, got);
+                pdnn__dispatch_force(op_of(c), NULL, -1);
+                if (st == PDNN_ERR_UNSUPPORTED) {
+                    parity_skip(devs[di], a, cname, pdnn_last_error());
+                    continue;
+                }
+                if (st != PDNN_SUCCESS) {
+                    parity_fail(devs[di], a, cname, "%s (%s)", pdnn_last_error(), pdnn_status_string(st));
+                    continue;
+                }
+                int64_t at = 0;
+                const double err = compare(c, &in, got, ref, &at);
+                const double tol = c->k == RELU ? 0.0 : TRAIN_TOL;
+                char el[64];
+                if (!(err <= tol)) {
+                    const int64_t k = c->k == XENT ? at + 1 : at;
+                    parity_fail(devs[di], a, cname, "%s is %.9g, expected %.9g: normalised error %.3g, tolerance %.3g",
+                                where(c, &in, at, el, sizeof el), (double)got[k], ref[k], err, tol);
+                    continue;
+                }
+                parity_pass(devs[di], a, cname, err);
+            }
+        }
+        free(got);
+        free(ref);
+        free_inputs(&in);
+    }
+    fflush(stdout);
+}
