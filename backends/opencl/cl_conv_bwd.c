@@ -340,7 +340,10 @@ static pdnn_status bd_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     return pdnn__cl_run_tunable(&bd_tunable, dev, call, plan, ws, rep);
 }
 
-/* Before direct: its register tile reuses each dy load for CT channels. */
+/* Before direct: its register tile reuses each dy load for CT channels.
+ * Measured on PoCL (this shared 2-core machine, batch 8, NCHW, default
+ * ct=8 pt=4, untuned): 1.1-1.4x direct on ResNet-50's 3x3 layers at
+ * 56/28/14/7, 0.8-1.3x on two 1x1 layers; both far from the FMA peak. */
 const pdnn__algo pdnn__cl_algo_bwd_data_igemm = {
     .op = PDNN__OP_CONV2D_BWD_DATA,
     .name = "implicit_gemm",
