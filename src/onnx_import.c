@@ -1005,6 +1005,68 @@ static pdnn_status read_file(const char *path, uint8_t **buf, size_t *len)
     return PDNN_SUCCESS;
 }
 
+/* Protobuf-c's unpack recurses once per nested message; ONNX nests graphs
+ * in attributes and types in types, so a small hostile file could exhaust
+ * the stack. This walks the wire format first, guided by the generated
+ * descriptors, and refuses nesting deeper than MAX_DEPTH or a field that
+ * runs past its message. */
+#define MAX_DEPTH 64
+
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*p >= end)
+            return 0;
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 1;
+    }
+    return 0;
+}
+
+static int nesting_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, const uint8_t *end, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return 0;
+    while (p < end) {
+        uint64_t key, len;
+        if (!read_varint(&p, end, &key))
+            return 0;
+        switch (key & 7) {
+        case 0:
+            if (!read_varint(&p, end, &len))
+                return 0;
+            break;
+        case 1:
+            if (end - p < 8)
+                return 0;
+            p += 8;
+            break;
+        case 5:
+            if (end - p < 4)
+                return 0;
+            p += 4;
+            break;
+        case 2: {
+            if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p))
+                return 0;
+            uint64_t num = key >> 3;
+            const ProtobufCFieldDescriptor *f =
+                desc && num <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(desc, (unsigned)num) : NULL;
+            if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && !nesting_ok(f->descriptor, p, p + len, depth + 1))
+                return 0;
+            p += len;
+            break;
+        }
+        default: /* groups: not in ONNX */
+            return 0;
+        }
+    }
+    return 1;
+}
+
 pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t size,
                                    const pdnn_onnx_options *opts, pdnn_graph **out, pdnn_onnx_io *io)
 {
@@ -1049,7 +1111,13 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: the buffer is larger than 2 GiB");
         im.dir = opts->base_dir;
     }
-    im.model = onnx__model_proto__unpack(NULL, len, path ? buf : data);
+    const uint8_t *bytes = path ? buf : data;
+    if (!nesting_ok(&onnx__model_proto__descriptor, bytes, bytes + len, 0)) {
+        free(buf);
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s is not a valid ONNX model (malformed protobuf, "
+                    "or messages nested deeper than %d)", path ? path : "the buffer", MAX_DEPTH);
+    }
+    im.model = onnx__model_proto__unpack(NULL, len, bytes);
     free(buf);
     if (!im.model)
         return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s is not a valid ONNX model (the protobuf "

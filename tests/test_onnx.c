@@ -363,3 +363,40 @@ Test(onnx, external_data_inside_the_models_directory)
     unlink(mpath);
     rmdir(dir);
 }
+
+/* Prepends a length-delimited field (number, the len bytes at *pos..) in
+ * a buffer written backwards from its end. */
+static size_t wrap(uint8_t *buf, size_t pos, size_t len, unsigned field)
+{
+    uint8_t v[10];
+    int n = 0;
+    size_t l = len;
+    do {
+        v[n++] = (uint8_t)((l & 0x7f) | (l > 0x7f ? 0x80 : 0));
+        l >>= 7;
+    } while (l);
+    while (n)
+        buf[--pos] = v[--n];
+    buf[--pos] = (uint8_t)(field << 3 | 2);
+    return pos;
+}
+
+Test(onnx, deep_nesting_is_refused_not_a_stack_overflow)
+{
+    /* graph.node.attribute.g.node.attribute.g... 200000 levels deep:
+     * protobuf-c alone would recurse once per level. */
+    enum { LEVELS = 200000 };
+    size_t cap = (size_t)LEVELS * 3 * 6 + 16, pos = cap;
+    uint8_t *buf = malloc(cap);
+    cr_assert(buf);
+    for (int i = 0; i < LEVELS; i++) {
+        pos = wrap(buf, pos, cap - pos, 6); /* AttributeProto.g */
+        pos = wrap(buf, pos, cap - pos, 5); /* NodeProto.attribute */
+        pos = wrap(buf, pos, cap - pos, 1); /* GraphProto.node */
+    }
+    pos = wrap(buf, pos, cap - pos, 7);     /* ModelProto.graph */
+    pdnn_graph *g = NULL;
+    cr_assert_eq(pdnn_graph_import_onnx(NULL, buf + pos, cap - pos, NULL, &g, NULL), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(pdnn_last_error(), "nested deeper than"), "%s", pdnn_last_error());
+    free(buf);
+}
