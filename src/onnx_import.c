@@ -191,8 +191,9 @@ static const char *attr_str(const Onnx__NodeProto *n, const char *name, char *bu
 /* ---- tensors (initializers, Constant) ---- */
 
 /* Reads an external-data tensor's bytes: location confined to im->dir. */
-static pdnn_status read_external(importer *im, const Onnx__TensorProto *t, void *dst, size_t bytes)
+static pdnn_status read_external(importer *im, const Onnx__TensorProto *t, size_t bytes, void **out)
 {
+    *out = NULL;
     const char *loc = NULL;
     int64_t offset = 0, length = -1;
     for (size_t i = 0; i < t->n_external_data; i++) {
@@ -250,9 +251,16 @@ static pdnn_status read_external(importer *im, const Onnx__TensorProto *t, void 
         st = FAIL(PDNN_ERR_CORRUPT,
                          "pdnn_graph_import_onnx: tensor '%s': %s holds %lld bytes, the tensor needs %zu at "
                          "offset %lld", t->name, real_file, (long long)sb.st_size, bytes, (long long)offset);
-    else if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, bytes, f) != bytes)
+    else if (!(*out = malloc(bytes ? bytes : 1)))
+        st = FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: tensor '%s': out of host memory (%zu bytes)",
+                  t->name, bytes);
+    else if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(*out, 1, bytes, f) != bytes)
         st = FAIL(PDNN_ERR_IO, "pdnn_graph_import_onnx: tensor '%s': reading %s failed", t->name, real_file);
     fclose(f);
+    if (st != PDNN_SUCCESS) {
+        free(*out);
+        *out = NULL;
+    }
     return st;
 }
 
@@ -279,31 +287,38 @@ static pdnn_status tensor_value(importer *im, const Onnx__TensorProto *t, const 
                            "(7) are supported", name, dt);
     size_t esz = dt == ONNX_FLOAT ? 4 : 8;
     size_t bytes = (size_t)v.count * esz;
-    void *buf = malloc(bytes ? bytes : 1);
-    if (!buf)
-        return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: tensor '%s': out of host memory (%zu "
-                           "bytes)", name, bytes);
-    pdnn_status st = PDNN_SUCCESS;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        st = read_external(im, t, buf, bytes);
+    int external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    const void *src = NULL;
+    /* Sizes are checked before allocating, so a file cannot make us
+     * allocate what it does not hold (external data: read_external). */
+    if (external) {
     } else if (t->has_raw_data) {
         if (t->raw_data.len != bytes)
-            st = FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': raw_data holds %zu bytes, its "
-                             "dims need %zu", name, t->raw_data.len, bytes);
-        else if (bytes)
-            memcpy(buf, t->raw_data.data, bytes); /* little-endian, as ONNX stores it */
+            return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': raw_data holds %zu bytes, its "
+                        "dims need %zu", name, t->raw_data.len, bytes);
+        src = t->raw_data.data; /* little-endian, as ONNX stores it */
     } else if (dt == ONNX_FLOAT) {
         if (t->n_float_data != (size_t)v.count)
-            st = FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': %zu floats, its dims need %lld",
-                             name, t->n_float_data, (long long)v.count);
-        else if (bytes)
-            memcpy(buf, t->float_data, bytes);
+            return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': %zu floats, its dims need %lld",
+                        name, t->n_float_data, (long long)v.count);
+        src = t->float_data;
     } else {
         if (t->n_int64_data != (size_t)v.count)
-            st = FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': %zu int64s, its dims need %lld",
-                             name, t->n_int64_data, (long long)v.count);
-        else if (bytes)
-            memcpy(buf, t->int64_data, bytes);
+            return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': %zu int64s, its dims need %lld",
+                        name, t->n_int64_data, (long long)v.count);
+        src = t->int64_data;
+    }
+    void *buf = NULL;
+    pdnn_status st = PDNN_SUCCESS;
+    if (external) {
+        st = read_external(im, t, bytes, &buf);
+    } else {
+        buf = malloc(bytes ? bytes : 1);
+        if (!buf)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: tensor '%s': out of host memory (%zu "
+                        "bytes)", name, bytes);
+        if (bytes)
+            memcpy(buf, src, bytes);
     }
     if (st == PDNN_SUCCESS) {
         if (dt == ONNX_FLOAT)
@@ -418,6 +433,9 @@ static pdnn_status spatial_pads(const Onnx__NodeProto *n, const int64_t in[2], c
     if (!upper && strcmp(ap, "SAME_LOWER") != 0)
         return node_error(PDNN_ERR_UNSUPPORTED, n, "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", ap);
     for (int a = 0; a < 2; a++) {
+        /* Bounded so the products below cannot overflow. */
+        if (in[a] > INT_MAX || k[a] > INT_MAX)
+            return node_error(PDNN_ERR_UNSUPPORTED, n, "auto_pad on a dim or window over %d", INT_MAX);
         int64_t outd = div_up(in[a], s[a]);
         int64_t total = (outd - 1) * s[a] + (k[a] - 1) * d[a] + 1 - in[a];
         if (total < 0)
@@ -425,6 +443,8 @@ static pdnn_status spatial_pads(const Onnx__NodeProto *n, const int64_t in[2], c
         int64_t small = total / 2, big = total - small;
         pads[a] = upper ? small : big;       /* begin */
         pads[a + 2] = upper ? big : small;   /* end: SAME_UPPER puts the odd pixel here */
+        if (big > INT_MAX / 4)
+            return node_error(PDNN_ERR_UNSUPPORTED, n, "auto_pad needs a padding of %lld", (long long)big);
     }
     return PDNN_SUCCESS;
 }

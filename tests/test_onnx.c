@@ -291,6 +291,12 @@ Test(onnx, overflowing_dims_are_refused)
     b.wdims[0] = 4; /* 8 floats needed, 6 given */
     cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_CORRUPT);
     cr_assert(strstr(pdnn_last_error(), "6 floats"), "%s", pdnn_last_error());
+    /* 4 TiB declared, 6 floats held: refused before allocating anything. */
+    build(&b, "Relu");
+    b.wdims[0] = INT64_C(1) << 20;
+    b.wdims[1] = INT64_C(1) << 20;
+    cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_CORRUPT, "%s", pdnn_last_error());
+    cr_assert(strstr(pdnn_last_error(), "6 floats"), "%s", pdnn_last_error());
 }
 
 /* Weights in a side file next to the model, located relative to it. */
