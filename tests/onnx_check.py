@@ -74,6 +74,12 @@ def cases():
     yield "maxpool_ceil", pool_case("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), x
     yield "maxpool_same_upper", pool_case("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER"), x
     yield "maxpool_same_lower", pool_case("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER"), x
+    # ceil_mode where the last window would start in the padding (dropped)
+    x9 = [1, 3, 9, 9]
+    yield "maxpool_ceil_edge", pool_case("MaxPool", x9, kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+                                         ceil_mode=1), x9
+    yield "avgpool_ceil_edge", pool_case("AveragePool", x9, kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+                                         ceil_mode=1, count_include_pad=1), x9
     yield "avgpool_excl", pool_case("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]), x
     yield "avgpool_incl", pool_case("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2],
                                     count_include_pad=1), x
