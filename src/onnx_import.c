@@ -71,6 +71,7 @@ typedef struct value {
     float *data;        /* float constant (owned) */
     int64_t *i64;       /* int64 constant (owned) */
     int64_t count;
+    int alias;          /* data/i64 belong to another value */
 } value;
 
 typedef struct importer {
@@ -895,13 +896,15 @@ static pdnn_status import_node(importer *im, size_t idx)
         /* Inference: the output is the input; a Dropout mask is refused. */
         if (n->n_output > 1 && n->output[1][0])
             return node_error(PDNN_ERR_UNSUPPORTED, n, "the Dropout mask output is not supported");
-        value *x;
+        /* A constant stays a host constant (exporters put Identity on
+         * shared initializers), so it can still fold or be a weight. */
+        value *c = const_input(im, n, 0), *x = c;
         pdnn_status st;
-        if (!(x = act_input(im, n, 0, &st)))
+        if (!c && !(x = act_input(im, n, 0, &st)))
             return st;
         value v = *x;
         v.name = n->output[0];
-        v.data = NULL, v.i64 = NULL; /* the original owns any host data */
+        v.alias = 1; /* the original owns any host data */
         return add_value(im, &v);
     }
     if (strcmp(op, "Constant") == 0) {
@@ -1168,10 +1171,11 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
     if (st == PDNN_SUCCESS)
         st = import_outputs(&im, io);
 done:
-    for (int i = 0; i < im.n_vals; i++) {
-        free(im.vals[i].data);
-        free(im.vals[i].i64);
-    }
+    for (int i = 0; i < im.n_vals; i++)
+        if (!im.vals[i].alias) {
+            free(im.vals[i].data);
+            free(im.vals[i].i64);
+        }
     free(im.vals);
     free(im.absorbed);
     onnx__model_proto__free_unpacked(im.model, NULL);

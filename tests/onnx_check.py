@@ -101,6 +101,14 @@ def cases():
              init("v", rng.uniform(0.5, 2.0, c).astype(np.float32))]
     yield "conv_bn_relu_add", model(nodes, x, None, inits), x
 
+    # Identity on initializers (torch.onnx.export shares weights this way)
+    nodes = [
+        helper.make_node("Identity", ["w0"], ["w"]),
+        helper.make_node("Identity", ["b0"], ["b"]),
+        helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    yield "identity_on_initializers", model(nodes, x, None, [init("w0", rnd(3, 4, 3, 3)), init("b0", rnd(3))]), x
+
     # Add of a per-channel constant (bias_add)
     yield "add_bias", model([helper.make_node("Add", ["x", "b"], ["y"])], x, None,
                             [init("b", rnd(4, 1, 1))]), x
