@@ -760,6 +760,58 @@ PDNN_API pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const c
 PDNN_API pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         pdnn_node *out);
 
+/* ---- ONNX import ---- */
+
+/* At most this many graph inputs and outputs in an imported model. */
+#define PDNN_ONNX_MAX_IO 16
+
+typedef struct pdnn_onnx_options {
+    /* > 0: the first dim of every graph input (the batch), overriding the
+     * file's; 0: the file's (a symbolic batch dim becomes 1). */
+    int64_t batch;
+    /* Directory that external-data tensors of a model given as a buffer
+     * are read from; NULL: such a model is refused. A model given by path
+     * reads them from its own directory. Either way a location must stay
+     * inside that directory (no absolute path, no "..", no symbolic link
+     * leading out). */
+    const char *base_dir;
+    /* Requested device of every node (a pdnn_graph_* device string); NULL
+     * or "": the session places them. */
+    const char *device;
+} pdnn_onnx_options;
+
+/* batch 0, base_dir NULL, device NULL. */
+PDNN_API void pdnn_onnx_options_init(pdnn_onnx_options *o);
+
+/* What an import made: the placeholders fed for the model's inputs and
+ * the nodes computing its outputs (graph order, at most PDNN_ONNX_MAX_IO
+ * each), and their ONNX ranks (2: a matrix {rows, cols, 1, 1}; 4: NCHW;
+ * the node's descriptor holds the dims). Nodes carry the names of the
+ * ONNX values they compute. */
+typedef struct pdnn_onnx_io {
+    int n_inputs;
+    pdnn_node inputs[PDNN_ONNX_MAX_IO];
+    int input_rank[PDNN_ONNX_MAX_IO];
+    int n_outputs;
+    pdnn_node outputs[PDNN_ONNX_MAX_IO];
+    int output_rank[PDNN_ONNX_MAX_IO];
+} pdnn_onnx_io;
+
+/* Reads an ONNX model (float32, NCHW as in the file) into a new graph:
+ * graph inputs become placeholders, initializers constants, nodes ops.
+ * Exactly one of path and (data, size) is given. Operators: Conv (group,
+ * dilations, strides, pads, auto_pad, bias), BatchNormalization (inference,
+ * folded into the Conv whose only reader it is), Relu, MaxPool,
+ * AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool,
+ * Add, Gemm, MatMul, Flatten, Reshape (constant shape), Softmax, Dropout
+ * and Identity (removed), Constant. Anything else is refused with
+ * PDNN_ERR_UNSUPPORTED naming the op, the node and the supported ops; a
+ * malformed file is PDNN_ERR_CORRUPT; a build without protobuf-c gives
+ * PDNN_ERR_UNSUPPORTED. io may be NULL. */
+PDNN_API pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t size,
+                                            const pdnn_onnx_options *opts, pdnn_graph **out,
+                                            pdnn_onnx_io *io);
+
 typedef struct pdnn_session_config {
     /* Run on this context's devices (the session holds a reference: the
      * context may be destroyed first); NULL: the session creates its own

@@ -1,0 +1,208 @@
+/* polydnn run: an ONNX model imported into a graph and run in a session;
+ * random or .npy inputs, the top-5 classes, the time per run, the output
+ * as .npy. */
+#include "cli.h"
+#include "npy.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Uniform in [-1, 1) from a small xorshift, so runs are reproducible. */
+static void fill_random(float *x, int64_t n, uint64_t *state)
+{
+    for (int64_t i = 0; i < n; i++) {
+        *state ^= *state << 13, *state ^= *state >> 7, *state ^= *state << 17;
+        x[i] = (float)((double)(*state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+}
+
+static void print_top5(const float *y, int64_t rows, int64_t cols)
+{
+    for (int64_t r = 0; r < rows && r < 8; r++) {
+        int best[5] = {-1, -1, -1, -1, -1};
+        for (int64_t c = 0; c < cols; c++)
+            for (int k = 0; k < 5; k++)
+                if (best[k] < 0 || y[r * cols + c] > y[r * cols + best[k]]) {
+                    memmove(&best[k + 1], &best[k], (size_t)(4 - k) * sizeof best[0]);
+                    best[k] = (int)c;
+                    break;
+                }
+        printf("image %" PRId64 " top-5:", r);
+        for (int k = 0; k < 5 && best[k] >= 0; k++)
+            printf(" %d (%.4g)", best[k], (double)y[r * cols + best[k]]);
+        printf("\n");
+    }
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+    const char *input = NULL, *output = NULL, *device = NULL;
+    int batch = 0, iters = 10, log = 0, stats = 0, seed = 1;
+    const cli_opt opts[] = {
+        {0, "input", OPT_STR, &input, 0, "x.npy: the model's (first) input, NCHW; sets the batch"},
+        {0, "output", OPT_STR, &output, 0, "y.npy: write the (first) output"},
+        {0, "batch", OPT_INT, &batch, 1, "batch size for random inputs (default: the file's, symbolic -> 1)"},
+        {'d', "device", OPT_STR, &device, 0, "run every node on this device, e.g. /cpu:0 (default: placed)"},
+        {'i', "iters", OPT_INT, &iters, 1, "timed runs after one warm-up (default 10)"},
+        {0, "seed", OPT_INT, &seed, 0, "seed for random inputs (default 1)"},
+        {0, "log-device-placement", OPT_FLAG, &log, 0, "print the device mapping and each node's device"},
+        {0, "memory-stats", OPT_FLAG, &stats, 0, "print memory statistics of the devices used"},
+    };
+    int rc = cli_parse("run model.onnx", argc - (model != NULL), argv + (model != NULL), opts,
+                       (int)(sizeof opts / sizeof opts[0]),
+                       "Imports an ONNX model and runs it in a session: prints the top-5 classes of the first "
+                       "output and the time per run.");
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (!model) {
+        fprintf(stderr, "polydnn run: name the model: polydnn run model.onnx [flags]\n");
+        return EXIT_USAGE;
+    }
+    npy_array x = {0};
+    char err[512];
+    if (input && npy_read(input, &x, err, sizeof err) != PDNN_SUCCESS) {
+        fprintf(stderr, "polydnn run: --input %s: %s\n", input, err);
+        return EXIT_RUNTIME;
+    }
+    if (input && batch && x.ndim > 0 && x.shape[0] != batch) {
+        fprintf(stderr, "polydnn run: --batch %d differs from --input's batch %" PRId64 "\n", batch, x.shape[0]);
+        npy_free(&x);
+        return EXIT_USAGE;
+    }
+    pdnn_onnx_options oo;
+    pdnn_onnx_options_init(&oo);
+    oo.batch = input && x.ndim > 0 ? x.shape[0] : batch;
+    oo.device = device;
+    pdnn_graph *g = NULL;
+    pdnn_onnx_io io;
+    double t0 = now_ms();
+    if (pdnn_graph_import_onnx(model, NULL, 0, &oo, &g, &io) != PDNN_SUCCESS) {
+        npy_free(&x);
+        return cli_fail("importing the model");
+    }
+    double t_import = now_ms() - t0;
+    pdnn_session_config cfg;
+    pdnn_session_config_init(&cfg);
+    cfg.log_device_placement = log;
+    pdnn_session *s = NULL;
+    pdnn_tensor *feeds[PDNN_ONNX_MAX_IO] = {0};
+    pdnn_tensor *fetched[PDNN_ONNX_MAX_IO] = {0};
+    float *y = NULL;
+    rc = 0;
+    if (pdnn_session_create(g, &cfg, &s) != PDNN_SUCCESS) {
+        rc = cli_fail("creating the session");
+        goto out;
+    }
+    pdnn_context *ctx = pdnn_session_context(s);
+    uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)seed;
+    for (int i = 0; i < io.n_inputs && !rc; i++) {
+        pdnn_tensor_desc d;
+        pdnn_device *dev = NULL;
+        pdnn_graph_node_desc(g, io.inputs[i], &d);
+        int64_t n = pdnn_tensor_desc_elements(&d);
+        if (input && i == 0) {
+            int same = x.count == n && x.ndim == io.input_rank[i];
+            for (int k = 0; same && k < x.ndim; k++)
+                same = x.shape[k] == d.dims[k];
+            if (!same) {
+                fprintf(stderr, "polydnn run: --input %s has the wrong shape for input '%s' (rank %d, dims %" PRId64
+                        "x%" PRId64 "x%" PRId64 "x%" PRId64 ")\n", input, pdnn_graph_node_name(g, io.inputs[i]),
+                        io.input_rank[i], d.dims[0], d.dims[1], d.dims[2], d.dims[3]);
+                rc = EXIT_RUNTIME;
+                break;
+            }
+        }
+        float *host = input && i == 0 ? x.data : malloc((size_t)n * sizeof *host);
+        if (!host) {
+            rc = cli_host_oom("run", "an input", (uint64_t)n * sizeof *host);
+            break;
+        }
+        if (!(input && i == 0))
+            fill_random(host, n, &state);
+        if (pdnn_session_node_device(s, io.inputs[i], &dev) != PDNN_SUCCESS ||
+            pdnn_tensor_create(dev, &d, &feeds[i]) != PDNN_SUCCESS ||
+            pdnn_tensor_write(feeds[i], host, (size_t)n * sizeof *host) != PDNN_SUCCESS)
+            rc = cli_fail("creating an input");
+        if (host != x.data)
+            free(host);
+    }
+    (void)ctx;
+    double per_run = 0.0;
+    for (int it = 0; it <= iters && !rc; it++) {
+        for (int k = 0; k < io.n_outputs; k++) {
+            pdnn_tensor_release(fetched[k]);
+            fetched[k] = NULL;
+        }
+        double t = now_ms();
+        if (pdnn_session_run(s, io.inputs, feeds, io.n_inputs, io.outputs, io.n_outputs, fetched) != PDNN_SUCCESS)
+            rc = cli_fail("running the model");
+        else if (pdnn_device_synchronize(pdnn_tensor_device(fetched[0])) != PDNN_SUCCESS)
+            rc = cli_fail("waiting for the run");
+        if (it > 0) /* the first run is the warm-up */
+            per_run += (now_ms() - t) / iters;
+    }
+    if (rc)
+        goto out;
+    pdnn_tensor_desc yd;
+    pdnn_tensor_get_desc(fetched[0], &yd);
+    int64_t ny = pdnn_tensor_desc_elements(&yd);
+    y = malloc((size_t)ny * sizeof *y);
+    if (!y) {
+        rc = cli_host_oom("run", "the output", (uint64_t)ny * sizeof *y);
+        goto out;
+    }
+    if (pdnn_tensor_read(fetched[0], y, (size_t)ny * sizeof *y) != PDNN_SUCCESS) {
+        rc = cli_fail("reading the output");
+        goto out;
+    }
+    printf("model %s: %d nodes, imported in %.1f ms; output '%s' %" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "\n",
+           model, pdnn_graph_node_count(g), t_import, pdnn_graph_node_name(g, io.outputs[0]), yd.dims[0],
+           yd.dims[1], yd.dims[2], yd.dims[3]);
+    print_top5(y, yd.dims[0], ny / yd.dims[0]);
+    printf("time per run: %.3f ms (mean of %d after one warm-up)\n", per_run, iters);
+    if (output) {
+        int64_t shape[4] = {yd.dims[0], yd.dims[1], yd.dims[2], yd.dims[3]};
+        int rank = io.output_rank[0] >= 1 && io.output_rank[0] <= 4 ? io.output_rank[0] : 4;
+        if (npy_write(output, rank, shape, y, err, sizeof err) != PDNN_SUCCESS) {
+            fprintf(stderr, "polydnn run: --output %s: %s\n", output, err);
+            rc = EXIT_RUNTIME;
+        }
+    }
+    if (stats) {
+        pdnn_device *seen[PDNN_ONNX_MAX_IO * 2];
+        int n_seen = 0;
+        for (int i = 0; i < pdnn_graph_node_count(g); i++) {
+            pdnn_device *d = NULL;
+            if (pdnn_session_node_device(s, i, &d) != PDNN_SUCCESS)
+                continue;
+            int k = 0;
+            while (k < n_seen && seen[k] != d)
+                k++;
+            if (k == n_seen && n_seen < (int)(sizeof seen / sizeof seen[0])) {
+                seen[n_seen++] = d;
+                cli_print_memory_stats(d);
+            }
+        }
+    }
+out:
+    free(y);
+    for (int k = 0; k < PDNN_ONNX_MAX_IO; k++) {
+        pdnn_tensor_release(fetched[k]);
+        pdnn_tensor_release(feeds[k]);
+    }
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+    npy_free(&x);
+    return rc;
+}

@@ -1,0 +1,231 @@
+"""Checks `polydnn run` on ONNX models against ONNX Runtime (CPU).
+
+Builds small graphs with the onnx package, one per supported operator and
+attribute form, and exports small torch models; runs each with
+`polydnn run --input x.npy --output y.npy` on every device given and
+compares with onnxruntime within 1e-4 relative to the output's largest
+magnitude. Usage: onnx_check.py POLYDNN_TOOL [--device D ...] [-v]
+Exit 0 all passed, 1 a failure, 77 when onnx/onnxruntime are missing.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    import onnxruntime as ort
+except ImportError as e:  # the shell test turns this into a skip
+    print(f"SKIP: {e}")
+    sys.exit(77)
+
+TOL = 1e-4
+rng = np.random.default_rng(7)
+
+
+def init(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def rnd(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def model(nodes, x_shape, y_shape, inits=(), opset=13):
+    g = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+        list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    # (no checker: the outputs carry no shape; onnxruntime validates)
+    return m
+
+
+def conv_case(x_shape, k, c_out, bias=True, **attrs):
+    c_in = x_shape[1]
+    g = attrs.get("group", 1)
+    inits = [init("w", rnd(c_out, c_in // g, *k))]
+    ins = ["x", "w"]
+    if bias:
+        inits.append(init("b", rnd(c_out)))
+        ins.append("b")
+    return model([helper.make_node("Conv", ins, ["y"], **attrs)], x_shape, None, inits)
+
+
+def pool_case(op, x_shape, **attrs):
+    return model([helper.make_node(op, ["x"], ["y"], **attrs)], x_shape, None)
+
+
+def cases():
+    x = [2, 4, 9, 11]
+    yield "conv_plain", conv_case(x, (3, 3), 6), x
+    yield "conv_nobias_stride_dil", conv_case(x, (3, 3), 5, bias=False, strides=[2, 1], dilations=[2, 1]), x
+    yield "conv_pads_asym", conv_case(x, (3, 2), 6, pads=[1, 0, 2, 1]), x
+    yield "conv_group", conv_case(x, (3, 3), 8, group=2, pads=[1, 1, 1, 1]), x
+    yield "conv_depthwise", conv_case(x, (3, 3), 4, group=4, pads=[1, 1, 1, 1], strides=[2, 2]), x
+    for ap in ("SAME_UPPER", "SAME_LOWER", "VALID"):
+        yield f"conv_{ap.lower()}", conv_case(x, (4, 4), 3, auto_pad=ap, strides=[2, 2]), x
+    yield "maxpool", pool_case("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2]), x
+    yield "maxpool_pads_asym", pool_case("MaxPool", x, kernel_shape=[3, 3], pads=[1, 0, 2, 1], strides=[2, 2]), x
+    yield "maxpool_ceil", pool_case("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), x
+    yield "maxpool_same_upper", pool_case("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER"), x
+    yield "maxpool_same_lower", pool_case("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER"), x
+    # ceil_mode where the last window would start in the padding (dropped)
+    x9 = [1, 3, 9, 9]
+    yield "maxpool_ceil_edge", pool_case("MaxPool", x9, kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+                                         ceil_mode=1), x9
+    yield "avgpool_ceil_edge", pool_case("AveragePool", x9, kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1],
+                                         ceil_mode=1, count_include_pad=1), x9
+    yield "avgpool_excl", pool_case("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]), x
+    yield "avgpool_incl", pool_case("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2],
+                                    count_include_pad=1), x
+    yield "avgpool_ceil_incl", pool_case("AveragePool", x, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2],
+                                         ceil_mode=1, count_include_pad=1), x
+    yield "gap", pool_case("GlobalAveragePool", x), x
+
+    # Conv + BatchNormalization (folded) + Relu + Add + Identity/Dropout
+    c = 4
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["bn"], epsilon=1e-3),
+        helper.make_node("Relu", ["bn"], ["r"]),
+        helper.make_node("Identity", ["r"], ["i"]),
+        helper.make_node("Dropout", ["i"], ["d"]),
+        helper.make_node("Add", ["d", "x"], ["y"]),
+    ]
+    inits = [init("w", rnd(c, c, 3, 3)), init("s", rnd(c)), init("bb", rnd(c)), init("m", rnd(c)),
+             init("v", rng.uniform(0.5, 2.0, c).astype(np.float32))]
+    yield "conv_bn_relu_add", model(nodes, x, None, inits), x
+
+    # Identity on initializers (torch.onnx.export shares weights this way)
+    nodes = [
+        helper.make_node("Identity", ["w0"], ["w"]),
+        helper.make_node("Identity", ["b0"], ["b"]),
+        helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+    ]
+    yield "identity_on_initializers", model(nodes, x, None, [init("w0", rnd(3, 4, 3, 3)), init("b0", rnd(3))]), x
+
+    # Add of a per-channel constant (bias_add)
+    yield "add_bias", model([helper.make_node("Add", ["x", "b"], ["y"])], x, None,
+                            [init("b", rnd(4, 1, 1))]), x
+
+    # Flatten -> Gemm (transB, alpha, beta) -> Softmax
+    m2 = [2, 4 * 9 * 11]
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"]),
+        helper.make_node("Gemm", ["f", "w", "b"], ["g"], transB=1, alpha=0.5, beta=2.0),
+        helper.make_node("Softmax", ["g"], ["y"], axis=1),
+    ]
+    yield "flatten_gemm_transb_softmax", model(nodes, x, None, [init("w", rnd(10, m2[1])), init("b", rnd(10))]), x
+    nodes = [
+        helper.make_node("Reshape", ["x", "shape"], ["f"]),
+        helper.make_node("Gemm", ["f", "w"], ["g"]),
+        helper.make_node("MatMul", ["g", "w2"], ["y"]),
+    ]
+    yield "reshape_gemm_matmul", model(nodes, x, None, [init("shape", np.array([0, -1], np.int64)),
+                                                       init("w", rnd(m2[1], 7)), init("w2", rnd(7, 3))]), x
+
+
+def torch_cases(tmp):
+    try:
+        import torch
+        import torch.nn as nn
+    except ImportError:
+        return
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(cout)
+            self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = torch.relu(self.b1(self.c1(x)))
+            y = self.b2(self.c2(y))
+            return torch.relu(y + (self.down(x) if self.down is not None else x))
+
+    class SmallResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                                      nn.MaxPool2d(3, 2, 1))
+            self.l1 = Block(8, 8, 1)
+            self.l2 = Block(8, 16, 2)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.l2(self.l1(self.stem(x)))
+            return self.fc(torch.flatten(self.pool(x), 1))
+
+    net = SmallResNet().eval()
+    # Non-trivial BatchNorm statistics, so folding is really exercised.
+    with torch.no_grad():
+        for mod in net.modules():
+            if isinstance(mod, nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 2.0)
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.5, 0.5)
+    path = os.path.join(tmp, "small_resnet.onnx")
+    torch.onnx.export(net, torch.randn(1, 3, 64, 64), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13)
+    m = onnx.load(path)
+    for batch in (1, 3):
+        yield f"torch_small_resnet_b{batch}", m, [batch, 3, 64, 64]
+
+
+def main():
+    tool = sys.argv[1]
+    devices = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--device=")] or [None]
+    verbose = "-v" in sys.argv
+    failed = passed = 0
+    with tempfile.TemporaryDirectory(prefix="pdnn-onnx-") as tmp:
+        all_cases = list(cases()) + list(torch_cases(tmp))
+        for name, m, x_shape in all_cases:
+            path = os.path.join(tmp, name + ".onnx")
+            onnx.save(m, path)
+            x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+            xp = os.path.join(tmp, name + ".x.npy")
+            np.save(xp, x)
+            sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+            for dev in devices:
+                yp = os.path.join(tmp, name + ".y.npy")
+                cmd = [tool, "run", path, "--input", xp, "--output", yp, "--iters", "1"]
+                if dev:
+                    cmd += ["--device", dev]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                tag = f"{name} on {dev or 'default'}"
+                if r.returncode != 0:
+                    print(f"FAIL {tag}: polydnn run exited {r.returncode}\n{r.stdout}{r.stderr}")
+                    failed += 1
+                    continue
+                y = np.load(yp)
+                if y.shape != ref.shape:
+                    print(f"FAIL {tag}: shape {y.shape}, onnxruntime {ref.shape}")
+                    failed += 1
+                    continue
+                scale = max(float(np.abs(ref).max()), 1e-30)
+                err = float(np.abs(y - ref).max()) / scale
+                ok = err <= TOL
+                if not ok or verbose:
+                    print(f"{'ok  ' if ok else 'FAIL'} {tag}: max error {err:.2e} of the largest |y| {scale:.3g}")
+                passed += ok
+                failed += not ok
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+#!/bin/sh
+# `polydnn run` on ONNX models (tests/onnx_check.py) against ONNX Runtime,
+# on /cpu:0 and on the default device. Needs a Python with numpy, onnx and
+# onnxruntime (PyTorch too for the exported models): $PYTHON_ONNX, else
+# the configure-time $PYTHON_TORCH. Exit 77 (skip) without one, or when
+# this polydnn was built without ONNX import.
+if "$POLYDNN_TOOL" run /dev/null 2>&1 | grep -q 'built without ONNX import'; then
+    echo "SKIP: this polydnn was built without ONNX import"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 77
+fi
+# The tool's own errors, which need no Python: a usage error (exit 2) and
+# a file that is not ONNX (exit 1, saying so).
+fail() { echo "FAIL: $*"; exit 1; }
+"$POLYDNN_TOOL" run >/dev/null 2>&1; [ $? -eq 2 ] || fail "polydnn run without a model is not a usage error"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+printf 'not a model' >"$tmp/bad.onnx"
+out=$("$POLYDNN_TOOL" run "$tmp/bad.onnx" 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "a garbage model exited $rc"
+echo "$out" | grep -q 'is not a valid ONNX model' || fail "a garbage model said: $out"
+out=$("$POLYDNN_TOOL" run "$tmp/none.onnx" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "$tmp/none.onnx" || fail "a missing model ($rc): $out"
+
+py=${PYTHON_ONNX:-$PYTHON_TORCH}
+if [ -z "$py" ] || ! "$py" -c 'import numpy, onnx, onnxruntime' >/dev/null 2>&1; then
+    echo "SKIP: no Python with numpy, onnx and onnxruntime (set PYTHON_ONNX; see README 'Running ONNX models')"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 77
+fi
+status=0
+"$py" "$PDNN_TOP_SRCDIR/tests/onnx_check.py" "$POLYDNN_TOOL" --device=/cpu:0 || status=1
+"$py" "$PDNN_TOP_SRCDIR/tests/onnx_check.py" "$POLYDNN_TOOL" || status=1
+exit $status
