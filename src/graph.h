@@ -15,7 +15,15 @@ typedef enum pdnn__node_op {
     PDNN__OP_BIAS_ADD,
     PDNN__OP_RELU,
     PDNN__OP_SOFTMAX,
-    PDNN__OP_RESHAPE
+    PDNN__OP_RESHAPE,
+    PDNN__OP_VARIABLE,         /* data: the initial value; the session keeps the value */
+    PDNN__OP_XENT,             /* softmax cross-entropy loss: inputs logits, labels */
+    PDNN__OP_XENT_GRAD,        /* its dlogits: inputs logits, labels */
+    PDNN__OP_G_CONV_BWD_DATA,  /* inputs dy, w; conv */
+    PDNN__OP_G_CONV_BWD_FILTER, /* inputs x, dy; conv */
+    PDNN__OP_G_CONV_BWD_BIAS,  /* input dy */
+    PDNN__OP_G_POOL_BWD,       /* inputs x, dy; pool */
+    PDNN__OP_G_RELU_BWD          /* inputs y, dy */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -28,7 +36,8 @@ typedef struct pdnn__node {
     pdnn_conv2d_params conv;
     pdnn_pool2d_params pool;
     int trans_a, trans_b;
-    float *data;        /* constants */
+    float *data;        /* constants, variables' initial values */
+    int colocate;       /* 1 + the node whose device this one takes when it names none; 0: none */
 } pdnn__node;
 
 struct pdnn_graph {
@@ -38,6 +47,11 @@ struct pdnn_graph {
 
 /* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
 const char *pdnn__op_type(const pdnn__node *n);
+
+/* Appends a copy of proto (its data copied, inputs replaced) named name,
+ * or name_1, name_2... if taken. */
+pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *proto, const pdnn_node *inputs,
+                            int n_inputs, pdnn_node *out);
 
 /* Deep copy (session.c keeps its own). */
 pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out);

@@ -135,7 +135,7 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         log_placement(s);
     for (int i = 0; st == PDNN_SUCCESS && i < s->g->n; i++) {
         const pdnn__node *nd = &s->g->nodes[i];
-        if (nd->op != PDNN__OP_CONST)
+        if (nd->op != PDNN__OP_CONST && nd->op != PDNN__OP_VARIABLE)
             continue;
         st = pdnn_tensor_create(s->placed[i], &nd->out, &s->consts[i]);
         if (st == PDNN_SUCCESS)
@@ -208,7 +208,23 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_RELU: return pdnn_relu(in[0], y);
     case PDNN__OP_SOFTMAX: return pdnn_softmax(in[0], y);
     case PDNN__OP_RESHAPE: return pdnn_reshape(in[0], y);
+    case PDNN__OP_XENT: return pdnn_softmax_cross_entropy(in[0], in[1], y, NULL);
+    case PDNN__OP_XENT_GRAD: {
+        pdnn_tensor *loss = NULL;
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}};
+        pdnn_status st = pdnn_tensor_create(y->dev, &d, &loss);
+        if (st == PDNN_SUCCESS)
+            st = pdnn_softmax_cross_entropy(in[0], in[1], loss, y);
+        pdnn_tensor_release(loss);
+        return st;
+    }
+    case PDNN__OP_G_CONV_BWD_DATA: return pdnn_conv2d_backward_data(&nd->conv, in[0], in[1], y);
+    case PDNN__OP_G_CONV_BWD_FILTER: return pdnn_conv2d_backward_filter(&nd->conv, in[0], in[1], y);
+    case PDNN__OP_G_CONV_BWD_BIAS: return pdnn_conv2d_backward_bias(in[0], y);
+    case PDNN__OP_G_POOL_BWD: return pdnn_pool2d_backward(&nd->pool, in[0], in[1], y);
+    case PDNN__OP_G_RELU_BWD: return pdnn_relu_backward(in[0], in[1], y);
     case PDNN__OP_PLACEHOLDER:
+    case PDNN__OP_VARIABLE:
     case PDNN__OP_CONST: break;
     }
     return pdnn__error(PDNN_ERR_INTERNAL, "run_node: op %d has no runner", (int)nd->op);
@@ -347,7 +363,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
             continue;
         }
-        if (nd->op == PDNN__OP_CONST) {
+        if (nd->op == PDNN__OP_CONST || nd->op == PDNN__OP_VARIABLE) {
             r.values[i] = s->consts[i];
             continue;
         }
@@ -369,8 +385,15 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             in[q] = *slot;
         }
         pdnn_tensor *y = NULL;
-        if (st == PDNN_SUCCESS)
+        if (st == PDNN_SUCCESS) {
             st = pdnn_tensor_create(dev, &nd->out, &y);
+            if (st != PDNN_SUCCESS) {
+                char why[1024], d[96];
+                snprintf(why, sizeof why, "%s", pdnn_last_error());
+                st = pdnn__error(st, "node '%s' (%s) on %s: allocating its output %s: %s", nd->name,
+                                 pdnn__op_type(nd), dev->name, pdnn__desc_string(&nd->out, d, sizeof d), why);
+            }
+        }
         if (st == PDNN_SUCCESS) {
             st = run_node(nd, in, y);
             if (st != PDNN_SUCCESS) {
@@ -421,4 +444,31 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     }
     run_free(&r);
     return st;
+}
+
+static pdnn_status variable_check(const pdnn_session *s, const char *fn, pdnn_node var, const void *p, size_t bytes)
+{
+    if (!s || !p)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !s ? "session" : "the buffer");
+    if (var < 0 || var >= s->g->n || s->g->nodes[var].op != PDNN__OP_VARIABLE)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node %d is not a variable%s%s", fn, var,
+                           var >= 0 && var < s->g->n ? ": it is " : "",
+                           var >= 0 && var < s->g->n ? s->g->nodes[var].name : "");
+    size_t want = (size_t)pdnn_tensor_desc_bytes(&s->g->nodes[var].out);
+    if (bytes != want)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: variable '%s' holds %zu bytes, not %zu", fn,
+                           s->g->nodes[var].name, want, bytes);
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_session_variable_read(pdnn_session *s, pdnn_node var, float *dst, size_t bytes)
+{
+    pdnn_status st = variable_check(s, "pdnn_session_variable_read", var, dst, bytes);
+    return st == PDNN_SUCCESS ? pdnn_tensor_read(s->consts[var], dst, bytes) : st;
+}
+
+pdnn_status pdnn_session_variable_assign(pdnn_session *s, pdnn_node var, const float *src, size_t bytes)
+{
+    pdnn_status st = variable_check(s, "pdnn_session_variable_assign", var, src, bytes);
+    return st == PDNN_SUCCESS ? pdnn_tensor_write(s->consts[var], src, bytes) : st;
 }
