@@ -202,8 +202,16 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
                     calloc((size_t)n0, sizeof(int)), "gradients"};
     char *relevant = calloc((size_t)n0, 1), *from_x = calloc((size_t)n0, 1), *to_loss = calloc((size_t)n0, 1);
     pdnn_status st = PDNN_SUCCESS;
-    if (!s.parts || !s.n_parts || !s.cap || !relevant || !from_x || !to_loss)
-        st = pdnn__host_oom("pdnn_graph_gradients", "its tables", (size_t)n0 * (2 * sizeof(int) + sizeof(int *) + 3));
+    if (!s.parts || !s.n_parts || !s.cap || !relevant || !from_x || !to_loss) {
+        free(s.parts);
+        free(s.n_parts);
+        free(s.cap);
+        free(relevant);
+        free(from_x);
+        free(to_loss);
+        return pdnn__host_oom("pdnn_graph_gradients", "its tables",
+                              (size_t)n0 * (2 * sizeof(int) + sizeof(int *) + 3));
+    }
     /* TensorFlow's name scope: "gradients", then "gradients_1", ... */
     for (int k = 1; st == PDNN_SUCCESS; k++) {
         size_t len = strlen(s.prefix);
@@ -242,14 +250,15 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
             nd.colocate = loss + 1;
             int64_t count = pdnn_tensor_desc_elements(&nd.out);
             nd.data = malloc(sizeof *nd.data * (size_t)count);
-            if (!nd.data)
+            if (!nd.data) {
                 st = pdnn__host_oom("pdnn_graph_gradients", "the seed of ones", sizeof *nd.data * (size_t)count);
-            for (int64_t e = 0; st == PDNN_SUCCESS && e < count; e++)
-                nd.data[e] = 1.0f;
-            char name[96];
-            snprintf(name, sizeof name, "%s/Fill", s.prefix);
-            if (st == PDNN_SUCCESS)
+            } else {
+                for (int64_t e = 0; e < count; e++)
+                    nd.data[e] = 1.0f;
+                char name[96];
+                snprintf(name, sizeof name, "%s/Fill", s.prefix);
                 st = pdnn__graph_add(g, name, &nd, NULL, 0, &seed);
+            }
             free(nd.data);
         }
         if (st == PDNN_SUCCESS)
@@ -304,6 +313,115 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
         g->n = n0;
         for (int k = 0; k < n; k++)
             grads[k] = -1;
+    }
+    return st;
+}
+
+/* A zero-initialised variable colocated with var (an optimizer slot). */
+static pdnn_status slot(pdnn_graph *g, int var, const char *suffix, pdnn_node *out)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%.120s/%s", g->nodes[var].name, suffix);
+    pdnn__node nd;
+    memset(&nd, 0, sizeof nd);
+    nd.op = PDNN__OP_VARIABLE;
+    nd.out = g->nodes[var].out;
+    snprintf(nd.device, sizeof nd.device, "%s", g->nodes[var].device);
+    nd.colocate = var + 1;
+    int64_t count = pdnn_tensor_desc_elements(&nd.out);
+    nd.data = calloc((size_t)count, sizeof *nd.data);
+    if (!nd.data)
+        return pdnn__host_oom("pdnn_graph_apply_gradients", name, (uint64_t)count * sizeof *nd.data);
+    pdnn_status st = pdnn__graph_add(g, name, &nd, NULL, 0, out);
+    free(nd.data);
+    return st;
+}
+
+pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pdnn_optimizer_params *p,
+                                       const pdnn_node *vars, const pdnn_node *grads, int n, pdnn_node *train_op)
+{
+    if (!g || !p || !vars || !grads || !train_op || n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: %s",
+                           n < 1 ? "n must be at least 1" : "an argument is NULL");
+    if (p->kind != PDNN_OPTIMIZER_SGD && p->kind != PDNN_OPTIMIZER_ADAM)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: unknown optimizer kind %d",
+                           (int)p->kind);
+    const char *base = name && *name ? name : p->kind == PDNN_OPTIMIZER_ADAM ? "Adam" : "Momentum";
+    for (int k = 0; k < n; k++) {
+        if (vars[k] < 0 || vars[k] >= g->n || g->nodes[vars[k]].op != PDNN__OP_VARIABLE)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: vars[%d] (node %d%s%s) is not "
+                                                          "a variable", k, vars[k],
+                               vars[k] >= 0 && vars[k] < g->n ? ", " : "",
+                               vars[k] >= 0 && vars[k] < g->n ? g->nodes[vars[k]].name : "");
+        if (grads[k] < 0 || grads[k] >= g->n)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: grads[%d] is node %d, which "
+                                                          "does not exist (no gradient: leave the variable out)",
+                               k, grads[k]);
+        const pdnn_tensor_desc *a = &g->nodes[vars[k]].out, *b = &g->nodes[grads[k]].out;
+        if (a->layout != b->layout || a->dtype != b->dtype || memcmp(a->dims, b->dims, sizeof a->dims) != 0)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: gradient '%s' does not match "
+                                                          "variable '%s'",
+                               g->nodes[grads[k]].name, g->nodes[vars[k]].name);
+        for (int q = 0; q < k; q++)
+            if (vars[q] == vars[k])
+                return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: variable '%s' is listed "
+                                                              "twice", g->nodes[vars[k]].name);
+    }
+    int n0 = g->n;
+    pdnn_status st = PDNN_SUCCESS;
+    pdnn_node step = -1;
+    if (pdnn_graph_find(g, "global_step", &step) != PDNN_SUCCESS) {
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}};
+        st = pdnn_graph_variable(g, "global_step", "/cpu:0", &d, PDNN_INIT_ZEROS, 0, NULL, &step);
+    } else if (g->nodes[step].op != PDNN__OP_VARIABLE || pdnn_tensor_desc_elements(&g->nodes[step].out) != 1) {
+        st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: the node named global_step is not a "
+                                                    "one-element variable");
+    }
+    pdnn_node *updates = calloc((size_t)n, sizeof *updates);
+    if (st == PDNN_SUCCESS && !updates)
+        st = pdnn__host_oom("pdnn_graph_apply_gradients", "the update list", sizeof *updates * (size_t)n);
+    for (int k = 0; k < n && st == PDNN_SUCCESS; k++) {
+        pdnn_node in[4] = {vars[k], grads[k], -1, -1};
+        int n_in = 2;
+        if (p->kind == PDNN_OPTIMIZER_ADAM) {
+            st = slot(g, vars[k], "Adam", &in[2]);
+            if (st == PDNN_SUCCESS)
+                st = slot(g, vars[k], "Adam_1", &in[3]);
+            n_in = 4;
+        } else if (p->momentum != 0.0f) {
+            st = slot(g, vars[k], "Momentum", &in[2]);
+            n_in = 3;
+        }
+        if (st != PDNN_SUCCESS)
+            break;
+        pdnn__node nd;
+        memset(&nd, 0, sizeof nd);
+        nd.op = PDNN__OP_APPLY;
+        nd.optim = *p;
+        nd.step = step;
+        nd.out = g->nodes[vars[k]].out;
+        snprintf(nd.device, sizeof nd.device, "%s", g->nodes[vars[k]].device);
+        nd.colocate = vars[k] + 1;
+        char nm[200];
+        snprintf(nm, sizeof nm, "%.60s/update_%.120s", base, g->nodes[vars[k]].name);
+        st = pdnn__graph_add(g, nm, &nd, in, n_in, &updates[k]);
+    }
+    if (st == PDNN_SUCCESS) {
+        pdnn__node nd;
+        memset(&nd, 0, sizeof nd);
+        nd.op = PDNN__OP_TRAIN;
+        nd.step = step;
+        nd.out = g->nodes[step].out;
+        nd.colocate = step + 1;
+        st = pdnn__graph_add(g, base, &nd, updates, n, train_op);
+    }
+    free(updates);
+    if (st != PDNN_SUCCESS) {
+        for (int i = n0; i < g->n; i++) {
+            free(g->nodes[i].inputs);
+            free(g->nodes[i].data);
+        }
+        g->n = n0;
     }
     return st;
 }

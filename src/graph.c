@@ -10,7 +10,8 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "AddN", "BiasAdd", "Relu", "Softmax", "Reshape",
                                          "VariableV2", "SparseSoftmaxCrossEntropyWithLogits",
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
-                                         "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad"};
+                                         "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
+                                         "ApplyGradient", "NoOp"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -18,6 +19,8 @@ const char *pdnn__op_type(const pdnn__node *n)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPool" : "AvgPool";
     if (n->op == PDNN__OP_G_POOL_BWD)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPoolGrad" : "AvgPoolGrad";
+    if (n->op == PDNN__OP_APPLY)
+        return n->optim.kind == PDNN_OPTIMIZER_ADAM ? "ApplyAdam" : "ApplyMomentum";
     return base_names[n->op];
 }
 
@@ -528,15 +531,18 @@ pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *p
     snprintf(nd.name, sizeof nd.name, "%s", name);
     for (int k = 1; name_taken(g, nd.name); k++)
         snprintf(nd.name, sizeof nd.name, "%.100s_%d", name, k);
-    if (proto->data) {
-        size_t bytes = (size_t)pdnn_tensor_desc_bytes(&proto->out);
-        nd.data = malloc(bytes);
-        if (!nd.data)
-            return pdnn__host_oom(nd.name, "the node's data", bytes);
-        memcpy(nd.data, proto->data, bytes);
-    }
     pdnn_status st = finish(g, &nd, inputs, n_inputs, out);
-    if (st != PDNN_SUCCESS)
-        free(nd.data);
-    return st;
+    if (st != PDNN_SUCCESS || !proto->data)
+        return st;
+    /* The data goes to the committed node; a failed copy takes it back out. */
+    pdnn__node *added = &g->nodes[*out];
+    size_t bytes = (size_t)pdnn_tensor_desc_bytes(&proto->out);
+    added->data = malloc(bytes);
+    if (!added->data) {
+        free(added->inputs);
+        g->n--;
+        return pdnn__host_oom(nd.name, "the node's data", bytes);
+    }
+    memcpy(added->data, proto->data, bytes);
+    return PDNN_SUCCESS;
 }

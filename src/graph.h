@@ -23,7 +23,9 @@ typedef enum pdnn__node_op {
     PDNN__OP_G_CONV_BWD_FILTER, /* inputs x, dy; conv */
     PDNN__OP_G_CONV_BWD_BIAS,  /* input dy */
     PDNN__OP_G_POOL_BWD,       /* inputs x, dy; pool */
-    PDNN__OP_G_RELU_BWD          /* inputs y, dy */
+    PDNN__OP_G_RELU_BWD,         /* inputs y, dy */
+    PDNN__OP_APPLY,            /* inputs var, grad, slots; updates var in place; no value */
+    PDNN__OP_TRAIN             /* inputs the APPLY nodes; then global_step += 1; no value */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -37,6 +39,8 @@ typedef struct pdnn__node {
     pdnn_pool2d_params pool;
     int trans_a, trans_b;
     float *data;        /* constants, variables' initial values */
+    pdnn_optimizer_params optim; /* APPLY */
+    int step;           /* APPLY, TRAIN: the global_step variable */
     int colocate;       /* 1 + the node whose device this one takes when it names none; 0: none */
 } pdnn__node;
 
@@ -44,6 +48,9 @@ struct pdnn_graph {
     pdnn__node *nodes;
     int n, cap;
 };
+
+/* Ops that produce no value (fetching them runs them and gives NULL). */
+static inline int pdnn__no_value(const pdnn__node *n) { return n->op == PDNN__OP_APPLY || n->op == PDNN__OP_TRAIN; }
 
 /* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
 const char *pdnn__op_type(const pdnn__node *n);

@@ -37,6 +37,8 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_G_CONV_BWD_BIAS: return b->algos[PDNN__OP_CONV2D_BWD_BIAS] != NULL;
     case PDNN__OP_G_POOL_BWD: return b->algos[PDNN__OP_POOL2D_BWD] != NULL;
     case PDNN__OP_G_RELU_BWD: return b->algos[PDNN__OP_RELU_BWD] != NULL;
+    case PDNN__OP_APPLY: return b->algos[PDNN__OP_OPTIMIZER] != NULL;
+    case PDNN__OP_TRAIN: return 1;
     }
     return 0;
 }

@@ -767,6 +767,25 @@ PDNN_API pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char 
 PDNN_API pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node *xs, int n,
                                           pdnn_node *grads);
 
+/* An optimizer step over vars (variables) with their gradients grads
+ * (from pdnn_graph_gradients; same descs). Adds, TensorFlow-style:
+ *  - slot variables, zero-initialised and colocated with their variable:
+ *    "<var>/Momentum" (SGD with momentum != 0), or "<var>/Adam" (m) and
+ *    "<var>/Adam_1" (v);
+ *  - "global_step", a float32 X {1} variable on /cpu:0 counting the steps
+ *    (created by the first call, shared by later ones; exact to 2^24);
+ *  - one "<name>/update_<var>" node per variable (op ApplyMomentum or
+ *    ApplyAdam), placed with its variable, that runs pdnn_optimizer_update
+ *    in place with step = global_step + 1;
+ *  - *train_op (op "NoOp", named name or "Momentum"/"Adam"), which runs
+ *    every update and then adds 1 to global_step.
+ * Fetching train_op in pdnn_session_run runs the step; its fetch value is
+ * NULL (no value). A checkpoint holds every "VariableV2" node: the model's
+ * variables, the slots and global_step, each under its stable name. */
+PDNN_API pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pdnn_optimizer_params *p,
+                                                const pdnn_node *vars, const pdnn_node *grads, int n,
+                                                pdnn_node *train_op);
+
 typedef struct pdnn_session_config {
     /* Run on this context's devices (the session holds a reference: the
      * context may be destroyed first); NULL: the session creates its own

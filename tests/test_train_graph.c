@@ -347,6 +347,7 @@ Test(train_graph, gradients_on_the_accelerator_match_the_host_and_are_logged)
         pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
         net na = build(NULL, l), nh = build("/cpu:0", l);
         logbuf *log = calloc(1, sizeof *log);
+        cr_assert_not_null(log);
         pdnn_session *sa = session(na.g, log), *sh = session(nh.g, NULL);
         if (!has_gpu(sa)) {
             pdnn_session_destroy(sa);
@@ -409,6 +410,7 @@ Test(train_graph, gradient_nodes_are_colocated_with_their_forward_op)
     pdnn_node relu_grad;
     cr_assert_eq(pdnn_graph_find(g, "gradients/r_grad/ReluGrad", &relu_grad), PDNN_SUCCESS);
     logbuf *log = calloc(1, sizeof *log);
+        cr_assert_not_null(log);
     pdnn_session *s = session(g, log);
     const char *fwd = has_gpu(s) ? "/device:GPU:0" : "/device:CPU:0";
     cr_assert_str_eq(placed(s, r), fwd);
@@ -469,13 +471,12 @@ Test(train_graph, gradients_reject_bad_input_and_give_none_for_unconnected_nodes
     cr_assert_eq(pdnn_graph_softmax(g, "sm", NULL, a, &sm), PDNN_SUCCESS);
     cr_assert_eq(pdnn_graph_relu(g, "r", NULL, a, &r), PDNN_SUCCESS);
     cr_assert_eq(pdnn_graph_softmax_cross_entropy(g, "loss", NULL, r, lab, &loss), PDNN_SUCCESS);
-    int before = pdnn_graph_node_count(g);
     pdnn_node xs[2] = {a, other};
     /* Unconnected: TensorFlow's None, here -1, with success. */
     cr_assert_eq(pdnn_graph_gradients(g, loss, xs, 2, gr), PDNN_SUCCESS, "%s", pdnn_last_error());
     cr_assert_geq(gr[0], 0);
     cr_assert_eq(gr[1], -1);
-    before = pdnn_graph_node_count(g);
+    int before = pdnn_graph_node_count(g);
     /* Through softmax: no gradient defined; the graph is left unchanged. */
     cr_assert_eq(pdnn_graph_gradients(g, sm, xs, 1, gr), PDNN_ERR_UNSUPPORTED);
     cr_assert_not_null(strstr(pdnn_last_error(), "node 'sm' (Softmax)"), "%s", pdnn_last_error());
@@ -573,4 +574,198 @@ Test(train_graph, out_of_memory_in_a_step_names_the_node_and_its_output)
     cr_assert_null(out);
     pdnn_session_destroy(s);
     pdnn_graph_destroy(g);
+}
+
+static float *read_var(pdnn_session *s, const pdnn_graph *g, pdnn_node v, int64_t *count)
+{
+    pdnn_tensor_desc d;
+    cr_assert_eq(pdnn_graph_node_desc(g, v, &d), PDNN_SUCCESS);
+    int64_t e = pdnn_tensor_desc_elements(&d);
+    float *out = malloc(sizeof(float) * (size_t)e);
+    cr_assert_eq(pdnn_session_variable_read(s, v, out, (size_t)e * 4), PDNN_SUCCESS, "%s", pdnn_last_error());
+    if (count)
+        *count = e;
+    return out;
+}
+
+static void run_train(pdnn_session *s, const net *n, pdnn_node train, pdnn_tensor *xt, pdnn_tensor *lt)
+{
+    pdnn_node feeds[2] = {n->x, n->labels};
+    pdnn_tensor *fv[2] = {xt, lt}, *out = (pdnn_tensor *)1;
+    cr_assert_eq(pdnn_session_run(s, feeds, fv, 2, &train, 1, &out), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_null(out, "a train op has no value");
+}
+
+/* One SGD step by hand (w -= lr (g + wd w), the momentum slot = g + wd w,
+ * global_step 1), then several steps on the accelerator equal the host's. */
+Test(train_graph, sgd_steps_update_variables_in_place_the_same_on_every_device)
+{
+    pdnn_optimizer_params p;
+    pdnn_optimizer_params_init(&p, PDNN_OPTIMIZER_SGD);
+    p.learning_rate = 0.05f;
+    p.momentum = 0.9f;
+    p.weight_decay = 1e-3f;
+    float *final[2][4] = {{0}};
+    int ran = 0;
+    for (int on = 0; on < 2; on++) {
+        net n = build(on ? NULL : "/cpu:0", PDNN_NCHW);
+        pdnn_node train;
+        cr_assert_eq(pdnn_graph_apply_gradients(n.g, "train", &p, n.vars, n.grads, 4, &train), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        cr_assert_str_eq(pdnn_graph_node_op(n.g, train), "NoOp");
+        pdnn_node mom, step, upd;
+        cr_assert_eq(pdnn_graph_find(n.g, "conv1/w/Momentum", &mom), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_find(n.g, "global_step", &step), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_find(n.g, "train/update_conv1/w", &upd), PDNN_SUCCESS);
+        cr_assert_str_eq(pdnn_graph_node_op(n.g, upd), "ApplyMomentum");
+        logbuf *log = calloc(1, sizeof *log);
+        cr_assert_not_null(log);
+        pdnn_session *s = session(n.g, log);
+        if (on && !has_gpu(s)) {
+            free(log);
+            pdnn_session_destroy(s);
+            pdnn_graph_destroy(n.g);
+            break;
+        }
+        const char *want_dev = on ? FULL("GPU", 0) : FULL("CPU", 0);
+        char line[256];
+        snprintf(line, sizeof line, "train/update_conv1/w: (ApplyMomentum): %s\n", want_dev);
+        cr_assert_not_null(strstr(log->text, line), "%s", log->text);
+        snprintf(line, sizeof line, "conv1/w/Momentum: (VariableV2): %s\n", want_dev);
+        cr_assert_not_null(strstr(log->text, line), "%s", log->text);
+        cr_assert_not_null(strstr(log->text, "global_step: (VariableV2): " FULL("CPU", 0) "\n"), "%s", log->text);
+        pdnn_device *h = host_of(s);
+        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, N, C, H, H);
+        float xv[N * C * H * H];
+        th_fill(xv, N * C * H * H, 9);
+        pdnn_tensor *xt = th_upload(h, &xd, xv), *lt = labels_on(h, the_labels, N);
+        int64_t total, e;
+        float *grad = grads_of(s, &n, xt, lt, &total), *w0 = read_var(s, n.g, n.vars[0], &e);
+        double loss0 = loss_of(s, &n, xt, lt);
+        run_train(s, &n, train, xt, lt);
+        float *w1 = read_var(s, n.g, n.vars[0], NULL), *v1 = read_var(s, n.g, mom, NULL),
+              *st = read_var(s, n.g, step, NULL);
+        cr_assert_eq(st[0], 1.0f);
+        for (int64_t i = 0; i < e; i++) {
+            double gp = grad[i] + 1e-3 * w0[i];
+            cr_assert_float_eq(v1[i], gp, 1e-5 + 1e-4 * fabs(gp), "slot %lld", (long long)i);
+            cr_assert_float_eq(w1[i], w0[i] - 0.05 * gp, 1e-5 + 1e-4 * fabs(w0[i]), "w %lld", (long long)i);
+        }
+        for (int k = 0; k < 4; k++)
+            run_train(s, &n, train, xt, lt);
+        free(st);
+        st = read_var(s, n.g, step, NULL);
+        cr_assert_eq(st[0], 5.0f);
+        double loss5 = loss_of(s, &n, xt, lt);
+        cr_assert_lt(loss5, loss0 * 0.9, "training on one batch lowers its loss: %g -> %g", loss5, loss0);
+        for (int k = 0; k < 4; k++)
+            final[on][k] = read_var(s, n.g, n.vars[k], NULL);
+        ran = on + 1;
+        free(grad);
+        free(w0);
+        free(w1);
+        free(v1);
+        free(st);
+        free(log);
+        pdnn_tensor_release(xt);
+        pdnn_tensor_release(lt);
+        pdnn_session_destroy(s);
+        pdnn_graph_destroy(n.g);
+    }
+    if (ran == 2) {
+        const int64_t sizes[4] = {F * C * 9, F, F * (H / 2) * (H / 2) * K, K};
+        for (int k = 0; k < 4; k++)
+            for (int64_t i = 0; i < sizes[k]; i++)
+                cr_assert_float_eq(final[1][k][i], final[0][k][i], 1e-4 + 1e-3 * fabs(final[0][k][i]),
+                                   "variable %d element %lld: %g vs host %g", k, (long long)i,
+                                   (double)final[1][k][i], (double)final[0][k][i]);
+    }
+    for (int on = 0; on < 2; on++)
+        for (int k = 0; k < 4; k++)
+            free(final[on][k]);
+}
+
+/* Adam's first step moves each weight by lr * g'/(|g'| + eps): m/(1-b1) =
+ * g' and v/(1-b2) = g'^2. Its slots have TensorFlow's names. */
+Test(train_graph, adam_creates_named_slots_and_takes_a_first_step)
+{
+    pdnn_optimizer_params p;
+    pdnn_optimizer_params_init(&p, PDNN_OPTIMIZER_ADAM);
+    p.learning_rate = 0.01f;
+    net n = build("/cpu:0", PDNN_NHWC);
+    pdnn_node train, m, v;
+    cr_assert_eq(pdnn_graph_apply_gradients(n.g, NULL, &p, n.vars, n.grads, 4, &train), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    cr_assert_str_eq(pdnn_graph_node_name(n.g, train), "Adam");
+    cr_assert_eq(pdnn_graph_find(n.g, "fc/w/Adam", &m), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_find(n.g, "fc/w/Adam_1", &v), PDNN_SUCCESS);
+    pdnn_node mom;
+    cr_assert_eq(pdnn_graph_find(n.g, "fc/w/Momentum", &mom), PDNN_ERR_NOT_FOUND);
+    pdnn_session *s = session(n.g, NULL);
+    pdnn_device *h = host_of(s);
+    pdnn_tensor_desc xd = th_desc(PDNN_NHWC, N, C, H, H);
+    float xv[N * C * H * H];
+    th_fill(xv, N * C * H * H, 9);
+    pdnn_tensor *xt = th_upload(h, &xd, xv), *lt = labels_on(h, the_labels, N);
+    int64_t total, e;
+    float *grad = grads_of(s, &n, xt, lt, &total);
+    float *w0 = read_var(s, n.g, n.vars[2], &e);
+    run_train(s, &n, train, xt, lt);
+    float *w1 = read_var(s, n.g, n.vars[2], NULL), *m1 = read_var(s, n.g, m, NULL);
+    int64_t off = F * C * 9 + F; /* fc/w's gradient in the concatenation */
+    for (int64_t i = 0; i < e; i++) {
+        double g = grad[off + i];
+        cr_assert_float_eq(m1[i], 0.1 * g, 1e-6 + 1e-4 * fabs(g), "m %lld", (long long)i);
+        cr_assert_float_eq(w1[i], w0[i] - 0.01 * g / (fabs(g) + 1e-8), 1e-5, "w %lld: g %g", (long long)i, g);
+    }
+    free(grad);
+    free(w0);
+    free(w1);
+    free(m1);
+    pdnn_tensor_release(xt);
+    pdnn_tensor_release(lt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(n.g);
+}
+
+Test(train_graph, apply_gradients_rejects_bad_input_and_leaves_the_graph_unchanged)
+{
+    net n = build("/cpu:0", PDNN_NCHW);
+    pdnn_optimizer_params p;
+    pdnn_optimizer_params_init(&p, PDNN_OPTIMIZER_SGD);
+    int before = pdnn_graph_node_count(n.g);
+    pdnn_node train;
+    /* x is a placeholder, not a variable. */
+    pdnn_node vars[2] = {n.vars[0], n.x}, grads[2] = {n.grads[0], n.grads[4]};
+    cr_assert_eq(pdnn_graph_apply_gradients(n.g, NULL, &p, vars, grads, 2, &train), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "x) is not a variable"), "%s", pdnn_last_error());
+    /* A gradient of another shape. */
+    pdnn_node mism[1] = {n.grads[2]};
+    cr_assert_eq(pdnn_graph_apply_gradients(n.g, NULL, &p, n.vars, mism, 1, &train), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "does not match variable 'conv1/w'"), "%s", pdnn_last_error());
+    pdnn_node none[1] = {-1};
+    cr_assert_eq(pdnn_graph_apply_gradients(n.g, NULL, &p, n.vars, none, 1, &train), PDNN_ERR_INVALID_ARGUMENT);
+    pdnn_node twice[2] = {n.vars[1], n.vars[1]}, tg[2] = {n.grads[1], n.grads[1]};
+    cr_assert_eq(pdnn_graph_apply_gradients(n.g, NULL, &p, twice, tg, 2, &train), PDNN_ERR_INVALID_ARGUMENT);
+    p.kind = (pdnn_optimizer_kind)7;
+    cr_assert_eq(pdnn_graph_apply_gradients(n.g, NULL, &p, n.vars, n.grads, 4, &train), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_graph_node_count(n.g), before);
+    /* Bad hyperparameters surface when the step runs, naming the update node. */
+    pdnn_optimizer_params_init(&p, PDNN_OPTIMIZER_SGD);
+    p.learning_rate = -1;
+    cr_assert_eq(pdnn_graph_apply_gradients(n.g, NULL, &p, n.vars, n.grads, 4, &train), PDNN_SUCCESS);
+    pdnn_session *s = session(n.g, NULL);
+    pdnn_device *h = host_of(s);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, N, C, H, H);
+    float xv[N * C * H * H];
+    th_fill(xv, N * C * H * H, 9);
+    pdnn_tensor *xt = th_upload(h, &xd, xv), *lt = labels_on(h, the_labels, N), *out = NULL;
+    pdnn_node feeds[2] = {n.x, n.labels};
+    pdnn_tensor *fv[2] = {xt, lt};
+    cr_assert_neq(pdnn_session_run(s, feeds, fv, 2, &train, 1, &out), PDNN_SUCCESS);
+    cr_assert_not_null(strstr(pdnn_last_error(), "node 'Momentum/update_conv1/w'"), "%s", pdnn_last_error());
+    pdnn_tensor_release(xt);
+    pdnn_tensor_release(lt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(n.g);
 }
