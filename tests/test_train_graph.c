@@ -769,3 +769,160 @@ Test(train_graph, apply_gradients_rejects_bad_input_and_leaves_the_graph_unchang
     pdnn_session_destroy(s);
     pdnn_graph_destroy(n.g);
 }
+
+/* The shared model of the towers test: conv(+bias) -> relu -> maxpool ->
+ * flatten -> matmul -> cross-entropy, on dev, reading vars. */
+static pdnn_node tower(pdnn_graph *g, const char *dev, int t, int64_t batch, const pdnn_node vars[3], pdnn_node *x,
+                       pdnn_node *labels)
+{
+    char nm[64];
+    pdnn_tensor_desc xd = th_desc(PDNN_NHWC, batch, C, H, H), ld = th_desc(PDNN_LAYOUT_X, batch, 1, 1, 1);
+    ld.dtype = PDNN_INT32;
+    snprintf(nm, sizeof nm, "tower_%d/x", t);
+    cr_assert_eq(pdnn_graph_placeholder(g, nm, dev, &xd, x), PDNN_SUCCESS);
+    snprintf(nm, sizeof nm, "tower_%d/labels", t);
+    cr_assert_eq(pdnn_graph_placeholder(g, nm, dev, &ld, labels), PDNN_SUCCESS);
+    pdnn_conv2d_params cp;
+    pdnn_conv2d_params_init(&cp);
+    cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+    pdnn_pool2d_params pp;
+    pdnn_pool2d_params_init(&pp);
+    pdnn_node c, r, p, f, m, loss;
+    cr_assert_eq(pdnn_graph_conv2d(g, NULL, dev, *x, vars[0], vars[1], &cp, &c), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    cr_assert_eq(pdnn_graph_relu(g, NULL, dev, c, &r), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_pool2d(g, NULL, dev, r, &pp, &p), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_flatten(g, NULL, dev, p, &f), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_matmul(g, NULL, dev, f, vars[2], 0, 0, &m), PDNN_SUCCESS, "%s", pdnn_last_error());
+    snprintf(nm, sizeof nm, "tower_%d/loss", t);
+    cr_assert_eq(pdnn_graph_softmax_cross_entropy(g, nm, dev, m, *labels, &loss), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    return loss;
+}
+
+/* TensorFlow's multi-GPU CIFAR-10 pattern on POCL_DEVICES="pthread
+ * pthread": variables on /cpu:0, one tower per device on half the batch,
+ * the towers' gradients summed on /cpu:0, one update. Each tower's loss is
+ * the mean over its half, so the full batch's gradient is half the sum:
+ * the towers' SGD runs with half the learning rate (exact for SGD with
+ * momentum, which is linear in the gradient), there being no scale op. */
+Test(train_graph, two_towers_on_two_devices_equal_one_device_at_the_full_batch)
+{
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    enum { B = 8 };
+    const int32_t lab[B] = {0, 3, 4, 1, 2, 2, 0, 4};
+    float xv[B * C * H * H];
+    th_fill(xv, B * C * H * H, 21);
+    pdnn_tensor_desc wd = th_desc(PDNN_OIHW, F, C, 3, 3), bd = th_desc(PDNN_LAYOUT_X, F, 1, 1, 1);
+    pdnn_tensor_desc fd = th_desc(PDNN_NCHW, F * (H / 2) * (H / 2), K, 1, 1);
+    float *final[2][3], *init[3] = {0};
+    for (int towers = 0; towers < 2; towers++) {
+        pdnn_graph *g;
+        cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+        const char *vdev = towers ? "/cpu:0" : "/gpu:0";
+        pdnn_node vars[3], x[2], l[2], train;
+        cr_assert_eq(pdnn_graph_variable(g, "w", vdev, &wd, PDNN_INIT_HE_NORMAL, 11, NULL, &vars[0]), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_variable(g, "b", vdev, &bd, PDNN_INIT_GLOROT_UNIFORM, 13, NULL, &vars[1]),
+                     PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_variable(g, "fc", vdev, &fd, PDNN_INIT_GLOROT_UNIFORM, 12, NULL, &vars[2]),
+                     PDNN_SUCCESS);
+        pdnn_optimizer_params p;
+        pdnn_optimizer_params_init(&p, PDNN_OPTIMIZER_SGD);
+        p.momentum = 0.9f;
+        p.learning_rate = 0.1f;
+        if (towers) {
+            pdnn_node grads[2][3], sums[3];
+            for (int t = 0; t < 2; t++) {
+                char dev[16];
+                snprintf(dev, sizeof dev, "/gpu:%d", t);
+                pdnn_node loss = tower(g, dev, t, B / 2, vars, &x[t], &l[t]);
+                cr_assert_eq(pdnn_graph_gradients(g, loss, vars, 3, grads[t]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            }
+            for (int k = 0; k < 3; k++) {
+                pdnn_node in[2] = {grads[0][k], grads[1][k]};
+                char nm[32];
+                snprintf(nm, sizeof nm, "average/%d", k);
+                cr_assert_eq(pdnn_graph_add_n(g, nm, "/cpu:0", in, 2, &sums[k]), PDNN_SUCCESS);
+            }
+            p.learning_rate = 0.05f;
+            cr_assert_eq(pdnn_graph_apply_gradients(g, "train", &p, vars, sums, 3, &train), PDNN_SUCCESS, "%s",
+                         pdnn_last_error());
+        } else {
+            pdnn_node loss = tower(g, "/gpu:0", 0, B, vars, &x[0], &l[0]), grads[3];
+            cr_assert_eq(pdnn_graph_gradients(g, loss, vars, 3, grads), PDNN_SUCCESS, "%s", pdnn_last_error());
+            cr_assert_eq(pdnn_graph_apply_gradients(g, "train", &p, vars, grads, 3, &train), PDNN_SUCCESS, "%s",
+                         pdnn_last_error());
+        }
+        logbuf *log = calloc(1, sizeof *log);
+        cr_assert_not_null(log);
+        pdnn_session_config c;
+        pdnn_session_config_init(&c);
+        c.options.allow_growth = 1;
+        c.log_device_placement = 1;
+        c.log = capture;
+        c.log_user = log;
+        c.allow_soft_placement = 0;
+        pdnn_session *s = NULL;
+        pdnn_status st = pdnn_session_create(g, &c, &s);
+        if (st != PDNN_SUCCESS) {
+            pdnn_graph_destroy(g);
+            free(log);
+            if (towers)
+                for (int k = 0; k < 3; k++) {
+                    free(final[0][k]);
+                    free(init[k]);
+                }
+            cr_skip_test("two GPU-class devices are needed (POCL_DEVICES=\"pthread pthread\" gives them): %s",
+                         pdnn_last_error());
+        }
+        if (towers) {
+            cr_assert_not_null(strstr(log->text, "gradients/Conv2D_grad/Conv2DBackpropFilter: (Conv2DBackpropFilter): "
+                                                 FULL("GPU", 0) "\n"), "%s", log->text);
+            cr_assert_not_null(strstr(log->text, "gradients_1/Conv2D_1_grad/Conv2DBackpropFilter: "
+                                                 "(Conv2DBackpropFilter): " FULL("GPU", 1) "\n"), "%s", log->text);
+            cr_assert_not_null(strstr(log->text, "train/update_w: (ApplyMomentum): " FULL("CPU", 0) "\n"), "%s",
+                               log->text);
+        }
+        pdnn_device *h = host_of(s);
+        int parts = towers ? 2 : 1;
+        pdnn_tensor *xt[2], *lt[2];
+        for (int t = 0; t < parts; t++) {
+            int64_t rows = B / parts;
+            pdnn_tensor_desc xd = th_desc(PDNN_NHWC, rows, C, H, H);
+            xt[t] = th_upload(h, &xd, xv + t * rows * C * H * H);
+            lt[t] = labels_on(h, lab + t * rows, rows);
+        }
+        pdnn_node feeds[4] = {x[0], l[0], x[1], l[1]};
+        pdnn_tensor *fv[4] = {xt[0], lt[0], towers ? xt[1] : NULL, towers ? lt[1] : NULL};
+        for (int k = 0; k < 3 && !towers; k++)
+            init[k] = read_var(s, g, vars[k], NULL);
+        for (int step = 0; step < 4; step++) {
+            pdnn_tensor *out = NULL;
+            cr_assert_eq(pdnn_session_run(s, feeds, fv, 2 * parts, &train, 1, &out), PDNN_SUCCESS, "%s",
+                         pdnn_last_error());
+        }
+        for (int k = 0; k < 3; k++)
+            final[towers][k] = read_var(s, g, vars[k], NULL);
+        for (int t = 0; t < parts; t++) {
+            pdnn_tensor_release(xt[t]);
+            pdnn_tensor_release(lt[t]);
+        }
+        free(log);
+        pdnn_session_destroy(s);
+        pdnn_graph_destroy(g);
+    }
+    const int64_t sizes[3] = {F * C * 9, F, F * (H / 2) * (H / 2) * K};
+    for (int k = 0; k < 3; k++) {
+        for (int64_t i = 0; i < sizes[k]; i++)
+            cr_assert_float_eq(final[1][k][i], final[0][k][i], 1e-5 + 1e-4 * fabs(final[0][k][i]),
+                               "variable %d element %lld: towers %g, one device %g", k, (long long)i,
+                               (double)final[1][k][i], (double)final[0][k][i]);
+        double moved = 0; /* equal because nothing trained would prove nothing */
+        for (int64_t i = 0; i < sizes[k]; i++)
+            moved += fabs(final[0][k][i] - init[k][i]);
+        cr_assert_gt(moved, 1e-3, "variable %d did not move", k);
+        free(init[k]);
+        free(final[0][k]);
+        free(final[1][k]);
+    }
+}
