@@ -100,6 +100,11 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_pool2d_params, pad_right),
     FIELD(pdnn_pool2d_params, ceil_mode),
 
+    STRUCT(pdnn_batch_norm_params),
+    FIELD(pdnn_batch_norm_params, training),
+    FIELD(pdnn_batch_norm_params, epsilon),
+    FIELD(pdnn_batch_norm_params, momentum),
+
     STRUCT(pdnn_optimizer_params),
     FIELD(pdnn_optimizer_params, kind),
     FIELD(pdnn_optimizer_params, learning_rate),

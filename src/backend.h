@@ -154,9 +154,13 @@ typedef enum pdnn__op {
     PDNN__OP_CONV2D_BWD_FILTER = 3, /* u.conv2d */
     PDNN__OP_CONV2D_BWD_BIAS = 4,   /* u.conv2d */
     PDNN__OP_POOL2D_BWD = 5,        /* u.pool2d, see pdnn__pool2d_call */
-    PDNN__OP_RELU_BWD = 6,          /* u.relu_bwd */
-    PDNN__OP_SOFTMAX_XENT = 7,      /* u.xent */
-    PDNN__OP_OPTIMIZER = 8,         /* u.optim; updates in place */
+    /* batch normalization: u.bn, see pdnn__bn_call */
+    PDNN__OP_BN_FWD_TRAIN = 6,
+    PDNN__OP_BN_FWD_INFER = 7,
+    PDNN__OP_BN_BWD = 8,
+    PDNN__OP_RELU_BWD = 9,          /* u.relu_bwd */
+    PDNN__OP_SOFTMAX_XENT = 10,     /* u.xent */
+    PDNN__OP_OPTIMIZER = 11,        /* u.optim; updates in place */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -167,11 +171,40 @@ static inline int pdnn__op_is_conv(pdnn__op op)
            op == PDNN__OP_CONV2D_BWD_BIAS;
 }
 
+/* A validated batch normalization over N, H, W per channel C. x, y, dy
+ * and dx share dims {N,C,H,W}, layout (NCHW or NHWC) and strides xs; the
+ * per-channel vectors are C packed floats. Which buffers are read and
+ * written depends on the op:
+ *   BN_FWD_TRAIN  reads x, gamma, beta (and running_*)  writes y, the batch
+ *                 statistics saved_mean/saved_inv_std (region NULL: not
+ *                 wanted) and running_mean/var (NULL: not updated), which
+ *                 take (1 - momentum) * running + momentum * batch, the
+ *                 variance unbiased (m = N*H*W > 1 when they are given)
+ *   BN_FWD_INFER  reads x, gamma, beta, running_mean/var  writes y
+ *   BN_BWD        reads x, dy, gamma, saved_mean, saved_inv_std  writes dx,
+ *                 dgamma, dbeta (each may be NULL: not wanted)
+ * saved_inv_std is 1/sqrt(var_biased + epsilon). */
+typedef struct pdnn__bn_call {
+    int64_t n, c, h, w;
+    pdnn_layout layout;
+    int64_t xs[4];
+    float epsilon, momentum;
+    pdnn__buf x_buf, y_buf, gamma_buf, beta_buf, running_mean_buf, running_var_buf, saved_mean_buf,
+        saved_inv_std_buf;
+    pdnn__buf dy_buf, dx_buf, dgamma_buf, dbeta_buf;
+} pdnn__bn_call;
+
+static inline int pdnn__op_is_bn(pdnn__op op)
+{
+    return op == PDNN__OP_BN_FWD_TRAIN || op == PDNN__OP_BN_FWD_INFER || op == PDNN__OP_BN_BWD;
+}
+
 typedef struct pdnn__op_call {
     pdnn__op op;
     union {
         pdnn__conv2d_call conv2d;
         pdnn__pool2d_call pool2d;
+        pdnn__bn_call bn;
         pdnn__relu_bwd_call relu_bwd;
         pdnn__xent_call xent;
         pdnn__optim_call optim;

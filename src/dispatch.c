@@ -31,6 +31,9 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_CONV2D_BWD_FILTER: return "conv2d_bwd_filter";
     case PDNN__OP_CONV2D_BWD_BIAS: return "conv2d_bwd_bias";
     case PDNN__OP_POOL2D_BWD: return "pool2d_bwd";
+    case PDNN__OP_BN_FWD_TRAIN: return "batch_norm_fwd_train";
+    case PDNN__OP_BN_FWD_INFER: return "batch_norm_fwd_infer";
+    case PDNN__OP_BN_BWD: return "batch_norm_bwd";
     case PDNN__OP_RELU_BWD: return "relu_bwd";
     case PDNN__OP_SOFTMAX_XENT: return "softmax_xent";
     case PDNN__OP_OPTIMIZER: return "optimizer";
@@ -218,6 +221,10 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
         const size_t used = strlen(buf);
         if (call->op == PDNN__OP_POOL2D_BWD && used < len)
             snprintf(buf + used, len - used, " dx%s", pdnn_layout_name(c->dx_layout));
+    } else if (pdnn__op_is_bn(call->op)) {
+        const pdnn__bn_call *c = &call->u.bn;
+        snprintf(buf, len, "%s f32 %s n%lld c%lld h%lld w%lld", pdnn__op_name(call->op), pdnn_layout_name(c->layout),
+                 (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
     } else if (call->op == PDNN__OP_RELU_BWD) {
         snprintf(buf, len, "relu_bwd f32 n%lld", (long long)call->u.relu_bwd.n);
     } else if (call->op == PDNN__OP_SOFTMAX_XENT) {
@@ -249,6 +256,10 @@ double pdnn__op_flops(const pdnn__op_call *call)
         const pdnn__pool2d_call *c = &call->u.pool2d;
         return (double)c->n * (double)c->c * (double)c->p * (double)c->q * (double)c->win_h * (double)c->win_w;
     }
+    if (pdnn__op_is_bn(call->op)) { /* elements touched: x read (twice for the statistics), y written */
+        const pdnn__bn_call *c = &call->u.bn;
+        return (double)c->n * (double)c->c * (double)c->h * (double)c->w * (call->op == PDNN__OP_BN_FWD_INFER ? 2.0 : 4.0);
+    }
     /* The training ops: elements touched. */
     if (call->op == PDNN__OP_RELU_BWD)
         return (double)call->u.relu_bwd.n;
@@ -270,6 +281,14 @@ static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
     case PDNN__OP_CONV2D_BWD_DATA: *n = (size_t)(c->n * c->c * c->h * c->w); return c->x_buf;
     case PDNN__OP_CONV2D_BWD_FILTER: *n = (size_t)(c->k * (c->c / c->groups) * c->r * c->s); return c->w_buf;
     case PDNN__OP_CONV2D_BWD_BIAS: *n = (size_t)c->k; return c->bias_buf;
+    case PDNN__OP_BN_FWD_TRAIN:
+    case PDNN__OP_BN_FWD_INFER:
+        *n = (size_t)(call->u.bn.n * call->u.bn.c * call->u.bn.h * call->u.bn.w);
+        return call->u.bn.y_buf;
+    case PDNN__OP_BN_BWD: /* dx when wanted, else dgamma */
+        *n = call->u.bn.dx_buf.region ? (size_t)(call->u.bn.n * call->u.bn.c * call->u.bn.h * call->u.bn.w)
+                                      : (size_t)call->u.bn.c;
+        return call->u.bn.dx_buf.region ? call->u.bn.dx_buf : call->u.bn.dgamma_buf.region ? call->u.bn.dgamma_buf : call->u.bn.dbeta_buf;
     case PDNN__OP_RELU_BWD: *n = (size_t)call->u.relu_bwd.n; return call->u.relu_bwd.dx_buf;
     case PDNN__OP_SOFTMAX_XENT: *n = 1; return call->u.xent.loss_buf;
     case PDNN__OP_OPTIMIZER: *n = (size_t)call->u.optim.n; return call->u.optim.w_buf;

@@ -79,7 +79,7 @@ PDNN_API const char *pdnn_version(void);
  * "pdnn_context_options", "pdnn_device_info", "pdnn_device_spec",
  * "pdnn_memory_stats", "pdnn_tensor_desc", "pdnn_conv2d_params",
  * "pdnn_conv2d_tuning", "pdnn_pool2d_params", "pdnn_session_config",
- * "pdnn_optimizer_params", and
+ * "pdnn_optimizer_params", "pdnn_batch_norm_params", and
  * the DLPack structs of polydnn_dlpack.h: "DLPackVersion", "DLDevice",
  * "DLDataType", "DLTensor", "DLManagedTensor", "DLManagedTensorVersioned".
  * field NULL: *offset = 0 and *size = sizeof the struct; else the named
@@ -564,6 +564,49 @@ PDNN_API pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p,
  * or NHWC) is overwritten and must share no memory with x or dy. */
 PDNN_API pdnn_status pdnn_pool2d_backward(const pdnn_pool2d_params *p, const pdnn_tensor *x,
                                           const pdnn_tensor *dy, pdnn_tensor *dx);
+
+/* ---- batch normalization ---- */
+
+/* Batch normalization over N, H, W per channel C (both activation
+ * layouts), PyTorch's BatchNorm2d / cuDNN's spatial mode. */
+typedef struct pdnn_batch_norm_params {
+    int training;     /* 1: batch statistics (and running stats updated); 0: running statistics */
+    float epsilon;    /* > 0; default 1e-5 */
+    float momentum;   /* in [0, 1]: running = (1 - momentum) * running + momentum * batch; default 0.1
+                         (PyTorch); the running variance takes the unbiased batch variance, as PyTorch does */
+} pdnn_batch_norm_params;
+
+/* training 1, epsilon 1e-5, momentum 0.1. */
+PDNN_API void pdnn_batch_norm_params_init(pdnn_batch_norm_params *p);
+
+/* y = gamma * (x - mean) / sqrt(var + epsilon) + beta per channel.
+ * x, y: float32, same dims and layout (NCHW or NHWC); y shares no memory
+ * with any other argument. gamma, beta, running_mean, running_var,
+ * saved_mean, saved_inv_std: float32 layout X {C,1,1,1}.
+ * training: mean and var are the batch's (var biased, over N*H*W values);
+ * saved_mean/saved_inv_std (may be NULL) receive the batch mean and
+ * 1/sqrt(var + epsilon), for pdnn_batch_norm_backward; running_mean and
+ * running_var (both or neither may be NULL) are updated in place, the
+ * variance with the unbiased batch variance, so they need N*H*W > 1 (one
+ * value per channel is refused, as PyTorch does; without running stats it
+ * normalizes to beta). inference: running_mean/var are required and read
+ * as mean and var; saved_* are ignored. */
+PDNN_API pdnn_status pdnn_batch_norm_forward(const pdnn_batch_norm_params *p, const pdnn_tensor *x,
+                                             const pdnn_tensor *gamma, const pdnn_tensor *beta,
+                                             pdnn_tensor *running_mean, pdnn_tensor *running_var,
+                                             pdnn_tensor *saved_mean, pdnn_tensor *saved_inv_std, pdnn_tensor *y);
+
+/* The training-mode gradient from the forward's saved statistics, given
+ * dy (x's dims and layout): dx (x's desc), dgamma = sum dy * xhat and
+ * dbeta = sum dy (layout X {C}), with xhat = (x - saved_mean) *
+ * saved_inv_std. Any of the three outputs may be NULL (not computed), not
+ * all; each is overwritten and shares no memory with an input or another
+ * output. p's epsilon and momentum are checked but unused (the saved
+ * statistics hold epsilon); p->training must be 1. */
+PDNN_API pdnn_status pdnn_batch_norm_backward(const pdnn_batch_norm_params *p, const pdnn_tensor *x,
+                                              const pdnn_tensor *dy, const pdnn_tensor *gamma,
+                                              const pdnn_tensor *saved_mean, const pdnn_tensor *saved_inv_std,
+                                              pdnn_tensor *dx, pdnn_tensor *dgamma, pdnn_tensor *dbeta);
 
 /* ------------------------------------------------------------------ */
 /* The ops around convolution                                           */

@@ -133,6 +133,16 @@ typedef struct pool_case {
     pdnn_layout xl, yl;
 } pool_case;
 
+/* batch normalization: x {N,C,H,W} in layout, values + offset */
+typedef struct bn_case {
+    int64_t n, c, h, w;
+    pdnn_layout layout;
+    float offset;
+    int running; /* training forward: running statistics given (and updated) */
+} bn_case;
+#define BN_EPS 1e-5
+#define BN_MOMENTUM 0.1
+
 typedef struct op_case {
     pdnn__op op;
     const char *set;  /* the grid it belongs to (--set) */
@@ -145,6 +155,7 @@ typedef struct op_case {
     union {
         conv_case conv;
         pool_case pool;
+        bn_case bn;
     } u;
 } op_case;
 
@@ -1346,10 +1357,12 @@ static void usage(FILE *f)
             "  --mode grad   the backward ops (OP conv2d_bwd_data, conv2d_bwd_filter, conv2d_bwd_bias,\n"
             "                pool2d_bwd) on the forward table's shapes, and the naive backward loops\n"
             "                checked against the forward (adjoint identity, finite differences); and\n"
-            "                the training ops (relu_bwd, softmax_xent, optimizer)\n"
+            "                batch normalization (OP batch_norm_fwd_train, batch_norm_fwd_infer,\n"
+            "                batch_norm_bwd; set batch_norm); and the training ops (OP relu_bwd,\n"
+            "                softmax_xent, optimizer; sets relu_bwd, xent, xent_large, sgd, adam)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
             "                implicit_gemm, large_values, pool_edges, pool_rows, pool_sampled, pool_nan,\n"
-            "                pool_ties; grad mode's training sets: relu_bwd, xent, xent_large, sgd, adam\n"
+            "                pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam (grad)\n"
             "  -v            print every case\n");
 }
 
@@ -1395,7 +1408,8 @@ static int parse_options(int argc, char **argv, options *o)
             if (o->op < 0) {
                 fprintf(stderr,
                         "parity: --op must be conv2d, pool2d (test, perf) or conv2d_bwd_data, conv2d_bwd_filter, "
-                        "conv2d_bwd_bias, pool2d_bwd, relu_bwd, softmax_xent, optimizer (grad), got '%s'\n",
+                        "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd, "
+                        "relu_bwd, softmax_xent, optimizer (grad), got '%s'\n",
                         v);
                 return -1;
             }
@@ -1787,6 +1801,454 @@ static void make_reference(harness *h, const op_case *oc, case_data *d, int need
 }
 
 /* The line of pdnn_context_notes about backend name, or "". */
+/* ---- batch normalization (grad mode) ---------------------------------------
+ * Its own path through the harness: the op has several outputs (y and the
+ * saved and running statistics; dx, dgamma and dbeta), each compared by
+ * the normalised error with the naive loops below on every device and
+ * algorithm, the host's direct included. The naive backward is checked
+ * against central differences of L = <bn(x), dy> in double. */
+
+typedef struct bn_data {
+    int64_t m, xn;
+    float *x, *gamma, *beta, *rm, *rv, *sm, *si, *dy; /* x and dy in logical NCHW order */
+    int running;                                      /* FWD_TRAIN: update running stats */
+} bn_data;
+
+static void add_bn_cases(void)
+{
+    static const bn_case shapes[] = {
+        {2, 3, 4, 5, 0, 0.0f, 1},    {1, 5, 3, 3, 0, 0.0f, 1},    /* batch 1: variance over H*W only */
+        {17, 6, 2, 3, 0, 0.0f, 1},   {4, 7, 1, 1, 0, 0.0f, 1},    /* batch 17; 1x1 images */
+        {1, 3, 1, 1, 0, 0.0f, 0},    {3, 5, 6, 7, 0, 1e3f, 1},    /* zero variance (eps); large means */
+        {2, 13, 9, 9, 0, 0.0f, 1},   {8, 32, 14, 14, 0, 0.0f, 1}, /* C not a multiple of 4; many slices */
+        {16, 3, 40, 40, 0, 1e3f, 1},
+    };
+    static const pdnn__op ops[] = {PDNN__OP_BN_FWD_TRAIN, PDNN__OP_BN_FWD_INFER, PDNN__OP_BN_BWD};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int l = 0; l < 2; l++)
+            for (int o = 0; o < 3; o++) {
+                op_case *c = add_case(ops[o], "batch_norm", 1, 500 + (uint32_t)(i * 10 + (size_t)l));
+                c->u.bn = shapes[i];
+                c->u.bn.layout = act_layouts[l];
+            }
+}
+
+static void bn_case_name(const op_case *oc, char *buf, size_t len)
+{
+    const bn_case *k = &oc->u.bn;
+    snprintf(buf, len, "%s n%lld c%lld %lldx%lld %s%s%s",
+             oc->op == PDNN__OP_BN_FWD_TRAIN ? "train" : oc->op == PDNN__OP_BN_FWD_INFER ? "inference" : "backward",
+             (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w, pdnn_layout_name(k->layout),
+             k->offset != 0.0f ? " mean 1e3" : "", oc->op == PDNN__OP_BN_FWD_TRAIN && !k->running ? " no running" : "");
+}
+
+/* The training forward in double over x (logical order): y (may be NULL),
+ * the batch mean, the biased variance, and mean |x| per channel. */
+static void naive_bn_stats(const bn_case *k, const double *x, double *mean, double *var, double *mabs)
+{
+    const int64_t hw = k->h * k->w, m = k->n * hw;
+    for (int64_t c = 0; c < k->c; c++) {
+        double s = 0.0, a = 0.0, q = 0.0;
+        for (int64_t n = 0; n < k->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                s += x[(n * k->c + c) * hw + i];
+                a += fabs(x[(n * k->c + c) * hw + i]);
+            }
+        mean[c] = s / (double)m;
+        for (int64_t n = 0; n < k->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const double d = x[(n * k->c + c) * hw + i] - mean[c];
+                q += d * d;
+            }
+        var[c] = q / (double)m;
+        mabs[c] = a / (double)m;
+    }
+}
+
+/* L = <bn_train(x; gamma, beta), dy> in double. */
+static double naive_bn_loss(const bn_case *k, const double *x, const double *gamma, const double *beta, const float *dy,
+                            double eps)
+{
+    const int64_t hw = k->h * k->w;
+    double *mean = xmalloc((size_t)k->c * sizeof *mean), *var = xmalloc((size_t)k->c * sizeof *var),
+           *mabs = xmalloc((size_t)k->c * sizeof *mabs);
+    naive_bn_stats(k, x, mean, var, mabs);
+    double l = 0.0;
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t c = 0; c < k->c; c++)
+            for (int64_t i = 0; i < hw; i++) {
+                const int64_t e = (n * k->c + c) * hw + i;
+                l += (gamma[c] * (x[e] - mean[c]) / sqrt(var[c] + eps) + beta[c]) * (double)dy[e];
+            }
+    free(mean);
+    free(var);
+    free(mabs);
+    return l;
+}
+
+/* The backward from its formulas with the statistics mean and inv: g is
+ * dx (xn), then dgamma (C), then dbeta (C); scale likewise. */
+static void naive_bn_backward(const bn_case *k, const bn_data *d, const double *mean, const double *inv, double *g,
+                              double *scale)
+{
+    const int64_t hw = k->h * k->w, m = d->m, C = k->c, xn = d->xn;
+    for (int64_t c = 0; c < C; c++) {
+        double db = 0.0, dg = 0.0, adb = 0.0, adg = 0.0;
+        for (int64_t n = 0; n < k->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const int64_t e = (n * C + c) * hw + i;
+                const double xh = ((double)d->x[e] - mean[c]) * inv[c], dy = d->dy[e];
+                db += dy;
+                dg += dy * xh;
+                adb += fabs(dy);
+                adg += fabs(dy) * (fabs(xh) + fabs((double)d->x[e]) * inv[c]);
+            }
+        g[xn + c] = dg;
+        scale[xn + c] = adg;
+        g[xn + C + c] = db;
+        scale[xn + C + c] = adb;
+        const double gm = d->gamma[c];
+        for (int64_t n = 0; n < k->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const int64_t e = (n * C + c) * hw + i;
+                const double xh = ((double)d->x[e] - mean[c]) * inv[c], dy = d->dy[e];
+                const double big = 1.0 + fabs(xh) + fabs((double)d->x[e]) * inv[c];
+                g[e] = gm * inv[c] / (double)m * ((double)m * dy - db - xh * dg);
+                scale[e] = fabs(gm) * inv[c] * (fabs(dy) + big * (adb + adg) / (double)m);
+            }
+    }
+}
+
+/* The op's outputs laid end to end: FWD_TRAIN y, saved mean, saved inv
+ * std, then (running) running mean and var; FWD_INFER y; BWD dx, dgamma,
+ * dbeta. Counts in n[], total returned. */
+static int64_t bn_outputs(const op_case *oc, const bn_data *d, int64_t n[5], int *count)
+{
+    const int64_t C = oc->u.bn.c;
+    if (oc->op == PDNN__OP_BN_FWD_INFER) {
+        n[0] = d->xn;
+        *count = 1;
+        return d->xn;
+    }
+    if (oc->op == PDNN__OP_BN_BWD) {
+        n[0] = d->xn, n[1] = n[2] = C;
+        *count = 3;
+        return d->xn + 2 * C;
+    }
+    n[0] = d->xn, n[1] = n[2] = n[3] = n[4] = C;
+    *count = d->running ? 5 : 3;
+    return d->xn + (*count - 1) * C;
+}
+
+static const char *bn_output_name(pdnn__op op, int i)
+{
+    static const char *const train[] = {"y", "saved_mean", "saved_inv_std", "running_mean", "running_var"};
+    static const char *const bwd[] = {"dx", "dgamma", "dbeta"};
+    return op == PDNN__OP_BN_BWD ? bwd[i] : op == PDNN__OP_BN_FWD_INFER ? "y" : train[i];
+}
+
+static void bn_data_make(const op_case *oc, bn_data *d)
+{
+    const bn_case *k = &oc->u.bn;
+    memset(d, 0, sizeof *d);
+    d->m = k->n * k->h * k->w;
+    d->xn = d->m * k->c;
+    d->running = oc->op == PDNN__OP_BN_FWD_TRAIN ? k->running : 1;
+    d->x = xmalloc((size_t)d->xn * sizeof *d->x);
+    d->dy = xmalloc((size_t)d->xn * sizeof *d->dy);
+    fill(d->x, d->xn, oc->seed, 1.0f);
+    for (int64_t i = 0; i < d->xn; i++)
+        d->x[i] += k->offset;
+    fill(d->dy, d->xn, oc->seed + 3, 1.0f);
+    float **v[] = {&d->gamma, &d->beta, &d->rm, &d->rv, &d->sm, &d->si};
+    for (int i = 0; i < 6; i++)
+        *v[i] = xmalloc((size_t)k->c * sizeof **v[i]);
+    fill(d->gamma, k->c, oc->seed + 1, 1.0f);
+    fill(d->beta, k->c, oc->seed + 2, 1.0f);
+    fill(d->rm, k->c, oc->seed + 4, 1.0f);
+    fill(d->rv, k->c, oc->seed + 5, 1.0f);
+    for (int64_t c = 0; c < k->c; c++) {
+        d->rm[c] += k->offset;
+        d->rv[c] = 0.5f + fabsf(d->rv[c]);
+    }
+    /* The backward's saved statistics: the forward's, rounded to float. */
+    double *x = xmalloc((size_t)d->xn * sizeof *x), *mean = xmalloc((size_t)k->c * sizeof *mean),
+           *var = xmalloc((size_t)k->c * sizeof *var), *mabs = xmalloc((size_t)k->c * sizeof *mabs);
+    for (int64_t i = 0; i < d->xn; i++)
+        x[i] = d->x[i];
+    naive_bn_stats(k, x, mean, var, mabs);
+    for (int64_t c = 0; c < k->c; c++) {
+        d->sm[c] = (float)mean[c];
+        d->si[c] = (float)(1.0 / sqrt(var[c] + BN_EPS));
+    }
+    free(x);
+    free(mean);
+    free(var);
+    free(mabs);
+}
+
+static void bn_data_free(bn_data *d)
+{
+    float *v[] = {d->x, d->dy, d->gamma, d->beta, d->rm, d->rv, d->sm, d->si};
+    for (int i = 0; i < 8; i++)
+        free(v[i]);
+}
+
+/* The naive reference of every output (bn_outputs' order) and its scale. */
+static void naive_bn(const op_case *oc, const bn_data *d, double *ref, double *scale)
+{
+    const bn_case *k = &oc->u.bn;
+    const int64_t C = k->c, hw = k->h * k->w, xn = d->xn;
+    double *x = xmalloc((size_t)xn * sizeof *x), *mean = xmalloc((size_t)C * sizeof *mean),
+           *var = xmalloc((size_t)C * sizeof *var), *mabs = xmalloc((size_t)C * sizeof *mabs),
+           *inv = xmalloc((size_t)C * sizeof *inv);
+    for (int64_t i = 0; i < xn; i++)
+        x[i] = d->x[i];
+    naive_bn_stats(k, x, mean, var, mabs);
+    if (oc->op == PDNN__OP_BN_BWD) {
+        for (int64_t c = 0; c < C; c++) {
+            mean[c] = d->sm[c];
+            inv[c] = d->si[c];
+        }
+        naive_bn_backward(k, d, mean, inv, ref, scale);
+    } else {
+        const int train = oc->op == PDNN__OP_BN_FWD_TRAIN;
+        const double mo = BN_MOMENTUM;
+        for (int64_t c = 0; c < C; c++) {
+            const double mu = train ? mean[c] : (double)d->rm[c];
+            const double iv = 1.0 / sqrt((train ? var[c] : (double)d->rv[c]) + BN_EPS);
+            const double ma = train ? mabs[c] : fabs((double)d->rm[c]);
+            const double g = d->gamma[c], b = d->beta[c];
+            for (int64_t n = 0; n < k->n; n++)
+                for (int64_t i = 0; i < hw; i++) {
+                    const int64_t e = (n * C + c) * hw + i;
+                    ref[e] = g * ((x[e] - mu) * iv) + b;
+                    scale[e] = fabs(g) * iv * (fabs(x[e] - mu) + ma + fabs(x[e]) * (train ? 0.0 : 1.0)) + fabs(b);
+                }
+            if (!train)
+                continue;
+            const double unb = d->m > 1 ? var[c] * (double)d->m / (double)(d->m - 1) : 0.0;
+            ref[xn + c] = mean[c];
+            scale[xn + c] = mabs[c];
+            ref[xn + C + c] = iv;
+            scale[xn + C + c] = iv * (1.0 + mabs[c] * iv);
+            ref[xn + 2 * C + c] = (1.0 - mo) * d->rm[c] + mo * mean[c];
+            scale[xn + 2 * C + c] = (1.0 - mo) * fabs((double)d->rm[c]) + mo * mabs[c];
+            ref[xn + 3 * C + c] = (1.0 - mo) * d->rv[c] + mo * unb;
+            scale[xn + 3 * C + c] = (1.0 - mo) * fabs((double)d->rv[c]) + mo * unb * (1.0 + mabs[c] / sqrt(var[c] + BN_EPS));
+        }
+    }
+    free(x);
+    free(mean);
+    free(var);
+    free(mabs);
+    free(inv);
+}
+
+/* Central differences of L = <bn_train(x), dy> against the naive
+ * backward with exact statistics, at a few elements of x, gamma, beta. */
+static int check_naive_bn_backward(const op_case *oc, const bn_data *d, char *msg, size_t len)
+{
+    const bn_case *k = &oc->u.bn;
+    const int64_t C = k->c, xn = d->xn;
+    if ((double)xn > 2e4)
+        return 1;
+    double *x = xmalloc((size_t)xn * sizeof *x), *g = xmalloc((size_t)(xn + 2 * C) * sizeof *g),
+           *sc = xmalloc((size_t)(xn + 2 * C) * sizeof *sc), *mean = xmalloc((size_t)C * sizeof *mean),
+           *var = xmalloc((size_t)C * sizeof *var), *mabs = xmalloc((size_t)C * sizeof *mabs),
+           *inv = xmalloc((size_t)C * sizeof *inv), *gm = xmalloc((size_t)C * sizeof *gm),
+           *bt = xmalloc((size_t)C * sizeof *bt);
+    for (int64_t i = 0; i < xn; i++)
+        x[i] = d->x[i];
+    for (int64_t c = 0; c < C; c++) {
+        gm[c] = d->gamma[c];
+        bt[c] = d->beta[c];
+    }
+    naive_bn_stats(k, x, mean, var, mabs);
+    for (int64_t c = 0; c < C; c++)
+        inv[c] = 1.0 / sqrt(var[c] + BN_EPS);
+    naive_bn_backward(k, d, mean, inv, g, sc);
+    int ok = 1;
+    const double h = 1e-4;
+    for (int t = 0; t < 12 && ok; t++) {
+        /* elements of x (0..5), gamma (6..8), beta (9..11) */
+        double *v = t < 6 ? x : t < 9 ? gm : bt;
+        const int64_t nv = t < 6 ? xn : C, j = t < 6 ? t : t < 9 ? t - 6 : t - 9;
+        const int64_t i = t < 6 ? (nv - 1) * j / 5 : (nv - 1) * j / 2;
+        const int64_t gi = t < 6 ? i : t < 9 ? xn + i : xn + C + i;
+        const double keep = v[i];
+        v[i] = keep + h;
+        const double lp = naive_bn_loss(k, x, gm, bt, d->dy, BN_EPS);
+        v[i] = keep - h;
+        const double lm = naive_bn_loss(k, x, gm, bt, d->dy, BN_EPS);
+        v[i] = keep;
+        const double fd = (lp - lm) / (2.0 * h);
+        if (!(fabs(fd - g[gi]) <= 1e-6 * (sc[gi] + fabs(g[gi])) + 1e-9)) {
+            snprintf(msg, len, "finite difference of d%s at %lld: %.17g, the naive gradient %.17g",
+                     t < 6 ? "x" : t < 9 ? "gamma" : "beta", (long long)i, fd, g[gi]);
+            ok = 0;
+        }
+    }
+    free(x);
+    free(g);
+    free(sc);
+    free(mean);
+    free(var);
+    free(mabs);
+    free(inv);
+    free(gm);
+    free(bt);
+    return ok;
+}
+
+/* Runs a on dev for the case and reads every output into got (bn_outputs'
+ * order, logical). Returns the status; err gets the message. */
+static pdnn_status bn_run_on(pdnn_device *dev, const op_case *oc, const bn_data *d, const pdnn__algo *a, float *got,
+                             char *err, size_t elen)
+{
+    const bn_case *k = &oc->u.bn;
+    const pdnn_tensor_desc xd = th_desc(k->layout, k->n, k->c, k->h, k->w);
+    const pdnn_tensor_desc vd = th_desc(PDNN_LAYOUT_X, k->c, 1, 1, 1);
+    pdnn_tensor *x = NULL, *dy = NULL, *out = NULL, *vec[6] = {NULL};
+    pdnn_tensor *res[4] = {NULL};
+    const float *vsrc[6] = {d->gamma, d->beta, d->rm, d->rv, d->sm, d->si};
+    float *xm = xmalloc((size_t)d->xn * sizeof *xm), *ym = xmalloc((size_t)d->xn * sizeof *ym);
+    float *nan_fill = xmalloc((size_t)d->xn * sizeof *nan_fill);
+    for (int64_t i = 0; i < d->xn; i++)
+        nan_fill[i] = NAN;
+    th_to_layout(d->x, xm, k->layout, xd.dims);
+    pdnn_status st = upload(dev, &xd, xm, &x);
+    if (st == PDNN_SUCCESS && oc->op == PDNN__OP_BN_BWD) {
+        th_to_layout(d->dy, ym, k->layout, xd.dims);
+        st = upload(dev, &xd, ym, &dy);
+    }
+    for (int i = 0; i < 6 && st == PDNN_SUCCESS; i++)
+        st = upload(dev, &vd, vsrc[i], &vec[i]);
+    /* The outputs start as NaN: an element never written fails. */
+    if (st == PDNN_SUCCESS)
+        st = upload(dev, &xd, nan_fill, &out);
+    for (int i = 0; i < 4 && st == PDNN_SUCCESS; i++)
+        st = upload(dev, &vd, nan_fill, &res[i]);
+    pdnn_batch_norm_params p;
+    pdnn_batch_norm_params_init(&p);
+    p.epsilon = (float)BN_EPS;
+    p.momentum = (float)BN_MOMENTUM;
+    if (st == PDNN_SUCCESS) {
+        pdnn__dispatch_force(oc->op, a->name, -1);
+        if (oc->op == PDNN__OP_BN_BWD) {
+            st = pdnn_batch_norm_backward(&p, x, dy, vec[0], vec[4], vec[5], out, res[0], res[1]);
+        } else if (oc->op == PDNN__OP_BN_FWD_INFER) {
+            p.training = 0;
+            st = pdnn_batch_norm_forward(&p, x, vec[0], vec[1], vec[2], vec[3], NULL, NULL, out);
+        } else {
+            /* the running statistics are updated in place: start from rm, rv */
+            st = pdnn_batch_norm_forward(&p, x, vec[0], vec[1], d->running ? vec[2] : NULL,
+                                         d->running ? vec[3] : NULL, res[0], res[1], out);
+        }
+        pdnn__dispatch_force(oc->op, NULL, -1);
+    }
+    if (st == PDNN_SUCCESS && (st = pdnn_tensor_read(out, ym, (size_t)d->xn * sizeof *ym)) == PDNN_SUCCESS)
+        th_from_layout(ym, got, k->layout, xd.dims);
+    const size_t vb = (size_t)k->c * sizeof(float);
+    float *tail = got + d->xn;
+    if (st == PDNN_SUCCESS && oc->op == PDNN__OP_BN_BWD) {
+        if ((st = pdnn_tensor_read(res[0], tail, vb)) == PDNN_SUCCESS)
+            st = pdnn_tensor_read(res[1], tail + k->c, vb);
+    } else if (st == PDNN_SUCCESS && oc->op == PDNN__OP_BN_FWD_TRAIN) {
+        if ((st = pdnn_tensor_read(res[0], tail, vb)) == PDNN_SUCCESS)
+            st = pdnn_tensor_read(res[1], tail + k->c, vb);
+        if (st == PDNN_SUCCESS && d->running && (st = pdnn_tensor_read(vec[2], tail + 2 * k->c, vb)) == PDNN_SUCCESS)
+            st = pdnn_tensor_read(vec[3], tail + 3 * k->c, vb);
+    }
+    if (st != PDNN_SUCCESS)
+        snprintf(err, elen, "%s", pdnn_last_error());
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(dy);
+    pdnn_tensor_release(out);
+    for (int i = 0; i < 6; i++)
+        pdnn_tensor_release(vec[i]);
+    for (int i = 0; i < 4; i++)
+        pdnn_tensor_release(res[i]);
+    free(xm);
+    free(ym);
+    free(nan_fill);
+    return st;
+}
+
+static void run_bn_case(harness *h, const op_case *oc)
+{
+    char cname[256];
+    bn_case_name(oc, cname, sizeof cname);
+    bn_data d;
+    bn_data_make(oc, &d);
+    int64_t n[5];
+    int count = 0;
+    (void)bn_outputs(oc, &d, n, &count);
+    const int64_t total = d.xn + 4 * oc->u.bn.c; /* room for every output naive_bn writes */
+    double *ref = xmalloc((size_t)total * sizeof *ref), *scale = xmalloc((size_t)total * sizeof *scale);
+    float *got = xmalloc((size_t)total * sizeof *got);
+    naive_bn(oc, &d, ref, scale);
+    if (h->host_selected && oc->op == PDNN__OP_BN_BWD) {
+        char msg[256];
+        if (check_naive_bn_backward(oc, &d, msg, sizeof msg))
+            stats_for("host")->passed++;
+        else
+            fail(stats_for("host"), NULL, "the naive backward loop", cname, "%s", msg);
+    }
+    for (int di = 0; di < h->ndev; di++) {
+        pdnn_device *dev = h->devs[di];
+        char bname[16];
+        backend_stats *b = stats_for(backend_of(dev, bname, sizeof bname));
+        const pdnn__algo *const *list = pdnn__algos(dev, oc->op);
+        for (int ai = 0; list[ai]; ai++) {
+            const pdnn__algo *a = list[ai];
+            if (h->opt.algo && strcasecmp(h->opt.algo, a->name) != 0)
+                continue;
+            algo_stats *s = astats_for(dev, a);
+            char err[512] = "";
+            const pdnn_status st = bn_run_on(dev, oc, &d, a, got, err, sizeof err);
+            if (st == PDNN_ERR_UNSUPPORTED) {
+                char buf[PDNN__WHY_LEN];
+                skip(b, s, a->name, cname, refusal_reason(err, buf, sizeof buf));
+                continue;
+            }
+            if (st != PDNN_SUCCESS) {
+                fail(b, s, a->name, cname, "%s (%s)", err, pdnn_status_string(st));
+                continue;
+            }
+            double worst = 0.0;
+            int bad = 0;
+            for (int o = 0, at = 0; o < count && !bad; at += (int)n[o], o++) {
+                verdict v;
+                compare(got + at, ref + at, scale + at, n[o], &v);
+                if (v.worst > worst)
+                    worst = v.worst;
+                if (!(v.worst <= TOL_DIRECT)) {
+                    fail(b, s, a->name, cname,
+                         "%s element %lld is %.9g, expected %.9g: normalised error %.3g (scale %.3g), tolerance %.3g, "
+                         "against the naive loop",
+                         bn_output_name(oc->op, o), (long long)v.at, v.got, v.want, v.worst, v.scale, TOL_DIRECT);
+                    bad = 1;
+                }
+            }
+            if (bad)
+                continue;
+            b->passed++;
+            s->passed++;
+            if (worst > s->worst || s->passed == 1) {
+                s->worst = worst;
+                snprintf(s->worst_where, sizeof s->worst_where, "%s", cname);
+            }
+            if (verbose)
+                printf("pass %s %s %s: %s: error %.3g\n", b->name, dev_name(dev), a->name, cname, worst);
+        }
+    }
+    free(ref);
+    free(scale);
+    free(got);
+    bn_data_free(&d);
+}
+
 static void backend_note(pdnn_context *ctx, const char *name, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -1865,8 +2327,10 @@ int main(int argc, char **argv)
 
     build_conv_cases();
     build_pool_cases();
-    if (h.opt.mode == MODE_GRAD)
+    if (h.opt.mode == MODE_GRAD) {
         make_backward_cases();
+        add_bn_cases();
+    }
     int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) : 0;
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
@@ -1890,6 +2354,11 @@ int main(int argc, char **argv)
         const op_case *oc = &cases[ci];
         if ((h.opt.op >= 0 && (int)oc->op != h.opt.op) || (h.opt.set && strcmp(h.opt.set, oc->set) != 0))
             continue;
+        if (pdnn__op_is_bn(oc->op)) {
+            run_bn_case(&h, oc);
+            fflush(stdout);
+            continue;
+        }
         case_data d;
         case_data_make(oc, &d);
         reference ref;

@@ -99,6 +99,28 @@ static void backward(pdnn_device *dev, pdnn__op op, pdnn_layout l)
         pdnn_tensor_release(ts[i]);
 }
 
+/* Batch normalization: training forward, inference, backward. */
+static void batch_norm(pdnn_device *dev, pdnn_layout l)
+{
+    pdnn_tensor_desc xd = th_desc(l, 2, 8, 9, 10), vd = th_desc(PDNN_LAYOUT_X, 8, 1, 1, 1);
+    pdnn_tensor *x = th_upload(dev, &xd, NULL), *y = th_upload(dev, &xd, NULL), *v[6];
+    for (int i = 0; i < 6; i++)
+        v[i] = th_upload(dev, &vd, NULL);
+    pdnn_batch_norm_params p;
+    pdnn_batch_norm_params_init(&p);
+    cr_assert_eq(pdnn_batch_norm_forward(&p, x, v[0], v[1], v[2], v[3], v[4], v[5], y), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    cr_assert_eq(pdnn_batch_norm_backward(&p, x, x, v[0], v[4], v[5], y, v[1], v[2]), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    p.training = 0;
+    cr_assert_eq(pdnn_batch_norm_forward(&p, x, v[0], v[1], v[2], v[3], NULL, NULL, y), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y);
+    for (int i = 0; i < 6; i++)
+        pdnn_tensor_release(v[i]);
+}
+
 /* The ops without algorithm tables, and the peak probe. */
 static void others(pdnn_device *dev)
 {
@@ -174,6 +196,8 @@ static void build_everything(pdnn_device *dev)
         }
         pdnn__dispatch_force(bwd[o], NULL, -1);
     }
+    batch_norm(dev, PDNN_NCHW);
+    batch_norm(dev, PDNN_NHWC);
     others(dev);
 }
 

@@ -1141,6 +1141,99 @@ class TrainingGraphs(unittest.TestCase):
             self.assertLessEqual(np.abs(s.variable(c)).max(), np.sqrt(6 / 150))
 
 
+class BatchNorm(unittest.TestCase):
+    """batch_norm and batch_norm_backward against torch's batch_norm and
+    autograd, on the host and on an OpenCL device, in both layouts."""
+
+    def devices(self):
+        devs = [polydnn.devices()[0]]
+        if opencl_device() is not None:
+            devs.append(opencl_device())
+        return devs
+
+    @staticmethod
+    def back(t):
+        host = polydnn.devices()[0]
+        return torch.from_dlpack(t if t.device == host else t.to(host)).clone()
+
+    def test_training_and_running_statistics_match_torch(self):
+        for dev in self.devices():
+            for cl in (False, True):
+                with self.subTest(device=dev.name, channels_last=cl):
+                    c = 5
+                    g, b = torch_input((c,), False, 1), torch_input((c,), False, 2)
+                    rm_t, rv_t = torch.zeros(c), torch.ones(c)
+                    rm = polydnn.from_dlpack(torch.zeros(c)).to(dev)
+                    rv = polydnn.from_dlpack(torch.ones(c)).to(dev)
+                    for step in range(3):  # the running statistics after several calls
+                        x = torch_input((6, c, 4, 7), cl, 10 + step) * 3 + 10 * step
+                        want = F.batch_norm(x, rm_t, rv_t, g, b, True, 0.2, 1e-3)
+                        y, sm, si = polydnn.batch_norm(polydnn.from_dlpack(x).to(dev), g, b, rm, rv, training=True,
+                                                       momentum=0.2, eps=1e-3)
+                        self.assertEqual(y.layout, "NHWC" if cl else "NCHW")
+                        torch.testing.assert_close(self.back(y), want, rtol=1e-5, atol=1e-5)
+                        mean = x.mean(dim=(0, 2, 3))
+                        var = x.var(dim=(0, 2, 3), unbiased=False)
+                        torch.testing.assert_close(self.back(sm), mean, rtol=1e-5, atol=1e-5)
+                        torch.testing.assert_close(self.back(si), 1 / torch.sqrt(var + 1e-3), rtol=1e-5, atol=1e-6)
+                    torch.testing.assert_close(self.back(rm), rm_t, rtol=1e-5, atol=1e-5)
+                    torch.testing.assert_close(self.back(rv), rv_t, rtol=1e-5, atol=1e-5)
+
+    def test_host_running_statistics_update_torch_tensors_in_place(self):
+        x, g, b = torch_input((3, 4, 5, 5), False, 3), torch.ones(4), torch.zeros(4)
+        rm, rv = torch.zeros(4), torch.ones(4)
+        rm_t, rv_t = torch.zeros(4), torch.ones(4)
+        polydnn.batch_norm(x, g, b, rm, rv)
+        F.batch_norm(x, rm_t, rv_t, g, b, True)
+        torch.testing.assert_close(rm, rm_t)
+        torch.testing.assert_close(rv, rv_t)
+        if opencl_device() is not None:  # a copy to the device would drop the update: refused
+            xd = polydnn.from_dlpack(x).to(opencl_device())
+            with self.assertRaisesRegex(ValueError, "running_mean is on /device:CPU:0 but x is on"):
+                polydnn.batch_norm(xd, g, b, rm, rv)
+
+    def test_inference_matches_torch(self):
+        for dev in self.devices():
+            for cl in (False, True):
+                with self.subTest(device=dev.name, channels_last=cl):
+                    x = torch_input((5, 3, 6, 2), cl, 4)
+                    g, b = torch_input((3,), False, 5), torch_input((3,), False, 6)
+                    rm, rv = torch_input((3,), False, 7), torch_input((3,), False, 8).abs() + 0.5
+                    want = F.batch_norm(x, rm, rv, g, b, False, 0.1, 1e-5)
+                    y = polydnn.batch_norm(polydnn.from_dlpack(x).to(dev), g, b, rm, rv, training=False)
+                    torch.testing.assert_close(self.back(y), want, rtol=1e-5, atol=1e-5)
+
+    def test_backward_matches_autograd(self):
+        for dev in self.devices():
+            for cl in (False, True):
+                with self.subTest(device=dev.name, channels_last=cl):
+                    x = torch_input((7, 6, 3, 5), cl, 9).requires_grad_()
+                    g = torch_input((6,), False, 10).requires_grad_()
+                    b = torch_input((6,), False, 11).requires_grad_()
+                    dy = torch_input((7, 6, 3, 5), cl, 12)
+                    F.batch_norm(x, None, None, g, b, True, 0.1, 1e-5).backward(dy)
+                    xd = polydnn.from_dlpack(x.detach()).to(dev)
+                    _, sm, si = polydnn.batch_norm(xd, g.detach(), b.detach())
+                    dx, dg, db = polydnn.batch_norm_backward(xd, polydnn.from_dlpack(dy).to(dev), g.detach(), sm, si)
+                    self.assertEqual(dx.layout, "NHWC" if cl else "NCHW")
+                    torch.testing.assert_close(self.back(dx), x.grad, rtol=1e-4, atol=1e-5)
+                    torch.testing.assert_close(self.back(dg), g.grad, rtol=1e-4, atol=1e-5)
+                    torch.testing.assert_close(self.back(db), b.grad, rtol=1e-4, atol=1e-5)
+
+    def test_mistakes_are_named(self):
+        x, g, b = torch_input((2, 3, 2, 2), False, 13), torch.ones(3), torch.zeros(3)
+        with self.assertRaisesRegex(polydnn.Error, "epsilon is 0"):
+            polydnn.batch_norm(x, g, b, eps=0)
+        with self.assertRaisesRegex(polydnn.Error, "momentum is 2"):
+            polydnn.batch_norm(x, g, b, torch.zeros(3), torch.ones(3), momentum=2)
+        with self.assertRaisesRegex(polydnn.Error, "gamma"):
+            polydnn.batch_norm(x, torch.ones(4), b)
+        with self.assertRaisesRegex(polydnn.Error, "running_mean"):
+            polydnn.batch_norm(x, g, b, training=False)
+        with self.assertRaisesRegex(TypeError, "eps must be a number"):
+            polydnn.batch_norm(x, g, b, eps="small")
+
+
 class ReadmeExamples(unittest.TestCase):
     def test_readme_python_runs_as_ci_runs_it(self):
         # .ci/run: every ```python block of README.md, in order, as one script

@@ -378,6 +378,114 @@ static pdnn_status host_pool2d_bwd(void *dev, const pdnn__op_call *call, const p
 }
 
 /* max(v, 0) that keeps NaN as NaN, so a bad value is not hidden. */
+/* ---- batch normalization ---------------------------------------------- */
+
+/* Element (n, ch, i) of an activation, i = h * W + w (xs[2] = W * xs[3]
+ * in both layouts). */
+static int64_t bn_index(const pdnn__bn_call *c, int64_t n, int64_t ch, int64_t i)
+{
+    return n * c->xs[0] + ch * c->xs[1] + i * c->xs[3];
+}
+
+/* Per channel, two passes in double: the mean, then the mean squared
+ * deviation (never negative); then y, the saved and running statistics. */
+static pdnn_status host_bn_fwd_train(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                     pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__bn_call *c = &call->u.bn;
+    const float *x = at(c->x_buf), *gamma = at(c->gamma_buf), *beta = at(c->beta_buf);
+    float *y = at(c->y_buf);
+    const int64_t hw = c->h * c->w, m = c->n * hw;
+    for (int64_t ch = 0; ch < c->c; ch++) {
+        double sum = 0.0, sq = 0.0;
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t i = 0; i < hw; i++)
+                sum += x[bn_index(c, n, ch, i)];
+        const double mean = sum / (double)m;
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const double d = x[bn_index(c, n, ch, i)] - mean;
+                sq += d * d;
+            }
+        const double var = sq / (double)m, inv = 1.0 / sqrt(var + (double)c->epsilon);
+        const double g = gamma[ch], b = beta[ch];
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const int64_t e = bn_index(c, n, ch, i);
+                y[e] = (float)(g * ((x[e] - mean) * inv) + b);
+            }
+        if (c->saved_mean_buf.region) {
+            at(c->saved_mean_buf)[ch] = (float)mean;
+            at(c->saved_inv_std_buf)[ch] = (float)inv;
+        }
+        if (c->running_mean_buf.region) {
+            const double mo = c->momentum;
+            float *rm = at(c->running_mean_buf), *rv = at(c->running_var_buf);
+            rm[ch] = (float)((1.0 - mo) * rm[ch] + mo * mean);
+            rv[ch] = (float)((1.0 - mo) * rv[ch] + mo * (sq / (double)(m - 1)));
+        }
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status host_bn_fwd_infer(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                     pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__bn_call *c = &call->u.bn;
+    const float *x = at(c->x_buf), *gamma = at(c->gamma_buf), *beta = at(c->beta_buf);
+    const float *rm = at(c->running_mean_buf), *rv = at(c->running_var_buf);
+    float *y = at(c->y_buf);
+    const int64_t hw = c->h * c->w;
+    for (int64_t ch = 0; ch < c->c; ch++) {
+        const double mean = rm[ch], inv = 1.0 / sqrt((double)rv[ch] + (double)c->epsilon);
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const int64_t e = bn_index(c, n, ch, i);
+                y[e] = (float)((double)gamma[ch] * ((x[e] - mean) * inv) + (double)beta[ch]);
+            }
+    }
+    return PDNN_SUCCESS;
+}
+
+/* dbeta = sum dy, dgamma = sum dy * xhat, and
+ * dx = gamma * inv / m * (m * dy - dbeta - xhat * dgamma). */
+static pdnn_status host_bn_bwd(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                               pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__bn_call *c = &call->u.bn;
+    const float *x = at(c->x_buf), *dy = at(c->dy_buf), *gamma = at(c->gamma_buf);
+    const float *sm = at(c->saved_mean_buf), *si = at(c->saved_inv_std_buf);
+    const int64_t hw = c->h * c->w, m = c->n * hw;
+    for (int64_t ch = 0; ch < c->c; ch++) {
+        const double mean = sm[ch], inv = si[ch];
+        double db = 0.0, dg = 0.0;
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const int64_t e = bn_index(c, n, ch, i);
+                db += dy[e];
+                dg += dy[e] * ((x[e] - mean) * inv);
+            }
+        if (c->dgamma_buf.region)
+            at(c->dgamma_buf)[ch] = (float)dg;
+        if (c->dbeta_buf.region)
+            at(c->dbeta_buf)[ch] = (float)db;
+        if (!c->dx_buf.region)
+            continue;
+        float *dx = at(c->dx_buf);
+        const double k = (double)gamma[ch] * inv / (double)m;
+        for (int64_t n = 0; n < c->n; n++)
+            for (int64_t i = 0; i < hw; i++) {
+                const int64_t e = bn_index(c, n, ch, i);
+                const double xhat = (x[e] - mean) * inv;
+                dx[e] = (float)(k * ((double)m * dy[e] - db - xhat * dg));
+            }
+    }
+    return PDNN_SUCCESS;
+}
+
 static float relu1(float v) { return v > 0.0f ? v : (isnan(v) ? v : 0.0f); }
 
 static pdnn_status host_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
@@ -567,6 +675,15 @@ static const pdnn__algo host_conv_bwd_bias_direct = {
     .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = host_plan, .run = host_conv2d_bwd_bias};
 static const pdnn__algo host_pool_bwd_direct = {
     .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d_bwd};
+static const pdnn__algo host_bn_fwd_train_direct = {
+    .op = PDNN__OP_BN_FWD_TRAIN, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_fwd_train};
+static const pdnn__algo host_bn_fwd_infer_direct = {
+    .op = PDNN__OP_BN_FWD_INFER, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_fwd_infer};
+static const pdnn__algo host_bn_bwd_direct = {
+    .op = PDNN__OP_BN_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_bwd};
+static const pdnn__algo *const host_bn_fwd_train_algos[] = {&host_bn_fwd_train_direct, NULL};
+static const pdnn__algo *const host_bn_fwd_infer_algos[] = {&host_bn_fwd_infer_direct, NULL};
+static const pdnn__algo *const host_bn_bwd_algos[] = {&host_bn_bwd_direct, NULL};
 static const pdnn__algo *const host_conv_algos[] = {&host_conv_direct, NULL};
 static const pdnn__algo *const host_pool_algos[] = {&host_pool_direct, NULL};
 static const pdnn__algo *const host_conv_bwd_data_algos[] = {&host_conv_bwd_data_direct, NULL};
@@ -595,6 +712,9 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_CONV2D_BWD_FILTER] = host_conv_bwd_filter_algos,
               [PDNN__OP_CONV2D_BWD_BIAS] = host_conv_bwd_bias_algos,
               [PDNN__OP_POOL2D_BWD] = host_pool_bwd_algos,
+              [PDNN__OP_BN_FWD_TRAIN] = host_bn_fwd_train_algos,
+              [PDNN__OP_BN_FWD_INFER] = host_bn_fwd_infer_algos,
+              [PDNN__OP_BN_BWD] = host_bn_bwd_algos,
               [PDNN__OP_RELU_BWD] = host_relu_bwd_algos,
               [PDNN__OP_SOFTMAX_XENT] = host_softmax_xent_algos,
               [PDNN__OP_OPTIMIZER] = host_optimizer_algos},

@@ -331,6 +331,11 @@ static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_
                                                              &pdnn__cl_algo_bwd_filter_split, NULL};
 static const pdnn__algo *const cl_conv_bwd_bias_algos[] = {&pdnn__cl_algo_bwd_bias_direct, NULL};
 static const pdnn__algo *const cl_pool_bwd_algos[] = {&pdnn__cl_algo_pool_bwd_direct, NULL};
+/* batch normalization (cl_bn.c) */
+extern const pdnn__algo pdnn__cl_algo_bn_fwd_train, pdnn__cl_algo_bn_fwd_infer, pdnn__cl_algo_bn_bwd;
+static const pdnn__algo *const cl_bn_fwd_train_algos[] = {&pdnn__cl_algo_bn_fwd_train, NULL};
+static const pdnn__algo *const cl_bn_fwd_infer_algos[] = {&pdnn__cl_algo_bn_fwd_infer, NULL};
+static const pdnn__algo *const cl_bn_bwd_algos[] = {&pdnn__cl_algo_bn_bwd, NULL};
 /* The training ops (cl_train.c). */
 extern const pdnn__algo pdnn__cl_algo_relu_bwd_direct, pdnn__cl_algo_softmax_xent_direct, pdnn__cl_algo_optimizer_direct;
 static const pdnn__algo *const cl_relu_bwd_algos[] = {&pdnn__cl_algo_relu_bwd_direct, NULL};
@@ -360,6 +365,9 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_CONV2D_BWD_FILTER] = cl_conv_bwd_filter_algos,
               [PDNN__OP_CONV2D_BWD_BIAS] = cl_conv_bwd_bias_algos,
               [PDNN__OP_POOL2D_BWD] = cl_pool_bwd_algos,
+              [PDNN__OP_BN_FWD_TRAIN] = cl_bn_fwd_train_algos,
+              [PDNN__OP_BN_FWD_INFER] = cl_bn_fwd_infer_algos,
+              [PDNN__OP_BN_BWD] = cl_bn_bwd_algos,
               [PDNN__OP_RELU_BWD] = cl_relu_bwd_algos,
               [PDNN__OP_SOFTMAX_XENT] = cl_softmax_xent_algos,
               [PDNN__OP_OPTIMIZER] = cl_optimizer_algos},

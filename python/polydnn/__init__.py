@@ -33,6 +33,7 @@ __all__ = [
     "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
     "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
     "Graph", "Node", "Session",
+    "batch_norm", "batch_norm_backward",
     "relu_backward", "softmax_cross_entropy", "optimizer_update", "SGD", "Adam",
 ]
 
@@ -104,6 +105,10 @@ class _PoolParams(ctypes.Structure):
     _fields_ = [(n, _c_int) for n in (
         "mode", "window_h", "window_w", "stride_h", "stride_w", "pad_top", "pad_bottom",
         "pad_left", "pad_right", "ceil_mode")]
+
+
+class _BatchNormParams(ctypes.Structure):
+    _fields_ = [("training", _c_int), ("epsilon", ctypes.c_float), ("momentum", ctypes.c_float)]
 
 
 class _OptimizerParams(ctypes.Structure):
@@ -197,6 +202,10 @@ _conv_forward = _fn("pdnn_conv2d_forward", _c_int, _P(_ConvParams), _vp, _vp, _v
 _pool_init = _fn("pdnn_pool2d_params_init", None, _P(_PoolParams))
 _pool_dims = _fn("pdnn_pool2d_output_dims", _c_int, _P(_Desc), _P(_PoolParams), _P(_c_int64))
 _pool_forward = _fn("pdnn_pool2d_forward", _c_int, _P(_PoolParams), _vp, _vp)
+_bn_init = _fn("pdnn_batch_norm_params_init", None, _P(_BatchNormParams))
+_bn_forward = _fn("pdnn_batch_norm_forward", _c_int, _P(_BatchNormParams), _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp)
+_bn_backward = _fn("pdnn_batch_norm_backward", _c_int, _P(_BatchNormParams), _vp, _vp, _vp, _vp, _vp, _vp, _vp,
+                   _vp)
 _algo_name = _fn("pdnn_conv_algo_name", _cp, _c_int)
 _algo_parse = _fn("pdnn_conv_algo_parse", _c_int, _cp)
 _add = _fn("pdnn_add", _c_int, _vp, _vp, _vp)
@@ -259,6 +268,7 @@ _MIRRORS = [
     (_DLDevice, "DLDevice"), (_DLDataType, "DLDataType"), (_DLTensor, "DLTensor"),
     (_DLManagedTensor, "DLManagedTensor"), (_DLPackVersion, "DLPackVersion"),
     (_DLManagedTensorVersioned, "DLManagedTensorVersioned"), (_SessionConfig, "pdnn_session_config"),
+    (_BatchNormParams, "pdnn_batch_norm_params"),
     (_OptimizerParams, "pdnn_optimizer_params"),
 ]
 
@@ -1215,6 +1225,83 @@ class Adam(_Optimizer):
 
 
 # ---- graphs and sessions (TensorFlow 1.x style) ---------------------------------
+
+
+# ---- batch normalization ---------------------------------------------------
+
+
+def _bn_params(training, momentum, eps):
+    p = _BatchNormParams()
+    _bn_init(ctypes.byref(p))
+    p.training = 1 if training else 0
+    p.epsilon = _real(eps, "eps")
+    p.momentum = _real(momentum, "momentum")
+    return p
+
+
+def _bn_vector(v, ctx, dev, name, in_place=False):
+    """A per-channel vector as a Tensor on dev. One updated in place (the
+    running statistics) must already be there: a copy would take the
+    update and drop it."""
+    t = _as_tensor(v, _ACTIVATION, None, ctx, None if in_place else dev, name)
+    if in_place and t.device != dev:
+        raise ValueError("polydnn: %s is on %s but x is on %s; the running statistics are updated in place, so "
+                         "they must be on x's device" % (name, t.device.name, dev.name))
+    return t
+
+
+def batch_norm(x, gamma, beta, running_mean=None, running_var=None, training=True, momentum=0.1, eps=1e-5,
+               data_format=None):
+    """Batch normalization over N, H, W per channel, as
+    torch.nn.functional.batch_norm(x, running_mean, running_var, gamma, beta,
+    training, momentum, eps). gamma, beta and the running statistics are
+    vectors of length C (Tensors or arrays). training: normalizes with the
+    batch's statistics and updates running_mean/running_var in place when
+    given (they must then live on x's device: a host array imported without
+    a copy, or a Tensor there), the variance with the unbiased batch
+    variance as PyTorch does; returns (y, saved_mean, saved_inv_std), the
+    last two for batch_norm_backward. Otherwise normalizes with the running
+    statistics (required) and returns y. data_format as conv2d's."""
+    df = _data_format(data_format)
+    ctx, dev = _placement(x, gamma, beta, running_mean, running_var)
+    x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
+    dev = x.device
+    gamma = _bn_vector(gamma, ctx, dev, "gamma")
+    beta = _bn_vector(beta, ctx, dev, "beta")
+    rm = None if running_mean is None else _bn_vector(running_mean, ctx, dev, "running_mean", in_place=training)
+    rv = None if running_var is None else _bn_vector(running_var, ctx, dev, "running_var", in_place=training)
+    p = _bn_params(training, momentum, eps)
+    y = _empty_like(x, ctx)
+    sm = si = None
+    if training:
+        c = x.shape[1]
+        sm = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
+        si = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
+    h = lambda t: t._handle() if t is not None else None  # noqa: E731
+    _check(_bn_forward(ctypes.byref(p), x._handle(), gamma._handle(), beta._handle(), h(rm), h(rv), h(sm), h(si),
+                       y._handle()))
+    return (y, sm, si) if training else y
+
+
+def batch_norm_backward(x, dy, gamma, saved_mean, saved_inv_std, eps=1e-5, data_format=None):
+    """The training-mode gradient of batch_norm: (dx, dgamma, dbeta) from x,
+    dy = dL/dy (x's shape) and the saved statistics batch_norm returned."""
+    df = _data_format(data_format)
+    ctx, dev = _placement(x, dy)
+    x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
+    dev = x.device
+    dy = _as_tensor(dy, _ACTIVATION, df, ctx, dev, "dy")
+    gamma = _bn_vector(gamma, ctx, dev, "gamma")
+    sm = _bn_vector(saved_mean, ctx, dev, "saved_mean")
+    si = _bn_vector(saved_inv_std, ctx, dev, "saved_inv_std")
+    p = _bn_params(True, 0.1, eps)
+    dx = _empty_like(x, ctx)
+    c = x.shape[1]
+    dg = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
+    db = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
+    _check(_bn_backward(ctypes.byref(p), x._handle(), dy._handle(), gamma._handle(), sm._handle(), si._handle(),
+                        dx._handle(), dg._handle(), db._handle()))
+    return dx, dg, db
 
 
 def _cname(name, what):

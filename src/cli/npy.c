@@ -558,24 +558,34 @@ static int write_image(FILE *f, const unsigned char *pre, const char *dict, size
     return 0;
 }
 
-pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
-                      size_t errlen)
+/* The header of a version 1.0 image: the 10-byte prefix, the dict and
+ * its padding; path names the file in messages. */
+typedef struct npy_image {
+    unsigned char pre[10];
+    char dict[512];
+    size_t dlen, pad;
+    const float *data;
+    int64_t count;
+} npy_image;
+
+static pdnn_status build_image(const char *path, int ndim, const int64_t *shape, const float *data, npy_image *im,
+                               char *err, size_t errlen)
 {
     if (ndim < 0 || ndim > NPY_MAX_DIMS)
         return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d dimensions (at most %d)", path, ndim,
                     NPY_MAX_DIMS);
-    char dict[512];
-    int w = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    char *dict = im->dict;
+    int w = snprintf(dict, sizeof im->dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
     int64_t count = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0 || (shape[i] > 0 && count > INT64_MAX / 4 / shape[i]))
             return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: dimension %d is %" PRId64, path, i, shape[i]);
-        w += snprintf(dict + w, sizeof dict - (size_t)w, "%" PRId64 ",%s", shape[i], (i + 1 < ndim) ? " " : "");
+        w += snprintf(dict + w, sizeof im->dict - (size_t)w, "%" PRId64 ",%s", shape[i], (i + 1 < ndim) ? " " : "");
         count *= shape[i];
     }
     if (ndim > 1)
         w--; /* numpy writes (2, 3) but (4,) */
-    w += snprintf(dict + w, sizeof dict - (size_t)w, "), }");
+    w += snprintf(dict + w, sizeof im->dict - (size_t)w, "), }");
     if (count > 0 && !data)
         return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: no data", path);
     /* Pad with spaces so the data starts on a 64-byte boundary, as numpy does. */
@@ -584,7 +594,61 @@ pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const fl
     size_t hlen = (size_t)w + pad + 1;
     const unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                                    (unsigned char)(hlen >> 8)};
+    memcpy(im->pre, pre, sizeof pre);
+    im->dlen = (size_t)w;
+    im->pad = pad;
+    im->data = data;
+    im->count = count;
+    return PDNN_SUCCESS;
+}
 
+static int write_npy_image(FILE *f, void *ctx)
+{
+    const npy_image *im = ctx;
+    return write_image(f, im->pre, im->dict, im->dlen, im->pad, im->data, im->count);
+}
+
+pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsigned char **buf, size_t *len,
+                       char *err, size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    npy_image im;
+    memset(&im, 0, sizeof im);
+    pdnn_status st = build_image("array", ndim, shape, data, &im, err, errlen);
+    if (st != PDNN_SUCCESS)
+        return st;
+    char *mem = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&mem, &size);
+    if (!f)
+        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "encoding a .npy image: %s", strerror(errno));
+    int bad = write_npy_image(f, &im);
+    if (fclose(f) != 0)
+        bad = 1;
+    if (bad) {
+        free(mem);
+        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "encoding a .npy image: out of memory");
+    }
+    *buf = (unsigned char *)mem;
+    *len = size;
+    return PDNN_SUCCESS;
+}
+
+pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
+                      size_t errlen)
+{
+    npy_image im;
+    memset(&im, 0, sizeof im);
+    pdnn_status st = build_image(path, ndim, shape, data, &im, err, errlen);
+    if (st != PDNN_SUCCESS)
+        return st;
+    return cli_replace_file(path, write_npy_image, &im, err, errlen);
+}
+
+pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ctx), void *ctx,
+                             char *err, size_t errlen)
+{
     /* Replace the file the path leads to: through a symbolic link, the
      * link stays. A device or FIFO (/dev/null, /dev/stdout) has no old
      * contents to keep and cannot be renamed over: write it in place. */
@@ -602,7 +666,7 @@ pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const fl
         int e = 0;
         if (!f)
             e = errno;
-        else if (write_image(f, pre, dict, (size_t)w, pad, data, count) != 0 || fflush(f) != 0)
+        else if (write_fn(f, ctx) != 0 || fflush(f) != 0)
             e = errno ? errno : EIO;
         if (f && fclose(f) != 0 && !e)
             e = errno;
@@ -614,7 +678,7 @@ pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const fl
 
     const char *slash = strrchr(dst, '/');
     size_t dirlen = slash ? (size_t)(slash - dst) + 1 : 0;
-    static const char tmpname[] = ".polydnn-npy-XXXXXX";
+    static const char tmpname[] = ".polydnn-tmp-XXXXXX";
     char *tmp = malloc(dirlen + sizeof tmpname);
     if (!tmp) {
         free(real);
@@ -642,7 +706,7 @@ pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const fl
         }
     }
     errno = 0;
-    if (!e && write_image(f, pre, dict, (size_t)w, pad, data, count) != 0) {
+    if (!e && write_fn(f, ctx) != 0) {
         step = "writing";
         e = errno ? errno : EIO;
     }

@@ -50,6 +50,16 @@ pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char
 pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
                       size_t errlen);
 
+/* The bytes npy_write would write, in one malloc'd buffer (*buf, *len). */
+pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsigned char **buf, size_t *len,
+                       char *err, size_t errlen);
+
+/* The tool's one way to write a file, as npy_write describes: write_fn
+ * (0, or -1 with errno set) writes the contents to a temporary file in
+ * path's directory, which is flushed, fsync'd and renamed over path. */
+pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ctx), void *ctx, char *err,
+                             size_t errlen);
+
 void npy_free(npy_array *a);
 
 #endif
