@@ -1,17 +1,26 @@
 /* Building a graph: nodes, TensorFlow-style names, shape inference. */
 #include "graph.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool", "MatMul", "Add",
-                                         "AddN", "BiasAdd", "Relu", "Softmax", "Reshape"};
+                                         "AddN", "BiasAdd", "Relu", "Softmax", "Reshape",
+                                         "VariableV2", "SparseSoftmaxCrossEntropyWithLogits",
+                                         "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
+                                         "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
+                                         "ApplyGradient", "NoOp"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
     if (n->op == PDNN__OP_POOL2D)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPool" : "AvgPool";
+    if (n->op == PDNN__OP_G_POOL_BWD)
+        return n->pool.mode == PDNN_POOL_MAX ? "MaxPoolGrad" : "AvgPoolGrad";
+    if (n->op == PDNN__OP_APPLY)
+        return n->optim.kind == PDNN_OPTIMIZER_ADAM ? "ApplyAdam" : "ApplyMomentum";
     return base_names[n->op];
 }
 
@@ -425,5 +434,115 @@ pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out)
         return pdnn__host_oom("copying a graph", "a node's inputs or constant data", failed_bytes);
     }
     *out = c;
+    return PDNN_SUCCESS;
+}
+
+/* splitmix64 (Steele, Lea and Flood's finaliser) over a counter: the
+ * k-th draw of a seed is independent of how many were drawn before. */
+static double draw(uint64_t seed, uint64_t k)
+{
+    uint64_t z = seed + k * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+static void fans(const pdnn_tensor_desc *d, double *fan_in, double *fan_out)
+{
+    const int64_t *x = d->dims;
+    if (d->layout == PDNN_OIHW || d->layout == PDNN_OHWI || d->layout == PDNN_HWIO) {
+        *fan_in = (double)(x[1] * x[2] * x[3]);
+        *fan_out = (double)(x[0] * x[2] * x[3]);
+    } else if (d->layout == PDNN_LAYOUT_X) {
+        *fan_in = *fan_out = (double)x[0];
+    } else if (x[2] == 1 && x[3] == 1) {
+        *fan_in = (double)x[0];
+        *fan_out = (double)x[1];
+    } else {
+        *fan_in = (double)(x[1] * x[2] * x[3]);
+        *fan_out = (double)(x[0] * x[2] * x[3]);
+    }
+}
+
+pdnn_status pdnn_graph_variable(pdnn_graph *g, const char *name, const char *device, const pdnn_tensor_desc *desc,
+                                pdnn_initializer init, uint64_t seed, const float *data, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_variable", name, device, PDNN__OP_VARIABLE, NULL, 0, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (pdnn_tensor_desc_validate(desc) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    if (desc->dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "variables are float32");
+    if (init == PDNN_INIT_DATA && !data)
+        return shape_error(&nd, "PDNN_INIT_DATA needs data");
+    if (init < PDNN_INIT_ZEROS || init > PDNN_INIT_GLOROT_UNIFORM)
+        return shape_error(&nd, "unknown initializer");
+    int64_t count = pdnn_tensor_desc_elements(desc);
+    nd.data = calloc((size_t)count, sizeof *nd.data);
+    if (!nd.data)
+        return pdnn__host_oom(nd.name, "the variable's initial value", (uint64_t)count * sizeof *nd.data);
+    double fan_in, fan_out;
+    fans(desc, &fan_in, &fan_out);
+    const double two_pi = 6.283185307179586476925286766559;
+    for (int64_t e = 0; e < count; e++) {
+        double u = draw(seed, 2 * (uint64_t)e), v = draw(seed, 2 * (uint64_t)e + 1);
+        if (init == PDNN_INIT_DATA)
+            nd.data[e] = data[e];
+        else if (init == PDNN_INIT_HE_NORMAL)
+            nd.data[e] = (float)(sqrt(2.0 / fan_in) * sqrt(-2.0 * log(1.0 - u)) * cos(two_pi * v));
+        else if (init == PDNN_INIT_GLOROT_UNIFORM) {
+            double lim = sqrt(6.0 / (fan_in + fan_out));
+            nd.data[e] = (float)(-lim + 2.0 * lim * u);
+        }
+    }
+    nd.out = *desc;
+    st = finish(g, &nd, NULL, 0, out);
+    if (st != PDNN_SUCCESS)
+        free(nd.data);
+    return st;
+}
+
+pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char *name, const char *device, pdnn_node logits,
+                                             pdnn_node labels, pdnn_node *out)
+{
+    pdnn_node in[2] = {logits, labels};
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_softmax_cross_entropy", name, device, PDNN__OP_XENT, in, 2, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    const pdnn_tensor_desc *dl = in_desc(g, logits), *dlab = in_desc(g, labels);
+    if (!is_matrix(dl) || dl->dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "logits must be a float32 matrix {N, K, 1, 1}");
+    if (dlab->dtype != PDNN_INT32 || dlab->layout != PDNN_LAYOUT_X || dlab->dims[0] != dl->dims[0])
+        return shape_error(&nd, "labels must be int32, layout X, {N, 1, 1, 1} with N the logits' rows");
+    nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}};
+    return finish(g, &nd, in, 2, out);
+}
+
+pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *proto, const pdnn_node *inputs,
+                            int n_inputs, pdnn_node *out)
+{
+    pdnn__node nd = *proto;
+    nd.inputs = NULL;
+    nd.data = NULL;
+    snprintf(nd.name, sizeof nd.name, "%s", name);
+    for (int k = 1; name_taken(g, nd.name); k++)
+        snprintf(nd.name, sizeof nd.name, "%.100s_%d", name, k);
+    pdnn_status st = finish(g, &nd, inputs, n_inputs, out);
+    if (st != PDNN_SUCCESS || !proto->data)
+        return st;
+    /* The data goes to the committed node; a failed copy takes it back out. */
+    pdnn__node *added = &g->nodes[*out];
+    size_t bytes = (size_t)pdnn_tensor_desc_bytes(&proto->out);
+    added->data = malloc(bytes);
+    if (!added->data) {
+        free(added->inputs);
+        g->n--;
+        return pdnn__host_oom(nd.name, "the node's data", bytes);
+    }
+    memcpy(added->data, proto->data, bytes);
     return PDNN_SUCCESS;
 }

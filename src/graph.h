@@ -15,7 +15,17 @@ typedef enum pdnn__node_op {
     PDNN__OP_BIAS_ADD,
     PDNN__OP_RELU,
     PDNN__OP_SOFTMAX,
-    PDNN__OP_RESHAPE
+    PDNN__OP_RESHAPE,
+    PDNN__OP_VARIABLE,         /* data: the initial value; the session keeps the value */
+    PDNN__OP_XENT,             /* softmax cross-entropy loss: inputs logits, labels */
+    PDNN__OP_XENT_GRAD,        /* its dlogits: inputs logits, labels */
+    PDNN__OP_G_CONV_BWD_DATA,  /* inputs dy, w; conv */
+    PDNN__OP_G_CONV_BWD_FILTER, /* inputs x, dy; conv */
+    PDNN__OP_G_CONV_BWD_BIAS,  /* input dy */
+    PDNN__OP_G_POOL_BWD,       /* inputs x, dy; pool */
+    PDNN__OP_G_RELU_BWD,         /* inputs y, dy */
+    PDNN__OP_APPLY,            /* inputs var, grad, slots; updates var in place; no value */
+    PDNN__OP_TRAIN             /* inputs the APPLY nodes; then global_step += 1; no value */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -28,7 +38,10 @@ typedef struct pdnn__node {
     pdnn_conv2d_params conv;
     pdnn_pool2d_params pool;
     int trans_a, trans_b;
-    float *data;        /* constants */
+    float *data;        /* constants, variables' initial values */
+    pdnn_optimizer_params optim; /* APPLY */
+    int step;           /* APPLY, TRAIN: the global_step variable */
+    int colocate;       /* 1 + the node whose device this one takes when it names none; 0: none */
 } pdnn__node;
 
 struct pdnn_graph {
@@ -36,8 +49,16 @@ struct pdnn_graph {
     int n, cap;
 };
 
+/* Ops that produce no value (fetching them runs them and gives NULL). */
+static inline int pdnn__no_value(const pdnn__node *n) { return n->op == PDNN__OP_APPLY || n->op == PDNN__OP_TRAIN; }
+
 /* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
 const char *pdnn__op_type(const pdnn__node *n);
+
+/* Appends a copy of proto (its data copied, inputs replaced) named name,
+ * or name_1, name_2... if taken. */
+pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *proto, const pdnn_node *inputs,
+                            int n_inputs, pdnn_node *out);
 
 /* Deep copy (session.c keeps its own). */
 pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out);

@@ -29,6 +29,16 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_RELU: return b->relu != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;
     case PDNN__OP_RESHAPE: return b->copy != NULL;
+    case PDNN__OP_VARIABLE: return 1;
+    case PDNN__OP_XENT:
+    case PDNN__OP_XENT_GRAD: return b->algos[PDNN__OP_SOFTMAX_XENT] != NULL;
+    case PDNN__OP_G_CONV_BWD_DATA: return b->algos[PDNN__OP_CONV2D_BWD_DATA] != NULL;
+    case PDNN__OP_G_CONV_BWD_FILTER: return b->algos[PDNN__OP_CONV2D_BWD_FILTER] != NULL;
+    case PDNN__OP_G_CONV_BWD_BIAS: return b->algos[PDNN__OP_CONV2D_BWD_BIAS] != NULL;
+    case PDNN__OP_G_POOL_BWD: return b->algos[PDNN__OP_POOL2D_BWD] != NULL;
+    case PDNN__OP_G_RELU_BWD: return b->algos[PDNN__OP_RELU_BWD] != NULL;
+    case PDNN__OP_APPLY: return b->algos[PDNN__OP_OPTIMIZER] != NULL;
+    case PDNN__OP_TRAIN: return 1;
     }
     return 0;
 }
@@ -146,6 +156,15 @@ pdnn_status pdnn__place(const pdnn_graph *g, pdnn_context *ctx, int allow_soft,
         used += (size_t)w;
     }
     for (int i = 0; i < g->n; i++) {
+        /* Colocation (gradients with their forward op): the forward's device
+         * when the node names none and that device has the kernel; else the
+         * ordinary rules. */
+        const pdnn__node *nd = &g->nodes[i];
+        if (!nd->device[0] && nd->colocate > 0 && nd->colocate - 1 < i &&
+            pdnn__has_kernel(placed[nd->colocate - 1], nd)) {
+            placed[i] = placed[nd->colocate - 1];
+            continue;
+        }
         pdnn_status st = place_one(&g->nodes[i], order, n_dev, avail, allow_soft, log, log_user, &placed[i]);
         if (st != PDNN_SUCCESS)
             return st;

@@ -812,6 +812,75 @@ PDNN_API pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, 
                                             const pdnn_onnx_options *opts, pdnn_graph **out,
                                             pdnn_onnx_io *io);
 
+/* Variables: graph nodes whose value lives in the session, on the device
+ * the node is placed on, and persists across pdnn_session_run calls (and
+ * changes only by pdnn_session_variable_assign or an optimizer). desc is
+ * float32, any layout. The initial value is drawn when the node is added:
+ *   PDNN_INIT_ZEROS           zeros (data and seed ignored)
+ *   PDNN_INIT_DATA            a copy of data (desc's memory order)
+ *   PDNN_INIT_HE_NORMAL       normal, mean 0, stddev sqrt(2 / fan_in)
+ *   PDNN_INIT_GLOROT_UNIFORM  uniform in +-sqrt(6 / (fan_in + fan_out))
+ * fan_in/fan_out: filters {O,I,H,W}: I*H*W / O*H*W; matrices {R,C,1,1}
+ * (NCHW or NHWC, a matmul's b): R / C; other activations {N,C,H,W}:
+ * C*H*W / N*H*W; vectors X {L}: L / L. The draws come from a counter-based
+ * generator that gives the same numbers on every platform: element e (in
+ * desc's memory order) uses u_k = (splitmix64(seed + k * 0x9E3779B97F4A7C15)
+ * >> 11) * 2^-53 for k = 2e and 2e + 1; uniform: lo + (hi - lo) * u_2e;
+ * normal: Box-Muller, sqrt(-2 ln(1 - u_2e)) * cos(2 pi u_2e+1), in double,
+ * rounded to float (plain normal, not TensorFlow's truncated one). To start
+ * from a .npy file, read it (numpy, or the CLI's reader) and pass PDNN_INIT_DATA. */
+typedef enum pdnn_initializer {
+    PDNN_INIT_ZEROS = 0,
+    PDNN_INIT_DATA = 1,
+    PDNN_INIT_HE_NORMAL = 2,
+    PDNN_INIT_GLOROT_UNIFORM = 3
+} pdnn_initializer;
+/* Op type "VariableV2". */
+PDNN_API pdnn_status pdnn_graph_variable(pdnn_graph *g, const char *name, const char *device,
+                                         const pdnn_tensor_desc *desc, pdnn_initializer init, uint64_t seed,
+                                         const float *data, pdnn_node *out);
+
+/* Softmax cross-entropy loss (pdnn_softmax_cross_entropy): logits a matrix
+ * {N,K,1,1}, labels an int32 layout-X {N,1,1,1} node (a placeholder);
+ * the output is the float32 layout-X {1,1,1,1} batch-mean loss. Op type
+ * "SparseSoftmaxCrossEntropyWithLogits". */
+PDNN_API pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char *name, const char *device,
+                                                      pdnn_node logits, pdnn_node labels, pdnn_node *out);
+
+/* tf.gradients: adds the nodes computing d(sum of loss's elements)/d xs[i]
+ * (a loss that is not a scalar is seeded with ones, as TensorFlow does)
+ * and stores them in grads[i]. Gradients reaching a node by several paths
+ * are summed by an AddN. Nodes are named "gradients/<op name>_grad/<Op>"
+ * (a "_1", "_2" suffix when gradients is called again). Each gradient node
+ * without a device of its own is placed on the device its forward op was
+ * placed on (TensorFlow's colocate_gradients_with_ops); the placement log
+ * lists them. grads[i] is -1 (TensorFlow's None) when loss does not
+ * depend on xs[i]. Differentiable ops: Conv2D (its fused relu too),
+ * MaxPool, AvgPool, MatMul, Add, AddN, BiasAdd, Relu, Reshape, and
+ * SparseSoftmaxCrossEntropyWithLogits as the loss itself. A path through
+ * Softmax, or a cross-entropy that is not the loss, fails naming the node. */
+PDNN_API pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node *xs, int n,
+                                          pdnn_node *grads);
+
+/* An optimizer step over vars (variables) with their gradients grads
+ * (from pdnn_graph_gradients; same descs). Adds, TensorFlow-style:
+ *  - slot variables, zero-initialised and colocated with their variable:
+ *    "<var>/Momentum" (SGD with momentum != 0), or "<var>/Adam" (m) and
+ *    "<var>/Adam_1" (v);
+ *  - "global_step", a float32 X {1} variable on /cpu:0 counting the steps
+ *    (created by the first call, shared by later ones; exact to 2^24);
+ *  - one "<name>/update_<var>" node per variable (op ApplyMomentum or
+ *    ApplyAdam), placed with its variable, that runs pdnn_optimizer_update
+ *    in place with step = global_step + 1;
+ *  - *train_op (op "NoOp", named name or "Momentum"/"Adam"), which runs
+ *    every update and then adds 1 to global_step.
+ * Fetching train_op in pdnn_session_run runs the step; its fetch value is
+ * NULL (no value). A checkpoint holds every "VariableV2" node: the model's
+ * variables, the slots and global_step, each under its stable name. */
+PDNN_API pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pdnn_optimizer_params *p,
+                                                const pdnn_node *vars, const pdnn_node *grads, int n,
+                                                pdnn_node *train_op);
+
 typedef struct pdnn_session_config {
     /* Run on this context's devices (the session holds a reference: the
      * context may be destroyed first); NULL: the session creates its own
@@ -858,6 +927,12 @@ PDNN_API pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds,
                                       pdnn_tensor *const *feed_values, int n_feeds,
                                       const pdnn_node *fetches, int n_fetches,
                                       pdnn_tensor **fetch_values);
+
+/* A variable's current value, as float32 in its desc's memory order:
+ * bytes must be the variable's size. Reading copies it to dst; assigning
+ * replaces it (on its device). Not a variable: PDNN_ERR_INVALID_ARGUMENT. */
+PDNN_API pdnn_status pdnn_session_variable_read(pdnn_session *s, pdnn_node var, float *dst, size_t bytes);
+PDNN_API pdnn_status pdnn_session_variable_assign(pdnn_session *s, pdnn_node var, const float *src, size_t bytes);
 
 #ifdef __cplusplus
 }

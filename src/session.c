@@ -135,7 +135,7 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         log_placement(s);
     for (int i = 0; st == PDNN_SUCCESS && i < s->g->n; i++) {
         const pdnn__node *nd = &s->g->nodes[i];
-        if (nd->op != PDNN__OP_CONST)
+        if (nd->op != PDNN__OP_CONST && nd->op != PDNN__OP_VARIABLE)
             continue;
         st = pdnn_tensor_create(s->placed[i], &nd->out, &s->consts[i]);
         if (st == PDNN_SUCCESS)
@@ -208,10 +208,54 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_RELU: return pdnn_relu(in[0], y);
     case PDNN__OP_SOFTMAX: return pdnn_softmax(in[0], y);
     case PDNN__OP_RESHAPE: return pdnn_reshape(in[0], y);
+    case PDNN__OP_XENT: return pdnn_softmax_cross_entropy(in[0], in[1], y, NULL);
+    case PDNN__OP_XENT_GRAD: {
+        pdnn_tensor *loss = NULL;
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}};
+        if (!in[0])
+            return pdnn__error(PDNN_ERR_INTERNAL, "run_node: no logits");
+        pdnn_status st = pdnn_tensor_create(in[0]->dev, &d, &loss);
+        if (st == PDNN_SUCCESS)
+            st = pdnn_softmax_cross_entropy(in[0], in[1], loss, y);
+        pdnn_tensor_release(loss);
+        return st;
+    }
+    case PDNN__OP_G_CONV_BWD_DATA: return pdnn_conv2d_backward_data(&nd->conv, in[0], in[1], y);
+    case PDNN__OP_G_CONV_BWD_FILTER: return pdnn_conv2d_backward_filter(&nd->conv, in[0], in[1], y);
+    case PDNN__OP_G_CONV_BWD_BIAS: return pdnn_conv2d_backward_bias(in[0], y);
+    case PDNN__OP_G_POOL_BWD: return pdnn_pool2d_backward(&nd->pool, in[0], in[1], y);
+    case PDNN__OP_G_RELU_BWD: return pdnn_relu_backward(in[0], in[1], y);
     case PDNN__OP_PLACEHOLDER:
-    case PDNN__OP_CONST: break;
+    case PDNN__OP_VARIABLE:
+    case PDNN__OP_CONST:
+    case PDNN__OP_APPLY:
+    case PDNN__OP_TRAIN: break;
     }
     return pdnn__error(PDNN_ERR_INTERNAL, "run_node: op %d has no runner", (int)nd->op);
+}
+
+/* The optimizer's update of one variable in place (its slots and the
+ * variable are the session's own tensors, on the variable's device), or
+ * the step count's increment. */
+static pdnn_status run_update(pdnn_session *s, const pdnn__node *nd, const pdnn_tensor *const *in)
+{
+    float stepf = 0;
+    pdnn_status st = pdnn_tensor_read(s->consts[nd->step], &stepf, sizeof stepf);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (nd->op == PDNN__OP_TRAIN) {
+        stepf += 1.0f;
+        return pdnn_tensor_write(s->consts[nd->step], &stepf, sizeof stepf);
+    }
+    int var = nd->inputs[0];
+    pdnn_tensor *w = s->consts[var];
+    pdnn_tensor *s1 = nd->n_inputs > 2 ? s->consts[nd->inputs[2]] : NULL;
+    pdnn_tensor *s2 = nd->n_inputs > 3 ? s->consts[nd->inputs[3]] : NULL;
+    if (in[0] != w || (s1 && s1->dev != w->dev) || (s2 && s2->dev != w->dev))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "variable '%s', its update and its slots must be on one device "
+                                                      "(do not give them different devices)",
+                           s->g->nodes[var].name);
+    return pdnn_optimizer_update(&nd->optim, (int64_t)stepf + 1, w, in[1], s1, s2);
 }
 
 /* Per-run state. values[i] is node i's output; owned[i] says whether the
@@ -347,7 +391,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
             continue;
         }
-        if (nd->op == PDNN__OP_CONST) {
+        if (nd->op == PDNN__OP_CONST || nd->op == PDNN__OP_VARIABLE) {
             r.values[i] = s->consts[i];
             continue;
         }
@@ -359,6 +403,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         }
         for (int q = 0; q < nd->n_inputs && st == PDNN_SUCCESS; q++) {
             int j = nd->inputs[q];
+            if (pdnn__no_value(&g->nodes[j]))
+                continue; /* ordering only: an update before the step count */
             if (r.values[j]->dev == dev) {
                 in[q] = r.values[j];
                 continue;
@@ -369,9 +415,24 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             in[q] = *slot;
         }
         pdnn_tensor *y = NULL;
-        if (st == PDNN_SUCCESS)
+        if (st == PDNN_SUCCESS && pdnn__no_value(nd)) {
+            st = run_update(s, nd, in);
+            if (st != PDNN_SUCCESS) {
+                char why[1024];
+                snprintf(why, sizeof why, "%s", pdnn_last_error());
+                st = pdnn__error(st, "node '%s' (%s) on %s: %s", nd->name, pdnn__op_type(nd), dev->name, why);
+                break;
+            }
+        } else if (st == PDNN_SUCCESS) {
             st = pdnn_tensor_create(dev, &nd->out, &y);
-        if (st == PDNN_SUCCESS) {
+            if (st != PDNN_SUCCESS) {
+                char why[1024], d[96];
+                snprintf(why, sizeof why, "%s", pdnn_last_error());
+                st = pdnn__error(st, "node '%s' (%s) on %s: allocating its output %s: %s", nd->name,
+                                 pdnn__op_type(nd), dev->name, pdnn__desc_string(&nd->out, d, sizeof d), why);
+            }
+        }
+        if (st == PDNN_SUCCESS && !pdnn__no_value(nd)) {
             st = run_node(nd, in, y);
             if (st != PDNN_SUCCESS) {
                 char why[1024];
@@ -403,7 +464,9 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
      * repeated fetch or a value the run does not own (a feed, a constant). */
     for (int k = 0; k < n_fetches && st == PDNN_SUCCESS; k++) {
         int f = fetches[k];
-        if (r.owned[f]) {
+        if (pdnn__no_value(&g->nodes[f])) {
+            fetch_values[k] = NULL; /* it ran; it has no value */
+        } else if (r.owned[f]) {
             fetch_values[k] = r.values[f];
             r.owned[f] = 0;
         } else if (r.values[f]) {
@@ -421,4 +484,31 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     }
     run_free(&r);
     return st;
+}
+
+static pdnn_status variable_check(const pdnn_session *s, const char *fn, pdnn_node var, const void *p, size_t bytes)
+{
+    if (!s || !p)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !s ? "session" : "the buffer");
+    if (var < 0 || var >= s->g->n || s->g->nodes[var].op != PDNN__OP_VARIABLE)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node %d is not a variable%s%s", fn, var,
+                           var >= 0 && var < s->g->n ? ": it is " : "",
+                           var >= 0 && var < s->g->n ? s->g->nodes[var].name : "");
+    size_t want = (size_t)pdnn_tensor_desc_bytes(&s->g->nodes[var].out);
+    if (bytes != want)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: variable '%s' holds %zu bytes, not %zu", fn,
+                           s->g->nodes[var].name, want, bytes);
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_session_variable_read(pdnn_session *s, pdnn_node var, float *dst, size_t bytes)
+{
+    pdnn_status st = variable_check(s, "pdnn_session_variable_read", var, dst, bytes);
+    return st == PDNN_SUCCESS ? pdnn_tensor_read(s->consts[var], dst, bytes) : st;
+}
+
+pdnn_status pdnn_session_variable_assign(pdnn_session *s, pdnn_node var, const float *src, size_t bytes)
+{
+    pdnn_status st = variable_check(s, "pdnn_session_variable_assign", var, src, bytes);
+    return st == PDNN_SUCCESS ? pdnn_tensor_write(s->consts[var], src, bytes) : st;
 }

@@ -1076,6 +1076,71 @@ class Graphs(unittest.TestCase):
             s.run(y)
 
 
+class TrainingGraphs(unittest.TestCase):
+    """Graph.variable/gradients/softmax_cross_entropy/apply_gradients
+    against torch autograd and torch.optim.SGD."""
+
+    def test_gradients_and_sgd_steps_match_torch(self):
+        gen = torch.Generator().manual_seed(7)
+        w0 = (torch.rand(4, 2, 3, 3, generator=gen) - 0.5) * 0.8
+        b0 = (torch.rand(4, generator=gen) - 0.5) * 0.2
+        fc0 = (torch.rand(64, 5, generator=gen) - 0.5) * 0.4
+        x = torch.rand(3, 2, 8, 8, generator=gen) - 0.5
+        labels = np.array([1, 4, 0], dtype=np.int32)
+        g = polydnn.Graph()
+        xp = g.placeholder((3, 2, 8, 8), name="x")
+        lp = g.placeholder((3,), name="labels", dtype="int32")
+        w = g.variable(w0.numpy(), name="conv1/w", role="filter")
+        b = g.variable(b0.numpy(), name="conv1/b")
+        fc = g.variable(fc0.numpy().reshape(64, 5, 1, 1), name="fc/w")
+        h = g.max_pool2d(g.relu(g.conv2d(xp, w, b, padding=1)), 2)
+        loss = g.softmax_cross_entropy(g.matmul(g.flatten(h), fc), lp, name="loss")
+        grads = g.gradients(loss, [w, b, fc, xp])
+        self.assertEqual(grads[0].name, "gradients/Conv2D_grad/Conv2DBackpropFilter")
+        self.assertIsNone(g.gradients(loss, g.variable(shape=(3,), name="unused")))
+        train = g.apply_gradients(list(zip(grads[:3], [w, b, fc])), kind="sgd", lr=0.1, momentum=0.9)
+        self.assertEqual(g.find("conv1/w/Momentum").op, "VariableV2")
+        tw, tb, tfc = (t.clone().requires_grad_(True) for t in (w0, b0, fc0))
+        tx = x.clone().requires_grad_(True)
+
+        def torch_loss():
+            th = F.max_pool2d(F.relu(F.conv2d(tx, tw, tb, padding=1)), 2)
+            return F.cross_entropy(th.reshape(3, -1) @ tfc, torch.from_numpy(labels).long())
+
+        with polydnn.Session(g, log=lambda line: None) as s:
+            feed = {xp: x.numpy(), lp: labels}
+            got = s.run(grads, feed, as_numpy=True)
+            ref = torch_loss()
+            ref.backward()
+            for a, t in zip(got, (tw.grad, tb.grad, tfc.grad, tx.grad)):
+                np.testing.assert_allclose(a.reshape(-1), t.numpy().reshape(-1), rtol=1e-4, atol=1e-5)
+            self.assertAlmostEqual(float(s.run(loss, feed, as_numpy=True).reshape(-1)[0]), float(ref), places=5)
+            opt = torch.optim.SGD([tw, tb, tfc], lr=0.1, momentum=0.9)
+            for _ in range(3):
+                self.assertIsNone(s.run(train, feed))
+                opt.zero_grad()
+                torch_loss().backward()
+                opt.step()
+            np.testing.assert_allclose(s.variable(w), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(s.variable(fc).reshape(64, 5), tfc.detach().numpy(), rtol=1e-4, atol=1e-5)
+            self.assertEqual(s.variable("global_step").tolist(), [3.0])
+            s.assign(b, [0, 0, 0, 0])
+            self.assertEqual(s.variable(b).tolist(), [0, 0, 0, 0])
+            with self.assertRaisesRegex(polydnn.Error, "not a variable"):
+                s.variable(xp)
+
+    def test_initializers_are_seeded(self):
+        g = polydnn.Graph()
+        a = g.variable(shape=(8, 4, 3, 3), initializer="he_normal", seed=3, role="filter")
+        b = g.variable(shape=(8, 4, 3, 3), initializer="he_normal", seed=3, role="filter")
+        c = g.variable(shape=(100, 50), initializer="glorot_uniform", seed=3)
+        with self.assertRaisesRegex(ValueError, "initializer"):
+            g.variable(shape=(3,), initializer="ones")
+        with polydnn.Session(g) as s:
+            np.testing.assert_array_equal(s.variable(a), s.variable(b))
+            self.assertLessEqual(np.abs(s.variable(c)).max(), np.sqrt(6 / 150))
+
+
 class BatchNorm(unittest.TestCase):
     """batch_norm and batch_norm_backward against torch's batch_norm and
     autograd, on the host and on an OpenCL device, in both layouts."""

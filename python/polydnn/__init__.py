@@ -244,6 +244,14 @@ _session_create = _fn("pdnn_session_create", _c_int, _vp, _P(_SessionConfig), _P
 _session_destroy = _fn("pdnn_session_destroy", None, _vp)
 _session_node_device = _fn("pdnn_session_node_device", _c_int, _vp, _c_int, _P(_vp))
 _session_run = _fn("pdnn_session_run", _c_int, _vp, _P(_c_int), _P(_vp), _c_int, _P(_c_int), _c_int, _P(_vp))
+_graph_variable = _fn("pdnn_graph_variable", _c_int, _vp, _cp, _cp, _P(_Desc), _c_int, ctypes.c_uint64, _vp,
+                      _P(_c_int))
+_graph_xent = _fn("pdnn_graph_softmax_cross_entropy", _c_int, _vp, _cp, _cp, _c_int, _c_int, _P(_c_int))
+_graph_gradients = _fn("pdnn_graph_gradients", _c_int, _vp, _c_int, _P(_c_int), _c_int, _P(_c_int))
+_graph_apply_gradients = _fn("pdnn_graph_apply_gradients", _c_int, _vp, _cp, _P(_OptimizerParams), _P(_c_int),
+                             _P(_c_int), _c_int, _P(_c_int))
+_session_variable_read = _fn("pdnn_session_variable_read", _c_int, _vp, _c_int, _vp, ctypes.c_size_t)
+_session_variable_assign = _fn("pdnn_session_variable_assign", _c_int, _vp, _c_int, _vp, ctypes.c_size_t)
 # Newer libraries say how many algorithm ids there are; older ones are
 # asked id by id until the name is "unknown" (conv_algorithms).
 _algo_count = _fn("pdnn_conv_algo_count", _c_int) if hasattr(_lib, "pdnn_conv_algo_count") else None
@@ -1533,10 +1541,20 @@ class Graph:
             return v.index
         return self.constant(v, role="filter" if role == _FILTER else "activation", data_format=data_format).index
 
-    def placeholder(self, shape, name=None, device=None, data_format=None):
+    def placeholder(self, shape, name=None, device=None, data_format=None, dtype="float32"):
         """A value fed at run time: shape (N, C, H, W), or (N, H, W, C)
         with data_format 'NHWC' (an NHWC placeholder); (rows, cols) for a
-        matrix; (length,) for a vector."""
+        matrix; (length,) for a vector. dtype 'int32' (labels) needs a
+        vector shape (N,)."""
+        if dtype not in ("float32", "int32"):
+            raise ValueError("polydnn: dtype must be 'float32' or 'int32', not %r" % (dtype,))
+        if dtype == "int32":
+            if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 1:
+                raise ValueError("polydnn: an int32 placeholder holds labels: its shape is (N,), not %r" % (shape,))
+            d = _Desc()
+            d.dtype, d.layout = _INT32, _LAYOUT_X
+            d.dims[:] = _dims(shape, "shape")
+            return self._add(_graph_placeholder, name, device, None, ctypes.byref(d))
         df = _data_format(data_format) or "NCHW"
         if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) not in (1, 2, 4):
             raise ValueError("polydnn: a placeholder's shape has 4 dims, 2 (a matrix) or 1 (a vector), not %r"
@@ -1626,6 +1644,89 @@ class Graph:
         return self._add(_graph_flatten, name, device, None, self._input(x, _ACTIVATION, None, "x"))
 
 
+    _INITIALIZERS = {"zeros": 0, "he_normal": 2, "glorot_uniform": 3}
+
+    def variable(self, initial_value=None, shape=None, initializer="zeros", seed=0, name=None, device=None,
+                 role="activation", data_format=None):
+        """A variable (pdnn_graph_variable, op "VariableV2"): its value
+        lives in each Session and persists across runs. Either
+        initial_value (a Tensor, an array or nested lists, read as
+        constant() reads them; e.g. np.load of a .npy file), or shape with
+        initializer 'zeros', 'he_normal' or 'glorot_uniform' drawn from
+        seed (the same numbers on every platform): shape (O, I, H, W) with
+        role 'filter' (OIHW), (rows, cols) a matrix, (length,) a vector,
+        else (N, C, H, W)."""
+        if initial_value is not None:
+            r = _FILTER if role == "filter" else _ACTIVATION
+            t = initial_value if isinstance(initial_value, Tensor) else _import(
+                initial_value, r, _data_format(data_format), default_context())
+            d = t._desc()
+            data = ctypes.create_string_buffer(t.to_bytes())
+            return self._add(_graph_variable, name, device, None, ctypes.byref(d), 1, 0, data)
+        if initializer not in self._INITIALIZERS:
+            raise ValueError("polydnn: initializer must be one of %s, not %r"
+                             % (", ".join(sorted(self._INITIALIZERS)), initializer))
+        if shape is None or isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or \
+                len(shape) not in (1, 2, 4):
+            raise ValueError("polydnn: a variable needs initial_value, or a shape of 1, 2 or 4 dims, not %r"
+                             % (shape,))
+        dims = _dims(shape, "shape")
+        d = _Desc()
+        d.dtype = _FLOAT32
+        d.layout = _LAYOUT_X if len(shape) == 1 else 2 if (len(shape) == 4 and role == "filter") else 0
+        d.dims[:] = dims
+        return self._add(_graph_variable, name, device, None, ctypes.byref(d), self._INITIALIZERS[initializer],
+                         _int(seed, "seed", "uint64"), None)
+
+    def softmax_cross_entropy(self, logits, labels, name=None, device=None):
+        """The batch-mean softmax cross-entropy loss (1,) of logits (N, K)
+        with int32 labels (N,) (a placeholder(..., dtype='int32'))."""
+        li = self._input(logits, _ACTIVATION, None, "logits")
+        if not isinstance(labels, Node) or labels.graph is not self:
+            raise TypeError("polydnn: labels must be an int32 node of this graph (a placeholder)")
+        return self._add(_graph_xent, name, device, None, li, labels.index)
+
+    def gradients(self, loss, xs):
+        """tf.gradients: the nodes computing d(sum of loss)/dx for each x in
+        xs (a Node or a list), None where loss does not depend on x.
+        Gradient nodes are named "gradients/..." and run where their
+        forward op runs."""
+        single = isinstance(xs, Node)
+        xl = [xs] if single else list(xs)
+        idx = [self._input(x, _ACTIVATION, None, "xs[%d]" % i) for i, x in enumerate(xl)]
+        if not isinstance(loss, Node) or loss.graph is not self:
+            raise TypeError("polydnn: loss must be a node of this graph")
+        out = (_c_int * len(idx))()
+        _check(_graph_gradients(self._h, loss.index, (_c_int * len(idx))(*idx), len(idx), out))
+        res = [Node(self, out[i]) if out[i] >= 0 else None for i in range(len(idx))]
+        for n in res:
+            if n is not None:
+                self._meta.setdefault(n.index, ("", None))
+        for i in range(len(self)):
+            self._meta.setdefault(i, ("", None))
+        return res[0] if single else res
+
+    def apply_gradients(self, grads_and_vars, kind="sgd", lr=None, momentum=None, weight_decay=None, beta1=None,
+                        beta2=None, epsilon=None, name=None):
+        """An optimizer step (pdnn_graph_apply_gradients) over a list of
+        (gradient, variable) pairs, as tf.train.Optimizer.apply_gradients:
+        adds the slot variables ("<var>/Momentum", "<var>/Adam",
+        "<var>/Adam_1"), "global_step" and returns the train op; running it
+        (Session.run) updates the variables in place and returns None."""
+        pairs = list(grads_and_vars)
+        if not pairs:
+            raise ValueError("polydnn: apply_gradients needs at least one (gradient, variable) pair")
+        p = _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon)
+        gi = [self._input(g, _ACTIVATION, None, "gradient %d" % i) for i, (g, _v) in enumerate(pairs)]
+        vi = [self._input(v, _ACTIVATION, None, "variable %d" % i) for i, (_g, v) in enumerate(pairs)]
+        out = _c_int()
+        _check(_graph_apply_gradients(self._h, _cname(name, "name"), ctypes.byref(p), (_c_int * len(vi))(*vi),
+                                      (_c_int * len(gi))(*gi), len(vi), ctypes.byref(out)))
+        for i in range(len(self)):
+            self._meta.setdefault(i, ("", None))
+        return Node(self, out.value)
+
+
 class Session:
     """Runs a Graph on a context's devices (pdnn_session; tf.Session):
     placement happens here, once, for the graph as it is now (nodes added
@@ -1698,6 +1799,24 @@ class Session:
         _check(_session_node_device(self._handle(), n.index, ctypes.byref(d)))
         return Device(self._ctx, d)
 
+    def variable(self, node):
+        """A variable's current value as a float32 numpy array in its
+        memory order, shaped as the node when that order is the logical
+        one (NCHW, OIHW, vectors), else flat."""
+        np = _numpy("reading a variable")
+        n = self._node(node, "node")
+        a = np.empty(int(np.prod(n.shape)), dtype=np.float32)
+        _check(_session_variable_read(self._handle(), n.index, a.ctypes.data_as(_vp), a.nbytes))
+        return a.reshape(n.shape) if n.layout in ("NCHW", "OIHW", "X") else a
+
+    def assign(self, node, value):
+        """Replaces a variable's value (float32 values in its memory order;
+        any shape with as many elements)."""
+        np = _numpy("assigning a variable")
+        n = self._node(node, "node")
+        a = np.ascontiguousarray(np.asarray(value, dtype=np.float32).reshape(-1))
+        _check(_session_variable_assign(self._handle(), n.index, a.ctypes.data_as(_vp), a.nbytes))
+
     def _feed(self, n, value):
         if isinstance(value, Tensor):
             return value
@@ -1734,7 +1853,8 @@ class Session:
         out = (_vp * len(fl))()
         _check(_session_run(h, (_c_int * len(nodes))(*nodes), (_vp * len(values))(*[t._handle() for t in values]),
                             len(nodes), (_c_int * len(fl))(*[n.index for n in fl]), len(fl), out))
-        res = [Tensor(self._ctx, _vp(out[i])) for i in range(len(fl))]
+        # A train op has no value: None.
+        res = [Tensor(self._ctx, _vp(out[i])) if out[i] else None for i in range(len(fl))]
         if as_numpy:
-            res = [t.numpy() for t in res]
+            res = [t.numpy() if t is not None else None for t in res]
         return res[0] if single else res
