@@ -530,6 +530,11 @@ Test(npz, messages_for_numpy_files, .init = make_dir, .fini = remove_dir)
     snprintf(p, sizeof p, "%s/bad-truncated.npz", d);
     cr_assert_eq(npz_read(p, &a, err, sizeof err), PDNN_ERR_CORRUPT);
     cr_assert(strstr(err, "truncated"), "%s", err);
+    /* The fuzzer's: a stored member declaring 822 MB over a few bytes was
+     * allocated before its sizes were compared. */
+    snprintf(p, sizeof p, "%s/bad-stored-size.npz", d);
+    cr_assert_eq(npz_read(p, &a, err, sizeof err), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(err, "is stored but its sizes differ"), "%s", err);
 }
 
 /* ---- progress ------------------------------------------------------------ */

@@ -336,14 +336,15 @@ static int extra_well_formed(const unsigned char *x, size_t n)
 static pdnn_status inflate_member(const zread *z, const char *fname, unsigned method, const unsigned char *in,
                                   uint32_t csize, uint32_t usize, unsigned char **out)
 {
+    /* Before allocating: a stored member's declared size must be the size
+     * of the data it has (the fuzzer found 818 bytes asking for 822 MB). */
+    if (method == METHOD_STORED && csize != usize)
+        return corrupt(z, "member %s is stored but its sizes differ (%u compressed, %u not)", fname, csize, usize);
     *out = malloc(usize ? usize : 1);
     if (!*out)
         return fail(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory for member %s (%u bytes)",
                     z->name, fname, usize);
     if (method == METHOD_STORED) {
-        if (csize != usize)
-            return corrupt(z, "member %s is stored but its sizes differ (%u compressed, %u not)", fname, csize,
-                           usize);
         memcpy(*out, in, usize);
         return PDNN_SUCCESS;
     }
