@@ -201,3 +201,83 @@ __kernel void conv2d_bwd_bias(__global const float *dy, long dy_off, long4 ys,
         }
     db[db_off + k] = acc;
 }
+
+/* Backward data as an implicit GEMM (the transposed convolution): dx's
+ * [C x N*H*W] = w^T [C x K*R*S] times dy gathered in place. A work-item
+ * holds a register tile of CT channels (one group) x PT neighbouring
+ * pixels of a row: each dy value loaded serves CT channels and each
+ * filter value PT pixels. Per (r, s) only the pixels the stride reaches
+ * accumulate (the others' tap is between output positions). CT and PT
+ * come from the build options (cl_conv_bwd.c's configurations). */
+#ifndef CT
+#define CT 1
+#endif
+#ifndef PT
+#define PT 1
+#endif
+__kernel void conv2d_bwd_data_igemm(__global const float *dy, long dy_off,
+                                    __global const float *w, long w_off,
+                                    __global float *dx, long dx_off,
+                                    long4 ys, long4 ws, long4 xs,
+                                    int4 in_dims,  /* N, C, H, W               */
+                                    int4 out_dims, /* K, P, Q, unused          */
+                                    int4 filt,     /* R, S, C/groups, K/groups */
+                                    int4 geom,     /* stride h, w, dilation h, w */
+                                    int2 pad)      /* top, left                */
+{
+    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s1, Q = out_dims.s2;
+    const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
+    const int WB = (W + PT - 1) / PT;
+    const int c0 = (int)get_global_id(0) * CT;
+    const long sp = (long)get_global_id(1);
+    if (c0 >= C || sp >= (long)in_dims.s0 * H * WB)
+        return;
+    const int w0 = (int)(sp % WB) * PT;
+    const long t = sp / WB;
+    const int ih = (int)(t % H);
+    const long n = t / H;
+    const int g = c0 / cpg, ci0 = c0 % cpg;
+    const long dybase = dy_off + n * ys.s0 + (long)g * kpg * ys.s1;
+    const long wbase = w_off + (long)g * kpg * ws.s0 + (long)ci0 * ws.s1;
+    float acc[CT][PT];
+    for (int i = 0; i < CT; i++)
+        for (int j = 0; j < PT; j++)
+            acc[i][j] = 0.0f;
+    for (int r = 0; r < R; r++) {
+        const int th = ih + pad.s0 - r * geom.s2;
+        if (th < 0 || th % geom.s0 != 0 || th / geom.s0 >= P)
+            continue;
+        const long yrow = dybase + (long)(th / geom.s0) * ys.s2;
+        for (int s = 0; s < S; s++) {
+            long yo[PT];
+            int hit[PT], any = 0;
+            for (int j = 0; j < PT; j++) {
+                const int tw = w0 + j + pad.s1 - s * geom.s3;
+                hit[j] = w0 + j < W && tw >= 0 && tw % geom.s1 == 0 && tw / geom.s1 < Q;
+                yo[j] = hit[j] ? yrow + (long)(tw / geom.s1) * ys.s3 : yrow;
+                any |= hit[j];
+            }
+            if (!any)
+                continue;
+            const long wo = wbase + (long)r * ws.s2 + (long)s * ws.s3;
+            for (int k = 0; k < kpg; k++) {
+                float wv[CT];
+                for (int i = 0; i < CT; i++)
+                    wv[i] = w[wo + k * ws.s0 + i * ws.s1];
+                for (int j = 0; j < PT; j++) {
+                    if (!hit[j]) /* skipped, not multiplied by 0: w may hold inf */
+                        continue;
+                    const float dv = dy[yo[j] + k * ys.s1];
+                    for (int i = 0; i < CT; i++)
+                        acc[i][j] = fma(dv, wv[i], acc[i][j]);
+                }
+            }
+        }
+    }
+    const long xbase = dx_off + n * xs.s0 + (long)ih * xs.s2;
+    for (int i = 0; i < CT; i++)
+        for (int j = 0; j < PT; j++)
+            if (w0 + j < W)
+                dx[xbase + (long)(c0 + i) * xs.s1 + (long)(w0 + j) * xs.s3] = acc[i][j];
+}

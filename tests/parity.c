@@ -1271,6 +1271,32 @@ static int pool_planned_config(pdnn_device *dev, const pdnn__algo *a, const op_c
     return plan.supported ? plan.config : -1;
 }
 
+/* The configuration a forced backward conv2d run takes (the backward
+ * ops report none back): -1 when the plan refuses. */
+static int conv_bwd_planned_config(pdnn_device *dev, const pdnn__algo *a, const op_case *oc, const case_data *d,
+                                   int cfg)
+{
+    const conv_case *k = &oc->u.conv;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = oc->op;
+    pdnn__conv2d_call *c = &call.u.conv2d;
+    c->n = k->n, c->c = k->c, c->h = k->h, c->w = k->w, c->k = k->k, c->r = k->r, c->s = k->s;
+    c->p = d->fod[2], c->q = d->fod[3], c->groups = k->groups;
+    c->stride_h = k->sh, c->stride_w = k->sw, c->dil_h = k->dh, c->dil_w = k->dw;
+    c->pad_top = k->pt, c->pad_left = k->pl, c->pad_bottom = k->pb, c->pad_right = k->pr;
+    c->x_layout = k->xl, c->w_layout = k->wl, c->y_layout = k->yl;
+    const int64_t xdims[4] = {k->n, k->c, k->h, k->w}, wdims[4] = {k->k, k->c / k->groups, k->r, k->s};
+    pdnn__layout_strides(k->xl, xdims, c->xs);
+    pdnn__layout_strides(k->wl, wdims, c->ws);
+    pdnn__layout_strides(k->yl, d->fod, c->ys);
+    pdnn__dispatch_force(oc->op, a->name, cfg);
+    pdnn__call_prepare(dev, &call);
+    pdnn__plan plan;
+    pdnn__plan_for(dev, a, &call, &plan);
+    return plan.supported ? plan.config : -1;
+}
+
 /* Why a forced pool2d run was refused: the plan's reason inside the
  * dispatcher's message ("...(opencl backend): WHY; use ..."). */
 static const char *refusal_reason(const char *msg, char *buf, size_t len)
@@ -1634,6 +1660,14 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
             skip(b, s, a->name, cname, why);
             continue;
         }
+        /* Tied maxima: the reference credits the first in row-major order.
+         * Host and OpenCL claim that rule; cuDNN documents none, so CUDA's
+         * max-pooling gradients are checked on the untied sets only. */
+        if (oc->op == PDNN__OP_POOL2D_BWD && oc->ties && oc->u.pool.mode == PDNN_POOL_MAX &&
+            strcmp(bname, "host") != 0 && strcmp(bname, "opencl") != 0) {
+            skip(b, s, a->name, cname, "the backend does not claim the first-maximum rule for tied maxima");
+            continue;
+        }
         if (!made) {
             const pdnn_status st = dev_run_make(dev, oc, d, &r);
             made = 1;
@@ -1643,12 +1677,16 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
                 return;
             }
         }
-        const int n_cfg = h->opt.mode == MODE_TEST && oc->all_configs ? a->n_configs : 0;
+        /* perf times each algorithm's own pick; test and grad check every
+         * configuration of the all_configs sets. */
+        const int n_cfg = h->opt.mode != MODE_PERF && oc->all_configs ? a->n_configs : 0;
         for (int cfg = -1; cfg < n_cfg; cfg++) {
             char cfg_name[PDNN__CONFIG_LEN] = "";
             if (cfg >= 0)
                 a->config_name(cfg, cfg_name, sizeof cfg_name);
-            if (cfg >= 0 && oc->op == PDNN__OP_POOL2D_FWD && pool_planned_config(dev, a, oc, d) != cfg) {
+            if (cfg >= 0 && ((oc->op == PDNN__OP_POOL2D_FWD && pool_planned_config(dev, a, oc, d) != cfg) ||
+                             (is_backward(oc->op) && is_conv_op(oc->op) &&
+                              conv_bwd_planned_config(dev, a, oc, d, cfg) != cfg))) {
                 char label[96];
                 run_label(a, cfg, NULL, label, sizeof label);
                 skip(b, s, label, cname, "configuration does not apply");

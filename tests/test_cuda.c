@@ -6,6 +6,9 @@
 
 #include "helpers.h"
 #include "polydnn.h"
+#ifdef PDNN_HAVE_CUDA
+#include "backend.h" /* white-box: the backend's registry and plans */
+#endif
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -188,6 +191,158 @@ Test(cuda, elementwise_softmax_matmul_match_host)
             release2(ma);
             release2(mb);
             release2(mc);
+        }
+    pdnn_context_destroy(ctx);
+}
+
+/* ---- backward ---------------------------------------------------------- */
+
+#ifdef PDNN_HAVE_CUDA
+static pdnn__plan fresh_plan(void)
+{
+    pdnn__plan p;
+    memset(&p, 0, sizeof p);
+    p.supported = 1;
+    p.config = -1;
+    return p;
+}
+
+/* Needs no device: every backward op has CUDA algorithms, and pooling's
+ * plan (arithmetic only) sizes y's recomputation and the dx copy, and
+ * refuses the padding cuDNN cannot express instead of pooling wrongly. */
+Test(cuda, backward_ops_are_registered_and_pool_backward_plans)
+{
+    static const pdnn__op ops[] = {PDNN__OP_CONV2D_BWD_DATA, PDNN__OP_CONV2D_BWD_FILTER, PDNN__OP_CONV2D_BWD_BIAS,
+                                   PDNN__OP_POOL2D_BWD};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        cr_assert_not_null(pdnn__cuda_backend.algos[ops[i]], "op %d has no CUDA algorithm list", (int)ops[i]);
+        cr_assert_not_null(pdnn__cuda_backend.algos[ops[i]][0], "op %d has no CUDA algorithm", (int)ops[i]);
+        for (int a = 0; pdnn__cuda_backend.algos[ops[i]][a]; a++)
+            cr_assert_eq(pdnn__cuda_backend.algos[ops[i]][a]->op, ops[i]);
+    }
+    const pdnn__algo *pb = pdnn__cuda_backend.algos[PDNN__OP_POOL2D_BWD][0];
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_POOL2D_BWD;
+    pdnn__pool2d_call *c = &call.u.pool2d;
+    c->n = 2, c->c = 3, c->h = 8, c->w = 8, c->p = 4, c->q = 4;
+    c->mode = PDNN_POOL_MAX;
+    c->win_h = c->win_w = c->stride_h = c->stride_w = 2;
+    c->x_layout = c->y_layout = PDNN_NCHW;
+    c->dx_layout = PDNN_NHWC;
+    const int64_t xd[4] = {2, 3, 8, 8}, yd[4] = {2, 3, 4, 4};
+    pdnn__layout_strides(PDNN_NCHW, xd, c->xs);
+    pdnn__layout_strides(PDNN_NCHW, yd, c->ys);
+    pdnn__layout_strides(PDNN_NHWC, xd, c->dxs);
+    pdnn__plan plan = fresh_plan();
+    pb->plan(NULL, &call, &plan);
+    cr_assert(plan.supported, "%s", plan.why);
+    /* y: 96 floats (384 B, 512 aligned); dx in x's strides: 384 floats */
+    cr_assert_eq(plan.workspace, (size_t)512 + 1536);
+    c->dx_layout = PDNN_NCHW;
+    memcpy(c->dxs, c->xs, sizeof c->xs);
+    plan = fresh_plan();
+    pb->plan(NULL, &call, &plan);
+    cr_assert(plan.supported, "%s", plan.why);
+    cr_assert_eq(plan.workspace, (size_t)512, "no dx copy when dx is stored like x");
+    /* 7 rows, window 2 stride 2, pad bottom 1: 4 rows out, which cuDNN's
+     * symmetric padding (top 0) gives as 3. */
+    c->h = 7;
+    c->pad_bottom = 1;
+    const int64_t xd7[4] = {2, 3, 7, 8};
+    pdnn__layout_strides(PDNN_NCHW, xd7, c->xs);
+    memcpy(c->dxs, c->xs, sizeof c->xs);
+    plan = fresh_plan();
+    pb->plan(NULL, &call, &plan);
+    cr_assert(!plan.supported);
+    cr_assert(strstr(plan.why, "asymmetric padding") != NULL, "why: %s", plan.why);
+}
+#endif
+
+/* With a device: conv backward data, filter and bias and pool backward
+ * match the host across layouts, filter layouts, groups, dilation and
+ * asymmetric padding. */
+Test(cuda, backward_matches_host)
+{
+    pdnn_context *ctx = th_context();
+    pair d = cuda_pair(ctx);
+    static const conv_case cases[] = {
+        {2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+        {2, 4, 9, 8, 6, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, 2, 0, 0}, /* asymmetric pad, groups */
+        {1, 3, 10, 9, 4, 3, 2, 1, 2, 2, 1, 2, 2, 0, 1, 1, 0, 0}, /* dilation */
+    };
+    static const pdnn_layout wls[] = {PDNN_OIHW, PDNN_OHWI, PDNN_HWIO};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int li = 0; li < 2; li++)
+            for (int wi = 0; wi < 3; wi++) {
+                const conv_case *k = &cases[ci];
+                pdnn_conv2d_params p;
+                pdnn_conv2d_params_init(&p);
+                p.stride_h = k->sh, p.stride_w = k->sw, p.dilation_h = k->dh, p.dilation_w = k->dw;
+                p.pad_top = k->pt, p.pad_bottom = k->pb, p.pad_left = k->pl, p.pad_right = k->pr;
+                p.groups = k->groups;
+                const int64_t oh = (k->h + k->pt + k->pb - (k->r - 1) * k->dh - 1) / k->sh + 1;
+                const int64_t ow = (k->w + k->pl + k->pr - (k->s - 1) * k->dw - 1) / k->sw + 1;
+                const pdnn_layout al = li ? PDNN_NHWC : PDNN_NCHW;
+                const int64_t cg = k->c / k->groups;
+                pdnn_tensor_desc xd = th_desc(al, k->n, k->c, k->h, k->w);
+                pdnn_tensor_desc wd = wls[wi] == PDNN_HWIO ? th_desc(PDNN_HWIO, k->r, k->s, cg, k->k)
+                                                           : th_desc(wls[wi], k->k, cg, k->r, k->s);
+                pdnn_tensor_desc yd = th_desc(al, k->n, k->k, oh, ow);
+                pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, k->k, 1, 1, 1);
+                pdnn_tensor *x[2], *w[2], *dy[2], *dx[2], *dw[2], *db[2];
+                upload2(&d, xd, 11, x);
+                upload2(&d, wd, 12, w);
+                upload2(&d, yd, 13, dy);
+                upload2(&d, xd, 0, dx);
+                upload2(&d, wd, 0, dw);
+                upload2(&d, bd, 0, db);
+                for (int i = 0; i < 2; i++) {
+                    cr_assert_eq(pdnn_conv2d_backward_data(&p, dy[i], w[i], dx[i]), PDNN_SUCCESS, "%s",
+                                 pdnn_last_error());
+                    cr_assert_eq(pdnn_conv2d_backward_filter(&p, x[i], dy[i], dw[i]), PDNN_SUCCESS, "%s",
+                                 pdnn_last_error());
+                    cr_assert_eq(pdnn_conv2d_backward_bias(dy[i], db[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+                }
+                char what[96];
+                snprintf(what, sizeof what, "case %zu %s %s dx", ci, pdnn_layout_name(al),
+                         pdnn_layout_name(wls[wi]));
+                same2(dx, what);
+                snprintf(what, sizeof what, "case %zu %s %s dw", ci, pdnn_layout_name(al),
+                         pdnn_layout_name(wls[wi]));
+                same2(dw, what);
+                same2(db, "db");
+                release2(x);
+                release2(w);
+                release2(dy);
+                release2(dx);
+                release2(dw);
+                release2(db);
+            }
+    /* pooling backward: max and both averages, symmetric padding */
+    static const pdnn_pool_mode modes[] = {PDNN_POOL_MAX, PDNN_POOL_AVG_INCLUDE_PADDING,
+                                           PDNN_POOL_AVG_EXCLUDE_PADDING};
+    for (int li = 0; li < 2; li++)
+        for (int m = 0; m < 3; m++) {
+            pdnn_pool2d_params pp;
+            pdnn_pool2d_params_init(&pp);
+            pp.mode = modes[m];
+            pp.window_h = pp.window_w = 3;
+            pp.pad_top = pp.pad_bottom = pp.pad_left = pp.pad_right = 1;
+            const pdnn_layout al = li ? PDNN_NHWC : PDNN_NCHW;
+            pdnn_tensor_desc xd = th_desc(al, 2, 3, 9, 9), yd = th_desc(al, 2, 3, 5, 5);
+            pdnn_tensor *x[2], *dy[2], *dx[2];
+            upload2(&d, xd, 21, x);
+            upload2(&d, yd, 22, dy);
+            upload2(&d, xd, 0, dx);
+            for (int i = 0; i < 2; i++)
+                cr_assert_eq(pdnn_pool2d_backward(&pp, x[i], dy[i], dx[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            char what[64];
+            snprintf(what, sizeof what, "pool backward mode %d %s", (int)modes[m], pdnn_layout_name(al));
+            same2(dx, what);
+            release2(x);
+            release2(dy);
+            release2(dx);
         }
     pdnn_context_destroy(ctx);
 }

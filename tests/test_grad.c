@@ -1,6 +1,8 @@
 /* The backward ops' public API: hand-computed gradients on every device
  * (the op-parity harness's grad mode covers the shape grid), and bad input
  * refused with a message naming what was wrong. */
+#include "backend.h"  /* white-box: the registry, to force algorithms by name */
+#include "dispatch.h"
 #include "helpers.h"
 
 #include <criterion/criterion.h>
@@ -128,5 +130,92 @@ Test(grad, bad_input_is_refused_with_the_reason)
     pdnn_tensor *ts[] = {x, w, dy, dx, dw, bad, db, pdy};
     for (int j = 0; j < 8; j++)
         pdnn_tensor_release(ts[j]);
+    pdnn_context_destroy(ctx);
+}
+
+/* Every OpenCL backward-data algorithm, forced by name at each of its
+ * configurations (implicit_gemm's channel x pixel tiles included), gives
+ * the host's dx on a grouped, strided, dilated, asymmetrically padded
+ * convolution in both activation layouts. */
+Test(grad, opencl_backward_data_algorithms_by_name_match_the_host)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *devs[8], *host = NULL, *cl = NULL;
+    const int n = n_devices(ctx, devs);
+    for (int i = 0; i < n; i++) {
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get_info(devs[i], &info), PDNN_SUCCESS);
+        if (!host && strcmp(info.backend, "host") == 0)
+            host = devs[i];
+        if (!cl && strcmp(info.backend, "opencl") == 0)
+            cl = devs[i];
+    }
+    if (!cl) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no OpenCL device");
+    }
+    cr_assert_not_null(host);
+    const pdnn__algo *const *list = pdnn__algos(cl, PDNN__OP_CONV2D_BWD_DATA);
+    int saw_igemm = 0, ran[16] = {0};
+    /* Case 0 (grouped, strided, dilated, asymmetric padding) is one every
+     * general algorithm runs; case 1 (stride 1, ungrouped) is one that
+     * forward_gemm runs too. An algorithm may refuse one case, not both. */
+    for (int v = 0; v < 2; v++) {
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        int64_t cw_in = 16, ph = 5, pw = 5;
+        if (v == 0) {
+            p.stride_h = 2, p.stride_w = 3, p.dilation_h = 2, p.dilation_w = 1;
+            p.pad_top = 2, p.pad_bottom = 1, p.pad_left = 0, p.pad_right = 2, p.groups = 2;
+            /* x 2x32x11x13, w 8x16x3x2: P = (11+3-5)/2+1 = 5, Q = (13+2-2)/3+1 = 5 */
+        } else {
+            p.dilation_h = 2, p.pad_top = 2, p.pad_bottom = 1, p.pad_left = 0, p.pad_right = 1;
+            /* w 8x32x3x2: P = 11+3-5+1 = 10, Q = 13+1-2+1 = 13 */
+            cw_in = 32, ph = 10, pw = 13;
+        }
+        for (int l = 0; l < 2; l++) {
+            const pdnn_layout al = l ? PDNN_NHWC : PDNN_NCHW;
+            const pdnn_tensor_desc xd = th_desc(al, 2, 32, 11, 13), wd = th_desc(PDNN_OIHW, 8, cw_in, 3, 2);
+            const pdnn_tensor_desc yd = th_desc(al, 2, 8, ph, pw);
+            const int64_t nw = 8 * cw_in * 3 * 2, ny = 2 * 8 * ph * pw;
+            float *wv = malloc((size_t)nw * sizeof(float)), *dyv = malloc((size_t)ny * sizeof(float));
+            cr_assert(wv && dyv);
+            th_fill(wv, nw, 5);
+            th_fill(dyv, ny, 6);
+            pdnn_tensor *hw = th_upload(host, &wd, wv), *hdy = th_upload(host, &yd, dyv),
+                        *hdx = th_upload(host, &xd, NULL);
+            cr_assert_eq(pdnn_conv2d_backward_data(&p, hdy, hw, hdx), PDNN_SUCCESS, "%s", pdnn_last_error());
+            float *want = th_download(hdx);
+            pdnn_tensor *cw = th_upload(cl, &wd, wv), *cdy = th_upload(cl, &yd, dyv), *cdx = th_upload(cl, &xd, NULL);
+            for (int a = 0; list[a] && a < 16; a++) {
+                saw_igemm |= strcmp(list[a]->name, "implicit_gemm") == 0;
+                for (int cfg = -1; cfg < list[a]->n_configs; cfg++) {
+                    pdnn__dispatch_force(PDNN__OP_CONV2D_BWD_DATA, list[a]->name, cfg);
+                    pdnn_status st = pdnn_conv2d_backward_data(&p, cdy, cw, cdx);
+                    pdnn__dispatch_force(PDNN__OP_CONV2D_BWD_DATA, NULL, -1);
+                    if (st == PDNN_ERR_UNSUPPORTED && v == 0 && list[a]->n_configs == 0)
+                        continue; /* must then run case 1 */
+                    cr_assert_eq(st, PDNN_SUCCESS, "%s config %d case %d: %s", list[a]->name, cfg, v,
+                                 pdnn_last_error());
+                    ran[a]++;
+                    float *got = th_download(cdx);
+                    for (int j = 0; j < 2 * 32 * 11 * 13; j++)
+                        cr_assert(fabsf(got[j] - want[j]) <= 1e-5f * fmaxf(1.0f, fabsf(want[j])),
+                                  "%s config %d case %d %s: dx[%d] = %g, host %g", list[a]->name, cfg, v,
+                                  pdnn_layout_name(al), j, (double)got[j], (double)want[j]);
+                    free(got);
+                }
+            }
+            free(want);
+            free(wv);
+            free(dyv);
+            pdnn_tensor *ts[] = {hw, hdy, hdx, cw, cdy, cdx};
+            for (int j = 0; j < 6; j++)
+                pdnn_tensor_release(ts[j]);
+        }
+    }
+    for (int a = 0; list[a] && a < 16; a++)
+        cr_assert(ran[a] > 0, "%s ran neither case", list[a]->name);
+    cr_assert(saw_igemm, "OpenCL registers no implicit_gemm backward-data algorithm");
     pdnn_context_destroy(ctx);
 }

@@ -70,13 +70,14 @@ static void pool(pdnn_device *dev, pdnn_layout l, pdnn_pool_mode mode)
     pdnn_tensor_release(y);
 }
 
-/* The backward ops on one 3x3 convolution and one 3x3 pooling. */
+/* The backward ops on one 3x3 convolution and one 3x3 pooling; 16 input
+ * channels, so that every channel tile of a backward configuration runs. */
 static void backward(pdnn_device *dev, pdnn__op op, pdnn_layout l)
 {
-    pdnn_tensor_desc xd = th_desc(l, 2, 8, 9, 10);
-    pdnn_tensor_desc wd = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, 16, 8, 3, 3);
+    pdnn_tensor_desc xd = th_desc(l, 2, 16, 9, 10);
+    pdnn_tensor_desc wd = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, 16, 16, 3, 3);
     pdnn_tensor_desc yd = th_desc(l, 2, 16, 7, 8), bd = th_desc(PDNN_LAYOUT_X, 16, 1, 1, 1);
-    pdnn_tensor_desc pyd = th_desc(l, 2, 8, 7, 8);
+    pdnn_tensor_desc pyd = th_desc(l, 2, 16, 7, 8);
     pdnn_tensor *x = th_upload(dev, &xd, NULL), *w = th_upload(dev, &wd, NULL), *dy = th_upload(dev, &yd, NULL);
     pdnn_tensor *dx = th_upload(dev, &xd, NULL), *dw = th_upload(dev, &wd, NULL), *db = th_upload(dev, &bd, NULL);
     pdnn_tensor *pdy = th_upload(dev, &pyd, NULL);
@@ -189,11 +190,12 @@ static void build_everything(pdnn_device *dev)
                                    PDNN__OP_POOL2D_BWD};
     for (size_t o = 0; o < sizeof bwd / sizeof bwd[0]; o++) {
         const pdnn__algo *const *list = pdnn__algos(dev, bwd[o]);
-        for (int a = 0; list[a]; a++) {
-            pdnn__dispatch_force(bwd[o], list[a]->name, -1);
-            backward(dev, bwd[o], PDNN_NCHW);
-            backward(dev, bwd[o], PDNN_NHWC);
-        }
+        for (int a = 0; list[a]; a++)
+            for (int cfg = -1; cfg < list[a]->n_configs; cfg++) {
+                pdnn__dispatch_force(bwd[o], list[a]->name, cfg);
+                backward(dev, bwd[o], PDNN_NCHW);
+                backward(dev, bwd[o], PDNN_NHWC);
+            }
         pdnn__dispatch_force(bwd[o], NULL, -1);
     }
     batch_norm(dev, PDNN_NCHW);

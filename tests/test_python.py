@@ -1254,10 +1254,15 @@ class ReadmeExamples(unittest.TestCase):
                 r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("[[ 44.  56.]\n [ 98. 128.]]", r.stdout)
+                self.assertRegex(r.stdout, r"/device:(GPU|CPU):0 loss \d+\.\d{3}\n")  # polydnn.torch's
                 if accelerators():
                     gpu1 = "MatMul_1: (MatMul): /job:localhost/replica:0/task:0/device:GPU:%d" % (0 if pocl else 1)
                     self.assertIn(gpu1, r.stderr)
 
+
+# polydnn.torch and the backward ops: their own file, run in this one's process and summary
+from test_torch import (BackwardOps, BatchNorm, DataMovement, Gradcheck,  # noqa: E402,F401
+                        MatchTorchFunctional, Modules)
 
 if __name__ == "__main__":
     result = unittest.main(exit=False).result

@@ -92,6 +92,14 @@
     X(cudnnDestroyPoolingDescriptor)                                                               \
     X(cudnnSetPooling2dDescriptor)                                                                 \
     X(cudnnPoolingForward)                                                                         \
+    X(cudnnPoolingBackward)                                                                        \
+    X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                                                 \
+    X(cudnnGetConvolutionBackwardDataWorkspaceSize)                                                \
+    X(cudnnConvolutionBackwardData)                                                                \
+    X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                                               \
+    X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                                              \
+    X(cudnnConvolutionBackwardFilter)                                                              \
+    X(cudnnConvolutionBackwardBias)                                                                \
     X(cudnnSoftmaxForward)                                                                         \
     X(cudnnDeriveBNTensorDescriptor)                                                               \
     X(cudnnBatchNormalizationForwardTraining)                                                      \
@@ -280,6 +288,7 @@ static pdnn_status blas_fail(const char *call, cublasStatus_t s)
  * pdnn__plan.state, run() reads it back. */
 typedef struct conv_plan {
     cudnnConvolutionFwdAlgo_t algo;
+    int bwd_algo; /* backward data/filter: cuDNN's cudnnConvolutionBwd{Data,Filter}Algo_t */
     int x_copy, w_copy, y_copy;
     pdnn_layout x_copy_layout, w_copy_layout;
     int64_t hp, wp; /* padded input size when x_copy */
@@ -757,12 +766,126 @@ static size_t algo_workspace(cu_dev *d, cudnnConvolutionFwdAlgo_t algo, cudnnSta
     return bytes;
 }
 
+/* ---- backward convolution: algorithm choice ---------------------------------
+ * The backward ops reuse the forward's descriptors and copy configurations
+ * (set_conv_descriptors): t[TX] is x or dx as cuDNN sees it, t[TY] dy,
+ * filt w or dw. "vendor" takes the first of cuDNN's heuristics' proposals
+ * that cuDNN can size; "direct" is cuDNN's deterministic ALGO_1, which
+ * needs little or no workspace, so that dispatch has somewhere to go when
+ * the vendor choice's workspace does not fit in the device's memory. */
+
+static const char *bwd_algo_name(pdnn__op op, int a)
+{
+    if (op == PDNN__OP_CONV2D_BWD_DATA)
+        switch ((cudnnConvolutionBwdDataAlgo_t)a) {
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "cudnn bwd_data algo_0";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "cudnn bwd_data algo_1";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "cudnn bwd_data fft";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "cudnn bwd_data fft_tiling";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "cudnn bwd_data winograd";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "cudnn bwd_data winograd_nf";
+        default: return "cudnn bwd_data ?";
+        }
+    switch ((cudnnConvolutionBwdFilterAlgo_t)a) {
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: return "cudnn bwd_filter algo_0";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return "cudnn bwd_filter algo_1";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT: return "cudnn bwd_filter fft";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return "cudnn bwd_filter algo_3";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING: return "cudnn bwd_filter fft_tiling";
+    case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: return "cudnn bwd_filter winograd_nf";
+    default: return "cudnn bwd_filter ?";
+    }
+}
+
+/* Workspace bytes of backward algorithm a for the current descriptors; *s
+ * is cuDNN's answer. */
+static size_t bwd_workspace(cu_dev *d, pdnn__op op, int a, cudnnStatus_t *s)
+{
+    size_t bytes = 0;
+    if (op == PDNN__OP_CONV2D_BWD_DATA)
+        *s = dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(d->dnn, d->filt, d->t[TY], d->conv, d->t[TX],
+                                                              (cudnnConvolutionBwdDataAlgo_t)a, &bytes);
+    else
+        *s = dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(d->dnn, d->t[TX], d->t[TY], d->conv, d->filt,
+                                                                (cudnnConvolutionBwdFilterAlgo_t)a, &bytes);
+    if (*s != CUDNN_STATUS_SUCCESS) {
+        pdnn__debug("CUDA: cuDNN %s: %s", bwd_algo_name(op, a), dnn.cudnnGetErrorString(*s));
+        return 0;
+    }
+    return bytes;
+}
+
+/* Picks the backward algorithm of op for the current descriptors into
+ * pl->bwd_algo and its workspace into *ws. Returns 1, or 0 with why. */
+static int bwd_select(cu_dev *d, pdnn__op op, pdnn_conv_algo want, conv_plan *pl, size_t *ws, char *why,
+                      size_t len)
+{
+    cudnnStatus_t s = CUDNN_STATUS_NOT_SUPPORTED;
+    const int is_data = op == PDNN__OP_CONV2D_BWD_DATA;
+    if (want != PDNN_CONV_ALGO_VENDOR) {
+        pl->bwd_algo = is_data ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 : (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+        *ws = bwd_workspace(d, op, pl->bwd_algo, &s);
+        if (s != CUDNN_STATUS_SUCCESS) {
+            snprintf(why, len, "%s: %s", bwd_algo_name(op, pl->bwd_algo), dnn.cudnnGetErrorString(s));
+            return 0;
+        }
+        return 1;
+    }
+    /* Both perf arrays hold at most this many proposals. */
+    enum { MAXP = 16 };
+    _Static_assert((int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT <= (int)MAXP &&
+                       (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT <= (int)MAXP,
+                   "cuDNN proposes more backward algorithms than MAXP");
+    int algos[MAXP], got = 0, proposed = 0;
+    const char *fn = is_data ? "cudnnGetConvolutionBackwardDataAlgorithm_v7"
+                             : "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+    if (is_data) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        memset(perf, 0, sizeof perf);
+        s = dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(d->dnn, d->filt, d->t[TY], d->conv, d->t[TX],
+                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf);
+        for (int i = 0; s == CUDNN_STATUS_SUCCESS && i < got && i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++)
+            algos[i] = perf[i].status == CUDNN_STATUS_SUCCESS ? (int)perf[i].algo : -1;
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        memset(perf, 0, sizeof perf);
+        s = dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->dnn, d->t[TX], d->t[TY], d->conv, d->filt,
+                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf);
+        for (int i = 0; s == CUDNN_STATUS_SUCCESS && i < got && i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++)
+            algos[i] = perf[i].status == CUDNN_STATUS_SUCCESS ? (int)perf[i].algo : -1;
+    }
+    if (s != CUDNN_STATUS_SUCCESS) {
+        snprintf(why, len, "%s: %s", fn, dnn.cudnnGetErrorString(s));
+        return 0;
+    }
+    if (got > MAXP)
+        got = MAXP;
+    s = CUDNN_STATUS_NOT_SUPPORTED;
+    for (int i = 0; i < got && s != CUDNN_STATUS_SUCCESS; i++) {
+        if (algos[i] < 0)
+            continue;
+        proposed++;
+        *ws = bwd_workspace(d, op, algos[i], &s);
+        if (s == CUDNN_STATUS_SUCCESS)
+            pl->bwd_algo = algos[i];
+    }
+    if (s != CUDNN_STATUS_SUCCESS) {
+        if (proposed == 0)
+            snprintf(why, len, "%s proposes no algorithm", fn);
+        else
+            snprintf(why, len, "none of the %d algorithms %s proposes can be sized: %s", proposed, fn,
+                     dnn.cudnnGetErrorString(s));
+        return 0;
+    }
+    return 1;
+}
+
 /* Tries one copy configuration: picks the algorithm and fills the
  * workspace layout. Returns 1 if cuDNN can run it, else 0 with why (len
  * bytes) saying what cuDNN answered. Called with d->lock held and the
  * cuDNN handle created. */
-static int try_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *pl, char *why,
-                    size_t len)
+static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *pl,
+                    char *why, size_t len)
 {
     if (set_conv_descriptors(d, c, pl) != PDNN_SUCCESS) {
         snprintf(why, len, "%s", pdnn_last_error());
@@ -770,7 +893,10 @@ static int try_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, 
     }
     cudnnStatus_t s = CUDNN_STATUS_NOT_SUPPORTED;
     size_t ws = 0;
-    if (want == PDNN_CONV_ALGO_VENDOR) {
+    if (op != PDNN__OP_CONV2D_FWD) {
+        if (!bwd_select(d, op, want, pl, &ws, why, len))
+            return 0;
+    } else if (want == PDNN_CONV_ALGO_VENDOR) {
         /* The heuristics' first proposal whose workspace cuDNN can size.
          * Whether that workspace fits the device is core's question: when
          * it does not, AUTO moves on to im2col_gemm, then direct. */
@@ -841,10 +967,11 @@ static const char *want_name(pdnn_conv_algo want)
 /* Finds (or recalls) how to run c with want. Returns 0 if cuDNN cannot,
  * with why (len bytes) saying so. Called with d->lock held and the cuDNN
  * handle created. */
-static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *out, char *why,
-                     size_t len)
+static int find_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *out,
+                     char *why, size_t len)
 {
     conv_key key = key_of(c, want);
+    key.algo += 16 * (int)op; /* each op plans apart */
     for (int i = 0; i < PLAN_CACHE; i++)
         if (d->plans[i].used && memcmp(&d->plans[i].key, &key, sizeof key) == 0) {
             *out = d->plans[i].plan;
@@ -899,7 +1026,7 @@ static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want,
             continue;
         plan = cand[i];
         tried++;
-        supported = try_plan(d, c, want, &plan, last, sizeof last);
+        supported = try_plan(d, op, c, want, &plan, last, sizeof last);
     }
 
     plan_entry *e = &d->plans[d->next_plan];
@@ -913,9 +1040,13 @@ static int find_plan(cu_dev *d, const pdnn__conv2d_call *c, pdnn_conv_algo want,
         /* The last configuration tried copies the most (NCHW/OIHW where
          * the call's layouts differ), so its answer is the one to give. */
         snprintf(e->why, sizeof e->why,
-                 "CUDA: cuDNN has no %s convolution for %s input, %s filter, %s output, groups %lld "
+                 "CUDA: cuDNN has no %s convolution%s for %s input, %s filter, %s output, groups %lld "
                  "(%d operand copy configuration%s tried; the last: %s)",
-                 want_name(want), pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout),
+                 want_name(want),
+                 op == PDNN__OP_CONV2D_BWD_DATA     ? " backward data"
+                 : op == PDNN__OP_CONV2D_BWD_FILTER ? " backward filter"
+                                                    : "",
+                 pdnn_layout_name(c->x_layout), pdnn_layout_name(c->w_layout),
                  pdnn_layout_name(c->y_layout), (long long)c->groups, tried, tried == 1 ? "" : "s", last);
     }
     snprintf(why, len, "%s", e->why);
@@ -936,7 +1067,7 @@ static void conv_plan_want(cu_dev *d, const pdnn__op_call *call, pdnn__plan *pla
         pdnn__plan_refuse(plan, "CUDA: cuDNN could not start on device %d: %s", d->ordinal, pdnn_last_error());
         return;
     }
-    int ok = find_plan(d, c, want, &pl, why, sizeof why);
+    int ok = find_plan(d, call->op, c, want, &pl, why, sizeof why);
     pthread_mutex_unlock(&d->lock);
     if (!ok) {
         pdnn__plan_refuse(plan, "%s", why);
@@ -946,7 +1077,8 @@ static void conv_plan_want(cu_dev *d, const pdnn__op_call *call, pdnn__plan *pla
     plan->workspace = pl.total;
     /* e.g. "cudnn implicit_precomp_gemm copy xw": cuDNN's kernel family
      * and which of input, filter and output go through the workspace. */
-    snprintf(plan->config_name, sizeof plan->config_name, "%s%s%s%s%s", fwd_algo_name(pl.algo),
+    snprintf(plan->config_name, sizeof plan->config_name, "%s%s%s%s%s",
+             call->op == PDNN__OP_CONV2D_FWD ? fwd_algo_name(pl.algo) : bwd_algo_name(call->op, pl.bwd_algo),
              pl.x_copy || pl.w_copy || pl.y_copy ? " copy " : "", pl.x_copy ? "x" : "", pl.w_copy ? "w" : "",
              pl.y_copy ? "y" : "");
     memcpy(plan->state, &pl, sizeof pl); /* state is bytes: copy, never alias */
@@ -1313,6 +1445,285 @@ static const pdnn__algo cu_pool_cudnn = {
 };
 static const pdnn__algo *const cu_pool_algos[] = {&cu_pool_cudnn, NULL};
 
+/* ---- backward convolution and pooling ------------------------------------ */
+
+/* Runs backward data or filter c as pl says (see bwd_select), with
+ * pl->total bytes of workspace at ws_buf. The copies mirror the forward's:
+ * dy goes through an NCHW copy when pl->y_copy; backward data computes a
+ * padded dx in the workspace when pl->x_copy and keeps its image part;
+ * backward filter reads a padded x and writes a repacked dw there when
+ * pl->w_copy, repacking it into the call's filter layout after. Called
+ * with d->lock held and the cuDNN handle created. */
+static pdnn_status conv_bwd_run(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, const conv_plan *pl,
+                                pdnn__buf ws_buf)
+{
+    if (pl->total > 0 && !ws_buf.region) {
+        char b[32];
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "CUDA: this convolution backward needs %s of workspace on device %d but got none",
+                           pdnn__format_bytes(pl->total, b, sizeof b), d->ordinal);
+    }
+    RETURN_IF_FAILED(set_conv_descriptors(d, c, pl));
+    char *ws = pl->total > 0 ? ptr(ws_buf) : NULL;
+    void *algo_ws = pl->algo_bytes > 0 ? ws + pl->algo_off : NULL;
+    const float one = 1.0f, zero = 0.0f;
+    const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
+    const int64_t idims[4] = {c->n, c->c, c->h, c->w};
+    const void *dy = ptr(c->y_buf);
+    if (pl->y_copy) {
+        RETURN_IF_FAILED(set_4d(d->t[TB], ydims, c->ys));
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TB], dy, &zero, d->t[TY], ws + pl->y_off);
+        dy = ws + pl->y_off;
+    }
+    /* The padded x (or dx) buffer's strides and the image's origin in it. */
+    int64_t pst[4] = {0, 0, 0, 0};
+    char *origin = NULL;
+    if (pl->x_copy) {
+        const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
+        pdnn__layout_strides(pl->x_copy_layout, pdims, pst);
+        origin = ws + pl->x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * sizeof(float);
+    }
+    if (op == PDNN__OP_CONV2D_BWD_DATA) {
+        const void *w = ptr(c->w_buf);
+        if (pl->w_copy) {
+            DNN(cudnnTransformTensor, d->dnn, &one, d->t[TW_SRC], w, &zero, d->t[TW_DST], ws + pl->w_off);
+            w = ws + pl->w_off;
+        }
+        void *dx = pl->x_copy ? (void *)(ws + pl->x_off) : ptr(c->x_buf);
+        DNN(cudnnConvolutionBackwardData, d->dnn, &one, d->filt, w, d->t[TY], dy, d->conv,
+            (cudnnConvolutionBwdDataAlgo_t)pl->bwd_algo, algo_ws, pl->algo_bytes, &zero, d->t[TX], dx);
+        if (pl->x_copy) {
+            /* The gradient of the padding is dropped: only the image part is dx. */
+            RETURN_IF_FAILED(set_4d(d->t[TB], idims, pst));
+            DNN(cudnnTransformTensor, d->dnn, &one, d->t[TB], origin, &zero, d->t[TX_SRC], ptr(c->x_buf));
+        }
+        return PDNN_SUCCESS;
+    }
+    const void *x = ptr(c->x_buf);
+    if (pl->x_copy) {
+        const size_t bytes = (size_t)(c->n * c->c * pl->hp * pl->wp) * sizeof(float);
+        CU(cudaMemsetAsync, ws + pl->x_off, 0, bytes, d->stream);
+        RETURN_IF_FAILED(set_4d(d->t[TB], idims, pst));
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX_SRC], x, &zero, d->t[TB], origin);
+        x = ws + pl->x_off;
+    }
+    void *dw = pl->w_copy ? (void *)(ws + pl->w_off) : ptr(c->w_buf);
+    DNN(cudnnConvolutionBackwardFilter, d->dnn, &one, d->t[TX], x, d->t[TY], dy, d->conv,
+        (cudnnConvolutionBwdFilterAlgo_t)pl->bwd_algo, algo_ws, pl->algo_bytes, &zero, d->filt, dw);
+    if (pl->w_copy)
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[TW_DST], dw, &zero, d->t[TW_SRC], ptr(c->w_buf));
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_conv_bwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                   pdnn__run_report *rep)
+{
+    cu_dev *d = dev;
+    conv_plan pl;
+    memcpy(&pl, plan->state, sizeof pl);
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = conv_bwd_run(d, call->op, &call->u.conv2d, &pl, ws);
+    pthread_mutex_unlock(&d->lock);
+    report_untuned(plan, rep);
+    return st;
+}
+
+static const pdnn__algo cu_bwd_data_vendor = {
+    .op = PDNN__OP_CONV2D_BWD_DATA,
+    .name = "vendor",
+    .id = PDNN_CONV_ALGO_VENDOR,
+    .rank = 0,
+    .plan = vendor_plan,
+    .run = cu_conv_bwd_run,
+};
+static const pdnn__algo cu_bwd_data_direct = {
+    .op = PDNN__OP_CONV2D_BWD_DATA,
+    .name = "direct",
+    .id = PDNN_CONV_ALGO_DIRECT,
+    .rank = 1,
+    .plan = direct_plan,
+    .run = cu_conv_bwd_run,
+};
+static const pdnn__algo *const cu_bwd_data_algos[] = {&cu_bwd_data_vendor, &cu_bwd_data_direct, NULL};
+static const pdnn__algo cu_bwd_filter_vendor = {
+    .op = PDNN__OP_CONV2D_BWD_FILTER,
+    .name = "vendor",
+    .id = PDNN_CONV_ALGO_VENDOR,
+    .rank = 0,
+    .plan = vendor_plan,
+    .run = cu_conv_bwd_run,
+};
+static const pdnn__algo cu_bwd_filter_direct = {
+    .op = PDNN__OP_CONV2D_BWD_FILTER,
+    .name = "direct",
+    .id = PDNN_CONV_ALGO_DIRECT,
+    .rank = 1,
+    .plan = direct_plan,
+    .run = cu_conv_bwd_run,
+};
+static const pdnn__algo *const cu_bwd_filter_algos[] = {&cu_bwd_filter_vendor, &cu_bwd_filter_direct, NULL};
+
+/* db: cuDNN's reduction of dy over N, H and W, in dy's layout as stored. */
+static void cu_bwd_bias_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
+    if (!dims_fit(ydims, c->ys))
+        pdnn__plan_refuse(plan, "CUDA: conv2d backward bias: dy (%lldx%lldx%lldx%lld) is too large for cuDNN, "
+                                "whose descriptors take int sizes and strides",
+                          (long long)c->n, (long long)c->k, (long long)c->p, (long long)c->q);
+}
+
+static pdnn_status bwd_bias_run(cu_dev *d, const pdnn__conv2d_call *c)
+{
+    const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
+    const int64_t bdims[4] = {1, c->k, 1, 1};
+    RETURN_IF_FAILED(set_4d(d->t[TY], ydims, c->ys));
+    RETURN_IF_FAILED(set_packed(d->t[TB], PDNN_NCHW, bdims));
+    const float one = 1.0f, zero = 0.0f;
+    DNN(cudnnConvolutionBackwardBias, d->dnn, &one, d->t[TY], ptr(c->y_buf), &zero, d->t[TB], ptr(c->bias_buf));
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_bwd_bias_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                   pdnn__run_report *rep)
+{
+    (void)ws;
+    cu_dev *d = dev;
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = bwd_bias_run(d, &call->u.conv2d);
+    pthread_mutex_unlock(&d->lock);
+    report_untuned(plan, rep);
+    return st;
+}
+
+static const pdnn__algo cu_bwd_bias_cudnn = {
+    .op = PDNN__OP_CONV2D_BWD_BIAS,
+    .name = "vendor",
+    .id = PDNN_CONV_ALGO_VENDOR,
+    .rank = 0,
+    .plan = cu_bwd_bias_plan,
+    .run = cu_bwd_bias_run,
+};
+static const pdnn__algo *const cu_bwd_bias_algos[] = {&cu_bwd_bias_cudnn, NULL};
+
+/* Pooling backward: cudnnPoolingBackward needs the forward's y, so the
+ * plan's workspace holds y recomputed with cudnnPoolingForward in dy's
+ * strides (cuDNN wants y and dy alike), and, where dx's strides differ
+ * from x's, dx computed in x's strides and then copied into place.
+ * Which of several equal maxima cuDNN's max-pooling backward credits is
+ * not documented (polydnn's rule: the first in row-major window order);
+ * see HACKING.md. Calls whose padding cuDNN cannot express (the forward
+ * pools a padded copy there) are refused for now. */
+typedef struct pool_bwd_plan {
+    int dx_copy;
+    size_t y_bytes, dx_off, total;
+} pool_bwd_plan;
+
+_Static_assert(sizeof(pool_bwd_plan) <= sizeof(((pdnn__plan *)0)->state),
+               "pool_bwd_plan must fit in pdnn__plan.state");
+
+/* Bytes spanned by a tensor of dims with element strides st. */
+static size_t strided_bytes(const int64_t dims[4], const int64_t st[4])
+{
+    int64_t last = 0;
+    for (int i = 0; i < 4; i++)
+        last += (dims[i] - 1) * st[i];
+    return (size_t)(last + 1) * sizeof(float);
+}
+
+static void cu_pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    const char *why = pool_problem(c);
+    if (why) {
+        pdnn__plan_refuse(plan,
+                          "CUDA: pool2d backward (window %dx%d, stride %d,%d, pad %d,%d,%d,%d) has %s; the CUDA "
+                          "backend runs such pooling forward on a padded copy but has no backward for it yet",
+                          c->win_h, c->win_w, c->stride_h, c->stride_w, c->pad_top, c->pad_bottom, c->pad_left,
+                          c->pad_right, why);
+        return;
+    }
+    const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
+    const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
+    if (!dims_fit(xdims, c->xs) || !dims_fit(xdims, c->dxs) || !dims_fit(ydims, c->ys)) {
+        pdnn__plan_refuse(plan,
+                          "CUDA: pool2d backward of a %lldx%lldx%lldx%lld input is too large for cuDNN, whose "
+                          "descriptors take int sizes and strides",
+                          (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w);
+        return;
+    }
+    pool_bwd_plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.y_bytes = align256(strided_bytes(ydims, c->ys));
+    pl.dx_copy = memcmp(c->xs, c->dxs, sizeof c->xs) != 0;
+    pl.dx_off = pl.y_bytes;
+    pl.total = pl.y_bytes + (pl.dx_copy ? align256(strided_bytes(xdims, c->xs)) : 0);
+    plan->supported = 1;
+    plan->workspace = pl.total;
+    memcpy(plan->state, &pl, sizeof pl); /* state is bytes: copy, never alias */
+}
+
+/* Called with d->lock held and the cuDNN handle created. */
+static pdnn_status pool_bwd_run(cu_dev *d, const pdnn__pool2d_call *c, const pool_bwd_plan *pl, pdnn__buf ws_buf)
+{
+    if (!ws_buf.region)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "CUDA: pool2d backward needs %zu bytes of workspace on device %d (the recomputed "
+                           "forward output) but got none",
+                           pl->total, d->ordinal);
+    char *ws = ptr(ws_buf);
+    const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
+    const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
+    RETURN_IF_FAILED(set_4d(d->t[0], xdims, c->xs));
+    RETURN_IF_FAILED(set_4d(d->t[1], ydims, c->ys));
+    RETURN_IF_FAILED(set_4d(d->t[2], xdims, c->dxs));
+    cudnnPoolingMode_t mode = c->mode == PDNN_POOL_MAX ? CUDNN_POOLING_MAX_DETERMINISTIC
+                              : c->mode == PDNN_POOL_AVG_INCLUDE_PADDING
+                                  ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    DNN(cudnnSetPooling2dDescriptor, d->pool, mode, CUDNN_PROPAGATE_NAN, c->win_h, c->win_w, c->pad_top,
+        c->pad_left, c->stride_h, c->stride_w);
+    const float one = 1.0f, zero = 0.0f;
+    DNN(cudnnPoolingForward, d->dnn, d->pool, &one, d->t[0], ptr(c->x_buf), &zero, d->t[1], ws);
+    void *dx = pl->dx_copy ? (void *)(ws + pl->dx_off) : ptr(c->dx_buf);
+    DNN(cudnnPoolingBackward, d->dnn, d->pool, &one, d->t[1], ws, d->t[1], ptr(c->dy_buf), d->t[0], ptr(c->x_buf),
+        &zero, d->t[0], dx);
+    if (pl->dx_copy)
+        DNN(cudnnTransformTensor, d->dnn, &one, d->t[0], dx, &zero, d->t[2], ptr(c->dx_buf));
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_pool_bwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                   pdnn__run_report *rep)
+{
+    cu_dev *d = dev;
+    pool_bwd_plan pl;
+    memcpy(&pl, plan->state, sizeof pl);
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = pool_bwd_run(d, &call->u.pool2d, &pl, ws);
+    pthread_mutex_unlock(&d->lock);
+    report_untuned(plan, rep);
+    return st;
+}
+
+static const pdnn__algo cu_pool_bwd_cudnn = {
+    .op = PDNN__OP_POOL2D_BWD,
+    .name = "cudnn",
+    .rank = 0,
+    .plan = cu_pool_bwd_plan,
+    .run = cu_pool_bwd_run,
+};
+static const pdnn__algo *const cu_pool_bwd_algos[] = {&cu_pool_bwd_cudnn, NULL};
+
 /* ---- the ops around convolution ------------------------------------------ */
 
 /* Elementwise ops run over chunks of at most this many elements, viewed
@@ -1660,7 +2071,11 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_BN_FWD_INFER] = cu_bn_fwd_infer_algos,
               [PDNN__OP_BN_BWD] = cu_bn_bwd_algos,
               [PDNN__OP_RELU_BWD] = cu_relu_bwd_algos,
-              [PDNN__OP_OPTIMIZER] = cu_optimizer_algos},
+              [PDNN__OP_OPTIMIZER] = cu_optimizer_algos,
+              [PDNN__OP_CONV2D_BWD_DATA] = cu_bwd_data_algos,
+              [PDNN__OP_CONV2D_BWD_FILTER] = cu_bwd_filter_algos,
+              [PDNN__OP_CONV2D_BWD_BIAS] = cu_bwd_bias_algos,
+              [PDNN__OP_POOL2D_BWD] = cu_pool_bwd_algos},
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,

@@ -326,8 +326,10 @@ static const pdnn__algo *const cl_conv_algos[] = {
 
 extern const pdnn__algo pdnn__cl_algo_bwd_data_direct, pdnn__cl_algo_bwd_filter_direct, pdnn__cl_algo_bwd_filter_split,
     pdnn__cl_algo_bwd_bias_direct, pdnn__cl_algo_pool_bwd_direct;
-static const pdnn__algo *const cl_conv_bwd_data_algos[] = {&pdnn__cl_algo_bwd_data_direct, NULL};
-static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_filter_direct,
+extern const pdnn__algo pdnn__cl_algo_bwd_data_fwd, pdnn__cl_algo_bwd_filter_fwd, pdnn__cl_algo_bwd_data_igemm;
+static const pdnn__algo *const cl_conv_bwd_data_algos[] = {&pdnn__cl_algo_bwd_data_fwd, &pdnn__cl_algo_bwd_data_igemm,
+                                                           &pdnn__cl_algo_bwd_data_direct, NULL};
+static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_filter_fwd, &pdnn__cl_algo_bwd_filter_direct,
                                                              &pdnn__cl_algo_bwd_filter_split, NULL};
 static const pdnn__algo *const cl_conv_bwd_bias_algos[] = {&pdnn__cl_algo_bwd_bias_direct, NULL};
 static const pdnn__algo *const cl_pool_bwd_algos[] = {&pdnn__cl_algo_pool_bwd_direct, NULL};

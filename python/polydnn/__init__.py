@@ -628,7 +628,8 @@ class Tensor:
         _check(_tensor_write(self._handle(), data, len(data)))
 
     def to(self, device, layout=None):
-        """A copy on device (a name or Device), through host memory."""
+        """A copy on device (a name or Device), through host memory (one
+        transfer when this tensor or the copy is on the host)."""
         dev = _resolve_device(device, self._ctx)
         d = self._desc()
         if layout is not None and layout != self.layout:
@@ -636,7 +637,14 @@ class Tensor:
         out = _vp()
         _check(_tensor_create(dev._h, ctypes.byref(d), ctypes.byref(out)))
         t = Tensor(self._ctx, out)
-        t.write_bytes(self.to_bytes())
+        # One copy when either end is host memory (dense in layout order):
+        # the transfer reads or writes it in place.
+        if self.device.backend == "host":
+            _check(_tensor_write(t._handle(), self.data_ptr(), self.nbytes))
+        elif dev.backend == "host":
+            _check(_tensor_read(self._handle(), t.data_ptr(), self.nbytes))
+        else:
+            t.write_bytes(self.to_bytes())
         return t
 
     def numpy(self):
@@ -1001,6 +1009,104 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     conv2d's. TensorFlow's avg_pool with 'same' is count_include_pad=False."""
     return _pool(x, 1 if count_include_pad else 2, kernel_size, stride, padding, ceil_mode, out_layout,
                  data_format)
+
+
+# ---- backward ops (training) ---------------------------------------------------
+# Each takes the forward's arguments in the forward's forms and returns a new
+# Tensor; the argument order follows torch.nn.grad.conv2d_input/_weight.
+
+_conv_bwd_data = _fn("pdnn_conv2d_backward_data", _c_int, _P(_ConvParams), _vp, _vp, _vp)
+_conv_bwd_filter = _fn("pdnn_conv2d_backward_filter", _c_int, _P(_ConvParams), _vp, _vp, _vp)
+_conv_bwd_bias = _fn("pdnn_conv2d_backward_bias", _c_int, _vp, _vp)
+_pool_backward = _fn("pdnn_pool2d_backward", _c_int, _P(_PoolParams), _vp, _vp, _vp)
+__all__ += ["conv2d_backward_data", "conv2d_backward_filter", "conv2d_backward_bias",
+            "max_pool2d_backward", "avg_pool2d_backward"]
+
+
+def _shape_dims(shape, role, data_format, name):
+    """The logical dims (N, C, H, W) / (O, I, H, W) of a 4-D shape given in
+    data_format's order (conv2d's reading of an array's shape)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 4:
+        raise ValueError("polydnn: %s must be a sequence of 4 integers, not %r" % (name, shape))
+    dims = [_int(v, "%s[%d]" % (name, i), "int64") for i, v in enumerate(shape)]
+    if data_format == "NHWC":
+        dims = [dims[a] for a in _NHWC_AXES[role]]
+    return dims
+
+
+def conv2d_backward_data(input_shape, w, dy, stride=1, padding=0, dilation=1, groups=1, out_layout=None,
+                         data_format=None):
+    """dx = dL/dx of y = conv2d(x, w, ...) given dy = dL/dy, for an x of
+    input_shape (as torch.nn.grad.conv2d_input). input_shape, w and dy are
+    read as conv2d reads x, w and y (data_format); stride, padding ('same'
+    included), dilation and groups are the forward's. dx is on dy's device,
+    in dy's layout unless out_layout."""
+    df = _data_format(data_format)
+    ctx, dev = _placement(dy, w)
+    dy = _as_tensor(dy, _ACTIVATION, df, ctx, dev, "dy")
+    w = _as_tensor(w, _FILTER, df, ctx, dy.device, "w")
+    xdims = _shape_dims(input_shape, _ACTIVATION, df, "input_shape")
+    p = _conv_params(tuple(xdims), tuple(w._desc().dims), stride, padding, dilation, groups, False, "auto")
+    dx = empty(tuple(xdims), out_layout or dy.layout, device=dy.device, context=dy._ctx)
+    _check(_conv_bwd_data(ctypes.byref(p), dy._handle(), w._handle(), dx._handle()))
+    return dx
+
+
+def conv2d_backward_filter(x, weight_shape, dy, stride=1, padding=0, dilation=1, groups=1, out_layout=None,
+                           data_format=None):
+    """dw = dL/dw of y = conv2d(x, w, ...) given dy, for a w of weight_shape
+    (as torch.nn.grad.conv2d_weight); arguments as conv2d_backward_data's.
+    dw is on x's device, OIHW (HWIO with data_format 'NHWC') unless
+    out_layout."""
+    df = _data_format(data_format)
+    ctx, dev = _placement(x, dy)
+    x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
+    dy = _as_tensor(dy, _ACTIVATION, df, ctx, x.device, "dy")
+    wdims = _shape_dims(weight_shape, _FILTER, df, "weight_shape")
+    p = _conv_params(tuple(x._desc().dims), tuple(wdims), stride, padding, dilation, groups, False, "auto")
+    dw = empty(tuple(wdims), out_layout or ("HWIO" if df == "NHWC" else "OIHW"), device=x.device, context=x._ctx)
+    _check(_conv_bwd_filter(ctypes.byref(p), x._handle(), dy._handle(), dw._handle()))
+    return dw
+
+
+def conv2d_backward_bias(dy, data_format=None):
+    """db[k] = the sum of dy over N, H, W for channel k: a vector (K,) on
+    dy's device. dy is read as conv2d's y (data_format); a matrix (N, K)
+    works too."""
+    df = _data_format(data_format)
+    ctx, dev = _placement(dy)
+    dy = _as_tensor(dy, _ACTIVATION, df, ctx, dev, "dy")
+    db = empty((dy._desc().dims[1],), "X", device=dy.device, context=dy._ctx)
+    _check(_conv_bwd_bias(dy._handle(), db._handle()))
+    return db
+
+
+def _pool_backward_op(x, dy, mode, kernel_size, stride, padding, ceil_mode, out_layout, data_format):
+    df = _data_format(data_format)
+    ctx, dev = _placement(x, dy)
+    x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
+    dy = _as_tensor(dy, _ACTIVATION, df, ctx, x.device, "dy")
+    d = x._desc()
+    p = _pool_params(tuple(d.dims), mode, kernel_size, stride, padding, ceil_mode)
+    dx = empty(tuple(d.dims), out_layout or x.layout, device=x.device, context=x._ctx)
+    _check(_pool_backward(ctypes.byref(p), x._handle(), dy._handle(), dx._handle()))
+    return dx
+
+
+def max_pool2d_backward(x, dy, kernel_size, stride=None, padding=0, ceil_mode=False, out_layout=None,
+                        data_format=None):
+    """dx = dL/dx of y = max_pool2d(x, ...) given dy: each window's gradient
+    goes to its (first) maximum in x. Arguments as max_pool2d's; dx is on
+    x's device, in x's layout unless out_layout."""
+    return _pool_backward_op(x, dy, 0, kernel_size, stride, padding, ceil_mode, out_layout, data_format)
+
+
+def avg_pool2d_backward(x, dy, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                        out_layout=None, data_format=None):
+    """dx = dL/dx of y = avg_pool2d(x, ...) given dy (x gives only the
+    shape; its values are not read). Arguments as avg_pool2d's."""
+    return _pool_backward_op(x, dy, 1 if count_include_pad else 2, kernel_size, stride, padding, ceil_mode,
+                             out_layout, data_format)
 
 
 # A matrix is a Tensor of shape (rows, cols, 1, 1), as in the C API; a 2-D
