@@ -19,6 +19,7 @@ static void usage(FILE *f)
             "  tune resnet50|vgg16|conv\n"
             "            search the tunable kernels' parameters for a network's convolutions (or one\n"
             "            shape) on a device and store the best in the tuning cache\n"
+            "  train     train the Deep MNIST CNN on MNIST-style data, with .npz checkpoints\n"
             "  run-example towers|cnn\n"
             "            run an example graph in a session (placement, soft placement, logs)\n\n"
             "polydnn COMMAND --help shows a command's flags; polydnn --version the version.\n");
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
         return cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "tune") == 0)
         return cmd_tune(argc - 1, argv + 1);
+    if (strcmp(cmd, "train") == 0)
+        return cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "run-example") == 0)
         return cmd_example(argc - 1, argv + 1);
     fprintf(stderr, "polydnn: unknown command '%s'\n", cmd);
