@@ -18,3 +18,5 @@ make -j"$(nproc 2>/dev/null || echo 2)"
 ./polydnn devices
 ./polydnn conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 --iters 3 --verify
 ./polydnn pool -n 1 -c 64 -H 112 -W 112 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 --mode max --iters 3 --verify
+# A short training run (one epoch on 6000 images) on the default device: prints its test accuracy.
+./polydnn train --epochs 1 --train-limit 6000 --test-limit 1000

@@ -46,6 +46,7 @@ int cmd_example(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 /* Prints "polydnn: what: " and cli_last_error(); returns EXIT_RUNTIME. */
 int cli_fail(const char *what);

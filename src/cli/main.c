@@ -21,6 +21,7 @@ static void usage(FILE *f)
             "            shape) on a device and store the best in the tuning cache\n"
             "  run model.onnx\n"
             "            import an ONNX model and run it (random or .npy input, top-5, time per run)\n"
+            "  train     train the Deep MNIST CNN on MNIST-style data, with .npz checkpoints\n"
             "  run-example towers|cnn\n"
             "            run an example graph in a session (placement, soft placement, logs)\n\n"
             "polydnn COMMAND --help shows a command's flags; polydnn --version the version.\n");
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
         return cmd_tune(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "train") == 0)
+        return cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "run-example") == 0)
         return cmd_example(argc - 1, argv + 1);
     fprintf(stderr, "polydnn: unknown command '%s'\n", cmd);

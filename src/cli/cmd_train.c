@@ -1,0 +1,522 @@
+/* polydnn train: TensorFlow's Deep MNIST network (conv 5x5x32 SAME + bias,
+ * relu, maxpool 2; conv 5x5x64 SAME + bias, relu, maxpool 2; flatten;
+ * fc 1024 + relu; fc 10; sparse softmax cross-entropy) trained as a
+ * polydnn graph on MNIST-style IDX data, with .npz checkpoints.
+ *
+ * Resuming: the position is global_step alone. Epoch e's order is a
+ * permutation drawn from (seed, e), so global_step, the batch size, the
+ * training-set size and the seed (all in the checkpoint's "train_state")
+ * give the next batch exactly; a resumed run continues as if uninterrupted.
+ * --steps N means N more steps from where the run starts. */
+#include "cli.h"
+#include "idx.h"
+#include "npz.h"
+#include "progress.h"
+#include "run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N_VARS = 8, CLASSES = 10 };
+
+typedef struct train_opts {
+    int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft;
+    const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load;
+} train_opts;
+
+typedef struct model {
+    pdnn_graph *g;
+    pdnn_node x, y, logits, loss, train_op, vars[N_VARS];
+    int batch;
+} model;
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Epoch epoch's order: Fisher-Yates from a generator seeded by (seed, epoch). */
+static void epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
+{
+    uint64_t s = seed * 0x2545F4914F6CDD1Dull + (uint64_t)epoch;
+    for (int64_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(splitmix64(&s) % (uint64_t)(i + 1));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_optimizer_params *op)
+{
+    pdnn_graph *g = m->g;
+    const char *dev = o->device;
+    int64_t b = o->batch;
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {b, 1, 28, 28}};
+    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {b, 1, 1, 1}};
+    if (pdnn_graph_placeholder(g, "images", dev, &xd, &m->x) || pdnn_graph_placeholder(g, "labels", dev, &yd, &m->y))
+        return cli_fail("building the graph");
+    uint64_t seed = (uint64_t)o->seed;
+    pdnn_node h = m->x;
+    int64_t cin = 1;
+    for (int l = 0; l < 2; l++) {
+        int64_t cout = l ? 64 : 32;
+        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {cout, cin, 5, 5}};
+        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cout, 1, 1, 1}};
+        char wn[16], bn[16];
+        snprintf(wn, sizeof wn, "conv%d_w", l + 1);
+        snprintf(bn, sizeof bn, "conv%d_b", l + 1);
+        pdnn_conv2d_params cp;
+        pdnn_conv2d_params_init(&cp);
+        cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 2; /* SAME for 5x5 stride 1 */
+        pdnn_pool2d_params pp;
+        pdnn_pool2d_params_init(&pp);
+        pdnn_node c, r;
+        if (pdnn_graph_variable(g, wn, dev, &wd, PDNN_INIT_HE_NORMAL, seed + (uint64_t)(2 * l), NULL,
+                                &m->vars[2 * l]) ||
+            pdnn_graph_variable(g, bn, dev, &bd, PDNN_INIT_ZEROS, 0, NULL, &m->vars[2 * l + 1]) ||
+            pdnn_graph_conv2d(g, NULL, dev, h, m->vars[2 * l], m->vars[2 * l + 1], &cp, &c) ||
+            pdnn_graph_relu(g, NULL, dev, c, &r) || pdnn_graph_pool2d(g, NULL, dev, r, &pp, &h))
+            return cli_fail("building the graph");
+        cin = cout;
+    }
+    pdnn_node f;
+    if (pdnn_graph_flatten(g, NULL, dev, h, &f))
+        return cli_fail("building the graph");
+    const int64_t fin[2] = {64 * 7 * 7, 1024}, fout[2] = {1024, CLASSES};
+    const char *names[4] = {"fc1_w", "fc1_b", "fc2_w", "fc2_b"};
+    for (int l = 0; l < 2; l++) {
+        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_NCHW, {fin[l], fout[l], 1, 1}};
+        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {fout[l], 1, 1, 1}};
+        pdnn_node *w = &m->vars[4 + 2 * l], *bias = &m->vars[5 + 2 * l], mm, a;
+        if (pdnn_graph_variable(g, names[2 * l], dev, &wd, l ? PDNN_INIT_GLOROT_UNIFORM : PDNN_INIT_HE_NORMAL,
+                                seed + 4 + (uint64_t)l, NULL, w) ||
+            pdnn_graph_variable(g, names[2 * l + 1], dev, &bd, PDNN_INIT_ZEROS, 0, NULL, bias) ||
+            pdnn_graph_matmul(g, NULL, dev, f, *w, 0, 0, &mm) || pdnn_graph_bias_add(g, NULL, dev, mm, *bias, &a))
+            return cli_fail("building the graph");
+        if (l == 0 && pdnn_graph_relu(g, NULL, dev, a, &f))
+            return cli_fail("building the graph");
+        if (l == 1)
+            m->logits = a;
+    }
+    pdnn_node grads[N_VARS];
+    if (pdnn_graph_softmax_cross_entropy(g, "loss", dev, m->logits, m->y, &m->loss) ||
+        pdnn_graph_gradients(g, m->loss, m->vars, N_VARS, grads) ||
+        pdnn_graph_apply_gradients(g, NULL, op, m->vars, grads, N_VARS, &m->train_op))
+        return cli_fail("building the graph");
+    return 0;
+}
+
+/* npz names allow [A-Za-z0-9_.-]: a slot "conv1_w/Momentum" is stored as
+ * "conv1_w-Momentum". */
+static void ckpt_name(const char *node, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", node);
+    for (char *p = buf; *p; p++)
+        if (*p == '/')
+            *p = '-';
+}
+
+static int is_variable(const pdnn_graph *g, pdnn_node n) { return strcmp(pdnn_graph_node_op(g, n), "VariableV2") == 0; }
+
+/* train_state: seed (four 16-bit pieces, exact in float32), batch, training-set size. */
+enum { STATE_LEN = 6 };
+
+static void state_pack(float *st, uint64_t seed, int batch, int64_t train_n)
+{
+    for (int i = 0; i < 4; i++)
+        st[i] = (float)((seed >> (16 * i)) & 0xFFFF);
+    st[4] = (float)batch;
+    st[5] = (float)train_n;
+}
+
+static int save_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t seed, int64_t train_n)
+{
+    int nn = pdnn_graph_node_count(m->g), count = 0, rc = 0;
+    npz_entry *e = calloc((size_t)nn + 1, sizeof *e);
+    char(*names)[NPZ_MAX_NAME + 1] = calloc((size_t)nn + 1, sizeof *names);
+    int64_t(*shapes)[4] = calloc((size_t)nn + 1, sizeof *shapes);
+    float **bufs = calloc((size_t)nn + 1, sizeof *bufs);
+    float st[STATE_LEN];
+    if (!e || !names || !shapes || !bufs) {
+        rc = cli_host_oom("train", "the checkpoint", 0);
+        goto out;
+    }
+    for (pdnn_node n = 0; n < nn; n++) {
+        if (!is_variable(m->g, n))
+            continue;
+        pdnn_tensor_desc d;
+        pdnn_graph_node_desc(m->g, n, &d);
+        int64_t bytes = pdnn_tensor_desc_bytes(&d);
+        bufs[count] = malloc((size_t)bytes);
+        if (!bufs[count]) {
+            rc = cli_host_oom("train", "the checkpoint", (uint64_t)bytes);
+            goto out;
+        }
+        if (pdnn_session_variable_read(s, n, bufs[count], (size_t)bytes)) {
+            rc = cli_fail("reading a variable for the checkpoint");
+            goto out;
+        }
+        ckpt_name(pdnn_graph_node_name(m->g, n), names[count], sizeof names[count]);
+        memcpy(shapes[count], d.dims, sizeof d.dims);
+        e[count] = (npz_entry){names[count], 4, shapes[count], bufs[count]};
+        count++;
+    }
+    state_pack(st, seed, m->batch, train_n);
+    static const int64_t st_shape[1] = {STATE_LEN};
+    e[count++] = (npz_entry){"train_state", 1, st_shape, st};
+    char err[512];
+    if (npz_write(path, count, e, err, sizeof err)) {
+        fprintf(stderr, "polydnn train: %s\n", err);
+        rc = EXIT_RUNTIME;
+    }
+out:
+    if (bufs)
+        for (int i = 0; i < nn + 1; i++)
+            free(bufs[i]);
+    free(bufs);
+    free(shapes);
+    free(names);
+    free(e);
+    return rc;
+}
+
+/* Checks the whole archive against the model before assigning anything:
+ * every variable present with its shape, no extra arrays, the same batch
+ * and training-set size. The seed comes from the checkpoint. */
+static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t *seed, int64_t train_n)
+{
+    npz_archive a = {0};
+    char err[512];
+    if (npz_read(path, &a, err, sizeof err)) {
+        fprintf(stderr, "polydnn train: %s\n", err);
+        return EXIT_RUNTIME;
+    }
+    int rc = 0, nn = pdnn_graph_node_count(m->g), used = 0;
+    const npz_member *st = npz_find(&a, "train_state");
+    if (!st || st->array.ndim != 1 || st->array.shape[0] != STATE_LEN) {
+        fprintf(stderr, "polydnn train: %s: not a polydnn train checkpoint (no train_state array of %d values)\n",
+                path, STATE_LEN);
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    used++;
+    const float *sv = st->array.data;
+    if ((int)sv[4] != m->batch || (int64_t)sv[5] != train_n) {
+        fprintf(stderr,
+                "polydnn train: %s: saved with --batch-size %d on %lld training images; this run has %d on %lld "
+                "(resume with the same --batch-size and --train-limit)\n",
+                path, (int)sv[4], (long long)sv[5], m->batch, (long long)train_n);
+        rc = EXIT_RUNTIME;
+        goto out;
+    }
+    for (pdnn_node n = 0; n < nn && rc == 0; n++) {
+        if (!is_variable(m->g, n))
+            continue;
+        char name[NPZ_MAX_NAME + 1];
+        ckpt_name(pdnn_graph_node_name(m->g, n), name, sizeof name);
+        pdnn_tensor_desc d;
+        pdnn_graph_node_desc(m->g, n, &d);
+        const npz_member *mb = npz_find(&a, name);
+        if (!mb) {
+            fprintf(stderr, "polydnn train: %s: no array '%s' (a checkpoint of another model or optimizer?)\n",
+                    path, name);
+            rc = EXIT_RUNTIME;
+        } else if (mb->array.ndim != 4 || memcmp(mb->array.shape, d.dims, sizeof d.dims) != 0) {
+            fprintf(stderr, "polydnn train: %s: array '%s' has the wrong shape (expected %lldx%lldx%lldx%lld)\n",
+                    path, name, (long long)d.dims[0], (long long)d.dims[1], (long long)d.dims[2],
+                    (long long)d.dims[3]);
+            rc = EXIT_RUNTIME;
+        }
+        used++;
+    }
+    if (rc == 0 && used != a.count) {
+        for (int i = 0; i < a.count; i++) {
+            pdnn_node n;
+            int known = strcmp(a.members[i].name, "train_state") == 0;
+            for (n = 0; n < nn && !known; n++) {
+                char name[NPZ_MAX_NAME + 1];
+                ckpt_name(pdnn_graph_node_name(m->g, n), name, sizeof name);
+                known = is_variable(m->g, n) && strcmp(name, a.members[i].name) == 0;
+            }
+            if (!known) {
+                fprintf(stderr, "polydnn train: %s: array '%s' is not in this model\n", path, a.members[i].name);
+                break;
+            }
+        }
+        rc = EXIT_RUNTIME;
+    }
+    for (pdnn_node n = 0; n < nn && rc == 0; n++) {
+        if (!is_variable(m->g, n))
+            continue;
+        char name[NPZ_MAX_NAME + 1];
+        ckpt_name(pdnn_graph_node_name(m->g, n), name, sizeof name);
+        const npz_member *mb = npz_find(&a, name);
+        pdnn_tensor_desc d;
+        pdnn_graph_node_desc(m->g, n, &d);
+        if (pdnn_session_variable_assign(s, n, mb->array.data, (size_t)pdnn_tensor_desc_bytes(&d)))
+            rc = cli_fail("restoring a variable");
+    }
+    if (rc == 0) {
+        *seed = 0;
+        for (int i = 0; i < 4; i++)
+            *seed |= (uint64_t)sv[i] << (16 * i);
+    }
+out:
+    npz_free(&a);
+    return rc;
+}
+
+/* Copies rows idx[0..count) of the dataset into the feed buffers (zeros past count). */
+static void gather(const idx_dataset *d, const int64_t *idx, int64_t count, int batch, float *x, int32_t *y)
+{
+    const int64_t px = 28 * 28;
+    for (int i = 0; i < batch; i++) {
+        if (i < count) {
+            memcpy(x + i * px, d->images.data + idx[i] * px, sizeof(float) * (size_t)px);
+            y[i] = d->labels.data[idx[i]];
+        } else {
+            memset(x + i * px, 0, sizeof(float) * (size_t)px);
+            y[i] = 0;
+        }
+    }
+}
+
+static int evaluate(pdnn_session *s, const model *m, const idx_dataset *test, int64_t n, pdnn_tensor *xt,
+                    float *xb, int32_t *yb, double *acc)
+{
+    int64_t *idx = malloc(sizeof(int64_t) * (size_t)m->batch), correct = 0;
+    if (!idx)
+        return cli_host_oom("train", "the test batch", 0);
+    for (int64_t start = 0; start < n; start += m->batch) {
+        int64_t cnt = n - start < m->batch ? n - start : m->batch;
+        for (int64_t i = 0; i < cnt; i++)
+            idx[i] = start + i;
+        gather(test, idx, cnt, m->batch, xb, yb);
+        pdnn_tensor *lt = NULL;
+        float *lv = NULL;
+        if (pdnn_tensor_write(xt, xb, sizeof(float) * (size_t)m->batch * 784) ||
+            pdnn_session_run(s, &m->x, &xt, 1, &m->logits, 1, &lt)) {
+            free(idx);
+            return cli_fail("evaluating the test set");
+        }
+        pdnn_status st = cli_tensor_read(lt, &lv);
+        pdnn_tensor_release(lt);
+        if (st) {
+            free(idx);
+            return cli_fail("reading the logits");
+        }
+        for (int64_t i = 0; i < cnt; i++) {
+            int best = 0;
+            for (int k = 1; k < CLASSES; k++)
+                if (lv[i * CLASSES + k] > lv[i * CLASSES + best])
+                    best = k;
+            correct += best == test->labels.data[start + i];
+        }
+        free(lv);
+    }
+    free(idx);
+    *acc = n ? (double)correct / (double)n : 0.0;
+    return 0;
+}
+
+static int parse_float(const char *flag, const char *s, float *out)
+{
+    char *end;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || end == s || *end || !isfinite(v) || v < 0) {
+        fprintf(stderr, "polydnn train: --%s: expected a non-negative number, got '%s'\n", flag, s ? s : "");
+        return EXIT_USAGE;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+static int train(const train_opts *o)
+{
+    pdnn_layout layout = PDNN_NCHW;
+    if (o->layout) {
+        int l = pdnn_layout_parse(o->layout);
+        if (l != PDNN_NCHW && l != PDNN_NHWC) {
+            fprintf(stderr, "polydnn train: --layout: expected NCHW or NHWC, got '%s'\n", o->layout);
+            return EXIT_USAGE;
+        }
+        layout = (pdnn_layout)l;
+    }
+    pdnn_optimizer_params op;
+    if (!o->optimizer || strcmp(o->optimizer, "sgd") == 0) {
+        pdnn_optimizer_params_init(&op, PDNN_OPTIMIZER_SGD);
+        op.learning_rate = 0.05f;
+        op.momentum = 0.9f;
+    } else if (strcmp(o->optimizer, "adam") == 0) {
+        pdnn_optimizer_params_init(&op, PDNN_OPTIMIZER_ADAM);
+    } else {
+        fprintf(stderr, "polydnn train: --optimizer: expected sgd or adam, got '%s'\n", o->optimizer);
+        return EXIT_USAGE;
+    }
+    if ((o->lr && parse_float("lr", o->lr, &op.learning_rate)) ||
+        (o->momentum && parse_float("momentum", o->momentum, &op.momentum)))
+        return EXIT_USAGE;
+
+    char err[512];
+    idx_dataset trn = {0}, tst = {0};
+    if (idx_load(o->data, "train", CLASSES, layout, &trn, err, sizeof err) ||
+        idx_load(o->data, "t10k", CLASSES, layout, &tst, err, sizeof err)) {
+        fprintf(stderr, "polydnn train: %s\n", err);
+        idx_dataset_free(&trn);
+        idx_dataset_free(&tst);
+        return EXIT_RUNTIME;
+    }
+    int64_t train_n = trn.images.count, test_n = tst.images.count;
+    if (o->train_limit > 0 && o->train_limit < train_n)
+        train_n = o->train_limit;
+    if (o->test_limit > 0 && o->test_limit < test_n)
+        test_n = o->test_limit;
+    int rc = 0;
+    model m = {0};
+    m.batch = o->batch;
+    pdnn_session *s = NULL;
+    pdnn_tensor *xt = NULL, *yt = NULL, *lt = NULL;
+    float *xb = malloc(sizeof(float) * (size_t)o->batch * 784);
+    int32_t *yb = malloc(sizeof(int32_t) * (size_t)o->batch);
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)train_n);
+    int64_t spe = train_n / o->batch;
+    if (spe < 1) {
+        fprintf(stderr, "polydnn train: %lld training images make no batch of %d\n", (long long)train_n, o->batch);
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    if (!xb || !yb || !perm) {
+        rc = cli_host_oom("train", "the batches", 0);
+        goto out;
+    }
+    if (pdnn_graph_create(&m.g)) {
+        rc = cli_fail("creating the graph");
+        goto out;
+    }
+    if ((rc = build(&m, o, layout, &op)))
+        goto out;
+    pdnn_session_config cfg;
+    pdnn_session_config_init(&cfg);
+    cfg.log_device_placement = o->log_place;
+    cfg.allow_soft_placement = o->soft;
+    if (pdnn_session_create(m.g, &cfg, &s)) {
+        rc = cli_fail("creating the session");
+        goto out;
+    }
+    pdnn_device *host = NULL;
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {o->batch, 1, 28, 28}};
+    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {o->batch, 1, 1, 1}};
+    if (pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host) || pdnn_tensor_create(host, &xd, &xt) ||
+        pdnn_tensor_create(host, &yd, &yt)) {
+        rc = cli_fail("creating the feed tensors");
+        goto out;
+    }
+    uint64_t seed = (uint64_t)o->seed;
+    if (o->load && (rc = load_ckpt(s, &m, o->load, &seed, train_n)))
+        goto out;
+    pdnn_node gs_node;
+    float gsf = 0;
+    if (pdnn_graph_find(m.g, "global_step", &gs_node) ||
+        pdnn_session_variable_read(s, gs_node, &gsf, sizeof gsf)) {
+        rc = cli_fail("reading global_step");
+        goto out;
+    }
+    int64_t gs = (int64_t)gsf, done = 0;
+    progress pr;
+    progress_init(&pr, stderr, -1);
+    pdnn_node fetch[2] = {m.loss, m.train_op};
+    pdnn_node feeds[2] = {m.x, m.y};
+    pdnn_tensor *fv[2] = {xt, yt};
+    int stopped = 0;
+    for (int64_t epoch = gs / spe; epoch < o->epochs && !stopped; epoch++) {
+        if (o->steps > 0 && done >= o->steps)
+            break;
+        epoch_order(perm, train_n, seed, epoch);
+        progress_epoch(&pr, (int)epoch + 1, o->epochs, spe, progress_now());
+        for (int64_t step = gs % spe; step < spe; step++) {
+            if (o->steps > 0 && done >= o->steps) {
+                stopped = 1;
+                break;
+            }
+            gather(&trn, perm + step * o->batch, o->batch, o->batch, xb, yb);
+            pdnn_tensor *out[2] = {NULL, NULL};
+            float loss = NAN;
+            if (pdnn_tensor_write(xt, xb, sizeof(float) * (size_t)o->batch * 784) ||
+                pdnn_tensor_write(yt, yb, sizeof(int32_t) * (size_t)o->batch) ||
+                pdnn_session_run(s, feeds, fv, 2, fetch, 2, out)) {
+                rc = cli_fail("running a training step");
+                goto out;
+            }
+            pdnn_status st = pdnn_tensor_read(out[0], &loss, sizeof loss);
+            pdnn_tensor_release(out[0]);
+            pdnn_tensor_release(out[1]);
+            if (st) {
+                rc = cli_fail("reading the loss");
+                goto out;
+            }
+            gs++;
+            done++;
+            if (gs % 10 == 0)
+                printf("step %lld loss %.4f\n", (long long)gs, loss);
+            progress_step(&pr, o->batch, loss, progress_now());
+        }
+        if (!stopped)
+            progress_end_epoch(&pr, progress_now());
+        double acc = 0;
+        if ((rc = evaluate(s, &m, &tst, test_n, xt, xb, yb, &acc)))
+            goto out;
+        printf("epoch %lld step %lld: test accuracy %.4f (%lld images)\n", (long long)epoch + 1, (long long)gs,
+               acc, (long long)test_n);
+        fflush(stdout);
+        if (o->save && (rc = save_ckpt(s, &m, o->save, seed, train_n)))
+            goto out;
+    }
+out:
+    pdnn_tensor_release(lt);
+    pdnn_tensor_release(xt);
+    pdnn_tensor_release(yt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(m.g);
+    free(xb);
+    free(yb);
+    free(perm);
+    idx_dataset_free(&trn);
+    idx_dataset_free(&tst);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_opts o = {.epochs = 3, .batch = 64, .seed = 1};
+    const cli_opt opts[] = {
+        {0, "epochs", OPT_INT, &o.epochs, 1, "epochs (default 3)"},
+        {0, "batch-size", OPT_INT, &o.batch, 1, "batch size (default 64)"},
+        {0, "lr", OPT_STR, &o.lr, 0, "learning rate (SGD 0.05, Adam 0.001)"},
+        {0, "momentum", OPT_STR, &o.momentum, 0, "SGD momentum (default 0.9)"},
+        {0, "optimizer", OPT_STR, &o.optimizer, 0, "sgd or adam (default sgd)"},
+        {0, "layout", OPT_STR, &o.layout, 0, "activation layout NCHW or NHWC (default NCHW)"},
+        {0, "device", OPT_STR, &o.device, 0, "device for every node (default: the placer's choice)"},
+        {0, "log-device-placement", OPT_FLAG, &o.log_place, 0, "print each node's device"},
+        {0, "allow-soft-placement", OPT_FLAG, &o.soft, 0, "fall back to a device that exists"},
+        {0, "seed", OPT_INT, &o.seed, 0, "initialisation and shuffling seed (default 1)"},
+        {0, "steps", OPT_INT, &o.steps, 1, "stop after N more steps (a resumed run counts from where it resumes)"},
+        {0, "train-limit", OPT_INT, &o.train_limit, 1, "use the first N training images"},
+        {0, "test-limit", OPT_INT, &o.test_limit, 1, "use the first N test images"},
+        {0, "data", OPT_STR, &o.data, 0, "MNIST-style IDX directory (default " IDX_DEFAULT_DIR ")"},
+        {0, "save", OPT_STR, &o.save, 0, "write a .npz checkpoint at each epoch end and at the end"},
+        {0, "load", OPT_STR, &o.load, 0, "resume from a .npz checkpoint"},
+    };
+    int r = cli_parse("train", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
+                      "train the Deep MNIST CNN on MNIST-style data");
+    if (r)
+        return r < 0 ? 0 : r;
+    return train(&o);
+}
