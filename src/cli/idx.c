@@ -2,6 +2,7 @@
  * functions read gzip'd and plain files alike; the header is never
  * trusted for more memory than the data actually read. */
 #include "idx.h"
+#include "npy.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -12,19 +13,6 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
-{
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 void idx_images_free(idx_images *a)
 {
@@ -62,9 +50,9 @@ static int64_t gz_read_n(gzFile g, const char *path, unsigned char *buf, size_t 
             int zerr = 0;
             const char *msg = gzerror(g, &zerr);
             if (zerr == Z_ERRNO)
-                fail(PDNN_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
+                cli_set_err(PDNN_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
             else
-                fail(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: %s", path, msg ? msg : "unknown error");
+                cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: %s", path, msg ? msg : "unknown error");
             return -1;
         }
         if (r == 0) {
@@ -72,7 +60,7 @@ static int64_t gz_read_n(gzFile g, const char *path, unsigned char *buf, size_t 
             int zerr = Z_OK;
             const char *msg = gzerror(g, &zerr);
             if (zerr != Z_OK) {
-                fail(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: %s (truncated?)", path,
+                cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: %s (truncated?)", path,
                      msg ? msg : "unknown error");
                 return -1;
             }
@@ -94,13 +82,13 @@ static pdnn_status open_gz(const char *path, gzFile *g, char *err, size_t errlen
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
     /* A FIFO would block and a directory reads as garbage: data sets are files. */
     if (!S_ISREG(sb.st_mode))
-        return fail(PDNN_ERR_IO, err, errlen, "%s: not a regular file", path);
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: not a regular file", path);
     *g = gzopen(path, "rb");
     if (!*g)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open");
     return PDNN_SUCCESS;
 }
 
@@ -134,12 +122,12 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
                            : (magic >> 16) == 0 && ((magic >> 8) & 0xff) != 0x08
                                ? " (IDX, but not of unsigned bytes)"
                                : "";
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "%s: bad magic 0x%08x%s: expected 0x%08x, %s", path, magic, what,
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: bad magic 0x%08x%s: expected 0x%08x, %s", path, magic, what,
                     want_magic, kind);
     }
     if ((size_t)got < hlen) {
         gzclose(g);
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "%s: truncated header: %lld bytes, %s has a %zu-byte header",
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: truncated header: %lld bytes, %s has a %zu-byte header",
                     path, (long long)got, kind, hlen);
     }
     uint64_t total = 1;
@@ -148,11 +136,11 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
         dims[i] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
         if (dims[i] == 0) {
             gzclose(g);
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "%s: dimension %d is 0", path, i);
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: dimension %d is 0", path, i);
         }
         if (dims[i] > IDX_MAX_BYTES || total * dims[i] > IDX_MAX_BYTES) {
             gzclose(g);
-            return fail(PDNN_ERR_CORRUPT, err, errlen,
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
                         "%s: the header declares more than %llu bytes of data (dimension %d is %u): not a data set "
                         "polydnn reads",
                         path, (unsigned long long)IDX_MAX_BYTES, i, dims[i]);
@@ -170,7 +158,7 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
             if (!nb) {
                 free(buf);
                 gzclose(g);
-                return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory for %llu bytes", path,
+                return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory for %llu bytes", path,
                             (unsigned long long)ncap);
             }
             buf = nb;
@@ -190,7 +178,7 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
     if (used < total) {
         free(buf);
         gzclose(g);
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "%s: truncated data: the header declares %llu bytes, the file has %llu",
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: truncated data: the header declares %llu bytes, the file has %llu",
                     path, (unsigned long long)total, (unsigned long long)used);
     }
     unsigned char extra;
@@ -198,7 +186,7 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
     if (got != 0) {
         st = got < 0 ? gz_error_status(g) : PDNN_ERR_CORRUPT;
         if (got > 0)
-            fail(st, err, errlen, "%s: trailing data after the %llu bytes the header declares", path,
+            cli_set_err(st, err, errlen, "%s: trailing data after the %llu bytes the header declares", path,
                  (unsigned long long)total);
         free(buf);
         gzclose(g);
@@ -214,9 +202,9 @@ pdnn_status idx_read_images(const char *path, pdnn_layout layout, idx_images *ou
 {
     memset(out, 0, sizeof *out);
     if (!path)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "idx_read_images: no path");
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "idx_read_images: no path");
     if (layout != PDNN_NCHW && layout != PDNN_NHWC)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: images are read in NCHW or NHWC, not layout %d",
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: images are read in NCHW or NHWC, not layout %d",
                     path, (int)layout);
     uint32_t dims[3] = {0, 0, 0};
     unsigned char *bytes = NULL;
@@ -226,12 +214,12 @@ pdnn_status idx_read_images(const char *path, pdnn_layout layout, idx_images *ou
         return st;
     if (dims[1] > INT_MAX || dims[2] > INT_MAX) {
         free(bytes);
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "%s: images of %ux%u", path, dims[1], dims[2]);
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: images of %ux%u", path, dims[1], dims[2]);
     }
     float *f = malloc(sizeof(float) * (size_t)(n ? n : 1));
     if (!f) {
         free(bytes);
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory for %llu floats", path,
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory for %llu floats", path,
                     (unsigned long long)n);
     }
     /* One channel: NCHW and NHWC are the same order of bytes. */
@@ -249,9 +237,9 @@ pdnn_status idx_read_labels(const char *path, int classes, idx_labels *out, char
 {
     memset(out, 0, sizeof *out);
     if (!path)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "idx_read_labels: no path");
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "idx_read_labels: no path");
     if (classes < 1 || classes > 256)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d classes (1 to 256 fit a byte label)", path,
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d classes (1 to 256 fit a byte label)", path,
                     classes);
     uint32_t dims[1] = {0};
     unsigned char *bytes = NULL;
@@ -263,13 +251,13 @@ pdnn_status idx_read_labels(const char *path, int classes, idx_labels *out, char
         if (bytes[i] >= classes) {
             unsigned v = bytes[i];
             free(bytes);
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "%s: label %llu is %u, outside 0..%d", path,
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: label %llu is %u, outside 0..%d", path,
                         (unsigned long long)i, v, classes - 1);
         }
     int32_t *l = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
     if (!l) {
         free(bytes);
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
     }
     for (uint64_t i = 0; i < n; i++)
         l[i] = bytes[i];
@@ -304,19 +292,19 @@ pdnn_status idx_load(const char *dir, const char *split, int classes, pdnn_layou
     if (!dir)
         dir = IDX_DEFAULT_DIR;
     if (!split || (strcmp(split, "train") != 0 && strcmp(split, "t10k") != 0))
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "data split '%s': expected train or t10k",
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "data split '%s': expected train or t10k",
                     split ? split : "(null)");
     char *ip = data_path(dir, split, "images-idx3-ubyte");
     char *lp = data_path(dir, split, "labels-idx1-ubyte");
     pdnn_status st = PDNN_SUCCESS;
     if (!ip || !lp)
-        st = fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", dir);
+        st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", dir);
     if (st == PDNN_SUCCESS)
         st = idx_read_images(ip, layout, &out->images, err, errlen);
     if (st == PDNN_SUCCESS)
         st = idx_read_labels(lp, classes, &out->labels, err, errlen);
     if (st == PDNN_SUCCESS && out->images.count != out->labels.count)
-        st = fail(PDNN_ERR_CORRUPT, err, errlen, "%s has %lld images but %s has %lld labels", ip,
+        st = cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s has %lld images but %s has %lld labels", ip,
                   (long long)out->images.count, lp, (long long)out->labels.count);
     if (st != PDNN_SUCCESS)
         idx_dataset_free(out);

@@ -20,10 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
+pdnn_status cli_set_err(pdnn_status st, char *err, size_t len, const char *fmt, ...)
 {
     if (err && len) {
         va_list ap;
@@ -113,7 +110,7 @@ static pdnn_status hp_expected(const hparse *h, const char *what)
         snprintf(found, sizeof found, "'%c'", c);
     else
         snprintf(found, sizeof found, "byte 0x%02x", (unsigned)c);
-    return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "malformed header at byte %zu: expected %s, found %s", h->i,
+    return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen, "malformed header at byte %zu: expected %s, found %s", h->i,
                 what, found);
 }
 
@@ -135,17 +132,17 @@ static pdnn_status hp_string(hparse *h, const char *what, const char **str, size
     while (h->i < h->n && h->s[h->i] != q) {
         unsigned char c = (unsigned char)h->s[h->i];
         if (c == '\\')
-            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+            return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                         "malformed header at byte %zu: a backslash escape in a string (numpy writes none)", h->i);
         if (c < 0x20 || c >= 0x7f)
-            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+            return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                         "malformed header at byte %zu: byte 0x%02x inside a string (a line break, a control "
                         "character or non-ASCII)",
                         h->i, (unsigned)c);
         h->i++;
     }
     if (h->i >= h->n)
-        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "malformed header: the string opened at byte %zu never ends",
+        return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen, "malformed header: the string opened at byte %zu never ends",
                     open);
     *str = h->s + start;
     *len = h->i - start;
@@ -162,7 +159,7 @@ static pdnn_status hp_descr(hparse *h)
     if (st != PDNN_SUCCESS)
         return st;
     if (n != 3 || memcmp(v, "<f4", 3) != 0)
-        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+        return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                     "dtype '%.*s' is not supported: polydnn reads little-endian float32 ('<f4'); "
                     "convert with array.astype(numpy.float32)",
                     n > 40 ? 40 : (int)n, v);
@@ -179,7 +176,7 @@ static pdnn_status hp_fortran(hparse *h)
     if (n == 5 && memcmp(h->s + start, "False", 5) == 0)
         return PDNN_SUCCESS;
     if (n == 4 && memcmp(h->s + start, "True", 4) == 0)
-        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+        return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                     "the array is in Fortran order; save it with numpy.ascontiguousarray first");
     h->i = start;
     return hp_expected(h, "True or False for 'fortran_order'");
@@ -191,7 +188,7 @@ static pdnn_status hp_dim(hparse *h, int64_t *v)
 {
     int c = hp_peek(h);
     if (c == '-')
-        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "a negative dimension in 'shape' at byte %zu", h->i);
+        return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen, "a negative dimension in 'shape' at byte %zu", h->i);
     if (c < '0' || c > '9')
         return hp_expected(h, "a dimension (a non-negative integer) in 'shape'");
     size_t start = h->i;
@@ -200,7 +197,7 @@ static pdnn_status hp_dim(hparse *h, int64_t *v)
     while (h->i < h->n && h->s[h->i] >= '0' && h->s[h->i] <= '9') {
         int d = h->s[h->i] - '0';
         if (x > (INT64_MAX - d) / 10)
-            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+            return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                         "the dimension at byte %zu of the header overflows a 64-bit integer", start);
         x = x * 10 + d;
         nonzero |= d;
@@ -208,7 +205,7 @@ static pdnn_status hp_dim(hparse *h, int64_t *v)
     }
     /* Python reads 007 as a syntax error (but 000 as 0). */
     if (h->i - start > 1 && h->s[start] == '0' && nonzero)
-        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+        return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                     "malformed header at byte %zu: a dimension with a leading zero", start);
     if (h->major <= 2 && (hp_peek(h) == 'L' || hp_peek(h) == 'l'))
         h->i++;
@@ -225,7 +222,7 @@ static pdnn_status hp_shape(hparse *h, npy_array *out)
     int nd = 0, comma = 0;
     while (hp_peek(h) != ')') {
         if (nd == NPY_MAX_DIMS)
-            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen, "'shape' has more than %d dimensions", NPY_MAX_DIMS);
+            return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen, "'shape' has more than %d dimensions", NPY_MAX_DIMS);
         pdnn_status st = hp_dim(h, &out->shape[nd]);
         if (st != PDNN_SUCCESS)
             return st;
@@ -242,7 +239,7 @@ static pdnn_status hp_shape(hparse *h, npy_array *out)
     h->i++;
     /* (6) is an int to Python, not a tuple: numpy refuses it. */
     if (nd == 1 && !comma)
-        return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+        return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                     "'shape' is (%" PRId64 "), which is not a tuple: a one-element tuple is written (%" PRId64 ",)",
                     out->shape[0], out->shape[0]);
     out->ndim = nd;
@@ -255,7 +252,7 @@ static pdnn_status hp_shape(hparse *h, npy_array *out)
         if (v > 0 && count > limit / v) {
             char s[256];
             shape_str(out, s, sizeof s);
-            return fail(PDNN_ERR_CORRUPT, h->err, h->errlen,
+            return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
                         "the shape %s overflows: its size in bytes does not fit in 64 bits", s);
         }
         count *= v;
@@ -270,7 +267,7 @@ static pdnn_status parse_header(const char *s, size_t n, unsigned major, npy_arr
 {
     hparse h = {s, n, 0, major, err, errlen};
     if (memchr(s, '\0', n))
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header contains a NUL byte");
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "the header contains a NUL byte");
     hp_skip_ws(&h);
     if (hp_peek(&h) != '{')
         return hp_expected(&h, "'{' opening the header dict");
@@ -290,14 +287,14 @@ static pdnn_status parse_header(const char *s, size_t n, unsigned major, npy_arr
             if (kn == strlen(hp_keys[i]) && memcmp(k, hp_keys[i], kn) == 0)
                 key = i;
         if (key < 0)
-            return fail(PDNN_ERR_CORRUPT, err, errlen,
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
                         "unknown key '%.*s' in the header (a .npy header has exactly 'descr', 'fortran_order' "
                         "and 'shape')",
                         kn > 40 ? 40 : (int)kn, k);
         /* numpy would take the last one; which one the writer meant is
          * anyone's guess. */
         if (seen[key]++)
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "duplicate key '%s' in the header", hp_keys[key]);
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "duplicate key '%s' in the header", hp_keys[key]);
         hp_skip_ws(&h);
         if (hp_peek(&h) != ':') {
             char what[48];
@@ -326,7 +323,7 @@ static pdnn_status parse_header(const char *s, size_t n, unsigned major, npy_arr
         return hp_expected(&h, "nothing but spaces after the header's closing '}'");
     for (int i = 0; i < 3; i++)
         if (!seen[i])
-            return fail(PDNN_ERR_CORRUPT, err, errlen, "the header has no '%s' key", hp_keys[i]);
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "the header has no '%s' key", hp_keys[i]);
     return PDNN_SUCCESS;
 }
 
@@ -340,24 +337,24 @@ static pdnn_status parse_prefix(const unsigned char *b, size_t have, unsigned *m
                                 char *err, size_t errlen)
 {
     if (memcmp(b, npy_magic, have < 6 ? have : 6) != 0)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "not a .npy file (bad magic: it does not start with \\x93NUMPY)");
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "not a .npy file (bad magic: it does not start with \\x93NUMPY)");
     if (have < 6)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "not a .npy file (bad magic: %zu bytes, shorter than the magic string)",
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "not a .npy file (bad magic: %zu bytes, shorter than the magic string)",
                     have);
     if (have < 8)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header: the file ends inside the format version");
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "truncated header: the file ends inside the format version");
     if (b[6] < 1 || b[6] > 3 || b[7] != 0)
-        return fail(PDNN_ERR_CORRUPT, err, errlen,
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
                     "unsupported .npy format version %u.%u (polydnn reads 1.0, 2.0 and 3.0)", b[6], b[7]);
     *major = b[6];
     *start = b[6] == 1 ? 10 : 12;
     if (have < *start)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header: the file ends inside the header length");
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "truncated header: the file ends inside the header length");
     *hlen = (size_t)b[8] | (size_t)b[9] << 8;
     if (*start == 12)
         *hlen |= (size_t)b[10] << 16 | (size_t)b[11] << 24;
     if (*hlen > NPY_MAX_HEADER_LEN)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "the header declares %zu bytes; polydnn reads headers of at most %u",
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "the header declares %zu bytes; polydnn reads headers of at most %u",
                     *hlen, NPY_MAX_HEADER_LEN);
     return PDNN_SUCCESS;
 }
@@ -368,10 +365,10 @@ static pdnn_status size_mismatch(const npy_array *a, uint64_t have, char *err, s
     shape_str(a, s, sizeof s);
     uint64_t need = (uint64_t)a->count * 4;
     if (have < need)
-        return fail(PDNN_ERR_CORRUPT, err, errlen,
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
                     "truncated data: the shape %s needs %" PRIu64 " bytes of float32, the file has %" PRIu64, s, need,
                     have);
-    return fail(PDNN_ERR_CORRUPT, err, errlen, "%" PRIu64 " bytes of trailing data after the array of shape %s",
+    return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%" PRIu64 " bytes of trailing data after the array of shape %s",
                 have - need, s);
 }
 
@@ -384,7 +381,7 @@ pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char
     if (st != PDNN_SUCCESS)
         return st;
     if (hlen > len - start)
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)", hlen,
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)", hlen,
                     len - start);
     st = parse_header((const char *)buf + start, hlen, major, out, err, errlen);
     if (st == PDNN_SUCCESS && len - start - hlen != (uint64_t)out->count * 4)
@@ -393,7 +390,7 @@ pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char
     if (st == PDNN_SUCCESS && need > 0) {
         out->data = malloc(need);
         if (!out->data)
-            st = fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
+            st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
         else {
             memcpy(out->data, buf + start + hlen, need);
             swap_to_host(out->data, (size_t)out->count);
@@ -408,7 +405,7 @@ pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char
 
 static pdnn_status read_error(FILE *f, const char *what, char *err, size_t errlen)
 {
-    return fail(PDNN_ERR_IO, err, errlen, "read error in %s: %s", what, ferror(f) ? strerror(errno) : "unknown");
+    return cli_set_err(PDNN_ERR_IO, err, errlen, "read error in %s: %s", what, ferror(f) ? strerror(errno) : "unknown");
 }
 
 /* The data of a stream whose size is unknown (a pipe, a device): read in
@@ -427,7 +424,7 @@ static pdnn_status read_unsized(FILE *f, npy_array *out, char *err, size_t errle
             unsigned char *g = realloc(buf, ncap);
             if (!g) {
                 free(buf);
-                return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", ncap);
+                return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", ncap);
             }
             buf = g;
             cap = ncap;
@@ -444,7 +441,7 @@ static pdnn_status read_unsized(FILE *f, npy_array *out, char *err, size_t errle
         char s[256];
         shape_str(out, s, sizeof s);
         free(buf);
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "trailing data after the %zu bytes the shape %s needs", need, s);
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "trailing data after the %zu bytes the shape %s needs", need, s);
     }
     out->data = (float *)buf;
     return PDNN_SUCCESS;
@@ -467,18 +464,18 @@ static pdnn_status read_stream(FILE *f, npy_array *out, char *err, size_t errlen
         return st;
     char *h = malloc(hlen ? hlen : 1);
     if (!h)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for a %zu-byte header", hlen);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for a %zu-byte header", hlen);
     size_t got = fread(h, 1, hlen, f);
     if (got < hlen)
         st = ferror(f) ? read_error(f, "the header", err, errlen)
-                       : fail(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)",
+                       : cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)",
                               hlen, got);
     else
         st = parse_header(h, hlen, major, out, err, errlen);
     free(h);
     if (st != PDNN_SUCCESS || out->count == 0) {
         if (st == PDNN_SUCCESS && fgetc(f) != EOF)
-            st = fail(PDNN_ERR_CORRUPT, err, errlen, "trailing data after an array with no elements");
+            st = cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "trailing data after an array with no elements");
         return st;
     }
     /* A regular file tells its size: check the shape against it before
@@ -493,7 +490,7 @@ static pdnn_status read_stream(FILE *f, npy_array *out, char *err, size_t errlen
         size_t need = (size_t)out->count * 4;
         out->data = malloc(need ? need : 1);
         if (!out->data)
-            return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
+            return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
         got = fread(out->data, 1, need, f);
         if (got < need) /* the file shrank under us */
             return ferror(f) ? read_error(f, "the data", err, errlen) : size_mismatch(out, got, err, errlen);
@@ -513,7 +510,7 @@ pdnn_status npy_read_stream(FILE *f, const char *name, npy_array *out, char *err
     pdnn_status st = read_stream(f, out, inner, sizeof inner);
     if (st != PDNN_SUCCESS) {
         npy_free(out);
-        fail(st, err, errlen, "%s: %s", name, inner);
+        cli_set_err(st, err, errlen, "%s: %s", name, inner);
     }
     return st;
 }
@@ -523,7 +520,7 @@ pdnn_status npy_read(const char *path, npy_array *out, char *err, size_t errlen)
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
     pdnn_status st = npy_read_stream(f, path, out, err, errlen);
     fclose(f);
     return st;
@@ -572,14 +569,14 @@ static pdnn_status build_image(const char *path, int ndim, const int64_t *shape,
                                char *err, size_t errlen)
 {
     if (ndim < 0 || ndim > NPY_MAX_DIMS)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d dimensions (at most %d)", path, ndim,
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d dimensions (at most %d)", path, ndim,
                     NPY_MAX_DIMS);
     char *dict = im->dict;
     int w = snprintf(dict, sizeof im->dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
     int64_t count = 1;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0 || (shape[i] > 0 && count > INT64_MAX / 4 / shape[i]))
-            return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: dimension %d is %" PRId64, path, i, shape[i]);
+            return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: dimension %d is %" PRId64, path, i, shape[i]);
         w += snprintf(dict + w, sizeof im->dict - (size_t)w, "%" PRId64 ",%s", shape[i], (i + 1 < ndim) ? " " : "");
         count *= shape[i];
     }
@@ -587,7 +584,7 @@ static pdnn_status build_image(const char *path, int ndim, const int64_t *shape,
         w--; /* numpy writes (2, 3) but (4,) */
     w += snprintf(dict + w, sizeof im->dict - (size_t)w, "), }");
     if (count > 0 && !data)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: no data", path);
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: no data", path);
     /* Pad with spaces so the data starts on a 64-byte boundary, as numpy does. */
     size_t total = 10 + (size_t)w + 1;
     size_t pad = (64 - total % 64) % 64;
@@ -622,13 +619,13 @@ pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsign
     size_t size = 0;
     FILE *f = open_memstream(&mem, &size);
     if (!f)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "encoding a .npy image: %s", strerror(errno));
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "encoding a .npy image: %s", strerror(errno));
     int bad = write_npy_image(f, &im);
     if (fclose(f) != 0)
         bad = 1;
     if (bad) {
         free(mem);
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "encoding a .npy image: out of memory");
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "encoding a .npy image: out of memory");
     }
     *buf = (unsigned char *)mem;
     *len = size;
@@ -657,7 +654,7 @@ pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ct
     if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
         real = realpath(path, NULL);
         if (!real && errno != ENOENT)
-            return fail(PDNN_ERR_IO, err, errlen, "%s: cannot follow the link: %s", path, strerror(errno));
+            return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: cannot follow the link: %s", path, strerror(errno));
     }
     const char *dst = real ? real : path;
     int exists = stat(dst, &sb) == 0;
@@ -672,7 +669,7 @@ pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ct
             e = errno;
         free(real);
         if (e)
-            return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(e));
+            return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(e));
         return PDNN_SUCCESS;
     }
 
@@ -682,7 +679,7 @@ pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ct
     char *tmp = malloc(dirlen + sizeof tmpname);
     if (!tmp) {
         free(real);
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
     }
     memcpy(tmp, dst, dirlen);
     memcpy(tmp + dirlen, tmpname, sizeof tmpname);
@@ -729,7 +726,7 @@ pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ct
     if (e) {
         if (fd >= 0)
             unlink(tmp);
-        fail(PDNN_ERR_IO, err, errlen, "%s: %s %s failed: %s; %s", path, step, fd >= 0 ? tmp : "in its directory",
+        cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s %s failed: %s; %s", path, step, fd >= 0 ? tmp : "in its directory",
              strerror(e), exists ? "the existing file is unchanged" : "nothing was written");
     } else {
         /* The rename is durable once the directory is on disk. */

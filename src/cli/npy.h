@@ -57,6 +57,11 @@ pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsign
 /* The tool's one way to write a file, as npy_write describes: write_fn
  * (0, or -1 with errno set) writes the contents to a temporary file in
  * path's directory, which is flushed, fsync'd and renamed over path. */
+/* Writes the printf-style message into err (len bytes; NULL or 0: none)
+ * and returns st: the readers' one way to fail. */
+pdnn_status cli_set_err(pdnn_status st, char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ctx), void *ctx, char *err,
                              size_t errlen);
 

@@ -29,19 +29,6 @@
 /* Deflate expands at most ~1032:1; a member that declares more is a bomb. */
 #define MAX_INFLATE_RATIO 1032u
 
-static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static pdnn_status fail(pdnn_status st, char *err, size_t len, const char *fmt, ...)
-{
-    if (err && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, len, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static uint16_t get16(const unsigned char *p)
 {
@@ -126,12 +113,12 @@ static pdnn_status deflate_all(const unsigned char *in, size_t len, zmember *m, 
     memset(&z, 0, sizeof z);
     /* -15: raw deflate, no zlib header, as ZIP method 8 stores it. */
     if (deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: deflateInit2 failed", path);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: deflateInit2 failed", path);
     uLong bound = deflateBound(&z, (uLong)len);
     m->comp = malloc(bound ? bound : 1);
     if (!m->comp) {
         deflateEnd(&z);
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory compressing %s", path, m->fname);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory compressing %s", path, m->fname);
     }
     z.next_in = (Bytef *)(uintptr_t)in; /* zlib's API is not const */
     z.avail_in = (uInt)len;
@@ -141,7 +128,7 @@ static pdnn_status deflate_all(const unsigned char *in, size_t len, zmember *m, 
     uLong out = z.total_out;
     deflateEnd(&z);
     if (r != Z_STREAM_END)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: deflate of %s failed (%d)", path, m->fname, r);
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: deflate of %s failed (%d)", path, m->fname, r);
     m->csize = (uint32_t)out;
     return PDNN_SUCCESS;
 }
@@ -217,23 +204,23 @@ static void zwrite_free(zwrite *z)
 pdnn_status npz_write(const char *path, int count, const npz_entry *entries, char *err, size_t errlen)
 {
     if (!path)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "npz_write: no path");
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "npz_write: no path");
     if (count < 0 || count > 0xfffe || (count > 0 && !entries))
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d arrays (0 to 65534 fit a ZIP without ZIP64)",
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d arrays (0 to 65534 fit a ZIP without ZIP64)",
                     path, count);
     for (int i = 0; i < count; i++) {
         if (!entries[i].name || !valid_write_name(entries[i].name))
-            return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen,
+            return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen,
                         "%s: array %d's name '%s' is not 1 to %d of A-Z a-z 0-9 _ . -", path, i,
                         entries[i].name ? entries[i].name : "(null)", NPZ_MAX_NAME);
         for (int j = 0; j < i; j++)
             if (strcmp(entries[i].name, entries[j].name) == 0)
-                return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: two arrays are named '%s'", path,
+                return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: two arrays are named '%s'", path,
                             entries[i].name);
     }
     zwrite z = {0, count ? calloc((size_t)count, sizeof(zmember)) : NULL};
     if (count && !z.m)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
     pdnn_status st = PDNN_SUCCESS;
     uint64_t offset = 0;
     for (int i = 0; i < count && st == PDNN_SUCCESS; i++) {
@@ -242,7 +229,7 @@ pdnn_status npz_write(const char *path, int count, const npz_entry *entries, cha
         m->flen = strlen(entries[i].name) + 4;
         m->fname = malloc(m->flen + 1);
         if (!m->fname) {
-            st = fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
+            st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
             break;
         }
         snprintf(m->fname, m->flen + 1, "%s.npy", entries[i].name);
@@ -251,12 +238,12 @@ pdnn_status npz_write(const char *path, int count, const npz_entry *entries, cha
         char inner[256] = "";
         st = npy_encode(entries[i].ndim, entries[i].shape, entries[i].data, &img, &ilen, inner, sizeof inner);
         if (st != PDNN_SUCCESS) {
-            fail(st, err, errlen, "%s: array '%s': %s", path, entries[i].name, inner);
+            cli_set_err(st, err, errlen, "%s: array '%s': %s", path, entries[i].name, inner);
             break;
         }
         if (ilen >= 0xffffffffu || ilen > UINT_MAX) {
             free(img);
-            st = fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen,
+            st = cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen,
                       "%s: array '%s' is %zu bytes: polydnn writes members under 4 GiB (no ZIP64)", path,
                       entries[i].name, ilen);
             break;
@@ -271,7 +258,7 @@ pdnn_status npz_write(const char *path, int count, const npz_entry *entries, cha
         offset += LOCAL_LEN + m->flen + m->csize;
         /* The central directory and the end record must start below 4 GiB too. */
         if (offset + (uint64_t)count * (CENTRAL_LEN + 4 + NPZ_MAX_NAME) + END_LEN >= 0xffffffffu)
-            st = fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen,
+            st = cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen,
                       "%s: the archive would reach 4 GiB: polydnn writes .npz files under 4 GiB (no ZIP64)", path);
     }
     if (st == PDNN_SUCCESS)
@@ -299,7 +286,7 @@ static pdnn_status corrupt(const zread *z, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return fail(PDNN_ERR_CORRUPT, z->err, z->errlen, "%s: %s", z->name, msg);
+    return cli_set_err(PDNN_ERR_CORRUPT, z->err, z->errlen, "%s: %s", z->name, msg);
 }
 
 /* The ZIP64 extended information (header 0x0001) of an extra field:
@@ -342,7 +329,7 @@ static pdnn_status inflate_member(const zread *z, const char *fname, unsigned me
         return corrupt(z, "member %s is stored but its sizes differ (%u compressed, %u not)", fname, csize, usize);
     *out = malloc(usize ? usize : 1);
     if (!*out)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory for member %s (%u bytes)",
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory for member %s (%u bytes)",
                     z->name, fname, usize);
     if (method == METHOD_STORED) {
         memcpy(*out, in, usize);
@@ -351,7 +338,7 @@ static pdnn_status inflate_member(const zread *z, const char *fname, unsigned me
     z_stream s;
     memset(&s, 0, sizeof s);
     if (inflateInit2(&s, -15) != Z_OK)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: inflateInit2 failed", z->name);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: inflateInit2 failed", z->name);
     s.next_in = (Bytef *)(uintptr_t)in; /* zlib's API is not const */
     s.avail_in = csize;
     s.next_out = *out;
@@ -475,7 +462,7 @@ static pdnn_status read_member(const zread *z, const unsigned char *c, size_t cd
         char inner[384] = "";
         st = npy_parse(img, usize, &m->array, inner, sizeof inner);
         if (st != PDNN_SUCCESS)
-            fail(st, z->err, z->errlen, "%s: member %s: %s", z->name, shown, inner);
+            cli_set_err(st, z->err, z->errlen, "%s: member %s: %s", z->name, shown, inner);
     }
     free(img);
     if (st != PDNN_SUCCESS)
@@ -483,7 +470,7 @@ static pdnn_status read_member(const zread *z, const unsigned char *c, size_t cd
     m->name = malloc(nlen - 3);
     if (!m->name) {
         npy_free(&m->array);
-        return fail(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory", z->name);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory", z->name);
     }
     memcpy(m->name, fname, nlen - 4);
     m->name[nlen - 4] = '\0';
@@ -525,7 +512,7 @@ pdnn_status npz_parse(const unsigned char *buf, size_t len, const char *name, np
                        cd_size, cd_off, end);
     out->members = n ? calloc(n, sizeof *out->members) : NULL;
     if (n && !out->members)
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", z.name);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", z.name);
     size_t at = cd_off;
     pdnn_status st = PDNN_SUCCESS;
     for (unsigned i = 0; i < n; i++) {
@@ -557,32 +544,32 @@ pdnn_status npz_read(const char *path, npz_archive *out, char *err, size_t errle
 {
     memset(out, 0, sizeof *out);
     if (!path)
-        return fail(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "npz_read: no path");
+        return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "npz_read: no path");
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(f);
-        return fail(PDNN_ERR_IO, err, errlen, "%s: not a regular file", path);
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: not a regular file", path);
     }
     if ((uint64_t)sb.st_size > NPZ_MAX_FILE_BYTES) {
         fclose(f);
-        return fail(PDNN_ERR_CORRUPT, err, errlen, "%s: %lld bytes: polydnn reads .npz files under 4 GiB", path,
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: %lld bytes: polydnn reads .npz files under 4 GiB", path,
                     (long long)sb.st_size);
     }
     size_t len = (size_t)sb.st_size;
     unsigned char *buf = malloc(len ? len : 1);
     if (!buf) {
         fclose(f);
-        return fail(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory for %zu bytes", path, len);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory for %zu bytes", path, len);
     }
     size_t got = fread(buf, 1, len, f);
     int bad = ferror(f);
     fclose(f);
     pdnn_status st;
     if (bad)
-        st = fail(PDNN_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
+        st = cli_set_err(PDNN_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
     else
         st = npz_parse(buf, got, path, out, err, errlen);
     free(buf);
