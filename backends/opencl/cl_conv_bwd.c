@@ -15,28 +15,19 @@ static void always_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 
 /* ---- data ------------------------------------------------------------------ */
 
-static pdnn_status bwd_data_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
-                                pdnn__run_report *rep)
+/* The arguments 0..13 both backward-data kernels take (dy, w, dx, their
+ * strides, sizes, stride/dilation, padding); out_dims.s3 is
+ * chan_fastest(dx) for the direct kernel, unused (0) by implicit_gemm. */
+static cl_int set_bwd_data_args(cl_kernel k, const pdnn__conv2d_call *c, int chan_fastest)
 {
-    (void)plan, (void)wsb, (void)rep;
-    cl_dev *d = dev;
-    const pdnn__conv2d_call *c = &call->u.conv2d;
-    pthread_mutex_lock(&d->lock);
-    cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_data_direct", &k);
-    if (st != PDNN_SUCCESS) {
-        pthread_mutex_unlock(&d->lock);
-        return st;
-    }
     cl_mem dy = c->y_buf.region, w = c->w_buf.region, dx = c->x_buf.region;
     cl_long dyo = elem_off(c->y_buf), wo = elem_off(c->w_buf), dxo = elem_off(c->x_buf);
     cl_long4 ys = strides4(c->ys), ws = strides4(c->ws), xs = strides4(c->xs);
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
-    cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, c->x_layout == PDNN_NHWC);
+    cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, chan_fastest);
     cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)(c->c / c->groups), (int)(c->k / c->groups));
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
     cl_int2 pad = {{c->pad_top, c->pad_left}};
-    cl_long total = c->n * c->c * c->h * c->w;
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, dy);
     SET_ARG(k, 1, dyo);
@@ -52,6 +43,25 @@ static pdnn_status bwd_data_run(void *dev, const pdnn__op_call *call, const pdnn
     SET_ARG(k, 11, filt);
     SET_ARG(k, 12, geom);
     SET_ARG(k, 13, pad);
+    return err;
+}
+
+
+static pdnn_status bwd_data_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
+                                pdnn__run_report *rep)
+{
+    (void)plan, (void)wsb, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    pthread_mutex_lock(&d->lock);
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_data_direct", &k);
+    if (st != PDNN_SUCCESS) {
+        pthread_mutex_unlock(&d->lock);
+        return st;
+    }
+    cl_long total = c->n * c->c * c->h * c->w;
+    cl_int err = set_bwd_data_args(k, c, c->x_layout == PDNN_NHWC);
     SET_ARG(k, 14, total);
     st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_bwd_data_direct", total)
                            : pdnn__cl_fail("clSetKernelArg(conv2d_bwd_data_direct)", err);
@@ -287,29 +297,7 @@ static pdnn_status bd_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", opts, "conv2d_bwd_data_igemm", &k);
     if (st != PDNN_SUCCESS)
         return st;
-    cl_mem dy = c->y_buf.region, w = c->w_buf.region, dx = c->x_buf.region;
-    cl_long dyo = elem_off(c->y_buf), wo = elem_off(c->w_buf), dxo = elem_off(c->x_buf);
-    cl_long4 ys = strides4(c->ys), ws = strides4(c->ws), xs = strides4(c->xs);
-    cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
-    cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, 0);
-    cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)(c->c / c->groups), (int)(c->k / c->groups));
-    cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
-    cl_int2 pad = {{c->pad_top, c->pad_left}};
-    cl_int err = CL_SUCCESS;
-    SET_ARG(k, 0, dy);
-    SET_ARG(k, 1, dyo);
-    SET_ARG(k, 2, w);
-    SET_ARG(k, 3, wo);
-    SET_ARG(k, 4, dx);
-    SET_ARG(k, 5, dxo);
-    SET_ARG(k, 6, ys);
-    SET_ARG(k, 7, ws);
-    SET_ARG(k, 8, xs);
-    SET_ARG(k, 9, in_dims);
-    SET_ARG(k, 10, out_dims);
-    SET_ARG(k, 11, filt);
-    SET_ARG(k, 12, geom);
-    SET_ARG(k, 13, pad);
+    cl_int err = set_bwd_data_args(k, c, 0);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_bwd_data_igemm)", err);
     /* Dimension 0: channel blocks (neighbours share their dy loads in
