@@ -121,6 +121,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_session_config, allow_soft_placement),
     FIELD(pdnn_session_config, log),
     FIELD(pdnn_session_config, log_user),
+    FIELD(pdnn_session_config, profile),
 
     STRUCT(DLPackVersion),
     FIELD(DLPackVersion, major),

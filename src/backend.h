@@ -128,6 +128,15 @@ typedef struct pdnn__xent_call {
     pdnn__buf logits_buf, labels_buf, loss_buf, dlogits_buf;
 } pdnn__xent_call;
 
+/* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
+ * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
+ * overwritten; no aliasing. */
+typedef struct pdnn__matmul_call {
+    int64_t m, n, k;
+    int trans_a, trans_b;
+    pdnn__buf a_buf, b_buf, c_buf;
+} pdnn__matmul_call;
+
 /* One optimizer step over n elements, see pdnn_optimizer_update: w, g,
  * s1 (region NULL: SGD without momentum), s2 (Adam's v). Core has checked
  * the parameters. Not idempotent: run it exactly once per call. */
@@ -161,6 +170,7 @@ typedef enum pdnn__op {
     PDNN__OP_RELU_BWD = 9,          /* u.relu_bwd */
     PDNN__OP_SOFTMAX_XENT = 10,     /* u.xent */
     PDNN__OP_OPTIMIZER = 11,        /* u.optim; updates in place */
+    PDNN__OP_GEMM = 12,             /* u.matmul (pdnn_matmul) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -208,6 +218,7 @@ typedef struct pdnn__op_call {
         pdnn__relu_bwd_call relu_bwd;
         pdnn__xent_call xent;
         pdnn__optim_call optim;
+        pdnn__matmul_call matmul;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */
@@ -310,10 +321,6 @@ struct pdnn__backend {
      * y[o,k,i] = exp(x[o,k,i] - m) / sum_j exp(x[o,j,i] - m), m the max
      * over j. No aliasing. */
     pdnn_status (*softmax)(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner);
-    /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
-     * stored k x m when trans_a, B n x k when trans_b. No aliasing. */
-    pdnn_status (*matmul)(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n, int64_t k,
-                          int trans_a, int trans_b);
 
     /* Measures the device's fp32 FMA rate (GFLOP/s, 2 per FMA) and copy
      * bandwidth (GB/s, bytes read + written) with small kernels of its

@@ -1,6 +1,7 @@
 /* The ops around convolution (add, add_n, bias_add, relu, softmax, matmul,
  * reshape): validate in core, dispatch to the device holding the tensors. */
 #include "context.h"
+#include "dispatch.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -229,11 +230,11 @@ pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a,
     if (c->desc.dims[0] != m || c->desc.dims[1] != n)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c is %lld x %lld; expected %lld x %lld",
                            (long long)c->desc.dims[0], (long long)c->desc.dims[1], (long long)m, (long long)n);
-    pdnn_device *d = a->dev;
-    if (!d->backend->matmul)
-        return no_kernel("pdnn_matmul", d);
-    return d->backend->matmul(d->handle, a->block.buf, b->block.buf, c->block.buf, m, n, k, trans_a != 0,
-                              trans_b != 0);
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_GEMM;
+    call.u.matmul = (pdnn__matmul_call){m, n, k, trans_a != 0, trans_b != 0, a->block.buf, b->block.buf, c->block.buf};
+    return pdnn__dispatch(a->dev, &call, NULL, NULL);
 }
 
 pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)

@@ -22,7 +22,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_CONST: return 1;
     case PDNN__OP_CONV2D: return b->algos[PDNN__OP_CONV2D_FWD] != NULL;
     case PDNN__OP_POOL2D: return b->algos[PDNN__OP_POOL2D_FWD] != NULL;
-    case PDNN__OP_MATMUL: return b->matmul != NULL;
+    case PDNN__OP_MATMUL: return b->algos[PDNN__OP_GEMM] != NULL;
     case PDNN__OP_ADD:
     case PDNN__OP_ADD_N: return b->add != NULL && b->copy != NULL;
     case PDNN__OP_BIAS_ADD: return b->bias_add != NULL;

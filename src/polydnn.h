@@ -899,6 +899,10 @@ typedef struct pdnn_session_config {
     /* Where log lines go (one call per line, no newline); NULL: stderr. */
     void (*log)(void *user, const char *line);
     void *log_user;
+    /* Time every node of every run: the node's device is synchronized after
+     * it (so runs are slower, and a node's time is its own, not queued
+     * work of earlier nodes'). Read with pdnn_session_node_profile. */
+    int profile;
 } pdnn_session_config;
 
 /* Defaults: own context with default options, no logging, no soft
@@ -915,6 +919,14 @@ PDNN_API void pdnn_session_destroy(pdnn_session *s);
 PDNN_API pdnn_context *pdnn_session_context(pdnn_session *s);
 /* The device node n was placed on. */
 PDNN_API pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_device **out);
+/* With cfg.profile: how many runs executed node n, their total seconds
+ * (wall time to the end of the node's device work, transfers of its
+ * inputs included) and the first run's seconds (which include building
+ * kernels and tuning-cache lookups; first may be NULL). Nodes that hold a
+ * value (placeholders, constants, variables) count 0.
+ * PDNN_ERR_INVALID_ARGUMENT if profiling is off. */
+PDNN_API pdnn_status pdnn_session_node_profile(const pdnn_session *s, pdnn_node n, int64_t *runs, double *seconds,
+                                               double *first);
 
 /* Runs what the fetches need. feed_values[i] (any device; copied to the
  * placeholder's device if elsewhere) feeds placeholder feeds[i] and must

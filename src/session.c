@@ -15,6 +15,9 @@ struct pdnn_session {
     pdnn_tensor **consts;
     void (*log)(void *user, const char *line);
     void *log_user;
+    int64_t *prof_runs; /* per node, with cfg.profile; else NULL */
+    double *prof_sec;
+    double *prof_first;
 };
 
 void pdnn_session_config_init(pdnn_session_config *cfg)
@@ -87,6 +90,9 @@ void pdnn_session_destroy(pdnn_session *s)
             pdnn_tensor_release(s->consts[i]);
     free(s->consts);
     free(s->placed);
+    free(s->prof_runs);
+    free(s->prof_sec);
+    free(s->prof_first);
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
         pdnn_context_destroy(s->ctx);
@@ -124,7 +130,12 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         size_t n = (size_t)(g->n ? g->n : 1);
         s->placed = calloc(n, sizeof *s->placed);
         s->consts = calloc(n, sizeof *s->consts);
-        if (!s->placed || !s->consts) {
+        if (cfg->profile) {
+            s->prof_runs = calloc(n, sizeof *s->prof_runs);
+            s->prof_sec = calloc(n, sizeof *s->prof_sec);
+            s->prof_first = calloc(n, sizeof *s->prof_first);
+        }
+        if (!s->placed || !s->consts || (cfg->profile && (!s->prof_runs || !s->prof_sec || !s->prof_first))) {
             pdnn__host_oom("pdnn_session_create", "the placement tables", n * (sizeof *s->placed + sizeof *s->consts));
             st = PDNN_ERR_OUT_OF_MEMORY;
         }
@@ -150,6 +161,25 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
 }
 
 pdnn_context *pdnn_session_context(pdnn_session *s) { return s ? s->ctx : NULL; }
+
+pdnn_status pdnn_session_node_profile(const pdnn_session *s, pdnn_node n, int64_t *runs, double *seconds,
+                                      double *first)
+{
+    if (!s || !runs || !seconds)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_node_profile: %s is NULL",
+                           !s ? "session" : !runs ? "runs" : "seconds");
+    if (n < 0 || n >= s->g->n)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_node_profile: node %d does not exist (the graph "
+                                                      "has %d)", n, s->g->n);
+    if (!s->prof_runs)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_node_profile: the session was created without "
+                                                      "profile (set pdnn_session_config.profile)");
+    *runs = s->prof_runs[n];
+    *seconds = s->prof_sec[n];
+    if (first)
+        *first = s->prof_first[n];
+    return PDNN_SUCCESS;
+}
 
 pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_device **out)
 {
@@ -395,6 +425,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             r.values[i] = s->consts[i];
             continue;
         }
+        const double t0 = s->prof_runs ? pdnn__now() : 0.0;
         const pdnn_tensor *in[64] = {0};
         if (nd->n_inputs > 64) {
             st = pdnn__error(PDNN_ERR_UNSUPPORTED, "node '%s' has %d inputs; at most 64 are supported", nd->name,
@@ -443,6 +474,13 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
             r.values[i] = y;
             r.owned[i] = 1;
+        }
+        if (st == PDNN_SUCCESS && s->prof_runs) {
+            st = pdnn_device_synchronize(dev);
+            const double dt = pdnn__now() - t0;
+            if (s->prof_runs[i]++ == 0)
+                s->prof_first[i] = dt;
+            s->prof_sec[i] += dt;
         }
         /* Free what no later node needs: inputs whose last use this was,
          * and copies onto this device no later node here reads. */

@@ -11,7 +11,10 @@
  *                  computed from; dlogits: |got - ref| * N (each element
  *                  is a probability difference over N);
  *   optimizers     |got - ref| / max |ref| over the tensor (w, then each
- *                  slot), after several steps with new gradients each.
+ *                  slot), after several steps with new gradients each;
+ *   matmul         |got - ref| / (sum over p of |a[i,p] b[p,j]| + 1e-30)
+ *                  per element: float32 sums err by ~sqrt(k) ulps of
+ *                  that, a wrong index or transpose by the whole of it.
  * Tolerance 1e-5 everywhere but relu: float32 rounding of these short
  * computations stays near 1e-7, a wrong term or index is off by far more.
  */
@@ -28,10 +31,11 @@
 
 #define TRAIN_TOL 1e-5
 
-typedef enum kind { RELU, XENT, OPTIM } kind;
+typedef enum kind { RELU, XENT, OPTIM, MATMUL } kind;
 
 typedef struct train_case {
-    int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n} */
+    int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n};
+                             matmul: {m, n, k, 2 trans_a + trans_b} */
     const char *set;
     kind k;
     pdnn_layout layout;
@@ -69,12 +73,28 @@ static const train_case cases[] = {
     {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f},
     {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
     {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f},
+    /* Every transpose pair; sizes 1, odd, not multiples of 4, a batch of
+     * 17, and Deep MNIST's fully connected shapes scaled down. */
+    {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 1}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 3}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
+    {{1, 131, 257, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
 
 static pdnn__op op_of(const train_case *c)
 {
-    return c->k == RELU ? PDNN__OP_RELU_BWD : c->k == XENT ? PDNN__OP_SOFTMAX_XENT : PDNN__OP_OPTIMIZER;
+    return c->k == RELU     ? PDNN__OP_RELU_BWD
+           : c->k == XENT   ? PDNN__OP_SOFTMAX_XENT
+           : c->k == MATMUL ? PDNN__OP_GEMM
+                            : PDNN__OP_OPTIMIZER;
 }
 
 static int selected(const train_case *c, int op, const char *set)
@@ -100,6 +120,10 @@ static void case_name(const train_case *c, char *buf, size_t len)
                  (long long)c->dims[0], (long long)(c->dims[1] ? c->dims[1] : 1),
                  (long long)(c->dims[2] ? c->dims[2] : 1), (long long)(c->dims[3] ? c->dims[3] : 1),
                  pdnn_layout_name(c->layout), (double)c->lr, (double)c->momentum, (double)c->weight_decay, STEPS);
+    else if (c->k == MATMUL)
+        snprintf(buf, len, "%s m%lld n%lld k%lld%s%s %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
+                 (long long)c->dims[2], c->dims[3] & 2 ? " trans_a" : "", c->dims[3] & 1 ? " trans_b" : "",
+                 pdnn_layout_name(c->layout));
     else
         snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
                  (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout));
@@ -113,8 +137,10 @@ static pdnn_tensor_desc desc_of(const train_case *c)
     d.layout = c->layout;
     for (int i = 0; i < 4; i++)
         d.dims[i] = c->dims[i] ? c->dims[i] : 1;
-    if (c->k == XENT)
+    if (c->k == XENT || c->k == MATMUL)
         d.dims[2] = d.dims[3] = 1;
+    if (c->k == MATMUL) /* C */
+        d.dims[0] = c->dims[0], d.dims[1] = c->dims[1];
     return d;
 }
 
@@ -270,6 +296,43 @@ static pdnn_status run_optim(pdnn_device *dev, const train_case *c, const inputs
     return st;
 }
 
+/* A matmul's operands: x holds A (stored k x m when trans_a), w0 holds B
+ * (n x k when trans_b). */
+static pdnn_status run_matmul(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const int64_t m = c->dims[0], n = c->dims[1], k = c->dims[2];
+    const int ta = (c->dims[3] & 2) != 0, tb = (c->dims[3] & 1) != 0;
+    pdnn_tensor_desc ad = th_desc(c->layout, ta ? k : m, ta ? m : k, 1, 1);
+    pdnn_tensor_desc bd = th_desc(c->layout, tb ? n : k, tb ? k : n, 1, 1);
+    pdnn_tensor_desc cd = desc_of(c);
+    pdnn_tensor *a = make(dev, &ad, in->x), *b = make(dev, &bd, in->w0), *cm = make(dev, &cd, NULL);
+    pdnn_status st = a && b && cm ? pdnn_matmul(a, b, ta, tb, cm) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(cm, got, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(a);
+    pdnn_tensor_release(b);
+    pdnn_tensor_release(cm);
+    return st;
+}
+
+/* C in ref, and in ref + m n the sums of |a b| that scale each error. */
+static void naive_matmul(const train_case *c, const inputs *in, double *ref)
+{
+    const int64_t m = c->dims[0], n = c->dims[1], k = c->dims[2];
+    const int ta = (c->dims[3] & 2) != 0, tb = (c->dims[3] & 1) != 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0.0, mag = 0.0;
+            for (int64_t p = 0; p < k; p++) {
+                const double av = in->x[ta ? p * m + i : i * k + p], bv = in->w0[tb ? j * k + p : p * n + j];
+                acc += av * bv;
+                mag += fabs(av * bv);
+            }
+            ref[i * n + j] = acc;
+            ref[m * n + i * n + j] = mag;
+        }
+}
+
 /* The reference of each case: outputs in double, laid out as got. */
 static void naive_optim(const train_case *c, const inputs *in, double *ref)
 {
@@ -305,6 +368,16 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
         for (int64_t i = 0; i < in->n; i++)
             if (!((double)got[i] == ref[i]) && worst == 0.0)
                 worst = INFINITY, *at = i;
+        return worst;
+    }
+    if (c->k == MATMUL) {
+        for (int64_t i = 0; i < in->n; i++) {
+            const double e = fabs((double)got[i] - ref[i]) / (ref[in->n + i] + 1e-30);
+            if (!(e <= worst)) {
+                worst = isnan(e) ? INFINITY : e;
+                *at = i;
+            }
+        }
         return worst;
     }
     if (c->k == XENT) {
@@ -354,6 +427,8 @@ static const char *where(const train_case *c, const inputs *in, int64_t at, char
         snprintf(buf, len, "dlogits[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else if (c->k == OPTIM)
         snprintf(buf, len, "%s[%lld]", slot[at / in->n], (long long)(at % in->n));
+    else if (c->k == MATMUL)
+        snprintf(buf, len, "c[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else
         snprintf(buf, len, "dx[%lld] (memory order)", (long long)at);
     return buf;
@@ -371,6 +446,15 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
     in->dy = xcalloc((size_t)in->n, sizeof(float));
     in->labels = xcalloc((size_t)c->dims[0], sizeof(int32_t));
     in->w0 = xcalloc((size_t)in->n, sizeof(float));
+    if (c->k == MATMUL) { /* A and B: m k and k n elements */
+        free(in->x);
+        free(in->w0);
+        const int64_t m = c->dims[0], n = c->dims[1], k = c->dims[2];
+        in->x = xcalloc((size_t)(m * k), sizeof(float));
+        in->w0 = xcalloc((size_t)(k * n), sizeof(float));
+        th_fill(in->x, m * k, seed);
+        th_fill(in->w0, k * n, seed + 1);
+    }
     in->g = xcalloc((size_t)in->n * STEPS, sizeof(float));
     if (c->k == RELU) {
         th_fill(in->x, in->n, seed);
@@ -392,7 +476,7 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
         }
         if (n > 1)
             in->labels[n - 1] = (int32_t)(k - 1); /* the last class too */
-    } else {
+    } else if (c->k == OPTIM) {
         th_fill(in->w0, in->n, seed);
         th_fill(in->g, in->n * STEPS, seed + 1);
     }
@@ -420,8 +504,10 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
         inputs in;
         make_inputs(c, ci, &in);
         const int64_t nout = c->k == XENT ? in.n + 1 : c->k == OPTIM ? 3 * in.n : in.n;
-        double *ref = xcalloc((size_t)nout, sizeof(double));
-        if (c->k == RELU) {
+        double *ref = xcalloc((size_t)(c->k == MATMUL ? 2 * nout : nout), sizeof(double));
+        if (c->k == MATMUL) {
+            naive_matmul(c, &in, ref);
+        } else if (c->k == RELU) {
             for (int64_t i = 0; i < in.n; i++)
                 ref[i] = in.x[i] > 0.0f ? (double)in.dy[i] : 0.0;
         } else if (c->k == XENT) {
@@ -447,9 +533,10 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                 for (int64_t i = 0; i < nout; i++)
                     got[i] = NAN;
                 pdnn__dispatch_force(op_of(c), a->name, -1);
-                const pdnn_status st = c->k == RELU   ? run_relu(devs[di], c, &in, got)
-                                       : c->k == XENT ? run_xent(devs[di], c, &in, got)
-                                                      : run_optim(devs[di], c, &in, got);
+                const pdnn_status st = c->k == RELU     ? run_relu(devs[di], c, &in, got)
+                                       : c->k == XENT   ? run_xent(devs[di], c, &in, got)
+                                       : c->k == MATMUL ? run_matmul(devs[di], c, &in, got)
+                                                        : run_optim(devs[di], c, &in, got);
                 pdnn__dispatch_force(op_of(c), NULL, -1);
                 if (st == PDNN_ERR_UNSUPPORTED) {
                     parity_skip(devs[di], a, cname, pdnn_last_error());

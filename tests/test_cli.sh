@@ -443,5 +443,22 @@ ok "a kernel's build log with POLYDNN_DEBUG=1" env POCL_KERNEL_CACHE=0 POLYDNN_D
 has "build log named" "^polydnn: debug: OpenCL: the build log of conv2d.cl with '-cl-std=CL1.2 *':"
 has "build log shown" "polydnn-test-warning"
 
+# --profile: each training node timed; the table lists the backward
+# convolutions by their TensorFlow op names, and both tables add up.
+idx_dir=/usr/share/datasets/fashion-mnist
+if [ -r "$idx_dir/train-images-idx3-ubyte.gz" ]; then
+    ok "train --profile on /cpu:0" "$tool" train --device /cpu:0 --steps 2 --batch-size 8 --train-limit 64 \
+        --test-limit 16 --profile
+    has "profile: the node table" "^| node | op | device | first ms | later runs | ms/run | total ms | % |"
+    has "profile: a backward convolution row" "^| gradients/Conv2D_1_grad/Conv2DBackpropFilter | Conv2DBackpropFilter | /device:CPU:0 | "
+    has "profile: the op table" "^| MatMul | "
+    # Each forward node runs 4 times (2 steps, 2 test batches of 8): 3
+    # after its first, 6 for the two Conv2D nodes in the op table.
+    profile_runs() {
+        awk -F'|' '/^\| Conv2D \| [0-9]/ { c = $4 + 0 } END { exit !(c == 6) }' "$tmp/out"
+    }
+    check "profile: the op table counts Conv2D's later runs (6)" profile_runs
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -464,3 +464,63 @@ Test(graph, session_and_tensors_outlive_a_destroyed_context)
             pdnn_session_destroy(s); /* the last holder: frees the context */
     }
 }
+
+/* Profiling counts each computing node once per run that executed it,
+ * with a positive time no smaller than its first run's, and nothing for
+ * value-holding nodes; without cfg.profile it is an error that says so. */
+Test(graph, session_profile_times_each_node)
+{
+    pdnn_graph *g = NULL;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc d = th_desc(PDNN_NCHW, 8, 16, 1, 1);
+    float w[16 * 4];
+    th_fill(w, 16 * 4, 7);
+    pdnn_node x, m, r, unused;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &d, &x), PDNN_SUCCESS);
+    pdnn_node wc = matrix_const(g, "w", NULL, 16, 4, w);
+    cr_assert_eq(pdnn_graph_matmul(g, "mm", NULL, x, wc, 0, 0, &m), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "r", NULL, m, &r), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "unused", NULL, x, &unused), PDNN_SUCCESS);
+
+    pdnn_session *plain = session(g, 0, NULL);
+    int64_t runs = -1;
+    double sec = -1, first = -1;
+    cr_assert_eq(pdnn_session_node_profile(plain, r, &runs, &sec, &first), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "without profile"), "%s", pdnn_last_error());
+    pdnn_session_destroy(plain);
+
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.profile = 1;
+    pdnn_session *s = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *dev = NULL;
+    cr_assert_eq(pdnn_session_node_device(s, x, &dev), PDNN_SUCCESS);
+    pdnn_tensor *xv = NULL;
+    cr_assert_eq(pdnn_tensor_create(dev, &d, &xv), PDNN_SUCCESS);
+    float xs[8 * 16];
+    th_fill(xs, 8 * 16, 8);
+    cr_assert_eq(pdnn_tensor_write(xv, xs, sizeof xs), PDNN_SUCCESS);
+    for (int i = 0; i < 3; i++) {
+        pdnn_tensor *out = NULL;
+        cr_assert_eq(pdnn_session_run(s, &x, &xv, 1, &r, 1, &out), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor_release(out);
+    }
+    pdnn_node ran[] = {m, r};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(pdnn_session_node_profile(s, ran[i], &runs, &sec, &first), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        cr_assert_eq(runs, 3, "node %d ran %lld times", ran[i], (long long)runs);
+        cr_assert(first > 0 && sec >= first, "node %d: %g s in all, %g first", ran[i], sec, first);
+    }
+    pdnn_node idle[] = {x, wc, unused};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(pdnn_session_node_profile(s, idle[i], &runs, &sec, NULL), PDNN_SUCCESS);
+        cr_assert(runs == 0 && sec == 0, "node %d: %lld runs, %g s", idle[i], (long long)runs, sec);
+    }
+    cr_assert_eq(pdnn_session_node_profile(s, 99, &runs, &sec, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_session_node_profile(s, r, NULL, &sec, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    pdnn_tensor_release(xv);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+}

@@ -30,8 +30,8 @@ if [ -z "$py" ] || ! "$py" -c 'import numpy, onnx, onnxruntime' >/dev/null 2>&1;
 fi
 # LSan's tracer crashes now and then at the exit of runs that ran CLBlast
 # on PoCL (tests/test_cli.sh): in sanitizer builds the default-device pass
-# (Gemm and MatMul through CLBlast) keeps ASan but not LSan; the /cpu:0
-# pass keeps both.
+# (where Gemm and MatMul may run CLBlast's SGEMM, if a tuning search
+# measured it fastest) keeps ASan but not LSan; the /cpu:0 pass keeps both.
 lsan_off=
 [ "${PDNN_SANITIZERS:-no}" = yes ] && lsan_off="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 status=0

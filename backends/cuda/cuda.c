@@ -1962,10 +1962,25 @@ static pdnn_status cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
  * row-major buffers read as column-major are already the transposes. */
-static pdnn_status cu_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n, int64_t k,
-                             int trans_a, int trans_b)
+static void cu_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
+    (void)dev;
+    const pdnn__matmul_call *c = &call->u.matmul;
+    if (!fits_int(c->m) || !fits_int(c->n) || !fits_int(c->k))
+        pdnn__plan_refuse(plan, "cuBLAS takes int sizes; this matmul is %lld x %lld x %lld", (long long)c->m,
+                          (long long)c->n, (long long)c->k);
+}
+
+static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                             pdnn__run_report *rep)
+{
+    (void)ws;
     cu_dev *d = dev;
+    const pdnn__matmul_call *mc = &call->u.matmul;
+    const int64_t m = mc->m, n = mc->n, k = mc->k;
+    const int trans_a = mc->trans_a, trans_b = mc->trans_b;
+    const pdnn__buf a = mc->a_buf, b = mc->b_buf, c = mc->c_buf;
+    report_untuned(plan, rep);
     if (!fits_int(m) || !fits_int(n) || !fits_int(k))
         return too_large("matmul");
     pthread_mutex_lock(&d->lock);
@@ -2054,6 +2069,9 @@ static const pdnn__algo cu_optimizer_cudnn = {
     .op = PDNN__OP_OPTIMIZER, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo *const cu_relu_bwd_algos[] = {&cu_relu_bwd_cudnn, NULL};
 static const pdnn__algo *const cu_optimizer_algos[] = {&cu_optimizer_cudnn, NULL};
+static const pdnn__algo cu_matmul_cublas = {
+    .op = PDNN__OP_GEMM, .name = "cublas", .rank = 0, .plan = cu_matmul_plan, .run = cu_matmul};
+static const pdnn__algo *const cu_matmul_algos[] = {&cu_matmul_cublas, NULL};
 
 const pdnn__backend pdnn__cuda_backend = {
     .name = "cuda",
@@ -2075,10 +2093,10 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_CONV2D_BWD_DATA] = cu_bwd_data_algos,
               [PDNN__OP_CONV2D_BWD_FILTER] = cu_bwd_filter_algos,
               [PDNN__OP_CONV2D_BWD_BIAS] = cu_bwd_bias_algos,
-              [PDNN__OP_POOL2D_BWD] = cu_pool_bwd_algos},
+              [PDNN__OP_POOL2D_BWD] = cu_pool_bwd_algos,
+              [PDNN__OP_GEMM] = cu_matmul_algos},
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,
     .softmax = cu_softmax,
-    .matmul = cu_matmul,
 };

@@ -547,12 +547,15 @@ static pdnn_status host_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t out
 
 /* Row-major C = op(A) op(B); A is stored k x m when trans_a, B n x k
  * when trans_b. */
-static pdnn_status host_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n,
-                               int64_t k, int trans_a, int trans_b)
+static pdnn_status host_matmul(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                               pdnn__run_report *rep)
 {
-    (void)dev;
-    const float *pa = at(a), *pb = at(b);
-    float *pc = at(c);
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__matmul_call *mc = &call->u.matmul;
+    const int64_t m = mc->m, n = mc->n, k = mc->k;
+    const int trans_a = mc->trans_a, trans_b = mc->trans_b;
+    const float *pa = at(mc->a_buf), *pb = at(mc->b_buf);
+    float *pc = at(mc->c_buf);
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
             double acc = 0.0;
@@ -695,6 +698,10 @@ extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_softmax_xent_dire
 static const pdnn__algo *const host_relu_bwd_algos[] = {&pdnn__host_relu_bwd_direct, NULL};
 static const pdnn__algo *const host_softmax_xent_algos[] = {&pdnn__host_softmax_xent_direct, NULL};
 static const pdnn__algo *const host_optimizer_algos[] = {&pdnn__host_optimizer_direct, NULL};
+static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
+static const pdnn__algo host_matmul_direct = {
+    .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul};
+static const pdnn__algo *const host_matmul_algos[] = {&host_matmul_direct, NULL};
 
 const pdnn__backend pdnn__host_backend = {
     .name = "host",
@@ -717,11 +724,11 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_BN_BWD] = host_bn_bwd_algos,
               [PDNN__OP_RELU_BWD] = host_relu_bwd_algos,
               [PDNN__OP_SOFTMAX_XENT] = host_softmax_xent_algos,
-              [PDNN__OP_OPTIMIZER] = host_optimizer_algos},
+              [PDNN__OP_OPTIMIZER] = host_optimizer_algos,
+              [PDNN__OP_GEMM] = host_matmul_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,
     .softmax = host_softmax,
-    .matmul = host_matmul,
     .measure_peak = host_measure_peak,
 };

@@ -170,8 +170,6 @@ pdnn_status pdnn__cl_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf 
                               int64_t inner, int relu);
 pdnn_status pdnn__cl_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n);
 pdnn_status pdnn__cl_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner);
-pdnn_status pdnn__cl_matmul(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf c, int64_t m, int64_t n, int64_t k,
-                            int trans_a, int trans_b);
 
 /* Measures the fp32 FMA rate (*gflops, 2 FLOP per FMA: the best of
  * float4, float8 and float16 chains) and the float4 copy bandwidth

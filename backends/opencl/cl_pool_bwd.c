@@ -1,6 +1,14 @@
-/* Backward pooling on OpenCL (kernels_cl/pool2d_bwd.cl): one gather
- * kernel for max and both averages, any layout pair. */
+/* Backward pooling on OpenCL (kernels_cl/pool2d_bwd.cl), any layout pair,
+ * max and both averages:
+ *   direct  a gather, one work-item per dx element over every window that
+ *           holds it (each finds its window's maximum again): any call;
+ *   window  one work-item per dy element writing its window of dx, for
+ *           windows that do not overlap (stride >= window), the common
+ *           2x2/2 case: each window's maximum is found once, not once per
+ *           element (about 10x faster on PoCL for Deep MNIST's pools). */
 #include "backends/opencl/cl_internal.h"
+
+#include <string.h>
 
 static void pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
@@ -9,24 +17,44 @@ static void pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan
     (void)plan;
 }
 
-static pdnn_status pool_bwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
-                                pdnn__run_report *rep)
+/* Whether the non-overlapping windows leave dx elements outside every
+ * window (a stride above the window, or rows/columns past the last
+ * window): those must be zeroed first. */
+static int window_gaps(const pdnn__pool2d_call *c)
 {
-    (void)plan, (void)wsb, (void)rep;
+    return c->stride_h > c->win_h || c->stride_w > c->win_w ||
+           (c->p - 1) * c->stride_h - c->pad_top + c->win_h < c->h ||
+           (c->q - 1) * c->stride_w - c->pad_left + c->win_w < c->w;
+}
+
+/* Launches kernel name (pool2d_bwd or pool2d_bwd_window) over total
+ * work-items; the two share their arguments. */
+static pdnn_status launch(void *dev, const pdnn__pool2d_call *c, const char *name, int64_t total, int zero_first)
+{
     cl_dev *d = dev;
-    const pdnn__pool2d_call *c = &call->u.pool2d;
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "pool2d_bwd.cl", NULL, "pool2d_bwd", &k);
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d_bwd.cl", NULL, name, &k);
+    if (st == PDNN_SUCCESS && zero_first) {
+        const cl_float zero = 0.0f;
+        cl_int err = clEnqueueFillBuffer(d->queue, (cl_mem)c->dx_buf.region, &zero, sizeof zero, c->dx_buf.offset,
+                                         (size_t)(c->n * c->c * c->h * c->w) * sizeof(float), 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            st = pdnn__cl_fail("clEnqueueFillBuffer(pool2d_bwd_window dx)", err);
+    }
     if (st == PDNN_SUCCESS) {
         cl_mem x = c->x_buf.region, dy = c->dy_buf.region, dx = c->dx_buf.region;
         cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->dy_buf), dxo = elem_off(c->dx_buf);
         cl_long4 xs = strides4(c->xs), ys = strides4(c->ys), dxs = strides4(c->dxs);
         cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
-        cl_int4 out_dims = int4_of((int)c->p, (int)c->q, (int)c->mode, c->dx_layout == PDNN_NHWC);
+        /* The decoded tensor's channel-fastest flag: dx for the gather, dy
+         * (y's layout) for the window kernel. */
+        const int window = name[strlen("pool2d_bwd")] != '\0';
+        cl_int4 out_dims = int4_of((int)c->p, (int)c->q, (int)c->mode,
+                                   (window ? c->y_layout : c->dx_layout) == PDNN_NHWC);
         cl_int4 win = int4_of(c->win_h, c->win_w, c->stride_h, c->stride_w);
         cl_int4 pad = int4_of(c->pad_top, c->pad_bottom, c->pad_left, c->pad_right);
-        cl_long total = c->n * c->c * c->h * c->w;
+        cl_long total_arg = total;
         cl_int err = CL_SUCCESS;
         SET_ARG(k, 0, x);
         SET_ARG(k, 1, xo);
@@ -41,13 +69,42 @@ static pdnn_status pool_bwd_run(void *dev, const pdnn__op_call *call, const pdnn
         SET_ARG(k, 10, out_dims);
         SET_ARG(k, 11, win);
         SET_ARG(k, 12, pad);
-        SET_ARG(k, 13, total);
-        st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "pool2d_bwd", total)
-                               : pdnn__cl_fail("clSetKernelArg(pool2d_bwd)", err);
+        SET_ARG(k, 13, total_arg);
+        st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, name, total) : pdnn__cl_fail("clSetKernelArg(pool2d_bwd)", err);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
 }
+
+static pdnn_status pool_bwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
+                                pdnn__run_report *rep)
+{
+    (void)plan, (void)wsb, (void)rep;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    return launch(dev, c, "pool2d_bwd", c->n * c->c * c->h * c->w, 0);
+}
+
+static void window_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    if (c->stride_h < c->win_h || c->stride_w < c->win_w)
+        pdnn__plan_refuse(plan, "window needs windows that do not overlap (stride >= window); this is %dx%d "
+                                "stride %d,%d", c->win_h, c->win_w, c->stride_h, c->stride_w);
+}
+
+static pdnn_status window_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
+                              pdnn__run_report *rep)
+{
+    (void)plan, (void)wsb, (void)rep;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    if (c->n * c->c * c->h * c->w == 0)
+        return PDNN_SUCCESS;
+    return launch(dev, c, "pool2d_bwd_window", c->n * c->c * c->p * c->q, window_gaps(c));
+}
+
+const pdnn__algo pdnn__cl_algo_pool_bwd_window = {
+    .op = PDNN__OP_POOL2D_BWD, .name = "window", .rank = 50, .plan = window_plan, .run = window_run};
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_direct = {
     .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = pool_bwd_plan, .run = pool_bwd_run};

@@ -325,14 +325,14 @@ static const pdnn__algo *const cl_conv_algos[] = {
 };
 
 extern const pdnn__algo pdnn__cl_algo_bwd_data_direct, pdnn__cl_algo_bwd_filter_direct, pdnn__cl_algo_bwd_filter_split,
-    pdnn__cl_algo_bwd_bias_direct, pdnn__cl_algo_pool_bwd_direct;
+    pdnn__cl_algo_bwd_bias_direct, pdnn__cl_algo_pool_bwd_direct, pdnn__cl_algo_pool_bwd_window;
 extern const pdnn__algo pdnn__cl_algo_bwd_data_fwd, pdnn__cl_algo_bwd_filter_fwd, pdnn__cl_algo_bwd_data_igemm;
 static const pdnn__algo *const cl_conv_bwd_data_algos[] = {&pdnn__cl_algo_bwd_data_fwd, &pdnn__cl_algo_bwd_data_igemm,
                                                            &pdnn__cl_algo_bwd_data_direct, NULL};
 static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_filter_fwd, &pdnn__cl_algo_bwd_filter_direct,
                                                              &pdnn__cl_algo_bwd_filter_split, NULL};
 static const pdnn__algo *const cl_conv_bwd_bias_algos[] = {&pdnn__cl_algo_bwd_bias_direct, NULL};
-static const pdnn__algo *const cl_pool_bwd_algos[] = {&pdnn__cl_algo_pool_bwd_direct, NULL};
+static const pdnn__algo *const cl_pool_bwd_algos[] = {&pdnn__cl_algo_pool_bwd_window, &pdnn__cl_algo_pool_bwd_direct, NULL};
 /* batch normalization (cl_bn.c) */
 extern const pdnn__algo pdnn__cl_algo_bn_fwd_train, pdnn__cl_algo_bn_fwd_infer, pdnn__cl_algo_bn_bwd;
 static const pdnn__algo *const cl_bn_fwd_train_algos[] = {&pdnn__cl_algo_bn_fwd_train, NULL};
@@ -343,6 +343,13 @@ extern const pdnn__algo pdnn__cl_algo_relu_bwd_direct, pdnn__cl_algo_softmax_xen
 static const pdnn__algo *const cl_relu_bwd_algos[] = {&pdnn__cl_algo_relu_bwd_direct, NULL};
 static const pdnn__algo *const cl_softmax_xent_algos[] = {&pdnn__cl_algo_softmax_xent_direct, NULL};
 static const pdnn__algo *const cl_optimizer_algos[] = {&pdnn__cl_algo_optimizer_direct, NULL};
+/* matmul (cl_matmul.c) */
+extern const pdnn__algo pdnn__cl_algo_matmul_conv_gemm, pdnn__cl_algo_matmul_clblast, pdnn__cl_algo_matmul_naive;
+static const pdnn__algo *const cl_matmul_algos[] = {&pdnn__cl_algo_matmul_conv_gemm,
+#ifdef PDNN_HAVE_CLBLAST
+                                                    &pdnn__cl_algo_matmul_clblast,
+#endif
+                                                    &pdnn__cl_algo_matmul_naive, NULL};
 
 static const pdnn__algo *const cl_pool_algos[] = {
     &pdnn__cl_algo_pool_direct,
@@ -372,11 +379,11 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_BN_BWD] = cl_bn_bwd_algos,
               [PDNN__OP_RELU_BWD] = cl_relu_bwd_algos,
               [PDNN__OP_SOFTMAX_XENT] = cl_softmax_xent_algos,
-              [PDNN__OP_OPTIMIZER] = cl_optimizer_algos},
+              [PDNN__OP_OPTIMIZER] = cl_optimizer_algos,
+              [PDNN__OP_GEMM] = cl_matmul_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,
     .softmax = pdnn__cl_softmax,
-    .matmul = pdnn__cl_matmul,
     .measure_peak = pdnn__cl_measure_peak,
 };

@@ -3,6 +3,7 @@
  * as .npy. */
 #include "cli.h"
 #include "npy.h"
+#include "profile.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,7 +49,7 @@ int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
     const char *input = NULL, *output = NULL, *device = NULL;
-    int batch = 0, iters = 10, log = 0, stats = 0, seed = 1;
+    int batch = 0, iters = 10, log = 0, stats = 0, seed = 1, profile = 0;
     const cli_opt opts[] = {
         {0, "input", OPT_STR, &input, 0, "x.npy: the model's (first) input, NCHW; sets the batch"},
         {0, "output", OPT_STR, &output, 0, "y.npy: write the (first) output"},
@@ -58,6 +59,7 @@ int cmd_run(int argc, char **argv)
         {0, "seed", OPT_INT, &seed, 0, "seed for random inputs (default 1)"},
         {0, "log-device-placement", OPT_FLAG, &log, 0, "print the device mapping and each node's device"},
         {0, "memory-stats", OPT_FLAG, &stats, 0, "print memory statistics of the devices used"},
+        {0, "profile", OPT_FLAG, &profile, 0, "time every node (synchronizing after each) and print the times"},
     };
     int rc = cli_parse("run model.onnx", argc - (model != NULL), argv + (model != NULL), opts,
                        (int)(sizeof opts / sizeof opts[0]),
@@ -95,6 +97,7 @@ int cmd_run(int argc, char **argv)
     pdnn_session_config cfg;
     pdnn_session_config_init(&cfg);
     cfg.log_device_placement = log;
+    cfg.profile = profile;
     pdnn_session *s = NULL;
     pdnn_tensor *feeds[PDNN_ONNX_MAX_IO] = {0};
     pdnn_tensor *fetched[PDNN_ONNX_MAX_IO] = {0};
@@ -170,7 +173,10 @@ int cmd_run(int argc, char **argv)
            model, pdnn_graph_node_count(g), t_import, pdnn_graph_node_name(g, io.outputs[0]), yd.dims[0],
            yd.dims[1], yd.dims[2], yd.dims[3]);
     print_top5(y, yd.dims[0], ny / yd.dims[0]);
-    printf("time per run: %.3f ms (mean of %d after one warm-up)\n", per_run, iters);
+    printf("time per run: %.3f ms (mean of %d after one warm-up%s)\n", per_run, iters,
+           profile ? "; --profile synchronizes after every node" : "");
+    if (profile && cli_print_profile(stdout, g, s, 40))
+        rc = EXIT_RUNTIME;
     if (output) {
         int64_t shape[4] = {yd.dims[0], yd.dims[1], yd.dims[2], yd.dims[3]};
         int rank = io.output_rank[0] >= 1 && io.output_rank[0] <= 4 ? io.output_rank[0] : 4;

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "idx.h"
 #include "npz.h"
+#include "profile.h"
 #include "progress.h"
 #include "run.h"
 
@@ -22,7 +23,7 @@
 enum { N_VARS = 8, CLASSES = 10 };
 
 typedef struct train_opts {
-    int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft;
+    int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft, profile;
     const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load;
 } train_opts;
 
@@ -407,6 +408,7 @@ static int train(const train_opts *o)
     pdnn_session_config_init(&cfg);
     cfg.log_device_placement = o->log_place;
     cfg.allow_soft_placement = o->soft;
+    cfg.profile = o->profile;
     if (pdnn_session_create(m.g, &cfg, &s)) {
         rc = cli_fail("creating the session");
         goto out;
@@ -479,6 +481,8 @@ static int train(const train_opts *o)
         if (o->save && (rc = save_ckpt(s, &m, o->save, seed, train_n)))
             goto out;
     }
+    if (o->profile)
+        rc = cli_print_profile(stdout, m.g, s, 30);
 out:
     pdnn_tensor_release(lt);
     pdnn_tensor_release(xt);
@@ -507,6 +511,7 @@ int cmd_train(int argc, char **argv)
         {0, "log-device-placement", OPT_FLAG, &o.log_place, 0, "print each node's device"},
         {0, "allow-soft-placement", OPT_FLAG, &o.soft, 0, "fall back to a device that exists"},
         {0, "seed", OPT_INT, &o.seed, 0, "initialisation and shuffling seed (default 1)"},
+        {0, "profile", OPT_FLAG, &o.profile, 0, "time every node (synchronizing after each) and print the times"},
         {0, "steps", OPT_INT, &o.steps, 1, "stop after N more steps (a resumed run counts from where it resumes)"},
         {0, "train-limit", OPT_INT, &o.train_limit, 1, "use the first N training images"},
         {0, "test-limit", OPT_INT, &o.test_limit, 1, "use the first N test images"},

@@ -1,0 +1,199 @@
+/* pdnn_matmul on OpenCL, three registry entries:
+ *
+ * conv_gemm: C = op(A) op(B) is a 1x1 convolution of a batch of m
+ *   one-pixel images with k channels by n filters, run by the forward
+ *   implicit-GEMM kernel (cl_implicit_gemm.c) on views of A, B and C: a
+ *   transposed operand is only other strides, so nothing is copied. It
+ *   takes implicit_gemm's tuned configurations (and its tuning-cache
+ *   entry for that 1x1 shape). On PoCL this is about ten times CLBlast's
+ *   untuned SGEMM for the fully connected layers of Deep MNIST.
+ * clblast: CLBlast's SGEMM, where the build has CLBlast.
+ * naive: one work-item per element of C; also empty sizes (k == 0 writes
+ *   zeros), which the others refuse. */
+#include "backends/opencl/cl_internal.h"
+
+#ifdef PDNN_HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
+#include <stdio.h>
+#include <string.h>
+
+extern const pdnn__algo pdnn__cl_algo_implicit_gemm;
+
+/* ---- conv_gemm ------------------------------------------------------------ */
+
+static void conv_call(const pdnn__op_call *call, pdnn__op_call *in)
+{
+    const pdnn__matmul_call *mc = &call->u.matmul;
+    memset(in, 0, sizeof *in);
+    in->op = PDNN__OP_CONV2D_FWD;
+    in->tuning = call->tuning;
+    in->device_key = call->device_key;
+    in->force_config = call->force_config;
+    pdnn__conv2d_call *c = &in->u.conv2d;
+    c->n = mc->m;
+    c->c = mc->k;
+    c->k = mc->n;
+    c->h = c->w = c->r = c->s = c->p = c->q = c->groups = 1;
+    c->stride_h = c->stride_w = c->dil_h = c->dil_w = 1;
+    c->x_layout = c->y_layout = PDNN_NCHW; /* views: the strides say where */
+    c->w_layout = PDNN_OIHW;
+    /* x[i, p] = op(A)[i, p]; w[j, p] = op(B)[p, j]; y[i, j] = C[i, j]. */
+    c->xs[0] = mc->trans_a ? 1 : mc->k;
+    c->xs[1] = mc->trans_a ? mc->m : 1;
+    c->ws[0] = mc->trans_b ? mc->k : 1;
+    c->ws[1] = mc->trans_b ? 1 : mc->n;
+    c->ys[0] = mc->n;
+    c->ys[1] = 1;
+    c->xs[2] = c->xs[3] = c->ws[2] = c->ws[3] = c->ys[2] = c->ys[3] = 1;
+    c->x_buf = mc->a_buf;
+    c->w_buf = mc->b_buf;
+    c->y_buf = mc->c_buf;
+}
+
+static void conv_gemm_inner(void *dev, const pdnn__op_call *in, pdnn__plan *ip)
+{
+    memset(ip, 0, sizeof *ip);
+    ip->supported = 1;
+    ip->config = -1;
+    ip->rank = pdnn__cl_algo_implicit_gemm.rank;
+    pdnn__cl_algo_implicit_gemm.plan(dev, in, ip);
+}
+
+static void conv_gemm_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    const pdnn__matmul_call *mc = &call->u.matmul;
+    if (mc->m <= 0 || mc->n <= 0 || mc->k <= 0) {
+        pdnn__plan_refuse(plan, "conv_gemm needs m, n and k above 0 (naive writes the zeros of k == 0)");
+        return;
+    }
+    pdnn__op_call in;
+    conv_call(call, &in);
+    pdnn__plan ip;
+    conv_gemm_inner(dev, &in, &ip);
+    if (!ip.supported) {
+        pdnn__plan_refuse(plan, "conv_gemm: %s", ip.why);
+        return;
+    }
+    plan->workspace = ip.workspace;
+    plan->search = ip.search;
+    plan->config = ip.config;
+    snprintf(plan->config_name, sizeof plan->config_name, "%s", ip.config_name);
+    plan->cached = ip.cached;
+}
+
+static pdnn_status conv_gemm_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                 pdnn__run_report *rep)
+{
+    (void)plan;
+    pdnn__op_call in;
+    conv_call(call, &in);
+    /* The same inner plan as conv_gemm_plan's: the workspace covers it. */
+    pdnn__plan ip;
+    conv_gemm_inner(dev, &in, &ip);
+    if (!ip.supported)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: conv_gemm: %s", ip.why);
+    return pdnn__cl_algo_implicit_gemm.run(dev, &in, &ip, ws, rep);
+}
+
+const pdnn__algo pdnn__cl_algo_matmul_conv_gemm = {
+    .op = PDNN__OP_GEMM,
+    .name = "conv_gemm",
+    .rank = 10,
+    .plan = conv_gemm_plan,
+    .run = conv_gemm_run,
+};
+
+/* ---- clblast ---------------------------------------------------------------- */
+
+#ifdef PDNN_HAVE_CLBLAST
+static void clblast_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__matmul_call *mc = &call->u.matmul;
+    if (mc->m <= 0 || mc->n <= 0 || mc->k <= 0)
+        pdnn__plan_refuse(plan, "CLBlast rejects empty sizes");
+}
+
+/* Row-major SGEMM with element offsets; leading dimensions are the stored
+ * row lengths. */
+static pdnn_status clblast_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                               pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__matmul_call *c = &call->u.matmul;
+    pthread_mutex_lock(&d->lock);
+    CLBlastStatusCode bs = CLBlastSgemm(
+        CLBlastLayoutRowMajor, c->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
+        c->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)c->m, (size_t)c->n, (size_t)c->k, 1.0f,
+        (cl_mem)c->a_buf.region, (size_t)elem_off(c->a_buf), (size_t)(c->trans_a ? c->m : c->k),
+        (cl_mem)c->b_buf.region, (size_t)elem_off(c->b_buf), (size_t)(c->trans_b ? c->k : c->n), 0.0f,
+        (cl_mem)c->c_buf.region, (size_t)elem_off(c->c_buf), (size_t)c->n, &d->queue, NULL);
+    pthread_mutex_unlock(&d->lock);
+    if (bs != CLBlastSuccess)
+        return pdnn__error(bs == CLBlastOpenCLOutOfResources || bs == CLBlastOpenCLOutOfHostMemory
+                               ? PDNN_ERR_OUT_OF_MEMORY
+                               : PDNN_ERR_BACKEND,
+                           "OpenCL: CLBlastSgemm failed with status %d", (int)bs);
+    return PDNN_SUCCESS;
+}
+
+const pdnn__algo pdnn__cl_algo_matmul_clblast = {
+    .op = PDNN__OP_GEMM,
+    .name = "clblast",
+    .rank = 30,
+    .plan = clblast_plan,
+    .run = clblast_run,
+};
+#endif
+
+/* ---- naive ------------------------------------------------------------------ */
+
+static void naive_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
+
+static pdnn_status naive_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                             pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__matmul_call *c = &call->u.matmul;
+    pthread_mutex_lock(&d->lock);
+    cl_kernel kern = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "matmul_naive", &kern);
+    if (st != PDNN_SUCCESS) {
+        pthread_mutex_unlock(&d->lock);
+        return st;
+    }
+    cl_mem am = c->a_buf.region, bm = c->b_buf.region, cm = c->c_buf.region;
+    cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), co = elem_off(c->c_buf);
+    cl_long m_arg = c->m, n_arg = c->n, k_arg = c->k;
+    cl_int2 trans;
+    trans.s[0] = c->trans_a != 0;
+    trans.s[1] = c->trans_b != 0;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(kern, 0, am);
+    SET_ARG(kern, 1, ao);
+    SET_ARG(kern, 2, bm);
+    SET_ARG(kern, 3, bo);
+    SET_ARG(kern, 4, cm);
+    SET_ARG(kern, 5, co);
+    SET_ARG(kern, 6, m_arg);
+    SET_ARG(kern, 7, n_arg);
+    SET_ARG(kern, 8, k_arg);
+    SET_ARG(kern, 9, trans);
+    if (err != CL_SUCCESS)
+        st = pdnn__cl_fail("clSetKernelArg(matmul_naive)", err);
+    else if (c->m * c->n > 0)
+        st = pdnn__cl_launch(d, kern, "matmul_naive", c->m * c->n);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__algo pdnn__cl_algo_matmul_naive = {
+    .op = PDNN__OP_GEMM,
+    .name = "naive",
+    .rank = 100,
+    .plan = naive_plan,
+    .run = naive_run,
+};
