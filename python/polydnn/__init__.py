@@ -159,7 +159,8 @@ _LogFn = ctypes.CFUNCTYPE(None, _vp, _cp)
 
 class _SessionConfig(ctypes.Structure):
     _fields_ = [("context", _vp), ("options", _ContextOptions), ("log_device_placement", _c_int),
-                ("allow_soft_placement", _c_int), ("log", _LogFn), ("log_user", _vp)]
+                ("allow_soft_placement", _c_int), ("log", _LogFn), ("log_user", _vp),
+                ("profile", _c_int)]
 
 
 def _fn(name, restype, *argtypes):
