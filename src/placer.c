@@ -1,6 +1,7 @@
 /* Op -> device: explicit (possibly partial) device specifications, the
  * default order (GPU-class devices first, lowest index first, then the
  * host), kernel availability and soft placement. */
+#include "dispatch.h"
 #include "graph.h"
 
 #include <stdio.h>
@@ -12,6 +13,41 @@ const char *pdnn__full_device_name(const pdnn_device *d, char *buf, size_t len)
     snprintf(buf, len, "/job:localhost/replica:0/task:0/device:%s:%d", d->type == PDNN_DEVICE_GPU ? "GPU" : "CPU",
              d->index);
     return buf;
+}
+
+/* Whether some optimizer algorithm of dev's backend plans n's update: a
+ * backend may register the op but refuse a kind at plan time (CUDA
+ * refuses Adam), and the placer must know before the run. Asked with a
+ * call that has the node's sizes and parameters and no buffers (plans
+ * look at shapes and parameters only). */
+static int optimizer_plans(const pdnn_device *dev, const pdnn__node *n)
+{
+    const pdnn__algo *const *list = dev->backend->algos[PDNN__OP_OPTIMIZER];
+    if (!list)
+        return 0;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_OPTIMIZER;
+    call.tuning = PDNN_TUNING_OFF;
+    call.device_key = dev->tune_key;
+    call.force_config = -1;
+    pdnn__optim_call *o = &call.u.optim;
+    o->n = pdnn_tensor_desc_elements(&n->out);
+    o->kind = n->optim.kind;
+    o->lr = n->optim.learning_rate;
+    o->momentum = n->optim.momentum;
+    o->weight_decay = n->optim.weight_decay;
+    o->beta1 = n->optim.beta1;
+    o->beta2 = n->optim.beta2;
+    o->epsilon = n->optim.epsilon;
+    o->step = 1;
+    for (int i = 0; list[i]; i++) {
+        pdnn__plan plan;
+        pdnn__plan_for((pdnn_device *)dev, list[i], &call, &plan);
+        if (plan.supported)
+            return 1;
+    }
+    return 0;
 }
 
 int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
@@ -37,7 +73,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_G_CONV_BWD_BIAS: return b->algos[PDNN__OP_CONV2D_BWD_BIAS] != NULL;
     case PDNN__OP_G_POOL_BWD: return b->algos[PDNN__OP_POOL2D_BWD] != NULL;
     case PDNN__OP_G_RELU_BWD: return b->algos[PDNN__OP_RELU_BWD] != NULL;
-    case PDNN__OP_APPLY: return b->algos[PDNN__OP_OPTIMIZER] != NULL;
+    case PDNN__OP_APPLY: return optimizer_plans(dev, n);
     case PDNN__OP_TRAIN: return 1;
     }
     return 0;
@@ -136,6 +172,45 @@ static pdnn_status place_one(const pdnn__node *nd, pdnn_device **order, int n_de
     return PDNN_SUCCESS;
 }
 
+/* An optimizer update runs in place: its variable and slots must be on
+ * its device. When the update could not go on the variable's device (a
+ * backend that refuses the optimizer, e.g. CUDA's Adam), the variable and
+ * its slots follow it there, as TensorFlow places a colocation group
+ * where all its ops have kernels: silently for a variable placed by
+ * default, with a log line under soft placement for one pinned by name,
+ * and an error naming both without soft placement. */
+static pdnn_status follow_update(const pdnn_graph *g, int i, int allow_soft, void (*log)(void *, const char *),
+                                 void *log_user, pdnn_device **placed)
+{
+    const pdnn__node *nd = &g->nodes[i];
+    const int var = nd->inputs[0];
+    if (placed[var] == placed[i])
+        return PDNN_SUCCESS;
+    char from[96], to[96];
+    pdnn__full_device_name(placed[var], from, sizeof from);
+    pdnn__full_device_name(placed[i], to, sizeof to);
+    if (g->nodes[var].device[0] && !allow_soft)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "Cannot assign a device for operation %s: its variable %s is on %s, which has no %s "
+                           "kernel for this update; set allow_soft_placement to move the variable and its slots "
+                           "with it",
+                           nd->name, g->nodes[var].name, from, pdnn__op_type(nd));
+    for (int q = 0; q < nd->n_inputs; q++) {
+        const int j = nd->inputs[q];
+        if (q == 1 || j < 0 || g->nodes[j].op != PDNN__OP_VARIABLE) /* q 1: the gradient */
+            continue;
+        if (g->nodes[j].device[0]) {
+            char line[1024];
+            snprintf(line, sizeof line, "Soft placement: %s (VariableV2): requested %s; placed on %s with its "
+                                        "update %s, which %s has no kernel for", g->nodes[j].name,
+                     g->nodes[j].device, to, nd->name, from);
+            say(log, log_user, line);
+        }
+        placed[j] = placed[i];
+    }
+    return PDNN_SUCCESS;
+}
+
 pdnn_status pdnn__place(const pdnn_graph *g, pdnn_context *ctx, int allow_soft,
                         void (*log)(void *user, const char *line), void *log_user, pdnn_device **placed)
 {
@@ -167,6 +242,8 @@ pdnn_status pdnn__place(const pdnn_graph *g, pdnn_context *ctx, int allow_soft,
         }
         pdnn_status st = place_one(&g->nodes[i], order, n_dev, avail, allow_soft, log, log_user, &placed[i]);
         if (st != PDNN_SUCCESS)
+            return st;
+        if (nd->op == PDNN__OP_APPLY && (st = follow_update(g, i, allow_soft, log, log_user, placed)) != PDNN_SUCCESS)
             return st;
     }
     return PDNN_SUCCESS;

@@ -346,3 +346,77 @@ Test(cuda, backward_matches_host)
         }
     pdnn_context_destroy(ctx);
 }
+
+/* CUDA refuses Adam at plan time (no cuDNN or cuBLAS form). The placer
+ * asks the plans: a variable pinned to the CUDA device, with an Adam
+ * update, is an error naming allow_soft_placement without it, and with it
+ * the variable, its slots and its update move together to a device that
+ * runs Adam, and the step trains. */
+Test(cuda, adam_moves_its_pinned_variable_off_cuda_under_soft_placement)
+{
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(NULL, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pair d = cuda_pair(ctx);
+    pdnn_device_info info;
+    cr_assert_eq(pdnn_device_get_info(d.cuda, &info), PDNN_SUCCESS);
+    pdnn_graph *g = NULL;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 4, 3, 1, 1), wd = th_desc(PDNN_NCHW, 3, 2, 1, 1);
+    pdnn_tensor_desc ld = th_desc(PDNN_LAYOUT_X, 4, 1, 1, 1);
+    ld.dtype = PDNN_INT32;
+    pdnn_node x, lab, w, logits, loss, grad, train;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", info.name, &xd, &x), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_placeholder(g, "labels", "/cpu:0", &ld, &lab), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_variable(g, "w", info.name, &wd, PDNN_INIT_GLOROT_UNIFORM, 3, NULL, &w), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_matmul(g, "logits", info.name, x, w, 0, 0, &logits), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_softmax_cross_entropy(g, "loss", "/cpu:0", logits, lab, &loss), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_gradients(g, loss, &w, 1, &grad), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_optimizer_params p;
+    pdnn_optimizer_params_init(&p, PDNN_OPTIMIZER_ADAM);
+    cr_assert_eq(pdnn_graph_apply_gradients(g, NULL, &p, &w, &grad, 1, &train), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.context = ctx;
+    pdnn_session *s = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "allow_soft_placement") && strstr(pdnn_last_error(), "w"), "%s",
+              pdnn_last_error());
+    c.allow_soft_placement = 1;
+    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+    const char *group[] = {"w", "w/Adam", "w/Adam_1", "Adam/update_w"};
+    pdnn_device *dw = NULL;
+    for (int i = 0; i < 4; i++) {
+        pdnn_node n;
+        pdnn_device *dev = NULL;
+        cr_assert_eq(pdnn_graph_find(g, group[i], &n), PDNN_SUCCESS, "%s", group[i]);
+        cr_assert_eq(pdnn_session_node_device(s, n, &dev), PDNN_SUCCESS);
+        cr_assert(dev != d.cuda, "%s stayed on the CUDA device", group[i]);
+        if (i == 0)
+            dw = dev;
+        cr_assert(dev == dw, "%s is not on w's device", group[i]);
+    }
+    float xs[12], before[6], after[6];
+    int32_t ls[4] = {0, 1, 1, 0};
+    th_fill(xs, 12, 5);
+    pdnn_tensor *xt = NULL, *lt = NULL, *out = NULL;
+    cr_assert_eq(pdnn_tensor_create(d.cuda, &xd, &xt), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_tensor_write(xt, xs, sizeof xs), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_tensor_create(d.host, &ld, &lt), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_tensor_write(lt, ls, sizeof ls), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_session_variable_read(s, w, before, sizeof before), PDNN_SUCCESS);
+    pdnn_node feeds[2] = {x, lab};
+    pdnn_tensor *vals[2] = {xt, lt};
+    cr_assert_eq(pdnn_session_run(s, feeds, vals, 2, &train, 1, &out), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_session_variable_read(s, w, after, sizeof after), PDNN_SUCCESS);
+    int moved = 0;
+    for (int i = 0; i < 6; i++)
+        moved += before[i] != after[i];
+    cr_assert_eq(moved, 6, "the Adam step changed %d of 6 weights", moved);
+    pdnn_tensor_release(xt);
+    pdnn_tensor_release(lt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+    pdnn_context_destroy(ctx);
+}
