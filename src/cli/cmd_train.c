@@ -438,6 +438,10 @@ static int train(const train_opts *o)
     pdnn_node feeds[2] = {m.x, m.y};
     pdnn_tensor *fv[2] = {xt, yt};
     int stopped = 0;
+    /* Training throughput over the steps after the first (which builds
+     * kernels), evaluation excluded, as bench/train_reference.py counts. */
+    double train_sec = 0, t_step = 0;
+    int64_t timed_images = 0;
     for (int64_t epoch = gs / spe; epoch < o->epochs && !stopped; epoch++) {
         if (o->steps > 0 && done >= o->steps)
             break;
@@ -448,6 +452,7 @@ static int train(const train_opts *o)
                 stopped = 1;
                 break;
             }
+            t_step = progress_now();
             gather(&trn, perm + step * o->batch, o->batch, o->batch, xb, yb);
             pdnn_tensor *out[2] = {NULL, NULL};
             float loss = NAN;
@@ -463,6 +468,10 @@ static int train(const train_opts *o)
             if (st) {
                 rc = cli_fail("reading the loss");
                 goto out;
+            }
+            if (done > 0) {
+                train_sec += progress_now() - t_step;
+                timed_images += o->batch;
             }
             gs++;
             done++;
@@ -481,6 +490,9 @@ static int train(const train_opts *o)
         if (o->save && (rc = save_ckpt(s, &m, o->save, seed, train_n)))
             goto out;
     }
+    if (done > 1)
+        printf("trained %lld steps: %.1f images/s (the %lld after the first, evaluation excluded)\n",
+               (long long)done, (double)timed_images / train_sec, (long long)done - 1);
     if (o->profile)
         rc = cli_print_profile(stdout, m.g, s, 30);
 out:
