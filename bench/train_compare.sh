@@ -13,7 +13,8 @@
 # flags, e.g. "--layout NHWC" or "--device /gpu:0"), TF_PYTHON (a Python
 # with PyPI tensorflow-cpu; skipped when unset or not importable),
 # TORCH_PYTHON (default /usr/bin/python3 with Debian's python3-torch;
-# TORCH_PYTHON=none skips it: it is 5-8x slower than the others here).
+# TORCH_PYTHON=none skips it: it is 5-8x slower than the others here),
+# TORCH_STEPS (its steps, default STEPS: fewer keeps the run short).
 steps=${1:-300}
 rounds=${2:-2}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,7 +46,7 @@ run() { # run FRAMEWORK: one run, prints its images/s on the last line
             { cat "$tmp/out"; return 1; }
         sed -n 's/.* steps, \([0-9.]*\) images\/s.*/\1/p' "$tmp/out" | tail -n 1 ;;
     torch)
-        "$torch_py" "$here/train_reference.py" --framework torch --steps "$steps" >"$tmp/out" 2>&1 ||
+        "$torch_py" "$here/train_reference.py" --framework torch --steps "${TORCH_STEPS:-$steps}" >"$tmp/out" 2>&1 ||
             { cat "$tmp/out"; return 1; }
         sed -n 's/.* steps, \([0-9.]*\) images\/s.*/\1/p' "$tmp/out" | tail -n 1 ;;
     esac
@@ -68,6 +69,8 @@ echo "| framework | steps | runs | median images/s | ratio to TensorFlow |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 for f in $frameworks; do
     m=$(median "$f")
+    n=$steps
+    [ "$f" = torch ] && n=${TORCH_STEPS:-$steps}
     ratio=$(awk -v a="$m" -v b="$tf" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-    echo "| $f | $steps | $rounds | $m | $ratio |"
+    echo "| $f | $n | $rounds | $m | $ratio |"
 done

@@ -80,61 +80,126 @@ __kernel void pool2d_bwd(__global const float *x, long x_off, long4 xs,
 }
 
 /* Backward pooling where windows do not overlap (stride >= window in both
- * axes): one work-item per dy element writes its whole window of dx, the
- * gradient at the forward's maximum (same rule as pool2d_bwd: the first
- * maximum in row-major order, or the last NaN) and 0 elsewhere, or the
- * average's share. dx elements in no window were zeroed before. */
+ * axes): one work-item per row of dy (n, c, p) writes the windows of its
+ * outputs in dx, the gradient at the forward's maximum (same rule as
+ * pool2d_bwd: the first maximum in row-major order, or the last NaN) and
+ * 0 elsewhere, or the average's share. A row per item keeps the index
+ * arithmetic out of the inner loop. dx elements in no window were zeroed
+ * before. */
 __kernel void pool2d_bwd_window(__global const float *x, long x_off, long4 xs,
                                 __global const float *dy, long dy_off, long4 ys,
                                 __global float *dx, long dx_off, long4 dxs,
                                 int4 in_dims,  /* N, C, H, W                        */
-                                int4 out_dims, /* P, Q, mode, chan_fastest(dy)      */
+                                int4 out_dims, /* P, Q, mode, unused                */
                                 int4 win,      /* window h, w, stride h, w          */
                                 int4 pad,      /* top, bottom, left, right          */
-                                long total)
+                                long total)    /* N * C * P                         */
+{
+    const long gid = (long)get_global_id(0);
+    if (gid >= total)
+        return;
+    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
+    const int p = (int)(gid % P);
+    const long nc = gid / P;
+    const int c = (int)(nc % C);
+    const long n = nc / C;
+    const int a0 = p * win.s2 - pad.s0, a1 = min(a0 + win.s0, H + pad.s1);
+    const int h0 = max(a0, 0), h1 = min(a1, H);
+    __global const float *xr = x + x_off + n * xs.s0 + (long)c * xs.s1;
+    __global const float *dyr = dy + dy_off + n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
+    __global float *dxr = dx + dx_off + n * dxs.s0 + (long)c * dxs.s1;
+    for (int q = 0; q < Q; q++) {
+        const int b0 = q * win.s3 - pad.s2, b1 = min(b0 + win.s1, W + pad.s3);
+        const int w0 = max(b0, 0), w1 = min(b1, W);
+        const float g = dyr[(long)q * ys.s3];
+        if (mode != 0) {
+            const float v = g / (float)(mode == 1 ? (a1 - a0) * (b1 - b0) : (h1 - h0) * (w1 - w0));
+            for (int a = h0; a < h1; a++)
+                for (int b = w0; b < w1; b++)
+                    dxr[(long)a * dxs.s2 + (long)b * dxs.s3] = v;
+            continue;
+        }
+        float mx = 0.0f;
+        int ah = -1, aw = -1;
+        for (int a = h0; a < h1; a++)
+            for (int b = w0; b < w1; b++) {
+                const float v = xr[(long)a * xs.s2 + (long)b * xs.s3];
+                if (ah < 0 || v > mx || isnan(v)) {
+                    mx = v;
+                    ah = a;
+                    aw = b;
+                }
+            }
+        for (int a = h0; a < h1; a++)
+            for (int b = w0; b < w1; b++)
+                dxr[(long)a * dxs.s2 + (long)b * dxs.s3] = (a == ah && b == aw) ? g : 0.0f;
+    }
+}
+
+/* pool2d_bwd_window's common case, Deep MNIST's and VGG's 2x2/2 pools
+ * without padding, rows contiguous in x, dy and dx: eight windows at a
+ * time with vector loads, the first maximum (or the last NaN) chosen by
+ * selects in the scalar kernel's order: (0,0), (0,1), (1,0), (1,1). */
+__kernel void pool2d_bwd_2x2(__global const float *x, long x_off, long4 xs,
+                             __global const float *dy, long dy_off, long4 ys,
+                             __global float *dx, long dx_off, long4 dxs,
+                             int4 in_dims, int4 out_dims, int4 win, int4 pad, long total)
 {
     const long gid = (long)get_global_id(0);
     if (gid >= total)
         return;
     const int C = in_dims.s1;
-    const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
-    long t = gid;
-    int c, p, q;
-    long n;
-    if (out_dims.s3) {
-        c = (int)(t % C); t /= C;
-        q = (int)(t % Q); t /= Q;
-        p = (int)(t % P); n = t / P;
-    } else {
-        q = (int)(t % Q); t /= Q;
-        p = (int)(t % P); t /= P;
-        c = (int)(t % C); n = t / C;
+    const int P = out_dims.s0, Q = out_dims.s1;
+    const int p = (int)(gid % P);
+    const long nc = gid / P;
+    const int c = (int)(nc % C);
+    const long n = nc / C;
+    __global const float *x0 = x + x_off + n * xs.s0 + (long)c * xs.s1 + (long)(2 * p) * xs.s2;
+    __global const float *x1 = x0 + xs.s2;
+    __global const float *g = dy + dy_off + n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
+    __global float *d0 = dx + dx_off + n * dxs.s0 + (long)c * dxs.s1 + (long)(2 * p) * dxs.s2;
+    __global float *d1 = d0 + dxs.s2;
+    int q = 0;
+    for (; q + 8 <= Q; q += 8) {
+        /* float8 halves only: 16-lane vectors through built-ins change the
+         * call ABI on x86 without AVX-512 (see pool2d.cl). */
+        const float8 a0 = vload8(0, x0 + 2 * q), b0 = vload8(0, x0 + 2 * q + 8);
+        const float8 a1 = vload8(0, x1 + 2 * q), b1 = vload8(0, x1 + 2 * q + 8);
+        const float8 gv = vload8(0, g + q);
+        const float8 v00 = (float8)(a0.even, b0.even), v01 = (float8)(a0.odd, b0.odd);
+        const float8 v10 = (float8)(a1.even, b1.even), v11 = (float8)(a1.odd, b1.odd);
+        float8 m = v00;
+        int8 sel = (int8)(0);
+        int8 t = isgreater(v01, m) | isnan(v01);
+        m = select(m, v01, t);
+        sel = select(sel, (int8)(1), t);
+        t = isgreater(v10, m) | isnan(v10);
+        m = select(m, v10, t);
+        sel = select(sel, (int8)(2), t);
+        t = isgreater(v11, m) | isnan(v11);
+        sel = select(sel, (int8)(3), t);
+        const float8 z = (float8)(0.0f);
+        const float8 e0 = select(z, gv, sel == (int8)(0)), e1 = select(z, gv, sel == (int8)(1));
+        const float8 f0 = select(z, gv, sel == (int8)(2)), f1 = select(z, gv, sel == (int8)(3));
+        vstore8((float8)(e0.s0, e1.s0, e0.s1, e1.s1, e0.s2, e1.s2, e0.s3, e1.s3), 0, d0 + 2 * q);
+        vstore8((float8)(e0.s4, e1.s4, e0.s5, e1.s5, e0.s6, e1.s6, e0.s7, e1.s7), 0, d0 + 2 * q + 8);
+        vstore8((float8)(f0.s0, f1.s0, f0.s1, f1.s1, f0.s2, f1.s2, f0.s3, f1.s3), 0, d1 + 2 * q);
+        vstore8((float8)(f0.s4, f1.s4, f0.s5, f1.s5, f0.s6, f1.s6, f0.s7, f1.s7), 0, d1 + 2 * q + 8);
     }
-    int h0, h1, w0, w1;
-    float divisor;
-    window_of(p, q, win, pad, in_dims, mode, &h0, &h1, &w0, &w1, &divisor);
-    const float g = dy[dy_off + n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3];
-    const long xb = x_off + n * xs.s0 + (long)c * xs.s1;
-    const long db = dx_off + n * dxs.s0 + (long)c * dxs.s1;
-    if (mode != 0) {
-        const float v = g / divisor;
-        for (int a = h0; a < h1; a++)
-            for (int b = w0; b < w1; b++)
-                dx[db + (long)a * dxs.s2 + (long)b * dxs.s3] = v;
-        return;
-    }
-    float mx = 0.0f;
-    int ah = -1, aw = -1;
-    for (int a = h0; a < h1; a++)
-        for (int b = w0; b < w1; b++) {
-            const float v = x[xb + (long)a * xs.s2 + (long)b * xs.s3];
-            if (ah < 0 || v > mx || isnan(v)) {
-                mx = v;
-                ah = a;
-                aw = b;
+    for (; q < Q; q++) {
+        const float v[4] = {x0[2 * q], x0[2 * q + 1], x1[2 * q], x1[2 * q + 1]};
+        float m = v[0];
+        int s = 0;
+        for (int k = 1; k < 4; k++)
+            if (v[k] > m || isnan(v[k])) {
+                m = v[k];
+                s = k;
             }
-        }
-    for (int a = h0; a < h1; a++)
-        for (int b = w0; b < w1; b++)
-            dx[db + (long)a * dxs.s2 + (long)b * dxs.s3] = (a == ah && b == aw) ? g : 0.0f;
+        const float gq = g[q];
+        d0[2 * q] = s == 0 ? gq : 0.0f;
+        d0[2 * q + 1] = s == 1 ? gq : 0.0f;
+        d1[2 * q] = s == 2 ? gq : 0.0f;
+        d1[2 * q + 1] = s == 3 ? gq : 0.0f;
+    }
 }

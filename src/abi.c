@@ -78,6 +78,8 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_conv2d_params, groups),
     FIELD(pdnn_conv2d_params, relu),
     FIELD(pdnn_conv2d_params, algorithm),
+    FIELD(pdnn_conv2d_params, bwd_data_algorithm),
+    FIELD(pdnn_conv2d_params, bwd_filter_algorithm),
 
     STRUCT(pdnn_conv2d_tuning),
     FIELD(pdnn_conv2d_tuning, tunable),

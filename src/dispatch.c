@@ -112,6 +112,56 @@ int pdnn_conv_algo_parse(const char *name)
     return -1;
 }
 
+/* Backward ids, per direction: 0 "auto", then the union of the backends'
+ * names for that op in backend order. */
+static const char *bwd_names[2][MAX_CONV_ALGOS];
+static int n_bwd_names[2];
+static pthread_once_t bwd_names_once = PTHREAD_ONCE_INIT;
+
+static void build_bwd_names(void)
+{
+    int nb = 0;
+    const pdnn__backend *const *bs = pdnn__backend_list(&nb);
+    for (int d = 0; d < 2; d++) {
+        const pdnn__op op = d == PDNN_CONV_BWD_DATA ? PDNN__OP_CONV2D_BWD_DATA : PDNN__OP_CONV2D_BWD_FILTER;
+        bwd_names[d][0] = "auto";
+        n_bwd_names[d] = 1;
+        for (int b = 0; b < nb; b++)
+            for (int i = 0; bs[b]->algos[op] && bs[b]->algos[op][i]; i++) {
+                const char *name = bs[b]->algos[op][i]->name;
+                int known = 0;
+                for (int j = 0; j < n_bwd_names[d]; j++)
+                    known |= strcmp(bwd_names[d][j], name) == 0;
+                if (!known && n_bwd_names[d] < MAX_CONV_ALGOS)
+                    bwd_names[d][n_bwd_names[d]++] = name;
+            }
+    }
+}
+
+int pdnn_conv_bwd_algo_count(pdnn_conv_bwd_dir dir)
+{
+    if (dir != PDNN_CONV_BWD_DATA && dir != PDNN_CONV_BWD_FILTER)
+        return 0;
+    pthread_once(&bwd_names_once, build_bwd_names);
+    return n_bwd_names[dir];
+}
+
+const char *pdnn_conv_bwd_algo_name(pdnn_conv_bwd_dir dir, int id)
+{
+    if (id < 0 || id >= pdnn_conv_bwd_algo_count(dir))
+        return "unknown";
+    return bwd_names[dir][id];
+}
+
+int pdnn_conv_bwd_algo_parse(pdnn_conv_bwd_dir dir, const char *name)
+{
+    const int n = pdnn_conv_bwd_algo_count(dir);
+    for (int i = 0; name && i < n; i++)
+        if (strcasecmp(name, bwd_names[dir][i]) == 0)
+            return i;
+    return -1;
+}
+
 /* ---- registry lookups ------------------------------------------------- */
 
 const pdnn__algo *const *pdnn__algos(const pdnn_device *dev, pdnn__op op)

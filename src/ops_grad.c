@@ -18,15 +18,33 @@ static pdnn_status check_no_alias(const char *op, const pdnn_tensor *out, const 
     return PDNN_SUCCESS;
 }
 
-static pdnn_status check_bwd_params(const char *op, const pdnn_conv2d_params *p)
+static pdnn_status check_bwd_params(const char *op, const pdnn_conv2d_params *p, pdnn_conv_bwd_dir dir)
 {
     if (p->relu != 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "%s: params relu is %d; the backward ops take relu 0 (apply ReLU's gradient to dy "
                            "first)",
                            op, p->relu);
+    const int id = dir == PDNN_CONV_BWD_DATA ? p->bwd_data_algorithm : p->bwd_filter_algorithm;
+    if (id < 0 || id >= pdnn_conv_bwd_algo_count(dir)) {
+        char names[256];
+        size_t used = 0;
+        names[0] = '\0';
+        for (int i = 0; i < pdnn_conv_bwd_algo_count(dir) && used < sizeof names; i++) {
+            const int w = snprintf(names + used, sizeof names - used, "%s%d %s", i ? ", " : "", i,
+                                   pdnn_conv_bwd_algo_name(dir, i));
+            if (w < 0)
+                break;
+            used += (size_t)w;
+        }
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: params %s is %d, which is no algorithm; they are %s", op,
+                           dir == PDNN_CONV_BWD_DATA ? "bwd_data_algorithm" : "bwd_filter_algorithm", id, names);
+    }
     return PDNN_SUCCESS;
 }
+
+/* The dispatcher's wanted name: NULL for auto. */
+static const char *bwd_want(pdnn_conv_bwd_dir dir, int id) { return id > 0 ? pdnn_conv_bwd_algo_name(dir, id) : NULL; }
 
 pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_tensor *dy, const pdnn_tensor *w,
                                       pdnn_tensor *dx)
@@ -39,7 +57,7 @@ pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_te
     const char *names[] = {"dy", "w", "dx"};
     pdnn_status st = pdnn__same_device(op, ts, names, 3);
     if (st == PDNN_SUCCESS)
-        st = check_bwd_params(op, p);
+        st = check_bwd_params(op, p, PDNN_CONV_BWD_DATA);
     if (st == PDNN_SUCCESS)
         st = check_no_alias(op, dx, "dx", ts, names, 2);
     if (st != PDNN_SUCCESS)
@@ -58,7 +76,7 @@ pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_te
     c->x_buf = dx->block.buf;
     c->w_buf = w->block.buf;
     c->y_buf = dy->block.buf;
-    return pdnn__dispatch(dx->dev, &call, NULL, NULL);
+    return pdnn__dispatch(dx->dev, &call, bwd_want(PDNN_CONV_BWD_DATA, p->bwd_data_algorithm), NULL);
 }
 
 pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_tensor *x, const pdnn_tensor *dy,
@@ -72,7 +90,7 @@ pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_
     const char *names[] = {"x", "dy", "dw"};
     pdnn_status st = pdnn__same_device(op, ts, names, 3);
     if (st == PDNN_SUCCESS)
-        st = check_bwd_params(op, p);
+        st = check_bwd_params(op, p, PDNN_CONV_BWD_FILTER);
     if (st == PDNN_SUCCESS)
         st = check_no_alias(op, dw, "dw", ts, names, 2);
     if (st != PDNN_SUCCESS)
@@ -90,7 +108,7 @@ pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_
     c->x_buf = x->block.buf;
     c->w_buf = dw->block.buf;
     c->y_buf = dy->block.buf;
-    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+    return pdnn__dispatch(x->dev, &call, bwd_want(PDNN_CONV_BWD_FILTER, p->bwd_filter_algorithm), NULL);
 }
 
 pdnn_status pdnn_conv2d_backward_bias(const pdnn_tensor *dy, pdnn_tensor *db)

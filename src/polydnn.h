@@ -418,6 +418,22 @@ PDNN_API const char *pdnn_conv_algo_name(pdnn_conv_algo algo);
  * -1 if name is NULL or no algorithm's name. */
 PDNN_API int pdnn_conv_algo_parse(const char *name);
 
+/* The backward convolutions' algorithms, numbered per direction as the
+ * forward's are (cuDNN has one enum per direction too): 0 is "auto", then
+ * the names every compiled-in backend registers for that direction
+ * (OpenCL: backward data "forward_gemm", "implicit_gemm", "direct";
+ * backward filter "forward_gemm", "direct", "split"; CUDA: "vendor"). */
+typedef enum pdnn_conv_bwd_dir {
+    PDNN_CONV_BWD_DATA = 0,
+    PDNN_CONV_BWD_FILTER = 1
+} pdnn_conv_bwd_dir;
+/* One more than the largest id of dir in this build; 0 if dir is unknown. */
+PDNN_API int pdnn_conv_bwd_algo_count(pdnn_conv_bwd_dir dir);
+/* The id's name; "unknown" outside [0, count). */
+PDNN_API const char *pdnn_conv_bwd_algo_name(pdnn_conv_bwd_dir dir, int id);
+/* The id named name (any case); -1 if none. */
+PDNN_API int pdnn_conv_bwd_algo_parse(pdnn_conv_bwd_dir dir, const char *name);
+
 typedef struct pdnn_conv2d_params {
     int stride_h, stride_w;       /* >= 1 */
     int dilation_h, dilation_w;   /* >= 1 */
@@ -426,6 +442,10 @@ typedef struct pdnn_conv2d_params {
     int groups;                   /* >= 1; C and K both divisible */
     int relu;                     /* 1: fuse max(0, y) after the bias */
     pdnn_conv_algo algorithm;     /* default PDNN_CONV_ALGO_AUTO */
+    /* The backward ops' algorithms, ids of pdnn_conv_bwd_algo_parse for
+     * PDNN_CONV_BWD_DATA and _FILTER; 0 (default): auto. */
+    int bwd_data_algorithm;
+    int bwd_filter_algorithm;
 } pdnn_conv2d_params;
 
 /* stride 1, dilation 1, no padding, one group, no ReLU, AUTO algorithm. */
@@ -459,9 +479,11 @@ PDNN_API pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
  * dy NCHW or NHWC; dw OIHW, OHWI or HWIO). The output is overwritten (no
  * accumulation); it must be a tensor of its own, sharing no memory with
  * an input. p->relu must be 0 (ReLU's gradient is applied to dy first);
- * p->algorithm is the forward's and is ignored: the backward ops choose
- * among their own algorithms (tuned like the forward's when the context
- * tunes).
+ * p->algorithm is the forward's and is ignored: backward data runs
+ * p->bwd_data_algorithm and backward filter p->bwd_filter_algorithm, and
+ * with auto (0) choose among their own algorithms (tuned like the
+ * forward's when the context tunes). An algorithm that does not apply, or
+ * that the device's backend lacks, is an error naming why.
  *   backward_data:   dx = dL/dx of y = conv(x, w), given dy = dL/dy
  *   backward_filter: dw = dL/dw, given x and dy
  *   backward_bias:   db[k] = sum over n, p, q of dy[n,k,p,q]; db is a

@@ -478,6 +478,9 @@ static void build_pool_cases(void)
         {1, 16, 11, 11, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_NCHW},
         {1, 27, 9, 9, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_NHWC},
         {2, 3, 7, 11, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        /* OpenCL's 2x2/2 backward vector kernel: two chunks of 8 windows
+         * and a tail of 2, an odd last column left to the zero fill */
+        {2, 3, 12, 37, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
     };
     for (size_t i = 0; i < sizeof nan_shapes / sizeof nan_shapes[0]; i++)
         for (int m = 0; m < 3; m++) {

@@ -219,3 +219,96 @@ Test(grad, opencl_backward_data_algorithms_by_name_match_the_host)
     cr_assert(saw_igemm, "OpenCL registers no implicit_gemm backward-data algorithm");
     pdnn_context_destroy(ctx);
 }
+
+/* The public choice of backward algorithms: every backward-data and
+ * backward-filter name the OpenCL device has, chosen through
+ * p.bwd_data_algorithm / p.bwd_filter_algorithm, gives the host's result;
+ * a name the device lacks, one that does not apply (forward_gemm's dx at
+ * stride 2) and an id out of range are errors saying so. */
+Test(grad, backward_algorithms_are_chosen_by_public_id)
+{
+    cr_assert_eq(pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "auto"), 0);
+    cr_assert_eq(pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "no_such"), -1);
+    cr_assert_str_eq(pdnn_conv_bwd_algo_name(PDNN_CONV_BWD_FILTER, -1), "unknown");
+    cr_assert_eq(pdnn_conv_bwd_algo_count((pdnn_conv_bwd_dir)7), 0);
+    pdnn_context *ctx = th_context();
+    pdnn_device *devs[8], *host = NULL, *cl = NULL;
+    const int n = n_devices(ctx, devs);
+    for (int i = 0; i < n; i++) {
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get_info(devs[i], &info), PDNN_SUCCESS);
+        if (!host && strcmp(info.backend, "host") == 0)
+            host = devs[i];
+        if (!cl && strcmp(info.backend, "opencl") == 0)
+            cl = devs[i];
+    }
+    if (!cl) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no OpenCL device");
+    }
+    const pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 2, 6, 9, 7), wd = th_desc(PDNN_OIHW, 5, 6, 3, 3);
+    const pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 2, 5, 9, 7);
+    float xv[2 * 6 * 9 * 7], wv[5 * 6 * 3 * 3], dyv[2 * 5 * 9 * 7];
+    th_fill(xv, 2 * 6 * 9 * 7, 1);
+    th_fill(wv, 5 * 6 * 3 * 3, 2);
+    th_fill(dyv, 2 * 5 * 9 * 7, 3);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    pdnn_tensor *hx = th_upload(host, &xd, xv), *hw = th_upload(host, &wd, wv), *hdy = th_upload(host, &yd, dyv);
+    pdnn_tensor *hdx = th_upload(host, &xd, NULL), *hdw = th_upload(host, &wd, NULL);
+    cr_assert_eq(pdnn_conv2d_backward_data(&p, hdy, hw, hdx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_conv2d_backward_filter(&p, hx, hdy, hdw), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *want_dx = th_download(hdx), *want_dw = th_download(hdw);
+    pdnn_tensor *cx = th_upload(cl, &xd, xv), *cw = th_upload(cl, &wd, wv), *cdy = th_upload(cl, &yd, dyv);
+    pdnn_tensor *cdx = th_upload(cl, &xd, NULL), *cdw = th_upload(cl, &wd, NULL);
+    int ran[2] = {0, 0};
+    for (int dir = 0; dir < 2; dir++) {
+        const pdnn__op op = dir == PDNN_CONV_BWD_DATA ? PDNN__OP_CONV2D_BWD_DATA : PDNN__OP_CONV2D_BWD_FILTER;
+        for (int id = 1; id < pdnn_conv_bwd_algo_count((pdnn_conv_bwd_dir)dir); id++) {
+            const char *name = pdnn_conv_bwd_algo_name((pdnn_conv_bwd_dir)dir, id);
+            pdnn_conv2d_params q = p;
+            if (dir == PDNN_CONV_BWD_DATA)
+                q.bwd_data_algorithm = id;
+            else
+                q.bwd_filter_algorithm = id;
+            const pdnn_status st = dir == PDNN_CONV_BWD_DATA ? pdnn_conv2d_backward_data(&q, cdy, cw, cdx)
+                                                             : pdnn_conv2d_backward_filter(&q, cx, cdy, cdw);
+            if (!pdnn__algo_find(cl, op, name)) { /* e.g. CUDA's "vendor" */
+                cr_assert_neq(st, PDNN_SUCCESS, "%s ran on OpenCL, which has no such algorithm", name);
+                cr_assert(strstr(pdnn_last_error(), name), "%s", pdnn_last_error());
+                continue;
+            }
+            cr_assert_eq(st, PDNN_SUCCESS, "%s (dir %d): %s", name, dir, pdnn_last_error());
+            float *got = th_download(dir == PDNN_CONV_BWD_DATA ? cdx : cdw);
+            const float *want = dir == PDNN_CONV_BWD_DATA ? want_dx : want_dw;
+            const int64_t ne = dir == PDNN_CONV_BWD_DATA ? 2 * 6 * 9 * 7 : 5 * 6 * 3 * 3;
+            for (int64_t j = 0; j < ne; j++)
+                cr_assert(fabsf(got[j] - want[j]) <= 1e-5f * fmaxf(1.0f, fabsf(want[j])), "%s dir %d [%lld]: %g, host %g",
+                          name, dir, (long long)j, (double)got[j], (double)want[j]);
+            free(got);
+            ran[dir]++;
+        }
+    }
+    cr_assert(ran[0] >= 2 && ran[1] >= 2, "ran %d data and %d filter algorithms by id", ran[0], ran[1]);
+    /* forward_gemm computes dx at stride 1 only. */
+    pdnn_conv2d_params s2 = p;
+    s2.stride_h = s2.stride_w = 2;
+    s2.bwd_data_algorithm = pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "forward_gemm");
+    cr_assert_gt(s2.bwd_data_algorithm, 0);
+    const pdnn_tensor_desc yd2 = th_desc(PDNN_NCHW, 2, 5, 5, 4);
+    pdnn_tensor *cdy2 = th_upload(cl, &yd2, dyv);
+    cr_assert_eq(pdnn_conv2d_backward_data(&s2, cdy2, cw, cdx), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "stride"), "%s", pdnn_last_error());
+    pdnn_conv2d_params bad = p;
+    bad.bwd_filter_algorithm = 99;
+    cr_assert_eq(pdnn_conv2d_backward_filter(&bad, cx, cdy, cdw), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "bwd_filter_algorithm is 99") && strstr(pdnn_last_error(), "split"), "%s",
+              pdnn_last_error());
+    free(want_dx);
+    free(want_dw);
+    pdnn_tensor *ts[] = {hx, hw, hdy, hdx, hdw, cx, cw, cdy, cdx, cdw, cdy2};
+    for (int j = 0; j < 11; j++)
+        pdnn_tensor_release(ts[j]);
+    pdnn_context_destroy(ctx);
+}

@@ -90,6 +90,28 @@ class BackwardOps(unittest.TestCase):
                         self.assertEqual(db.shape, (ws[0],))
                         torch.testing.assert_close(back(db), dy0.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
 
+    def test_conv_algorithm_by_name(self):
+        # every backward algorithm that applies (stride 1, ungrouped) gives torch's
+        # gradient; a name of the other direction or of none is refused
+        x, w = rnd((2, 4, 7, 6), 1), rnd((5, 4, 3, 3), 2)
+        dy = rnd((2, 5, 7, 6), 3)
+        for dev in devices():
+            px, pdy = on(dev, x, dy)
+            (pw,) = on(dev, w, role="filter")
+            names = ["auto", "direct"] + (["forward_gemm", "implicit_gemm"] if dev != "/cpu:0" else [])
+            for name in names:
+                with self.subTest(device=dev, algorithm=name):
+                    dx = polydnn.conv2d_backward_data(x.shape, pw, pdy, padding=1, algorithm=name)
+                    torch.testing.assert_close(back(dx), conv2d_input(x.shape, w, dy, 1, 1, 1, 1),
+                                               rtol=1e-4, atol=1e-4)
+            for name in ["auto", "direct"] + (["forward_gemm", "split"] if dev != "/cpu:0" else []):
+                with self.subTest(device=dev, algorithm=name):
+                    dw = polydnn.conv2d_backward_filter(px, w.shape, pdy, padding=1, algorithm=name)
+                    torch.testing.assert_close(back(dw), conv2d_weight(x, w.shape, dy, 1, 1, 1, 1),
+                                               rtol=1e-4, atol=1e-4)
+        with self.assertRaisesRegex(ValueError, "unknown backward data algorithm 'split'"):
+            polydnn.conv2d_backward_data(x.shape, w, dy, padding=1, algorithm="split")
+
     def test_conv_nhwc_data_format_and_same_padding(self):
         # TensorFlow's reading: x (N, H, W, C), w (H, W, I, O); shapes given in that order too
         x = rnd((2, 6, 5, 3), 1)  # N H W C

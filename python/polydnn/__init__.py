@@ -98,7 +98,7 @@ class _Desc(ctypes.Structure):
 class _ConvParams(ctypes.Structure):
     _fields_ = [(n, _c_int) for n in (
         "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_bottom",
-        "pad_left", "pad_right", "groups", "relu", "algorithm")]
+        "pad_left", "pad_right", "groups", "relu", "algorithm", "bwd_data_algorithm", "bwd_filter_algorithm")]
 
 
 class _PoolParams(ctypes.Structure):
@@ -209,6 +209,9 @@ _bn_backward = _fn("pdnn_batch_norm_backward", _c_int, _P(_BatchNormParams), _vp
                    _vp)
 _algo_name = _fn("pdnn_conv_algo_name", _cp, _c_int)
 _algo_parse = _fn("pdnn_conv_algo_parse", _c_int, _cp)
+_bwd_algo_parse = _fn("pdnn_conv_bwd_algo_parse", _c_int, _c_int, _cp)
+_bwd_algo_count = _fn("pdnn_conv_bwd_algo_count", _c_int, _c_int)
+_bwd_algo_name = _fn("pdnn_conv_bwd_algo_name", _cp, _c_int, _c_int)
 _add = _fn("pdnn_add", _c_int, _vp, _vp, _vp)
 _add_n = _fn("pdnn_add_n", _c_int, _P(_vp), _c_int, _vp)
 _bias_add = _fn("pdnn_bias_add", _c_int, _vp, _vp, _vp)
@@ -1035,26 +1038,38 @@ def _shape_dims(shape, role, data_format, name):
     return dims
 
 
+def _bwd_algorithm(direction, algorithm):
+    """The id of a backward algorithm name (direction 0 data, 1 filter)."""
+    algo = _bwd_algo_parse(direction, str(algorithm).encode())
+    if algo < 0:
+        names = [_bwd_algo_name(direction, i).decode() for i in range(_bwd_algo_count(direction))]
+        raise ValueError("polydnn: unknown backward %s algorithm %r; one of %s"
+                         % ("data" if direction == 0 else "filter", algorithm, ", ".join(names)))
+    return algo
+
+
 def conv2d_backward_data(input_shape, w, dy, stride=1, padding=0, dilation=1, groups=1, out_layout=None,
-                         data_format=None):
+                         data_format=None, algorithm="auto"):
     """dx = dL/dx of y = conv2d(x, w, ...) given dy = dL/dy, for an x of
     input_shape (as torch.nn.grad.conv2d_input). input_shape, w and dy are
     read as conv2d reads x, w and y (data_format); stride, padding ('same'
     included), dilation and groups are the forward's. dx is on dy's device,
-    in dy's layout unless out_layout."""
+    in dy's layout unless out_layout. algorithm: "auto" or a backward-data
+    algorithm's name (C's pdnn_conv_bwd_algo_name)."""
     df = _data_format(data_format)
     ctx, dev = _placement(dy, w)
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, dev, "dy")
     w = _as_tensor(w, _FILTER, df, ctx, dy.device, "w")
     xdims = _shape_dims(input_shape, _ACTIVATION, df, "input_shape")
     p = _conv_params(tuple(xdims), tuple(w._desc().dims), stride, padding, dilation, groups, False, "auto")
+    p.bwd_data_algorithm = _bwd_algorithm(0, algorithm)
     dx = empty(tuple(xdims), out_layout or dy.layout, device=dy.device, context=dy._ctx)
     _check(_conv_bwd_data(ctypes.byref(p), dy._handle(), w._handle(), dx._handle()))
     return dx
 
 
 def conv2d_backward_filter(x, weight_shape, dy, stride=1, padding=0, dilation=1, groups=1, out_layout=None,
-                           data_format=None):
+                           data_format=None, algorithm="auto"):
     """dw = dL/dw of y = conv2d(x, w, ...) given dy, for a w of weight_shape
     (as torch.nn.grad.conv2d_weight); arguments as conv2d_backward_data's.
     dw is on x's device, OIHW (HWIO with data_format 'NHWC') unless
@@ -1065,6 +1080,7 @@ def conv2d_backward_filter(x, weight_shape, dy, stride=1, padding=0, dilation=1,
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, x.device, "dy")
     wdims = _shape_dims(weight_shape, _FILTER, df, "weight_shape")
     p = _conv_params(tuple(x._desc().dims), tuple(wdims), stride, padding, dilation, groups, False, "auto")
+    p.bwd_filter_algorithm = _bwd_algorithm(1, algorithm)
     dw = empty(tuple(wdims), out_layout or ("HWIO" if df == "NHWC" else "OIHW"), device=x.device, context=x._ctx)
     _check(_conv_bwd_filter(ctypes.byref(p), x._handle(), dy._handle(), dw._handle()))
     return dw
