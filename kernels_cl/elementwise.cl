@@ -90,3 +90,151 @@ __kernel void matmul_naive(__global const float *a, long a_off,
         acc = fma(a[ai + p * as], b[bj + p * bs], acc);
     cm[c_off + gid] = acc;
 }
+
+/* Row-major C[m x n] = op(A) op(B) for CPU-class devices, two register
+ * kernels (float8 halves only: 16-lane vectors through built-ins change
+ * the call ABI on x86 without AVX-512):
+ *
+ * gemm_nn: B (not transposed) packed by gemm_pack_b. One work-item
+ *   computes 6 rows x 16 columns in 12 float8 accumulators, each step a
+ *   row of the panel (two vector loads) times 6 broadcast elements of A,
+ *   which any strides address (as_i, as_p: A or its transpose). Items run
+ *   row tiles fastest, so a work-group reuses one panel from cache.
+ * gemm_nt: A's rows and B's columns contiguous along the sum (A m x k,
+ *   B stored n x k): 3 rows x 4 columns of dot products in 12 float8
+ *   partial sums, added across lanes at the end.
+ * gemm_nt's last panel narrower than 4 columns and a sum not a multiple of
+ * 8 take scalar loops; gemm_nn's panels are zero-padded. */
+/* gemm_nn's B, packed panel by panel: panel cp holds columns [16 cp,
+ * 16 cp + 16) of every row p as 16 consecutive floats (zeros past n), so
+ * the kernel streams it; rows of B 4 KB apart would alias in the caches. */
+__kernel void gemm_pack_b(__global const float *b, long b_off, long ldb, __global float *bp, long bp_off, int k,
+                          int n)
+{
+    const long t = (long)get_global_id(0);
+    const int panels = (n + 15) / 16;
+    if (t >= (long)k * panels)
+        return;
+    const int cp = (int)(t % panels), p = (int)(t / panels);
+    __global const float *src = b + b_off + (long)p * ldb + 16 * cp;
+    __global float *dst = bp + bp_off + ((long)cp * k + p) * 16;
+    if (16 * cp + 16 <= n) {
+        vstore8(vload8(0, src), 0, dst);
+        vstore8(vload8(1, src), 1, dst);
+    } else {
+        for (int j = 0; j < 16; j++)
+            dst[j] = 16 * cp + j < n ? src[j] : 0.0f;
+    }
+}
+
+__kernel void gemm_nn(__global const float *a, long a_off, long as_i, long as_p,
+                      __global const float *bp, long bp_off,
+                      __global float *cm, long c_off, long ldc,
+                      int m, int n, int k, int n_rt)
+{
+    const int t = (int)get_global_id(0);
+    const int rt = t % n_rt, cp = t / n_rt;
+    const int i0 = rt * 6, j0 = cp * 16;
+    if (j0 >= n || i0 >= m)
+        return;
+    long ar[6];
+    for (int r = 0; r < 6; r++)
+        ar[r] = a_off + (long)min(i0 + r, m - 1) * as_i;
+    float8 c00 = (float8)(0.0f), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    float8 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    __global const float *b = bp + bp_off + (long)cp * k * 16;
+    long ap = 0;
+    for (int p = 0; p < k; p++, b += 16, ap += as_p) {
+        const float8 b0 = vload8(0, b), b1 = vload8(1, b);
+        float8 x = (float8)(a[ar[0] + ap]);
+        c00 = fma(x, b0, c00), c01 = fma(x, b1, c01);
+        x = (float8)(a[ar[1] + ap]);
+        c10 = fma(x, b0, c10), c11 = fma(x, b1, c11);
+        x = (float8)(a[ar[2] + ap]);
+        c20 = fma(x, b0, c20), c21 = fma(x, b1, c21);
+        x = (float8)(a[ar[3] + ap]);
+        c30 = fma(x, b0, c30), c31 = fma(x, b1, c31);
+        x = (float8)(a[ar[4] + ap]);
+        c40 = fma(x, b0, c40), c41 = fma(x, b1, c41);
+        x = (float8)(a[ar[5] + ap]);
+        c50 = fma(x, b0, c50), c51 = fma(x, b1, c51);
+    }
+    const float8 rows[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+    for (int r = 0; r < 6 && i0 + r < m; r++) {
+        __global float *cr = cm + c_off + (long)(i0 + r) * ldc + j0;
+        if (j0 + 16 <= n) {
+            vstore8(rows[2 * r], 0, cr);
+            vstore8(rows[2 * r + 1], 1, cr);
+        } else {
+            float o[16];
+            vstore8(rows[2 * r], 0, o);
+            vstore8(rows[2 * r + 1], 1, o);
+            for (int j = 0; j < n - j0; j++)
+                cr[j] = o[j];
+        }
+    }
+}
+
+inline float hsum8(float8 v)
+{
+    const float4 s = v.lo + v.hi;
+    const float2 u = s.lo + s.hi;
+    return u.s0 + u.s1;
+}
+
+__kernel void gemm_nt(__global const float *a, long a_off, long lda,
+                      __global const float *b, long b_off, long ldb,
+                      __global float *cm, long c_off, long ldc,
+                      int m, int n, int k, int n_rt)
+{
+    const int t = (int)get_global_id(0);
+    const int rt = t % n_rt, cp = t / n_rt;
+    const int i0 = rt * 3, j0 = cp * 4;
+    if (j0 >= n || i0 >= m)
+        return;
+    __global const float *a0 = a + a_off + (long)i0 * lda;
+    __global const float *a1 = a + a_off + (long)min(i0 + 1, m - 1) * lda;
+    __global const float *a2 = a + a_off + (long)min(i0 + 2, m - 1) * lda;
+    if (j0 + 4 <= n) {
+        __global const float *b0 = b + b_off + (long)j0 * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        float8 s00 = (float8)(0.0f), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
+        float8 s20 = s00, s21 = s00, s22 = s00, s23 = s00;
+        int p = 0;
+        for (; p + 8 <= k; p += 8) {
+            const float8 x0 = vload8(0, a0 + p), x1 = vload8(0, a1 + p), x2 = vload8(0, a2 + p);
+            float8 w = vload8(0, b0 + p);
+            s00 = fma(x0, w, s00), s10 = fma(x1, w, s10), s20 = fma(x2, w, s20);
+            w = vload8(0, b1 + p);
+            s01 = fma(x0, w, s01), s11 = fma(x1, w, s11), s21 = fma(x2, w, s21);
+            w = vload8(0, b2 + p);
+            s02 = fma(x0, w, s02), s12 = fma(x1, w, s12), s22 = fma(x2, w, s22);
+            w = vload8(0, b3 + p);
+            s03 = fma(x0, w, s03), s13 = fma(x1, w, s13), s23 = fma(x2, w, s23);
+        }
+        float r[3][4] = {{hsum8(s00), hsum8(s01), hsum8(s02), hsum8(s03)},
+                         {hsum8(s10), hsum8(s11), hsum8(s12), hsum8(s13)},
+                         {hsum8(s20), hsum8(s21), hsum8(s22), hsum8(s23)}};
+        for (; p < k; p++) {
+            const float w0 = b0[p], w1 = b1[p], w2 = b2[p], w3 = b3[p];
+            const float x[3] = {a0[p], a1[p], a2[p]};
+            for (int i = 0; i < 3; i++) {
+                r[i][0] = fma(x[i], w0, r[i][0]);
+                r[i][1] = fma(x[i], w1, r[i][1]);
+                r[i][2] = fma(x[i], w2, r[i][2]);
+                r[i][3] = fma(x[i], w3, r[i][3]);
+            }
+        }
+        for (int i = 0; i < 3 && i0 + i < m; i++)
+            vstore4((float4)(r[i][0], r[i][1], r[i][2], r[i][3]), 0, cm + c_off + (long)(i0 + i) * ldc + j0);
+        return;
+    }
+    __global const float *ar[3] = {a0, a1, a2};
+    for (int i = 0; i < 3 && i0 + i < m; i++)
+        for (int j = j0; j < n; j++) {
+            __global const float *bj = b + b_off + (long)j * ldb;
+            float acc = 0.0f;
+            for (int p = 0; p < k; p++)
+                acc = fma(ar[i][p], bj[p], acc);
+            cm[c_off + (long)(i0 + i) * ldc + j] = acc;
+        }
+}

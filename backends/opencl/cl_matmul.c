@@ -1,5 +1,8 @@
-/* pdnn_matmul on OpenCL, three registry entries:
+/* pdnn_matmul on OpenCL, four registry entries:
  *
+ * tiled: register-tiled kernels for CPU-class devices (kernels_cl/
+ *   elementwise.cl gemm_nn, gemm_nt), all but op(A) op(B) with both
+ *   transposed; first on CPUs, after conv_gemm elsewhere.
  * conv_gemm: C = op(A) op(B) is a 1x1 convolution of a batch of m
  *   one-pixel images with k channels by n filters, run by the forward
  *   implicit-GEMM kernel (cl_implicit_gemm.c) on views of A, B and C: a
@@ -15,6 +18,7 @@
 #ifdef PDNN_HAVE_CLBLAST
 #include <clblast_c.h>
 #endif
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,6 +106,101 @@ const pdnn__algo pdnn__cl_algo_matmul_conv_gemm = {
     .rank = 10,
     .plan = conv_gemm_plan,
     .run = conv_gemm_run,
+};
+
+/* ---- tiled ------------------------------------------------------------------ */
+
+/* Bytes of gemm_nn's packed B: k rows of every 16-column panel. */
+static size_t packed_bytes(const pdnn__matmul_call *mc)
+{
+    return (size_t)((mc->n + 15) / 16) * 16 * (size_t)mc->k * sizeof(float);
+}
+
+static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    const pdnn__matmul_call *mc = &call->u.matmul;
+    if (mc->m <= 0 || mc->n <= 0 || mc->k <= 0) {
+        pdnn__plan_refuse(plan, "tiled needs m, n and k above 0 (naive writes the zeros of k == 0)");
+        return;
+    }
+    if (mc->trans_a && mc->trans_b) {
+        pdnn__plan_refuse(plan, "tiled runs op(A) op(B) unless both are transposed");
+        return;
+    }
+    if (mc->m > INT_MAX / 2 || mc->n > INT_MAX / 2 || mc->k > INT_MAX / 2) {
+        pdnn__plan_refuse(plan, "tiled takes sizes below 2^30; this matmul is %lld x %lld x %lld", (long long)mc->m,
+                          (long long)mc->n, (long long)mc->k);
+        return;
+    }
+    if (!mc->trans_b)
+        plan->workspace = packed_bytes(mc);
+    if (!pdnn__cl_is_cpu(dev))
+        plan->rank = 40; /* its one-item tiles are for CPUs: after conv_gemm on GPUs */
+}
+
+/* Sets kernel name's arguments from values (their sizes in sizes) and
+ * launches it over total items, under d->lock. */
+static pdnn_status launch(cl_dev *d, const char *name, int n_args, void *const *values, const size_t *sizes,
+                          int64_t total)
+{
+    cl_kernel kern = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, name, &kern);
+    if (st != PDNN_SUCCESS)
+        return st;
+    for (int i = 0; i < n_args; i++) {
+        const cl_int err = clSetKernelArg(kern, (cl_uint)i, sizes[i], values[i]);
+        if (err != CL_SUCCESS) {
+            char what[64];
+            snprintf(what, sizeof what, "clSetKernelArg(%s, %d)", name, i);
+            return pdnn__cl_fail(what, err);
+        }
+    }
+    return pdnn__cl_launch(d, kern, name, total);
+}
+
+static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                             pdnn__run_report *rep)
+{
+    (void)plan, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__matmul_call *c = &call->u.matmul;
+    cl_int m = (cl_int)c->m, n = (cl_int)c->n, k = (cl_int)c->k;
+    cl_mem am = c->a_buf.region, bm = c->b_buf.region, cmem = c->c_buf.region, wm = ws.region;
+    cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), co = elem_off(c->c_buf), wo = elem_off(ws);
+    cl_long ldc = c->n;
+    pdnn_status st;
+    pthread_mutex_lock(&d->lock);
+    if (c->trans_b) { /* gemm_nt: A's rows and B's stored rows run along the sum */
+        cl_long lda = c->k, ldb = c->k;
+        cl_int n_rt = (m + 2) / 3;
+        void *const v[] = {&am, &ao, &lda, &bm, &bo, &ldb, &cmem, &co, &ldc, &m, &n, &k, &n_rt};
+        const size_t z[] = {sizeof am, sizeof ao, sizeof lda, sizeof bm, sizeof bo, sizeof ldb, sizeof cmem,
+                            sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt};
+        st = launch(d, "gemm_nt", 13, v, z, (int64_t)n_rt * ((n + 3) / 4));
+    } else {
+        cl_long ldb = c->n;
+        void *const pv[] = {&bm, &bo, &ldb, &wm, &wo, &k, &n};
+        const size_t pz[] = {sizeof bm, sizeof bo, sizeof ldb, sizeof wm, sizeof wo, sizeof k, sizeof n};
+        st = launch(d, "gemm_pack_b", 7, pv, pz, (int64_t)k * ((n + 15) / 16));
+        /* A(i, p): A stored m x k, or k x m when transposed */
+        cl_long as_i = c->trans_a ? 1 : c->k, as_p = c->trans_a ? c->m : 1;
+        cl_int n_rt = (m + 5) / 6;
+        void *const v[] = {&am, &ao, &as_i, &as_p, &wm, &wo, &cmem, &co, &ldc, &m, &n, &k, &n_rt};
+        const size_t z[] = {sizeof am, sizeof ao, sizeof as_i, sizeof as_p, sizeof wm, sizeof wo, sizeof cmem,
+                            sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt};
+        if (st == PDNN_SUCCESS)
+            st = launch(d, "gemm_nn", 13, v, z, (int64_t)n_rt * ((n + 15) / 16));
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+const pdnn__algo pdnn__cl_algo_matmul_tiled = {
+    .op = PDNN__OP_GEMM,
+    .name = "tiled",
+    .rank = 5,
+    .plan = tiled_plan,
+    .run = tiled_run,
 };
 
 /* ---- clblast ---------------------------------------------------------------- */

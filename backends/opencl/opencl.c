@@ -344,8 +344,9 @@ static const pdnn__algo *const cl_relu_bwd_algos[] = {&pdnn__cl_algo_relu_bwd_di
 static const pdnn__algo *const cl_softmax_xent_algos[] = {&pdnn__cl_algo_softmax_xent_direct, NULL};
 static const pdnn__algo *const cl_optimizer_algos[] = {&pdnn__cl_algo_optimizer_direct, NULL};
 /* matmul (cl_matmul.c) */
-extern const pdnn__algo pdnn__cl_algo_matmul_conv_gemm, pdnn__cl_algo_matmul_clblast, pdnn__cl_algo_matmul_naive;
-static const pdnn__algo *const cl_matmul_algos[] = {&pdnn__cl_algo_matmul_conv_gemm,
+extern const pdnn__algo pdnn__cl_algo_matmul_tiled, pdnn__cl_algo_matmul_conv_gemm, pdnn__cl_algo_matmul_clblast,
+    pdnn__cl_algo_matmul_naive;
+static const pdnn__algo *const cl_matmul_algos[] = {&pdnn__cl_algo_matmul_tiled, &pdnn__cl_algo_matmul_conv_gemm,
 #ifdef PDNN_HAVE_CLBLAST
                                                     &pdnn__cl_algo_matmul_clblast,
 #endif
