@@ -203,3 +203,61 @@ __kernel void pool2d_bwd_2x2(__global const float *x, long x_off, long4 xs,
         d1[2 * q + 1] = s == 3 ? gq : 0.0f;
     }
 }
+
+/* pool2d_bwd_2x2 for channel-contiguous x, dy and dx (NHWC): one
+ * work-item per output pixel (n, p, q) over its channels, eight at a
+ * time, the same selects on the window's four pixels. */
+__kernel void pool2d_bwd_2x2_nhwc(__global const float *x, long x_off, long4 xs,
+                                  __global const float *dy, long dy_off, long4 ys,
+                                  __global float *dx, long dx_off, long4 dxs,
+                                  int4 in_dims, int4 out_dims, int4 win, int4 pad, long total)
+{
+    const long gid = (long)get_global_id(0);
+    if (gid >= total)
+        return;
+    const int C = in_dims.s1;
+    const int P = out_dims.s0, Q = out_dims.s1;
+    const int q = (int)(gid % Q);
+    const long np = gid / Q;
+    const int p = (int)(np % P);
+    const long n = np / P;
+    __global const float *x00 = x + x_off + n * xs.s0 + (long)(2 * p) * xs.s2 + (long)(2 * q) * xs.s3;
+    __global const float *x01 = x00 + xs.s3, *x10 = x00 + xs.s2, *x11 = x10 + xs.s3;
+    __global const float *g = dy + dy_off + n * ys.s0 + (long)p * ys.s2 + (long)q * ys.s3;
+    __global float *d00 = dx + dx_off + n * dxs.s0 + (long)(2 * p) * dxs.s2 + (long)(2 * q) * dxs.s3;
+    __global float *d01 = d00 + dxs.s3, *d10 = d00 + dxs.s2, *d11 = d10 + dxs.s3;
+    int c = 0;
+    for (; c + 8 <= C; c += 8) {
+        const float8 v00 = vload8(0, x00 + c), v01 = vload8(0, x01 + c), v10 = vload8(0, x10 + c),
+                     v11 = vload8(0, x11 + c), gv = vload8(0, g + c);
+        float8 m = v00;
+        int8 sel = (int8)(0);
+        int8 t = isgreater(v01, m) | isnan(v01);
+        m = select(m, v01, t);
+        sel = select(sel, (int8)(1), t);
+        t = isgreater(v10, m) | isnan(v10);
+        m = select(m, v10, t);
+        sel = select(sel, (int8)(2), t);
+        t = isgreater(v11, m) | isnan(v11);
+        sel = select(sel, (int8)(3), t);
+        const float8 z = (float8)(0.0f);
+        vstore8(select(z, gv, sel == (int8)(0)), 0, d00 + c);
+        vstore8(select(z, gv, sel == (int8)(1)), 0, d01 + c);
+        vstore8(select(z, gv, sel == (int8)(2)), 0, d10 + c);
+        vstore8(select(z, gv, sel == (int8)(3)), 0, d11 + c);
+    }
+    for (; c < C; c++) {
+        const float v[4] = {x00[c], x01[c], x10[c], x11[c]};
+        float m = v[0];
+        int s = 0;
+        for (int k = 1; k < 4; k++)
+            if (v[k] > m || isnan(v[k])) {
+                m = v[k];
+                s = k;
+            }
+        d00[c] = s == 0 ? g[c] : 0.0f;
+        d01[c] = s == 1 ? g[c] : 0.0f;
+        d10[c] = s == 2 ? g[c] : 0.0f;
+        d11[c] = s == 3 ? g[c] : 0.0f;
+    }
+}

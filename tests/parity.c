@@ -481,6 +481,8 @@ static void build_pool_cases(void)
         /* OpenCL's 2x2/2 backward vector kernel: two chunks of 8 windows
          * and a tail of 2, an odd last column left to the zero fill */
         {2, 3, 12, 37, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        /* and its NHWC twin: a chunk of 8 channels and a tail of 3 */
+        {2, 11, 9, 10, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NHWC, PDNN_NHWC},
     };
     for (size_t i = 0; i < sizeof nan_shapes / sizeof nan_shapes[0]; i++)
         for (int m = 0; m < 3; m++) {

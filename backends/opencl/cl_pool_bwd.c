@@ -95,12 +95,16 @@ static pdnn_status window_run(void *dev, const pdnn__op_call *call, const pdnn__
     const pdnn__pool2d_call *c = &call->u.pool2d;
     if (c->n * c->c * c->h * c->w == 0)
         return PDNN_SUCCESS;
-    /* 2x2/2 max pooling without padding over contiguous rows: the vector
-     * kernel (the windows then tile dx exactly when W and H are even). */
-    const int fast = c->mode == PDNN_POOL_MAX && c->win_h == 2 && c->win_w == 2 && c->stride_h == 2 &&
-                     c->stride_w == 2 && c->pad_top == 0 && c->pad_left == 0 && c->xs[3] == 1 && c->ys[3] == 1 &&
-                     c->dxs[3] == 1 && 2 * c->p <= c->h && 2 * c->q <= c->w;
-    return launch(dev, c, fast ? "pool2d_bwd_2x2" : "pool2d_bwd_window", c->n * c->c * c->p, window_gaps(c));
+    /* 2x2/2 max pooling without padding, windows inside the image: the
+     * vector kernels, over contiguous rows (NCHW) or channels (NHWC). */
+    const int two = c->mode == PDNN_POOL_MAX && c->win_h == 2 && c->win_w == 2 && c->stride_h == 2 &&
+                    c->stride_w == 2 && c->pad_top == 0 && c->pad_left == 0 && 2 * c->p <= c->h &&
+                    2 * c->q <= c->w;
+    if (two && c->xs[3] == 1 && c->ys[3] == 1 && c->dxs[3] == 1)
+        return launch(dev, c, "pool2d_bwd_2x2", c->n * c->c * c->p, window_gaps(c));
+    if (two && c->xs[1] == 1 && c->ys[1] == 1 && c->dxs[1] == 1)
+        return launch(dev, c, "pool2d_bwd_2x2_nhwc", c->n * c->p * c->q, window_gaps(c));
+    return launch(dev, c, "pool2d_bwd_window", c->n * c->c * c->p, window_gaps(c));
 }
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_window = {
