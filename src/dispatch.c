@@ -261,6 +261,24 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
                  pdnn_layout_name(c->y_layout), (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k,
                  (long long)c->r, (long long)c->s, (long long)c->p, (long long)c->q, c->stride_h, c->stride_w,
                  c->dil_h, c->dil_w, c->pad_top, c->pad_bottom, c->pad_left, c->pad_right, (long long)c->groups);
+        /* Views (the backward ops' forward_gemm, matmul's conv_gemm) read
+         * memory in patterns no layout name says: their strides join the
+         * key, so a view and a plain tensor of the same shape, or two
+         * views, do not share a measured configuration. */
+        const int64_t xd[4] = {c->n, c->c, c->h, c->w}, wd[4] = {c->k, c->c / (c->groups ? c->groups : 1), c->r, c->s},
+                      yd[4] = {c->n, c->k, c->p, c->q};
+        int64_t px[4], pw[4], py[4];
+        pdnn__layout_strides(c->x_layout, xd, px);
+        pdnn__layout_strides(c->w_layout, wd, pw);
+        pdnn__layout_strides(c->y_layout, yd, py);
+        if (memcmp(px, c->xs, sizeof px) != 0 || memcmp(pw, c->ws, sizeof pw) != 0 || memcmp(py, c->ys, sizeof py) != 0) {
+            const size_t used = strlen(buf);
+            if (used < len)
+                snprintf(buf + used, len - used, " view x%lld,%lld,%lld,%lld w%lld,%lld,%lld,%lld y%lld,%lld,%lld,%lld",
+                         (long long)c->xs[0], (long long)c->xs[1], (long long)c->xs[2], (long long)c->xs[3],
+                         (long long)c->ws[0], (long long)c->ws[1], (long long)c->ws[2], (long long)c->ws[3],
+                         (long long)c->ys[0], (long long)c->ys[1], (long long)c->ys[2], (long long)c->ys[3]);
+        }
     } else if (call->op == PDNN__OP_POOL2D_FWD || call->op == PDNN__OP_POOL2D_BWD) {
         const pdnn__pool2d_call *c = &call->u.pool2d;
         snprintf(buf, len,
@@ -369,7 +387,7 @@ int pdnn__plan_pick_config(void *dev, const pdnn__op_call *call, const pdnn__alg
     if (f >= 0 && f < algo->n_configs && applies(dev, call, f)) {
         pick = f;
     } else if (dflt >= 0 && call->tuning != PDNN_TUNING_OFF) {
-        char shape[320], value[64], name[64];
+        char shape[512], value[64], name[64];
         pdnn__op_key(call, shape, sizeof shape);
         if (pdnn__tuning_lookup_for(call->tuning, call->device_key, kernel, shape, value, sizeof value)) {
             int found = -1;
@@ -495,7 +513,7 @@ int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep)
     free(times);
     free(ok);
     if (best_t > 0.0) {
-        char shape[320];
+        char shape[512];
         pdnn__op_key(s->call, shape, sizeof shape);
         s->algo->config_name(best, name, sizeof name);
         if (pdnn__tuning_store(s->call->device_key, s->kernel, shape, name, pdnn__op_flops(s->call) / best_t * 1e-9) !=
@@ -641,7 +659,7 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
 static int measured_choice(pdnn_device *dev, const pdnn__algo *const *list, pdnn__plan *plans, int n,
                            const pdnn__op_call *call, int *searched, double *seconds)
 {
-    char kernel[32], shape[320], value[64];
+    char kernel[32], shape[512], value[64];
     snprintf(kernel, sizeof kernel, "%s_algo", pdnn__op_name(call->op));
     pdnn__op_key(call, shape, sizeof shape);
     *searched = 0;

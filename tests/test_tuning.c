@@ -839,3 +839,32 @@ Test(tuner, implicit_gemm_search_stores_a_checked_result_that_cached_mode_uses)
     cr_assert_str_eq(run_igemm(PDNN_TUNING_CACHED), off);
     cleanup();
 }
+
+/* A strided view (the backward ops' forward_gemm, matmul's conv_gemm) and
+ * a plain tensor of the same shape and layout names read memory in
+ * different patterns: their tuning keys differ, so neither takes the
+ * other's measured configuration; a plain call's key has no strides. */
+Test(tuning_cache, views_have_keys_of_their_own)
+{
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_CONV2D_FWD;
+    pdnn__conv2d_call *c = &call.u.conv2d;
+    c->n = 2, c->c = 8, c->h = 5, c->w = 6, c->k = 4, c->r = c->s = 3, c->p = 3, c->q = 4, c->groups = 1;
+    c->stride_h = c->stride_w = c->dil_h = c->dil_w = 1;
+    c->x_layout = c->y_layout = PDNN_NCHW;
+    c->w_layout = PDNN_OIHW;
+    const int64_t xd[4] = {2, 8, 5, 6}, wd[4] = {4, 8, 3, 3}, yd[4] = {2, 4, 3, 4};
+    pdnn__layout_strides(PDNN_NCHW, xd, c->xs);
+    pdnn__layout_strides(PDNN_OIHW, wd, c->ws);
+    pdnn__layout_strides(PDNN_NCHW, yd, c->ys);
+    char plain[512], view[512];
+    pdnn__op_key(&call, plain, sizeof plain);
+    cr_assert_null(strstr(plain, "view"), "%s", plain);
+    /* x seen with N and C swapped, as forward_gemm's filter gradient does */
+    const int64_t t = c->xs[0];
+    c->xs[0] = c->xs[1], c->xs[1] = t;
+    pdnn__op_key(&call, view, sizeof view);
+    cr_assert_str_neq(plain, view);
+    cr_assert(strstr(view, " view x30,240,6,1 "), "%s", view);
+}
