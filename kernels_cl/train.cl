@@ -13,6 +13,14 @@ __kernel void relu_bwd(__global const float *y, long y_off, __global const float
     dx[dx_off + i] = y[y_off + i] > 0.0f ? dy[dy_off + i] : 0.0f;
 }
 
+/* y = alpha * x; y may be x. */
+__kernel void scale(__global const float *x, long x_off, __global float *y, long y_off, float alpha, long n)
+{
+    const long i = get_global_id(0);
+    if (i < n)
+        y[y_off + i] = alpha * x[x_off + i];
+}
+
 /* Row i: max, log-sum-exp, the loss term into rowloss[i] and, with
  * want_dx, (softmax - onehot) / n. A label outside [0, k) lowers *flag to
  * the row's index (the host reads the first bad row after the kernel). */

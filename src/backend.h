@@ -128,6 +128,13 @@ typedef struct pdnn__xent_call {
     pdnn__buf logits_buf, labels_buf, loss_buf, dlogits_buf;
 } pdnn__xent_call;
 
+/* y[i] = alpha * x[i], i < n (memory order). y may be x. */
+typedef struct pdnn__scale_call {
+    int64_t n;
+    float alpha;
+    pdnn__buf x_buf, y_buf;
+} pdnn__scale_call;
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */
@@ -171,6 +178,7 @@ typedef enum pdnn__op {
     PDNN__OP_SOFTMAX_XENT = 10,     /* u.xent */
     PDNN__OP_OPTIMIZER = 11,        /* u.optim; updates in place */
     PDNN__OP_GEMM = 12,             /* u.matmul (pdnn_matmul) */
+    PDNN__OP_SCALE = 13,            /* u.scale (pdnn_scale) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -219,6 +227,7 @@ typedef struct pdnn__op_call {
         pdnn__xent_call xent;
         pdnn__optim_call optim;
         pdnn__matmul_call matmul;
+        pdnn__scale_call scale;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

@@ -38,6 +38,7 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_SOFTMAX_XENT: return "softmax_xent";
     case PDNN__OP_OPTIMIZER: return "optimizer";
     case PDNN__OP_GEMM: return "matmul";
+    case PDNN__OP_SCALE: return "scale";
     case PDNN__OP_COUNT: break;
     }
     return "op";
@@ -303,6 +304,8 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
         const pdnn__optim_call *o = &call->u.optim;
         snprintf(buf, len, "optimizer f32 %s n%lld%s", o->kind == PDNN_OPTIMIZER_ADAM ? "adam" : "sgd",
                  (long long)o->n, o->s1_buf.region ? " slot" : "");
+    } else if (call->op == PDNN__OP_SCALE) {
+        snprintf(buf, len, "scale f32 n%lld", (long long)call->u.scale.n);
     } else if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
         snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n, (long long)c->k,
@@ -333,6 +336,8 @@ double pdnn__op_flops(const pdnn__op_call *call)
         const pdnn__bn_call *c = &call->u.bn;
         return (double)c->n * (double)c->c * (double)c->h * (double)c->w * (call->op == PDNN__OP_BN_FWD_INFER ? 2.0 : 4.0);
     }
+    if (call->op == PDNN__OP_SCALE)
+        return (double)call->u.scale.n;
     if (call->op == PDNN__OP_GEMM)
         return 2.0 * (double)call->u.matmul.m * (double)call->u.matmul.n * (double)call->u.matmul.k;
     /* The training ops: elements touched. */
@@ -367,6 +372,7 @@ static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
     case PDNN__OP_RELU_BWD: *n = (size_t)call->u.relu_bwd.n; return call->u.relu_bwd.dx_buf;
     case PDNN__OP_SOFTMAX_XENT: *n = 1; return call->u.xent.loss_buf;
     case PDNN__OP_OPTIMIZER: *n = (size_t)call->u.optim.n; return call->u.optim.w_buf;
+    case PDNN__OP_SCALE: *n = (size_t)call->u.scale.n; return call->u.scale.y_buf;
     case PDNN__OP_GEMM: *n = (size_t)(call->u.matmul.m * call->u.matmul.n); return call->u.matmul.c_buf;
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;

@@ -150,6 +150,14 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
         st = emit(s, f, "ReluGrad", PDNN__OP_G_RELU_BWD, &fw.out, q, 2, &r);
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
+    case PDNN__OP_MUL: { /* d(alpha x) = alpha dy */
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        st = emit(s, f, "Mul", PDNN__OP_MUL, &fw.out, &dy, 1, &r);
+        if (st == PDNN_SUCCESS)
+            s->g->nodes[r].alpha = fw.alpha;
+        return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
+    }
     case PDNN__OP_RESHAPE:
         if (!NEED(0))
             return PDNN_SUCCESS;

@@ -11,7 +11,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "VariableV2", "SparseSoftmaxCrossEntropyWithLogits",
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
-                                         "ApplyGradient", "NoOp"};
+                                         "ApplyGradient", "NoOp", "Mul"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -359,6 +359,22 @@ static pdnn_status unary(pdnn_graph *g, const char *fn, const char *name, const 
 pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)
 {
     return unary(g, "pdnn_graph_relu", name, device, PDNN__OP_RELU, x, out);
+}
+
+pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const char *device, pdnn_node x, float alpha,
+                             pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_scale", name, device, PDNN__OP_MUL, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!isfinite(alpha))
+        return shape_error(&nd, "alpha must be finite");
+    nd.out = *in_desc(g, x);
+    if (nd.out.dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "x must be float32");
+    nd.alpha = alpha;
+    return finish(g, &nd, &x, 1, out);
 }
 
 pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)

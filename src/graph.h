@@ -25,7 +25,8 @@ typedef enum pdnn__node_op {
     PDNN__OP_G_POOL_BWD,       /* inputs x, dy; pool */
     PDNN__OP_G_RELU_BWD,         /* inputs y, dy */
     PDNN__OP_APPLY,            /* inputs var, grad, slots; updates var in place; no value */
-    PDNN__OP_TRAIN             /* inputs the APPLY nodes; then global_step += 1; no value */
+    PDNN__OP_TRAIN,            /* inputs the APPLY nodes; then global_step += 1; no value */
+    PDNN__OP_MUL               /* x * alpha (pdnn_scale) */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -42,6 +43,7 @@ typedef struct pdnn__node {
     pdnn_optimizer_params optim; /* APPLY */
     int step;           /* APPLY, TRAIN: the global_step variable */
     int colocate;       /* 1 + the node whose device this one takes when it names none; 0: none */
+    float alpha;        /* MUL */
 } pdnn__node;
 
 struct pdnn_graph {

@@ -53,6 +53,35 @@ pdnn_status pdnn_relu_backward(const pdnn_tensor *y, const pdnn_tensor *dy, pdnn
     return pdnn__dispatch(y->dev, &call, NULL, NULL);
 }
 
+pdnn_status pdnn_scale(const pdnn_tensor *x, float alpha, pdnn_tensor *y)
+{
+    static const char op[] = "scale";
+    if (!x || !y)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_scale: %s is NULL", !x ? "x" : "y");
+    if (!isfinite(alpha))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_scale: alpha is %g; it must be finite", (double)alpha);
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = pdnn__same_device(op, ts, names, 2);
+    if (st == PDNN_SUCCESS)
+        st = check_same_desc(op, x, "x", y, "y");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias(op, y, "y", x, "x", 1);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (x->desc.dtype != PDNN_FLOAT32)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_scale: x is %s; it must be float32",
+                           x->desc.dtype == PDNN_INT32 ? "int32" : "not float32");
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_SCALE;
+    call.u.scale.n = pdnn_tensor_desc_elements(&x->desc);
+    call.u.scale.alpha = alpha;
+    call.u.scale.x_buf = x->block.buf;
+    call.u.scale.y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+}
+
 pdnn_status pdnn_softmax_cross_entropy(const pdnn_tensor *logits, const pdnn_tensor *labels, pdnn_tensor *loss,
                                        pdnn_tensor *dlogits)
 {

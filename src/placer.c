@@ -63,6 +63,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_ADD_N: return b->add != NULL && b->copy != NULL;
     case PDNN__OP_BIAS_ADD: return b->bias_add != NULL;
     case PDNN__OP_RELU: return b->relu != NULL;
+    case PDNN__OP_MUL: return b->algos[PDNN__OP_SCALE] != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;
     case PDNN__OP_RESHAPE: return b->copy != NULL;
     case PDNN__OP_VARIABLE: return 1;

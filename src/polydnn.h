@@ -677,6 +677,13 @@ PDNN_API pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
  * and layout (any layout). dx may be dy; dx may not overlap y. */
 PDNN_API pdnn_status pdnn_relu_backward(const pdnn_tensor *y, const pdnn_tensor *dy, pdnn_tensor *dx);
 
+/* y = alpha * x elementwise (TensorFlow's x * constant, "Mul"): x and y of
+ * one descriptor (float32, any layout) on one device; y may be x (in
+ * place). alpha must be finite. Towers average their gradients with it
+ * (AddN, then 1/N). Host and OpenCL; CUDA has no kernel (the placer puts
+ * it elsewhere). */
+PDNN_API pdnn_status pdnn_scale(const pdnn_tensor *x, float alpha, pdnn_tensor *y);
+
 /* Fused softmax cross-entropy with integer labels (TensorFlow's
  * sparse_softmax_cross_entropy_with_logits followed by reduce_mean).
  * logits: float32 matrix {N, K, 1, 1} (NCHW or NHWC); labels: PDNN_INT32,
@@ -773,6 +780,9 @@ PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const 
                                          pdnn_node bias, pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                      pdnn_node *out);
+/* x * alpha (pdnn_scale), op type "Mul"; alpha finite, x float32. */
+PDNN_API pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const char *device, pdnn_node x, float alpha,
+                                      pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         pdnn_node *out);
 /* dims: the new logical dims (NCHW), same element count; see pdnn_reshape. */
@@ -877,7 +887,7 @@ PDNN_API pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char 
  * without a device of its own is placed on the device its forward op was
  * placed on (TensorFlow's colocate_gradients_with_ops); the placement log
  * lists them. grads[i] is -1 (TensorFlow's None) when loss does not
- * depend on xs[i]. Differentiable ops: Conv2D (its fused relu too),
+ * depend on xs[i]. Differentiable ops: Mul (pdnn_graph_scale), Conv2D (its fused relu too),
  * MaxPool, AvgPool, MatMul, Add, AddN, BiasAdd, Relu, Reshape, and
  * SparseSoftmaxCrossEntropyWithLogits as the loss itself. A path through
  * Softmax, or a cross-entropy that is not the loss, fails naming the node. */

@@ -12,6 +12,7 @@
  *                  is a probability difference over N);
  *   optimizers     |got - ref| / max |ref| over the tensor (w, then each
  *                  slot), after several steps with new gradients each;
+ *   scale          |got - ref| / |ref| (one float product: a rounding);
  *   matmul         |got - ref| / (sum over p of |a[i,p] b[p,j]| + 1e-30)
  *                  per element: float32 sums err by ~sqrt(k) ulps of
  *                  that, a wrong index or transpose by the whole of it.
@@ -31,7 +32,7 @@
 
 #define TRAIN_TOL 1e-5
 
-typedef enum kind { RELU, XENT, OPTIM, MATMUL } kind;
+typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE } kind;
 
 typedef struct train_case {
     int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n};
@@ -86,6 +87,13 @@ static const train_case cases[] = {
     {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
     {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
     {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    /* y = alpha x (alpha in lr): odd sizes, batch 1 and 17, both layouts,
+     * a negative and a tiny alpha, 0 */
+    {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NHWC, 0, 0, 0, -0.25f, 0, 0},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 1.0f / 3.0f, 0, 0},
+    {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0},
+    {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
 
@@ -94,6 +102,7 @@ static pdnn__op op_of(const train_case *c)
     return c->k == RELU     ? PDNN__OP_RELU_BWD
            : c->k == XENT   ? PDNN__OP_SOFTMAX_XENT
            : c->k == MATMUL ? PDNN__OP_GEMM
+           : c->k == SCALE  ? PDNN__OP_SCALE
                             : PDNN__OP_OPTIMIZER;
 }
 
@@ -124,6 +133,10 @@ static void case_name(const train_case *c, char *buf, size_t len)
         snprintf(buf, len, "%s m%lld n%lld k%lld%s%s %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
                  (long long)c->dims[2], c->dims[3] & 2 ? " trans_a" : "", c->dims[3] & 1 ? " trans_b" : "",
                  pdnn_layout_name(c->layout));
+    else if (c->k == SCALE)
+        snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s alpha %g", c->set, (long long)c->dims[0],
+                 (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout),
+                 (double)c->lr);
     else
         snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
                  (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout));
@@ -315,6 +328,18 @@ static pdnn_status run_matmul(pdnn_device *dev, const train_case *c, const input
     return st;
 }
 
+static pdnn_status run_scale(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c);
+    pdnn_tensor *x = make(dev, &d, in->x), *y = make(dev, &d, NULL);
+    pdnn_status st = x && y ? pdnn_scale(x, c->lr, y) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y);
+    return st;
+}
+
 /* C in ref, and in ref + m n the sums of |a b| that scale each error. */
 static void naive_matmul(const train_case *c, const inputs *in, double *ref)
 {
@@ -368,6 +393,16 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
         for (int64_t i = 0; i < in->n; i++)
             if (!((double)got[i] == ref[i]) && worst == 0.0)
                 worst = INFINITY, *at = i;
+        return worst;
+    }
+    if (c->k == SCALE) {
+        for (int64_t i = 0; i < in->n; i++) {
+            const double d = fabs((double)got[i] - ref[i]), e = ref[i] != 0.0 ? d / fabs(ref[i]) : d;
+            if (!(e <= worst)) {
+                worst = isnan(e) ? INFINITY : e;
+                *at = i;
+            }
+        }
         return worst;
     }
     if (c->k == MATMUL) {
@@ -427,6 +462,8 @@ static const char *where(const train_case *c, const inputs *in, int64_t at, char
         snprintf(buf, len, "dlogits[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else if (c->k == OPTIM)
         snprintf(buf, len, "%s[%lld]", slot[at / in->n], (long long)(at % in->n));
+    else if (c->k == SCALE)
+        snprintf(buf, len, "y[%lld] (memory order)", (long long)at);
     else if (c->k == MATMUL)
         snprintf(buf, len, "c[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else
@@ -456,6 +493,8 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
         th_fill(in->w0, k * n, seed + 1);
     }
     in->g = xcalloc((size_t)in->n * STEPS, sizeof(float));
+    if (c->k == SCALE)
+        th_fill(in->x, in->n, seed);
     if (c->k == RELU) {
         th_fill(in->x, in->n, seed);
         th_fill(in->dy, in->n, seed + 1);
@@ -505,7 +544,10 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
         make_inputs(c, ci, &in);
         const int64_t nout = c->k == XENT ? in.n + 1 : c->k == OPTIM ? 3 * in.n : in.n;
         double *ref = xcalloc((size_t)(c->k == MATMUL ? 2 * nout : nout), sizeof(double));
-        if (c->k == MATMUL) {
+        if (c->k == SCALE) {
+            for (int64_t i = 0; i < in.n; i++)
+                ref[i] = (double)c->lr * (double)in.x[i];
+        } else if (c->k == MATMUL) {
             naive_matmul(c, &in, ref);
         } else if (c->k == RELU) {
             for (int64_t i = 0; i < in.n; i++)
@@ -536,6 +578,7 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                 const pdnn_status st = c->k == RELU     ? run_relu(devs[di], c, &in, got)
                                        : c->k == XENT   ? run_xent(devs[di], c, &in, got)
                                        : c->k == MATMUL ? run_matmul(devs[di], c, &in, got)
+                                       : c->k == SCALE  ? run_scale(devs[di], c, &in, got)
                                                         : run_optim(devs[di], c, &in, got);
                 pdnn__dispatch_force(op_of(c), NULL, -1);
                 if (st == PDNN_ERR_UNSUPPORTED) {

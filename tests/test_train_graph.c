@@ -802,10 +802,12 @@ static pdnn_node tower(pdnn_graph *g, const char *dev, int t, int64_t batch, con
 
 /* TensorFlow's multi-GPU CIFAR-10 pattern on POCL_DEVICES="pthread
  * pthread": variables on /cpu:0, one tower per device on half the batch,
- * the towers' gradients summed on /cpu:0, one update. Each tower's loss is
- * the mean over its half, so the full batch's gradient is half the sum:
- * the towers' SGD runs with half the learning rate (exact for SGD with
- * momentum, which is linear in the gradient), there being no scale op. */
+ * the towers' gradients averaged on /cpu:0 (AddN, then Mul by 1/2, as
+ * tf.reduce_mean does), one update with the same learning rate. Each
+ * tower's loss is the mean over its half, so the average is the full
+ * batch's gradient. Weight decay makes the update depend on the gradient's
+ * scale apart from the learning rate (halving lr instead of averaging
+ * would be wrong there). */
 Test(train_graph, two_towers_on_two_devices_equal_one_device_at_the_full_batch)
 {
     setenv("POCL_DEVICES", "pthread pthread", 1);
@@ -830,6 +832,7 @@ Test(train_graph, two_towers_on_two_devices_equal_one_device_at_the_full_batch)
         pdnn_optimizer_params_init(&p, PDNN_OPTIMIZER_SGD);
         p.momentum = 0.9f;
         p.learning_rate = 0.1f;
+        p.weight_decay = 0.05f;
         if (towers) {
             pdnn_node grads[2][3], sums[3];
             for (int t = 0; t < 2; t++) {
@@ -842,9 +845,11 @@ Test(train_graph, two_towers_on_two_devices_equal_one_device_at_the_full_batch)
                 pdnn_node in[2] = {grads[0][k], grads[1][k]};
                 char nm[32];
                 snprintf(nm, sizeof nm, "average/%d", k);
-                cr_assert_eq(pdnn_graph_add_n(g, nm, "/cpu:0", in, 2, &sums[k]), PDNN_SUCCESS);
+                pdnn_node sum;
+                cr_assert_eq(pdnn_graph_add_n(g, nm, "/cpu:0", in, 2, &sum), PDNN_SUCCESS);
+                snprintf(nm, sizeof nm, "average/%d/mean", k);
+                cr_assert_eq(pdnn_graph_scale(g, nm, "/cpu:0", sum, 0.5f, &sums[k]), PDNN_SUCCESS);
             }
-            p.learning_rate = 0.05f;
             cr_assert_eq(pdnn_graph_apply_gradients(g, "train", &p, vars, sums, 3, &train), PDNN_SUCCESS, "%s",
                          pdnn_last_error());
         } else {
@@ -882,6 +887,7 @@ Test(train_graph, two_towers_on_two_devices_equal_one_device_at_the_full_batch)
                                                  "(Conv2DBackpropFilter): " FULL("GPU", 1) "\n"), "%s", log->text);
             cr_assert_not_null(strstr(log->text, "train/update_w: (ApplyMomentum): " FULL("CPU", 0) "\n"), "%s",
                                log->text);
+            cr_assert_not_null(strstr(log->text, "average/0/mean: (Mul): " FULL("CPU", 0) "\n"), "%s", log->text);
         }
         pdnn_device *h = host_of(s);
         int parts = towers ? 2 : 1;
@@ -925,4 +931,71 @@ Test(train_graph, two_towers_on_two_devices_equal_one_device_at_the_full_batch)
         free(final[0][k]);
         free(final[1][k]);
     }
+}
+
+/* Mul's gradient: with logits = x (alpha w), dL/dw is alpha times dL/dw'
+ * of the same network written with w' = alpha w, on every device. */
+Test(train_graph, scale_gradient_is_alpha_times_the_upstream_gradient)
+{
+    enum { N = 3, D = 5, K = 4 };
+    const float alpha = -0.75f;
+    float xv[N * D], wv[D * K], w2v[D * K];
+    const int32_t lab[N] = {1, 3, 0};
+    th_fill(xv, N * D, 31);
+    th_fill(wv, D * K, 32);
+    for (int i = 0; i < D * K; i++)
+        w2v[i] = alpha * wv[i];
+    pdnn_context *ctx = th_context();
+    for (int di = 0; di < pdnn_device_count(ctx); di++) {
+        pdnn_device *dev = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(ctx, di, &dev), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get_info(dev, &info), PDNN_SUCCESS);
+        float *grad[2];
+        for (int v = 0; v < 2; v++) {
+            pdnn_graph *g = NULL;
+            cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+            pdnn_tensor_desc xd = th_desc(PDNN_NCHW, N, D, 1, 1), wd = th_desc(PDNN_NCHW, D, K, 1, 1);
+            pdnn_tensor_desc ld = th_desc(PDNN_LAYOUT_X, N, 1, 1, 1);
+            ld.dtype = PDNN_INT32;
+            pdnn_node x, l, w, ws, logits, loss, dw;
+            cr_assert_eq(pdnn_graph_placeholder(g, "x", info.name, &xd, &x), PDNN_SUCCESS);
+            cr_assert_eq(pdnn_graph_placeholder(g, "labels", info.name, &ld, &l), PDNN_SUCCESS);
+            cr_assert_eq(pdnn_graph_variable(g, "w", info.name, &wd, PDNN_INIT_DATA, 0, v ? w2v : wv, &w),
+                         PDNN_SUCCESS);
+            ws = w;
+            if (!v)
+                cr_assert_eq(pdnn_graph_scale(g, "scaled", info.name, w, alpha, &ws), PDNN_SUCCESS, "%s",
+                             pdnn_last_error());
+            cr_assert_eq(pdnn_graph_matmul(g, "logits", info.name, x, ws, 0, 0, &logits), PDNN_SUCCESS);
+            cr_assert_eq(pdnn_graph_softmax_cross_entropy(g, "loss", info.name, logits, l, &loss), PDNN_SUCCESS);
+            cr_assert_eq(pdnn_graph_gradients(g, loss, &w, 1, &dw), PDNN_SUCCESS, "%s", pdnn_last_error());
+            pdnn_session_config c;
+            pdnn_session_config_init(&c);
+            c.context = ctx;
+            c.allow_soft_placement = 1; /* CUDA has no Mul kernel: the node moves */
+            pdnn_session *s = NULL;
+            cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+            pdnn_tensor *xt = th_upload(dev, &xd, xv), *lt = labels_on(dev, lab, N), *out = NULL;
+            pdnn_node feeds[2] = {x, l};
+            pdnn_tensor *fv[2] = {xt, lt};
+            cr_assert_eq(pdnn_session_run(s, feeds, fv, 2, &dw, 1, &out), PDNN_SUCCESS, "%s", pdnn_last_error());
+            grad[v] = th_download(out);
+            pdnn_tensor_release(out);
+            pdnn_tensor_release(xt);
+            pdnn_tensor_release(lt);
+            pdnn_session_destroy(s);
+            pdnn_graph_destroy(g);
+        }
+        double mag = 0;
+        for (int i = 0; i < D * K; i++) {
+            cr_assert_float_eq(grad[0][i], alpha * grad[1][i], 1e-6, "%s dw[%d]: %g, alpha * %g", info.name, i,
+                               (double)grad[0][i], (double)grad[1][i]);
+            mag += fabs(grad[1][i]);
+        }
+        cr_assert_gt(mag, 1e-3, "the gradient is zero: the test would prove nothing");
+        free(grad[0]);
+        free(grad[1]);
+    }
+    pdnn_context_destroy(ctx);
 }

@@ -698,6 +698,8 @@ extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_softmax_xent_dire
 static const pdnn__algo *const host_relu_bwd_algos[] = {&pdnn__host_relu_bwd_direct, NULL};
 static const pdnn__algo *const host_softmax_xent_algos[] = {&pdnn__host_softmax_xent_direct, NULL};
 static const pdnn__algo *const host_optimizer_algos[] = {&pdnn__host_optimizer_direct, NULL};
+extern const pdnn__algo pdnn__host_scale_direct;
+static const pdnn__algo *const host_scale_algos[] = {&pdnn__host_scale_direct, NULL};
 static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 static const pdnn__algo host_matmul_direct = {
     .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul};
@@ -725,7 +727,8 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_RELU_BWD] = host_relu_bwd_algos,
               [PDNN__OP_SOFTMAX_XENT] = host_softmax_xent_algos,
               [PDNN__OP_OPTIMIZER] = host_optimizer_algos,
-              [PDNN__OP_GEMM] = host_matmul_algos},
+              [PDNN__OP_GEMM] = host_matmul_algos,
+              [PDNN__OP_SCALE] = host_scale_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

@@ -25,6 +25,18 @@ static pdnn_status relu_bwd(void *dev, const pdnn__op_call *call, const pdnn__pl
     return PDNN_SUCCESS;
 }
 
+static pdnn_status scale(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                         pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__scale_call *c = &call->u.scale;
+    const float *x = fat(c->x_buf);
+    float *y = fat(c->y_buf);
+    for (int64_t i = 0; i < c->n; i++)
+        y[i] = c->alpha * x[i];
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status softmax_xent(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                                 pdnn__run_report *rep)
 {
@@ -95,6 +107,8 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
     return PDNN_SUCCESS;
 }
 
+const pdnn__algo pdnn__host_scale_direct = {
+    .op = PDNN__OP_SCALE, .name = "direct", .rank = 100, .plan = train_plan, .run = scale};
 const pdnn__algo pdnn__host_relu_bwd_direct = {
     .op = PDNN__OP_RELU_BWD, .name = "direct", .rank = 100, .plan = train_plan, .run = relu_bwd};
 const pdnn__algo pdnn__host_softmax_xent_direct = {

@@ -55,6 +55,31 @@ static pdnn_status relu_bwd_run(void *dev, const pdnn__op_call *call, const pdnn
     return st;
 }
 
+static pdnn_status scale_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                             pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__scale_call *c = &call->u.scale;
+    cl_kernel k = NULL;
+    pdnn_status st = lock_kernel(d, "scale", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_mem x = c->x_buf.region, y = c->y_buf.region;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf), n = c->n;
+    cl_float alpha = c->alpha;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, x);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, y);
+    SET_ARG(k, 3, yo);
+    SET_ARG(k, 4, alpha);
+    SET_ARG(k, 5, n);
+    st = launch(d, k, "scale", err, n);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
 /* The workspace: one loss per row, then the bad-row flag (an int). */
 static void xent_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
@@ -188,6 +213,8 @@ static pdnn_status optim_run(void *dev, const pdnn__op_call *call, const pdnn__p
     return st;
 }
 
+const pdnn__algo pdnn__cl_algo_scale_direct = {
+    .op = PDNN__OP_SCALE, .name = "direct", .rank = 100, .plan = no_plan, .run = scale_run};
 const pdnn__algo pdnn__cl_algo_relu_bwd_direct = {
     .op = PDNN__OP_RELU_BWD, .name = "direct", .rank = 100, .plan = no_plan, .run = relu_bwd_run};
 const pdnn__algo pdnn__cl_algo_softmax_xent_direct = {

@@ -343,6 +343,8 @@ extern const pdnn__algo pdnn__cl_algo_relu_bwd_direct, pdnn__cl_algo_softmax_xen
 static const pdnn__algo *const cl_relu_bwd_algos[] = {&pdnn__cl_algo_relu_bwd_direct, NULL};
 static const pdnn__algo *const cl_softmax_xent_algos[] = {&pdnn__cl_algo_softmax_xent_direct, NULL};
 static const pdnn__algo *const cl_optimizer_algos[] = {&pdnn__cl_algo_optimizer_direct, NULL};
+extern const pdnn__algo pdnn__cl_algo_scale_direct;
+static const pdnn__algo *const cl_scale_algos[] = {&pdnn__cl_algo_scale_direct, NULL};
 /* matmul (cl_matmul.c) */
 extern const pdnn__algo pdnn__cl_algo_matmul_tiled, pdnn__cl_algo_matmul_conv_gemm, pdnn__cl_algo_matmul_clblast,
     pdnn__cl_algo_matmul_naive;
@@ -381,7 +383,8 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_RELU_BWD] = cl_relu_bwd_algos,
               [PDNN__OP_SOFTMAX_XENT] = cl_softmax_xent_algos,
               [PDNN__OP_OPTIMIZER] = cl_optimizer_algos,
-              [PDNN__OP_GEMM] = cl_matmul_algos},
+              [PDNN__OP_GEMM] = cl_matmul_algos,
+              [PDNN__OP_SCALE] = cl_scale_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,
