@@ -43,4 +43,97 @@ grep -q "no array" "$T/err" || fail "other model: message: $(cat "$T/err")"
 $P train $A --data "$T/nowhere" --steps 1 > /dev/null 2> "$T/err"
 [ $? -eq 1 ] || fail "missing data: exit code"
 grep -q "nowhere" "$T/err" || fail "missing data: message: $(cat "$T/err")"
+# Checkpoints of another model: an extra array, a mis-shaped one.
+/usr/bin/python3 - "$T/a.npz" "$T/extra.npz" "$T/shape.npz" <<'PY' || fail "making the bad checkpoints"
+import sys, numpy as np
+a = dict(np.load(sys.argv[1]))
+np.savez(sys.argv[2], extra_w=np.zeros(3, np.float32), **a)
+a["fc2_w"] = np.zeros((10, 1024), np.float32)
+np.savez(sys.argv[3], **a)
+PY
+$P train $A --load "$T/extra.npz" --steps 1 --save "$T/keep.npz" > /dev/null 2> "$T/err"
+[ $? -eq 1 ] && grep -q "'extra_w' is not in this model" "$T/err" || fail "extra array: $(cat "$T/err")"
+$P train $A --load "$T/shape.npz" --steps 1 --save "$T/keep.npz" > /dev/null 2> "$T/err"
+[ $? -eq 1 ] && grep -q "'fc2_w' has the wrong shape" "$T/err" || fail "mis-shaped array: $(cat "$T/err")"
+cmp -s "$T/b.npz" "$T/keep.npz" || fail "checkpoint overwritten by a failed load"
+
+# Bad data: a truncated .gz, a wrong IDX magic, a label outside 0..9 (a
+# copy of the data directory with one file replaced each time).
+D=/usr/share/datasets/fashion-mnist
+bad_data() { # bad_data NAME FILE MAKER NEEDLE
+    rm -rf "$T/d" && mkdir "$T/d" && cp "$D"/*.gz "$T/d/" || fail "copying the data"
+    /usr/bin/python3 -c "$3" "$T/d/$2" || fail "$1: making the file"
+    $P train $A --data "$T/d" --steps 1 > /dev/null 2> "$T/err"
+    [ $? -eq 1 ] && grep -q -- "$4" "$T/err" || fail "$1: $(cat "$T/err")"
+}
+bad_data "truncated gz" train-images-idx3-ubyte.gz \
+    'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[1], "wb").write(b[: len(b) // 2])' \
+    "train-images-idx3-ubyte.gz"
+bad_data "bad magic" t10k-labels-idx1-ubyte.gz \
+    'import sys, gzip; gzip.open(sys.argv[1], "wb").write(b"\0\0\x08\x03" + bytes(16))' \
+    "t10k-labels-idx1-ubyte.gz"
+bad_data "label out of range" train-labels-idx1-ubyte.gz \
+    'import sys, gzip; d = bytearray(gzip.open(sys.argv[1]).read()); d[8 + 5] = 12; gzip.open(sys.argv[1], "wb").write(bytes(d))' \
+    "12"
+
+# Flags: a batch the towers cannot split, a device listed twice, a
+# parameter device without towers, a memory fraction out of range: usage
+# errors (exit 2).
+$P train --device /cpu:0,/gpu:0 --batch-size 9 --steps 1 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] && grep -q "does not split evenly over 2 towers" "$T/err" || fail "uneven towers: $(cat "$T/err")"
+$P train --device /cpu:0,/cpu:0 --steps 1 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] && grep -q "listed twice" "$T/err" || fail "repeated tower: $(cat "$T/err")"
+$P train --device /cpu:0 --param-device /cpu:0 --steps 1 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] && grep -q "needs towers" "$T/err" || fail "param device alone: $(cat "$T/err")"
+$P train --memory-fraction 1.5 --steps 1 > /dev/null 2> "$T/err"
+[ $? -eq 2 ] && grep -q "must be a number in (0, 1]" "$T/err" || fail "memory fraction: $(cat "$T/err")"
+
+# --memory-stats: the allocator's peak after the first step and at the end.
+$P train $A --steps 2 --memory-stats > "$T/out" 2>&1 || fail "memory stats run: $(cat "$T/out")"
+grep -q "^memory after the first step:" "$T/out" && grep -q "^memory at the end:" "$T/out" &&
+    grep -q "^memory /device:CPU:0: in use [0-9]* B (peak [1-9][0-9]* B)" "$T/out" || fail "memory stats: $(cat "$T/out")"
+# A device too small for the model: out of memory, named, exit 1.
+$P train --batch-size 8 --train-limit 64 --test-limit 16 --steps 1 --memory-fraction 0.00001 > /dev/null 2> "$T/err"
+rc=$?
+if grep -q "GPU" "$T/err"; then # only an accelerator takes the fraction
+    [ $rc -eq 1 ] && grep -q "out of memory on /device:GPU:0 allocating" "$T/err" || fail "tiny memory: $(cat "$T/err")"
+fi
+
+# The default device (PoCL here) learns: the loss falls over 60 steps.
+$P train --batch-size 32 --train-limit 2048 --test-limit 256 --steps 60 > "$T/out" 2>/dev/null || fail "default device"
+grep -q "test accuracy" "$T/out" || fail "default device: no accuracy line"
+first=$(sed -n 's/^step 10 loss //p' "$T/out")
+last=$(sed -n 's/^step 60 loss //p' "$T/out")
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 0 && b > 0 && b < 0.8 * a) }' ||
+    fail "default device: loss $first at step 10, $last at step 60"
+
+# Towers on two PoCL devices: two towers of 16 equal one device at 32.
+if POCL_DEVICES="pthread pthread" $P devices 2>/dev/null | grep -q "/device:GPU:1"; then
+    TA="--batch-size 32 --train-limit 512 --test-limit 64 --steps 4"
+    POCL_DEVICES="pthread pthread" $P train $TA --device /gpu:0,/gpu:1 --log-device-placement \
+        --save "$T/towers.npz" > "$T/out" 2>&1 || fail "towers run: $(cat "$T/out")"
+    grep -q "average/fc1_w/mean: (Mul): /job:localhost/replica:0/task:0/device:CPU:0" "$T/out" ||
+        fail "towers: no averaged gradient on /cpu:0"
+    grep -q "gradients_1/.*Conv2DBackpropFilter): /job:localhost/replica:0/task:0/device:GPU:1" "$T/out" ||
+        fail "towers: tower 1's backward is not on GPU:1"
+    POCL_DEVICES="pthread pthread" $P train $TA --device /gpu:0 --save "$T/one.npz" > /dev/null 2>&1 ||
+        fail "one-device run"
+    /usr/bin/python3 - "$T/towers.npz" "$T/one.npz" <<'PY' || fail "towers differ from one device"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert sorted(a.files) == sorted(b.files), (a.files, b.files)
+for k in a.files:
+    if k == "train_state":
+        continue
+    # Sums in another order (two halves, then their mean) differ by ulps;
+    # where that flips a near-tie of a max-pool window, the gradient moves
+    # to the window's other element, a step of lr x that gradient: 5e-4 of
+    # the array's largest value bounds both over 4 steps (a wrong average,
+    # e.g. a sum not halved, is off by half the update, far above it).
+    scale = np.abs(b[k]).max()
+    tol = (5e-4 if "Momentum" not in k else 2e-3) * scale + 1e-6
+    assert np.abs(a[k] - b[k]).max() <= tol, (k, np.abs(a[k] - b[k]).max(), scale)
+assert a["global_step"].ravel()[0] == 4
+PY
+fi
 echo PASS

@@ -20,17 +20,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { N_VARS = 8, CLASSES = 10 };
+enum { N_VARS = 8, CLASSES = 10, MAX_TOWERS = 8 };
 
 typedef struct train_opts {
-    int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft, profile;
-    const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load;
+    int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft, profile, growth, mem_stats;
+    const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load, *param_device, *fraction;
 } train_opts;
 
+/* towers > 1: tower t trains on rows [t tb, (t+1) tb) of each batch on
+ * devs[t]; the variables and the averaged update live on the parameter
+ * device. Evaluation runs tower 0's forward. */
 typedef struct model {
     pdnn_graph *g;
     pdnn_node x, y, logits, loss, train_op, vars[N_VARS];
-    int batch;
+    int batch;  /* rows per tower (the whole batch without towers) */
+    int towers;
+    pdnn_node xs[MAX_TOWERS], ys[MAX_TOWERS], losses[MAX_TOWERS];
 } model;
 
 static uint64_t splitmix64(uint64_t *s)
@@ -55,17 +60,59 @@ static void epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
     }
 }
 
-static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_optimizer_params *op)
+/* One tower: the network on dev over tb rows, reading the variables. */
+static int tower(model *m, const char *dev, int t, pdnn_layout layout)
 {
     pdnn_graph *g = m->g;
-    const char *dev = o->device;
-    int64_t b = o->batch;
+    const int64_t b = m->batch;
     pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {b, 1, 28, 28}};
     pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {b, 1, 1, 1}};
-    if (pdnn_graph_placeholder(g, "images", dev, &xd, &m->x) || pdnn_graph_placeholder(g, "labels", dev, &yd, &m->y))
+    char xn[32], yn[32]; /* tower 0's are "images" and "labels", the others' "tower_T/..." */
+    snprintf(xn, sizeof xn, t ? "tower_%d/images" : "images", t);
+    snprintf(yn, sizeof yn, t ? "tower_%d/labels" : "labels", t);
+    if (pdnn_graph_placeholder(g, xn, dev, &xd, &m->xs[t]) || pdnn_graph_placeholder(g, yn, dev, &yd, &m->ys[t]))
         return cli_fail("building the graph");
+    pdnn_node h = m->xs[t];
+    for (int l = 0; l < 2; l++) {
+        pdnn_conv2d_params cp;
+        pdnn_conv2d_params_init(&cp);
+        cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 2; /* SAME for 5x5 stride 1 */
+        pdnn_pool2d_params pp;
+        pdnn_pool2d_params_init(&pp);
+        pdnn_node c, r;
+        if (pdnn_graph_conv2d(g, NULL, dev, h, m->vars[2 * l], m->vars[2 * l + 1], &cp, &c) ||
+            pdnn_graph_relu(g, NULL, dev, c, &r) || pdnn_graph_pool2d(g, NULL, dev, r, &pp, &h))
+            return cli_fail("building the graph");
+    }
+    pdnn_node f, logits = 0;
+    if (pdnn_graph_flatten(g, NULL, dev, h, &f))
+        return cli_fail("building the graph");
+    for (int l = 0; l < 2; l++) {
+        pdnn_node mm, a;
+        if (pdnn_graph_matmul(g, NULL, dev, f, m->vars[4 + 2 * l], 0, 0, &mm) ||
+            pdnn_graph_bias_add(g, NULL, dev, mm, m->vars[5 + 2 * l], &a))
+            return cli_fail("building the graph");
+        if (l == 0 && pdnn_graph_relu(g, NULL, dev, a, &f))
+            return cli_fail("building the graph");
+        if (l == 1)
+            logits = a;
+    }
+    if (t == 0)
+        m->logits = logits;
+    if (pdnn_graph_softmax_cross_entropy(g, t ? NULL : "loss", dev, logits, m->ys[t], &m->losses[t]))
+        return cli_fail("building the graph");
+    return 0;
+}
+
+/* The variables (on the parameter device with towers, else on --device),
+ * the towers, their gradients averaged on the parameter device (AddN, then
+ * Mul by 1/towers: TensorFlow's multi-GPU CIFAR-10 pattern), one update. */
+static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_optimizer_params *op,
+                 char devs[][128], const char *pdev)
+{
+    pdnn_graph *g = m->g;
+    const char *vdev = m->towers > 1 ? pdev : o->device;
     uint64_t seed = (uint64_t)o->seed;
-    pdnn_node h = m->x;
     int64_t cin = 1;
     for (int l = 0; l < 2; l++) {
         int64_t cout = l ? 64 : 32;
@@ -74,43 +121,49 @@ static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_o
         char wn[16], bn[16];
         snprintf(wn, sizeof wn, "conv%d_w", l + 1);
         snprintf(bn, sizeof bn, "conv%d_b", l + 1);
-        pdnn_conv2d_params cp;
-        pdnn_conv2d_params_init(&cp);
-        cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 2; /* SAME for 5x5 stride 1 */
-        pdnn_pool2d_params pp;
-        pdnn_pool2d_params_init(&pp);
-        pdnn_node c, r;
-        if (pdnn_graph_variable(g, wn, dev, &wd, PDNN_INIT_HE_NORMAL, seed + (uint64_t)(2 * l), NULL,
+        if (pdnn_graph_variable(g, wn, vdev, &wd, PDNN_INIT_HE_NORMAL, seed + (uint64_t)(2 * l), NULL,
                                 &m->vars[2 * l]) ||
-            pdnn_graph_variable(g, bn, dev, &bd, PDNN_INIT_ZEROS, 0, NULL, &m->vars[2 * l + 1]) ||
-            pdnn_graph_conv2d(g, NULL, dev, h, m->vars[2 * l], m->vars[2 * l + 1], &cp, &c) ||
-            pdnn_graph_relu(g, NULL, dev, c, &r) || pdnn_graph_pool2d(g, NULL, dev, r, &pp, &h))
+            pdnn_graph_variable(g, bn, vdev, &bd, PDNN_INIT_ZEROS, 0, NULL, &m->vars[2 * l + 1]))
             return cli_fail("building the graph");
         cin = cout;
     }
-    pdnn_node f;
-    if (pdnn_graph_flatten(g, NULL, dev, h, &f))
-        return cli_fail("building the graph");
     const int64_t fin[2] = {64 * 7 * 7, 1024}, fout[2] = {1024, CLASSES};
     const char *names[4] = {"fc1_w", "fc1_b", "fc2_w", "fc2_b"};
     for (int l = 0; l < 2; l++) {
         pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_NCHW, {fin[l], fout[l], 1, 1}};
         pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {fout[l], 1, 1, 1}};
-        pdnn_node *w = &m->vars[4 + 2 * l], *bias = &m->vars[5 + 2 * l], mm, a;
-        if (pdnn_graph_variable(g, names[2 * l], dev, &wd, l ? PDNN_INIT_GLOROT_UNIFORM : PDNN_INIT_HE_NORMAL,
-                                seed + 4 + (uint64_t)l, NULL, w) ||
-            pdnn_graph_variable(g, names[2 * l + 1], dev, &bd, PDNN_INIT_ZEROS, 0, NULL, bias) ||
-            pdnn_graph_matmul(g, NULL, dev, f, *w, 0, 0, &mm) || pdnn_graph_bias_add(g, NULL, dev, mm, *bias, &a))
+        if (pdnn_graph_variable(g, names[2 * l], vdev, &wd, l ? PDNN_INIT_GLOROT_UNIFORM : PDNN_INIT_HE_NORMAL,
+                                seed + 4 + (uint64_t)l, NULL, &m->vars[4 + 2 * l]) ||
+            pdnn_graph_variable(g, names[2 * l + 1], vdev, &bd, PDNN_INIT_ZEROS, 0, NULL, &m->vars[5 + 2 * l]))
             return cli_fail("building the graph");
-        if (l == 0 && pdnn_graph_relu(g, NULL, dev, a, &f))
-            return cli_fail("building the graph");
-        if (l == 1)
-            m->logits = a;
     }
-    pdnn_node grads[N_VARS];
-    if (pdnn_graph_softmax_cross_entropy(g, "loss", dev, m->logits, m->y, &m->loss) ||
-        pdnn_graph_gradients(g, m->loss, m->vars, N_VARS, grads) ||
-        pdnn_graph_apply_gradients(g, NULL, op, m->vars, grads, N_VARS, &m->train_op))
+    pdnn_node grads[MAX_TOWERS][N_VARS], avg[N_VARS];
+    for (int t = 0; t < m->towers; t++) {
+        int rc = tower(m, m->towers > 1 ? devs[t] : o->device, t, layout);
+        if (rc)
+            return rc;
+        if (pdnn_graph_gradients(g, m->losses[t], m->vars, N_VARS, grads[t]))
+            return cli_fail("building the graph");
+    }
+    m->x = m->xs[0];
+    m->y = m->ys[0];
+    m->loss = m->losses[0];
+    for (int k = 0; k < N_VARS; k++) {
+        avg[k] = grads[0][k];
+        if (m->towers == 1)
+            continue;
+        pdnn_node in[MAX_TOWERS], sum;
+        for (int t = 0; t < m->towers; t++)
+            in[t] = grads[t][k];
+        char nm[96];
+        snprintf(nm, sizeof nm, "average/%s", pdnn_graph_node_name(g, m->vars[k]));
+        if (pdnn_graph_add_n(g, nm, pdev, in, m->towers, &sum))
+            return cli_fail("building the graph");
+        snprintf(nm, sizeof nm, "average/%s/mean", pdnn_graph_node_name(g, m->vars[k]));
+        if (pdnn_graph_scale(g, nm, pdev, sum, 1.0f / (float)m->towers, &avg[k]))
+            return cli_fail("building the graph");
+    }
+    if (pdnn_graph_apply_gradients(g, NULL, op, m->vars, avg, N_VARS, &m->train_op))
         return cli_fail("building the graph");
     return 0;
 }
@@ -328,6 +381,26 @@ static int evaluate(pdnn_session *s, const model *m, const idx_dataset *test, in
     return 0;
 }
 
+/* --memory-stats: the allocator statistics of each device the session
+ * placed a node on, once each. */
+static void print_memory(pdnn_session *s, const pdnn_graph *g)
+{
+    pdnn_device *seen[32];
+    int n_seen = 0;
+    for (int i = 0; i < pdnn_graph_node_count(g); i++) {
+        pdnn_device *d = NULL;
+        if (pdnn_session_node_device(s, i, &d) != PDNN_SUCCESS)
+            continue;
+        int k = 0;
+        while (k < n_seen && seen[k] != d)
+            k++;
+        if (k == n_seen && n_seen < (int)(sizeof seen / sizeof seen[0])) {
+            seen[n_seen++] = d;
+            cli_print_memory_stats(d);
+        }
+    }
+}
+
 static int parse_float(const char *flag, const char *s, float *out)
 {
     char *end;
@@ -365,6 +438,59 @@ static int train(const train_opts *o)
     if ((o->lr && parse_float("lr", o->lr, &op.learning_rate)) ||
         (o->momentum && parse_float("momentum", o->momentum, &op.momentum)))
         return EXIT_USAGE;
+    pdnn_context_options co;
+    pdnn_context_options_init(&co);
+    co.allow_growth = o->growth;
+    if (o->fraction) {
+        float f = 0;
+        if (parse_float("memory-fraction", o->fraction, &f))
+            return EXIT_USAGE;
+        if (!(f > 0 && f <= 1)) {
+            fprintf(stderr, "polydnn train: --memory-fraction '%s' must be a number in (0, 1]\n", o->fraction);
+            return EXIT_USAGE;
+        }
+        co.memory_fraction = f;
+    }
+    /* --device a,b,...: one tower per device (TensorFlow does not repeat a
+     * device in its towers, nor do we: two towers on one device would only
+     * split its work). */
+    char devs[MAX_TOWERS][128];
+    int towers = 1;
+    if (o->device && strchr(o->device, ',')) {
+        towers = 0;
+        for (const char *p = o->device; towers >= 0;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len == 0 || len >= sizeof devs[0] || towers == MAX_TOWERS) {
+                fprintf(stderr, "polydnn train: --device '%s': %s\n", o->device,
+                        len == 0 ? "an empty device name in the list"
+                        : towers == MAX_TOWERS ? "more than 8 towers"
+                                               : "a device name is too long");
+                return EXIT_USAGE;
+            }
+            memcpy(devs[towers], p, len);
+            devs[towers][len] = '\0';
+            for (int t = 0; t < towers; t++)
+                if (strcmp(devs[t], devs[towers]) == 0) {
+                    fprintf(stderr, "polydnn train: --device '%s': %s is listed twice; give each tower its own "
+                                    "device\n", o->device, devs[t]);
+                    return EXIT_USAGE;
+                }
+            towers++;
+            if (!e)
+                break;
+            p = e + 1;
+        }
+        if (o->batch % towers) {
+            fprintf(stderr, "polydnn train: --batch-size %d does not split evenly over %d towers\n", o->batch,
+                    towers);
+            return EXIT_USAGE;
+        }
+    } else if (o->param_device) {
+        fprintf(stderr, "polydnn train: --param-device needs towers (a comma list in --device)\n");
+        return EXIT_USAGE;
+    }
+    const char *pdev = o->param_device ? o->param_device : "/cpu:0";
 
     char err[512];
     idx_dataset trn = {0}, tst = {0};
@@ -382,9 +508,10 @@ static int train(const train_opts *o)
         test_n = o->test_limit;
     int rc = 0;
     model m = {0};
-    m.batch = o->batch;
+    m.towers = towers;
+    m.batch = o->batch / towers;
     pdnn_session *s = NULL;
-    pdnn_tensor *xt = NULL, *yt = NULL, *lt = NULL;
+    pdnn_tensor *xt = NULL, *lt = NULL, *txt[MAX_TOWERS] = {0}, *tyt[MAX_TOWERS] = {0};
     float *xb = malloc(sizeof(float) * (size_t)o->batch * 784);
     int32_t *yb = malloc(sizeof(int32_t) * (size_t)o->batch);
     int64_t *perm = malloc(sizeof(int64_t) * (size_t)train_n);
@@ -402,10 +529,11 @@ static int train(const train_opts *o)
         rc = cli_fail("creating the graph");
         goto out;
     }
-    if ((rc = build(&m, o, layout, &op)))
+    if ((rc = build(&m, o, layout, &op, devs, pdev)))
         goto out;
     pdnn_session_config cfg;
     pdnn_session_config_init(&cfg);
+    cfg.options = co;
     cfg.log_device_placement = o->log_place;
     cfg.allow_soft_placement = o->soft;
     cfg.profile = o->profile;
@@ -414,13 +542,18 @@ static int train(const train_opts *o)
         goto out;
     }
     pdnn_device *host = NULL;
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {o->batch, 1, 28, 28}};
-    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {o->batch, 1, 1, 1}};
-    if (pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host) || pdnn_tensor_create(host, &xd, &xt) ||
-        pdnn_tensor_create(host, &yd, &yt)) {
-        rc = cli_fail("creating the feed tensors");
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {m.batch, 1, 28, 28}};
+    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {m.batch, 1, 1, 1}};
+    if (pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host)) {
+        rc = cli_fail("finding the host");
         goto out;
     }
+    for (int t = 0; t < towers; t++)
+        if (pdnn_tensor_create(host, &xd, &txt[t]) || pdnn_tensor_create(host, &yd, &tyt[t])) {
+            rc = cli_fail("creating the feed tensors");
+            goto out;
+        }
+    xt = txt[0]; /* evaluation feeds tower 0 */
     uint64_t seed = (uint64_t)o->seed;
     if (o->load && (rc = load_ckpt(s, &m, o->load, &seed, train_n)))
         goto out;
@@ -434,9 +567,16 @@ static int train(const train_opts *o)
     int64_t gs = (int64_t)gsf, done = 0;
     progress pr;
     progress_init(&pr, stderr, -1);
-    pdnn_node fetch[2] = {m.loss, m.train_op};
-    pdnn_node feeds[2] = {m.x, m.y};
-    pdnn_tensor *fv[2] = {xt, yt};
+    pdnn_node fetch[MAX_TOWERS + 1], feeds[2 * MAX_TOWERS];
+    pdnn_tensor *fv[2 * MAX_TOWERS];
+    for (int t = 0; t < towers; t++) {
+        fetch[t] = m.losses[t];
+        feeds[2 * t] = m.xs[t];
+        feeds[2 * t + 1] = m.ys[t];
+        fv[2 * t] = txt[t];
+        fv[2 * t + 1] = tyt[t];
+    }
+    fetch[towers] = m.train_op;
     int stopped = 0;
     /* Training throughput over the steps after the first (which builds
      * kernels), evaluation excluded, as bench/train_reference.py counts. */
@@ -454,20 +594,34 @@ static int train(const train_opts *o)
             }
             t_step = progress_now();
             gather(&trn, perm + step * o->batch, o->batch, o->batch, xb, yb);
-            pdnn_tensor *out[2] = {NULL, NULL};
-            float loss = NAN;
-            if (pdnn_tensor_write(xt, xb, sizeof(float) * (size_t)o->batch * 784) ||
-                pdnn_tensor_write(yt, yb, sizeof(int32_t) * (size_t)o->batch) ||
-                pdnn_session_run(s, feeds, fv, 2, fetch, 2, out)) {
+            pdnn_tensor *out[MAX_TOWERS + 1] = {NULL};
+            float loss = 0;
+            pdnn_status st = PDNN_SUCCESS;
+            for (int t = 0; t < towers && st == PDNN_SUCCESS; t++) {
+                st = pdnn_tensor_write(txt[t], xb + (size_t)t * (size_t)m.batch * 784,
+                                       sizeof(float) * (size_t)m.batch * 784);
+                if (st == PDNN_SUCCESS)
+                    st = pdnn_tensor_write(tyt[t], yb + (size_t)t * (size_t)m.batch, sizeof(int32_t) * (size_t)m.batch);
+            }
+            if (st || pdnn_session_run(s, feeds, fv, 2 * towers, fetch, towers + 1, out)) {
                 rc = cli_fail("running a training step");
                 goto out;
             }
-            pdnn_status st = pdnn_tensor_read(out[0], &loss, sizeof loss);
-            pdnn_tensor_release(out[0]);
-            pdnn_tensor_release(out[1]);
+            for (int t = 0; t < towers; t++) { /* the batch's loss: the towers' mean */
+                float lt_v = NAN;
+                if (st == PDNN_SUCCESS)
+                    st = pdnn_tensor_read(out[t], &lt_v, sizeof lt_v);
+                loss += lt_v / (float)towers;
+                pdnn_tensor_release(out[t]);
+            }
+            pdnn_tensor_release(out[towers]);
             if (st) {
                 rc = cli_fail("reading the loss");
                 goto out;
+            }
+            if (o->mem_stats && done == 0) {
+                printf("memory after the first step:\n");
+                print_memory(s, m.g);
             }
             if (done > 0) {
                 train_sec += progress_now() - t_step;
@@ -490,6 +644,10 @@ static int train(const train_opts *o)
         if (o->save && (rc = save_ckpt(s, &m, o->save, seed, train_n)))
             goto out;
     }
+    if (o->mem_stats) {
+        printf("memory at the end:\n");
+        print_memory(s, m.g);
+    }
     if (done > 1)
         printf("trained %lld steps: %.1f images/s (the %lld after the first, evaluation excluded)\n",
                (long long)done, (double)timed_images / train_sec, (long long)done - 1);
@@ -497,8 +655,10 @@ static int train(const train_opts *o)
         rc = cli_print_profile(stdout, m.g, s, 30);
 out:
     pdnn_tensor_release(lt);
-    pdnn_tensor_release(xt);
-    pdnn_tensor_release(yt);
+    for (int t = 0; t < MAX_TOWERS; t++) {
+        pdnn_tensor_release(txt[t]);
+        pdnn_tensor_release(tyt[t]);
+    }
     pdnn_session_destroy(s);
     pdnn_graph_destroy(m.g);
     free(xb);
@@ -519,7 +679,13 @@ int cmd_train(int argc, char **argv)
         {0, "momentum", OPT_STR, &o.momentum, 0, "SGD momentum (default 0.9)"},
         {0, "optimizer", OPT_STR, &o.optimizer, 0, "sgd or adam (default sgd)"},
         {0, "layout", OPT_STR, &o.layout, 0, "activation layout NCHW or NHWC (default NCHW)"},
-        {0, "device", OPT_STR, &o.device, 0, "device for every node (default: the placer's choice)"},
+        {0, "device", OPT_STR, &o.device, 0,
+         "device for every node (default: the placer's choice), or a comma list: one tower per device"},
+        {0, "param-device", OPT_STR, &o.param_device, 0,
+         "with towers: the device of the variables and the averaged update (default /cpu:0)"},
+        {0, "allow-growth", OPT_FLAG, &o.growth, 0, "grow device memory on demand"},
+        {0, "memory-fraction", OPT_STR, &o.fraction, 0, "use at most this fraction of each accelerator's memory"},
+        {0, "memory-stats", OPT_FLAG, &o.mem_stats, 0, "print memory statistics after the first step and at the end"},
         {0, "log-device-placement", OPT_FLAG, &o.log_place, 0, "print each node's device"},
         {0, "allow-soft-placement", OPT_FLAG, &o.soft, 0, "fall back to a device that exists"},
         {0, "seed", OPT_INT, &o.seed, 0, "initialisation and shuffling seed (default 1)"},
