@@ -137,7 +137,9 @@ static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_o
             pdnn_graph_variable(g, names[2 * l + 1], vdev, &bd, PDNN_INIT_ZEROS, 0, NULL, &m->vars[5 + 2 * l]))
             return cli_fail("building the graph");
     }
-    pdnn_node grads[MAX_TOWERS][N_VARS], avg[N_VARS];
+    pdnn_node grads[MAX_TOWERS][N_VARS] = {{0}}, avg[N_VARS];
+    if (m->towers < 1 || m->towers > MAX_TOWERS)
+        return cli_fail("building the graph (tower count)");
     for (int t = 0; t < m->towers; t++) {
         int rc = tower(m, m->towers > 1 ? devs[t] : o->device, t, layout);
         if (rc)

@@ -220,3 +220,139 @@ out:
     md_free(xmd);
     return rc;
 }
+
+int peer_dnnl_conv_bwd(peer_dnnl *p, const peer_conv *c, int dir, const float *a, const float *b, int iters,
+                       double *ms, char *err, size_t errlen)
+{
+    const int grouped = c->groups > 1;
+    const dnnl_dims_t xdims = {c->n, c->c, c->h, c->w};
+    const dnnl_dims_t ydims = {c->n, c->k, c->p, c->q};
+    const dnnl_dims_t wdims4 = {c->k, c->c, c->r, c->s};
+    const dnnl_dims_t wdims5 = {c->groups, c->k / c->groups, c->c / c->groups, c->r, c->s};
+    const dnnl_dims_t strides = {c->stride_h, c->stride_w};
+    const dnnl_dims_t dilates = {c->dil_h - 1, c->dil_w - 1};
+    const dnnl_dims_t pad_l = {c->pad_top, c->pad_left}, pad_r = {c->pad_bottom, c->pad_right};
+    const dnnl_format_tag_t act = c->nhwc ? dnnl_nhwc : dnnl_nchw;
+    const dnnl_format_tag_t wtag = grouped ? (c->nhwc ? dnnl_gohwi : dnnl_goihw) : (c->nhwc ? dnnl_ohwi : dnnl_oihw);
+    const int wnd = grouped ? 5 : 4;
+    md_t xmd = {0}, ymd = {0}, wuser_md = {0}, wany_md = {0};
+    dnnl_primitive_desc_t fwd = NULL, pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_memory_t m0 = NULL, m1 = NULL, mout = NULL, wuser = NULL;
+    int rc = -1;
+    dnnl_status_t st = md_init(&xmd, 4, xdims, act);
+    if (st == dnnl_success)
+        st = md_init(&ymd, 4, ydims, act);
+    if (st == dnnl_success)
+        st = md_init(&wuser_md, wnd, grouped ? wdims5 : wdims4, wtag);
+    if (st == dnnl_success)
+        st = md_init(&wany_md, wnd, grouped ? wdims5 : wdims4, dnnl_format_tag_any);
+    if (st != dnnl_success) {
+        fail(err, errlen, "describing the tensors", st);
+        goto out;
+    }
+    /* The backward primitives take the forward's descriptor as a hint. */
+#if DNNL_VERSION_MAJOR >= 3
+    st = dnnl_convolution_forward_primitive_desc_create(&fwd, p->engine, dnnl_forward_training, dnnl_convolution_auto,
+                                                        MD(xmd), MD(wany_md), NULL, MD(ymd), strides, dilates, pad_l,
+                                                        pad_r, NULL);
+    if (st == dnnl_success && dir == 0)
+        st = dnnl_convolution_backward_data_primitive_desc_create(&pd, p->engine, dnnl_convolution_auto, MD(xmd),
+                                                                  MD(wany_md), MD(ymd), strides, dilates, pad_l,
+                                                                  pad_r, fwd, NULL);
+    else if (st == dnnl_success)
+        st = dnnl_convolution_backward_weights_primitive_desc_create(&pd, p->engine, dnnl_convolution_auto, MD(xmd),
+                                                                     MD(wany_md), NULL, MD(ymd), strides, dilates,
+                                                                     pad_l, pad_r, fwd, NULL);
+#else
+    {
+        dnnl_convolution_desc_t fd, bd;
+        st = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_auto, MD(xmd),
+                                                        MD(wany_md), NULL, MD(ymd), strides, dilates, pad_l, pad_r);
+        if (st == dnnl_success)
+            st = dnnl_primitive_desc_create(&fwd, &fd, NULL, p->engine, NULL);
+        if (st == dnnl_success && dir == 0)
+            st = dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_auto, MD(xmd), MD(wany_md),
+                                                                  MD(ymd), strides, dilates, pad_l, pad_r);
+        else if (st == dnnl_success)
+            st = dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_auto, MD(xmd),
+                                                                     MD(wany_md), NULL, MD(ymd), strides, dilates,
+                                                                     pad_l, pad_r);
+        if (st == dnnl_success)
+            st = dnnl_primitive_desc_create(&pd, &bd, NULL, p->engine, fwd);
+    }
+#endif
+    if (st != dnnl_success) {
+        fail(err, errlen, dir == 0 ? "creating the backward-data convolution" : "creating the backward-weights "
+                                                                                 "convolution", st);
+        goto out;
+    }
+    dnnl_exec_arg_t args[3];
+    if ((st = dnnl_primitive_create(&prim, pd)) != dnnl_success) {
+        fail(err, errlen, "creating the primitive", st);
+        goto out;
+    }
+    if (dir == 0) { /* dy, w (reordered to oneDNN's layout once) -> dx */
+        md_ref wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        if ((st = dnnl_memory_create(&m0, MD(ymd), p->engine, (void *)a)) != dnnl_success ||
+            (st = dnnl_memory_create(&wuser, MD(wuser_md), p->engine, (void *)b)) != dnnl_success ||
+            (st = dnnl_memory_create(&m1, wmd, p->engine, DNNL_MEMORY_ALLOCATE)) != dnnl_success ||
+            (st = dnnl_memory_create(&mout, MD(xmd), p->engine, DNNL_MEMORY_ALLOCATE)) != dnnl_success) {
+            fail(err, errlen, "creating the memory", st);
+            goto out;
+        }
+        if (reorder(p, wuser, MD(wuser_md), m1, wmd, err, errlen))
+            goto out;
+        args[0] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m0};
+        args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, m1};
+        args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, mout};
+    } else { /* x, dy -> dw in oneDNN's layout */
+        md_ref wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
+        if ((st = dnnl_memory_create(&m0, MD(xmd), p->engine, (void *)a)) != dnnl_success ||
+            (st = dnnl_memory_create(&m1, MD(ymd), p->engine, (void *)b)) != dnnl_success ||
+            (st = dnnl_memory_create(&mout, wmd, p->engine, DNNL_MEMORY_ALLOCATE)) != dnnl_success) {
+            fail(err, errlen, "creating the memory", st);
+            goto out;
+        }
+        args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m0};
+        args[1] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, m1};
+        args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, mout};
+    }
+    if ((st = exec(p, prim, 3, args)) != dnnl_success) {
+        fail(err, errlen, "running the backward convolution", st);
+        goto out;
+    }
+    double best = 1e30;
+    for (int i = 0; i < iters; i++) {
+        double t0 = cli_now();
+        if ((st = exec(p, prim, 3, args)) != dnnl_success) {
+            fail(err, errlen, "running the backward convolution", st);
+            goto out;
+        }
+        double t = cli_now() - t0;
+        if (t < best)
+            best = t;
+    }
+    *ms = best * 1e3;
+    rc = 0;
+out:
+    if (mout)
+        dnnl_memory_destroy(mout);
+    if (m1)
+        dnnl_memory_destroy(m1);
+    if (m0)
+        dnnl_memory_destroy(m0);
+    if (wuser)
+        dnnl_memory_destroy(wuser);
+    if (prim)
+        dnnl_primitive_destroy(prim);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (fwd)
+        dnnl_primitive_desc_destroy(fwd);
+    md_free(wany_md);
+    md_free(wuser_md);
+    md_free(ymd);
+    md_free(xmd);
+    return rc;
+}

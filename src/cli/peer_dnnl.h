@@ -33,4 +33,12 @@ void peer_dnnl_describe(char *buf, size_t len);
 int peer_dnnl_conv(peer_dnnl *p, const peer_conv *c, const float *x, const float *w, float *y, int iters,
                    double *ms, char *err, size_t errlen);
 
+/* The backward convolutions with oneDNN's own algorithm choice: dir 0
+ * backward data (in: dy, w; out: dx), 1 backward weights (in: x, dy; out:
+ * dw, in oneDNN's chosen layout: timing only). a and b are the inputs in
+ * that order, in the activation / filter layouts of c. One warm-up, then
+ * *ms the best of iters. 0, or -1 with a message in err. */
+int peer_dnnl_conv_bwd(peer_dnnl *p, const peer_conv *c, int dir, const float *a, const float *b, int iters,
+                       double *ms, char *err, size_t errlen);
+
 #endif
