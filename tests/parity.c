@@ -318,6 +318,13 @@ static void build_conv_cases(void)
         {2, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
         {3, 6, 10, 19, 12, 3, 3, 1, 2, 1, 1, 1, 1, 1, 0, 6, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
         {3, 5, 9, 13, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        /* backward data by phases (forward_gemm): stride and dilation
+         * sharing a factor, a pad wider than the filter reaches, and a
+         * stride larger than the filter (phases no tap reaches: zeros) */
+        {2, 6, 11, 12, 8, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC},
+        {2, 5, 7, 8, 6, 1, 1, 2, 3, 1, 1, 1, 2, 0, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW},
+        {1, 4, 9, 10, 5, 3, 3, 4, 4, 1, 1, 1, 0, 0, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 4, 8, 8, 4, 2, 2, 2, 2, 3, 3, 2, 1, 3, 0, 1, 0, 0, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
     };
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
         add_conv("edge", 1, &edge[i], (uint32_t)(1000 + i));

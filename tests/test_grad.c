@@ -223,8 +223,8 @@ Test(grad, opencl_backward_data_algorithms_by_name_match_the_host)
 /* The public choice of backward algorithms: every backward-data and
  * backward-filter name the OpenCL device has, chosen through
  * p.bwd_data_algorithm / p.bwd_filter_algorithm, gives the host's result;
- * a name the device lacks, one that does not apply (forward_gemm's dx at
- * stride 2) and an id out of range are errors saying so. */
+ * a name the device lacks, one that does not apply (forward_gemm's dx
+ * with groups) and an id out of range are errors saying so. */
 Test(grad, backward_algorithms_are_chosen_by_public_id)
 {
     cr_assert_eq(pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "auto"), 0);
@@ -291,15 +291,16 @@ Test(grad, backward_algorithms_are_chosen_by_public_id)
         }
     }
     cr_assert(ran[0] >= 2 && ran[1] >= 2, "ran %d data and %d filter algorithms by id", ran[0], ran[1]);
-    /* forward_gemm computes dx at stride 1 only. */
+    /* forward_gemm runs ungrouped convolutions only (its strided dx is a
+     * parity case now). */
     pdnn_conv2d_params s2 = p;
-    s2.stride_h = s2.stride_w = 2;
+    s2.groups = 2;
     s2.bwd_data_algorithm = pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "forward_gemm");
     cr_assert_gt(s2.bwd_data_algorithm, 0);
-    const pdnn_tensor_desc yd2 = th_desc(PDNN_NCHW, 2, 5, 5, 4);
-    pdnn_tensor *cdy2 = th_upload(cl, &yd2, dyv);
-    cr_assert_eq(pdnn_conv2d_backward_data(&s2, cdy2, cw, cdx), PDNN_ERR_UNSUPPORTED);
-    cr_assert(strstr(pdnn_last_error(), "stride"), "%s", pdnn_last_error());
+    const pdnn_tensor_desc yd2 = th_desc(PDNN_NCHW, 2, 4, 9, 7), wd2 = th_desc(PDNN_OIHW, 4, 3, 3, 3);
+    pdnn_tensor *cdy2 = th_upload(cl, &yd2, dyv), *cw2 = th_upload(cl, &wd2, wv);
+    cr_assert_eq(pdnn_conv2d_backward_data(&s2, cdy2, cw2, cdx), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "groups"), "%s", pdnn_last_error());
     pdnn_conv2d_params bad = p;
     bad.bwd_filter_algorithm = 99;
     cr_assert_eq(pdnn_conv2d_backward_filter(&bad, cx, cdy, cdw), PDNN_ERR_INVALID_ARGUMENT);
@@ -307,8 +308,8 @@ Test(grad, backward_algorithms_are_chosen_by_public_id)
               pdnn_last_error());
     free(want_dx);
     free(want_dw);
-    pdnn_tensor *ts[] = {hx, hw, hdy, hdx, hdw, cx, cw, cdy, cdx, cdw, cdy2};
-    for (int j = 0; j < 11; j++)
+    pdnn_tensor *ts[] = {hx, hw, hdy, hdx, hdw, cx, cw, cdy, cdx, cdw, cdy2, cw2};
+    for (int j = 0; j < 12; j++)
         pdnn_tensor_release(ts[j]);
     pdnn_context_destroy(ctx);
 }

@@ -2,10 +2,16 @@
  * implicit-GEMM kernel (cl_implicit_gemm.c) on views of the tensors, with
  * no copy:
  *
- * data, stride 1: dx is the convolution of dy with the filter turned by
- * 180 degrees and with its K and C axes swapped, padded by
- * dil * (R - 1) - pad on each side. The turn is a view with negative
- * strides from the filter's last tap.
+ * data: dx is the convolution of dy with the filter turned by 180 degrees
+ * and with its K and C axes swapped. With stride 1 that is one forward
+ * convolution. With stride u, dx splits into u*u phases (rows ih with
+ * ih % u == ph): phase ph gets only the taps r with (ph + pad - r*dil)
+ * divisible by u, so each phase is a stride-1 forward convolution of dy
+ * with those taps (a strided view of the turned filter) written to a
+ * strided view of dx. The kernel then does the useful multiply-adds only,
+ * where a gather over all taps (implicit_gemm, direct) skips u*u - 1 of
+ * every u*u; a phase with no taps is zero. Pads of a phase may be
+ * negative: the kernel only bounds-checks the rows it reads.
  *
  * filter: dw[k,c,r,s] = sum over n,p,q of dy[n,k,p,q] x[n,c,p*u+r*dil-pad,
  * ...] is a forward convolution whose batch is x's channels (x seen as
@@ -14,8 +20,8 @@
  * dw seen with its first two axes swapped.
  *
  * Both need groups == 1 (a grouped filter is no stride view of the swap).
- * The inner call is a CONV2D_FWD call, so it takes implicit_gemm's
- * configuration pick and tuning-cache entry for that forward shape. */
+ * The inner calls are CONV2D_FWD calls, so they take implicit_gemm's
+ * configuration pick and tuning-cache entry for their forward shapes. */
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
@@ -23,7 +29,114 @@
 
 extern const pdnn__algo pdnn__cl_algo_implicit_gemm;
 
-/* The forward call that computes call's gradient; 0 with why if none. */
+/* One dimension of a data phase: output rows ph, ph + u, ... of dx (n of
+ * them) get taps r0, r0 + t, ... (m of them, 0: none) of the filter, read
+ * as a stride-1 convolution of dy with dilation dd and top pad pe. */
+typedef struct phase_dim {
+    int64_t n, r0, t, m, dd, pe;
+} phase_dim;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        const int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Phase ph of a dimension of extent h (dx), filter taps r, stride u,
+ * dilation dil and leading pad pad. */
+static phase_dim phase_of(int64_t h, int64_t r, int64_t u, int64_t dil, int64_t pad, int64_t ph)
+{
+    phase_dim d = {.n = ph < h ? (h - ph + u - 1) / u : 0, .t = u / gcd64(u, dil)};
+    d.dd = dil / gcd64(u, dil);
+    d.r0 = -1;
+    for (int64_t i = 0; i < r && i < d.t && d.r0 < 0; i++)
+        if (((ph + pad - i * dil) % u + u) % u == 0)
+            d.r0 = i;
+    if (d.r0 < 0)
+        return d;
+    d.m = (r - 1 - d.r0) / d.t + 1;
+    /* Output row i of the phase reads dy row i + o - j*dd for tap r0 + j*t,
+     * o = (ph + pad - r0*dil) / u; turned, the first tap read is the last. */
+    const int64_t o = (ph + pad - d.r0 * dil) / u;
+    d.pe = (d.m - 1) * d.dd - o;
+    return d;
+}
+
+/* The forward call for phase (ph, pw) of a backward-data call: 1 built,
+ * 0 a phase with rows but no taps (zeros), -1 a phase with no rows. */
+static int data_phase(const pdnn__op_call *call, int64_t ph, int64_t pw, pdnn__op_call *in)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const phase_dim dh = phase_of(c->h, c->r, c->stride_h, c->dil_h, c->pad_top, ph);
+    const phase_dim dw = phase_of(c->w, c->s, c->stride_w, c->dil_w, c->pad_left, pw);
+    if (dh.n == 0 || dw.n == 0)
+        return -1;
+    if (dh.m == 0 || dw.m == 0)
+        return 0;
+    *in = *call;
+    in->op = PDNN__OP_CONV2D_FWD;
+    in->force_config = -1;
+    pdnn__conv2d_call *f = &in->u.conv2d;
+    f->bias_buf.region = NULL;
+    f->bias_buf.offset = 0;
+    f->relu = 0;
+    /* Input dy (N, K, P, Q), filter (C, K, m, m) turned, output a phase of dx. */
+    f->c = c->k;
+    f->h = c->p;
+    f->w = c->q;
+    f->k = c->c;
+    f->p = dh.n;
+    f->q = dw.n;
+    f->r = dh.m;
+    f->s = dw.m;
+    f->stride_h = f->stride_w = 1;
+    f->dil_h = (int)dh.dd;
+    f->dil_w = (int)dw.dd;
+    f->pad_top = (int)dh.pe;
+    f->pad_left = (int)dw.pe;
+    f->pad_bottom = (int)(dh.n - 1 + (dh.m - 1) * dh.dd - dh.pe - (c->p - 1));
+    f->pad_right = (int)(dw.n - 1 + (dw.m - 1) * dw.dd - dw.pe - (c->q - 1));
+    f->x_layout = c->y_layout;
+    f->y_layout = c->x_layout;
+    f->x_buf = c->y_buf;
+    f->y_buf = c->x_buf;
+    f->y_buf.offset += (size_t)(ph * c->xs[2] + pw * c->xs[3]) * sizeof(float);
+    memcpy(f->xs, c->ys, sizeof f->xs);
+    f->ys[0] = c->xs[0];
+    f->ys[1] = c->xs[1];
+    f->ys[2] = c->xs[2] * c->stride_h;
+    f->ys[3] = c->xs[3] * c->stride_w;
+    f->ws[0] = c->ws[1];
+    f->ws[1] = c->ws[0];
+    f->ws[2] = -dh.t * c->ws[2];
+    f->ws[3] = -dw.t * c->ws[3];
+    f->w_buf.offset =
+        c->w_buf.offset +
+        (size_t)((dh.r0 + (dh.m - 1) * dh.t) * c->ws[2] + (dw.r0 + (dw.m - 1) * dw.t) * c->ws[3]) * sizeof(float);
+    return 1;
+}
+
+/* Whether dx (call's x) covers exactly its n*c*h*w floats from its offset,
+ * so that one fill zeroes the phases without taps. */
+static int dx_dense(const pdnn__conv2d_call *c)
+{
+    const int64_t dims[4] = {c->n, c->c, c->h, c->w};
+    int64_t span = 1, count = 1;
+    for (int i = 0; i < 4; i++) {
+        if (dims[i] > 1 && c->xs[i] <= 0)
+            return 0;
+        if (dims[i] > 1)
+            span += (dims[i] - 1) * c->xs[i];
+        count *= dims[i];
+    }
+    return span == count;
+}
+
+/* The forward call that computes a backward-filter call; 0 with why if none. */
 static int inner_call(const pdnn__op_call *call, pdnn__op_call *in, char *why, size_t len)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
@@ -38,41 +151,6 @@ static int inner_call(const pdnn__op_call *call, pdnn__op_call *in, char *why, s
         snprintf(why, len, "forward_gemm runs ungrouped convolutions; this one has %lld groups",
                  (long long)c->groups);
         return 0;
-    }
-    if (call->op == PDNN__OP_CONV2D_BWD_DATA) {
-        const int64_t eh = (int64_t)c->dil_h * (c->r - 1), ew = (int64_t)c->dil_w * (c->s - 1);
-        if (c->stride_h != 1 || c->stride_w != 1) {
-            snprintf(why, len, "forward_gemm computes dx for stride 1; this one has stride %d,%d", c->stride_h,
-                     c->stride_w);
-            return 0;
-        }
-        if (c->pad_top > eh || c->pad_bottom > eh || c->pad_left > ew || c->pad_right > ew) {
-            snprintf(why, len, "forward_gemm computes dx where no padding exceeds the dilated filter's reach");
-            return 0;
-        }
-        /* Input dy (N, K, P, Q), filter (C, K, R, S) turned, output dx. */
-        f->c = c->k;
-        f->h = c->p;
-        f->w = c->q;
-        f->k = c->c;
-        f->p = c->h;
-        f->q = c->w;
-        f->pad_top = (int)(eh - c->pad_top);
-        f->pad_bottom = (int)(eh - c->pad_bottom);
-        f->pad_left = (int)(ew - c->pad_left);
-        f->pad_right = (int)(ew - c->pad_right);
-        f->x_layout = c->y_layout;
-        f->y_layout = c->x_layout;
-        f->x_buf = c->y_buf;
-        f->y_buf = c->x_buf;
-        memcpy(f->xs, c->ys, sizeof f->xs);
-        memcpy(f->ys, c->xs, sizeof f->ys);
-        f->ws[0] = c->ws[1];
-        f->ws[1] = c->ws[0];
-        f->ws[2] = -c->ws[2];
-        f->ws[3] = -c->ws[3];
-        f->w_buf.offset = c->w_buf.offset + (size_t)((c->r - 1) * c->ws[2] + (c->s - 1) * c->ws[3]) * sizeof(float);
-        return 1;
     }
     /* BWD_FILTER: input x as (C, N, H, W), filter dy as (K, N, P, Q),
      * output dw as (C, K, R, S). */
@@ -122,10 +200,62 @@ static void plan_inner(void *dev, const pdnn__op_call *in, pdnn__plan *ip)
     pdnn__cl_algo_implicit_gemm.plan(dev, in, ip);
 }
 
+/* Plans every phase of a backward-data call into plan (workspace: the
+ * largest; searched if any is); *zeros set when a phase has no taps. */
+static void data_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan, int *zeros)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    int first = 1, phases = 0;
+    *zeros = 0;
+    plan->cached = 1;
+    for (int64_t ph = 0; ph < c->stride_h; ph++)
+        for (int64_t pw = 0; pw < c->stride_w; pw++) {
+            pdnn__op_call in;
+            const int r = data_phase(call, ph, pw, &in);
+            if (r == 0)
+                *zeros = 1;
+            if (r != 1)
+                continue;
+            pdnn__plan ip;
+            plan_inner(dev, &in, &ip);
+            if (!ip.supported) {
+                pdnn__plan_refuse(plan, "forward_gemm: %s", ip.why);
+                return;
+            }
+            phases++;
+            if (ip.workspace > plan->workspace)
+                plan->workspace = ip.workspace;
+            plan->search |= ip.search;
+            plan->cached &= ip.cached;
+            if (first)
+                snprintf(plan->config_name, sizeof plan->config_name, "%s", ip.config_name);
+            first = 0;
+        }
+    if (*zeros && !dx_dense(c)) {
+        pdnn__plan_refuse(plan, "forward_gemm zeroes the phases of dx that no tap reaches, which needs a dense dx; "
+                                "this one is a strided view");
+        return;
+    }
+    if (phases > 1) {
+        const size_t l = strlen(plan->config_name);
+        snprintf(plan->config_name + l, sizeof plan->config_name - l, ", %d phases", phases);
+    }
+}
+
 static void fwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     pdnn__op_call in;
     char why[PDNN__WHY_LEN];
+    if (call->u.conv2d.groups != 1) {
+        pdnn__plan_refuse(plan, "forward_gemm runs ungrouped convolutions; this one has %lld groups",
+                          (long long)call->u.conv2d.groups);
+        return;
+    }
+    if (call->op == PDNN__OP_CONV2D_BWD_DATA) {
+        int zeros;
+        data_plan(dev, call, plan, &zeros);
+        return;
+    }
     if (!inner_call(call, &in, why, sizeof why)) {
         pdnn__plan_refuse(plan, "%s", why);
         return;
@@ -142,10 +272,62 @@ static void fwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     plan->cached = ip.cached;
 }
 
+/* Zeroes dx, then runs each phase with a tap; ws covers the largest. */
+static pdnn_status data_run(void *dev, const pdnn__op_call *call, pdnn__buf ws, pdnn__run_report *rep)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    pdnn__plan p;
+    memset(&p, 0, sizeof p);
+    int zeros;
+    data_plan(dev, call, &p, &zeros);
+    if (p.why[0])
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: %s", p.why);
+    if (zeros) {
+        cl_dev *d = dev;
+        const cl_float zero = 0.0f;
+        pthread_mutex_lock(&d->lock);
+        const cl_int err =
+            clEnqueueFillBuffer(d->queue, (cl_mem)c->x_buf.region, &zero, sizeof zero, c->x_buf.offset,
+                                (size_t)(c->n * c->c * c->h * c->w) * sizeof(float), 0, NULL, NULL);
+        pthread_mutex_unlock(&d->lock);
+        if (err != CL_SUCCESS)
+            return pdnn__cl_fail("clEnqueueFillBuffer(forward_gemm dx)", err);
+    }
+    pdnn__run_report all;
+    memset(&all, 0, sizeof all);
+    int first = 1;
+    for (int64_t ph = 0; ph < c->stride_h; ph++)
+        for (int64_t pw = 0; pw < c->stride_w; pw++) {
+            pdnn__op_call in;
+            if (data_phase(call, ph, pw, &in) != 1)
+                continue;
+            pdnn__plan ip;
+            plan_inner(dev, &in, &ip);
+            if (!ip.supported)
+                return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: forward_gemm: %s", ip.why);
+            pdnn__run_report r;
+            memset(&r, 0, sizeof r);
+            const pdnn_status st = pdnn__cl_algo_implicit_gemm.run(dev, &in, &ip, ws, &r);
+            if (st != PDNN_SUCCESS)
+                return st;
+            if (first)
+                all = r;
+            all.searched |= r.searched;
+            if (!first)
+                all.search_seconds += r.search_seconds;
+            first = 0;
+        }
+    if (rep)
+        *rep = all;
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status fwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                            pdnn__run_report *rep)
 {
     (void)plan;
+    if (call->op == PDNN__OP_CONV2D_BWD_DATA)
+        return data_run(dev, call, ws, rep);
     pdnn__op_call in;
     char why[PDNN__WHY_LEN];
     if (!inner_call(call, &in, why, sizeof why))
