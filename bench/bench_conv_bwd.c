@@ -5,12 +5,16 @@
  * primitives on the host CPU in the same run, with GFLOP/s (the forward's
  * 2 N K C R S P Q / groups) and % of the device's measured FMA peak.
  *
- *   bench/bench_conv_bwd [batch [iters [device [layout]]]]
- *       (defaults 8, 3, the first GPU-class device, NCHW)
+ * A second peer on the same device: the im2col + CLBlast SGEMM backward
+ * (the "im2col_gemm" algorithm, forced by id), the baseline most OpenCL
+ * frameworks train with.
+ *
+ *   bench/bench_conv_bwd [batch [iters [device [layout [filter]]]]]
+ *       (defaults 8, 3, the first GPU-class device, NCHW, every layer;
+ *        filter: only layers whose name contains it, e.g. "/2")
  *
  * Markdown on stdout, a geometric mean per direction. Without oneDNN (no
- * --with-dnnl) its columns are "-". No im2col + CLBlast column: the
- * backward has no such peer in the tree (a col2im kernel would be needed). */
+ * --with-dnnl) or CLBlast its columns are "-". */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -78,8 +82,11 @@ int main(int argc, char **argv)
     const int batch = argc > 1 ? atoi(argv[1]) : 8, iters = argc > 2 ? atoi(argv[2]) : 3;
     const char *devname = argc > 3 ? argv[3] : "/gpu:0";
     const pdnn_layout layout = argc > 4 && strcmp(argv[4], "NHWC") == 0 ? PDNN_NHWC : PDNN_NCHW;
+    const char *only = argc > 5 ? argv[5] : NULL;
+    const int im2col[2] = {pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "im2col_gemm"),
+                           pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_FILTER, "im2col_gemm")};
     if (batch < 1 || iters < 1) {
-        fprintf(stderr, "usage: bench_conv_bwd [batch [iters [device [NCHW|NHWC]]]]\n");
+        fprintf(stderr, "usage: bench_conv_bwd [batch [iters [device [NCHW|NHWC [layer filter]]]]]\n");
         return 2;
     }
     pdnn_context_options o;
@@ -107,15 +114,20 @@ int main(int argc, char **argv)
 #endif
     printf("## Backward convolution, ResNet-50 v1.5 layers, batch %d, %s, %s (%s, %s)\n\n", batch,
            pdnn_layout_name(layout), info.name, info.backend, info.device_name);
-    printf("Measured peak: %.1f GFLOP/s fp32 FMA. Peer: %s on the host CPU, same shapes and layout. "
-           "Best of %d after a warm-up.\n\n", peak, dver, iters);
-    printf("| layer | direction | GFLOP | ms | GFLOP/s | %% of peak | oneDNN ms | oneDNN GFLOP/s | polydnn / oneDNN |\n");
-    printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("Measured peak: %.1f GFLOP/s fp32 FMA. Peers: %s on the host CPU, same shapes and layout; "
+           "im2col + CLBlast SGEMM (algorithm im2col_gemm) on the same device. Best of %d after a warm-up.\n\n",
+           peak, dver, iters);
+    printf("| layer | direction | GFLOP | ms | GFLOP/s | %% of peak | oneDNN ms | oneDNN GFLOP/s | polydnn / oneDNN "
+           "| im2col ms | im2col GFLOP/s | polydnn / im2col |\n");
+    printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     const layer_set *set = &layer_set_resnet50;
     geo ours[2] = {{0, 0}, {0, 0}}, peer[2] = {{0, 0}, {0, 0}}, ratio[2] = {{0, 0}, {0, 0}}, pct[2] = {{0, 0}, {0, 0}};
+    geo ic[2] = {{0, 0}, {0, 0}}, icratio[2] = {{0, 0}, {0, 0}};
     uint64_t seed = 1;
     for (int li = 0; li < set->n_convs; li++) {
         const layer_conv *L = &set->convs[li];
+        if (only && !strstr(L->name, only))
+            continue;
         pdnn_conv2d_params p;
         pdnn_conv2d_params_init(&p);
         p.stride_h = p.stride_w = L->stride;
@@ -146,20 +158,35 @@ int main(int argc, char **argv)
             return die("creating the tensors");
         }
         for (int dir = 0; dir < 2; dir++) {
-            double best = 1e30;
-            for (int it = 0; it <= iters; it++) {
-                const double t0 = now();
-                pdnn_status st = dir == 0 ? pdnn_conv2d_backward_data(&p, tdy, tw, tdx)
-                                          : pdnn_conv2d_backward_filter(&p, tx, tdy, tdw);
-                if (st == PDNN_SUCCESS)
-                    st = pdnn_device_synchronize(dev);
-                if (st != PDNN_SUCCESS) {
-                    free(x), free(w), free(dy);
-                    return die(L->name);
+            /* pass 0: AUTO; pass 1: the im2col + CLBlast peer */
+            double bests[2] = {1e30, 0};
+            for (int pass = 0; pass < 2; pass++) {
+                pdnn_conv2d_params pp = p;
+                if (pass == 1) {
+                    if (im2col[dir] <= 0)
+                        break;
+                    if (dir == 0)
+                        pp.bwd_data_algorithm = im2col[dir];
+                    else
+                        pp.bwd_filter_algorithm = im2col[dir];
                 }
-                if (it > 0 && now() - t0 < best) /* it 0: the warm-up (builds, tuning) */
-                    best = now() - t0;
+                double best = 1e30;
+                for (int it = 0; it <= iters; it++) {
+                    const double t0 = now();
+                    pdnn_status st = dir == 0 ? pdnn_conv2d_backward_data(&pp, tdy, tw, tdx)
+                                              : pdnn_conv2d_backward_filter(&pp, tx, tdy, tdw);
+                    if (st == PDNN_SUCCESS)
+                        st = pdnn_device_synchronize(dev);
+                    if (st != PDNN_SUCCESS) {
+                        free(x), free(w), free(dy);
+                        return die(L->name);
+                    }
+                    if (it > 0 && now() - t0 < best) /* it 0: the warm-up (builds, tuning) */
+                        best = now() - t0;
+                }
+                bests[pass] = best;
             }
+            const double best = bests[0];
             const double ms = best * 1e3, g = gflop / best;
             double dms = 0;
 #ifdef PDNN_HAVE_DNNL
@@ -181,11 +208,21 @@ int main(int argc, char **argv)
                 geo_add(&peer[dir], dg);
                 geo_add(&ratio[dir], g / dg);
             }
+            char ims[32] = "-", igs[32] = "-", irc[32] = "-";
+            if (bests[1] > 0) {
+                const double ig = gflop / bests[1];
+                snprintf(ims, sizeof ims, "%.2f", bests[1] * 1e3);
+                snprintf(igs, sizeof igs, "%.1f", ig);
+                snprintf(irc, sizeof irc, "%.2f", g / ig);
+                geo_add(&ic[dir], ig);
+                geo_add(&icratio[dir], g / ig);
+            }
             geo_add(&ours[dir], g);
             if (peak > 0)
                 geo_add(&pct[dir], 100.0 * g / peak);
-            printf("| %s | %s | %.3f | %.2f | %.1f | %.1f | %s | %s | %s |\n", L->name, dir ? "filter" : "data", gflop,
-                   ms, g, peak > 0 ? 100.0 * g / peak : 0.0, dmsc, dgc, rc);
+            printf("| %s | %s | %.3f | %.2f | %.1f | %.1f | %s | %s | %s | %s | %s | %s |\n", L->name,
+                   dir ? "filter" : "data", gflop, ms, g, peak > 0 ? 100.0 * g / peak : 0.0, dmsc, dgc, rc, ims, igs,
+                   irc);
             fflush(stdout);
         }
         pdnn_tensor *ts[] = {tx, tw, tdy, tdx, tdw};
@@ -196,8 +233,9 @@ int main(int argc, char **argv)
         free(dy);
     }
     for (int dir = 0; dir < 2; dir++)
-        printf("| geomean | %s | | | %.1f | %.1f | | %.1f | %.2f |\n", dir ? "filter" : "data", geo_mean(&ours[dir]),
-               geo_mean(&pct[dir]), geo_mean(&peer[dir]), geo_mean(&ratio[dir]));
+        printf("| geomean | %s | | | %.1f | %.1f | | %.1f | %.2f | | %.1f | %.2f |\n", dir ? "filter" : "data",
+               geo_mean(&ours[dir]), geo_mean(&pct[dir]), geo_mean(&peer[dir]), geo_mean(&ratio[dir]),
+               geo_mean(&ic[dir]), geo_mean(&icratio[dir]));
 #ifdef PDNN_HAVE_DNNL
     peer_dnnl_close(dn);
 #endif

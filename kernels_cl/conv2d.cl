@@ -140,3 +140,63 @@ __kernel void conv2d_gemm_epilogue(__global const float *tmp, long tmp_off,
         v = fmax(v, 0.0f);
     y[y_off + (long)dims.s0 * ys.s0 + (long)k * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = v;
 }
+
+/* ---- im2col + GEMM backward (cl_conv_bwd_im2col.c) -----------------------
+ * Backward filter: dwpack (K x C/g*R*S) accumulates dy_n (K x P*Q) times
+ * col_n transposed over the images; backward data: col_n = wpack^T dy_n,
+ * then col2im sums each dx element's columns. */
+
+/* w in any filter layout = wpack[k][ci][r][s] (conv2d_pack_filter's inverse). */
+__kernel void conv2d_unpack_filter(__global const float *wpack, long wp_off,
+                                   __global float *w, long w_off, long4 ws,
+                                   int4 filt, /* R, S, C/groups, K */
+                                   long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const int R = filt.s0, S = filt.s1, cpg = filt.s2;
+    const long per_k = (long)cpg * R * S;
+    const long k = i / per_k;
+    long t = i % per_k;
+    const int ci = (int)(t / (R * S));
+    t %= R * S;
+    const int r = (int)(t / S), s = (int)(t % S);
+    w[w_off + k * ws.s0 + ci * ws.s1 + r * ws.s2 + s * ws.s3] = wpack[wp_off + i];
+}
+
+/* dx[n][c][ih][iw] = sum over the taps (r, s) whose output pixel (p, q)
+ * reads it of col[c*R*S + r*S + s][p*Q + q], for one image n; a gather,
+ * so every dx element is written once and needs no zeroing. */
+__kernel void conv2d_col2im(__global const float *col, long col_off,
+                            __global float *dx, long dx_off, long4 dxs,
+                            int4 in_dims,  /* n (this image), C, H, W */
+                            int4 out_dims, /* P, Q, R, S */
+                            int4 geom,     /* stride h, w, dilation h, w */
+                            int2 pad,      /* top, left */
+                            long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const int H = in_dims.s2, W = in_dims.s3;
+    const int P = out_dims.s0, Q = out_dims.s1, R = out_dims.s2, S = out_dims.s3;
+    const long HW = (long)H * W;
+    const int c = (int)(i / HW);
+    const int ih = (int)(i % HW / W), iw = (int)(i % W);
+    const long PQ = (long)P * Q;
+    float acc = 0.0f;
+    for (int r = 0; r < R; r++) {
+        const int th = ih + pad.s0 - r * geom.s2;
+        if (th < 0 || th % geom.s0 != 0 || th / geom.s0 >= P)
+            continue;
+        const int p = th / geom.s0;
+        for (int s = 0; s < S; s++) {
+            const int tw = iw + pad.s1 - s * geom.s3;
+            if (tw < 0 || tw % geom.s1 != 0 || tw / geom.s1 >= Q)
+                continue;
+            acc += col[col_off + ((long)c * R * S + r * S + s) * PQ + (long)p * Q + tw / geom.s1];
+        }
+    }
+    dx[dx_off + (long)in_dims.s0 * dxs.s0 + (long)c * dxs.s1 + (long)ih * dxs.s2 + (long)iw * dxs.s3] = acc;
+}
