@@ -9,9 +9,11 @@
  * (the "im2col_gemm" algorithm, forced by id), the baseline most OpenCL
  * frameworks train with.
  *
- *   bench/bench_conv_bwd [batch [iters [device [layout [filter]]]]]
- *       (defaults 8, 3, the first GPU-class device, NCHW, every layer;
- *        filter: only layers whose name contains it, e.g. "/2")
+ *   bench/bench_conv_bwd [batch [iters [device [layout [layers [dir]]]]]]
+ *       (defaults 8, 3, the first GPU-class device, NCHW, every layer,
+ *        both directions; layers: only those whose name contains it, e.g.
+ *        "/2", or "" for all; dir: data or filter; BENCH_NO_IM2COL=1 leaves
+ *        the im2col peer out)
  *
  * Markdown on stdout, a geometric mean per direction. Without oneDNN (no
  * --with-dnnl) or CLBlast its columns are "-". */
@@ -82,11 +84,15 @@ int main(int argc, char **argv)
     const int batch = argc > 1 ? atoi(argv[1]) : 8, iters = argc > 2 ? atoi(argv[2]) : 3;
     const char *devname = argc > 3 ? argv[3] : "/gpu:0";
     const pdnn_layout layout = argc > 4 && strcmp(argv[4], "NHWC") == 0 ? PDNN_NHWC : PDNN_NCHW;
-    const char *only = argc > 5 ? argv[5] : NULL;
-    const int im2col[2] = {pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "im2col_gemm"),
-                           pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_FILTER, "im2col_gemm")};
+    const char *only = argc > 5 && argv[5][0] ? argv[5] : NULL;
+    const int dir0 = argc > 6 && strcmp(argv[6], "filter") == 0, dir1 = argc > 6 && strcmp(argv[6], "data") == 0 ? 1 : 2;
+    /* BENCH_NO_IM2COL=1 leaves the slow im2col peer out of quick runs. */
+    const char *no_im2col = getenv("BENCH_NO_IM2COL");
+    const int skip_im2col = no_im2col && strcmp(no_im2col, "1") == 0;
+    const int im2col[2] = {skip_im2col ? -1 : pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_DATA, "im2col_gemm"),
+                           skip_im2col ? -1 : pdnn_conv_bwd_algo_parse(PDNN_CONV_BWD_FILTER, "im2col_gemm")};
     if (batch < 1 || iters < 1) {
-        fprintf(stderr, "usage: bench_conv_bwd [batch [iters [device [NCHW|NHWC [layer filter]]]]]\n");
+        fprintf(stderr, "usage: bench_conv_bwd [batch [iters [device [NCHW|NHWC [layers [data|filter]]]]]]\n");
         return 2;
     }
     pdnn_context_options o;
@@ -157,7 +163,7 @@ int main(int argc, char **argv)
             free(x), free(w), free(dy);
             return die("creating the tensors");
         }
-        for (int dir = 0; dir < 2; dir++) {
+        for (int dir = dir0; dir < dir1; dir++) {
             /* pass 0: AUTO; pass 1: the im2col + CLBlast peer */
             double bests[2] = {1e30, 0};
             for (int pass = 0; pass < 2; pass++) {

@@ -422,8 +422,8 @@ PDNN_API int pdnn_conv_algo_parse(const char *name);
  * forward's are (cuDNN has one enum per direction too): 0 is "auto", then
  * the names every compiled-in backend registers for that direction
  * (OpenCL: backward data "forward_gemm", "implicit_gemm", "im2col_gemm"
- * (builds with CLBlast), "direct"; backward filter "forward_gemm",
- * "direct", "split", "im2col_gemm"; CUDA: "vendor"). */
+ * (builds with CLBlast), "direct"; backward filter "forward_gemm_rows",
+ * "forward_gemm", "direct", "split", "im2col_gemm"; CUDA: "vendor"). */
 typedef enum pdnn_conv_bwd_dir {
     PDNN_CONV_BWD_DATA = 0,
     PDNN_CONV_BWD_FILTER = 1

@@ -326,14 +326,16 @@ static const pdnn__algo *const cl_conv_algos[] = {
 
 extern const pdnn__algo pdnn__cl_algo_bwd_data_direct, pdnn__cl_algo_bwd_filter_direct, pdnn__cl_algo_bwd_filter_split,
     pdnn__cl_algo_bwd_bias_direct, pdnn__cl_algo_pool_bwd_direct, pdnn__cl_algo_pool_bwd_window;
-extern const pdnn__algo pdnn__cl_algo_bwd_data_fwd, pdnn__cl_algo_bwd_filter_fwd, pdnn__cl_algo_bwd_data_igemm;
+extern const pdnn__algo pdnn__cl_algo_bwd_data_fwd, pdnn__cl_algo_bwd_filter_fwd, pdnn__cl_algo_bwd_filter_rows,
+    pdnn__cl_algo_bwd_data_igemm;
 extern const pdnn__algo pdnn__cl_algo_bwd_data_im2col, pdnn__cl_algo_bwd_filter_im2col;
 static const pdnn__algo *const cl_conv_bwd_data_algos[] = {&pdnn__cl_algo_bwd_data_fwd, &pdnn__cl_algo_bwd_data_igemm,
 #ifdef PDNN_HAVE_CLBLAST
                                                            &pdnn__cl_algo_bwd_data_im2col,
 #endif
                                                            &pdnn__cl_algo_bwd_data_direct, NULL};
-static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_filter_fwd, &pdnn__cl_algo_bwd_filter_direct,
+static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_filter_rows, &pdnn__cl_algo_bwd_filter_fwd,
+                                                             &pdnn__cl_algo_bwd_filter_direct,
                                                              &pdnn__cl_algo_bwd_filter_split,
 #ifdef PDNN_HAVE_CLBLAST
                                                              &pdnn__cl_algo_bwd_filter_im2col,
