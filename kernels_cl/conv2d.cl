@@ -70,6 +70,20 @@ __kernel void conv2d_direct(__global const float *x, long x_off,
  * filter (K x C/g*R*S, OIHW order), the columns of one image (C*R*S x P*Q)
  * and the GEMM result of one image (K x P*Q). */
 
+/* Where packed element i (k, ci, r, s in OIHW order) of a filter with
+ * dims filt (R, S, C/groups, K) lies in a filter of strides ws. */
+static long filter_at(long i, int4 filt, long4 ws)
+{
+    const int R = filt.s0, S = filt.s1, cpg = filt.s2;
+    const long per_k = (long)cpg * R * S;
+    const long k = i / per_k;
+    long t = i % per_k;
+    const int ci = (int)(t / (R * S));
+    t %= R * S;
+    const int r = (int)(t / S), s = (int)(t % S);
+    return k * ws.s0 + ci * ws.s1 + r * ws.s2 + s * ws.s3;
+}
+
 /* wpack[k][ci][r][s] = w in any filter layout. */
 __kernel void conv2d_pack_filter(__global const float *w, long w_off, long4 ws,
                                  __global float *wpack, long wp_off,
@@ -79,14 +93,7 @@ __kernel void conv2d_pack_filter(__global const float *w, long w_off, long4 ws,
     const long i = (long)get_global_id(0);
     if (i >= total)
         return;
-    const int R = filt.s0, S = filt.s1, cpg = filt.s2;
-    const long per_k = (long)cpg * R * S;
-    const long k = i / per_k;
-    long t = i % per_k;
-    const int ci = (int)(t / (R * S));
-    t %= R * S;
-    const int r = (int)(t / S), s = (int)(t % S);
-    wpack[wp_off + i] = w[w_off + k * ws.s0 + ci * ws.s1 + r * ws.s2 + s * ws.s3];
+    wpack[wp_off + i] = w[w_off + filter_at(i, filt, ws)];
 }
 
 /* col[c*R*S + r*S + s][p*Q + q] = x[n][c][p*sh - pt + r*dh][q*sw - pl + s*dw]
@@ -155,14 +162,7 @@ __kernel void conv2d_unpack_filter(__global const float *wpack, long wp_off,
     const long i = (long)get_global_id(0);
     if (i >= total)
         return;
-    const int R = filt.s0, S = filt.s1, cpg = filt.s2;
-    const long per_k = (long)cpg * R * S;
-    const long k = i / per_k;
-    long t = i % per_k;
-    const int ci = (int)(t / (R * S));
-    t %= R * S;
-    const int r = (int)(t / S), s = (int)(t % S);
-    w[w_off + k * ws.s0 + ci * ws.s1 + r * ws.s2 + s * ws.s3] = wpack[wp_off + i];
+    w[w_off + filter_at(i, filt, ws)] = wpack[wp_off + i];
 }
 
 /* dx[n][c][ih][iw] = sum over the taps (r, s) whose output pixel (p, q)

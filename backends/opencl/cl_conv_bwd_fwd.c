@@ -29,6 +29,19 @@
 
 extern const pdnn__algo pdnn__cl_algo_implicit_gemm, pdnn__cl_algo_gemm_1x1;
 
+/* in: call as a forward call without bias or ReLU, to be reshaped. */
+static pdnn__conv2d_call *fwd_of(const pdnn__op_call *call, pdnn__op_call *in)
+{
+    *in = *call;
+    in->op = PDNN__OP_CONV2D_FWD;
+    in->force_config = -1;
+    pdnn__conv2d_call *f = &in->u.conv2d;
+    f->bias_buf.region = NULL;
+    f->bias_buf.offset = 0;
+    f->relu = 0;
+    return f;
+}
+
 /* One dimension of a data phase: output rows ph, ph + u, ... of dx (n of
  * them) get taps r0, r0 + t, ... (m of them, 0: none) of the filter, read
  * as a stride-1 convolution of dy with dilation dd and top pad pe. */
@@ -77,13 +90,7 @@ static int data_phase(const pdnn__op_call *call, int64_t ph, int64_t pw, pdnn__o
         return -1;
     if (dh.m == 0 || dw.m == 0)
         return 0;
-    *in = *call;
-    in->op = PDNN__OP_CONV2D_FWD;
-    in->force_config = -1;
-    pdnn__conv2d_call *f = &in->u.conv2d;
-    f->bias_buf.region = NULL;
-    f->bias_buf.offset = 0;
-    f->relu = 0;
+    pdnn__conv2d_call *f = fwd_of(call, in);
     /* Input dy (N, K, P, Q), filter (C, K, m, m) turned, output a phase of dx. */
     f->c = c->k;
     f->h = c->p;
@@ -140,13 +147,7 @@ static int dx_dense(const pdnn__conv2d_call *c)
 static int inner_call(const pdnn__op_call *call, pdnn__op_call *in, char *why, size_t len)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    *in = *call;
-    in->op = PDNN__OP_CONV2D_FWD;
-    in->force_config = -1;
-    pdnn__conv2d_call *f = &in->u.conv2d;
-    f->bias_buf.region = NULL;
-    f->bias_buf.offset = 0;
-    f->relu = 0;
+    pdnn__conv2d_call *f = fwd_of(call, in);
     if (c->groups != 1) {
         snprintf(why, len, "forward_gemm runs ungrouped convolutions; this one has %lld groups",
                  (long long)c->groups);
@@ -201,13 +202,7 @@ static int inner_call(const pdnn__op_call *call, pdnn__op_call *in, char *why, s
 static void filter_column(const pdnn__op_call *call, int64_t s, pdnn__op_call *in)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    *in = *call;
-    in->op = PDNN__OP_CONV2D_FWD;
-    in->force_config = -1;
-    pdnn__conv2d_call *f = &in->u.conv2d;
-    f->bias_buf.region = NULL;
-    f->bias_buf.offset = 0;
-    f->relu = 0;
+    pdnn__conv2d_call *f = fwd_of(call, in);
     /* The columns q in [q0, q1) read x column q*uw + s*dilw - padl in [0, W). */
     const int64_t uw = c->stride_w, off = s * c->dil_w - c->pad_left;
     int64_t q0 = off >= 0 ? 0 : (-off + uw - 1) / uw;
