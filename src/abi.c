@@ -125,6 +125,19 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_session_config, log_user),
     FIELD(pdnn_session_config, profile),
 
+    STRUCT(pdnn_onnx_options),
+    FIELD(pdnn_onnx_options, batch),
+    FIELD(pdnn_onnx_options, base_dir),
+    FIELD(pdnn_onnx_options, device),
+
+    STRUCT(pdnn_onnx_io),
+    FIELD(pdnn_onnx_io, n_inputs),
+    FIELD(pdnn_onnx_io, inputs),
+    FIELD(pdnn_onnx_io, input_rank),
+    FIELD(pdnn_onnx_io, n_outputs),
+    FIELD(pdnn_onnx_io, outputs),
+    FIELD(pdnn_onnx_io, output_rank),
+
     STRUCT(DLPackVersion),
     FIELD(DLPackVersion, major),
     FIELD(DLPackVersion, minor),

@@ -189,6 +189,11 @@ def main():
     tool = sys.argv[1]
     devices = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--device=")] or [None]
     verbose = "-v" in sys.argv
+    # --python: also run each model through polydnn.load_onnx (the module
+    # and library that POLYDNN_LIBRARY and PYTHONPATH name).
+    pdnn = None
+    if "--python" in sys.argv:
+        import polydnn as pdnn
     failed = passed = 0
     with tempfile.TemporaryDirectory(prefix="pdnn-onnx-") as tmp:
         all_cases = list(cases()) + list(torch_cases(tmp))
@@ -211,18 +216,22 @@ def main():
                     print(f"FAIL {tag}: polydnn run exited {r.returncode}\n{r.stdout}{r.stderr}")
                     failed += 1
                     continue
-                y = np.load(yp)
-                if y.shape != ref.shape:
-                    print(f"FAIL {tag}: shape {y.shape}, onnxruntime {ref.shape}")
-                    failed += 1
-                    continue
-                scale = max(float(np.abs(ref).max()), 1e-30)
-                err = float(np.abs(y - ref).max()) / scale
-                ok = err <= TOL
-                if not ok or verbose:
-                    print(f"{'ok  ' if ok else 'FAIL'} {tag}: max error {err:.2e} of the largest |y| {scale:.3g}")
-                passed += ok
-                failed += not ok
+                results = [(tag, np.load(yp))]
+                if pdnn is not None:
+                    model = pdnn.load_onnx(path, device=dev, batch=x_shape[0])
+                    results.append((tag + " (load_onnx)", model(x, as_numpy=True)))
+                for rtag, y in results:
+                    if y.shape != ref.shape:
+                        print(f"FAIL {rtag}: shape {y.shape}, onnxruntime {ref.shape}")
+                        failed += 1
+                        continue
+                    scale = max(float(np.abs(ref).max()), 1e-30)
+                    err = float(np.abs(y - ref).max()) / scale
+                    ok = err <= TOL
+                    if not ok or verbose:
+                        print(f"{'ok  ' if ok else 'FAIL'} {rtag}: max error {err:.2e} of the largest |y| {scale:.3g}")
+                    passed += ok
+                    failed += not ok
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

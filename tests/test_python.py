@@ -1234,6 +1234,69 @@ class BatchNorm(unittest.TestCase):
             polydnn.batch_norm(x, g, b, eps="small")
 
 
+class OnnxModels(unittest.TestCase):
+    """load_onnx: a model built with the onnx package, fed torch tensors
+    through DLPack on the host and an OpenCL device, against torch's own
+    ops; and the mistakes."""
+
+    def model_bytes(self, w, fw, fb):
+        try:
+            from onnx import TensorProto, helper, numpy_helper
+        except ImportError:
+            self.skipTest("no onnx package (apt-get install python3-onnx)")
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+                 helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Flatten", ["r"], ["f"]),
+                 helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], transB=1)]
+        g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 5])],
+                              [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (fw, "fw"), (fb, "fb"))])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+    def test_runs_torch_tensors_like_torch(self):
+        gen = torch.Generator().manual_seed(7)
+        w = torch.rand((4, 3, 3, 3), generator=gen) - 0.5
+        fw, fb = torch.rand((5, 4 * 5 * 5), generator=gen) - 0.5, torch.rand(5, generator=gen) - 0.5
+        data = self.model_bytes(w.numpy(), fw.numpy(), fb.numpy())
+        x = torch.rand((3, 3, 9, 9), generator=gen) - 0.5
+        want = F.linear(torch.flatten(F.relu(F.conv2d(x, w, stride=2, padding=1)), 1), fw, fb)
+        devs = [None, "/cpu:0"] + (["/gpu:0"] if opencl_device() is not None else [])
+        for dev in devs:
+            with self.subTest(device=dev):
+                model = polydnn.load_onnx(data, device=dev, batch=3)
+                self.assertEqual(model.input_names, ["x"])
+                self.assertEqual(model.output_names, ["y"])
+                y = model(x)
+                self.assertEqual(y.shape, (3, 5, 1, 1))
+                got = torch.from_numpy(model(x=x, as_numpy=True))
+                self.assertEqual(tuple(got.shape), (3, 5))
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+                if dev == "/cpu:0":
+                    self.assertEqual(model.session.device_of(model.outputs[0]).name, "/device:CPU:0")
+
+    def test_mistakes_are_named(self):
+        with self.assertRaisesRegex(polydnn.Error, "not a valid ONNX model"):
+            polydnn.load_onnx(b"not a model")
+        with self.assertRaisesRegex(polydnn.Error, "no_such.onnx"):
+            polydnn.load_onnx("/nonexistent/no_such.onnx")
+        with self.assertRaisesRegex(TypeError, "path or bytes"):
+            polydnn.load_onnx(12)
+        with self.assertRaisesRegex(ValueError, "batch must be at least 1"):
+            polydnn.load_onnx(b"x", batch=0)
+        z = torch.zeros
+        model = polydnn.load_onnx(self.model_bytes(z((4, 3, 3, 3)).numpy(), z((5, 100)).numpy(), z(5).numpy()))
+        x = z((1, 3, 9, 9))
+        with self.assertRaisesRegex(ValueError, "takes 1 input"):
+            model(x, x)
+        with self.assertRaisesRegex(ValueError, "no value for the model's input"):
+            model()
+        with self.assertRaisesRegex(ValueError, "no input 'z'"):
+            model(z=x)
+        with self.assertRaisesRegex(ValueError, "given twice"):
+            model(x, x=x)
+        with self.assertRaises(polydnn.Error):
+            model(z((1, 3, 8, 8)))  # the wrong image size for the placeholder
+
+
 class ReadmeExamples(unittest.TestCase):
     def test_readme_python_runs_as_ci_runs_it(self):
         # .ci/run: every ```python block of README.md, in order, as one script
@@ -1254,6 +1317,7 @@ class ReadmeExamples(unittest.TestCase):
                 r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("[[ 44.  56.]\n [ 98. 128.]]", r.stdout)
+                self.assertIn("['x'] (8, 10) True", r.stdout)  # load_onnx's example matches torch
                 self.assertRegex(r.stdout, r"/device:(GPU|CPU):0 loss \d+\.\d{3}\n")  # polydnn.torch's
                 if accelerators():
                     gpu1 = "MatMul_1: (MatMul): /job:localhost/replica:0/task:0/device:GPU:%d" % (0 if pocl else 1)

@@ -35,6 +35,7 @@ __all__ = [
     "Graph", "Node", "Session",
     "batch_norm", "batch_norm_backward",
     "relu_backward", "softmax_cross_entropy", "optimizer_update", "SGD", "Adam",
+    "load_onnx", "OnnxModel",
 ]
 
 # ---- the library -----------------------------------------------------------
@@ -163,6 +164,19 @@ class _SessionConfig(ctypes.Structure):
                 ("profile", _c_int)]
 
 
+_ONNX_MAX_IO = 16
+
+
+class _OnnxOptions(ctypes.Structure):
+    _fields_ = [("batch", _c_int64), ("base_dir", _cp), ("device", _cp)]
+
+
+class _OnnxIO(ctypes.Structure):
+    _fields_ = [("n_inputs", _c_int), ("inputs", _c_int * _ONNX_MAX_IO), ("input_rank", _c_int * _ONNX_MAX_IO),
+                ("n_outputs", _c_int), ("outputs", _c_int * _ONNX_MAX_IO),
+                ("output_rank", _c_int * _ONNX_MAX_IO)]
+
+
 def _fn(name, restype, *argtypes):
     f = getattr(_lib, name)
     f.restype = restype
@@ -245,6 +259,9 @@ _graph_reshape = _fn("pdnn_graph_reshape", _c_int, _vp, _cp, _cp, _c_int, _P(_c_
 _graph_flatten = _fn("pdnn_graph_flatten", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
 _session_config_init = _fn("pdnn_session_config_init", None, _P(_SessionConfig))
 _session_create = _fn("pdnn_session_create", _c_int, _vp, _P(_SessionConfig), _P(_vp))
+_onnx_options_init = _fn("pdnn_onnx_options_init", None, _P(_OnnxOptions))
+_graph_import_onnx = _fn("pdnn_graph_import_onnx", _c_int, _cp, _vp, ctypes.c_size_t, _P(_OnnxOptions), _P(_vp),
+                         _P(_OnnxIO))
 _session_destroy = _fn("pdnn_session_destroy", None, _vp)
 _session_node_device = _fn("pdnn_session_node_device", _c_int, _vp, _c_int, _P(_vp))
 _session_run = _fn("pdnn_session_run", _c_int, _vp, _P(_c_int), _P(_vp), _c_int, _P(_c_int), _c_int, _P(_vp))
@@ -274,6 +291,7 @@ _MIRRORS = [
     (_DLManagedTensorVersioned, "DLManagedTensorVersioned"), (_SessionConfig, "pdnn_session_config"),
     (_BatchNormParams, "pdnn_batch_norm_params"),
     (_OptimizerParams, "pdnn_optimizer_params"),
+    (_OnnxOptions, "pdnn_onnx_options"), (_OnnxIO, "pdnn_onnx_io"),
 ]
 
 
@@ -1875,3 +1893,116 @@ class Session:
         if as_numpy:
             res = [t.numpy() if t is not None else None for t in res]
         return res[0] if single else res
+
+
+# ---- ONNX models -------------------------------------------------------------
+
+
+class OnnxModel:
+    """An ONNX model imported into a Graph (pdnn_graph_import_onnx) with a
+    Session that runs it; made by load_onnx. Calling it feeds the model's
+    inputs (positionally in the file's order, or by their ONNX names) and
+    returns its outputs: Tensors on the devices of the output nodes (numpy
+    arrays with as_numpy=True), one, or a list when the model has several.
+
+    Inputs are Tensors (any device), arrays or anything DLPack-capable
+    (numpy, torch), NCHW as in the file; a matrix input may be given 2-D.
+    A matrix output (rank 2 in the file) is a (rows, cols, 1, 1) Tensor,
+    2-D with as_numpy. The graph, the session and their placements are
+    those of Graph and Session: log_device_placement and
+    allow_soft_placement work as there."""
+
+    def __init__(self, graph, io, session):
+        self.graph = graph
+        self.session = session
+        self.inputs = [Node(graph, io.inputs[i]) for i in range(io.n_inputs)]
+        self.outputs = [Node(graph, io.outputs[i]) for i in range(io.n_outputs)]
+        self._in_rank = [io.input_rank[i] for i in range(io.n_inputs)]
+        self._out_rank = [io.output_rank[i] for i in range(io.n_outputs)]
+
+    @property
+    def input_names(self):
+        return [n.name for n in self.inputs]
+
+    @property
+    def output_names(self):
+        return [n.name for n in self.outputs]
+
+    def _value(self, i, v):
+        if self._in_rank[i] == 2 and not isinstance(v, Tensor):
+            np = _numpy("a matrix input")
+            a = np.asarray(v, dtype=np.float32)
+            if a.ndim == 2:
+                return a.reshape(a.shape + (1, 1))
+        return v
+
+    def __call__(self, *inputs, as_numpy=False, **named):
+        if len(inputs) > len(self.inputs):
+            raise ValueError("polydnn: the model takes %d input(s) (%s), not %d"
+                             % (len(self.inputs), ", ".join(self.input_names), len(inputs)))
+        feed = {}
+        for i, v in enumerate(inputs):
+            feed[i] = v
+        names = self.input_names
+        for k, v in named.items():
+            if k not in names:
+                raise ValueError("polydnn: the model has no input '%s' (its inputs: %s)" % (k, ", ".join(names)))
+            i = names.index(k)
+            if i in feed:
+                raise ValueError("polydnn: input '%s' is given twice" % (k,))
+            feed[i] = v
+        missing = [names[i] for i in range(len(names)) if i not in feed]
+        if missing:
+            raise ValueError("polydnn: no value for the model's input(s) %s" % (", ".join(missing),))
+        out = self.session.run(self.outputs, {self.inputs[i]: self._value(i, v) for i, v in feed.items()})
+        if as_numpy:
+            out = [t.numpy() for t in out]
+            out = [a.reshape(a.shape[:2]) if r == 2 else a for a, r in zip(out, self._out_rank)]
+        return out[0] if len(out) == 1 else out
+
+    def __repr__(self):
+        return "OnnxModel(inputs=%s, outputs=%s)" % (self.input_names, self.output_names)
+
+
+def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_device_placement=False,
+              allow_soft_placement=None, log=None):
+    """Imports an ONNX model and returns an OnnxModel that runs it.
+
+    model: a path (str or os.PathLike) or the file's bytes; base_dir: where
+    a model given as bytes reads external data from (None: such a model is
+    refused); a path reads it from its own folder. device: every node's
+    requested device (None: the session places them); batch: the first
+    dim of every input (None: the file's; a symbolic one becomes 1).
+    context, log_device_placement, allow_soft_placement and log: as for
+    Session. A malformed file or an unsupported operator raises Error
+    naming it."""
+    opts = _OnnxOptions()
+    _onnx_options_init(ctypes.byref(opts))
+    if batch is not None:
+        opts.batch = _int(batch, "batch", "int64")
+        if opts.batch < 1:
+            raise ValueError("polydnn: batch must be at least 1, not %d" % (opts.batch,))
+    if isinstance(device, Device):
+        device = device.name
+    opts.device = _cname(device, "device")
+    opts.base_dir = _cname(os.fspath(base_dir) if base_dir is not None else None, "base_dir")
+    h, io = _vp(), _OnnxIO()
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data = bytes(model)
+        buf = ctypes.create_string_buffer(data, len(data))
+        _check(_graph_import_onnx(None, ctypes.cast(buf, _vp), len(data), ctypes.byref(opts), ctypes.byref(h),
+                                  ctypes.byref(io)))
+    else:
+        try:
+            path = os.fspath(model)
+        except TypeError:
+            raise TypeError("polydnn: load_onnx takes a path or bytes, not %s" % (type(model).__name__,)) from None
+        _check(_graph_import_onnx(_cname(path, "the model's path"), None, 0, ctypes.byref(opts), ctypes.byref(h),
+                                  ctypes.byref(io)))
+    g = Graph.__new__(Graph)
+    g._h = h
+    g._scopes = []
+    g._meta = {i: (device or "", None) for i in range(len(g))}
+    sess = Session(g, context=context, log_device_placement=log_device_placement,
+                   allow_soft_placement=allow_soft_placement, log=log)
+    return OnnxModel(g, io, sess)
