@@ -961,6 +961,15 @@ PDNN_API pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n
 PDNN_API pdnn_status pdnn_session_node_profile(const pdnn_session *s, pdnn_node n, int64_t *runs, double *seconds,
                                                double *first);
 
+/* With cfg.profile: the work of node n's last run: algorithm, the
+ * convolution algorithm that ran (pdnn_conv_algo_name's; "" for other ops
+ * and for backward convolutions, whose choice is not reported), and flops,
+ * its floating-point operations (2 per multiply-add; counted for Conv2D,
+ * its backward data and filter, and MatMul; 0 for the rest and for nodes
+ * that have not run). PDNN_ERR_INVALID_ARGUMENT if profiling is off. */
+PDNN_API pdnn_status pdnn_session_node_work(const pdnn_session *s, pdnn_node n, const char **algorithm,
+                                            double *flops);
+
 /* Runs what the fetches need. feed_values[i] (any device; copied to the
  * placeholder's device if elsewhere) feeds placeholder feeds[i] and must
  * match its descriptor. fetch_values[i] receives a new tensor, owned by

@@ -18,6 +18,8 @@ struct pdnn_session {
     int64_t *prof_runs; /* per node, with cfg.profile; else NULL */
     double *prof_sec;
     double *prof_first;
+    const char **prof_algo; /* the algorithm of the node's last run (a static name), or NULL */
+    double *prof_flops;     /* floating-point operations of one run (0: not counted) */
 };
 
 void pdnn_session_config_init(pdnn_session_config *cfg)
@@ -92,6 +94,8 @@ void pdnn_session_destroy(pdnn_session *s)
     free(s->placed);
     free(s->prof_runs);
     free(s->prof_sec);
+    free(s->prof_algo);
+    free(s->prof_flops);
     free(s->prof_first);
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
@@ -134,8 +138,11 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
             s->prof_runs = calloc(n, sizeof *s->prof_runs);
             s->prof_sec = calloc(n, sizeof *s->prof_sec);
             s->prof_first = calloc(n, sizeof *s->prof_first);
+            s->prof_algo = calloc(n, sizeof *s->prof_algo);
+            s->prof_flops = calloc(n, sizeof *s->prof_flops);
         }
-        if (!s->placed || !s->consts || (cfg->profile && (!s->prof_runs || !s->prof_sec || !s->prof_first))) {
+        if (!s->placed || !s->consts ||
+            (cfg->profile && (!s->prof_runs || !s->prof_sec || !s->prof_first || !s->prof_algo || !s->prof_flops))) {
             pdnn__host_oom("pdnn_session_create", "the placement tables", n * (sizeof *s->placed + sizeof *s->consts));
             st = PDNN_ERR_OUT_OF_MEMORY;
         }
@@ -161,6 +168,22 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
 }
 
 pdnn_context *pdnn_session_context(pdnn_session *s) { return s ? s->ctx : NULL; }
+
+pdnn_status pdnn_session_node_work(const pdnn_session *s, pdnn_node n, const char **algorithm, double *flops)
+{
+    if (!s || !algorithm || !flops)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_node_work: %s is NULL",
+                           !s ? "session" : !algorithm ? "algorithm" : "flops");
+    if (n < 0 || n >= s->g->n)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_node_work: node %d does not exist (the graph "
+                                                      "has %d)", n, s->g->n);
+    if (!s->prof_runs)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_node_work: the session was created without "
+                                                      "profile (set pdnn_session_config.profile)");
+    *algorithm = s->prof_algo[n] ? s->prof_algo[n] : "";
+    *flops = s->prof_flops[n];
+    return PDNN_SUCCESS;
+}
 
 pdnn_status pdnn_session_node_profile(const pdnn_session *s, pdnn_node n, int64_t *runs, double *seconds,
                                       double *first)
@@ -224,6 +247,34 @@ static pdnn_status transfer(const pdnn_tensor *src, pdnn_device *dst, pdnn_tenso
     }
     *out = t;
     return PDNN_SUCCESS;
+}
+
+/* The floating-point operations of one run of nd (2 per multiply-add of
+ * the convolutions and matmuls; 0 for the ops not counted), from its
+ * inputs and output as they ran. */
+static double node_flops(const pdnn__node *nd, const pdnn_tensor *const *in, const pdnn_tensor *y)
+{
+    if (!y)
+        return 0;
+    const int64_t *o = y->desc.dims;
+    switch (nd->op) {
+    case PDNN__OP_CONV2D: /* y N,K,P,Q; w K,C/g,R,S */
+        return 2.0 * (double)(o[0] * o[1] * o[2] * o[3]) * (double)(in[1]->desc.dims[1] * in[1]->desc.dims[2] *
+                                                                    in[1]->desc.dims[3]);
+    case PDNN__OP_G_CONV_BWD_DATA: { /* dy N,K,P,Q; w K,C/g,R,S */
+        const int64_t *dy = in[0]->desc.dims, *w = in[1]->desc.dims;
+        return 2.0 * (double)(dy[0] * dy[1] * dy[2] * dy[3]) * (double)(w[1] * w[2] * w[3]);
+    }
+    case PDNN__OP_G_CONV_BWD_FILTER: { /* dy N,K,P,Q; dw K,C/g,R,S */
+        const int64_t *dy = in[1]->desc.dims;
+        return 2.0 * (double)(dy[0] * dy[1] * dy[2] * dy[3]) * (double)(o[1] * o[2] * o[3]);
+    }
+    case PDNN__OP_MATMUL: { /* y M x N, a M x K (K x M transposed) */
+        const int64_t *a = in[0]->desc.dims;
+        return 2.0 * (double)(o[0] * o[1]) * (double)(nd->trans_a ? a[0] : a[1]);
+    }
+    default: return 0;
+    }
 }
 
 static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y)
@@ -482,6 +533,10 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             if (s->prof_runs[i]++ == 0)
                 s->prof_first[i] = dt;
             s->prof_sec[i] += dt;
+            if (!pdnn__no_value(nd)) {
+                s->prof_flops[i] = node_flops(nd, in, y);
+                s->prof_algo[i] = nd->op == PDNN__OP_CONV2D ? pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()) : NULL;
+            }
         }
         /* Free what no later node needs: inputs whose last use this was,
          * and copies onto this device no later node here reads. */

@@ -449,8 +449,12 @@ idx_dir=/usr/share/datasets/fashion-mnist
 if [ -r "$idx_dir/train-images-idx3-ubyte.gz" ]; then
     ok "train --profile on /cpu:0" "$tool" train --device /cpu:0 --steps 2 --batch-size 8 --train-limit 64 \
         --test-limit 16 --profile
-    has "profile: the node table" "^| node | op | device | first ms | later runs | ms/run | total ms | % |"
-    has "profile: a backward convolution row" "^| gradients/Conv2D_1_grad/Conv2DBackpropFilter | Conv2DBackpropFilter | /device:CPU:0 | "
+    has "profile: the node table" "^| node | op | device | algorithm | first ms | later runs | ms/run | GFLOP/s | total ms | % |"
+    has "profile: a backward convolution row" "^| gradients/Conv2D_1_grad/Conv2DBackpropFilter | Conv2DBackpropFilter | /device:CPU:0 | - | "
+    # The forward convolutions name the algorithm that ran (the host's
+    # "direct") and their rate; ReLU counts no flops.
+    has "profile: a forward convolution's algorithm and GFLOP/s" "^| Conv2D_1 | Conv2D | /device:CPU:0 | direct | [0-9.]* | 3 | [0-9.]* | [0-9.]*[1-9][0-9.]* | "
+    has "profile: no GFLOP/s for Relu" "^| Relu[_0-9]* | Relu | /device:CPU:0 | - | [0-9.]* | 3 | [0-9.]* | - | "
     has "profile: the op table" "^| MatMul | "
     # Each forward node runs 4 times (2 steps, 2 test batches of 8): 3
     # after its first, 6 for the two Conv2D nodes in the op table.

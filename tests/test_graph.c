@@ -487,6 +487,10 @@ Test(graph, session_profile_times_each_node)
     double sec = -1, first = -1;
     cr_assert_eq(pdnn_session_node_profile(plain, r, &runs, &sec, &first), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(pdnn_last_error(), "without profile"), "%s", pdnn_last_error());
+    const char *pa = NULL;
+    double pf = 0;
+    cr_assert_eq(pdnn_session_node_work(plain, r, &pa, &pf), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "without profile"), "%s", pdnn_last_error());
     pdnn_session_destroy(plain);
 
     pdnn_session_config c;
@@ -520,6 +524,19 @@ Test(graph, session_profile_times_each_node)
     }
     cr_assert_eq(pdnn_session_node_profile(s, 99, &runs, &sec, NULL), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_eq(pdnn_session_node_profile(s, r, NULL, &sec, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    /* The work: the matmul's 8 x 4 outputs of 16 multiply-adds; no flops
+     * or algorithm for relu or for a node that never ran. */
+    const char *algo = NULL;
+    double flops = -1;
+    cr_assert_eq(pdnn_session_node_work(s, m, &algo, &flops), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert(flops == 2.0 * 8 * 4 * 16 && strcmp(algo, "") == 0, "matmul: %g flops, algorithm '%s'", flops, algo);
+    cr_assert_eq(pdnn_session_node_work(s, r, &algo, &flops), PDNN_SUCCESS);
+    cr_assert(flops == 0, "relu: %g flops", flops);
+    cr_assert_eq(pdnn_session_node_work(s, unused, &algo, &flops), PDNN_SUCCESS);
+    cr_assert(flops == 0, "a node that never ran: %g flops", flops);
+    cr_assert_eq(pdnn_session_node_work(s, 99, &algo, &flops), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_session_node_work(s, m, NULL, &flops), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "algorithm"), "%s", pdnn_last_error());
     pdnn_tensor_release(xv);
     pdnn_session_destroy(s);
     pdnn_graph_destroy(g);

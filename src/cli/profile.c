@@ -62,8 +62,8 @@ int cli_print_profile(FILE *out, const pdnn_graph *g, const pdnn_session *s, int
             "\nprofile: %d nodes ran, %.1f ms in all after each node's first run (each node's device synchronized "
             "after it; a first run also builds kernels)\n\n",
             nr, total * 1e3);
-    fprintf(out, "| node | op | device | first ms | later runs | ms/run | total ms | %% |\n"
-                 "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    fprintf(out, "| node | op | device | algorithm | first ms | later runs | ms/run | GFLOP/s | total ms | %% |\n"
+                 "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int k = 0; k < nr && k < top; k++) {
         pdnn_device *d = NULL;
         pdnn_device_info info = {0};
@@ -71,12 +71,20 @@ int cli_print_profile(FILE *out, const pdnn_graph *g, const pdnn_session *s, int
             snprintf(info.name, sizeof info.name, "?");
         const char *dn = info.name;
         const int64_t later = rows[k].runs > 1 ? rows[k].runs - 1 : 1;
-        fprintf(out, "| %s | %s | %s | %.1f | %lld | %.3f | %.1f | %.1f |\n", pdnn_graph_node_name(g, rows[k].node),
-                rows[k].op, dn, rows[k].first * 1e3, (long long)(rows[k].runs - 1), rows[k].sec * 1e3 / (double)later,
-                rows[k].sec * 1e3, rows[k].sec * pct);
+        const char *algo = "";
+        double flops = 0;
+        if (pdnn_session_node_work(s, rows[k].node, &algo, &flops) != PDNN_SUCCESS)
+            algo = "";
+        const double per = rows[k].sec / (double)later;
+        char gf[32] = "-";
+        if (flops > 0 && per > 0)
+            snprintf(gf, sizeof gf, "%.1f", flops / per / 1e9);
+        fprintf(out, "| %s | %s | %s | %s | %.1f | %lld | %.3f | %s | %.1f | %.1f |\n",
+                pdnn_graph_node_name(g, rows[k].node), rows[k].op, dn, algo[0] ? algo : "-", rows[k].first * 1e3,
+                (long long)(rows[k].runs - 1), per * 1e3, gf, rows[k].sec * 1e3, rows[k].sec * pct);
     }
     if (nr > top)
-        fprintf(out, "| (%d more nodes) | | | | | | | |\n", nr - top);
+        fprintf(out, "| (%d more nodes) | | | | | | | | | |\n", nr - top);
     fprintf(out, "\n| op | first runs ms | later runs | total ms | %% |\n| --- | ---: | ---: | ---: | ---: |\n");
     for (int k = 0; k < no; k++)
         fprintf(out, "| %s | %.1f | %lld | %.1f | %.1f |\n", ops[k].op, ops[k].first * 1e3, (long long)ops[k].runs,
