@@ -530,7 +530,7 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
         memcpy(bf, b->data, (size_t)K * sizeof *bf);
     const char *out_name = n->n_output ? n->output[0] : "";
     int r = n->n_output == 1 ? sole_reader(im, idx + 1, out_name) : -1;
-    if (r >= 0 && strcmp(im->g->node[r]->op_type, "BatchNormalization") == 0) {
+    if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "BatchNormalization") == 0) {
         const Onnx__NodeProto *bn = im->g->node[r];
         value *sc = const_input(im, bn, 1), *bb = const_input(im, bn, 2), *mu = const_input(im, bn, 3),
               *var = const_input(im, bn, 4);
