@@ -18,43 +18,10 @@
 #include <clblast_c.h>
 #include <stdio.h>
 
-/* Workspace in floats: the packed filter (or filter gradient), one
- * image's columns and one image's dy as a matrix. */
-static int64_t ws_floats(const pdnn__conv2d_call *c)
-{
-    const int64_t cpg = c->c / c->groups, rs = c->r * c->s, pq = c->p * c->q;
-    return c->k * cpg * rs + c->c * rs * pq + c->k * pq;
-}
-
 static void bwd_im2col_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     (void)dev;
-    const pdnn__conv2d_call *c = &call->u.conv2d;
-    const int64_t lim = INT32_MAX / 4;
-    /* The kernels index images, channels and pixels in int. */
-    if (c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim || c->h * c->w > lim ||
-        c->p * c->q > lim) {
-        pdnn__plan_refuse(plan, "im2col_gemm: the tensor is too large for its int indices");
-        return;
-    }
-    const int64_t f = ws_floats(c);
-    if (f > INT64_MAX / 8 || (uint64_t)f * sizeof(float) > SIZE_MAX / 2) {
-        pdnn__plan_refuse(plan, "im2col_gemm: its workspace (%lld floats) is beyond what its indices reach",
-                          (long long)f);
-        return;
-    }
-    plan->supported = 1;
-    plan->workspace = (size_t)f * sizeof(float);
-}
-
-static pdnn_status blast(CLBlastStatusCode bs)
-{
-    if (bs == CLBlastSuccess)
-        return PDNN_SUCCESS;
-    return pdnn__error(bs == CLBlastOpenCLOutOfResources || bs == CLBlastOpenCLOutOfHostMemory
-                           ? PDNN_ERR_OUT_OF_MEMORY
-                           : PDNN_ERR_BACKEND,
-                       "OpenCL: CLBlastSgemm failed with status %d", (int)bs);
+    pdnn__cl_im2col_plan(&call->u.conv2d, plan);
 }
 
 /* col (rows x P*Q) = im2col of image n of t (strides ts, dims C x H x W)
@@ -194,13 +161,13 @@ static pdnn_status bwd_im2col_enqueue(cl_dev *d, pdnn__op op, const pdnn__conv2d
         }
         for (int64_t g = 0; st == PDNN_SUCCESS && g < c->groups; g++) {
             if (filter) /* dwpack[g] (kpg x cpg*RS) (+)= dy[g] (kpg x PQ) * col[g]^T */
-                st = blast(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)kpg,
+                st = pdnn__cl_blast_status(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)kpg,
                                         (size_t)(cpg * rs), (size_t)pq, 1.0f, ws, (size_t)(dy_off + g * kpg * pq),
                                         (size_t)pq, ws, (size_t)(col_off + g * cpg * rs * pq), (size_t)pq,
                                         n == 0 ? 0.0f : 1.0f, ws, (size_t)(wp_off + g * kpg * cpg * rs),
                                         (size_t)(cpg * rs), &d->queue, NULL));
             else /* col[g] (cpg*RS x PQ) = wpack[g]^T (cpg*RS x kpg) * dy[g] (kpg x PQ) */
-                st = blast(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeYes, CLBlastTransposeNo,
+                st = pdnn__cl_blast_status(CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeYes, CLBlastTransposeNo,
                                         (size_t)(cpg * rs), (size_t)pq, (size_t)kpg, 1.0f, ws,
                                         (size_t)(wp_off + g * kpg * cpg * rs), (size_t)(cpg * rs), ws,
                                         (size_t)(dy_off + g * kpg * pq), (size_t)pq, 0.0f, ws,

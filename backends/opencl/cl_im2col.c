@@ -9,27 +9,47 @@
 
 extern const pdnn__algo pdnn__cl_algo_im2col_gemm;
 
-/* Workspace in floats: the repacked filter, one image's columns and one
- * image's GEMM result. */
-static int64_t workspace_floats(const pdnn__conv2d_call *c)
+/* The plan the forward and backward im2col_gemm share (workspace in
+ * floats: the packed filter or its gradient, one image's columns and one
+ * image's K x P*Q matrix): 1 if they run c, else plan refused. The kernels
+ * index images, channels and pixels in int; GEMM sizes are size_t. */
+int pdnn__cl_im2col_plan(const pdnn__conv2d_call *c, pdnn__plan *plan)
 {
+    const int64_t lim = INT32_MAX / 4;
+    if (c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim || c->h * c->w > lim ||
+        c->p * c->q > lim) {
+        pdnn__plan_refuse(plan, "im2col_gemm: the tensor is too large for its int indices");
+        return 0;
+    }
     const int64_t cpg = c->c / c->groups, rs = c->r * c->s, pq = c->p * c->q;
-    return c->k * cpg * rs + c->c * rs * pq + c->k * pq;
+    const int64_t f = c->k * cpg * rs + c->c * rs * pq + c->k * pq;
+    if (f > INT64_MAX / 8 || (uint64_t)f * sizeof(float) > SIZE_MAX / 2) {
+        pdnn__plan_refuse(plan, "im2col_gemm: its workspace (%lld floats) is beyond what its indices reach",
+                          (long long)f);
+        return 0;
+    }
+    plan->supported = 1;
+    plan->workspace = (size_t)f * sizeof(float);
+    return 1;
+}
+
+/* A CLBlast status as polydnn's: out of memory, or a backend error. */
+pdnn_status pdnn__cl_blast_status(int bs)
+{
+    if (bs == CLBlastSuccess)
+        return PDNN_SUCCESS;
+    return pdnn__error(bs == CLBlastOpenCLOutOfResources || bs == CLBlastOpenCLOutOfHostMemory
+                           ? PDNN_ERR_OUT_OF_MEMORY
+                           : PDNN_ERR_BACKEND,
+                       "OpenCL: CLBlastSgemm failed with status %d", bs);
 }
 
 static void im2col_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    const int64_t f = workspace_floats(c);
-    /* Kernel indices are long, GEMM sizes size_t: keep within both. */
-    if (f > INT64_MAX / 8 || (uint64_t)f * sizeof(float) > SIZE_MAX / 2) {
-        pdnn__plan_refuse(plan, "im2col_gemm: its workspace (%lld floats) is beyond what its indices reach",
-                          (long long)f);
+    if (!pdnn__cl_im2col_plan(c, plan))
         return;
-    }
-    plan->supported = 1;
-    plan->workspace = (size_t)f * sizeof(float);
     if (c->groups != 1)
         pdnn__plan_skip(plan, "AUTO runs grouped convolutions with tiled: per-group GEMMs are small (%lld groups)",
                         (long long)c->groups);
@@ -99,16 +119,11 @@ static pdnn_status im2col_enqueue(cl_dev *d, const pdnn__conv2d_call *c, pdnn__b
                                : pdnn__cl_fail("clSetKernelArg(conv2d_im2col)", err);
         for (int64_t g = 0; st == PDNN_SUCCESS && g < c->groups; g++) {
             /* tmp[g] (kpg x PQ) = wpack[g] (kpg x cpg*RS) * col[g] (cpg*RS x PQ) */
-            CLBlastStatusCode bs = CLBlastSgemm(
+            st = pdnn__cl_blast_status(CLBlastSgemm(
                 CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, (size_t)kpg, (size_t)pq,
                 (size_t)(cpg * rs), 1.0f, ws, (size_t)(wp_off + g * kpg * cpg * rs), (size_t)(cpg * rs), ws,
                 (size_t)(col_off + g * cpg * rs * pq), (size_t)pq, 0.0f, ws, (size_t)(tmp_off + g * kpg * pq),
-                (size_t)pq, &d->queue, NULL);
-            if (bs != CLBlastSuccess)
-                st = pdnn__error(bs == CLBlastOpenCLOutOfResources || bs == CLBlastOpenCLOutOfHostMemory
-                                     ? PDNN_ERR_OUT_OF_MEMORY
-                                     : PDNN_ERR_BACKEND,
-                                 "OpenCL: CLBlastSgemm failed with status %d", (int)bs);
+                (size_t)pq, &d->queue, NULL));
         }
         if (st != PDNN_SUCCESS)
             break;

@@ -87,6 +87,13 @@ pdnn_status pdnn__cl_fail(const char *call, cl_int err);
  * work-group size (the kernels bound-check). Called with d->lock held. */
 pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total);
 
+#ifdef PDNN_HAVE_CLBLAST
+/* cl_im2col.c: the plan the forward and backward im2col_gemm share (1 if
+ * they run c), and a CLBlast status (CLBlastStatusCode) as polydnn's. */
+int pdnn__cl_im2col_plan(const pdnn__conv2d_call *c, pdnn__plan *plan);
+pdnn_status pdnn__cl_blast_status(int bs);
+#endif
+
 /* The kernel named kernel of kernels_cl/ file (or its copy in
  * $POLYDNN_KERNEL_DIR) built for d with build options opts (NULL: none;
  * -cl-std=CL1.2 is added, and no -w: the kernels build warning-free, which

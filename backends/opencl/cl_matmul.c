@@ -230,12 +230,7 @@ static pdnn_status clblast_run(void *dev, const pdnn__op_call *call, const pdnn_
         (cl_mem)c->b_buf.region, (size_t)elem_off(c->b_buf), (size_t)(c->trans_b ? c->k : c->n), 0.0f,
         (cl_mem)c->c_buf.region, (size_t)elem_off(c->c_buf), (size_t)c->n, &d->queue, NULL);
     pthread_mutex_unlock(&d->lock);
-    if (bs != CLBlastSuccess)
-        return pdnn__error(bs == CLBlastOpenCLOutOfResources || bs == CLBlastOpenCLOutOfHostMemory
-                               ? PDNN_ERR_OUT_OF_MEMORY
-                               : PDNN_ERR_BACKEND,
-                           "OpenCL: CLBlastSgemm failed with status %d", (int)bs);
-    return PDNN_SUCCESS;
+    return pdnn__cl_blast_status(bs);
 }
 
 const pdnn__algo pdnn__cl_algo_matmul_clblast = {
