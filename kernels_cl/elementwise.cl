@@ -44,6 +44,39 @@ __kernel void ew_relu(__global const float *x, long x_off,
     y[y_off + i] = relu1(x[x_off + i]);
 }
 
+/* rows x w 4-byte words, row r from src + r * sp to dst + r * dp (pdnn_concat's
+ * blocks); bits are copied as they are. */
+__kernel void ew_copy_rows(__global const uint *src, long s_off, long sp,
+                           __global uint *dst, long d_off, long dp,
+                           long w, long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const long r = i / w, c = i - r * w;
+    dst[d_off + r * dp + c] = src[s_off + r * sp + c];
+}
+
+/* mode 0 clip: min(max(x, alpha), beta), NaN kept; 1 leaky relu; 2
+ * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should). */
+__kernel void ew_activation(__global const float *x, long x_off,
+                            __global float *y, long y_off,
+                            long n, int mode, float alpha, float beta)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= n)
+        return;
+    const float v = x[x_off + i];
+    float r;
+    if (mode == 0)
+        r = v < alpha ? alpha : (v > beta ? beta : v);
+    else if (mode == 1)
+        r = v >= 0.0f ? v : alpha * v;
+    else
+        r = 1.0f / (1.0f + exp(-v));
+    y[y_off + i] = r;
+}
+
 /* Softmax over the middle axis of [outer][c][inner]. Neighbouring
  * work-items take neighbouring i, so each pass reads memory coalesced.
  * Subtracting the max keeps exp from overflowing; y (never aliasing x)

@@ -135,6 +135,16 @@ typedef struct pdnn__scale_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__scale_call;
 
+/* y[i] = f(x[i]), i < n (memory order), f by mode (pdnn_activation):
+ * CLIP min(max(x, alpha), beta), LEAKY_RELU x >= 0 ? x : alpha x,
+ * SIGMOID 1 / (1 + exp(-x)). y may be x. */
+typedef struct pdnn__act_call {
+    int64_t n;
+    pdnn_activation mode;
+    float alpha, beta;
+    pdnn__buf x_buf, y_buf;
+} pdnn__act_call;
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */
@@ -179,6 +189,7 @@ typedef enum pdnn__op {
     PDNN__OP_OPTIMIZER = 11,        /* u.optim; updates in place */
     PDNN__OP_GEMM = 12,             /* u.matmul (pdnn_matmul) */
     PDNN__OP_SCALE = 13,            /* u.scale (pdnn_scale) */
+    PDNN__OP_ACTIVATION = 14,       /* u.act (pdnn_activation_forward) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -228,6 +239,7 @@ typedef struct pdnn__op_call {
         pdnn__optim_call optim;
         pdnn__matmul_call matmul;
         pdnn__scale_call scale;
+        pdnn__act_call act;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */
@@ -310,6 +322,10 @@ struct pdnn__backend {
     pdnn_status (*write)(void *dev, pdnn__buf dst, const void *src, size_t bytes);
     pdnn_status (*read)(void *dev, pdnn__buf src, void *dst, size_t bytes);
     pdnn_status (*copy)(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes);
+    /* rows blocks of width bytes: row r from src + r * src_pitch to
+     * dst + r * dst_pitch (no overlap). NULL: core loops over copy. */
+    pdnn_status (*copy_rows)(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
+                             size_t width, size_t rows);
     pdnn_status (*synchronize)(void *dev);
 
     /* Per op, a NULL-terminated array of this backend's algorithms (NULL:

@@ -39,6 +39,7 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_OPTIMIZER: return "optimizer";
     case PDNN__OP_GEMM: return "matmul";
     case PDNN__OP_SCALE: return "scale";
+    case PDNN__OP_ACTIVATION: return "activation";
     case PDNN__OP_COUNT: break;
     }
     return "op";
@@ -306,6 +307,10 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
                  (long long)o->n, o->s1_buf.region ? " slot" : "");
     } else if (call->op == PDNN__OP_SCALE) {
         snprintf(buf, len, "scale f32 n%lld", (long long)call->u.scale.n);
+    } else if (call->op == PDNN__OP_ACTIVATION) {
+        static const char *const modes[] = {"clip", "leaky_relu", "sigmoid"};
+        const pdnn__act_call *c = &call->u.act;
+        snprintf(buf, len, "activation f32 %s n%lld", (unsigned)c->mode < 3 ? modes[c->mode] : "?", (long long)c->n);
     } else if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
         snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n, (long long)c->k,
@@ -338,6 +343,8 @@ double pdnn__op_flops(const pdnn__op_call *call)
     }
     if (call->op == PDNN__OP_SCALE)
         return (double)call->u.scale.n;
+    if (call->op == PDNN__OP_ACTIVATION)
+        return (double)call->u.act.n;
     if (call->op == PDNN__OP_GEMM)
         return 2.0 * (double)call->u.matmul.m * (double)call->u.matmul.n * (double)call->u.matmul.k;
     /* The training ops: elements touched. */
@@ -373,6 +380,7 @@ static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
     case PDNN__OP_SOFTMAX_XENT: *n = 1; return call->u.xent.loss_buf;
     case PDNN__OP_OPTIMIZER: *n = (size_t)call->u.optim.n; return call->u.optim.w_buf;
     case PDNN__OP_SCALE: *n = (size_t)call->u.scale.n; return call->u.scale.y_buf;
+    case PDNN__OP_ACTIVATION: *n = (size_t)call->u.act.n; return call->u.act.y_buf;
     case PDNN__OP_GEMM: *n = (size_t)(call->u.matmul.m * call->u.matmul.n); return call->u.matmul.c_buf;
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;

@@ -11,7 +11,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "VariableV2", "SparseSoftmaxCrossEntropyWithLogits",
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
-                                         "ApplyGradient", "NoOp", "Mul"};
+                                         "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -21,6 +21,8 @@ const char *pdnn__op_type(const pdnn__node *n)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPoolGrad" : "AvgPoolGrad";
     if (n->op == PDNN__OP_APPLY)
         return n->optim.kind == PDNN_OPTIMIZER_ADAM ? "ApplyAdam" : "ApplyMomentum";
+    if (n->op == PDNN__OP_ACT)
+        return n->act == PDNN_ACTIVATION_CLIP ? "Clip" : n->act == PDNN_ACTIVATION_LEAKY_RELU ? "LeakyRelu" : "Sigmoid";
     return base_names[n->op];
 }
 
@@ -375,6 +377,72 @@ pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const char *device
         return shape_error(&nd, "x must be float32");
     nd.alpha = alpha;
     return finish(g, &nd, &x, 1, out);
+}
+
+pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                  pdnn_activation mode, float alpha, float beta, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_activation", name, device, PDNN__OP_ACT, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    nd.act = mode;
+    if (mode != PDNN_ACTIVATION_CLIP && mode != PDNN_ACTIVATION_LEAKY_RELU && mode != PDNN_ACTIVATION_SIGMOID)
+        return shape_error(&nd, "unknown activation mode (clip 0, leaky relu 1, sigmoid 2)");
+    if (mode == PDNN_ACTIVATION_CLIP && (isnan(alpha) || isnan(beta) || alpha > beta))
+        return shape_error(&nd, "clip bounds must not be NaN and the lower (alpha) must not exceed beta");
+    if (mode == PDNN_ACTIVATION_LEAKY_RELU && !isfinite(alpha))
+        return shape_error(&nd, "leaky relu's alpha must be finite");
+    nd.out = *in_desc(g, x);
+    if (nd.out.dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "x must be float32");
+    nd.alpha = alpha;
+    nd.beta = beta;
+    if (!name || !*name) { /* the default name follows the op type, now known */
+        pdnn__node probe = nd;
+        const char *base = pdnn__op_type(&probe);
+        snprintf(nd.name, sizeof nd.name, "%s", base);
+        for (int k = 1; name_taken(g, nd.name); k++)
+            snprintf(nd.name, sizeof nd.name, "%s_%d", base, k);
+    }
+    return finish(g, &nd, &x, 1, out);
+}
+
+pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *device, const pdnn_node *inputs, int n,
+                              int axis, pdnn_node *out)
+{
+    if (!inputs || n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_concat: %s",
+                           !inputs ? "inputs is NULL" : "n must be at least 1");
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_concat", name, device, PDNN__OP_CONCAT, inputs, n, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (axis < 0 || axis > 3)
+        return shape_error(&nd, "axis must be 0 to 3 (a logical axis of the dims)");
+    nd.axis = axis;
+    nd.out = *in_desc(g, inputs[0]);
+    if (nd.out.dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "the inputs must be float32");
+    for (int i = 1; i < n; i++) {
+        const pdnn_tensor_desc *a = in_desc(g, inputs[i]);
+        int ok = a->layout == nd.out.layout && a->dtype == nd.out.dtype;
+        for (int k = 0; k < 4; k++)
+            ok = ok && (k == axis || a->dims[k] == nd.out.dims[k]);
+        if (!ok) {
+            char msg[256], da[96], db[96];
+            snprintf(msg, sizeof msg, "input 0 is %s but input %d is %s; they must match in layout and in every "
+                     "dim but axis %d", pdnn__desc_string(&nd.out, da, sizeof da), i,
+                     pdnn__desc_string(a, db, sizeof db), axis);
+            return shape_error(&nd, msg);
+        }
+        if (a->dims[axis] > INT64_MAX / 4 - nd.out.dims[axis])
+            return shape_error(&nd, "the concatenated dim overflows");
+        nd.out.dims[axis] += a->dims[axis];
+    }
+    if (pdnn_tensor_desc_validate(&nd.out) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    return finish(g, &nd, inputs, n, out);
 }
 
 pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)

@@ -26,7 +26,9 @@ typedef enum pdnn__node_op {
     PDNN__OP_G_RELU_BWD,         /* inputs y, dy */
     PDNN__OP_APPLY,            /* inputs var, grad, slots; updates var in place; no value */
     PDNN__OP_TRAIN,            /* inputs the APPLY nodes; then global_step += 1; no value */
-    PDNN__OP_MUL               /* x * alpha (pdnn_scale) */
+    PDNN__OP_MUL,              /* x * alpha (pdnn_scale) */
+    PDNN__OP_ACT,              /* pdnn_activation_forward: act, alpha, beta */
+    PDNN__OP_CONCAT            /* pdnn_concat along axis */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -43,7 +45,10 @@ typedef struct pdnn__node {
     pdnn_optimizer_params optim; /* APPLY */
     int step;           /* APPLY, TRAIN: the global_step variable */
     int colocate;       /* 1 + the node whose device this one takes when it names none; 0: none */
-    float alpha;        /* MUL */
+    float alpha;        /* MUL, ACT */
+    float beta;         /* ACT */
+    pdnn_activation act; /* ACT */
+    int axis;           /* CONCAT */
 } pdnn__node;
 
 struct pdnn_graph {

@@ -1,8 +1,9 @@
-/* The ops around convolution (add, add_n, bias_add, relu, softmax, matmul,
- * reshape): validate in core, dispatch to the device holding the tensors. */
+/* The ops around convolution (add, add_n, bias_add, relu, activations,
+ * softmax, matmul, reshape, concat): validate in core, dispatch to the device holding the tensors. */
 #include "context.h"
 #include "dispatch.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -175,6 +176,47 @@ pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y)
     return d->backend->relu(d->handle, x->block.buf, y->block.buf, numel(x));
 }
 
+pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, float alpha, float beta,
+                                    pdnn_tensor *y)
+{
+    static const char op[] = "pdnn_activation_forward";
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need(op, ts, names, 2);
+    if (st == PDNN_SUCCESS)
+        st = same_shape(op, x, "x", y, "y");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias(op, y, "y", x, "x", 1);
+    if (st != PDNN_SUCCESS)
+        return st;
+    switch (mode) {
+    case PDNN_ACTIVATION_CLIP:
+        if (isnan(alpha) || isnan(beta) || alpha > beta)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: clip bounds [%g, %g]; they must not be NaN and "
+                               "alpha (the lower) must not exceed beta", op, (double)alpha, (double)beta);
+        break;
+    case PDNN_ACTIVATION_LEAKY_RELU:
+        if (!isfinite(alpha))
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: leaky relu's alpha is %g; it must be finite", op,
+                               (double)alpha);
+        break;
+    case PDNN_ACTIVATION_SIGMOID: break;
+    default:
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: unknown mode %d (clip 0, leaky relu 1, sigmoid 2)", op,
+                           (int)mode);
+    }
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_ACTIVATION;
+    call.u.act.n = numel(x);
+    call.u.act.mode = mode;
+    call.u.act.alpha = alpha;
+    call.u.act.beta = beta;
+    call.u.act.x_buf = x->block.buf;
+    call.u.act.y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+}
+
 pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
 {
     const pdnn_tensor *ts[] = {x, y};
@@ -259,4 +301,70 @@ pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
         return st;
     pdnn_device *d = x->dev;
     return d->backend->copy(d->handle, y->block.buf, x->block.buf, (size_t)x->bytes);
+}
+
+pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tensor *y)
+{
+    static const char op[] = "pdnn_concat";
+    if (!xs || !y || n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s", op,
+                           !xs ? "xs is NULL" : !y ? "y is NULL" : "n must be at least 1");
+    if (axis < 0 || axis > 3)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: axis %d; it must be 0 to 3 (a logical axis of the dims)",
+                           op, axis);
+    int64_t sum = 0;
+    char nm[32], da[96], db[96];
+    for (int i = 0; i < n; i++) {
+        snprintf(nm, sizeof nm, "xs[%d]", i);
+        const pdnn_tensor *ts[] = {y, xs[i]};
+        const char *names[] = {"y", nm};
+        pdnn_status st = need(op, ts, names, 2);
+        if (st != PDNN_SUCCESS)
+            return st;
+        const pdnn_tensor_desc *a = &xs[i]->desc;
+        int ok = a->layout == y->desc.layout;
+        for (int k = 0; k < 4; k++)
+            ok = ok && (k == axis || a->dims[k] == y->desc.dims[k]);
+        if (!ok)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s but y is %s; they must match in layout and "
+                               "in every dim but axis %d", op, nm, pdnn__desc_string(a, da, sizeof da),
+                               pdnn__desc_string(&y->desc, db, sizeof db), axis);
+        sum += a->dims[axis];
+        if ((st = pdnn__check_alias(op, y, "y", xs[i], nm, 0)) != PDNN_SUCCESS)
+            return st;
+    }
+    if (sum != y->desc.dims[axis])
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the inputs' dims along axis %d add up to %lld but y has "
+                           "%lld", op, axis, (long long)sum, (long long)y->desc.dims[axis]);
+    /* In memory order, input i is (outer) blocks of stride[axis] * its dim
+     * elements, each landing at an offset of the running sum in y's block
+     * of the same outer index: the strides below the axis are common. */
+    int64_t ys[4];
+    pdnn__layout_strides(y->desc.layout, y->desc.dims, ys);
+    const size_t esz = sizeof(float), inner = (size_t)ys[axis];
+    const size_t outer = (size_t)(numel(y) / (int64_t)(inner * (size_t)y->desc.dims[axis]));
+    const size_t ypitch = inner * (size_t)y->desc.dims[axis] * esz;
+    pdnn_device *d = y->dev;
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t width = inner * (size_t)xs[i]->desc.dims[axis] * esz;
+        pdnn__buf dst = y->block.buf;
+        dst.offset += at;
+        pdnn_status st = PDNN_SUCCESS;
+        if (outer == 1)
+            st = d->backend->copy(d->handle, dst, xs[i]->block.buf, width);
+        else if (d->backend->copy_rows)
+            st = d->backend->copy_rows(d->handle, dst, ypitch, xs[i]->block.buf, width, width, outer);
+        else
+            for (size_t r = 0; r < outer && st == PDNN_SUCCESS; r++) {
+                pdnn__buf s = xs[i]->block.buf, t = dst;
+                s.offset += r * width;
+                t.offset += r * ypitch;
+                st = d->backend->copy(d->handle, t, s, width);
+            }
+        if (st != PDNN_SUCCESS)
+            return st;
+        at += width;
+    }
+    return PDNN_SUCCESS;
 }

@@ -50,6 +50,32 @@ static int optimizer_plans(const pdnn_device *dev, const pdnn__node *n)
     return 0;
 }
 
+/* Whether some activation algorithm of dev's backend plans n's mode
+ * (CUDA refuses leaky relu and clips not from 0). */
+static int activation_plans(const pdnn_device *dev, const pdnn__node *n)
+{
+    const pdnn__algo *const *list = dev->backend->algos[PDNN__OP_ACTIVATION];
+    if (!list)
+        return 0;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_ACTIVATION;
+    call.tuning = PDNN_TUNING_OFF;
+    call.device_key = dev->tune_key;
+    call.force_config = -1;
+    call.u.act.n = pdnn_tensor_desc_elements(&n->out);
+    call.u.act.mode = n->act;
+    call.u.act.alpha = n->alpha;
+    call.u.act.beta = n->beta;
+    for (int i = 0; list[i]; i++) {
+        pdnn__plan plan;
+        pdnn__plan_for((pdnn_device *)dev, list[i], &call, &plan);
+        if (plan.supported)
+            return 1;
+    }
+    return 0;
+}
+
 int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
 {
     const pdnn__backend *b = dev->backend;
@@ -64,6 +90,8 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_BIAS_ADD: return b->bias_add != NULL;
     case PDNN__OP_RELU: return b->relu != NULL;
     case PDNN__OP_MUL: return b->algos[PDNN__OP_SCALE] != NULL;
+    case PDNN__OP_ACT: return activation_plans(dev, n);
+    case PDNN__OP_CONCAT: return b->copy != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;
     case PDNN__OP_RESHAPE: return b->copy != NULL;
     case PDNN__OP_VARIABLE: return 1;

@@ -656,6 +656,32 @@ PDNN_API pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias
 /* y = max(x, 0); NaN stays NaN. y may be x. */
 PDNN_API pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y);
 
+/* Elementwise activations besides relu (cuDNN's cudnnActivationForward,
+ * ONNX's Clip, LeakyRelu, Sigmoid). One registry op: host "direct",
+ * OpenCL "direct", CUDA "cudnn" (sigmoid, and clip with alpha 0, which is
+ * cuDNN's clipped relu; the rest is refused there and soft placement
+ * moves it). */
+typedef enum pdnn_activation {
+    PDNN_ACTIVATION_CLIP = 0,       /* min(max(x, alpha), beta); alpha <= beta (ReLU6: 0, 6); NaN stays NaN */
+    PDNN_ACTIVATION_LEAKY_RELU = 1, /* x >= 0 ? x : alpha * x */
+    PDNN_ACTIVATION_SIGMOID = 2     /* 1 / (1 + exp(-x)); alpha, beta unused */
+} pdnn_activation;
+
+/* y = f(x) for mode f. x and y: float32, the same dims and layout (any
+ * layout), one device; y may be x. alpha and beta must not be NaN
+ * (CLIP takes +-infinity for an open side; LEAKY_RELU needs a finite
+ * alpha); an unknown mode is refused. */
+PDNN_API pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, float alpha, float beta,
+                                             pdnn_tensor *y);
+
+/* Concatenates n >= 1 tensors along logical axis (0 N, 1 C, 2 H, 3 W of
+ * pdnn_tensor_desc's dims; for a matrix {M, K, 1, 1}, 1 is the columns):
+ * every xs[i] has y's dtype and layout and y's dims except along axis,
+ * where y's dim is their sum. Runs as device copies of contiguous blocks
+ * (one per input and slice above the axis in memory order), so any
+ * device with a copy has it. y may overlap no input. */
+PDNN_API pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tensor *y);
+
 /* Softmax over C (the columns of a matrix), computed stably. */
 PDNN_API pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y);
 
@@ -781,6 +807,16 @@ PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const 
                                          pdnn_node bias, pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                      pdnn_node *out);
+/* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu" or
+ * "Sigmoid" by mode; not differentiable yet (pdnn_graph_gradients refuses
+ * a path through it). */
+PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                           pdnn_activation mode, float alpha, float beta, pdnn_node *out);
+
+/* pdnn_concat as a node ("ConcatV2"): inputs[0..n-1] along axis. */
+PDNN_API pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *device, const pdnn_node *inputs,
+                                       int n, int axis, pdnn_node *out);
+
 /* x * alpha (pdnn_scale), op type "Mul"; alpha finite, x float32. */
 PDNN_API pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const char *device, pdnn_node x, float alpha,
                                       pdnn_node *out);

@@ -1,6 +1,7 @@
 /*
  * The training ops' cases of the op-parity harness (grad mode): relu
- * backward, softmax cross-entropy and optimizer steps, each run on every
+ * backward, softmax cross-entropy and optimizer steps, and the
+ * elementwise registry ops (scale, activations), each run on every
  * device by every algorithm its backend registers (forced by name), and
  * compared with a naive loop in double written here. The naive
  * cross-entropy gradient is itself checked against central finite
@@ -13,6 +14,7 @@
  *   optimizers     |got - ref| / max |ref| over the tensor (w, then each
  *                  slot), after several steps with new gradients each;
  *   scale          |got - ref| / |ref| (one float product: a rounding);
+ *   activation     |got - ref| / max(|ref|, 1), NaN where the input is;
  *   matmul         |got - ref| / (sum over p of |a[i,p] b[p,j]| + 1e-30)
  *                  per element: float32 sums err by ~sqrt(k) ulps of
  *                  that, a wrong index or transpose by the whole of it.
@@ -32,7 +34,7 @@
 
 #define TRAIN_TOL 1e-5
 
-typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE } kind;
+typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT } kind;
 
 typedef struct train_case {
     int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n};
@@ -40,60 +42,74 @@ typedef struct train_case {
     const char *set;
     kind k;
     pdnn_layout layout;
-    float offset;         /* xent: added to every logit */
-    float amp;            /* xent: logits' spread */
+    float offset;         /* xent: added to every logit; act: alpha */
+    float amp;            /* xent: logits' spread; act: beta */
     pdnn_optimizer_kind opt;
-    float lr, momentum, weight_decay;
+    float lr, momentum, weight_decay; /* act: lr spreads x */
+    pdnn_activation act;
 } train_case;
 
 static const train_case cases[] = {
-    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
-    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0},
-    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0},
-    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
-    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
-    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
-    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
-    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0},
-    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0},
-    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0},
-    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0},
-    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0},
-    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0},
-    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0},
-    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0},
-    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f},
-    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0},
-    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f},
-    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f},
-    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
-    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f},
-    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0},
-    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0},
+    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0},
+    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0},
+    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0, 0},
+    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0},
+    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0},
+    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0, 0},
+    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0},
+    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0, 0},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f, 0},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0, 0},
+    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f, 0},
+    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f, 0},
+    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0},
+    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f, 0},
+    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0},
+    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f, 0},
     /* Every transpose pair; sizes 1, odd, not multiples of 4, a batch of
      * 17, and Deep MNIST's fully connected shapes scaled down. */
-    {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{1, 1, 1, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 1}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 3}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0},
-    {{1, 131, 257, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
-    {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 1}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 3}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 131, 257, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
     /* y = alpha x (alpha in lr): odd sizes, batch 1 and 17, both layouts,
      * a negative and a tiny alpha, 0 */
-    {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0},
-    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NHWC, 0, 0, 0, -0.25f, 0, 0},
-    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 1.0f / 3.0f, 0, 0},
-    {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0},
-    {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0},
+    {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0, 0},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NHWC, 0, 0, 0, -0.25f, 0, 0, 0},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 1.0f / 3.0f, 0, 0, 0},
+    {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0, 0},
+    {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0, 0},
+    /* Activations (alpha, beta in offset, amp; x spread by lr): ReLU6, a
+     * clip from below only and a narrow one, leaky relu of two slopes,
+     * sigmoid out to where exp overflows; odd sizes, batch 1 and 17, both
+     * layouts. Inputs hold the bounds exactly, +-0 and a NaN. */
+    {{1, 1, 1, 1}, "activation", ACT, PDNN_NCHW, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, -0.5f, INFINITY, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, -0.25f, 0.25f, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP},
+    {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0.01f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.2f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SIGMOID},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SIGMOID},
+    {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SIGMOID},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
 
@@ -103,6 +119,7 @@ static pdnn__op op_of(const train_case *c)
            : c->k == XENT   ? PDNN__OP_SOFTMAX_XENT
            : c->k == MATMUL ? PDNN__OP_GEMM
            : c->k == SCALE  ? PDNN__OP_SCALE
+           : c->k == ACT    ? PDNN__OP_ACTIVATION
                             : PDNN__OP_OPTIMIZER;
 }
 
@@ -133,6 +150,11 @@ static void case_name(const train_case *c, char *buf, size_t len)
         snprintf(buf, len, "%s m%lld n%lld k%lld%s%s %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
                  (long long)c->dims[2], c->dims[3] & 2 ? " trans_a" : "", c->dims[3] & 1 ? " trans_b" : "",
                  pdnn_layout_name(c->layout));
+    else if (c->k == ACT)
+        snprintf(buf, len, "%s %s [%lld,%lld,%lld,%lld] %s alpha %g beta %g x*%g", c->set,
+                 c->act == PDNN_ACTIVATION_CLIP ? "clip" : c->act == PDNN_ACTIVATION_LEAKY_RELU ? "leaky_relu" : "sigmoid",
+                 (long long)c->dims[0], (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3],
+                 pdnn_layout_name(c->layout), (double)c->offset, (double)c->amp, (double)c->lr);
     else if (c->k == SCALE)
         snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s alpha %g", c->set, (long long)c->dims[0],
                  (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout),
@@ -340,6 +362,31 @@ static pdnn_status run_scale(pdnn_device *dev, const train_case *c, const inputs
     return st;
 }
 
+static pdnn_status run_act(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c);
+    pdnn_tensor *x = make(dev, &d, in->x), *y = make(dev, &d, NULL);
+    pdnn_status st = x && y ? pdnn_activation_forward(x, c->act, c->offset, c->amp, y) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y);
+    return st;
+}
+
+/* The activation of x in double. */
+static double naive_act(const train_case *c, double x)
+{
+    if (isnan(x))
+        return x;
+    switch (c->act) {
+    case PDNN_ACTIVATION_CLIP: return x < (double)c->offset ? (double)c->offset : x > (double)c->amp ? (double)c->amp : x;
+    case PDNN_ACTIVATION_LEAKY_RELU: return x >= 0.0 ? x : (double)c->offset * x;
+    case PDNN_ACTIVATION_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    }
+    return NAN;
+}
+
 /* C in ref, and in ref + m n the sums of |a b| that scale each error. */
 static void naive_matmul(const train_case *c, const inputs *in, double *ref)
 {
@@ -393,6 +440,16 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
         for (int64_t i = 0; i < in->n; i++)
             if (!((double)got[i] == ref[i]) && worst == 0.0)
                 worst = INFINITY, *at = i;
+        return worst;
+    }
+    if (c->k == ACT) { /* relative above 1, absolute below (sigmoid's tail may flush to 0); NaN where NaN */
+        for (int64_t i = 0; i < in->n; i++) {
+            const double e = isnan(ref[i]) && isnan(got[i]) ? 0.0 : fabs((double)got[i] - ref[i]) / fmax(fabs(ref[i]), 1.0);
+            if (!(e <= worst)) {
+                worst = isnan(e) ? INFINITY : e;
+                *at = i;
+            }
+        }
         return worst;
     }
     if (c->k == SCALE) {
@@ -462,7 +519,7 @@ static const char *where(const train_case *c, const inputs *in, int64_t at, char
         snprintf(buf, len, "dlogits[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else if (c->k == OPTIM)
         snprintf(buf, len, "%s[%lld]", slot[at / in->n], (long long)(at % in->n));
-    else if (c->k == SCALE)
+    else if (c->k == SCALE || c->k == ACT)
         snprintf(buf, len, "y[%lld] (memory order)", (long long)at);
     else if (c->k == MATMUL)
         snprintf(buf, len, "c[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
@@ -495,6 +552,14 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
     in->g = xcalloc((size_t)in->n * STEPS, sizeof(float));
     if (c->k == SCALE)
         th_fill(in->x, in->n, seed);
+    if (c->k == ACT) {
+        th_fill(in->x, in->n, seed);
+        for (int64_t i = 0; i < in->n; i++)
+            in->x[i] *= c->lr;
+        const float special[] = {c->offset, c->amp, 0.0f, -0.0f, NAN, -c->lr, c->lr};
+        for (int64_t i = 0; i < in->n && i < 7; i++)
+            in->x[(i * 11) % in->n] = isfinite(special[i]) ? special[i] : i == 4 ? NAN : 1.0f;
+    }
     if (c->k == RELU) {
         th_fill(in->x, in->n, seed);
         th_fill(in->dy, in->n, seed + 1);
@@ -544,7 +609,10 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
         make_inputs(c, ci, &in);
         const int64_t nout = c->k == XENT ? in.n + 1 : c->k == OPTIM ? 3 * in.n : in.n;
         double *ref = xcalloc((size_t)(c->k == MATMUL ? 2 * nout : nout), sizeof(double));
-        if (c->k == SCALE) {
+        if (c->k == ACT) {
+            for (int64_t i = 0; i < in.n; i++)
+                ref[i] = naive_act(c, (double)in.x[i]);
+        } else if (c->k == SCALE) {
             for (int64_t i = 0; i < in.n; i++)
                 ref[i] = (double)c->lr * (double)in.x[i];
         } else if (c->k == MATMUL) {
@@ -579,6 +647,7 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                                        : c->k == XENT   ? run_xent(devs[di], c, &in, got)
                                        : c->k == MATMUL ? run_matmul(devs[di], c, &in, got)
                                        : c->k == SCALE  ? run_scale(devs[di], c, &in, got)
+                                       : c->k == ACT    ? run_act(devs[di], c, &in, got)
                                                         : run_optim(devs[di], c, &in, got);
                 pdnn__dispatch_force(op_of(c), NULL, -1);
                 if (st == PDNN_ERR_UNSUPPORTED) {

@@ -541,3 +541,69 @@ Test(graph, session_profile_times_each_node)
     pdnn_session_destroy(s);
     pdnn_graph_destroy(g);
 }
+
+/* The activation and concat nodes (ONNX's Clip, LeakyRelu, Sigmoid,
+ * Concat): op types in the placement log, shape errors, and a run on the
+ * default device that matches the host's. */
+Test(graph, activation_and_concat_nodes)
+{
+    float out[2][2 * 7 * 3 * 3];
+    for (int pass = 0; pass < 2; pass++) {
+        const char *dev = pass ? "/cpu:0" : NULL;
+        pdnn_graph *g = NULL;
+        cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+        pdnn_tensor_desc xd = th_desc(PDNN_NHWC, 2, 3, 3, 3), od = th_desc(PDNN_NHWC, 2, 4, 3, 3);
+        pdnn_node x, o, a, b, c, y, bad;
+        float ov[2 * 4 * 9];
+        th_fill(ov, 2 * 4 * 9, 3);
+        cr_assert_eq(pdnn_graph_placeholder(g, "x", dev, &xd, &x), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_constant(g, "o", dev, &od, ov, &o), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_activation(g, NULL, dev, x, PDNN_ACTIVATION_SIGMOID, 0, 0, &a), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_activation(g, NULL, dev, o, PDNN_ACTIVATION_LEAKY_RELU, 0.1f, 0, &b), PDNN_SUCCESS);
+        cr_assert_str_eq(pdnn_graph_node_name(g, a), "Sigmoid");
+        cr_assert_str_eq(pdnn_graph_node_op(g, b), "LeakyRelu");
+        pdnn_node in[2] = {a, b}, mism[2] = {a, x};
+        cr_assert_eq(pdnn_graph_concat(g, "cat", dev, in, 2, 1, &c), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor_desc cd;
+        cr_assert_eq(pdnn_graph_node_desc(g, c, &cd), PDNN_SUCCESS);
+        cr_assert_eq(cd.dims[1], 7);
+        cr_assert_eq(cd.layout, PDNN_NHWC);
+        cr_assert_eq(pdnn_graph_activation(g, "y", dev, c, PDNN_ACTIVATION_CLIP, -0.2f, 0.6f, &y), PDNN_SUCCESS);
+        cr_assert_str_eq(pdnn_graph_node_op(g, y), "Clip");
+        cr_assert_eq(pdnn_graph_concat(g, NULL, dev, in, 2, 0, &bad), PDNN_ERR_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(pdnn_last_error(), "every dim but axis 0"), "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_graph_concat(g, NULL, dev, mism, 2, 4, &bad), PDNN_ERR_INVALID_ARGUMENT);
+        cr_assert_eq(pdnn_graph_activation(g, NULL, dev, x, PDNN_ACTIVATION_CLIP, 1, 0, &bad),
+                     PDNN_ERR_INVALID_ARGUMENT);
+        cr_assert_eq(pdnn_graph_activation(g, NULL, dev, x, (pdnn_activation)9, 0, 0, &bad),
+                     PDNN_ERR_INVALID_ARGUMENT);
+        logbuf log = {{0}};
+        pdnn_session *s = session(g, 0, &log);
+        cr_assert_not_null(strstr(log.text, "Sigmoid"), "%s", log.text);
+        cr_assert_not_null(strstr(log.text, "cat: (ConcatV2)"), "%s", log.text);
+        pdnn_device *h;
+        cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &h), PDNN_SUCCESS);
+        float xv[2 * 27];
+        th_fill(xv, 2 * 27, 4);
+        for (int i = 0; i < 2 * 27; i++)
+            xv[i] *= 4.0f;
+        pdnn_tensor *xt = th_upload(h, &xd, xv), *yt = NULL;
+        cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &y, 1, &yt), PDNN_SUCCESS, "%s", pdnn_last_error());
+        float *got = th_download(yt);
+        memcpy(out[pass], got, sizeof out[pass]);
+        /* NHWC: element (n, c, h, w) at ((n*3 + h)*3 + w)*7 + c; check one pixel's 7 channels here. */
+        for (int ch = 0; ch < 7; ch++) {
+            const double v = ch < 3 ? 1.0 / (1.0 + exp(-(double)xv[ch])) : (ov[ch - 3] >= 0 ? ov[ch - 3] : 0.1 * ov[ch - 3]);
+            const double want = v < -0.2 ? -0.2 : v > 0.6 ? 0.6 : v;
+            cr_assert_float_eq(got[ch], want, 1e-6, "channel %d: %g, want %g", ch, (double)got[ch], want);
+        }
+        free(got);
+        pdnn_tensor_release(xt);
+        pdnn_tensor_release(yt);
+        pdnn_session_destroy(s);
+        pdnn_graph_destroy(g);
+    }
+    for (int i = 0; i < 2 * 7 * 9; i++)
+        cr_assert_float_eq(out[0][i], out[1][i], 1e-6, "element %d: placed %g, host %g", i, (double)out[0][i],
+                           (double)out[1][i]);
+}

@@ -1,4 +1,5 @@
-/* add, add_n, bias_add, relu, softmax, matmul and reshape on every device
+/* add, add_n, bias_add, relu, softmax, matmul, reshape, concat and the
+ * activations (validation; their values are parity cases) on every device
  * against loops written here, both layouts, odd sizes, bad input. */
 #include "helpers.h"
 
@@ -231,5 +232,113 @@ Test(ops, bad_input_is_refused)
     pdnn_tensor_release(y);
     pdnn_tensor_release(y33);
     pdnn_tensor_release(im);
+    pdnn_context_destroy(ctx);
+}
+
+/* The logical element (n, c, h, w) of a tensor of dims d in layout l. */
+static int64_t at_logical(pdnn_layout l, const int64_t d[4], int64_t n, int64_t c, int64_t h, int64_t w)
+{
+    return l == PDNN_NHWC ? ((n * d[2] + h) * d[3] + w) * d[1] + c : ((n * d[1] + c) * d[2] + h) * d[3] + w;
+}
+
+Test(ops, concat_every_axis_both_layouts_every_device)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *devs[16];
+    int nd = all_devices(ctx, devs);
+    /* Three inputs of 1, 3 and 2 along the axis (1x1 images, batch 1 and
+     * 17, channels not a multiple of 4). */
+    const int64_t base[][4] = {{2, 3, 5, 7}, {1, 1, 1, 1}, {17, 5, 1, 3}};
+    const int64_t parts[3] = {1, 3, 2};
+    for (int di = 0; di < nd; di++)
+        for (int bi = 0; bi < 3; bi++)
+            for (int axis = 0; axis < 4; axis++)
+                for (int li = 0; li < 2; li++) {
+                    const pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
+                    int64_t yd[4], xd[3][4], off = 0;
+                    memcpy(yd, base[bi], sizeof yd);
+                    yd[axis] = 6;
+                    pdnn_tensor *xs[3];
+                    float *xv[3];
+                    for (int i = 0; i < 3; i++) {
+                        memcpy(xd[i], base[bi], sizeof xd[i]);
+                        xd[i][axis] = parts[i];
+                        pdnn_tensor_desc d = th_desc(l, xd[i][0], xd[i][1], xd[i][2], xd[i][3]);
+                        const int64_t n = pdnn_tensor_desc_elements(&d);
+                        xv[i] = malloc(sizeof(float) * (size_t)n);
+                        th_fill(xv[i], n, (uint32_t)(bi * 100 + axis * 10 + li * 3 + i));
+                        xs[i] = th_upload(devs[di], &d, xv[i]);
+                    }
+                    pdnn_tensor_desc ydesc = th_desc(l, yd[0], yd[1], yd[2], yd[3]);
+                    pdnn_tensor *y = th_upload(devs[di], &ydesc, NULL);
+                    cr_assert_eq(pdnn_concat((const pdnn_tensor *const *)xs, 3, axis, y), PDNN_SUCCESS, "%s",
+                                 pdnn_last_error());
+                    float *got = th_download(y);
+                    for (int i = 0; i < 3; i++) {
+                        const int64_t *d = xd[i];
+                        for (int64_t n = 0; n < d[0]; n++)
+                            for (int64_t c = 0; c < d[1]; c++)
+                                for (int64_t h = 0; h < d[2]; h++)
+                                    for (int64_t w = 0; w < d[3]; w++) {
+                                        int64_t p[4] = {n, c, h, w};
+                                        p[axis] += off;
+                                        const float want = xv[i][at_logical(l, d, n, c, h, w)];
+                                        const float have = got[at_logical(l, yd, p[0], p[1], p[2], p[3])];
+                                        cr_assert_eq(have, want, "%s %s axis %d input %d (%lld,%lld,%lld,%lld)",
+                                                     dev_name(devs[di]), pdnn_layout_name(l), axis, i,
+                                                     (long long)n, (long long)c, (long long)h, (long long)w);
+                                    }
+                        off += parts[i];
+                        free(xv[i]);
+                        pdnn_tensor_release(xs[i]);
+                    }
+                    free(got);
+                    pdnn_tensor_release(y);
+                }
+    pdnn_context_destroy(ctx);
+}
+
+Test(ops, concat_and_activation_refuse_bad_input)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *h;
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &h), PDNN_SUCCESS);
+    pdnn_tensor_desc d = th_desc(PDNN_NCHW, 2, 3, 4, 4), dn = th_desc(PDNN_NHWC, 2, 3, 4, 4);
+    pdnn_tensor_desc dy = th_desc(PDNN_NCHW, 2, 6, 4, 4), dw = th_desc(PDNN_NCHW, 2, 6, 4, 5);
+    pdnn_tensor *a = th_upload(h, &d, NULL), *b = th_upload(h, &dn, NULL), *y = th_upload(h, &dy, NULL);
+    pdnn_tensor *w = th_upload(h, &dw, NULL);
+    const pdnn_tensor *two[] = {a, a}, *mixed[] = {a, b}, *withnull[] = {a, NULL}, *self[] = {a, y};
+    cr_assert_eq(pdnn_concat(NULL, 2, 1, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_concat(two, 0, 1, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_concat(two, 2, 4, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "axis 4"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_concat(withnull, 2, 1, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "xs[1] is NULL"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_concat(mixed, 2, 1, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "xs[1]"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_concat(two, 2, 1, w), PDNN_ERR_INVALID_ARGUMENT);
+    pdnn_tensor_desc d7 = th_desc(PDNN_NCHW, 2, 7, 4, 4);
+    pdnn_tensor *y7 = th_upload(h, &d7, NULL);
+    cr_assert_eq(pdnn_concat(two, 2, 1, y7), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "add up to 6 but y has 7"), "%s", pdnn_last_error());
+    pdnn_tensor_release(y7);
+    cr_assert_eq(pdnn_concat(self, 2, 1, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_concat(two, 2, 1, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+
+    cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_CLIP, 1.0f, 0.0f, a), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "must not exceed"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_CLIP, NAN, 0.0f, a), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_LEAKY_RELU, INFINITY, 0.0f, a),
+                 PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_activation_forward(a, (pdnn_activation)7, 0.0f, 0.0f, a), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "unknown mode 7"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_SIGMOID, 0.0f, 0.0f, b), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_activation_forward(NULL, PDNN_ACTIVATION_SIGMOID, 0.0f, 0.0f, b), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_CLIP, -INFINITY, INFINITY, a), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_SIGMOID, 0.0f, 0.0f, a), PDNN_SUCCESS, "in place");
+    pdnn_tensor_release(a);
+    pdnn_tensor_release(b);
+    pdnn_tensor_release(y);
+    pdnn_tensor_release(w);
     pdnn_context_destroy(ctx);
 }

@@ -50,6 +50,7 @@
     X(cudaMalloc)                                                                                  \
     X(cudaFree)                                                                                    \
     X(cudaMemcpyAsync)                                                                             \
+    X(cudaMemcpy2DAsync)                                                                           \
     X(cudaMemsetAsync)                                                                             \
     X(cudaStreamCreate)                                                                            \
     X(cudaStreamDestroy)                                                                           \
@@ -323,7 +324,7 @@ typedef struct cu_dev {
     cudnnFilterDescriptor_t filt;
     cudnnConvolutionDescriptor_t conv;
     cudnnPoolingDescriptor_t pool;
-    cudnnActivationDescriptor_t relu;
+    cudnnActivationDescriptor_t relu, act; /* act: set per call (sigmoid, clipped relu) */
     cudnnOpTensorDescriptor_t add, mul;
     plan_entry plans[PLAN_CACHE];
     int next_plan;
@@ -347,6 +348,7 @@ static pdnn_status create_descriptors(cu_dev *d)
     DNN(cudnnCreatePoolingDescriptor, &d->pool);
     DNN(cudnnCreateActivationDescriptor, &d->relu);
     DNN(cudnnSetActivationDescriptor, d->relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0);
+    DNN(cudnnCreateActivationDescriptor, &d->act);
     DNN(cudnnCreateOpTensorDescriptor, &d->add);
     DNN(cudnnSetOpTensorDescriptor, d->add, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
     DNN(cudnnCreateOpTensorDescriptor, &d->mul);
@@ -367,6 +369,8 @@ static void destroy_descriptors(cu_dev *d)
         dnn.cudnnDestroyPoolingDescriptor(d->pool);
     if (d->relu)
         dnn.cudnnDestroyActivationDescriptor(d->relu);
+    if (d->act)
+        dnn.cudnnDestroyActivationDescriptor(d->act);
     if (d->add)
         dnn.cudnnDestroyOpTensorDescriptor(d->add);
     if (d->mul)
@@ -376,6 +380,7 @@ static void destroy_descriptors(cu_dev *d)
     d->conv = NULL;
     d->pool = NULL;
     d->relu = NULL;
+    d->act = NULL;
     d->add = NULL;
     d->mul = NULL;
 }
@@ -603,6 +608,17 @@ static pdnn_status cu_copy(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes
     if (st != PDNN_SUCCESS)
         return st;
     CU(cudaMemcpyAsync, ptr(dst), ptr(src), bytes, cudaMemcpyDeviceToDevice, s);
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
+                                size_t width, size_t rows)
+{
+    cudaStream_t s = NULL;
+    pdnn_status st = stream_of(dev, &s);
+    if (st != PDNN_SUCCESS)
+        return st;
+    CU(cudaMemcpy2DAsync, ptr(dst), dst_pitch, ptr(src), src_pitch, width, rows, cudaMemcpyDeviceToDevice, s);
     return PDNN_SUCCESS;
 }
 
@@ -1949,6 +1965,56 @@ static pdnn_status cu_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
     return st;
 }
 
+/* The activations: sigmoid, and clip from 0 (cuDNN's clipped relu; to
+ * +infinity it is relu). cuDNN has no leaky relu and clips from 0 only. */
+static void cu_act_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__act_call *c = &call->u.act;
+    if (c->mode == PDNN_ACTIVATION_LEAKY_RELU)
+        pdnn__plan_refuse(plan, "cuDNN has no leaky relu activation");
+    else if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
+        pdnn__plan_refuse(plan, "cuDNN's clipped relu clips from 0; this clip is from %g", (double)c->alpha);
+}
+
+static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cudnnActivationDescriptor_t a = d->act;
+    if (c->mode == PDNN_ACTIVATION_SIGMOID)
+        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SIGMOID, CUDNN_PROPAGATE_NAN, 0.0);
+    else if (isinf(c->beta))
+        a = d->relu;
+    else
+        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_CLIPPED_RELU, CUDNN_PROPAGATE_NAN, (double)c->beta);
+    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
+        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
+        const size_t off = (size_t)i * sizeof(float);
+        RETURN_IF_FAILED(set_vec(d->t[0], len));
+        DNN(cudnnActivationForward, d->dnn, a, &one, d->t[0], (char *)ptr(c->x_buf) + off, &zero, d->t[0],
+            (char *)ptr(c->y_buf) + off);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status cu_act(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                          pdnn__run_report *rep)
+{
+    (void)ws;
+    cu_dev *d = dev;
+    pdnn_status st = lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = act_run(d, &call->u.act);
+    pthread_mutex_unlock(&d->lock);
+    report_untuned(plan, rep);
+    return st;
+}
+
+static const pdnn__algo cu_act_cudnn = {
+    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_act_plan, .run = cu_act};
+static const pdnn__algo *const cu_act_algos[] = {&cu_act_cudnn, NULL};
+
 static pdnn_status cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
 {
     cu_dev *d = dev;
@@ -2082,6 +2148,7 @@ const pdnn__backend pdnn__cuda_backend = {
     .write = cu_write,
     .read = cu_read,
     .copy = cu_copy,
+    .copy_rows = cu_copy_rows,
     .synchronize = cu_sync,
     .algos = {[PDNN__OP_CONV2D_FWD] = cu_conv_algos,
               [PDNN__OP_POOL2D_FWD] = cu_pool_algos,
@@ -2094,7 +2161,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_CONV2D_BWD_FILTER] = cu_bwd_filter_algos,
               [PDNN__OP_CONV2D_BWD_BIAS] = cu_bwd_bias_algos,
               [PDNN__OP_POOL2D_BWD] = cu_pool_bwd_algos,
-              [PDNN__OP_GEMM] = cu_matmul_algos},
+              [PDNN__OP_GEMM] = cu_matmul_algos,
+              [PDNN__OP_ACTIVATION] = cu_act_algos},
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,

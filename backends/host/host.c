@@ -111,6 +111,17 @@ static pdnn_status host_copy(void *dev, pdnn__buf dst, pdnn__buf src, size_t byt
     return PDNN_SUCCESS;
 }
 
+static pdnn_status host_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
+                                  size_t width, size_t rows)
+{
+    (void)dev;
+    char *d = (char *)dst.region + dst.offset;
+    const char *s = (const char *)src.region + src.offset;
+    for (size_t r = 0; r < rows; r++)
+        memcpy(d + r * dst_pitch, s + r * src_pitch, width);
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status host_sync(void *dev)
 {
     (void)dev;
@@ -698,8 +709,9 @@ extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_softmax_xent_dire
 static const pdnn__algo *const host_relu_bwd_algos[] = {&pdnn__host_relu_bwd_direct, NULL};
 static const pdnn__algo *const host_softmax_xent_algos[] = {&pdnn__host_softmax_xent_direct, NULL};
 static const pdnn__algo *const host_optimizer_algos[] = {&pdnn__host_optimizer_direct, NULL};
-extern const pdnn__algo pdnn__host_scale_direct;
+extern const pdnn__algo pdnn__host_scale_direct, pdnn__host_activation_direct;
 static const pdnn__algo *const host_scale_algos[] = {&pdnn__host_scale_direct, NULL};
+static const pdnn__algo *const host_activation_algos[] = {&pdnn__host_activation_direct, NULL};
 static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 static const pdnn__algo host_matmul_direct = {
     .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul};
@@ -714,6 +726,7 @@ const pdnn__backend pdnn__host_backend = {
     .write = host_write,
     .read = host_read,
     .copy = host_copy,
+    .copy_rows = host_copy_rows,
     .synchronize = host_sync,
     .algos = {[PDNN__OP_CONV2D_FWD] = host_conv_algos,
               [PDNN__OP_POOL2D_FWD] = host_pool_algos,
@@ -728,7 +741,8 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_SOFTMAX_XENT] = host_softmax_xent_algos,
               [PDNN__OP_OPTIMIZER] = host_optimizer_algos,
               [PDNN__OP_GEMM] = host_matmul_algos,
-              [PDNN__OP_SCALE] = host_scale_algos},
+              [PDNN__OP_SCALE] = host_scale_algos,
+              [PDNN__OP_ACTIVATION] = host_activation_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

@@ -37,6 +37,24 @@ static pdnn_status scale(void *dev, const pdnn__op_call *call, const pdnn__plan 
     return PDNN_SUCCESS;
 }
 
+static pdnn_status activation(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                              pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__act_call *c = &call->u.act;
+    const float *x = fat(c->x_buf);
+    float *y = fat(c->y_buf);
+    for (int64_t i = 0; i < c->n; i++) {
+        const float v = x[i];
+        switch (c->mode) {
+        case PDNN_ACTIVATION_CLIP: y[i] = v < c->alpha ? c->alpha : v > c->beta ? c->beta : v; break;
+        case PDNN_ACTIVATION_LEAKY_RELU: y[i] = v >= 0.0f ? v : c->alpha * v; break;
+        case PDNN_ACTIVATION_SIGMOID: y[i] = (float)(1.0 / (1.0 + exp(-(double)v))); break;
+        }
+    }
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status softmax_xent(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                                 pdnn__run_report *rep)
 {
@@ -107,6 +125,8 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
     return PDNN_SUCCESS;
 }
 
+const pdnn__algo pdnn__host_activation_direct = {
+    .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = train_plan, .run = activation};
 const pdnn__algo pdnn__host_scale_direct = {
     .op = PDNN__OP_SCALE, .name = "direct", .rank = 100, .plan = train_plan, .run = scale};
 const pdnn__algo pdnn__host_relu_bwd_direct = {

@@ -1,5 +1,5 @@
 /* The ops around convolution (kernels_cl/elementwise.cl): add, bias_add,
- * relu, softmax. (matmul is a registry op: cl_matmul.c.) */
+ * relu, the activations (a registry op), softmax. (matmul is a registry op: cl_matmul.c.) */
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
@@ -120,3 +120,71 @@ pdnn_status pdnn__cl_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer,
 }
 
 
+
+/* The activations (registry op PDNN__OP_ACTIVATION): one algorithm. */
+static void act_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
+
+static pdnn_status act_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                           pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__act_call *c = &call->u.act;
+    cl_kernel k = NULL;
+    pdnn_status st = lock_kernel(d, "ew_activation", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf), total = c->n;
+    cl_int mode = (cl_int)c->mode;
+    cl_float alpha = c->alpha, beta = c->beta;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, ym);
+    SET_ARG(k, 3, yo);
+    SET_ARG(k, 4, total);
+    SET_ARG(k, 5, mode);
+    SET_ARG(k, 6, alpha);
+    SET_ARG(k, 7, beta);
+    return finish_launch(d, k, "ew_activation", err, total);
+}
+
+const pdnn__algo pdnn__cl_algo_activation_direct = {
+    .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = act_plan, .run = act_run};
+
+/* The backend's copy_rows: a kernel, as clEnqueueCopyBufferRect with a
+ * buffer offset in the origin is refused by PoCL (CL_INVALID_VALUE).
+ * Not 4-byte aligned (no caller yet): one copy per row. */
+pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
+                               size_t width, size_t rows)
+{
+    cl_dev *d = dev;
+    if ((dst.offset | src.offset | dst_pitch | src_pitch | width) % 4 != 0) {
+        for (size_t r = 0; r < rows; r++) {
+            cl_int err = clEnqueueCopyBuffer(d->queue, (cl_mem)src.region, (cl_mem)dst.region,
+                                             src.offset + r * src_pitch, dst.offset + r * dst_pitch, width, 0,
+                                             NULL, NULL);
+            if (err != CL_SUCCESS)
+                return pdnn__cl_fail("clEnqueueCopyBuffer", err);
+        }
+        return PDNN_SUCCESS;
+    }
+    cl_kernel k = NULL;
+    pdnn_status st = lock_kernel(d, "ew_copy_rows", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_mem sm = src.region, dm = dst.region;
+    cl_long so = (cl_long)(src.offset / 4), sp = (cl_long)(src_pitch / 4), dof = (cl_long)(dst.offset / 4),
+            dp = (cl_long)(dst_pitch / 4), w = (cl_long)(width / 4), total = (cl_long)(rows * (width / 4));
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, sm);
+    SET_ARG(k, 1, so);
+    SET_ARG(k, 2, sp);
+    SET_ARG(k, 3, dm);
+    SET_ARG(k, 4, dof);
+    SET_ARG(k, 5, dp);
+    SET_ARG(k, 6, w);
+    SET_ARG(k, 7, total);
+    return finish_launch(d, k, "ew_copy_rows", err, total);
+}

@@ -177,6 +177,8 @@ pdnn_status pdnn__cl_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf 
                               int64_t inner, int relu);
 pdnn_status pdnn__cl_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n);
 pdnn_status pdnn__cl_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner);
+pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
+                               size_t width, size_t rows);
 
 /* Measures the fp32 FMA rate (*gflops, 2 FLOP per FMA: the best of
  * float4, float8 and float16 chains) and the float4 copy bandwidth

@@ -354,6 +354,8 @@ static const pdnn__algo *const cl_relu_bwd_algos[] = {&pdnn__cl_algo_relu_bwd_di
 static const pdnn__algo *const cl_softmax_xent_algos[] = {&pdnn__cl_algo_softmax_xent_direct, NULL};
 static const pdnn__algo *const cl_optimizer_algos[] = {&pdnn__cl_algo_optimizer_direct, NULL};
 extern const pdnn__algo pdnn__cl_algo_scale_direct;
+extern const pdnn__algo pdnn__cl_algo_activation_direct;
+static const pdnn__algo *const cl_activation_algos[] = {&pdnn__cl_algo_activation_direct, NULL};
 static const pdnn__algo *const cl_scale_algos[] = {&pdnn__cl_algo_scale_direct, NULL};
 /* matmul (cl_matmul.c) */
 extern const pdnn__algo pdnn__cl_algo_matmul_tiled, pdnn__cl_algo_matmul_conv_gemm, pdnn__cl_algo_matmul_clblast,
@@ -380,6 +382,7 @@ const pdnn__backend pdnn__opencl_backend = {
     .write = cl_write,
     .read = cl_read,
     .copy = cl_copy,
+    .copy_rows = pdnn__cl_copy_rows,
     .synchronize = cl_sync,
     .algos = {[PDNN__OP_CONV2D_FWD] = cl_conv_algos,
               [PDNN__OP_POOL2D_FWD] = cl_pool_algos,
@@ -394,7 +397,8 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_SOFTMAX_XENT] = cl_softmax_xent_algos,
               [PDNN__OP_OPTIMIZER] = cl_optimizer_algos,
               [PDNN__OP_GEMM] = cl_matmul_algos,
-              [PDNN__OP_SCALE] = cl_scale_algos},
+              [PDNN__OP_SCALE] = cl_scale_algos,
+              [PDNN__OP_ACTIVATION] = cl_activation_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,
