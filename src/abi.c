@@ -129,6 +129,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_onnx_options, batch),
     FIELD(pdnn_onnx_options, base_dir),
     FIELD(pdnn_onnx_options, device),
+    FIELD(pdnn_onnx_options, no_fusion),
 
     STRUCT(pdnn_onnx_io),
     FIELD(pdnn_onnx_io, n_inputs),

@@ -52,8 +52,9 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
 #define FAIL(st, ...) (pdnn__error((st), __VA_ARGS__), (st))
 
 #define SUPPORTED_OPS                                                                                  \
-    "Add, AveragePool, BatchNormalization (after a Conv), Constant, Conv, Dropout, Flatten, Gemm, "    \
-    "GlobalAveragePool, Identity, MatMul, MaxPool, Reshape, Relu, Softmax"
+    "Add, AveragePool, BatchNormalization (after a Conv), Clip, Concat, Constant, Conv, Dropout, "       \
+    "Flatten, Gemm, GlobalAveragePool, Identity, LeakyRelu, MatMul, MaxPool, Mul (by a constant "        \
+    "scalar), Reshape, Relu, Sigmoid, Softmax"
 
 /* Models over this size are refused before reading (protobuf's own limit). */
 #define MAX_MODEL_BYTES ((size_t)INT32_MAX)
@@ -82,6 +83,7 @@ typedef struct importer {
     int n_vals, cap_vals;
     const char *dir;       /* external data directory, NULL: refused */
     const char *device;    /* every node's requested device */
+    int fuse;              /* Conv + Relu into one node */
     int64_t opset;
     unsigned char *absorbed; /* per ONNX node: folded into an earlier one */
 } importer;
@@ -530,6 +532,7 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
         memcpy(bf, b->data, (size_t)K * sizeof *bf);
     const char *out_name = n->n_output ? n->output[0] : "";
     int r = n->n_output == 1 ? sole_reader(im, idx + 1, out_name) : -1;
+    size_t from = idx + 1; /* where the result's readers start */
     if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "BatchNormalization") == 0) {
         const Onnx__NodeProto *bn = im->g->node[r];
         value *sc = const_input(im, bn, 1), *bb = const_input(im, bn, 2), *mu = const_input(im, bn, 3),
@@ -551,7 +554,17 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
             has_bias = 1;
             out_name = bn->output[0];
             im->absorbed[r] = 1;
+            from = (size_t)r + 1;
         }
+    }
+    /* Fuse a Relu that alone reads the result (the conv epilogue's relu). */
+    r = im->fuse && n->n_output == 1 ? sole_reader(im, from, out_name) : -1;
+    if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "Relu") == 0 &&
+        im->g->node[r]->n_input == 1 && strcmp(im->g->node[r]->input[0], out_name) == 0 &&
+        im->g->node[r]->n_output == 1 && im->g->node[r]->output[0][0]) {
+        p.relu = 1;
+        out_name = im->g->node[r]->output[0];
+        im->absorbed[r] = 1;
     }
     if ((st = check_name(n, out_name)) != PDNN_SUCCESS) {
         free(wf), free(bf);
@@ -849,6 +862,110 @@ static pdnn_status import_softmax(importer *im, const Onnx__NodeProto *n)
     return finish(im, n, st, y, x->rank);
 }
 
+/* Clip (bounds as attributes before opset 11, as optional constant scalar
+ * inputs since), LeakyRelu, Sigmoid: one activation node. */
+static pdnn_status import_activation(importer *im, const Onnx__NodeProto *n, pdnn_activation mode)
+{
+    value *x;
+    pdnn_status st;
+    if (!(x = act_input(im, n, 0, &st)))
+        return st;
+    float alpha = 0.0f, beta = 0.0f;
+    if (mode == PDNN_ACTIVATION_LEAKY_RELU) {
+        alpha = attr_float(n, "alpha", 0.01f);
+    } else if (mode == PDNN_ACTIVATION_CLIP) {
+        alpha = -INFINITY, beta = INFINITY;
+        if (im->opset < 11) {
+            alpha = attr_float(n, "min", -INFINITY);
+            beta = attr_float(n, "max", INFINITY);
+        }
+        for (size_t i = 1; i < 3 && i < n->n_input; i++) {
+            if (!n->input[i][0])
+                continue;
+            value *b = const_input(im, n, i);
+            if (!b || !b->data || b->count != 1)
+                return node_error(PDNN_ERR_UNSUPPORTED, n, "the %s bound '%s' must be a constant float scalar",
+                                  i == 1 ? "min" : "max", n->input[i]);
+            *(i == 1 ? &alpha : &beta) = b->data[0];
+        }
+        if (isnan(alpha) || isnan(beta) || alpha > beta)
+            return node_error(PDNN_ERR_INVALID_ARGUMENT, n, "clip bounds [%g, %g]: NaN, or min above max",
+                              (double)alpha, (double)beta);
+    }
+    if ((st = check_name(n, n->output[0])) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_activation(im->graph, n->output[0], im->device, x->node, mode, alpha, beta, &y);
+    return finish(im, n, st, y, x->rank);
+}
+
+/* Mul by a constant scalar (either side): a scale node. */
+static pdnn_status import_mul(importer *im, const Onnx__NodeProto *n)
+{
+    if (n->n_input != 2)
+        return node_error(PDNN_ERR_CORRUPT, n, "Mul takes 2 inputs, %zu given", n->n_input);
+    value *ca = const_input(im, n, 0), *cb = const_input(im, n, 1), *x;
+    int ci = cb && cb->data && cb->count == 1 ? 1 : ca && ca->data && ca->count == 1 ? 0 : -1;
+    if (ci < 0)
+        return node_error(PDNN_ERR_UNSUPPORTED, n, "only Mul by a constant float scalar is supported");
+    pdnn_status st;
+    if (!(x = act_input(im, n, (size_t)(1 - ci), &st)))
+        return st;
+    const float alpha = (ci ? cb : ca)->data[0];
+    if (!isfinite(alpha))
+        return node_error(PDNN_ERR_UNSUPPORTED, n, "the scalar is %g; only a finite one is supported", (double)alpha);
+    if ((st = check_name(n, n->output[0])) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_scale(im->graph, n->output[0], im->device, x->node, alpha, &y);
+    return finish(im, n, st, y, x->rank);
+}
+
+static pdnn_status import_concat(importer *im, const Onnx__NodeProto *n)
+{
+    if (n->n_input < 1)
+        return node_error(PDNN_ERR_CORRUPT, n, "Concat has no input");
+    if (!attr(n, "axis"))
+        return node_error(PDNN_ERR_CORRUPT, n, "Concat's axis is missing");
+    if (n->n_input > 1024)
+        return node_error(PDNN_ERR_UNSUPPORTED, n, "%zu inputs; at most 1024 are supported", n->n_input);
+    pdnn_status st;
+    value *first = act_input(im, n, 0, &st);
+    if (!first)
+        return st;
+    const int rank = first->rank;
+    int64_t axis = attr_int(n, "axis", 0);
+    if (axis < -rank || axis >= rank)
+        return node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld is out of range for rank %d", (long long)axis, rank);
+    if (axis < 0)
+        axis += rank;
+    pdnn_node *in = malloc(n->n_input * sizeof *in);
+    if (!in)
+        return node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
+    for (size_t i = 0; i < n->n_input; i++) {
+        value *v = act_input(im, n, i, &st);
+        if (!v)
+            break;
+        if (v->rank != rank) {
+            st = node_error(PDNN_ERR_INVALID_ARGUMENT, n, "input '%s' has rank %d but input 0 has rank %d", v->name,
+                            v->rank, rank);
+            break;
+        }
+        in[i] = v->node;
+    }
+    if (st == PDNN_SUCCESS)
+        st = check_name(n, n->output[0]);
+    int y = -1;
+    if (st == PDNN_SUCCESS) {
+        /* Ranks 2 and 4 are stored as {d0, d1, 1, 1} and NCHW: axis is the dims' own. */
+        st = pdnn_graph_concat(im->graph, n->output[0], im->device, in, (int)n->n_input, (int)axis, &y);
+        if (st != PDNN_SUCCESS)
+            st = node_error(st, n, "%s", pdnn_last_error());
+    }
+    free(in);
+    return st == PDNN_SUCCESS ? set_output(im, n, n->output[0], y, rank) : st;
+}
+
 static pdnn_status import_node(importer *im, size_t idx)
 {
     Onnx__NodeProto *n = im->g->node[idx];
@@ -882,6 +999,16 @@ static pdnn_status import_node(importer *im, size_t idx)
         st = pdnn_graph_relu(im->graph, n->output[0], im->device, x->node, &y);
         return finish(im, n, st, y, x->rank);
     }
+    if (strcmp(op, "Clip") == 0)
+        return import_activation(im, n, PDNN_ACTIVATION_CLIP);
+    if (strcmp(op, "LeakyRelu") == 0)
+        return import_activation(im, n, PDNN_ACTIVATION_LEAKY_RELU);
+    if (strcmp(op, "Sigmoid") == 0)
+        return import_activation(im, n, PDNN_ACTIVATION_SIGMOID);
+    if (strcmp(op, "Mul") == 0)
+        return import_mul(im, n);
+    if (strcmp(op, "Concat") == 0)
+        return import_concat(im, n);
     if (strcmp(op, "Add") == 0)
         return import_add(im, n);
     if (strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0)
@@ -1157,6 +1284,7 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
             im.opset = o->version;
     }
     im.device = opts->device;
+    im.fuse = !opts->no_fusion;
     im.absorbed = calloc(im.g->n_node + 1, 1);
     if (!im.absorbed || (st = pdnn_graph_create(&im.graph)) != PDNN_SUCCESS) {
         st = FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");

@@ -847,9 +847,14 @@ typedef struct pdnn_onnx_options {
     /* Requested device of every node (a pdnn_graph_* device string); NULL
      * or "": the session places them. */
     const char *device;
+    /* 1: no fusion at import (for debugging): a Relu that alone reads a
+     * Conv's output stays a node of its own instead of the convolution's
+     * fused epilogue (pdnn_conv2d_params.relu). BatchNormalization is
+     * folded into its Conv either way. */
+    int no_fusion;
 } pdnn_onnx_options;
 
-/* batch 0, base_dir NULL, device NULL. */
+/* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on). */
 PDNN_API void pdnn_onnx_options_init(pdnn_onnx_options *o);
 
 /* What an import made: the placeholders fed for the model's inputs and
@@ -870,7 +875,9 @@ typedef struct pdnn_onnx_io {
  * graph inputs become placeholders, initializers constants, nodes ops.
  * Exactly one of path and (data, size) is given. Operators: Conv (group,
  * dilations, strides, pads, auto_pad, bias), BatchNormalization (inference,
- * folded into the Conv whose only reader it is), Relu, MaxPool,
+ * folded into the Conv whose only reader it is), Relu (fused into the
+ * Conv whose only reader it is, unless no_fusion), Clip, LeakyRelu,
+ * Sigmoid, Mul (by a constant scalar), Concat, MaxPool,
  * AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool,
  * Add, Gemm, MatMul, Flatten, Reshape (constant shape), Softmax, Dropout
  * and Identity (removed), Constant. Anything else is refused with
@@ -986,6 +993,15 @@ PDNN_API pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session
                                          pdnn_session **out);
 PDNN_API void pdnn_session_destroy(pdnn_session *s);
 PDNN_API pdnn_context *pdnn_session_context(pdnn_session *s);
+
+/* The largest live set on dev: the most bytes of tensors the session held
+ * there at once over every run so far (its constants and variables, each
+ * run's fed, computed and copied values from creation until their last
+ * consumer has run; exact sizes). It is what a perfect memory planner
+ * would need; the allocator's peak (pdnn_device_get_memory_stats) exceeds it
+ * by its rounding and fragmentation, the ops' workspaces and what else
+ * holds memory on dev. `polydnn run --memory-stats` prints both. */
+PDNN_API pdnn_status pdnn_session_memory_live_peak(const pdnn_session *s, const pdnn_device *dev, int64_t *bytes);
 /* The device node n was placed on. */
 PDNN_API pdnn_status pdnn_session_node_device(const pdnn_session *s, pdnn_node n, pdnn_device **out);
 /* With cfg.profile: how many runs executed node n, their total seconds

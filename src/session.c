@@ -20,7 +20,11 @@ struct pdnn_session {
     double *prof_first;
     const char **prof_algo; /* the algorithm of the node's last run (a static name), or NULL */
     double *prof_flops;     /* floating-point operations of one run (0: not counted) */
+    int64_t *live_base;     /* per device: bytes of the constants and variables held there */
+    int64_t *live_peak;     /* per device: the largest live set of any run so far */
 };
+
+static int dev_index(const pdnn_session *s, const pdnn_device *d) { return (int)(d - s->ctx->devices); }
 
 void pdnn_session_config_init(pdnn_session_config *cfg)
 {
@@ -96,6 +100,8 @@ void pdnn_session_destroy(pdnn_session *s)
     free(s->prof_sec);
     free(s->prof_algo);
     free(s->prof_flops);
+    free(s->live_base);
+    free(s->live_peak);
     free(s->prof_first);
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
@@ -141,7 +147,9 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
             s->prof_algo = calloc(n, sizeof *s->prof_algo);
             s->prof_flops = calloc(n, sizeof *s->prof_flops);
         }
-        if (!s->placed || !s->consts ||
+        s->live_base = calloc((size_t)s->ctx->n_devices, sizeof *s->live_base);
+        s->live_peak = calloc((size_t)s->ctx->n_devices, sizeof *s->live_peak);
+        if (!s->placed || !s->consts || !s->live_base || !s->live_peak ||
             (cfg->profile && (!s->prof_runs || !s->prof_sec || !s->prof_first || !s->prof_algo || !s->prof_flops))) {
             pdnn__host_oom("pdnn_session_create", "the placement tables", n * (sizeof *s->placed + sizeof *s->consts));
             st = PDNN_ERR_OUT_OF_MEMORY;
@@ -158,6 +166,11 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         st = pdnn_tensor_create(s->placed[i], &nd->out, &s->consts[i]);
         if (st == PDNN_SUCCESS)
             st = pdnn_tensor_write(s->consts[i], nd->data, (size_t)pdnn_tensor_desc_bytes(&nd->out));
+        if (st == PDNN_SUCCESS) {
+            const int d = dev_index(s, s->placed[i]);
+            s->live_base[d] += pdnn_tensor_desc_bytes(&nd->out);
+            s->live_peak[d] = s->live_base[d] > s->live_peak[d] ? s->live_base[d] : s->live_peak[d];
+        }
     }
     if (st != PDNN_SUCCESS) {
         pdnn_session_destroy(s);
@@ -168,6 +181,18 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
 }
 
 pdnn_context *pdnn_session_context(pdnn_session *s) { return s ? s->ctx : NULL; }
+
+pdnn_status pdnn_session_memory_live_peak(const pdnn_session *s, const pdnn_device *dev, int64_t *bytes)
+{
+    if (!s || !dev || !bytes)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_memory_live_peak: %s is NULL",
+                           !s ? "session" : !dev ? "dev" : "bytes");
+    if (dev < s->ctx->devices || dev >= s->ctx->devices + s->ctx->n_devices)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_memory_live_peak: %s is not a device of the "
+                           "session's context", dev->name);
+    *bytes = s->live_peak[dev_index(s, dev)];
+    return PDNN_SUCCESS;
+}
 
 pdnn_status pdnn_session_node_work(const pdnn_session *s, pdnn_node n, const char **algorithm, double *flops)
 {
@@ -347,6 +372,7 @@ static pdnn_status run_update(pdnn_session *s, const pdnn__node *nd, const pdnn_
  * value copied onto device d. */
 typedef struct run_state {
     int n, n_dev;
+    int64_t *live;      /* per device: bytes of the tensors the run holds now, with the session's */
     pdnn_tensor **values;
     char *owned;
     char *needed;
@@ -354,7 +380,6 @@ typedef struct run_state {
     pdnn_tensor **copies;
 } run_state;
 
-static int dev_index(const pdnn_session *s, const pdnn_device *d) { return (int)(d - s->ctx->devices); }
 
 /* Whether a needed node after i on device d still reads node j. */
 static int later_reader_on(const pdnn_session *s, const run_state *r, int i, int j, const pdnn_device *d)
@@ -377,11 +402,24 @@ static void run_free(run_state *r)
         for (int d = 0; r->copies && d < r->n_dev; d++)
             pdnn_tensor_release(r->copies[(size_t)i * (size_t)r->n_dev + (size_t)d]);
     }
+    free(r->live);
     free(r->values);
     free(r->owned);
     free(r->needed);
     free(r->uses);
     free(r->copies);
+}
+
+/* The live-set count: t (NULL: nothing) enters (+1) or leaves (-1) the
+ * tensors held on its device; the session keeps the largest sum. */
+static void live(pdnn_session *s, run_state *r, const pdnn_tensor *t, int sign)
+{
+    if (!t)
+        return;
+    const int d = dev_index(s, t->dev);
+    r->live[d] += sign * pdnn_tensor_desc_bytes(&t->desc);
+    if (r->live[d] > s->live_peak[d])
+        s->live_peak[d] = r->live[d];
 }
 
 static pdnn_status check_feeds(const pdnn_session *s, const pdnn_node *feeds, pdnn_tensor *const *vals, int n)
@@ -429,18 +467,21 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn_graph *g = s->g;
-    run_state r = {g->n, s->ctx->n_devices, NULL, NULL, NULL, NULL, NULL};
+    run_state r = {g->n, s->ctx->n_devices, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t n = (size_t)g->n;
+    r.live = calloc((size_t)r.n_dev, sizeof *r.live);
     r.values = calloc(n, sizeof *r.values);
     r.owned = calloc(n, 1);
     r.needed = calloc(n, 1);
     r.uses = calloc(n, sizeof *r.uses);
     r.copies = calloc(n * (size_t)r.n_dev, sizeof *r.copies);
-    if (!r.values || !r.owned || !r.needed || !r.uses || !r.copies) {
+    if (!r.live || !r.values || !r.owned || !r.needed || !r.uses || !r.copies) {
         run_free(&r);
         return pdnn__host_oom("pdnn_session_run", "the run's tables",
                               n * (sizeof *r.values + 2 + sizeof *r.uses + (size_t)r.n_dev * sizeof *r.copies));
     }
+    for (int d = 0; d < r.n_dev; d++)
+        r.live[d] = s->live_base[d];
     for (int k = 0; k < n_fetches; k++) {
         r.needed[fetches[k]] = 1;
         r.uses[fetches[k]]++;
@@ -469,9 +510,12 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
                                  pdnn__desc_string(&nd->out, d, sizeof d));
             } else if (feed_values[k]->dev == dev) {
                 r.values[i] = feed_values[k];
+                live(s, &r, r.values[i], +1); /* the caller's, held through the run */
             } else {
                 st = transfer(feed_values[k], dev, &r.values[i]);
                 r.owned[i] = st == PDNN_SUCCESS;
+                if (st == PDNN_SUCCESS)
+                    live(s, &r, r.values[i], +1);
             }
             continue;
         }
@@ -495,8 +539,11 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
                 continue;
             }
             pdnn_tensor **slot = &r.copies[(size_t)j * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
-            if (!*slot)
+            if (!*slot) {
                 st = transfer(r.values[j], dev, slot);
+                if (st == PDNN_SUCCESS)
+                    live(s, &r, *slot, +1);
+            }
             in[q] = *slot;
         }
         pdnn_tensor *y = NULL;
@@ -510,6 +557,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
         } else if (st == PDNN_SUCCESS) {
             st = pdnn_tensor_create(dev, &nd->out, &y);
+            if (st == PDNN_SUCCESS)
+                live(s, &r, y, +1);
             if (st != PDNN_SUCCESS) {
                 char why[1024], d[96];
                 snprintf(why, sizeof why, "%s", pdnn_last_error());
@@ -545,12 +594,14 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         for (int q = 0; q < nd->n_inputs && st == PDNN_SUCCESS; q++) {
             int j = nd->inputs[q];
             if (--r.uses[j] == 0 && r.owned[j]) {
+                live(s, &r, r.values[j], -1);
                 pdnn_tensor_release(r.values[j]);
                 r.values[j] = NULL;
                 r.owned[j] = 0;
             }
             pdnn_tensor **slot = &r.copies[(size_t)j * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
             if (*slot && !later_reader_on(s, &r, i, j, dev)) {
+                live(s, &r, *slot, -1);
                 pdnn_tensor_release(*slot);
                 *slot = NULL;
             }

@@ -4,7 +4,10 @@ Builds small graphs with the onnx package, one per supported operator and
 attribute form, and exports small torch models; runs each with
 `polydnn run --input x.npy --output y.npy` on every device given and
 compares with onnxruntime within 1e-4 relative to the output's largest
-magnitude. Usage: onnx_check.py POLYDNN_TOOL [--device D ...] [-v]
+magnitude. Usage: onnx_check.py POLYDNN_TOOL [--device=D ...] [--python] [--models [--batch=1]] [-v];
+--models runs the large torchvision models (make check-models) instead,
+at batch 1 and 8 or, with --batch=1, 1 only; --no-torchvision leaves out
+the fast torchvision models (SqueezeNet 1.1, MobileNetV2) of the default set.
 Exit 0 all passed, 1 a failure, 77 when onnx/onnxruntime are missing.
 """
 import os
@@ -130,6 +133,83 @@ def cases():
                                                        init("w", rnd(m2[1], 7)), init("w2", rnd(7, 3))]), x
 
 
+def activation_cases():
+    x = [2, 4, 9, 11]
+    # Clip: bounds as constant inputs (opset 11+; one of them absent) and as
+    # attributes (opset 6); ReLU6 is torchvision's MobileNetV2 activation.
+    yield "clip_relu6", model([helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], x, None,
+                              [init("lo", np.float32(0)), init("hi", np.float32(6))]), x
+    yield "clip_min_only", model([helper.make_node("Clip", ["x", "lo"], ["y"])], x, None,
+                                 [init("lo", np.float32(-0.25))]), x
+    yield "clip_max_only", model([helper.make_node("Clip", ["x", "", "hi"], ["y"])], x, None,
+                                 [init("hi", np.float32(0.3))]), x
+    yield "clip_opset6_attrs", model([helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.5)], x, None,
+                                     opset=6), x
+    yield "leaky_relu", model([helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.2)], x, None), x
+    yield "leaky_relu_default", model([helper.make_node("LeakyRelu", ["x"], ["y"])], x, None), x
+    nodes = [helper.make_node("Mul", ["x", "k"], ["m"]), helper.make_node("Sigmoid", ["m"], ["y"])]
+    yield "mul_scalar_sigmoid", model(nodes, x, None, [init("k", np.float32(8.0))]), x
+    yield "mul_scalar_first", model([helper.make_node("Mul", ["k", "x"], ["y"])], x, None,
+                                    [init("k", np.array([-1.5], np.float32))]), x
+    # Concat: SqueezeNet's fire module (two branches along C), and along
+    # H, W and N; then a matrix along its columns.
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"]),
+        helper.make_node("Conv", ["x", "w3"], ["b"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["a"], ["ra"]),
+        helper.make_node("Concat", ["ra", "b", "x"], ["y"], axis=1),
+    ]
+    yield "concat_fire", model(nodes, x, None, [init("w1", rnd(5, 4, 1, 1)), init("w3", rnd(3, 4, 3, 3))]), x
+    for axis in (0, 2, -1):
+        nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Concat", ["x", "r", "x"], ["y"], axis=axis)]
+        yield f"concat_axis{axis}", model(nodes, x, None), x
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"]),
+        helper.make_node("Gemm", ["f", "w"], ["g"]),
+        helper.make_node("Concat", ["g", "f"], ["y"], axis=1),
+    ]
+    yield "concat_matrix", model(nodes, x, None, [init("w", rnd(4 * 9 * 11, 5))]), x
+
+
+def randomize_batch_norm(net):
+    """Non-trivial BatchNorm statistics, so folding is really exercised
+    (fresh ones are the identity in eval mode)."""
+    import torch
+    with torch.no_grad():
+        for mod in net.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 2.0)
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.5, 0.5)
+
+
+TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
+TORCHVISION_LARGE = ("resnet18", "googlenet", "resnet50", "vgg16")
+
+
+def torchvision_cases(tmp, names, batches):
+    """torchvision's models with their random initial weights, eval mode
+    (nothing is downloaded), exported with Debian's torch."""
+    try:
+        import torch
+        import torchvision
+    except ImportError:
+        print("SKIP: torchvision models (no torchvision)")
+        return
+    for name in names:
+        torch.manual_seed(0)
+        kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+        net = getattr(torchvision.models, name)(weights=None, **kw).eval()
+        randomize_batch_norm(net)
+        path = os.path.join(tmp, name + ".onnx")
+        torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13)
+        m = onnx.load(path)
+        for batch in batches:
+            yield f"{name}_b{batch}", m, [batch, 3, 224, 224]
+
+
 def torch_cases(tmp):
     try:
         import torch
@@ -169,14 +249,7 @@ def torch_cases(tmp):
             return self.fc(torch.flatten(self.pool(x), 1))
 
     net = SmallResNet().eval()
-    # Non-trivial BatchNorm statistics, so folding is really exercised.
-    with torch.no_grad():
-        for mod in net.modules():
-            if isinstance(mod, nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 2.0)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.uniform_(-0.5, 0.5)
+    randomize_batch_norm(net)
     path = os.path.join(tmp, "small_resnet.onnx")
     torch.onnx.export(net, torch.randn(1, 3, 64, 64), path, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13)
@@ -196,7 +269,13 @@ def main():
         import polydnn as pdnn
     failed = passed = 0
     with tempfile.TemporaryDirectory(prefix="pdnn-onnx-") as tmp:
-        all_cases = list(cases()) + list(torch_cases(tmp))
+        if "--models" in sys.argv:  # make check-models: the large torchvision models only
+            batches = (1,) if "--batch=1" in sys.argv else (1, 8)
+            all_cases = list(torchvision_cases(tmp, TORCHVISION_LARGE, batches))
+        else:
+            all_cases = list(cases()) + list(activation_cases()) + list(torch_cases(tmp))
+            if "--no-torchvision" not in sys.argv:
+                all_cases += list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         for name, m, x_shape in all_cases:
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(m, path)
@@ -205,20 +284,38 @@ def main():
             np.save(xp, x)
             sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
-            for dev in devices:
+            # The residual models once more without fusion (--no-fusion).
+            runs = [(dev, []) for dev in devices]
+            if "resnet" in name:
+                runs += [(dev, ["--no-fusion"]) for dev in devices]
+            for dev, extra in runs:
                 yp = os.path.join(tmp, name + ".y.npy")
-                cmd = [tool, "run", path, "--input", xp, "--output", yp, "--iters", "1"]
+                cmd = [tool, "run", path, "--input", xp, "--output", yp, "--iters", "1", "--memory-stats"] + extra
                 if dev:
                     cmd += ["--device", dev]
                 r = subprocess.run(cmd, capture_output=True, text=True)
-                tag = f"{name} on {dev or 'default'}"
+                tag = f"{name} on {dev or 'default'}" + "".join(" " + e for e in extra)
                 if r.returncode != 0:
                     print(f"FAIL {tag}: polydnn run exited {r.returncode}\n{r.stdout}{r.stderr}")
                     failed += 1
                     continue
+                # Memory planning: the allocator's peak within 1.2x of the
+                # largest live set on every device that ran nodes, for
+                # sets of 1 MiB and more (below, 256-byte rounding and the
+                # ops' small workspaces weigh more than the tensors).
+                plans = [ln for ln in r.stdout.splitlines() if ln.startswith("plan ")]
+                for ln in plans:
+                    ratio = float(ln.rsplit("(", 1)[1].rstrip("x)"))
+                    live = int(ln.split("largest live set ")[1].split(" ")[0])
+                    if live >= 1 << 20 and not ratio <= 1.2:
+                        print(f"FAIL {tag}: {ln} (over 1.2x)")
+                        failed += 1
+                if not plans:
+                    print(f"FAIL {tag}: --memory-stats printed no plan line\n{r.stdout}")
+                    failed += 1
                 results = [(tag, np.load(yp))]
                 if pdnn is not None:
-                    model = pdnn.load_onnx(path, device=dev, batch=x_shape[0])
+                    model = pdnn.load_onnx(path, device=dev, batch=x_shape[0], fusion=not extra)
                     results.append((tag + " (load_onnx)", model(x, as_numpy=True)))
                 for rtag, y in results:
                     if y.shape != ref.shape:

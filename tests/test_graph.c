@@ -273,6 +273,17 @@ Test(graph, intermediates_are_freed_after_their_last_consumer)
     cr_assert_eq(st.peak_bytes_in_use, 3 * bytes, "peak %llu, want %llu", (unsigned long long)st.peak_bytes_in_use,
                  (unsigned long long)(3 * bytes));
     cr_assert_eq(st.bytes_in_use, 2 * bytes, "only the feed and the fetched result remain");
+    /* The session's own count of the same: the largest live set. */
+    int64_t live = -1;
+    cr_assert_eq(pdnn_session_memory_live_peak(s, dev, &live), PDNN_SUCCESS);
+    cr_assert_eq(live, (int64_t)(3 * bytes), "largest live set %lld", (long long)live);
+    pdnn_device *h;
+    cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &h), PDNN_SUCCESS);
+    if (h != dev) {
+        cr_assert_eq(pdnn_session_memory_live_peak(s, h, &live), PDNN_SUCCESS);
+        cr_assert_eq(live, 0, "nothing ran on the host");
+    }
+    cr_assert_eq(pdnn_session_memory_live_peak(s, NULL, &live), PDNN_ERR_INVALID_ARGUMENT);
     pdnn_tensor_release(o);
     pdnn_tensor_release(xt);
     pdnn_session_destroy(s);

@@ -176,6 +176,20 @@ Test(onnx, conv_relu_imports_and_runs)
     pdnn_node n;
     cr_assert_eq(pdnn_graph_find(g, "y", &n), PDNN_SUCCESS, "nodes carry the ONNX value names");
     cr_assert_eq(n, io.outputs[0]);
+    /* Fused: the Relu is the convolution's epilogue, so "y" is the Conv2D. */
+    cr_assert_str_eq(pdnn_graph_node_op(g, n), "Conv2D");
+    cr_assert_eq(pdnn_graph_find(g, "c", &n), PDNN_ERR_NOT_FOUND);
+    check_runs(g, &io);
+    pdnn_graph_destroy(g);
+    /* Without fusion the Relu is a node of its own reading "c". */
+    pdnn_onnx_options o;
+    pdnn_onnx_options_init(&o);
+    o.no_fusion = 1;
+    cr_assert_eq(import(&b, &o, &g, &io), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_find(g, "y", &n), PDNN_SUCCESS);
+    cr_assert_str_eq(pdnn_graph_node_op(g, n), "Relu");
+    cr_assert_eq(pdnn_graph_find(g, "c", &n), PDNN_SUCCESS);
+    cr_assert_str_eq(pdnn_graph_node_op(g, n), "Conv2D");
     check_runs(g, &io);
     pdnn_graph_destroy(g);
 }

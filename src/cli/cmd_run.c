@@ -48,8 +48,8 @@ static void print_top5(const float *y, int64_t rows, int64_t cols)
 int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
-    const char *input = NULL, *output = NULL, *device = NULL;
-    int batch = 0, iters = 10, log = 0, stats = 0, seed = 1, profile = 0;
+    const char *input = NULL, *output = NULL, *device = NULL, *fraction = NULL;
+    int batch = 0, iters = 10, log = 0, stats = 0, seed = 1, profile = 0, growth = 0, no_fusion = 0;
     const cli_opt opts[] = {
         {0, "input", OPT_STR, &input, 0, "x.npy: the model's (first) input, NCHW; sets the batch"},
         {0, "output", OPT_STR, &output, 0, "y.npy: write the (first) output"},
@@ -58,7 +58,11 @@ int cmd_run(int argc, char **argv)
         {'i', "iters", OPT_INT, &iters, 1, "timed runs after one warm-up (default 10)"},
         {0, "seed", OPT_INT, &seed, 0, "seed for random inputs (default 1)"},
         {0, "log-device-placement", OPT_FLAG, &log, 0, "print the device mapping and each node's device"},
-        {0, "memory-stats", OPT_FLAG, &stats, 0, "print memory statistics of the devices used"},
+        {0, "allow-growth", OPT_FLAG, &growth, 0, "grow device memory on demand"},
+        {0, "memory-fraction", OPT_STR, &fraction, 0, "use at most this fraction of each accelerator's memory"},
+        {0, "memory-stats", OPT_FLAG, &stats, 0, "print memory statistics of the devices used and the session's "
+                                                   "largest live set"},
+        {0, "no-fusion", OPT_FLAG, &no_fusion, 0, "keep each Relu a node of its own (no Conv+Relu fusion)"},
         {0, "profile", OPT_FLAG, &profile, 0, "time every node (synchronizing after each) and print the times"},
     };
     int rc = cli_parse("run model.onnx", argc - (model != NULL), argv + (model != NULL), opts,
@@ -70,6 +74,18 @@ int cmd_run(int argc, char **argv)
     if (!model) {
         fprintf(stderr, "polydnn run: name the model: polydnn run model.onnx [flags]\n");
         return EXIT_USAGE;
+    }
+    pdnn_session_config cfg;
+    pdnn_session_config_init(&cfg);
+    cfg.options.allow_growth = growth;
+    if (fraction) {
+        char *end = NULL;
+        const double f = strtod(fraction, &end);
+        if (!end || *end || !(f > 0 && f <= 1)) {
+            fprintf(stderr, "polydnn run: --memory-fraction '%s' must be a number in (0, 1]\n", fraction);
+            return EXIT_USAGE;
+        }
+        cfg.options.memory_fraction = f;
     }
     npy_array x = {0};
     char err[512];
@@ -86,6 +102,7 @@ int cmd_run(int argc, char **argv)
     pdnn_onnx_options_init(&oo);
     oo.batch = input && x.ndim > 0 ? x.shape[0] : batch;
     oo.device = device;
+    oo.no_fusion = no_fusion;
     pdnn_graph *g = NULL;
     pdnn_onnx_io io;
     double t0 = now_ms();
@@ -94,8 +111,6 @@ int cmd_run(int argc, char **argv)
         return cli_fail("importing the model");
     }
     double t_import = now_ms() - t0;
-    pdnn_session_config cfg;
-    pdnn_session_config_init(&cfg);
     cfg.log_device_placement = log;
     cfg.profile = profile;
     pdnn_session *s = NULL;
@@ -198,6 +213,13 @@ int cmd_run(int argc, char **argv)
             if (k == n_seen && n_seen < (int)(sizeof seen / sizeof seen[0])) {
                 seen[n_seen++] = d;
                 cli_print_memory_stats(d);
+                pdnn_memory_stats ms;
+                int64_t live = 0;
+                pdnn_device_info info;
+                if (pdnn_session_memory_live_peak(s, d, &live) == PDNN_SUCCESS && live > 0 &&
+                    pdnn_device_get_memory_stats(d, &ms) == PDNN_SUCCESS && pdnn_device_get_info(d, &info) == PDNN_SUCCESS)
+                    printf("plan %s: largest live set %" PRId64 " B, peak in use %" PRIu64 " B (%.3fx)\n", info.name,
+                           live, ms.peak_bytes_in_use, (double)ms.peak_bytes_in_use / (double)live);
             }
         }
     }

@@ -47,6 +47,15 @@ def cases():
     yield "constant", model([n("Constant", [], ["k"], value=w("kv", 1, 2, 1, 1)), n("Add", ["x", "k"], ["y"])],
                             [1, 2, 2, 2], [1, 2, 2, 2])
 
+    lo = numpy_helper.from_array(np.float32(0), "lo")
+    hi = numpy_helper.from_array(np.float32(6), "hi")
+    k = numpy_helper.from_array(np.float32(0.5), "k")
+    yield "activations", model([n("Clip", ["x", "lo", "hi"], ["a"]), n("LeakyRelu", ["a"], ["b"], alpha=0.1),
+                                n("Mul", ["b", "k"], ["c"]), n("Sigmoid", ["c"], ["y"])],
+                               [1, 2, 3, 3], [1, 2, 3, 3], [lo, hi, k])
+    yield "concat", model([n("Relu", ["x"], ["r"]), n("Concat", ["x", "r"], ["y"], axis=1)],
+                          [1, 2, 3, 3], [1, 4, 3, 3])
+
 
 def regressions():
     # Found by the fuzzer: a Conv whose only reader has no op_type (the
