@@ -57,6 +57,29 @@ __kernel void ew_copy_rows(__global const uint *src, long s_off, long sp,
     dst[d_off + r * dp + c] = src[s_off + r * sp + c];
 }
 
+/* y = x in another memory order: one work-item per element of y, in y's
+ * memory order (writes contiguous), reading x through its strides. d: the
+ * logical dims; yo: y's axes from outermost to innermost (a permutation of
+ * 0..3), so element i of y decomposes along them. */
+__kernel void ew_transform(__global const float *x, long x_off, long4 xs,
+                           __global float *y, long y_off, long4 d, int4 yo, long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const long dd[4] = {d.s0, d.s1, d.s2, d.s3};
+    const long st[4] = {xs.s0, xs.s1, xs.s2, xs.s3};
+    const int ord[4] = {yo.s0, yo.s1, yo.s2, yo.s3};
+    long rest = i, src = 0;
+    for (int k = 3; k >= 0; k--) {
+        const long n = dd[ord[k]];
+        const long idx = rest % n;
+        rest /= n;
+        src += idx * st[ord[k]];
+    }
+    y[y_off + i] = x[x_off + src];
+}
+
 /* mode 0 clip: min(max(x, alpha), beta), NaN kept; 1 leaky relu; 2
  * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should). */
 __kernel void ew_activation(__global const float *x, long x_off,

@@ -130,6 +130,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_onnx_options, base_dir),
     FIELD(pdnn_onnx_options, device),
     FIELD(pdnn_onnx_options, no_fusion),
+    FIELD(pdnn_onnx_options, layout),
 
     STRUCT(pdnn_onnx_io),
     FIELD(pdnn_onnx_io, n_inputs),

@@ -145,6 +145,14 @@ typedef struct pdnn__act_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__act_call;
 
+/* y = x in another memory order: dims[4] logical ({N,C,H,W} or
+ * {O,I,H,W}), xs and ys the element strides of each logical axis in x and
+ * y (pdnn__layout_strides). No aliasing. */
+typedef struct pdnn__transform_call {
+    int64_t dims[4], xs[4], ys[4];
+    pdnn__buf x_buf, y_buf;
+} pdnn__transform_call;
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */
@@ -190,6 +198,7 @@ typedef enum pdnn__op {
     PDNN__OP_GEMM = 12,             /* u.matmul (pdnn_matmul) */
     PDNN__OP_SCALE = 13,            /* u.scale (pdnn_scale) */
     PDNN__OP_ACTIVATION = 14,       /* u.act (pdnn_activation_forward) */
+    PDNN__OP_TRANSFORM = 15,        /* u.transform (pdnn_transform) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -240,6 +249,7 @@ typedef struct pdnn__op_call {
         pdnn__matmul_call matmul;
         pdnn__scale_call scale;
         pdnn__act_call act;
+        pdnn__transform_call transform;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

@@ -40,6 +40,7 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_GEMM: return "matmul";
     case PDNN__OP_SCALE: return "scale";
     case PDNN__OP_ACTIVATION: return "activation";
+    case PDNN__OP_TRANSFORM: return "transform";
     case PDNN__OP_COUNT: break;
     }
     return "op";
@@ -307,6 +308,12 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
                  (long long)o->n, o->s1_buf.region ? " slot" : "");
     } else if (call->op == PDNN__OP_SCALE) {
         snprintf(buf, len, "scale f32 n%lld", (long long)call->u.scale.n);
+    } else if (call->op == PDNN__OP_TRANSFORM) {
+        const pdnn__transform_call *c = &call->u.transform;
+        snprintf(buf, len, "transform f32 %lldx%lldx%lldx%lld x%lld,%lld,%lld,%lld y%lld,%lld,%lld,%lld",
+                 (long long)c->dims[0], (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3],
+                 (long long)c->xs[0], (long long)c->xs[1], (long long)c->xs[2], (long long)c->xs[3],
+                 (long long)c->ys[0], (long long)c->ys[1], (long long)c->ys[2], (long long)c->ys[3]);
     } else if (call->op == PDNN__OP_ACTIVATION) {
         static const char *const modes[] = {"clip", "leaky_relu", "sigmoid"};
         const pdnn__act_call *c = &call->u.act;
@@ -345,6 +352,9 @@ double pdnn__op_flops(const pdnn__op_call *call)
         return (double)call->u.scale.n;
     if (call->op == PDNN__OP_ACTIVATION)
         return (double)call->u.act.n;
+    if (call->op == PDNN__OP_TRANSFORM)
+        return (double)call->u.transform.dims[0] * (double)call->u.transform.dims[1] *
+               (double)call->u.transform.dims[2] * (double)call->u.transform.dims[3];
     if (call->op == PDNN__OP_GEMM)
         return 2.0 * (double)call->u.matmul.m * (double)call->u.matmul.n * (double)call->u.matmul.k;
     /* The training ops: elements touched. */
@@ -381,6 +391,11 @@ static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
     case PDNN__OP_OPTIMIZER: *n = (size_t)call->u.optim.n; return call->u.optim.w_buf;
     case PDNN__OP_SCALE: *n = (size_t)call->u.scale.n; return call->u.scale.y_buf;
     case PDNN__OP_ACTIVATION: *n = (size_t)call->u.act.n; return call->u.act.y_buf;
+    case PDNN__OP_TRANSFORM: {
+        const int64_t *d = call->u.transform.dims;
+        *n = (size_t)(d[0] * d[1] * d[2] * d[3]);
+        return call->u.transform.y_buf;
+    }
     case PDNN__OP_GEMM: *n = (size_t)(call->u.matmul.m * call->u.matmul.n); return call->u.matmul.c_buf;
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;

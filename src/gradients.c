@@ -158,6 +158,11 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
             s->g->nodes[r].alpha = fw.alpha;
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
+    case PDNN__OP_TRANSPOSE: /* back into x's layout */
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        st = emit(s, f, "Transpose", PDNN__OP_TRANSPOSE, &s->g->nodes[in[0]].out, &dy, 1, &r);
+        return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     case PDNN__OP_RESHAPE:
         if (!NEED(0))
             return PDNN_SUCCESS;

@@ -11,7 +11,8 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "VariableV2", "SparseSoftmaxCrossEntropyWithLogits",
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
-                                         "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2"};
+                                         "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
+                                         "Transpose"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -405,6 +406,22 @@ pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *d
         for (int k = 1; name_taken(g, nd.name); k++)
             snprintf(nd.name, sizeof nd.name, "%s_%d", base, k);
     }
+    return finish(g, &nd, &x, 1, out);
+}
+
+pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                 pdnn_layout layout, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_transform", name, device, PDNN__OP_TRANSPOSE, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    nd.out = *in_desc(g, x);
+    if (nd.out.dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "x must be float32");
+    nd.out.layout = layout;
+    if (pdnn_tensor_desc_validate(&nd.out) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
     return finish(g, &nd, &x, 1, out);
 }
 

@@ -84,6 +84,7 @@ typedef struct importer {
     const char *dir;       /* external data directory, NULL: refused */
     const char *device;    /* every node's requested device */
     int fuse;              /* Conv + Relu into one node */
+    pdnn_layout layout;    /* of the activations inside: NCHW or NHWC */
     int64_t opset;
     unsigned char *absorbed; /* per ONNX node: folded into an earlier one */
 } importer;
@@ -571,6 +572,22 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
         return st;
     }
     pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {w->dims[0], w->dims[1], w->dims[2], w->dims[3]}};
+    if (im->layout == PDNN_NHWC) { /* OHWI, the NHWC kernels' filter order */
+        float *t = malloc((size_t)w->count * sizeof *t);
+        if (!t) {
+            free(wf), free(bf);
+            return node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
+        }
+        const int64_t I = w->dims[1], R = w->dims[2], S = w->dims[3];
+        for (int64_t o = 0; o < K; o++)
+            for (int64_t c = 0; c < I; c++)
+                for (int64_t h = 0; h < R; h++)
+                    for (int64_t q = 0; q < S; q++)
+                        t[((o * R + h) * S + q) * I + c] = wf[((o * I + c) * R + h) * S + q];
+        free(wf);
+        wf = t;
+        wd.layout = PDNN_OHWI;
+    }
     pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {K, 1, 1, 1}};
     int wn = -1, bn_ = -1, y = -1;
     st = pdnn_graph_constant(im->graph, NULL, im->device, &wd, wf, &wn);
@@ -762,6 +779,13 @@ static pdnn_status reshape_to(importer *im, const Onnx__NodeProto *n, value *x, 
 {
     if (r < 1 || r > 4)
         return node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %d are not supported (1 to 4)", r);
+    int src = x->node;
+    pdnn_tensor_desc xd;
+    pdnn_status ts = pdnn_graph_node_desc(im->graph, src, &xd);
+    if (ts == PDNN_SUCCESS && xd.layout == PDNN_NHWC && xd.dims[2] * xd.dims[3] > 1)
+        ts = pdnn_graph_transform(im->graph, NULL, im->device, src, PDNN_NCHW, &src); /* ONNX's element order */
+    if (ts != PDNN_SUCCESS)
+        return node_error(ts, n, "%s", pdnn_last_error());
     int64_t d4[4] = {1, 1, 1, 1};
     for (int i = 0; i < r; i++)
         d4[i] = dims[i];
@@ -769,7 +793,7 @@ static pdnn_status reshape_to(importer *im, const Onnx__NodeProto *n, value *x, 
     if (st != PDNN_SUCCESS)
         return st;
     int y = -1;
-    st = pdnn_graph_reshape(im->graph, n->output[0], im->device, x->node, d4, &y);
+    st = pdnn_graph_reshape(im->graph, n->output[0], im->device, src, d4, &y);
     if (st != PDNN_SUCCESS)
         return node_error(st, n, "%s", pdnn_last_error());
     value v = {.name = n->output[0], .node = y, .rank = r};
@@ -1088,6 +1112,9 @@ static pdnn_status import_inputs(importer *im, const pdnn_onnx_options *opts, pd
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input name '%.40s...' is too "
                                "long", vi->name);
         pdnn_status st = pdnn_graph_placeholder(im->graph, vi->name, im->device, &d, &v.node);
+        const int placeholder = v.node;
+        if (st == PDNN_SUCCESS && r == 4 && im->layout == PDNN_NHWC)
+            st = pdnn_graph_transform(im->graph, NULL, im->device, placeholder, PDNN_NHWC, &v.node);
         if (st != PDNN_SUCCESS)
             return FAIL(st, "pdnn_graph_import_onnx: graph input '%s': %s", vi->name, pdnn_last_error());
         if ((st = add_value(im, &v)) != PDNN_SUCCESS)
@@ -1096,7 +1123,7 @@ static pdnn_status import_inputs(importer *im, const pdnn_onnx_options *opts, pd
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: more than %d graph inputs",
                                PDNN_ONNX_MAX_IO);
         io->input_rank[io->n_inputs] = (int)r;
-        io->inputs[io->n_inputs++] = v.node;
+        io->inputs[io->n_inputs++] = placeholder;
     }
     return PDNN_SUCCESS;
 }
@@ -1117,8 +1144,20 @@ static pdnn_status import_outputs(importer *im, pdnn_onnx_io *io)
         if (io->n_outputs == PDNN_ONNX_MAX_IO)
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: more than %d graph outputs",
                                PDNN_ONNX_MAX_IO);
+        int y = v->node;
+        pdnn_tensor_desc yd;
+        pdnn_status st = pdnn_graph_node_desc(im->graph, y, &yd);
+        if (st == PDNN_SUCCESS && yd.layout == PDNN_NHWC) { /* outputs are the file's NCHW */
+            char nm[sizeof(((pdnn__node *)0)->name)];
+            if ((size_t)snprintf(nm, sizeof nm, "%s/nchw", name) >= sizeof nm)
+                return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph output name '%.40s...' is too "
+                            "long", name);
+            st = pdnn_graph_transform(im->graph, nm, im->device, y, PDNN_NCHW, &y);
+        }
+        if (st != PDNN_SUCCESS)
+            return FAIL(st, "pdnn_graph_import_onnx: graph output '%s': %s", name, pdnn_last_error());
         io->output_rank[io->n_outputs] = v->rank;
-        io->outputs[io->n_outputs++] = v->node;
+        io->outputs[io->n_outputs++] = y;
     }
     return PDNN_SUCCESS;
 }
@@ -1234,6 +1273,9 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
     if (opts->batch < 0)
         return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: options.batch %lld is negative",
                            (long long)opts->batch);
+    if (opts->layout != PDNN_NCHW && opts->layout != PDNN_NHWC)
+        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: options.layout %d is neither NCHW (%d) nor "
+                    "NHWC (%d)", (int)opts->layout, (int)PDNN_NCHW, (int)PDNN_NHWC);
     pdnn_onnx_io local_io;
     if (!io)
         io = &local_io;
@@ -1285,6 +1327,7 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
     }
     im.device = opts->device;
     im.fuse = !opts->no_fusion;
+    im.layout = opts->layout;
     im.absorbed = calloc(im.g->n_node + 1, 1);
     if (!im.absorbed || (st = pdnn_graph_create(&im.graph)) != PDNN_SUCCESS) {
         st = FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");

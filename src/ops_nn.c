@@ -217,6 +217,33 @@ pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, 
     return pdnn__dispatch(x->dev, &call, NULL, NULL);
 }
 
+pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    static const char op[] = "pdnn_transform";
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need(op, ts, names, 2);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (memcmp(x->desc.dims, y->desc.dims, sizeof x->desc.dims) != 0) {
+        char da[96], db[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: x is %s but y is %s; the dims must match", op,
+                           pdnn__desc_string(&x->desc, da, sizeof da), pdnn__desc_string(&y->desc, db, sizeof db));
+    }
+    if ((st = pdnn__check_alias(op, y, "y", x, "x", 0)) != PDNN_SUCCESS)
+        return st;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_TRANSFORM;
+    pdnn__transform_call *c = &call.u.transform;
+    memcpy(c->dims, x->desc.dims, sizeof c->dims);
+    pdnn__layout_strides(x->desc.layout, c->dims, c->xs);
+    pdnn__layout_strides(y->desc.layout, c->dims, c->ys);
+    c->x_buf = x->block.buf;
+    c->y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+}
+
 pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
 {
     const pdnn_tensor *ts[] = {x, y};

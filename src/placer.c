@@ -15,22 +15,33 @@ const char *pdnn__full_device_name(const pdnn_device *d, char *buf, size_t len)
     return buf;
 }
 
-/* Whether some optimizer algorithm of dev's backend plans n's update: a
- * backend may register the op but refuse a kind at plan time (CUDA
- * refuses Adam), and the placer must know before the run. Asked with a
- * call that has the node's sizes and parameters and no buffers (plans
- * look at shapes and parameters only). */
-static int optimizer_plans(const pdnn_device *dev, const pdnn__node *n)
+/* Whether some algorithm of dev's backend plans call (its op, sizes and
+ * parameters; no buffers: plans look at shapes and parameters only). A
+ * backend may register an op and refuse some of its kinds at plan time
+ * (CUDA refuses Adam, leaky relu, clips not from 0), and the placer must
+ * know before the run. */
+static int some_algorithm_plans(const pdnn_device *dev, pdnn__op_call *call)
 {
-    const pdnn__algo *const *list = dev->backend->algos[PDNN__OP_OPTIMIZER];
+    const pdnn__algo *const *list = dev->backend->algos[call->op];
     if (!list)
         return 0;
+    call->tuning = PDNN_TUNING_OFF;
+    call->device_key = dev->tune_key;
+    call->force_config = -1;
+    for (int i = 0; list[i]; i++) {
+        pdnn__plan plan;
+        pdnn__plan_for((pdnn_device *)dev, list[i], call, &plan);
+        if (plan.supported)
+            return 1;
+    }
+    return 0;
+}
+
+static int optimizer_plans(const pdnn_device *dev, const pdnn__node *n)
+{
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_OPTIMIZER;
-    call.tuning = PDNN_TUNING_OFF;
-    call.device_key = dev->tune_key;
-    call.force_config = -1;
     pdnn__optim_call *o = &call.u.optim;
     o->n = pdnn_tensor_desc_elements(&n->out);
     o->kind = n->optim.kind;
@@ -41,39 +52,19 @@ static int optimizer_plans(const pdnn_device *dev, const pdnn__node *n)
     o->beta2 = n->optim.beta2;
     o->epsilon = n->optim.epsilon;
     o->step = 1;
-    for (int i = 0; list[i]; i++) {
-        pdnn__plan plan;
-        pdnn__plan_for((pdnn_device *)dev, list[i], &call, &plan);
-        if (plan.supported)
-            return 1;
-    }
-    return 0;
+    return some_algorithm_plans(dev, &call);
 }
 
-/* Whether some activation algorithm of dev's backend plans n's mode
- * (CUDA refuses leaky relu and clips not from 0). */
 static int activation_plans(const pdnn_device *dev, const pdnn__node *n)
 {
-    const pdnn__algo *const *list = dev->backend->algos[PDNN__OP_ACTIVATION];
-    if (!list)
-        return 0;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_ACTIVATION;
-    call.tuning = PDNN_TUNING_OFF;
-    call.device_key = dev->tune_key;
-    call.force_config = -1;
     call.u.act.n = pdnn_tensor_desc_elements(&n->out);
     call.u.act.mode = n->act;
     call.u.act.alpha = n->alpha;
     call.u.act.beta = n->beta;
-    for (int i = 0; list[i]; i++) {
-        pdnn__plan plan;
-        pdnn__plan_for((pdnn_device *)dev, list[i], &call, &plan);
-        if (plan.supported)
-            return 1;
-    }
-    return 0;
+    return some_algorithm_plans(dev, &call);
 }
 
 int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
@@ -92,6 +83,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_MUL: return b->algos[PDNN__OP_SCALE] != NULL;
     case PDNN__OP_ACT: return activation_plans(dev, n);
     case PDNN__OP_CONCAT: return b->copy != NULL;
+    case PDNN__OP_TRANSPOSE: return b->algos[PDNN__OP_TRANSFORM] != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;
     case PDNN__OP_RESHAPE: return b->copy != NULL;
     case PDNN__OP_VARIABLE: return 1;

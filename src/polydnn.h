@@ -674,6 +674,13 @@ typedef enum pdnn_activation {
 PDNN_API pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, float alpha, float beta,
                                              pdnn_tensor *y);
 
+/* y = x in y's layout (TensorFlow's Transpose between NCHW and NHWC,
+ * cuDNN's cudnnTransformTensor): x and y float32 with the same dims, any
+ * two layouts (activations, filters or X); the same layout is a copy.
+ * One registry op: host and OpenCL "direct", CUDA "cudnn". y may not
+ * overlap x. */
+PDNN_API pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y);
+
 /* Concatenates n >= 1 tensors along logical axis (0 N, 1 C, 2 H, 3 W of
  * pdnn_tensor_desc's dims; for a matrix {M, K, 1, 1}, 1 is the columns):
  * every xs[i] has y's dtype and layout and y's dims except along axis,
@@ -813,6 +820,11 @@ PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char
 PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            pdnn_activation mode, float alpha, float beta, pdnn_node *out);
 
+/* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
+ * the transform back). */
+PDNN_API pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                          pdnn_layout layout, pdnn_node *out);
+
 /* pdnn_concat as a node ("ConcatV2"): inputs[0..n-1] along axis. */
 PDNN_API pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *device, const pdnn_node *inputs,
                                        int n, int axis, pdnn_node *out);
@@ -852,9 +864,15 @@ typedef struct pdnn_onnx_options {
      * fused epilogue (pdnn_conv2d_params.relu). BatchNormalization is
      * folded into its Conv either way. */
     int no_fusion;
+    /* PDNN_NCHW (0, the file's) or PDNN_NHWC: the whole network runs in
+     * NHWC (weights in OHWI), with a Transpose node after each rank-4
+     * input, before a Flatten/Reshape of an image larger than 1x1 (so
+     * elements keep ONNX's order) and before each rank-4 output, which
+     * is then the node "<output name>/nchw". */
+    pdnn_layout layout;
 } pdnn_onnx_options;
 
-/* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on). */
+/* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on), layout NCHW. */
 PDNN_API void pdnn_onnx_options_init(pdnn_onnx_options *o);
 
 /* What an import made: the placeholders fed for the model's inputs and

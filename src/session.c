@@ -315,6 +315,7 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_MUL: return pdnn_scale(in[0], nd->alpha, y);
     case PDNN__OP_ACT: return pdnn_activation_forward(in[0], nd->act, nd->alpha, nd->beta, y);
     case PDNN__OP_CONCAT: return pdnn_concat(in, nd->n_inputs, nd->axis, y);
+    case PDNN__OP_TRANSPOSE: return pdnn_transform(in[0], y);
     case PDNN__OP_SOFTMAX: return pdnn_softmax(in[0], y);
     case PDNN__OP_RESHAPE: return pdnn_reshape(in[0], y);
     case PDNN__OP_XENT: return pdnn_softmax_cross_entropy(in[0], in[1], y, NULL);

@@ -284,10 +284,14 @@ def main():
             np.save(xp, x)
             sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             ref = sess.run(None, {sess.get_inputs()[0].name: x})[0]
-            # The residual models once more without fusion (--no-fusion).
+            # The residual models once more without fusion (--no-fusion);
+            # every model in NHWC too (--layout NHWC), torchvision's on the
+            # accelerators only (the plain-C /cpu:0 pass is slow).
             runs = [(dev, []) for dev in devices]
             if "resnet" in name:
                 runs += [(dev, ["--no-fusion"]) for dev in devices]
+            tv = name.split("_b")[0] in TORCHVISION_FAST + TORCHVISION_LARGE
+            runs += [(dev, ["--layout", "NHWC"]) for dev in devices if not (tv and dev == "/cpu:0")]
             for dev, extra in runs:
                 yp = os.path.join(tmp, name + ".y.npy")
                 cmd = [tool, "run", path, "--input", xp, "--output", yp, "--iters", "1", "--memory-stats"] + extra
@@ -315,7 +319,8 @@ def main():
                     failed += 1
                 results = [(tag, np.load(yp))]
                 if pdnn is not None:
-                    model = pdnn.load_onnx(path, device=dev, batch=x_shape[0], fusion=not extra)
+                    model = pdnn.load_onnx(path, device=dev, batch=x_shape[0], fusion="--no-fusion" not in extra,
+                                           data_format="NHWC" if "NHWC" in extra else "NCHW")
                     results.append((tag + " (load_onnx)", model(x, as_numpy=True)))
                 for rtag, y in results:
                     if y.shape != ref.shape:

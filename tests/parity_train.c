@@ -1,7 +1,7 @@
 /*
  * The training ops' cases of the op-parity harness (grad mode): relu
  * backward, softmax cross-entropy and optimizer steps, and the
- * elementwise registry ops (scale, activations), each run on every
+ * elementwise registry ops (scale, activations, layout transform), each run on every
  * device by every algorithm its backend registers (forced by name), and
  * compared with a naive loop in double written here. The naive
  * cross-entropy gradient is itself checked against central finite
@@ -15,10 +15,11 @@
  *                  slot), after several steps with new gradients each;
  *   scale          |got - ref| / |ref| (one float product: a rounding);
  *   activation     |got - ref| / max(|ref|, 1), NaN where the input is;
+ *   transform      exact (a permutation): any difference fails;
  *   matmul         |got - ref| / (sum over p of |a[i,p] b[p,j]| + 1e-30)
  *                  per element: float32 sums err by ~sqrt(k) ulps of
  *                  that, a wrong index or transpose by the whole of it.
- * Tolerance 1e-5 everywhere but relu: float32 rounding of these short
+ * Tolerance 1e-5 everywhere but relu and transform (exact): float32 rounding of these short
  * computations stays near 1e-7, a wrong term or index is off by far more.
  */
 #include "context.h"
@@ -34,7 +35,7 @@
 
 #define TRAIN_TOL 1e-5
 
-typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT } kind;
+typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT, TRANSFORM } kind;
 
 typedef struct train_case {
     int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n};
@@ -47,69 +48,80 @@ typedef struct train_case {
     pdnn_optimizer_kind opt;
     float lr, momentum, weight_decay; /* act: lr spreads x */
     pdnn_activation act;
+    pdnn_layout to;       /* transform: y's layout (x's is layout) */
 } train_case;
 
 static const train_case cases[] = {
-    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0},
-    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0},
-    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0},
-    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0},
-    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0},
-    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0, 0},
-    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0},
-    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0},
-    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0, 0},
-    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0, 0},
-    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0},
-    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0},
-    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0, 0},
-    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f, 0},
-    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0, 0},
-    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f, 0},
-    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f, 0},
-    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0},
-    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f, 0},
-    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0},
-    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f, 0},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0},
+    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0},
+    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0},
+    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0, 0, 0},
+    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0},
+    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0},
+    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0, 0, 0},
+    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0, 0},
+    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0, 0},
+    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0, 0, 0},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f, 0, 0},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0, 0, 0},
+    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f, 0, 0},
+    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f, 0, 0},
+    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0, 0},
+    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f, 0, 0},
+    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0, 0},
+    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f, 0, 0},
     /* Every transpose pair; sizes 1, odd, not multiples of 4, a batch of
      * 17, and Deep MNIST's fully connected shapes scaled down. */
-    {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 1, 1, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 1}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 3}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 131, 257, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
-    {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 1}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{17, 10, 3, 3}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 131, 257, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
     /* y = alpha x (alpha in lr): odd sizes, batch 1 and 17, both layouts,
      * a negative and a tiny alpha, 0 */
-    {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0, 0},
-    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NHWC, 0, 0, 0, -0.25f, 0, 0, 0},
-    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 1.0f / 3.0f, 0, 0, 0},
-    {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0, 0},
-    {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0, 0},
+    {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NHWC, 0, 0, 0, -0.25f, 0, 0, 0, 0},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 1.0f / 3.0f, 0, 0, 0, 0},
+    {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0, 0, 0},
+    {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0, 0, 0},
     /* Activations (alpha, beta in offset, amp; x spread by lr): ReLU6, a
      * clip from below only and a narrow one, leaky relu of two slopes,
      * sigmoid out to where exp overflows; odd sizes, batch 1 and 17, both
      * layouts. Inputs hold the bounds exactly, +-0 and a NaN. */
-    {{1, 1, 1, 1}, "activation", ACT, PDNN_NCHW, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, -0.5f, INFINITY, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP},
-    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, -0.25f, 0.25f, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP},
-    {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0.01f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.2f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SIGMOID},
-    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SIGMOID},
-    {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SIGMOID},
+    {{1, 1, 1, 1}, "activation", ACT, PDNN_NCHW, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, -0.5f, INFINITY, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, -0.25f, 0.25f, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
+    {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0.01f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.2f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0},
+    {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0},
+    /* Layout transforms: NCHW <-> NHWC both ways, a 1x1 image, batch 17,
+     * channels not a multiple of 4, and the filter layouts. */
+    {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
+    {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW},
+    {{17, 3, 1, 1}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW},
+    {{1, 64, 9, 1}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
+    {{1, 1, 1, 1}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
+    {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_OIHW, 0, 0, 0, 0, 0, 0, 0, PDNN_HWIO},
+    {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_HWIO, 0, 0, 0, 0, 0, 0, 0, PDNN_OHWI},
+    {{3, 2, 4, 4}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
 
@@ -120,6 +132,7 @@ static pdnn__op op_of(const train_case *c)
            : c->k == MATMUL ? PDNN__OP_GEMM
            : c->k == SCALE  ? PDNN__OP_SCALE
            : c->k == ACT    ? PDNN__OP_ACTIVATION
+           : c->k == TRANSFORM ? PDNN__OP_TRANSFORM
                             : PDNN__OP_OPTIMIZER;
 }
 
@@ -150,6 +163,9 @@ static void case_name(const train_case *c, char *buf, size_t len)
         snprintf(buf, len, "%s m%lld n%lld k%lld%s%s %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
                  (long long)c->dims[2], c->dims[3] & 2 ? " trans_a" : "", c->dims[3] & 1 ? " trans_b" : "",
                  pdnn_layout_name(c->layout));
+    else if (c->k == TRANSFORM)
+        snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s -> %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
+                 (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout), pdnn_layout_name(c->to));
     else if (c->k == ACT)
         snprintf(buf, len, "%s %s [%lld,%lld,%lld,%lld] %s alpha %g beta %g x*%g", c->set,
                  c->act == PDNN_ACTIVATION_CLIP ? "clip" : c->act == PDNN_ACTIVATION_LEAKY_RELU ? "leaky_relu" : "sigmoid",
@@ -374,6 +390,20 @@ static pdnn_status run_act(pdnn_device *dev, const train_case *c, const inputs *
     return st;
 }
 
+static pdnn_status run_transform(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c);
+    pdnn_tensor_desc e = d;
+    e.layout = c->to;
+    pdnn_tensor *x = make(dev, &d, in->x), *y = make(dev, &e, NULL);
+    pdnn_status st = x && y ? pdnn_transform(x, y) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y);
+    return st;
+}
+
 /* The activation of x in double. */
 static double naive_act(const train_case *c, double x)
 {
@@ -436,7 +466,7 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
 {
     double worst = 0.0;
     *at = 0;
-    if (c->k == RELU) {
+    if (c->k == RELU || c->k == TRANSFORM) {
         for (int64_t i = 0; i < in->n; i++)
             if (!((double)got[i] == ref[i]) && worst == 0.0)
                 worst = INFINITY, *at = i;
@@ -519,7 +549,7 @@ static const char *where(const train_case *c, const inputs *in, int64_t at, char
         snprintf(buf, len, "dlogits[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else if (c->k == OPTIM)
         snprintf(buf, len, "%s[%lld]", slot[at / in->n], (long long)(at % in->n));
-    else if (c->k == SCALE || c->k == ACT)
+    else if (c->k == SCALE || c->k == ACT || c->k == TRANSFORM)
         snprintf(buf, len, "y[%lld] (memory order)", (long long)at);
     else if (c->k == MATMUL)
         snprintf(buf, len, "c[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
@@ -551,6 +581,8 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
     }
     in->g = xcalloc((size_t)in->n * STEPS, sizeof(float));
     if (c->k == SCALE)
+        th_fill(in->x, in->n, seed);
+    if (c->k == TRANSFORM)
         th_fill(in->x, in->n, seed);
     if (c->k == ACT) {
         th_fill(in->x, in->n, seed);
@@ -609,7 +641,19 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
         make_inputs(c, ci, &in);
         const int64_t nout = c->k == XENT ? in.n + 1 : c->k == OPTIM ? 3 * in.n : in.n;
         double *ref = xcalloc((size_t)(c->k == MATMUL ? 2 * nout : nout), sizeof(double));
-        if (c->k == ACT) {
+        if (c->k == TRANSFORM) {
+            /* Element (a,b,h,w) moves from x's memory order to y's. */
+            int64_t xs[4], ys[4];
+            const pdnn_tensor_desc d = desc_of(c);
+            pdnn__layout_strides(c->layout, d.dims, xs);
+            pdnn__layout_strides(c->to, d.dims, ys);
+            for (int64_t a = 0; a < d.dims[0]; a++)
+                for (int64_t b = 0; b < d.dims[1]; b++)
+                    for (int64_t h = 0; h < d.dims[2]; h++)
+                        for (int64_t w = 0; w < d.dims[3]; w++)
+                            ref[a * ys[0] + b * ys[1] + h * ys[2] + w * ys[3]] =
+                                in.x[a * xs[0] + b * xs[1] + h * xs[2] + w * xs[3]];
+        } else if (c->k == ACT) {
             for (int64_t i = 0; i < in.n; i++)
                 ref[i] = naive_act(c, (double)in.x[i]);
         } else if (c->k == SCALE) {
@@ -648,6 +692,7 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                                        : c->k == MATMUL ? run_matmul(devs[di], c, &in, got)
                                        : c->k == SCALE  ? run_scale(devs[di], c, &in, got)
                                        : c->k == ACT    ? run_act(devs[di], c, &in, got)
+                                       : c->k == TRANSFORM ? run_transform(devs[di], c, &in, got)
                                                         : run_optim(devs[di], c, &in, got);
                 pdnn__dispatch_force(op_of(c), NULL, -1);
                 if (st == PDNN_ERR_UNSUPPORTED) {
@@ -660,7 +705,7 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                 }
                 int64_t at = 0;
                 const double err = compare(c, &in, got, ref, &at);
-                const double tol = c->k == RELU ? 0.0 : TRAIN_TOL;
+                const double tol = c->k == RELU || c->k == TRANSFORM ? 0.0 : TRAIN_TOL;
                 char el[64];
                 if (!(err <= tol)) {
                     const int64_t k = c->k == XENT ? at + 1 : at;

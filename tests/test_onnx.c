@@ -194,6 +194,36 @@ Test(onnx, conv_relu_imports_and_runs)
     pdnn_graph_destroy(g);
 }
 
+/* layout NHWC: a Transpose after the input, OHWI weights, the output
+ * transposed back as "y/nchw"; an unknown layout is refused. */
+Test(onnx, nhwc_layout_runs_inside_with_nchw_edges)
+{
+    built b;
+    build(&b, "Relu");
+    pdnn_onnx_options o;
+    pdnn_onnx_options_init(&o);
+    o.layout = PDNN_NHWC;
+    pdnn_graph *g = NULL;
+    pdnn_onnx_io io;
+    cr_assert_eq(import(&b, &o, &g, &io), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_node n;
+    pdnn_tensor_desc d;
+    cr_assert_eq(pdnn_graph_find(g, "y", &n), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_node_desc(g, n, &d), PDNN_SUCCESS);
+    cr_assert_eq(d.layout, PDNN_NHWC, "the network runs in NHWC");
+    cr_assert_str_eq(pdnn_graph_node_name(g, io.outputs[0]), "y/nchw");
+    cr_assert_str_eq(pdnn_graph_node_op(g, io.outputs[0]), "Transpose");
+    cr_assert_eq(pdnn_graph_node_desc(g, io.outputs[0], &d), PDNN_SUCCESS);
+    cr_assert_eq(d.layout, PDNN_NCHW);
+    cr_assert_eq(pdnn_graph_node_desc(g, io.inputs[0], &d), PDNN_SUCCESS);
+    cr_assert_eq(d.layout, PDNN_NCHW, "the input stays the file's NCHW");
+    check_runs(g, &io);
+    pdnn_graph_destroy(g);
+    o.layout = PDNN_HWIO;
+    cr_assert_eq(import(&b, &o, &g, &io), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "options.layout"), "%s", pdnn_last_error());
+}
+
 Test(onnx, batch_option_overrides_the_files_batch)
 {
     built b;

@@ -325,6 +325,11 @@ Test(ops, concat_and_activation_refuse_bad_input)
     cr_assert_eq(pdnn_concat(self, 2, 1, y), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_eq(pdnn_concat(two, 2, 1, y), PDNN_SUCCESS, "%s", pdnn_last_error());
 
+    cr_assert_eq(pdnn_transform(a, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "the dims must match"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_transform(a, a), PDNN_ERR_INVALID_ARGUMENT, "in place is refused");
+    cr_assert_eq(pdnn_transform(NULL, b), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_transform(a, b), PDNN_SUCCESS, "%s", pdnn_last_error());
     cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_CLIP, 1.0f, 0.0f, a), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(pdnn_last_error(), "must not exceed"), "%s", pdnn_last_error());
     cr_assert_eq(pdnn_activation_forward(a, PDNN_ACTIVATION_CLIP, NAN, 0.0f, a), PDNN_ERR_INVALID_ARGUMENT);

@@ -999,3 +999,61 @@ Test(train_graph, scale_gradient_is_alpha_times_the_upstream_gradient)
     }
     pdnn_context_destroy(ctx);
 }
+
+/* Transpose's gradient is the transform back: dw (NCHW) holds dt (NHWC)
+ * element for element, on every device. */
+Test(train_graph, transpose_gradient_is_the_transform_back)
+{
+    enum { N = 2, C = 3, H = 2, W = 2 };
+    float wv[N * C * H * W];
+    const int32_t lab[N] = {5, 11};
+    th_fill(wv, N * C * H * W, 41);
+    pdnn_context *ctx = th_context();
+    for (int di = 0; di < pdnn_device_count(ctx); di++) {
+        pdnn_device *dev = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(ctx, di, &dev), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get_info(dev, &info), PDNN_SUCCESS);
+        pdnn_graph *g = NULL;
+        cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+        pdnn_tensor_desc wd = th_desc(PDNN_NCHW, N, C, H, W), ld = th_desc(PDNN_LAYOUT_X, N, 1, 1, 1);
+        ld.dtype = PDNN_INT32;
+        const int64_t md[4] = {N, C * H * W, 1, 1};
+        pdnn_node l, w, t, logits, loss, grads[2];
+        cr_assert_eq(pdnn_graph_placeholder(g, "labels", info.name, &ld, &l), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_variable(g, "w", info.name, &wd, PDNN_INIT_DATA, 0, wv, &w), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_transform(g, "t", info.name, w, PDNN_NHWC, &t), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_str_eq(pdnn_graph_node_op(g, t), "Transpose");
+        cr_assert_eq(pdnn_graph_reshape(g, "logits", info.name, t, md, &logits), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_softmax_cross_entropy(g, "loss", info.name, logits, l, &loss), PDNN_SUCCESS);
+        pdnn_node xs[2] = {w, t};
+        cr_assert_eq(pdnn_graph_gradients(g, loss, xs, 2, grads), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_session_config c;
+        pdnn_session_config_init(&c);
+        c.context = ctx;
+        pdnn_session *s = NULL;
+        cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor *lt = labels_on(dev, lab, N), *out[2] = {NULL, NULL};
+        cr_assert_eq(pdnn_session_run(s, &l, &lt, 1, grads, 2, out), PDNN_SUCCESS, "%s", pdnn_last_error());
+        float *dw = th_download(out[0]), *dt = th_download(out[1]);
+        double mag = 0;
+        for (int n = 0; n < N; n++)
+            for (int ch = 0; ch < C; ch++)
+                for (int h = 0; h < H; h++)
+                    for (int x = 0; x < W; x++) {
+                        const float a = dw[((n * C + ch) * H + h) * W + x], b = dt[((n * H + h) * W + x) * C + ch];
+                        cr_assert_eq(a, b, "%s dw[%d,%d,%d,%d] = %g but dt there is %g", info.name, n, ch, h, x,
+                                     (double)a, (double)b);
+                        mag += fabs(a);
+                    }
+        cr_assert_gt(mag, 1e-3, "the gradient is zero: the test would prove nothing");
+        free(dw);
+        free(dt);
+        pdnn_tensor_release(out[0]);
+        pdnn_tensor_release(out[1]);
+        pdnn_tensor_release(lt);
+        pdnn_session_destroy(s);
+        pdnn_graph_destroy(g);
+    }
+    pdnn_context_destroy(ctx);
+}

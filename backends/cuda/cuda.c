@@ -1774,17 +1774,23 @@ static pdnn_status add_run(cu_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf y, int
     return PDNN_SUCCESS;
 }
 
-static pdnn_status relu_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t n)
+/* y = a(x) over n elements, in chunks cuDNN's 4-D descriptors can hold. */
+static pdnn_status activation_chunks(cu_dev *d, cudnnActivationDescriptor_t a, pdnn__buf x, pdnn__buf y, int64_t n)
 {
     const float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < n; i += EW_CHUNK) {
         const int64_t len = n - i < EW_CHUNK ? n - i : EW_CHUNK;
         const size_t off = (size_t)i * sizeof(float);
         RETURN_IF_FAILED(set_vec(d->t[0], len));
-        DNN(cudnnActivationForward, d->dnn, d->relu, &one, d->t[0], (char *)ptr(x) + off, &zero, d->t[0],
+        DNN(cudnnActivationForward, d->dnn, a, &one, d->t[0], (char *)ptr(x) + off, &zero, d->t[0],
             (char *)ptr(y) + off);
     }
     return PDNN_SUCCESS;
+}
+
+static pdnn_status relu_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t n)
+{
+    return activation_chunks(d, d->relu, x, y, n);
 }
 
 /* ---- batch normalization -------------------------------------------------- */
@@ -1965,56 +1971,6 @@ static pdnn_status cu_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
     return st;
 }
 
-/* The activations: sigmoid, and clip from 0 (cuDNN's clipped relu; to
- * +infinity it is relu). cuDNN has no leaky relu and clips from 0 only. */
-static void cu_act_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
-{
-    (void)dev;
-    const pdnn__act_call *c = &call->u.act;
-    if (c->mode == PDNN_ACTIVATION_LEAKY_RELU)
-        pdnn__plan_refuse(plan, "cuDNN has no leaky relu activation");
-    else if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
-        pdnn__plan_refuse(plan, "cuDNN's clipped relu clips from 0; this clip is from %g", (double)c->alpha);
-}
-
-static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
-{
-    const float one = 1.0f, zero = 0.0f;
-    cudnnActivationDescriptor_t a = d->act;
-    if (c->mode == PDNN_ACTIVATION_SIGMOID)
-        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SIGMOID, CUDNN_PROPAGATE_NAN, 0.0);
-    else if (isinf(c->beta))
-        a = d->relu;
-    else
-        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_CLIPPED_RELU, CUDNN_PROPAGATE_NAN, (double)c->beta);
-    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
-        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        const size_t off = (size_t)i * sizeof(float);
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        DNN(cudnnActivationForward, d->dnn, a, &one, d->t[0], (char *)ptr(c->x_buf) + off, &zero, d->t[0],
-            (char *)ptr(c->y_buf) + off);
-    }
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status cu_act(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                          pdnn__run_report *rep)
-{
-    (void)ws;
-    cu_dev *d = dev;
-    pdnn_status st = lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = act_run(d, &call->u.act);
-    pthread_mutex_unlock(&d->lock);
-    report_untuned(plan, rep);
-    return st;
-}
-
-static const pdnn__algo cu_act_cudnn = {
-    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_act_plan, .run = cu_act};
-static const pdnn__algo *const cu_act_algos[] = {&cu_act_cudnn, NULL};
-
 static pdnn_status cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
 {
     cu_dev *d = dev;
@@ -2062,6 +2018,40 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
     }
     pthread_mutex_unlock(&d->lock);
     return st;
+}
+
+/* The activations: sigmoid, and clip from 0 (cuDNN's clipped relu; to
+ * +infinity it is relu). cuDNN has no leaky relu and clips from 0 only. */
+static void cu_act_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__act_call *c = &call->u.act;
+    if (c->mode == PDNN_ACTIVATION_LEAKY_RELU)
+        pdnn__plan_refuse(plan, "cuDNN has no leaky relu activation");
+    else if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
+        pdnn__plan_refuse(plan, "cuDNN's clipped relu clips from 0; this clip is from %g", (double)c->alpha);
+}
+
+static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
+{
+    cudnnActivationDescriptor_t a = d->act;
+    if (c->mode == PDNN_ACTIVATION_SIGMOID)
+        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SIGMOID, CUDNN_PROPAGATE_NAN, 0.0);
+    else if (isinf(c->beta))
+        a = d->relu;
+    else
+        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_CLIPPED_RELU, CUDNN_PROPAGATE_NAN, (double)c->beta);
+    return activation_chunks(d, a, c->x_buf, c->y_buf, c->n);
+}
+
+/* The layout transform: cudnnTransformTensor between two strided views. */
+static pdnn_status transform_run(cu_dev *d, const pdnn__transform_call *c)
+{
+    const float one = 1.0f, zero = 0.0f;
+    RETURN_IF_FAILED(set_4d(d->t[TX], c->dims, c->xs));
+    RETURN_IF_FAILED(set_4d(d->t[TY], c->dims, c->ys));
+    DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX], ptr(c->x_buf), &zero, d->t[TY], ptr(c->y_buf));
+    return PDNN_SUCCESS;
 }
 
 /* ---- the training ops ------------------------------------------------------
@@ -2123,7 +2113,10 @@ static pdnn_status cu_train_run(void *dev, const pdnn__op_call *call, const pdnn
     pdnn_status st = lock_dnn(d);
     if (st != PDNN_SUCCESS)
         return st;
-    st = call->op == PDNN__OP_RELU_BWD ? relu_bwd_run(d, &call->u.relu_bwd) : sgd_run(d, &call->u.optim);
+    st = call->op == PDNN__OP_RELU_BWD     ? relu_bwd_run(d, &call->u.relu_bwd)
+         : call->op == PDNN__OP_ACTIVATION ? act_run(d, &call->u.act)
+         : call->op == PDNN__OP_TRANSFORM  ? transform_run(d, &call->u.transform)
+                                           : sgd_run(d, &call->u.optim);
     pthread_mutex_unlock(&d->lock);
     report_untuned(plan, rep);
     return st;
@@ -2133,6 +2126,12 @@ static const pdnn__algo cu_relu_bwd_cudnn = {
     .op = PDNN__OP_RELU_BWD, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo cu_optimizer_cudnn = {
     .op = PDNN__OP_OPTIMIZER, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
+static const pdnn__algo cu_act_cudnn = {
+    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_act_plan, .run = cu_train_run};
+static const pdnn__algo *const cu_act_algos[] = {&cu_act_cudnn, NULL};
+static const pdnn__algo cu_transform_cudnn = {
+    .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
+static const pdnn__algo *const cu_transform_algos[] = {&cu_transform_cudnn, NULL};
 static const pdnn__algo *const cu_relu_bwd_algos[] = {&cu_relu_bwd_cudnn, NULL};
 static const pdnn__algo *const cu_optimizer_algos[] = {&cu_optimizer_cudnn, NULL};
 static const pdnn__algo cu_matmul_cublas = {
@@ -2162,7 +2161,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_CONV2D_BWD_BIAS] = cu_bwd_bias_algos,
               [PDNN__OP_POOL2D_BWD] = cu_pool_bwd_algos,
               [PDNN__OP_GEMM] = cu_matmul_algos,
-              [PDNN__OP_ACTIVATION] = cu_act_algos},
+              [PDNN__OP_ACTIVATION] = cu_act_algos,
+              [PDNN__OP_TRANSFORM] = cu_transform_algos},
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,

@@ -55,6 +55,22 @@ static pdnn_status activation(void *dev, const pdnn__op_call *call, const pdnn__
     return PDNN_SUCCESS;
 }
 
+static pdnn_status transform(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                             pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__transform_call *c = &call->u.transform;
+    const float *x = fat(c->x_buf);
+    float *y = fat(c->y_buf);
+    for (int64_t a = 0; a < c->dims[0]; a++)
+        for (int64_t b = 0; b < c->dims[1]; b++)
+            for (int64_t h = 0; h < c->dims[2]; h++)
+                for (int64_t w = 0; w < c->dims[3]; w++)
+                    y[a * c->ys[0] + b * c->ys[1] + h * c->ys[2] + w * c->ys[3]] =
+                        x[a * c->xs[0] + b * c->xs[1] + h * c->xs[2] + w * c->xs[3]];
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status softmax_xent(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                                 pdnn__run_report *rep)
 {
@@ -125,6 +141,8 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
     return PDNN_SUCCESS;
 }
 
+const pdnn__algo pdnn__host_transform_direct = {
+    .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = train_plan, .run = transform};
 const pdnn__algo pdnn__host_activation_direct = {
     .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = train_plan, .run = activation};
 const pdnn__algo pdnn__host_scale_direct = {

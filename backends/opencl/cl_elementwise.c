@@ -153,6 +153,46 @@ static pdnn_status act_run(void *dev, const pdnn__op_call *call, const pdnn__pla
 const pdnn__algo pdnn__cl_algo_activation_direct = {
     .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = act_plan, .run = act_run};
 
+/* The layout transform (registry op PDNN__OP_TRANSFORM): y is written in
+ * its memory order, so y's axes are ordered by decreasing stride (ties,
+ * axes of size 1, in any order). */
+static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                 pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__transform_call *c = &call->u.transform;
+    int ord[4] = {0, 1, 2, 3};
+    for (int a = 1; a < 4; a++) /* insertion sort by decreasing y stride */
+        for (int b = a; b > 0 && c->ys[ord[b]] > c->ys[ord[b - 1]]; b--) {
+            const int t = ord[b];
+            ord[b] = ord[b - 1];
+            ord[b - 1] = t;
+        }
+    cl_kernel k = NULL;
+    pdnn_status st = lock_kernel(d, "ew_transform", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
+    cl_long4 xs = {{c->xs[0], c->xs[1], c->xs[2], c->xs[3]}}, dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}};
+    cl_int4 order = {{ord[0], ord[1], ord[2], ord[3]}};
+    cl_long total = c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3];
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, xs);
+    SET_ARG(k, 3, ym);
+    SET_ARG(k, 4, yo);
+    SET_ARG(k, 5, dims);
+    SET_ARG(k, 6, order);
+    SET_ARG(k, 7, total);
+    return finish_launch(d, k, "ew_transform", err, total);
+}
+
+const pdnn__algo pdnn__cl_algo_transform_direct = {
+    .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = act_plan, .run = transform_run};
+
 /* The backend's copy_rows: a kernel, as clEnqueueCopyBufferRect with a
  * buffer offset in the origin is refused by PoCL (CL_INVALID_VALUE).
  * Not 4-byte aligned (no caller yet): one copy per row. */

@@ -168,7 +168,7 @@ _ONNX_MAX_IO = 16
 
 
 class _OnnxOptions(ctypes.Structure):
-    _fields_ = [("batch", _c_int64), ("base_dir", _cp), ("device", _cp), ("no_fusion", _c_int)]
+    _fields_ = [("batch", _c_int64), ("base_dir", _cp), ("device", _cp), ("no_fusion", _c_int), ("layout", _c_int)]
 
 
 class _OnnxIO(ctypes.Structure):
@@ -1965,7 +1965,7 @@ class OnnxModel:
 
 
 def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_device_placement=False,
-              allow_soft_placement=None, log=None, fusion=True):
+              allow_soft_placement=None, log=None, fusion=True, data_format="NCHW"):
     """Imports an ONNX model and returns an OnnxModel that runs it.
 
     model: a path (str or os.PathLike) or the file's bytes; base_dir: where
@@ -1973,7 +1973,9 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
     refused); a path reads it from its own folder. device: every node's
     requested device (None: the session places them); batch: the first
     dim of every input (None: the file's; a symbolic one becomes 1);
-    fusion=False keeps each Relu a node of its own (debugging).
+    fusion=False keeps each Relu a node of its own (debugging);
+    data_format="NHWC" runs the network in NHWC inside (inputs and
+    outputs stay NCHW, as in the file).
     context, log_device_placement, allow_soft_placement and log: as for
     Session. A malformed file or an unsupported operator raises Error
     naming it."""
@@ -1988,6 +1990,9 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
     opts.device = _cname(device, "device")
     opts.base_dir = _cname(os.fspath(base_dir) if base_dir is not None else None, "base_dir")
     opts.no_fusion = 0 if fusion else 1
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("polydnn: data_format must be 'NCHW' or 'NHWC', not %r" % (data_format,))
+    opts.layout = 1 if data_format == "NHWC" else 0
     h, io = _vp(), _OnnxIO()
     if isinstance(model, (bytes, bytearray, memoryview)):
         data = bytes(model)

@@ -48,7 +48,7 @@ static void print_top5(const float *y, int64_t rows, int64_t cols)
 int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
-    const char *input = NULL, *output = NULL, *device = NULL, *fraction = NULL;
+    const char *input = NULL, *output = NULL, *device = NULL, *fraction = NULL, *layout = NULL;
     int batch = 0, iters = 10, log = 0, stats = 0, seed = 1, profile = 0, growth = 0, no_fusion = 0;
     const cli_opt opts[] = {
         {0, "input", OPT_STR, &input, 0, "x.npy: the model's (first) input, NCHW; sets the batch"},
@@ -62,6 +62,8 @@ int cmd_run(int argc, char **argv)
         {0, "memory-fraction", OPT_STR, &fraction, 0, "use at most this fraction of each accelerator's memory"},
         {0, "memory-stats", OPT_FLAG, &stats, 0, "print memory statistics of the devices used and the session's "
                                                    "largest live set"},
+        {0, "layout", OPT_STR, &layout, 0, "NCHW|NHWC: the layout the network runs in (default NCHW, the file's; "
+                                           "inputs and outputs stay NCHW)"},
         {0, "no-fusion", OPT_FLAG, &no_fusion, 0, "keep each Relu a node of its own (no Conv+Relu fusion)"},
         {0, "profile", OPT_FLAG, &profile, 0, "time every node (synchronizing after each) and print the times"},
     };
@@ -87,6 +89,11 @@ int cmd_run(int argc, char **argv)
         }
         cfg.options.memory_fraction = f;
     }
+    int lay = layout ? pdnn_layout_parse(layout) : PDNN_NCHW;
+    if (lay != PDNN_NCHW && lay != PDNN_NHWC) {
+        fprintf(stderr, "polydnn run: --layout must be NCHW or NHWC, got '%s'\n", layout);
+        return EXIT_USAGE;
+    }
     npy_array x = {0};
     char err[512];
     if (input && npy_read(input, &x, err, sizeof err) != PDNN_SUCCESS) {
@@ -103,6 +110,7 @@ int cmd_run(int argc, char **argv)
     oo.batch = input && x.ndim > 0 ? x.shape[0] : batch;
     oo.device = device;
     oo.no_fusion = no_fusion;
+    oo.layout = (pdnn_layout)lay;
     pdnn_graph *g = NULL;
     pdnn_onnx_io io;
     double t0 = now_ms();
