@@ -9,7 +9,7 @@ images/s, the ratio polydnn / ONNX Runtime, the convolution and matmul
 GFLOP/s of each and the % of the device's measured FMA peak polydnn
 reaches; then the geomean of the ratios.
 
-Usage: bench_onnx_models.py POLYDNN_TOOL [--device D] [--iters N]
+Usage: bench_onnx_models.py POLYDNN_TOOL [--device D] [--layout NCHW|NHWC] [--iters N]
        [--rounds R] [--batches 1,8] [--models a,b] [--no-tune]
 Run with a Python that has onnx, onnxruntime and torchvision (the CI's
 venv: /opt/pdnn-ort/bin/python).
@@ -72,8 +72,8 @@ def model_flops(path, batch):
     return total
 
 
-def polydnn_ms(tool, path, batch, device, iters, env):
-    cmd = [tool, "run", path, "--batch", str(batch), "--iters", str(iters)]
+def polydnn_ms(tool, path, batch, device, iters, env, layout):
+    cmd = [tool, "run", path, "--batch", str(batch), "--iters", str(iters), "--layout", layout]
     if device:
         cmd += ["--device", device]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
@@ -91,6 +91,7 @@ def ort_ms(sess, x, iters):
 def main():
     tool = sys.argv[1]
     device = arg("--device", None)
+    layout = arg("--layout", "NCHW")
     iters = int(arg("--iters", "5"))
     rounds = int(arg("--rounds", "3"))
     batches = [int(b) for b in arg("--batches", "1,8").split(",")]
@@ -101,7 +102,8 @@ def main():
     peak_line = subprocess.run([tool, "bench", "--peak"] + (["--device", device] if device else []),
                                capture_output=True, text=True, env=env).stdout.strip().splitlines()
     peak = float(re.search(r"([0-9.]+) GFLOP/s", peak_line[-1]).group(1)) if peak_line else float("nan")
-    print(f"polydnn on {device or 'the default device'}: {peak_line[-1] if peak_line else '?'}")
+    print(f"polydnn on {device or 'the default device'}, the network in {layout}: "
+          f"{peak_line[-1] if peak_line else '?'}")
     print(f"ONNX Runtime {ort.__version__} CPUExecutionProvider, intra_op_num_threads={cores}; "
           f"{iters} runs per timing, best of {rounds} alternated rounds; "
           f"polydnn {'tuned (one run with POLYDNN_TUNING=search first)' if tune else 'untuned'}\n")
@@ -120,11 +122,11 @@ def main():
                 flops = model_flops(path, batch)
                 if tune:
                     tenv = dict(env, POLYDNN_TUNING="search")
-                    polydnn_ms(tool, path, batch, device, 1, tenv)
+                    polydnn_ms(tool, path, batch, device, 1, tenv, layout)
                 x = np.random.default_rng(1).uniform(-1, 1, (batch, 3, 224, 224)).astype(np.float32)
                 p_best = o_best = float("inf")
                 for _ in range(rounds):
-                    p_best = min(p_best, polydnn_ms(tool, path, batch, device, iters, env))
+                    p_best = min(p_best, polydnn_ms(tool, path, batch, device, iters, env, layout))
                     o_best = min(o_best, ort_ms(sess, x, iters))
                 ratio = o_best / p_best  # throughput ratio: > 1 means polydnn is faster
                 ratios.append(ratio)
