@@ -647,6 +647,39 @@ class NewOpsMatchTorch(unittest.TestCase):
                                                    equal_nan=True)
                     self.assertTrue(torch.isnan(torch.from_dlpack(polydnn.relu(pa).to("/cpu:0"))[0, 0, 0, 0]))
 
+    def test_activations_concat_and_transform_on_every_device(self):
+        for dev in every_device():
+            for cl in (False, True):
+                with self.subTest(device=dev.name, channels_last=cl):
+                    a = torch_input((2, 3, 4, 5), cl, 77) * 8
+                    b = torch_input((2, 5, 4, 5), cl, 78)
+                    a[0, 0, 0, 0] = float("nan")
+                    pa, pb = polydnn.from_dlpack(a).to(dev), polydnn.from_dlpack(b).to(dev)
+                    try:
+                        acts = [(polydnn.clip(pa, 0, 6), torch.clamp(a, 0, 6)),
+                                (polydnn.clip(pa, max=0.5), torch.clamp(a, max=0.5)),
+                                (polydnn.sigmoid(pa), torch.sigmoid(a))]
+                        if dev.backend != "cuda":  # cuDNN has no leaky relu (README)
+                            acts.append((polydnn.leaky_relu(pa, 0.2), F.leaky_relu(a, 0.2)))
+                    except polydnn.Error as e:
+                        self.fail(str(e))
+                    for got, ref in acts + [(polydnn.concat([pa, pb, pa], axis=1), torch.cat([a, b, a], 1)),
+                                            (polydnn.concat([pb, pb], axis=-1), torch.cat([b, b], 3))]:
+                        self.assertEqual(got.layout, "NHWC" if cl else "NCHW")
+                        torch.testing.assert_close(torch.from_dlpack(got.to("/cpu:0")), ref, rtol=1e-6, atol=1e-6,
+                                                   equal_nan=True)
+                    t = polydnn.transform(pb, "NCHW" if cl else "NHWC")
+                    self.assertEqual(t.layout, "NCHW" if cl else "NHWC")
+                    torch.testing.assert_close(torch.from_dlpack(t.to("/cpu:0")), b, rtol=0, atol=0)
+        with self.assertRaisesRegex(polydnn.Error, "INVALID_ARGUMENT"):
+            polydnn.clip(torch.ones(1, 2, 3, 3), 1, 0)
+        with self.assertRaisesRegex(polydnn.Error, "INVALID_ARGUMENT"):
+            polydnn.concat([torch.ones(1, 2, 3, 3), torch.ones(1, 2, 4, 3)], axis=1)
+        with self.assertRaisesRegex(ValueError, "at least one"):
+            polydnn.concat([])
+        with self.assertRaisesRegex(ValueError, "unknown layout"):
+            polydnn.transform(torch.ones(1, 2, 3, 3), "NCWH")
+
     def test_softmax_of_a_matrix_is_over_its_columns(self):
         m = torch_input((4, 10), False, 75) * 5
         torch.testing.assert_close(to_matrix(polydnn.softmax(m)), torch.softmax(m, dim=1), rtol=1e-5, atol=1e-6)

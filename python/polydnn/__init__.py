@@ -32,6 +32,7 @@ __all__ = [
     "Error", "Context", "Device", "Tensor", "default_context", "devices",
     "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
     "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
+    "clip", "leaky_relu", "sigmoid", "concat", "transform",
     "Graph", "Node", "Session",
     "batch_norm", "batch_norm_backward",
     "relu_backward", "softmax_cross_entropy", "optimizer_update", "SGD", "Adam",
@@ -230,6 +231,9 @@ _add = _fn("pdnn_add", _c_int, _vp, _vp, _vp)
 _add_n = _fn("pdnn_add_n", _c_int, _P(_vp), _c_int, _vp)
 _bias_add = _fn("pdnn_bias_add", _c_int, _vp, _vp, _vp)
 _relu = _fn("pdnn_relu", _c_int, _vp, _vp)
+_activation = _fn("pdnn_activation_forward", _c_int, _vp, _c_int, ctypes.c_float, ctypes.c_float, _vp)
+_concat = _fn("pdnn_concat", _c_int, _P(_vp), _c_int, _c_int, _vp)
+_transform = _fn("pdnn_transform", _c_int, _vp, _vp)
 _softmax = _fn("pdnn_softmax", _c_int, _vp, _vp)
 _matmul = _fn("pdnn_matmul", _c_int, _vp, _vp, _c_int, _c_int, _vp)
 _reshape = _fn("pdnn_reshape", _c_int, _vp, _vp)
@@ -1204,6 +1208,67 @@ def relu(x):
     x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
     y = _empty_like(x, ctx)
     _check(_relu(x._handle(), y._handle()))
+    return y
+
+
+def _activation_op(x, mode, alpha, beta):
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    y = _empty_like(x, ctx)
+    _check(_activation(x._handle(), mode, alpha, beta, y._handle()))
+    return y
+
+
+def clip(x, min=None, max=None):
+    """min(max(x, min), max) elementwise (torch.clamp; ONNX's Clip; ReLU6 is
+    clip(x, 0, 6)); None leaves that side open. NaN stays NaN."""
+    lo = float("-inf") if min is None else float(min)
+    hi = float("inf") if max is None else float(max)
+    return _activation_op(x, 0, lo, hi)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """x where x >= 0, else negative_slope * x (torch.nn.functional.leaky_relu)."""
+    return _activation_op(x, 1, float(negative_slope), 0.0)
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)) elementwise."""
+    return _activation_op(x, 2, 0.0, 0.0)
+
+
+def concat(inputs, axis=1):
+    """The tensors joined along axis (0 N, 1 C, 2 H, 3 W; a matrix's columns
+    are 1), as torch.cat: one layout and equal dims but along axis."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("polydnn: concat needs at least one input")
+    axis = _int(axis, "axis", "int")
+    if axis < 0:
+        axis += 4
+    ctx, dev = _placement(*inputs)
+    ts = []
+    for i, x in enumerate(inputs):
+        ts.append(_as_tensor(x, _ACTIVATION, None, ctx, dev, "inputs[%d]" % i))
+        dev = dev or ts[0].device
+    dims = list(ts[0]._desc().dims)
+    if 0 <= axis < 4:
+        dims[axis] = sum(t._desc().dims[axis] for t in ts)
+    y = _empty_like(ts[0], ctx, dims)
+    _check(_concat((_vp * len(ts))(*[t._handle() for t in ts]), len(ts), axis, y._handle()))
+    return y
+
+
+def transform(x, layout):
+    """x's values in another memory order: layout "NCHW" or "NHWC" for images
+    (TensorFlow's transpose between them), or a filter layout; same shape."""
+    code = _layout_parse(_cname(layout, "layout"))
+    if code < 0:
+        raise ValueError("polydnn: unknown layout %r" % (layout,))
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    y = _empty_like(x, ctx, None, code)
+    _check(_transform(x._handle(), y._handle()))
     return y
 
 
