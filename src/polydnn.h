@@ -423,7 +423,7 @@ PDNN_API int pdnn_conv_algo_parse(const char *name);
  * the names every compiled-in backend registers for that direction
  * (OpenCL: backward data "forward_gemm", "implicit_gemm", "im2col_gemm"
  * (builds with CLBlast), "direct"; backward filter "forward_gemm_rows",
- * "forward_gemm", "direct", "split", "im2col_gemm"; CUDA: "vendor"). */
+ * "forward_gemm", "direct", "split", "im2col_gemm", "gemm"; CUDA: "vendor"). */
 typedef enum pdnn_conv_bwd_dir {
     PDNN_CONV_BWD_DATA = 0,
     PDNN_CONV_BWD_FILTER = 1

@@ -89,8 +89,14 @@ static void backward(pdnn_device *dev, pdnn__op op, pdnn_layout l)
     pp.stride_h = pp.stride_w = 1;
     if (op == PDNN__OP_CONV2D_BWD_DATA)
         pdnn_conv2d_backward_data(&p, dy, w, dx);
-    else if (op == PDNN__OP_CONV2D_BWD_FILTER)
+    else if (op == PDNN__OP_CONV2D_BWD_FILTER) {
         pdnn_conv2d_backward_filter(&p, x, dy, dw);
+        /* and a 1x1 filter (gemm's NCHW kernel), dy of x's size */
+        pdnn_tensor_desc w1 = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, 16, 16, 1, 1);
+        pdnn_tensor *dw1 = th_upload(dev, &w1, NULL);
+        pdnn_conv2d_backward_filter(&p, x, dx, dw1);
+        pdnn_tensor_release(dw1);
+    }
     else if (op == PDNN__OP_CONV2D_BWD_BIAS)
         pdnn_conv2d_backward_bias(dy, db);
     else

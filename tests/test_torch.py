@@ -112,6 +112,24 @@ class BackwardOps(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "unknown backward data algorithm 'split'"):
             polydnn.conv2d_backward_data(x.shape, w, dy, padding=1, algorithm="split")
 
+    def test_conv_filter_gemm_by_name(self):
+        # OpenCL's "gemm" filter gradient: channels-last at stride 2 with
+        # padding (a GEMM per tap), and 1x1 channels-first (C = 24, not a
+        # multiple of its 16-lane vectors); a shape it does not run is refused
+        cases = [((3, 16, 9, 7), (20, 16, 3, 3), 2, 1, True), ((2, 24, 6, 5), (12, 24, 1, 1), 1, 0, False)]
+        for dev in devices()[1:]:
+            for xs, ws, s, p, cl in cases:
+                x = rnd(xs, 1, cl)
+                dy = rnd((xs[0], ws[0], (xs[2] + 2 * p - ws[2]) // s + 1, (xs[3] + 2 * p - ws[3]) // s + 1), 3, cl)
+                px, pdy = on(dev, x, dy)
+                with self.subTest(device=dev, x=xs, w=ws, channels_last=cl):
+                    dw = polydnn.conv2d_backward_filter(px, ws, pdy, stride=s, padding=p, algorithm="gemm")
+                    torch.testing.assert_close(back(dw), conv2d_weight(x, ws, dy, s, p),
+                                               rtol=1e-4, atol=1e-4)
+            px, pdy = on(dev, rnd((2, 4, 7, 6), 1), rnd((2, 5, 7, 6), 3))
+            with self.assertRaisesRegex(Exception, "gemm"):
+                polydnn.conv2d_backward_filter(px, (5, 4, 3, 3), pdy, padding=1, algorithm="gemm")
+
     def test_conv_nhwc_data_format_and_same_padding(self):
         # TensorFlow's reading: x (N, H, W, C), w (H, W, I, O); shapes given in that order too
         x = rnd((2, 6, 5, 3), 1)  # N H W C
