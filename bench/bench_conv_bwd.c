@@ -238,7 +238,7 @@ int main(int argc, char **argv)
         free(w);
         free(dy);
     }
-    for (int dir = 0; dir < 2; dir++)
+    for (int dir = dir0; dir < dir1; dir++) /* the directions that ran */
         printf("| geomean | %s | | | %.1f | %.1f | | %.1f | %.2f | | %.1f | %.2f |\n", dir ? "filter" : "data",
                geo_mean(&ours[dir]), geo_mean(&pct[dir]), geo_mean(&peer[dir]), geo_mean(&ratio[dir]),
                geo_mean(&ic[dir]), geo_mean(&icratio[dir]));
