@@ -333,7 +333,9 @@ struct pdnn__backend {
     pdnn_status (*read)(void *dev, pdnn__buf src, void *dst, size_t bytes);
     pdnn_status (*copy)(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes);
     /* rows blocks of width bytes: row r from src + r * src_pitch to
-     * dst + r * dst_pitch (no overlap). NULL: core loops over copy. */
+     * dst + r * dst_pitch (no overlap). Offsets, pitches and width are
+     * whole float32 elements (multiples of 4 bytes; pdnn_concat, the one
+     * caller, copies float32 tensors). NULL: core loops over copy. */
     pdnn_status (*copy_rows)(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
                              size_t width, size_t rows);
     pdnn_status (*synchronize)(void *dev);

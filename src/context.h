@@ -89,4 +89,12 @@ const char *pdnn__device_list(const pdnn_context *ctx, char *buf, size_t len);
 /* Describes a tensor for messages: "[17,64,56,56] NCHW float32". */
 const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len);
 
+/* The op-level checks that pdnn_activation_forward and pdnn_concat share
+ * with their graph nodes (ops_nn.c). pdnn__activation_check: NULL when
+ * mode, alpha and beta make an activation, else why not, written to buf.
+ * pdnn__concat_compatible: whether a and b may be concatenated along
+ * axis (same layout and dtype, same dims but axis). */
+const char *pdnn__activation_check(pdnn_activation mode, float alpha, float beta, char *buf, size_t len);
+int pdnn__concat_compatible(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int axis);
+
 #endif

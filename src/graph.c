@@ -99,6 +99,9 @@ static int name_taken(const pdnn_graph *g, const char *name)
 
 /* Starts a node: checks the graph, name and inputs, picks the name. The
  * node is committed by finish() only once its shape checks pass. */
+/* A node's name for messages: its own, or its op type while unnamed. */
+static const char *label(const pdnn__node *nd) { return nd->name[0] ? nd->name : pdnn__op_type(nd); }
+
 static pdnn_status begin(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__node_op op,
                          const pdnn_node *inputs, int n_inputs, pdnn_node *out, pdnn__node *nd)
 {
@@ -113,25 +116,21 @@ static pdnn_status begin(pdnn_graph *g, const char *fn, const char *name, const 
         if (name_taken(g, name))
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the graph already has a node named '%s'", fn, name);
         snprintf(nd->name, sizeof nd->name, "%s", name);
-    } else {
-        const char *base = pdnn__op_type(nd);
-        snprintf(nd->name, sizeof nd->name, "%s", base);
-        for (int k = 1; name_taken(g, nd->name); k++)
-            snprintf(nd->name, sizeof nd->name, "%s_%d", base, k);
-    }
+    } /* else finish() names it after the op type, once every field that
+       * the type depends on (pool mode, activation) is set */
     if (device && *device) {
         pdnn_device_spec spec;
         if (strlen(device) >= sizeof nd->device)
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': device name is too long", fn, nd->name);
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': device name is too long", fn, label(nd));
         if (pdnn__device_spec_parse(device, 1, &spec) != PDNN_SUCCESS)
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': %s", fn, nd->name, pdnn_last_error());
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': %s", fn, label(nd), pdnn_last_error());
         snprintf(nd->device, sizeof nd->device, "%s", device);
     }
     for (int i = 0; i < n_inputs; i++) {
         if (inputs[i] < 0 || inputs[i] >= g->n)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: node '%s': input %d is node %d, but the graph has "
                                                           "nodes 0..%d",
-                               fn, nd->name, i, inputs[i], g->n - 1);
+                               fn, label(nd), i, inputs[i], g->n - 1);
     }
     return PDNN_SUCCESS;
 }
@@ -153,6 +152,12 @@ static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs
         memcpy(nd->inputs, inputs, sizeof *nd->inputs * (size_t)n_inputs);
     }
     nd->n_inputs = n_inputs;
+    if (!nd->name[0]) { /* the default name: the op type, numbered after the first */
+        const char *base = pdnn__op_type(nd);
+        snprintf(nd->name, sizeof nd->name, "%s", base);
+        for (int k = 1; name_taken(g, nd->name); k++)
+            snprintf(nd->name, sizeof nd->name, "%s_%d", base, k);
+    }
     g->nodes[g->n] = *nd;
     *out = g->n++;
     return PDNN_SUCCESS;
@@ -162,7 +167,7 @@ static const pdnn_tensor_desc *in_desc(const pdnn_graph *g, pdnn_node n) { retur
 
 static pdnn_status shape_error(const pdnn__node *nd, const char *msg)
 {
-    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "node '%s' (%s): %s", nd->name, pdnn__op_type(nd), msg);
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "node '%s' (%s): %s", label(nd), pdnn__op_type(nd), msg);
 }
 
 pdnn_status pdnn_graph_placeholder(pdnn_graph *g, const char *name, const char *device, const pdnn_tensor_desc *desc,
@@ -194,7 +199,7 @@ pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *dev
     int64_t bytes = pdnn_tensor_desc_bytes(desc);
     nd.data = malloc((size_t)bytes);
     if (!nd.data)
-        return pdnn__host_oom(nd.name, "the constant's data", (uint64_t)bytes);
+        return pdnn__host_oom(label(&nd), "the constant's data", (uint64_t)bytes);
     memcpy(nd.data, data, (size_t)bytes);
     nd.out = *desc;
     st = finish(g, &nd, NULL, 0, out);
@@ -239,13 +244,6 @@ pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *devic
     if (!p)
         return shape_error(&nd, "params is NULL");
     nd.pool = *p;
-    /* The generated name depends on the mode: redo it now that it is known. */
-    if (!(name && *name)) {
-        const char *base = pdnn__op_type(&nd);
-        snprintf(nd.name, sizeof nd.name, "%s", base);
-        for (int k = 1; name_taken(g, nd.name); k++)
-            snprintf(nd.name, sizeof nd.name, "%s_%d", base, k);
-    }
     int64_t od[4];
     if (pdnn_pool2d_output_dims(in_desc(g, x), p, od) != PDNN_SUCCESS)
         return shape_error(&nd, pdnn_last_error());
@@ -388,24 +386,14 @@ pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *d
     if (st != PDNN_SUCCESS)
         return st;
     nd.act = mode;
-    if (mode != PDNN_ACTIVATION_CLIP && mode != PDNN_ACTIVATION_LEAKY_RELU && mode != PDNN_ACTIVATION_SIGMOID)
-        return shape_error(&nd, "unknown activation mode (clip 0, leaky relu 1, sigmoid 2)");
-    if (mode == PDNN_ACTIVATION_CLIP && (isnan(alpha) || isnan(beta) || alpha > beta))
-        return shape_error(&nd, "clip bounds must not be NaN and the lower (alpha) must not exceed beta");
-    if (mode == PDNN_ACTIVATION_LEAKY_RELU && !isfinite(alpha))
-        return shape_error(&nd, "leaky relu's alpha must be finite");
+    char why[160];
+    if (pdnn__activation_check(mode, alpha, beta, why, sizeof why))
+        return shape_error(&nd, why);
     nd.out = *in_desc(g, x);
     if (nd.out.dtype != PDNN_FLOAT32)
         return shape_error(&nd, "x must be float32");
     nd.alpha = alpha;
     nd.beta = beta;
-    if (!name || !*name) { /* the default name follows the op type, now known */
-        pdnn__node probe = nd;
-        const char *base = pdnn__op_type(&probe);
-        snprintf(nd.name, sizeof nd.name, "%s", base);
-        for (int k = 1; name_taken(g, nd.name); k++)
-            snprintf(nd.name, sizeof nd.name, "%s_%d", base, k);
-    }
     return finish(g, &nd, &x, 1, out);
 }
 
@@ -443,10 +431,7 @@ pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *devic
         return shape_error(&nd, "the inputs must be float32");
     for (int i = 1; i < n; i++) {
         const pdnn_tensor_desc *a = in_desc(g, inputs[i]);
-        int ok = a->layout == nd.out.layout && a->dtype == nd.out.dtype;
-        for (int k = 0; k < 4; k++)
-            ok = ok && (k == axis || a->dims[k] == nd.out.dims[k]);
-        if (!ok) {
+        if (!pdnn__concat_compatible(a, &nd.out, axis)) {
             char msg[256], da[96], db[96];
             snprintf(msg, sizeof msg, "input 0 is %s but input %d is %s; they must match in layout and in every "
                      "dim but axis %d", pdnn__desc_string(&nd.out, da, sizeof da), i,
@@ -584,7 +569,7 @@ pdnn_status pdnn_graph_variable(pdnn_graph *g, const char *name, const char *dev
     int64_t count = pdnn_tensor_desc_elements(desc);
     nd.data = calloc((size_t)count, sizeof *nd.data);
     if (!nd.data)
-        return pdnn__host_oom(nd.name, "the variable's initial value", (uint64_t)count * sizeof *nd.data);
+        return pdnn__host_oom(label(&nd), "the variable's initial value", (uint64_t)count * sizeof *nd.data);
     double fan_in, fan_out;
     fans(desc, &fan_in, &fan_out);
     const double two_pi = 6.283185307179586476925286766559;

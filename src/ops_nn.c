@@ -176,6 +176,28 @@ pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y)
     return d->backend->relu(d->handle, x->block.buf, y->block.buf, numel(x));
 }
 
+const char *pdnn__activation_check(pdnn_activation mode, float alpha, float beta, char *buf, size_t len)
+{
+    switch (mode) {
+    case PDNN_ACTIVATION_CLIP:
+        if (isnan(alpha) || isnan(beta) || alpha > beta) {
+            snprintf(buf, len, "clip bounds [%g, %g]; they must not be NaN and alpha (the lower) must not exceed beta",
+                     (double)alpha, (double)beta);
+            return buf;
+        }
+        return NULL;
+    case PDNN_ACTIVATION_LEAKY_RELU:
+        if (!isfinite(alpha)) {
+            snprintf(buf, len, "leaky relu's alpha is %g; it must be finite", (double)alpha);
+            return buf;
+        }
+        return NULL;
+    case PDNN_ACTIVATION_SIGMOID: return NULL;
+    }
+    snprintf(buf, len, "unknown mode %d (clip 0, leaky relu 1, sigmoid 2)", (int)mode);
+    return buf;
+}
+
 pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, float alpha, float beta,
                                     pdnn_tensor *y)
 {
@@ -189,22 +211,9 @@ pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, 
         st = pdnn__check_alias(op, y, "y", x, "x", 1);
     if (st != PDNN_SUCCESS)
         return st;
-    switch (mode) {
-    case PDNN_ACTIVATION_CLIP:
-        if (isnan(alpha) || isnan(beta) || alpha > beta)
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: clip bounds [%g, %g]; they must not be NaN and "
-                               "alpha (the lower) must not exceed beta", op, (double)alpha, (double)beta);
-        break;
-    case PDNN_ACTIVATION_LEAKY_RELU:
-        if (!isfinite(alpha))
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: leaky relu's alpha is %g; it must be finite", op,
-                               (double)alpha);
-        break;
-    case PDNN_ACTIVATION_SIGMOID: break;
-    default:
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: unknown mode %d (clip 0, leaky relu 1, sigmoid 2)", op,
-                           (int)mode);
-    }
+    char why[160];
+    if (pdnn__activation_check(mode, alpha, beta, why, sizeof why))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s", op, why);
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_ACTIVATION;
@@ -330,6 +339,14 @@ pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
     return d->backend->copy(d->handle, y->block.buf, x->block.buf, (size_t)x->bytes);
 }
 
+int pdnn__concat_compatible(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int axis)
+{
+    int ok = a->layout == b->layout && a->dtype == b->dtype;
+    for (int k = 0; k < 4; k++)
+        ok = ok && (k == axis || a->dims[k] == b->dims[k]);
+    return ok;
+}
+
 pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tensor *y)
 {
     static const char op[] = "pdnn_concat";
@@ -349,10 +366,7 @@ pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tens
         if (st != PDNN_SUCCESS)
             return st;
         const pdnn_tensor_desc *a = &xs[i]->desc;
-        int ok = a->layout == y->desc.layout;
-        for (int k = 0; k < 4; k++)
-            ok = ok && (k == axis || a->dims[k] == y->desc.dims[k]);
-        if (!ok)
+        if (!pdnn__concat_compatible(a, &y->desc, axis))
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s but y is %s; they must match in layout and "
                                "in every dim but axis %d", op, nm, pdnn__desc_string(a, da, sizeof da),
                                pdnn__desc_string(&y->desc, db, sizeof db), axis);

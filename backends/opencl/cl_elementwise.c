@@ -194,22 +194,16 @@ const pdnn__algo pdnn__cl_algo_transform_direct = {
     .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = act_plan, .run = transform_run};
 
 /* The backend's copy_rows: a kernel, as clEnqueueCopyBufferRect with a
- * buffer offset in the origin is refused by PoCL (CL_INVALID_VALUE).
- * Not 4-byte aligned (no caller yet): one copy per row. */
+ * buffer offset in the origin is refused by PoCL (CL_INVALID_VALUE). The
+ * kernel copies floats: the slot's contract is 4-byte multiples. */
 pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
                                size_t width, size_t rows)
 {
     cl_dev *d = dev;
-    if ((dst.offset | src.offset | dst_pitch | src_pitch | width) % 4 != 0) {
-        for (size_t r = 0; r < rows; r++) {
-            cl_int err = clEnqueueCopyBuffer(d->queue, (cl_mem)src.region, (cl_mem)dst.region,
-                                             src.offset + r * src_pitch, dst.offset + r * dst_pitch, width, 0,
-                                             NULL, NULL);
-            if (err != CL_SUCCESS)
-                return pdnn__cl_fail("clEnqueueCopyBuffer", err);
-        }
-        return PDNN_SUCCESS;
-    }
+    if ((dst.offset | src.offset | dst_pitch | src_pitch | width) % 4 != 0)
+        return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL copy_rows: offsets, pitches and width must be multiples of 4 "
+                           "bytes (got offsets %zu, %zu, pitches %zu, %zu, width %zu)",
+                           src.offset, dst.offset, src_pitch, dst_pitch, width);
     cl_kernel k = NULL;
     pdnn_status st = lock_kernel(d, "ew_copy_rows", &k);
     if (st != PDNN_SUCCESS)
