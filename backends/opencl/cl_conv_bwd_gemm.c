@@ -223,9 +223,19 @@ static void gb_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
                           c->ys[1] == 1 ? "channels-last" : "channels-first");
         return;
     }
-    /* Measured on CPUs (PoCL) only. */
+    /* Measured on CPUs (PoCL) only. Where most of a tile's vector lanes
+     * would idle (few channels channels-last: Deep MNIST's first layer
+     * has one; few pixels channels-first) the fixed order passes it over;
+     * a search still measures it. */
+    const gb_tile *t = gb_tile_of(plan->config);
     if (!pdnn__cl_is_cpu(dev))
         pdnn__plan_skip(plan, "AUTO runs gemm on CPU devices only (not measured on GPUs)");
+    else if (!gb_nt(c) && c->c * 2 < (int64_t)t->ct * t->vw)
+        pdnn__plan_skip(plan, "%lld input channels fill less than half of gemm's %d-channel tile", (long long)c->c,
+                        t->ct * t->vw);
+    else if (gb_nt(c) && c->p * c->q < 2 * (int64_t)t->vw)
+        pdnn__plan_skip(plan, "%lld pixels per image are fewer than two of gemm's %d-lane vectors",
+                        (long long)(c->p * c->q), t->vw);
 }
 
 static pdnn_status gb_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
