@@ -97,10 +97,20 @@ static int name_taken(const pdnn_graph *g, const char *name)
     return 0;
 }
 
-/* Starts a node: checks the graph, name and inputs, picks the name. The
- * node is committed by finish() only once its shape checks pass. */
 /* A node's name for messages: its own, or its op type while unnamed. */
 static const char *label(const pdnn__node *nd) { return nd->name[0] ? nd->name : pdnn__op_type(nd); }
+
+/* Names nd base, or base_1, base_2, ... where the graph has that name. */
+static void unique_name(const pdnn_graph *g, pdnn__node *nd, const char *base)
+{
+    snprintf(nd->name, sizeof nd->name, "%s", base);
+    for (int k = 1; name_taken(g, nd->name); k++)
+        snprintf(nd->name, sizeof nd->name, "%.100s_%d", base, k);
+}
+
+/* Starts a node: checks the graph, the name given (if any) and the inputs.
+ * The node is committed, and named if it was not, by finish() only once
+ * its shape checks pass. */
 
 static pdnn_status begin(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn__node_op op,
                          const pdnn_node *inputs, int n_inputs, pdnn_node *out, pdnn__node *nd)
@@ -152,12 +162,8 @@ static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs
         memcpy(nd->inputs, inputs, sizeof *nd->inputs * (size_t)n_inputs);
     }
     nd->n_inputs = n_inputs;
-    if (!nd->name[0]) { /* the default name: the op type, numbered after the first */
-        const char *base = pdnn__op_type(nd);
-        snprintf(nd->name, sizeof nd->name, "%s", base);
-        for (int k = 1; name_taken(g, nd->name); k++)
-            snprintf(nd->name, sizeof nd->name, "%s_%d", base, k);
-    }
+    if (!nd->name[0]) /* the default name: the op type, numbered after the first */
+        unique_name(g, nd, pdnn__op_type(nd));
     g->nodes[g->n] = *nd;
     *out = g->n++;
     return PDNN_SUCCESS;
@@ -614,9 +620,7 @@ pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *p
     pdnn__node nd = *proto;
     nd.inputs = NULL;
     nd.data = NULL;
-    snprintf(nd.name, sizeof nd.name, "%s", name);
-    for (int k = 1; name_taken(g, nd.name); k++)
-        snprintf(nd.name, sizeof nd.name, "%.100s_%d", name, k);
+    unique_name(g, &nd, name);
     pdnn_status st = finish(g, &nd, inputs, n_inputs, out);
     if (st != PDNN_SUCCESS || !proto->data)
         return st;

@@ -169,7 +169,7 @@ static pdnn_status gb_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
      * chunks x taps: the tiles of one chunk run together, while its
      * pixels are in cache. */
     const size_t kts = (size_t)((c->k + t->kt - 1) / t->kt), cts = (size_t)((c->c + ct - 1) / ct);
-    size_t global[3] = {cfirst ? cts : kts, cfirst ? kts : cts, (size_t)(chunks * (nt ? 1 : rs))};
+    size_t global[3] = {cfirst ? cts : kts, cfirst ? kts : cts, (size_t)(chunks * rs)}; /* rs = 1 for nt */
     size_t local[3] = {1, 1, 1};
     err = clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
     if (err != CL_SUCCESS)
