@@ -124,6 +124,11 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_session_config, log),
     FIELD(pdnn_session_config, log_user),
     FIELD(pdnn_session_config, profile),
+    FIELD(pdnn_session_config, distributed),
+    FIELD(pdnn_session_config, mpi_comm),
+    FIELD(pdnn_session_config, allreduce_bucket_bytes),
+    FIELD(pdnn_session_config, allreduce_overlap),
+    FIELD(pdnn_session_config, collective_timeout),
 
     STRUCT(pdnn_onnx_options),
     FIELD(pdnn_onnx_options, batch),

@@ -12,7 +12,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
-                                         "Transpose"};
+                                         "Transpose", "AllReduce"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -366,6 +366,20 @@ static pdnn_status unary(pdnn_graph *g, const char *fn, const char *name, const 
 pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)
 {
     return unary(g, "pdnn_graph_relu", name, device, PDNN__OP_RELU, x, out);
+}
+
+pdnn_status pdnn_graph_allreduce(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_allreduce", name, device, PDNN__OP_ALLREDUCE, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    nd.out = *in_desc(g, x);
+    if (nd.out.dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "x must be float32");
+    if (pdnn__no_value(&g->nodes[x]))
+        return shape_error(&nd, "x has no value (an optimizer update)");
+    return finish(g, &nd, &x, 1, out);
 }
 
 pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const char *device, pdnn_node x, float alpha,

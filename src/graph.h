@@ -29,7 +29,8 @@ typedef enum pdnn__node_op {
     PDNN__OP_MUL,              /* x * alpha (pdnn_scale) */
     PDNN__OP_ACT,              /* pdnn_activation_forward: act, alpha, beta */
     PDNN__OP_CONCAT,           /* pdnn_concat along axis */
-    PDNN__OP_TRANSPOSE         /* pdnn_transform into out.layout */
+    PDNN__OP_TRANSPOSE,        /* pdnn_transform into out.layout */
+    PDNN__OP_ALLREDUCE         /* mean over the ranks (session.c with comm.c) */
 } pdnn__node_op;
 
 typedef struct pdnn__node {

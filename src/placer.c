@@ -96,6 +96,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_G_RELU_BWD: return b->algos[PDNN__OP_RELU_BWD] != NULL;
     case PDNN__OP_APPLY: return optimizer_plans(dev, n);
     case PDNN__OP_TRAIN: return 1;
+    case PDNN__OP_ALLREDUCE: return 1; /* the session's own, through host staging */
     }
     return 0;
 }

@@ -829,6 +829,19 @@ PDNN_API pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const
 PDNN_API pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *device, const pdnn_node *inputs,
                                        int n, int axis, pdnn_node *out);
 
+/* Data-parallel training: the mean of x over the ranks of the session's
+ * communicator (op type "AllReduce", Horovod's averaging allreduce), a
+ * float32 tensor of x's shape on this node's device. Only a session with
+ * cfg.distributed = PDNN_DISTRIBUTED_MPI runs it (others refuse it at
+ * creation). Every rank must build the same AllReduce nodes, in the same
+ * order and with the same shapes: the session packs them into buckets
+ * (cfg.allreduce_bucket_bytes) in the order their inputs are computed and
+ * starts each bucket's MPI_Iallreduce as soon as its last input exists,
+ * while the rest of the graph (the backward pass) still runs. A run that
+ * needs one AllReduce runs its whole bucket. */
+PDNN_API pdnn_status pdnn_graph_allreduce(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                          pdnn_node *out);
+
 /* x * alpha (pdnn_scale), op type "Mul"; alpha finite, x float32. */
 PDNN_API pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const char *device, pdnn_node x, float alpha,
                                       pdnn_node *out);
@@ -997,7 +1010,32 @@ typedef struct pdnn_session_config {
      * it (so runs are slower, and a node's time is its own, not queued
      * work of earlier nodes'). Read with pdnn_session_node_profile. */
     int profile;
+    /* Data-parallel training over MPI (README "Distributed training"):
+     * PDNN_DISTRIBUTED_MPI runs the graph's AllReduce nodes across the
+     * ranks of mpi_comm. MPI must be initialized by the caller with at
+     * least MPI_THREAD_SERIALIZED (a session thread starts the
+     * all-reduces; call MPI yourself only between runs). Creating the
+     * session is collective: every rank creates its sessions in the same
+     * order. Placement logs name devices /job:worker/replica:0/task:RANK.
+     * PDNN_ERR_UNSUPPORTED when polydnn was built without MPI. */
+    int distributed;  /* pdnn_distributed */
+    /* A pointer to the MPI_Comm to use (the session duplicates it); NULL:
+     * MPI_COMM_WORLD. */
+    void *mpi_comm;
+    /* Gradient bucket size in bytes; 0: 4 MiB. A tensor larger than a
+     * bucket is a bucket of its own. */
+    int64_t allreduce_bucket_bytes;
+    /* 1 (default): start each bucket as soon as its inputs exist; 0:
+     * start them all when the first AllReduce node runs (for measuring
+     * what the overlap gains). */
+    int allreduce_overlap;
+    /* Seconds a collective may wait for the other ranks before the run
+     * fails naming it (a rank that stopped or hangs); 0: 120, or
+     * POLYDNN_COLLECTIVE_TIMEOUT. */
+    double collective_timeout;
 } pdnn_session_config;
+
+typedef enum pdnn_distributed { PDNN_DISTRIBUTED_NONE = 0, PDNN_DISTRIBUTED_MPI = 1 } pdnn_distributed;
 
 /* Defaults: own context with default options, no logging, no soft
  * placement, log to stderr. */
@@ -1051,6 +1089,28 @@ PDNN_API pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds,
                                       pdnn_tensor *const *feed_values, int n_feeds,
                                       const pdnn_node *fetches, int n_fetches,
                                       pdnn_tensor **fetch_values);
+
+/* Distributed sessions: this process's rank and the communicator's size
+ * (0 and 1 for a session that is not distributed). */
+PDNN_API pdnn_status pdnn_session_rank(const pdnn_session *s, int *rank, int *size);
+
+/* Collective: every variable (weights, optimizer slots, global_step)
+ * takes root's value, in one broadcast. Call it on every rank after
+ * creating the session (initial values may differ by seed or device) and
+ * after restoring a checkpoint. PDNN_ERR_INVALID_ARGUMENT for a session
+ * that is not distributed or a root outside [0, size). */
+PDNN_API pdnn_status pdnn_session_broadcast_variables(pdnn_session *s, int root);
+
+/* What the session's all-reduces cost so far: buckets all-reduced, their
+ * bytes, the seconds from each bucket's start to its end (comm), and the
+ * seconds runs waited for them (wait: the part the graph did not hide). */
+typedef struct pdnn_allreduce_stats {
+    int64_t buckets;
+    int64_t bytes;
+    double comm_seconds;
+    double wait_seconds;
+} pdnn_allreduce_stats;
+PDNN_API pdnn_status pdnn_session_allreduce_stats(const pdnn_session *s, pdnn_allreduce_stats *out);
 
 /* A variable's current value, as float32 in its desc's memory order:
  * bytes must be the variable's size. Reading copies it to dst; assigning

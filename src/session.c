@@ -1,6 +1,7 @@
 /* Sessions: place a graph, log the placement, run what fetches need with
  * device-to-device copies, and free each intermediate tensor as soon as
  * its last consumer has run. */
+#include "comm.h"
 #include "graph.h"
 
 #include <stdio.h>
@@ -22,6 +23,20 @@ struct pdnn_session {
     double *prof_flops;     /* floating-point operations of one run (0: not counted) */
     int64_t *live_base;     /* per device: bytes of the constants and variables held there */
     int64_t *live_peak;     /* per device: the largest live set of any run so far */
+    /* Distributed (cfg.distributed): the MPI side, this rank's task number
+     * for the logs (-1: not distributed), and the AllReduce nodes' buckets:
+     * ar_order lists the AllReduce nodes by their input's index, bucket b
+     * is ar_order[bucket_first[b] .. bucket_first[b + 1]), and
+     * bucket_ready[b] is its last input's node. */
+    pdnn__comm *comm;
+    int task;
+    int overlap;
+    int n_ar, n_buckets;
+    int *ar_order;
+    int *ar_bucket;      /* per node: its bucket, -1 for other ops */
+    int64_t *ar_offset;  /* per node: its first float in the bucket */
+    int *bucket_first;
+    int *bucket_ready;
 };
 
 static int dev_index(const pdnn_session *s, const pdnn_device *d) { return (int)(d - s->ctx->devices); }
@@ -32,15 +47,37 @@ void pdnn_session_config_init(pdnn_session_config *cfg)
         return;
     memset(cfg, 0, sizeof *cfg);
     pdnn_context_options_init(&cfg->options);
+    cfg->allreduce_overlap = 1;
 }
 
+/* Distributed sessions name devices the multi-worker way:
+ * /job:worker/replica:0/task:RANK/... for /job:localhost/replica:0/task:0/. */
 static void say(const pdnn_session *s, const char *line)
 {
+    static const char local[] = "/job:localhost/replica:0/task:0/";
+    char buf[2048];
+    if (s->task >= 0 && strstr(line, local)) {
+        size_t used = 0;
+        for (const char *p = line; *p && used + 1 < sizeof buf;) {
+            const char *hit = strstr(p, local);
+            size_t keep = hit ? (size_t)(hit - p) : strlen(p);
+            int w = snprintf(buf + used, sizeof buf - used, "%.*s", (int)keep, p);
+            used += w > 0 ? (size_t)w : 0;
+            if (!hit || used + 1 >= sizeof buf)
+                break;
+            w = snprintf(buf + used, sizeof buf - used, "/job:worker/replica:0/task:%d/", s->task);
+            used += w > 0 ? (size_t)w : 0;
+            p = hit + sizeof local - 1;
+        }
+        line = buf;
+    }
     if (s->log)
         s->log(s->log_user, line);
     else
         fprintf(stderr, "%s\n", line);
 }
+
+static void say_cb(void *user, const char *line) { say(user, line); }
 
 static int is_host(const pdnn_device *d) { return d->backend == &pdnn__host_backend; }
 
@@ -103,12 +140,106 @@ void pdnn_session_destroy(pdnn_session *s)
     free(s->live_base);
     free(s->live_peak);
     free(s->prof_first);
+    pdnn__comm_destroy(s->comm);
+    free(s->ar_order);
+    free(s->ar_bucket);
+    free(s->ar_offset);
+    free(s->bucket_first);
+    free(s->bucket_ready);
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
         pdnn_context_destroy(s->ctx);
     else if (s->ctx)
         pdnn__context_unref(s->ctx);
     free(s);
+}
+
+static int by_input(const void *a, const void *b, void *g_)
+{
+    const pdnn_graph *g = g_;
+    int ia = g->nodes[*(const int *)a].inputs[0], ib = g->nodes[*(const int *)b].inputs[0];
+    return ia != ib ? (ia > ib) - (ia < ib) : (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* The AllReduce nodes in the order their inputs are computed, packed into
+ * buckets of at most cap bytes (one larger tensor alone). A bucket also
+ * closes where its next member's input comes after one of its AllReduce
+ * nodes: that node waits for the bucket, which must then be complete. */
+static pdnn_status plan_buckets(pdnn_session *s, int64_t cap)
+{
+    const pdnn_graph *g = s->g;
+    size_t n = (size_t)(g->n ? g->n : 1);
+    s->ar_bucket = malloc(n * sizeof *s->ar_bucket);
+    s->ar_offset = calloc(n, sizeof *s->ar_offset);
+    s->ar_order = malloc(n * sizeof *s->ar_order);
+    s->bucket_first = malloc((n + 1) * sizeof *s->bucket_first);
+    s->bucket_ready = malloc(n * sizeof *s->bucket_ready);
+    int64_t *floats = calloc(n, sizeof *floats);
+    if (!s->ar_bucket || !s->ar_offset || !s->ar_order || !s->bucket_first || !s->bucket_ready || !floats) {
+        free(floats);
+        return pdnn__host_oom("pdnn_session_create", "the all-reduce tables", n * 40);
+    }
+    for (int i = 0; i < g->n; i++) {
+        s->ar_bucket[i] = -1;
+        if (g->nodes[i].op == PDNN__OP_ALLREDUCE)
+            s->ar_order[s->n_ar++] = i;
+    }
+    /* qsort_r is a GNU extension; the graph is small: insertion sort. */
+    for (int a = 1; a < s->n_ar; a++)
+        for (int b = a; b > 0 && by_input(&s->ar_order[b - 1], &s->ar_order[b], s->g) > 0; b--) {
+            int t = s->ar_order[b];
+            s->ar_order[b] = s->ar_order[b - 1];
+            s->ar_order[b - 1] = t;
+        }
+    int min_node = 0;
+    for (int k = 0; k < s->n_ar; k++) {
+        const int i = s->ar_order[k], in = g->nodes[i].inputs[0];
+        const int64_t f = pdnn_tensor_desc_bytes(&g->nodes[i].out) / 4;
+        int nb = s->n_buckets;
+        if (nb == 0 || (floats[nb - 1] > 0 && (floats[nb - 1] + f) * 4 > cap) || in >= min_node) {
+            s->bucket_first[nb] = k;
+            s->n_buckets = ++nb;
+            min_node = i;
+        }
+        s->ar_bucket[i] = nb - 1;
+        s->ar_offset[i] = floats[nb - 1];
+        floats[nb - 1] += f;
+        s->bucket_ready[nb - 1] = in;
+        min_node = i < min_node ? i : min_node;
+    }
+    s->bucket_first[s->n_buckets] = s->n_ar;
+    pdnn_status st = pdnn__comm_set_buckets(s->comm, s->n_buckets, floats);
+    free(floats);
+    return st;
+}
+
+/* Distributed sessions: the communicator and the buckets; others refuse
+ * AllReduce nodes. */
+static pdnn_status distributed_setup(pdnn_session *s, const pdnn_session_config *cfg)
+{
+    s->task = -1;
+    if (cfg->distributed != PDNN_DISTRIBUTED_MPI) {
+        if (cfg->distributed != PDNN_DISTRIBUTED_NONE)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_create: distributed is %d; expected "
+                                                          "PDNN_DISTRIBUTED_NONE or PDNN_DISTRIBUTED_MPI",
+                               cfg->distributed);
+        for (int i = 0; i < s->g->n; i++)
+            if (s->g->nodes[i].op == PDNN__OP_ALLREDUCE)
+                return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                                   "node '%s' (AllReduce) needs a distributed session "
+                                   "(pdnn_session_config.distributed = PDNN_DISTRIBUTED_MPI)",
+                                   s->g->nodes[i].name);
+        return PDNN_SUCCESS;
+    }
+    if (cfg->allreduce_bucket_bytes < 0 || !(cfg->collective_timeout >= 0))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_create: allreduce_bucket_bytes and "
+                                                      "collective_timeout must not be negative");
+    pdnn_status st = pdnn__comm_create(cfg->mpi_comm, cfg->collective_timeout, &s->comm);
+    if (st != PDNN_SUCCESS)
+        return st;
+    s->task = pdnn__comm_rank(s->comm);
+    s->overlap = cfg->allreduce_overlap;
+    return plan_buckets(s, cfg->allreduce_bucket_bytes > 0 ? cfg->allreduce_bucket_bytes : (int64_t)4 << 20);
 }
 
 pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *cfg, pdnn_session **out)
@@ -155,8 +286,11 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
             st = PDNN_ERR_OUT_OF_MEMORY;
         }
     }
+    s->task = -1;
     if (st == PDNN_SUCCESS)
-        st = pdnn__place(s->g, s->ctx, cfg->allow_soft_placement, s->log, s->log_user, s->placed);
+        st = distributed_setup(s, cfg);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__place(s->g, s->ctx, cfg->allow_soft_placement, say_cb, s, s->placed);
     if (st == PDNN_SUCCESS && (cfg->log_device_placement || s->ctx->opts.log_device_placement))
         log_placement(s);
     for (int i = 0; st == PDNN_SUCCESS && i < s->g->n; i++) {
@@ -339,7 +473,8 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_VARIABLE:
     case PDNN__OP_CONST:
     case PDNN__OP_APPLY:
-    case PDNN__OP_TRAIN: break;
+    case PDNN__OP_TRAIN:
+    case PDNN__OP_ALLREDUCE: break; /* the session's: run_update, run_allreduce */
     }
     return pdnn__error(PDNN_ERR_INTERNAL, "run_node: op %d has no runner", (int)nd->op);
 }
@@ -379,6 +514,7 @@ typedef struct run_state {
     char *needed;
     int *uses;          /* consumers still to run, plus fetches */
     pdnn_tensor **copies;
+    char *started;      /* per bucket: handed to the all-reduce thread this run */
 } run_state;
 
 
@@ -409,6 +545,7 @@ static void run_free(run_state *r)
     free(r->needed);
     free(r->uses);
     free(r->copies);
+    free(r->started);
 }
 
 /* The live-set count: t (NULL: nothing) enters (+1) or leaves (-1) the
@@ -421,6 +558,82 @@ static void live(pdnn_session *s, run_state *r, const pdnn_tensor *t, int sign)
     r->live[d] += sign * pdnn_tensor_desc_bytes(&t->desc);
     if (r->live[d] > s->live_peak[d])
         s->live_peak[d] = r->live[d];
+}
+
+/* Marks what the needed nodes read, transitively (inputs precede their
+ * readers). */
+static void mark_inputs(const pdnn_graph *g, char *needed)
+{
+    for (int i = g->n - 1; i >= 0; i--)
+        if (needed[i])
+            for (int q = 0; q < g->nodes[i].n_inputs; q++)
+                if (g->nodes[i].inputs[q] >= 0)
+                    needed[g->nodes[i].inputs[q]] = 1;
+}
+
+/* A needed AllReduce needs its whole bucket: every rank all-reduces the
+ * same buckets. Returns whether it added nodes. */
+static int whole_buckets(const pdnn_session *s, char *needed)
+{
+    int added = 0;
+    for (int b = 0; b < s->n_buckets; b++) {
+        int any = 0;
+        for (int k = s->bucket_first[b]; k < s->bucket_first[b + 1]; k++)
+            any |= needed[s->ar_order[k]];
+        for (int k = s->bucket_first[b]; any && k < s->bucket_first[b + 1]; k++)
+            if (!needed[s->ar_order[k]])
+                needed[s->ar_order[k]] = added = 1;
+    }
+    return added;
+}
+
+/* Copies bucket b's gradients (computed by now, held until their
+ * AllReduce runs) into its staging buffer and hands it to the thread. */
+static pdnn_status start_bucket(const pdnn_session *s, run_state *r, int b)
+{
+    float *buf = pdnn__comm_bucket(s->comm, b);
+    for (int k = s->bucket_first[b]; k < s->bucket_first[b + 1]; k++) {
+        const int i = s->ar_order[k], j = s->g->nodes[i].inputs[0];
+        const pdnn_tensor *t = r->values[j];
+        pdnn_status st = t ? pdnn_tensor_read(t, buf + s->ar_offset[i], (size_t)pdnn_tensor_desc_bytes(&t->desc))
+                           : pdnn__error(PDNN_ERR_INTERNAL, "AllReduce '%s': its input has no value",
+                                         s->g->nodes[i].name);
+        if (st != PDNN_SUCCESS)
+            return st;
+    }
+    r->started[b] = 1;
+    return pdnn__comm_start(s->comm, b);
+}
+
+/* Before node i: with overlap, every needed bucket whose inputs all exist
+ * starts; without, all of them start at the first AllReduce. */
+static pdnn_status start_buckets(const pdnn_session *s, run_state *r, int i)
+{
+    const int is_ar = s->g->nodes[i].op == PDNN__OP_ALLREDUCE;
+    for (int b = 0; b < s->n_buckets; b++) {
+        if (r->started[b] || !r->needed[s->ar_order[s->bucket_first[b]]])
+            continue;
+        if (s->overlap ? s->bucket_ready[b] < i : is_ar) {
+            pdnn_status st = start_bucket(s, r, b);
+            if (st != PDNN_SUCCESS)
+                return st;
+        }
+    }
+    return PDNN_SUCCESS;
+}
+
+/* An AllReduce node's value: its slice of the bucket, once all-reduced. */
+static pdnn_status run_allreduce(const pdnn_session *s, run_state *r, int i, pdnn_tensor *y)
+{
+    const int b = s->ar_bucket[i];
+    if (r->started[b] == 1) {
+        pdnn_status st = pdnn__comm_wait(s->comm, b);
+        r->started[b] = 2;
+        if (st != PDNN_SUCCESS)
+            return st;
+    }
+    return pdnn_tensor_write(y, pdnn__comm_bucket(s->comm, b) + s->ar_offset[i],
+                             (size_t)pdnn_tensor_desc_bytes(&y->desc));
 }
 
 static pdnn_status check_feeds(const pdnn_session *s, const pdnn_node *feeds, pdnn_tensor *const *vals, int n)
@@ -468,7 +681,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn_graph *g = s->g;
-    run_state r = {g->n, s->ctx->n_devices, NULL, NULL, NULL, NULL, NULL, NULL};
+    run_state r = {g->n, s->ctx->n_devices, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t n = (size_t)g->n;
     r.live = calloc((size_t)r.n_dev, sizeof *r.live);
     r.values = calloc(n, sizeof *r.values);
@@ -476,7 +689,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     r.needed = calloc(n, 1);
     r.uses = calloc(n, sizeof *r.uses);
     r.copies = calloc(n * (size_t)r.n_dev, sizeof *r.copies);
-    if (!r.live || !r.values || !r.owned || !r.needed || !r.uses || !r.copies) {
+    r.started = calloc((size_t)s->n_buckets + 1, 1);
+    if (!r.live || !r.values || !r.owned || !r.needed || !r.uses || !r.copies || !r.started) {
         run_free(&r);
         return pdnn__host_oom("pdnn_session_run", "the run's tables",
                               n * (sizeof *r.values + 2 + sizeof *r.uses + (size_t)r.n_dev * sizeof *r.copies));
@@ -487,19 +701,22 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         r.needed[fetches[k]] = 1;
         r.uses[fetches[k]]++;
     }
-    for (int i = g->n - 1; i >= 0; i--)
+    mark_inputs(g, r.needed);
+    if (whole_buckets(s, r.needed))
+        mark_inputs(g, r.needed);
+    for (int i = 0; i < g->n; i++)
         if (r.needed[i])
             for (int q = 0; q < g->nodes[i].n_inputs; q++)
-                if (g->nodes[i].inputs[q] >= 0) {
-                    r.needed[g->nodes[i].inputs[q]] = 1;
+                if (g->nodes[i].inputs[q] >= 0)
                     r.uses[g->nodes[i].inputs[q]]++;
-                }
 
     for (int i = 0; i < g->n && st == PDNN_SUCCESS; i++) {
         if (!r.needed[i])
             continue;
         const pdnn__node *nd = &g->nodes[i];
         pdnn_device *dev = s->placed[i];
+        if (s->n_buckets && (st = start_buckets(s, &r, i)) != PDNN_SUCCESS)
+            break;
         if (nd->op == PDNN__OP_PLACEHOLDER) {
             int k = 0;
             while (k < n_feeds && feeds[k] != i)
@@ -533,8 +750,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         }
         for (int q = 0; q < nd->n_inputs && st == PDNN_SUCCESS; q++) {
             int j = nd->inputs[q];
-            if (pdnn__no_value(&g->nodes[j]))
-                continue; /* ordering only: an update before the step count */
+            if (pdnn__no_value(&g->nodes[j]) || nd->op == PDNN__OP_ALLREDUCE)
+                continue; /* ordering only: an update before the step count; AllReduce stages its input */
             if (r.values[j]->dev == dev) {
                 in[q] = r.values[j];
                 continue;
@@ -568,7 +785,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
         }
         if (st == PDNN_SUCCESS && !pdnn__no_value(nd)) {
-            st = run_node(nd, in, y);
+            st = nd->op == PDNN__OP_ALLREDUCE ? run_allreduce(s, &r, i, y) : run_node(nd, in, y);
             if (st != PDNN_SUCCESS) {
                 char why[1024];
                 snprintf(why, sizeof why, "%s", pdnn_last_error());
@@ -608,6 +825,13 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
         }
     }
+    /* Buckets started and not waited for (a failed run): the thread must
+     * be done with them before the next run refills them. */
+    for (int b = 0; b < s->n_buckets; b++)
+        if (r.started[b] == 1) {
+            pdnn_status wst = pdnn__comm_wait(s->comm, b);
+            st = st == PDNN_SUCCESS ? wst : st;
+        }
     /* Hand the fetched values over: the run's own tensor once, a copy for a
      * repeated fetch or a value the run does not own (a feed, a constant). */
     for (int k = 0; k < n_fetches && st == PDNN_SUCCESS; k++) {
@@ -659,4 +883,65 @@ pdnn_status pdnn_session_variable_assign(pdnn_session *s, pdnn_node var, const f
 {
     pdnn_status st = variable_check(s, "pdnn_session_variable_assign", var, src, bytes);
     return st == PDNN_SUCCESS ? pdnn_tensor_write(s->consts[var], src, bytes) : st;
+}
+
+pdnn_status pdnn_session_rank(const pdnn_session *s, int *rank, int *size)
+{
+    if (!s || !rank || !size)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_rank: %s is NULL",
+                           !s ? "session" : !rank ? "rank" : "size");
+    *rank = s->comm ? pdnn__comm_rank(s->comm) : 0;
+    *size = s->comm ? pdnn__comm_size(s->comm) : 1;
+    return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_session_broadcast_variables(pdnn_session *s, int root)
+{
+    if (!s || !s->comm)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_broadcast_variables: %s",
+                           !s ? "session is NULL" : "the session is not distributed");
+    if (root < 0 || root >= pdnn__comm_size(s->comm))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_broadcast_variables: root %d is not a rank "
+                                                      "(size %d)", root, pdnn__comm_size(s->comm));
+    int64_t total = 0;
+    for (int i = 0; i < s->g->n; i++)
+        if (s->g->nodes[i].op == PDNN__OP_VARIABLE)
+            total += pdnn_tensor_desc_bytes(&s->g->nodes[i].out);
+    char *buf = malloc((size_t)(total ? total : 1));
+    if (!buf)
+        return pdnn__host_oom("pdnn_session_broadcast_variables", "the variables' staging buffer", (uint64_t)total);
+    const int me = pdnn__comm_rank(s->comm);
+    pdnn_status st = PDNN_SUCCESS;
+    int64_t off = 0;
+    for (int i = 0; i < s->g->n && st == PDNN_SUCCESS && me == root; i++)
+        if (s->g->nodes[i].op == PDNN__OP_VARIABLE) {
+            const int64_t bytes = pdnn_tensor_desc_bytes(&s->g->nodes[i].out);
+            st = pdnn_tensor_read(s->consts[i], buf + off, (size_t)bytes);
+            off += bytes;
+        }
+    /* A root that failed to read still joins the broadcast (with garbage
+     * it will not assign) so that no rank waits for it; it then fails. */
+    pdnn_status bst = pdnn__comm_bcast(s->comm, buf, total, root);
+    st = st == PDNN_SUCCESS ? bst : st;
+    off = 0;
+    for (int i = 0; i < s->g->n && st == PDNN_SUCCESS; i++)
+        if (s->g->nodes[i].op == PDNN__OP_VARIABLE) {
+            const int64_t bytes = pdnn_tensor_desc_bytes(&s->g->nodes[i].out);
+            if (me != root)
+                st = pdnn_tensor_write(s->consts[i], buf + off, (size_t)bytes);
+            off += bytes;
+        }
+    free(buf);
+    return st;
+}
+
+pdnn_status pdnn_session_allreduce_stats(const pdnn_session *s, pdnn_allreduce_stats *out)
+{
+    if (!s || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_allreduce_stats: %s is NULL",
+                           !s ? "session" : "out");
+    memset(out, 0, sizeof *out);
+    if (s->comm)
+        pdnn__comm_stats(s->comm, out);
+    return PDNN_SUCCESS;
 }

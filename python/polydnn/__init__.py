@@ -162,7 +162,9 @@ _LogFn = ctypes.CFUNCTYPE(None, _vp, _cp)
 class _SessionConfig(ctypes.Structure):
     _fields_ = [("context", _vp), ("options", _ContextOptions), ("log_device_placement", _c_int),
                 ("allow_soft_placement", _c_int), ("log", _LogFn), ("log_user", _vp),
-                ("profile", _c_int)]
+                ("profile", _c_int), ("distributed", _c_int), ("mpi_comm", _vp),
+                ("allreduce_bucket_bytes", _c_int64), ("allreduce_overlap", _c_int),
+                ("collective_timeout", ctypes.c_double)]
 
 
 _ONNX_MAX_IO = 16
