@@ -8,6 +8,7 @@
  * training-set size and the seed (all in the checkpoint's "train_state")
  * give the next batch exactly; a resumed run continues as if uninterrupted.
  * --steps N means N more steps from where the run starts. */
+#include "config.h" /* PDNN_HAVE_MPI */
 #include "cli.h"
 #include "idx.h"
 #include "npz.h"
@@ -19,13 +20,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef PDNN_HAVE_MPI
+#include <mpi.h>
+#endif
 
 enum { N_VARS = 8, CLASSES = 10, MAX_TOWERS = 8 };
 
 typedef struct train_opts {
     int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft, profile, growth, mem_stats;
     const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load, *param_device, *fraction;
+    const char *distributed, *timeout;
+    int ckpt_every, verbose, bucket_mb, no_overlap;
 } train_opts;
+
+/* --distributed mpi: this process's rank among size; rank 0 speaks. */
+typedef struct dist {
+    int on, rank, size;
+} dist;
+static dist D = {0, 0, 1};
+
+/* Rank 0 prints; the others only with --verbose, their lines prefixed. */
+static int quiet(const train_opts *o) { return D.rank != 0 && !o->verbose; }
 
 /* towers > 1: tower t trains on rows [t tb, (t+1) tb) of each batch on
  * devs[t]; the variables and the averaged update live on the parameter
@@ -34,6 +49,7 @@ typedef struct model {
     pdnn_graph *g;
     pdnn_node x, y, logits, loss, train_op, vars[N_VARS];
     int batch;  /* rows per tower (the whole batch without towers) */
+    int global_batch; /* --batch-size: over all towers of all ranks */
     int towers;
     pdnn_node xs[MAX_TOWERS], ys[MAX_TOWERS], losses[MAX_TOWERS];
 } model;
@@ -111,7 +127,7 @@ static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_o
                  char devs[][128], const char *pdev)
 {
     pdnn_graph *g = m->g;
-    const char *vdev = m->towers > 1 ? pdev : o->device;
+    const char *vdev = m->towers > 1 || D.on ? pdev : o->device;
     uint64_t seed = (uint64_t)o->seed;
     int64_t cin = 1;
     for (int l = 0; l < 2; l++) {
@@ -163,6 +179,15 @@ static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_o
             return cli_fail("building the graph");
         snprintf(nm, sizeof nm, "average/%s/mean", pdnn_graph_node_name(g, m->vars[k]));
         if (pdnn_graph_scale(g, nm, pdev, sum, 1.0f / (float)m->towers, &avg[k]))
+            return cli_fail("building the graph");
+    }
+    /* Data-parallel over ranks: each averaged gradient's mean over the
+     * ranks, on the parameter device (Horovod's DistributedOptimizer). The
+     * session all-reduces them in buckets while the backward pass runs. */
+    for (int k = 0; k < N_VARS && D.on; k++) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "allreduce/%s", pdnn_graph_node_name(g, m->vars[k]));
+        if (pdnn_graph_allreduce(g, nm, vdev, avg[k], &avg[k]))
             return cli_fail("building the graph");
     }
     if (pdnn_graph_apply_gradients(g, NULL, op, m->vars, avg, N_VARS, &m->train_op))
@@ -225,7 +250,7 @@ static int save_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
         e[count] = (npz_entry){names[count], 4, shapes[count], bufs[count]};
         count++;
     }
-    state_pack(st, seed, m->batch, train_n);
+    state_pack(st, seed, m->global_batch, train_n);
     static const int64_t st_shape[1] = {STATE_LEN};
     e[count++] = (npz_entry){"train_state", 1, st_shape, st};
     char err[512];
@@ -265,11 +290,11 @@ static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
     }
     used++;
     const float *sv = st->array.data;
-    if ((int)sv[4] != m->batch || (int64_t)sv[5] != train_n) {
+    if ((int)sv[4] != m->global_batch || (int64_t)sv[5] != train_n) {
         fprintf(stderr,
                 "polydnn train: %s: saved with --batch-size %d on %lld training images; this run has %d on %lld "
                 "(resume with the same --batch-size and --train-limit)\n",
-                path, (int)sv[4], (long long)sv[5], m->batch, (long long)train_n);
+                path, (int)sv[4], (long long)sv[5], m->global_batch, (long long)train_n);
         rc = EXIT_RUNTIME;
         goto out;
     }
@@ -330,6 +355,53 @@ out:
     return rc;
 }
 
+#ifdef PDNN_HAVE_MPI
+/* Distributed: checks that every rank holds the same variables, bit for
+ * bit (FNV-1a of their bytes, gathered), as Horovod's consistency check;
+ * prints the verdict on rank 0. */
+static int check_identical(pdnn_session *s, const model *m)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (pdnn_node n = 0; n < pdnn_graph_node_count(m->g); n++) {
+        if (!is_variable(m->g, n))
+            continue;
+        pdnn_tensor_desc d;
+        pdnn_graph_node_desc(m->g, n, &d);
+        const int64_t bytes = pdnn_tensor_desc_bytes(&d);
+        unsigned char *b = malloc((size_t)bytes);
+        if (!b)
+            return cli_host_oom("train", "a variable's copy", (uint64_t)bytes);
+        if (pdnn_session_variable_read(s, n, (float *)b, (size_t)bytes)) {
+            free(b);
+            return cli_fail("reading a variable");
+        }
+        for (int64_t i = 0; i < bytes; i++)
+            h = (h ^ b[i]) * 0x100000001b3ull;
+        free(b);
+    }
+    uint64_t *all = malloc(sizeof *all * (size_t)D.size);
+    if (!all)
+        return cli_host_oom("train", "the ranks' hashes", 0);
+    if (MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        free(all);
+        fprintf(stderr, "polydnn train: rank %d: gathering the variables' hashes failed\n", D.rank);
+        return EXIT_RUNTIME;
+    }
+    int rc = 0;
+    for (int r = 1; r < D.size; r++)
+        if (all[r] != all[0]) {
+            if (D.rank == 0)
+                fprintf(stderr, "polydnn train: rank %d's variables differ from rank 0's (hash %016llx, not "
+                                "%016llx)\n", r, (unsigned long long)all[r], (unsigned long long)all[0]);
+            rc = EXIT_RUNTIME;
+        }
+    if (rc == 0 && D.rank == 0)
+        printf("variables identical on all %d ranks (hash %016llx)\n", D.size, (unsigned long long)all[0]);
+    free(all);
+    return rc;
+}
+#endif
+
 /* Copies rows idx[0..count) of the dataset into the feed buffers (zeros past count). */
 static void gather(const idx_dataset *d, const int64_t *idx, int64_t count, int batch, float *x, int32_t *y)
 {
@@ -351,7 +423,9 @@ static int evaluate(pdnn_session *s, const model *m, const idx_dataset *test, in
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)m->batch), correct = 0;
     if (!idx)
         return cli_host_oom("train", "the test batch", 0);
-    for (int64_t start = 0; start < n; start += m->batch) {
+    /* Distributed: rank r evaluates every size-th batch from the r-th; the
+     * counts are summed over the ranks. */
+    for (int64_t start = (int64_t)D.rank * m->batch; start < n; start += (int64_t)D.size * m->batch) {
         int64_t cnt = n - start < m->batch ? n - start : m->batch;
         for (int64_t i = 0; i < cnt; i++)
             idx[i] = start + i;
@@ -379,6 +453,12 @@ static int evaluate(pdnn_session *s, const model *m, const idx_dataset *test, in
         free(lv);
     }
     free(idx);
+#ifdef PDNN_HAVE_MPI
+    if (D.on && MPI_Allreduce(MPI_IN_PLACE, &correct, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fprintf(stderr, "polydnn train: rank %d: summing the test counts over the ranks failed\n", D.rank);
+        return EXIT_RUNTIME;
+    }
+#endif
     *acc = n ? (double)correct / (double)n : 0.0;
     return 0;
 }
@@ -483,15 +563,25 @@ static int train(const train_opts *o)
                 break;
             p = e + 1;
         }
-        if (o->batch % towers) {
-            fprintf(stderr, "polydnn train: --batch-size %d does not split evenly over %d towers\n", o->batch,
-                    towers);
-            return EXIT_USAGE;
-        }
-    } else if (o->param_device) {
-        fprintf(stderr, "polydnn train: --param-device needs towers (a comma list in --device)\n");
+    } else if (o->param_device && !D.on) {
+        fprintf(stderr, "polydnn train: --param-device needs towers (a comma list in --device) or --distributed\n");
         return EXIT_USAGE;
     }
+    /* The global batch splits over the ranks, then each rank's over its
+     * towers; the rest of the data set past the last whole batch is left
+     * out of the epoch (it is reshuffled in, next epoch). */
+    if (o->batch % (towers * D.size)) {
+        fprintf(stderr, "polydnn train: --batch-size %d does not split evenly over %d towers x %d ranks\n",
+                o->batch, towers, D.size);
+        return EXIT_USAGE;
+    }
+    if (o->ckpt_every > 0 && !o->save) {
+        fprintf(stderr, "polydnn train: --checkpoint-every needs --save (the checkpoint's path)\n");
+        return EXIT_USAGE;
+    }
+    float timeout = 0;
+    if (o->timeout && parse_float("collective-timeout", o->timeout, &timeout))
+        return EXIT_USAGE;
     const char *pdev = o->param_device ? o->param_device : "/cpu:0";
 
     char err[512];
@@ -511,7 +601,9 @@ static int train(const train_opts *o)
     int rc = 0;
     model m = {0};
     m.towers = towers;
-    m.batch = o->batch / towers;
+    m.batch = o->batch / towers / D.size;
+    m.global_batch = o->batch;
+    const int rank_rows = o->batch / D.size; /* this rank's rows of each global batch */
     pdnn_session *s = NULL;
     pdnn_tensor *xt = NULL, *lt = NULL, *txt[MAX_TOWERS] = {0}, *tyt[MAX_TOWERS] = {0};
     float *xb = malloc(sizeof(float) * (size_t)o->batch * 784);
@@ -539,6 +631,10 @@ static int train(const train_opts *o)
     cfg.log_device_placement = o->log_place;
     cfg.allow_soft_placement = o->soft;
     cfg.profile = o->profile;
+    cfg.distributed = D.on ? PDNN_DISTRIBUTED_MPI : PDNN_DISTRIBUTED_NONE;
+    cfg.allreduce_bucket_bytes = (int64_t)o->bucket_mb << 20;
+    cfg.allreduce_overlap = !o->no_overlap;
+    cfg.collective_timeout = timeout;
     if (pdnn_session_create(m.g, &cfg, &s)) {
         rc = cli_fail("creating the session");
         goto out;
@@ -559,6 +655,11 @@ static int train(const train_opts *o)
     uint64_t seed = (uint64_t)o->seed;
     if (o->load && (rc = load_ckpt(s, &m, o->load, &seed, train_n)))
         goto out;
+    /* Every rank starts from rank 0's variables (initial or loaded). */
+    if (D.on && pdnn_session_broadcast_variables(s, 0)) {
+        rc = cli_fail("broadcasting the variables from rank 0");
+        goto out;
+    }
     pdnn_node gs_node;
     float gsf = 0;
     if (pdnn_graph_find(m.g, "global_step", &gs_node) ||
@@ -568,7 +669,10 @@ static int train(const train_opts *o)
     }
     int64_t gs = (int64_t)gsf, done = 0;
     progress pr;
-    progress_init(&pr, stderr, -1);
+    progress_init(&pr, quiet(o) ? NULL : stderr, -1);
+    char who[32] = ""; /* the other ranks' lines (--verbose) say whose they are */
+    if (D.on && D.rank)
+        snprintf(who, sizeof who, "[rank %d] ", D.rank);
     pdnn_node fetch[MAX_TOWERS + 1], feeds[2 * MAX_TOWERS];
     pdnn_tensor *fv[2 * MAX_TOWERS];
     for (int t = 0; t < towers; t++) {
@@ -595,7 +699,7 @@ static int train(const train_opts *o)
                 break;
             }
             t_step = progress_now();
-            gather(&trn, perm + step * o->batch, o->batch, o->batch, xb, yb);
+            gather(&trn, perm + step * o->batch + (int64_t)D.rank * rank_rows, rank_rows, rank_rows, xb, yb);
             pdnn_tensor *out[MAX_TOWERS + 1] = {NULL};
             float loss = 0;
             pdnn_status st = PDNN_SUCCESS;
@@ -621,6 +725,16 @@ static int train(const train_opts *o)
                 rc = cli_fail("reading the loss");
                 goto out;
             }
+#ifdef PDNN_HAVE_MPI
+            if (D.on) { /* the global batch's loss: the ranks' mean */
+                if (MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+                    fprintf(stderr, "polydnn train: rank %d: summing the loss over the ranks failed\n", D.rank);
+                    rc = EXIT_RUNTIME;
+                    goto out;
+                }
+                loss /= (float)D.size;
+            }
+#endif
             if (o->mem_stats && done == 0) {
                 printf("memory after the first step:\n");
                 print_memory(s, m.g);
@@ -631,28 +745,45 @@ static int train(const train_opts *o)
             }
             gs++;
             done++;
-            if (gs % 10 == 0)
-                printf("step %lld loss %.4f\n", (long long)gs, loss);
+            if (gs % 10 == 0 && !quiet(o))
+                printf("%sstep %lld loss %.4f\n", who, (long long)gs, loss);
             progress_step(&pr, o->batch, loss, progress_now());
+            /* Rank 0 alone writes checkpoints (the ranks' variables are equal). */
+            if (o->ckpt_every > 0 && gs % o->ckpt_every == 0 && D.rank == 0 &&
+                (rc = save_ckpt(s, &m, o->save, seed, train_n)))
+                goto out;
         }
         if (!stopped)
             progress_end_epoch(&pr, progress_now());
         double acc = 0;
         if ((rc = evaluate(s, &m, &tst, test_n, xt, xb, yb, &acc)))
             goto out;
-        printf("epoch %lld step %lld: test accuracy %.4f (%lld images)\n", (long long)epoch + 1, (long long)gs,
-               acc, (long long)test_n);
+        if (!quiet(o))
+            printf("%sepoch %lld step %lld: test accuracy %.4f (%lld images)\n", who, (long long)epoch + 1,
+                   (long long)gs, acc, (long long)test_n);
         fflush(stdout);
-        if (o->save && (rc = save_ckpt(s, &m, o->save, seed, train_n)))
+        if (o->save && D.rank == 0 && (rc = save_ckpt(s, &m, o->save, seed, train_n)))
             goto out;
     }
     if (o->mem_stats) {
         printf("memory at the end:\n");
         print_memory(s, m.g);
     }
-    if (done > 1)
-        printf("trained %lld steps: %.1f images/s (the %lld after the first, evaluation excluded)\n",
+    if (done > 1 && !quiet(o))
+        printf("%strained %lld steps: %.1f images/s (the %lld after the first, evaluation excluded)\n", who,
                (long long)done, (double)timed_images / train_sec, (long long)done - 1);
+#ifdef PDNN_HAVE_MPI
+    if (D.on && (rc = check_identical(s, &m)))
+        goto out;
+#endif
+    if (D.on && !quiet(o)) {
+        pdnn_allreduce_stats as;
+        pdnn_session_allreduce_stats(s, &as);
+        printf("%sall-reduce over %d ranks: %lld buckets, %.1f MB, %.3f s communicating, %.3f s waited "
+               "(%.0f%% hidden behind the backward pass)\n",
+               who, D.size, (long long)as.buckets, (double)as.bytes / 1e6, as.comm_seconds, as.wait_seconds,
+               as.comm_seconds > 0 ? 100.0 * (1.0 - as.wait_seconds / as.comm_seconds) : 0.0);
+    }
     if (o->profile)
         rc = cli_print_profile(stdout, m.g, s, 30);
 out:
@@ -698,10 +829,50 @@ int cmd_train(int argc, char **argv)
         {0, "data", OPT_STR, &o.data, 0, "MNIST-style IDX directory (default " IDX_DEFAULT_DIR ")"},
         {0, "save", OPT_STR, &o.save, 0, "write a .npz checkpoint at each epoch end and at the end"},
         {0, "load", OPT_STR, &o.load, 0, "resume from a .npz checkpoint"},
+        {0, "checkpoint-every", OPT_INT, &o.ckpt_every, 1, "also write the --save checkpoint every N steps"},
+        {0, "distributed", OPT_STR, &o.distributed, 0,
+         "mpi: data-parallel over the ranks of mpirun (each rank its share of every batch)"},
+        {0, "bucket-mb", OPT_INT, &o.bucket_mb, 1, "with --distributed: gradient all-reduce bucket size (default 4)"},
+        {0, "no-overlap", OPT_FLAG, &o.no_overlap, 0,
+         "with --distributed: all-reduce after the backward pass, not during it (to measure the overlap)"},
+        {0, "collective-timeout", OPT_STR, &o.timeout, 0,
+         "with --distributed: seconds to wait for the other ranks before failing (default 120)"},
+        {0, "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
     };
     int r = cli_parse("train", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
                       "train the Deep MNIST CNN on MNIST-style data");
     if (r)
         return r < 0 ? 0 : r;
-    return train(&o);
+    if (!o.distributed)
+        return train(&o);
+    if (strcmp(o.distributed, "mpi") != 0) {
+        fprintf(stderr, "polydnn train: --distributed: expected mpi, got '%s'\n", o.distributed);
+        return EXIT_USAGE;
+    }
+#ifndef PDNN_HAVE_MPI
+    fprintf(stderr, "polydnn train: --distributed mpi: this polydnn was built without MPI (configure --with-mpi; "
+                    "Debian: apt-get install libopenmpi-dev openmpi-bin)\n");
+    return EXIT_USAGE;
+#else
+    /* SERIALIZED: the session's all-reduce thread and this one take turns. */
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "polydnn train: MPI_Init_thread failed\n");
+        return EXIT_RUNTIME;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    D.on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &D.size);
+    int rc = train(&o);
+    if (rc) {
+        /* Every other rank would wait for this one: end them all now. */
+        fprintf(stderr, "polydnn train: rank %d of %d failed (exit %d); ending every rank (MPI_Abort)\n", D.rank,
+                D.size, rc);
+        fflush(NULL);
+        MPI_Abort(MPI_COMM_WORLD, rc);
+    }
+    MPI_Finalize();
+    return rc;
+#endif
 }

@@ -1,0 +1,128 @@
+#!/bin/sh
+# Distributed training over Open MPI on this one machine (mpirun
+# --oversubscribe): the C API's checks (tests/mpi_api) at 1, 2 and 3 ranks;
+# polydnn train --distributed mpi at 2 and 3 ranks against one process with
+# the same global batch; heterogeneous ranks (PoCL and the host); a killed
+# rank, a hung rank and a rank with bad input end the job within a bound
+# with a message naming what failed, and the last checkpoint loads.
+# Skips (77) in a build without MPI.
+set -u
+P=${POLYDNN_TOOL:-./polydnn}
+B=${PDNN_TOP_BUILDDIR:-.}
+MPIRUN=${MPIRUN:-$(command -v mpirun || true)}
+if [ ! -x "$B/tests/mpi_api" ] || [ -z "$MPIRUN" ]; then
+    echo "SKIP: polydnn was built without MPI (or mpirun is missing)"
+    exit 77
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+# CI runs as root; Open MPI refuses root unless told.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Keep Open MPI on shared memory and loopback TCP (no probing of other
+# networks on CI machines).
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+RUN="$MPIRUN --oversubscribe"
+# libtool's wrapper is a shell script: run the real binaries so that each
+# rank is one process (the kill test kills it).
+[ -x "$B/tests/.libs/mpi_api" ] && API="$B/tests/.libs/mpi_api" || API="$B/tests/mpi_api"
+[ -x "$B/.libs/polydnn" ] && P="$B/.libs/polydnn"
+[ -x "$B/.libs/lt-polydnn" ] && P="$B/.libs/lt-polydnn"
+export LD_LIBRARY_PATH="$B/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+elapsed() { echo $(( $(date +%s) - $1 )); }
+
+echo "--- the C API at 1, 2 and 3 ranks"
+"$API" > "$T/api1" 2>&1 || { cat "$T/api1"; fail "mpi_api, one rank"; }
+for n in 2 3; do
+    $RUN -np $n "$API" > "$T/api$n" 2>&1 || { cat "$T/api$n"; fail "mpi_api, $n ranks"; }
+    [ "$(grep -c '^ok rank' "$T/api$n")" -eq $n ] || { cat "$T/api$n"; fail "mpi_api, $n ranks: not every rank ok"; }
+done
+
+# Small runs on the host device: 8 steps of a global batch of 24 (divisible
+# by 1, 2 and 3 ranks) over 200 images: 200 = 8 x 24 + 8, so the last 8
+# images of each epoch's order are left out (README: uneven data).
+A="--batch-size 24 --train-limit 200 --test-limit 48 --epochs 1"
+compare() { # compare.npz reference.npz what: equal within float tolerance
+    /usr/bin/python3 - "$1" "$2" "$3" <<'PY' || fail "$3: weights differ from one process's"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert sorted(a.files) == sorted(b.files), (a.files, b.files)
+for k in a.files:
+    scale = max(1.0, float(np.abs(b[k]).max()))
+    err = float(np.abs(a[k] - b[k]).max()) / scale
+    assert err < 2e-5, "%s: %s off by %g" % (sys.argv[3], k, err)
+assert a["global_step"].ravel()[0] == 8, a["global_step"]
+PY
+}
+"$P" train $A --device /cpu:0 --save "$T/one.npz" > "$T/one.out" 2>&1 || { cat "$T/one.out"; fail "one process"; }
+
+for n in 2 3; do
+    echo "--- $n ranks on /cpu:0 against one process"
+    $RUN -np $n "$P" train $A --distributed mpi --device /cpu:0 --save "$T/d$n.npz" > "$T/d$n.out" 2>&1 ||
+        { cat "$T/d$n.out"; fail "$n ranks"; }
+    grep -q "variables identical on all $n ranks" "$T/d$n.out" || { cat "$T/d$n.out"; fail "$n ranks: identical"; }
+    grep -q "test accuracy" "$T/d$n.out" || fail "$n ranks: no accuracy line"
+    [ "$(grep -c 'test accuracy' "$T/d$n.out")" -eq 1 ] || fail "$n ranks: ranks other than 0 printed"
+    grep -q "all-reduce over $n ranks: 24 buckets" "$T/d$n.out" || fail "$n ranks: all-reduce statistics"
+    compare "$T/d$n.npz" "$T/one.npz" "$n ranks"
+done
+
+echo "--- heterogeneous: rank 0 on /gpu:0 (OpenCL), rank 1 on /cpu:0"
+$RUN -np 1 "$P" train $A --distributed mpi --device /gpu:0 --save "$T/het.npz" --log-device-placement : \
+    -np 1 "$P" train $A --distributed mpi --device /cpu:0 --verbose > "$T/het.out" 2>&1 ||
+    { cat "$T/het.out"; fail "heterogeneous ranks"; }
+grep -q "variables identical on all 2 ranks" "$T/het.out" || { cat "$T/het.out"; fail "heterogeneous: identical"; }
+grep -q "^Conv2D: (Conv2D): /job:worker/replica:0/task:0/device:GPU:0" "$T/het.out" ||
+    fail "heterogeneous: rank 0's placement log"
+grep -q "^\[rank 1\] epoch 1 step 8" "$T/het.out" || fail "heterogeneous: rank 1 --verbose"
+compare "$T/het.npz" "$T/one.npz" "heterogeneous"
+
+echo "--- a rank killed mid-training: the other ends, the checkpoint loads"
+K="--batch-size 16 --train-limit 4000 --epochs 1 --device /cpu:0 --distributed mpi"
+# Rank 1 differs by --test-limit 17, so that pkill finds it (and not mpirun,
+# whose command line holds it too).
+t0=$(date +%s)
+$RUN -np 1 "$P" train $K --test-limit 16 --save "$T/k.npz" --checkpoint-every 2 : \
+    -np 1 "$P" train $K --test-limit 17 > "$T/kill.out" 2>&1 &
+job=$!
+n=0
+while [ ! -f "$T/k.npz" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
+pkill -KILL -f "^[^ ]*polydnn train .*test-limit 17"
+wait $job
+rc=$?
+dt=$(elapsed $t0)
+[ $rc -ne 0 ] || { cat "$T/kill.out"; fail "killed rank: exit 0"; }
+[ "$dt" -lt 150 ] || fail "killed rank: the job took $dt s to end"
+grep -q "process rank 1 .*exited on signal 9" "$T/kill.out" || { cat "$T/kill.out"; fail "killed rank: no message naming rank 1"; }
+"$P" train --batch-size 16 --train-limit 4000 --test-limit 16 --device /cpu:0 --load "$T/k.npz" --steps 1 \
+    > "$T/resume.out" 2>&1 || { cat "$T/resume.out"; fail "the killed job's checkpoint does not load"; }
+
+echo "--- a hung rank (stopped): the other times out and ends the job"
+t0=$(date +%s)
+$RUN -np 1 "$P" train $K --test-limit 16 --collective-timeout 5 --save "$T/h.npz" --checkpoint-every 1 : \
+    -np 1 "$P" train $K --test-limit 17 --collective-timeout 5 > "$T/hang.out" 2>&1 &
+job=$!
+n=0
+while [ ! -f "$T/h.npz" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
+pkill -STOP -f "^[^ ]*polydnn train .*test-limit 17"
+wait $job
+rc=$?
+dt=$(elapsed $t0)
+pkill -KILL -f "^[^ ]*polydnn train .*test-limit 17" # in case Open MPI left it stopped
+[ $rc -ne 0 ] || { cat "$T/hang.out"; fail "hung rank: exit 0"; }
+[ "$dt" -lt 150 ] || fail "hung rank: the job took $dt s to end"
+grep -q "collective timeout" "$T/hang.out" && grep -q "rank 0 of 2 failed" "$T/hang.out" ||
+    { cat "$T/hang.out"; fail "hung rank: no timeout message"; }
+
+echo "--- bad input on one rank: every rank ends, naming it"
+t0=$(date +%s)
+$RUN -np 1 "$P" train $K : -np 1 "$P" train $K --data "$T/nowhere" > "$T/bad.out" 2>&1
+rc=$?
+[ $rc -ne 0 ] || { cat "$T/bad.out"; fail "bad input: exit 0"; }
+[ "$(elapsed $t0)" -lt 60 ] || fail "bad input: too slow to end"
+grep -q "nowhere" "$T/bad.out" && grep -q "rank 1 of 2 failed" "$T/bad.out" || { cat "$T/bad.out"; fail "bad input: message"; }
+
+echo "--- usage: a batch that does not split over the ranks"
+$RUN -np 3 "$P" train --batch-size 16 --distributed mpi --device /cpu:0 > "$T/split.out" 2>&1 && fail "batch 16 over 3 ranks"
+grep -q "does not split evenly over 1 towers x 3 ranks" "$T/split.out" || { cat "$T/split.out"; fail "split message"; }
+echo "PASS"
