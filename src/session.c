@@ -169,11 +169,11 @@ static pdnn_status plan_buckets(pdnn_session *s, int64_t cap)
 {
     const pdnn_graph *g = s->g;
     size_t n = (size_t)(g->n ? g->n : 1);
-    s->ar_bucket = malloc(n * sizeof *s->ar_bucket);
+    s->ar_bucket = calloc(n, sizeof *s->ar_bucket);
     s->ar_offset = calloc(n, sizeof *s->ar_offset);
-    s->ar_order = malloc(n * sizeof *s->ar_order);
-    s->bucket_first = malloc((n + 1) * sizeof *s->bucket_first);
-    s->bucket_ready = malloc(n * sizeof *s->bucket_ready);
+    s->ar_order = calloc(n, sizeof *s->ar_order);
+    s->bucket_first = calloc(n + 1, sizeof *s->bucket_first);
+    s->bucket_ready = calloc(n, sizeof *s->bucket_ready);
     int64_t *floats = calloc(n, sizeof *floats);
     if (!s->ar_bucket || !s->ar_offset || !s->ar_order || !s->bucket_first || !s->bucket_ready || !floats) {
         free(floats);

@@ -106,7 +106,7 @@ static void allreduce_means(int overlap)
     pdnn_tensor *one = NULL;
     CHECK(host && pdnn_session_run(s, ph, in, 3, &ar[2], 1, &one) == PDNN_SUCCESS, "one fetch");
     pdnn_tensor_release(one);
-    pdnn_allreduce_stats st;
+    pdnn_allreduce_stats st = {0};
     CHECK(s && pdnn_session_allreduce_stats(s, &st) == PDNN_SUCCESS, "stats");
     CHECK(st.buckets == 5 && st.bytes == 2 * 4 * (5 + 3000 + 70) + 4 * (5 + 70),
           "stats: %lld buckets %lld bytes (want 5 and %d)", (long long)st.buckets, (long long)st.bytes,

@@ -22,6 +22,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Keep Open MPI on shared memory and loopback TCP (no probing of other
 # networks on CI machines).
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+# Containers often forbid the cross-process reads (ptrace scope) that
+# vader's single-copy path uses: copy through the shared segment.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # Sanitizer builds: Open MPI's components stay loaded, and LeakSanitizer
 # unwinds fully, so that tests/lsan.supp's Open MPI entries match their
 # allocations (the fast unwinder stops inside them).
@@ -106,8 +109,8 @@ grep -q "process rank 1 .*exited on signal 9" "$T/kill.out" || { cat "$T/kill.ou
 
 echo "--- a hung rank (stopped): the other times out and ends the job"
 t0=$(date +%s)
-$RUN -np 1 "$P" train $K --test-limit 16 --collective-timeout 10 --save "$T/h.npz" --checkpoint-every 1 : \
-    -np 1 "$P" train $K --test-limit 17 --collective-timeout 10 > "$T/hang.out" 2>&1 &
+$RUN -np 1 "$P" train $K --test-limit 16 --collective-timeout 20 --save "$T/h.npz" --checkpoint-every 3 : \
+    -np 1 "$P" train $K --test-limit 17 --collective-timeout 20 > "$T/hang.out" 2>&1 &
 job=$!
 n=0
 while [ ! -f "$T/h.npz" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
