@@ -45,6 +45,13 @@ struct pdnn__comm {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
+    /* Heartbeats, to name the rank a timed-out all-reduce waited for:
+     * while in bucket all-reduce number seq, every other rank sends seq to
+     * rank 0 about once a second; rank 0 notes when (its clock) it last
+     * heard each rank in the current one. */
+    long long seq, hb_out;
+    MPI_Request hb_send;
+    double *heard;
     int broken; /* a collective timed out: its request is abandoned */
     char broken_why[400]; /* that collective's message, given for every later one */
     pdnn_allreduce_stats stats;
@@ -62,12 +69,62 @@ static void mpi_text(int rc, char *buf, size_t len)
     snprintf(buf, len, "%s", s);
 }
 
+enum { HB_TAG = 0x5044 };
+
+/* One heartbeat step of a bucket's all-reduce: the other ranks send,
+ * rank 0 takes what has come. */
+static void heartbeat(pdnn__comm *c, double now)
+{
+    if (c->rank != 0) {
+        int done = 1;
+        if (c->hb_send != MPI_REQUEST_NULL)
+            MPI_Test(&c->hb_send, &done, MPI_STATUS_IGNORE);
+        if (done) {
+            c->hb_out = c->seq;
+            MPI_Isend(&c->hb_out, 1, MPI_LONG_LONG, 0, HB_TAG, c->comm, &c->hb_send);
+        }
+        return;
+    }
+    int flag = 1;
+    while (flag) {
+        MPI_Status stat;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, HB_TAG, c->comm, &flag, &stat) != MPI_SUCCESS || !flag)
+            break;
+        long long v = -1;
+        if (MPI_Recv(&v, 1, MPI_LONG_LONG, stat.MPI_SOURCE, HB_TAG, c->comm, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+            v == c->seq && stat.MPI_SOURCE > 0 && stat.MPI_SOURCE < c->size)
+            c->heard[stat.MPI_SOURCE] = now;
+    }
+}
+
+/* Rank 0, after a bucket's all-reduce timed out: the ranks not heard
+ * from in it for the last 3 s (stopped, dead, or not there yet), appended
+ * to why. */
+static void name_silent(const pdnn__comm *c, double now, char *why, size_t len)
+{
+    char list[256] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int r = 1; r < c->size && used < sizeof list; r++)
+        if (c->heard[r] < 0 || now - c->heard[r] > 3.0) {
+            int w = snprintf(list + used, sizeof list - used, "%s%d", n ? ", " : "", r);
+            used += w > 0 ? (size_t)w : 0;
+            n++;
+        }
+    size_t have = strlen(why);
+    if (n && have < len)
+        snprintf(why + have, len - have, "; rank%s %s %s not been heard from in it for the last 3 s", n > 1 ? "s" : "",
+                 list, n > 1 ? "have" : "has");
+}
+
 /* Tests req until it completes, the deadline passes (-1) or MPI fails
  * (0). The first few milliseconds spin (yielding the core to the compute
- * threads), then the tests are spaced out by 50 us. */
-static int poll_req(const pdnn__comm *c, MPI_Request *req, const char *what, char *why, size_t len)
+ * threads), then the tests are spaced out by 50 us. hb: a bucket's
+ * all-reduce, with heartbeats (rank 0 names the silent ranks on timeout). */
+static int poll_req(pdnn__comm *c, MPI_Request *req, const char *what, int hb, char *why, size_t len)
 {
     const double t0 = pdnn__now(), deadline = t0 + c->timeout;
+    double next_hb = t0;
     for (unsigned spin = 0;; spin++) {
         int flag = 0, rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) {
@@ -80,11 +137,17 @@ static int poll_req(const pdnn__comm *c, MPI_Request *req, const char *what, cha
             return 1;
         if ((spin & 63) == 0) {
             double t = pdnn__now();
+            if (hb && (c->rank == 0 || t >= next_hb)) {
+                heartbeat(c, t);
+                next_hb = t + 1.0;
+            }
             if (t > deadline) {
                 snprintf(why, len,
                          "%s did not complete within %.0f s (collective timeout): another rank has stopped, "
                          "failed or is far behind",
                          what, c->timeout);
+                if (hb && c->rank == 0)
+                    name_silent(c, t, why, len);
                 return -1;
             }
             if (t - t0 > 0.002) {
@@ -100,6 +163,9 @@ static int poll_req(const pdnn__comm *c, MPI_Request *req, const char *what, cha
 /* Sum over the ranks in place, then the mean. */
 static int allreduce(pdnn__comm *c, int id, bucket *b, char *why, size_t len)
 {
+    c->seq++;
+    for (int r = 0; c->rank == 0 && r < c->size; r++)
+        c->heard[r] = -1.0;
     for (int64_t off = 0; off < b->floats; off += CHUNK_FLOATS) {
         int count = (int)(b->floats - off < CHUNK_FLOATS ? b->floats - off : CHUNK_FLOATS);
         MPI_Request req;
@@ -113,7 +179,7 @@ static int allreduce(pdnn__comm *c, int id, bucket *b, char *why, size_t len)
             snprintf(why, len, "starting %s: %s", what, m);
             return 0;
         }
-        int r = poll_req(c, &req, what, why, len);
+        int r = poll_req(c, &req, what, 1, why, len);
         if (r <= 0)
             return r;
     }
@@ -196,11 +262,12 @@ pdnn_status pdnn__comm_create(void *user_comm, double timeout, pdnn__comm **out)
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
+    c->hb_send = MPI_REQUEST_NULL;
     MPI_Comm base = user_comm ? *(MPI_Comm *)user_comm : MPI_COMM_WORLD;
     MPI_Request req;
     char why[400];
     int rc = MPI_Comm_idup(base, &c->comm, &req);
-    int r = rc == MPI_SUCCESS ? poll_req(c, &req, "duplicating the communicator", why, sizeof why) : 0;
+    int r = rc == MPI_SUCCESS ? poll_req(c, &req, "duplicating the communicator", 0, why, sizeof why) : 0;
     if (rc != MPI_SUCCESS)
         mpi_text(rc, why, sizeof why);
     if (r <= 0) {
@@ -228,12 +295,21 @@ void pdnn__comm_destroy(pdnn__comm *c)
     }
     int fin = 0;
     MPI_Finalized(&fin);
-    if (c->have_comm && !fin && !c->broken)
-        MPI_Comm_free(&c->comm);
+    if (c->have_comm && !fin) {
+        /* A heartbeat still going out completes on its own; those come in
+         * are taken, so that none waits on a freed communicator. */
+        if (c->hb_send != MPI_REQUEST_NULL)
+            MPI_Request_free(&c->hb_send);
+        if (c->rank == 0 && c->heard)
+            heartbeat(c, 0.0);
+        if (!c->broken)
+            MPI_Comm_free(&c->comm);
+    }
     for (int i = 0; i < c->n; i++)
         free(c->b[i].buf);
     free(c->b);
     free(c->queue);
+    free(c->heard);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -262,10 +338,10 @@ pdnn_status pdnn__comm_set_buckets(pdnn__comm *c, int n, const int64_t *floats)
     MPI_Request req[2];
     char why[400];
     int rc = MPI_Iallreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, c->comm, &req[0]);
-    int r = rc == MPI_SUCCESS ? poll_req(c, &req[0], "comparing the ranks' graphs", why, sizeof why) : 0;
+    int r = rc == MPI_SUCCESS ? poll_req(c, &req[0], "comparing the ranks' graphs", 0, why, sizeof why) : 0;
     if (r > 0) {
         rc = MPI_Iallreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, c->comm, &req[1]);
-        r = rc == MPI_SUCCESS ? poll_req(c, &req[1], "comparing the ranks' graphs", why, sizeof why) : 0;
+        r = rc == MPI_SUCCESS ? poll_req(c, &req[1], "comparing the ranks' graphs", 0, why, sizeof why) : 0;
     }
     if (rc != MPI_SUCCESS)
         mpi_text(rc, why, sizeof why);
@@ -281,6 +357,9 @@ pdnn_status pdnn__comm_set_buckets(pdnn__comm *c, int n, const int64_t *floats)
                            c->rank);
     if (n == 0)
         return PDNN_SUCCESS;
+    c->heard = calloc((size_t)c->size, sizeof *c->heard);
+    if (!c->heard)
+        return pdnn__host_oom("pdnn_session_create", "the heartbeat table", (uint64_t)c->size * sizeof *c->heard);
     c->b = calloc((size_t)n, sizeof *c->b);
     c->queue = calloc((size_t)n + 1, sizeof *c->queue);
     if (!c->b || !c->queue)
@@ -340,7 +419,7 @@ pdnn_status pdnn__comm_bcast(pdnn__comm *c, void *buf, int64_t bytes, int root)
         MPI_Request req;
         char why[400];
         int rc = MPI_Ibcast((char *)buf + off, count, MPI_BYTE, root, c->comm, &req);
-        int r = rc == MPI_SUCCESS ? poll_req(c, &req, "broadcasting the variables", why, sizeof why) : 0;
+        int r = rc == MPI_SUCCESS ? poll_req(c, &req, "broadcasting the variables", 0, why, sizeof why) : 0;
         if (rc != MPI_SUCCESS)
             mpi_text(rc, why, sizeof why);
         if (r <= 0) {
