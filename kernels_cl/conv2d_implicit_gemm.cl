@@ -107,9 +107,10 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                                    int4 inp,  /* H, W, C/groups, K/groups */
                                    int4 filt, /* R, S, has bias, relu */
                                    int4 geom, /* stride h, w, dilation h, w */
-                                   int4 pad,  /* pad top, pad left, span (pixels per work-item), 0 */
+                                   int4 pad,  /* pad top, pad left, span (pixels per work-item), residual */
                                    long4 wst, /* filter element strides: channel block, r, s, c */
-                                   __global const float *zbuf, long z_off) /* a float 0 (the workspace's) */
+                                   __global const float *zbuf, long z_off, /* a float 0 (the workspace's) */
+                                   __global const float *res, long res_off) /* pad.s3: z, y's layout, added */
 {
     __global const float *zero = zbuf + z_off;
     const int k0 = (int)get_global_id(0) * KT;
@@ -201,10 +202,23 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                 continue;
             const long n = g / PQ;
             const int pix = (int)(g % PQ);
-            __global float *yp = y + y_off + n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+            const long yo = n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+            __global float *yp = y + y_off + yo;
+            __global const float *rp = res + res_off + yo;
 #pragma unroll
             for (int b = 0; b < KB; b++) {
                 vec_t v = acc[b][j] + bv[b];
+                const int kr = k0 + b * VW;
+                if (pad.s3) { /* the residual, before the relu */
+                    if (ycontig) {
+                        v += VLOAD(0, rp + kr);
+                    } else {
+                        float t[VW];
+                        for (int l = 0; l < VW; l++)
+                            t[l] = kr + l < K ? rp[(long)(kr + l) * ys.s1] : 0.0f;
+                        v += VLOAD(0, t);
+                    }
+                }
                 if (filt.s3)
                     v = VMAX(v, (vec_t)(0.0f));
                 const int kb0 = k0 + b * VW;

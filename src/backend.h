@@ -93,6 +93,11 @@ typedef struct pdnn__conv2d_call {
     pdnn_layout x_layout, w_layout, y_layout;
     int64_t xs[4], ws[4], ys[4]; /* element strides, see layout_strides */
     pdnn__buf x_buf, w_buf, bias_buf, y_buf; /* bias_buf.region NULL: none */
+    /* CONV2D_FWD only: a residual z (y's dims, layout and strides) added
+     * before the relu: y = relu?(conv + bias + z) (cuDNN's z). NULL: none.
+     * Algorithms without pdnn__algo.residual never see it: the dispatcher
+     * runs them without z and relu, then adds z and applies the relu. */
+    pdnn__buf z_buf;
 } pdnn__conv2d_call;
 
 /* A validated 2-D pooling. Input N,C,H,W; output N,C,P,Q. */
@@ -310,6 +315,8 @@ typedef struct pdnn__algo {
      * NULL when 0). rep may be NULL. */
     pdnn_status (*run)(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                        pdnn__run_report *rep);
+    /* CONV2D_FWD: 1 if run adds call's z_buf in its epilogue. */
+    int residual;
 } pdnn__algo;
 
 typedef struct pdnn__backend pdnn__backend;

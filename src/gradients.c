@@ -89,11 +89,16 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
             if (st == PDNN_SUCCESS)
                 st = add_part(s, in[1], r);
         }
-        if (st == PDNN_SUCCESS && NEED(2)) {
-            st = emit(s, f, "BiasAddGrad", PDNN__OP_G_CONV_BWD_BIAS, &s->g->nodes[in[2]].out, &dy, 1, &r);
+        /* The bias is input 2 when there is one; a residual z is last, and
+         * its gradient is dy itself (past the relu's mask). */
+        const int zi = fw.residual ? fw.n_inputs - 1 : -1, bi = fw.n_inputs - fw.residual > 2 ? 2 : -1;
+        if (st == PDNN_SUCCESS && bi >= 0 && NEED(bi)) {
+            st = emit(s, f, "BiasAddGrad", PDNN__OP_G_CONV_BWD_BIAS, &s->g->nodes[in[bi]].out, &dy, 1, &r);
             if (st == PDNN_SUCCESS)
-                st = add_part(s, in[2], r);
+                st = add_part(s, in[bi], r);
         }
+        if (st == PDNN_SUCCESS && zi >= 0 && NEED(zi))
+            st = add_part(s, in[zi], dy);
         return st;
     }
     case PDNN__OP_POOL2D: {

@@ -214,13 +214,15 @@ pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *dev
     return st;
 }
 
-pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node w,
-                              pdnn_node bias, const pdnn_conv2d_params *p, pdnn_node *out)
+static pdnn_status graph_conv2d(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn_node x,
+                                pdnn_node w, pdnn_node bias, pdnn_node z, const pdnn_conv2d_params *p, pdnn_node *out)
 {
-    pdnn_node in[3] = {x, w, bias};
+    pdnn_node in[4] = {x, w, bias, z};
     int n_in = bias >= 0 ? 3 : 2;
+    if (z >= 0) /* z last, after the bias if any */
+        in[n_in++] = z;
     pdnn__node nd;
-    pdnn_status st = begin(g, "pdnn_graph_conv2d", name, device, PDNN__OP_CONV2D, in, n_in, out, &nd);
+    pdnn_status st = begin(g, fn, name, device, PDNN__OP_CONV2D, in, n_in, out, &nd);
     if (st != PDNN_SUCCESS)
         return st;
     if (!p)
@@ -237,7 +239,28 @@ pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *devic
     nd.out.dtype = PDNN_FLOAT32;
     nd.out.layout = in_desc(g, x)->layout;
     memcpy(nd.out.dims, od, sizeof od);
+    if (z >= 0) {
+        const pdnn_tensor_desc *zd = in_desc(g, z);
+        if (zd->dtype != PDNN_FLOAT32 || zd->layout != nd.out.layout || memcmp(zd->dims, od, sizeof od) != 0)
+            return shape_error(&nd, "z must be float32 with the output's dims and layout");
+        nd.residual = 1;
+    }
     return finish(g, &nd, in, n_in, out);
+}
+
+pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node w,
+                              pdnn_node bias, const pdnn_conv2d_params *p, pdnn_node *out)
+{
+    return graph_conv2d(g, "pdnn_graph_conv2d", name, device, x, w, bias, -1, p, out);
+}
+
+pdnn_status pdnn_graph_conv2d_residual(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node w,
+                                       pdnn_node bias, pdnn_node z, const pdnn_conv2d_params *p, pdnn_node *out)
+{
+    if (z < 0)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_conv2d_residual: z is %d (use pdnn_graph_conv2d)",
+                           z);
+    return graph_conv2d(g, "pdnn_graph_conv2d_residual", name, device, x, w, bias, z, p, out);
 }
 
 pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,

@@ -51,6 +51,7 @@ typedef struct pdnn__node {
     float beta;         /* ACT */
     pdnn_activation act; /* ACT */
     int axis;           /* CONCAT */
+    int residual;       /* CONV2D: the last input is z, added before the relu */
 } pdnn__node;
 
 struct pdnn_graph {

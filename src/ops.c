@@ -310,20 +310,23 @@ pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_para
     return PDNN_SUCCESS;
 }
 
-pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *x,
-                                const pdnn_tensor *w, const pdnn_tensor *bias, pdnn_tensor *y)
+static pdnn_status conv_forward(const char *fn, const pdnn_conv2d_params *p, const pdnn_tensor *x,
+                                const pdnn_tensor *w, const pdnn_tensor *bias, const pdnn_tensor *z, pdnn_tensor *y)
 {
     if (!p || !x || !w || !y)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_conv2d_forward: %s is NULL",
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                            !p ? "params" : !x ? "x" : !w ? "w" : "y");
-    const pdnn_tensor *ts[] = {x, w, y, bias};
-    const char *names[] = {"input", "filter", "output", "bias"};
-    pdnn_status st = pdnn__same_device("conv2d", ts, names, 4);
+    const pdnn_tensor *ts[] = {x, w, y, bias, z};
+    const char *names[] = {"input", "filter", "output", "bias", "residual"};
+    pdnn_status st = pdnn__same_device("conv2d", ts, names, 5);
     if (st != PDNN_SUCCESS)
         return st;
-    if (y == x || y == w || (bias && y == bias))
+    if (y == x || y == w || (bias && y == bias) || (z && y == z))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "conv2d: the output must be a tensor of its own, not an input");
+    /* The unfused path writes y before it reads z: no shared byte. */
+    if ((st = pdnn__check_alias("conv2d", y, "output", z, "residual", 0)) != PDNN_SUCCESS)
+        return st;
     /* Imports can put two tensors over one buffer: the output may share
      * no byte with an input (every conv algorithm reads x after writing y). */
     if ((st = pdnn__check_alias("conv2d", y, "output", x, "input", 0)) != PDNN_SUCCESS ||
@@ -340,6 +343,12 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
                            "conv2d: bias %s must be a layout-X vector of length %lld (output channels)",
                            pdnn__desc_string(&bias->desc, bd, sizeof bd), (long long)od[1]);
     }
+    if (z && (z->desc.dtype != PDNN_FLOAT32 || z->desc.layout != y->desc.layout ||
+              memcmp(z->desc.dims, y->desc.dims, sizeof z->desc.dims) != 0)) {
+        char zd[96], yd[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: residual %s must be the output's %s",
+                           pdnn__desc_string(&z->desc, zd, sizeof zd), pdnn__desc_string(&y->desc, yd, sizeof yd));
+    }
     pdnn_device *dev = x->dev;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
@@ -351,6 +360,8 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
     c->y_buf = y->block.buf;
     if (bias)
         c->bias_buf = bias->block.buf;
+    if (z)
+        c->z_buf = z->block.buf;
     pdnn__dispatch_result res;
     st = pdnn__dispatch(dev, &call, p->algorithm == PDNN_CONV_ALGO_AUTO ? NULL : pdnn_conv_algo_name(p->algorithm),
                         &res);
@@ -359,6 +370,21 @@ pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *
         last_tuning = res.tuning;
     }
     return st;
+}
+
+pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p, const pdnn_tensor *x, const pdnn_tensor *w,
+                                const pdnn_tensor *bias, pdnn_tensor *y)
+{
+    return conv_forward("pdnn_conv2d_forward", p, x, w, bias, NULL, y);
+}
+
+pdnn_status pdnn_conv2d_forward_residual(const pdnn_conv2d_params *p, const pdnn_tensor *x, const pdnn_tensor *w,
+                                         const pdnn_tensor *bias, const pdnn_tensor *z, pdnn_tensor *y)
+{
+    if (!z)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_conv2d_forward_residual: z is NULL (use "
+                                                      "pdnn_conv2d_forward)");
+    return conv_forward("pdnn_conv2d_forward_residual", p, x, w, bias, z, y);
 }
 
 /* ---- pooling --------------------------------------------------------- */

@@ -474,6 +474,17 @@ PDNN_API pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
                                          const pdnn_tensor *x, const pdnn_tensor *w,
                                          const pdnn_tensor *bias, pdnn_tensor *y);
 
+/* y = relu?(conv(x, w) + bias + z): the convolution with a residual z
+ * added before the relu (cuDNN's z of cudnnConvolutionBiasActivationForward,
+ * a ResNet block's shortcut). z has y's dims and layout and shares no
+ * memory with y. Algorithms with the residual epilogue (host direct,
+ * OpenCL implicit_gemm) add z as they store y; the others run as for
+ * pdnn_conv2d_forward and then add z and apply the relu (two passes over
+ * y), so the algorithm AUTO picks is the same as without z. */
+PDNN_API pdnn_status pdnn_conv2d_forward_residual(const pdnn_conv2d_params *p, const pdnn_tensor *x,
+                                                  const pdnn_tensor *w, const pdnn_tensor *bias,
+                                                  const pdnn_tensor *z, pdnn_tensor *y);
+
 /* Backward convolution (training). p and the tensors' dims are the
  * forward's: x {N,C,H,W}, w {K,C/groups,R,S}, y {N,K,P,Q}; dx has x's
  * dims, dw w's, dy y's; each may be in any layout its role allows (dx,
@@ -801,6 +812,12 @@ PDNN_API pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const 
 /* bias may be -1 (none). The output has x's layout. */
 PDNN_API pdnn_status pdnn_graph_conv2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                        pdnn_node w, pdnn_node bias, const pdnn_conv2d_params *p, pdnn_node *out);
+/* pdnn_conv2d_forward_residual as a node (op type "Conv2D"): z is a node
+ * with the output's dims and layout, added before the fused relu; bias may
+ * be -1. pdnn_graph_gradients passes dy (masked by the relu) to z. */
+PDNN_API pdnn_status pdnn_graph_conv2d_residual(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                                pdnn_node w, pdnn_node bias, pdnn_node z,
+                                                const pdnn_conv2d_params *p, pdnn_node *out);
 /* Op type "MaxPool" or "AvgPool". */
 PDNN_API pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                        const pdnn_pool2d_params *p, pdnn_node *out);

@@ -439,7 +439,11 @@ static double node_flops(const pdnn__node *nd, const pdnn_tensor *const *in, con
 static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y)
 {
     switch (nd->op) {
-    case PDNN__OP_CONV2D: return pdnn_conv2d_forward(&nd->conv, in[0], in[1], nd->n_inputs > 2 ? in[2] : NULL, y);
+    case PDNN__OP_CONV2D:
+        if (nd->residual)
+            return pdnn_conv2d_forward_residual(&nd->conv, in[0], in[1], nd->n_inputs > 3 ? in[2] : NULL,
+                                                in[nd->n_inputs - 1], y);
+        return pdnn_conv2d_forward(&nd->conv, in[0], in[1], nd->n_inputs > 2 ? in[2] : NULL, y);
     case PDNN__OP_POOL2D: return pdnn_pool2d_forward(&nd->pool, in[0], y);
     case PDNN__OP_MATMUL: return pdnn_matmul(in[0], in[1], nd->trans_a, nd->trans_b, y);
     case PDNN__OP_ADD: return pdnn_add(in[0], in[1], y);

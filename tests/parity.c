@@ -124,6 +124,7 @@ typedef struct conv_case {
     int64_t n, c, h, w, k, r, s;
     int sh, sw, dh, dw, pt, pb, pl, pr, groups, bias, relu;
     pdnn_layout xl, wl, yl;
+    int residual; /* forward: a z (y's layout) added before the relu */
 } conv_case;
 
 typedef struct pool_case {
@@ -272,6 +273,9 @@ static void add_conv_sampled(const char *set, int three_by_three, int count, uin
         const int64_t ow = (k.w + k.pl + k.pr - (k.s - 1) * k.dw - 1) / k.sw + 1;
         if (k.n * k.k * oh * ow * (k.c / k.groups) * k.r * k.s > 3000000) /* cheap under the sanitizers */
             continue;
+        /* Every third sampled case adds a residual z (a hash of the index,
+         * not a draw: the draws, and so the shapes, stay as they were). */
+        k.residual = (done * 2654435761u >> 9) % 3 == 0;
         add_conv(set, 0, &k, seed + (uint32_t)done);
         done++;
     }
@@ -283,11 +287,11 @@ static void build_conv_cases(void)
      * exercise groups, depthwise, stride, dilation and asymmetric padding. */
     static const conv_case layouts[] = {
         /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
-        {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {17, 7, 6, 11, 7, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 7, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 5, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {17, 7, 6, 11, 7, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 7, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 5, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
     };
     add_conv_all_layouts("layouts", 1, layouts, sizeof layouts / sizeof layouts[0], 0);
 
@@ -295,36 +299,36 @@ static void build_conv_cases(void)
      * 17, filters 1/3/5/7, the largest spatial size, depthwise with
      * multipliers and vector-width rows and channel blocks. */
     static const conv_case edge[] = {
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {17, 3, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
-        {1, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW},
-        {17, 4, 8, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC},
-        {17, 17, 5, 6, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
-        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 64, 56, 56, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC},
-        {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
-        {1, 17, 9, 9, 34, 3, 3, 3, 3, 2, 2, 2, 0, 1, 2, 17, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC},
-        {2, 4, 4, 4, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, 0, PDNN_NCHW, PDNN_OHWI, PDNN_NCHW},
-        {1, 3, 2, 9, 2, 1, 5, 1, 3, 1, 2, 0, 0, 4, 3, 1, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
-        {17, 3, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
-        {2, 5, 20, 37, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 8, 30, 45, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 8, 0, 1, PDNN_NCHW, PDNN_HWIO, PDNN_NCHW},
-        {2, 20, 11, 13, 20, 3, 3, 2, 1, 1, 2, 1, 1, 2, 2, 20, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {17, 3, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
+        {1, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0},
+        {17, 4, 8, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0},
+        {17, 17, 5, 6, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
+        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 64, 56, 56, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0},
+        {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
+        {1, 17, 9, 9, 34, 3, 3, 3, 3, 2, 2, 2, 0, 1, 2, 17, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC, 0},
+        {2, 4, 4, 4, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, 0, PDNN_NCHW, PDNN_OHWI, PDNN_NCHW, 0},
+        {1, 3, 2, 9, 2, 1, 5, 1, 3, 1, 2, 0, 0, 4, 3, 1, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
+        {17, 3, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 5, 20, 37, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 8, 30, 45, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 8, 0, 1, PDNN_NCHW, PDNN_HWIO, PDNN_NCHW, 0},
+        {2, 20, 11, 13, 20, 3, 3, 2, 1, 1, 2, 1, 1, 2, 2, 20, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
         /* grouped with 16 and 32 output channels per group (tiled's and the
          * GEMMs' channel blocks), and a multiplier-2 depthwise with a
          * one-sided pad: the guard after the output sees partial tiles */
-        {2, 32, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
-        {2, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW},
-        {3, 6, 10, 19, 12, 3, 3, 1, 2, 1, 1, 1, 1, 1, 0, 6, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {3, 5, 9, 13, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {2, 32, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
+        {3, 6, 10, 19, 12, 3, 3, 1, 2, 1, 1, 1, 1, 1, 0, 6, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {3, 5, 9, 13, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
         /* backward data by phases (forward_gemm): stride and dilation
          * sharing a factor, a pad wider than the filter reaches, and a
          * stride larger than the filter (phases no tap reaches: zeros) */
-        {2, 6, 11, 12, 8, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC},
-        {2, 5, 7, 8, 6, 1, 1, 2, 3, 1, 1, 1, 2, 0, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW},
-        {1, 4, 9, 10, 5, 3, 3, 4, 4, 1, 1, 1, 0, 0, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 4, 8, 8, 4, 2, 2, 2, 2, 3, 3, 2, 1, 3, 0, 1, 0, 0, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC},
+        {2, 6, 11, 12, 8, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC, 0},
+        {2, 5, 7, 8, 6, 1, 1, 2, 3, 1, 1, 1, 2, 0, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0},
+        {1, 4, 9, 10, 5, 3, 3, 4, 4, 1, 1, 1, 0, 0, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 4, 8, 8, 4, 2, 2, 2, 2, 3, 3, 2, 1, 3, 0, 1, 0, 0, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
     };
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
         add_conv("edge", 1, &edge[i], (uint32_t)(1000 + i));
@@ -337,16 +341,16 @@ static void build_conv_cases(void)
      * stride 2 with unread bottom/right padding, groups, images large
      * enough for an NCHW rows kernel, every layout. */
     static const conv_case gemm_1x1[] = {
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {17, 3, 1, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 33, 7, 7, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {17, 5, 3, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 17, 13, 11, 64, 1, 1, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {3, 64, 9, 9, 3, 1, 1, 2, 2, 1, 1, 0, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {17, 3, 1, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 33, 7, 7, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {17, 5, 3, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 17, 13, 11, 64, 1, 1, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {3, 64, 9, 9, 3, 1, 1, 2, 2, 1, 1, 0, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
     };
     add_conv_all_layouts("gemm_1x1", 1, gemm_1x1, sizeof gemm_1x1 / sizeof gemm_1x1[0], 7000);
 
@@ -355,18 +359,18 @@ static void build_conv_cases(void)
      * dilation 2, stride 3, 1xN and Nx1 filters, groups of 16 and 32
      * output channels, ResNet-50's conv1 and a strided 3x3. */
     static const conv_case implicit_gemm[] = {
-        {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {17, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {17, 5, 3, 5, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 3, 4, 5, 7, 2, 2, 1, 1, 1, 1, 4, 4, 5, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
-        {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+        {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {17, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {17, 5, 3, 5, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 3, 4, 5, 7, 2, 2, 1, 1, 1, 1, 4, 4, 5, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
     };
     add_conv_all_layouts("implicit_gemm", 1, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
 
@@ -380,7 +384,7 @@ static void build_conv_cases(void)
         for (int pad = 0; pad <= 2; pad++)
             for (int li = 0; li < 3; li++) {
                 conv_case k = {17, 3, sizes[si][0], sizes[si][1], 5, 3, 3, 1, 1, 1, 1, pad, pad, pad, pad, 1, 1,
-                               li != 1, lay[li][0], lay[li][1], lay[li][2]};
+                               li != 1, lay[li][0], lay[li][1], lay[li][2], li == 2};
                 if (k.h + 2 * pad < 3 || k.w + 2 * pad < 3)
                     continue; /* the filter does not fit */
                 op_case *c = add_case(PDNN__OP_CONV2D_FWD, "large_values", 1, (uint32_t)(40 + si * 10 + pad));
@@ -530,8 +534,10 @@ static void make_backward_cases(void)
             *c = *f;
             c->op = op;
             c->seed = f->seed + 17u * (uint32_t)j;
-            if (is_conv_op(op))
+            if (is_conv_op(op)) {
                 c->u.conv.relu = 0;
+                c->u.conv.residual = 0;
+            }
         }
     }
     free(fwd);
@@ -556,11 +562,12 @@ static void case_name(const op_case *oc, char *buf, size_t len)
     if (oc->op == PDNN__OP_CONV2D_FWD) {
         const conv_case *k = &oc->u.conv;
         snprintf(buf, len,
-                 "n%lld c%lld %lldx%lld k%lld %lldx%lld stride %d,%d dil %d,%d pad %d,%d,%d,%d g%d bias%d relu%d "
+                 "n%lld c%lld %lldx%lld k%lld %lldx%lld stride %d,%d dil %d,%d pad %d,%d,%d,%d g%d bias%d relu%d%s "
                  "%s/%s->%s%s",
                  (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w, (long long)k->k,
                  (long long)k->r, (long long)k->s, k->sh, k->sw, k->dh, k->dw, k->pt, k->pb, k->pl, k->pr,
-                 k->groups, k->bias, k->relu, pdnn_layout_name(k->xl), pdnn_layout_name(k->wl),
+                 k->groups, k->bias, k->relu, k->residual ? " residual" : "", pdnn_layout_name(k->xl),
+                 pdnn_layout_name(k->wl),
                  pdnn_layout_name(k->yl), oc->amp[0] != 1.0f ? " large values" : "");
     } else {
         const pool_case *k = &oc->u.pool;
@@ -576,6 +583,7 @@ static void case_name(const op_case *oc, char *buf, size_t len)
 /* Logical-order inputs of a case: x {N,C,H,W}, w {O,I,H,W}, bias {K}. */
 typedef struct case_data {
     float *x, *w, *b;
+    float *z; /* conv forward with a residual: {N,K,P,Q}, logical order */
     int64_t xn, wn, bn;
     int64_t od[4], yn; /* the result's dims and count: the forward's output
                           {N, C|K, P, Q}, or the gradient's (x's, w's or
@@ -686,10 +694,15 @@ static void case_data_make(const op_case *oc, case_data *d)
         }
     }
     d->yn = d->od[0] * d->od[1] * d->od[2] * d->od[3];
+    if (oc->op == PDNN__OP_CONV2D_FWD && oc->u.conv.residual) {
+        d->z = xmalloc((size_t)d->yn * sizeof *d->z);
+        fill(d->z, d->yn, oc->seed + 4, 1.0f);
+    }
 }
 
 static void case_data_free(case_data *d)
 {
+    free(d->z);
     free(d->dy);
     free(d->x);
     free(d->w);
@@ -728,9 +741,13 @@ static void naive_conv(const conv_case *k, const case_data *d, double *y, double
                         sum += (double)d->b[o];
                         mag += fabs((double)d->b[o]);
                     }
+                    const int64_t i = ((n * k->k + o) * P + p) * Q + q;
+                    if (d->z) {
+                        sum += (double)d->z[i];
+                        mag += fabs((double)d->z[i]);
+                    }
                     if (k->relu && sum < 0.0)
                         sum = 0.0;
-                    const int64_t i = ((n * k->k + o) * P + p) * Q + q;
                     y[i] = sum;
                     scale[i] = mag;
                 }
@@ -1069,7 +1086,7 @@ static int verbose;
 
 typedef struct dev_run {
     pdnn_device *dev;
-    pdnn_tensor *x, *w, *b, *dy;
+    pdnn_tensor *x, *w, *b, *dy, *z;
     pdnn_tensor *arena; /* y's elements, then GUARD_N guard elements */
     pdnn_tensor *y;     /* a view of the arena's start */
     pdnn_tensor_desc yd;
@@ -1091,6 +1108,7 @@ static void dev_run_free(dev_run *r)
     pdnn_tensor_release(r->w);
     pdnn_tensor_release(r->b);
     pdnn_tensor_release(r->dy);
+    pdnn_tensor_release(r->z);
     pdnn_tensor_release(r->y); /* the view first: it does not own the memory */
     pdnn_tensor_release(r->arena);
     free(r->amem);
@@ -1133,6 +1151,13 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
         }
         if (st == PDNN_SUCCESS && k->bias && op == PDNN__OP_CONV2D_FWD)
             st = upload(dev, &bd, d->b, &r->b);
+        if (st == PDNN_SUCCESS && d->z) { /* the residual, in y's layout */
+            const pdnn_tensor_desc zd = th_desc(k->yl, d->od[0], d->od[1], d->od[2], d->od[3]);
+            float *zm = xmalloc((size_t)d->yn * sizeof *zm);
+            th_to_layout(d->z, zm, k->yl, zd.dims);
+            st = upload(dev, &zd, zm, &r->z);
+            free(zm);
+        }
         yl = k->yl;
         rl = op == PDNN__OP_CONV2D_BWD_DATA ? k->xl : op == PDNN__OP_CONV2D_BWD_FILTER ? k->wl
              : op == PDNN__OP_CONV2D_BWD_BIAS  ? PDNN_LAYOUT_X
@@ -1201,7 +1226,8 @@ static void run_once(dev_run *r, const op_case *oc, const pdnn__algo *a, int cfg
         pdnn_conv2d_params p;
         conv_params(&oc->u.conv, &p);
         p.algorithm = (pdnn_conv_algo)pdnn_conv_algo_parse(a->name);
-        res->st = pdnn_conv2d_forward(&p, r->x, r->w, r->b, r->y);
+        res->st = r->z ? pdnn_conv2d_forward_residual(&p, r->x, r->w, r->b, r->z, r->y)
+                       : pdnn_conv2d_forward(&p, r->x, r->w, r->b, r->y);
         if (res->st == PDNN_SUCCESS) {
             pdnn_conv2d_tuning t;
             pdnn_conv2d_last_tuning(&t);

@@ -146,6 +146,58 @@ Test(conv_reference, hand_computed_values)
     pdnn_context_destroy(ctx);
 }
 
+/* pdnn_conv2d_forward_residual: hand-computed values on every device
+ * (the residual before the relu: z = -30 zeroes the largest sums), and
+ * the refusals: no z, z of another shape or layout, z over y's memory. */
+Test(conv_reference, residual_values_and_refusals)
+{
+    pdnn_context *ctx = th_context();
+    const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1}, b[1] = {0.5f};
+    const float z[4] = {1, -30, 2, -30}; /* sums 12.5 16.5 24.5 28.5 */
+    const float want[4] = {13.5f, 0, 26.5f, 0};
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.relu = 1;
+    for (int d = 0; d < pdnn_device_count(ctx); d++) {
+        pdnn_device *dev = NULL;
+        cr_assert_eq(pdnn_device_get(ctx, d, &dev), PDNN_SUCCESS);
+        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
+        pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1), yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+        pdnn_tensor *xt = th_upload(dev, &xd, x), *wt = th_upload(dev, &wd, w), *bt = th_upload(dev, &bd, b);
+        pdnn_tensor *zt = th_upload(dev, &yd, z), *yt = NULL;
+        cr_assert_eq(pdnn_tensor_create(dev, &yd, &yt), PDNN_SUCCESS);
+        for (int a = 0; a < 2; a++) { /* AUTO, then direct (the unfused path on OpenCL) */
+            p.algorithm = a ? PDNN_CONV_ALGO_DIRECT : PDNN_CONV_ALGO_AUTO;
+            cr_assert_eq(pdnn_conv2d_forward_residual(&p, xt, wt, bt, zt, yt), PDNN_SUCCESS, "%s: %s", dev->name,
+                         pdnn_last_error());
+            float *y = th_download(yt);
+            for (int i = 0; i < 4; i++)
+                cr_assert_float_eq(y[i], want[i], 1e-5, "%s algo %d: y[%d] = %g, expected %g", dev->name, a, i,
+                                   (double)y[i], (double)want[i]);
+            free(y);
+        }
+        p.algorithm = PDNN_CONV_ALGO_AUTO;
+        cr_assert_eq(pdnn_conv2d_forward_residual(&p, xt, wt, bt, NULL, yt), PDNN_ERR_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(pdnn_last_error(), "z is NULL"));
+        pdnn_tensor *zbad = NULL, *znhwc = NULL;
+        pdnn_tensor_desc bad = th_desc(PDNN_NCHW, 1, 1, 2, 3), nhwc = th_desc(PDNN_NHWC, 1, 1, 2, 2);
+        cr_assert_eq(pdnn_tensor_create(dev, &bad, &zbad), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_tensor_create(dev, &nhwc, &znhwc), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_conv2d_forward_residual(&p, xt, wt, bt, zbad, yt), PDNN_ERR_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(pdnn_last_error(), "residual"), "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_conv2d_forward_residual(&p, xt, wt, bt, znhwc, yt), PDNN_ERR_INVALID_ARGUMENT);
+        cr_assert_eq(pdnn_conv2d_forward_residual(&p, xt, wt, bt, yt, yt), PDNN_ERR_INVALID_ARGUMENT);
+        pdnn_tensor_release(zbad);
+        pdnn_tensor_release(znhwc);
+        pdnn_tensor_release(xt);
+        pdnn_tensor_release(wt);
+        pdnn_tensor_release(bt);
+        pdnn_tensor_release(zt);
+        pdnn_tensor_release(yt);
+    }
+    pdnn_context_destroy(ctx);
+}
+
 /* ---- parity on accelerators ------------------------------------------ */
 
 /* implicit_gemm refuses groups whose output channels are not a multiple

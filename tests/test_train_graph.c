@@ -181,7 +181,10 @@ typedef struct net {
 
 enum { N = 4, C = 2, H = 6, K = 5, F = 3 };
 
-static net build(const char *dev, pdnn_layout l)
+/* residual: conv1 also adds z = conv(x, a constant 1x1 filter) before
+ * its fused relu (pdnn_graph_conv2d_residual), so x's gradient flows
+ * through the residual too. */
+static net build_net(const char *dev, pdnn_layout l, int residual)
 {
     net n;
     cr_assert_eq(pdnn_graph_create(&n.g), PDNN_SUCCESS);
@@ -202,9 +205,22 @@ static net build(const char *dev, pdnn_layout l)
     pdnn_conv2d_params_init(&cp);
     cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
     pdnn_node c, r, p, f, sum, m, lg;
-    cr_assert_eq(pdnn_graph_conv2d(n.g, "conv1", dev, n.x, n.vars[0], n.vars[1], &cp, &c), PDNN_SUCCESS, "%s",
-                 pdnn_last_error());
-    cr_assert_eq(pdnn_graph_relu(n.g, "relu1", dev, c, &r), PDNN_SUCCESS);
+    if (residual) {
+        const float zw[F * C] = {0.5f, -0.25f, 0.75f, 0.125f, -0.5f, 1.0f};
+        pdnn_tensor_desc zwd = th_desc(PDNN_OIHW, F, C, 1, 1);
+        pdnn_conv2d_params zp;
+        pdnn_conv2d_params_init(&zp);
+        pdnn_node zwn, z;
+        cr_assert_eq(pdnn_graph_constant(n.g, "shortcut/w", dev, &zwd, zw, &zwn), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_conv2d(n.g, "shortcut", dev, n.x, zwn, -1, &zp, &z), PDNN_SUCCESS);
+        cp.relu = 1;
+        cr_assert_eq(pdnn_graph_conv2d_residual(n.g, "conv1", dev, n.x, n.vars[0], n.vars[1], z, &cp, &r),
+                     PDNN_SUCCESS, "%s", pdnn_last_error());
+    } else {
+        cr_assert_eq(pdnn_graph_conv2d(n.g, "conv1", dev, n.x, n.vars[0], n.vars[1], &cp, &c), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        cr_assert_eq(pdnn_graph_relu(n.g, "relu1", dev, c, &r), PDNN_SUCCESS);
+    }
     pdnn_pool2d_params pp;
     pdnn_pool2d_params_init(&pp);
     cr_assert_eq(pdnn_graph_pool2d(n.g, "pool1", dev, r, &pp, &p), PDNN_SUCCESS);
@@ -220,6 +236,8 @@ static net build(const char *dev, pdnn_layout l)
         cr_assert_geq(n.grads[k], 0, "gradient %d missing", k);
     return n;
 }
+
+static net build(const char *dev, pdnn_layout l) { return build_net(dev, l, 0); }
 
 static const int32_t the_labels[N] = {0, 3, 4, 1};
 
@@ -267,9 +285,9 @@ static float *grads_of(pdnn_session *s, const net *n, pdnn_tensor *xt, pdnn_tens
 
 Test(train_graph, gradients_match_finite_differences_of_the_loss)
 {
-    for (int li = 0; li < 2; li++) {
-        pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
-        net n = build("/cpu:0", l);
+    for (int li = 0; li < 4; li++) { /* NCHW, NHWC; then both with the residual conv */
+        pdnn_layout l = li % 2 ? PDNN_NHWC : PDNN_NCHW;
+        net n = build_net("/cpu:0", l, li >= 2);
         pdnn_session *s = session(n.g, NULL);
         pdnn_device *h = host_of(s);
         pdnn_tensor_desc xd = th_desc(l, N, C, H, H);
@@ -343,9 +361,9 @@ Test(train_graph, gradients_match_finite_differences_of_the_loss)
  * and the numbers match the host's. */
 Test(train_graph, gradients_on_the_accelerator_match_the_host_and_are_logged)
 {
-    for (int li = 0; li < 2; li++) {
-        pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;
-        net na = build(NULL, l), nh = build("/cpu:0", l);
+    for (int li = 0; li < 4; li++) { /* the residual conv in the last two */
+        pdnn_layout l = li % 2 ? PDNN_NHWC : PDNN_NCHW;
+        net na = build_net(NULL, l, li >= 2), nh = build_net("/cpu:0", l, li >= 2);
         logbuf *log = calloc(1, sizeof *log);
         cr_assert_not_null(log);
         pdnn_session *sa = session(na.g, log), *sh = session(nh.g, NULL);
@@ -361,6 +379,8 @@ Test(train_graph, gradients_on_the_accelerator_match_the_host_and_are_logged)
                                              FULL("GPU", 0) "\n"), "%s", log->text);
         cr_assert_not_null(strstr(log->text, "gradients/pool1_grad/MaxPoolGrad: (MaxPoolGrad): " FULL("GPU", 0)),
                            "%s", log->text);
+        if (li >= 2) /* the shortcut's own gradient reaches x too */
+            cr_assert_not_null(strstr(log->text, "gradients/shortcut_grad/Conv2DBackpropInput: "), "%s", log->text);
         cr_assert_not_null(strstr(log->text, "gradients/flat_grad/AddN: (AddN): " FULL("GPU", 0)), "%s", log->text);
         cr_assert_not_null(strstr(log->text, "gradients/loss_grad/SparseSoftmaxCrossEntropyWithLogitsGrad: "), "%s",
                            log->text);

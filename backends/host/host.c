@@ -139,6 +139,7 @@ static pdnn_status host_conv2d(void *dev, const pdnn__op_call *call, const pdnn_
     const pdnn__conv2d_call *c = &call->u.conv2d;
     const float *x = at(c->x_buf), *w = at(c->w_buf);
     const float *bias = c->bias_buf.region ? at(c->bias_buf) : NULL;
+    const float *z = c->z_buf.region ? at(c->z_buf) : NULL;
     float *y = at(c->y_buf);
     const int64_t cpg = c->c / c->groups; /* input channels per group  */
     const int64_t kpg = c->k / c->groups; /* output channels per group */
@@ -166,9 +167,12 @@ static pdnn_status host_conv2d(void *dev, const pdnn__op_call *call, const pdnn_
                             }
                         }
                     }
+                    const int64_t yi = n * c->ys[0] + k * c->ys[1] + p * c->ys[2] + q * c->ys[3];
+                    if (z)
+                        acc += z[yi];
                     if (c->relu && acc < 0.0)
                         acc = 0.0;
-                    y[n * c->ys[0] + k * c->ys[1] + p * c->ys[2] + q * c->ys[3]] = (float)acc;
+                    y[yi] = (float)acc;
                 }
         }
     return PDNN_SUCCESS;
@@ -677,7 +681,7 @@ static void host_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 
 static const pdnn__algo host_conv_direct = {
     .op = PDNN__OP_CONV2D_FWD, .name = "direct", .id = PDNN_CONV_ALGO_DIRECT, .rank = 100,
-    .plan = host_plan, .run = host_conv2d};
+    .plan = host_plan, .run = host_conv2d, .residual = 1};
 static const pdnn__algo host_pool_direct = {
     .op = PDNN__OP_POOL2D_FWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d};
 static const pdnn__algo host_conv_bwd_data_direct = {

@@ -172,7 +172,9 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     cl_int4 inp = int4_of((int)c->h, (int)c->w, (int)cpg, (int)(c->k / c->groups));
     cl_int4 filt = int4_of((int)c->r, (int)c->s, c->bias_buf.region != NULL, c->relu);
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
-    cl_int4 pad = int4_of(c->pad_top, c->pad_left, (int)span, 0);
+    cl_int4 pad = int4_of(c->pad_top, c->pad_left, (int)span, c->z_buf.region != NULL);
+    cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
+    cl_long res_off = c->z_buf.region ? elem_off(c->z_buf) : 0;
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, wsb);
@@ -191,6 +193,8 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     SET_ARG(k, 15, wstr);
     SET_ARG(k, 16, zb);
     SET_ARG(k, 17, z_off);
+    SET_ARG(k, 18, res);
+    SET_ARG(k, 19, res_off);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_implicit_gemm)", err);
     /* Dimension 0: channel blocks (neighbouring work-items share the input
@@ -261,4 +265,5 @@ const pdnn__algo pdnn__cl_algo_implicit_gemm = {
     .config_name = ig_name,
     .plan = ig_plan,
     .run = ig_run,
+    .residual = 1, /* z added in the epilogue (pad.s3) */
 };
