@@ -558,6 +558,30 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
             from = (size_t)r + 1;
         }
     }
+    /* Fuse a residual Add that alone reads the result, when its other
+     * operand is an activation computed already with the output's shape
+     * (a ResNet block's shortcut): y = conv + bias + z, the Relu below then
+     * reading the Add. */
+    int z = -1;
+    r = im->fuse && n->n_output == 1 ? sole_reader(im, from, out_name) : -1;
+    if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "Add") == 0 &&
+        im->g->node[r]->n_input == 2 && im->g->node[r]->n_output == 1 && im->g->node[r]->output[0][0]) {
+        const Onnx__NodeProto *add = im->g->node[r];
+        const int mine = strcmp(add->input[0], out_name) == 0 ? 0 : 1;
+        value *zv = strcmp(add->input[1 - mine], out_name) != 0 ? find_value(im, add->input[1 - mine]) : NULL;
+        pdnn_tensor_desc xd, zd;
+        const pdnn_tensor_desc wdl = {PDNN_FLOAT32, PDNN_OIHW, {w->dims[0], w->dims[1], w->dims[2], w->dims[3]}};
+        int64_t od[4];
+        if (zv && zv->node >= 0 && zv->rank == 4 && pdnn_graph_node_desc(im->graph, x->node, &xd) == PDNN_SUCCESS &&
+            pdnn_conv2d_output_dims(&xd, &wdl, &p, od) == PDNN_SUCCESS &&
+            pdnn_graph_node_desc(im->graph, zv->node, &zd) == PDNN_SUCCESS && zd.layout == xd.layout &&
+            zd.dtype == PDNN_FLOAT32 && memcmp(od, zd.dims, sizeof od) == 0) {
+            z = zv->node;
+            out_name = add->output[0];
+            im->absorbed[r] = 1;
+            from = (size_t)r + 1;
+        }
+    }
     /* Fuse a Relu that alone reads the result (the conv epilogue's relu). */
     r = im->fuse && n->n_output == 1 ? sole_reader(im, from, out_name) : -1;
     if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "Relu") == 0 &&
@@ -595,7 +619,8 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
         st = pdnn_graph_constant(im->graph, NULL, im->device, &bd, bf, &bn_);
     free(wf), free(bf);
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_conv2d(im->graph, out_name, im->device, x->node, wn, bn_, &p, &y);
+        st = z >= 0 ? pdnn_graph_conv2d_residual(im->graph, out_name, im->device, x->node, wn, bn_, z, &p, &y)
+                    : pdnn_graph_conv2d(im->graph, out_name, im->device, x->node, wn, bn_, &p, &y);
     if (st != PDNN_SUCCESS)
         return node_error(st, n, "%s", pdnn_last_error());
     return set_output(im, n, out_name, y, 4);
