@@ -91,14 +91,19 @@ echo "--- a rank killed mid-training: the other ends, the checkpoint loads"
 K="--batch-size 16 --train-limit 4000 --epochs 1 --device /cpu:0 --distributed mpi"
 # Rank 1 differs by --test-limit 17, so that pkill finds it (and not mpirun,
 # whose command line holds it too).
+signal_rank1() { # SIGNAL FILE OUT COMMAND...: run it, and once FILE exists send rank 1 SIGNAL
+    sig=$1 file=$2 out=$3
+    shift 3
+    "$@" > "$out" 2>&1 &
+    job=$!
+    n=0
+    while [ ! -f "$file" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
+    pkill -"$sig" -f "^[^ ]*polydnn train .*test-limit 17"
+    wait $job
+}
 t0=$(date +%s)
-$RUN -np 1 "$P" train $K --test-limit 16 --save "$T/k.npz" --checkpoint-every 2 : \
-    -np 1 "$P" train $K --test-limit 17 > "$T/kill.out" 2>&1 &
-job=$!
-n=0
-while [ ! -f "$T/k.npz" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
-pkill -KILL -f "^[^ ]*polydnn train .*test-limit 17"
-wait $job
+signal_rank1 KILL "$T/k.npz" "$T/kill.out" $RUN -np 1 "$P" train $K --test-limit 16 --save "$T/k.npz" \
+    --checkpoint-every 2 : -np 1 "$P" train $K --test-limit 17
 rc=$?
 dt=$(elapsed $t0)
 [ $rc -ne 0 ] || { cat "$T/kill.out"; fail "killed rank: exit 0"; }
@@ -109,13 +114,8 @@ grep -q "process rank 1 .*exited on signal 9" "$T/kill.out" || { cat "$T/kill.ou
 
 echo "--- a hung rank (stopped): the other times out and ends the job"
 t0=$(date +%s)
-$RUN -np 1 "$P" train $K --test-limit 16 --collective-timeout 20 --save "$T/h.npz" --checkpoint-every 3 : \
-    -np 1 "$P" train $K --test-limit 17 --collective-timeout 20 > "$T/hang.out" 2>&1 &
-job=$!
-n=0
-while [ ! -f "$T/h.npz" ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
-pkill -STOP -f "^[^ ]*polydnn train .*test-limit 17"
-wait $job
+signal_rank1 STOP "$T/h.npz" "$T/hang.out" $RUN -np 1 "$P" train $K --test-limit 16 --collective-timeout 20 \
+    --save "$T/h.npz" --checkpoint-every 3 : -np 1 "$P" train $K --test-limit 17 --collective-timeout 20
 rc=$?
 dt=$(elapsed $t0)
 pkill -KILL -f "^[^ ]*polydnn train .*test-limit 17" # in case Open MPI left it stopped
