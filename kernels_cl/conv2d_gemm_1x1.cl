@@ -103,8 +103,9 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
                               long4 xs, long4 ys,
                               int4 dims, /* N, P, Q, K */
                               int4 misc, /* C/groups, K/groups, has bias, relu */
-                              int4 geom, /* stride h, stride w, span (pixels per work-item), 0 */
-                              long2 wst) /* filter element strides: channel block, c */
+                              int4 geom, /* stride h, stride w, span (pixels per work-item), residual */
+                              long2 wst, /* filter element strides: channel block, c */
+                              __global const float *res, long res_off) /* geom.s3: z, y's layout, added */
 {
     const int k0 = (int)get_global_id(0) * KT;
     const int K = dims.s3, P = dims.s1, Q = dims.s2, PQ = P * Q;
@@ -165,13 +166,25 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
                 continue;
             const long n = g / PQ;
             const int pix = (int)(g % PQ);
-            __global float *yp = y + y_off + n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+            const long yo = n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+            __global float *yp = y + y_off + yo;
+            __global const float *rp = res + res_off + yo;
 #pragma unroll
             for (int b = 0; b < KB; b++) {
                 vec_t v = acc[b][j] + bv[b];
+                const int kb0 = k0 + b * VW;
+                if (geom.s3) { /* the residual, before the relu */
+                    if (ycontig) {
+                        v += VLOAD(0, rp + kb0);
+                    } else {
+                        float t[VW];
+                        for (int l = 0; l < VW; l++)
+                            t[l] = kb0 + l < K ? rp[(long)(kb0 + l) * ys.s1] : 0.0f;
+                        v += VLOAD(0, t);
+                    }
+                }
                 if (misc.s3)
                     v = VMAX(v, (vec_t)(0.0f));
-                const int kb0 = k0 + b * VW;
                 if (ycontig) {
                     VSTORE(v, 0, yp + kb0);
                 } else {
@@ -204,7 +217,8 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
                                    long4 xs, long4 ys,
                                    int4 dims, /* N, P*Q, tiles per image, K */
                                    int4 misc, /* C, span (tiles per work-item), has bias, relu */
-                                   long2 ws)  /* filter element strides of k and c */
+                                   long2 ws,  /* filter element strides of k and c */
+                                   __global const float *res, long res_off) /* z (y's layout); res_off < 0: none */
 {
     const int k0 = (int)get_global_id(0) * PT;
     const int K = dims.s3, PQ = dims.s1, TPI = dims.s2, C = misc.s0;
@@ -251,6 +265,7 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
             }
         }
         __global float *yp = y + y_off + n * ys.s0 + pix0;
+        __global const float *rp = res + (res_off < 0 ? 0 : res_off) + n * ys.s0 + pix0;
 #pragma unroll
         for (int r = 0; r < PT; r++) {
             if (k0 + r >= K)
@@ -258,6 +273,8 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
 #pragma unroll
             for (int b = 0; b < KB; b++) {
                 vec_t v = acc[r][b] + (vec_t)(bb[r]);
+                if (res_off >= 0) /* the residual, before the relu */
+                    v += VLOAD(b, rp + (long)(k0 + r) * ys.s1);
                 if (misc.s3)
                     v = VMAX(v, (vec_t)(0.0f));
                 VSTORE(v, b, yp + (long)(k0 + r) * ys.s1);

@@ -166,6 +166,10 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
     SET_ARG(k, 10, dims);
     SET_ARG(k, 11, misc);
     SET_ARG(k, 12, wst);
+    cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
+    cl_long res_off = c->z_buf.region ? elem_off(c->z_buf) : -1;
+    SET_ARG(k, 13, res);
+    SET_ARG(k, 14, res_off);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_gemm_1x1_rows)", err);
     const size_t l1 = (d->type & CL_DEVICE_TYPE_CPU) ? 1 : 8;
@@ -242,7 +246,9 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     const int64_t span = g1_span(d, c, i);
     cl_int4 dims = int4_of((int)c->n, (int)c->p, (int)c->q, (int)c->k);
     cl_int4 misc = int4_of((int)cpg, (int)(c->k / c->groups), c->bias_buf.region != NULL, c->relu);
-    cl_int4 geom = int4_of(c->stride_h, c->stride_w, (int)span, 0);
+    cl_int4 geom = int4_of(c->stride_h, c->stride_w, (int)span, c->z_buf.region != NULL);
+    cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
+    cl_long res_off = c->z_buf.region ? elem_off(c->z_buf) : 0;
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, wsb);
@@ -257,6 +263,8 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     SET_ARG(k, 11, misc);
     SET_ARG(k, 12, geom);
     SET_ARG(k, 13, wstr);
+    SET_ARG(k, 14, res);
+    SET_ARG(k, 15, res_off);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_gemm_1x1)", err);
     /* Dimension 0: channel blocks (neighbouring work-items share the input
@@ -327,4 +335,5 @@ const pdnn__algo pdnn__cl_algo_gemm_1x1 = {
     .config_name = g1_name,
     .plan = g1_plan,
     .run = g1_run,
+    .residual = 1, /* z added in both kernels' epilogues */
 };
