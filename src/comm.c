@@ -431,6 +431,25 @@ pdnn_status pdnn__comm_bcast(pdnn__comm *c, void *buf, int64_t bytes, int root)
     return PDNN_SUCCESS;
 }
 
+pdnn_status pdnn__comm_allreduce_values(pdnn__comm *c, double *values, int n, pdnn_reduce_op op)
+{
+    if (c->broken)
+        return pdnn__error(PDNN_ERR_INTERNAL, "rank %d of %d: %s", c->rank, c->size, c->broken_why);
+    MPI_Request req;
+    char why[400];
+    const MPI_Op mop = op == PDNN_REDUCE_MIN ? MPI_MIN : op == PDNN_REDUCE_MAX ? MPI_MAX : MPI_SUM;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, mop, c->comm, &req);
+    int r = rc == MPI_SUCCESS ? poll_req(c, &req, "the all-reduce of host values", 0, why, sizeof why) : 0;
+    if (rc != MPI_SUCCESS)
+        mpi_text(rc, why, sizeof why);
+    if (r <= 0) {
+        c->broken = r < 0;
+        snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
+        return pdnn__error(PDNN_ERR_INTERNAL, "rank %d of %d: %s", c->rank, c->size, why);
+    }
+    return PDNN_SUCCESS;
+}
+
 void pdnn__comm_stats(const pdnn__comm *c, pdnn_allreduce_stats *out)
 {
     pthread_mutex_lock((pthread_mutex_t *)&c->mu);
@@ -494,6 +513,14 @@ pdnn_status pdnn__comm_bcast(pdnn__comm *c, void *buf, int64_t bytes, int root)
     (void)buf;
     (void)bytes;
     (void)root;
+    return PDNN_ERR_UNSUPPORTED;
+}
+pdnn_status pdnn__comm_allreduce_values(pdnn__comm *c, double *values, int n, pdnn_reduce_op op)
+{
+    (void)c;
+    (void)values;
+    (void)n;
+    (void)op;
     return PDNN_ERR_UNSUPPORTED;
 }
 void pdnn__comm_stats(const pdnn__comm *c, pdnn_allreduce_stats *out)

@@ -33,6 +33,10 @@ int pdnn__comm_pending(const pdnn__comm *c, int b);
 /* Collective, between runs: root's bytes to every rank. */
 pdnn_status pdnn__comm_bcast(pdnn__comm *c, void *buf, int64_t bytes, int root);
 
+/* Collective, between runs: n doubles combined over the ranks by op, in
+ * place, under the same deadline as the buckets. */
+pdnn_status pdnn__comm_allreduce_values(pdnn__comm *c, double *values, int n, pdnn_reduce_op op);
+
 void pdnn__comm_stats(const pdnn__comm *c, pdnn_allreduce_stats *out);
 
 #endif

@@ -568,8 +568,8 @@ static pdnn_status run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn
 /* A residual convolution on an algorithm without the residual epilogue:
  * the convolution (bias, no relu), then y += z and the relu, each a pass
  * over y (the unfused path; the choice of algorithm is unchanged). */
-static pdnn_status run_unfused(pdnn_device *dev, const pdnn__algo *a, const pdnn__op_call *call,
-                               pdnn__run_report *rep)
+static pdnn_status run_unfused(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *planned,
+                               const pdnn__op_call *call, pdnn__run_report *rep)
 {
     memset(rep, 0, sizeof *rep);
     pdnn__op_call c2 = *call;
@@ -579,11 +579,17 @@ static pdnn_status run_unfused(pdnn_device *dev, const pdnn__algo *a, const pdnn
     if (!dev->backend->add || (call->u.conv2d.relu && !dev->backend->relu))
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "conv2d: the %s backend has neither a residual epilogue in %s nor "
                                                  "the add and relu to run it unfused", dev->backend->name, a->name);
+    /* An algorithm without the epilogue ignores z, so the plan made for
+     * the call stands; only a relu (which it would apply before the add)
+     * needs a plan without it. */
     pdnn__plan plan;
-    pdnn__plan_for(dev, a, &c2, &plan);
-    if (!plan.supported)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "conv2d: %s: %s", a->name, plan.why);
-    pdnn_status st = run_planned(dev, a, &plan, &c2, rep);
+    if (call->u.conv2d.relu) {
+        pdnn__plan_for(dev, a, &c2, &plan);
+        if (!plan.supported)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED, "conv2d: %s: %s", a->name, plan.why);
+        planned = &plan;
+    }
+    pdnn_status st = run_planned(dev, a, planned, &c2, rep);
     const int64_t n = c->n * c->k * c->p * c->q;
     if (st == PDNN_SUCCESS)
         st = dev->backend->add(dev->handle, c->y_buf, call->u.conv2d.z_buf, c->y_buf, n);
@@ -596,7 +602,7 @@ static pdnn_status run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn
                                pdnn__run_report *rep)
 {
     if (call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.z_buf.region && !a->residual)
-        return run_unfused(dev, a, call, rep);
+        return run_unfused(dev, a, plan, call, rep);
     pdnn__bfc_block block;
     memset(&block, 0, sizeof block);
     pdnn__buf ws = {NULL, 0};

@@ -1118,6 +1118,15 @@ PDNN_API pdnn_status pdnn_session_rank(const pdnn_session *s, int *rank, int *si
  * that is not distributed or a root outside [0, size). */
 PDNN_API pdnn_status pdnn_session_broadcast_variables(pdnn_session *s, int root);
 
+/* Collective, between runs: values[0..n) combined over the ranks by op
+ * (sum, min or max), in place on every rank, with the session's
+ * collective timeout: a rank that stopped gives the others an error, not
+ * a hang. For the numbers a program shares beside the gradients (a loss
+ * to print, evaluation counts, checksums). A session that is not
+ * distributed is one rank: values are left as they are. */
+typedef enum pdnn_reduce_op { PDNN_REDUCE_SUM = 0, PDNN_REDUCE_MIN = 1, PDNN_REDUCE_MAX = 2 } pdnn_reduce_op;
+PDNN_API pdnn_status pdnn_session_allreduce_values(pdnn_session *s, double *values, int n, pdnn_reduce_op op);
+
 /* What the session's all-reduces cost so far: buckets all-reduced, their
  * bytes, the seconds from each bucket's start to its end (comm), and the
  * seconds runs waited for them (wait: the part the graph did not hide). */

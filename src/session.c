@@ -217,7 +217,6 @@ static pdnn_status plan_buckets(pdnn_session *s, int64_t cap)
  * AllReduce nodes. */
 static pdnn_status distributed_setup(pdnn_session *s, const pdnn_session_config *cfg)
 {
-    s->task = -1;
     if (cfg->distributed != PDNN_DISTRIBUTED_MPI) {
         if (cfg->distributed != PDNN_DISTRIBUTED_NONE)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_create: distributed is %d; expected "
@@ -937,6 +936,19 @@ pdnn_status pdnn_session_broadcast_variables(pdnn_session *s, int root)
         }
     free(buf);
     return st;
+}
+
+pdnn_status pdnn_session_allreduce_values(pdnn_session *s, double *values, int n, pdnn_reduce_op op)
+{
+    if (!s || (!values && n > 0))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_allreduce_values: %s is NULL",
+                           !s ? "session" : "values");
+    if (n < 0 || (op != PDNN_REDUCE_SUM && op != PDNN_REDUCE_MIN && op != PDNN_REDUCE_MAX))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_allreduce_values: %s",
+                           n < 0 ? "n is negative" : "op is not a pdnn_reduce_op");
+    if (!s->comm || n == 0)
+        return PDNN_SUCCESS;
+    return pdnn__comm_allreduce_values(s->comm, values, n, op);
 }
 
 pdnn_status pdnn_session_allreduce_stats(const pdnn_session *s, pdnn_allreduce_stats *out)

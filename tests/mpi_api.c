@@ -5,6 +5,8 @@
  *     larger than a bucket), in overlap mode and not;
  *   - a run that fetches one AllReduce runs its whole bucket;
  *   - pdnn_session_broadcast_variables gives every rank root's values;
+ *   - pdnn_session_allreduce_values sums, mins and maxes host doubles
+ *     (and leaves them alone in a plain session);
  *   - rank/size and the statistics; placement logs say task:RANK;
  *   - refusals: AllReduce in a session that is not distributed, a bad
  *     root, ranks whose graphs differ (a clear error on every rank, no
@@ -133,10 +135,25 @@ static void broadcast(void)
     CHECK(pdnn_session_create(g, &cfg, &s) == PDNN_SUCCESS, "plain session");
     CHECK(pdnn_session_broadcast_variables(s, 0) == PDNN_ERR_INVALID_ARGUMENT &&
               strstr(pdnn_last_error(), "not distributed"), "broadcast in a plain session");
+    double one[2] = {rank + 1.5, -3.0};
+    CHECK(pdnn_session_allreduce_values(s, one, 2, PDNN_REDUCE_SUM) == PDNN_SUCCESS && one[0] == rank + 1.5 &&
+              one[1] == -3.0, "a plain session's values stay as they are");
     pdnn_session_destroy(s);
     cfg.distributed = PDNN_DISTRIBUTED_MPI;
     CHECK(pdnn_session_create(g, &cfg, &s) == PDNN_SUCCESS, "distributed session (no AllReduce)");
     CHECK(pdnn_session_broadcast_variables(s, size) == PDNN_ERR_INVALID_ARGUMENT, "root out of range");
+    /* rank + 1 and its negation: sum n(n+1)/2, min 1, max n. */
+    double sum[2] = {rank + 1.0, -(rank + 1.0)}, lo[2] = {sum[0], sum[1]}, hi[2] = {sum[0], sum[1]};
+    CHECK(pdnn_session_allreduce_values(s, sum, 2, PDNN_REDUCE_SUM) == PDNN_SUCCESS &&
+              sum[0] == size * (size + 1) / 2.0 && sum[1] == -sum[0], "sum %g %g", sum[0], sum[1]);
+    CHECK(pdnn_session_allreduce_values(s, lo, 2, PDNN_REDUCE_MIN) == PDNN_SUCCESS && lo[0] == 1.0 &&
+              lo[1] == -size, "min %g %g", lo[0], lo[1]);
+    CHECK(pdnn_session_allreduce_values(s, hi, 2, PDNN_REDUCE_MAX) == PDNN_SUCCESS && hi[0] == size &&
+              hi[1] == -1.0, "max %g %g", hi[0], hi[1]);
+    CHECK(pdnn_session_allreduce_values(s, hi, 1, (pdnn_reduce_op)7) == PDNN_ERR_INVALID_ARGUMENT &&
+              pdnn_session_allreduce_values(s, NULL, 1, PDNN_REDUCE_SUM) == PDNN_ERR_INVALID_ARGUMENT &&
+              pdnn_session_allreduce_values(s, hi, -1, PDNN_REDUCE_SUM) == PDNN_ERR_INVALID_ARGUMENT,
+          "bad op, NULL values and negative n are refused");
     const int root = size - 1;
     CHECK(pdnn_session_broadcast_variables(s, root) == PDNN_SUCCESS, "broadcast");
     float mine[300], theirs[300];

@@ -355,10 +355,10 @@ out:
     return rc;
 }
 
-#ifdef PDNN_HAVE_MPI
 /* Distributed: checks that every rank holds the same variables, bit for
- * bit (FNV-1a of their bytes, gathered), as Horovod's consistency check;
- * prints the verdict on rank 0. */
+ * bit (FNV-1a of their bytes; the smallest and largest over the ranks, through
+ * the session so that a stopped rank times out), as Horovod's consistency
+ * check; prints the verdict on rank 0, and each differing rank names itself. */
 static int check_identical(pdnn_session *s, const model *m)
 {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -379,28 +379,25 @@ static int check_identical(pdnn_session *s, const model *m)
             h = (h ^ b[i]) * 0x100000001b3ull;
         free(b);
     }
-    uint64_t *all = malloc(sizeof *all * (size_t)D.size);
-    if (!all)
-        return cli_host_oom("train", "the ranks' hashes", 0);
-    if (MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD) != MPI_SUCCESS) {
-        free(all);
-        fprintf(stderr, "polydnn train: rank %d: gathering the variables' hashes failed\n", D.rank);
+    /* Halves of 32 bits are exact in a double. */
+    double lo[2] = {(double)(h >> 32), (double)(h & 0xffffffffu)}, hi[2] = {lo[0], lo[1]};
+    if (pdnn_session_allreduce_values(s, lo, 2, PDNN_REDUCE_MIN) ||
+        pdnn_session_allreduce_values(s, hi, 2, PDNN_REDUCE_MAX))
+        return cli_fail("comparing the variables' hashes over the ranks");
+    const uint64_t hmin = (uint64_t)lo[0] << 32 | (uint64_t)lo[1], hmax = (uint64_t)hi[0] << 32 | (uint64_t)hi[1];
+    if (hmin != hmax) {
+        if (h != hmin)
+            fprintf(stderr, "polydnn train: rank %d's variables differ from another rank's (hash %016llx, the "
+                            "lowest is %016llx)\n", D.rank, (unsigned long long)h, (unsigned long long)hmin);
+        else if (D.rank == 0)
+            fprintf(stderr, "polydnn train: the ranks' variables differ (hashes from %016llx to %016llx)\n",
+                    (unsigned long long)hmin, (unsigned long long)hmax);
         return EXIT_RUNTIME;
     }
-    int rc = 0;
-    for (int r = 1; r < D.size; r++)
-        if (all[r] != all[0]) {
-            if (D.rank == 0)
-                fprintf(stderr, "polydnn train: rank %d's variables differ from rank 0's (hash %016llx, not "
-                                "%016llx)\n", r, (unsigned long long)all[r], (unsigned long long)all[0]);
-            rc = EXIT_RUNTIME;
-        }
-    if (rc == 0 && D.rank == 0)
-        printf("variables identical on all %d ranks (hash %016llx)\n", D.size, (unsigned long long)all[0]);
-    free(all);
-    return rc;
+    if (D.rank == 0)
+        printf("variables identical on all %d ranks (hash %016llx)\n", D.size, (unsigned long long)h);
+    return 0;
 }
-#endif
 
 /* Copies rows idx[0..count) of the dataset into the feed buffers (zeros past count). */
 static void gather(const idx_dataset *d, const int64_t *idx, int64_t count, int batch, float *x, int32_t *y)
@@ -453,13 +450,10 @@ static int evaluate(pdnn_session *s, const model *m, const idx_dataset *test, in
         free(lv);
     }
     free(idx);
-#ifdef PDNN_HAVE_MPI
-    if (D.on && MPI_Allreduce(MPI_IN_PLACE, &correct, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
-        fprintf(stderr, "polydnn train: rank %d: summing the test counts over the ranks failed\n", D.rank);
-        return EXIT_RUNTIME;
-    }
-#endif
-    *acc = n ? (double)correct / (double)n : 0.0;
+    double sum = (double)correct; /* exact below 2^53 images */
+    if (D.on && pdnn_session_allreduce_values(s, &sum, 1, PDNN_REDUCE_SUM))
+        return cli_fail("summing the test counts over the ranks");
+    *acc = n ? sum / (double)n : 0.0;
     return 0;
 }
 
@@ -725,16 +719,14 @@ static int train(const train_opts *o)
                 rc = cli_fail("reading the loss");
                 goto out;
             }
-#ifdef PDNN_HAVE_MPI
             if (D.on) { /* the global batch's loss: the ranks' mean */
-                if (MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
-                    fprintf(stderr, "polydnn train: rank %d: summing the loss over the ranks failed\n", D.rank);
-                    rc = EXIT_RUNTIME;
+                double l = (double)loss;
+                if (pdnn_session_allreduce_values(s, &l, 1, PDNN_REDUCE_SUM)) {
+                    rc = cli_fail("summing the loss over the ranks");
                     goto out;
                 }
-                loss /= (float)D.size;
+                loss = (float)(l / D.size);
             }
-#endif
             if (o->mem_stats && done == 0) {
                 printf("memory after the first step:\n");
                 print_memory(s, m.g);
@@ -772,10 +764,8 @@ static int train(const train_opts *o)
     if (done > 1 && !quiet(o))
         printf("%strained %lld steps: %.1f images/s (the %lld after the first, evaluation excluded)\n", who,
                (long long)done, (double)timed_images / train_sec, (long long)done - 1);
-#ifdef PDNN_HAVE_MPI
     if (D.on && (rc = check_identical(s, &m)))
         goto out;
-#endif
     if (D.on && !quiet(o)) {
         pdnn_allreduce_stats as;
         pdnn_session_allreduce_stats(s, &as);
