@@ -410,6 +410,23 @@ pdnn_status pdnn__comm_wait(pdnn__comm *c, int b)
     return PDNN_SUCCESS;
 }
 
+/* A collective the calling thread started (rc: what starting it returned)
+ * driven to its end against the deadline. A timeout breaks the
+ * communicator: the request is abandoned, and every later collective
+ * fails with this one's message. */
+static pdnn_status drive(pdnn__comm *c, int rc, MPI_Request *req, const char *what)
+{
+    char why[400];
+    int r = rc == MPI_SUCCESS ? poll_req(c, req, what, 0, why, sizeof why) : 0;
+    if (rc != MPI_SUCCESS)
+        mpi_text(rc, why, sizeof why);
+    if (r > 0)
+        return PDNN_SUCCESS;
+    c->broken = r < 0;
+    snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
+    return pdnn__error(PDNN_ERR_INTERNAL, "rank %d of %d: %s", c->rank, c->size, why);
+}
+
 pdnn_status pdnn__comm_bcast(pdnn__comm *c, void *buf, int64_t bytes, int root)
 {
     if (c->broken)
@@ -417,16 +434,10 @@ pdnn_status pdnn__comm_bcast(pdnn__comm *c, void *buf, int64_t bytes, int root)
     for (int64_t off = 0; off < bytes; off += (int64_t)1 << 30) {
         int count = (int)(bytes - off < ((int64_t)1 << 30) ? bytes - off : (int64_t)1 << 30);
         MPI_Request req;
-        char why[400];
         int rc = MPI_Ibcast((char *)buf + off, count, MPI_BYTE, root, c->comm, &req);
-        int r = rc == MPI_SUCCESS ? poll_req(c, &req, "broadcasting the variables", 0, why, sizeof why) : 0;
-        if (rc != MPI_SUCCESS)
-            mpi_text(rc, why, sizeof why);
-        if (r <= 0) {
-            c->broken = r < 0;
-            snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
-            return pdnn__error(PDNN_ERR_INTERNAL, "rank %d of %d: %s", c->rank, c->size, why);
-        }
+        pdnn_status st = drive(c, rc, &req, "broadcasting the variables");
+        if (st != PDNN_SUCCESS)
+            return st;
     }
     return PDNN_SUCCESS;
 }
@@ -436,18 +447,9 @@ pdnn_status pdnn__comm_allreduce_values(pdnn__comm *c, double *values, int n, pd
     if (c->broken)
         return pdnn__error(PDNN_ERR_INTERNAL, "rank %d of %d: %s", c->rank, c->size, c->broken_why);
     MPI_Request req;
-    char why[400];
     const MPI_Op mop = op == PDNN_REDUCE_MIN ? MPI_MIN : op == PDNN_REDUCE_MAX ? MPI_MAX : MPI_SUM;
     int rc = MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, mop, c->comm, &req);
-    int r = rc == MPI_SUCCESS ? poll_req(c, &req, "the all-reduce of host values", 0, why, sizeof why) : 0;
-    if (rc != MPI_SUCCESS)
-        mpi_text(rc, why, sizeof why);
-    if (r <= 0) {
-        c->broken = r < 0;
-        snprintf(c->broken_why, sizeof c->broken_why, "%s", why);
-        return pdnn__error(PDNN_ERR_INTERNAL, "rank %d of %d: %s", c->rank, c->size, why);
-    }
-    return PDNN_SUCCESS;
+    return drive(c, rc, &req, "the all-reduce of host values");
 }
 
 void pdnn__comm_stats(const pdnn__comm *c, pdnn_allreduce_stats *out)
