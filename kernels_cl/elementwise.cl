@@ -80,6 +80,25 @@ __kernel void ew_transform(__global const float *x, long x_off, long4 xs,
     y[y_off + i] = x[x_off + src];
 }
 
+/* y = a (mul ? * : +) b over a and y packed with dims d in memory order;
+ * b's element at the strides bs (0 where b repeats). Each work-item reads
+ * its a and b before writing y, so y may be a (or b of a's shape). */
+__kernel void ew_binary(__global const float *a, long a_off, __global const float *b, long b_off, long4 bs,
+                        __global float *y, long y_off, long4 d, int mul, long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    long r = i / d.s3;
+    const long i3 = i - r * d.s3;
+    const long i2 = r % d.s2;
+    r /= d.s2;
+    const long i1 = r % d.s1, i0 = r / d.s1;
+    const float bv = b[b_off + i0 * bs.s0 + i1 * bs.s1 + i2 * bs.s2 + i3 * bs.s3];
+    const float av = a[a_off + i];
+    y[y_off + i] = mul ? av * bv : av + bv;
+}
+
 /* mode 0 clip: min(max(x, alpha), beta), NaN kept; 1 leaky relu; 2
  * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should). */
 __kernel void ew_activation(__global const float *x, long x_off,

@@ -150,6 +150,16 @@ typedef struct pdnn__act_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__act_call;
 
+/* y = a (kind) b over a and y packed with dims[4] in memory order
+ * (outermost first): element (i0, i1, i2, i3) is a[((i0 d1 + i1) d2 + i2)
+ * d3 + i3] and b[i0 bs[0] + i1 bs[1] + i2 bs[2] + i3 bs[3]] (bs[k] = 0
+ * where b repeats). y may be a, or b when b has a's shape (bs packed). */
+typedef struct pdnn__binary_call {
+    int64_t dims[4], bs[4];
+    pdnn_binary_op kind;
+    pdnn__buf a_buf, b_buf, y_buf;
+} pdnn__binary_call;
+
 /* y = x in another memory order: dims[4] logical ({N,C,H,W} or
  * {O,I,H,W}), xs and ys the element strides of each logical axis in x and
  * y (pdnn__layout_strides). No aliasing. */
@@ -204,6 +214,7 @@ typedef enum pdnn__op {
     PDNN__OP_SCALE = 13,            /* u.scale (pdnn_scale) */
     PDNN__OP_ACTIVATION = 14,       /* u.act (pdnn_activation_forward) */
     PDNN__OP_TRANSFORM = 15,        /* u.transform (pdnn_transform) */
+    PDNN__OP_BINARY = 16,           /* u.binary (pdnn_binary) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -255,6 +266,7 @@ typedef struct pdnn__op_call {
         pdnn__scale_call scale;
         pdnn__act_call act;
         pdnn__transform_call transform;
+        pdnn__binary_call binary;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

@@ -40,6 +40,7 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_GEMM: return "matmul";
     case PDNN__OP_SCALE: return "scale";
     case PDNN__OP_ACTIVATION: return "activation";
+    case PDNN__OP_BINARY: return "binary";
     case PDNN__OP_TRANSFORM: return "transform";
     case PDNN__OP_COUNT: break;
     }
@@ -318,6 +319,12 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
         static const char *const modes[] = {"clip", "leaky_relu", "sigmoid"};
         const pdnn__act_call *c = &call->u.act;
         snprintf(buf, len, "activation f32 %s n%lld", (unsigned)c->mode < 3 ? modes[c->mode] : "?", (long long)c->n);
+    } else if (call->op == PDNN__OP_BINARY) {
+        const pdnn__binary_call *c = &call->u.binary;
+        snprintf(buf, len, "binary f32 %s %lldx%lldx%lldx%lld b%lld,%lld,%lld,%lld",
+                 c->kind == PDNN_BINARY_MUL ? "mul" : "add", (long long)c->dims[0], (long long)c->dims[1],
+                 (long long)c->dims[2], (long long)c->dims[3], (long long)c->bs[0], (long long)c->bs[1],
+                 (long long)c->bs[2], (long long)c->bs[3]);
     } else if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
         snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n, (long long)c->k,
@@ -352,6 +359,9 @@ double pdnn__op_flops(const pdnn__op_call *call)
         return (double)call->u.scale.n;
     if (call->op == PDNN__OP_ACTIVATION)
         return (double)call->u.act.n;
+    if (call->op == PDNN__OP_BINARY)
+        return (double)call->u.binary.dims[0] * (double)call->u.binary.dims[1] * (double)call->u.binary.dims[2] *
+               (double)call->u.binary.dims[3];
     if (call->op == PDNN__OP_TRANSFORM)
         return (double)call->u.transform.dims[0] * (double)call->u.transform.dims[1] *
                (double)call->u.transform.dims[2] * (double)call->u.transform.dims[3];
@@ -395,6 +405,11 @@ static pdnn__buf out_buf(const pdnn__op_call *call, size_t *n)
         const int64_t *d = call->u.transform.dims;
         *n = (size_t)(d[0] * d[1] * d[2] * d[3]);
         return call->u.transform.y_buf;
+    }
+    case PDNN__OP_BINARY: {
+        const int64_t *d = call->u.binary.dims;
+        *n = (size_t)(d[0] * d[1] * d[2] * d[3]);
+        return call->u.binary.y_buf;
     }
     case PDNN__OP_GEMM: *n = (size_t)(call->u.matmul.m * call->u.matmul.n); return call->u.matmul.c_buf;
     case PDNN__OP_CONV2D_FWD:

@@ -163,6 +163,29 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
             s->g->nodes[r].alpha = fw.alpha;
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
+    case PDNN__OP_ELTWISE: { /* d(a + b) = dy, dy; d(a b) = dy b, dy a */
+        const int same = memcmp(s->g->nodes[in[0]].out.dims, s->g->nodes[in[1]].out.dims,
+                                sizeof fw.out.dims) == 0;
+        if (NEED(1) && !same)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (%s) broadcasts its input b; "
+                               "the gradient with respect to a broadcast b (a sum over its repeated dims) is not "
+                               "defined yet", fw.name, pdnn__op_type(&fw));
+        for (int k = 0; k < 2 && st == PDNN_SUCCESS; k++) {
+            if (!NEED(k))
+                continue;
+            if (fw.binop == PDNN_BINARY_ADD) {
+                st = add_part(s, in[k], dy);
+                continue;
+            }
+            pdnn_node q[2] = {dy, in[1 - k]};
+            st = emit(s, f, "Mul", PDNN__OP_ELTWISE, &fw.out, q, 2, &r);
+            if (st == PDNN_SUCCESS) {
+                s->g->nodes[r].binop = PDNN_BINARY_MUL;
+                st = add_part(s, in[k], r);
+            }
+        }
+        return st;
+    }
     case PDNN__OP_TRANSPOSE: /* back into x's layout */
         if (!NEED(0))
             return PDNN_SUCCESS;

@@ -12,7 +12,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
-                                         "Transpose", "AllReduce"};
+                                         "Transpose", "AllReduce", "Binary"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -22,6 +22,8 @@ const char *pdnn__op_type(const pdnn__node *n)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPoolGrad" : "AvgPoolGrad";
     if (n->op == PDNN__OP_APPLY)
         return n->optim.kind == PDNN_OPTIMIZER_ADAM ? "ApplyAdam" : "ApplyMomentum";
+    if (n->op == PDNN__OP_ELTWISE)
+        return n->binop == PDNN_BINARY_MUL ? "Mul" : "AddV2";
     if (n->op == PDNN__OP_ACT)
         return n->act == PDNN_ACTIVATION_CLIP ? "Clip" : n->act == PDNN_ACTIVATION_LEAKY_RELU ? "LeakyRelu" : "Sigmoid";
     return base_names[n->op];
@@ -438,6 +440,33 @@ pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *d
     nd.alpha = alpha;
     nd.beta = beta;
     return finish(g, &nd, &x, 1, out);
+}
+
+pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *device, pdnn_node a, pdnn_node b,
+                              pdnn_binary_op op, pdnn_node *out)
+{
+    pdnn_node in[2] = {a, b};
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_binary", name, device, PDNN__OP_ELTWISE, in, 2, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL)
+        return shape_error(&nd, "op is neither PDNN_BINARY_ADD nor PDNN_BINARY_MUL");
+    nd.binop = op;
+    const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
+    if (da->dtype != PDNN_FLOAT32 || db->dtype != PDNN_FLOAT32)
+        return shape_error(&nd, "a and b must be float32");
+    int fits = da->layout == db->layout;
+    for (int k = 0; k < 4; k++)
+        fits &= db->dims[k] == da->dims[k] || db->dims[k] == 1;
+    if (!fits) {
+        char msg[256], sa[96], sb[96];
+        snprintf(msg, sizeof msg, "b is %s and a is %s; b needs a's layout and each dim equal to a's or 1",
+                 pdnn__desc_string(db, sb, sizeof sb), pdnn__desc_string(da, sa, sizeof sa));
+        return shape_error(&nd, msg);
+    }
+    nd.out = *da;
+    return finish(g, &nd, in, 2, out);
 }
 
 pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,

@@ -30,7 +30,8 @@ typedef enum pdnn__node_op {
     PDNN__OP_ACT,              /* pdnn_activation_forward: act, alpha, beta */
     PDNN__OP_CONCAT,           /* pdnn_concat along axis */
     PDNN__OP_TRANSPOSE,        /* pdnn_transform into out.layout */
-    PDNN__OP_ALLREDUCE         /* mean over the ranks (session.c with comm.c) */
+    PDNN__OP_ALLREDUCE,        /* mean over the ranks (session.c with comm.c) */
+    PDNN__OP_ELTWISE           /* pdnn_binary: inputs a, b (broadcast); binop */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -52,6 +53,7 @@ typedef struct pdnn__node {
     pdnn_activation act; /* ACT */
     int axis;           /* CONCAT */
     int residual;       /* CONV2D: the last input is z, added before the relu */
+    pdnn_binary_op binop; /* BINARY */
 } pdnn__node;
 
 struct pdnn_graph {

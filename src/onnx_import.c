@@ -684,11 +684,76 @@ static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st
     return set_output(im, n, n->output[0], y, rank);
 }
 
+/* a (op) b for Add and Mul beyond their fast paths, with ONNX's
+ * (NumPy's) broadcasting of b: its dims are aligned to a's from the right
+ * and each must equal a's or be 1. a must not be the one broadcast (the
+ * caller puts a constant second, as both ops commute). A constant b is
+ * laid out like a (its NCHW data permuted for NHWC). */
+static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, value *a, pdnn_binary_op op)
+{
+    pdnn_status st;
+    value *cb = const_input(im, n, 1), *b = NULL;
+    if (!cb && !(b = act_input(im, n, 1, &st)))
+        return st;
+    const value *bv = cb ? cb : b;
+    if (bv->rank > a->rank)
+        return node_error(PDNN_ERR_UNSUPPORTED, n, "input '%s' (rank %d) would broadcast '%s' (rank %d); only the "
+                          "second input may be broadcast", a->name, a->rank, bv->name, bv->rank);
+    int64_t bd[4] = {1, 1, 1, 1};
+    for (int k = 0; k < bv->rank; k++)
+        bd[a->rank - bv->rank + k] = bv->dims[k];
+    for (int k = 0; k < a->rank; k++)
+        if (bd[k] != a->dims[k] && bd[k] != 1)
+            return node_error(PDNN_ERR_UNSUPPORTED, n, "inputs '%s' and '%s' do not broadcast: axis %d is %lld and %lld "
+                              "(it must be equal, or 1 in the second)", a->name, bv->name, k, (long long)a->dims[k],
+                              (long long)bd[k]);
+    pdnn_tensor_desc ad;
+    if ((st = pdnn_graph_node_desc(im->graph, a->node, &ad)) != PDNN_SUCCESS)
+        return node_error(st, n, "%s", pdnn_last_error());
+    pdnn_tensor_desc want = {PDNN_FLOAT32, ad.layout, {bd[0], bd[1], bd[2], bd[3]}};
+    int bnode = b ? b->node : -1;
+    if (cb) {
+        if (!cb->data)
+            return node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", cb->name);
+        float *data = malloc((size_t)(cb->count ? cb->count : 1) * sizeof *data);
+        if (!data)
+            return node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
+        int64_t ns[4], ls[4];
+        pdnn__layout_strides(PDNN_NCHW, bd, ns);
+        pdnn__layout_strides(ad.layout, bd, ls);
+        for (int64_t i = 0; i < bd[0]; i++)
+            for (int64_t c = 0; c < bd[1]; c++)
+                for (int64_t h = 0; h < bd[2]; h++)
+                    for (int64_t w = 0; w < bd[3]; w++)
+                        data[i * ls[0] + c * ls[1] + h * ls[2] + w * ls[3]] =
+                            cb->data[i * ns[0] + c * ns[1] + h * ns[2] + w * ns[3]];
+        st = pdnn_graph_constant(im->graph, NULL, im->device, &want, data, &bnode);
+        free(data);
+        if (st != PDNN_SUCCESS)
+            return node_error(st, n, "%s", pdnn_last_error());
+    } else {
+        pdnn_tensor_desc bdesc;
+        if ((st = pdnn_graph_node_desc(im->graph, b->node, &bdesc)) != PDNN_SUCCESS)
+            return node_error(st, n, "%s", pdnn_last_error());
+        if (memcmp(bdesc.dims, want.dims, sizeof want.dims) != 0 || bdesc.layout != want.layout)
+            return node_error(PDNN_ERR_UNSUPPORTED, n, "input '%s' cannot be broadcast to '%s' here", b->name,
+                              a->name);
+    }
+    if ((st = check_name(n, n->output[0])) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    if (op == PDNN_BINARY_ADD && memcmp(want.dims, ad.dims, sizeof ad.dims) == 0)
+        st = pdnn_graph_add(im->graph, n->output[0], im->device, a->node, bnode, &y);
+    else
+        st = pdnn_graph_binary(im->graph, n->output[0], im->device, a->node, bnode, op, &y);
+    return finish(im, n, st, y, a->rank);
+}
+
 static pdnn_status import_add(importer *im, const Onnx__NodeProto *n)
 {
     if (n->n_input != 2)
         return node_error(PDNN_ERR_CORRUPT, n, "Add takes 2 inputs, %zu given", n->n_input);
-    value *ca = const_input(im, n, 0), *cb = const_input(im, n, 1), *a, *b;
+    value *ca = const_input(im, n, 0), *cb = const_input(im, n, 1), *a;
     pdnn_status st;
     int y = -1;
     if (ca && !cb) { /* commutative: keep the constant second */
@@ -718,15 +783,7 @@ static pdnn_status import_add(importer *im, const Onnx__NodeProto *n)
             return finish(im, n, st, y, a->rank);
         }
     }
-    if (!(b = act_input(im, n, 1, &st)))
-        return st;
-    if (a->rank != b->rank || memcmp(a->dims, b->dims, sizeof a->dims) != 0)
-        return node_error(PDNN_ERR_UNSUPPORTED, n, "broadcasting Add is not supported (inputs '%s' and '%s' differ "
-                          "in shape)", a->name, b->name);
-    if ((st = check_name(n, n->output[0])) != PDNN_SUCCESS)
-        return st;
-    st = pdnn_graph_add(im->graph, n->output[0], im->device, a->node, b->node, &y);
-    return finish(im, n, st, y, a->rank);
+    return import_binary(im, n, a, PDNN_BINARY_ADD);
 }
 
 /* Gemm: y = alpha * op(A) op(B) + beta * C, with B a constant when alpha
@@ -954,13 +1011,18 @@ static pdnn_status import_mul(importer *im, const Onnx__NodeProto *n)
     if (n->n_input != 2)
         return node_error(PDNN_ERR_CORRUPT, n, "Mul takes 2 inputs, %zu given", n->n_input);
     value *ca = const_input(im, n, 0), *cb = const_input(im, n, 1), *x;
-    int ci = cb && cb->data && cb->count == 1 ? 1 : ca && ca->data && ca->count == 1 ? 0 : -1;
-    if (ci < 0)
-        return node_error(PDNN_ERR_UNSUPPORTED, n, "only Mul by a constant float scalar is supported");
     pdnn_status st;
-    if (!(x = act_input(im, n, (size_t)(1 - ci), &st)))
+    if (ca && !cb) { /* commutative: keep the constant second */
+        const char *t = n->input[0];
+        n->input[0] = n->input[1];
+        n->input[1] = (char *)t;
+        cb = ca;
+    }
+    if (!(x = act_input(im, n, 0, &st)))
         return st;
-    const float alpha = (ci ? cb : ca)->data[0];
+    if (!(cb && cb->data && cb->count == 1)) /* not a scalar: elementwise, b broadcast */
+        return import_binary(im, n, x, PDNN_BINARY_MUL);
+    const float alpha = cb->data[0];
     if (!isfinite(alpha))
         return node_error(PDNN_ERR_UNSUPPORTED, n, "the scalar is %g; only a finite one is supported", (double)alpha);
     if ((st = check_name(n, n->output[0])) != PDNN_SUCCESS)

@@ -253,6 +253,61 @@ pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y)
     return pdnn__dispatch(x->dev, &call, NULL, NULL);
 }
 
+pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y)
+{
+    static const char name[] = "pdnn_binary";
+    const pdnn_tensor *ts[] = {a, b, y};
+    const char *names[] = {"a", "b", "y"};
+    pdnn_status st = need(name, ts, names, 3);
+    if (st == PDNN_SUCCESS)
+        st = same_shape(name, a, "a", y, "y");
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: op %d is neither PDNN_BINARY_ADD (0) nor PDNN_BINARY_MUL (1)",
+                           name, (int)op);
+    char da[96], db[96];
+    int same = 1;
+    for (int k = 0; k < 4; k++) {
+        if (b->desc.dims[k] != a->desc.dims[k] && b->desc.dims[k] != 1)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "%s: b is %s and a is %s; each of b's dims must equal a's or be 1 (broadcast)", name,
+                               pdnn__desc_string(&b->desc, db, sizeof db), pdnn__desc_string(&a->desc, da, sizeof da));
+        same &= b->desc.dims[k] == a->desc.dims[k];
+    }
+    if (b->desc.layout != a->desc.layout)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: b is %s and a is %s; they must have one layout", name,
+                           pdnn__desc_string(&b->desc, db, sizeof db), pdnn__desc_string(&a->desc, da, sizeof da));
+    if ((st = pdnn__check_alias(name, y, "y", a, "a", 1)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias(name, y, "y", b, "b", same)) != PDNN_SUCCESS)
+        return st;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_BINARY;
+    pdnn__binary_call *c = &call.u.binary;
+    /* a's axes in memory order (decreasing stride; ties are axes of size
+     * 1, whose order does not matter). */
+    int64_t as[4], bs[4];
+    pdnn__layout_strides(a->desc.layout, a->desc.dims, as);
+    pdnn__layout_strides(b->desc.layout, b->desc.dims, bs);
+    int ax[4] = {0, 1, 2, 3};
+    for (int i = 1; i < 4; i++)
+        for (int j = i; j > 0 && as[ax[j]] > as[ax[j - 1]]; j--) {
+            int t = ax[j];
+            ax[j] = ax[j - 1];
+            ax[j - 1] = t;
+        }
+    for (int k = 0; k < 4; k++) {
+        c->dims[k] = a->desc.dims[ax[k]];
+        c->bs[k] = b->desc.dims[ax[k]] == 1 ? 0 : bs[ax[k]];
+    }
+    c->kind = op;
+    c->a_buf = a->block.buf;
+    c->b_buf = b->block.buf;
+    c->y_buf = y->block.buf;
+    return pdnn__dispatch(a->dev, &call, NULL, NULL);
+}
+
 pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
 {
     const pdnn_tensor *ts[] = {x, y};

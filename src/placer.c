@@ -82,6 +82,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_RELU: return b->relu != NULL;
     case PDNN__OP_MUL: return b->algos[PDNN__OP_SCALE] != NULL;
     case PDNN__OP_ACT: return activation_plans(dev, n);
+    case PDNN__OP_ELTWISE: return b->algos[PDNN__OP_BINARY] != NULL;
     case PDNN__OP_CONCAT: return b->copy != NULL;
     case PDNN__OP_TRANSPOSE: return b->algos[PDNN__OP_TRANSFORM] != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;

@@ -685,6 +685,16 @@ typedef enum pdnn_activation {
 PDNN_API pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, float alpha, float beta,
                                              pdnn_tensor *y);
 
+/* y = a (op) b elementwise with b broadcast (oneDNN's binary primitive,
+ * cuDNN's cudnnOpTensor, ONNX's Add and Mul): a, b and y float32 on one
+ * device; y has a's dims and layout; b has a's layout and each of its
+ * dims equals a's or is 1 (that dim repeats), e.g. {N, C, 1, 1} scales
+ * each image's channels (squeeze-and-excitation), {1, C, 1, 1} each
+ * channel. y may be a; it may not overlap b unless b has a's dims and is
+ * exactly y. An unknown op is refused. */
+typedef enum pdnn_binary_op { PDNN_BINARY_ADD = 0, PDNN_BINARY_MUL = 1 } pdnn_binary_op;
+PDNN_API pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y);
+
 /* y = x in y's layout (TensorFlow's Transpose between NCHW and NHWC,
  * cuDNN's cudnnTransformTensor): x and y float32 with the same dims, any
  * two layouts (activations, filters or X); the same layout is a copy.
@@ -836,6 +846,13 @@ PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char
  * a path through it). */
 PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            pdnn_activation mode, float alpha, float beta, pdnn_node *out);
+
+/* pdnn_binary as a node: op type "AddV2" or "Mul" (b broadcast where
+ * its dims are 1). Differentiable with respect to a always, and to b
+ * when b has a's dims (a broadcast b's gradient, a sum over the repeated
+ * dims, is refused by pdnn_graph_gradients). */
+PDNN_API pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
+                                       pdnn_node b, pdnn_binary_op op, pdnn_node *out);
 
 /* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
  * the transform back). */

@@ -171,6 +171,31 @@ def activation_cases():
     yield "concat_matrix", model(nodes, x, None, [init("w", rnd(4 * 9 * 11, 5))]), x
 
 
+def binary_cases():
+    """Add and Mul of two tensors, with NumPy broadcasting of the second."""
+    x = [2, 4, 9, 11]
+    # Squeeze-and-excitation: x scaled by a per-image, per-channel gate.
+    nodes = [
+        helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+        helper.make_node("Conv", ["g", "w1", "b1"], ["s1"]),
+        helper.make_node("Relu", ["s1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["s2"]),
+        helper.make_node("Sigmoid", ["s2"], ["gate"]),
+        helper.make_node("Mul", ["x", "gate"], ["y"]),
+    ]
+    yield "mul_squeeze_excitation", model(nodes, x, None, [init("w1", rnd(2, 4, 1, 1)), init("b1", rnd(2)),
+                                                            init("w2", rnd(4, 2, 1, 1)), init("b2", rnd(4))]), x
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["x", "r"], ["y"])]
+    yield "mul_same_shape", model(nodes, x, None), x
+    yield "mul_per_channel_const_first", model([helper.make_node("Mul", ["k", "x"], ["y"])], x, None,
+                                               [init("k", rnd(4, 1, 1))]), x
+    # b of shape {C, H, 1}: NCHW and NHWC lay it out differently.
+    yield "add_const_c_h", model([helper.make_node("Add", ["x", "k"], ["y"])], x, None, [init("k", rnd(4, 9, 1))]), x
+    yield "mul_const_w", model([helper.make_node("Mul", ["x", "k"], ["y"])], x, None, [init("k", rnd(11))]), x
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"]), helper.make_node("Add", ["x", "g"], ["y"])]
+    yield "add_broadcast_activation", model(nodes, x, None), x
+
+
 def randomize_batch_norm(net):
     """Non-trivial BatchNorm statistics, so folding is really exercised
     (fresh ones are the identity in eval mode)."""
@@ -273,7 +298,7 @@ def main():
             batches = (1,) if "--batch=1" in sys.argv else (1, 8)
             all_cases = list(torchvision_cases(tmp, TORCHVISION_LARGE, batches))
         else:
-            all_cases = list(cases()) + list(activation_cases()) + list(torch_cases(tmp))
+            all_cases = list(cases()) + list(activation_cases()) + list(binary_cases()) + list(torch_cases(tmp))
             if "--no-torchvision" not in sys.argv:
                 all_cases += list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         for name, m, x_shape in all_cases:

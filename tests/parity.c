@@ -1424,11 +1424,13 @@ static void usage(FILE *f)
             "                checked against the forward (adjoint identity, finite differences); and\n"
             "                batch normalization (OP batch_norm_fwd_train, batch_norm_fwd_infer,\n"
             "                batch_norm_bwd; set batch_norm); and the training ops (OP relu_bwd,\n"
-            "                softmax_xent, optimizer, matmul, scale; sets relu_bwd, xent, xent_large, sgd,\n"
-            "                adam, matmul, scale)\n"
+            "                softmax_xent, optimizer, matmul, scale, activation, transform, binary; sets\n"
+            "                relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation, transform,\n"
+            "                binary)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
             "                implicit_gemm, large_values, pool_edges, pool_rows, pool_sampled, pool_nan,\n"
-            "                pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale (grad)\n"
+            "                pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
+            "                activation, transform, binary (grad)\n"
             "  -v            print every case\n");
 }
 
@@ -1475,7 +1477,7 @@ static int parse_options(int argc, char **argv, options *o)
                 fprintf(stderr,
                         "parity: --op must be conv2d, pool2d (test, perf) or conv2d_bwd_data, conv2d_bwd_filter, "
                         "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd, "
-                        "relu_bwd, softmax_xent, optimizer, matmul, scale (grad), got '%s'\n",
+                        "relu_bwd, softmax_xent, optimizer, matmul, scale, activation, transform, binary (grad), got '%s'\n",
                         v);
                 return -1;
             }

@@ -1,7 +1,8 @@
 /*
  * The training ops' cases of the op-parity harness (grad mode): relu
  * backward, softmax cross-entropy and optimizer steps, and the
- * elementwise registry ops (scale, activations, layout transform), each run on every
+ * elementwise registry ops (scale, activations, layout transform, binary add and mul with
+ * broadcasting), each run on every
  * device by every algorithm its backend registers (forced by name), and
  * compared with a naive loop in double written here. The naive
  * cross-entropy gradient is itself checked against central finite
@@ -13,7 +14,8 @@
  *                  is a probability difference over N);
  *   optimizers     |got - ref| / max |ref| over the tensor (w, then each
  *                  slot), after several steps with new gradients each;
- *   scale          |got - ref| / |ref| (one float product: a rounding);
+ *   scale, binary  |got - ref| / |ref| (one float product or sum of two
+ *                  floats: one rounding);
  *   activation     |got - ref| / max(|ref|, 1), NaN where the input is;
  *   transform      exact (a permutation): any difference fails;
  *   matmul         |got - ref| / (sum over p of |a[i,p] b[p,j]| + 1e-30)
@@ -35,7 +37,7 @@
 
 #define TRAIN_TOL 1e-5
 
-typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT, TRANSFORM } kind;
+typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT, TRANSFORM, BINARY } kind;
 
 typedef struct train_case {
     int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n};
@@ -49,79 +51,96 @@ typedef struct train_case {
     float lr, momentum, weight_decay; /* act: lr spreads x */
     pdnn_activation act;
     pdnn_layout to;       /* transform: y's layout (x's is layout) */
+    int64_t bdims[4];     /* binary: b's dims (a's are dims; 1 repeats) */
+    pdnn_binary_op bop;   /* binary */
 } train_case;
 
 static const train_case cases[] = {
-    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0},
-    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0},
-    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0},
-    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0},
-    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0, 0, 0},
-    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0},
-    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0},
-    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0, 0, 0},
-    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0, 0, 0},
-    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0, 0},
-    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0, 0},
-    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0, 0, 0},
-    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f, 0, 0},
-    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0, 0, 0},
-    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f, 0, 0},
-    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f, 0, 0},
-    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0, 0},
-    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f, 0, 0},
-    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0, 0},
-    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f, 0, 0},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 3, 5, 7}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "relu_bwd", RELU, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 1001, 1, 1}, "relu_bwd", RELU, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099, 1, 1, 1}, "relu_bwd", RELU, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 1}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 1}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 10}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10}, "xent", XENT, PDNN_NCHW, 0, 30, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 1000}, "xent", XENT, PDNN_NCHW, 0, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 1000}, "xent", XENT, PDNN_NHWC, 0, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10}, "xent_large", XENT, PDNN_NCHW, 1e4f, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 1000}, "xent_large", XENT, PDNN_NHWC, -1e4f, 3, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 10}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 1000}, "xent_large", XENT, PDNN_NCHW, 0, 1e4f, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.1f, 0, 0.01f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{37}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 5, 3, 7}, "sgd", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099}, "sgd", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0.1f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* Every transpose pair; sizes 1, odd, not multiples of 4, a batch of
      * 17, and Deep MNIST's fully connected shapes scaled down. */
-    {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 1, 1, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 1}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{17, 10, 3, 3}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{1, 131, 257, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
-    {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0},
+    {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 1, 1, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10, 3, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10, 3, 1}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10, 3, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10, 3, 3}, "matmul", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 131, 257, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* y = alpha x (alpha in lr): odd sizes, batch 1 and 17, both layouts,
      * a negative and a tiny alpha, 0 */
-    {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NHWC, 0, 0, 0, -0.25f, 0, 0, 0, 0},
-    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 1.0f / 3.0f, 0, 0, 0, 0},
-    {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0, 0, 0},
-    {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0, 0, 0},
+    {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NHWC, 0, 0, 0, -0.25f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 1.0f / 3.0f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* Activations (alpha, beta in offset, amp; x spread by lr): ReLU6, a
      * clip from below only and a narrow one, leaky relu of two slopes,
      * sigmoid out to where exp overflows; odd sizes, batch 1 and 17, both
      * layouts. Inputs hold the bounds exactly, +-0 and a NaN. */
-    {{1, 1, 1, 1}, "activation", ACT, PDNN_NCHW, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, -0.5f, INFINITY, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
-    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, -0.25f, 0.25f, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0},
-    {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0.01f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.2f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0},
-    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0},
-    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0},
-    {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0},
+    {{1, 1, 1, 1}, "activation", ACT, PDNN_NCHW, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, -0.5f, INFINITY, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, -0.25f, 0.25f, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0.01f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.2f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* Layout transforms: NCHW <-> NHWC both ways, a 1x1 image, batch 17,
      * channels not a multiple of 4, and the filter layouts. */
-    {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
-    {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW},
-    {{17, 3, 1, 1}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW},
-    {{1, 64, 9, 1}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
-    {{1, 1, 1, 1}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
-    {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_OIHW, 0, 0, 0, 0, 0, 0, 0, PDNN_HWIO},
-    {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_HWIO, 0, 0, 0, 0, 0, 0, 0, PDNN_OHWI},
-    {{3, 2, 4, 4}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC},
+    {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 3, 1, 1}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 64, 9, 1}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 1, 1, 1}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_OIHW, 0, 0, 0, 0, 0, 0, 0, PDNN_HWIO, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_HWIO, 0, 0, 0, 0, 0, 0, 0, PDNN_OHWI, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{3, 2, 4, 4}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* y = a op b, b broadcast where its dim is 1: the same shape, per
+     * image and channel (squeeze-and-excitation), per channel, spatial
+     * maps, a scalar; both layouts, batch 1 and 17, odd channel counts, a
+     * 1x1 image. */
+    {{17, 5, 3, 3}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {17, 5, 3, 3}, PDNN_BINARY_MUL},
+    {{17, 5, 3, 3}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {17, 5, 3, 3}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {17, 5, 1, 1}, PDNN_BINARY_MUL},
+    {{2, 7, 4, 5}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 1, 1}, PDNN_BINARY_MUL},
+    {{2, 7, 4, 5}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {1, 7, 1, 1}, PDNN_BINARY_ADD},
+    {{2, 7, 4, 5}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {1, 7, 1, 1}, PDNN_BINARY_ADD},
+    {{2, 3, 4, 5}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {1, 1, 4, 5}, PDNN_BINARY_MUL},
+    {{3, 6, 4, 5}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {3, 1, 1, 5}, PDNN_BINARY_ADD},
+    {{1, 3, 1, 1}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {1, 3, 1, 1}, PDNN_BINARY_MUL},
+    {{1, 1, 1, 1}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {1, 1, 1, 1}, PDNN_BINARY_ADD},
+    {{4099, 1, 1, 1}, "binary", BINARY, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0, {1, 1, 1, 1}, PDNN_BINARY_MUL},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
 
@@ -133,6 +152,7 @@ static pdnn__op op_of(const train_case *c)
            : c->k == SCALE  ? PDNN__OP_SCALE
            : c->k == ACT    ? PDNN__OP_ACTIVATION
            : c->k == TRANSFORM ? PDNN__OP_TRANSFORM
+           : c->k == BINARY ? PDNN__OP_BINARY
                             : PDNN__OP_OPTIMIZER;
 }
 
@@ -171,6 +191,11 @@ static void case_name(const train_case *c, char *buf, size_t len)
                  c->act == PDNN_ACTIVATION_CLIP ? "clip" : c->act == PDNN_ACTIVATION_LEAKY_RELU ? "leaky_relu" : "sigmoid",
                  (long long)c->dims[0], (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3],
                  pdnn_layout_name(c->layout), (double)c->offset, (double)c->amp, (double)c->lr);
+    else if (c->k == BINARY)
+        snprintf(buf, len, "%s %s a[%lld,%lld,%lld,%lld] b[%lld,%lld,%lld,%lld] %s", c->set,
+                 c->bop == PDNN_BINARY_MUL ? "mul" : "add", (long long)c->dims[0], (long long)c->dims[1],
+                 (long long)c->dims[2], (long long)c->dims[3], (long long)c->bdims[0], (long long)c->bdims[1],
+                 (long long)c->bdims[2], (long long)c->bdims[3], pdnn_layout_name(c->layout));
     else if (c->k == SCALE)
         snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s alpha %g", c->set, (long long)c->dims[0],
                  (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout),
@@ -378,6 +403,26 @@ static pdnn_status run_scale(pdnn_device *dev, const train_case *c, const inputs
     return st;
 }
 
+static pdnn_tensor_desc bdesc_of(const train_case *c)
+{
+    pdnn_tensor_desc d = desc_of(c);
+    memcpy(d.dims, c->bdims, sizeof d.dims);
+    return d;
+}
+
+static pdnn_status run_binary(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c), e = bdesc_of(c);
+    pdnn_tensor *a = make(dev, &d, in->x), *b = make(dev, &e, in->w0), *y = make(dev, &d, NULL);
+    pdnn_status st = a && b && y ? pdnn_binary(a, b, c->bop, y) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(a);
+    pdnn_tensor_release(b);
+    pdnn_tensor_release(y);
+    return st;
+}
+
 static pdnn_status run_act(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
 {
     const pdnn_tensor_desc d = desc_of(c);
@@ -482,7 +527,7 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
         }
         return worst;
     }
-    if (c->k == SCALE) {
+    if (c->k == SCALE || c->k == BINARY) {
         for (int64_t i = 0; i < in->n; i++) {
             const double d = fabs((double)got[i] - ref[i]), e = ref[i] != 0.0 ? d / fabs(ref[i]) : d;
             if (!(e <= worst)) {
@@ -549,7 +594,7 @@ static const char *where(const train_case *c, const inputs *in, int64_t at, char
         snprintf(buf, len, "dlogits[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else if (c->k == OPTIM)
         snprintf(buf, len, "%s[%lld]", slot[at / in->n], (long long)(at % in->n));
-    else if (c->k == SCALE || c->k == ACT || c->k == TRANSFORM)
+    else if (c->k == SCALE || c->k == ACT || c->k == TRANSFORM || c->k == BINARY)
         snprintf(buf, len, "y[%lld] (memory order)", (long long)at);
     else if (c->k == MATMUL)
         snprintf(buf, len, "c[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
@@ -584,6 +629,11 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
         th_fill(in->x, in->n, seed);
     if (c->k == TRANSFORM)
         th_fill(in->x, in->n, seed);
+    if (c->k == BINARY) {
+        const pdnn_tensor_desc e = bdesc_of(c);
+        th_fill(in->x, in->n, seed);
+        th_fill(in->w0, pdnn_tensor_desc_elements(&e), seed + 1);
+    }
     if (c->k == ACT) {
         th_fill(in->x, in->n, seed);
         for (int64_t i = 0; i < in->n; i++)
@@ -653,6 +703,25 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                         for (int64_t w = 0; w < d.dims[3]; w++)
                             ref[a * ys[0] + b * ys[1] + h * ys[2] + w * ys[3]] =
                                 in.x[a * xs[0] + b * xs[1] + h * xs[2] + w * xs[3]];
+        } else if (c->k == BINARY) {
+            /* Element (n,c,h,w) of a, and of b at the indices clamped to b's dims. */
+            int64_t as[4], bs[4];
+            const pdnn_tensor_desc d = desc_of(c), e = bdesc_of(c);
+            pdnn__layout_strides(c->layout, d.dims, as);
+            pdnn__layout_strides(c->layout, e.dims, bs);
+            int64_t i[4];
+            for (i[0] = 0; i[0] < d.dims[0]; i[0]++)
+                for (i[1] = 0; i[1] < d.dims[1]; i[1]++)
+                    for (i[2] = 0; i[2] < d.dims[2]; i[2]++)
+                        for (i[3] = 0; i[3] < d.dims[3]; i[3]++) {
+                            int64_t ao = 0, bo = 0;
+                            for (int k = 0; k < 4; k++) {
+                                ao += i[k] * as[k];
+                                bo += (e.dims[k] == 1 ? 0 : i[k]) * bs[k];
+                            }
+                            const double x = in.x[ao], y = in.w0[bo];
+                            ref[ao] = c->bop == PDNN_BINARY_MUL ? x * y : x + y;
+                        }
         } else if (c->k == ACT) {
             for (int64_t i = 0; i < in.n; i++)
                 ref[i] = naive_act(c, (double)in.x[i]);
@@ -693,6 +762,7 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                                        : c->k == SCALE  ? run_scale(devs[di], c, &in, got)
                                        : c->k == ACT    ? run_act(devs[di], c, &in, got)
                                        : c->k == TRANSFORM ? run_transform(devs[di], c, &in, got)
+                                       : c->k == BINARY ? run_binary(devs[di], c, &in, got)
                                                         : run_optim(devs[di], c, &in, got);
                 pdnn__dispatch_force(op_of(c), NULL, -1);
                 if (st == PDNN_ERR_UNSUPPORTED) {

@@ -1,4 +1,4 @@
-/* add, add_n, bias_add, relu, softmax, matmul, reshape, concat and the
+/* add, add_n, bias_add, relu, softmax, matmul, reshape, concat, binary and the
  * activations (validation; their values are parity cases) on every device
  * against loops written here, both layouts, odd sizes, bad input. */
 #include "helpers.h"
@@ -345,5 +345,59 @@ Test(ops, concat_and_activation_refuse_bad_input)
     pdnn_tensor_release(b);
     pdnn_tensor_release(y);
     pdnn_tensor_release(w);
+    pdnn_context_destroy(ctx);
+}
+
+/* pdnn_binary's checks, and in place (y = a) with a broadcast b on every
+ * device against a loop here (the parity harness covers the grid). */
+Test(ops, binary_in_place_and_refusals)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *devs[16];
+    const int n = all_devices(ctx, devs);
+    pdnn_tensor_desc d = th_desc(PDNN_NHWC, 2, 3, 4, 5), dc = th_desc(PDNN_NHWC, 2, 3, 1, 1);
+    float av[120], bv[6];
+    th_fill(av, 120, 51);
+    th_fill(bv, 6, 52);
+    for (int i = 0; i < n; i++) {
+        pdnn_tensor *a = th_upload(devs[i], &d, av), *b = th_upload(devs[i], &dc, bv);
+        cr_assert_eq(pdnn_binary(a, b, PDNN_BINARY_MUL, a), PDNN_SUCCESS, "%s", pdnn_last_error());
+        float *got = th_download(a);
+        for (int k = 0; k < 120; k++) { /* NHWC: channel k % 3 of image k / 60 */
+            const float want = av[k] * bv[(k / 60) * 3 + k % 3];
+            cr_assert_float_eq(got[k], want, 1e-6f * (1.0f + fabsf(want)), "%s: y[%d] = %g, want %g",
+                               dev_name(devs[i]), k, (double)got[k], (double)want);
+        }
+        free(got);
+        pdnn_tensor_release(a);
+        pdnn_tensor_release(b);
+    }
+    pdnn_device *h = devs[0];
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &h), PDNN_SUCCESS);
+    pdnn_tensor_desc dn = th_desc(PDNN_NCHW, 2, 3, 1, 1), dw = th_desc(PDNN_NHWC, 2, 3, 4, 4);
+    pdnn_tensor *a = th_upload(h, &d, av), *b = th_upload(h, &dc, bv), *bn = th_upload(h, &dn, bv);
+    pdnn_tensor *wrong = th_upload(h, &dw, NULL), *y = th_upload(h, &d, NULL), *same = th_upload(h, &d, av);
+    cr_assert_eq(pdnn_binary(NULL, b, PDNN_BINARY_ADD, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_binary(a, NULL, PDNN_BINARY_ADD, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_binary(a, b, PDNN_BINARY_ADD, NULL), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_binary(a, b, (pdnn_binary_op)7, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "op 7"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_binary(a, b, PDNN_BINARY_ADD, wrong), PDNN_ERR_INVALID_ARGUMENT, "y's dims differ from a's");
+    cr_assert_eq(pdnn_binary(a, wrong, PDNN_BINARY_ADD, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "equal a's or be 1"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_binary(a, bn, PDNN_BINARY_ADD, y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "one layout"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_binary(a, same, PDNN_BINARY_ADD, same), PDNN_SUCCESS, "y = b of a's shape: %s",
+                 pdnn_last_error());
+    float *got = th_download(same);
+    cr_assert_float_eq(got[7], av[7] + av[7], 1e-6f, "a + b in place over b");
+    free(got);
+    cr_assert_eq(pdnn_binary(a, b, PDNN_BINARY_ADD, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_release(a);
+    pdnn_tensor_release(b);
+    pdnn_tensor_release(bn);
+    pdnn_tensor_release(wrong);
+    pdnn_tensor_release(y);
+    pdnn_tensor_release(same);
     pdnn_context_destroy(ctx);
 }

@@ -1020,6 +1020,101 @@ Test(train_graph, scale_gradient_is_alpha_times_the_upstream_gradient)
     pdnn_context_destroy(ctx);
 }
 
+/* Mul and Add of two tensors (pdnn_graph_binary): by the chain rule, with
+ * w2 = w op m, dL/dw = m dL/dw2 (mul) or dL/dw2 (add) and dL/dm = w dL/dw2
+ * or dL/dw2, where dL/dw2 comes from a graph that takes w2 as its
+ * variable; m broadcast along the rows (one factor per column) for the
+ * third case, whose dL/dm (a sum over the rows) is refused. Every device. */
+Test(train_graph, binary_gradients_follow_the_chain_rule)
+{
+    enum { N = 3, D = 5, K = 4 };
+    float xv[N * D], wv[D * K], mv[D * K];
+    const int32_t lab[N] = {1, 3, 0};
+    th_fill(xv, N * D, 41);
+    th_fill(wv, D * K, 42);
+    th_fill(mv, D * K, 43);
+    pdnn_context *ctx = th_context();
+    for (int di = 0; di < pdnn_device_count(ctx); di++) {
+        pdnn_device *dev = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(ctx, di, &dev), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get_info(dev, &info), PDNN_SUCCESS);
+        for (int kase = 0; kase < 3; kase++) {
+            const pdnn_binary_op op = kase == 1 ? PDNN_BINARY_ADD : PDNN_BINARY_MUL;
+            const int bcast = kase == 2;
+            float w2v[D * K];
+            for (int i = 0; i < D * K; i++) {
+                const float m = mv[bcast ? i % K : i];
+                w2v[i] = op == PDNN_BINARY_MUL ? wv[i] * m : wv[i] + m;
+            }
+            float *grad[3] = {NULL, NULL, NULL}; /* dw, dm (binary graph), dw2 */
+            for (int v = 0; v < 2; v++) {
+                pdnn_graph *g = NULL;
+                cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+                pdnn_tensor_desc xd = th_desc(PDNN_NCHW, N, D, 1, 1), wd = th_desc(PDNN_NCHW, D, K, 1, 1);
+                pdnn_tensor_desc md = th_desc(PDNN_NCHW, bcast ? 1 : D, K, 1, 1);
+                pdnn_tensor_desc ld = th_desc(PDNN_LAYOUT_X, N, 1, 1, 1);
+                ld.dtype = PDNN_INT32;
+                pdnn_node x, l, w, m, ws, logits, loss, d[2];
+                cr_assert_eq(pdnn_graph_placeholder(g, "x", info.name, &xd, &x), PDNN_SUCCESS);
+                cr_assert_eq(pdnn_graph_placeholder(g, "labels", info.name, &ld, &l), PDNN_SUCCESS);
+                cr_assert_eq(pdnn_graph_variable(g, "w", info.name, &wd, PDNN_INIT_DATA, 0, v ? w2v : wv, &w),
+                             PDNN_SUCCESS);
+                ws = w;
+                if (!v) {
+                    cr_assert_eq(pdnn_graph_variable(g, "m", info.name, &md, PDNN_INIT_DATA, 0, mv, &m), PDNN_SUCCESS);
+                    cr_assert_eq(pdnn_graph_binary(g, "wm", info.name, w, m, op, &ws), PDNN_SUCCESS, "%s",
+                                 pdnn_last_error());
+                }
+                cr_assert_eq(pdnn_graph_matmul(g, "logits", info.name, x, ws, 0, 0, &logits), PDNN_SUCCESS);
+                cr_assert_eq(pdnn_graph_softmax_cross_entropy(g, "loss", info.name, logits, l, &loss), PDNN_SUCCESS);
+                pdnn_node wrt[2] = {w, v ? w : m};
+                if (!v && bcast) {
+                    cr_assert_eq(pdnn_graph_gradients(g, loss, &m, 1, d), PDNN_ERR_UNSUPPORTED);
+                    cr_assert_not_null(strstr(pdnn_last_error(), "'wm' (Mul) broadcasts"), "%s", pdnn_last_error());
+                }
+                const int nw = !v && !bcast ? 2 : 1;
+                cr_assert_eq(pdnn_graph_gradients(g, loss, wrt, nw, d), PDNN_SUCCESS, "%s", pdnn_last_error());
+                pdnn_session_config c;
+                pdnn_session_config_init(&c);
+                c.context = ctx;
+                c.allow_soft_placement = 1; /* the cross-entropy has no CUDA kernel */
+                pdnn_session *s = NULL;
+                cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+                pdnn_tensor *xt = th_upload(dev, &xd, xv), *lt = labels_on(dev, lab, N), *out[2] = {NULL, NULL};
+                pdnn_node feeds[2] = {x, l};
+                pdnn_tensor *fv[2] = {xt, lt};
+                cr_assert_eq(pdnn_session_run(s, feeds, fv, 2, d, nw, out), PDNN_SUCCESS, "%s", pdnn_last_error());
+                for (int k = 0; k < nw; k++) {
+                    grad[v ? 2 : k] = th_download(out[k]);
+                    pdnn_tensor_release(out[k]);
+                }
+                pdnn_tensor_release(xt);
+                pdnn_tensor_release(lt);
+                pdnn_session_destroy(s);
+                pdnn_graph_destroy(g);
+            }
+            double mag = 0;
+            for (int i = 0; i < D * K; i++) {
+                const float m = mv[bcast ? i % K : i], g2 = grad[2][i];
+                const float want_w = op == PDNN_BINARY_MUL ? m * g2 : g2;
+                cr_assert_float_eq(grad[0][i], want_w, 1e-6, "%s case %d dw[%d]: %g, want %g", info.name, kase, i,
+                                   (double)grad[0][i], (double)want_w);
+                if (grad[1]) {
+                    const float want_m = op == PDNN_BINARY_MUL ? wv[i] * g2 : g2;
+                    cr_assert_float_eq(grad[1][i], want_m, 1e-6, "%s case %d dm[%d]: %g, want %g", info.name, kase, i,
+                                       (double)grad[1][i], (double)want_m);
+                }
+                mag += fabs(g2);
+            }
+            cr_assert_gt(mag, 1e-3, "the gradient is zero: the test would prove nothing");
+            for (int k = 0; k < 3; k++)
+                free(grad[k]);
+        }
+    }
+    pdnn_context_destroy(ctx);
+}
+
 /* Transpose's gradient is the transform back: dw (NCHW) holds dt (NHWC)
  * element for element, on every device. */
 Test(train_graph, transpose_gradient_is_the_transform_back)

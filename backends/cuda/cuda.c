@@ -2054,6 +2054,24 @@ static pdnn_status transform_run(cu_dev *d, const pdnn__transform_call *c)
     return PDNN_SUCCESS;
 }
 
+/* y = a (op) b: cudnnOpTensor, whose B may have 1 where it repeats. a
+ * and y are packed in memory order (NCHW-style strides over dims). */
+static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
+{
+    const float one = 1.0f, zero = 0.0f;
+    int64_t as[4], bd[4], bs[4];
+    pdnn__layout_strides(PDNN_NCHW, c->dims, as);
+    for (int k = 0; k < 4; k++) {
+        bd[k] = c->bs[k] ? c->dims[k] : 1;
+        bs[k] = c->bs[k] ? c->bs[k] : 1;
+    }
+    RETURN_IF_FAILED(set_4d(d->t[TX], c->dims, as));
+    RETURN_IF_FAILED(set_4d(d->t[TY], bd, bs));
+    DNN(cudnnOpTensor, d->dnn, c->kind == PDNN_BINARY_MUL ? d->mul : d->add, &one, d->t[TX], ptr(c->a_buf), &one,
+        d->t[TY], ptr(c->b_buf), &zero, d->t[TX], ptr(c->y_buf));
+    return PDNN_SUCCESS;
+}
+
 /* ---- the training ops ------------------------------------------------------
  * Relu backward is cudnnActivationBackward; SGD is cudnnOpTensor (v =
  * momentum v + g + wd w) and cudnnAddTensor (w -= lr v, or w = (1 - lr wd)
@@ -2116,6 +2134,7 @@ static pdnn_status cu_train_run(void *dev, const pdnn__op_call *call, const pdnn
     st = call->op == PDNN__OP_RELU_BWD     ? relu_bwd_run(d, &call->u.relu_bwd)
          : call->op == PDNN__OP_ACTIVATION ? act_run(d, &call->u.act)
          : call->op == PDNN__OP_TRANSFORM  ? transform_run(d, &call->u.transform)
+         : call->op == PDNN__OP_BINARY     ? binary_run(d, &call->u.binary)
                                            : sgd_run(d, &call->u.optim);
     pthread_mutex_unlock(&d->lock);
     report_untuned(plan, rep);
@@ -2132,6 +2151,9 @@ static const pdnn__algo *const cu_act_algos[] = {&cu_act_cudnn, NULL};
 static const pdnn__algo cu_transform_cudnn = {
     .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo *const cu_transform_algos[] = {&cu_transform_cudnn, NULL};
+static const pdnn__algo cu_binary_cudnn = {
+    .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
+static const pdnn__algo *const cu_binary_algos[] = {&cu_binary_cudnn, NULL};
 static const pdnn__algo *const cu_relu_bwd_algos[] = {&cu_relu_bwd_cudnn, NULL};
 static const pdnn__algo *const cu_optimizer_algos[] = {&cu_optimizer_cudnn, NULL};
 static const pdnn__algo cu_matmul_cublas = {
@@ -2162,7 +2184,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_POOL2D_BWD] = cu_pool_bwd_algos,
               [PDNN__OP_GEMM] = cu_matmul_algos,
               [PDNN__OP_ACTIVATION] = cu_act_algos,
-              [PDNN__OP_TRANSFORM] = cu_transform_algos},
+              [PDNN__OP_TRANSFORM] = cu_transform_algos,
+              [PDNN__OP_BINARY] = cu_binary_algos},
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,

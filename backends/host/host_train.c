@@ -55,6 +55,31 @@ static pdnn_status activation(void *dev, const pdnn__op_call *call, const pdnn__
     return PDNN_SUCCESS;
 }
 
+/* Loops in memory order over a and y; y may be a (or b of a's shape):
+ * each element is read before it is written. */
+static pdnn_status binary(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                          pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__binary_call *c = &call->u.binary;
+    const float *a = fat(c->a_buf), *b = fat(c->b_buf);
+    float *y = fat(c->y_buf);
+    const int64_t *d = c->dims, *bs = c->bs;
+    int64_t i = 0;
+    for (int64_t i0 = 0; i0 < d[0]; i0++)
+        for (int64_t i1 = 0; i1 < d[1]; i1++)
+            for (int64_t i2 = 0; i2 < d[2]; i2++) {
+                const float *bb = b + i0 * bs[0] + i1 * bs[1] + i2 * bs[2];
+                if (c->kind == PDNN_BINARY_MUL)
+                    for (int64_t i3 = 0; i3 < d[3]; i3++, i++)
+                        y[i] = a[i] * bb[i3 * bs[3]];
+                else
+                    for (int64_t i3 = 0; i3 < d[3]; i3++, i++)
+                        y[i] = a[i] + bb[i3 * bs[3]];
+            }
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status transform(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                              pdnn__run_report *rep)
 {
@@ -141,6 +166,8 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
     return PDNN_SUCCESS;
 }
 
+const pdnn__algo pdnn__host_binary_direct = {
+    .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = train_plan, .run = binary};
 const pdnn__algo pdnn__host_transform_direct = {
     .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = train_plan, .run = transform};
 const pdnn__algo pdnn__host_activation_direct = {

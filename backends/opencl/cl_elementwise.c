@@ -193,6 +193,41 @@ static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdn
 const pdnn__algo pdnn__cl_algo_transform_direct = {
     .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = act_plan, .run = transform_run};
 
+/* y = a (op) b with b broadcast (registry op PDNN__OP_BINARY): one
+ * work-item per element of y in memory order, b read through its
+ * strides (0 where it repeats). */
+static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                              pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__binary_call *c = &call->u.binary;
+    cl_kernel k = NULL;
+    pdnn_status st = lock_kernel(d, "ew_binary", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_mem am = c->a_buf.region, bm = c->b_buf.region, ym = c->y_buf.region;
+    cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), yo = elem_off(c->y_buf);
+    cl_long4 dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}}, bs = {{c->bs[0], c->bs[1], c->bs[2], c->bs[3]}};
+    cl_long total = c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3];
+    cl_int mul = c->kind == PDNN_BINARY_MUL;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, am);
+    SET_ARG(k, 1, ao);
+    SET_ARG(k, 2, bm);
+    SET_ARG(k, 3, bo);
+    SET_ARG(k, 4, bs);
+    SET_ARG(k, 5, ym);
+    SET_ARG(k, 6, yo);
+    SET_ARG(k, 7, dims);
+    SET_ARG(k, 8, mul);
+    SET_ARG(k, 9, total);
+    return finish_launch(d, k, "ew_binary", err, total);
+}
+
+const pdnn__algo pdnn__cl_algo_binary_direct = {
+    .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = act_plan, .run = binary_run};
+
 /* The backend's copy_rows: a kernel, as clEnqueueCopyBufferRect with a
  * buffer offset in the origin is refused by PoCL (CL_INVALID_VALUE). The
  * kernel copies floats: the slot's contract is 4-byte multiples. */
