@@ -9,12 +9,17 @@
 
 static _Thread_local char last_error[2048];
 
+/* Formatted aside, then copied: callers often wrap the previous message
+ * (pdnn_last_error() as an argument), and vsnprintf into the buffer it
+ * reads from is undefined (it garbled "node 'x' (Conv2D): conv2d: ..."). */
 pdnn_status pdnn__error(pdnn_status status, const char *fmt, ...)
 {
+    char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof last_error);
     return status;
 }
 
