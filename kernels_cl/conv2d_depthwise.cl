@@ -55,7 +55,7 @@ __kernel void dw_nhwc8(__global const float *x, long x_off,
                        long4 xs, long4 ws, long4 ys,
                        int4 in_dims,  /* N, C, H, W               */
                        int4 out_dims, /* K, P, Q, multiplier m    */
-                       int4 filt,     /* R, S, has bias, relu     */
+                       int4 filt,     /* R, S, has bias, relu word */
                        int4 geom,     /* stride h, w, dilation h, w */
                        int4 pad_fast) /* pad top, pad left, fast flags (bits 0..2) */
 {
@@ -126,8 +126,8 @@ __kernel void dw_nhwc8(__global const float *x, long x_off,
     const long ybase = y_off + n * ys.s0 + (long)p * ys.s2;
     for (int t = 0; t < DW_TQ && q0 + t < Q; t++) {
         float8 o = acc[t] + b;
-        if (filt.s3)
-            o = fmax(o, (float8)(0.0f));
+        if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
+            o = fmin(fmax(o, (float8)(0.0f)), (float8)(as_float(filt.s3)));
         const long yq = ybase + (long)(q0 + t) * ys.s3;
         if (yv) {
             vstore8(o, 0, y + yq + k0);
@@ -151,7 +151,7 @@ __kernel void dw_nchw8(__global const float *x, long x_off,
                        long4 xs, long4 ws, long4 ys,
                        int4 in_dims,  /* N, C, H, W               */
                        int4 out_dims, /* K, P, Q, multiplier m    */
-                       int4 filt,     /* R, S, has bias, relu     */
+                       int4 filt,     /* R, S, has bias, relu word */
                        int4 geom,     /* stride h, w, dilation h, w */
                        int4 pad_fast, /* pad top, pad left, fast flags */
                        long x_end)    /* x_off + elements of x */
@@ -215,8 +215,8 @@ __kernel void dw_nchw8(__global const float *x, long x_off,
         }
         if (filt.s2)
             acc += (float8)(bias[b_off + k]);
-        if (filt.s3)
-            acc = fmax(acc, (float8)(0.0f));
+        if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
+            acc = fmin(fmax(acc, (float8)(0.0f)), (float8)(as_float(filt.s3)));
         const long yrow = ybase + (long)p * ys.s2;
         if ((pad_fast.s2 & 4) && q0 + 8 <= Q) {
             vstore8(acc, 0, y + yrow + q0);

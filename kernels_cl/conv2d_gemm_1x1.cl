@@ -38,11 +38,13 @@
 #define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
 #define FMA16(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
 #define MAX16(a, b) ((float16)(fmax((a).lo, (b).lo), fmax((a).hi, (b).hi)))
+#define MIN16(a, b) ((float16)(fmin((a).lo, (b).lo), fmin((a).hi, (b).hi)))
 #else
 #define LOAD16 vload16
 #define STORE16 vstore16
 #define FMA16 fma
 #define MAX16 fmax
+#define MIN16 fmin
 #endif
 
 #if VW == 16
@@ -51,18 +53,21 @@ typedef float16 vec_t;
 #define VSTORE STORE16
 #define VFMA FMA16
 #define VMAX MAX16
+#define VMIN MIN16
 #elif VW == 8
 typedef float8 vec_t;
 #define VLOAD vload8
 #define VSTORE vstore8
 #define VFMA fma
 #define VMAX fmax
+#define VMIN fmin
 #elif VW == 4
 typedef float4 vec_t;
 #define VLOAD vload4
 #define VSTORE vstore4
 #define VFMA fma
 #define VMAX fmax
+#define VMIN fmin
 #else
 #error "VW must be 4, 8 or 16"
 #endif
@@ -102,7 +107,7 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
                               __global float *y, long y_off,
                               long4 xs, long4 ys,
                               int4 dims, /* N, P, Q, K */
-                              int4 misc, /* C/groups, K/groups, has bias, relu */
+                              int4 misc, /* C/groups, K/groups, has bias, relu word (pdnn__cl_relu_word) */
                               int4 geom, /* stride h, stride w, span (pixels per work-item), residual */
                               long2 wst, /* filter element strides: channel block, c */
                               __global const float *res, long res_off) /* geom.s3: z, y's layout, added */
@@ -183,8 +188,8 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
                         v += VLOAD(0, t);
                     }
                 }
-                if (misc.s3)
-                    v = VMAX(v, (vec_t)(0.0f));
+                if (misc.s3) /* the relu, capped at as_float(misc.s3) (+inf: none) */
+                    v = VMIN(VMAX(v, (vec_t)(0.0f)), (vec_t)(as_float(misc.s3)));
                 if (ycontig) {
                     VSTORE(v, 0, yp + kb0);
                 } else {
@@ -216,7 +221,7 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
                                    __global float *y, long y_off,
                                    long4 xs, long4 ys,
                                    int4 dims, /* N, P*Q, tiles per image, K */
-                                   int4 misc, /* C, span (tiles per work-item), has bias, relu */
+                                   int4 misc, /* C, span (tiles per work-item), has bias, relu word */
                                    long2 ws,  /* filter element strides of k and c */
                                    __global const float *res, long res_off) /* z (y's layout); res_off < 0: none */
 {
@@ -275,8 +280,8 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
                 vec_t v = acc[r][b] + (vec_t)(bb[r]);
                 if (res_off >= 0) /* the residual, before the relu */
                     v += VLOAD(b, rp + (long)(k0 + r) * ys.s1);
-                if (misc.s3)
-                    v = VMAX(v, (vec_t)(0.0f));
+                if (misc.s3) /* the relu, capped at as_float(misc.s3) (+inf: none) */
+                    v = VMIN(VMAX(v, (vec_t)(0.0f)), (vec_t)(as_float(misc.s3)));
                 VSTORE(v, b, yp + (long)(k0 + r) * ys.s1);
             }
         }

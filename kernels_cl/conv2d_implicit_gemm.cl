@@ -43,11 +43,13 @@
 #define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
 #define FMA16(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
 #define MAX16(a, b) ((float16)(fmax((a).lo, (b).lo), fmax((a).hi, (b).hi)))
+#define MIN16(a, b) ((float16)(fmin((a).lo, (b).lo), fmin((a).hi, (b).hi)))
 #else
 #define LOAD16 vload16
 #define STORE16 vstore16
 #define FMA16 fma
 #define MAX16 fmax
+#define MIN16 fmin
 #endif
 
 #if VW == 16
@@ -56,18 +58,21 @@ typedef float16 vec_t;
 #define VSTORE STORE16
 #define VFMA FMA16
 #define VMAX MAX16
+#define VMIN MIN16
 #elif VW == 8
 typedef float8 vec_t;
 #define VLOAD vload8
 #define VSTORE vstore8
 #define VFMA fma
 #define VMAX fmax
+#define VMIN fmin
 #elif VW == 4
 typedef float4 vec_t;
 #define VLOAD vload4
 #define VSTORE vstore4
 #define VFMA fma
 #define VMAX fmax
+#define VMIN fmin
 #else
 #error "VW must be 4, 8 or 16"
 #endif
@@ -105,7 +110,7 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                                    long4 xs, long4 ys,
                                    int4 dims, /* N, P, Q, K */
                                    int4 inp,  /* H, W, C/groups, K/groups */
-                                   int4 filt, /* R, S, has bias, relu */
+                                   int4 filt, /* R, S, has bias, relu word (pdnn__cl_relu_word) */
                                    int4 geom, /* stride h, w, dilation h, w */
                                    int4 pad,  /* pad top, pad left, span (pixels per work-item), residual */
                                    long4 wst, /* filter element strides: channel block, r, s, c */
@@ -219,8 +224,8 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                         v += VLOAD(0, t);
                     }
                 }
-                if (filt.s3)
-                    v = VMAX(v, (vec_t)(0.0f));
+                if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
+                    v = VMIN(VMAX(v, (vec_t)(0.0f)), (vec_t)(as_float(filt.s3)));
                 const int kb0 = k0 + b * VW;
                 if (ycontig) {
                     VSTORE(v, 0, yp + kb0);

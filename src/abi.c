@@ -80,6 +80,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_conv2d_params, algorithm),
     FIELD(pdnn_conv2d_params, bwd_data_algorithm),
     FIELD(pdnn_conv2d_params, bwd_filter_algorithm),
+    FIELD(pdnn_conv2d_params, relu_cap),
 
     STRUCT(pdnn_conv2d_tuning),
     FIELD(pdnn_conv2d_tuning, tunable),

@@ -90,6 +90,10 @@ typedef struct pdnn__conv2d_call {
     int64_t groups;
     int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, pad_bottom, pad_right;
     int relu;
+    /* CONV2D_FWD with relu: > 0 caps it, y = min(max(0, y), relu_cap)
+     * (ReLU6); 0: none. Algorithms without pdnn__algo.relu_cap never see
+     * a cap: the dispatcher runs them with the relu off, then clips. */
+    float relu_cap;
     pdnn_layout x_layout, w_layout, y_layout;
     int64_t xs[4], ws[4], ys[4]; /* element strides, see layout_strides */
     pdnn__buf x_buf, w_buf, bias_buf, y_buf; /* bias_buf.region NULL: none */
@@ -329,6 +333,8 @@ typedef struct pdnn__algo {
                        pdnn__run_report *rep);
     /* CONV2D_FWD: 1 if run adds call's z_buf in its epilogue. */
     int residual;
+    /* CONV2D_FWD: 1 if run applies call's relu_cap in its epilogue. */
+    int relu_cap;
 } pdnn__algo;
 
 typedef struct pdnn__backend pdnn__backend;

@@ -580,25 +580,41 @@ int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep)
 static pdnn_status run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
                                pdnn__run_report *rep);
 
-/* A residual convolution on an algorithm without the residual epilogue:
- * the convolution (bias, no relu), then y += z and the relu, each a pass
- * over y (the unfused path; the choice of algorithm is unchanged). */
+/* Whether a runs call only in part: a residual z or a capped relu that
+ * its epilogue lacks. */
+static int needs_unfused(const pdnn__algo *a, const pdnn__op_call *call)
+{
+    if (call->op != PDNN__OP_CONV2D_FWD)
+        return 0;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    return (c->z_buf.region && !a->residual) || (c->relu_cap > 0.0f && !a->relu_cap);
+}
+
+/* A convolution whose residual z or relu cap a's epilogue lacks: the
+ * convolution (bias, and z where a adds it; no relu), then y += z where
+ * it did not, then the relu or the clip to [0, cap], each a pass over y
+ * (the unfused path; the choice of algorithm is unchanged). */
 static pdnn_status run_unfused(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *planned,
                                const pdnn__op_call *call, pdnn__run_report *rep)
 {
     memset(rep, 0, sizeof *rep);
+    const pdnn__conv2d_call *orig = &call->u.conv2d;
     pdnn__op_call c2 = *call;
     pdnn__conv2d_call *c = &c2.u.conv2d;
-    c->z_buf = (pdnn__buf){NULL, 0};
+    const int add_z = orig->z_buf.region && !a->residual;
+    if (add_z)
+        c->z_buf = (pdnn__buf){NULL, 0};
     c->relu = 0;
-    if (!dev->backend->add || (call->u.conv2d.relu && !dev->backend->relu))
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "conv2d: the %s backend has neither a residual epilogue in %s nor "
-                                                 "the add and relu to run it unfused", dev->backend->name, a->name);
-    /* An algorithm without the epilogue ignores z, so the plan made for
-     * the call stands; only a relu (which it would apply before the add)
-     * needs a plan without it. */
+    c->relu_cap = 0.0f;
+    if ((add_z && !dev->backend->add) || (orig->relu && orig->relu_cap <= 0.0f && !dev->backend->relu))
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "conv2d: the %s backend has neither the residual or capped relu "
+                                                 "epilogue in %s nor the add and relu to run it unfused",
+                           dev->backend->name, a->name);
+    /* An algorithm without an epilogue ignores z and the cap, so the plan
+     * made for the call stands; only a relu (which it would apply before
+     * the add, or without the cap) needs a plan without it. */
     pdnn__plan plan;
-    if (call->u.conv2d.relu) {
+    if (orig->relu) {
         pdnn__plan_for(dev, a, &c2, &plan);
         if (!plan.supported)
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "conv2d: %s: %s", a->name, plan.why);
@@ -606,17 +622,24 @@ static pdnn_status run_unfused(pdnn_device *dev, const pdnn__algo *a, const pdnn
     }
     pdnn_status st = run_planned(dev, a, planned, &c2, rep);
     const int64_t n = c->n * c->k * c->p * c->q;
-    if (st == PDNN_SUCCESS)
-        st = dev->backend->add(dev->handle, c->y_buf, call->u.conv2d.z_buf, c->y_buf, n);
-    if (st == PDNN_SUCCESS && call->u.conv2d.relu)
+    if (st == PDNN_SUCCESS && add_z)
+        st = dev->backend->add(dev->handle, c->y_buf, orig->z_buf, c->y_buf, n);
+    if (st == PDNN_SUCCESS && orig->relu && orig->relu_cap > 0.0f) {
+        pdnn__op_call act;
+        memset(&act, 0, sizeof act);
+        act.op = PDNN__OP_ACTIVATION;
+        act.u.act = (pdnn__act_call){n, PDNN_ACTIVATION_CLIP, 0.0f, orig->relu_cap, c->y_buf, c->y_buf};
+        st = pdnn__dispatch(dev, &act, NULL, NULL);
+    } else if (st == PDNN_SUCCESS && orig->relu) {
         st = dev->backend->relu(dev->handle, c->y_buf, c->y_buf, n);
+    }
     return st;
 }
 
 static pdnn_status run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
                                pdnn__run_report *rep)
 {
-    if (call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.z_buf.region && !a->residual)
+    if (needs_unfused(a, call))
         return run_unfused(dev, a, plan, call, rep);
     pdnn__bfc_block block;
     memset(&block, 0, sizeof block);

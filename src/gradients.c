@@ -40,6 +40,7 @@ static pdnn_status emit(grad_state *s, int f, const char *type, pdnn__node_op op
     nd.out = *out;
     nd.conv = fw->conv;
     nd.conv.relu = 0;
+    nd.conv.relu_cap = 0.0f;
     nd.pool = fw->pool;
     nd.colocate = f + 1;
     char name[160];
@@ -72,6 +73,10 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
 #define NEED(k) ((k) < fw.n_inputs && in[k] >= 0 && relevant[in[k]])
     switch (fw.op) {
     case PDNN__OP_CONV2D: {
+        if (fw.conv.relu && fw.conv.relu_cap > 0.0f)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (Conv2D) caps its relu at %g "
+                               "(ReLU6); the gradient of a capped relu is not defined yet", fw.name,
+                               (double)fw.conv.relu_cap);
         if (fw.conv.relu) { /* the fused relu first: its gradient masks dy by the output */
             pdnn_node q[2] = {f, dy};
             st = emit(s, f, "ReluGrad", PDNN__OP_G_RELU_BWD, &fw.out, q, 2, &r);

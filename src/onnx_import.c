@@ -484,6 +484,33 @@ static int has_valid_ints(const Onnx__NodeProto *n, const char *name, int64_t lo
     return 1;
 }
 
+/* A Clip's bounds: attributes before opset 11, constant scalar inputs
+ * from it (either may be absent: +-inf). With report 0, a failure sets no
+ * error (the conv fusion only asks). */
+static pdnn_status clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi)
+{
+    *lo = -INFINITY, *hi = INFINITY;
+    if (im->opset < 11) {
+        *lo = attr_float(n, "min", -INFINITY);
+        *hi = attr_float(n, "max", INFINITY);
+    }
+    for (size_t i = 1; i < 3 && i < n->n_input; i++) {
+        if (!n->input[i][0])
+            continue;
+        value *b = const_input(im, n, i);
+        if (!b || !b->data || b->count != 1)
+            return report ? node_error(PDNN_ERR_UNSUPPORTED, n, "the %s bound '%s' must be a constant float scalar",
+                                       i == 1 ? "min" : "max", n->input[i])
+                          : PDNN_ERR_UNSUPPORTED;
+        *(i == 1 ? lo : hi) = b->data[0];
+    }
+    if (isnan(*lo) || isnan(*hi) || *lo > *hi)
+        return report ? node_error(PDNN_ERR_INVALID_ARGUMENT, n, "clip bounds [%g, %g]: NaN, or min above max",
+                                   (double)*lo, (double)*hi)
+                      : PDNN_ERR_INVALID_ARGUMENT;
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *n)
 {
     value *x, *w = const_input(im, n, 1), *b = const_input(im, n, 2);
@@ -582,14 +609,22 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
             from = (size_t)r + 1;
         }
     }
-    /* Fuse a Relu that alone reads the result (the conv epilogue's relu). */
+    /* Fuse a Relu, or a Clip from 0 to a positive finite bound (ReLU6),
+     * that alone reads the result (the conv epilogue's relu, capped). */
     r = im->fuse && n->n_output == 1 ? sole_reader(im, from, out_name) : -1;
-    if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "Relu") == 0 &&
-        im->g->node[r]->n_input == 1 && strcmp(im->g->node[r]->input[0], out_name) == 0 &&
-        im->g->node[r]->n_output == 1 && im->g->node[r]->output[0][0]) {
-        p.relu = 1;
-        out_name = im->g->node[r]->output[0];
-        im->absorbed[r] = 1;
+    const Onnx__NodeProto *act = r >= 0 ? im->g->node[r] : NULL;
+    if (act && act->op_type && act->n_input >= 1 && strcmp(act->input[0], out_name) == 0 && act->n_output == 1 &&
+        act->output[0][0]) {
+        float lo = 0.0f, hi = 0.0f;
+        const int relu = strcmp(act->op_type, "Relu") == 0 && act->n_input == 1;
+        const int relu6 = strcmp(act->op_type, "Clip") == 0 && clip_bounds(im, act, 0, &lo, &hi) == PDNN_SUCCESS &&
+                          lo == 0.0f && hi > 0.0f && isfinite(hi);
+        if (relu || relu6) {
+            p.relu = 1;
+            p.relu_cap = relu6 ? hi : 0.0f;
+            out_name = act->output[0];
+            im->absorbed[r] = 1;
+        }
     }
     if ((st = check_name(n, out_name)) != PDNN_SUCCESS) {
         free(wf), free(bf);
@@ -977,27 +1012,10 @@ static pdnn_status import_activation(importer *im, const Onnx__NodeProto *n, pdn
     if (!(x = act_input(im, n, 0, &st)))
         return st;
     float alpha = 0.0f, beta = 0.0f;
-    if (mode == PDNN_ACTIVATION_LEAKY_RELU) {
+    if (mode == PDNN_ACTIVATION_LEAKY_RELU)
         alpha = attr_float(n, "alpha", 0.01f);
-    } else if (mode == PDNN_ACTIVATION_CLIP) {
-        alpha = -INFINITY, beta = INFINITY;
-        if (im->opset < 11) {
-            alpha = attr_float(n, "min", -INFINITY);
-            beta = attr_float(n, "max", INFINITY);
-        }
-        for (size_t i = 1; i < 3 && i < n->n_input; i++) {
-            if (!n->input[i][0])
-                continue;
-            value *b = const_input(im, n, i);
-            if (!b || !b->data || b->count != 1)
-                return node_error(PDNN_ERR_UNSUPPORTED, n, "the %s bound '%s' must be a constant float scalar",
-                                  i == 1 ? "min" : "max", n->input[i]);
-            *(i == 1 ? &alpha : &beta) = b->data[0];
-        }
-        if (isnan(alpha) || isnan(beta) || alpha > beta)
-            return node_error(PDNN_ERR_INVALID_ARGUMENT, n, "clip bounds [%g, %g]: NaN, or min above max",
-                              (double)alpha, (double)beta);
-    }
+    else if (mode == PDNN_ACTIVATION_CLIP && (st = clip_bounds(im, n, 1, &alpha, &beta)) != PDNN_SUCCESS)
+        return st;
     if ((st = check_name(n, n->output[0])) != PDNN_SUCCESS)
         return st;
     int y = -1;

@@ -110,6 +110,12 @@ static pdnn_status check_conv_params(const pdnn_conv2d_params *p)
                                PARAM_MAX);
     if (p->relu != 0 && p->relu != 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: relu is %d; expected 0 or 1", p->relu);
+    if (!(p->relu_cap >= 0.0f) || isinf(p->relu_cap))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: relu_cap is %g; it must be finite and not negative "
+                                                      "(0: no cap)", (double)p->relu_cap);
+    if (p->relu_cap > 0.0f && !p->relu)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: relu_cap is %g but relu is 0; the cap bounds the "
+                                                      "relu (set relu = 1)", (double)p->relu_cap);
     /* Out of range, or an id this build has no algorithm for. */
     if (strcmp(pdnn_conv_algo_name(p->algorithm), "unknown") == 0) {
         char names[256];
@@ -251,6 +257,7 @@ void pdnn__conv_call_from(const pdnn_conv2d_params *p, const pdnn_tensor_desc *x
     c->pad_bottom = p->pad_bottom;
     c->pad_right = p->pad_right;
     c->relu = p->relu;
+    c->relu_cap = p->relu ? p->relu_cap : 0.0f;
     c->x_layout = x->layout;
     c->w_layout = w->layout;
     c->y_layout = y_layout;

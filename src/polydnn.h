@@ -447,6 +447,11 @@ typedef struct pdnn_conv2d_params {
      * PDNN_CONV_BWD_DATA and _FILTER; 0 (default): auto. */
     int bwd_data_algorithm;
     int bwd_filter_algorithm;
+    /* With relu: y = min(max(0, y), relu_cap) when relu_cap > 0 (ReLU6:
+     * 6, cuDNN's clipped relu); 0 (default): no upper bound. Finite and
+     * not negative; only with relu = 1. Forward only: a graph's gradients
+     * refuse a capped relu. */
+    float relu_cap;
 } pdnn_conv2d_params;
 
 /* stride 1, dilation 1, no padding, one group, no ReLU, AUTO algorithm. */

@@ -145,6 +145,13 @@ def activation_cases():
                                  [init("hi", np.float32(0.3))]), x
     yield "clip_opset6_attrs", model([helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.5)], x, None,
                                      opset=6), x
+    # Conv then Clip(0, 6): fused into the convolution's capped relu; a
+    # Clip from -1 is not a relu and stays a node of its own.
+    for lo, tag in ((0.0, "relu6"), (-1.0, "clip_from_minus_one")):
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                 helper.make_node("Clip", ["c", "lo", "hi"], ["y"])]
+        yield f"conv_{tag}", model(nodes, x, None, [init("w", rnd(6, 4, 3, 3)), init("b", rnd(6)),
+                                                    init("lo", np.float32(lo)), init("hi", np.float32(1.5))]), x
     yield "leaky_relu", model([helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.2)], x, None), x
     yield "leaky_relu_default", model([helper.make_node("LeakyRelu", ["x"], ["y"])], x, None), x
     nodes = [helper.make_node("Mul", ["x", "k"], ["m"]), helper.make_node("Sigmoid", ["m"], ["y"])]

@@ -125,6 +125,7 @@ typedef struct conv_case {
     int sh, sw, dh, dw, pt, pb, pl, pr, groups, bias, relu;
     pdnn_layout xl, wl, yl;
     int residual; /* forward: a z (y's layout) added before the relu */
+    float cap;    /* forward with relu: its upper bound (relu_cap; 0: none) */
 } conv_case;
 
 typedef struct pool_case {
@@ -193,6 +194,8 @@ static op_case *add_pool(const char *set, const pool_case *k, uint32_t seed, int
 }
 
 static const pdnn_layout act_layouts[] = {PDNN_NCHW, PDNN_NHWC};
+/* The relu cap of the cases that have one: below many outputs' values. */
+#define RELU_CAP 0.25f
 static const pdnn_layout filt_layouts[] = {PDNN_OIHW, PDNN_OHWI, PDNN_HWIO};
 
 /* Each shape in all 12 activation-in x filter x activation-out layouts. */
@@ -206,6 +209,9 @@ static void add_conv_all_layouts(const char *set, int all_configs, const conv_ca
                     k.xl = act_layouts[a];
                     k.wl = filt_layouts[f];
                     k.yl = act_layouts[o];
+                    /* Half of each relu row's layouts cap the relu (ReLU6's
+                     * form, at a bound many outputs pass). */
+                    k.cap = k.relu && (a + f + o) % 2 ? RELU_CAP : 0.0f;
                     add_conv(set, all_configs, &k, seed + (uint32_t)(si * 100 + (size_t)a * 10 + (size_t)f));
                 }
 }
@@ -276,6 +282,7 @@ static void add_conv_sampled(const char *set, int three_by_three, int count, uin
         /* Every third sampled case adds a residual z (a hash of the index,
          * not a draw: the draws, and so the shapes, stay as they were). */
         k.residual = (done * 2654435761u >> 9) % 3 == 0;
+        k.cap = k.relu && (done * 2246822519u >> 11) % 2 ? RELU_CAP : 0.0f; /* half the relus, capped */
         add_conv(set, 0, &k, seed + (uint32_t)done);
         done++;
     }
@@ -287,11 +294,11 @@ static void build_conv_cases(void)
      * exercise groups, depthwise, stride, dilation and asymmetric padding. */
     static const conv_case layouts[] = {
         /* n  c   h   w   k  r  s  sh sw dh dw pt pb pl pr g  bias relu */
-        {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {17, 7, 6, 11, 7, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 7, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 5, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
+        {2, 6, 9, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 5, 7, 7, 10, 3, 3, 2, 2, 2, 2, 2, 1, 0, 2, 5, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {3, 17, 6, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 7, 6, 11, 7, 3, 3, 1, 2, 1, 1, 1, 0, 1, 1, 7, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 5, 7, 6, 9, 3, 3, 1, 1, 1, 1, 1, 2, 0, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
     };
     add_conv_all_layouts("layouts", 1, layouts, sizeof layouts / sizeof layouts[0], 0);
 
@@ -299,39 +306,42 @@ static void build_conv_cases(void)
      * 17, filters 1/3/5/7, the largest spatial size, depthwise with
      * multipliers and vector-width rows and channel blocks. */
     static const conv_case edge[] = {
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {17, 3, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
-        {1, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0},
-        {17, 4, 8, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0},
-        {17, 17, 5, 6, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
-        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 64, 56, 56, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0},
-        {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
-        {1, 17, 9, 9, 34, 3, 3, 3, 3, 2, 2, 2, 0, 1, 2, 17, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC, 0},
-        {2, 4, 4, 4, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, 0, PDNN_NCHW, PDNN_OHWI, PDNN_NCHW, 0},
-        {1, 3, 2, 9, 2, 1, 5, 1, 3, 1, 2, 0, 0, 4, 3, 1, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
-        {17, 3, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 5, 20, 37, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 8, 30, 45, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 8, 0, 1, PDNN_NCHW, PDNN_HWIO, PDNN_NCHW, 0},
-        {2, 20, 11, 13, 20, 3, 3, 2, 1, 1, 2, 1, 1, 2, 2, 20, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 3, 1, 1, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {1, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0, 0},
+        {17, 4, 8, 8, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0, 0},
+        {17, 17, 5, 6, 4, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 64, 56, 56, 64, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0, 0},
+        {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {1, 17, 9, 9, 34, 3, 3, 3, 3, 2, 2, 2, 0, 1, 2, 17, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC, 0, 0},
+        {2, 4, 4, 4, 4, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, 2, 1, 0, PDNN_NCHW, PDNN_OHWI, PDNN_NCHW, 0, 0},
+        {1, 3, 2, 9, 2, 1, 5, 1, 3, 1, 2, 0, 0, 4, 3, 1, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 3, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 5, 20, 37, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 5, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 8, 30, 45, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 8, 0, 1, PDNN_NCHW, PDNN_HWIO, PDNN_NCHW, 0, 0},
+        {2, 20, 11, 13, 20, 3, 3, 2, 1, 1, 2, 1, 1, 2, 2, 20, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
         /* grouped with 16 and 32 output channels per group (tiled's and the
          * GEMMs' channel blocks), and a multiplier-2 depthwise with a
          * one-sided pad: the guard after the output sees partial tiles */
-        {2, 32, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0},
-        {3, 6, 10, 19, 12, 3, 3, 1, 2, 1, 1, 1, 1, 1, 0, 6, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {3, 5, 9, 13, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
+        {2, 32, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 0, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 64, 9, 11, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {3, 6, 10, 19, 12, 3, 3, 1, 2, 1, 1, 1, 1, 1, 0, 6, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {3, 5, 9, 13, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
         /* backward data by phases (forward_gemm): stride and dilation
          * sharing a factor, a pad wider than the filter reaches, and a
          * stride larger than the filter (phases no tap reaches: zeros) */
-        {2, 6, 11, 12, 8, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC, 0},
-        {2, 5, 7, 8, 6, 1, 1, 2, 3, 1, 1, 1, 2, 0, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0},
-        {1, 4, 9, 10, 5, 3, 3, 4, 4, 1, 1, 1, 0, 0, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 4, 8, 8, 4, 2, 2, 2, 2, 3, 3, 2, 1, 3, 0, 1, 0, 0, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0},
+        {2, 6, 11, 12, 8, 3, 3, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NHWC, 0, 0},
+        {2, 5, 7, 8, 6, 1, 1, 2, 3, 1, 1, 1, 2, 0, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0, 0},
+        {1, 4, 9, 10, 5, 3, 3, 4, 4, 1, 1, 1, 0, 0, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 4, 8, 8, 4, 2, 2, 2, 2, 3, 3, 2, 1, 3, 0, 1, 0, 0, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
     };
-    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
-        add_conv("edge", 1, &edge[i], (uint32_t)(1000 + i));
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        conv_case k = edge[i];
+        k.cap = k.relu && i % 2 ? RELU_CAP : 0.0f;
+        add_conv("edge", 1, &k, (uint32_t)(1000 + i));
+    }
 
     add_conv_sampled("sampled", 0, 80, 5000);
     add_conv_sampled("sampled_3x3", 1, 40, 6000);
@@ -342,16 +352,16 @@ static void build_conv_cases(void)
      * enough for an NCHW rows kernel, every layout; the last column marks
      * the rows that also add a residual z. */
     static const conv_case gemm_1x1[] = {
-        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {17, 3, 1, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1},
-        {1, 33, 7, 7, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {17, 5, 3, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1},
-        {2, 17, 13, 11, 64, 1, 1, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {3, 64, 9, 9, 3, 1, 1, 2, 2, 1, 1, 0, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1},
-        {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1},
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 3, 1, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {1, 33, 7, 7, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 5, 3, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {2, 17, 13, 11, 64, 1, 1, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {3, 64, 9, 9, 3, 1, 1, 2, 2, 1, 1, 0, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 32, 6, 7, 64, 1, 1, 2, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 12, 5, 5, 12, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 96, 14, 14, 48, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {2, 33, 29, 31, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
     };
     add_conv_all_layouts("gemm_1x1", 1, gemm_1x1, sizeof gemm_1x1 / sizeof gemm_1x1[0], 7000);
 
@@ -360,18 +370,18 @@ static void build_conv_cases(void)
      * dilation 2, stride 3, 1xN and Nx1 filters, groups of 16 and 32
      * output channels, ResNet-50's conv1 and a strided 3x3. */
     static const conv_case implicit_gemm[] = {
-        {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {17, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {17, 5, 3, 5, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1},
-        {2, 3, 4, 5, 7, 2, 2, 1, 1, 1, 1, 4, 4, 5, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0},
-        {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1},
+        {1, 1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 3, 1, 1, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 33, 7, 7, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 5, 3, 5, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {2, 3, 4, 5, 7, 2, 2, 1, 1, 1, 1, 4, 4, 5, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
     };
     add_conv_all_layouts("implicit_gemm", 1, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
 
@@ -385,7 +395,7 @@ static void build_conv_cases(void)
         for (int pad = 0; pad <= 2; pad++)
             for (int li = 0; li < 3; li++) {
                 conv_case k = {17, 3, sizes[si][0], sizes[si][1], 5, 3, 3, 1, 1, 1, 1, pad, pad, pad, pad, 1, 1,
-                               li != 1, lay[li][0], lay[li][1], lay[li][2], li == 2};
+                               li != 1, lay[li][0], lay[li][1], lay[li][2], li == 2, 0};
                 if (k.h + 2 * pad < 3 || k.w + 2 * pad < 3)
                     continue; /* the filter does not fit */
                 op_case *c = add_case(PDNN__OP_CONV2D_FWD, "large_values", 1, (uint32_t)(40 + si * 10 + pad));
@@ -537,6 +547,7 @@ static void make_backward_cases(void)
             c->seed = f->seed + 17u * (uint32_t)j;
             if (is_conv_op(op)) {
                 c->u.conv.relu = 0;
+                c->u.conv.cap = 0.0f;
                 c->u.conv.residual = 0;
             }
         }
@@ -563,11 +574,11 @@ static void case_name(const op_case *oc, char *buf, size_t len)
     if (oc->op == PDNN__OP_CONV2D_FWD) {
         const conv_case *k = &oc->u.conv;
         snprintf(buf, len,
-                 "n%lld c%lld %lldx%lld k%lld %lldx%lld stride %d,%d dil %d,%d pad %d,%d,%d,%d g%d bias%d relu%d%s "
+                 "n%lld c%lld %lldx%lld k%lld %lldx%lld stride %d,%d dil %d,%d pad %d,%d,%d,%d g%d bias%d relu%d%s%s "
                  "%s/%s->%s%s",
                  (long long)k->n, (long long)k->c, (long long)k->h, (long long)k->w, (long long)k->k,
                  (long long)k->r, (long long)k->s, k->sh, k->sw, k->dh, k->dw, k->pt, k->pb, k->pl, k->pr,
-                 k->groups, k->bias, k->relu, k->residual ? " residual" : "", pdnn_layout_name(k->xl),
+                 k->groups, k->bias, k->relu, k->cap > 0.0f ? " capped" : "", k->residual ? " residual" : "", pdnn_layout_name(k->xl),
                  pdnn_layout_name(k->wl),
                  pdnn_layout_name(k->yl), oc->amp[0] != 1.0f ? " large values" : "");
     } else {
@@ -606,6 +617,7 @@ static void conv_params(const conv_case *k, pdnn_conv2d_params *p)
     p->pad_right = k->pr;
     p->groups = k->groups;
     p->relu = k->relu;
+    p->relu_cap = k->relu ? k->cap : 0.0f;
 }
 
 static void pool_params(const pool_case *k, pdnn_pool2d_params *p)
@@ -749,6 +761,8 @@ static void naive_conv(const conv_case *k, const case_data *d, double *y, double
                     }
                     if (k->relu && sum < 0.0)
                         sum = 0.0;
+                    if (k->relu && k->cap > 0.0f && sum > (double)k->cap)
+                        sum = (double)k->cap;
                     y[i] = sum;
                     scale[i] = mag;
                 }
@@ -1239,6 +1253,7 @@ static void run_once(dev_run *r, const op_case *oc, const pdnn__algo *a, int cfg
         pdnn_conv2d_params p;
         conv_params(&oc->u.conv, &p);
         p.relu = 0;
+        p.relu_cap = 0.0f;
         if (oc->op == PDNN__OP_CONV2D_BWD_DATA)
             res->st = pdnn_conv2d_backward_data(&p, r->dy, r->w, r->y);
         else if (oc->op == PDNN__OP_CONV2D_BWD_FILTER)

@@ -146,6 +146,64 @@ Test(conv_reference, hand_computed_values)
     pdnn_context_destroy(ctx);
 }
 
+/* relu_cap (ReLU6's form): hand-computed values on every device, under
+ * AUTO, direct (OpenCL's has no cap: the dispatcher clips after it) and
+ * depthwise (which clips in its epilogue), with and without a residual;
+ * and the refusals: NaN, infinite, negative, a cap without the relu. */
+Test(conv_reference, relu_cap_values_and_refusals)
+{
+    pdnn_context *ctx = th_context();
+    const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1}, b[1] = {-13.0f};
+    const float z[4] = {0, -2, 1, 0}; /* sums 12 16 24 28, less 13: -1 3 11 15 */
+    const float want[2][4] = {{0, 3, 6, 6}, {0, 1, 6, 6}};
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.relu = 1;
+    p.relu_cap = 6.0f;
+    for (int d = 0; d < pdnn_device_count(ctx); d++) {
+        pdnn_device *dev = NULL;
+        cr_assert_eq(pdnn_device_get(ctx, d, &dev), PDNN_SUCCESS);
+        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
+        pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1), yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+        pdnn_tensor *xt = th_upload(dev, &xd, x), *wt = th_upload(dev, &wd, w), *bt = th_upload(dev, &bd, b);
+        pdnn_tensor *zt = th_upload(dev, &yd, z), *yt = NULL;
+        cr_assert_eq(pdnn_tensor_create(dev, &yd, &yt), PDNN_SUCCESS);
+        static const pdnn_conv_algo algos[] = {PDNN_CONV_ALGO_AUTO, PDNN_CONV_ALGO_DIRECT, PDNN_CONV_ALGO_DEPTHWISE};
+        for (int a = 0; a < 3; a++)
+            for (int r = 0; r < 2; r++) {
+                p.algorithm = algos[a];
+                pdnn_status st = r ? pdnn_conv2d_forward_residual(&p, xt, wt, bt, zt, yt)
+                                   : pdnn_conv2d_forward(&p, xt, wt, bt, yt);
+                if (st == PDNN_ERR_UNSUPPORTED && a == 2)
+                    continue; /* no depthwise algorithm on this backend */
+                cr_assert_eq(st, PDNN_SUCCESS, "%s algo %d residual %d: %s", dev->name, a, r, pdnn_last_error());
+                float *y = th_download(yt);
+                for (int i = 0; i < 4; i++)
+                    cr_assert_float_eq(y[i], want[r][i], 1e-5, "%s algo %d residual %d: y[%d] = %g, expected %g",
+                                       dev->name, a, r, i, (double)y[i], (double)want[r][i]);
+                free(y);
+            }
+        p.algorithm = PDNN_CONV_ALGO_AUTO;
+        const float bad[] = {NAN, INFINITY, -1.0f};
+        for (int i = 0; i < 3; i++) {
+            p.relu_cap = bad[i];
+            cr_assert_eq(pdnn_conv2d_forward(&p, xt, wt, bt, yt), PDNN_ERR_INVALID_ARGUMENT, "cap %g", (double)bad[i]);
+            cr_assert_not_null(strstr(pdnn_last_error(), "relu_cap"), "%s", pdnn_last_error());
+        }
+        p.relu_cap = 6.0f;
+        p.relu = 0;
+        cr_assert_eq(pdnn_conv2d_forward(&p, xt, wt, bt, yt), PDNN_ERR_INVALID_ARGUMENT);
+        cr_assert_not_null(strstr(pdnn_last_error(), "relu is 0"), "%s", pdnn_last_error());
+        p.relu = 1;
+        pdnn_tensor_release(xt);
+        pdnn_tensor_release(wt);
+        pdnn_tensor_release(bt);
+        pdnn_tensor_release(zt);
+        pdnn_tensor_release(yt);
+    }
+    pdnn_context_destroy(ctx);
+}
+
 /* pdnn_conv2d_forward_residual: hand-computed values on every device
  * (the residual before the relu: z = -30 zeroes the largest sums), and
  * the refusals: no z, z of another shape or layout, z over y's memory. */

@@ -1172,3 +1172,28 @@ Test(train_graph, transpose_gradient_is_the_transform_back)
     }
     pdnn_context_destroy(ctx);
 }
+
+/* A convolution whose relu is capped (ReLU6, as ONNX import fuses Clip)
+ * runs forward in a graph, but its gradient is refused by name. */
+Test(train_graph, gradient_of_a_capped_relu_is_refused)
+{
+    pdnn_graph *g = NULL;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 2, 5, 5), wd = th_desc(PDNN_OIHW, 3, 2, 3, 3);
+    float wv[54];
+    th_fill(wv, 54, 61);
+    pdnn_node x, w, y, dw;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &xd, &x), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_variable(g, "w", NULL, &wd, PDNN_INIT_DATA, 0, wv, &w), PDNN_SUCCESS);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.relu = 1;
+    p.relu_cap = 6.0f;
+    cr_assert_eq(pdnn_graph_conv2d(g, "conv6", NULL, x, w, -1, &p, &y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_gradients(g, y, &w, 1, &dw), PDNN_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(pdnn_last_error(), "'conv6' (Conv2D) caps its relu at 6"), "%s", pdnn_last_error());
+    p.relu_cap = NAN;
+    cr_assert_eq(pdnn_graph_conv2d(g, "bad", NULL, x, w, -1, &p, &y), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "relu_cap"), "%s", pdnn_last_error());
+    pdnn_graph_destroy(g);
+}

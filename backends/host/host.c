@@ -172,6 +172,8 @@ static pdnn_status host_conv2d(void *dev, const pdnn__op_call *call, const pdnn_
                         acc += z[yi];
                     if (c->relu && acc < 0.0)
                         acc = 0.0;
+                    if (c->relu && c->relu_cap > 0.0f && acc > (double)c->relu_cap)
+                        acc = (double)c->relu_cap;
                     y[yi] = (float)acc;
                 }
         }
@@ -681,7 +683,7 @@ static void host_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 
 static const pdnn__algo host_conv_direct = {
     .op = PDNN__OP_CONV2D_FWD, .name = "direct", .id = PDNN_CONV_ALGO_DIRECT, .rank = 100,
-    .plan = host_plan, .run = host_conv2d, .residual = 1};
+    .plan = host_plan, .run = host_conv2d, .residual = 1, .relu_cap = 1};
 static const pdnn__algo host_pool_direct = {
     .op = PDNN__OP_POOL2D_FWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d};
 static const pdnn__algo host_conv_bwd_data_direct = {

@@ -79,7 +79,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
         fast = (c->xs[3] == 1) | (c->ys[3] == 1) << 2;
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, m);
-    cl_int4 filt = int4_of((int)c->r, (int)c->s, c->bias_buf.region != NULL, c->relu);
+    cl_int4 filt = int4_of((int)c->r, (int)c->s, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
     cl_int4 pad_fast = int4_of(c->pad_top, c->pad_left, fast, 0);
     cl_int err = CL_SUCCESS;
@@ -163,4 +163,5 @@ const pdnn__algo pdnn__cl_algo_depthwise = {
     .rank = 10,
     .plan = dw_plan,
     .run = dw_run,
+    .relu_cap = 1, /* min(max(y, 0), cap) in both kernels (filt.s3) */
 };

@@ -149,7 +149,7 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
     cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
     cl_int4 dims = int4_of((int)c->n, (int)pq, (int)tpi, (int)c->k);
-    cl_int4 misc = int4_of((int)c->c, (int)span, c->bias_buf.region != NULL, c->relu);
+    cl_int4 misc = int4_of((int)c->c, (int)span, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_long2 wst;
     wst.s[0] = c->ws[0];
     wst.s[1] = c->ws[1];
@@ -245,7 +245,7 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
     const int64_t span = g1_span(d, c, i);
     cl_int4 dims = int4_of((int)c->n, (int)c->p, (int)c->q, (int)c->k);
-    cl_int4 misc = int4_of((int)cpg, (int)(c->k / c->groups), c->bias_buf.region != NULL, c->relu);
+    cl_int4 misc = int4_of((int)cpg, (int)(c->k / c->groups), c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, (int)span, c->z_buf.region != NULL);
     cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
     cl_long res_off = c->z_buf.region ? elem_off(c->z_buf) : 0;
@@ -336,4 +336,5 @@ const pdnn__algo pdnn__cl_algo_gemm_1x1 = {
     .plan = g1_plan,
     .run = g1_run,
     .residual = 1, /* z added in both kernels' epilogues */
+    .relu_cap = 1, /* and the relu's cap applied (misc.s3) */
 };

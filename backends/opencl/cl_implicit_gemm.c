@@ -170,7 +170,7 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     const int64_t span = ig_span(d, c, i);
     cl_int4 dims = int4_of((int)c->n, (int)c->p, (int)c->q, (int)c->k);
     cl_int4 inp = int4_of((int)c->h, (int)c->w, (int)cpg, (int)(c->k / c->groups));
-    cl_int4 filt = int4_of((int)c->r, (int)c->s, c->bias_buf.region != NULL, c->relu);
+    cl_int4 filt = int4_of((int)c->r, (int)c->s, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
     cl_int4 pad = int4_of(c->pad_top, c->pad_left, (int)span, c->z_buf.region != NULL);
     cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
@@ -266,4 +266,5 @@ const pdnn__algo pdnn__cl_algo_implicit_gemm = {
     .plan = ig_plan,
     .run = ig_run,
     .residual = 1, /* z added in the epilogue (pad.s3) */
+    .relu_cap = 1, /* and the relu's cap applied (filt.s3) */
 };

@@ -22,7 +22,9 @@
 #include "backend.h"
 
 #include <CL/cl.h>
+#include <math.h>
 #include <pthread.h>
+#include <string.h>
 
 /* A program of the kernel cache (cl_common.c). */
 typedef struct pdnn__cl_program_entry pdnn__cl_program_entry;
@@ -72,6 +74,21 @@ static inline cl_int4 int4_of(int a, int b, int c, int d)
     v.s[2] = c;
     v.s[3] = d;
     return v;
+}
+
+/* The relu word of the kernels with a capped relu epilogue (gemm_1x1,
+ * implicit_gemm, depthwise): 0 no relu, else the bits of the float upper
+ * bound (+inf for a plain relu), which the kernel reads back with
+ * as_float: y = min(max(y, 0), cap) costs one more instruction and no
+ * new argument. */
+static inline int pdnn__cl_relu_word(const pdnn__conv2d_call *c)
+{
+    if (!c->relu)
+        return 0;
+    const float cap = c->relu_cap > 0.0f ? c->relu_cap : INFINITY;
+    int bits;
+    memcpy(&bits, &cap, sizeof bits);
+    return bits;
 }
 
 /* ---- cl_common.c ---------------------------------------------------------- */
