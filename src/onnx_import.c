@@ -1442,6 +1442,17 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
         st = tensor_value(&im, im.g->initializer[i], im.g->initializer[i]->name);
     if (st == PDNN_SUCCESS)
         st = import_inputs(&im, opts, io);
+    /* Constant nodes first: they read nothing, and exporters put each just
+     * before its reader, e.g. a Clip's bounds after the Conv that the Clip
+     * follows, where that Conv's fusion would not see them yet. */
+    for (size_t i = 0; i < im.g->n_node && st == PDNN_SUCCESS; i++) {
+        const Onnx__NodeProto *n = im.g->node[i];
+        if (n->op_type && strcmp(n->op_type, "Constant") == 0 && n->n_input == 0 &&
+            (!n->domain || !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0)) {
+            st = import_node(&im, i);
+            im.absorbed[i] = 1;
+        }
+    }
     for (size_t i = 0; i < im.g->n_node && st == PDNN_SUCCESS; i++)
         st = import_node(&im, i);
     if (st == PDNN_SUCCESS)

@@ -152,6 +152,13 @@ def activation_cases():
                  helper.make_node("Clip", ["c", "lo", "hi"], ["y"])]
         yield f"conv_{tag}", model(nodes, x, None, [init("w", rnd(6, 4, 3, 3)), init("b", rnd(6)),
                                                     init("lo", np.float32(lo)), init("hi", np.float32(1.5))]), x
+    # torch.onnx.export's order: the bounds are Constant nodes between the
+    # Conv and the Clip (the import reads Constant nodes first to fuse).
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Constant", [], ["lo"], value=helper.make_tensor("v0", TensorProto.FLOAT, [], [0.0])),
+             helper.make_node("Constant", [], ["hi"], value=helper.make_tensor("v1", TensorProto.FLOAT, [], [6.0])),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["y"])]
+    yield "conv_relu6_constant_nodes", model(nodes, x, None, [init("w", rnd(6, 4, 3, 3)), init("b", rnd(6))]), x
     yield "leaky_relu", model([helper.make_node("LeakyRelu", ["x"], ["y"], alpha=0.2)], x, None), x
     yield "leaky_relu_default", model([helper.make_node("LeakyRelu", ["x"], ["y"])], x, None), x
     nodes = [helper.make_node("Mul", ["x", "k"], ["m"]), helper.make_node("Sigmoid", ["m"], ["y"])]
@@ -349,6 +356,13 @@ def main():
                 if not plans:
                     print(f"FAIL {tag}: --memory-stats printed no plan line\n{r.stdout}")
                     failed += 1
+                # Conv + Clip(0, c) must fuse (no Clip node in the profile)
+                # unless --no-fusion, which keeps the Clip.
+                if name.startswith("conv_relu6") and not extra:
+                    pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
+                    if pr.returncode != 0 or "| Clip |" in pr.stdout:
+                        print(f"FAIL {tag}: the Clip was not fused into the Conv\n{pr.stdout}{pr.stderr}")
+                        failed += 1
                 results = [(tag, np.load(yp))]
                 if pdnn is not None:
                     model = pdnn.load_onnx(path, device=dev, batch=x_shape[0], fusion="--no-fusion" not in extra,
