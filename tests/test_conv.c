@@ -146,6 +146,30 @@ Test(conv_reference, hand_computed_values)
     pdnn_context_destroy(ctx);
 }
 
+/* The 3x3 image, 2x2 filter, bias and residual z of the hand-computed
+ * fused-epilogue tests, on dev, and y {1,1,2,2} (NCHW). */
+typedef struct tiny_conv {
+    pdnn_tensor *x, *w, *b, *z, *y;
+} tiny_conv;
+
+static tiny_conv tiny_upload(pdnn_device *dev, const float x[9], const float w[4], const float b[1],
+                             const float z[4])
+{
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
+    pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1), yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    tiny_conv t = {th_upload(dev, &xd, x), th_upload(dev, &wd, w), th_upload(dev, &bd, b), th_upload(dev, &yd, z),
+                   NULL};
+    cr_assert_eq(pdnn_tensor_create(dev, &yd, &t.y), PDNN_SUCCESS);
+    return t;
+}
+
+static void tiny_release(tiny_conv *t)
+{
+    pdnn_tensor *all[] = {t->x, t->w, t->b, t->z, t->y};
+    for (int i = 0; i < 5; i++)
+        pdnn_tensor_release(all[i]);
+}
+
 /* relu_cap (ReLU6's form): hand-computed values on every device, under
  * AUTO, direct (OpenCL's has no cap: the dispatcher clips after it) and
  * depthwise (which clips in its epilogue), with and without a residual;
@@ -163,11 +187,8 @@ Test(conv_reference, relu_cap_values_and_refusals)
     for (int d = 0; d < pdnn_device_count(ctx); d++) {
         pdnn_device *dev = NULL;
         cr_assert_eq(pdnn_device_get(ctx, d, &dev), PDNN_SUCCESS);
-        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
-        pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1), yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
-        pdnn_tensor *xt = th_upload(dev, &xd, x), *wt = th_upload(dev, &wd, w), *bt = th_upload(dev, &bd, b);
-        pdnn_tensor *zt = th_upload(dev, &yd, z), *yt = NULL;
-        cr_assert_eq(pdnn_tensor_create(dev, &yd, &yt), PDNN_SUCCESS);
+        tiny_conv t = tiny_upload(dev, x, w, b, z);
+        pdnn_tensor *xt = t.x, *wt = t.w, *bt = t.b, *zt = t.z, *yt = t.y;
         static const pdnn_conv_algo algos[] = {PDNN_CONV_ALGO_AUTO, PDNN_CONV_ALGO_DIRECT, PDNN_CONV_ALGO_DEPTHWISE};
         for (int a = 0; a < 3; a++)
             for (int r = 0; r < 2; r++) {
@@ -195,11 +216,7 @@ Test(conv_reference, relu_cap_values_and_refusals)
         cr_assert_eq(pdnn_conv2d_forward(&p, xt, wt, bt, yt), PDNN_ERR_INVALID_ARGUMENT);
         cr_assert_not_null(strstr(pdnn_last_error(), "relu is 0"), "%s", pdnn_last_error());
         p.relu = 1;
-        pdnn_tensor_release(xt);
-        pdnn_tensor_release(wt);
-        pdnn_tensor_release(bt);
-        pdnn_tensor_release(zt);
-        pdnn_tensor_release(yt);
+        tiny_release(&t);
     }
     pdnn_context_destroy(ctx);
 }
@@ -219,11 +236,8 @@ Test(conv_reference, residual_values_and_refusals)
     for (int d = 0; d < pdnn_device_count(ctx); d++) {
         pdnn_device *dev = NULL;
         cr_assert_eq(pdnn_device_get(ctx, d, &dev), PDNN_SUCCESS);
-        pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
-        pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, 1, 1, 1, 1), yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
-        pdnn_tensor *xt = th_upload(dev, &xd, x), *wt = th_upload(dev, &wd, w), *bt = th_upload(dev, &bd, b);
-        pdnn_tensor *zt = th_upload(dev, &yd, z), *yt = NULL;
-        cr_assert_eq(pdnn_tensor_create(dev, &yd, &yt), PDNN_SUCCESS);
+        tiny_conv t = tiny_upload(dev, x, w, b, z);
+        pdnn_tensor *xt = t.x, *wt = t.w, *bt = t.b, *zt = t.z, *yt = t.y;
         for (int a = 0; a < 2; a++) { /* AUTO, then direct (the unfused path on OpenCL) */
             p.algorithm = a ? PDNN_CONV_ALGO_DIRECT : PDNN_CONV_ALGO_AUTO;
             cr_assert_eq(pdnn_conv2d_forward_residual(&p, xt, wt, bt, zt, yt), PDNN_SUCCESS, "%s: %s", dev->name,
@@ -247,11 +261,7 @@ Test(conv_reference, residual_values_and_refusals)
         cr_assert_eq(pdnn_conv2d_forward_residual(&p, xt, wt, bt, yt, yt), PDNN_ERR_INVALID_ARGUMENT);
         pdnn_tensor_release(zbad);
         pdnn_tensor_release(znhwc);
-        pdnn_tensor_release(xt);
-        pdnn_tensor_release(wt);
-        pdnn_tensor_release(bt);
-        pdnn_tensor_release(zt);
-        pdnn_tensor_release(yt);
+        tiny_release(&t);
     }
     pdnn_context_destroy(ctx);
 }
