@@ -73,6 +73,20 @@ static inline void pdnn__layout_strides(pdnn_layout layout, const int64_t d[4],
     }
 }
 
+/* ord: the 4 axes by decreasing stride st, i.e. in memory order from the
+ * outermost (ties, axes of size 1, keep their logical order). */
+static inline void pdnn__stride_order(const int64_t st[4], int ord[4])
+{
+    for (int i = 0; i < 4; i++)
+        ord[i] = i;
+    for (int i = 1; i < 4; i++) /* insertion sort */
+        for (int j = i; j > 0 && st[ord[j]] > st[ord[j - 1]]; j--) {
+            const int t = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = t;
+        }
+}
+
 /* A validated 2-D convolution. Sizes use cuDNN's letters: input N,C,H,W;
  * filter K (out channels), C/groups, R (height), S (width); output N,K,P,Q.
  * All four paddings are given; pad_bottom/pad_right agree with P and Q.

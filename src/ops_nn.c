@@ -285,18 +285,13 @@ pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_BINARY;
     pdnn__binary_call *c = &call.u.binary;
-    /* a's axes in memory order (decreasing stride; ties are axes of size
-     * 1, whose order does not matter). */
+    /* a's axes in memory order (ties are axes of size 1, whose order
+     * does not matter). */
     int64_t as[4], bs[4];
+    int ax[4];
     pdnn__layout_strides(a->desc.layout, a->desc.dims, as);
     pdnn__layout_strides(b->desc.layout, b->desc.dims, bs);
-    int ax[4] = {0, 1, 2, 3};
-    for (int i = 1; i < 4; i++)
-        for (int j = i; j > 0 && as[ax[j]] > as[ax[j - 1]]; j--) {
-            int t = ax[j];
-            ax[j] = ax[j - 1];
-            ax[j - 1] = t;
-        }
+    pdnn__stride_order(as, ax);
     for (int k = 0; k < 4; k++) {
         c->dims[k] = a->desc.dims[ax[k]];
         c->bs[k] = b->desc.dims[ax[k]] == 1 ? 0 : bs[ax[k]];

@@ -162,13 +162,8 @@ static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdn
     (void)plan, (void)ws, (void)rep;
     cl_dev *d = dev;
     const pdnn__transform_call *c = &call->u.transform;
-    int ord[4] = {0, 1, 2, 3};
-    for (int a = 1; a < 4; a++) /* insertion sort by decreasing y stride */
-        for (int b = a; b > 0 && c->ys[ord[b]] > c->ys[ord[b - 1]]; b--) {
-            const int t = ord[b];
-            ord[b] = ord[b - 1];
-            ord[b - 1] = t;
-        }
+    int ord[4];
+    pdnn__stride_order(c->ys, ord);
     cl_kernel k = NULL;
     pdnn_status st = lock_kernel(d, "ew_transform", &k);
     if (st != PDNN_SUCCESS)
