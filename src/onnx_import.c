@@ -484,6 +484,19 @@ static int has_valid_ints(const Onnx__NodeProto *n, const char *name, int64_t lo
     return 1;
 }
 
+/* dst = src, a row-major array of logical dims d (ONNX's NCHW or OIHW),
+ * in memory order of layout (NHWC's, OHWI's). */
+static void relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst)
+{
+    int64_t st[4];
+    pdnn__layout_strides(layout, d, st);
+    for (int64_t i = 0, a = 0; a < d[0]; a++)
+        for (int64_t b = 0; b < d[1]; b++)
+            for (int64_t h = 0; h < d[2]; h++)
+                for (int64_t w = 0; w < d[3]; w++)
+                    dst[a * st[0] + b * st[1] + h * st[2] + w * st[3]] = src[i++];
+}
+
 /* A Clip's bounds: attributes before opset 11, constant scalar inputs
  * from it (either may be absent: +-inf). With report 0, a failure sets no
  * error (the conv fusion only asks). */
@@ -637,12 +650,7 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
             free(wf), free(bf);
             return node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
         }
-        const int64_t I = w->dims[1], R = w->dims[2], S = w->dims[3];
-        for (int64_t o = 0; o < K; o++)
-            for (int64_t c = 0; c < I; c++)
-                for (int64_t h = 0; h < R; h++)
-                    for (int64_t q = 0; q < S; q++)
-                        t[((o * R + h) * S + q) * I + c] = wf[((o * I + c) * R + h) * S + q];
+        relayout(wf, wd.dims, PDNN_OHWI, t);
         free(wf);
         wf = t;
         wd.layout = PDNN_OHWI;
@@ -753,15 +761,7 @@ static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, value *
         float *data = malloc((size_t)(cb->count ? cb->count : 1) * sizeof *data);
         if (!data)
             return node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
-        int64_t ns[4], ls[4];
-        pdnn__layout_strides(PDNN_NCHW, bd, ns);
-        pdnn__layout_strides(ad.layout, bd, ls);
-        for (int64_t i = 0; i < bd[0]; i++)
-            for (int64_t c = 0; c < bd[1]; c++)
-                for (int64_t h = 0; h < bd[2]; h++)
-                    for (int64_t w = 0; w < bd[3]; w++)
-                        data[i * ls[0] + c * ls[1] + h * ls[2] + w * ls[3]] =
-                            cb->data[i * ns[0] + c * ns[1] + h * ns[2] + w * ns[3]];
+        relayout(cb->data, bd, ad.layout, data);
         st = pdnn_graph_constant(im->graph, NULL, im->device, &want, data, &bnode);
         free(data);
         if (st != PDNN_SUCCESS)
@@ -784,19 +784,27 @@ static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, value *
     return finish(im, n, st, y, a->rank);
 }
 
+/* For a commutative op of two inputs: a constant first input swaps with
+ * the second; returns the second when it is a constant (NULL if not). */
+static value *constant_second(importer *im, const Onnx__NodeProto *n)
+{
+    value *ca = const_input(im, n, 0), *cb = const_input(im, n, 1);
+    if (ca && !cb) {
+        char *t = n->input[0];
+        n->input[0] = n->input[1];
+        n->input[1] = t;
+        cb = ca;
+    }
+    return cb;
+}
+
 static pdnn_status import_add(importer *im, const Onnx__NodeProto *n)
 {
     if (n->n_input != 2)
         return node_error(PDNN_ERR_CORRUPT, n, "Add takes 2 inputs, %zu given", n->n_input);
-    value *ca = const_input(im, n, 0), *cb = const_input(im, n, 1), *a;
+    value *cb = constant_second(im, n), *a;
     pdnn_status st;
     int y = -1;
-    if (ca && !cb) { /* commutative: keep the constant second */
-        const char *t = n->input[0];
-        n->input[0] = n->input[1];
-        n->input[1] = (char *)t;
-        cb = ca;
-    }
     if (!(a = act_input(im, n, 0, &st)))
         return st;
     if (cb && cb->data) {
@@ -1028,14 +1036,8 @@ static pdnn_status import_mul(importer *im, const Onnx__NodeProto *n)
 {
     if (n->n_input != 2)
         return node_error(PDNN_ERR_CORRUPT, n, "Mul takes 2 inputs, %zu given", n->n_input);
-    value *ca = const_input(im, n, 0), *cb = const_input(im, n, 1), *x;
+    value *cb = constant_second(im, n), *x;
     pdnn_status st;
-    if (ca && !cb) { /* commutative: keep the constant second */
-        const char *t = n->input[0];
-        n->input[0] = n->input[1];
-        n->input[1] = (char *)t;
-        cb = ca;
-    }
     if (!(x = act_input(im, n, 0, &st)))
         return st;
     if (!(cb && cb->data && cb->count == 1)) /* not a scalar: elementwise, b broadcast */
