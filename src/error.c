@@ -19,7 +19,7 @@ pdnn_status pdnn__error(pdnn_status status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    memcpy(last_error, msg, sizeof last_error);
+    memcpy(last_error, msg, strlen(msg) + 1);
     return status;
 }
 
