@@ -3,18 +3,24 @@
  * over channels, so the work is memory-bound (2*R*S flops per output
  * element) and each kernel is written to read its input contiguously:
  *
- *   dw_nhwc8: channels are contiguous in NHWC. A work-item computes 8
- *             consecutive output channels (one float8) for DW_TQ
- *             consecutive output columns of one row; a filter vector is
- *             loaded once per (r, s) and used for all DW_TQ columns.
- *   dw_nchw8: rows are contiguous in NCHW. A work-item computes 8
- *             consecutive output columns of DW_TP rows of one channel;
- *             the 8 inputs of a tap are one vload8 (stride 1) or the even
- *             half of one vload16 (stride 2), and the overlapping loads
- *             of neighbouring taps and rows hit the cache. At the left
- *             and right borders the same load reaches into the
- *             neighbouring rows and the padding lanes are masked, so
- *             small images (14x14, 7x7) stay on vector loads too.
+ *   dw_nhwc: channels are contiguous in NHWC. A work-item computes 8
+ *            consecutive output channels (one float8) for DW_TQ
+ *            consecutive output columns of one row; a filter vector is
+ *            loaded once per (r, s) and used for all DW_TQ columns (one
+ *            vload8 with HWIO filters, which the ONNX import uses for
+ *            depthwise layers in NHWC), and a block whose taps all lie in
+ *            the image runs with no test per tap.
+ *   dw_nchw: rows are contiguous in NCHW. A work-item sweeps whole output
+ *            rows of one channel (a host-chosen number of them) in chunks
+ *            of 8 columns; the 8 inputs of a tap are one vload8 (stride
+ *            1) or the even half of one vload16 (stride 2), and the
+ *            overlapping loads of neighbouring taps and rows hit the
+ *            cache. Whether a chunk's taps lie in the image is decided
+ *            once per chunk. At the left and right borders the same load
+ *            reaches into the neighbouring rows and the padding lanes are
+ *            masked (the masks worked out once per chunk when the filter
+ *            width DW_S is built in), so small images (14x14, 7x7) stay on
+ *            vector loads too.
  *
  * Layouts enter only through element strides (xs, ws, ys: the strides of
  * the logical axes n,c,h,w / k,c,r,s / n,k,p,q), as in conv2d_direct, so
@@ -23,9 +29,6 @@
  * the end of an axis compute clamped values that are never stored. */
 #ifndef DW_TQ
 #define DW_TQ 8
-#endif
-#ifndef DW_TP
-#define DW_TP 2
 #endif
 
 /* A float16 returned by vload16 crosses a call whose vector ABI differs
@@ -44,20 +47,145 @@ static inline float8 dw_vec8(const float v[8])
     return (float8)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
 }
 
+/* One tap's 8 inputs, lane i at column b + i*sw, of the row at `row`,
+ * read one by one (other strides, strided rows, the first and last rows
+ * of x): lanes outside [0, W) add nothing. They are skipped, not
+ * multiplied by zero, so that an infinite weight in the padding stays out
+ * of the sum as in the reference. */
+static inline float8 dw_tap_scalar(__global const float *x, long row, long b, int sw, int W, long xcs, float f,
+                                   float8 acc)
+{
+    float v[8];
+    int in[8];
+    for (int i = 0; i < 8; i++) {
+        const long iw = b + (long)i * sw;
+        in[i] = iw >= 0 && iw < W ? -1 : 0;
+        v[i] = in[i] ? x[row + iw * xcs] : 0.0f;
+    }
+    const int8 ok = (int8)(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]);
+    return select(acc, fma(dw_vec8(v), (float8)(f), acc), ok);
+}
+
+/* Which lanes of a tap whose lane 0 reads column b lie in the image. */
+#define DW_LANES(b) ((int8)(0, 1, 2, 3, 4, 5, 6, 7) * sw + (int)(b) >= 0 && (int8)(0, 1, 2, 3, 4, 5, 6, 7) * sw + (int)(b) < W)
+
+/* dimension 0: blocks of pad_fast.s3 output rows; 1: n * K + k.
+ * A work-item sweeps whole output rows of one channel in chunks of 8
+ * columns. Whether a chunk's taps all lie inside the image is decided once
+ * per chunk, so the chunks inside (all but one or two per row) run on
+ * plain vector loads with no per-tap test, and the per-work-item setup is
+ * spread over whole rows.
+ * fast: s0 x rows are contiguous (w stride 1), s2 y rows likewise. */
+__kernel void dw_nchw(__global const float *x, long x_off,
+                      __global const float *w, long w_off,
+                      __global const float *bias, long b_off,
+                      __global float *y, long y_off,
+                      long4 xs, long4 ws, long4 ys,
+                      int4 in_dims,  /* N, C, H, W               */
+                      int4 out_dims, /* K, P, Q, multiplier m    */
+                      int4 filt,     /* R, S, has bias, relu word */
+                      int4 geom,     /* stride h, w, dilation h, w */
+                      int4 pad_fast, /* pad top, pad left, fast flags, rows per work-item */
+                      long x_end)    /* x_off + elements of x */
+{
+    const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3, TP = pad_fast.s3;
+    const int p0 = (int)get_global_id(0) * TP;
+    const long nk = (long)get_global_id(1);
+    if (p0 >= P || nk >= (long)in_dims.s0 * K)
+        return;
+    const long n = nk / K;
+    const int k = (int)(nk % K);
+#ifdef DW_S /* the filter width, known when the program was built: the tap loops unroll */
+    const int H = in_dims.s2, W = in_dims.s3, R = filt.s0, S = DW_S;
+#else
+    const int H = in_dims.s2, W = in_dims.s3, R = filt.s0, S = filt.s1;
+#endif
+    const int sw = geom.s1, dw = geom.s3;
+    const int xrow = pad_fast.s2 & 1, yrow = pad_fast.s2 & 4;
+    const long xbase = x_off + n * xs.s0 + (long)(k / m) * xs.s1;
+    const long wbase = w_off + (long)k * ws.s0;
+    const long ybase = y_off + n * ys.s0 + (long)k * ys.s1;
+    const float bk = filt.s2 ? bias[b_off + k] : 0.0f;
+    /* Chunks whose every tap reads inside the row: lane 0's first input
+     * column b0 = q0*sw - pad >= 0 and the last load's end
+     * b0 + (S-1)*dw + 8*sw <= W, i.e. q0 in [q_lo, q_hi]. */
+    const int pl = pad_fast.s1;
+    const int q_lo = (pl + sw - 1) / sw;
+    const long q_hi = xrow && (sw == 1 || sw == 2) ? (long)W - (long)(S - 1) * dw - 8 * sw + pl : -1;
+    for (int p = p0; p < p0 + TP && p < P; p++) {
+        const long ih0 = (long)p * geom.s0 - pad_fast.s0;
+        const long yrowp = ybase + (long)p * ys.s2;
+        for (int q0 = 0; q0 < Q; q0 += 8) {
+            const long b0 = (long)q0 * sw - pl;
+            const int inside = q0 >= q_lo && (long)q0 * sw <= q_hi;
+            float8 acc = (float8)(0.0f);
+            /* A chunk at the border loads as inside, reaching into the
+             * neighbouring rows (still inside x), and skips the padding
+             * lanes. Which lanes those are depends on the column only:
+             * with the filter width built in, once for all filter rows. */
+            const int reach = !inside && xrow && (sw == 1 || sw == 2);
+            const long reach_hi = b0 + (long)(S - 1) * dw + 8 * sw;
+#ifdef DW_S
+            int8 msk[DW_S];
+            for (int s = 0; s < S; s++)
+                msk[s] = DW_LANES(b0 + (long)s * dw);
+#define DW_MASK(s) msk[s]
+#else
+#define DW_MASK(s) DW_LANES(b0 + (long)(s) * dw)
+#endif
+            for (int r = 0; r < R; r++) {
+                const long ih = ih0 + (long)r * geom.s2;
+                if (ih < 0 || ih >= H)
+                    continue;
+                const long row = xbase + ih * xs.s2;
+                __global const float *wr = w + wbase + (long)r * ws.s2;
+                __global const float *xp = x + row + b0;
+                if (inside && sw == 1) {
+                    for (int s = 0; s < S; s++)
+                        acc = fma(vload8(0, xp + (long)s * dw), (float8)(wr[(long)s * ws.s3]), acc);
+                } else if (inside) {
+                    for (int s = 0; s < S; s++)
+                        acc = fma(LOAD16(0, xp + (long)s * dw).even, (float8)(wr[(long)s * ws.s3]), acc);
+                } else if (reach && row + b0 >= x_off && row + reach_hi <= x_end) {
+                    for (int s = 0; s < S; s++) {
+                        const float8 a = sw == 1 ? vload8(0, xp + (long)s * dw) : LOAD16(0, xp + (long)s * dw).even;
+                        acc = select(acc, fma(a, (float8)(wr[(long)s * ws.s3]), acc), DW_MASK(s));
+                    }
+                } else {
+                    for (int s = 0; s < S; s++)
+                        acc = dw_tap_scalar(x, row, b0 + (long)s * dw, sw, W, xs.s3, wr[(long)s * ws.s3], acc);
+                }
+            }
+#undef DW_MASK
+            acc += (float8)(bk);
+            if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
+                acc = fmin(fmax(acc, (float8)(0.0f)), (float8)(as_float(filt.s3)));
+            if (yrow && q0 + 8 <= Q) {
+                vstore8(acc, 0, y + yrowp + q0);
+            } else {
+                float v[8];
+                vstore8(acc, 0, v);
+                for (int i = 0; i < 8 && q0 + i < Q; i++)
+                    y[yrowp + (long)(q0 + i) * ys.s3] = v[i];
+            }
+        }
+    }
+}
+
 /* dimension 0: blocks of 8 output channels; 1: blocks of DW_TQ output
  * columns; 2: n * P + p. fast: s0 x reads 8 channels with vload8 (m == 1,
  * channel stride 1), s1 likewise for the filter (k stride 1: HWIO), s2 for
- * y (channel stride 1: NHWC), s3 unused. */
-__kernel void dw_nhwc8(__global const float *x, long x_off,
-                       __global const float *w, long w_off,
-                       __global const float *bias, long b_off,
-                       __global float *y, long y_off,
-                       long4 xs, long4 ws, long4 ys,
-                       int4 in_dims,  /* N, C, H, W               */
-                       int4 out_dims, /* K, P, Q, multiplier m    */
-                       int4 filt,     /* R, S, has bias, relu word */
-                       int4 geom,     /* stride h, w, dilation h, w */
-                       int4 pad_fast) /* pad top, pad left, fast flags (bits 0..2) */
+ * y (channel stride 1: NHWC). */
+__kernel void dw_nhwc(__global const float *x, long x_off,
+                      __global const float *w, long w_off,
+                      __global const float *bias, long b_off,
+                      __global float *y, long y_off,
+                      long4 xs, long4 ws, long4 ys,
+                      int4 in_dims,  /* N, C, H, W               */
+                      int4 out_dims, /* K, P, Q, multiplier m    */
+                      int4 filt,     /* R, S, has bias, relu word */
+                      int4 geom,     /* stride h, w, dilation h, w */
+                      int4 pad_fast) /* pad top, pad left, fast flags (bits 0..2) */
 {
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3;
     const int k0 = (int)get_global_id(0) * 8, q0 = (int)get_global_id(1) * DW_TQ;
@@ -82,6 +210,8 @@ __kernel void dw_nhwc8(__global const float *x, long x_off,
         acc[t] = (float8)(0.0f);
     const long ih0 = (long)p * geom.s0 - pad_fast.s0;
     const long iw0 = (long)q0 * geom.s1 - pad_fast.s1;
+    /* Output columns whose every tap lies in the image: no test per tap. */
+    const int inner = iw0 >= 0 && iw0 + (long)(DW_TQ - 1) * geom.s1 + (long)(S - 1) * geom.s3 < W && q0 + DW_TQ <= Q;
     for (int r = 0; r < R; r++) {
         const long ih = ih0 + (long)r * geom.s2;
         if (ih < 0 || ih >= H)
@@ -97,6 +227,13 @@ __kernel void dw_nhwc8(__global const float *x, long x_off,
                 for (int i = 0; i < 8; i++)
                     v[i] = w[wrs + wk[i]];
                 f = dw_vec8(v);
+            }
+            if (inner && xv) {
+                __global const float *xp = x + row + (iw0 + (long)s * geom.s3) * xs.s3 + k0;
+                const long step = (long)geom.s1 * xs.s3;
+                for (int t = 0; t < DW_TQ; t++)
+                    acc[t] = fma(vload8(0, xp + t * step), f, acc[t]);
+                continue;
             }
             for (int t = 0; t < DW_TQ; t++) {
                 const long iw = iw0 + (long)t * geom.s1 + (long)s * geom.s3;
@@ -136,95 +273,6 @@ __kernel void dw_nhwc8(__global const float *x, long x_off,
             vstore8(o, 0, v);
             for (int i = 0; i < 8 && k0 + i < K; i++)
                 y[yq + (long)(k0 + i) * ys.s1] = v[i];
-        }
-    }
-}
-
-/* dimension 0: blocks of 8 output columns; 1: blocks of DW_TP output
- * rows; 2: n * K + k.
- * fast: s0 x rows are contiguous (w stride 1), s1 unused, s2 y rows are
- * contiguous (q stride 1). */
-__kernel void dw_nchw8(__global const float *x, long x_off,
-                       __global const float *w, long w_off,
-                       __global const float *bias, long b_off,
-                       __global float *y, long y_off,
-                       long4 xs, long4 ws, long4 ys,
-                       int4 in_dims,  /* N, C, H, W               */
-                       int4 out_dims, /* K, P, Q, multiplier m    */
-                       int4 filt,     /* R, S, has bias, relu word */
-                       int4 geom,     /* stride h, w, dilation h, w */
-                       int4 pad_fast, /* pad top, pad left, fast flags */
-                       long x_end)    /* x_off + elements of x */
-{
-    const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3;
-    const int q0 = (int)get_global_id(0) * 8, p0 = (int)get_global_id(1) * DW_TP;
-    const long nk = (long)get_global_id(2);
-    if (q0 >= Q || p0 >= P || nk >= (long)in_dims.s0 * K)
-        return;
-    const long n = nk / K;
-    const int k = (int)(nk % K);
-    const int H = in_dims.s2, W = in_dims.s3, R = filt.s0, S = filt.s1;
-    const int sw = geom.s1, dw = geom.s3;
-    const int xrow = pad_fast.s2 & 1;
-    const long xbase = x_off + n * xs.s0 + (long)(k / m) * xs.s1;
-    const long wbase = w_off + (long)k * ws.s0;
-    const long ybase = y_off + n * ys.s0 + (long)k * ys.s1;
-    for (int p = p0; p < p0 + DW_TP && p < P; p++) {
-        const long ih0 = (long)p * geom.s0 - pad_fast.s0;
-        const long iw0 = (long)q0 * sw - pad_fast.s1;
-        float8 acc = (float8)(0.0f);
-        for (int r = 0; r < R; r++) {
-            const long ih = ih0 + (long)r * geom.s2;
-            if (ih < 0 || ih >= H)
-                continue;
-            const long row = xbase + ih * xs.s2;
-            for (int s = 0; s < S; s++) {
-                const float f = w[wbase + (long)r * ws.s2 + (long)s * ws.s3];
-                const long b = iw0 + (long)s * dw; /* input column of lane 0 */
-                float8 a;
-                if (xrow && sw == 1 && b >= 0 && b + 8 <= W) {
-                    a = vload8(0, x + row + b);
-                } else if (xrow && sw == 2 && b >= 0 && b + 16 <= W) {
-                    a = LOAD16(0, x + row + b).even;
-                } else if (xrow && (sw == 1 || sw == 2) && row + b >= x_off && row + b + 8 * sw <= x_end) {
-                    /* At a border: the same load, reaching into the
-                     * neighbouring rows (still inside x); the lanes it gives
-                     * from outside the image are padding and are skipped. */
-                    a = sw == 1 ? vload8(0, x + row + b) : LOAD16(0, x + row + b).even;
-                    const int8 col = (int8)(0, 1, 2, 3, 4, 5, 6, 7) * sw + (int)b;
-                    acc = select(acc, fma(a, (float8)(f), acc), col >= 0 && col < W);
-                    continue;
-                } else {
-                    /* Image borders, other strides, strided rows. Taps in the
-                     * padding are skipped, not multiplied by zero, so that an
-                     * infinite weight there stays out of the sum as in the
-                     * reference. */
-                    float v[8];
-                    int in[8];
-                    for (int i = 0; i < 8; i++) {
-                        const long iw = b + (long)i * sw;
-                        in[i] = iw >= 0 && iw < W ? -1 : 0;
-                        v[i] = in[i] ? x[row + iw * xs.s3] : 0.0f;
-                    }
-                    const int8 ok = (int8)(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]);
-                    acc = select(acc, fma(dw_vec8(v), (float8)(f), acc), ok);
-                    continue;
-                }
-                acc = fma(a, (float8)(f), acc);
-            }
-        }
-        if (filt.s2)
-            acc += (float8)(bias[b_off + k]);
-        if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
-            acc = fmin(fmax(acc, (float8)(0.0f)), (float8)(as_float(filt.s3)));
-        const long yrow = ybase + (long)p * ys.s2;
-        if ((pad_fast.s2 & 4) && q0 + 8 <= Q) {
-            vstore8(acc, 0, y + yrow + q0);
-        } else {
-            float v[8];
-            vstore8(acc, 0, v);
-            for (int i = 0; i < 8 && q0 + i < Q; i++)
-                y[yrow + (long)(q0 + i) * ys.s3] = v[i];
         }
     }
 }

@@ -385,6 +385,22 @@ static void build_conv_cases(void)
     };
     add_conv_all_layouts("implicit_gemm", 1, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
 
+    /* The depthwise kernels' paths: NHWC blocks whose taps all lie in the
+     * image, 16-channel vectors with a tail (K 24) and a multiplier, NCHW
+     * row chunks inside, at the borders (masked loads reaching into the
+     * next row) and at the ends of x, stride 2 and dilation 2 on wide
+     * rows, and filters wider than 8 (whose width is not built in). */
+    static const conv_case depthwise[] = {
+        {2, 32, 20, 37, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 24, 23, 40, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 24, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 24, 12, 30, 48, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 24, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {1, 16, 30, 30, 16, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 16, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {3, 16, 15, 64, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 16, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 16, 9, 40, 16, 3, 9, 1, 1, 1, 1, 1, 1, 4, 4, 16, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 8, 5, 33, 8, 1, 11, 1, 2, 1, 2, 0, 0, 5, 3, 8, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+    };
+    add_conv_all_layouts("depthwise", 1, depthwise, sizeof depthwise / sizeof depthwise[0], 9500);
+
     /* Large values on 3x3 filters (inputs up to 1000, filters up to 50,
      * bias up to 1e4), odd sizes (1x1, 2x3, 9x11 images), C 3, K 5, batch
      * 17, padding 0 to 2: where Winograd's transforms amplify rounding. */
@@ -1443,8 +1459,8 @@ static void usage(FILE *f)
             "                relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation, transform,\n"
             "                binary)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, large_values, pool_edges, pool_rows, pool_sampled, pool_nan,\n"
-            "                pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
+            "                implicit_gemm, depthwise, large_values, pool_edges, pool_rows, pool_sampled,\n"
+            "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
             "                activation, transform, binary (grad)\n"
             "  -v            print every case\n");
 }

@@ -8,16 +8,20 @@
 
 extern const pdnn__algo pdnn__cl_algo_depthwise;
 
-/* Work per work-item: dw_nhwc8's output columns (DW_TQ), dw_nchw8's
- * output rows (DW_TP). Larger blocks amortise each work-item's setup and
- * filter loads: on PoCL 8 columns ran up to 1.5x faster than 4, and 2
- * rows were no slower than 1 and at times 1.1x faster (noisy timings). */
+/* dw_nhwc's output columns per work-item: larger blocks amortise each
+ * work-item's setup and filter loads; on PoCL 8 ran up to 1.5x faster than
+ * 4. */
 #define NHWC_TQ 8
-#define NCHW_TP 2
 
-enum { DW_NHWC8, DW_NCHW8, DW_KERNELS };
+/* dw_nchw's work-items: about this many where the image allows (each
+ * sweeps N*K*P / DW_NCHW_ITEMS output rows, at least one), so that PoCL's
+ * threads share the launch evenly while each work-item's setup is spread
+ * over whole rows. 128 to 2048 timed alike on MobileNetV2. */
+#define DW_NCHW_ITEMS 512
 
-static const char *const dw_names[DW_KERNELS] = {"dw_nhwc8", "dw_nchw8"};
+enum { DW_NHWC, DW_NCHW, DW_KERNELS };
+
+static const char *const dw_names[DW_KERNELS] = {"dw_nhwc", "dw_nchw"};
 
 /* groups == C is a depthwise convolution (K = C * m follows from core's
  * check that groups divide K). The launch grids index with int and have
@@ -55,10 +59,17 @@ static size_t pow2_at_least(size_t v, size_t cap)
 static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
 {
     char opts[64];
-    snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_TP=%d", NHWC_TQ, NCHW_TP);
     const int nhwc = c->x_layout == PDNN_NHWC;
+    /* NCHW: the filter width built in up to 8, so that the tap loops
+     * unroll and the border masks are worked out once per chunk. */
+    if (nhwc)
+        snprintf(opts, sizeof opts, "-DDW_TQ=%d", NHWC_TQ);
+    else if (c->s <= 8)
+        snprintf(opts, sizeof opts, "-DDW_S=%d", (int)c->s);
+    else
+        opts[0] = '\0';
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "conv2d_depthwise.cl", opts, dw_names[nhwc ? DW_NHWC8 : DW_NCHW8], &k);
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_depthwise.cl", opts, dw_names[nhwc ? DW_NHWC : DW_NCHW], &k);
     if (st != PDNN_SUCCESS)
         return st;
     if (c->n * c->k * c->p * c->q == 0)
@@ -81,7 +92,12 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, m);
     cl_int4 filt = int4_of((int)c->r, (int)c->s, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
-    cl_int4 pad_fast = int4_of(c->pad_top, c->pad_left, fast, 0);
+    int tp = 1; /* dw_nchw's output rows per work-item */
+    if (!nhwc) {
+        const int64_t t = c->n * c->k * c->p / DW_NCHW_ITEMS;
+        tp = (int)(t < 1 ? 1 : t > c->p ? c->p : t);
+    }
+    cl_int4 pad_fast = int4_of(c->pad_top, c->pad_left, fast, tp);
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
@@ -104,21 +120,21 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
         SET_ARG(k, 16, x_end);
     }
     if (err != CL_SUCCESS)
-        return pdnn__cl_fail(nhwc ? "clSetKernelArg(dw_nhwc8)" : "clSetKernelArg(dw_nchw8)", err);
+        return pdnn__cl_fail(nhwc ? "clSetKernelArg(dw_nhwc)" : "clSetKernelArg(dw_nchw)", err);
 
-    /* NHWC: 8-channel blocks x column blocks x image rows; NCHW: 8-column
-     * blocks x rows x image channels. A work-group spans the first two
-     * axes (up to 64 work-items, the leading axis first), so that its
-     * work-items read neighbouring memory. */
+    /* NHWC: channel blocks x column blocks x image rows; NCHW: blocks of
+     * tp rows x image channels. A work-group spans the first two axes (up
+     * to 64 work-items, the leading axis first), so that its work-items
+     * read neighbouring memory. */
     size_t g[3];
     if (nhwc) {
         g[0] = (size_t)((c->k + 7) / 8);
         g[1] = (size_t)((c->q + NHWC_TQ - 1) / NHWC_TQ);
         g[2] = (size_t)(c->n * c->p);
     } else {
-        g[0] = (size_t)((c->q + 7) / 8);
-        g[1] = (size_t)((c->p + NCHW_TP - 1) / NCHW_TP);
-        g[2] = (size_t)(c->n * c->k);
+        g[0] = (size_t)((c->p + tp - 1) / tp);
+        g[1] = (size_t)(c->n * c->k);
+        g[2] = 1;
     }
     size_t wg = 0;
     if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
@@ -135,8 +151,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
         global[i] = (g[i] + local[i] - 1) / local[i] * local[i];
     err = clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
     return err == CL_SUCCESS ? PDNN_SUCCESS
-                             : pdnn__cl_fail(nhwc ? "clEnqueueNDRangeKernel(dw_nhwc8)"
-                                                  : "clEnqueueNDRangeKernel(dw_nchw8)",
+                             : pdnn__cl_fail(nhwc ? "clEnqueueNDRangeKernel(dw_nhwc)" : "clEnqueueNDRangeKernel(dw_nchw)",
                                              err);
 }
 
