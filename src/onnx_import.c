@@ -644,16 +644,20 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
         return st;
     }
     pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {w->dims[0], w->dims[1], w->dims[2], w->dims[3]}};
-    if (im->layout == PDNN_NHWC) { /* OHWI, the NHWC kernels' filter order */
+    if (im->layout == PDNN_NHWC) {
+        /* OHWI, the NHWC kernels' filter order; a depthwise filter (one
+         * input channel per group) HWIO, where a tap's output channels are
+         * contiguous and the depthwise kernel reads them as one vector. */
+        const int dwise = p.groups > 1 && w->dims[1] == 1;
         float *t = malloc((size_t)w->count * sizeof *t);
         if (!t) {
             free(wf), free(bf);
             return node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
         }
-        relayout(wf, wd.dims, PDNN_OHWI, t);
+        relayout(wf, wd.dims, dwise ? PDNN_HWIO : PDNN_OHWI, t);
         free(wf);
         wf = t;
-        wd.layout = PDNN_OHWI;
+        wd.layout = dwise ? PDNN_HWIO : PDNN_OHWI;
     }
     pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {K, 1, 1, 1}};
     int wn = -1, bn_ = -1, y = -1;
