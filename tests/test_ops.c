@@ -247,11 +247,12 @@ Test(ops, concat_every_axis_both_layouts_every_device)
     pdnn_device *devs[16];
     int nd = all_devices(ctx, devs);
     /* Three inputs of 1, 3 and 2 along the axis (1x1 images, batch 1 and
-     * 17, channels not a multiple of 4). */
-    const int64_t base[][4] = {{2, 3, 5, 7}, {1, 1, 1, 1}, {17, 5, 1, 3}};
+     * 17, channels not a multiple of 4), and rows long enough for several
+     * of OpenCL's 64-word copy blocks and a tail. */
+    const int64_t base[][4] = {{2, 3, 5, 7}, {1, 1, 1, 1}, {17, 5, 1, 3}, {3, 4, 9, 31}};
     const int64_t parts[3] = {1, 3, 2};
     for (int di = 0; di < nd; di++)
-        for (int bi = 0; bi < 3; bi++)
+        for (int bi = 0; bi < 4; bi++)
             for (int axis = 0; axis < 4; axis++)
                 for (int li = 0; li < 2; li++) {
                     const pdnn_layout l = li ? PDNN_NHWC : PDNN_NCHW;

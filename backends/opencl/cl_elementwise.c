@@ -239,8 +239,10 @@ pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn_
     if (st != PDNN_SUCCESS)
         return st;
     cl_mem sm = src.region, dm = dst.region;
+    /* Blocks of 64 words (the kernel's CR_WORDS) per work-item. */
     cl_long so = (cl_long)(src.offset / 4), sp = (cl_long)(src_pitch / 4), dof = (cl_long)(dst.offset / 4),
-            dp = (cl_long)(dst_pitch / 4), w = (cl_long)(width / 4), total = (cl_long)(rows * (width / 4));
+            dp = (cl_long)(dst_pitch / 4), w = (cl_long)(width / 4), bpr = (w + 63) / 64,
+            total = (cl_long)rows * bpr;
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, sm);
     SET_ARG(k, 1, so);
@@ -249,6 +251,7 @@ pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn_
     SET_ARG(k, 4, dof);
     SET_ARG(k, 5, dp);
     SET_ARG(k, 6, w);
-    SET_ARG(k, 7, total);
+    SET_ARG(k, 7, bpr);
+    SET_ARG(k, 8, total);
     return finish_launch(d, k, "ew_copy_rows", err, total);
 }
