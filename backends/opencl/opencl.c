@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void info_string(cl_device_id d, cl_device_info what, char *buf, size_t len)
 {
@@ -245,11 +246,62 @@ static void cl_close(void *dev) { dev_free(dev); }
 
 /* ---- memory ------------------------------------------------------------ */
 
+/* On a CPU device (PoCL) a region is host memory, and the activations of
+ * a network are tens of MiB: with 4 KiB pages their sweeps miss the TLB.
+ * Regions of 2 MiB and more are therefore mapped here, 2 MiB-aligned and
+ * advised to use transparent huge pages (Debian's default is madvise),
+ * and handed over with CL_MEM_USE_HOST_PTR, which PoCL uses in place; the
+ * mapping goes when OpenCL destroys the buffer. NULL: not such a device
+ * or size, or any step failed (the caller falls back to clCreateBuffer). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+typedef struct host_map {
+    void *base;
+    size_t len;
+} host_map;
+
+static void CL_CALLBACK unmap_region(cl_mem m, void *user)
+{
+    (void)m;
+    host_map *h = user;
+    munmap(h->base, h->len);
+    free(h);
+}
+
+static cl_mem huge_page_buffer(const cl_dev *d, size_t bytes)
+{
+    if (!pdnn__cl_is_cpu(d) || bytes < HUGE_PAGE || bytes > SIZE_MAX - 2 * HUGE_PAGE)
+        return NULL;
+    const size_t span = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    host_map *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    h->len = span + HUGE_PAGE; /* room to align the start */
+    h->base = mmap(NULL, h->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (h->base == MAP_FAILED) {
+        free(h);
+        return NULL;
+    }
+    char *p = (char *)(((uintptr_t)h->base + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    (void)madvise(p, span, MADV_HUGEPAGE); /* advice: without it the pages are small */
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, p, &err);
+    if (m && clSetMemObjectDestructorCallback(m, unmap_region, h) == CL_SUCCESS)
+        return m;
+    if (m)
+        clReleaseMemObject(m);
+    munmap(h->base, h->len);
+    free(h);
+    return NULL;
+}
+
 static pdnn_status cl_region_alloc(void *dev, size_t bytes, void **region)
 {
     cl_dev *d = dev;
-    cl_int err;
-    cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    cl_int err = CL_SUCCESS;
+    cl_mem m = huge_page_buffer(d, bytes);
+    if (!m)
+        m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (!m) {
         char b[32];
         return pdnn__error(pdnn__cl_fail("clCreateBuffer", err),
