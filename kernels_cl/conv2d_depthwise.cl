@@ -69,9 +69,9 @@ static inline float8 dw_tap_scalar(__global const float *x, long row, long b, in
 /* Which lanes of a tap whose lane 0 reads column b lie in the image. */
 #define DW_LANES(b) ((int8)(0, 1, 2, 3, 4, 5, 6, 7) * sw + (int)(b) >= 0 && (int8)(0, 1, 2, 3, 4, 5, 6, 7) * sw + (int)(b) < W)
 
-/* dimension 0: blocks of pad_fast.s3 output rows; 1: n * K + k.
- * A work-item sweeps whole output rows of one channel in chunks of 8
- * columns. Whether a chunk's taps all lie inside the image is decided once
+/* dimension 0: blocks of pad_fast.s3 output rows; 1: n * K + k; 2: blocks
+ * of cw 8-column chunks. A work-item sweeps its rows of one channel in
+ * chunks of 8 columns (whole rows on CPUs). Whether a chunk's taps all lie inside the image is decided once
  * per chunk, so the chunks inside (all but one or two per row) run on
  * plain vector loads with no per-tap test, and the per-work-item setup is
  * spread over whole rows.
@@ -86,12 +86,15 @@ __kernel void dw_nchw(__global const float *x, long x_off,
                       int4 filt,     /* R, S, has bias, relu word */
                       int4 geom,     /* stride h, w, dilation h, w */
                       int4 pad_fast, /* pad top, pad left, fast flags, rows per work-item */
-                      long x_end)    /* x_off + elements of x */
+                      long x_end,    /* x_off + elements of x */
+                      int cw)        /* 8-column chunks per work-item */
 {
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3, TP = pad_fast.s3;
     const int p0 = (int)get_global_id(0) * TP;
     const long nk = (long)get_global_id(1);
-    if (p0 >= P || nk >= (long)in_dims.s0 * K)
+    const int qb = (int)get_global_id(2) * cw * 8;
+    const int qe = Q - qb < cw * 8 ? Q : qb + cw * 8;
+    if (p0 >= P || nk >= (long)in_dims.s0 * K || qb >= Q)
         return;
     const long n = nk / K;
     const int k = (int)(nk % K);
@@ -115,7 +118,7 @@ __kernel void dw_nchw(__global const float *x, long x_off,
     for (int p = p0; p < p0 + TP && p < P; p++) {
         const long ih0 = (long)p * geom.s0 - pad_fast.s0;
         const long yrowp = ybase + (long)p * ys.s2;
-        for (int q0 = 0; q0 < Q; q0 += 8) {
+        for (int q0 = qb; q0 < qe; q0 += 8) {
             const long b0 = (long)q0 * sw - pl;
             const int inside = q0 >= q_lo && (long)q0 * sw <= q_hi;
             float8 acc = (float8)(0.0f);

@@ -2,12 +2,17 @@
 # The harness must catch a defect in each of the depthwise kernels' fast
 # paths, and blame depthwise cases only: dw_nchw's border chunks (masked
 # loads reaching into the next row) with each tap's lanes shifted by one
-# column, and dw_nhwc's blocks inside the image with each column's input
-# read one column too far. Each bug alone; see tests/broken_kernel.sh.
+# column, dw_nchw's blocks of column chunks (small images split across
+# work-items) each skipping its first chunk, and dw_nhwc's blocks inside
+# the image with each column's input read one column too far. Each bug
+# alone; see tests/broken_kernel.sh.
 dir=${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/tests
 sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
     's/acc = select(acc, fma(a, (float8)(wr\[(long)s \* ws\.s3\]), acc), DW_MASK(s));/acc = select(acc, fma(a, (float8)(wr[(long)s * ws.s3]), acc), DW_MASK(s + 1));/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise --set depthwise || exit $?
+sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
+    's/for (int q0 = qb; q0 < qe; q0 += 8) {/for (int q0 = qb + (qb > 0 ? 8 : 0); q0 < qe; q0 += 8) {/' \
+    'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise || exit $?
 exec sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
     's/vload8(0, xp + t \* step)/vload8(0, xp + (t + 1) * step)/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise --set depthwise

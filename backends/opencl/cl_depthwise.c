@@ -13,11 +13,14 @@ extern const pdnn__algo pdnn__cl_algo_depthwise;
  * 4. */
 #define NHWC_TQ 8
 
-/* dw_nchw's work-items: about this many where the image allows (each
- * sweeps N*K*P / DW_NCHW_ITEMS output rows, at least one), so that PoCL's
- * threads share the launch evenly while each work-item's setup is spread
- * over whole rows. 128 to 2048 timed alike on MobileNetV2. */
-#define DW_NCHW_ITEMS 512
+/* dw_nchw's work-items: about this many where the image allows, as
+ * blocks of whole rows (N*K*P / items rows each, at least one) and, where
+ * there are fewer rows than that, also blocks of 8-column chunks. On a CPU
+ * (PoCL) 512 let the threads share the launch evenly while each
+ * work-item's setup is spread over whole rows (128 to 2048 timed alike on
+ * MobileNetV2); a GPU needs many more. */
+#define DW_NCHW_ITEMS_CPU 512
+#define DW_NCHW_ITEMS_GPU 65536
 
 enum { DW_NHWC, DW_NCHW, DW_KERNELS };
 
@@ -92,10 +95,14 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, m);
     cl_int4 filt = int4_of((int)c->r, (int)c->s, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
-    int tp = 1; /* dw_nchw's output rows per work-item */
+    /* dw_nchw's output rows and 8-column chunks per work-item. */
+    int tp = 1, cw = 1;
+    const int64_t chunks = (c->q + 7) / 8, rows = c->n * c->k * c->p;
     if (!nhwc) {
-        const int64_t t = c->n * c->k * c->p / DW_NCHW_ITEMS;
+        const int64_t want = pdnn__cl_is_cpu(d) ? DW_NCHW_ITEMS_CPU : DW_NCHW_ITEMS_GPU;
+        const int64_t t = rows / want, groups = rows >= want ? 1 : (want + rows - 1) / rows;
         tp = (int)(t < 1 ? 1 : t > c->p ? c->p : t);
+        cw = (int)(groups >= chunks ? 1 : (chunks + groups - 1) / groups);
     }
     cl_int4 pad_fast = int4_of(c->pad_top, c->pad_left, fast, tp);
     cl_int err = CL_SUCCESS;
@@ -117,13 +124,15 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     SET_ARG(k, 15, pad_fast);
     if (!nhwc) {
         cl_long x_end = xo + c->n * c->c * c->h * c->w;
+        cl_int cwa = cw;
         SET_ARG(k, 16, x_end);
+        SET_ARG(k, 17, cwa);
     }
     if (err != CL_SUCCESS)
         return pdnn__cl_fail(nhwc ? "clSetKernelArg(dw_nhwc)" : "clSetKernelArg(dw_nchw)", err);
 
     /* NHWC: channel blocks x column blocks x image rows; NCHW: blocks of
-     * tp rows x image channels. A work-group spans the first two axes (up
+     * tp rows x image channels x blocks of cw column chunks. A work-group spans the first two axes (up
      * to 64 work-items, the leading axis first), so that its work-items
      * read neighbouring memory. */
     size_t g[3];
@@ -134,7 +143,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     } else {
         g[0] = (size_t)((c->p + tp - 1) / tp);
         g[1] = (size_t)(c->n * c->k);
-        g[2] = 1;
+        g[2] = (size_t)((chunks + cw - 1) / cw);
     }
     size_t wg = 0;
     if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
