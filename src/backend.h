@@ -116,6 +116,17 @@ typedef struct pdnn__conv2d_call {
      * Algorithms without pdnn__algo.residual never see it: the dispatcher
      * runs them without z and relu, then adds z and applies the relu. */
     pdnn__buf z_buf;
+    /* CONV2D_FWD only: the filter's tensor when it is frozen (a session's
+     * constant, written only through pdnn_tensor_write), else NULL. An
+     * algorithm whose plan sets wpack may then keep its packed copy of
+     * the filter on the tensor across calls (dispatch.c). */
+    pdnn_tensor *w_const;
+    /* Set by the dispatcher for a plan with wpack > 0: wpack.bytes of
+     * device memory that holds the packed filter (wpack_fill 0), or that
+     * the run is to pack it into first (wpack_fill 1). region NULL: pack
+     * into the workspace as usual. */
+    pdnn__buf wpack;
+    int wpack_fill;
 } pdnn__conv2d_call;
 
 /* A validated 2-D pooling. Input N,C,H,W; output N,C,P,Q. */
@@ -311,6 +322,10 @@ typedef struct pdnn__plan {
     int cached;                /* config came from the tuning cache       */
     int search;                /* run searches the configurations first;
                                   workspace covers every one of them     */
+    size_t wpack;              /* CONV2D_FWD with a frozen filter (w_const):
+                                  bytes of the packed filter run can keep
+                                  on it across calls, not counted in
+                                  workspace; 0: none                     */
     /* Whatever else run needs (a vendor algorithm, offsets in the
      * workspace); plan writes it, run reads it. */
     _Alignas(16) unsigned char state[256];

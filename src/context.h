@@ -5,7 +5,17 @@
 #include "backend.h"
 #include "bfc.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+
+/* A frozen tensor's packed copy (see pdnn_tensor.pack). */
+typedef struct pdnn__tensor_pack {
+    const void *owner;     /* the pdnn__algo that packed it; NULL: none */
+    int config;            /* its configuration (pdnn__plan.config) */
+    size_t bytes;
+    pdnn__bfc_block block; /* from the tensor's device's allocator */
+    int filled;            /* a run has packed into it */
+} pdnn__tensor_pack;
 
 struct pdnn_device {
     pdnn_context *ctx;
@@ -17,6 +27,11 @@ struct pdnn_device {
     char name[64];             /* canonical short name */
     char tune_key[640];        /* the tuning cache's device: "backend|vendor|name|driver" */
     pdnn__bfc *alloc;
+    /* The frozen tensors here that hold packed copies (a list through
+     * pdnn_tensor.pack_next), which give way when an allocation finds no
+     * room (pdnn__device_alloc); evictions counts the times they did. */
+    pdnn_tensor *packs;
+    atomic_long pack_evictions;
 };
 
 struct pdnn_context {
@@ -45,6 +60,14 @@ struct pdnn_tensor {
      * instead of returning the block to the allocator. */
     void (*foreign_free)(void *foreign);
     void *foreign;
+    /* A session's constant (pdnn__tensor_freeze): nothing writes it but
+     * pdnn_tensor_write, which drops pack. pack is one algorithm's copy of
+     * it in that algorithm's order (a packed filter), made on a first
+     * call and read by later ones instead of packing each time. */
+    int frozen;
+    pthread_mutex_t pack_lock;
+    pdnn__tensor_pack pack;
+    pdnn_tensor *pack_prev, *pack_next; /* dev->packs while pack.owner */
 };
 
 /* The compiled-in backends in enumeration order (context.c). */
@@ -58,6 +81,20 @@ pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pd
 /* Reference counting (tensor.c, context.c): DLPack exports hold their
  * tensor, tensors and sessions their context. */
 void pdnn__tensor_ref(pdnn_tensor *t);
+/* Marks t a constant whose packed copies algorithms may keep (sessions'
+ * constants; see pdnn_tensor.frozen). */
+void pdnn__tensor_freeze(pdnn_tensor *t);
+/* Bytes of t's packed copy (0: none), for a session's live-set count. */
+size_t pdnn__tensor_pack_bytes(pdnn_tensor *t);
+/* Frees t's packed copy; call with t->pack_lock held. */
+void pdnn__tensor_pack_drop(pdnn_tensor *t);
+/* Gives t (pack_lock held, no copy) a packed copy of bytes for
+ * configuration config of algorithm owner, unfilled. It never evicts
+ * another tensor's copy: out of memory is returned instead. */
+pdnn_status pdnn__tensor_pack_alloc(pdnn_tensor *t, const void *owner, int config, size_t bytes);
+/* pdnn__bfc_alloc on dev's allocator; where there is no room, the packed
+ * copies of dev's tensors not in use give way and it tries once more. */
+pdnn_status pdnn__device_alloc(pdnn_device *dev, size_t bytes, const char *label, pdnn__bfc_block *out);
 void pdnn__tensor_unref(pdnn_tensor *t);
 void pdnn__context_ref(pdnn_context *ctx);
 void pdnn__context_unref(pdnn_context *ctx);

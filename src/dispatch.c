@@ -636,18 +636,69 @@ static pdnn_status run_unfused(pdnn_device *dev, const pdnn__algo *a, const pdnn
     return st;
 }
 
+static pdnn_status run_ws(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
+                          pdnn__run_report *rep);
+
+/* A plan that keeps a packed filter on its frozen tensor (wpack > 0):
+ * the tensor's copy when a made it for the same configuration, else a new
+ * one the run packs into. The tensor's lock is held through the run, so
+ * that no other call reads a copy still being made or evicts it. Where
+ * the copy does not fit in the device's free memory, the call runs as if
+ * the filter were not frozen (packing into its workspace, for which other
+ * tensors' copies give way). */
+static pdnn_status run_packed(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan,
+                              const pdnn__op_call *call, pdnn__run_report *rep)
+{
+    pdnn_tensor *t = call->u.conv2d.w_const;
+    pthread_mutex_lock(&t->pack_lock);
+    pdnn__tensor_pack *pk = &t->pack;
+    if (pk->owner != a || pk->config != plan->config || pk->bytes != plan->wpack) {
+        pdnn__tensor_pack_drop(t);
+        if (pdnn__tensor_pack_alloc(t, a, plan->config, plan->wpack) != PDNN_SUCCESS) {
+            pthread_mutex_unlock(&t->pack_lock);
+            pdnn__debug("conv2d on %s: %s's packed filter does not fit (%s); packing it for this call only",
+                        dev->name, a->name, pdnn_last_error());
+            pdnn__op_call c2 = *call;
+            c2.u.conv2d.w_const = NULL;
+            pdnn__plan p2;
+            pdnn__plan_for(dev, a, &c2, &p2);
+            if (!p2.supported)
+                return pdnn__error(PDNN_ERR_UNSUPPORTED, "conv2d: %s: %s", a->name, p2.why);
+            return run_ws(dev, a, &p2, &c2, rep);
+        }
+    }
+    pdnn__op_call c2 = *call;
+    c2.u.conv2d.wpack = pk->block.buf;
+    c2.u.conv2d.wpack_fill = !pk->filled;
+    const pdnn_status st = run_ws(dev, a, plan, &c2, rep);
+    if (st == PDNN_SUCCESS)
+        pk->filled = 1;
+    else if (!pk->filled)
+        pdnn__tensor_pack_drop(t);
+    pthread_mutex_unlock(&t->pack_lock);
+    return st;
+}
+
 static pdnn_status run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
                                pdnn__run_report *rep)
 {
     if (needs_unfused(a, call))
         return run_unfused(dev, a, plan, call, rep);
+    if (plan->wpack > 0 && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.w_const)
+        return run_packed(dev, a, plan, call, rep);
+    return run_ws(dev, a, plan, call, rep);
+}
+
+static pdnn_status run_ws(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
+                          pdnn__run_report *rep)
+{
     pdnn__bfc_block block;
     memset(&block, 0, sizeof block);
     pdnn__buf ws = {NULL, 0};
     if (plan->workspace > 0) {
         char label[48];
         snprintf(label, sizeof label, "%s workspace", pdnn__op_name(call->op));
-        pdnn_status st = pdnn__bfc_alloc(dev->alloc, plan->workspace, label, &block);
+        pdnn_status st = pdnn__device_alloc(dev, plan->workspace, label, &block);
         if (st != PDNN_SUCCESS)
             return st;
         ws = block.buf;

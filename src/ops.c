@@ -365,6 +365,8 @@ static pdnn_status conv_forward(const char *fn, const pdnn_conv2d_params *p, con
     c->x_buf = x->block.buf;
     c->w_buf = w->block.buf;
     c->y_buf = y->block.buf;
+    /* The packed-copy cache is the only thing written through it. */
+    c->w_const = w->frozen ? (pdnn_tensor *)w : NULL;
     if (bias)
         c->bias_buf = bias->block.buf;
     if (z)

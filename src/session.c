@@ -23,6 +23,8 @@ struct pdnn_session {
     double *prof_flops;     /* floating-point operations of one run (0: not counted) */
     int64_t *live_base;     /* per device: bytes of the constants and variables held there */
     int64_t *live_peak;     /* per device: the largest live set of any run so far */
+    int64_t *pack_seen;     /* per node: its constant's packed copy's bytes, as counted in live_base */
+    long evictions_seen;    /* the devices' pack_evictions summed, when count_packs last looked */
     /* Distributed (cfg.distributed): the MPI side, this rank's task number
      * for the logs (-1: not distributed), and the AllReduce nodes' buckets:
      * ar_order lists the AllReduce nodes by their input's index, bucket b
@@ -139,6 +141,7 @@ void pdnn_session_destroy(pdnn_session *s)
     free(s->prof_flops);
     free(s->live_base);
     free(s->live_peak);
+    free(s->pack_seen);
     free(s->prof_first);
     pdnn__comm_destroy(s->comm);
     free(s->ar_order);
@@ -279,7 +282,8 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         }
         s->live_base = calloc((size_t)s->ctx->n_devices, sizeof *s->live_base);
         s->live_peak = calloc((size_t)s->ctx->n_devices, sizeof *s->live_peak);
-        if (!s->placed || !s->consts || !s->live_base || !s->live_peak ||
+        s->pack_seen = calloc((size_t)s->g->n, sizeof *s->pack_seen);
+        if (!s->placed || !s->consts || !s->live_base || !s->live_peak || !s->pack_seen ||
             (cfg->profile && (!s->prof_runs || !s->prof_sec || !s->prof_first || !s->prof_algo || !s->prof_flops))) {
             pdnn__host_oom("pdnn_session_create", "the placement tables", n * (sizeof *s->placed + sizeof *s->consts));
             st = PDNN_ERR_OUT_OF_MEMORY;
@@ -300,6 +304,9 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         if (st == PDNN_SUCCESS)
             st = pdnn_tensor_write(s->consts[i], nd->data, (size_t)pdnn_tensor_desc_bytes(&nd->out));
         if (st == PDNN_SUCCESS) {
+            /* Nothing writes a constant again: algorithms may keep it packed. */
+            if (nd->op == PDNN__OP_CONST)
+                pdnn__tensor_freeze(s->consts[i]);
             const int d = dev_index(s, s->placed[i]);
             s->live_base[d] += pdnn_tensor_desc_bytes(&nd->out);
             s->live_peak[d] = s->live_base[d] > s->live_peak[d] ? s->live_base[d] : s->live_peak[d];
@@ -413,6 +420,9 @@ static pdnn_status transfer(const pdnn_tensor *src, pdnn_device *dst, pdnn_tenso
 static double node_flops(const pdnn__node *nd, const pdnn_tensor *const *in, const pdnn_tensor *y)
 {
     if (!y)
+        return 0;
+    /* Every op counted below reads two inputs. */
+    if (!in[0] || !in[1])
         return 0;
     const int64_t *o = y->desc.dims;
     switch (nd->op) {
@@ -562,6 +572,33 @@ static void live(pdnn_session *s, run_state *r, const pdnn_tensor *t, int sign)
     r->live[d] += sign * pdnn_tensor_desc_bytes(&t->desc);
     if (r->live[d] > s->live_peak[d])
         s->live_peak[d] = r->live[d];
+}
+
+/* Counts the packed copies node i's run made of the constants it read
+ * (kept on them for later runs) in their devices' live sets; all of them
+ * again where an allocation since made some give way (evictions). */
+static void count_packs(pdnn_session *s, run_state *r, int i)
+{
+    const pdnn__node *nd = &s->g->nodes[i];
+    long ev = 0;
+    for (int d = 0; d < s->ctx->n_devices; d++)
+        ev += atomic_load(&s->ctx->devices[d].pack_evictions);
+    const int all = ev != s->evictions_seen;
+    s->evictions_seen = ev;
+    for (int q = 0; q < (all ? s->g->n : nd->n_inputs); q++) {
+        const int j = all ? q : nd->inputs[q];
+        if (j < 0 || s->g->nodes[j].op != PDNN__OP_CONST || !s->consts[j])
+            continue;
+        const int64_t now = (int64_t)pdnn__tensor_pack_bytes(s->consts[j]), delta = now - s->pack_seen[j];
+        if (delta == 0)
+            continue;
+        s->pack_seen[j] = now;
+        const int d = dev_index(s, s->consts[j]->dev);
+        s->live_base[d] += delta;
+        r->live[d] += delta;
+        if (r->live[d] > s->live_peak[d])
+            s->live_peak[d] = r->live[d];
+    }
 }
 
 /* Marks what the needed nodes read, transitively (inputs precede their
@@ -799,6 +836,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
             r.values[i] = y;
             r.owned[i] = 1;
+            count_packs(s, &r, i);
         }
         if (st == PDNN_SUCCESS && s->prof_runs) {
             st = pdnn_device_synchronize(dev);

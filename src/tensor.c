@@ -133,7 +133,7 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
     char what[128];
     char dbuf[96];
     snprintf(what, sizeof what, "tensor %s", pdnn__desc_string(desc, dbuf, sizeof dbuf));
-    st = pdnn__bfc_alloc(dev->alloc, (size_t)bytes, what, &t->block);
+    st = pdnn__device_alloc(dev, (size_t)bytes, what, &t->block);
     if (st != PDNN_SUCCESS) {
         free(t);
         if (st == PDNN_ERR_OUT_OF_MEMORY) {
@@ -149,6 +149,7 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
     t->dev = dev;
     t->desc = *desc;
     t->bytes = bytes;
+    pthread_mutex_init(&t->pack_lock, NULL);
     atomic_init(&t->refs, 1);
     pdnn__context_ref(dev->ctx);
     *out = t;
@@ -166,6 +167,7 @@ pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pd
     t->bytes = pdnn_tensor_desc_bytes(desc);
     t->block.buf = buf;
     t->block.bytes = (size_t)t->bytes;
+    pthread_mutex_init(&t->pack_lock, NULL);
     atomic_init(&t->refs, 1);
     t->foreign_free = foreign_free;
     t->foreign = foreign;
@@ -175,6 +177,94 @@ pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pd
 }
 
 void pdnn__tensor_ref(pdnn_tensor *t) { atomic_fetch_add(&t->refs, 1); }
+
+void pdnn__tensor_freeze(pdnn_tensor *t) { t->frozen = 1; }
+
+/* Guards every device's list of tensors with packed copies. Order: a
+ * tensor's pack_lock, then this; the eviction takes this first and only
+ * tries the tensors' locks. */
+static pthread_mutex_t packs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void pack_unlink(pdnn_tensor *t)
+{
+    if (t->pack_prev)
+        t->pack_prev->pack_next = t->pack_next;
+    else
+        t->dev->packs = t->pack_next;
+    if (t->pack_next)
+        t->pack_next->pack_prev = t->pack_prev;
+    t->pack_prev = t->pack_next = NULL;
+}
+
+void pdnn__tensor_pack_drop(pdnn_tensor *t)
+{
+    if (!t->pack.owner)
+        return;
+    pthread_mutex_lock(&packs_mu);
+    pack_unlink(t);
+    pthread_mutex_unlock(&packs_mu);
+    pdnn__bfc_free(t->dev->alloc, t->pack.block.handle);
+    memset(&t->pack, 0, sizeof t->pack);
+}
+
+pdnn_status pdnn__tensor_pack_alloc(pdnn_tensor *t, const void *owner, int config, size_t bytes)
+{
+    pdnn__bfc_block b;
+    pdnn_status st = pdnn__bfc_alloc(t->dev->alloc, bytes, "conv2d packed filter", &b);
+    if (st != PDNN_SUCCESS)
+        return st;
+    t->pack.owner = owner;
+    t->pack.config = config;
+    t->pack.bytes = bytes;
+    t->pack.block = b;
+    t->pack.filled = 0;
+    pthread_mutex_lock(&packs_mu);
+    t->pack_prev = NULL;
+    t->pack_next = t->dev->packs;
+    if (t->dev->packs)
+        t->dev->packs->pack_prev = t;
+    t->dev->packs = t;
+    pthread_mutex_unlock(&packs_mu);
+    return PDNN_SUCCESS;
+}
+
+/* Frees the packed copies on dev whose tensors no call is using now.
+ * Returns how many. */
+static int evict_packs(pdnn_device *dev)
+{
+    int n = 0;
+    pthread_mutex_lock(&packs_mu);
+    for (pdnn_tensor *t = dev->packs, *next; t; t = next) {
+        next = t->pack_next;
+        if (pthread_mutex_trylock(&t->pack_lock) != 0)
+            continue;
+        pack_unlink(t);
+        pdnn__bfc_free(dev->alloc, t->pack.block.handle);
+        memset(&t->pack, 0, sizeof t->pack);
+        pthread_mutex_unlock(&t->pack_lock);
+        n++;
+    }
+    pthread_mutex_unlock(&packs_mu);
+    if (n)
+        atomic_fetch_add(&dev->pack_evictions, 1);
+    return n;
+}
+
+pdnn_status pdnn__device_alloc(pdnn_device *dev, size_t bytes, const char *label, pdnn__bfc_block *out)
+{
+    pdnn_status st = pdnn__bfc_alloc(dev->alloc, bytes, label, out);
+    if (st == PDNN_ERR_OUT_OF_MEMORY && dev->packs && evict_packs(dev) > 0)
+        st = pdnn__bfc_alloc(dev->alloc, bytes, label, out);
+    return st;
+}
+
+size_t pdnn__tensor_pack_bytes(pdnn_tensor *t)
+{
+    pthread_mutex_lock(&t->pack_lock);
+    const size_t n = t->pack.owner ? t->pack.bytes : 0;
+    pthread_mutex_unlock(&t->pack_lock);
+    return n;
+}
 
 void pdnn__tensor_unref(pdnn_tensor *t)
 {
@@ -187,6 +277,10 @@ void pdnn__tensor_unref(pdnn_tensor *t)
     /* The context goes last: the memory belongs to its devices, and a
      * foreign_free may release an export (and a tensor) of the same one. */
     pdnn_context *ctx = t->dev->ctx;
+    pthread_mutex_lock(&t->pack_lock);
+    pdnn__tensor_pack_drop(t);
+    pthread_mutex_unlock(&t->pack_lock);
+    pthread_mutex_destroy(&t->pack_lock);
     if (t->foreign_free)
         t->foreign_free(t->foreign);
     else
@@ -214,6 +308,10 @@ pdnn_status pdnn_tensor_write(pdnn_tensor *t, const void *src, size_t bytes)
     pdnn_status st = check_io("pdnn_tensor_write", t, src, bytes);
     if (st != PDNN_SUCCESS)
         return st;
+    /* A packed copy of the old contents would be read instead of the new. */
+    pthread_mutex_lock(&t->pack_lock);
+    pdnn__tensor_pack_drop(t);
+    pthread_mutex_unlock(&t->pack_lock);
     return t->dev->backend->write(t->dev->handle, t->block.buf, src, bytes);
 }
 

@@ -5,6 +5,7 @@
 #include "helpers.h"
 #include "backend.h"
 #include "dispatch.h"
+#include "context.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -706,3 +707,104 @@ Test(conv_parity, depthwise_claims_what_it_runs)
     pdnn_context_destroy(ctx);
 }
 
+
+/* The largest |a - b| over n elements. */
+static float max_diff(const float *a, const float *b, int64_t n)
+{
+    float m = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        m = fmaxf(m, fabsf(a[i] - b[i]));
+    return m;
+}
+
+/* A frozen filter (a session's constant, pdnn__tensor_freeze): the
+ * algorithms that pack it keep the packed copy on the tensor after the
+ * first call, later calls read that copy (what is written into it shows in
+ * their output), and pdnn_tensor_write drops it, so that the next call
+ * packs the new values. */
+Test(conv_parity, frozen_filter_keeps_its_packed_copy)
+{
+    pdnn_device *devs[8];
+    int ndev;
+    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    const struct {
+        pdnn_conv_algo algo;
+        int64_t r;
+    } algos[] = {{PDNN_CONV_ALGO_IMPLICIT_GEMM, 3}, {PDNN_CONV_ALGO_GEMM_1X1, 1}};
+    int checked = 0;
+    for (int i = 0; i < ndev; i++) {
+        if (!is_opencl(devs[i]))
+            continue;
+        for (int ai = 0; ai < 2; ai++) {
+            const int64_t r = algos[ai].r, xn = 2 * 20 * 6 * 6, wn = 24 * 20 * r * r, yn = 2 * 24 * 6 * 6;
+            pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 2, 20, 6, 6), wd = th_desc(PDNN_OIHW, 24, 20, r, r);
+            pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 2, 24, 6, 6);
+            float *xv = malloc((size_t)xn * sizeof *xv), *w1 = malloc((size_t)wn * sizeof *w1);
+            float *w2 = malloc((size_t)wn * sizeof *w2);
+            th_fill(xv, xn, 11);
+            th_fill(w1, wn, 12);
+            th_fill(w2, wn, 13);
+            pdnn_tensor *x = th_upload(devs[i], &xd, xv), *wp = th_upload(devs[i], &wd, w1);
+            pdnn_tensor *wf = th_upload(devs[i], &wd, w1), *y = th_upload(devs[i], &yd, NULL);
+            pdnn__tensor_freeze(wf);
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = (int)(r / 2);
+            p.algorithm = algos[ai].algo;
+            const char *name = pdnn_conv_algo_name(p.algorithm);
+            /* The reference: the same algorithm with the plain filter. */
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, wp, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+            float *ref1 = th_download(y);
+            cr_assert_eq(pdnn__tensor_pack_bytes(wp), 0, "%s kept a copy of a filter that is not frozen", name);
+            for (int call = 1; call <= 2; call++) {
+                cr_assert_eq(pdnn_conv2d_forward(&p, x, wf, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+                float *got = th_download(y);
+                cr_assert_leq(max_diff(got, ref1, yn), 0.0f, "%s, frozen filter, call %d: differs by %g", name, call,
+                              (double)max_diff(got, ref1, yn));
+                free(got);
+                cr_assert_gt(pdnn__tensor_pack_bytes(wf), 0, "%s kept no packed copy after call %d", name, call);
+            }
+            /* Garbage in the kept copy is what the next call reads. */
+            const size_t pb = pdnn__tensor_pack_bytes(wf);
+            float *junk = malloc(pb);
+            for (size_t e = 0; e < pb / sizeof *junk; e++)
+                junk[e] = 1000.0f;
+            pdnn_tensor *pack = NULL;
+            const pdnn_tensor_desc pd = th_desc(PDNN_LAYOUT_X, (int64_t)(pb / sizeof *junk), 1, 1, 1);
+            cr_assert_eq(pdnn__tensor_wrap(devs[i], &pd, wf->pack.block.buf, NULL, NULL, &pack), PDNN_SUCCESS);
+            cr_assert_eq(pdnn_tensor_write(pack, junk, pb), PDNN_SUCCESS);
+            pdnn_tensor_release(pack);
+            free(junk);
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, wf, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+            float *got = th_download(y);
+            cr_assert_gt(max_diff(got, ref1, yn), 100.0f, "%s: the call after the first did not read the kept copy",
+                         name);
+            free(got);
+            /* New values: the copy goes, and the next call packs them. */
+            cr_assert_eq(pdnn_tensor_write(wf, w2, (size_t)wn * sizeof *w2), PDNN_SUCCESS);
+            cr_assert_eq(pdnn__tensor_pack_bytes(wf), 0, "%s: pdnn_tensor_write left the packed copy", name);
+            cr_assert_eq(pdnn_tensor_write(wp, w2, (size_t)wn * sizeof *w2), PDNN_SUCCESS);
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, wp, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+            float *ref2 = th_download(y);
+            cr_assert_eq(pdnn_conv2d_forward(&p, x, wf, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+            got = th_download(y);
+            cr_assert_leq(max_diff(got, ref2, yn), 0.0f, "%s: after new values the output differs by %g", name,
+                          (double)max_diff(got, ref2, yn));
+            cr_assert_gt(max_diff(ref1, ref2, yn), 0.1f, "the two filters gave the same output");
+            free(got);
+            free(ref1);
+            free(ref2);
+            free(xv);
+            free(w1);
+            free(w2);
+            pdnn_tensor_release(x);
+            pdnn_tensor_release(wp);
+            pdnn_tensor_release(wf);
+            pdnn_tensor_release(y);
+            checked++;
+        }
+    }
+    pdnn_context_destroy(ctx);
+    if (checked == 0)
+        cr_skip_test("no OpenCL device");
+}

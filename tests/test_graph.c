@@ -618,3 +618,116 @@ Test(graph, activation_and_concat_nodes)
         cr_assert_float_eq(out[0][i], out[1][i], 1e-6, "element %d: placed %g, host %g", i, (double)out[0][i],
                            (double)out[1][i]);
 }
+
+/* A chain of convolutions whose constant filters OpenCL's algorithms keep
+ * packed after the first run: the packed copies count in the live set, and
+ * under a memory limit with room for the filters but not their copies the
+ * session still runs, to the same output (the copies give way). */
+static float *run_conv_chain(uint64_t limit, int64_t squeeze, int64_t *live, int *opencl)
+{
+    enum { L = 6, C = 256, HW = 4 };
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, C, HW, HW), wd = th_desc(PDNN_OIHW, C, C, 3, 3);
+    float *w = malloc((size_t)C * C * 9 * sizeof *w);
+    pdnn_node x, y;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &xd, &x), PDNN_SUCCESS);
+    y = x;
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    for (int i = 0; i < L; i++) {
+        th_fill(w, (int64_t)C * C * 9, 40 + (uint32_t)i);
+        for (int64_t e = 0; e < (int64_t)C * C * 9; e++)
+            w[e] /= 48.0f;
+        pdnn_node wn;
+        cr_assert_eq(pdnn_graph_constant(g, NULL, NULL, &wd, w, &wn), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_conv2d(g, NULL, NULL, y, wn, -1, &p, &y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    }
+    free(w);
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.options.allow_growth = squeeze == 0; /* squeeze: one region, no growth */
+    c.options.memory_limit = limit;
+    pdnn_session *s = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *dev;
+    cr_assert_eq(pdnn_session_node_device(s, y, &dev), PDNN_SUCCESS);
+    pdnn_device_info info;
+    cr_assert_eq(pdnn_device_get_info(dev, &info), PDNN_SUCCESS);
+    *opencl = strcmp(info.backend, "opencl") == 0;
+    float *xv = malloc((size_t)C * HW * HW * sizeof *xv);
+    th_fill(xv, (int64_t)C * HW * HW, 7);
+    pdnn_tensor *xt = th_upload(dev, &xd, xv), *o = NULL;
+    free(xv);
+    for (int run = 0; run < 2; run++) {
+        pdnn_tensor_release(o);
+        o = NULL;
+        cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &y, 1, &o), PDNN_SUCCESS, "run %d under a limit of %llu B: %s",
+                     run, (unsigned long long)limit, pdnn_last_error());
+    }
+    cr_assert_eq(pdnn_session_memory_live_peak(s, dev, live), PDNN_SUCCESS);
+    if (squeeze > 0 && *opencl) {
+        /* A filler over all but 512 KiB of the largest free chunk, then a
+         * tensor of squeeze bytes: room for it only where copies give
+         * way. Then a run, which makes them again. */
+        pdnn_memory_stats ms;
+        cr_assert_eq(pdnn_device_get_memory_stats(dev, &ms), PDNN_SUCCESS);
+        cr_assert_gt(ms.largest_free_chunk, (uint64_t)1 << 20);
+        const pdnn_tensor_desc fd = th_desc(PDNN_LAYOUT_X, (int64_t)(ms.largest_free_chunk - (1 << 19)) / 4, 1, 1, 1);
+        const pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, squeeze / 4, 1, 1, 1);
+        pdnn_tensor *filler = NULL, *big = NULL;
+        cr_assert_eq(pdnn_tensor_create(dev, &fd, &filler), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_tensor_create(dev, &bd, &big), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor_release(big);
+        pdnn_tensor_release(filler);
+        pdnn_tensor_release(o);
+        o = NULL;
+        cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &y, 1, &o), PDNN_SUCCESS, "%s", pdnn_last_error());
+    }
+    float *out = th_download(o);
+    pdnn_tensor_release(o);
+    pdnn_tensor_release(xt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+    return out;
+}
+
+static void check_chain(const float *got, const float *want, int64_t n)
+{
+    float worst = 0.0f, scale = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        worst = fmaxf(worst, fabsf(got[i] - want[i]));
+        scale = fmaxf(scale, fabsf(want[i]));
+    }
+    cr_assert_gt(scale, 0.0f);
+    cr_assert_leq(worst, 1e-4f * scale, "differs by %g (largest output %g)", (double)worst, (double)scale);
+}
+
+Test(graph, packed_constants_count_and_give_way)
+{
+    const int64_t filters = 6 * (int64_t)256 * 256 * 9 * 4, yn = 256 * 4 * 4;
+    int64_t live_free = 0, live_tight = 0;
+    int opencl = 0;
+    float *want = run_conv_chain(0, 0, &live_free, &opencl);
+    if (!opencl) {
+        free(want);
+        cr_skip_test("no OpenCL device");
+    }
+    /* The filters and their kept copies, both live. */
+    cr_assert_geq(live_free, 2 * filters, "largest live set %lld B, filters %lld B", (long long)live_free,
+                  (long long)filters);
+    /* Room for the filters and a few copies, not for all of them. */
+    float *got = run_conv_chain((uint64_t)filters * 3 / 2, 0, &live_tight, &opencl);
+    cr_assert_lt(live_tight, 2 * filters, "more copies than fit: largest live set %lld B", (long long)live_tight);
+    check_chain(got, want, yn);
+    free(got);
+    /* Room for the filters and all of their copies, one of which a 2 MiB
+     * tensor then needs. */
+    got = run_conv_chain((uint64_t)filters * 2 + ((uint64_t)16 << 20), (int64_t)2 << 20, &live_tight, &opencl);
+    cr_assert_geq(live_tight, 2 * filters, "the copies were not all kept: largest live set %lld B",
+                  (long long)live_tight);
+    check_chain(got, want, yn);
+    free(got);
+    free(want);
+}

@@ -385,6 +385,10 @@ int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_c
         if (t->applies(dev, call, j) && t->workspace(call, j) > ws)
             ws = t->workspace(call, j);
     plan->workspace = ws;
+    if (!plan->search && t->packed && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.w_const) {
+        plan->wpack = t->packed(call, i);
+        plan->workspace -= plan->wpack;
+    }
     return i;
 }
 

@@ -309,7 +309,7 @@ static pdnn_status bd_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
 
 extern const pdnn__algo pdnn__cl_algo_bwd_data_igemm;
 static const pdnn__cl_tunable bd_tunable = {&pdnn__cl_algo_bwd_data_igemm, "conv2d_bwd_data_igemm", bd_applies,
-                                            bd_ws, bd_enqueue};
+                                            bd_ws, NULL, bd_enqueue};
 
 static void bd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {

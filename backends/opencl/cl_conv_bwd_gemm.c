@@ -197,7 +197,7 @@ static pdnn_status gb_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
 }
 
 static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_bwd_filter_gemm, "conv2d_bwd_filter_gemm", applies, gb_ws,
-                                         gb_enqueue};
+                                         NULL, gb_enqueue};
 
 /* The untuned configuration: AVX-512's tiles where PoCL reports 16-float
  * vectors, else AVX2's, GPUs the small one; chunks "few" where "cache"

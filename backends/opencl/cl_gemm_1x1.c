@@ -69,6 +69,8 @@ static int g1_rows(const pdnn__conv2d_call *c, int i)
  * in place. */
 static int g1_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1 && c->k % g1_kt(i) == 0; }
 
+/* The workspace is the packed filter alone (none where it is read in
+ * place or rows reads it itself). */
 static size_t g1_ws(const pdnn__op_call *call, int i)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
@@ -206,11 +208,14 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         wstr.s[0] = kt;
         wstr.s[1] = c->ws[1];
     } else {
-        wsb = ws.region;
-        wp_off = elem_off(ws);
+        /* The frozen filter's kept copy (packed by its first call) or the
+         * workspace. */
+        const int kept = c->wpack.region != NULL;
+        wsb = kept ? c->wpack.region : ws.region;
+        wp_off = kept ? elem_off(c->wpack) : elem_off(ws);
         wstr.s[0] = cpg * kt;
         wstr.s[1] = kt;
-        if (cpg > 0) {
+        if (cpg > 0 && (!kept || c->wpack_fill)) {
             cl_kernel pk = NULL;
             st = g1_kernel(d, i, "gemm1x1_pack", &pk);
             if (st != PDNN_SUCCESS)
@@ -278,7 +283,8 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1)", err);
 }
 
-static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_gemm_1x1, "conv2d_gemm_1x1", applies, g1_ws, g1_enqueue};
+static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_gemm_1x1, "conv2d_gemm_1x1", applies, g1_ws, g1_ws,
+                                         g1_enqueue};
 
 static void g1_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {

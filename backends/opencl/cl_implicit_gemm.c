@@ -51,12 +51,13 @@ static int ig_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1
  * read (kept 64-byte aligned for the packed filter after them), then the
  * packed filter unless it is read in place. */
 #define IG_ZEROS 16
-static size_t ig_ws(const pdnn__op_call *call, int i)
+static size_t ig_packed(const pdnn__op_call *call, int i)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    const int64_t packed = ig_in_place(c, i) ? 0 : ig_kp(c, i) * c->r * c->s * (c->c / c->groups);
-    return (size_t)(IG_ZEROS + packed) * sizeof(float);
+    return ig_in_place(c, i) ? 0 : (size_t)(ig_kp(c, i) * c->r * c->s * (c->c / c->groups)) * sizeof(float);
 }
+
+static size_t ig_ws(const pdnn__op_call *call, int i) { return IG_ZEROS * sizeof(float) + ig_packed(call, i); }
 
 /* The untuned configuration for d. CPUs: 6 pixels x 32 channels where
  * PoCL reports 16-float vectors (AVX-512), else AVX2's 6x16; GPUs: the
@@ -131,13 +132,16 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         wstr.s[2] = c->ws[3];
         wstr.s[3] = c->ws[1];
     } else {
-        wsb = ws.region;
-        wp_off = elem_off(ws) + IG_ZEROS;
+        /* The frozen filter's kept copy (packed by its first call) or the
+         * workspace's tail. */
+        const int kept = c->wpack.region != NULL;
+        wsb = kept ? c->wpack.region : ws.region;
+        wp_off = kept ? elem_off(c->wpack) : elem_off(ws) + IG_ZEROS;
         wstr.s[3] = kt;
         wstr.s[2] = cpg * kt;
         wstr.s[1] = c->s * cpg * kt;
         wstr.s[0] = c->r * c->s * cpg * kt;
-        if (cpg > 0 && c->r * c->s > 0) {
+        if (cpg > 0 && c->r * c->s > 0 && (!kept || c->wpack_fill)) {
             cl_kernel pk = NULL;
             st = pdnn__cl_kernel(d, "conv2d_implicit_gemm.cl", opts, "igemm_pack", &pk);
             if (st != PDNN_SUCCESS)
@@ -208,7 +212,7 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
 }
 
 static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_implicit_gemm, "conv2d_implicit_gemm", applies, ig_ws,
-                                         ig_enqueue};
+                                         ig_packed, ig_enqueue};
 
 static void ig_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {

@@ -134,6 +134,10 @@ typedef struct pdnn__cl_tunable {
     int (*applies)(void *dev, const pdnn__op_call *call, int i);
     /* The workspace bytes i needs for call (i applies). */
     size_t (*workspace)(const pdnn__op_call *call, int i);
+    /* The bytes of the workspace's tail that i packs the filter into (0:
+     * it reads the filter in place), which run_config takes from the
+     * call's wpack instead where the dispatcher gives one. NULL: none. */
+    size_t (*packed)(const pdnn__op_call *call, int i);
     /* Builds (once, through the kernel cache) and enqueues i on call with
      * workspace ws. Called with d->lock held. */
     pdnn_status (*run_config)(void *dev, const pdnn__op_call *call, int i, pdnn__buf ws);
@@ -141,7 +145,9 @@ typedef struct pdnn__cl_tunable {
 
 /* Picks t's configuration for call (pdnn__plan_pick_config, dflt the
  * device class's default) and sizes the workspace: the pick's, or, when
- * run is to search, the largest any applicable configuration needs.
+ * run is to search, the largest any applicable configuration needs. A
+ * frozen filter (w_const) that the pick packs is kept packed (wpack)
+ * unless run is to search: the workspace then leaves out the packed part.
  * Returns the configuration, -1 when none applies (the caller refuses). */
 int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_call *call, int dflt,
                           pdnn__plan *plan);

@@ -154,7 +154,8 @@ static pdnn_status run_config(void *dev, const pdnn__op_call *call, int i, pdnn_
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_tiled)", err);
 }
 
-static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_tiled, "conv2d_tiled", applies, workspace, run_config};
+static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_tiled, "conv2d_tiled", applies, workspace, NULL,
+                                         run_config};
 
 static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
