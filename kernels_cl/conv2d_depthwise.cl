@@ -71,10 +71,10 @@ static inline float8 dw_tap_scalar(__global const float *x, long row, long b, in
 
 /* dimension 0: blocks of pad_fast.s3 output rows; 1: n * K + k; 2: blocks
  * of cw 8-column chunks. A work-item sweeps its rows of one channel in
- * chunks of 8 columns (whole rows on CPUs). Whether a chunk's taps all lie inside the image is decided once
- * per chunk, so the chunks inside (all but one or two per row) run on
- * plain vector loads with no per-tap test, and the per-work-item setup is
- * spread over whole rows.
+ * chunks of 8 columns (whole rows on CPUs). Whether a chunk's taps all lie
+ * inside the image is decided once per chunk, so the chunks inside (all
+ * but one or two per row) run on plain vector loads with no per-tap test,
+ * and the per-work-item setup is spread over whole rows.
  * fast: s0 x rows are contiguous (w stride 1), s2 y rows likewise. */
 __kernel void dw_nchw(__global const float *x, long x_off,
                       __global const float *w, long w_off,
@@ -142,14 +142,18 @@ __kernel void dw_nchw(__global const float *x, long x_off,
                     continue;
                 const long row = xbase + ih * xs.s2;
                 __global const float *wr = w + wbase + (long)r * ws.s2;
-                __global const float *xp = x + row + b0;
+                /* xp is formed only where it points into x (b0 < 0 at
+                 * the left border). */
                 if (inside && sw == 1) {
+                    __global const float *xp = x + row + b0;
                     for (int s = 0; s < S; s++)
                         acc = fma(vload8(0, xp + (long)s * dw), (float8)(wr[(long)s * ws.s3]), acc);
                 } else if (inside) {
+                    __global const float *xp = x + row + b0;
                     for (int s = 0; s < S; s++)
                         acc = fma(LOAD16(0, xp + (long)s * dw).even, (float8)(wr[(long)s * ws.s3]), acc);
                 } else if (reach && row + b0 >= x_off && row + reach_hi <= x_end) {
+                    __global const float *xp = x + row + b0;
                     for (int s = 0; s < S; s++) {
                         const float8 a = sw == 1 ? vload8(0, xp + (long)s * dw) : LOAD16(0, xp + (long)s * dw).even;
                         acc = select(acc, fma(a, (float8)(wr[(long)s * ws.s3]), acc), DW_MASK(s));

@@ -45,25 +45,24 @@ __kernel void ew_relu(__global const float *x, long x_off,
 }
 
 /* rows x w 4-byte words, row r from src + r * sp to dst + r * dp (pdnn_concat's
- * blocks); bits are copied as they are. A work-item copies CR_WORDS words of
- * one row (bpr blocks per row), as eight-word vectors where the block is
- * whole: one division per block, not per word, so that the copy runs near
- * the memory's bandwidth (one work-item per word with a division each
- * reached a fifth of it on PoCL). */
-#define CR_WORDS 64
+ * blocks); bits are copied as they are. A work-item copies cw words of one
+ * row (a multiple of 8, the host's choice; bpr blocks per row), as
+ * eight-word vectors where the block is whole: one division per block,
+ * not per word, so that the copy runs near the memory's bandwidth (one
+ * work-item per word with a division each reached a fifth of it on PoCL). */
 __kernel void ew_copy_rows(__global const uint *src, long s_off, long sp,
                            __global uint *dst, long d_off, long dp,
-                           long w, long bpr, long total)
+                           long w, long cw, long bpr, long total)
 {
     const long i = (long)get_global_id(0);
     if (i >= total)
         return;
-    const long r = i / bpr, c0 = (i - r * bpr) * CR_WORDS;
+    const long r = i / bpr, c0 = (i - r * bpr) * cw;
     __global const uint *s = src + s_off + r * sp + c0;
     __global uint *d = dst + d_off + r * dp + c0;
-    const long n = w - c0 < CR_WORDS ? w - c0 : CR_WORDS;
-    if (n == CR_WORDS) {
-        for (int j = 0; j < CR_WORDS / 8; j++)
+    const long n = w - c0 < cw ? w - c0 : cw;
+    if (n == cw) {
+        for (long j = 0; j < cw / 8; j++)
             vstore8(vload8(j, s), j, d);
     } else {
         for (long c = 0; c < n; c++)

@@ -239,9 +239,11 @@ pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn_
     if (st != PDNN_SUCCESS)
         return st;
     cl_mem sm = src.region, dm = dst.region;
-    /* Blocks of 64 words (the kernel's CR_WORDS) per work-item. */
+    /* Blocks of cw words (a multiple of 8, the kernel's vectors) per
+     * work-item. */
+    const cl_long cw = 64;
     cl_long so = (cl_long)(src.offset / 4), sp = (cl_long)(src_pitch / 4), dof = (cl_long)(dst.offset / 4),
-            dp = (cl_long)(dst_pitch / 4), w = (cl_long)(width / 4), bpr = (w + 63) / 64,
+            dp = (cl_long)(dst_pitch / 4), w = (cl_long)(width / 4), bpr = (w + cw - 1) / cw,
             total = (cl_long)rows * bpr;
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, sm);
@@ -251,7 +253,8 @@ pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn_
     SET_ARG(k, 4, dof);
     SET_ARG(k, 5, dp);
     SET_ARG(k, 6, w);
-    SET_ARG(k, 7, bpr);
-    SET_ARG(k, 8, total);
+    SET_ARG(k, 7, cw);
+    SET_ARG(k, 8, bpr);
+    SET_ARG(k, 9, total);
     return finish_launch(d, k, "ew_copy_rows", err, total);
 }
