@@ -70,27 +70,38 @@ __kernel void ew_copy_rows(__global const uint *src, long s_off, long sp,
     }
 }
 
-/* y = x in another memory order: one work-item per element of y, in y's
- * memory order (writes contiguous), reading x through its strides. d: the
- * logical dims; yo: y's axes from outermost to innermost (a permutation of
- * 0..3), so element i of y decomposes along them. */
+/* y = x in another memory order. d: the logical dims; yo: y's axes from
+ * outermost to innermost (a permutation of 0..3). A work-item writes the
+ * rows of y along its `loop` innermost axes (2 or 1; the host's choice)
+ * for one index of the outer ones, which it decomposes once: y is written
+ * contiguously and x read through its strides, with no division per
+ * element (one work-item per element with a division each reached 0.4
+ * GB/s on PoCL). */
 __kernel void ew_transform(__global const float *x, long x_off, long4 xs,
-                           __global float *y, long y_off, long4 d, int4 yo, long total)
+                           __global float *y, long y_off, long4 d, int4 yo, int loop, long items)
 {
-    const long i = (long)get_global_id(0);
-    if (i >= total)
+    const long g = (long)get_global_id(0);
+    if (g >= items)
         return;
     const long dd[4] = {d.s0, d.s1, d.s2, d.s3};
     const long st[4] = {xs.s0, xs.s1, xs.s2, xs.s3};
     const int ord[4] = {yo.s0, yo.s1, yo.s2, yo.s3};
-    long rest = i, src = 0;
-    for (int k = 3; k >= 0; k--) {
+    /* The outer axes' index g, from the innermost outer axis out. */
+    long rest = g, src = x_off;
+    for (int k = 3 - loop; k >= 0; k--) {
         const long n = dd[ord[k]];
-        const long idx = rest % n;
+        src += (rest % n) * st[ord[k]];
         rest /= n;
-        src += idx * st[ord[k]];
     }
-    y[y_off + i] = x[x_off + src];
+    const long n3 = dd[ord[3]], s3 = st[ord[3]];
+    const long n2 = loop == 2 ? dd[ord[2]] : 1, s2 = loop == 2 ? st[ord[2]] : 0;
+    __global float *yp = y + y_off + g * n2 * n3;
+    for (long i2 = 0; i2 < n2; i2++) {
+        __global const float *xp = x + src + i2 * s2;
+        for (long i3 = 0; i3 < n3; i3++)
+            yp[i3] = xp[i3 * s3];
+        yp += n3;
+    }
 }
 
 /* y = a (mul ? * : +) b over a and y packed with dims d in memory order;

@@ -126,6 +126,13 @@ static const train_case cases[] = {
     {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_OIHW, 0, 0, 0, 0, 0, 0, 0, PDNN_HWIO, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{8, 3, 5, 5}, "transform", TRANSFORM, PDNN_HWIO, 0, 0, 0, 0, 0, 0, 0, PDNN_OHWI, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{3, 2, 4, 4}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* OpenCL's work-items loop over y's inner two axes where its outer
+     * two have 64 indices or more (the first and third), else over the
+     * innermost one (the second and fourth). */
+    {{4, 3, 40, 33}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 3, 40, 33}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 37, 20, 9}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 5, 7, 70}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* y = a op b, b broadcast where its dim is 1: the same shape, per
      * image and channel (squeeze-and-excitation), per channel, spatial
      * maps, a scalar; both layouts, batch 1 and 17, odd channel counts, a

@@ -172,7 +172,12 @@ static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdn
     cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
     cl_long4 xs = {{c->xs[0], c->xs[1], c->xs[2], c->xs[3]}}, dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}};
     cl_int4 order = {{ord[0], ord[1], ord[2], ord[3]}};
-    cl_long total = c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3];
+    /* Work-items over y's outer two axes, each looping over the inner two,
+     * where that leaves enough of them (64: a few per core); else over the
+     * outer three. */
+    const int64_t outer2 = c->dims[ord[0]] * c->dims[ord[1]];
+    cl_int loop = outer2 >= 64 ? 2 : 1;
+    cl_long items = loop == 2 ? outer2 : outer2 * c->dims[ord[2]];
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, xm);
     SET_ARG(k, 1, xo);
@@ -181,8 +186,9 @@ static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdn
     SET_ARG(k, 4, yo);
     SET_ARG(k, 5, dims);
     SET_ARG(k, 6, order);
-    SET_ARG(k, 7, total);
-    return finish_launch(d, k, "ew_transform", err, total);
+    SET_ARG(k, 7, loop);
+    SET_ARG(k, 8, items);
+    return finish_launch(d, k, "ew_transform", err, items);
 }
 
 const pdnn__algo pdnn__cl_algo_transform_direct = {
