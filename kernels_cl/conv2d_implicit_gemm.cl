@@ -115,7 +115,8 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                                    int4 pad,  /* pad top, pad left, span (pixels per work-item), residual */
                                    long4 wst, /* filter element strides: channel block, r, s, c */
                                    __global const float *zbuf, long z_off, /* a float 0 (the workspace's) */
-                                   __global const float *res, long res_off) /* pad.s3: z, y's layout, added */
+                                   __global const float *res, long res_off, /* pad.s3: z, y's layout, added */
+                                   int merge) /* a filter row's taps and channels are one run in x and wp */
 {
     __global const float *zero = zbuf + z_off;
     const int k0 = (int)get_global_id(0) * KT;
@@ -162,6 +163,76 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
             for (int j = 0; j < PT; j++)
                 acc[b][j] = (vec_t)(0.0f);
         for (int r = 0; r < R; r++) {
+            /* merge (the host's: x's column stride is cpg channels, the
+             * filter's s stride cpg of its c stride, dilation 1 across):
+             * where all PT pixels read the whole filter row inside the
+             * image, its S taps of cpg channels are one run of S * cpg
+             * in both, reduced in one loop instead of S (what a 7x7
+             * convolution of 3 channels spends most of its time around). */
+            if (merge) {
+                int full = 1;
+#pragma unroll
+                for (int j = 0; j < PT; j++) {
+                    const int ih = ih0[j] + r * geom.s2;
+                    full &= ih >= 0 && ih < H && iw0[j] >= 0 && iw0[j] + (S - 1) * geom.s3 < W;
+                }
+                if (full && merge == 2) {
+                    /* Other layouts (NCHW): channel by channel, the row's S
+                     * taps from one pointer per pixel, set up once. */
+                    __global const float *xp[PT];
+#pragma unroll
+                    for (int j = 0; j < PT; j++)
+                        xp[j] = x + xb[j] + (long)(ih0[j] + r * geom.s2) * xs.s2 + (long)iw0[j] * xs.s3;
+                    __global const float *wpr = wblk + (long)r * wst.s1;
+                    const long xsw = (long)geom.s3 * xs.s3;
+                    for (int c = 0; c < cpg; c++) {
+                        for (int s = 0; s < S; s++) {
+                            vec_t wv[KB];
+#pragma unroll
+                            for (int b = 0; b < KB; b++)
+                                wv[b] = VLOAD(b, wpr + (long)s * wst.s2);
+#pragma unroll
+                            for (int j = 0; j < PT; j++) {
+                                const vec_t xv = (vec_t)(xp[j][(long)s * xsw]);
+#pragma unroll
+                                for (int b = 0; b < KB; b++)
+                                    acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
+                            }
+                        }
+                        wpr += wc;
+#pragma unroll
+                        for (int j = 0; j < PT; j++)
+                            xp[j] += xc;
+                    }
+                    continue;
+                }
+                if (full) {
+                    __global const float *xp[PT];
+#pragma unroll
+                    for (int j = 0; j < PT; j++)
+                        xp[j] = x + xb[j] + (long)(ih0[j] + r * geom.s2) * xs.s2 + (long)iw0[j] * xs.s3;
+                    __global const float *wpc = wblk + (long)r * wst.s1;
+                    const int run = S * cpg;
+                    /* One index for every pixel (all step by xc): no
+                     * pointer update per pixel and step. */
+                    for (int c = 0; c < run; c++) {
+                        vec_t wv[KB];
+#pragma unroll
+                        for (int b = 0; b < KB; b++)
+                            wv[b] = VLOAD(b, wpc);
+                        wpc += wc;
+                        const long xi = (long)c * xc;
+#pragma unroll
+                        for (int j = 0; j < PT; j++) {
+                            const vec_t xv = (vec_t)(xp[j][xi]);
+#pragma unroll
+                            for (int b = 0; b < KB; b++)
+                                acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
+                        }
+                    }
+                    continue;
+                }
+            }
             for (int s = 0; s < S; s++) {
                 /* A pixel outside the image for this tap reads the one
                  * zero (zero) with step 0 instead of x: no mask multiply

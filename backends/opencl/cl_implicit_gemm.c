@@ -18,7 +18,7 @@ extern const pdnn__algo pdnn__cl_algo_implicit_gemm;
 typedef struct ig_cfg {
     int vw, kb, pt;
 } ig_cfg;
-static const ig_cfg ig_cands[] = {{16, 2, 6}, {16, 1, 6}, {16, 1, 12}, {8, 1, 12}, {4, 1, 8}, {16, 2, 7}};
+static const ig_cfg ig_cands[] = {{16, 2, 6}, {16, 1, 6}, {16, 1, 12}, {8, 1, 12}, {4, 1, 8}, {16, 2, 7}, {16, 2, 12}, {16, 2, 8}};
 #define N_IGEMM ((int)(sizeof ig_cands / sizeof ig_cands[0]))
 
 static int64_t ig_kt(int i) { return (int64_t)ig_cands[i].vw * ig_cands[i].kb; }
@@ -44,8 +44,19 @@ static int ig_applies(const pdnn__conv2d_call *c, int i)
     return i >= 0 && i < N_IGEMM && !ig_shape_why(c) && (c->groups == 1 || (c->k / c->groups) % ig_kt(i) == 0);
 }
 
-/* A filter with k stride 1 and whole channel blocks (HWIO) is read in place. */
-static int ig_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1 && c->k % ig_kt(i) == 0; }
+/* A filter with k stride 1 and whole channel blocks (HWIO) is read in
+ * place, unless its c stride is 256 floats or more and packing it pays:
+ * from 1 KiB on, the KT floats a step reads lie that far apart in a cache
+ * that maps such strides onto few of its sets (HWIO in place ran 1.7x
+ * slower than packed per call at K 256, batch 8, 14x14, on PoCL with
+ * AVX-512). Packing pays where the filter is kept packed (frozen) or
+ * read for 1024 pixels or more; at batch 1 on 7x7 the pack per call cost
+ * what it saved. */
+static int ig_in_place(const pdnn__conv2d_call *c, int i)
+{
+    return c->ws[0] == 1 && c->k % ig_kt(i) == 0 &&
+           (c->ws[1] < 256 || (!c->w_const && c->n * c->p * c->q < 1024));
+}
 
 /* The workspace: IG_ZEROS zero floats, which pixels outside the image
  * read (kept 64-byte aligned for the packed filter after them), then the
@@ -199,6 +210,16 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     SET_ARG(k, 17, z_off);
     SET_ARG(k, 18, res);
     SET_ARG(k, 19, res_off);
+    /* 1: a filter row's S taps of cpg channels are one run in x (NHWC,
+     * ungrouped: a column is cpg channels) and in the filter (packed, or
+     * HWIO in place), with dilation 1 across; 2: otherwise, with few
+     * channels, a row's taps channel by channel from pointers set up once
+     * per row (7x7/2 of 3 channels in NCHW: 1.35x; no gain measured at 64
+     * channels and more, where the setup per tap is spread over them). */
+    cl_int merge = c->dil_w == 1 && c->xs[3] == cpg * c->xs[1] && wstr.s[2] == cpg * wstr.s[3];
+    if (!merge && cpg <= 16)
+        merge = 2;
+    SET_ARG(k, 20, merge);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_implicit_gemm)", err);
     /* Dimension 0: channel blocks (neighbouring work-items share the input
