@@ -253,7 +253,7 @@ static int evict_packs(pdnn_device *dev)
 pdnn_status pdnn__device_alloc(pdnn_device *dev, size_t bytes, const char *label, pdnn__bfc_block *out)
 {
     pdnn_status st = pdnn__bfc_alloc(dev->alloc, bytes, label, out);
-    if (st == PDNN_ERR_OUT_OF_MEMORY && dev->packs && evict_packs(dev) > 0)
+    if (st == PDNN_ERR_OUT_OF_MEMORY && evict_packs(dev) > 0)
         st = pdnn__bfc_alloc(dev->alloc, bytes, label, out);
     return st;
 }
