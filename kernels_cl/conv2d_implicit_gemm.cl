@@ -116,7 +116,7 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                                    long4 wst, /* filter element strides: channel block, r, s, c */
                                    __global const float *zbuf, long z_off, /* a float 0 (the workspace's) */
                                    __global const float *res, long res_off, /* pad.s3: z, y's layout, added */
-                                   int merge) /* a filter row's taps and channels are one run in x and wp */
+                                   int merge) /* whole filter rows: 0 never, 1 one run (NHWC), 2 by channel */
 {
     __global const float *zero = zbuf + z_off;
     const int k0 = (int)get_global_id(0) * KT;
@@ -176,58 +176,55 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                     const int ih = ih0[j] + r * geom.s2;
                     full &= ih >= 0 && ih < H && iw0[j] >= 0 && iw0[j] + (S - 1) * geom.s3 < W;
                 }
-                if (full && merge == 2) {
-                    /* Other layouts (NCHW): channel by channel, the row's S
-                     * taps from one pointer per pixel, set up once. */
+                if (full) {
+                    /* Each pixel's first input of the row, set up once. */
                     __global const float *xp[PT];
 #pragma unroll
                     for (int j = 0; j < PT; j++)
                         xp[j] = x + xb[j] + (long)(ih0[j] + r * geom.s2) * xs.s2 + (long)iw0[j] * xs.s3;
-                    __global const float *wpr = wblk + (long)r * wst.s1;
-                    const long xsw = (long)geom.s3 * xs.s3;
-                    for (int c = 0; c < cpg; c++) {
-                        for (int s = 0; s < S; s++) {
+                    if (merge == 2) {
+                        /* Other layouts (NCHW): channel by channel, the
+                         * row's S taps from each pixel's pointer. */
+                        __global const float *wpr = wblk + (long)r * wst.s1;
+                        const long xsw = (long)geom.s3 * xs.s3;
+                        for (int c = 0; c < cpg; c++) {
+                            for (int s = 0; s < S; s++) {
+                                vec_t wv[KB];
+#pragma unroll
+                                for (int b = 0; b < KB; b++)
+                                    wv[b] = VLOAD(b, wpr + (long)s * wst.s2);
+#pragma unroll
+                                for (int j = 0; j < PT; j++) {
+                                    const vec_t xv = (vec_t)(xp[j][(long)s * xsw]);
+#pragma unroll
+                                    for (int b = 0; b < KB; b++)
+                                        acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
+                                }
+                            }
+                            wpr += wc;
+#pragma unroll
+                            for (int j = 0; j < PT; j++)
+                                xp[j] += xc;
+                        }
+                    } else {
+                        __global const float *wpc = wblk + (long)r * wst.s1;
+                        const int run = S * cpg;
+                        /* One index for every pixel (all step by xc): no
+                         * pointer update per pixel and step. */
+                        for (int c = 0; c < run; c++) {
                             vec_t wv[KB];
 #pragma unroll
                             for (int b = 0; b < KB; b++)
-                                wv[b] = VLOAD(b, wpr + (long)s * wst.s2);
+                                wv[b] = VLOAD(b, wpc);
+                            wpc += wc;
+                            const long xi = (long)c * xc;
 #pragma unroll
                             for (int j = 0; j < PT; j++) {
-                                const vec_t xv = (vec_t)(xp[j][(long)s * xsw]);
+                                const vec_t xv = (vec_t)(xp[j][xi]);
 #pragma unroll
                                 for (int b = 0; b < KB; b++)
                                     acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
                             }
-                        }
-                        wpr += wc;
-#pragma unroll
-                        for (int j = 0; j < PT; j++)
-                            xp[j] += xc;
-                    }
-                    continue;
-                }
-                if (full) {
-                    __global const float *xp[PT];
-#pragma unroll
-                    for (int j = 0; j < PT; j++)
-                        xp[j] = x + xb[j] + (long)(ih0[j] + r * geom.s2) * xs.s2 + (long)iw0[j] * xs.s3;
-                    __global const float *wpc = wblk + (long)r * wst.s1;
-                    const int run = S * cpg;
-                    /* One index for every pixel (all step by xc): no
-                     * pointer update per pixel and step. */
-                    for (int c = 0; c < run; c++) {
-                        vec_t wv[KB];
-#pragma unroll
-                        for (int b = 0; b < KB; b++)
-                            wv[b] = VLOAD(b, wpc);
-                        wpc += wc;
-                        const long xi = (long)c * xc;
-#pragma unroll
-                        for (int j = 0; j < PT; j++) {
-                            const vec_t xv = (vec_t)(xp[j][xi]);
-#pragma unroll
-                            for (int b = 0; b < KB; b++)
-                                acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
                         }
                     }
                     continue;
