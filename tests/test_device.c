@@ -1,9 +1,14 @@
 /* Context creation, environment overrides, device naming and lookup. */
+#define _GNU_SOURCE /* sched_getaffinity, sched_setaffinity */
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 Test(device, host_is_cpu0_and_names_are_canonical)
 {
@@ -183,4 +188,144 @@ Test(device, status_strings)
     cr_assert_str_eq(pdnn_status_string(PDNN_ERR_OUT_OF_MEMORY), "PDNN_ERR_OUT_OF_MEMORY");
     cr_assert_str_eq(pdnn_status_string((pdnn_status)999), "PDNN_ERR_UNKNOWN");
     cr_assert_str_eq(pdnn_version(), "0.1.0");
+}
+
+/* ---- PoCL's worker threads (opencl.c, pin_pocl_workers) ----------------
+ * Criterion runs each test in a process of its own, so each of these sees
+ * the process's first context creation, where polydnn decides. */
+
+/* This process's threads: their ids (up to 64) into tid, the count. */
+static int thread_ids(int *tid)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    for (struct dirent *e = readdir(d); e; e = readdir(d))
+        if (e->d_name[0] != '.' && n < 64)
+            tid[n++] = atoi(e->d_name);
+    closedir(d);
+    return n;
+}
+
+/* Of the threads started since thread_ids gave old[0..nold), how many run
+ * on one CPU only (*cpu: the last such CPU); *threads gets how many there
+ * are. */
+static int new_threads_on_one_cpu(const int *old, int nold, int *cpu, int *threads)
+{
+    int tid[64], n = 0;
+    const int all = thread_ids(tid);
+    *threads = 0;
+    for (int t = 0; t < all; t++) {
+        int seen = 0;
+        for (int o = 0; o < nold; o++)
+            seen |= old[o] == tid[t];
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%d/status", tid[t]);
+        FILE *f = seen ? NULL : fopen(path, "r");
+        if (!f)
+            continue; /* an old thread, or one that ended meanwhile */
+        ++*threads;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "Cpus_allowed_list:", 18) == 0) {
+                const char *v = line + 18 + strspn(line + 18, " \t");
+                if (!strpbrk(v, ",-")) {
+                    n++;
+                    *cpu = atoi(v);
+                }
+            }
+        fclose(f);
+    }
+    return n;
+}
+
+/* A context with a PoCL CPU device, or NULL (the caller skips). */
+static pdnn_context *pocl_context(void)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *accel[8];
+    pdnn_device_info info;
+    if (th_accelerators(ctx, accel, 8) == 0 || pdnn_device_get_info(accel[0], &info) != PDNN_SUCCESS ||
+        (strncmp(info.device_name, "pthread", 7) != 0 && strncmp(info.device_name, "cpu", 3) != 0)) {
+        pdnn_context_destroy(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static int may_run_on_every_cpu(long *ncpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    *ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (*ncpu < 2 || *ncpu > CPU_SETSIZE || sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    for (long i = 0; i < *ncpu; i++)
+        if (!CPU_ISSET((int)i, &set))
+            return 0;
+    return 1;
+}
+
+Test(device, pocl_workers_are_pinned_one_per_cpu, .init = NULL)
+{
+    unsetenv("POCL_AFFINITY");
+    unsetenv("POCL_MAX_PTHREAD_COUNT");
+    long ncpu = 0;
+    if (!may_run_on_every_cpu(&ncpu))
+        cr_skip_test("this process may not run on every CPU, or there is one");
+    int old[64];
+    const int nold = thread_ids(old);
+    pdnn_context *ctx = pocl_context();
+    if (!ctx)
+        cr_skip_test("no PoCL CPU device");
+    cr_assert_str_eq(getenv("POCL_AFFINITY") ? getenv("POCL_AFFINITY") : "(unset)", "1");
+    int cpu = -1, threads = 0;
+    const int pinned = new_threads_on_one_cpu(old, nold, &cpu, &threads);
+    cr_assert_geq(pinned, ncpu, "%d of %d threads pinned to one CPU, expected PoCL's %ld workers", pinned, threads,
+                  ncpu);
+    pdnn_context_destroy(ctx);
+}
+
+/* A process bound to one CPU (taskset, an MPI rank's binding) keeps its
+ * binding: no thread moves to another CPU. */
+Test(device, a_bound_process_keeps_its_binding, .init = NULL)
+{
+    unsetenv("POCL_AFFINITY");
+    long ncpu = 0;
+    if (!may_run_on_every_cpu(&ncpu))
+        cr_skip_test("this process may not run on every CPU, or there is one");
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET((int)ncpu - 1, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+    int old[64];
+    const int nold = thread_ids(old);
+    pdnn_context *ctx = pocl_context();
+    if (!ctx)
+        cr_skip_test("no PoCL CPU device");
+    cr_assert_null(getenv("POCL_AFFINITY"), "POCL_AFFINITY=%s was set in a bound process", getenv("POCL_AFFINITY"));
+    int cpu = -1, threads = 0;
+    const int pinned = new_threads_on_one_cpu(old, nold, &cpu, &threads);
+    cr_assert_gt(threads, 0, "the context started no threads");
+    cr_assert_eq(pinned, threads, "%d of %d threads left the binding", threads - pinned, threads);
+    cr_assert_eq(cpu, (int)ncpu - 1);
+    pdnn_context_destroy(ctx);
+}
+
+/* The user's POCL_AFFINITY=0 keeps PoCL's workers unpinned. */
+Test(device, the_users_pocl_affinity_is_kept, .init = NULL)
+{
+    setenv("POCL_AFFINITY", "0", 1);
+    long ncpu = 0;
+    if (!may_run_on_every_cpu(&ncpu))
+        cr_skip_test("this process may not run on every CPU, or there is one");
+    int old[64];
+    const int nold = thread_ids(old);
+    pdnn_context *ctx = pocl_context();
+    if (!ctx)
+        cr_skip_test("no PoCL CPU device");
+    cr_assert_str_eq(getenv("POCL_AFFINITY"), "0");
+    int cpu = -1, threads = 0;
+    cr_assert_eq(new_threads_on_one_cpu(old, nold, &cpu, &threads), 0, "a thread was pinned (to CPU %d)", cpu);
+    cr_assert_gt(threads, 0, "the context started no threads");
+    pdnn_context_destroy(ctx);
 }

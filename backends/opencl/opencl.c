@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static void info_string(cl_device_id d, cl_device_info what, char *buf, size_t len)
 {
@@ -152,9 +154,46 @@ static void bind_icds_to_their_own_llvm(void)
     pthread_mutex_unlock(&once_lock);
 }
 
+/* ---- PoCL's worker threads -------------------------------------------- */
+
+/* PoCL's CPU device runs work-groups on one worker thread per CPU and
+ * leaves them unpinned. Linux then at times runs two workers on one core
+ * while the other has none, for long stretches: a whole process ran
+ * ResNet-50, SqueezeNet or MobileNetV2 at batch 1 up to 1.45x slower
+ * than the next (bench/results-onnx-models.md). PoCL pins worker i to
+ * CPU i when POCL_AFFINITY=1, which it reads as it starts its workers, so
+ * polydnn sets it before the ICD loader first runs. Not when the user set
+ * it (POCL_AFFINITY=0 keeps the workers unpinned) or set
+ * POCL_MAX_PTHREAD_COUNT, and not when this process may not run on every
+ * CPU 0..n-1 (taskset, an MPI rank's binding, a container's cpuset):
+ * pinning would override that binding, or fail. setenv happens once,
+ * under the lock, before any OpenCL call of polydnn's. */
+static void pin_pocl_workers(void)
+{
+    static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+    static int done;
+    pthread_mutex_lock(&once_lock);
+    if (done) {
+        pthread_mutex_unlock(&once_lock);
+        return;
+    }
+    done = 1;
+    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    int all = !getenv("POCL_AFFINITY") && !getenv("POCL_MAX_PTHREAD_COUNT") && ncpu >= 2 &&
+              ncpu <= CPU_SETSIZE && sched_getaffinity(0, sizeof allowed, &allowed) == 0;
+    for (long i = 0; all && i < ncpu; i++)
+        all = CPU_ISSET((int)i, &allowed);
+    if (all && setenv("POCL_AFFINITY", "1", 0) == 0)
+        pdnn__debug("OpenCL: POCL_AFFINITY=1: PoCL's worker threads run one per CPU, pinned");
+    pthread_mutex_unlock(&once_lock);
+}
+
 static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n, const char **why)
 {
     bind_icds_to_their_own_llvm();
+    pin_pocl_workers();
     *devs = NULL;
     *props = NULL;
     *n = 0;
