@@ -385,6 +385,18 @@ static void build_conv_cases(void)
     };
     add_conv_all_layouts("implicit_gemm", 1, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
 
+    /* Images of 1.5 MiB and more, which implicit_gemm copies
+     * channels-last into its workspace on CPUs where x is not
+     * (cl_implicit_gemm.c, ig_relayout): 3 channels at stride 2, groups of
+     * 16 with dilation and one-sided padding, a 5x3 filter at stride 3
+     * with a residual, batch 2. Small K and strides keep them cheap. */
+    static const conv_case ig_relayout[] = {
+        {1, 3, 400, 330, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 32, 112, 112, 32, 3, 3, 2, 2, 2, 2, 2, 1, 2, 1, 2, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 128, 56, 56, 16, 5, 3, 3, 3, 1, 1, 2, 2, 1, 1, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+    };
+    add_conv_all_layouts("implicit_gemm_relayout", 1, ig_relayout, sizeof ig_relayout / sizeof ig_relayout[0], 9200);
+
     /* The depthwise kernels' paths: NHWC blocks whose taps all lie in the
      * image, 16-channel vectors with a tail (K 24) and a multiplier, NCHW
      * row chunks inside, at the borders (masked loads reaching into the

@@ -380,13 +380,13 @@ int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_c
     if (i < 0)
         return -1;
     plan->supported = 1;
-    size_t ws = t->workspace(call, i);
+    size_t ws = t->workspace(dev, call, i);
     for (int j = 0; plan->search && j < t->algo->n_configs; j++) /* the search runs them all */
-        if (t->applies(dev, call, j) && t->workspace(call, j) > ws)
-            ws = t->workspace(call, j);
+        if (t->applies(dev, call, j) && t->workspace(dev, call, j) > ws)
+            ws = t->workspace(dev, call, j);
     plan->workspace = ws;
     if (!plan->search && t->packed && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.w_const) {
-        plan->wpack = t->packed(call, i);
+        plan->wpack = t->packed(dev, call, i);
         plan->workspace -= plan->wpack;
     }
     return i;

@@ -267,8 +267,9 @@ static int bd_applies(void *dev, const pdnn__op_call *call, int i)
     return i >= 0 && i < N_BD && (c->c / c->groups) % bd_cands[i].ct == 0;
 }
 
-static size_t bd_ws(const pdnn__op_call *call, int i)
+static size_t bd_ws(void *dev, const pdnn__op_call *call, int i)
 {
+    (void)dev;
     (void)call, (void)i;
     return 0;
 }

@@ -84,8 +84,9 @@ static int64_t gb_chunks(const pdnn__conv2d_call *c, int chunking)
     return (c->n * c->p * c->q + chunk - 1) / chunk;
 }
 
-static size_t gb_ws(const pdnn__op_call *call, int i)
+static size_t gb_ws(void *dev, const pdnn__op_call *call, int i)
 {
+    (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
     const int64_t chunks = gb_chunks(c, i / N_TILES);
     return chunks > 1 ? (size_t)(chunks * c->k * c->c * c->r * c->s) * sizeof(float) : 0;

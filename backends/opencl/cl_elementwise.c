@@ -153,19 +153,16 @@ static pdnn_status act_run(void *dev, const pdnn__op_call *call, const pdnn__pla
 const pdnn__algo pdnn__cl_algo_activation_direct = {
     .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = act_plan, .run = act_run};
 
-/* The layout transform (registry op PDNN__OP_TRANSFORM): y is written in
- * its memory order, so y's axes are ordered by decreasing stride (ties,
- * axes of size 1, in any order). */
-static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                                 pdnn__run_report *rep)
+/* Enqueues y = x written in y's memory order (c: dims and both strides),
+ * so y's axes are ordered by decreasing stride (ties, axes of size 1, in
+ * any order). The caller holds d->lock: the transform op below, and
+ * algorithms that relayout their input into their workspace. */
+pdnn_status pdnn__cl_transform_locked(cl_dev *d, const pdnn__transform_call *c)
 {
-    (void)plan, (void)ws, (void)rep;
-    cl_dev *d = dev;
-    const pdnn__transform_call *c = &call->u.transform;
     int ord[4];
     pdnn__stride_order(c->ys, ord);
     cl_kernel k = NULL;
-    pdnn_status st = lock_kernel(d, "ew_transform", &k);
+    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "ew_transform", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
@@ -188,7 +185,21 @@ static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdn
     SET_ARG(k, 6, order);
     SET_ARG(k, 7, loop);
     SET_ARG(k, 8, items);
-    return finish_launch(d, k, "ew_transform", err, items);
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clSetKernelArg(ew_transform)", err);
+    return items > 0 ? pdnn__cl_launch(d, k, "ew_transform", items) : PDNN_SUCCESS;
+}
+
+/* The layout transform (registry op PDNN__OP_TRANSFORM). */
+static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                                 pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    const pdnn_status st = pdnn__cl_transform_locked(d, &call->u.transform);
+    pthread_mutex_unlock(&d->lock);
+    return st;
 }
 
 const pdnn__algo pdnn__cl_algo_transform_direct = {

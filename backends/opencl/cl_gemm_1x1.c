@@ -71,8 +71,9 @@ static int g1_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1
 
 /* The workspace is the packed filter alone (none where it is read in
  * place or rows reads it itself). */
-static size_t g1_ws(const pdnn__op_call *call, int i)
+static size_t g1_ws(void *dev, const pdnn__op_call *call, int i)
 {
+    (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
     return g1_rows(c, i) || g1_in_place(c, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
 }

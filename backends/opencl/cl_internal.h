@@ -133,11 +133,11 @@ typedef struct pdnn__cl_tunable {
     /* Configuration i can run call. */
     int (*applies)(void *dev, const pdnn__op_call *call, int i);
     /* The workspace bytes i needs for call (i applies). */
-    size_t (*workspace)(const pdnn__op_call *call, int i);
+    size_t (*workspace)(void *dev, const pdnn__op_call *call, int i);
     /* The bytes of the workspace's tail that i packs the filter into (0:
      * it reads the filter in place), which run_config takes from the
      * call's wpack instead where the dispatcher gives one. NULL: none. */
-    size_t (*packed)(const pdnn__op_call *call, int i);
+    size_t (*packed)(void *dev, const pdnn__op_call *call, int i);
     /* Builds (once, through the kernel cache) and enqueues i on call with
      * workspace ws. Called with d->lock held. */
     pdnn_status (*run_config)(void *dev, const pdnn__op_call *call, int i, pdnn__buf ws);
@@ -202,6 +202,8 @@ pdnn_status pdnn__cl_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n);
 pdnn_status pdnn__cl_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner);
 pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
                                size_t width, size_t rows);
+/* y = x in y's memory order (the transform op's kernel); d->lock held. */
+pdnn_status pdnn__cl_transform_locked(cl_dev *d, const pdnn__transform_call *c);
 
 /* Measures the fp32 FMA rate (*gflops, 2 FLOP per FMA: the best of
  * float4, float8 and float16 chains) and the float4 copy bandwidth

@@ -47,8 +47,9 @@ static int applies(void *dev, const pdnn__op_call *call, int i)
     return i >= 0 && i < N_TILED && (c->groups == 1 || (c->k / c->groups) % kv_of(i) == 0) && fits_int(c, i);
 }
 
-static size_t workspace(const pdnn__op_call *call, int i)
+static size_t workspace(void *dev, const pdnn__op_call *call, int i)
 {
+    (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
     return in_place(c, i) ? 0 : (size_t)(c->r * c->s * (c->c / c->groups) * kp_of(c, i)) * sizeof(float);
 }
