@@ -3,8 +3,8 @@
  * over channels, so the work is memory-bound (2*R*S flops per output
  * element) and each kernel is written to read its input contiguously:
  *
- *   dw_nhwc: channels are contiguous in NHWC. A work-item computes 8
- *            consecutive output channels (one float8) for DW_TQ
+ *   dw_nhwc: channels are contiguous in NHWC. A work-item computes DW_VW
+ *            (8 or 16) consecutive output channels (one vector) for DW_TQ
  *            consecutive output columns of one row; a filter vector is
  *            loaded once per (r, s) and used for all DW_TQ columns (one
  *            vload8 with HWIO filters, which the ONNX import uses for
@@ -179,10 +179,42 @@ __kernel void dw_nchw(__global const float *x, long x_off,
     }
 }
 
-/* dimension 0: blocks of 8 output channels; 1: blocks of DW_TQ output
- * columns; 2: n * P + p. fast: s0 x reads 8 channels with vload8 (m == 1,
- * channel stride 1), s1 likewise for the filter (k stride 1: HWIO), s2 for
- * y (channel stride 1: NHWC). */
+/* dw_nhwc's channel vectors: DW_VW lanes (8, or 16 where the host sees
+ * 16-float vectors and K is whole vectors of 16). The float16 operations
+ * go through float8 halves on x86 without AVX-512, as in LOAD16. */
+#ifndef DW_VW
+#define DW_VW 8
+#endif
+#if DW_VW == 16
+typedef float16 dwv_t;
+#if defined(__x86_64__) && !defined(__AVX512F__)
+#define DW_STORE(v, p) (vstore8((v).lo, 0, (p)), vstore8((v).hi, 0, (p) + 8))
+#define DW_FMA(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
+#define DW_CAP(v, cap) ((float16)(fmin(fmax((v).lo, (float8)(0.0f)), (float8)(cap)), fmin(fmax((v).hi, (float8)(0.0f)), (float8)(cap))))
+#else
+#define DW_STORE(v, p) vstore16((v), 0, (p))
+#define DW_FMA fma
+#define DW_CAP(v, cap) fmin(fmax((v), (float16)(0.0f)), (float16)(cap))
+#endif
+#define DW_LOAD(p) LOAD16(0, (p))
+#elif DW_VW == 8
+typedef float8 dwv_t;
+#define DW_LOAD(p) vload8(0, (p))
+#define DW_STORE(v, p) vstore8((v), 0, (p))
+#define DW_FMA fma
+#define DW_CAP(v, cap) fmin(fmax((v), (float8)(0.0f)), (float8)(cap))
+#else
+#error "DW_VW must be 8 or 16"
+#endif
+
+/* dimension 0: blocks of DW_VW output channels; 1: blocks of DW_TQ output
+ * columns; 2: n * P + p. fast: s0 x reads DW_VW channels with one vector
+ * load (m == 1, channel stride 1), s1 likewise for the filter (k stride 1:
+ * HWIO), s2 for y (channel stride 1: NHWC). The accumulators are indexed
+ * by constants only (unrolled column loops; a tap outside the image keeps
+ * the old sum by a select, it does not skip), so that they stay in
+ * registers: with a skip per column they lived on the stack and the
+ * kernel ran at a third of ONNX Runtime's speed. */
 __kernel void dw_nhwc(__global const float *x, long x_off,
                       __global const float *w, long w_off,
                       __global const float *bias, long b_off,
@@ -195,26 +227,29 @@ __kernel void dw_nhwc(__global const float *x, long x_off,
                       int4 pad_fast) /* pad top, pad left, fast flags (bits 0..2) */
 {
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3;
-    const int k0 = (int)get_global_id(0) * 8, q0 = (int)get_global_id(1) * DW_TQ;
+    const int k0 = (int)get_global_id(0) * DW_VW, q0 = (int)get_global_id(1) * DW_TQ;
     const long np = (long)get_global_id(2);
     if (k0 >= K || q0 >= Q || np >= (long)in_dims.s0 * P)
         return;
     const long n = np / P;
     const int p = (int)(np % P);
     const int H = in_dims.s2, W = in_dims.s3, R = filt.s0, S = filt.s1;
-    const int full = k0 + 8 <= K;
+    const int full = k0 + DW_VW <= K;
     const int xv = full && (pad_fast.s2 & 1), wv = full && (pad_fast.s2 & 2), yv = full && (pad_fast.s2 & 4);
     /* Element offsets of each lane's input channel and filter, clamped to
-     * the last channel so that tail lanes read inside the tensors. */
-    long xc[8], wk[8];
-    for (int i = 0; i < 8; i++) {
-        const int k = min(k0 + i, K - 1);
-        xc[i] = (long)(k / m) * xs.s1;
-        wk[i] = (long)k * ws.s0;
-    }
-    float8 acc[DW_TQ];
+     * the last channel so that tail lanes read inside the tensors; only for
+     * the per-lane paths (a division per lane). */
+    long xc[DW_VW], wk[DW_VW];
+    if (!xv || !wv)
+        for (int i = 0; i < DW_VW; i++) {
+            const int k = min(k0 + i, K - 1);
+            xc[i] = (long)(k / m) * xs.s1;
+            wk[i] = (long)k * ws.s0;
+        }
+    dwv_t acc[DW_TQ];
+#pragma unroll
     for (int t = 0; t < DW_TQ; t++)
-        acc[t] = (float8)(0.0f);
+        acc[t] = (dwv_t)(0.0f);
     const long ih0 = (long)p * geom.s0 - pad_fast.s0;
     const long iw0 = (long)q0 * geom.s1 - pad_fast.s1;
     /* Output columns whose every tap lies in the image: no test per tap. */
@@ -226,60 +261,69 @@ __kernel void dw_nhwc(__global const float *x, long x_off,
         const long row = x_off + n * xs.s0 + ih * xs.s2;
         for (int s = 0; s < S; s++) {
             const long wrs = w_off + (long)r * ws.s2 + (long)s * ws.s3;
-            float8 f;
+            dwv_t f;
             if (wv) {
-                f = vload8(0, w + wrs + k0);
+                f = DW_LOAD(w + wrs + k0);
             } else {
-                float v[8];
-                for (int i = 0; i < 8; i++)
+                float v[DW_VW];
+                for (int i = 0; i < DW_VW; i++)
                     v[i] = w[wrs + wk[i]];
-                f = dw_vec8(v);
+                f = DW_LOAD(v);
             }
             if (inner && xv) {
                 __global const float *xp = x + row + (iw0 + (long)s * geom.s3) * xs.s3 + k0;
                 const long step = (long)geom.s1 * xs.s3;
+#pragma unroll
                 for (int t = 0; t < DW_TQ; t++)
-                    acc[t] = fma(vload8(0, xp + t * step), f, acc[t]);
+                    acc[t] = DW_FMA(DW_LOAD(xp + t * step), f, acc[t]);
                 continue;
             }
+#pragma unroll
             for (int t = 0; t < DW_TQ; t++) {
+                /* A column outside the image reads column 0 (valid
+                 * memory) and keeps acc[t]: it adds nothing, not a zero
+                 * times the weight, so that an infinite weight in the
+                 * padding stays out of the sum as in the reference. */
                 const long iw = iw0 + (long)t * geom.s1 + (long)s * geom.s3;
-                if (iw < 0 || iw >= W)
-                    continue;
-                const long pix = row + iw * xs.s3;
-                float8 a;
+                const int in = iw >= 0 && iw < W;
+                const long pix = row + (in ? iw : 0) * xs.s3;
+                dwv_t a;
                 if (xv) {
-                    a = vload8(0, x + pix + k0);
+                    a = DW_LOAD(x + pix + k0);
                 } else {
-                    float v[8];
-                    for (int i = 0; i < 8; i++)
+                    float v[DW_VW];
+                    for (int i = 0; i < DW_VW; i++)
                         v[i] = x[pix + xc[i]];
-                    a = dw_vec8(v);
+                    a = DW_LOAD(v);
                 }
-                acc[t] = fma(a, f, acc[t]);
+                const dwv_t sum = DW_FMA(a, f, acc[t]);
+                acc[t] = in ? sum : acc[t];
             }
         }
     }
-    float8 b = (float8)(0.0f);
+    dwv_t b = (dwv_t)(0.0f);
     if (filt.s2) {
-        float v[8];
-        for (int i = 0; i < 8; i++)
+        float v[DW_VW];
+        for (int i = 0; i < DW_VW; i++)
             v[i] = bias[b_off + min(k0 + i, K - 1)];
-        b = dw_vec8(v);
+        b = DW_LOAD(v);
     }
     const long ybase = y_off + n * ys.s0 + (long)p * ys.s2;
-    for (int t = 0; t < DW_TQ && q0 + t < Q; t++) {
-        float8 o = acc[t] + b;
-        if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
-            o = fmin(fmax(o, (float8)(0.0f)), (float8)(as_float(filt.s3)));
-        const long yq = ybase + (long)(q0 + t) * ys.s3;
-        if (yv) {
-            vstore8(o, 0, y + yq + k0);
-        } else {
-            float v[8];
-            vstore8(o, 0, v);
-            for (int i = 0; i < 8 && k0 + i < K; i++)
-                y[yq + (long)(k0 + i) * ys.s1] = v[i];
+#pragma unroll
+    for (int t = 0; t < DW_TQ; t++) {
+        if (q0 + t < Q) {
+            dwv_t o = acc[t] + b;
+            if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
+                o = DW_CAP(o, as_float(filt.s3));
+            const long yq = ybase + (long)(q0 + t) * ys.s3;
+            if (yv) {
+                DW_STORE(o, y + yq + k0);
+            } else {
+                float v[DW_VW];
+                DW_STORE(o, v);
+                for (int i = 0; i < DW_VW && k0 + i < K; i++)
+                    y[yq + (long)(k0 + i) * ys.s1] = v[i];
+            }
         }
     }
 }

@@ -14,5 +14,5 @@ sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
     's/for (int q0 = qb; q0 < qe; q0 += 8) {/for (int q0 = qb + (qb > 0 ? 8 : 0); q0 < qe; q0 += 8) {/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise || exit $?
 exec sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
-    's/vload8(0, xp + t \* step)/vload8(0, xp + (t + 1) * step)/' \
+    's/DW_LOAD(xp + t \* step)/DW_LOAD(xp + (t + 1) * step)/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise --set depthwise

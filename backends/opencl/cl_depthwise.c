@@ -58,6 +58,14 @@ static size_t pow2_at_least(size_t v, size_t cap)
     return p;
 }
 
+/* dw_nhwc's channels per work-item: 16 on CPUs with 16-float vectors
+ * (AVX-512) where K is whole vectors of 16, else 8 (a tail of 8 in 16
+ * would take the per-lane path). */
+static int nhwc_vw(const cl_dev *d, const pdnn__conv2d_call *c)
+{
+    return pdnn__cl_is_cpu(d) && d->vec_float >= 16 && c->k % 16 == 0 ? 16 : 8;
+}
+
 /* Called with d->lock held. */
 static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
 {
@@ -66,7 +74,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     /* NCHW: the filter width built in up to 8, so that the tap loops
      * unroll and the border masks are worked out once per chunk. */
     if (nhwc)
-        snprintf(opts, sizeof opts, "-DDW_TQ=%d", NHWC_TQ);
+        snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_VW=%d", NHWC_TQ, nhwc_vw(d, c));
     else if (c->s <= 8)
         snprintf(opts, sizeof opts, "-DDW_S=%d", (int)c->s);
     else
@@ -137,7 +145,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
      * read neighbouring memory. */
     size_t g[3];
     if (nhwc) {
-        g[0] = (size_t)((c->k + 7) / 8);
+        g[0] = (size_t)((c->k + nhwc_vw(d, c) - 1) / nhwc_vw(d, c));
         g[1] = (size_t)((c->q + NHWC_TQ - 1) / NHWC_TQ);
         g[2] = (size_t)(c->n * c->p);
     } else {
