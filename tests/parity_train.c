@@ -133,6 +133,13 @@ static const train_case cases[] = {
     {{1, 3, 40, 33}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{2, 37, 20, 9}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{1, 5, 7, 70}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* Tiles (ew_transform_tiles) where y's innermost axis is not x's and
+     * both have 8 or more: [2,37,20,9] and [1,64,9,1] above, partial tiles
+     * on both axes with batch 3, NCHW -> NHWC over 40 channels, and OHWI
+     * -> OIHW (x's axis of stride 1 is I). */
+    {{3, 17, 4, 33}, "transform", TRANSFORM, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, PDNN_NCHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 40, 3, 20}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{12, 20, 3, 9}, "transform", TRANSFORM, PDNN_OHWI, 0, 0, 0, 0, 0, 0, 0, PDNN_OIHW, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* y = a op b, b broadcast where its dim is 1: the same shape, per
      * image and channel (squeeze-and-excitation), per channel, spatial
      * maps, a scalar; both layouts, batch 1 and 17, odd channel counts, a

@@ -161,21 +161,48 @@ pdnn_status pdnn__cl_transform_locked(cl_dev *d, const pdnn__transform_call *c)
 {
     int ord[4];
     pdnn__stride_order(c->ys, ord);
-    cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "ew_transform", &k);
-    if (st != PDNN_SUCCESS)
-        return st;
     cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
     cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
     cl_long4 xs = {{c->xs[0], c->xs[1], c->xs[2], c->xs[3]}}, dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}};
     cl_int4 order = {{ord[0], ord[1], ord[2], ord[3]}};
+    cl_int err = CL_SUCCESS;
+    /* Tiles where y's innermost axis is not x's (NHWC <-> NCHW) and both
+     * are 8 long or more: x's axis of stride 1, xa. */
+    int xa = -1;
+    for (int a = 0; a < 4; a++)
+        if (c->xs[a] == 1 && c->dims[a] >= 8 && a != ord[3])
+            xa = a;
+    if (xa >= 0 && c->dims[ord[3]] >= 8 && c->xs[ord[3]] != 1) {
+        cl_kernel k = NULL;
+        pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "ew_transform_tiles", &k);
+        if (st != PDNN_SUCCESS)
+            return st;
+        const int64_t tiles = (c->dims[ord[3]] + 15) / 16 * ((c->dims[xa] + 15) / 16);
+        cl_long items = tiles * (c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3] / c->dims[ord[3]] / c->dims[xa]);
+        cl_int axa = xa;
+        SET_ARG(k, 0, xm);
+        SET_ARG(k, 1, xo);
+        SET_ARG(k, 2, xs);
+        SET_ARG(k, 3, ym);
+        SET_ARG(k, 4, yo);
+        SET_ARG(k, 5, dims);
+        SET_ARG(k, 6, order);
+        SET_ARG(k, 7, axa);
+        SET_ARG(k, 8, items);
+        if (err != CL_SUCCESS)
+            return pdnn__cl_fail("clSetKernelArg(ew_transform_tiles)", err);
+        return items > 0 ? pdnn__cl_launch(d, k, "ew_transform_tiles", items) : PDNN_SUCCESS;
+    }
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "ew_transform", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
     /* Work-items over y's outer two axes, each looping over the inner two,
      * where that leaves enough of them (64: a few per core); else over the
      * outer three. */
     const int64_t outer2 = c->dims[ord[0]] * c->dims[ord[1]];
     cl_int loop = outer2 >= 64 ? 2 : 1;
     cl_long items = loop == 2 ? outer2 : outer2 * c->dims[ord[2]];
-    cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, xm);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, xs);
