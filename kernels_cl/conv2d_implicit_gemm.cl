@@ -77,6 +77,20 @@ typedef float4 vec_t;
 #error "VW must be 4, 8 or 16"
 #endif
 
+/* One step of the reduction, the micro-kernel: the KB filter vectors at
+ * WP times each pixel j's input XV (an expression of j), into acc. Every
+ * path below is a loop of it over its own way of reaching the inputs. */
+#define IG_STEP(WP, XV)                                                            \
+    do {                                                                           \
+        vec_t wv[KB];                                                              \
+        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = VLOAD(b, (WP));     \
+        _Pragma("unroll") for (int j = 0; j < PT; j++)                             \
+        {                                                                          \
+            const vec_t xv = (vec_t)(XV);                                          \
+            _Pragma("unroll") for (int b = 0; b < KB; b++) acc[b][j] = VFMA(xv, wv[b], acc[b][j]); \
+        }                                                                          \
+    } while (0)
+
 /* wp as above from w in any layout (ws: strides of k, c, r, s). A
  * work-item copies PACK_RUN consecutive c of one k at one (r, s):
  * sequential reads in OHWI, and the KT work-items of a work-group (one
@@ -188,19 +202,8 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                         __global const float *wpr = wblk + (long)r * wst.s1;
                         const long xsw = (long)geom.s3 * xs.s3;
                         for (int c = 0; c < cpg; c++) {
-                            for (int s = 0; s < S; s++) {
-                                vec_t wv[KB];
-#pragma unroll
-                                for (int b = 0; b < KB; b++)
-                                    wv[b] = VLOAD(b, wpr + (long)s * wst.s2);
-#pragma unroll
-                                for (int j = 0; j < PT; j++) {
-                                    const vec_t xv = (vec_t)(xp[j][(long)s * xsw]);
-#pragma unroll
-                                    for (int b = 0; b < KB; b++)
-                                        acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
-                                }
-                            }
+                            for (int s = 0; s < S; s++)
+                                IG_STEP(wpr + (long)s * wst.s2, xp[j][(long)s * xsw]);
                             wpr += wc;
 #pragma unroll
                             for (int j = 0; j < PT; j++)
@@ -211,21 +214,8 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                         const int run = S * cpg;
                         /* One index for every pixel (all step by xc): no
                          * pointer update per pixel and step. */
-                        for (int c = 0; c < run; c++) {
-                            vec_t wv[KB];
-#pragma unroll
-                            for (int b = 0; b < KB; b++)
-                                wv[b] = VLOAD(b, wpc);
-                            wpc += wc;
-                            const long xi = (long)c * xc;
-#pragma unroll
-                            for (int j = 0; j < PT; j++) {
-                                const vec_t xv = (vec_t)(xp[j][xi]);
-#pragma unroll
-                                for (int b = 0; b < KB; b++)
-                                    acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
-                            }
-                        }
+                        for (int c = 0; c < run; c++, wpc += wc)
+                            IG_STEP(wpc, xp[j][(long)c * xc]);
                     }
                     continue;
                 }
@@ -236,32 +226,32 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                  * in the reduction, which is the same for every tap. */
                 __global const float *xp[PT];
                 long st[PT];
-                int any = 0;
+                int any = 0, all = 1;
 #pragma unroll
                 for (int j = 0; j < PT; j++) {
                     const int ih = ih0[j] + r * geom.s2, iw = iw0[j] + s * geom.s3;
                     const int in = ih >= 0 && ih < H && iw >= 0 && iw < W;
                     any |= in;
+                    all &= in;
                     xp[j] = in ? x + xb[j] + (long)ih * xs.s2 + (long)iw * xs.s3 : zero;
                     st[j] = in ? xc : 0;
                 }
                 if (!any)
                     continue;
                 __global const float *wpc = wblk + (long)r * wst.s1 + (long)s * wst.s2;
-                for (int c = 0; c < cpg; c++) {
-                    vec_t wv[KB];
+                if (all) {
+                    /* Every pixel inside: one index for all (no pointer
+                     * update per pixel and step; NCHW's 3x3 layers of 64
+                     * to 128 channels ran 1.05-1.1x faster). */
+                    for (int c = 0; c < cpg; c++, wpc += wc)
+                        IG_STEP(wpc, xp[j][c * xc]);
+                    continue;
+                }
+                for (int c = 0; c < cpg; c++, wpc += wc) {
+                    IG_STEP(wpc, *xp[j]);
 #pragma unroll
-                    for (int b = 0; b < KB; b++)
-                        wv[b] = VLOAD(b, wpc);
-                    wpc += wc;
-#pragma unroll
-                    for (int j = 0; j < PT; j++) {
-                        const vec_t xv = (vec_t)(*xp[j]);
+                    for (int j = 0; j < PT; j++)
                         xp[j] += st[j];
-#pragma unroll
-                        for (int b = 0; b < KB; b++)
-                            acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
-                    }
                 }
             }
         }
