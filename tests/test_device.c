@@ -265,18 +265,38 @@ static int may_run_on_every_cpu(long *ncpu)
     return 1;
 }
 
+/* The three tests' start: skips unless this process may run on every
+ * CPU (ncpu of them, 2 or more) and, after bind (if not NULL) has run,
+ * the first context has a PoCL CPU device; *nold: the threads before it
+ * (old). */
+static pdnn_context *first_pocl_context(long *ncpu, void (*bind)(long ncpu), int old[64], int *nold)
+{
+    if (!may_run_on_every_cpu(ncpu))
+        cr_skip_test("this process may not run on every CPU, or there is one");
+    if (bind)
+        bind(*ncpu);
+    *nold = thread_ids(old);
+    pdnn_context *ctx = pocl_context();
+    if (!ctx)
+        cr_skip_test("no PoCL CPU device");
+    return ctx;
+}
+
+static void bind_to_last_cpu(long ncpu)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET((int)ncpu - 1, &one);
+    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
+}
+
 Test(device, pocl_workers_are_pinned_one_per_cpu, .init = NULL)
 {
     unsetenv("POCL_AFFINITY");
     unsetenv("POCL_MAX_PTHREAD_COUNT");
     long ncpu = 0;
-    if (!may_run_on_every_cpu(&ncpu))
-        cr_skip_test("this process may not run on every CPU, or there is one");
-    int old[64];
-    const int nold = thread_ids(old);
-    pdnn_context *ctx = pocl_context();
-    if (!ctx)
-        cr_skip_test("no PoCL CPU device");
+    int old[64], nold = 0;
+    pdnn_context *ctx = first_pocl_context(&ncpu, NULL, old, &nold);
     cr_assert_str_eq(getenv("POCL_AFFINITY") ? getenv("POCL_AFFINITY") : "(unset)", "1");
     int cpu = -1, threads = 0;
     const int pinned = new_threads_on_one_cpu(old, nold, &cpu, &threads);
@@ -291,17 +311,8 @@ Test(device, a_bound_process_keeps_its_binding, .init = NULL)
 {
     unsetenv("POCL_AFFINITY");
     long ncpu = 0;
-    if (!may_run_on_every_cpu(&ncpu))
-        cr_skip_test("this process may not run on every CPU, or there is one");
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET((int)ncpu - 1, &one);
-    cr_assert_eq(sched_setaffinity(0, sizeof one, &one), 0);
-    int old[64];
-    const int nold = thread_ids(old);
-    pdnn_context *ctx = pocl_context();
-    if (!ctx)
-        cr_skip_test("no PoCL CPU device");
+    int old[64], nold = 0;
+    pdnn_context *ctx = first_pocl_context(&ncpu, bind_to_last_cpu, old, &nold);
     cr_assert_null(getenv("POCL_AFFINITY"), "POCL_AFFINITY=%s was set in a bound process", getenv("POCL_AFFINITY"));
     int cpu = -1, threads = 0;
     const int pinned = new_threads_on_one_cpu(old, nold, &cpu, &threads);
@@ -316,13 +327,8 @@ Test(device, the_users_pocl_affinity_is_kept, .init = NULL)
 {
     setenv("POCL_AFFINITY", "0", 1);
     long ncpu = 0;
-    if (!may_run_on_every_cpu(&ncpu))
-        cr_skip_test("this process may not run on every CPU, or there is one");
-    int old[64];
-    const int nold = thread_ids(old);
-    pdnn_context *ctx = pocl_context();
-    if (!ctx)
-        cr_skip_test("no PoCL CPU device");
+    int old[64], nold = 0;
+    pdnn_context *ctx = first_pocl_context(&ncpu, NULL, old, &nold);
     cr_assert_str_eq(getenv("POCL_AFFINITY"), "0");
     int cpu = -1, threads = 0;
     cr_assert_eq(new_threads_on_one_cpu(old, nold, &cpu, &threads), 0, "a thread was pinned (to CPU %d)", cpu);

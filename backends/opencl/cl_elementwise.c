@@ -172,37 +172,27 @@ pdnn_status pdnn__cl_transform_locked(cl_dev *d, const pdnn__transform_call *c)
     for (int a = 0; a < 4; a++)
         if (c->xs[a] == 1 && c->dims[a] >= 8 && a != ord[3])
             xa = a;
-    if (xa >= 0 && c->dims[ord[3]] >= 8 && c->xs[ord[3]] != 1) {
-        cl_kernel k = NULL;
-        pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "ew_transform_tiles", &k);
-        if (st != PDNN_SUCCESS)
-            return st;
-        const int64_t tiles = (c->dims[ord[3]] + 15) / 16 * ((c->dims[xa] + 15) / 16);
-        cl_long items = tiles * (c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3] / c->dims[ord[3]] / c->dims[xa]);
-        cl_int axa = xa;
-        SET_ARG(k, 0, xm);
-        SET_ARG(k, 1, xo);
-        SET_ARG(k, 2, xs);
-        SET_ARG(k, 3, ym);
-        SET_ARG(k, 4, yo);
-        SET_ARG(k, 5, dims);
-        SET_ARG(k, 6, order);
-        SET_ARG(k, 7, axa);
-        SET_ARG(k, 8, items);
-        if (err != CL_SUCCESS)
-            return pdnn__cl_fail("clSetKernelArg(ew_transform_tiles)", err);
-        return items > 0 ? pdnn__cl_launch(d, k, "ew_transform_tiles", items) : PDNN_SUCCESS;
-    }
+    const int tiles = xa >= 0 && c->dims[ord[3]] >= 8 && c->xs[ord[3]] != 1;
+    const char *name = tiles ? "ew_transform_tiles" : "ew_transform";
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "ew_transform", &k);
+    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, name, &k);
     if (st != PDNN_SUCCESS)
         return st;
-    /* Work-items over y's outer two axes, each looping over the inner two,
-     * where that leaves enough of them (64: a few per core); else over the
-     * outer three. */
-    const int64_t outer2 = c->dims[ord[0]] * c->dims[ord[1]];
-    cl_int loop = outer2 >= 64 ? 2 : 1;
-    cl_long items = loop == 2 ? outer2 : outer2 * c->dims[ord[2]];
+    /* Argument 7: the tiles' xa; else how many inner axes a work-item
+     * loops over: its two where y's outer two leave enough work-items
+     * (64: a few per core), else one, the work-items then over the outer
+     * three. */
+    cl_int arg7;
+    cl_long items;
+    if (tiles) {
+        arg7 = xa;
+        items = (c->dims[ord[3]] + 15) / 16 * ((c->dims[xa] + 15) / 16) *
+                (c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3] / c->dims[ord[3]] / c->dims[xa]);
+    } else {
+        const int64_t outer2 = c->dims[ord[0]] * c->dims[ord[1]];
+        arg7 = outer2 >= 64 ? 2 : 1;
+        items = arg7 == 2 ? outer2 : outer2 * c->dims[ord[2]];
+    }
     SET_ARG(k, 0, xm);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, xs);
@@ -210,11 +200,14 @@ pdnn_status pdnn__cl_transform_locked(cl_dev *d, const pdnn__transform_call *c)
     SET_ARG(k, 4, yo);
     SET_ARG(k, 5, dims);
     SET_ARG(k, 6, order);
-    SET_ARG(k, 7, loop);
+    SET_ARG(k, 7, arg7);
     SET_ARG(k, 8, items);
-    if (err != CL_SUCCESS)
-        return pdnn__cl_fail("clSetKernelArg(ew_transform)", err);
-    return items > 0 ? pdnn__cl_launch(d, k, "ew_transform", items) : PDNN_SUCCESS;
+    if (err != CL_SUCCESS) {
+        char call[64];
+        snprintf(call, sizeof call, "clSetKernelArg(%s)", name);
+        return pdnn__cl_fail(call, err);
+    }
+    return items > 0 ? pdnn__cl_launch(d, k, name, items) : PDNN_SUCCESS;
 }
 
 /* The layout transform (registry op PDNN__OP_TRANSFORM). */
