@@ -68,6 +68,16 @@ pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t to
     return PDNN_SUCCESS;
 }
 
+pdnn_status pdnn__cl_launch_checked(cl_dev *d, cl_kernel k, const char *name, cl_int err, int64_t total)
+{
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clSetKernelArg(%s)", name);
+        return pdnn__cl_fail(call, err);
+    }
+    return total > 0 ? pdnn__cl_launch(d, k, name, total) : PDNN_SUCCESS;
+}
+
 /* ---- sources ------------------------------------------------------------- */
 
 /* Reads dir/name into a malloc'd string. */

@@ -70,11 +70,11 @@ static int nhwc_vw(const cl_dev *d, const pdnn__conv2d_call *c)
 static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
 {
     char opts[64];
-    const int nhwc = c->x_layout == PDNN_NHWC;
+    const int nhwc = c->x_layout == PDNN_NHWC, vw = nhwc ? nhwc_vw(d, c) : 8;
     /* NCHW: the filter width built in up to 8, so that the tap loops
      * unroll and the border masks are worked out once per chunk. */
     if (nhwc)
-        snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_VW=%d", NHWC_TQ, nhwc_vw(d, c));
+        snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_VW=%d", NHWC_TQ, vw);
     else if (c->s <= 8)
         snprintf(opts, sizeof opts, "-DDW_S=%d", (int)c->s);
     else
@@ -145,7 +145,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
      * read neighbouring memory. */
     size_t g[3];
     if (nhwc) {
-        g[0] = (size_t)((c->k + nhwc_vw(d, c) - 1) / nhwc_vw(d, c));
+        g[0] = (size_t)((c->k + vw - 1) / vw);
         g[1] = (size_t)((c->q + NHWC_TQ - 1) / NHWC_TQ);
         g[2] = (size_t)(c->n * c->p);
     } else {

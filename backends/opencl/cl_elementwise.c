@@ -2,7 +2,6 @@
  * relu, the activations (a registry op), softmax. (matmul is a registry op: cl_matmul.c.) */
 #include "backends/opencl/cl_internal.h"
 
-#include <stdio.h>
 
 
 /* Takes d->lock and gets the kernel named name; on success the caller
@@ -16,19 +15,10 @@ static pdnn_status lock_kernel(cl_dev *d, const char *name, cl_kernel *k)
     return st;
 }
 
-/* Launches k over total work-items if setting its arguments went well
- * (err), then releases d->lock. An empty launch is invalid in OpenCL, so
- * total 0 does nothing. */
+/* pdnn__cl_launch_checked, then releases d->lock. */
 static pdnn_status finish_launch(cl_dev *d, cl_kernel k, const char *name, cl_int err, int64_t total)
 {
-    pdnn_status st = PDNN_SUCCESS;
-    if (err != CL_SUCCESS) {
-        char call[96];
-        snprintf(call, sizeof call, "clSetKernelArg(%s)", name);
-        st = pdnn__cl_fail(call, err);
-    } else if (total > 0) {
-        st = pdnn__cl_launch(d, k, name, total);
-    }
+    const pdnn_status st = pdnn__cl_launch_checked(d, k, name, err, total);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -202,12 +192,7 @@ pdnn_status pdnn__cl_transform_locked(cl_dev *d, const pdnn__transform_call *c)
     SET_ARG(k, 6, order);
     SET_ARG(k, 7, arg7);
     SET_ARG(k, 8, items);
-    if (err != CL_SUCCESS) {
-        char call[64];
-        snprintf(call, sizeof call, "clSetKernelArg(%s)", name);
-        return pdnn__cl_fail(call, err);
-    }
-    return items > 0 ? pdnn__cl_launch(d, k, name, items) : PDNN_SUCCESS;
+    return pdnn__cl_launch_checked(d, k, name, err, items);
 }
 
 /* The layout transform (registry op PDNN__OP_TRANSFORM). */

@@ -213,9 +213,9 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         const pdnn__buf xt = {ws.region, ws.offset + IG_ZEROS * sizeof(float)};
         pdnn__transform_call tc = {.dims = {c->n, c->c, c->h, c->w},
                                    .xs = {c->xs[0], c->xs[1], c->xs[2], c->xs[3]},
-                                   .ys = {c->h * c->w * c->c, 1, c->w * c->c, c->c},
                                    .x_buf = c->x_buf,
                                    .y_buf = xt};
+        pdnn__layout_strides(PDNN_NHWC, tc.dims, tc.ys);
         st = pdnn__cl_transform_locked(d, &tc);
         if (st != PDNN_SUCCESS)
             return st;

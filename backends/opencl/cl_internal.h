@@ -104,6 +104,11 @@ pdnn_status pdnn__cl_fail(const char *call, cl_int err);
  * work-group size (the kernels bound-check). Called with d->lock held. */
 pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total);
 
+/* pdnn__cl_launch unless setting k's arguments failed (err: the OR of
+ * the SET_ARGs, reported as clSetKernelArg(name)); total 0 launches
+ * nothing, as an empty launch is invalid in OpenCL. d->lock held. */
+pdnn_status pdnn__cl_launch_checked(cl_dev *d, cl_kernel k, const char *name, cl_int err, int64_t total);
+
 #ifdef PDNN_HAVE_CLBLAST
 /* cl_im2col.c: the plan the forward and backward im2col_gemm share (1 if
  * they run c), and a CLBlast status (CLBlastStatusCode) as polydnn's. */

@@ -5,7 +5,6 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdio.h>
 
 static void no_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 
@@ -17,17 +16,6 @@ static pdnn_status lock_kernel(cl_dev *d, const char *name, cl_kernel *k)
     if (st != PDNN_SUCCESS)
         pthread_mutex_unlock(&d->lock);
     return st;
-}
-
-/* Launches k over total work-items unless setting its arguments failed. */
-static pdnn_status launch(cl_dev *d, cl_kernel k, const char *name, cl_int err, int64_t total)
-{
-    if (err != CL_SUCCESS) {
-        char what[64];
-        snprintf(what, sizeof what, "clSetKernelArg(%s)", name);
-        return pdnn__cl_fail(what, err);
-    }
-    return total > 0 ? pdnn__cl_launch(d, k, name, total) : PDNN_SUCCESS;
 }
 
 static pdnn_status relu_bwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -50,7 +38,7 @@ static pdnn_status relu_bwd_run(void *dev, const pdnn__op_call *call, const pdnn
     SET_ARG(k, 4, dx);
     SET_ARG(k, 5, dxo);
     SET_ARG(k, 6, n);
-    st = launch(d, k, "relu_bwd", err, n);
+    st = pdnn__cl_launch_checked(d, k, "relu_bwd", err, n);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -75,7 +63,7 @@ static pdnn_status scale_run(void *dev, const pdnn__op_call *call, const pdnn__p
     SET_ARG(k, 3, yo);
     SET_ARG(k, 4, alpha);
     SET_ARG(k, 5, n);
-    st = launch(d, k, "scale", err, n);
+    st = pdnn__cl_launch_checked(d, k, "scale", err, n);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -131,14 +119,14 @@ static pdnn_status xent_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     SET_ARG(rows, 10, fo);
     SET_ARG(rows, 11, n);
     SET_ARG(rows, 12, kk);
-    st = launch(d, rows, "xent_rows", err, n);
+    st = pdnn__cl_launch_checked(d, rows, "xent_rows", err, n);
     if (st == PDNN_SUCCESS) {
         SET_ARG(mean, 0, wsm);
         SET_ARG(mean, 1, ro);
         SET_ARG(mean, 2, loss);
         SET_ARG(mean, 3, losso);
         SET_ARG(mean, 4, n);
-        st = launch(d, mean, "xent_mean", err, 1);
+        st = pdnn__cl_launch_checked(d, mean, "xent_mean", err, 1);
     }
     /* The flag, then the first bad row's label, read after the kernels
      * (blocking reads on the in-order queue). */
@@ -208,7 +196,7 @@ static pdnn_status optim_run(void *dev, const pdnn__op_call *call, const pdnn__p
         SET_ARG(k, 14, wd);
         SET_ARG(k, 15, n);
     }
-    st = launch(d, k, name, err, n);
+    st = pdnn__cl_launch_checked(d, k, name, err, n);
     pthread_mutex_unlock(&d->lock);
     return st;
 }

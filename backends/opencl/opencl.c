@@ -166,18 +166,10 @@ static void bind_icds_to_their_own_llvm(void)
  * it (POCL_AFFINITY=0 keeps the workers unpinned) or set
  * POCL_MAX_PTHREAD_COUNT, and not when this process may not run on every
  * CPU 0..n-1 (taskset, an MPI rank's binding, a container's cpuset):
- * pinning would override that binding, or fail. setenv happens once,
- * under the lock, before any OpenCL call of polydnn's. */
-static void pin_pocl_workers(void)
+ * pinning would override that binding, or fail. Run once (pthread_once),
+ * before any OpenCL call of polydnn's. */
+static void pin_pocl_workers_once(void)
 {
-    static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
-    static int done;
-    pthread_mutex_lock(&once_lock);
-    if (done) {
-        pthread_mutex_unlock(&once_lock);
-        return;
-    }
-    done = 1;
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
@@ -187,7 +179,12 @@ static void pin_pocl_workers(void)
         all = CPU_ISSET((int)i, &allowed);
     if (all && setenv("POCL_AFFINITY", "1", 0) == 0)
         pdnn__debug("OpenCL: POCL_AFFINITY=1: PoCL's worker threads run one per CPU, pinned");
-    pthread_mutex_unlock(&once_lock);
+}
+
+static void pin_pocl_workers(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, pin_pocl_workers_once);
 }
 
 static pdnn_status cl_enumerate(void ***devs, pdnn__device_props **props, int *n, const char **why)
