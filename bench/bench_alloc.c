@@ -85,7 +85,7 @@ static void make_sizes(void)
 
 static double bench_bfc(int pairs)
 {
-    pdnn__bfc *a = make((pdnn__region_source){NULL, host_alloc, host_free}, (uint64_t)8 << 30, 0);
+    pdnn__bfc *a = make((pdnn__region_source){NULL, host_alloc, host_free, NULL}, (uint64_t)8 << 30, 0);
     pdnn__bfc_block live[LIVE];
     for (int i = 0; i < LIVE; i++)
         pdnn__bfc_alloc(a, sizes[i], NULL, &live[i]);
@@ -286,7 +286,7 @@ static void trace_row(uint64_t n, enum ws_model ws, int with_weights, int growth
 {
     trace t;
     memset(&t, 0, sizeof t);
-    t.a = make((pdnn__region_source){NULL, fake_alloc, fake_free}, (uint64_t)64 << 30, growth_double);
+    t.a = make((pdnn__region_source){NULL, fake_alloc, fake_free, NULL}, (uint64_t)64 << 30, growth_double);
     t.ws = ws;
     t.weights = with_weights;
     resnet50_weights(&t);

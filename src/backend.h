@@ -38,6 +38,8 @@ typedef struct pdnn__device_props {
     uint64_t memory_bytes;
     uint64_t max_alloc_bytes;  /* largest region the driver allows       */
     uint64_t base_align;       /* required region offset alignment, bytes */
+    uint64_t keep_free;        /* bytes left to the driver by the first-use
+                                  reservation (with memory_free); 0: none */
     int compute_units;
     /* How DLPack names this device (polydnn_dlpack.h): a DLDeviceType
      * value (kDLCPU 1, kDLCUDA 2, kDLOpenCL 4) and its device_id. */
@@ -383,6 +385,12 @@ struct pdnn__backend {
     /* Memory. Regions are what the allocator carves into tensors. */
     pdnn_status (*region_alloc)(void *dev, size_t bytes, void **region);
     void (*region_free)(void *dev, void *region);
+    /* Optional (NULL: not known): the bytes the driver could hand out now.
+     * Reserving the whole limit on first use (no allow_growth) takes at
+     * most this less props.keep_free, so the driver's and the vendor
+     * libraries' own allocations (cuDNN and cuBLAS kernels load lazily)
+     * and other processes' contexts still fit. */
+    pdnn_status (*memory_free)(void *dev, uint64_t *bytes);
     pdnn_status (*write)(void *dev, pdnn__buf dst, const void *src, size_t bytes);
     pdnn_status (*read)(void *dev, pdnn__buf src, void *dst, size_t bytes);
     pdnn_status (*copy)(void *dev, pdnn__buf dst, pdnn__buf src, size_t bytes);

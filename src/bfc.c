@@ -58,6 +58,8 @@ struct pdnn__bfc {
     int allow_growth;
     int growth_double;
     int reserved_all;       /* no-growth: the first-use reservation is done */
+    uint64_t keep_free;     /* bytes the first-use reservation leaves free */
+    int reserve_capped;     /* it took less than the limit to leave them */
     uint64_t growth_target; /* next region size with allow_growth */
     char reserve_note[384]; /* why the first-use reservation fell short */
     region *regions;
@@ -255,7 +257,9 @@ static pdnn_status extend(pdnn__bfc *a, size_t need)
             target = need;
         size = (target + GROWTH_STEP - 1) / GROWTH_STEP * GROWTH_STEP;
     } else {
-        size = available;
+        /* Past a reservation capped to leave keep_free, take only what
+         * this request needs of what was left to the driver. */
+        size = a->reserve_capped ? need : available;
     }
     if (size > available)
         size = available;
@@ -287,12 +291,29 @@ static void reserve_all(pdnn__bfc *a)
     a->reserved_all = 1;
     int stopped = 0; /* 1 refused, 2 too many regions */
     char refused[32] = "", driver[160] = "";
-    while (a->limit > a->st.bytes_reserved && a->limit - a->st.bytes_reserved >= a->align) {
+    /* Where the source says how much it has free, keep_free of that stays
+     * with the driver: taking the last byte left CUDA unable to create
+     * cuDNN's handle or load a kernel. Later requests still grow up to the
+     * limit on demand. */
+    uint64_t target = a->limit, free_now = 0;
+    if (a->src.query_free && a->src.query_free(a->src.dev, &free_now) == PDNN_SUCCESS) {
+        uint64_t can = free_now > a->keep_free ? free_now - a->keep_free : 0;
+        if (a->st.bytes_reserved + can < target) {
+            target = a->st.bytes_reserved + can;
+            a->reserve_capped = 1;
+            char f[32], k[32], t[32];
+            snprintf(a->reserve_note, sizeof a->reserve_note,
+                     "the first-use reservation took %s: the %s the driver had free less %s left to it",
+                     pdnn__format_bytes(target, t, sizeof t), pdnn__format_bytes(free_now, f, sizeof f),
+                     pdnn__format_bytes(a->keep_free, k, sizeof k));
+        }
+    }
+    while (target > a->st.bytes_reserved && target - a->st.bytes_reserved >= a->align) {
         if (a->st.num_regions >= MAX_RESERVE_REGIONS) {
             stopped = 2;
             break;
         }
-        uint64_t size = round_down(a->limit - a->st.bytes_reserved, a->align);
+        uint64_t size = round_down(target - a->st.bytes_reserved, a->align);
         if (a->max_region && size > a->max_region)
             size = round_down(a->max_region, a->align);
         size_t floor = (size_t)round_down(size / 2, a->align);
@@ -306,7 +327,7 @@ static void reserve_all(pdnn__bfc *a)
     if (!stopped)
         return;
     char asked[32], got[32];
-    pdnn__format_bytes(a->limit, asked, sizeof asked);
+    pdnn__format_bytes(target, asked, sizeof asked);
     pdnn__format_bytes(a->st.bytes_reserved, got, sizeof got);
     if (stopped == 1)
         snprintf(a->reserve_note, sizeof a->reserve_note,
@@ -343,6 +364,7 @@ pdnn_status pdnn__bfc_create(const pdnn__bfc_config *cfg, const pdnn__region_sou
     snprintf(a->limit_source, sizeof a->limit_source, "%s", cfg->limit_source);
     a->limit = cfg->limit;
     a->max_region = cfg->max_region;
+    a->keep_free = cfg->keep_free;
     a->align = cfg->alignment;
     a->allow_growth = cfg->allow_growth;
     a->growth_double = cfg->growth_double;
@@ -646,6 +668,8 @@ void pdnn__bfc_summary(pdnn__bfc *a, char *buf, size_t len)
         pdnn__format_bytes(a->st.peak_bytes_reserved, b4, sizeof b4), a->st.num_regions,
         a->st.num_allocs, pdnn__format_bytes(a->st.largest_alloc, b5, sizeof b5));
     OUT("  largest free chunk %s\n", pdnn__format_bytes(a->st.largest_free_chunk, b1, sizeof b1));
+    if (a->reserve_note[0])
+        OUT("  %s\n", a->reserve_note);
 #undef OUT
     pthread_mutex_unlock(&a->lock);
 }

@@ -22,6 +22,8 @@ typedef struct pdnn__region_source {
     void *dev;
     pdnn_status (*alloc)(void *dev, size_t bytes, void **region);
     void (*free)(void *dev, void *region);
+    /* Optional: the bytes the source could give now (see keep_free). */
+    pdnn_status (*query_free)(void *dev, uint64_t *bytes);
 } pdnn__region_source;
 
 typedef struct pdnn__bfc_config {
@@ -31,6 +33,8 @@ typedef struct pdnn__bfc_config {
     uint64_t max_region;     /* largest single region; 0 = no maximum      */
     size_t alignment;        /* chunk alignment: power of two, >= 256      */
     int allow_growth;        /* 0: reserve the whole limit on first use    */
+    uint64_t keep_free;      /* that reservation leaves this much of what
+                              * src->query_free reports to the driver     */
     int growth_double;       /* 1: TensorFlow's doubling regions; 0: each
                               * new region max(request, reserved / 16)  */
 } pdnn__bfc_config;

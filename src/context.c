@@ -186,6 +186,12 @@ static void region_free(void *dev, void *region)
     d->backend->region_free(d->handle, region);
 }
 
+static pdnn_status region_query_free(void *dev, uint64_t *bytes)
+{
+    pdnn_device *d = dev;
+    return d->backend->memory_free(d->handle, bytes);
+}
+
 static pdnn_status device_init_allocator(pdnn_device *d, const pdnn_context_options *o)
 {
     pdnn__bfc_config cfg;
@@ -200,7 +206,8 @@ static pdnn_status device_init_allocator(pdnn_device *d, const pdnn_context_opti
      * it always grows on demand rather than reserving the machine. */
     cfg.allow_growth = d->props.kind == PDNN__KIND_HOST ? 1 : o->allow_growth;
     cfg.growth_double = o->growth_policy == PDNN_GROWTH_DOUBLE;
-    pdnn__region_source src = {d, region_alloc, region_free};
+    cfg.keep_free = d->props.keep_free;
+    pdnn__region_source src = {d, region_alloc, region_free, d->backend->memory_free ? region_query_free : NULL};
     return pdnn__bfc_create(&cfg, &src, &d->alloc);
 }
 

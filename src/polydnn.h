@@ -287,7 +287,8 @@ PDNN_API pdnn_status pdnn_device_set_memory_limit(pdnn_device *dev, uint64_t byt
 PDNN_API pdnn_status pdnn_device_release_unused(pdnn_device *dev, uint64_t *freed);
 
 /* Writes a per-bin dump of the allocator (free and used chunks, regions,
- * stats) into buf, truncated to len. With POLYDNN_MEMORY_SUMMARY_ON_OOM=1
+ * stats, and why the first-use reservation took less than the limit
+ * where it did) into buf, truncated to len. With POLYDNN_MEMORY_SUMMARY_ON_OOM=1
  * the same dump goes to stderr whenever a tensor allocation runs out of
  * memory. */
 PDNN_API pdnn_status pdnn_device_memory_summary(pdnn_device *dev, char *buf, size_t len);
@@ -675,8 +676,8 @@ PDNN_API pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y);
 /* Elementwise activations besides relu (cuDNN's cudnnActivationForward,
  * ONNX's Clip, LeakyRelu, Sigmoid). One registry op: host "direct",
  * OpenCL "direct", CUDA "cudnn" (sigmoid, and clip with alpha 0, which is
- * cuDNN's clipped relu; the rest is refused there and soft placement
- * moves it). */
+ * cuDNN's clipped relu; leaky relu and other clips through cudnnOpTensor's
+ * max and min). */
 typedef enum pdnn_activation {
     PDNN_ACTIVATION_CLIP = 0,       /* min(max(x, alpha), beta); alpha <= beta (ReLU6: 0, 6); NaN stays NaN */
     PDNN_ACTIVATION_LEAKY_RELU = 1, /* x >= 0 ? x : alpha * x */
@@ -740,8 +741,8 @@ PDNN_API pdnn_status pdnn_relu_backward(const pdnn_tensor *y, const pdnn_tensor 
 /* y = alpha * x elementwise (TensorFlow's x * constant, "Mul"): x and y of
  * one descriptor (float32, any layout) on one device; y may be x (in
  * place). alpha must be finite. Towers average their gradients with it
- * (AddN, then 1/N). Host and OpenCL; CUDA has no kernel (the placer puts
- * it elsewhere). */
+ * (AddN, then 1/N). Host, OpenCL and CUDA (cudnnScaleTensor in place,
+ * else cudnnAddTensor). */
 PDNN_API pdnn_status pdnn_scale(const pdnn_tensor *x, float alpha, pdnn_tensor *y);
 
 /* Fused softmax cross-entropy with integer labels (TensorFlow's

@@ -104,7 +104,8 @@ static const train_case cases[] = {
     {{4099, 1, 1, 1}, "scale", SCALE, PDNN_LAYOUT_X, 0, 0, 0, 1e-30f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{2, 3, 7, 7}, "scale", SCALE, PDNN_OIHW, 0, 0, 0, 0.0f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* Activations (alpha, beta in offset, amp; x spread by lr): ReLU6, a
-     * clip from below only and a narrow one, leaky relu of two slopes,
+     * clip from below only, from above only and a narrow one, leaky relu
+     * of slopes 0.01, 0.2, 1.5 (above 1) and -0.5,
      * sigmoid out to where exp overflows; odd sizes, batch 1 and 17, both
      * layouts. Inputs hold the bounds exactly, +-0 and a NaN. */
     {{1, 1, 1, 1}, "activation", ACT, PDNN_NCHW, 0.0f, 6.0f, 0, 8.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
@@ -113,6 +114,9 @@ static const train_case cases[] = {
     {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, -0.25f, 0.25f, 0, 1.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0.01f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0.2f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 3, 5, 7}, "activation", ACT, PDNN_NCHW, 1.5f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 9, 2, 5}, "activation", ACT, PDNN_NHWC, -0.5f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LEAKY_RELU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 3, 5, 7}, "activation", ACT, PDNN_NCHW, -INFINITY, 0.5f, 0, 2.0f, 0, 0, PDNN_ACTIVATION_CLIP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
@@ -405,6 +409,22 @@ static pdnn_status run_matmul(pdnn_device *dev, const train_case *c, const input
     return st;
 }
 
+/* The op run again in place (y = x), which every elementwise backend
+ * must allow, has to give the same numbers as out of place. */
+static pdnn_status same_in_place(pdnn_tensor *x, const float *got, int64_t n)
+{
+    float *again = malloc(sizeof(float) * (size_t)n);
+    if (!again)
+        return PDNN_ERR_OUT_OF_MEMORY;
+    pdnn_status st = pdnn_tensor_read(x, again, (size_t)n * sizeof(float));
+    for (int64_t i = 0; st == PDNN_SUCCESS && i < n; i++)
+        if (!(again[i] == got[i] || (isnan(again[i]) && isnan(got[i]))))
+            st = pdnn__error(PDNN_ERR_INTERNAL, "in place (y = x) element %lld is %.9g, out of place %.9g",
+                             (long long)i, (double)again[i], (double)got[i]);
+    free(again);
+    return st;
+}
+
 static pdnn_status run_scale(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
 {
     const pdnn_tensor_desc d = desc_of(c);
@@ -412,6 +432,10 @@ static pdnn_status run_scale(pdnn_device *dev, const train_case *c, const inputs
     pdnn_status st = x && y ? pdnn_scale(x, c->lr, y) : PDNN_ERR_OUT_OF_MEMORY;
     if (st == PDNN_SUCCESS)
         st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
+    if (st == PDNN_SUCCESS)
+        st = pdnn_scale(x, c->lr, x);
+    if (st == PDNN_SUCCESS)
+        st = same_in_place(x, got, in->n);
     pdnn_tensor_release(x);
     pdnn_tensor_release(y);
     return st;
@@ -444,6 +468,10 @@ static pdnn_status run_act(pdnn_device *dev, const train_case *c, const inputs *
     pdnn_status st = x && y ? pdnn_activation_forward(x, c->act, c->offset, c->amp, y) : PDNN_ERR_OUT_OF_MEMORY;
     if (st == PDNN_SUCCESS)
         st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
+    if (st == PDNN_SUCCESS)
+        st = pdnn_activation_forward(x, c->act, c->offset, c->amp, x);
+    if (st == PDNN_SUCCESS)
+        st = same_in_place(x, got, in->n);
     pdnn_tensor_release(x);
     pdnn_tensor_release(y);
     return st;

@@ -19,6 +19,8 @@ typedef struct fake {
     pthread_mutex_t lock;
     int calls, live, fail_on_call; /* fail_on_call: 1-based, 0 = never */
     size_t fail_above;             /* refuse regions larger than this; 0 = never */
+    uint64_t free_now;             /* what fake_query_free reports */
+    int free_queries;
     size_t sizes[64];
     int nsizes;
     uintptr_t next;
@@ -52,11 +54,30 @@ static void fake_free(void *dev, void *region)
     pthread_mutex_unlock(&f->lock);
 }
 
+static pdnn_status fake_query_free(void *dev, uint64_t *bytes)
+{
+    fake *f = dev;
+    f->free_queries++;
+    *bytes = f->free_now;
+    return PDNN_SUCCESS;
+}
+
 static fake F;
 
 /* growth: 0 reserve the limit on first use, 1 allow_growth with the
  * default gradual regions, 2 allow_growth with TensorFlow's doubling. */
+static pdnn__bfc *make_keeping(uint64_t limit, uint64_t max_region, int growth, uint64_t free_now,
+                               uint64_t keep_free);
+
 static pdnn__bfc *make(uint64_t limit, uint64_t max_region, int growth)
+{
+    return make_keeping(limit, max_region, growth, 0, 0);
+}
+
+/* keep_free > 0: the source says free_now bytes are free, and the
+ * first-use reservation leaves keep_free of them (CUDA's rule). */
+static pdnn__bfc *make_keeping(uint64_t limit, uint64_t max_region, int growth, uint64_t free_now,
+                               uint64_t keep_free)
 {
     memset(&F, 0, sizeof F);
     pthread_mutex_init(&F.lock, NULL);
@@ -69,7 +90,9 @@ static pdnn__bfc *make(uint64_t limit, uint64_t max_region, int growth)
     cfg.alignment = 256;
     cfg.allow_growth = growth != 0;
     cfg.growth_double = growth == 2;
-    pdnn__region_source src = {&F, fake_alloc, fake_free};
+    cfg.keep_free = keep_free;
+    F.free_now = free_now;
+    pdnn__region_source src = {&F, fake_alloc, fake_free, keep_free ? fake_query_free : NULL};
     pdnn__bfc *a = NULL;
     cr_assert_eq(pdnn__bfc_create(&cfg, &src, &a), PDNN_SUCCESS, "%s", pdnn_last_error());
     return a;
@@ -265,6 +288,48 @@ Test(bfc, no_growth_reserves_the_limit_in_max_region_pieces)
     pdnn_status st = pdnn__bfc_alloc(a, 1025 * MiB, "tensor big", &c);
     cr_assert_eq(st, PDNN_ERR_OUT_OF_MEMORY);
     cr_assert(strstr(pdnn_last_error(), "maximum single allocation of 1 GiB"), "%s", pdnn_last_error());
+    pdnn__bfc_free(a, b.handle);
+    pdnn__bfc_destroy(a);
+    cr_assert_eq(F.live, 0);
+}
+
+/* A source that says 2000 MiB are free, with 500 MiB to be kept: the
+ * first-use reservation takes 1500 MiB, not the 3800 MiB limit, and the
+ * note says why. Requests past it still grow up to the limit. */
+Test(bfc, no_growth_reservation_leaves_keep_free_to_the_driver)
+{
+    pdnn__bfc *a = make_keeping(3800 * MiB, 1024 * MiB, 0, 2000 * MiB, 500 * MiB);
+    pdnn__bfc_block b = get(a, 1000 * MiB);
+    pdnn__bfc_stats s = stats(a);
+    cr_assert_eq(F.free_queries, 1);
+    cr_assert_eq(s.bytes_reserved, 1500 * MiB);
+    cr_assert_eq(s.num_regions, 2, "1500 MiB in regions of at most 1 GiB");
+    pdnn__bfc_block c = get(a, 900 * MiB); /* 500 MiB free in the reservation: grows */
+    s = stats(a);
+    cr_assert_gt(s.bytes_reserved, 1500 * MiB);
+    cr_assert_leq(s.bytes_reserved, 3800 * MiB);
+    cr_assert_eq(F.free_queries, 1, "asked once, at the reservation");
+    cr_assert_eq(s.bytes_reserved, 2400 * MiB, "past the reservation, only what the request needs");
+    pdnn__bfc_block d = get(a, 1000 * MiB), e;
+    cr_assert_eq(pdnn__bfc_alloc(a, 1000 * MiB, "tensor big", &e), PDNN_ERR_OUT_OF_MEMORY);
+    cr_assert(strstr(pdnn_last_error(), "the first-use reservation took 1.5 GiB: the 2.0 GiB the driver had "
+                                        "free less 500 MiB left to it"),
+              "%s", pdnn_last_error());
+    pdnn__bfc_free(a, b.handle);
+    pdnn__bfc_free(a, c.handle);
+    pdnn__bfc_free(a, d.handle);
+    pdnn__bfc_destroy(a);
+    cr_assert_eq(F.live, 0);
+}
+
+/* Less free than keep_free: nothing is reserved up front, and a request
+ * is still served by growing. */
+Test(bfc, no_growth_reservation_takes_nothing_when_the_driver_has_too_little)
+{
+    pdnn__bfc *a = make_keeping(3800 * MiB, 1024 * MiB, 0, 300 * MiB, 500 * MiB);
+    pdnn__bfc_block b = get(a, 10 * MiB);
+    pdnn__bfc_stats s = stats(a);
+    cr_assert_eq(s.bytes_reserved, 10 * MiB);
     pdnn__bfc_free(a, b.handle);
     pdnn__bfc_destroy(a);
     cr_assert_eq(F.live, 0);

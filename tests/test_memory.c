@@ -33,6 +33,25 @@ static pdnn_context *ctx_with(int growth, double fraction, pdnn_device **gpu)
     return ctx;
 }
 
+/* The first accelerator of ctx whose backend has algorithm algo (the
+ * OpenCL kernels' workspaces are what some tests count); skips without. */
+static pdnn_device *with_algo(pdnn_context *ctx, pdnn_conv_algo algo)
+{
+    pdnn_device *accel[8];
+    const int n = th_accelerators(ctx, accel, 8);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 4, 4, 4), wd = th_desc(PDNN_OIHW, 4, 4, 1, 1);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    for (int i = 0; i < n; i++) {
+        pdnn_conv_algo_info info;
+        cr_assert_eq(pdnn_conv2d_query_algorithm(accel[i], &p, &xd, &wd, PDNN_NCHW, algo, &info), PDNN_SUCCESS);
+        if (info.available)
+            return accel[i];
+    }
+    pdnn_context_destroy(ctx);
+    cr_skip_test("no accelerator has algorithm %s", pdnn_conv_algo_name(algo));
+}
+
 static pdnn_memory_stats stats(pdnn_device *d)
 {
     pdnn_memory_stats s;
@@ -178,8 +197,13 @@ Test(memory, without_growth_the_whole_limit_is_reserved_on_first_use)
     pdnn_tensor_desc td = th_desc(PDNN_NCHW, 1, 1, 1, 64);
     pdnn_tensor *t = th_upload(d, &td, NULL);
     pdnn_memory_stats s = stats(d);
-    cr_assert_geq(s.bytes_reserved, limit - 256 * 1024, "reserved %llu of limit %llu",
-                  (unsigned long long)s.bytes_reserved, (unsigned long long)limit);
+    char sum[8192] = "";
+    cr_assert_eq(pdnn_device_memory_summary(d, sum, sizeof sum), PDNN_SUCCESS);
+    /* Less only where the driver had less free than the limit (CUDA,
+     * which leaves it keep_free), and then the summary says so. */
+    if (!strstr(sum, "the first-use reservation took"))
+        cr_assert_geq(s.bytes_reserved, limit - 256 * 1024, "reserved %llu of limit %llu",
+                      (unsigned long long)s.bytes_reserved, (unsigned long long)limit);
     cr_assert_leq(s.bytes_reserved, limit);
     pdnn_tensor_release(t);
     pdnn_context_destroy(ctx);
@@ -273,6 +297,7 @@ Test(memory, conv_workspace_fits_or_falls_back)
 {
     pdnn_device *d;
     pdnn_context *ctx = ctx_with(1, 0.0, &d);
+    d = with_algo(ctx, PDNN_CONV_ALGO_TILED);
     pdnn_conv2d_params p;
     pdnn_conv2d_params_init(&p);
     p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
@@ -303,6 +328,7 @@ Test(memory, conv_workspace_fits_or_falls_back)
     /* A second context whose limit holds the tensors and 16 KiB more: no
      * workspace fits. */
     ctx = ctx_with(1, 0.0, &d);
+    d = with_algo(ctx, PDNN_CONV_ALGO_TILED);
     cr_assert_eq(pdnn_device_set_memory_limit(d, 2 * 131072 + 36864 + 16384), PDNN_SUCCESS, "%s",
                  pdnn_last_error());
     x = th_upload(d, &xd, NULL);
@@ -454,7 +480,8 @@ Test(memory, huge_option_without_growth_reserves_quickly_and_boundedly, .init = 
     pdnn_context *ctx = NULL;
     cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_device *accel[8];
-    if (th_accelerators(ctx, accel, 8) == 0) {
+    const int naccel = th_accelerators(ctx, accel, 8);
+    if (naccel == 0) {
         pdnn_context_destroy(ctx);
         cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
     }
@@ -480,7 +507,8 @@ Test(memory, huge_option_without_growth_reserves_quickly_and_boundedly, .init = 
         cr_assert(st == PDNN_ERR_OUT_OF_MEMORY && strstr(pdnn_last_error(), info.name), "%s", pdnn_last_error());
     pdnn_context_destroy(ctx);
     fflush(stderr);
-    cr_assert_eq(count_lines_with(cr_get_redirected_stderr(), "exceeds the"), 1);
+    /* one clamp warning per accelerator (CUDA's and PoCL's on a GPU machine) */
+    cr_assert_eq(count_lines_with(cr_get_redirected_stderr(), "exceeds the"), naccel);
 }
 
 /* The same clamp at run time. */

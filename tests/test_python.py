@@ -658,9 +658,10 @@ class NewOpsMatchTorch(unittest.TestCase):
                     try:
                         acts = [(polydnn.clip(pa, 0, 6), torch.clamp(a, 0, 6)),
                                 (polydnn.clip(pa, max=0.5), torch.clamp(a, max=0.5)),
-                                (polydnn.sigmoid(pa), torch.sigmoid(a))]
-                        if dev.backend != "cuda":  # cuDNN has no leaky relu (README)
-                            acts.append((polydnn.leaky_relu(pa, 0.2), F.leaky_relu(a, 0.2)))
+                                (polydnn.clip(pa, -1.5, 2), torch.clamp(a, -1.5, 2)),
+                                (polydnn.sigmoid(pa), torch.sigmoid(a)),
+                                (polydnn.leaky_relu(pa, 0.2), F.leaky_relu(a, 0.2)),
+                                (polydnn.leaky_relu(pa, 1.5), F.leaky_relu(a, 1.5))]
                     except polydnn.Error as e:
                         self.fail(str(e))
                     for got, ref in acts + [(polydnn.concat([pa, pb, pa], axis=1), torch.cat([a, b, a], 1)),

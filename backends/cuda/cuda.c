@@ -49,6 +49,7 @@
     X(cudaGetLastError)                                                                            \
     X(cudaMalloc)                                                                                  \
     X(cudaFree)                                                                                    \
+    X(cudaMemGetInfo)                                                                              \
     X(cudaMemcpyAsync)                                                                             \
     X(cudaMemcpy2DAsync)                                                                           \
     X(cudaMemsetAsync)                                                                             \
@@ -325,7 +326,8 @@ typedef struct cu_dev {
     cudnnConvolutionDescriptor_t conv;
     cudnnPoolingDescriptor_t pool;
     cudnnActivationDescriptor_t relu, act; /* act: set per call (sigmoid, clipped relu) */
-    cudnnOpTensorDescriptor_t add, mul;
+    cudnnOpTensorDescriptor_t add, mul, max, min;
+    float *scalars; /* 2 floats of device memory: clip's bounds, broadcast */
     plan_entry plans[PLAN_CACHE];
     int next_plan;
 } cu_dev;
@@ -353,6 +355,10 @@ static pdnn_status create_descriptors(cu_dev *d)
     DNN(cudnnSetOpTensorDescriptor, d->add, CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
     DNN(cudnnCreateOpTensorDescriptor, &d->mul);
     DNN(cudnnSetOpTensorDescriptor, d->mul, CUDNN_OP_TENSOR_MUL, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
+    DNN(cudnnCreateOpTensorDescriptor, &d->max);
+    DNN(cudnnSetOpTensorDescriptor, d->max, CUDNN_OP_TENSOR_MAX, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
+    DNN(cudnnCreateOpTensorDescriptor, &d->min);
+    DNN(cudnnSetOpTensorDescriptor, d->min, CUDNN_OP_TENSOR_MIN, CUDNN_DATA_FLOAT, CUDNN_PROPAGATE_NAN);
     return PDNN_SUCCESS;
 }
 
@@ -375,6 +381,10 @@ static void destroy_descriptors(cu_dev *d)
         dnn.cudnnDestroyOpTensorDescriptor(d->add);
     if (d->mul)
         dnn.cudnnDestroyOpTensorDescriptor(d->mul);
+    if (d->max)
+        dnn.cudnnDestroyOpTensorDescriptor(d->max);
+    if (d->min)
+        dnn.cudnnDestroyOpTensorDescriptor(d->min);
     memset(d->t, 0, sizeof d->t);
     d->filt = NULL;
     d->conv = NULL;
@@ -383,6 +393,8 @@ static void destroy_descriptors(cu_dev *d)
     d->act = NULL;
     d->add = NULL;
     d->mul = NULL;
+    d->max = NULL;
+    d->min = NULL;
 }
 
 /* The stream and the cuDNN handle on the right device. Called with d->lock held. */
@@ -448,6 +460,8 @@ static void dev_free(cu_dev *d)
     if (d->stream)
         rt.cudaStreamSynchronize(d->stream);
     destroy_descriptors(d);
+    if (d->scalars)
+        rt.cudaFree(d->scalars);
     if (d->dnn)
         dnn.cudnnDestroy(d->dnn);
     if (d->blas)
@@ -490,10 +504,12 @@ static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n
             unsigned char pad[16384];
         } u;
         memset(&u, 0, sizeof u);
-        int sms = 0;
+        int sms = 0, major = 0;
         e = rt.getDeviceProperties(&u.p, i);
         if (e == cudaSuccess)
             e = rt.cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, i);
+        if (e == cudaSuccess)
+            e = rt.cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i);
         if (e != cudaSuccess) {
             rt.cudaGetLastError();
             pdnn__debug("CUDA: skipping device %d: %s", i, rt.cudaGetErrorString(e));
@@ -519,6 +535,9 @@ static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n
         q->memory_bytes = u.p.totalGlobalMem;
         q->max_alloc_bytes = u.p.totalGlobalMem;
         q->base_align = 256;
+        /* What TensorFlow leaves to the system by compute capability; the
+         * kernels of cuDNN 9 and cuBLAS load lazily, into this. */
+        q->keep_free = (major >= 8 ? 1536ull : major >= 7 ? 1050ull : 500ull) << 20;
         q->compute_units = sms;
         q->dlpack_type = 2; /* kDLCUDA */
         q->dlpack_id = i;
@@ -558,6 +577,27 @@ static pdnn_status cu_region_alloc(void *dev, size_t bytes, void **region)
     if (e != cudaSuccess)
         return cuda_fail("cudaMalloc", e);
     *region = p;
+    return PDNN_SUCCESS;
+}
+
+/* Asked once, just before the first-use reservation takes the limit. */
+static pdnn_status cu_memory_free(void *dev, uint64_t *bytes)
+{
+    cu_dev *d = dev;
+    /* The handles first, so that their device memory is taken before the
+     * reservation measures what is left (a reservation of everything left
+     * cudnnCreate failing with CUDNN_STATUS_INTERNAL_ERROR on an H100).
+     * Whoever holds the lock is inside an op, whose handles exist; a
+     * failure here is reported again by the op that needs the handle. */
+    if (pthread_mutex_trylock(&d->lock) == 0) {
+        if (ensure_dnn(d) == PDNN_SUCCESS)
+            (void)ensure_blas(d);
+        pthread_mutex_unlock(&d->lock);
+    }
+    CU(cudaSetDevice, d->ordinal);
+    size_t free_b = 0, total_b = 0;
+    CU(cudaMemGetInfo, &free_b, &total_b);
+    *bytes = free_b;
     return PDNN_SUCCESS;
 }
 
@@ -2020,20 +2060,72 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
     return st;
 }
 
-/* The activations: sigmoid, and clip from 0 (cuDNN's clipped relu; to
- * +infinity it is relu). cuDNN has no leaky relu and clips from 0 only. */
-static void cu_act_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+/* The activations: sigmoid and clip from 0 are cuDNN's (clipped relu; to
+ * +infinity, relu). cuDNN has no leaky relu and clips from 0 only, so the
+ * others are cudnnOpTensor's MAX and MIN (which propagate NaN, as the
+ * reference does): leaky relu is max(x, alpha x) for alpha <= 1 and
+ * min(x, alpha x) above (x for x >= 0 either way, alpha x below); another
+ * clip is min(max(x, lo), hi) with the bounds in device memory,
+ * broadcast. */
+static char *elem(pdnn__buf b, int64_t i) { return (char *)ptr(b) + (size_t)i * sizeof(float); }
+
+static pdnn_status leaky_run(cu_dev *d, const pdnn__act_call *c)
 {
-    (void)dev;
-    const pdnn__act_call *c = &call->u.act;
-    if (c->mode == PDNN_ACTIVATION_LEAKY_RELU)
-        pdnn__plan_refuse(plan, "cuDNN has no leaky relu activation");
-    else if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
-        pdnn__plan_refuse(plan, "cuDNN's clipped relu clips from 0; this clip is from %g", (double)c->alpha);
+    const float one = 1.0f, zero = 0.0f, alpha = c->alpha;
+    cudnnOpTensorDescriptor_t op = alpha <= 1.0f ? d->max : d->min;
+    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
+        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
+        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
+        RETURN_IF_FAILED(set_vec(d->t[0], len));
+        DNN(cudnnOpTensor, d->dnn, op, &one, d->t[0], x, &alpha, d->t[0], x, &zero, d->t[0], y);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status clip_run(cu_dev *d, const pdnn__act_call *c)
+{
+    const float one = 1.0f, zero = 0.0f;
+    static const int64_t scalar[4] = {1, 1, 1, 1};
+    if (!d->scalars)
+        CU(cudaMalloc, (void **)&d->scalars, 2 * sizeof(float)); /* 8 bytes, kept with the handles */
+    float *lo = d->scalars, *hi = d->scalars + 1;
+    RETURN_IF_FAILED(set_packed(d->t[1], PDNN_NCHW, scalar));
+    DNN(cudnnSetTensor, d->dnn, d->t[1], lo, &c->alpha);
+    DNN(cudnnSetTensor, d->dnn, d->t[1], hi, &c->beta);
+    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
+        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
+        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
+        RETURN_IF_FAILED(set_vec(d->t[0], len));
+        DNN(cudnnOpTensor, d->dnn, d->max, &one, d->t[0], x, &one, d->t[1], lo, &zero, d->t[0], y);
+        DNN(cudnnOpTensor, d->dnn, d->min, &one, d->t[0], y, &one, d->t[1], hi, &zero, d->t[0], y);
+    }
+    return PDNN_SUCCESS;
+}
+
+/* y = alpha x: cudnnScaleTensor in place, else cudnnAddTensor with beta 0
+ * (cuDNN does not read y then). */
+static pdnn_status scale_run(cu_dev *d, const pdnn__scale_call *c)
+{
+    const float zero = 0.0f, alpha = c->alpha;
+    const int in_place = c->x_buf.region == c->y_buf.region && c->x_buf.offset == c->y_buf.offset;
+    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
+        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
+        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
+        RETURN_IF_FAILED(set_vec(d->t[0], len));
+        if (in_place)
+            DNN(cudnnScaleTensor, d->dnn, d->t[0], y, &alpha);
+        else
+            DNN(cudnnAddTensor, d->dnn, &alpha, d->t[0], x, &zero, d->t[0], y);
+    }
+    return PDNN_SUCCESS;
 }
 
 static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
 {
+    if (c->mode == PDNN_ACTIVATION_LEAKY_RELU)
+        return leaky_run(d, c);
+    if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
+        return clip_run(d, c);
     cudnnActivationDescriptor_t a = d->act;
     if (c->mode == PDNN_ACTIVATION_SIGMOID)
         DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SIGMOID, CUDNN_PROPAGATE_NAN, 0.0);
@@ -2135,6 +2227,7 @@ static pdnn_status cu_train_run(void *dev, const pdnn__op_call *call, const pdnn
          : call->op == PDNN__OP_ACTIVATION ? act_run(d, &call->u.act)
          : call->op == PDNN__OP_TRANSFORM  ? transform_run(d, &call->u.transform)
          : call->op == PDNN__OP_BINARY     ? binary_run(d, &call->u.binary)
+         : call->op == PDNN__OP_SCALE      ? scale_run(d, &call->u.scale)
                                            : sgd_run(d, &call->u.optim);
     pthread_mutex_unlock(&d->lock);
     report_untuned(plan, rep);
@@ -2146,7 +2239,7 @@ static const pdnn__algo cu_relu_bwd_cudnn = {
 static const pdnn__algo cu_optimizer_cudnn = {
     .op = PDNN__OP_OPTIMIZER, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo cu_act_cudnn = {
-    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_act_plan, .run = cu_train_run};
+    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo *const cu_act_algos[] = {&cu_act_cudnn, NULL};
 static const pdnn__algo cu_transform_cudnn = {
     .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
@@ -2154,6 +2247,9 @@ static const pdnn__algo *const cu_transform_algos[] = {&cu_transform_cudnn, NULL
 static const pdnn__algo cu_binary_cudnn = {
     .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo *const cu_binary_algos[] = {&cu_binary_cudnn, NULL};
+static const pdnn__algo cu_scale_cudnn = {
+    .op = PDNN__OP_SCALE, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
+static const pdnn__algo *const cu_scale_algos[] = {&cu_scale_cudnn, NULL};
 static const pdnn__algo *const cu_relu_bwd_algos[] = {&cu_relu_bwd_cudnn, NULL};
 static const pdnn__algo *const cu_optimizer_algos[] = {&cu_optimizer_cudnn, NULL};
 static const pdnn__algo cu_matmul_cublas = {
@@ -2166,6 +2262,7 @@ const pdnn__backend pdnn__cuda_backend = {
     .device_close = cu_close,
     .region_alloc = cu_region_alloc,
     .region_free = cu_region_free,
+    .memory_free = cu_memory_free,
     .write = cu_write,
     .read = cu_read,
     .copy = cu_copy,
@@ -2185,7 +2282,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_GEMM] = cu_matmul_algos,
               [PDNN__OP_ACTIVATION] = cu_act_algos,
               [PDNN__OP_TRANSFORM] = cu_transform_algos,
-              [PDNN__OP_BINARY] = cu_binary_algos},
+              [PDNN__OP_BINARY] = cu_binary_algos,
+              [PDNN__OP_SCALE] = cu_scale_algos},
     .add = cu_add,
     .bias_add = cu_bias_add,
     .relu = cu_relu,
