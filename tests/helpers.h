@@ -26,6 +26,11 @@ int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max);
  * are none, as on a machine without OpenCL or CUDA devices. */
 pdnn_context *th_accel_context(pdnn_device **devs, int *ndev);
 
+/* The same, keeping only the accelerators whose backend has convolution
+ * algorithm algo (the OpenCL kernels are not CUDA's); skips the test when
+ * none has it. */
+pdnn_context *th_accel_context_with(pdnn_conv_algo algo, pdnn_device **devs, int *ndev);
+
 /* Deterministic uniform values in [-1, 1) (xorshift32). */
 void th_fill(float *v, int64_t n, uint32_t seed);
 

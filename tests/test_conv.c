@@ -276,7 +276,7 @@ Test(conv_parity, implicit_gemm_refuses_narrow_groups)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_context *ctx = th_accel_context_with(PDNN_CONV_ALGO_IMPLICIT_GEMM, devs, &ndev);
     for (int i = 0; i < ndev; i++) {
         pdnn_device_info info;
         pdnn_device_get_info(devs[i], &info);
@@ -312,7 +312,7 @@ Test(conv_parity, gemm_1x1_refuses_other_shapes)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_context *ctx = th_accel_context_with(PDNN_CONV_ALGO_GEMM_1X1, devs, &ndev);
     /* C, K, R, pad, groups */
     const int64_t shapes[][5] = {{8, 8, 3, 1, 1}, {8, 8, 3, 0, 1}, {8, 8, 1, 1, 1}, {8, 4, 1, 0, 2}};
     for (int i = 0; i < ndev; i++) {
@@ -356,7 +356,7 @@ Test(conv_parity, tiled_claims_what_it_runs)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_context *ctx = th_accel_context_with(PDNN_CONV_ALGO_TILED, devs, &ndev);
     pdnn_device *host;
     cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
     const int64_t shapes[][3] = {{32, 64, 2}, {64, 64, 4}, {6, 12, 3}, {8, 8, 8}}; /* C, K, groups */
@@ -627,7 +627,7 @@ Test(conv_parity, depthwise_claims_what_it_runs)
 {
     pdnn_device *devs[8];
     int ndev;
-    pdnn_context *ctx = th_accel_context(devs, &ndev);
+    pdnn_context *ctx = th_accel_context_with(PDNN_CONV_ALGO_DEPTHWISE, devs, &ndev);
     pdnn_device *host;
     cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &host), PDNN_SUCCESS);
     const int64_t shapes[][3] = {{24, 24, 24}, {6, 12, 6}, {6, 12, 3}, {32, 64, 2}}; /* C, K, groups */

@@ -286,8 +286,7 @@ Test(cuda, backward_matches_host)
                 const pdnn_layout al = li ? PDNN_NHWC : PDNN_NCHW;
                 const int64_t cg = k->c / k->groups;
                 pdnn_tensor_desc xd = th_desc(al, k->n, k->c, k->h, k->w);
-                pdnn_tensor_desc wd = wls[wi] == PDNN_HWIO ? th_desc(PDNN_HWIO, k->r, k->s, cg, k->k)
-                                                           : th_desc(wls[wi], k->k, cg, k->r, k->s);
+                pdnn_tensor_desc wd = th_desc(wls[wi], k->k, cg, k->r, k->s); /* dims are logical: OIHW */
                 pdnn_tensor_desc yd = th_desc(al, k->n, k->k, oh, ow);
                 pdnn_tensor_desc bd = th_desc(PDNN_LAYOUT_X, k->k, 1, 1, 1);
                 pdnn_tensor *x[2], *w[2], *dy[2], *dx[2], *dw[2], *db[2];
