@@ -29,6 +29,14 @@ import onnxruntime as ort
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "googlenet", "vgg16")
 
 
+
+def legacy_export(torch):
+    """torch.onnx.export's TorchScript exporter, which these models were
+    checked with: PyTorch 2.9 and later default to the dynamo exporter
+    (dynamo=True), which emits other graphs; older ones lack the flag."""
+    import inspect
+    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
 def arg(name, default):
     for a in sys.argv:
         if a.startswith(name + "="):
@@ -47,7 +55,7 @@ def export(name, path):
     kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
     net = getattr(torchvision.models, name)(weights=None, **kw).eval()
     torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13)
+                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
 
 
 def model_flops(path, batch):

@@ -28,6 +28,14 @@ TOL = 1e-4
 rng = np.random.default_rng(7)
 
 
+
+def legacy_export(torch):
+    """torch.onnx.export's TorchScript exporter, which these models were
+    checked with: PyTorch 2.9 and later default to the dynamo exporter
+    (dynamo=True), which emits other graphs; older ones lack the flag."""
+    import inspect
+    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+
 def init(name, arr):
     return numpy_helper.from_array(np.asarray(arr), name)
 
@@ -243,7 +251,7 @@ def torchvision_cases(tmp, names, batches):
         randomize_batch_norm(net)
         path = os.path.join(tmp, name + ".onnx")
         torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13)
+                          dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
         m = onnx.load(path)
         for batch in batches:
             yield f"{name}_b{batch}", m, [batch, 3, 224, 224]
@@ -291,7 +299,7 @@ def torch_cases(tmp):
     randomize_batch_norm(net)
     path = os.path.join(tmp, "small_resnet.onnx")
     torch.onnx.export(net, torch.randn(1, 3, 64, 64), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13)
+                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
     m = onnx.load(path)
     for batch in (1, 3):
         yield f"torch_small_resnet_b{batch}", m, [batch, 3, 64, 64]
