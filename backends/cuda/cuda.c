@@ -278,10 +278,14 @@ static pdnn_status blas_fail(const char *call, cublasStatus_t s)
 /* ---- devices ------------------------------------------------------------ */
 
 #define N_TDESC 6      /* tensor descriptors per device */
-/* Convolution plans remembered per device. Core plans every CUDA
- * algorithm of a call (three entries per shape), so this holds the plans
- * of about 32 shapes, a ResNet-50 forward pass and then some. */
-#define PLAN_CACHE 96
+/* Convolution plans remembered per device, hashed (a power of two).
+ * Core plans every CUDA algorithm of a call on every call (three entries
+ * per shape and op). The first 96-entry FIFO held 32 forward shapes;
+ * GoogLeNet has 49 (147 entries), which a FIFO cycles through without a
+ * hit, asking cuDNN again each time (likely why it took 90-112 ms per run
+ * on an H200, where PyTorch took 5 ms). 1024 holds a network's forward
+ * and backward passes; a full table overwrites an entry's home slot. */
+#define PLAN_CACHE 1024
 
 /* How one convolution runs: the cuDNN algorithm and which operands are
  * first copied into the workspace (a zero-padded input where cuDNN's
@@ -329,7 +333,6 @@ typedef struct cu_dev {
     cudnnOpTensorDescriptor_t add, mul, max, min;
     float *scalars; /* 2 floats of device memory: clip's bounds, broadcast */
     plan_entry plans[PLAN_CACHE];
-    int next_plan;
 } cu_dev;
 
 /* Called with d->lock held (or before the device is shared). */
@@ -1012,6 +1015,17 @@ static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_con
     return 1;
 }
 
+/* The home slot of key in the plan cache (FNV-1a over its bytes, which
+ * key_of zeroes first). */
+static size_t key_slot(const conv_key *key)
+{
+    const unsigned char *b = (const unsigned char *)key;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof *key; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return (size_t)(h & (PLAN_CACHE - 1));
+}
+
 /* What the algorithm asked for is called in refusals. */
 static const char *want_name(pdnn_conv_algo want)
 {
@@ -1028,12 +1042,20 @@ static int find_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_co
 {
     conv_key key = key_of(c, want);
     key.algo += 16 * (int)op; /* each op plans apart */
-    for (int i = 0; i < PLAN_CACHE; i++)
-        if (d->plans[i].used && memcmp(&d->plans[i].key, &key, sizeof key) == 0) {
-            *out = d->plans[i].plan;
-            snprintf(why, len, "%s", d->plans[i].why);
-            return d->plans[i].supported;
+    const size_t home = key_slot(&key);
+    size_t slot = home; /* where a new entry goes: the first free slot on the probe path */
+    for (size_t i = 0; i < PLAN_CACHE; i++) {
+        plan_entry *e = &d->plans[(home + i) & (PLAN_CACHE - 1)];
+        if (!e->used) {
+            slot = (home + i) & (PLAN_CACHE - 1);
+            break;
         }
+        if (memcmp(&e->key, &key, sizeof key) == 0) {
+            *out = e->plan;
+            snprintf(why, len, "%s", e->why);
+            return e->supported;
+        }
+    }
 
     /* cuDNN pads symmetrically; where pad_top/pad_left do not give the
      * call's output size, the input is copied into a zero-padded buffer. */
@@ -1085,8 +1107,7 @@ static int find_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_co
         supported = try_plan(d, op, c, want, &plan, last, sizeof last);
     }
 
-    plan_entry *e = &d->plans[d->next_plan];
-    d->next_plan = (d->next_plan + 1) % PLAN_CACHE;
+    plan_entry *e = &d->plans[slot]; /* a full table overwrites the home slot */
     e->used = 1;
     e->supported = supported;
     e->key = key;
