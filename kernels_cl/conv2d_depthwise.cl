@@ -12,8 +12,8 @@
  *            the image runs with no test per tap.
  *   dw_nchw: rows are contiguous in NCHW. A work-item sweeps whole output
  *            rows of one channel (a host-chosen number of them) in chunks
- *            of 8 columns; the 8 inputs of a tap are one vload8 (stride
- *            1) or the even half of one vload16 (stride 2), and the
+ *            of DW_QV (8 or 16) columns; a tap's inputs are one vector load
+ *            (stride 1) or the even halves of two (stride 2), and the
  *            overlapping loads of neighbouring taps and rows hit the
  *            cache. Whether a chunk's taps lie in the image is decided
  *            once per chunk. At the left and right borders the same load
@@ -41,37 +41,54 @@
 #define LOAD16 vload16
 #endif
 
-/* Eight values of private storage as one vector. */
-static inline float8 dw_vec8(const float v[8])
-{
-    return (float8)(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
-}
+/* dw_nchw's chunk: DW_QV output columns (8, or 16 where the host sees
+ * 16-float vectors: one AVX-512 register per accumulator). */
+#ifndef DW_QV
+#define DW_QV 8
+#endif
+#if DW_QV == 16
+typedef float16 qv_t;
+typedef int16 qvi_t;
+#define QV_LOAD(p) vload16(0, (p))
+#define QV_LOAD_EVEN(p) ((float16)(vload16(0, (p)).even, vload16(0, (p) + 16).even)) /* stride 2 */
+#define QV_STORE(v, p) vstore16((v), 0, (p))
+#define QV_IOTA ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#elif DW_QV == 8
+typedef float8 qv_t;
+typedef int8 qvi_t;
+#define QV_LOAD(p) vload8(0, (p))
+#define QV_LOAD_EVEN(p) LOAD16(0, (p)).even
+#define QV_STORE(v, p) vstore8((v), 0, (p))
+#define QV_IOTA ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
+#else
+#error "DW_QV must be 8 or 16"
+#endif
 
-/* One tap's 8 inputs, lane i at column b + i*sw, of the row at `row`,
+/* One tap's DW_QV inputs, lane i at column b + i*sw, of the row at `row`,
  * read one by one (other strides, strided rows, the first and last rows
  * of x): lanes outside [0, W) add nothing. They are skipped, not
  * multiplied by zero, so that an infinite weight in the padding stays out
  * of the sum as in the reference. */
-static inline float8 dw_tap_scalar(__global const float *x, long row, long b, int sw, int W, long xcs, float f,
-                                   float8 acc)
+static inline qv_t dw_tap_scalar(__global const float *x, long row, long b, int sw, int W, long xcs, float f,
+                                 qv_t acc)
 {
-    float v[8];
-    int in[8];
-    for (int i = 0; i < 8; i++) {
+    float v[DW_QV];
+    int in[DW_QV];
+    for (int i = 0; i < DW_QV; i++) {
         const long iw = b + (long)i * sw;
         in[i] = iw >= 0 && iw < W ? -1 : 0;
         v[i] = in[i] ? x[row + iw * xcs] : 0.0f;
     }
-    const int8 ok = (int8)(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]);
-    return select(acc, fma(dw_vec8(v), (float8)(f), acc), ok);
+    const qvi_t ok = QV_LOAD(in);
+    return select(acc, fma(QV_LOAD(v), (qv_t)(f), acc), ok);
 }
 
 /* Which lanes of a tap whose lane 0 reads column b lie in the image. */
-#define DW_LANES(b) ((int8)(0, 1, 2, 3, 4, 5, 6, 7) * sw + (int)(b) >= 0 && (int8)(0, 1, 2, 3, 4, 5, 6, 7) * sw + (int)(b) < W)
+#define DW_LANES(b) (QV_IOTA * sw + (int)(b) >= 0 && QV_IOTA * sw + (int)(b) < W)
 
 /* dimension 0: blocks of pad_fast.s3 output rows; 1: n * K + k; 2: blocks
- * of cw 8-column chunks. A work-item sweeps its rows of one channel in
- * chunks of 8 columns (whole rows on CPUs). Whether a chunk's taps all lie
+ * of cw DW_QV-column chunks. A work-item sweeps its rows of one channel in
+ * chunks of DW_QV columns (whole rows on CPUs). Whether a chunk's taps all lie
  * inside the image is decided once per chunk, so the chunks inside (all
  * but one or two per row) run on plain vector loads with no per-tap test,
  * and the per-work-item setup is spread over whole rows.
@@ -87,13 +104,13 @@ __kernel void dw_nchw(__global const float *x, long x_off,
                       int4 geom,     /* stride h, w, dilation h, w */
                       int4 pad_fast, /* pad top, pad left, fast flags, rows per work-item */
                       long x_end,    /* x_off + elements of x */
-                      int cw)        /* 8-column chunks per work-item */
+                      int cw)        /* DW_QV-column chunks per work-item */
 {
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3, TP = pad_fast.s3;
     const int p0 = (int)get_global_id(0) * TP;
     const long nk = (long)get_global_id(1);
-    const int qb = (int)get_global_id(2) * cw * 8;
-    const int qe = Q - qb < cw * 8 ? Q : qb + cw * 8;
+    const int qb = (int)get_global_id(2) * cw * DW_QV;
+    const int qe = Q - qb < cw * DW_QV ? Q : qb + cw * DW_QV;
     if (p0 >= P || nk >= (long)in_dims.s0 * K || qb >= Q)
         return;
     const long n = nk / K;
@@ -111,25 +128,25 @@ __kernel void dw_nchw(__global const float *x, long x_off,
     const float bk = filt.s2 ? bias[b_off + k] : 0.0f;
     /* Chunks whose every tap reads inside the row: lane 0's first input
      * column b0 = q0*sw - pad >= 0 and the last load's end
-     * b0 + (S-1)*dw + 8*sw <= W, i.e. q0 in [q_lo, q_hi]. */
+     * b0 + (S-1)*dw + DW_QV*sw <= W, i.e. q0 in [q_lo, q_hi]. */
     const int pl = pad_fast.s1;
     const int q_lo = (pl + sw - 1) / sw;
-    const long q_hi = xrow && (sw == 1 || sw == 2) ? (long)W - (long)(S - 1) * dw - 8 * sw + pl : -1;
+    const long q_hi = xrow && (sw == 1 || sw == 2) ? (long)W - (long)(S - 1) * dw - DW_QV * sw + pl : -1;
     for (int p = p0; p < p0 + TP && p < P; p++) {
         const long ih0 = (long)p * geom.s0 - pad_fast.s0;
         const long yrowp = ybase + (long)p * ys.s2;
-        for (int q0 = qb; q0 < qe; q0 += 8) {
+        for (int q0 = qb; q0 < qe; q0 += DW_QV) {
             const long b0 = (long)q0 * sw - pl;
             const int inside = q0 >= q_lo && (long)q0 * sw <= q_hi;
-            float8 acc = (float8)(0.0f);
+            qv_t acc = (qv_t)(0.0f);
             /* A chunk at the border loads as inside, reaching into the
              * neighbouring rows (still inside x), and skips the padding
              * lanes. Which lanes those are depends on the column only:
              * with the filter width built in, once for all filter rows. */
             const int reach = !inside && xrow && (sw == 1 || sw == 2);
-            const long reach_hi = b0 + (long)(S - 1) * dw + 8 * sw;
+            const long reach_hi = b0 + (long)(S - 1) * dw + DW_QV * sw;
 #ifdef DW_S
-            int8 msk[DW_S];
+            qvi_t msk[DW_S];
             for (int s = 0; s < S; s++)
                 msk[s] = DW_LANES(b0 + (long)s * dw);
 #define DW_MASK(s) msk[s]
@@ -147,16 +164,16 @@ __kernel void dw_nchw(__global const float *x, long x_off,
                 if (inside && sw == 1) {
                     __global const float *xp = x + row + b0;
                     for (int s = 0; s < S; s++)
-                        acc = fma(vload8(0, xp + (long)s * dw), (float8)(wr[(long)s * ws.s3]), acc);
+                        acc = fma(QV_LOAD(xp + (long)s * dw), (qv_t)(wr[(long)s * ws.s3]), acc);
                 } else if (inside) {
                     __global const float *xp = x + row + b0;
                     for (int s = 0; s < S; s++)
-                        acc = fma(LOAD16(0, xp + (long)s * dw).even, (float8)(wr[(long)s * ws.s3]), acc);
+                        acc = fma(QV_LOAD_EVEN(xp + (long)s * dw), (qv_t)(wr[(long)s * ws.s3]), acc);
                 } else if (reach && row + b0 >= x_off && row + reach_hi <= x_end) {
                     __global const float *xp = x + row + b0;
                     for (int s = 0; s < S; s++) {
-                        const float8 a = sw == 1 ? vload8(0, xp + (long)s * dw) : LOAD16(0, xp + (long)s * dw).even;
-                        acc = select(acc, fma(a, (float8)(wr[(long)s * ws.s3]), acc), DW_MASK(s));
+                        const qv_t a = sw == 1 ? QV_LOAD(xp + (long)s * dw) : QV_LOAD_EVEN(xp + (long)s * dw);
+                        acc = select(acc, fma(a, (qv_t)(wr[(long)s * ws.s3]), acc), DW_MASK(s));
                     }
                 } else {
                     for (int s = 0; s < S; s++)
@@ -164,15 +181,15 @@ __kernel void dw_nchw(__global const float *x, long x_off,
                 }
             }
 #undef DW_MASK
-            acc += (float8)(bk);
+            acc += (qv_t)(bk);
             if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
-                acc = fmin(fmax(acc, (float8)(0.0f)), (float8)(as_float(filt.s3)));
-            if (yrow && q0 + 8 <= Q) {
-                vstore8(acc, 0, y + yrowp + q0);
+                acc = fmin(fmax(acc, (qv_t)(0.0f)), (qv_t)(as_float(filt.s3)));
+            if (yrow && q0 + DW_QV <= Q) {
+                QV_STORE(acc, y + yrowp + q0);
             } else {
-                float v[8];
-                vstore8(acc, 0, v);
-                for (int i = 0; i < 8 && q0 + i < Q; i++)
+                float v[DW_QV];
+                QV_STORE(acc, v);
+                for (int i = 0; i < DW_QV && q0 + i < Q; i++)
                     y[yrowp + (long)(q0 + i) * ys.s3] = v[i];
             }
         }

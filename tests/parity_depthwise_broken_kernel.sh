@@ -8,10 +8,10 @@
 # alone; see tests/broken_kernel.sh.
 dir=${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/tests
 sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
-    's/acc = select(acc, fma(a, (float8)(wr\[(long)s \* ws\.s3\]), acc), DW_MASK(s));/acc = select(acc, fma(a, (float8)(wr[(long)s * ws.s3]), acc), DW_MASK(s + 1));/' \
+    's/acc = select(acc, fma(a, (qv_t)(wr\[(long)s \* ws\.s3\]), acc), DW_MASK(s));/acc = select(acc, fma(a, (qv_t)(wr[(long)s * ws.s3]), acc), DW_MASK(s + 1));/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise --set depthwise || exit $?
 sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
-    's/for (int q0 = qb; q0 < qe; q0 += 8) {/for (int q0 = qb + (qb > 0 ? 8 : 0); q0 < qe; q0 += 8) {/' \
+    's/for (int q0 = qb; q0 < qe; q0 += DW_QV) {/for (int q0 = qb + (qb > 0 ? DW_QV : 0); q0 < qe; q0 += DW_QV) {/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise || exit $?
 exec sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
     's/DW_LOAD(xp + t \* step)/DW_LOAD(xp + (t + 1) * step)/' \
