@@ -61,23 +61,27 @@ pdnn_context *th_accel_context(pdnn_device **devs, int *ndev)
     return ctx;
 }
 
+bool th_has_algo(pdnn_device *dev, pdnn_conv_algo algo)
+{
+    /* Any valid shape: only whether the backend has the algorithm matters. */
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 4, 4, 4), wd = th_desc(PDNN_OIHW, 4, 4, 1, 1);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    pdnn_conv_algo_info info;
+    cr_assert_eq(pdnn_conv2d_query_algorithm(dev, &p, &xd, &wd, PDNN_NCHW, algo, &info), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    return info.available;
+}
+
 pdnn_context *th_accel_context_with(pdnn_conv_algo algo, pdnn_device **devs, int *ndev)
 {
     pdnn_device *all[8];
     int n = 0;
     pdnn_context *ctx = th_accel_context(all, &n);
-    /* Any valid shape: only whether the backend has the algorithm matters. */
-    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 4, 4, 4), wd = th_desc(PDNN_OIHW, 4, 4, 1, 1);
-    pdnn_conv2d_params p;
-    pdnn_conv2d_params_init(&p);
     *ndev = 0;
-    for (int i = 0; i < n; i++) {
-        pdnn_conv_algo_info info;
-        cr_assert_eq(pdnn_conv2d_query_algorithm(all[i], &p, &xd, &wd, PDNN_NCHW, algo, &info), PDNN_SUCCESS, "%s",
-                     pdnn_last_error());
-        if (info.available)
+    for (int i = 0; i < n; i++)
+        if (th_has_algo(all[i], algo))
             devs[(*ndev)++] = all[i];
-    }
     if (*ndev == 0) {
         pdnn_context_destroy(ctx);
         cr_skip_test("no accelerator has algorithm %s", pdnn_conv_algo_name(algo));

@@ -6,6 +6,7 @@
 
 #include "polydnn.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A context with allow_growth on, so a test process does not reserve the
@@ -26,9 +27,13 @@ int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max);
  * are none, as on a machine without OpenCL or CUDA devices. */
 pdnn_context *th_accel_context(pdnn_device **devs, int *ndev);
 
-/* The same, keeping only the accelerators whose backend has convolution
- * algorithm algo (the OpenCL kernels are not CUDA's); skips the test when
- * none has it. */
+/* Whether dev's backend has convolution algorithm algo (asked on a small
+ * valid shape). */
+bool th_has_algo(pdnn_device *dev, pdnn_conv_algo algo);
+
+/* The same as th_accel_context, keeping only the accelerators whose
+ * backend has convolution algorithm algo (the OpenCL kernels are not
+ * CUDA's); skips the test when none has it. */
 pdnn_context *th_accel_context_with(pdnn_conv_algo algo, pdnn_device **devs, int *ndev);
 
 /* Deterministic uniform values in [-1, 1) (xorshift32). */
