@@ -90,17 +90,6 @@ __kernel void gemm1x1_pack(__global const float *w, long w_off, long2 ws,
         out[(long)c * KT] = k < K ? in[(long)c * ws.s1] : 0.0f;
 }
 
-/* Input offset of output pixel g (clamped to the last one so that a
- * partial tile computes on valid memory; its results are not stored). */
-static long x_offset(long g, long npix, int PQ, int Q, long4 xs, int sh, int sw)
-{
-    if (g >= npix)
-        g = npix - 1;
-    const long n = g / PQ;
-    const int pix = (int)(g % PQ);
-    return n * xs.s0 + (long)(pix / Q) * sh * xs.s2 + (long)(pix % Q) * sw * xs.s3;
-}
-
 __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
                               __global const float *wp, long wp_off,
                               __global const float *bias, long b_off,
@@ -133,12 +122,26 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
     }
     const int ycontig = ys.s1 == 1 && k0 + KT <= K;
     const long gend = g0 + span < npix ? g0 + span : npix;
+    /* The pixel cursor (image, row, column of pixel gt): divided once per
+     * work-item, then stepped (dividing for every pixel of every tile cost
+     * as much as a 64-channel reduction). */
+    long cn = g0 / PQ;
+    int coh = (int)(g0 % PQ) / Q, cow = (int)(g0 % PQ) % Q;
 
     for (long gt = g0; gt < gend; gt += PT) {
-        long xo[PT];
+        /* Each pixel's input and output offsets; pixels past the span's
+         * end repeat the last one (computed on, not stored). */
+        long xo[PT], yoff[PT];
 #pragma unroll
-        for (int j = 0; j < PT; j++)
-            xo[j] = xgrp + x_offset(gt + j, npix, PQ, Q, xs, geom.s0, geom.s1);
+        for (int j = 0; j < PT; j++) {
+            xo[j] = xgrp + cn * xs.s0 + (long)coh * geom.s0 * xs.s2 + (long)cow * geom.s1 * xs.s3;
+            yoff[j] = cn * ys.s0 + (long)coh * ys.s2 + (long)cow * ys.s3;
+            if (gt + j + 1 < gend) { /* the last step reaches the next tile */
+                cow = cow + 1 < Q ? cow + 1 : 0;
+                coh = cow == 0 ? (coh + 1 < P ? coh + 1 : 0) : coh;
+                cn = cow == 0 && coh == 0 ? cn + 1 : cn;
+            }
+        }
         vec_t acc[KB][PT];
 #pragma unroll
         for (int b = 0; b < KB; b++)
@@ -166,12 +169,9 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
          * early exit) so that they stay in registers. */
 #pragma unroll
         for (int j = 0; j < PT; j++) {
-            const long g = gt + j;
-            if (g >= gend)
+            if (gt + j >= gend)
                 continue;
-            const long n = g / PQ;
-            const int pix = (int)(g % PQ);
-            const long yo = n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+            const long yo = yoff[j];
             __global float *yp = y + y_off + yo;
             __global const float *rp = res + res_off + yo;
 #pragma unroll

@@ -155,20 +155,29 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
     }
     const int ycontig = ys.s1 == 1 && k0 + KT <= K;
     const long gend = g0 + span < npix ? g0 + span : npix;
+    /* The pixel cursor (image, row, column of pixel gt): divided once per
+     * work-item, then stepped. Dividing by P*Q and Q for every pixel of
+     * every tile cost as much as a 1x1 layer's 64-channel reduction. */
+    long cn = g0 / PQ;
+    int coh = (int)(g0 % PQ) / Q, cow = (int)(g0 % PQ) % Q;
 
     for (long gt = g0; gt < gend; gt += PT) {
-        /* Each pixel's image base and top-left input corner; pixels past
-         * the span's end repeat the last one (computed, not stored). */
-        long xb[PT];
+        /* Each pixel's image base, top-left input corner and output
+         * offset; pixels past the span's end repeat the last one
+         * (computed, not stored). */
+        long xb[PT], yoff[PT];
         int ih0[PT], iw0[PT];
 #pragma unroll
         for (int j = 0; j < PT; j++) {
-            const long g = gt + j < gend ? gt + j : gend - 1;
-            const long n = g / PQ;
-            const int pix = (int)(g % PQ);
-            xb[j] = xgrp + n * xs.s0;
-            ih0[j] = (pix / Q) * geom.s0 - pad.s0;
-            iw0[j] = (pix % Q) * geom.s1 - pad.s1;
+            xb[j] = xgrp + cn * xs.s0;
+            ih0[j] = coh * geom.s0 - pad.s0;
+            iw0[j] = cow * geom.s1 - pad.s1;
+            yoff[j] = cn * ys.s0 + (long)coh * ys.s2 + (long)cow * ys.s3;
+            if (gt + j + 1 < gend) { /* the last step reaches the next tile */
+                cow = cow + 1 < Q ? cow + 1 : 0;
+                coh = cow == 0 ? (coh + 1 < P ? coh + 1 : 0) : coh;
+                cn = cow == 0 && coh == 0 ? cn + 1 : cn;
+            }
         }
         vec_t acc[KB][PT];
 #pragma unroll
@@ -260,12 +269,9 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
          * early exit) so that they stay in registers. */
 #pragma unroll
         for (int j = 0; j < PT; j++) {
-            const long g = gt + j;
-            if (g >= gend)
+            if (gt + j >= gend)
                 continue;
-            const long n = g / PQ;
-            const int pix = (int)(g % PQ);
-            const long yo = n * ys.s0 + (long)(pix / Q) * ys.s2 + (long)(pix % Q) * ys.s3;
+            const long yo = yoff[j];
             __global float *yp = y + y_off + yo;
             __global const float *rp = res + res_off + yo;
 #pragma unroll
