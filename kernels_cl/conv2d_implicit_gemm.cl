@@ -264,6 +264,14 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                 }
             }
         }
+#ifdef TILE_ROWS8
+        /* Channel-major y (NCHW), the tile's 8 pixels neighbours in it
+         * (offsets rising by 1 each: every step is at least 1). */
+        if (!ycontig && gt + PT <= gend && yoff[PT - 1] == yoff[0] + PT - 1) {
+            STORE_ROWS8(acc, bv, k0, K, y + y_off + yoff[0], ys.s1, pad.s3, res + res_off + yoff[0], filt.s3);
+            continue;
+        }
+#endif
         /* Epilogue: bias, ReLU, and the store in y's layout. The
          * accumulators are indexed by constants only (unrolled loops, no
          * early exit) so that they stay in registers. */

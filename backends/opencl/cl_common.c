@@ -192,11 +192,11 @@ static void note_build_log(cl_dev *d, cl_program prog, const char *what, const c
     free(log);
 }
 
-static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const char *opts, const char *what,
-                               cl_program *out)
+static pdnn_status from_source(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n, const char *opts,
+                               const char *what, cl_program *out)
 {
     cl_int err = CL_SUCCESS;
-    cl_program prog = clCreateProgramWithSource(d->ctx, 1, &text, &len, &err);
+    cl_program prog = clCreateProgramWithSource(d->ctx, n, (const char **)texts, lens, &err);
     if (!prog) {
         char call[160];
         snprintf(call, sizeof call, "clCreateProgramWithSource(%s)", what);
@@ -222,29 +222,48 @@ static pdnn_status from_source(cl_dev *d, const char *text, size_t len, const ch
  * valid binary (*loaded: the file's slot), else from source (then queued
  * for the cache). rebuild: the slot of a cached binary found bad, to
  * build from source and store again. */
+/* The shared tile macros of the register-tiled convolutions: the
+ * program gets both sources, prelude first. */
+const char *pdnn__cl_prelude_of(const char *file)
+{
+    return strcmp(file, "conv2d_gemm_1x1.cl") == 0 || strcmp(file, "conv2d_implicit_gemm.cl") == 0
+               ? "conv2d_tile.cl"
+               : NULL;
+}
+
 static pdnn_status build(cl_dev *d, const char *file, const char *opts, pdnn__cl_cache_slot *rebuild,
                          cl_program *out, pdnn__cl_cache_slot **loaded)
 {
     *loaded = NULL;
-    const char *text = NULL;
-    size_t len = 0;
-    char *owned = NULL;
-    pdnn_status st = source_of(file, &text, &len, &owned);
+    const char *texts[2] = {NULL, NULL};
+    size_t lens[2] = {0, 0};
+    char *owned[2] = {NULL, NULL};
+    const char *prelude = pdnn__cl_prelude_of(file);
+    cl_uint n = 0;
+    pdnn_status st = prelude ? source_of(prelude, &texts[0], &lens[0], &owned[0]) : PDNN_SUCCESS;
+    if (st == PDNN_SUCCESS) {
+        n = prelude ? 1 : 0;
+        st = source_of(file, &texts[n], &lens[n], &owned[n]);
+        n++;
+    }
     if (st != PDNN_SUCCESS) {
+        free(owned[0]);
+        free(owned[1]);
         pdnn__cl_program_cache_slot_free(rebuild);
         return st;
     }
     char full[256];
     snprintf(full, sizeof full, "-cl-std=CL1.2 %s", opts);
     pdnn__cl_cache_slot *slot = rebuild;
-    cl_program prog = rebuild ? NULL : pdnn__cl_program_cache_find(d, &text, &len, 1, full, file, &slot);
+    cl_program prog = rebuild ? NULL : pdnn__cl_program_cache_find(d, texts, lens, n, full, file, &slot);
     if (prog) {
         *loaded = slot;
     } else {
-        st = from_source(d, text, len, full, file, &prog);
+        st = from_source(d, texts, lens, n, full, file, &prog);
         pdnn__cl_program_cache_add(d, slot, st == PDNN_SUCCESS ? prog : NULL);
     }
-    free(owned);
+    free(owned[0]);
+    free(owned[1]);
     if (st == PDNN_SUCCESS)
         *out = prog;
     return st;

@@ -15,12 +15,13 @@ extern const pdnn__algo pdnn__cl_algo_gemm_1x1;
  * broadcast); {16, 2, 6} and {16, 1, 12} fill AVX-512's 32 registers;
  * {8, 1, 12} and {16, 1, 4} trade accumulators for more work-items; the
  * small {4, 1, 8} keeps GPU register use low; {16, 2, 7} divides every
- * ResNet image (7x7 .. 56x56) into whole tiles. */
+ * ResNet image (7x7 .. 56x56) into whole tiles; {16, 2, 8}, like every
+ * 16 x 8 tile, stores NCHW output as transposed rows (conv2d_tile.cl). */
 typedef struct g1_cfg {
     int vw, kb, pt;
 } g1_cfg;
 static const g1_cfg g1_cands[] = {{16, 1, 6}, {8, 1, 12}, {16, 1, 4}, {16, 1, 8},
-                                  {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}};
+                                  {16, 2, 6}, {16, 1, 12}, {4, 1, 8}, {16, 2, 7}, {16, 2, 8}};
 #define N_GEMM1X1 ((int)(sizeof g1_cands / sizeof g1_cands[0]))
 
 static int64_t g1_kt(int i) { return (int64_t)g1_cands[i].vw * g1_cands[i].kb; }
@@ -91,6 +92,15 @@ static void g1_name(int i, char *buf, size_t len)
  * 1.6-1.8x {16, 1, 6} on res5 at batch 1 on an AVX-512 EPYC), else AVX2's
  * 6x16. GPUs: the small tile, which keeps more work-items resident. */
 static int g1_default(const cl_dev *d) { return pdnn__cl_is_cpu(d) ? (d->vec_float >= 16 ? 4 : 0) : 6; }
+
+/* The untuned configuration for c on d: where the tiles kernel writes a
+ * channel-major y (NCHW) on AVX-512, the 8x32 tile, whose rows it stores
+ * transposed (conv2d_tile.cl). */
+static int g1_default_for(const cl_dev *d, const pdnn__conv2d_call *c)
+{
+    const int i = g1_default(d);
+    return i == 4 && c->ys[3] == 1 && c->ys[1] != 1 && !g1_rows(c, i) ? 8 : i;
+}
 
 /* The kernels of configuration i. Called with d->lock held. */
 static pdnn_status g1_kernel(cl_dev *d, int i, const char *name, cl_kernel *k)
@@ -291,7 +301,7 @@ static void g1_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
     /* The device class's default, else the first that runs c. */
-    int dflt = g1_default(dev);
+    int dflt = g1_default_for(dev, c);
     if (!g1_applies(c, dflt)) {
         dflt = -1;
         for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)

@@ -1,0 +1,66 @@
+/* Pieces the register-tiled convolution kernels share
+ * (conv2d_gemm_1x1.cl, conv2d_implicit_gemm.cl): the backend builds their
+ * programs from this file followed by theirs (cl_common.c, preludes), so
+ * each macro here is written once. Their PT and VW (build options) pick
+ * what applies. */
+
+#if PT == 8 && VW == 16
+/* The 16 x 8 tile (8 float16 of 16 channels, one per pixel) transposed
+ * in three rounds of two-vector shuffles: I2 pairs pixels, P2 then P4
+ * merge pairs and quads; R[h] ends up holding channels 2h and 2h+1, each
+ * as its 8 pixels (.lo and .hi). */
+#define I2LO(a, b) ((float16)((a).s0, (b).s0, (a).s1, (b).s1, (a).s2, (b).s2, (a).s3, (b).s3, \
+                              (a).s4, (b).s4, (a).s5, (b).s5, (a).s6, (b).s6, (a).s7, (b).s7))
+#define I2HI(a, b) ((float16)((a).s8, (b).s8, (a).s9, (b).s9, (a).sa, (b).sa, (a).sb, (b).sb, \
+                              (a).sc, (b).sc, (a).sd, (b).sd, (a).se, (b).se, (a).sf, (b).sf))
+#define P2LO(u, w) ((float16)((u).s01, (w).s01, (u).s23, (w).s23, (u).s45, (w).s45, (u).s67, (w).s67))
+#define P2HI(u, w) ((float16)((u).s89, (w).s89, (u).sab, (w).sab, (u).scd, (w).scd, (u).sef, (w).sef))
+#define P4LO(v, w) ((float16)((v).s0123, (w).s0123, (v).s4567, (w).s4567))
+#define P4HI(v, w) ((float16)((v).s89ab, (w).s89ab, (v).scdef, (w).scdef))
+#define T16X8(A, R)                                                                              \
+    do {                                                                                         \
+        const float16 u0 = I2LO(A[0], A[1]), u1 = I2HI(A[0], A[1]), u2 = I2LO(A[2], A[3]),       \
+                      u3 = I2HI(A[2], A[3]), u4 = I2LO(A[4], A[5]), u5 = I2HI(A[4], A[5]),       \
+                      u6 = I2LO(A[6], A[7]), u7 = I2HI(A[6], A[7]);                              \
+        const float16 v0 = P2LO(u0, u2), v1 = P2HI(u0, u2), v2 = P2LO(u1, u3), v3 = P2HI(u1, u3); \
+        const float16 w0 = P2LO(u4, u6), w1 = P2HI(u4, u6), w2 = P2LO(u5, u7), w3 = P2HI(u5, u7); \
+        R[0] = P4LO(v0, w0);                                                                     \
+        R[1] = P4HI(v0, w0);                                                                     \
+        R[2] = P4LO(v1, w1);                                                                     \
+        R[3] = P4HI(v1, w1);                                                                     \
+        R[4] = P4LO(v2, w2);                                                                     \
+        R[5] = P4HI(v2, w2);                                                                     \
+        R[6] = P4LO(v3, w3);                                                                     \
+        R[7] = P4HI(v3, w3);                                                                     \
+    } while (0)
+
+/* The epilogue where y is channel-major (NCHW) and the tile's 8 pixels
+ * are neighbours in it: each of the KB blocks of ACC (plus bias BV)
+ * transposed and stored as rows of 8 floats at YP + channel * YS1 (the
+ * residual RP added first where HAS_RES, then the relu capped at
+ * as_float(RELU) where RELU is not 0), where the per-pixel path scatters
+ * 128 single floats per block. Channels from K on are not stored. */
+#define TILE_ROWS8 1
+#define STORE_ROWS8(ACC, BV, K0, K, YP, YS1, HAS_RES, RP, RELU)                                  \
+    do {                                                                                         \
+        _Pragma("unroll") for (int b_ = 0; b_ < KB; b_++)                                        \
+        {                                                                                        \
+            float16 a8_[8], r8_[8];                                                              \
+            _Pragma("unroll") for (int j_ = 0; j_ < 8; j_++) a8_[j_] = ACC[b_][j_] + BV[b_];     \
+            T16X8(a8_, r8_);                                                                     \
+            const int kb_ = (K0) + b_ * 16;                                                      \
+            _Pragma("unroll") for (int l_ = 0; l_ < 16; l_++)                                    \
+            {                                                                                    \
+                if (kb_ + l_ < (K)) {                                                            \
+                    const long o_ = (long)(kb_ + l_) * (YS1);                                    \
+                    float8 v_ = (l_ & 1) ? r8_[l_ >> 1].hi : r8_[l_ >> 1].lo;                     \
+                    if (HAS_RES)                                                                 \
+                        v_ += vload8(0, (RP) + o_);                                              \
+                    if (RELU)                                                                    \
+                        v_ = fmin(fmax(v_, (float8)(0.0f)), (float8)(as_float(RELU)));           \
+                    vstore8(v_, 0, (YP) + o_);                                                   \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+#endif
