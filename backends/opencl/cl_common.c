@@ -218,10 +218,6 @@ static pdnn_status from_source(cl_dev *d, const char *const *texts, const size_t
     return PDNN_SUCCESS;
 }
 
-/* Builds file with opts for d: from the on-disk cache where it has a
- * valid binary (*loaded: the file's slot), else from source (then queued
- * for the cache). rebuild: the slot of a cached binary found bad, to
- * build from source and store again. */
 /* The shared tile macros of the register-tiled convolutions: the
  * program gets both sources, prelude first. */
 const char *pdnn__cl_prelude_of(const char *file)
@@ -231,6 +227,10 @@ const char *pdnn__cl_prelude_of(const char *file)
                : NULL;
 }
 
+/* Builds file with opts for d: from the on-disk cache where it has a
+ * valid binary (*loaded: the file's slot), else from source (then queued
+ * for the cache). rebuild: the slot of a cached binary found bad, to
+ * build from source and store again. */
 static pdnn_status build(cl_dev *d, const char *file, const char *opts, pdnn__cl_cache_slot *rebuild,
                          cl_program *out, pdnn__cl_cache_slot **loaded)
 {
