@@ -122,11 +122,8 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
     }
     const int ycontig = ys.s1 == 1 && k0 + KT <= K;
     const long gend = g0 + span < npix ? g0 + span : npix;
-    /* The pixel cursor (image, row, column of pixel gt): divided once per
-     * work-item, then stepped (dividing for every pixel of every tile cost
-     * as much as a 64-channel reduction). */
-    long cn = g0 / PQ;
-    int coh = (int)(g0 % PQ) / Q, cow = (int)(g0 % PQ) % Q;
+    /* The pixel cursor (image, row, column of pixel gt; conv2d_tile.cl). */
+    CURSOR_INIT(g0, PQ, Q, cn, coh, cow);
 
     for (long gt = g0; gt < gend; gt += PT) {
         /* Each pixel's input and output offsets; pixels past the span's
@@ -136,11 +133,8 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
         for (int j = 0; j < PT; j++) {
             xo[j] = xgrp + cn * xs.s0 + (long)coh * geom.s0 * xs.s2 + (long)cow * geom.s1 * xs.s3;
             yoff[j] = cn * ys.s0 + (long)coh * ys.s2 + (long)cow * ys.s3;
-            if (gt + j + 1 < gend) { /* the last step reaches the next tile */
-                cow = cow + 1 < Q ? cow + 1 : 0;
-                coh = cow == 0 ? (coh + 1 < P ? coh + 1 : 0) : coh;
-                cn = cow == 0 && coh == 0 ? cn + 1 : cn;
-            }
+            if (gt + j + 1 < gend) /* the last step reaches the next tile */
+                CURSOR_STEP(P, Q, cn, coh, cow);
         }
         vec_t acc[KB][PT];
 #pragma unroll

@@ -4,6 +4,20 @@
  * each macro here is written once. Their PT and VW (build options) pick
  * what applies. */
 
+/* The pixel cursor of a work-item's span: image CN, row COH, column COW
+ * of an output of P x Q pixels, set from pixel G0 by one division and then
+ * stepped to the next pixel (dividing for every pixel of every tile cost
+ * as much as a 64-channel reduction). */
+#define CURSOR_INIT(G0, PQ, Q, CN, COH, COW) \
+    long CN = (G0) / (PQ);                 \
+    int COH = (int)((G0) % (PQ)) / (Q), COW = (int)((G0) % (PQ)) % (Q)
+#define CURSOR_STEP(P, Q, CN, COH, COW)                          \
+    do {                                                         \
+        COW = COW + 1 < (Q) ? COW + 1 : 0;                       \
+        COH = COW == 0 ? (COH + 1 < (P) ? COH + 1 : 0) : COH;    \
+        CN = COW == 0 && COH == 0 ? CN + 1 : CN;                 \
+    } while (0)
+
 #if PT == 8 && VW == 16
 /* The 16 x 8 tile (8 float16 of 16 channels, one per pixel) transposed
  * in three rounds of two-vector shuffles: I2 pairs pixels, P2 then P4
