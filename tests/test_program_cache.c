@@ -541,31 +541,24 @@ Test(program_cache, edited_kernel_sources_are_a_new_entry)
     cr_assert_eq(s1.hits - s0.hits, n);
     cr_assert_eq(s1.misses, s0.misses);
 
-    /* One edited source: its program is rebuilt into a file of its own. */
-    char path[512];
-    snprintf(path, sizeof path, "%s/conv2d_implicit_gemm.cl", kdir);
-    FILE *f = fopen(path, "a");
-    cr_assert_not_null(f);
-    fputs("\n/* edited */\n", f);
-    fclose(f);
-    run_conv();
-    pdnn__program_cache_stats s2 = stats();
-    cr_assert_eq(s2.misses - s1.misses, 1);
-    cr_assert_eq(s2.hits - s1.hits, n - 1);
-    cr_assert_eq(list_programs(names, 8), n + 1);
-
-    /* An edited prelude (built before implicit_gemm's own source) is part
-     * of that program's key too: one more miss, one more file. */
-    snprintf(path, sizeof path, "%s/conv2d_tile.cl", kdir);
-    f = fopen(path, "a");
-    cr_assert_not_null(f);
-    fputs("\n/* edited */\n", f);
-    fclose(f);
-    run_conv();
-    pdnn__program_cache_stats s3 = stats();
-    cr_assert_eq(s3.misses - s2.misses, 1);
-    cr_assert_eq(s3.hits - s2.hits, n - 1);
-    cr_assert_eq(list_programs(names, 8), n + 2);
+    /* One edited source: its program is rebuilt into a file of its own;
+     * then an edited prelude (built before implicit_gemm's own source),
+     * part of that program's key too: one more miss, one more file. */
+    static const char *const edited[] = {"conv2d_implicit_gemm.cl", "conv2d_tile.cl"};
+    for (int e = 0; e < 2; e++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", kdir, edited[e]);
+        FILE *f = fopen(path, "a");
+        cr_assert_not_null(f);
+        fputs("\n/* edited */\n", f);
+        fclose(f);
+        run_conv();
+        pdnn__program_cache_stats s2 = stats();
+        cr_assert_eq(s2.misses - s1.misses, 1, "after editing %s", edited[e]);
+        cr_assert_eq(s2.hits - s1.hits, n - 1, "after editing %s", edited[e]);
+        cr_assert_eq(list_programs(names, 8), n + 1 + e, "after editing %s", edited[e]);
+        s1 = s2;
+    }
     unsetenv("POLYDNN_KERNEL_DIR");
     cleanup();
 }
