@@ -184,19 +184,14 @@ static void load_libraries(void)
     static const char *const rt_names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
     static const char *const dnn_names[] = {"libcudnn.so.9", "libcudnn.so"};
     static const char *const blas_names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    /* The runtime first, and cuDNN and cuBLAS (about 1 GB of libraries)
+     * only where it finds a device: a CPU-only node, or a process under
+     * valgrind, need not map them to learn that there is no GPU. */
     void *lib_rt = open_first(rt_names, 3, "libcudart");
     if (!lib_rt)
         return;
-    void *lib_dnn = open_first(dnn_names, 2, "libcudnn");
-    if (!lib_dnn)
-        return;
-    void *lib_blas = open_first(blas_names, 3, "libcublas");
-    if (!lib_blas)
-        return;
     int ok = 1;
     CUDART_FUNCS(LOAD_RT)
-    CUDNN_FUNCS(LOAD_DNN)
-    CUBLAS_FUNCS(LOAD_BLAS)
     if (!ok)
         return;
     /* CUDA 12 exports the current layout as _v2; CUDA 13 under the plain name. */
@@ -209,13 +204,6 @@ static void load_libraries(void)
         return;
     }
     memcpy(&rt.getDeviceProperties, &props, sizeof props);
-
-    size_t dnn_ver = dnn.cudnnGetVersion();
-    if (dnn_ver / 10000 != CUDNN_MAJOR) {
-        snprintf(load_why, sizeof load_why, "libcudnn is version %zu.%zu; this build needs cuDNN %d",
-                 dnn_ver / 10000, dnn_ver / 100 % 100, CUDNN_MAJOR);
-        return;
-    }
     int drv = 0, run = 0;
     cudaError_t e = rt.cudaRuntimeGetVersion(&run);
     if (e != cudaSuccess) {
@@ -234,6 +222,22 @@ static void load_libraries(void)
                                                             : "CUDA cannot start";
         snprintf(load_why, sizeof load_why, "%s (cudaGetDeviceCount: %s)", what, rt.cudaGetErrorString(e));
         rt.cudaGetLastError();
+        return;
+    }
+    void *lib_dnn = open_first(dnn_names, 2, "libcudnn");
+    if (!lib_dnn)
+        return;
+    void *lib_blas = open_first(blas_names, 3, "libcublas");
+    if (!lib_blas)
+        return;
+    CUDNN_FUNCS(LOAD_DNN)
+    CUBLAS_FUNCS(LOAD_BLAS)
+    if (!ok)
+        return;
+    size_t dnn_ver = dnn.cudnnGetVersion();
+    if (dnn_ver / 10000 != CUDNN_MAJOR) {
+        snprintf(load_why, sizeof load_why, "libcudnn is version %zu.%zu; this build needs cuDNN %d",
+                 dnn_ver / 10000, dnn_ver / 100 % 100, CUDNN_MAJOR);
         return;
     }
     snprintf(versions, sizeof versions, "CUDA driver %d.%d / runtime %d.%d / cuDNN %zu.%zu.%zu", drv / 1000,
