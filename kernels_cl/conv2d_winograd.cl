@@ -5,10 +5,14 @@
  * takes 36 multiplies per tile, channel pair instead of 144.
  *
  * Four kernels, one pass each (cl_winograd.c enqueues them):
- *   wino_filter  U[e][c][k]  = (G g_kc G^T)[e]             once per call
- *   wino_input   V[e][c][t]  = (B^T d_ct B)[e]             per tile chunk
- *   wino_gemm    M[e][t][k]  = sum_c U[e][c][k] V[e][c][t] 36 GEMMs
- *   wino_output  y[n,k,p,q]  = relu?((A^T M_kt A) + bias)  through y's strides
+ *   wino_filter  U[e][c][k]  = (G g_kc G^T)[e]             once per call,
+ *                                                         or once for a frozen filter
+ *   wino_input   V[e][t][c]  = (B^T d_ct B)[e]             per tile chunk
+ *   wino_gemm    M[e][t][k]  = sum_c U[e][c][k] V[e][t][c] 36 GEMMs
+ *   wino_output  y[n,k,p,q]  = epilogue((A^T M_kt A))     through y's strides
+ * The transforms run 16 channels per work-item, as 16-float vectors:
+ * V and M hold channels contiguously, and so does x or y in NHWC (one
+ * vector load or store per pixel; other layouts gather and scatter).
  * e = 0..35 is the transform element (row-major 6x6), t a tile of the
  * current chunk (tiles of the whole batch in n, tile-row, tile-column
  * order, chunked so the workspace stays bounded), k is padded to Kp, a
@@ -39,11 +43,13 @@
 #define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
 #define FMA16(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
 #define MAX16(a, b) ((float16)(fmax((a).lo, (b).lo), fmax((a).hi, (b).hi)))
+#define MIN16(a, b) ((float16)(fmin((a).lo, (b).lo), fmin((a).hi, (b).hi)))
 #else
 #define LOAD16 vload16
 #define STORE16 vstore16
 #define FMA16 fma
 #define MAX16 fmax
+#define MIN16 fmin
 #endif
 
 /* G g for one column g0..g2 of a 3x3 filter (6 values). */
@@ -68,103 +74,70 @@
         (r)[5] = 4.0f * (d1) - 5.0f * (d3) + (d5);                                                                \
     } while (0)
 
-/* A^T m for one column m0..m5 (4 values). */
-#define WINO_AT(m0, m1, m2, m3, m4, m5, o)                                                                        \
+/* A^T m for one column m0..m5 (4 values of type T: float or float16). */
+#define WINO_AT(T, m0, m1, m2, m3, m4, m5, o)                                                                     \
     do {                                                                                                          \
-        const float a_ = (m1) + (m2), b_ = (m1) - (m2), c_ = (m3) + (m4), d_ = (m3) - (m4);                       \
+        const T a_ = (m1) + (m2), b_ = (m1) - (m2), c_ = (m3) + (m4), d_ = (m3) - (m4);                           \
         (o)[0] = (m0) + a_ + c_;                                                                                  \
         (o)[1] = b_ + 2.0f * d_;                                                                                  \
         (o)[2] = a_ + 4.0f * c_;                                                                                  \
         (o)[3] = b_ + 8.0f * d_ + (m5);                                                                           \
     } while (0)
 
-/* One work-item per (c, k), k fastest; zeros for k >= K so the GEMM's
- * padded channels produce zeros. ws: the filter's strides of K, C, R, S. */
+/* One work-item per input channel and 16 output channels: dimension 0
+ * the channel c (so that a work-group's reads share cache lines in every
+ * filter layout), 1 the block of 16 k. The taps of 16 k are one vector
+ * load where k is contiguous (HWIO), else gathered; k >= K reads the last
+ * filter and is stored as zeros, so the GEMM's padded channels produce
+ * zeros. ws: the filter's strides of K, C, R, S. */
 __kernel void wino_filter(__global const float *w, long w_off, long4 ws,
                           __global float *U, long u_off,
-                          int4 dims, /* C, K, Kp, - */
-                          long total)
+                          int4 dims) /* C, K, Kp, - */
 {
-    const long i = (long)get_global_id(0);
-    if (i >= total)
-        return;
+    const int c = (int)get_global_id(0), k = (int)get_global_id(1) * 16;
     const int C = dims.s0, K = dims.s1, Kp = dims.s2;
-    const int k = (int)(i % Kp), c = (int)(i / Kp);
+    if (c >= C || k >= Kp)
+        return;
     const long plane = (long)C * Kp + PLANE_PAD;
     __global float *u = U + u_off + (long)c * Kp + k;
-    if (k >= K) {
-        for (int e = 0; e < 36; e++)
-            u[e * plane] = 0.0f;
-        return;
-    }
-    float g[3][3];
+    const int vec = k + 16 <= K && ws.s0 == 1;
+    __global const float *wc = w + w_off + (long)c * ws.s1 + (long)k * ws.s0;
+    float16 g[3][3];
+#pragma unroll
     for (int r = 0; r < 3; r++)
-        for (int s = 0; s < 3; s++)
-            g[r][s] = w[w_off + (long)k * ws.s0 + (long)c * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3];
-    float t[6][3]; /* G g */
+#pragma unroll
+        for (int s = 0; s < 3; s++) {
+            __global const float *pw = wc + (long)r * ws.s2 + (long)s * ws.s3;
+            if (vec) {
+                g[r][s] = LOAD16(0, pw);
+            } else {
+                float l[16];
+                for (int i = 0; i < 16; i++)
+                    l[i] = pw[(long)min(i, K - 1 - k) * ws.s0];
+                g[r][s] = LOAD16(0, l);
+            }
+        }
+    /* Lanes past K: zeros. */
+    float l[16];
+    for (int i = 0; i < 16; i++)
+        l[i] = k + i < K ? 1.0f : 0.0f;
+    const float16 live = LOAD16(0, l);
+    float16 t[6][3]; /* G g */
+#pragma unroll
     for (int s = 0; s < 3; s++) {
-        float col[6];
+        float16 col[6];
         WINO_G(g[0][s], g[1][s], g[2][s], col);
+#pragma unroll
         for (int a = 0; a < 6; a++)
             t[a][s] = col[a];
     }
+#pragma unroll
     for (int a = 0; a < 6; a++) { /* (G g) G^T, row a */
-        float row[6];
+        float16 row[6];
         WINO_G(t[a][0], t[a][1], t[a][2], row);
+#pragma unroll
         for (int b = 0; b < 6; b++)
-            u[(a * 6 + b) * plane] = row[b];
-    }
-}
-
-/* One work-item per (tile, channel) of the chunk; cfast swaps which of the
- * two is dimension 0 so that neighbouring work-items read neighbouring
- * memory in either activation layout (NHWC: channels; NCHW: tiles).
- * Tiles past the chunk's end (up to Tp) are written as zeros. */
-__kernel void wino_input(__global const float *x, long x_off, long4 xs,
-                         __global float *V, long v_off,
-                         int4 in_dims, /* N, C, H, W */
-                         int4 tiles,   /* tile rows, tile columns per image, pad top, pad left */
-                         long t0,      /* first tile of the chunk */
-                         int4 chunk)   /* tiles in the chunk, Tp, cfast, - */
-{
-    const int cfast = chunk.s2;
-    const int t = (int)get_global_id(cfast ? 1 : 0), c = (int)get_global_id(cfast ? 0 : 1);
-    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3, Tp = chunk.s1;
-    if (t >= Tp || c >= C)
-        return;
-    const long plane = (long)C * Tp + PLANE_PAD;
-    __global float *v = V + v_off + (long)c * Tp + t;
-    if (t >= chunk.s0) {
-        for (int e = 0; e < 36; e++)
-            v[e * plane] = 0.0f;
-        return;
-    }
-    const long tg = t0 + t, per_image = (long)tiles.s0 * tiles.s1;
-    const long n = tg / per_image;
-    const int tr = (int)(tg % per_image);
-    const int h0 = (tr / tiles.s1) * 4 - tiles.s2, w0 = (tr % tiles.s1) * 4 - tiles.s3;
-    const long base = x_off + n * xs.s0 + (long)c * xs.s1;
-    float d[6][6];
-    for (int a = 0; a < 6; a++) {
-        const int h = h0 + a;
-        const int hin = h >= 0 && h < H;
-        for (int b = 0; b < 6; b++) {
-            const int wc = w0 + b;
-            d[a][b] = hin && wc >= 0 && wc < W ? x[base + (long)h * xs.s2 + (long)wc * xs.s3] : 0.0f;
-        }
-    }
-    float r[6][6]; /* B^T d */
-    for (int b = 0; b < 6; b++) {
-        float col[6];
-        WINO_BT(d[0][b], d[1][b], d[2][b], d[3][b], d[4][b], d[5][b], col);
-        for (int a = 0; a < 6; a++)
-            r[a][b] = col[a];
-    }
-    for (int a = 0; a < 6; a++) { /* (B^T d) B, row a */
-        float row[6];
-        WINO_BT(r[a][0], r[a][1], r[a][2], r[a][3], r[a][4], r[a][5], row);
-        for (int b = 0; b < 6; b++)
-            v[(a * 6 + b) * plane] = row[b];
+            STORE16(row[b] * live, 0, u + (a * 6 + b) * plane);
     }
 }
 
@@ -184,54 +157,148 @@ __kernel void wino_gemm(__global const float *U, long u_off,
     if (kb * KV >= Kp || tb * TT >= Tp) /* the grid is rounded up to whole work-groups */
         return;
     __global const float *u = U + u_off + (long)e * ((long)C * Kp + PLANE_PAD) + (long)kb * KV;
-    __global const float *v = V + v_off + (long)e * ((long)C * Tp + PLANE_PAD) + (long)tb * TT;
+    __global const float *v = V + v_off + (long)e * ((long)C * Tp + PLANE_PAD) + (long)tb * TT * C;
     float16 acc[KB][TT];
+#pragma unroll
     for (int b = 0; b < KB; b++)
+#pragma unroll
         for (int j = 0; j < TT; j++)
             acc[b][j] = (float16)(0.0f);
     for (int c = 0; c < C; c++) {
         float16 wv[KB];
+#pragma unroll
         for (int b = 0; b < KB; b++)
             wv[b] = LOAD16(b, u + (long)c * Kp);
-        __global const float *vc = v + (long)c * Tp;
+        __global const float *vc = v + c;
+#pragma unroll
         for (int j = 0; j < TT; j++) {
-            const float16 xv = (float16)(vc[j]);
+            const float16 xv = (float16)(vc[(long)j * C]);
+#pragma unroll
             for (int b = 0; b < KB; b++)
                 acc[b][j] = FMA16(xv, wv[b], acc[b][j]);
         }
     }
     __global float *m = M + m_off + (long)e * ((long)Tp * Kp + PLANE_PAD) + (long)tb * TT * Kp + (long)kb * KV;
+#pragma unroll
     for (int j = 0; j < TT; j++)
+#pragma unroll
         for (int b = 0; b < KB; b++)
             STORE16(acc[b][j], b, m + (long)j * Kp);
 }
 
-/* One work-item per (channel, tile) of the chunk; kfast swaps which is
- * dimension 0, as in wino_input (NHWC output: channels). Writes the
- * tile's in-image pixels with bias and ReLU through y's strides. */
+/* One work-item per 16 channels of a tile: dimension 0 the channel
+ * block, 1 the tile of the chunk. A pixel's 16 channels are one vector
+ * load where x's channels are contiguous (NHWC) and C is whole blocks,
+ * else gathered lane by lane (channels past C read the last one; their
+ * lanes are not stored). Tiles past the chunk's end (up to Tp) are
+ * written as zeros. */
+__kernel void wino_input(__global const float *x, long x_off, long4 xs,
+                         __global float *V, long v_off,
+                         int4 in_dims, /* N, C, H, W */
+                         int4 tiles,   /* tile rows, tile columns per image, pad top, pad left */
+                         long t0,      /* first tile of the chunk */
+                         int4 chunk)   /* tiles in the chunk, Tp, -, - */
+{
+    const int c = (int)get_global_id(0) * 16, t = (int)get_global_id(1);
+    const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3, Tp = chunk.s1;
+    if (t >= Tp || c >= C)
+        return;
+    const long plane = (long)C * Tp + PLANE_PAD;
+    const int full = c + 16 <= C, vec = full && xs.s1 == 1;
+    __global float *v = V + v_off + (long)t * C + c;
+    float16 r[6][6]; /* B^T d, a column at a time; then (B^T d) B */
+    if (t >= chunk.s0) {
+#pragma unroll
+        for (int a = 0; a < 6; a++)
+#pragma unroll
+            for (int b = 0; b < 6; b++)
+                r[a][b] = (float16)(0.0f);
+    } else {
+        const long tg = t0 + t, per_image = (long)tiles.s0 * tiles.s1;
+        const long n = tg / per_image;
+        const int tr = (int)(tg % per_image);
+        const int h0 = (tr / tiles.s1) * 4 - tiles.s2, w0 = (tr % tiles.s1) * 4 - tiles.s3;
+        __global const float *xb = x + x_off + n * xs.s0 + (long)c * xs.s1;
+#pragma unroll
+        for (int b = 0; b < 6; b++) {
+            const int wc = w0 + b, win = wc >= 0 && wc < W;
+            float16 d[6];
+#pragma unroll
+            for (int a = 0; a < 6; a++) {
+                const int h = h0 + a;
+                __global const float *px = xb + (long)h * xs.s2 + (long)wc * xs.s3;
+                if (!win || h < 0 || h >= H) {
+                    d[a] = (float16)(0.0f);
+                } else if (vec) {
+                    d[a] = LOAD16(0, px);
+                } else {
+                    float l[16];
+                    for (int i = 0; i < 16; i++)
+                        l[i] = px[(long)min(i, C - 1 - c) * xs.s1];
+                    d[a] = LOAD16(0, l);
+                }
+            }
+            float16 col[6];
+            WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], col);
+#pragma unroll
+            for (int a = 0; a < 6; a++)
+                r[a][b] = col[a];
+        }
+#pragma unroll
+        for (int a = 0; a < 6; a++) {
+            float16 row[6];
+            WINO_BT(r[a][0], r[a][1], r[a][2], r[a][3], r[a][4], r[a][5], row);
+#pragma unroll
+            for (int b = 0; b < 6; b++)
+                r[a][b] = row[b];
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < 6; a++)
+#pragma unroll
+        for (int b = 0; b < 6; b++) {
+            __global float *pv = v + (a * 6 + b) * plane;
+            if (full) {
+                STORE16(r[a][b], 0, pv);
+            } else {
+                float l[16];
+                STORE16(r[a][b], 0, l);
+                for (int i = 0; c + i < C; i++)
+                    pv[i] = l[i];
+            }
+        }
+}
+
+/* One work-item per 16 output channels of a tile: dimension 0 the
+ * channel block, 1 the tile of the chunk. M[e][t][k] is read as 16-float
+ * vectors (Kp is whole blocks); a pixel's 16 channels are one vector
+ * store where y's channels are contiguous (NHWC) and K is whole blocks,
+ * else stored lane by lane, with the bias, the residual z (y's strides)
+ * and the relu, capped at as_float(relu word) (+inf: no cap). */
 __kernel void wino_output(__global const float *M, long m_off,
                           __global const float *bias, long b_off,
                           __global float *y, long y_off, long4 ys,
+                          __global const float *z, long z_off,
                           int4 out_dims, /* K, P, Q, Kp */
-                          int4 tiles,    /* tile rows, tile columns per image, has bias, relu */
+                          int4 tiles,    /* tile rows, tile columns per image, has bias, relu word */
                           long t0,       /* first tile of the chunk */
-                          int4 chunk)    /* tiles in the chunk, Tp, kfast, - */
+                          int4 chunk)    /* tiles in the chunk, Tp, -, has z */
 {
-    const int kfast = chunk.s2;
-    const int k = (int)get_global_id(kfast ? 0 : 1), t = (int)get_global_id(kfast ? 1 : 0);
+    const int k = (int)get_global_id(0) * 16, t = (int)get_global_id(1);
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, Kp = out_dims.s3, Tp = chunk.s1;
     if (k >= K || t >= chunk.s0)
         return;
     const long plane = (long)Tp * Kp + PLANE_PAD;
     __global const float *m = M + m_off + (long)t * Kp + k;
-    float mm[6][6];
-    for (int a = 0; a < 6; a++)
-        for (int b = 0; b < 6; b++)
-            mm[a][b] = m[(a * 6 + b) * plane];
-    float r[4][6]; /* A^T M */
+    float16 r[4][6]; /* A^T M, a column at a time */
+#pragma unroll
     for (int b = 0; b < 6; b++) {
-        float col[4];
-        WINO_AT(mm[0][b], mm[1][b], mm[2][b], mm[3][b], mm[4][b], mm[5][b], col);
+        float16 mm[6], col[4];
+#pragma unroll
+        for (int a = 0; a < 6; a++)
+            mm[a] = LOAD16(0, m + (a * 6 + b) * plane);
+        WINO_AT(float16, mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], col);
+#pragma unroll
         for (int a = 0; a < 4; a++)
             r[a][b] = col[a];
     }
@@ -239,16 +306,44 @@ __kernel void wino_output(__global const float *M, long m_off,
     const long n = tg / per_image;
     const int tr = (int)(tg % per_image);
     const int p0 = (tr / tiles.s1) * 4, q0 = (tr % tiles.s1) * 4;
-    const float bv = tiles.s2 ? bias[b_off + k] : 0.0f;
-    const long base = y_off + n * ys.s0 + (long)k * ys.s1;
-    for (int a = 0; a < 4 && p0 + a < P; a++) { /* (A^T M) A, row a */
-        float row[4];
-        WINO_AT(r[a][0], r[a][1], r[a][2], r[a][3], r[a][4], r[a][5], row);
-        for (int b = 0; b < 4 && q0 + b < Q; b++) {
-            float o = row[b] + bv;
-            if (tiles.s3)
-                o = fmax(o, 0.0f);
-            y[base + (long)(p0 + a) * ys.s2 + (long)(q0 + b) * ys.s3] = o;
+    const int vec = k + 16 <= K && ys.s1 == 1, relu = tiles.s3;
+    float16 bv = (float16)(0.0f);
+    if (tiles.s2) {
+        float l[16];
+        for (int i = 0; i < 16; i++)
+            l[i] = bias[b_off + min(k + i, K - 1)];
+        bv = LOAD16(0, l);
+    }
+    const long base = n * ys.s0 + (long)k * ys.s1;
+#pragma unroll
+    for (int a = 0; a < 4; a++) { /* (A^T M) A, row a */
+        if (p0 + a >= P)
+            break;
+        float16 row[4];
+        WINO_AT(float16, r[a][0], r[a][1], r[a][2], r[a][3], r[a][4], r[a][5], row);
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+            if (q0 + b >= Q)
+                break;
+            const long at = base + (long)(p0 + a) * ys.s2 + (long)(q0 + b) * ys.s3;
+            float16 o = row[b] + bv;
+            if (vec) {
+                if (chunk.s3)
+                    o += LOAD16(0, z + z_off + at);
+                if (relu)
+                    o = MIN16(MAX16(o, (float16)(0.0f)), (float16)(as_float(relu)));
+                STORE16(o, 0, y + y_off + at);
+            } else {
+                float l[16];
+                STORE16(o, 0, l);
+                for (int i = 0; i < 16 && k + i < K; i++) {
+                    const long ati = at + (long)i * ys.s1;
+                    float e = l[i] + (chunk.s3 ? z[z_off + ati] : 0.0f);
+                    if (relu)
+                        e = fmin(fmax(e, 0.0f), as_float(relu));
+                    y[y_off + ati] = e;
+                }
+            }
         }
     }
 }

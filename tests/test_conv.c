@@ -730,12 +730,12 @@ Test(conv_parity, frozen_filter_keeps_its_packed_copy)
     const struct {
         pdnn_conv_algo algo;
         int64_t r;
-    } algos[] = {{PDNN_CONV_ALGO_IMPLICIT_GEMM, 3}, {PDNN_CONV_ALGO_GEMM_1X1, 1}};
+    } algos[] = {{PDNN_CONV_ALGO_IMPLICIT_GEMM, 3}, {PDNN_CONV_ALGO_GEMM_1X1, 1}, {PDNN_CONV_ALGO_WINOGRAD, 3}};
     int checked = 0;
     for (int i = 0; i < ndev; i++) {
         if (!is_opencl(devs[i]))
             continue;
-        for (int ai = 0; ai < 2; ai++) {
+        for (int ai = 0; ai < (int)(sizeof algos / sizeof algos[0]); ai++) {
             const int64_t r = algos[ai].r, xn = 2 * 20 * 6 * 6, wn = 24 * 20 * r * r, yn = 2 * 24 * 6 * 6;
             pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 2, 20, 6, 6), wd = th_desc(PDNN_OIHW, 24, 20, r, r);
             pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 2, 24, 6, 6);

@@ -98,14 +98,24 @@ static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **
 }
 
 /* 2-D launch: dimension 0 in work-groups of up to 16 (fewer when it is
- * short), dimension 1 of 1; the kernels bound-check. */
+ * short), dimension 1 filling the group up to 64 work-items, so that
+ * few channel blocks (C = 64: 4) do not make a work-group each; the
+ * kernels bound-check. */
 static pdnn_status launch2(cl_dev *d, cl_kernel k, const char *name, int64_t g0, int64_t g1)
 {
-    size_t l0 = 16;
+    size_t wg = 0, cap = 64;
+    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
+        wg = 1;
+    while (cap > 1 && (cap > wg || cap > d->max_wg))
+        cap /= 2;
+    size_t l0 = cap < 16 ? cap : 16;
     while (l0 > 1 && (int64_t)(l0 / 2) >= g0)
         l0 /= 2;
-    size_t local[2] = {l0, 1};
-    size_t global[2] = {((size_t)g0 + l0 - 1) / l0 * l0, (size_t)g1};
+    size_t l1 = cap / l0;
+    while (l1 > 1 && (int64_t)(l1 / 2) >= g1)
+        l1 /= 2;
+    size_t local[2] = {l0, l1};
+    size_t global[2] = {((size_t)g0 + l0 - 1) / l0 * l0, ((size_t)g1 + l1 - 1) / l1 * l1};
     cl_int err = clEnqueueNDRangeKernel(d->queue, k, 2, NULL, global, local, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
         char call[96];
@@ -122,15 +132,15 @@ static pdnn_status set_fail(const char *name, cl_int err)
     return pdnn__cl_fail(call, err);
 }
 
-/* U = G g G^T for every (c, k), into the workspace's start. */
+/* U = G g G^T for every (c, k), into ub (the kept copy of a frozen
+ * filter, or the workspace's start). */
 static pdnn_status wino_filter(cl_kernel k, cl_dev *d, const pdnn__conv2d_call *c, const wino_plan *pl,
-                               pdnn__buf wsb)
+                               pdnn__buf ub)
 {
-    cl_mem w = c->w_buf.region, ws = wsb.region;
-    cl_long wo = elem_off(c->w_buf), uo = elem_off(wsb);
+    cl_mem w = c->w_buf.region, ws = ub.region;
+    cl_long wo = elem_off(c->w_buf), uo = elem_off(ub);
     cl_long4 wst = strides4(c->ws);
     cl_int4 dims = int4_of((int)c->c, (int)c->k, (int)pl->kp, 0);
-    cl_long total = c->c * pl->kp;
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, w);
     SET_ARG(k, 1, wo);
@@ -138,19 +148,19 @@ static pdnn_status wino_filter(cl_kernel k, cl_dev *d, const pdnn__conv2d_call *
     SET_ARG(k, 3, ws);
     SET_ARG(k, 4, uo);
     SET_ARG(k, 5, dims);
-    SET_ARG(k, 6, total);
     if (err != CL_SUCCESS)
         return set_fail(wino_names[WK_FILTER], err);
-    return pdnn__cl_launch(d, k, wino_names[WK_FILTER], total);
+    /* One input channel and 16 output channels per work-item. */
+    return launch2(d, k, wino_names[WK_FILTER], c->c, pl->kp / 16);
 }
 
 /* Input transform, GEMM and output transform for the chunk of n_t tiles
- * starting at tile t0. */
+ * starting at tile t0; U in ub, V and M from vb on. */
 static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const pdnn__conv2d_call *c,
-                              const wino_plan *pl, pdnn__buf wsb, int64_t t0, int64_t n_t)
+                              const wino_plan *pl, pdnn__buf ub, pdnn__buf vb, int64_t t0, int64_t n_t)
 {
-    cl_mem ws = wsb.region;
-    const cl_long uo = elem_off(wsb), vo = uo + pl->u_floats, mo = vo + pl->v_floats;
+    cl_mem ws = vb.region, us = ub.region;
+    const cl_long uo = elem_off(ub), vo = elem_off(vb), mo = vo + pl->v_floats;
     const cl_long first = t0;
     cl_int err = CL_SUCCESS;
 
@@ -160,8 +170,7 @@ static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const p
     cl_long4 xs = strides4(c->xs);
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
     cl_int4 tiles_in = int4_of((int)pl->tr, (int)pl->tc, c->pad_top, c->pad_left);
-    const int cfast = c->xs[1] == 1; /* NHWC: neighbouring channels are neighbours in memory */
-    cl_int4 chunk_in = int4_of((int)n_t, (int)pl->tp, cfast, 0);
+    cl_int4 chunk_in = int4_of((int)n_t, (int)pl->tp, 0, 0);
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, xs);
@@ -173,14 +182,14 @@ static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const p
     SET_ARG(k, 8, chunk_in);
     if (err != CL_SUCCESS)
         return set_fail(wino_names[WK_INPUT], err);
-    pdnn_status st = cfast ? launch2(d, k, wino_names[WK_INPUT], c->c, pl->tp)
-                           : launch2(d, k, wino_names[WK_INPUT], pl->tp, c->c);
+    /* 16 channels per work-item, the channel blocks of a tile side by side. */
+    pdnn_status st = launch2(d, k, wino_names[WK_INPUT], (c->c + 15) / 16, pl->tp);
     if (st != PDNN_SUCCESS)
         return st;
 
     k = kern[WK_GEMM];
     cl_int4 gdims = int4_of((int)c->c, (int)pl->kp, (int)pl->tp, 0);
-    SET_ARG(k, 0, ws);
+    SET_ARG(k, 0, us);
     SET_ARG(k, 1, uo);
     SET_ARG(k, 2, ws);
     SET_ARG(k, 3, vo);
@@ -200,12 +209,13 @@ static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const p
     k = kern[WK_OUTPUT];
     cl_mem y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : y; /* not read without a bias */
+    cl_mem z = c->z_buf.region ? (cl_mem)c->z_buf.region : y;       /* nor z without a residual */
     cl_long yo = elem_off(c->y_buf), bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long zo = c->z_buf.region ? elem_off(c->z_buf) : 0;
     cl_long4 ys = strides4(c->ys);
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, (int)pl->kp);
-    cl_int4 tiles_out = int4_of((int)pl->tr, (int)pl->tc, c->bias_buf.region != NULL, c->relu);
-    const int kfast = c->ys[1] == 1;
-    cl_int4 chunk_out = int4_of((int)n_t, (int)pl->tp, kfast, 0);
+    cl_int4 tiles_out = int4_of((int)pl->tr, (int)pl->tc, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
+    cl_int4 chunk_out = int4_of((int)n_t, (int)pl->tp, 0, c->z_buf.region != NULL);
     SET_ARG(k, 0, ws);
     SET_ARG(k, 1, mo);
     SET_ARG(k, 2, b);
@@ -213,13 +223,15 @@ static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const p
     SET_ARG(k, 4, y);
     SET_ARG(k, 5, yo);
     SET_ARG(k, 6, ys);
-    SET_ARG(k, 7, out_dims);
-    SET_ARG(k, 8, tiles_out);
-    SET_ARG(k, 9, first);
-    SET_ARG(k, 10, chunk_out);
+    SET_ARG(k, 7, z);
+    SET_ARG(k, 8, zo);
+    SET_ARG(k, 9, out_dims);
+    SET_ARG(k, 10, tiles_out);
+    SET_ARG(k, 11, first);
+    SET_ARG(k, 12, chunk_out);
     if (err != CL_SUCCESS)
         return set_fail(wino_names[WK_OUTPUT], err);
-    return kfast ? launch2(d, k, wino_names[WK_OUTPUT], c->k, n_t) : launch2(d, k, wino_names[WK_OUTPUT], n_t, c->k);
+    return launch2(d, k, wino_names[WK_OUTPUT], (c->k + 15) / 16, n_t);
 }
 
 static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -256,6 +268,12 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     }
     plan->supported = 1;
     plan->workspace = (size_t)bytes;
+    /* A frozen filter keeps its transform U across calls (dispatch.c):
+     * 36/9 of the filter, written once instead of once per call. */
+    if (c->w_const) {
+        plan->wpack = (size_t)pl.u_floats * sizeof(float);
+        plan->workspace -= plan->wpack;
+    }
     memcpy(plan->state, &pl, sizeof pl);
     /* Only where it measured faster than the alternatives (ResNet-50's
      * channel counts, at least 32 tiles in the batch): winograd was
@@ -264,6 +282,14 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
      * transforming the filter (36/9 of its size) costs more than it saves
      * (bench/results-conv.md). */
     const int64_t tiles = c->n * pl.tr * pl.tc;
+    /* With the transforms 16 channels per work-item and the GEMM's tile
+     * in registers, winograd ran 1.3-1.8x implicit_gemm (filter
+     * transformed per call, NHWC, AVX-512 Xeon, PoCL) from 49 tiles up
+     * where C x K <= 256 x 256 (56x56 c64, 28x28 c128/c256 at batch 1,
+     * 14x14 c256 at batch 8), and 0.6-0.8x at C = K = 512, whose
+     * transformed filter is 37 MB: AUTO tries it first there only. */
+    if (tiles >= 49 && c->c * c->k <= 256 * 256)
+        plan->rank = 25;
     if (c->c < 64 || c->k < 64 || tiles < 32)
         pdnn__plan_skip(plan,
                         "AUTO runs winograd with C and K >= 64 and at least 32 4x4 output tiles only; this one has "
@@ -279,18 +305,23 @@ static pdnn_status wino_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     const pdnn__conv2d_call *c = &call->u.conv2d;
     wino_plan pl;
     memcpy(&pl, plan->state, sizeof pl);
-    char opts[64];
+    char opts[80];
     wino_opts(opts, sizeof opts);
-    cl_kernel kern[WK_COUNT] = {NULL, NULL, NULL, NULL};
+    cl_kernel kern[WK_COUNT] = {NULL};
     pthread_mutex_lock(&d->lock);
     pdnn_status st = PDNN_SUCCESS;
     for (int i = 0; st == PDNN_SUCCESS && i < WK_COUNT; i++)
         st = pdnn__cl_kernel(d, "conv2d_winograd.cl", opts, wino_names[i], &kern[i]);
-    if (st == PDNN_SUCCESS && pl.tiles > 0)
-        st = wino_filter(kern[WK_FILTER], d, c, &pl, ws);
+    /* U: the frozen filter's kept copy (transformed by its first call) or
+     * the workspace's start; V and M follow in the workspace. */
+    const int kept = c->wpack.region != NULL;
+    const pdnn__buf ub = kept ? c->wpack : ws;
+    const pdnn__buf vb = kept ? ws : (pdnn__buf){ws.region, ws.offset + (size_t)pl.u_floats * sizeof(float)};
+    if (st == PDNN_SUCCESS && pl.tiles > 0 && (!kept || c->wpack_fill))
+        st = wino_filter(kern[WK_FILTER], d, c, &pl, ub);
     for (int64_t t0 = 0; st == PDNN_SUCCESS && t0 < pl.tiles; t0 += pl.chunk) {
         const int64_t n_t = pl.tiles - t0 < pl.chunk ? pl.tiles - t0 : pl.chunk;
-        st = wino_chunk(kern, d, c, &pl, ws, t0, n_t);
+        st = wino_chunk(kern, d, c, &pl, ub, vb, t0, n_t);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
@@ -300,10 +331,12 @@ const pdnn__algo pdnn__cl_algo_winograd = {
     .op = PDNN__OP_CONV2D_FWD,
     .name = "winograd",
     .id = PDNN_CONV_ALGO_WINOGRAD,
-    /* After implicit_gemm, which measured 1.4-9.3x winograd on its
-     * stride-1 rows of ResNet-50 (geomean 3.2x; bench/results-conv.md);
-     * before tiled, which it beat 1.5-3x where its plan does not skip. */
+    /* After implicit_gemm (30) unless the plan moves it ahead (see
+     * wino_plan_cb); before tiled, which it beat 1.5-3x where its plan
+     * does not skip. */
     .rank = 40,
     .plan = wino_plan_cb,
     .run = wino_run,
+    .residual = 1, /* z added in the output transform */
+    .relu_cap = 1, /* and the relu's cap applied there */
 };
