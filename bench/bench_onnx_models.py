@@ -26,6 +26,12 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+# Untimed runs before each timing, on both sides: polydnn's first run builds
+# kernels and packs frozen filters, and its second can still write fresh
+# device memory (PoCL makes a buffer's pages when they are first written);
+# each polydnn round is a new process, while ONNX Runtime's session lives
+# through all rounds.
+WARMUP = 2
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "googlenet", "vgg16")
 
 
@@ -81,7 +87,8 @@ def model_flops(path, batch):
 
 
 def polydnn_ms(tool, path, batch, device, iters, env, layout):
-    cmd = [tool, "run", path, "--batch", str(batch), "--iters", str(iters), "--layout", layout]
+    cmd = [tool, "run", path, "--batch", str(batch), "--iters", str(iters), "--warmup", str(WARMUP), "--layout",
+           layout]
     if device:
         cmd += ["--device", device]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
@@ -89,7 +96,8 @@ def polydnn_ms(tool, path, batch, device, iters, env, layout):
 
 
 def ort_ms(sess, x, iters):
-    sess.run(None, {"x": x})
+    for _ in range(WARMUP):
+        sess.run(None, {"x": x})
     t = time.perf_counter()
     for _ in range(iters):
         sess.run(None, {"x": x})
@@ -113,7 +121,7 @@ def main():
     print(f"polydnn on {device or 'the default device'}, the network in {layout}: "
           f"{peak_line[-1] if peak_line else '?'}")
     print(f"ONNX Runtime {ort.__version__} CPUExecutionProvider, intra_op_num_threads={cores}; "
-          f"{iters} runs per timing, best of {rounds} alternated rounds; "
+          f"{iters} runs per timing after {WARMUP} untimed, best of {rounds} alternated rounds; "
           f"polydnn {'tuned (one run with POLYDNN_TUNING=search first)' if tune else 'untuned'}\n")
     print("| model | batch | GFLOP | polydnn ms | polydnn img/s | ORT ms | ORT img/s | ratio | polydnn GFLOP/s "
           "| % of peak | ORT GFLOP/s |")

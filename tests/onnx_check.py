@@ -371,6 +371,15 @@ def main():
                     if pr.returncode != 0 or "| Clip |" in pr.stdout:
                         print(f"FAIL {tag}: the Clip was not fused into the Conv\n{pr.stdout}{pr.stderr}")
                         failed += 1
+                    # --warmup: the untimed runs it asks for, and at least one.
+                    wr = subprocess.run(cmd + ["--warmup", "3"], capture_output=True, text=True)
+                    if wr.returncode != 0 or "(mean of 1 after 3 warm-up runs)" not in wr.stdout:
+                        print(f"FAIL {tag} --warmup 3: exited {wr.returncode}\n{wr.stdout}{wr.stderr}")
+                        failed += 1
+                    wr = subprocess.run(cmd + ["--warmup", "0"], capture_output=True, text=True)
+                    if wr.returncode != 2 or "--warmup must be at least 1" not in wr.stderr:
+                        print(f"FAIL {tag} --warmup 0: exited {wr.returncode}, not a usage error\n{wr.stderr}")
+                        failed += 1
                 results = [(tag, np.load(yp))]
                 if pdnn is not None:
                     model = pdnn.load_onnx(path, device=dev, batch=x_shape[0], fusion="--no-fusion" not in extra,

@@ -49,13 +49,15 @@ int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
     const char *input = NULL, *output = NULL, *device = NULL, *fraction = NULL, *layout = NULL;
-    int batch = 0, iters = 10, log = 0, stats = 0, seed = 1, profile = 0, growth = 0, no_fusion = 0;
+    int batch = 0, iters = 10, warmup = 1, log = 0, stats = 0, seed = 1, profile = 0, growth = 0, no_fusion = 0;
     const cli_opt opts[] = {
         {0, "input", OPT_STR, &input, 0, "x.npy: the model's (first) input, NCHW; sets the batch"},
         {0, "output", OPT_STR, &output, 0, "y.npy: write the (first) output"},
         {0, "batch", OPT_INT, &batch, 1, "batch size for random inputs (default: the file's, symbolic -> 1)"},
         {'d', "device", OPT_STR, &device, 0, "run every node on this device, e.g. /cpu:0 (default: placed)"},
-        {'i', "iters", OPT_INT, &iters, 1, "timed runs after one warm-up (default 10)"},
+        {'i', "iters", OPT_INT, &iters, 1, "timed runs after the warm-up (default 10)"},
+        {0, "warmup", OPT_INT, &warmup, 1, "untimed runs first (default 1; the first run builds kernels and "
+                                           "packs filters, the second can still touch fresh memory)"},
         {0, "seed", OPT_INT, &seed, 0, "seed for random inputs (default 1)"},
         {0, "log-device-placement", OPT_FLAG, &log, 0, "print the device mapping and each node's device"},
         {0, "allow-growth", OPT_FLAG, &growth, 0, "grow device memory on demand"},
@@ -165,7 +167,7 @@ int cmd_run(int argc, char **argv)
     }
     (void)ctx;
     double per_run = 0.0;
-    for (int it = 0; it <= iters && !rc; it++) {
+    for (int it = 0; it < warmup + iters && !rc; it++) {
         for (int k = 0; k < io.n_outputs; k++) {
             pdnn_tensor_release(fetched[k]);
             fetched[k] = NULL;
@@ -175,7 +177,7 @@ int cmd_run(int argc, char **argv)
             rc = cli_fail("running the model");
         else if (pdnn_device_synchronize(pdnn_tensor_device(fetched[0])) != PDNN_SUCCESS)
             rc = cli_fail("waiting for the run");
-        if (it > 0) /* the first run is the warm-up */
+        if (it >= warmup)
             per_run += (now_ms() - t) / iters;
     }
     if (rc)
@@ -196,8 +198,8 @@ int cmd_run(int argc, char **argv)
            model, pdnn_graph_node_count(g), t_import, pdnn_graph_node_name(g, io.outputs[0]), yd.dims[0],
            yd.dims[1], yd.dims[2], yd.dims[3]);
     print_top5(y, yd.dims[0], ny / yd.dims[0]);
-    printf("time per run: %.3f ms (mean of %d after one warm-up%s)\n", per_run, iters,
-           profile ? "; --profile synchronizes after every node" : "");
+    printf("time per run: %.3f ms (mean of %d after %d warm-up run%s%s)\n", per_run, iters, warmup,
+           warmup == 1 ? "" : "s", profile ? "; --profile synchronizes after every node" : "");
     if (profile && cli_print_profile(stdout, g, s, 40))
         rc = EXIT_RUNTIME;
     if (output) {
