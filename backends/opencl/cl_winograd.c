@@ -14,16 +14,22 @@
 extern const pdnn__algo pdnn__cl_algo_winograd;
 
 /* The GEMM's register tile (conv2d_winograd.cl: TT tiles x KB float16
- * channel blocks per work-item), measured on PoCL over ResNet-50's 3x3
- * layers; it must match the build options below. */
-#define WINO_TT 8
-#define WINO_KB 1
-#define WINO_KV (16 * WINO_KB)
+ * channel blocks per work-item, TT x KB accumulators). On CPUs with
+ * 16-float vectors (AVX-512: 32 registers) 12 x 2, which ran c256 56x56
+ * b1 NHWC in 5.5-6.4 ms against 7.7-8.4 ms for 8 x 1, c256 14x14 b8 in
+ * 3.5-4.3 ms against 4.0-6.0 (PoCL, the two alternated); elsewhere 8 x 1,
+ * which keeps a GPU work-item's registers fewer. */
+static void wino_tile(const cl_dev *d, int *tt, int *kb)
+{
+    const int big = pdnn__cl_is_cpu(d) && d->vec_float >= 16;
+    *tt = big ? 12 : 8;
+    *kb = big ? 2 : 1;
+}
 /* conv2d_winograd.cl's PLANE_PAD: floats between transform planes. */
 #define WINO_PLANE_PAD 16
 /* Chunks are whole GEMM work-groups of 4 tile blocks; a chunk of fewer
  * tiles (a small batch) is padded to the register tile only. */
-#define WINO_TGRAN (WINO_TT * 4)
+#define WINO_TGROUP 4
 /* Above this, V and M (per tile: 36 x (C + Kp) floats) are made for a
  * chunk of the batch's tiles at a time. */
 #define WINO_CHUNK_BYTES ((int64_t)64 << 20)
@@ -37,28 +43,33 @@ void pdnn__opencl_winograd_chunk_bytes(int64_t bytes) { chunk_bytes_override = b
 enum { WK_FILTER, WK_INPUT, WK_GEMM, WK_OUTPUT, WK_COUNT };
 static const char *const wino_names[WK_COUNT] = {"wino_filter", "wino_input", "wino_gemm", "wino_output"};
 
-/* The build options the register tile above needs. */
-static void wino_opts(char *buf, size_t len)
-{
-    snprintf(buf, len, "-DTT=%d -DKB=%d -DPLANE_PAD=%d", WINO_TT, WINO_KB, WINO_PLANE_PAD);
-}
-
 /* What one call needs: tiles per image row/column, padded channels, the
  * chunk of tiles made at a time and its padded size, and the workspace
  * layout U | V | M in floats. */
 typedef struct wino_plan {
+    int64_t tt, kb; /* the GEMM's register tile (wino_tile) */
     int64_t tr, tc, tiles, kp, chunk, tp;
     int64_t u_floats, v_floats, m_floats;
 } wino_plan;
 
+/* The build options the register tile of pl needs. */
+static void wino_opts(char *buf, size_t len, const wino_plan *pl)
+{
+    snprintf(buf, len, "-DTT=%d -DKB=%d -DPLANE_PAD=%d", (int)pl->tt, (int)pl->kb, WINO_PLANE_PAD);
+}
+
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/* Whether c is a convolution this algorithm runs, and with what plan;
- * otherwise *why says what rules it out (the shape: *why NULL, see
+/* Whether c is a convolution this algorithm runs on d, and with what
+ * plan; otherwise *why says what rules it out (the shape: *why NULL, see
  * wino_plan). */
-static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **why)
+static int wino_plan_of(const cl_dev *d, const pdnn__conv2d_call *c, wino_plan *pl, const char **why)
 {
     *why = NULL;
+    int tt, kb;
+    wino_tile(d, &tt, &kb);
+    pl->tt = tt;
+    pl->kb = kb;
     if (c->r != 3 || c->s != 3 || c->stride_h != 1 || c->stride_w != 1 || c->dil_h != 1 || c->dil_w != 1 ||
         c->groups != 1)
         return 0;
@@ -70,7 +81,7 @@ static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **
     }
     pl->tr = (c->p + 3) / 4;
     pl->tc = (c->q + 3) / 4;
-    pl->kp = round_up(c->k, WINO_KV);
+    pl->kp = round_up(c->k, 16 * pl->kb);
     if (pl->tr == 0 || pl->tc == 0) {
         *why = "the output is empty";
         return 0;
@@ -82,11 +93,12 @@ static int wino_plan_of(const pdnn__conv2d_call *c, wino_plan *pl, const char **
     pl->tiles = c->n * pl->tr * pl->tc;
     const int64_t per_tile = 36 * (c->c + pl->kp) * (int64_t)sizeof(float);
     const int64_t limit = chunk_bytes_override > 0 ? chunk_bytes_override : WINO_CHUNK_BYTES;
-    int64_t chunk = limit / per_tile / WINO_TGRAN * WINO_TGRAN;
-    if (chunk < WINO_TGRAN) /* huge C + K: one work-group's tiles at a time */
-        chunk = WINO_TGRAN;
+    const int64_t gran = pl->tt * WINO_TGROUP;
+    int64_t chunk = limit / per_tile / gran * gran;
+    if (chunk < gran) /* huge C + K: one work-group's tiles at a time */
+        chunk = gran;
     pl->chunk = pl->tiles < chunk ? pl->tiles : chunk;
-    pl->tp = round_up(pl->chunk, WINO_TT);
+    pl->tp = round_up(pl->chunk, pl->tt);
     pl->u_floats = 36 * (c->c * pl->kp + WINO_PLANE_PAD);
     pl->v_floats = 36 * (c->c * pl->tp + WINO_PLANE_PAD);
     pl->m_floats = 36 * (pl->tp * pl->kp + WINO_PLANE_PAD);
@@ -200,8 +212,8 @@ static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const p
         return set_fail(wino_names[WK_GEMM], err);
     /* As conv2d_tiled: each work-item fills the SIMD width itself, so a
      * work-group is one channel block by 4 tile blocks. */
-    size_t local[3] = {1, 4, 1};
-    size_t global[3] = {(size_t)(pl->kp / WINO_KV), (size_t)round_up(pl->tp / WINO_TT, 4), 36};
+    size_t local[3] = {1, WINO_TGROUP, 1};
+    size_t global[3] = {(size_t)(pl->kp / (16 * pl->kb)), (size_t)round_up(pl->tp / pl->tt, WINO_TGROUP), 36};
     err = clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clEnqueueNDRangeKernel(wino_gemm)", err);
@@ -236,12 +248,11 @@ static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const p
 
 static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
     wino_plan pl;
     const char *why = NULL;
     _Static_assert(sizeof pl <= sizeof plan->state, "wino_plan fits pdnn__plan.state");
-    if (!wino_plan_of(c, &pl, &why)) {
+    if (!wino_plan_of(dev, c, &pl, &why)) {
         /* The first condition c breaks, and what c has instead. */
         if (why)
             pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)): %s", why);
@@ -287,8 +298,10 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
      * transformed per call, NHWC, AVX-512 Xeon, PoCL) from 49 tiles up
      * where C x K <= 256 x 256 (56x56 c64, 28x28 c128/c256 at batch 1,
      * 14x14 c256 at batch 8), and 0.6-0.8x at C = K = 512, whose
-     * transformed filter is 37 MB: AUTO tries it first there only. */
-    if (tiles >= 49 && c->c * c->k <= 256 * 256)
+     * transformed filter is 37 MB: AUTO tries it first there only, on
+     * CPUs (on GPUs the 16-channel transforms hold 36 float16 values per
+     * work-item, and nothing there was measured). */
+    if (pdnn__cl_is_cpu(dev) && tiles >= 49 && c->c * c->k <= 256 * 256)
         plan->rank = 25;
     if (c->c < 64 || c->k < 64 || tiles < 32)
         pdnn__plan_skip(plan,
@@ -306,7 +319,7 @@ static pdnn_status wino_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     wino_plan pl;
     memcpy(&pl, plan->state, sizeof pl);
     char opts[80];
-    wino_opts(opts, sizeof opts);
+    wino_opts(opts, sizeof opts, &pl);
     cl_kernel kern[WK_COUNT] = {NULL};
     pthread_mutex_lock(&d->lock);
     pdnn_status st = PDNN_SUCCESS;
