@@ -77,11 +77,8 @@ typedef struct bn_args {
  * (batch_norm.cl bn_element), work-groups of up to 64 along a row. */
 static pdnn_status launch_rows(const bn_args *a, cl_kernel k, const char *name)
 {
-    size_t wg = 0;
-    if (clGetKernelWorkGroupInfo(k, a->d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
-        wg = 1;
-    size_t local = 64;
-    while (local > 1 && (local > wg || local > a->d->max_wg || local / 2 >= (size_t)a->cols))
+    size_t local = pdnn__cl_wg_cap(a->d, k, 64);
+    while (local > 1 && local / 2 >= (size_t)a->cols)
         local /= 2;
     const size_t global[2] = {((size_t)a->cols + local - 1) / local * local, (size_t)a->rows};
     const size_t lsize[2] = {local, 1};

@@ -50,14 +50,19 @@ pdnn_status pdnn__cl_fail(const char *call, cl_int err)
     return pdnn__error(st, "OpenCL: %s failed with %s (%d)", call, pdnn__cl_error_name(err), (int)err);
 }
 
-pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total)
+size_t pdnn__cl_wg_cap(const cl_dev *d, cl_kernel k, size_t want)
 {
     size_t wg = 0;
     if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
         wg = 1;
-    size_t local = 64;
-    while (local > 1 && (local > wg || local > d->max_wg))
-        local /= 2;
+    while (want > 1 && (want > wg || want > d->max_wg))
+        want /= 2;
+    return want;
+}
+
+pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total)
+{
+    const size_t local = pdnn__cl_wg_cap(d, k, 64);
     size_t global = ((size_t)total + local - 1) / local * local;
     cl_int err = clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL);
     if (err != CL_SUCCESS) {

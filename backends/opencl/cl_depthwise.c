@@ -163,12 +163,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
         g[1] = (size_t)(c->n * c->k);
         g[2] = (size_t)((chunks + cw - 1) / cw);
     }
-    size_t wg = 0;
-    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
-        wg = 1;
-    size_t cap = 64;
-    while (cap > 1 && (cap > wg || cap > d->max_wg))
-        cap /= 2;
+    const size_t cap = pdnn__cl_wg_cap(d, k, 64);
     size_t local[3];
     local[0] = pow2_at_least(g[0], cap < 16 ? cap : 16);
     local[1] = pow2_at_least(g[1], cap / local[0]);

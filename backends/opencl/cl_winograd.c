@@ -117,11 +117,7 @@ static int wino_plan_of(const cl_dev *d, const pdnn__conv2d_call *c, wino_plan *
  * kernels bound-check. */
 static pdnn_status launch2(cl_dev *d, cl_kernel k, const char *name, int64_t g0, int64_t g1)
 {
-    size_t wg = 0, cap = 64;
-    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
-        wg = 1;
-    while (cap > 1 && (cap > wg || cap > d->max_wg))
-        cap /= 2;
+    const size_t cap = pdnn__cl_wg_cap(d, k, 64);
     size_t l0 = cap < 16 ? cap : 16;
     while (l0 > 1 && (int64_t)(l0 / 2) >= g0)
         l0 /= 2;
