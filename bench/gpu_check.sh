@@ -9,9 +9,15 @@
 #   onnx    tests/onnx_check.py on CUDA (and --models with ONNX_MODELS=1);
 #   models  bench/gpu_models.py (polydnn on CUDA and OpenCL vs PyTorch);
 #   bench   polydnn bench resnet50 on CUDA (cuDNN the peer) and OpenCL;
-#   tune    polydnn tune resnet50 on NVIDIA's OpenCL, then its bench again.
+#   tune    polydnn tune resnet50 on NVIDIA's OpenCL, then its bench again;
+#   wino    winograd's parity grid on NVIDIA's OpenCL, and its time beside
+#           implicit_gemm and tiled on 3x3 layers there (not in the default);
+#   profile the time of one small convolution call on CUDA and OpenCL, and
+#           polydnn run --profile of ResNet-50 and GoogLeNet at batch 1 on
+#           CUDA (not in the default).
 # Logs go to $OUT (at most 8 files come back); a summary is printed last.
-# Usage: bash bench/gpu_check.sh [steps...]   (default: all; T= seconds per job)
+# Usage: bash bench/gpu_check.sh [steps...]   (default: the first seven; T= seconds
+# per job; GTESTS= the Criterion tests; PARITY=cuda skips OpenCL's harness)
 cd "$(dirname "$0")/.." || exit 1
 O=${OUT:-/tmp/gpu-check}; mkdir -p "$O"
 steps=" ${*:-probe tests parity onnx models bench tune} "
@@ -41,16 +47,18 @@ tail -n 20 "$O/env.txt"
 # Correctness jobs in parallel: each process takes GPU memory, so the
 # tests' contexts grow on demand (th_context) and none reserves the card.
 if has tests; then
-    ( for t in test_conv test_ops test_pool test_bn test_grad test_train test_memory test_tuning; do
+    ( for t in ${GTESTS:-test_conv test_ops test_pool test_bn test_grad test_train test_memory test_tuning}; do
           log "== $t"; run timeout "$T" .gpu/bin/$t -j4 2>&1 | grep -v "^\[RUN\|^\[PASS" | tail -n 30
       done > "$O/tests.txt" 2>&1 ) &
 fi
 if has parity; then
     ( log "== parity cuda"; run timeout "$T" .gpu/bin/parity --backend cuda
       log "== grad cuda"; run timeout "$T" .gpu/bin/parity --mode grad --backend cuda
-      export POLYDNN_BACKEND=opencl
-      log "== parity opencl"; run timeout "$T" .gpu/bin/parity --backend opencl
-      log "== grad opencl"; run timeout "$T" .gpu/bin/parity --mode grad --backend opencl
+      if [ "${PARITY:-}" != cuda ]; then
+          export POLYDNN_BACKEND=opencl
+          log "== parity opencl"; run timeout "$T" .gpu/bin/parity --backend opencl
+          log "== grad opencl"; run timeout "$T" .gpu/bin/parity --mode grad --backend opencl
+      fi
       log end ) > "$O/parity.txt" 2>&1 &
 fi
 if has onnx; then
@@ -84,5 +92,47 @@ if has tune; then
       log "== bench opencl after tune"; POLYDNN_BACKEND=opencl run timeout 45 "$P" bench resnet50 --batch 32 --device /gpu:0 --no-peak
     } > "$O/tune.txt" 2>&1
     grep -aE "==|Geometric" "$O/tune.txt"
+fi
+if has wino; then
+    { log "== winograd parity, opencl"
+      POLYDNN_BACKEND=opencl run timeout 90 .gpu/bin/parity --backend opencl --op conv2d --algo winograd
+      for shape in "-n 1 -c 64 -H 56 -W 56 -k 64" "-n 32 -c 64 -H 56 -W 56 -k 64" \
+                   "-n 32 -c 256 -H 14 -W 14 -k 256" "-n 8 -c 128 -H 28 -W 28 -k 128"; do
+          for layout in NCHW NHWC; do
+              for a in winograd implicit_gemm tiled; do
+                  printf '%s %s %-14s ' "$shape" "$layout" "$a"
+                  POLYDNN_BACKEND=opencl run timeout 30 "$P" conv $shape -p 1 -q 1 --layout "$layout" \
+                      --device /gpu:0 --algo "$a" --iters 20 2>&1 | grep -aE "GFLOP|rror" | tr '\n' ' '
+                  echo
+              done
+          done
+      done
+    } > "$O/wino.txt" 2>&1
+    grep -aE "==|passed|failed|GFLOP|rror" "$O/wino.txt" | tail -n 30
+fi
+if has profile; then
+    { log "== profile on CUDA, batch 1"
+      python3 - <<'PY'
+import inspect, torch, torchvision
+kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+for name in ("resnet50", "googlenet"):
+    extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    net = getattr(torchvision.models, name)(weights=None, **extra).eval()
+    torch.onnx.export(net, torch.randn(1, 3, 224, 224), f"/tmp/{name}.onnx", opset_version=13, **kw)
+PY
+      # The cost of one call where the GPU's work is tiny: the host's.
+      for be in cuda opencl; do
+          for f in "" "--bias --relu"; do
+              printf '%s %-14s ' "$be" "${f:-plain}"
+              POLYDNN_BACKEND=$be run timeout 30 "$P" conv -n 1 -c 64 -H 7 -W 7 -k 64 -p 1 -q 1 $f \
+                  --device /gpu:0 --iters 1000 2>&1 | grep -aE "GFLOP|rror"
+          done
+      done
+      for m in resnet50 googlenet; do
+          log "== $m"
+          run timeout 60 "$P" run /tmp/$m.onnx --device /gpu:0 --iters 20 --warmup 3 --profile
+      done
+    } > "$O/profile.txt" 2>&1
+    grep -aE "==|time per run|rror|GFLOP" "$O/profile.txt"
 fi
 log done
