@@ -296,10 +296,12 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
      * transformed per call, NHWC, AVX-512 Xeon, PoCL) from 49 tiles up
      * where C x K <= 256 x 256 (56x56 c64, 28x28 c128/c256 at batch 1,
      * 14x14 c256 at batch 8), and 0.6-0.8x at C = K = 512, whose
-     * transformed filter is 37 MB: AUTO tries it first there only, on
-     * CPUs (on GPUs the 16-channel transforms hold 36 float16 values per
-     * work-item, and nothing there was measured). */
-    if (pdnn__cl_is_cpu(dev) && tiles >= 49 && c->c * c->k <= 256 * 256)
+     * transformed filter is 37 MB: AUTO tries it first there only on
+     * CPUs. On an H100 (NVIDIA's OpenCL) it ran 1.4-2.9x implicit_gemm
+     * and 1.1-2.1x tiled on every 3x3 layer measured, from c64 56x56 at
+     * batch 1 to c256 14x14 at batch 32 (bench/results-gpu.md): first
+     * there for every call it takes. */
+    if (!pdnn__cl_is_cpu(dev) || (tiles >= 49 && c->c * c->k <= 256 * 256))
         plan->rank = 25;
     if (c->c < 64 || c->k < 64 || tiles < 32)
         pdnn__plan_skip(plan,
