@@ -483,8 +483,11 @@ PDNN_API pdnn_status pdnn_conv2d_forward(const pdnn_conv2d_params *p,
 /* y = relu?(conv(x, w) + bias + z): the convolution with a residual z
  * added before the relu (cuDNN's z of cudnnConvolutionBiasActivationForward,
  * a ResNet block's shortcut). z has y's dims and layout and shares no
- * memory with y. Algorithms with the residual epilogue (host direct,
- * OpenCL implicit_gemm and gemm_1x1) add z as they store y; the others run as for
+ * memory with y. Algorithms with the residual epilogue (host direct;
+ * OpenCL implicit_gemm, gemm_1x1 and winograd) add z as they store y;
+ * CUDA's run conv, bias, z and relu as one
+ * cudnnConvolutionBiasActivationForward where there are a bias and a
+ * relu, else add z in a cuDNN call after the convolution; the others run as for
  * pdnn_conv2d_forward and then add z and apply the relu (two passes over
  * y), so the algorithm AUTO picks is the same as without z. */
 PDNN_API pdnn_status pdnn_conv2d_forward_residual(const pdnn_conv2d_params *p, const pdnn_tensor *x,
