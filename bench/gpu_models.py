@@ -7,6 +7,8 @@ machine through bench/gpu_check.sh. Usage: gpu_models.py POLYDNN_TOOL
 model,model,... (BATCHES=1,32 in the environment picks the batches)."""
 import os, re, subprocess, sys, tempfile, time
 import numpy as np, torch, torchvision
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from torch_weights import input_sensitive_weights
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.benchmark = True
@@ -27,6 +29,7 @@ for name in models:
     torch.manual_seed(0)
     kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
     net = getattr(torchvision.models, name)(weights=None, **kw).eval()
+    input_sensitive_weights(net, 224)  # else GoogLeNet's output is a constant
     path = os.path.join(tmp, name + ".onnx")
     torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))

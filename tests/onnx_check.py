@@ -24,6 +24,8 @@ except ImportError as e:  # the shell test turns this into a skip
     print(f"SKIP: {e}")
     sys.exit(77)
 
+from torch_weights import input_sensitive_weights  # noqa: E402 (beside this file)
+
 TOL = 1e-4
 rng = np.random.default_rng(7)
 
@@ -218,26 +220,13 @@ def binary_cases():
     yield "add_broadcast_activation", model(nodes, x, None), x
 
 
-def randomize_batch_norm(net):
-    """Non-trivial BatchNorm statistics, so folding is really exercised
-    (fresh ones are the identity in eval mode)."""
-    import torch
-    with torch.no_grad():
-        for mod in net.modules():
-            if isinstance(mod, torch.nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 2.0)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.uniform_(-0.5, 0.5)
-
-
 TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
 TORCHVISION_LARGE = ("resnet18", "googlenet", "resnet50", "vgg16")
 
 
 def torchvision_cases(tmp, names, batches):
-    """torchvision's models with their random initial weights, eval mode
-    (nothing is downloaded), exported with Debian's torch."""
+    """torchvision's models with random weights (input_sensitive_weights),
+    eval mode (nothing is downloaded), exported with Debian's torch."""
     try:
         import torch
         import torchvision
@@ -248,7 +237,7 @@ def torchvision_cases(tmp, names, batches):
         torch.manual_seed(0)
         kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
         net = getattr(torchvision.models, name)(weights=None, **kw).eval()
-        randomize_batch_norm(net)
+        input_sensitive_weights(net, 224)
         path = os.path.join(tmp, name + ".onnx")
         torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
@@ -296,7 +285,7 @@ def torch_cases(tmp):
             return self.fc(torch.flatten(self.pool(x), 1))
 
     net = SmallResNet().eval()
-    randomize_batch_norm(net)
+    input_sensitive_weights(net, 64)
     path = os.path.join(tmp, "small_resnet.onnx")
     torch.onnx.export(net, torch.randn(1, 3, 64, 64), path, input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
