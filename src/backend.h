@@ -401,6 +401,13 @@ struct pdnn__backend {
     pdnn_status (*copy_rows)(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn__buf src, size_t src_pitch,
                              size_t width, size_t rows);
     pdnn_status (*synchronize)(void *dev);
+    /* 1 if every use of a region is a command on its device's one
+     * in-order queue (stream), as with this backend's read, write, copy
+     * and kernels: memory freed while commands that use it are still
+     * queued may be handed out again at once, since the next user's
+     * commands queue behind them. 0: a tensor's release waits for the
+     * device first. */
+    int in_order;
 
     /* Per op, a NULL-terminated array of this backend's algorithms (NULL:
      * the op does not run here). */

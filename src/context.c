@@ -467,6 +467,11 @@ static void destroy_devices(pdnn_context *ctx)
 {
     for (int i = 0; i < ctx->n_devices; i++) {
         pdnn_device *d = &ctx->devices[i];
+        /* Releases need not wait on an in-order device (tensor.c): its
+         * last commands may still be queued. Finish them before their
+         * memory and queue go. */
+        if (d->handle && d->backend->synchronize)
+            d->backend->synchronize(d->handle);
         if (d->alloc) {
             /* Every tensor holds the context, so nothing can be left here
              * but a chunk some failure path forgot. */

@@ -270,9 +270,11 @@ void pdnn__tensor_unref(pdnn_tensor *t)
 {
     if (atomic_fetch_sub(&t->refs, 1) != 1)
         return;
-    /* The device may still be reading this memory (a queued op): wait, so
-     * the next tensor that reuses the chunk cannot race with it. */
-    if (t->dev->backend->synchronize)
+    /* The device may still be reading this memory (a queued op). On an
+     * in-order backend the next tensor that reuses the chunk queues behind
+     * that op; else, and for memory that goes back to its owner, wait.
+     * (A wait per release was a clFinish per node of a session's run.) */
+    if (t->dev->backend->synchronize && (t->foreign_free || !t->dev->backend->in_order))
         t->dev->backend->synchronize(t->dev->handle);
     /* The context goes last: the memory belongs to its devices, and a
      * foreign_free may release an export (and a tensor) of the same one. */

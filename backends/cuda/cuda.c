@@ -2323,6 +2323,7 @@ const pdnn__backend pdnn__cuda_backend = {
     .copy = cu_copy,
     .copy_rows = cu_copy_rows,
     .synchronize = cu_sync,
+    .in_order = 1,
     .algos = {[PDNN__OP_CONV2D_FWD] = cu_conv_algos,
               [PDNN__OP_POOL2D_FWD] = cu_pool_algos,
               [PDNN__OP_BN_FWD_TRAIN] = cu_bn_fwd_train_algos,

@@ -475,6 +475,7 @@ const pdnn__backend pdnn__opencl_backend = {
     .copy = cl_copy,
     .copy_rows = pdnn__cl_copy_rows,
     .synchronize = cl_sync,
+    .in_order = 1,
     .algos = {[PDNN__OP_CONV2D_FWD] = cl_conv_algos,
               [PDNN__OP_POOL2D_FWD] = cl_pool_algos,
               [PDNN__OP_CONV2D_BWD_DATA] = cl_conv_bwd_data_algos,
