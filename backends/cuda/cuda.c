@@ -1220,6 +1220,10 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c, const conv_pl
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX_SRC], x, &zero, d->t[TB], origin);
         x = ws + pl->x_off;
     }
+    if (c->bias_buf.region) { /* t[TB] is the bias from here on, for the fused call or the add */
+        const int64_t bdims[4] = {1, c->k, 1, 1};
+        RETURN_IF_FAILED(set_packed(d->t[TB], PDNN_NCHW, bdims));
+    }
     void *y = pl->y_copy ? (void *)(ws + pl->y_off) : ptr(c->y_buf);
     void *algo_ws = pl->algo_bytes > 0 ? ws + pl->algo_off : NULL;
     const void *z = c->z_buf.region ? ptr(c->z_buf) : NULL;
@@ -1231,9 +1235,7 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c, const conv_pl
          * NCHW only: alternated with separate calls on an H100 (cuDNN
          * 9.19), it took GoogLeNet and ResNet-50 1.1-1.8x faster in NCHW
          * but up to 1.9x slower in NHWC (bench/results-gpu.md). */
-        const int64_t bdims[4] = {1, c->k, 1, 1};
         const float alpha2 = z ? 1.0f : 0.0f;
-        RETURN_IF_FAILED(set_packed(d->t[TB], PDNN_NCHW, bdims));
         cudnnStatus_t s = dnn.cudnnConvolutionBiasActivationForward(
             d->dnn, &one, d->t[TX], x, d->filt, w, d->conv, pl->algo, algo_ws, pl->algo_bytes, &alpha2, d->t[TY],
             z ? z : y, d->t[TB], ptr(c->bias_buf), d->relu, d->t[TY], y);
@@ -1254,11 +1256,8 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c, const conv_pl
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TY], y, &zero, d->t[TX_SRC], ptr(c->y_buf));
         RETURN_IF_FAILED(set_4d(d->t[TY], ydims, c->ys));
     }
-    if (c->bias_buf.region) {
-        const int64_t bdims[4] = {1, c->k, 1, 1};
-        RETURN_IF_FAILED(set_packed(d->t[TB], PDNN_NCHW, bdims));
+    if (c->bias_buf.region)
         DNN(cudnnAddTensor, d->dnn, &one, d->t[TB], ptr(c->bias_buf), &one, d->t[TY], ptr(c->y_buf));
-    }
     if (z) /* z has y's dims, layout and strides */
         DNN(cudnnAddTensor, d->dnn, &one, d->t[TY], z, &one, d->t[TY], ptr(c->y_buf));
     if (c->relu)
