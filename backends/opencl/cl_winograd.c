@@ -31,9 +31,11 @@ static void wino_tile(const cl_dev *d, int *tt, int *kb)
  * tiles (a small batch) is padded to the register tile only. */
 #define WINO_TGROUP 4
 /* Above this, V and M (per tile: 36 x (C + Kp) floats) are made for a
- * chunk of the batch's tiles at a time. 8 MiB: 64 MiB chunks ran no faster
- * (c64 56x56 k192 b8, c256 28x28 b8, c256 56x56 b1 on PoCL, alternated)
- * and made GoogLeNet's b8 session peak 1.47x its largest live set. */
+ * chunk of the batch's tiles at a time. 8 MiB: 64 MiB chunks made
+ * GoogLeNet's b8 session peak 1.47x its largest live set. They ran no
+ * faster on single layers (c64 56x56 k192 b8, c256 28x28 b8, c256 56x56
+ * b1 on PoCL, alternated), but ResNet-18 b8 NHWC ran about 10% faster
+ * with them on another machine (bench/results-onnx-models.md). */
 #define WINO_CHUNK_BYTES ((int64_t)8 << 20)
 
 /* Test hook: a smaller chunk limit, so that small tests cover chunking
