@@ -112,14 +112,8 @@ if has wino; then
 fi
 if has profile; then
     { log "== profile on CUDA, batch 1"
-      python3 - <<'PY'
-import inspect, torch, torchvision
-kw = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
-for name in ("resnet50", "googlenet"):
-    extra = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-    net = getattr(torchvision.models, name)(weights=None, **extra).eval()
-    torch.onnx.export(net, torch.randn(1, 3, 224, 224), f"/tmp/{name}.onnx", opset_version=13, **kw)
-PY
+      python3 -c "import sys; sys.path.insert(0, 'bench'); import bench_onnx_models as b
+for m in ('resnet50', 'googlenet'): b.export(m, '/tmp/%s.onnx' % m)"
       # The cost of one call where the GPU's work is tiny: the host's.
       for be in cuda opencl; do
           for f in "" "--bias --relu"; do
