@@ -401,8 +401,15 @@ static void build_conv_cases(void)
      * image, 16-channel vectors with a tail (K 24) and a multiplier, NCHW
      * row chunks inside, at the borders (masked loads reaching into the
      * next row) and at the ends of x, stride 2 and dilation 2 on wide
-     * rows, and filters wider than 8 (whose width is not built in). */
+     * rows, and filters wider than 8 (whose width is not built in); and
+     * NCHW's blocks of rows: a 5x3 filter with unequal top and bottom
+     * padding on rows that leave a tail after the last whole block, rows
+     * whose every filter row lies in the padding (pad 3 around a 3x3),
+     * and a 7x7 filter with a vertical stride of 2 only. */
     static const conv_case depthwise[] = {
+        {1, 8, 61, 50, 8, 5, 3, 1, 1, 1, 1, 2, 0, 1, 1, 8, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 8, 6, 20, 8, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3, 8, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 12, 33, 47, 12, 7, 7, 2, 1, 1, 1, 3, 3, 3, 3, 12, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {2, 32, 20, 37, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {1, 24, 23, 40, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 24, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {1, 24, 12, 30, 48, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 24, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
