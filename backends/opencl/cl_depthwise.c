@@ -84,8 +84,8 @@ static int nchw_qv(const cl_dev *d, const pdnn__conv2d_call *c)
  * MobileNetV2's 3x3 layers (PoCL, AVX-512 Xeon, best of 4 alternated
  * runs) 4 rows ran 1.1-1.5x faster than one chain of FMAs per chunk,
  * e.g. c144 56x56 0.353 -> 0.239 ms, c32 112x112 0.244 -> 0.182 ms. The
- * rows per work-item are whole blocks: with a part block left over,
- * 56x56 ran slower than before. */
+ * rows per work-item are whole blocks where the image allows: a block
+ * past a work-item's rows computes rows it does not store. */
 static int nchw_pb(const cl_dev *d)
 {
     if (!pdnn__cl_is_cpu(d))
