@@ -26,6 +26,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from torch_weights import export_onnx, torchvision_model  # noqa: E402 (tests/, shared with the checks)
+
 # Untimed runs before each timing, on both sides: polydnn's first run builds
 # kernels and packs frozen filters, and its second can still write fresh
 # device memory (PoCL makes a buffer's pages when they are first written);
@@ -34,14 +37,6 @@ import onnxruntime as ort
 WARMUP = 2
 MODELS = ("resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "googlenet", "vgg16")
 
-
-
-def legacy_export(torch):
-    """torch.onnx.export's TorchScript exporter, which these models were
-    checked with: PyTorch 2.9 and later default to the dynamo exporter
-    (dynamo=True), which emits other graphs; older ones lack the flag."""
-    import inspect
-    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 def arg(name, default):
     for a in sys.argv:
@@ -55,13 +50,7 @@ def arg(name, default):
 
 
 def export(name, path):
-    import torch
-    import torchvision
-    torch.manual_seed(0)
-    kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-    net = getattr(torchvision.models, name)(weights=None, **kw).eval()
-    torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
+    export_onnx(torchvision_model(name), path, 224)
 
 
 def model_flops(path, batch):

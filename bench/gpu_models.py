@@ -5,19 +5,13 @@ random weights: ms per batch (polydnn: `--iters 20` mean; PyTorch: best of
 PyTorch's output relative to its largest magnitude. Runs on a lent GPU
 machine through bench/gpu_check.sh. Usage: gpu_models.py POLYDNN_TOOL
 model,model,... (BATCHES=1,32 in the environment picks the batches)."""
-import os, re, subprocess, sys, tempfile, time
-import numpy as np, torch, torchvision
+import os, re, subprocess, sys, tempfile
+import numpy as np, torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from torch_weights import input_sensitive_weights
+from torch_weights import export_onnx, input_sensitive_weights, torchvision_model
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.benchmark = True
-
-
-def legacy_export(torch):
-    """The TorchScript exporter (PyTorch 2.9 and later default to dynamo)."""
-    import inspect
-    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 
 tool = sys.argv[1]
@@ -26,13 +20,10 @@ tmp = tempfile.mkdtemp()
 print("| model | batch | layout | device | polydnn ms | PyTorch ms | ratio (PyTorch ms / polydnn ms) | max rel err vs PyTorch |")
 print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |", flush=True)
 for name in models:
-    torch.manual_seed(0)
-    kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-    net = getattr(torchvision.models, name)(weights=None, **kw).eval()
+    net = torchvision_model(name)
     input_sensitive_weights(net, 224)  # else GoogLeNet's output is a constant
     path = os.path.join(tmp, name + ".onnx")
-    torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
+    export_onnx(net, path, 224)
     gnet = net.cuda()
     for batch in [int(b) for b in os.environ.get("BATCHES", "1,32").split(",")]:
         x = np.random.default_rng(1).standard_normal((batch, 3, 224, 224)).astype(np.float32)

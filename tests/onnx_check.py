@@ -24,19 +24,12 @@ except ImportError as e:  # the shell test turns this into a skip
     print(f"SKIP: {e}")
     sys.exit(77)
 
-from torch_weights import input_sensitive_weights  # noqa: E402 (beside this file)
+from torch_weights import export_onnx, input_sensitive_weights, torchvision_model  # noqa: E402 (beside this file)
 
 TOL = 1e-4
 rng = np.random.default_rng(7)
 
 
-
-def legacy_export(torch):
-    """torch.onnx.export's TorchScript exporter, which these models were
-    checked with: PyTorch 2.9 and later default to the dynamo exporter
-    (dynamo=True), which emits other graphs; older ones lack the flag."""
-    import inspect
-    return {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
 def init(name, arr):
     return numpy_helper.from_array(np.asarray(arr), name)
@@ -227,20 +220,17 @@ TORCHVISION_LARGE = ("resnet18", "googlenet", "resnet50", "vgg16")
 def torchvision_cases(tmp, names, batches):
     """torchvision's models with random weights (input_sensitive_weights),
     eval mode (nothing is downloaded), exported with Debian's torch."""
-    try:
-        import torch
-        import torchvision
+    try:  # only whether they are there: torch_weights imports them
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
     except ImportError:
         print("SKIP: torchvision models (no torchvision)")
         return
     for name in names:
-        torch.manual_seed(0)
-        kw = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-        net = getattr(torchvision.models, name)(weights=None, **kw).eval()
+        net = torchvision_model(name)
         input_sensitive_weights(net, 224)
         path = os.path.join(tmp, name + ".onnx")
-        torch.onnx.export(net, torch.randn(1, 3, 224, 224), path, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
+        export_onnx(net, path, 224)
         m = onnx.load(path)
         for batch in batches:
             yield f"{name}_b{batch}", m, [batch, 3, 224, 224]
@@ -287,8 +277,7 @@ def torch_cases(tmp):
     net = SmallResNet().eval()
     input_sensitive_weights(net, 64)
     path = os.path.join(tmp, "small_resnet.onnx")
-    torch.onnx.export(net, torch.randn(1, 3, 64, 64), path, input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13, **legacy_export(torch))
+    export_onnx(net, path, 64)
     m = onnx.load(path)
     for batch in (1, 3):
         yield f"torch_small_resnet_b{batch}", m, [batch, 3, 64, 64]
