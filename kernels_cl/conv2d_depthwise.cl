@@ -110,9 +110,10 @@ static inline qv_t dw_tap_scalar(__global const float *x, long row, long b, int 
  * input row is ih0, in every case (borders included): the taps inside
  * the image, the border chunks reaching into the neighbouring rows with
  * the padding lanes masked, or per lane. */
-static inline __attribute__((always_inline)) qv_t dw_chunk(__global const float *x, __global const float *w, const float *wt, long xbase,
-                            long wbase, long4 xs, long4 ws, int H, int W, int R, int S, int sw, int dw, int dh,
-                            long ih0, int q0, int pl, int q_lo, long q_hi, int xrow, long x_off, long x_end)
+static inline __attribute__((always_inline)) qv_t
+dw_chunk(__global const float *x, __global const float *w, const float *wt, long xbase, long wbase, long4 xs, long4 ws,
+         int H, int W, int R, int S, int sw, int dw, int dh, long ih0, int q0, int pl, int q_lo, long q_hi, int xrow,
+         long x_off, long x_end)
 {
 #ifndef DW_S
     (void)wt;
@@ -166,8 +167,8 @@ static inline __attribute__((always_inline)) qv_t dw_chunk(__global const float 
 
 /* Adds the bias, applies the relu (capped at as_float(relu): +inf is
  * none) and stores one chunk of an output row. */
-static inline __attribute__((always_inline)) void dw_store(__global float *y, long yrowp, int q0, int Q, long ycs, int yrow, qv_t acc, float bk,
-                            int relu)
+static inline __attribute__((always_inline)) void dw_store(__global float *y, long yrowp, int q0, int Q, long ycs,
+                                                          int yrow, qv_t acc, float bk, int relu)
 {
     acc += (qv_t)(bk);
     if (relu)

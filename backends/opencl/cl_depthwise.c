@@ -76,8 +76,8 @@ static int nchw_qv(const cl_dev *d, const pdnn__conv2d_call *c)
     return pdnn__cl_is_cpu(d) && d->vec_float >= 16 && c->q >= 14 ? 16 : 8;
 }
 
-/* dw_nchw's output rows per block where all their taps lie in the image
- * (DW_PB): 4 on CPUs with 16-float vectors (32 vector registers hold the
+/* dw_nchw's output rows per block (DW_PB; filter rows in the padding
+ * read a clamped row and are dropped): 4 on CPUs with 16-float vectors (32 vector registers hold the
  * 4 x R partial sums of a 3x3 or 5x5 filter), 2 on other CPUs (16 AVX2
  * registers), 1 on GPUs, where each work-item's registers are scarcer
  * and many work-items hide the FMA latency (not measured there). On
