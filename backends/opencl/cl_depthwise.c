@@ -161,10 +161,10 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     SET_ARG(k, 13, filt);
     SET_ARG(k, 14, geom);
     SET_ARG(k, 15, pad_fast);
+    cl_long x_end = xo + c->n * c->c * c->h * c->w;
+    SET_ARG(k, 16, x_end);
     if (!nhwc) {
-        cl_long x_end = xo + c->n * c->c * c->h * c->w;
         cl_int cwa = cw;
-        SET_ARG(k, 16, x_end);
         SET_ARG(k, 17, cwa);
     }
     if (err != CL_SUCCESS)
