@@ -112,8 +112,8 @@ if has wino; then
 fi
 if has profile; then
     { log "== profile on CUDA, batch 1"
-      python3 -c "import sys; sys.path.insert(0, 'bench'); import bench_onnx_models as b
-for m in ('resnet50', 'googlenet'): b.export(m, '/tmp/%s.onnx' % m)"
+      python3 -c "import sys; sys.path.insert(0, 'tests'); import torch_weights as t
+for m in ('resnet50', 'googlenet'): t.export_onnx(t.torchvision_model(m), '/tmp/%s.onnx' % m, 224)"
       # The cost of one call where the GPU's work is tiny: the host's.
       for be in cuda opencl; do
           for f in "" "--bias --relu"; do
