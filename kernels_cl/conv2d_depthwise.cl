@@ -8,8 +8,9 @@
  *            consecutive output columns of one row; a filter vector is
  *            loaded once per (r, s) and used for all DW_TQ columns (one
  *            vload8 with HWIO filters, which the ONNX import uses for
- *            depthwise layers in NHWC), and a block whose taps all lie in
- *            the image runs with no test per tap.
+ *            depthwise layers in NHWC), and a filter column whose taps
+ *            lie in the image for all the block's stored columns runs
+ *            with no test per tap.
  *   dw_nchw: rows are contiguous in NCHW. A work-item sweeps whole output
  *            rows of one channel (a host-chosen number of them, DW_PB at
  *            a time as independent sums where the filter size is built
