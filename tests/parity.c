@@ -475,14 +475,37 @@ static void build_pool_cases(void)
         {17, 4, 1, 1, PDNN_POOL_MAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
         {5, 17, 1, 1, PDNN_POOL_MAX, 3, 3, 2, 2, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
     };
+    /* OpenCL's plane kernels (NCHW): flat (stride 1, the output the
+     * input's size) on planes of fewer than 16 outputs, a whole vector,
+     * a tail, 1x1 and one-column images, asymmetric padding, windows 1 to
+     * 5 wide; global (the window the whole image) on planes shorter than a
+     * vector, exactly one, and with a tail. */
+    static const pool_case planes[] = {
+        {1, 3, 14, 14, PDNN_POOL_MAX, 3, 3, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 5, 7, 7, PDNN_POOL_MAX, 3, 3, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_NCHW},
+        {17, 3, 1, 1, PDNN_POOL_MAX, 3, 3, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 4, 5, 17, PDNN_POOL_MAX, 5, 5, 1, 1, 2, 2, 2, 2, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 4, 16, PDNN_POOL_MAX, 3, 3, 1, 1, 0, 2, 2, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 3, 6, 9, PDNN_POOL_MAX, 1, 3, 1, 1, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 17, 28, 28, PDNN_POOL_MAX, 3, 3, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {3, 2, 3, 5, PDNN_POOL_MAX, 2, 2, 1, 1, 0, 1, 1, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 1, 33, 1, PDNN_POOL_MAX, 3, 1, 1, 1, 1, 1, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 10, 13, 13, PDNN_POOL_MAX, 13, 13, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {17, 3, 7, 7, PDNN_POOL_MAX, 7, 7, 2, 2, 0, 0, 0, 0, 1, PDNN_NCHW, PDNN_NCHW},
+        {2, 5, 1, 1, PDNN_POOL_MAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 3, 17, 3, PDNN_POOL_MAX, 17, 3, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 4, 4, 4, PDNN_POOL_MAX, 4, 4, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+        {1, 2, 5, 3, PDNN_POOL_MAX, 5, 3, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
+    };
     const struct {
         const char *set;
         const pool_case *shapes;
         size_t n;
         uint32_t seed;
     } grids[] = {{"pool_edges", edges, sizeof edges / sizeof edges[0], 0},
-                 {"pool_rows", rows, sizeof rows / sizeof rows[0], 500}};
-    for (size_t g = 0; g < 2; g++)
+                 {"pool_rows", rows, sizeof rows / sizeof rows[0], 500},
+                 {"pool_planes", planes, sizeof planes / sizeof planes[0], 700}};
+    for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++)
         for (size_t i = 0; i < grids[g].n; i++)
             for (int m = 0; m < 3; m++)
                 for (int a = 0; a < 2; a++)
@@ -540,6 +563,10 @@ static void build_pool_cases(void)
         {2, 3, 12, 37, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
         /* and its NHWC twin: a chunk of 8 channels and a tail of 3 */
         {2, 11, 9, 10, PDNN_POOL_MAX, 2, 2, 2, 2, 0, 0, 0, 0, 0, PDNN_NHWC, PDNN_NHWC},
+        /* OpenCL's plane kernels: flat (3x3 at stride 1 on 14x14) and
+         * global (a 7x7 image: three vectors and a tail) */
+        {2, 3, 14, 14, PDNN_POOL_MAX, 3, 3, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_NCHW},
+        {2, 3, 7, 7, PDNN_POOL_MAX, 7, 7, 1, 1, 0, 0, 0, 0, 0, PDNN_NCHW, PDNN_NCHW},
     };
     for (size_t i = 0; i < sizeof nan_shapes / sizeof nan_shapes[0]; i++)
         for (int m = 0; m < 3; m++) {
@@ -1489,7 +1516,7 @@ static void usage(FILE *f)
             "                relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation, transform,\n"
             "                binary)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, depthwise, large_values, pool_edges, pool_rows, pool_sampled,\n"
+            "                implicit_gemm, depthwise, large_values, pool_edges, pool_rows, pool_planes, pool_sampled,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
             "                activation, transform, binary (grad)\n"
             "  -v            print every case\n");

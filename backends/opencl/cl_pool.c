@@ -1,11 +1,15 @@
-/* 2-D pooling (kernels_cl/pool2d.cl) as three algorithms of
- * PDNN__OP_POOL2D_FWD, fastest first where each applies: "rows" (a run
- * of outputs along the input's contiguous axis per work-item), "fast"
- * (one output per work-item on a 3-D grid, int indices) and "direct"
- * (one output per work-item, long indices, any size). */
+/* 2-D pooling (kernels_cl/pool2d.cl) as five algorithms of
+ * PDNN__OP_POOL2D_FWD, fastest first where each applies: "global" (NCHW,
+ * the window the whole image: a plane per work-item), "flat" (NCHW at
+ * stride 1 with the output the input's size: 16 outputs of a plane taken
+ * flat per load), "rows" (a run of outputs along the input's contiguous
+ * axis per work-item), "fast" (one output per work-item on a 3-D grid,
+ * int indices) and "direct" (one output per work-item, long indices, any
+ * size). */
 #include "backends/opencl/cl_internal.h"
 
-extern const pdnn__algo pdnn__cl_algo_pool_direct, pdnn__cl_algo_pool_fast, pdnn__cl_algo_pool_rows;
+extern const pdnn__algo pdnn__cl_algo_pool_direct, pdnn__cl_algo_pool_fast, pdnn__cl_algo_pool_rows,
+    pdnn__cl_algo_pool_flat, pdnn__cl_algo_pool_global;
 
 /* Every index the fast and rows kernels compute in int stays in range
  * (always, but for tensors of billions of elements). */
@@ -96,6 +100,68 @@ static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d rows)", err);
 }
 
+/* ---- flat and global ------------------------------------------------------- */
+
+/* x's planes (and with y_too y's) contiguous: NCHW with packed rows. */
+static int planes_packed(const pdnn__pool2d_call *c, int y_too)
+{
+    return c->xs[3] == 1 && c->xs[2] == c->w && (!y_too || (c->ys[3] == 1 && c->ys[2] == c->q));
+}
+
+static void flat_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    if (!fits_int(c) || c->h * c->w > INT32_MAX - 32)
+        pdnn__plan_refuse(plan, "flat: the tensors are too large for its int indices");
+    else if (!planes_packed(c, 1))
+        pdnn__plan_refuse(plan, "flat runs NCHW input and output with contiguous planes");
+    else if (c->stride_h != 1 || c->stride_w != 1 || c->p != c->h || c->q != c->w)
+        pdnn__plan_refuse(plan, "flat runs stride 1 with the output the input's size (padding the window's size "
+                                "less one)");
+    else
+        plan->supported = 1;
+}
+
+static void global_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    if (!fits_int(c) || c->h * c->w > INT32_MAX - 32)
+        pdnn__plan_refuse(plan, "global: the tensors are too large for its int indices");
+    else if (!planes_packed(c, 0))
+        pdnn__plan_refuse(plan, "global runs NCHW input with contiguous planes");
+    else if (c->win_h != c->h || c->win_w != c->w || c->pad_top || c->pad_left || c->pad_bottom || c->pad_right)
+        pdnn__plan_refuse(plan, "global runs a window the whole image, without padding");
+    else
+        plan->supported = 1;
+}
+
+/* A plane per item (global), or runs of 16-output chunks of one (flat):
+ * the whole plane on CPUs, one chunk on GPUs. Called with d->lock held. */
+static pdnn_status plane_enqueue(cl_dev *d, const pdnn__pool2d_call *c, int global_pool)
+{
+    cl_kernel k = NULL;
+    const char *name = global_pool ? "pool2d_nchw_global" : "pool2d_nchw_flat";
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, name, &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    const int cpu = pdnn__cl_is_cpu(d);
+    const int64_t chunks = (c->h * c->w + 15) / 16, run = global_pool || !cpu ? 1 : chunks;
+    const int64_t items = c->n * c->c * (global_pool ? 1 : (chunks + run - 1) / run);
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run));
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clSetKernelArg(pool2d plane)", err);
+    const size_t local = cpu ? 4 : 64;
+    const size_t global = ((size_t)items + local - 1) / local * local;
+    err = items > 0 ? clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL) : CL_SUCCESS;
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d plane)", err);
+}
+
+static pdnn_status flat_enqueue(cl_dev *d, const pdnn__pool2d_call *c) { return plane_enqueue(d, c, 0); }
+
+static pdnn_status global_enqueue(cl_dev *d, const pdnn__pool2d_call *c) { return plane_enqueue(d, c, 1); }
+
 /* ---- fast ------------------------------------------------------------------ */
 
 static void fast_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -178,6 +244,24 @@ static pdnn_status rows_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     return locked(dev, call, rows_enqueue);
 }
 
+static pdnn_status flat_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                            pdnn__run_report *rep)
+{
+    (void)plan;
+    (void)ws;
+    (void)rep;
+    return locked(dev, call, flat_enqueue);
+}
+
+static pdnn_status global_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                              pdnn__run_report *rep)
+{
+    (void)plan;
+    (void)ws;
+    (void)rep;
+    return locked(dev, call, global_enqueue);
+}
+
 static pdnn_status fast_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                             pdnn__run_report *rep)
 {
@@ -196,8 +280,26 @@ static pdnn_status direct_run(void *dev, const pdnn__op_call *call, const pdnn__
     return locked(dev, call, direct_enqueue);
 }
 
-/* The ranks order them as the single pool entry point chose before:
- * rows where it fits, else fast, else direct (bench/results-pool.md). */
+/* global and flat first where they apply (NCHW; 5-6x the rows kernel's
+ * speed on GoogLeNet's and SqueezeNet's shapes, bench/results-pool.md),
+ * then as the single pool entry point chose before: rows where it fits,
+ * else fast, else direct. */
+const pdnn__algo pdnn__cl_algo_pool_global = {
+    .op = PDNN__OP_POOL2D_FWD,
+    .name = "global",
+    .rank = 4,
+    .plan = global_plan,
+    .run = global_run,
+};
+
+const pdnn__algo pdnn__cl_algo_pool_flat = {
+    .op = PDNN__OP_POOL2D_FWD,
+    .name = "flat",
+    .rank = 5,
+    .plan = flat_plan,
+    .run = flat_run,
+};
+
 const pdnn__algo pdnn__cl_algo_pool_rows = {
     .op = PDNN__OP_POOL2D_FWD,
     .name = "rows",

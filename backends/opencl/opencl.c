@@ -397,7 +397,8 @@ extern const pdnn__algo pdnn__cl_algo_direct, pdnn__cl_algo_tiled, pdnn__cl_algo
 #ifdef PDNN_HAVE_CLBLAST
 extern const pdnn__algo pdnn__cl_algo_im2col_gemm;
 #endif
-extern const pdnn__algo pdnn__cl_algo_pool_direct, pdnn__cl_algo_pool_fast, pdnn__cl_algo_pool_rows;
+extern const pdnn__algo pdnn__cl_algo_pool_direct, pdnn__cl_algo_pool_fast, pdnn__cl_algo_pool_rows,
+    pdnn__cl_algo_pool_flat, pdnn__cl_algo_pool_global;
 
 static const pdnn__algo *const cl_conv_algos[] = {
     &pdnn__cl_algo_direct,
@@ -461,6 +462,8 @@ static const pdnn__algo *const cl_pool_algos[] = {
     &pdnn__cl_algo_pool_direct,
     &pdnn__cl_algo_pool_fast,
     &pdnn__cl_algo_pool_rows,
+    &pdnn__cl_algo_pool_flat,
+    &pdnn__cl_algo_pool_global,
     NULL,
 };
 
