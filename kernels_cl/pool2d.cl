@@ -339,6 +339,9 @@ __kernel void pool2d_nchw_rows(__global const float *x, long x_off,
         /* ResNet's 3x3/2 max pool with the window width a literal: the
          * tap loop unrolls and every shift is a constant shuffle. */
         nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, 3, pad.s1, pad.s3, 0, 0, lo, hi);
+    } else if (win.s3 == 2 && win.s1 == 2 && mode == 0) {
+        /* and VGG's 2x2/2 */
+        nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, 2, pad.s1, pad.s3, 0, 0, lo, hi);
     } else if (win.s3 == 2) {
         if (mode == 0)
             nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 0, 0, lo, hi);
