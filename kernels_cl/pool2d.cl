@@ -462,6 +462,25 @@ __kernel void pool2d_nhwc_rows(__global const float *x, long x_off,
  * time on the borders of rows shorter than a vector; here a plane is a few
  * vectors. */
 
+/* Which of outputs o (columns q) read an image element at the tap d
+ * elements of rows and dc of columns away: its column is in the image and
+ * its flat index in the plane. */
+inline __attribute__((always_inline)) void flat_mask(int16 *m, const int16 *o, const int16 *q, int d, int dc, int W,
+                                                      int HW)
+{
+    const int16 f = *o + d, c = *q + dc;
+    *m = (f >= 0 && f < HW) & (c >= 0 && c < W);
+}
+
+/* Tap (dh, dw) of flat_run's 16 outputs into acc, one vector load. */
+#define FLAT_TAP(acc, dh, dw)                                                                            \
+    do {                                                                                                 \
+        int16 m_;                                                                                        \
+        flat_mask(&m_, &o, &q, ((dh) - pt) * W, (dw) - pl, W, HW);                                       \
+        const float16 v_ = SELECT16((float16)(id), LOAD16(0, xb + o0 + ((dh) - pt) * W + (dw) - pl), m_); \
+        red16(&(acc), &v_, op);                                                                          \
+    } while (0)
+
 /* Outputs [oa, oe) of the plane xb -> yb, 16 at a time. op and mode as in
  * nchw_row; wh and ww are literals in the common case. */
 inline __attribute__((always_inline)) void flat_run(__global const float *xb, __global float *yb, int H, int W, int oa,
@@ -486,32 +505,41 @@ inline __attribute__((always_inline)) void flat_run(__global const float *xb, __
         __global const float *first = xb + o0 - pt * W - pl, *last = xb + o0 + (wh - 1 - pt) * W + ww - 1 - pl;
         const int inside = first >= lo && last + 16 <= hi;
         float16 acc = (float16)(id);
-        /* A partial result per window row: independent chains the core
-         * overlaps, where one chain of wh * ww dependent steps stalled. */
+        if (inside && wh == 3 && ww == 3) {
+            /* A partial result per window row: independent chains the
+             * core overlaps, where one chain of 9 dependent steps stalled;
+             * unrolled (PoCL left even literal 3-step loops rolled). */
 #pragma unroll
-        for (int dh = 0; dh < wh; dh++) {
-            const int d = (dh - pt) * W;
-            const int16 f = o + d, rin = f >= 0 && f < HW;
-            float16 racc = (float16)(id);
+            for (int dh = 0; dh < 3; dh++) {
+                float16 racc = (float16)(id);
 #pragma unroll
-            for (int dw = 0; dw < ww; dw++) {
-                const int16 cq = q + (dw - pl), m = rin & (cq >= 0 && cq < W);
-                __global const float *src = xb + o0 + d + dw - pl;
-                float16 v;
-                if (inside) {
-                    v = SELECT16((float16)(id), LOAD16(0, src), m);
-                } else {
+                for (int dw = 0; dw < 3; dw++)
+                    FLAT_TAP(racc, dh, dw);
+                red16(&acc, &racc, op);
+            }
+        } else if (inside) {
+            for (int dh = 0; dh < wh; dh++) {
+                float16 racc = (float16)(id);
+                for (int dw = 0; dw < ww; dw++)
+                    FLAT_TAP(racc, dh, dw);
+                red16(&acc, &racc, op);
+            }
+        } else {
+            /* The tensor's first or last plane: lane by lane. */
+            for (int dh = 0; dh < wh; dh++)
+                for (int dw = 0; dw < ww; dw++) {
+                    int16 m;
+                    flat_mask(&m, &o, &q, (dh - pt) * W, dw - pl, W, HW);
+                    __global const float *src = xb + o0 + (dh - pt) * W + dw - pl;
                     int mk[16];
                     float t[16];
                     vstore8(m.lo, 0, mk);
                     vstore8(m.hi, 0, mk + 8);
                     for (int l = 0; l < 16; l++)
                         t[l] = mk[l] ? src[l] : id;
-                    v = LOAD16(0, t);
+                    const float16 v = LOAD16(0, t);
+                    red16(&acc, &v, op);
                 }
-                red16(&racc, &v, op);
-            }
-            red16(&acc, &racc, op);
         }
         if (op != 0) {
             /* Include-padding windows all hold wh * ww: at stride 1 with
