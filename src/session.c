@@ -39,6 +39,12 @@ struct pdnn_session {
     int64_t *ar_offset;  /* per node: its first float in the bucket */
     int *bucket_first;
     int *bucket_ready;
+    /* Concats without copies: absorb[i] is the Concat node whose output
+     * node i writes in place (a view absorb_off[i] bytes in), -1 none;
+     * absorbs[j] marks such a Concat (all of its inputs absorbed). */
+    int *absorb;
+    int64_t *absorb_off;
+    char *absorbs;
 };
 
 static int dev_index(const pdnn_session *s, const pdnn_device *d) { return (int)(d - s->ctx->devices); }
@@ -149,6 +155,9 @@ void pdnn_session_destroy(pdnn_session *s)
     free(s->ar_offset);
     free(s->bucket_first);
     free(s->bucket_ready);
+    free(s->absorb);
+    free(s->absorb_off);
+    free(s->absorbs);
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
         pdnn_context_destroy(s->ctx);
@@ -244,6 +253,69 @@ static pdnn_status distributed_setup(pdnn_session *s, const pdnn_session_config 
     return plan_buckets(s, cfg->allreduce_bucket_bytes > 0 ? cfg->allreduce_bucket_bytes : (int64_t)4 << 20);
 }
 
+/* Concats whose inputs the producers write in place. In memory order a
+ * Concat's output is its inputs one after another when nothing lies
+ * outside the axis (NCHW along channels at batch 1, any layout along the
+ * batch): each producer may then write a view of that output and the
+ * copy goes (SqueezeNet's and GoogLeNet's NCHW branches; 8-10% of
+ * SqueezeNet's batch-1 time was these copies on PoCL). Each input must be
+ * a computed value (not a feed, constant or variable) on the Concat's
+ * device that nothing else reads, taken once, at an offset a multiple of
+ * 256 bytes (device allocations' alignment, which cuDNN's algorithms
+ * may assume). A run that fetches such an input copies as before. */
+static pdnn_status plan_absorb(pdnn_session *s)
+{
+    const pdnn_graph *g = s->g;
+    size_t n = (size_t)(g->n ? g->n : 1);
+    int *readers = calloc(n, sizeof *readers);
+    s->absorb = malloc(n * sizeof *s->absorb);
+    s->absorb_off = calloc(n, sizeof *s->absorb_off);
+    s->absorbs = calloc(n, 1);
+    if (!readers || !s->absorb || !s->absorb_off || !s->absorbs) {
+        free(readers);
+        return pdnn__host_oom("pdnn_session_create", "the concat tables", n * (sizeof *readers + 13));
+    }
+    for (int i = 0; i < g->n; i++) {
+        s->absorb[i] = -1;
+        for (int q = 0; q < g->nodes[i].n_inputs; q++)
+            if (g->nodes[i].inputs[q] >= 0)
+                readers[g->nodes[i].inputs[q]]++;
+    }
+    for (int j = 0; j < g->n; j++) {
+        const pdnn__node *nd = &g->nodes[j];
+        if (nd->op != PDNN__OP_CONCAT || nd->axis < 0 || nd->axis > 3 || nd->out.dtype != PDNN_FLOAT32 ||
+            nd->n_inputs < 1)
+            continue;
+        int64_t st[4];
+        pdnn__layout_strides(nd->out.layout, nd->out.dims, st);
+        const int64_t numel = nd->out.dims[0] * nd->out.dims[1] * nd->out.dims[2] * nd->out.dims[3];
+        if (numel <= 0 || st[nd->axis] * nd->out.dims[nd->axis] != numel)
+            continue; /* something lies outside the axis: the inputs interleave */
+        int ok = 1;
+        int64_t off = 0;
+        for (int q = 0; q < nd->n_inputs && ok; q++) {
+            const int i = nd->inputs[q];
+            const pdnn__node *in = i >= 0 ? &g->nodes[i] : NULL;
+            ok = in && readers[i] == 1 && s->placed[i] == s->placed[j] && off % 256 == 0 &&
+                 in->op != PDNN__OP_PLACEHOLDER && in->op != PDNN__OP_CONST && in->op != PDNN__OP_VARIABLE &&
+                 in->op != PDNN__OP_CONCAT && in->op != PDNN__OP_ALLREDUCE && !pdnn__no_value(in) &&
+                 in->out.layout == nd->out.layout && in->out.dtype == PDNN_FLOAT32;
+            off += ok ? pdnn_tensor_desc_bytes(&in->out) : 0;
+        }
+        if (!ok || off != pdnn_tensor_desc_bytes(&nd->out))
+            continue;
+        s->absorbs[j] = 1;
+        off = 0;
+        for (int q = 0; q < nd->n_inputs; q++) {
+            s->absorb[nd->inputs[q]] = j;
+            s->absorb_off[nd->inputs[q]] = off;
+            off += pdnn_tensor_desc_bytes(&g->nodes[nd->inputs[q]].out);
+        }
+    }
+    free(readers);
+    return PDNN_SUCCESS;
+}
+
 pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *cfg, pdnn_session **out)
 {
     if (!g || !out)
@@ -296,6 +368,8 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         st = pdnn__place(s->g, s->ctx, cfg->allow_soft_placement, say_cb, s, s->placed);
     if (st == PDNN_SUCCESS && (cfg->log_device_placement || s->ctx->opts.log_device_placement))
         log_placement(s);
+    if (st == PDNN_SUCCESS)
+        st = plan_absorb(s);
     for (int i = 0; st == PDNN_SUCCESS && i < s->g->n; i++) {
         const pdnn__node *nd = &s->g->nodes[i];
         if (nd->op != PDNN__OP_CONST && nd->op != PDNN__OP_VARIABLE)
@@ -529,6 +603,7 @@ typedef struct run_state {
     int *uses;          /* consumers still to run, plus fetches */
     pdnn_tensor **copies;
     char *started;      /* per bucket: handed to the all-reduce thread this run */
+    char *absorb_on;    /* per node: a Concat of s->absorbs whose inputs are views this run */
 } run_state;
 
 
@@ -560,14 +635,18 @@ static void run_free(run_state *r)
     free(r->uses);
     free(r->copies);
     free(r->started);
+    free(r->absorb_on);
 }
+
+/* A producer's view of its Concat's output holds a reference on it. */
+static void view_release(void *parent) { pdnn_tensor_release(parent); }
 
 /* The live-set count: t (NULL: nothing) enters (+1) or leaves (-1) the
  * tensors held on its device; the session keeps the largest sum. */
 static void live(pdnn_session *s, run_state *r, const pdnn_tensor *t, int sign)
 {
-    if (!t)
-        return;
+    if (!t || t->foreign_free == view_release)
+        return; /* a view: its Concat's output counts its bytes */
     const int d = dev_index(s, t->dev);
     r->live[d] += sign * pdnn_tensor_desc_bytes(&t->desc);
     if (r->live[d] > s->live_peak[d])
@@ -677,6 +756,29 @@ static pdnn_status run_allreduce(const pdnn_session *s, run_state *r, int i, pdn
                              (size_t)pdnn_tensor_desc_bytes(&y->desc));
 }
 
+/* Node i's output as a view of Concat j's (allocated by j's first
+ * producer to run). */
+static pdnn_status absorb_view(pdnn_session *s, run_state *r, int i, int j, pdnn_tensor **y)
+{
+    pdnn_device *dev = s->placed[j];
+    pdnn_status st = PDNN_SUCCESS;
+    if (!r->values[j]) {
+        st = pdnn_tensor_create(dev, &s->g->nodes[j].out, &r->values[j]);
+        if (st != PDNN_SUCCESS)
+            return st;
+        r->owned[j] = 1;
+        live(s, r, r->values[j], +1);
+    }
+    pdnn_tensor *parent = r->values[j];
+    pdnn__buf b = parent->block.buf;
+    b.offset += (size_t)s->absorb_off[i];
+    pdnn__tensor_ref(parent);
+    st = pdnn__tensor_wrap(dev, &s->g->nodes[i].out, b, view_release, parent, y);
+    if (st != PDNN_SUCCESS)
+        pdnn_tensor_release(parent);
+    return st;
+}
+
 static pdnn_status check_feeds(const pdnn_session *s, const pdnn_node *feeds, pdnn_tensor *const *vals, int n)
 {
     for (int k = 0; k < n; k++) {
@@ -722,7 +824,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn_graph *g = s->g;
-    run_state r = {g->n, s->ctx->n_devices, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    run_state r = {g->n, s->ctx->n_devices, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     size_t n = (size_t)g->n;
     r.live = calloc((size_t)r.n_dev, sizeof *r.live);
     r.values = calloc(n, sizeof *r.values);
@@ -731,7 +833,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
     r.uses = calloc(n, sizeof *r.uses);
     r.copies = calloc(n * (size_t)r.n_dev, sizeof *r.copies);
     r.started = calloc((size_t)s->n_buckets + 1, 1);
-    if (!r.live || !r.values || !r.owned || !r.needed || !r.uses || !r.copies || !r.started) {
+    r.absorb_on = calloc(n, 1);
+    if (!r.live || !r.values || !r.owned || !r.needed || !r.uses || !r.copies || !r.started || !r.absorb_on) {
         run_free(&r);
         return pdnn__host_oom("pdnn_session_run", "the run's tables",
                               n * (sizeof *r.values + 2 + sizeof *r.uses + (size_t)r.n_dev * sizeof *r.copies));
@@ -750,6 +853,13 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             for (int q = 0; q < g->nodes[i].n_inputs; q++)
                 if (g->nodes[i].inputs[q] >= 0)
                     r.uses[g->nodes[i].inputs[q]]++;
+    /* A Concat's inputs are views of its output unless the run fetches one. */
+    for (int j = 0; j < g->n; j++)
+        if (s->absorbs[j] && r.needed[j]) {
+            r.absorb_on[j] = 1;
+            for (int q = 0; q < g->nodes[j].n_inputs; q++)
+                r.absorb_on[j] &= r.uses[g->nodes[j].inputs[q]] == 1;
+        }
 
     for (int i = 0; i < g->n && st == PDNN_SUCCESS; i++) {
         if (!r.needed[i])
@@ -815,9 +925,18 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
                 break;
             }
         } else if (st == PDNN_SUCCESS) {
-            st = pdnn_tensor_create(dev, &nd->out, &y);
-            if (st == PDNN_SUCCESS)
-                live(s, &r, y, +1);
+            const int j = s->absorb[i];
+            if (r.absorb_on[i]) {
+                y = r.values[i]; /* written in place by its inputs' nodes */
+                if (!y)          /* cannot happen: its first input's node made it */
+                    st = pdnn__error(PDNN_ERR_INTERNAL, "concat node '%s' has no output", nd->name);
+            } else if (j >= 0 && r.absorb_on[j]) {
+                st = absorb_view(s, &r, i, j, &y);
+            } else {
+                st = pdnn_tensor_create(dev, &nd->out, &y);
+                if (st == PDNN_SUCCESS)
+                    live(s, &r, y, +1);
+            }
             if (st != PDNN_SUCCESS) {
                 char why[1024], d[96];
                 snprintf(why, sizeof why, "%s", pdnn_last_error());
@@ -826,7 +945,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
         }
         if (st == PDNN_SUCCESS && !pdnn__no_value(nd)) {
-            st = nd->op == PDNN__OP_ALLREDUCE ? run_allreduce(s, &r, i, y) : run_node(nd, in, y);
+            if (!r.absorb_on[i]) /* else its inputs' nodes wrote it */
+                st = nd->op == PDNN__OP_ALLREDUCE ? run_allreduce(s, &r, i, y) : run_node(nd, in, y);
             if (st != PDNN_SUCCESS) {
                 char why[1024];
                 snprintf(why, sizeof why, "%s", pdnn_last_error());

@@ -290,6 +290,69 @@ Test(graph, intermediates_are_freed_after_their_last_consumer)
     pdnn_graph_destroy(g);
 }
 
+/* One run of concat(relu(x), relu(relu(x))) along channels (x NCHW or
+ * NHWC, 1x16x32x32, 64 KiB a tensor) fetching the concat, and with
+ * fetch_a its first input too: checks the values and returns the
+ * allocator's peak in tensors of 64 KiB. */
+static int concat_run(pdnn_layout layout, int fetch_a)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc d = th_desc(layout, 1, 16, 32, 32);
+    const int64_t n = 16 * 32 * 32, bytes = n * 4;
+    pdnn_node x, a, b1, b, in[2], cat;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &d, &x), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "a", NULL, x, &a), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "b1", NULL, x, &b1), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_relu(g, "b", NULL, b1, &b), PDNN_SUCCESS);
+    in[0] = a;
+    in[1] = b;
+    cr_assert_eq(pdnn_graph_concat(g, "cat", NULL, in, 2, 1, &cat), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_session *s = session(g, 0, NULL);
+    pdnn_device *dev;
+    cr_assert_eq(pdnn_session_node_device(s, x, &dev), PDNN_SUCCESS);
+    float *xv = malloc((size_t)bytes);
+    cr_assert_not_null(xv);
+    th_fill(xv, n, 5);
+    pdnn_tensor *xt = th_upload(dev, &d, xv), *o[2] = {NULL, NULL};
+    const pdnn_node fetch[2] = {cat, a};
+    pdnn_memory_stats st;
+    cr_assert_eq(pdnn_device_reset_peak_stats(dev), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, fetch, fetch_a ? 2 : 1, o), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_device_get_memory_stats(dev, &st), PDNN_SUCCESS);
+    float *cv = th_download(o[0]), *av = fetch_a ? th_download(o[1]) : NULL;
+    /* Memory order: NCHW puts a's 16 channels, then b's; NHWC interleaves
+     * them pixel by pixel. Both halves are relu(x). */
+    for (int64_t e = 0; e < 2 * n; e++) {
+        const int64_t src = layout == PDNN_NCHW ? e % n : (e / 32) * 16 + e % 16;
+        const float want = xv[src] > 0.0f ? xv[src] : 0.0f;
+        cr_assert_eq(cv[e], want, "cat[%lld] = %g, want %g", (long long)e, (double)cv[e], (double)want);
+    }
+    for (int64_t e = 0; av && e < n; e++)
+        cr_assert_eq(av[e], xv[e] > 0.0f ? xv[e] : 0.0f);
+    free(xv);
+    free(cv);
+    free(av);
+    cr_assert_eq(st.peak_bytes_in_use % (uint64_t)bytes, 0);
+    for (int k = 0; k < 2; k++)
+        pdnn_tensor_release(o[k]);
+    pdnn_tensor_release(xt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+    return (int)(st.peak_bytes_in_use / (uint64_t)bytes);
+}
+
+/* NCHW at batch 1: relu and relu_1 write their halves of the concat in
+ * place, so the run holds x, the concat (two) and b1 at most; copying
+ * holds a, b1 and b besides x and then the concat too. A fetched input,
+ * and NHWC (the halves interleave), copy. */
+Test(graph, concat_inputs_are_written_in_place)
+{
+    cr_assert_eq(concat_run(PDNN_NCHW, 0), 4);
+    cr_assert_eq(concat_run(PDNN_NCHW, 1), 5);
+    cr_assert_eq(concat_run(PDNN_NHWC, 0), 5);
+}
+
 /* The seeds' multi-tower example: a matmul per GPU, add_n on the CPU. */
 Test(graph, two_towers_on_two_pocl_devices)
 {
