@@ -868,7 +868,11 @@ PDNN_API pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const ch
 PDNN_API pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                           pdnn_layout layout, pdnn_node *out);
 
-/* pdnn_concat as a node ("ConcatV2"): inputs[0..n-1] along axis. */
+/* pdnn_concat as a node ("ConcatV2"): inputs[0..n-1] along axis. In a
+ * session, where the output in memory order is its inputs one after
+ * another (NCHW along channels at batch 1, any layout along axis 0), each
+ * input computed on the concat's device for it alone is written in place
+ * and the concat copies nothing; a run that fetches such an input copies. */
 PDNN_API pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *device, const pdnn_node *inputs,
                                        int n, int axis, pdnn_node *out);
 
@@ -1096,7 +1100,8 @@ PDNN_API pdnn_context *pdnn_session_context(pdnn_session *s);
 /* The largest live set on dev: the most bytes of tensors the session held
  * there at once over every run so far (its constants and variables, each
  * run's fed, computed and copied values from creation until their last
- * consumer has run; exact sizes). It is what a perfect memory planner
+ * consumer has run, concat inputs written in place counted once, in the
+ * concat's output; exact sizes). It is what a perfect memory planner
  * would need; the allocator's peak (pdnn_device_get_memory_stats) exceeds it
  * by its rounding and fragmentation, the ops' workspaces and what else
  * holds memory on dev. `polydnn run --memory-stats` prints both. */
