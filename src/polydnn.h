@@ -894,7 +894,9 @@ PDNN_API pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const cha
                                       pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         pdnn_node *out);
-/* dims: the new logical dims (NCHW), same element count; see pdnn_reshape. */
+/* dims: the new logical dims (NCHW), same element count; see pdnn_reshape.
+ * In a session the result of reshaping a computed value (not a feed,
+ * constant or variable) shares that value's bytes: no copy runs. */
 PDNN_API pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         const int64_t dims[4], pdnn_node *out);
 /* {N, C*H*W, 1, 1}: a matrix with one row per image. Op type "Reshape". */

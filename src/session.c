@@ -641,6 +641,10 @@ static void run_free(run_state *r)
 /* A producer's view of its Concat's output holds a reference on it. */
 static void view_release(void *parent) { pdnn_tensor_release(parent); }
 
+/* So does a Reshape's result over its input's bytes; unlike a Concat's
+ * views it counts in the live set (the input may be freed first). */
+static void alias_release(void *x) { pdnn_tensor_release(x); }
+
 /* The live-set count: t (NULL: nothing) enters (+1) or leaves (-1) the
  * tensors held on its device; the session keeps the largest sum. */
 static void live(pdnn_session *s, run_state *r, const pdnn_tensor *t, int sign)
@@ -754,6 +758,29 @@ static pdnn_status run_allreduce(const pdnn_session *s, run_state *r, int i, pdn
     }
     return pdnn_tensor_write(y, pdnn__comm_bucket(s->comm, b) + s->ar_offset[i],
                              (size_t)pdnn_tensor_desc_bytes(&y->desc));
+}
+
+/* t's bytes under desc (an equal size), holding a reference on t. */
+static pdnn_status alias_of(pdnn_tensor *t, const pdnn_tensor_desc *desc, void (*release)(void *),
+                            pdnn_tensor **out)
+{
+    pdnn__tensor_ref(t);
+    pdnn_status st = pdnn__tensor_wrap(t->dev, desc, t->block.buf, release, t, out);
+    if (st != PDNN_SUCCESS)
+        pdnn_tensor_release(t);
+    return st;
+}
+
+/* Whether node i is a Reshape whose result may be its input's bytes
+ * (pdnn_reshape copies them in memory order): an input the run computed,
+ * which nothing writes again. */
+static int reshape_alias(const pdnn_session *s, int i, const pdnn_tensor *x)
+{
+    const pdnn__node *nd = &s->g->nodes[i];
+    if (nd->op != PDNN__OP_RESHAPE || !x || x->bytes != pdnn_tensor_desc_bytes(&nd->out))
+        return 0;
+    const pdnn__node_op src = s->g->nodes[nd->inputs[0]].op;
+    return src != PDNN__OP_PLACEHOLDER && src != PDNN__OP_CONST && src != PDNN__OP_VARIABLE;
 }
 
 /* Node i's output as a view of Concat j's (allocated by j's first
@@ -916,6 +943,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             in[q] = *slot;
         }
         pdnn_tensor *y = NULL;
+        int aliased = 0;
         if (st == PDNN_SUCCESS && pdnn__no_value(nd)) {
             st = run_update(s, nd, in);
             if (st != PDNN_SUCCESS) {
@@ -932,6 +960,16 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
                     st = pdnn__error(PDNN_ERR_INTERNAL, "concat node '%s' has no output", nd->name);
             } else if (j >= 0 && r.absorb_on[j]) {
                 st = absorb_view(s, &r, i, j, &y);
+            } else if ((aliased = reshape_alias(s, i, in[0])) != 0) {
+                /* Flatten after a global pool: no copy kernel (about 20 us
+                 * a run on PoCL) */
+                const int x0 = nd->inputs[0];
+                pdnn_tensor *xt = r.values[x0] && r.values[x0]->dev == dev
+                                      ? r.values[x0]
+                                      : r.copies[(size_t)x0 * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
+                st = alias_of(xt, &nd->out, alias_release, &y);
+                if (st == PDNN_SUCCESS)
+                    live(s, &r, y, +1);
             } else {
                 st = pdnn_tensor_create(dev, &nd->out, &y);
                 if (st == PDNN_SUCCESS)
@@ -945,7 +983,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
         }
         if (st == PDNN_SUCCESS && !pdnn__no_value(nd)) {
-            if (!r.absorb_on[i]) /* else its inputs' nodes wrote it */
+            if (!r.absorb_on[i] && !aliased) /* else its inputs' nodes wrote it, or it is its input */
                 st = nd->op == PDNN__OP_ALLREDUCE ? run_allreduce(s, &r, i, y) : run_node(nd, in, y);
             if (st != PDNN_SUCCESS) {
                 char why[1024];
