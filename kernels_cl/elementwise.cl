@@ -332,6 +332,42 @@ inline float hsum8(float8 v)
     return u.s0 + u.s1;
 }
 
+/* gemm_nt at m == 1 (a fully connected layer at batch 1): C's 8 columns
+ * per work-item, 8 rows of B streamed at once (memory-bound: gemm_nt's
+ * three A rows were copies of one). Columns past n read row n - 1 and are
+ * not stored. */
+__kernel void gemv_nt(__global const float *a, long a_off,
+                      __global const float *b, long b_off, long ldb,
+                      __global float *cm, long c_off, int n, int k)
+{
+    const int j0 = (int)get_global_id(0) * 8;
+    if (j0 >= n)
+        return;
+    __global const float *x = a + a_off;
+    __global const float *br[8];
+    for (int j = 0; j < 8; j++)
+        br[j] = b + b_off + (long)min(j0 + j, n - 1) * ldb;
+    float8 s0 = (float8)(0.0f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+    int p = 0;
+    for (; p + 8 <= k; p += 8) {
+        const float8 v = vload8(0, x + p);
+        s0 = fma(v, vload8(0, br[0] + p), s0);
+        s1 = fma(v, vload8(0, br[1] + p), s1);
+        s2 = fma(v, vload8(0, br[2] + p), s2);
+        s3 = fma(v, vload8(0, br[3] + p), s3);
+        s4 = fma(v, vload8(0, br[4] + p), s4);
+        s5 = fma(v, vload8(0, br[5] + p), s5);
+        s6 = fma(v, vload8(0, br[6] + p), s6);
+        s7 = fma(v, vload8(0, br[7] + p), s7);
+    }
+    float r[8] = {hsum8(s0), hsum8(s1), hsum8(s2), hsum8(s3), hsum8(s4), hsum8(s5), hsum8(s6), hsum8(s7)};
+    for (; p < k; p++)
+        for (int j = 0; j < 8; j++)
+            r[j] = fma(x[p], br[j][p], r[j]);
+    for (int j = 0; j < 8 && j0 + j < n; j++)
+        cm[c_off + j0 + j] = r[j];
+}
+
 __kernel void gemm_nt(__global const float *a, long a_off, long lda,
                       __global const float *b, long b_off, long ldb,
                       __global float *cm, long c_off, long ldc,

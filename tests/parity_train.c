@@ -96,6 +96,12 @@ static const train_case cases[] = {
     {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* one row of A against B transposed (a fully connected layer at batch
+     * 1; OpenCL's gemv_nt): whole 8-column groups and sums, tails of both,
+     * fewer than 8 columns */
+    {{1, 1000, 1280, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 13, 21, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 3, 7, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* y = alpha x (alpha in lr): odd sizes, batch 1 and 17, both layouts,
      * a negative and a tiny alpha, 0 */
     {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},

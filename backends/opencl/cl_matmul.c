@@ -1,8 +1,10 @@
 /* pdnn_matmul on OpenCL, four registry entries:
  *
  * tiled: register-tiled kernels for CPU-class devices (kernels_cl/
- *   elementwise.cl gemm_nn, gemm_nt), all but op(A) op(B) with both
- *   transposed; first on CPUs, after conv_gemm elsewhere.
+ *   elementwise.cl gemm_nn, gemm_nt, and gemv_nt for one row of A against
+ *   B transposed: a fully connected layer at batch 1, 1000 x 1280 in
+ *   0.14 against gemm_nt's 0.16 ms a run on PoCL), all but op(A) op(B)
+ *   with both transposed; first on CPUs, after conv_gemm elsewhere.
  * conv_gemm: C = op(A) op(B) is a 1x1 convolution of a batch of m
  *   one-pixel images with k channels by n filters, run by the forward
  *   implicit-GEMM kernel (cl_implicit_gemm.c) on views of A, B and C: a
@@ -170,7 +172,13 @@ static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__p
     cl_long ldc = c->n;
     pdnn_status st;
     pthread_mutex_lock(&d->lock);
-    if (c->trans_b) { /* gemm_nt: A's rows and B's stored rows run along the sum */
+    if (c->trans_b && m == 1) { /* gemv_nt: one row of A */
+        cl_long ldb = c->k;
+        void *const v[] = {&am, &ao, &bm, &bo, &ldb, &cmem, &co, &n, &k};
+        const size_t z[] = {sizeof am, sizeof ao, sizeof bm, sizeof bo, sizeof ldb, sizeof cmem, sizeof co,
+                            sizeof n, sizeof k};
+        st = launch(d, "gemv_nt", 9, v, z, (int64_t)((n + 7) / 8));
+    } else if (c->trans_b) { /* gemm_nt: A's rows and B's stored rows run along the sum */
         cl_long lda = c->k, ldb = c->k;
         cl_int n_rt = (m + 2) / 3;
         void *const v[] = {&am, &ao, &lda, &bm, &bo, &ldb, &cmem, &co, &ldc, &m, &n, &k, &n_rt};
