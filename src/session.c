@@ -45,6 +45,7 @@ struct pdnn_session {
     int *absorb;
     int64_t *absorb_off;
     char *absorbs;
+    int *readers; /* per node: the graph's edges that read it */
 };
 
 static int dev_index(const pdnn_session *s, const pdnn_device *d) { return (int)(d - s->ctx->devices); }
@@ -158,6 +159,7 @@ void pdnn_session_destroy(pdnn_session *s)
     free(s->absorb);
     free(s->absorb_off);
     free(s->absorbs);
+    free(s->readers);
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
         pdnn_context_destroy(s->ctx);
@@ -267,14 +269,12 @@ static pdnn_status plan_absorb(pdnn_session *s)
 {
     const pdnn_graph *g = s->g;
     size_t n = (size_t)(g->n ? g->n : 1);
-    int *readers = calloc(n, sizeof *readers);
+    int *readers = s->readers = calloc(n, sizeof *readers);
     s->absorb = malloc(n * sizeof *s->absorb);
     s->absorb_off = calloc(n, sizeof *s->absorb_off);
     s->absorbs = calloc(n, 1);
-    if (!readers || !s->absorb || !s->absorb_off || !s->absorbs) {
-        free(readers);
+    if (!readers || !s->absorb || !s->absorb_off || !s->absorbs)
         return pdnn__host_oom("pdnn_session_create", "the concat tables", n * (sizeof *readers + 13));
-    }
     for (int i = 0; i < g->n; i++) {
         s->absorb[i] = -1;
         for (int q = 0; q < g->nodes[i].n_inputs; q++)
@@ -312,7 +312,6 @@ static pdnn_status plan_absorb(pdnn_session *s)
             off += pdnn_tensor_desc_bytes(&g->nodes[nd->inputs[q]].out);
         }
     }
-    free(readers);
     return PDNN_SUCCESS;
 }
 
@@ -760,12 +759,14 @@ static pdnn_status run_allreduce(const pdnn_session *s, run_state *r, int i, pdn
                              (size_t)pdnn_tensor_desc_bytes(&y->desc));
 }
 
-/* t's bytes under desc (an equal size), holding a reference on t. */
-static pdnn_status alias_of(pdnn_tensor *t, const pdnn_tensor_desc *desc, void (*release)(void *),
+/* desc's bytes of t from offset bytes in, holding a reference on t. */
+static pdnn_status alias_of(pdnn_tensor *t, size_t offset, const pdnn_tensor_desc *desc, void (*release)(void *),
                             pdnn_tensor **out)
 {
+    pdnn__buf b = t->block.buf;
+    b.offset += offset;
     pdnn__tensor_ref(t);
-    pdnn_status st = pdnn__tensor_wrap(t->dev, desc, t->block.buf, release, t, out);
+    pdnn_status st = pdnn__tensor_wrap(t->dev, desc, b, release, t, out);
     if (st != PDNN_SUCCESS)
         pdnn_tensor_release(t);
     return st;
@@ -773,14 +774,17 @@ static pdnn_status alias_of(pdnn_tensor *t, const pdnn_tensor_desc *desc, void (
 
 /* Whether node i is a Reshape whose result may be its input's bytes
  * (pdnn_reshape copies them in memory order): an input the run computed,
- * which nothing writes again. */
-static int reshape_alias(const pdnn_session *s, int i, const pdnn_tensor *x)
+ * which nothing writes again, read by this node alone and not fetched
+ * (so no two tensors the caller gets share bytes). */
+static int reshape_alias(const pdnn_session *s, const run_state *r, int i, const pdnn_tensor *x)
 {
     const pdnn__node *nd = &s->g->nodes[i];
     if (nd->op != PDNN__OP_RESHAPE || !x || x->bytes != pdnn_tensor_desc_bytes(&nd->out))
         return 0;
-    const pdnn__node_op src = s->g->nodes[nd->inputs[0]].op;
-    return src != PDNN__OP_PLACEHOLDER && src != PDNN__OP_CONST && src != PDNN__OP_VARIABLE;
+    const int j = nd->inputs[0];
+    const pdnn__node_op src = s->g->nodes[j].op;
+    return s->readers[j] == 1 && r->uses[j] == 1 && src != PDNN__OP_PLACEHOLDER && src != PDNN__OP_CONST &&
+           src != PDNN__OP_VARIABLE;
 }
 
 /* Node i's output as a view of Concat j's (allocated by j's first
@@ -788,22 +792,14 @@ static int reshape_alias(const pdnn_session *s, int i, const pdnn_tensor *x)
 static pdnn_status absorb_view(pdnn_session *s, run_state *r, int i, int j, pdnn_tensor **y)
 {
     pdnn_device *dev = s->placed[j];
-    pdnn_status st = PDNN_SUCCESS;
     if (!r->values[j]) {
-        st = pdnn_tensor_create(dev, &s->g->nodes[j].out, &r->values[j]);
+        const pdnn_status st = pdnn_tensor_create(dev, &s->g->nodes[j].out, &r->values[j]);
         if (st != PDNN_SUCCESS)
             return st;
         r->owned[j] = 1;
         live(s, r, r->values[j], +1);
     }
-    pdnn_tensor *parent = r->values[j];
-    pdnn__buf b = parent->block.buf;
-    b.offset += (size_t)s->absorb_off[i];
-    pdnn__tensor_ref(parent);
-    st = pdnn__tensor_wrap(dev, &s->g->nodes[i].out, b, view_release, parent, y);
-    if (st != PDNN_SUCCESS)
-        pdnn_tensor_release(parent);
-    return st;
+    return alias_of(r->values[j], (size_t)s->absorb_off[i], &s->g->nodes[i].out, view_release, y);
 }
 
 static pdnn_status check_feeds(const pdnn_session *s, const pdnn_node *feeds, pdnn_tensor *const *vals, int n)
@@ -960,14 +956,14 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
                     st = pdnn__error(PDNN_ERR_INTERNAL, "concat node '%s' has no output", nd->name);
             } else if (j >= 0 && r.absorb_on[j]) {
                 st = absorb_view(s, &r, i, j, &y);
-            } else if ((aliased = reshape_alias(s, i, in[0])) != 0) {
+            } else if ((aliased = reshape_alias(s, &r, i, in[0])) != 0) {
                 /* Flatten after a global pool: no copy kernel (about 20 us
                  * a run on PoCL) */
                 const int x0 = nd->inputs[0];
                 pdnn_tensor *xt = r.values[x0] && r.values[x0]->dev == dev
                                       ? r.values[x0]
                                       : r.copies[(size_t)x0 * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
-                st = alias_of(xt, &nd->out, alias_release, &y);
+                st = alias_of(xt, 0, &nd->out, alias_release, &y);
                 if (st == PDNN_SUCCESS)
                     live(s, &r, y, +1);
             } else {
