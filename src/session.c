@@ -606,6 +606,12 @@ typedef struct run_state {
 } run_state;
 
 
+/* Where node j's value copied onto device dev is kept this run. */
+static pdnn_tensor **copy_slot(const pdnn_session *s, run_state *r, int j, const pdnn_device *dev)
+{
+    return &r->copies[(size_t)j * (size_t)r->n_dev + (size_t)dev_index(s, dev)];
+}
+
 /* Whether a needed node after i on device d still reads node j. */
 static int later_reader_on(const pdnn_session *s, const run_state *r, int i, int j, const pdnn_device *d)
 {
@@ -930,7 +936,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
                 in[q] = r.values[j];
                 continue;
             }
-            pdnn_tensor **slot = &r.copies[(size_t)j * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
+            pdnn_tensor **slot = copy_slot(s, &r, j, dev);
             if (!*slot) {
                 st = transfer(r.values[j], dev, slot);
                 if (st == PDNN_SUCCESS)
@@ -959,10 +965,9 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             } else if ((aliased = reshape_alias(s, &r, i, in[0])) != 0) {
                 /* Flatten after a global pool: no copy kernel (about 20 us
                  * a run on PoCL) */
+                /* in[0] as the run holds it: its value here, or its copy */
                 const int x0 = nd->inputs[0];
-                pdnn_tensor *xt = r.values[x0] && r.values[x0]->dev == dev
-                                      ? r.values[x0]
-                                      : r.copies[(size_t)x0 * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
+                pdnn_tensor *xt = r.values[x0]->dev == dev ? r.values[x0] : *copy_slot(s, &r, x0, dev);
                 st = alias_of(xt, 0, &nd->out, alias_release, &y);
                 if (st == PDNN_SUCCESS)
                     live(s, &r, y, +1);
@@ -1013,7 +1018,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
                 r.values[j] = NULL;
                 r.owned[j] = 0;
             }
-            pdnn_tensor **slot = &r.copies[(size_t)j * (size_t)r.n_dev + (size_t)dev_index(s, dev)];
+            pdnn_tensor **slot = copy_slot(s, &r, j, dev);
             if (*slot && !later_reader_on(s, &r, i, j, dev)) {
                 live(s, &r, *slot, -1);
                 pdnn_tensor_release(*slot);
