@@ -472,6 +472,17 @@ inline __attribute__((always_inline)) void flat_mask(int16 *m, const int16 *o, c
     *m = (f >= 0 && f < HW) & (c >= 0 && c < W);
 }
 
+/* Columns q below W + 16 (so rows p) moved into the image's rows: at
+ * most 16 / W + 1 wraps. */
+inline __attribute__((always_inline)) void flat_wrap(int16 *p, int16 *q, int W)
+{
+    for (int k = 0; k < 16 / W + 1; k++) {
+        const int16 wrap = *q >= W;
+        *q = SELECT16I(*q, *q - W, wrap);
+        *p = SELECT16I(*p, *p + 1, wrap);
+    }
+}
+
 /* Tap (dh, dw) of flat_run's 16 outputs into acc, one vector load. */
 #define FLAT_TAP(acc, dh, dw)                                                                            \
     do {                                                                                                 \
@@ -493,11 +504,7 @@ inline __attribute__((always_inline)) void flat_run(__global const float *xb, __
     /* Lane l's output row p and column q, kept up to date as o moves on
      * by 16 (a vector division per chunk would scalarise). */
     int16 p = (int16)(oa / W), q = (int16)(oa % W) + lane;
-    for (int k = 0; k < 16 / W + 1; k++) {
-        const int16 wrap = q >= W;
-        q = SELECT16I(q, q - W, wrap);
-        p = SELECT16I(p, p + 1, wrap);
-    }
+    flat_wrap(&p, &q, W);
     for (int o0 = oa; o0 < oe; o0 += 16) {
         const int16 o = (int16)(o0) + lane;
         /* Whether every tap's 16 floats lie inside the tensor: then one
@@ -557,11 +564,7 @@ inline __attribute__((always_inline)) void flat_run(__global const float *xb, __
         else
             store_part(&acc, yb + o0, oe - o0);
         q += 16;
-        for (int k = 0; k < 16 / W + 1; k++) {
-            const int16 wrap = q >= W;
-            q = SELECT16I(q, q - W, wrap);
-            p = SELECT16I(p, p + 1, wrap);
-        }
+        flat_wrap(&p, &q, W);
     }
 }
 

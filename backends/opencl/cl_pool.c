@@ -52,6 +52,16 @@ static cl_int set_common(cl_kernel k, const pdnn__pool2d_call *c, cl_int4 out_di
     return err;
 }
 
+/* Enqueues k over items work-items (none: nothing) in work-groups of
+ * local, the range rounded up to whole groups. */
+static pdnn_status launch_1d(cl_dev *d, cl_kernel k, int64_t items, size_t local, const char *what)
+{
+    const size_t global = ((size_t)items + local - 1) / local * local;
+    const cl_int err =
+        items > 0 ? clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL) : CL_SUCCESS;
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail(what, err);
+}
+
 /* ---- rows ------------------------------------------------------------------ */
 
 static void rows_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -94,10 +104,8 @@ static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
         SET_ARG(k, 10, cpi);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(pool2d rows)", err);
-    const size_t local = cpu ? 4 : 64; /* CPU: 4 measured best of 1/4/16/64 */
-    const size_t global = ((size_t)items + local - 1) / local * local;
-    err = items > 0 ? clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL) : CL_SUCCESS;
-    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d rows)", err);
+    /* CPU: 4 measured best of 1/4/16/64 */
+    return launch_1d(d, k, items, cpu ? 4 : 64, "clEnqueueNDRangeKernel(pool2d rows)");
 }
 
 /* ---- flat and global ------------------------------------------------------- */
@@ -152,10 +160,7 @@ static pdnn_status plane_enqueue(cl_dev *d, const pdnn__pool2d_call *c, int glob
     cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run));
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(pool2d plane)", err);
-    const size_t local = cpu ? 4 : 64;
-    const size_t global = ((size_t)items + local - 1) / local * local;
-    err = items > 0 ? clEnqueueNDRangeKernel(d->queue, k, 1, NULL, &global, &local, 0, NULL, NULL) : CL_SUCCESS;
-    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(pool2d plane)", err);
+    return launch_1d(d, k, items, cpu ? 4 : 64, "clEnqueueNDRangeKernel(pool2d plane)");
 }
 
 static pdnn_status flat_enqueue(cl_dev *d, const pdnn__pool2d_call *c) { return plane_enqueue(d, c, 0); }
