@@ -316,6 +316,8 @@ typedef struct pdnn__plan {
     int supported;             /* 0: why says what stops this algorithm   */
     int auto_skip;             /* supported, but AUTO's fixed order passes
                                   over it for this call (why says why)    */
+    int verdict_only;          /* set by core before plan: refuse and skip
+                                  record the verdict without wording why  */
     char why[PDNN__WHY_LEN];
     int rank;                  /* AUTO's fixed order, lower first         */
     size_t workspace;          /* bytes run needs                         */

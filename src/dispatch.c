@@ -221,30 +221,46 @@ void pdnn__call_prepare(pdnn_device *dev, pdnn__op_call *call)
     call->force_config = forced.active && forced.op == call->op ? forced.config : -1;
 }
 
-void pdnn__plan_for(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan)
+static void plan_with(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan,
+                      int verdict_only)
 {
     memset(plan, 0, sizeof *plan);
     plan->supported = 1;
     plan->config = -1;
     plan->rank = algo->rank;
+    plan->verdict_only = verdict_only;
     algo->plan(dev->handle, call, plan);
+}
+
+void pdnn__plan_for(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    plan_with(dev, algo, call, plan, 0);
+}
+
+void pdnn__plan_verdict(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    plan_with(dev, algo, call, plan, 1);
 }
 
 void pdnn__plan_refuse(pdnn__plan *plan, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(plan->why, sizeof plan->why, fmt, ap);
-    va_end(ap);
+    if (!plan->verdict_only) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(plan->why, sizeof plan->why, fmt, ap);
+        va_end(ap);
+    }
     plan->supported = 0;
 }
 
 void pdnn__plan_skip(pdnn__plan *plan, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(plan->why, sizeof plan->why, fmt, ap);
-    va_end(ap);
+    if (!plan->verdict_only) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(plan->why, sizeof plan->why, fmt, ap);
+        va_end(ap);
+    }
     plan->auto_skip = 1;
 }
 
@@ -739,7 +755,7 @@ static double run_once_timed(pdnn_device *dev, const pdnn__algo *a, const pdnn__
     return pdnn__now() - t0;
 }
 
-enum { MAX_PLANS = 32 };
+enum { MAX_PLANS = 32, LOCAL_PLANS = 12 };
 
 /* Like cudnnFind and MIOpen's find-db: runs every supported algorithm
  * once, checks each against the reference (the supported one ranked
@@ -869,6 +885,12 @@ static pdnn_status run_named(pdnn_device *dev, pdnn__op_call *call, const char *
     return st;
 }
 
+static void drop_plans(pdnn__plan *plans, pdnn__plan *local)
+{
+    if (plans != local)
+        free(plans);
+}
+
 pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *want, pdnn__dispatch_result *res)
 {
     pdnn__call_prepare(dev, call);
@@ -884,11 +906,14 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
     int n = 0;
     while (list[n] && n < MAX_PLANS)
         n++;
-    pdnn__plan *plans = malloc((size_t)n * sizeof *plans);
+    /* On the stack where the list is short (every backend's today): a
+     * malloc per call contended for the arena with the backend's threads. */
+    pdnn__plan local[LOCAL_PLANS];
+    pdnn__plan *plans = n <= LOCAL_PLANS ? local : malloc((size_t)n * sizeof *plans);
     if (!plans)
         return pdnn__host_oom(pdnn__op_name(call->op), "the plans of its algorithms", (size_t)n * sizeof *plans);
     for (int i = 0; i < n; i++)
-        pdnn__plan_for(dev, list[i], call, &plans[i]);
+        pdnn__plan_verdict(dev, list[i], call, &plans[i]);
 
     pdnn_status st = PDNN_ERR_UNSUPPORTED;
     pdnn__run_report rep;
@@ -913,7 +938,7 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
                         res->tuning.cached = 1;
                     }
                 }
-                free(plans);
+                drop_plans(plans, local);
                 return st;
             }
             pdnn__debug("%s on %s: the measured choice %s does not run now (%s); using the fixed order",
@@ -939,11 +964,11 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
             st = run_planned(dev, list[pick], &plans[pick], call, &rep);
             if (st == PDNN_SUCCESS) {
                 report(res, list[pick], &plans[pick], &rep);
-                free(plans);
+                drop_plans(plans, local);
                 return st;
             }
             if (st != PDNN_ERR_OUT_OF_MEMORY) {
-                free(plans);
+                drop_plans(plans, local);
                 return st;
             }
             fitted_none = 1;
@@ -955,7 +980,7 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
         }
     }
     if (fitted_none) {
-        free(plans);
+        drop_plans(plans, local);
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
                            "%s on %s: no algorithm's workspace fits in the device's free memory; the last: %s",
                            pdnn__op_name(call->op), dev->name, why);
@@ -963,12 +988,13 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
     size_t used = 0;
     why[0] = '\0';
     for (int i = 0; i < n && used < sizeof why; i++) {
+        pdnn__plan_for(dev, list[i], call, &plans[i]); /* worded, this time */
         int w = snprintf(why + used, sizeof why - used, "%s%s: %s", i ? "; " : "", list[i]->name, plans[i].why);
         if (w < 0)
             break;
         used += (size_t)w;
     }
-    free(plans);
+    drop_plans(plans, local);
     return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: no algorithm of the %s backend runs this %s on %s (%s)",
                        pdnn__op_name(call->op), dev->backend->name, pdnn__op_name(call->op), dev->name, why);
 }

@@ -22,6 +22,13 @@ void pdnn__call_prepare(pdnn_device *dev, pdnn__op_call *call);
  * and rank, then asks the backend. */
 void pdnn__plan_for(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan);
 
+/* The same where only the verdict is wanted (AUTO's candidates, planned
+ * on every call): refusals and skips are not worded (plan.why stays
+ * empty); every other field is as pdnn__plan_for leaves it. Wording them
+ * was a tenth of the host's time per node in a batch-1 network; the rare
+ * caller that reports why plans again with pdnn__plan_for. */
+void pdnn__plan_verdict(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan);
+
 /* What a dispatched call ran. */
 typedef struct pdnn__dispatch_result {
     const pdnn__algo *algo;

@@ -808,3 +808,113 @@ Test(conv_parity, frozen_filter_keeps_its_packed_copy)
     if (checked == 0)
         cr_skip_test("no OpenCL device");
 }
+
+/* ---- AUTO's unworded plans --------------------------------------------- */
+
+/* Checks that pdnn__plan_verdict decides what pdnn__plan_for decides for
+ * algo and call, leaving why empty where pdnn__plan_for words it; counts
+ * refusals and acceptances. */
+static void check_verdict(pdnn_device *dev, const pdnn__algo *a, const pdnn__op_call *call, const char *what,
+                          int *refused, int *accepted)
+{
+    pdnn__plan worded, verdict;
+    pdnn__plan_for(dev, a, call, &worded);
+    pdnn__plan_verdict(dev, a, call, &verdict);
+    cr_assert_eq(verdict.supported, worded.supported, "%s %s: verdict %d, worded %d (%s)", a->name, what,
+                 verdict.supported, worded.supported, worded.why);
+    cr_assert_eq(verdict.auto_skip, worded.auto_skip, "%s %s: auto_skip differs", a->name, what);
+    cr_assert_eq(verdict.rank, worded.rank, "%s %s: rank differs", a->name, what);
+    cr_assert_eq(verdict.workspace, worded.workspace, "%s %s: workspace differs", a->name, what);
+    cr_assert_eq(verdict.config, worded.config, "%s %s: configuration differs", a->name, what);
+    cr_assert_str_eq(verdict.config_name, worded.config_name, "%s %s", a->name, what);
+    cr_assert_eq(verdict.search, worded.search, "%s %s: search differs", a->name, what);
+    cr_assert_eq(verdict.wpack, worded.wpack, "%s %s: wpack differs", a->name, what);
+    cr_assert_eq(verdict.why[0], '\0', "%s %s: the verdict was worded: %s", a->name, what, verdict.why);
+    if (!worded.supported || worded.auto_skip)
+        cr_assert_neq(worded.why[0], '\0', "%s %s: refused or skipped without a reason", a->name, what);
+    if (worded.supported)
+        (*accepted)++;
+    else
+        (*refused)++;
+}
+
+/* AUTO plans every algorithm on every call without wording refusals
+ * (pdnn__plan_verdict); the verdicts must be pdnn__plan_for's, on every
+ * backend, for convolutions and pools across the cases that each entry
+ * refuses. */
+Test(conv_dispatch, verdicts_match_worded_plans)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *devs[9];
+    cr_assert_eq(pdnn_device_find(ctx, "/cpu:0", &devs[0]), PDNN_SUCCESS);
+    const int ndev = 1 + th_accelerators(ctx, devs + 1, 8);
+    /* n c h w k r s stride pad dil groups */
+    static const int convs[][11] = {
+        {1, 16, 14, 14, 32, 1, 1, 1, 0, 1, 1}, {2, 8, 9, 9, 8, 3, 3, 1, 1, 1, 1},  {1, 3, 17, 17, 8, 3, 3, 2, 1, 1, 1},
+        {1, 12, 8, 8, 12, 3, 3, 1, 1, 1, 12},  {1, 12, 8, 8, 6, 3, 3, 1, 1, 1, 3}, {1, 4, 11, 11, 4, 3, 3, 1, 2, 2, 1},
+        {1, 5, 6, 6, 7, 5, 5, 1, 2, 1, 1},     {3, 6, 7, 7, 10, 1, 1, 2, 0, 1, 1},
+    };
+    static const pdnn_layout layouts[][3] = {{PDNN_NCHW, PDNN_OIHW, PDNN_NCHW},
+                                             {PDNN_NHWC, PDNN_OHWI, PDNN_NHWC},
+                                             {PDNN_NHWC, PDNN_HWIO, PDNN_NHWC}};
+    for (int d = 0; d < ndev; d++) {
+        int refused = 0, accepted = 0;
+        const pdnn__algo *const *list = pdnn__algos(devs[d], PDNN__OP_CONV2D_FWD);
+        for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++)
+            for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+                const int *k = convs[i];
+                pdnn_conv2d_params p;
+                pdnn_conv2d_params_init(&p);
+                p.stride_h = p.stride_w = k[7];
+                p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = k[8];
+                p.dilation_h = p.dilation_w = k[9];
+                p.groups = k[10];
+                const pdnn_tensor_desc xd = th_desc(layouts[l][0], k[0], k[1], k[2], k[3]);
+                const pdnn_tensor_desc wd = th_desc(layouts[l][1], k[4], k[1] / k[10], k[5], k[6]);
+                int64_t od[4];
+                cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+                pdnn__op_call call;
+                memset(&call, 0, sizeof call);
+                call.op = PDNN__OP_CONV2D_FWD;
+                pdnn__conv_call_from(&p, &xd, &wd, layouts[l][2], od, &call.u.conv2d);
+                pdnn__call_prepare(devs[d], &call);
+                char what[64];
+                snprintf(what, sizeof what, "conv case %zu layout %zu", i, l);
+                for (int a = 0; list[a]; a++)
+                    check_verdict(devs[d], list[a], &call, what, &refused, &accepted);
+            }
+        /* win stride pad mode, over 1x5x9x9 */
+        static const int pools[][4] = {{3, 2, 1, PDNN_POOL_MAX}, {3, 1, 1, PDNN_POOL_MAX},      {9, 1, 0, PDNN_POOL_AVG_INCLUDE_PADDING},
+                                       {2, 2, 0, PDNN_POOL_AVG_INCLUDE_PADDING}, {3, 1, 1, PDNN_POOL_AVG_EXCLUDE_PADDING}};
+        list = pdnn__algos(devs[d], PDNN__OP_POOL2D_FWD);
+        for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
+            for (int l = 0; l < 2; l++) {
+                const pdnn_layout lay = l ? PDNN_NHWC : PDNN_NCHW;
+                pdnn_pool2d_params p;
+                pdnn_pool2d_params_init(&p);
+                p.mode = (pdnn_pool_mode)pools[i][3];
+                p.window_h = p.window_w = pools[i][0];
+                p.stride_h = p.stride_w = pools[i][1];
+                p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = pools[i][2];
+                const pdnn_tensor_desc xd = th_desc(lay, 1, 5, 9, 9);
+                int64_t od[4];
+                cr_assert_eq(pdnn_pool2d_output_dims(&xd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
+                pdnn__op_call call;
+                memset(&call, 0, sizeof call);
+                call.op = PDNN__OP_POOL2D_FWD;
+                pdnn__pool_call_from(&p, &xd, lay, od, &call.u.pool2d);
+                pdnn__call_prepare(devs[d], &call);
+                char what[64];
+                snprintf(what, sizeof what, "pool case %zu layout %d", i, l);
+                for (int a = 0; list[a]; a++)
+                    check_verdict(devs[d], list[a], &call, what, &refused, &accepted);
+            }
+        pdnn_device_info info;
+        pdnn_device_get_info(devs[d], &info);
+        cr_assert_gt(accepted, 0, "%s: no plan accepted", info.name);
+        /* The host runs everything with one algorithm per op. */
+        if (strcmp(info.backend, "host") != 0)
+            cr_assert_gt(refused, 0, "%s: no plan refused, so no refusal was compared", info.name);
+    }
+    pdnn_context_destroy(ctx);
+}
