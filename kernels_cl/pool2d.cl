@@ -136,7 +136,8 @@ __kernel void pool2d_fast(__global const float *x, long x_off,
 /* ---- the row kernels: contiguous rows (NCHW) or channels (NHWC) ---------
  * A work-item pools a run of one output row, out_dims.s3 outputs long (the
  * whole row on CPUs, where PoCL's per-work-group cost dominates short
- * items; a few outputs on GPUs, which need many items). op 0 is max with
+ * items; a few outputs on GPUs, which need many items), in NCHW for each
+ * of a block of output rows (a plane's on CPUs). op 0 is max with
  * NaN winning, op 1 a sum; callers pass it as a literal so the inlined
  * copies lose the branch. */
 
@@ -305,53 +306,58 @@ inline __attribute__((always_inline)) void nchw_row(__global const float *xb, lo
 }
 
 /* NCHW input with contiguous rows, horizontal stride 1 or 2 and a window
- * at most 9 (stride 1) or 17 (stride 2) wide. 1-D range over
- * (n, c, p, run of out_dims.s3 outputs, a multiple of 16), run fastest. */
+ * at most 9 (stride 1) or 17 (stride 2) wide. 1-D range over (n, c, block
+ * of rpi output rows, run of out_dims.s3 outputs, a multiple of 16), run
+ * fastest. */
 __kernel void pool2d_nchw_rows(__global const float *x, long x_off,
                                __global float *y, long y_off,
                                long4 xs, long4 ys,
                                int4 in_dims,   /* N, C, H, W                     */
                                int4 out_dims,  /* P, Q, mode, outputs per item   */
                                int4 win,       /* window h, w, stride h, w       */
-                               int4 pad)       /* top, left, bottom, right       */
+                               int4 pad,       /* top, left, bottom, right       */
+                               int rpi)        /* output rows per item           */
 {
     const int N = in_dims.s0, C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
     const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2, run = out_dims.s3;
-    const int runs = (Q + run - 1) / run;
+    const int runs = (Q + run - 1) / run, blocks = (P + rpi - 1) / rpi;
     long t = (long)get_global_id(0);
-    if (t >= (long)N * C * P * runs)
+    if (t >= (long)N * C * blocks * runs)
         return;
     const int r = (int)(t % runs);
     t /= runs;
-    const int p = (int)(t % P);
-    t /= P;
+    const int pb = (int)(t % blocks);
+    t /= blocks;
     const int c = (int)(t % C), n = (int)(t / C);
-    int h0, h1;
-    const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1);
-    const int hcount = mode == 1 ? hp : h1 - h0;
     __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
-    __global float *yr = y + y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
     const int qa = r * run, qe = min(qa + run, Q);
     /* The tensor's extent: loads that stay inside it are always safe. */
     __global const float *lo = x + x_off;
     __global const float *hi = lo + (long)(N - 1) * xs.s0 + (long)(C - 1) * xs.s1 + (long)(H - 1) * xs.s2 + W;
-    if (win.s3 == 2 && win.s1 == 3 && mode == 0) {
-        /* ResNet's 3x3/2 max pool with the window width a literal: the
-         * tap loop unrolls and every shift is a constant shuffle. */
-        nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, 3, pad.s1, pad.s3, 0, 0, lo, hi);
-    } else if (win.s3 == 2 && win.s1 == 2 && mode == 0) {
-        /* and VGG's 2x2/2 */
-        nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, 2, pad.s1, pad.s3, 0, 0, lo, hi);
-    } else if (win.s3 == 2) {
-        if (mode == 0)
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 0, 0, lo, hi);
-        else
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 1, mode, lo, hi);
-    } else {
-        if (mode == 0)
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 0, 0, lo, hi);
-        else
-            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 1, mode, lo, hi);
+    const int pe = min(pb * rpi + rpi, P);
+    for (int p = pb * rpi; p < pe; p++) {
+        int h0, h1;
+        const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1);
+        const int hcount = mode == 1 ? hp : h1 - h0;
+        __global float *yr = y + y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
+        if (win.s3 == 2 && win.s1 == 3 && mode == 0) {
+            /* ResNet's 3x3/2 max pool with the window width a literal:
+             * the tap loop unrolls and every shift is a constant shuffle. */
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, 3, pad.s1, pad.s3, 0, 0, lo, hi);
+        } else if (win.s3 == 2 && win.s1 == 2 && mode == 0) {
+            /* and VGG's 2x2/2 */
+            nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, 2, pad.s1, pad.s3, 0, 0, lo, hi);
+        } else if (win.s3 == 2) {
+            if (mode == 0)
+                nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 0, 0, lo, hi);
+            else
+                nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 2, win.s1, pad.s1, pad.s3, 1, mode, lo, hi);
+        } else {
+            if (mode == 0)
+                nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 0, 0, lo, hi);
+            else
+                nchw_row(xb, xs.s2, yr, ys.s3, h0, h1, hcount, W, qa, qe, 1, win.s1, pad.s1, pad.s3, 1, mode, lo, hi);
+        }
     }
 }
 
