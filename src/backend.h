@@ -476,14 +476,17 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len);
  * the elements it touches for ops without arithmetic to speak of. */
 double pdnn__op_flops(const pdnn__op_call *call);
 
-/* Writes a refusal into plan: supported = 0, why = the formatted text. */
+/* Writes a refusal into plan: supported = 0, why = the formatted text
+ * (left empty where plan->verdict_only: AUTO's candidates). */
 void pdnn__plan_refuse(pdnn__plan *plan, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-/* Writes a reason AUTO's fixed order passes over a supported plan. */
+/* Writes a reason AUTO's fixed order passes over a supported plan:
+ * auto_skip = 1, why = the text (as pdnn__plan_refuse, none where
+ * plan->verdict_only). */
 void pdnn__plan_skip(pdnn__plan *plan, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
