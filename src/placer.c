@@ -30,7 +30,7 @@ static int some_algorithm_plans(const pdnn_device *dev, pdnn__op_call *call)
     call->force_config = -1;
     for (int i = 0; list[i]; i++) {
         pdnn__plan plan;
-        pdnn__plan_for((pdnn_device *)dev, list[i], call, &plan);
+        pdnn__plan_verdict((pdnn_device *)dev, list[i], call, &plan); /* the verdict is all it needs */
         if (plan.supported)
             return 1;
     }
