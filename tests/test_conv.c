@@ -884,8 +884,11 @@ Test(conv_dispatch, verdicts_match_worded_plans)
                     check_verdict(devs[d], list[a], &call, what, &refused, &accepted);
             }
         /* win stride pad mode, over 1x5x9x9 */
-        static const int pools[][4] = {{3, 2, 1, PDNN_POOL_MAX}, {3, 1, 1, PDNN_POOL_MAX},      {9, 1, 0, PDNN_POOL_AVG_INCLUDE_PADDING},
-                                       {2, 2, 0, PDNN_POOL_AVG_INCLUDE_PADDING}, {3, 1, 1, PDNN_POOL_AVG_EXCLUDE_PADDING}};
+        static const int pools[][4] = {{3, 2, 1, PDNN_POOL_MAX},
+                                       {3, 1, 1, PDNN_POOL_MAX},
+                                       {9, 1, 0, PDNN_POOL_AVG_INCLUDE_PADDING},
+                                       {2, 2, 0, PDNN_POOL_AVG_INCLUDE_PADDING},
+                                       {3, 1, 1, PDNN_POOL_AVG_EXCLUDE_PADDING}};
         list = pdnn__algos(devs[d], PDNN__OP_POOL2D_FWD);
         for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++)
             for (int l = 0; l < 2; l++) {
