@@ -50,6 +50,8 @@ pdnn_status pdnn__cl_fail(const char *call, cl_int err)
     return pdnn__error(st, "OpenCL: %s failed with %s (%d)", call, pdnn__cl_error_name(err), (int)err);
 }
 
+int64_t pdnn__cl_balanced_items(const cl_dev *d) { return 8 * (int64_t)(d->cu > 0 ? d->cu : 1); }
+
 size_t pdnn__cl_wg_cap(const cl_dev *d, cl_kernel k, size_t want)
 {
     size_t wg = 0;

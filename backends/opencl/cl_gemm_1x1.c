@@ -125,7 +125,7 @@ static int64_t g1_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
     int64_t per = (32768 / cpg) / pt; /* tiles per work-item */
     if (per < 1)
         per = 1;
-    const int64_t nkb = g1_kp(c, i) / g1_kt(i), want = 8 * (int64_t)(d->cu > 0 ? d->cu : 1);
+    const int64_t nkb = g1_kp(c, i) / g1_kt(i), want = pdnn__cl_balanced_items(d);
     while (per > 1 && nkb * ((tiles + per - 1) / per) < want)
         per /= 2;
     if (per > tiles)
@@ -147,7 +147,7 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
         span = 32768 / ((c->c > 0 ? c->c : 1) * tw);
         if (span < 1)
             span = 1;
-        const int64_t want = 8 * (int64_t)(d->cu > 0 ? d->cu : 1);
+        const int64_t want = pdnn__cl_balanced_items(d);
         while (span > 1 && nrb * ((ntiles + span - 1) / span) < want)
             span /= 2;
     }

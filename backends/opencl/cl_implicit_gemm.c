@@ -140,7 +140,7 @@ static int64_t ig_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
         return pt;
     /* At most 2^20 pixels: the kernel takes the span as an int. */
     int64_t per = tiles < ((int64_t)1 << 20) / pt ? tiles : ((int64_t)1 << 20) / pt;
-    const int64_t nkb = ig_kp(c, i) / ig_kt(i), want = 8 * (int64_t)(d->cu > 0 ? d->cu : 1);
+    const int64_t nkb = ig_kp(c, i) / ig_kt(i), want = pdnn__cl_balanced_items(d);
     while (per > 1 && nkb * ((tiles + per - 1) / per) < want)
         per = (per + 1) / 2;
     return per * pt;

@@ -104,6 +104,10 @@ pdnn_status pdnn__cl_fail(const char *call, cl_int err);
  * work-group size (the kernels bound-check). Called with d->lock held. */
 pdnn_status pdnn__cl_launch(cl_dev *d, cl_kernel k, const char *name, int64_t total);
 
+/* Work-items that keep d's compute units balanced where a CPU kernel
+ * sizes its own split: 8 per compute unit. */
+int64_t pdnn__cl_balanced_items(const cl_dev *d);
+
 /* want (a power of two) halved until k's and d's work-group limits take
  * it (1 where k's limit cannot be read). */
 size_t pdnn__cl_wg_cap(const cl_dev *d, cl_kernel k, size_t want);

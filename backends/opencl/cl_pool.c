@@ -105,7 +105,7 @@ static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
      * strided max pools (27x27 to 56x56) 1.3-1.5x faster. One on GPUs. */
     cl_int rpi = 1;
     if (!nhwc && cpu) {
-        const int64_t want = 8 * (int64_t)(d->cu > 0 ? d->cu : 1), planes = c->n * c->c;
+        const int64_t want = pdnn__cl_balanced_items(d), planes = c->n * c->c;
         const int64_t per_plane = planes >= want ? 1 : (want + planes - 1) / planes;
         rpi = (cl_int)((c->p + per_plane - 1) / per_plane);
         if (rpi < 1)
