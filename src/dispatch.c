@@ -242,25 +242,28 @@ void pdnn__plan_verdict(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op
     plan_with(dev, algo, call, plan, 1);
 }
 
+/* plan->why = the text, unless only the verdict is wanted. */
+static void word_why(pdnn__plan *plan, const char *fmt, va_list ap)
+{
+    if (!plan->verdict_only)
+        vsnprintf(plan->why, sizeof plan->why, fmt, ap);
+}
+
 void pdnn__plan_refuse(pdnn__plan *plan, const char *fmt, ...)
 {
-    if (!plan->verdict_only) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(plan->why, sizeof plan->why, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    word_why(plan, fmt, ap);
+    va_end(ap);
     plan->supported = 0;
 }
 
 void pdnn__plan_skip(pdnn__plan *plan, const char *fmt, ...)
 {
-    if (!plan->verdict_only) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(plan->why, sizeof plan->why, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    word_why(plan, fmt, ap);
+    va_end(ap);
     plan->auto_skip = 1;
 }
 
