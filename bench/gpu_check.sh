@@ -17,7 +17,8 @@
 #           CUDA (not in the default).
 # Logs go to $OUT (at most 8 files come back); a summary is printed last.
 # Usage: bash bench/gpu_check.sh [steps...]   (default: the first seven; T= seconds
-# per job; GTESTS= the Criterion tests; PARITY=cuda skips OpenCL's harness)
+# per job; GTESTS= the Criterion tests; PARITY=cuda skips OpenCL's harness;
+# NV_ONLY=1 hides PoCL from OpenCL)
 cd "$(dirname "$0")/.." || exit 1
 O=${OUT:-/tmp/gpu-check}; mkdir -p "$O"
 steps=" ${*:-probe tests parity onnx models bench tune} "
@@ -31,6 +32,14 @@ export PDNN_NV_LIBS="$NV"
 ocl=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | grep -v "^/proc" | head -1)
 if [ -n "$ocl" ] && ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
     mkdir -p /etc/OpenCL/vendors && echo "$ocl" > /etc/OpenCL/vendors/nvidia.icd
+fi
+# NV_ONLY=1: OpenCL sees NVIDIA's driver alone, so the OpenCL jobs skip
+# the image's PoCL CPU device (most of their time there).
+if [ -n "${NV_ONLY:-}" ]; then
+    icd=$(grep -ls nvidia /etc/OpenCL/vendors/*.icd | head -1)
+    if [ -n "$icd" ]; then
+        mkdir -p /tmp/nv-icd && cp "$icd" /tmp/nv-icd/ && export OCL_ICD_VENDORS=/tmp/nv-icd
+    fi
 fi
 L="$PWD/.gpu/lib:$NV"
 P=$PWD/.gpu/polydnn
