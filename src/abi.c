@@ -81,6 +81,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_conv2d_params, bwd_data_algorithm),
     FIELD(pdnn_conv2d_params, bwd_filter_algorithm),
     FIELD(pdnn_conv2d_params, relu_cap),
+    FIELD(pdnn_conv2d_params, workspace_limit),
 
     STRUCT(pdnn_conv2d_tuning),
     FIELD(pdnn_conv2d_tuning, tunable),

@@ -304,6 +304,10 @@ typedef struct pdnn__op_call {
     const char *device_key;   /* the tuning cache's device: "backend|vendor|name|driver" */
     int force_config;         /* >= 0: plan must take this configuration
                                  (tests; see pdnn__dispatch_force) */
+    /* Set by the op: AUTO's workspace limit (pdnn_conv2d_params'), bytes;
+     * 0: none. AUTO tries plans within it first; a plan may use it to
+     * choose a configuration within it (CUDA: cuDNN's next proposal). */
+    size_t ws_limit;
 } pdnn__op_call;
 
 #define PDNN__WHY_LEN 256

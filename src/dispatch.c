@@ -888,6 +888,15 @@ static pdnn_status run_named(pdnn_device *dev, pdnn__op_call *call, const char *
     return st;
 }
 
+/* AUTO's fixed order takes the plans in three passes: those within the
+ * call's workspace limit, then those over it, then those it passes over. */
+static int auto_pass(const pdnn__op_call *call, const pdnn__plan *p)
+{
+    if (p->auto_skip)
+        return 2;
+    return call->ws_limit > 0 && p->workspace > call->ws_limit;
+}
+
 static void drop_plans(pdnn__plan *plans, pdnn__plan *local)
 {
     if (plans != local)
@@ -923,7 +932,16 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
     if (call->tuning != PDNN_TUNING_OFF) {
         int searched = 0;
         double seconds = 0.0;
-        const int m = measured_choice(dev, list, plans, n, call, &searched, &seconds);
+        int m = measured_choice(dev, list, plans, n, call, &searched, &seconds);
+        if (m >= 0 && auto_pass(call, &plans[m]) == 1)
+            for (int i = 0; i < n; i++)
+                if (plans[i].supported && auto_pass(call, &plans[i]) == 0) {
+                    pdnn__debug("%s on %s: the measured choice %s needs more workspace than the call's limit; "
+                                "using the fixed order",
+                                pdnn__op_name(call->op), dev->name, list[m]->name);
+                    m = -1;
+                    break;
+                }
         if (m >= 0) {
             st = run_planned(dev, list[m], &plans[m], call, &rep);
             if (st == PDNN_SUCCESS) {
@@ -948,17 +966,17 @@ pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *wa
                         pdnn__op_name(call->op), dev->name, list[m]->name, pdnn_last_error());
         }
     }
-    /* The fixed order: lowest rank first among those not passed over,
-     * then (nothing fitting) the passed-over ones; the first whose
-     * workspace the allocator gives runs. */
+    /* The fixed order: lowest rank first among those within the workspace
+     * limit, then those over it, then (nothing fitting) the passed-over
+     * ones; the first whose workspace the allocator gives runs. */
     char why[512] = "";
     int fitted_none = 0;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass++) {
         int done[MAX_PLANS] = {0};
         for (;;) {
             int pick = -1;
             for (int i = 0; i < n; i++)
-                if (!done[i] && plans[i].supported && plans[i].auto_skip == pass &&
+                if (!done[i] && plans[i].supported && auto_pass(call, &plans[i]) == pass &&
                     (pick < 0 || plans[i].rank < plans[pick].rank))
                     pick = i;
             if (pick < 0)

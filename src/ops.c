@@ -303,6 +303,7 @@ pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_para
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_CONV2D_FWD;
     pdnn__conv_call_from(p, x, w, y_layout, od, &call.u.conv2d);
+    call.ws_limit = p->workspace_limit;
     pdnn__call_prepare(dev, &call);
     pdnn__plan plan;
     pdnn__plan_for(dev, a, &call, &plan);
@@ -314,6 +315,11 @@ pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_para
     out->workspace_bytes = plan.supported ? plan.workspace : 0;
     snprintf(out->config, sizeof out->config, "%s", plan.supported ? plan.config_name : "");
     snprintf(out->why, sizeof out->why, "%s", plan.why);
+    if (plan.supported && !plan.auto_skip && call.ws_limit > 0 && plan.workspace > call.ws_limit)
+        snprintf(out->why, sizeof out->why,
+                 "AUTO tries it after the algorithms within the workspace limit (it needs %llu bytes, the limit "
+                 "is %llu)",
+                 (unsigned long long)plan.workspace, (unsigned long long)call.ws_limit);
     return PDNN_SUCCESS;
 }
 
@@ -362,6 +368,7 @@ static pdnn_status conv_forward(const char *fn, const pdnn_conv2d_params *p, con
     call.op = PDNN__OP_CONV2D_FWD;
     pdnn__conv2d_call *c = &call.u.conv2d;
     pdnn__conv_call_from(p, &x->desc, &w->desc, y->desc.layout, od, c);
+    call.ws_limit = p->workspace_limit;
     c->x_buf = x->block.buf;
     c->w_buf = w->block.buf;
     c->y_buf = y->block.buf;

@@ -361,7 +361,8 @@ PDNN_API void pdnn_tensor_release(pdnn_tensor *t);
 /* ------------------------------------------------------------------ */
 
 /* Convolution algorithms. AUTO takes the fastest one whose workspace
- * fits in the device's free memory (falling back to one that needs none);
+ * fits in the device's free memory (falling back to one that needs none),
+ * preferring those within pdnn_conv2d_params.workspace_limit;
  * naming one runs exactly that one or fails. Each backend registers the
  * algorithms it has (src/backend.h); the values below are the stable ids
  * of those this release has. An algorithm added later without an enum
@@ -453,9 +454,17 @@ typedef struct pdnn_conv2d_params {
      * not negative; only with relu = 1. Forward only: a graph's gradients
      * refuse a capped relu. */
     float relu_cap;
+    /* AUTO's workspace limit in bytes, a preference; 0 (default): none.
+     * AUTO tries the algorithms whose workspace is within it first (on
+     * CUDA, cuDNN's first proposal within it), and a larger one only
+     * where none of those runs. A named algorithm ignores it. A session
+     * sets it for each convolution to what keeps the device's memory in
+     * use within 1.2x of the largest live set it has measured. */
+    size_t workspace_limit;
 } pdnn_conv2d_params;
 
-/* stride 1, dilation 1, no padding, one group, no ReLU, AUTO algorithm. */
+/* stride 1, dilation 1, no padding, one group, no ReLU, AUTO algorithm,
+ * no workspace limit. */
 PDNN_API void pdnn_conv2d_params_init(pdnn_conv2d_params *p);
 
 /* TensorFlow's padding helpers for an input of in_h x in_w and a filter of
@@ -551,8 +560,9 @@ typedef struct pdnn_conv_algo_info {
     int tunable;           /* it has configurations `polydnn tune` searches */
     uint64_t workspace_bytes; /* workspace it needs here (when it applies) */
     char config[48];       /* the configuration it would run ("" if none) */
-    char why[256];         /* why it does not apply, or why AUTO passes
-                              over it; "" otherwise                      */
+    char why[256];         /* why it does not apply, why AUTO passes
+                              over it, or that it needs more than
+                              p's workspace_limit; "" otherwise          */
 } pdnn_conv_algo_info;
 
 /* Fills *out for algorithm algo (1 <= algo < pdnn_conv_algo_count()) and

@@ -581,6 +581,87 @@ Test(conv_parity, winograd_large_values_odd_sizes)
     pdnn_context_destroy(ctx);
 }
 
+/* AUTO under a workspace limit (pdnn_conv2d_params.workspace_limit) runs
+ * the first candidate of its fixed order whose workspace is within it, as
+ * pdnn_conv2d_query_algorithm reports them, with the same result as its
+ * pick without one. The limit is the least workspace of any candidate
+ * (at least 1 byte); on OpenCL the unlimited pick, implicit_gemm, needs
+ * more, so the limit must change the choice there. */
+Test(conv_dispatch, auto_prefers_the_workspace_limit)
+{
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = 1;
+    o.tuning = PDNN_TUNING_OFF; /* the fixed order, not a measured choice */
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *devs[8];
+    const int ndev = th_accelerators(ctx, devs, 8);
+    if (ndev == 0) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
+    }
+    const pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 16, 14, 14), wd = th_desc(PDNN_OIHW, 32, 16, 3, 3);
+    const pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 32, 14, 14);
+    float *xv = malloc(16 * 14 * 14 * sizeof(float)), *wv = malloc(32 * 16 * 9 * sizeof(float));
+    cr_assert(xv && wv);
+    th_fill(xv, 16 * 14 * 14, 11);
+    th_fill(wv, 32 * 16 * 9, 12);
+    for (int i = 0; i < ndev; i++) {
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+        pdnn_tensor *x = th_upload(devs[i], &xd, xv), *w = th_upload(devs[i], &wd, wv);
+        pdnn_tensor *y = th_upload(devs[i], &yd, NULL);
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        const pdnn_conv_algo free_pick = pdnn_conv2d_last_algorithm();
+        float *want = th_download(y);
+        uint64_t least = UINT64_MAX;
+        for (int a = 1; a < pdnn_conv_algo_count(); a++) {
+            pdnn_conv_algo_info info;
+            cr_assert_eq(pdnn_conv2d_query_algorithm(devs[i], &p, &xd, &wd, PDNN_NCHW, (pdnn_conv_algo)a, &info),
+                         PDNN_SUCCESS, "%s", pdnn_last_error());
+            if (info.applies && info.auto_candidate && info.workspace_bytes < least)
+                least = info.workspace_bytes;
+        }
+        cr_assert_neq(least, UINT64_MAX, "no candidate");
+        p.workspace_limit = least > 0 ? (size_t)least : 1;
+        /* The first candidate within the limit, as the query reports it. */
+        int first = 0, first_rank = 0;
+        for (int a = 1; a < pdnn_conv_algo_count(); a++) {
+            pdnn_conv_algo_info info;
+            cr_assert_eq(pdnn_conv2d_query_algorithm(devs[i], &p, &xd, &wd, PDNN_NCHW, (pdnn_conv_algo)a, &info),
+                         PDNN_SUCCESS, "%s", pdnn_last_error());
+            if (info.applies && info.auto_candidate && info.workspace_bytes <= p.workspace_limit &&
+                (!first || info.rank < first_rank)) {
+                first = a;
+                first_rank = info.rank;
+            }
+        }
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        const pdnn_conv_algo pick = pdnn_conv2d_last_algorithm();
+        pdnn_device_info dinfo;
+        pdnn_device_get_info(devs[i], &dinfo);
+        cr_assert_eq((int)pick, first, "%s: with a limit of %zu bytes AUTO ran %s, not %s", dinfo.name,
+                     p.workspace_limit, pdnn_conv_algo_name(pick), pdnn_conv_algo_name((pdnn_conv_algo)first));
+        if (is_opencl(devs[i]))
+            cr_assert_neq(pick, free_pick, "%s: the limit of %zu bytes did not change AUTO's %s", dinfo.name,
+                          p.workspace_limit, pdnn_conv_algo_name(free_pick));
+        float *got = th_download(y);
+        for (int j = 0; j < 32 * 14 * 14; j++)
+            cr_assert(fabsf(got[j] - want[j]) <= 1e-4f * (1.0f + fabsf(want[j])), "%s: y[%d] is %g, not %g",
+                      dinfo.name, j, (double)got[j], (double)want[j]);
+        free(got);
+        free(want);
+        pdnn_tensor_release(x);
+        pdnn_tensor_release(w);
+        pdnn_tensor_release(y);
+    }
+    free(xv);
+    free(wv);
+    pdnn_context_destroy(ctx);
+}
+
 /* AUTO's fixed order on OpenCL: implicit_gemm for ungrouped non-1x1
  * convolutions, where it measured faster than winograd and tiled (3x3
  * layers with many output tiles, where winograd used to be picked, and

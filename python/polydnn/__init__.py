@@ -101,7 +101,7 @@ class _ConvParams(ctypes.Structure):
     _fields_ = [(n, _c_int) for n in (
         "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_bottom",
         "pad_left", "pad_right", "groups", "relu", "algorithm", "bwd_data_algorithm", "bwd_filter_algorithm")] + [
-        ("relu_cap", ctypes.c_float)]
+        ("relu_cap", ctypes.c_float), ("workspace_limit", ctypes.c_size_t)]
 
 
 class _PoolParams(ctypes.Structure):
