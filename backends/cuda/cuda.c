@@ -304,6 +304,11 @@ typedef struct conv_plan {
     pdnn_layout x_copy_layout, w_copy_layout;
     int64_t hp, wp; /* padded input size when x_copy */
     size_t x_off, w_off, y_off, algo_off, algo_bytes, total;
+    /* Forward vendor: cuDNN's sizable proposals in its order (algo is the
+     * first), for a call's workspace limit to pick among. */
+    int n_alt;
+    cudnnConvolutionFwdAlgo_t alt[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    size_t alt_bytes[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
 } conv_plan;
 
 _Static_assert(sizeof(conv_plan) <= sizeof(((pdnn__plan *)0)->state), "conv_plan must fit in pdnn__plan.state");
@@ -961,7 +966,8 @@ static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_con
         if (!bwd_select(d, op, want, pl, &ws, why, len))
             return 0;
     } else if (want == PDNN_CONV_ALGO_VENDOR) {
-        /* The heuristics' first proposal whose workspace cuDNN can size.
+        /* The heuristics' first proposal whose workspace cuDNN can size,
+         * the others kept for a call's workspace limit (conv_plan_want).
          * Whether that workspace fits the device is core's question: when
          * it does not, AUTO moves on to im2col_gemm, then direct. */
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -975,13 +981,24 @@ static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_con
             return 0;
         }
         s = CUDNN_STATUS_NOT_SUPPORTED;
-        for (int i = 0; i < got && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT && s != CUDNN_STATUS_SUCCESS; i++) {
+        pl->n_alt = 0;
+        for (int i = 0; i < got && i < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; i++) {
             if (perf[i].status != CUDNN_STATUS_SUCCESS)
                 continue;
             proposed++;
-            ws = algo_workspace(d, perf[i].algo, &s);
-            if (s == CUDNN_STATUS_SUCCESS)
-                pl->algo = perf[i].algo;
+            cudnnStatus_t si;
+            const size_t b = algo_workspace(d, perf[i].algo, &si);
+            if (si != CUDNN_STATUS_SUCCESS) {
+                s = si;
+                continue;
+            }
+            pl->alt[pl->n_alt] = perf[i].algo;
+            pl->alt_bytes[pl->n_alt++] = b;
+        }
+        if (pl->n_alt > 0) {
+            s = CUDNN_STATUS_SUCCESS;
+            pl->algo = pl->alt[0];
+            ws = pl->alt_bytes[0];
         }
         if (s != CUDNN_STATUS_SUCCESS) {
             if (proposed == 0)
@@ -1155,6 +1172,14 @@ static void conv_plan_want(cu_dev *d, const pdnn__op_call *call, pdnn__plan *pla
         pdnn__plan_refuse(plan, "%s", why);
         return;
     }
+    /* Over the call's workspace limit: cuDNN's first proposal within it
+     * (the heuristics' order is their guess at speed), else the first. */
+    for (int i = 1; call->ws_limit > 0 && pl.total > call->ws_limit && i < pl.n_alt; i++)
+        if (pl.algo_off + pl.alt_bytes[i] <= call->ws_limit) {
+            pl.algo = pl.alt[i];
+            pl.algo_bytes = pl.alt_bytes[i];
+            pl.total = pl.algo_off + pl.alt_bytes[i];
+        }
     plan->supported = 1;
     plan->workspace = pl.total;
     /* e.g. "cudnn implicit_precomp_gemm copy xw": cuDNN's kernel family
