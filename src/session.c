@@ -518,14 +518,19 @@ static double node_flops(const pdnn__node *nd, const pdnn_tensor *const *in, con
     }
 }
 
-static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y)
+/* Runs nd; a convolution's AUTO prefers at most ws_limit bytes of
+ * workspace. */
+static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y, size_t ws_limit)
 {
     switch (nd->op) {
-    case PDNN__OP_CONV2D:
+    case PDNN__OP_CONV2D: {
+        pdnn_conv2d_params p = nd->conv;
+        p.workspace_limit = ws_limit;
         if (nd->residual)
-            return pdnn_conv2d_forward_residual(&nd->conv, in[0], in[1], nd->n_inputs > 3 ? in[2] : NULL,
+            return pdnn_conv2d_forward_residual(&p, in[0], in[1], nd->n_inputs > 3 ? in[2] : NULL,
                                                 in[nd->n_inputs - 1], y);
-        return pdnn_conv2d_forward(&nd->conv, in[0], in[1], nd->n_inputs > 2 ? in[2] : NULL, y);
+        return pdnn_conv2d_forward(&p, in[0], in[1], nd->n_inputs > 2 ? in[2] : NULL, y);
+    }
     case PDNN__OP_POOL2D: return pdnn_pool2d_forward(&nd->pool, in[0], y);
     case PDNN__OP_MATMUL: return pdnn_matmul(in[0], in[1], nd->trans_a, nd->trans_b, y);
     case PDNN__OP_ADD: return pdnn_add(in[0], in[1], y);
@@ -660,6 +665,17 @@ static void live(pdnn_session *s, run_state *r, const pdnn_tensor *t, int sign)
     r->live[d] += sign * pdnn_tensor_desc_bytes(&t->desc);
     if (r->live[d] > s->live_peak[d])
         s->live_peak[d] = r->live[d];
+}
+
+/* The workspace a node on dev may take without raising the device's
+ * memory in use above 1.2x the largest live set measured (the memory
+ * plan's bound), now that its inputs and output are live; at least 1
+ * byte, so that a limit stays set (0 would be none). */
+static size_t workspace_room(const pdnn_session *s, const run_state *r, const pdnn_device *dev)
+{
+    const int d = dev_index(s, dev);
+    const int64_t room = s->live_peak[d] + s->live_peak[d] / 5 - r->live[d];
+    return room > 0 ? (size_t)room : 1;
 }
 
 /* Counts the packed copies node i's run made of the constants it read
@@ -985,7 +1001,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         }
         if (st == PDNN_SUCCESS && !pdnn__no_value(nd)) {
             if (!r.absorb_on[i] && !aliased) /* else its inputs' nodes wrote it, or it is its input */
-                st = nd->op == PDNN__OP_ALLREDUCE ? run_allreduce(s, &r, i, y) : run_node(nd, in, y);
+                st = nd->op == PDNN__OP_ALLREDUCE ? run_allreduce(s, &r, i, y)
+                                                  : run_node(nd, in, y, workspace_room(s, &r, dev));
             if (st != PDNN_SUCCESS) {
                 char why[1024];
                 snprintf(why, sizeof why, "%s", pdnn_last_error());
