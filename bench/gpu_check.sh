@@ -6,7 +6,8 @@
 #   probe   the card, the driver, polydnn devices on CUDA and on OpenCL;
 #   tests   test_cuda alone, then the Criterion tests that run every device;
 #   parity  the parity harness on CUDA and on NVIDIA's OpenCL, forward and grad;
-#   onnx    tests/onnx_check.py on CUDA (and --models with ONNX_MODELS=1);
+#   onnx    tests/onnx_check.py on CUDA (and --models with ONNX_MODELS=1, alone
+#           with ONNX_MODELS=only);
 #   models  bench/gpu_models.py (polydnn on CUDA and OpenCL vs PyTorch);
 #   bench   polydnn bench resnet50 on CUDA (cuDNN the peer) and OpenCL;
 #   tune    polydnn tune resnet50 on NVIDIA's OpenCL, then its bench again;
@@ -71,7 +72,9 @@ if has parity; then
       log end ) > "$O/parity.txt" 2>&1 &
 fi
 if has onnx; then
-    ( log "== onnx cuda"; PYTHONUNBUFFERED=1 timeout "$T" python3 tests/onnx_check.py "$P" --device=/gpu:0
+    ( if [ "${ONNX_MODELS:-}" != only ]; then
+          log "== onnx cuda"; PYTHONUNBUFFERED=1 timeout "$T" python3 tests/onnx_check.py "$P" --device=/gpu:0
+      fi
       if [ -n "${ONNX_MODELS:-}" ]; then
           log "== onnx models cuda"; PYTHONUNBUFFERED=1 timeout "$T" python3 tests/onnx_check.py "$P" --device=/gpu:0 --models
       fi
