@@ -191,29 +191,45 @@ pdnn_status pdnn_graph_placeholder(pdnn_graph *g, const char *name, const char *
     return finish(g, &nd, NULL, 0, out);
 }
 
-pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *device, const pdnn_tensor_desc *desc,
-                                const float *data, pdnn_node *out)
+/* A constant node of data: a copy, or owned itself (freed on failure). */
+static pdnn_status constant(pdnn_graph *g, const char *name, const char *device, const pdnn_tensor_desc *desc,
+                            const float *data, float *owned, pdnn_node *out)
 {
     pdnn__node nd;
     pdnn_status st = begin(g, "pdnn_graph_constant", name, device, PDNN__OP_CONST, NULL, 0, out, &nd);
-    if (st != PDNN_SUCCESS)
+    if (st == PDNN_SUCCESS && !data && !owned)
+        st = shape_error(&nd, "data is NULL");
+    if (st == PDNN_SUCCESS && pdnn_tensor_desc_validate(desc) != PDNN_SUCCESS)
+        st = shape_error(&nd, pdnn_last_error());
+    if (st == PDNN_SUCCESS && desc->dtype != PDNN_FLOAT32)
+        st = shape_error(&nd, "only float32 constants are supported");
+    if (st != PDNN_SUCCESS) {
+        free(owned);
         return st;
-    if (!data)
-        return shape_error(&nd, "data is NULL");
-    if (pdnn_tensor_desc_validate(desc) != PDNN_SUCCESS)
-        return shape_error(&nd, pdnn_last_error());
-    if (desc->dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "only float32 constants are supported");
+    }
     int64_t bytes = pdnn_tensor_desc_bytes(desc);
-    nd.data = malloc((size_t)bytes);
+    nd.data = owned ? owned : malloc((size_t)bytes);
     if (!nd.data)
         return pdnn__host_oom(label(&nd), "the constant's data", (uint64_t)bytes);
-    memcpy(nd.data, data, (size_t)bytes);
+    if (data) /* not adopted */
+        memcpy(nd.data, data, (size_t)bytes);
     nd.out = *desc;
     st = finish(g, &nd, NULL, 0, out);
     if (st != PDNN_SUCCESS)
         free(nd.data);
     return st;
+}
+
+pdnn_status pdnn_graph_constant(pdnn_graph *g, const char *name, const char *device, const pdnn_tensor_desc *desc,
+                                const float *data, pdnn_node *out)
+{
+    return constant(g, name, device, desc, data, NULL, out);
+}
+
+pdnn_status pdnn__graph_constant_adopt(pdnn_graph *g, const char *device, const pdnn_tensor_desc *desc, float *data,
+                                       pdnn_node *out)
+{
+    return constant(g, NULL, device, desc, NULL, data, out);
 }
 
 static pdnn_status graph_conv2d(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn_node x,

@@ -72,6 +72,11 @@ const char *pdnn__op_type(const pdnn__node *n);
 pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *proto, const pdnn_node *inputs,
                             int n_inputs, pdnn_node *out);
 
+/* pdnn_graph_constant without the copy: the node takes data (malloc'd,
+ * desc's bytes), or frees it on failure. */
+pdnn_status pdnn__graph_constant_adopt(pdnn_graph *g, const char *device, const pdnn_tensor_desc *desc, float *data,
+                                       pdnn_node *out);
+
 /* Deep copy (session.c keeps its own). */
 pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out);
 

@@ -69,10 +69,10 @@ typedef struct value {
     int node;           /* graph node, -1 for a host constant */
     int rank;
     int64_t dims[8];
-    float *data;        /* float constant (owned) */
-    int64_t *i64;       /* int64 constant (owned) */
+    float *data;        /* float constant (owned unless alias) */
+    int64_t *i64;       /* int64 constant (owned unless alias) */
     int64_t count;
-    int alias;          /* data/i64 belong to another value */
+    int alias;          /* data/i64 belong to another value or to the parsed model */
 } value;
 
 typedef struct importer {
@@ -317,12 +317,12 @@ static pdnn_status tensor_value(importer *im, const Onnx__TensorProto *t, const 
     if (external) {
         st = read_external(im, t, bytes, &buf);
     } else {
-        buf = malloc(bytes ? bytes : 1);
-        if (!buf)
-            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: tensor '%s': out of host memory (%zu "
-                        "bytes)", name, bytes);
-        if (bytes)
-            memcpy(buf, src, bytes);
+        /* The parsed model outlives the values and nothing writes them:
+         * read its bytes in place (protobuf-c allocates each field apart,
+         * aligned for any type), one copy of the weights less. */
+        static int64_t empty[1]; /* a zero-sized tensor's data: not NULL, never read */
+        buf = bytes ? (void *)src : (void *)empty;
+        v.alias = 1;
     }
     if (st == PDNN_SUCCESS) {
         if (dt == ONNX_FLOAT)
@@ -331,7 +331,7 @@ static pdnn_status tensor_value(importer *im, const Onnx__TensorProto *t, const 
             v.i64 = buf;
         st = add_value(im, &v);
     }
-    if (st != PDNN_SUCCESS)
+    if (st != PDNN_SUCCESS && !v.alias)
         free(buf);
     return st;
 }
@@ -661,10 +661,10 @@ static pdnn_status import_conv(importer *im, size_t idx, const Onnx__NodeProto *
     }
     pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {K, 1, 1, 1}};
     int wn = -1, bn_ = -1, y = -1;
-    st = pdnn_graph_constant(im->graph, NULL, im->device, &wd, wf, &wn);
+    st = pdnn__graph_constant_adopt(im->graph, im->device, &wd, wf, &wn); /* wf is the node's now */
     if (st == PDNN_SUCCESS && has_bias)
         st = pdnn_graph_constant(im->graph, NULL, im->device, &bd, bf, &bn_);
-    free(wf), free(bf);
+    free(bf);
     if (st == PDNN_SUCCESS)
         st = z >= 0 ? pdnn_graph_conv2d_residual(im->graph, out_name, im->device, x->node, wn, bn_, z, &p, &y)
                     : pdnn_graph_conv2d(im->graph, out_name, im->device, x->node, wn, bn_, &p, &y);
