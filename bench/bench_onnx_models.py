@@ -7,7 +7,10 @@ unless --no-tune) and ONNX Runtime's CPU provider with intra-op threads =
 the cores, in alternation, and prints a Markdown table: ms per batch,
 images/s, the ratio polydnn / ONNX Runtime, the convolution and matmul
 GFLOP/s of each and the % of the device's measured FMA peak polydnn
-reaches; then the geomean of the ratios.
+reaches, and the time to load the model: polydnn's import (parse, fold,
+plan; best of the rounds, each a fresh process) beside the creation of
+ONNX Runtime's session (load and optimize; best of the rounds); then the
+geomean of the ratios.
 
 Usage: bench_onnx_models.py POLYDNN_TOOL [--device D] [--layout NCHW|NHWC] [--iters N]
        [--rounds R] [--batches 1,8] [--models a,b] [--no-tune]
@@ -81,7 +84,8 @@ def polydnn_ms(tool, path, batch, device, iters, env, layout):
     if device:
         cmd += ["--device", device]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
-    return float(re.search(r"time per run: ([0-9.]+) ms", out).group(1))
+    return (float(re.search(r"time per run: ([0-9.]+) ms", out).group(1)),
+            float(re.search(r"imported in ([0-9.]+) ms", out).group(1)))
 
 
 def ort_ms(sess, x, iters):
@@ -113,8 +117,8 @@ def main():
           f"{iters} runs per timing after {WARMUP} untimed, best of {rounds} alternated rounds; "
           f"polydnn {'tuned (one run with POLYDNN_TUNING=search first)' if tune else 'untuned'}\n")
     print("| model | batch | GFLOP | polydnn ms | polydnn img/s | ORT ms | ORT img/s | ratio | polydnn GFLOP/s "
-          "| % of peak | ORT GFLOP/s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| % of peak | ORT GFLOP/s | polydnn import ms | ORT session ms |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     ratios = []
     with tempfile.TemporaryDirectory(prefix="pdnn-bench-onnx-") as tmp:
         for name in models:
@@ -122,23 +126,28 @@ def main():
             export(name, path)
             so = ort.SessionOptions()
             so.intra_op_num_threads = cores
-            sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            o_load = float("inf")
+            for _ in range(rounds):
+                t = time.perf_counter()
+                sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+                o_load = min(o_load, (time.perf_counter() - t) * 1e3)
             for batch in batches:
                 flops = model_flops(path, batch)
                 if tune:
                     tenv = dict(env, POLYDNN_TUNING="search")
                     polydnn_ms(tool, path, batch, device, 1, tenv, layout)
                 x = np.random.default_rng(1).uniform(-1, 1, (batch, 3, 224, 224)).astype(np.float32)
-                p_best = o_best = float("inf")
+                p_best = o_best = p_load = float("inf")
                 for _ in range(rounds):
-                    p_best = min(p_best, polydnn_ms(tool, path, batch, device, iters, env, layout))
+                    ms, load = polydnn_ms(tool, path, batch, device, iters, env, layout)
+                    p_best, p_load = min(p_best, ms), min(p_load, load)
                     o_best = min(o_best, ort_ms(sess, x, iters))
                 ratio = o_best / p_best  # throughput ratio: > 1 means polydnn is faster
                 ratios.append(ratio)
                 pg, og = flops / p_best / 1e6, flops / o_best / 1e6
                 print(f"| {name} | {batch} | {flops / 1e9:.2f} | {p_best:.1f} | {batch / p_best * 1e3:.1f} | "
                       f"{o_best:.1f} | {batch / o_best * 1e3:.1f} | {ratio:.2f}x | {pg:.1f} | "
-                      f"{100 * pg / peak:.1f}% | {og:.1f} |", flush=True)
+                      f"{100 * pg / peak:.1f}% | {og:.1f} | {p_load:.0f} | {o_load:.0f} |", flush=True)
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"\ngeomean throughput ratio polydnn / ONNX Runtime: {geo:.2f}x over {len(ratios)} model-batch pairs")
 
