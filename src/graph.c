@@ -594,18 +594,10 @@ pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out)
                 break;
             memcpy(d->inputs, s->inputs, sizeof *d->inputs * (size_t)s->n_inputs);
         }
-        if (s->data) {
-            size_t bytes = (size_t)pdnn_tensor_desc_bytes(&s->out);
-            failed_bytes = bytes;
-            d->data = malloc(bytes);
-            if (!(ok = d->data != NULL))
-                break;
-            memcpy(d->data, s->data, bytes);
-        }
     }
     if (!ok) {
         pdnn_graph_destroy(c);
-        return pdnn__host_oom("copying a graph", "a node's inputs or constant data", failed_bytes);
+        return pdnn__host_oom("copying a graph", "a node's inputs", failed_bytes);
     }
     *out = c;
     return PDNN_SUCCESS;

@@ -77,7 +77,9 @@ pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *p
 pdnn_status pdnn__graph_constant_adopt(pdnn_graph *g, const char *device, const pdnn_tensor_desc *desc, float *data,
                                        pdnn_node *out);
 
-/* Deep copy (session.c keeps its own). */
+/* A copy of g's nodes and their inputs without the constants' and
+ * variables' data (NULL): session.c keeps its own, and puts the data on
+ * the devices from g while it is created. */
 pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out);
 
 /* Chooses a device for every node (placer.c). placed[i] receives node i's

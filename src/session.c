@@ -339,7 +339,7 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         s->owns_ctx = st == PDNN_SUCCESS;
     }
     if (st == PDNN_SUCCESS)
-        st = pdnn__graph_clone(g, &s->g);
+        st = pdnn__graph_clone(g, &s->g); /* without the data: it goes to the devices from g, below */
     if (st == PDNN_SUCCESS) {
         size_t n = (size_t)(g->n ? g->n : 1);
         s->placed = calloc(n, sizeof *s->placed);
@@ -375,7 +375,7 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
             continue;
         st = pdnn_tensor_create(s->placed[i], &nd->out, &s->consts[i]);
         if (st == PDNN_SUCCESS)
-            st = pdnn_tensor_write(s->consts[i], nd->data, (size_t)pdnn_tensor_desc_bytes(&nd->out));
+            st = pdnn_tensor_write(s->consts[i], g->nodes[i].data, (size_t)pdnn_tensor_desc_bytes(&nd->out));
         if (st == PDNN_SUCCESS) {
             /* Nothing writes a constant again: algorithms may keep it packed. */
             if (nd->op == PDNN__OP_CONST)
