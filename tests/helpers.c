@@ -50,15 +50,24 @@ int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max)
     return n;
 }
 
-pdnn_context *th_accel_context(pdnn_device **devs, int *ndev)
+/* ctx's accelerators into devs (at most 8); the test skips without any. */
+static pdnn_context *keep_accelerators(pdnn_context *ctx, pdnn_device **devs, int *ndev)
 {
-    pdnn_context *ctx = th_context();
     *ndev = th_accelerators(ctx, devs, 8);
     if (*ndev == 0) {
         pdnn_context_destroy(ctx);
         cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
     }
     return ctx;
+}
+
+pdnn_context *th_accel_context(pdnn_device **devs, int *ndev) { return keep_accelerators(th_context(), devs, ndev); }
+
+pdnn_context *th_accel_context_opts(const pdnn_context_options *opts, pdnn_device **devs, int *ndev)
+{
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(opts, &ctx), PDNN_SUCCESS, "context: %s", pdnn_last_error());
+    return keep_accelerators(ctx, devs, ndev);
 }
 
 bool th_has_algo(pdnn_device *dev, pdnn_conv_algo algo)

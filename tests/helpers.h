@@ -27,6 +27,9 @@ int th_accelerators(pdnn_context *ctx, pdnn_device **out, int max);
  * are none, as on a machine without OpenCL or CUDA devices. */
 pdnn_context *th_accel_context(pdnn_device **devs, int *ndev);
 
+/* The same, for a context created with opts. */
+pdnn_context *th_accel_context_opts(const pdnn_context_options *opts, pdnn_device **devs, int *ndev);
+
 /* Whether dev's backend has convolution algorithm algo (asked on a small
  * valid shape). */
 bool th_has_algo(pdnn_device *dev, pdnn_conv_algo algo);

@@ -22,13 +22,9 @@ static pdnn_context *ctx_with(int growth, double fraction, pdnn_device **gpu)
     o.allow_growth = growth != 0;
     o.growth_policy = growth == 2 ? PDNN_GROWTH_DOUBLE : PDNN_GROWTH_GRADUAL;
     o.memory_fraction = fraction;
-    pdnn_context *ctx = NULL;
-    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_device *accel[8];
-    if (th_accelerators(ctx, accel, 8) == 0) {
-        pdnn_context_destroy(ctx);
-        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
-    }
+    int naccel;
+    pdnn_context *ctx = th_accel_context_opts(&o, accel, &naccel);
     *gpu = accel[0];
     return ctx;
 }
@@ -471,14 +467,9 @@ Test(memory, huge_option_without_growth_reserves_quickly_and_boundedly, .init = 
     pdnn_context_options_init(&o);
     o.allow_growth = 0;
     o.memory_limit = UINT64_MAX;
-    pdnn_context *ctx = NULL;
-    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_device *accel[8];
-    const int naccel = th_accelerators(ctx, accel, 8);
-    if (naccel == 0) {
-        pdnn_context_destroy(ctx);
-        cr_skip_test("no accelerator device (OpenCL or CUDA) is present");
-    }
+    int naccel;
+    pdnn_context *ctx = th_accel_context_opts(&o, accel, &naccel);
     pdnn_device *d = accel[0];
     pdnn_device_info info;
     cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
