@@ -417,6 +417,18 @@ static void build_conv_cases(void)
         {3, 16, 15, 64, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 16, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {2, 16, 9, 40, 16, 3, 9, 1, 1, 1, 1, 1, 1, 4, 4, 16, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {1, 8, 5, 33, 8, 1, 11, 1, 2, 1, 2, 0, 0, 5, 3, 8, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        /* dw_plane (stride 1, output as large as the input, NCHW planes
+         * contiguous): 7x7 planes whose chunks span rows, a multiplier,
+         * "same" padding all on one side, dilation 2, a 2x5 filter, 1x1
+         * images in a batch of 17 (loads past both ends of x) and a 1x1
+         * filter. */
+        {1, 24, 7, 7, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 8, 14, 14, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {1, 5, 9, 13, 5, 3, 3, 1, 1, 1, 1, 0, 2, 2, 0, 5, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {3, 6, 10, 11, 6, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 6, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 16, 6, 17, 16, 2, 5, 1, 1, 1, 1, 1, 0, 2, 2, 16, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 4, 1, 1, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 3, 5, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
     };
     add_conv_all_layouts("depthwise", 1, depthwise, sizeof depthwise / sizeof depthwise[0], 9500);
 
