@@ -38,10 +38,6 @@ extern const pdnn__algo pdnn__cl_algo_depthwise;
 enum { DW_NHWC, DW_NCHW, DW_PLANE, DW_KERNELS };
 
 static const char *const dw_names[DW_KERNELS] = {"dw_nhwc", "dw_nchw", "dw_plane"};
-static const char *const set_names[DW_KERNELS] = {"clSetKernelArg(dw_nhwc)", "clSetKernelArg(dw_nchw)",
-                                                  "clSetKernelArg(dw_plane)"};
-static const char *const enqueue_names[DW_KERNELS] = {
-    "clEnqueueNDRangeKernel(dw_nhwc)", "clEnqueueNDRangeKernel(dw_nchw)", "clEnqueueNDRangeKernel(dw_plane)"};
 
 /* groups == C is a depthwise convolution (K = C * m follows from core's
  * check that groups divide K). The launch grids index with int and have
@@ -121,6 +117,23 @@ static int use_plane(const cl_dev *d, const pdnn__conv2d_call *c)
            c->xs[2] == c->w && c->ys[3] == 1 && c->ys[2] == c->q;
 }
 
+/* Chunks per work-item, so that `units` (rows or planes) split into blocks
+ * of `chunks` chunks make about `want` work-items: all of a unit's chunks
+ * where there are that many units already. */
+static int chunks_per_item(int64_t units, int64_t chunks, int64_t want)
+{
+    const int64_t groups = units >= want ? 1 : (want + units - 1) / units;
+    return (int)(groups >= chunks ? 1 : (chunks + groups - 1) / groups);
+}
+
+/* The OpenCL call that failed with err, for kernel `which`. */
+static pdnn_status dw_fail(const char *call, int which, cl_int err)
+{
+    char what[64];
+    snprintf(what, sizeof what, "%s(%s)", call, dw_names[which]);
+    return pdnn__cl_fail(what, err);
+}
+
 /* Called with d->lock held. */
 static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
 {
@@ -167,16 +180,14 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     const int64_t chunks = (c->q + qv - 1) / qv, rows = c->n * c->k * c->p;
     const int64_t plane_chunks = (c->h * c->w + qv - 1) / qv, planes = c->n * c->k;
     if (plane) {
-        /* Blocks of chunks where there are fewer planes than that. */
-        const int64_t groups = planes >= PLANE_ITEMS ? 1 : (PLANE_ITEMS + planes - 1) / planes;
-        cw = (int)(groups >= plane_chunks ? 1 : (plane_chunks + groups - 1) / groups);
+        cw = chunks_per_item(planes, plane_chunks, PLANE_ITEMS);
     } else if (!nhwc) {
         const int64_t want = pdnn__cl_is_cpu(d) ? DW_NCHW_ITEMS_CPU : DW_NCHW_ITEMS_GPU;
-        const int64_t t = rows / want, groups = rows >= want ? 1 : (want + rows - 1) / rows;
+        const int64_t t = rows / want;
         tp = (int)(t < 1 ? 1 : t > c->p ? c->p : t);
         const int64_t whole = (tp + pb - 1) / pb * pb; /* whole blocks of DW_PB rows */
         tp = (int)(whole > c->p ? c->p : whole);
-        cw = (int)(groups >= chunks ? 1 : (chunks + groups - 1) / groups);
+        cw = chunks_per_item(rows, chunks, want);
     }
     cl_int4 pad_fast = int4_of(c->pad_top, c->pad_left, fast, tp);
     cl_int err = CL_SUCCESS;
@@ -203,7 +214,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
         SET_ARG(k, 17, cwa);
     }
     if (err != CL_SUCCESS)
-        return pdnn__cl_fail(set_names[which], err);
+        return dw_fail("clSetKernelArg", which, err);
 
     /* NHWC: channel blocks x column blocks x image rows; NCHW: blocks of
      * tp rows x image channels x blocks of cw column chunks. A work-group spans the first two axes (up
@@ -232,7 +243,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     for (int i = 0; i < 3; i++)
         global[i] = (g[i] + local[i] - 1) / local[i] * local[i];
     err = clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, 0, NULL, NULL);
-    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail(enqueue_names[which], err);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : dw_fail("clEnqueueNDRangeKernel", which, err);
 }
 
 static pdnn_status dw_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
