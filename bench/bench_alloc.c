@@ -3,7 +3,7 @@
  * by side in one run; and the fragmentation (reserved / peak in use) of
  * allow_growth over a ResNet-50 forward pass's allocation trace. */
 #define CL_TARGET_OPENCL_VERSION 120
-#include "bfc.h"
+#include "core/bfc.h"
 
 #include <CL/cl.h>
 #include <stdio.h>

@@ -2,10 +2,10 @@
  * (batch from argv, default 1) in both layouts on one device, the direct
  * kernel against the im2col + CLBlast SGEMM peer, measured side by side in
  * one run. Prints a Markdown table of GFLOP/s and the ratio to the peer.
- * The layer table is the tool's (src/cli/layers.c); `polydnn bench
+ * The layer table is the tool's (tools/layers.c); `polydnn bench
  * resnet50` measures the same layers with more peers. */
 #include "polydnn.h"
-#include "src/cli/layers.h"
+#include "tools/layers.h"
 
 #include <math.h>
 #include <stdio.h>

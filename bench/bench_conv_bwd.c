@@ -1,5 +1,5 @@
 /* Backward convolution on one device: ResNet-50 v1.5's distinct
- * convolutions (src/cli/layers.c), backward data and backward filter, by
+ * convolutions (tools/layers.c), backward data and backward filter, by
  * AUTO (the tuning cache's choice; POLYDNN_TUNING=search measures), each
  * timed (best of iters after a warm-up) against oneDNN's backward
  * primitives on the host CPU in the same run, with GFLOP/s (the forward's
@@ -21,9 +21,9 @@
 #include "config.h"
 #endif
 #include "polydnn.h"
-#include "src/cli/layers.h"
+#include "tools/layers.h"
 #ifdef PDNN_HAVE_DNNL
-#include "src/cli/peer_dnnl.h"
+#include "tools/peer_dnnl.h"
 #endif
 
 #include <math.h>

@@ -1,7 +1,7 @@
 # PDNN_CHECK_DNNL: --with-dnnl[=DIR]|--without-dnnl (default auto).
 # oneDNN is the CPU peer of `polydnn bench` only: the tool links it, the
 # library never does. Its C API changed in 3.0 (primitive descriptors
-# made in one call, memory descriptors became handles); src/cli/peer_dnnl.c
+# made in one call, memory descriptors became handles); tools/peer_dnnl.c
 # speaks both, so the check links the entry point of the version found.
 AC_DEFUN([PDNN_CHECK_DNNL], [
   AC_ARG_WITH([dnnl],

@@ -1,4 +1,4 @@
-# PDNN_CHECK_ONNX: ONNX import (src/onnx_import.c). The protobuf-c code is
+# PDNN_CHECK_ONNX: ONNX import (src/io/onnx_import.c). The protobuf-c code is
 # generated at build time with protoc-c from the onnx.proto that Debian's
 # python3-onnx installs (or --with-onnx-proto=FILE); the schema is never
 # copied into the repository. Without protoc-c, libprotobuf-c or the schema,

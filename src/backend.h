@@ -222,7 +222,7 @@ typedef struct pdnn__optim_call {
 /* ---- ops and their algorithm registries -----------------------------------
  * An op that has algorithms (several ways to compute it, chosen per call)
  * is one value of pdnn__op with one member of pdnn__op_call. Each backend
- * lists, per op, its algorithms (pdnn__algo); core (src/dispatch.c)
+ * lists, per op, its algorithms (pdnn__algo); core (src/ops/dispatch.c)
  * chooses among them: what applies and whose workspace the allocator can
  * give, then the tuning cache's measured choice, else the lowest rank.
  * Adding an op adds an enum value, a call member and table entries;
@@ -468,7 +468,7 @@ int pdnn__opencl_builds(const pdnn__cl_build_record **out);
 void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
 #endif
 
-/* ---- core helpers for backends (src/dispatch.c) ------------------------ */
+/* ---- core helpers for backends (src/ops/dispatch.c) ------------------------ */
 
 /* The tuning cache's shape key of a call: every field that changes what
  * a kernel does (layouts, dtype, every size, stride, dilation, all four
@@ -531,7 +531,7 @@ int pdnn__search_configs(const pdnn__config_search *s, pdnn__run_report *rep);
 /* Monotonic seconds. */
 double pdnn__now(void);
 
-/* Errors (src/error.c): records the message for pdnn_last_error() and
+/* Errors (src/core/error.c): records the message for pdnn_last_error() and
  * returns status, so failures read `return pdnn__error(...)`. */
 pdnn_status pdnn__error(pdnn_status status, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -549,7 +549,7 @@ void pdnn__debug(const char *fmt, ...)
 /* Formats a byte count for messages, e.g. "3.8 GiB" ("1 KiB", "512 B"). */
 const char *pdnn__format_bytes(uint64_t bytes, char *buf, size_t len);
 
-/* A failed host allocation (src/memory.c): PDNN_ERR_OUT_OF_MEMORY with
+/* A failed host allocation (src/core/memory.c): PDNN_ERR_OUT_OF_MEMORY with
  * "<where>: out of host memory for <what>: N bytes (X MiB)", so that every
  * such message names the buffer and its size. */
 pdnn_status pdnn__host_oom(const char *where, const char *what, uint64_t bytes);

@@ -39,8 +39,8 @@
 #include "config.h"
 #endif
 
-#include "context.h"
-#include "dispatch.h"
+#include "core/context.h"
+#include "ops/dispatch.h"
 #include "helpers.h"
 #include "parity.h"
 

@@ -24,8 +24,8 @@
  * Tolerance 1e-5 everywhere but relu and transform (exact): float32 rounding of these short
  * computations stays near 1e-7, a wrong term or index is off by far more.
  */
-#include "context.h"
-#include "dispatch.h"
+#include "core/context.h"
+#include "ops/dispatch.h"
 #include "helpers.h"
 #include "parity.h"
 

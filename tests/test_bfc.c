@@ -1,7 +1,7 @@
 /* The allocator against a fake region source: rounding, best fit, split,
  * coalescing, growth, limits, fault injection, messages, exact stats, and
  * a multi-threaded stress run. */
-#include "bfc.h"
+#include "core/bfc.h"
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>

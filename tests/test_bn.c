@@ -1,7 +1,7 @@
 /* Batch normalization's public API: a small case worked by hand on every
  * device in both layouts (the parity harness's batch_norm set covers the
  * shape grid), and bad input refused with a message naming what was wrong. */
-#include "context.h"
+#include "core/context.h"
 #include "helpers.h"
 
 #include <criterion/criterion.h>

@@ -4,8 +4,8 @@
  * shapes and layouts is the op-parity harness's (tests/parity.c). */
 #include "helpers.h"
 #include "backend.h"
-#include "dispatch.h"
-#include "context.h"
+#include "ops/dispatch.h"
+#include "core/context.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

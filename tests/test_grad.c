@@ -2,7 +2,7 @@
  * (the op-parity harness's grad mode covers the shape grid), and bad input
  * refused with a message naming what was wrong. */
 #include "backend.h"  /* white-box: the registry, to force algorithms by name */
-#include "dispatch.h"
+#include "ops/dispatch.h"
 #include "helpers.h"
 
 #include <criterion/criterion.h>

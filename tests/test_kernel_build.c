@@ -7,8 +7,8 @@
  * empty. A warning is a kernel bug, and PoCL's clang also prints
  * "N warnings generated." straight to the user's terminal. */
 #include "backend.h"
-#include "context.h"
-#include "dispatch.h"
+#include "core/context.h"
+#include "ops/dispatch.h"
 #include "helpers.h"
 
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 /* The .npy reader and writer: round trips, numpy's own byte layout, and
  * every kind of corrupt or unsupported file. */
-#include "cli/npy.h"
+#include "tools/npy.h"
 
 #include <criterion/criterion.h>
 #include <signal.h>

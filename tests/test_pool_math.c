@@ -1,10 +1,10 @@
-/* The arithmetic of the CUDA backend's padded pooling (src/pool_math.h),
+/* The arithmetic of the CUDA backend's padded pooling (src/ops/pool_math.h),
  * checked on the host: the decomposition it drives cuDNN with (padded
  * copy, unpadded floor-mode pooling with the whole window as divisor, a
  * per-position scale) is emulated in plain C and compared with the host
  * reference, so the math holds even where no GPU can run the cuDNN side. */
 #include "helpers.h"
-#include "pool_math.h"
+#include "ops/pool_math.h"
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>

@@ -272,7 +272,7 @@ class MatchTorchFunctional(unittest.TestCase):
 
 
 def chunk(t):
-    """The bytes the allocator takes for t's elements (src/bfc.c rounds to 256)."""
+    """The bytes the allocator takes for t's elements (src/core/bfc.c rounds to 256)."""
     return -(-t.numel() * 4 // 256) * 256
 
 

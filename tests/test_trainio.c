@@ -3,9 +3,9 @@
  * checkpoints (round trip, numpy.load of ours and our reader of numpy's,
  * truncated and corrupt archives, nothing overwritten on failure), and the
  * progress display's non-terminal and terminal forms. */
-#include "cli/idx.h"
-#include "cli/npz.h"
-#include "cli/progress.h"
+#include "tools/idx.h"
+#include "tools/npz.h"
+#include "tools/progress.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

@@ -3,9 +3,9 @@
  * checked result, cached mode uses it, off ignores it, a bad entry falls
  * back to the default, and every run still matches the host. */
 #include "backend.h"
-#include "fileio.h"
+#include "core/fileio.h"
 #include "helpers.h"
-#include "tuning.h"
+#include "ops/tuning.h"
 
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>

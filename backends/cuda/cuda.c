@@ -17,7 +17,7 @@
  * pointers and the workspace; asymmetric padding is native there
  * (pre/post padding), which would remove the padded input copies below. */
 #include "backend.h"
-#include "pool_math.h"
+#include "ops/pool_math.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

@@ -38,8 +38,7 @@
  * the compiler's. A process that never destroys its context therefore
  * caches nothing. */
 #include "backends/opencl/cl_internal.h"
-#include "fileio.h"
-#include "tuning.h"
+#include "core/fileio.h"
 
 #include <errno.h>
 #include <pthread.h>

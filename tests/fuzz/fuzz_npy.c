@@ -1,11 +1,11 @@
-/* libFuzzer target for the .npy reader (src/cli/npy.c). Each input goes
+/* libFuzzer target for the .npy reader (tools/npy.c). Each input goes
  * through both readers: npy_parse on the bytes, and npy_read_stream on
  * an fmemopen stream, which has no file descriptor and so takes the path
  * a pipe takes (size unknown, read as far as the header allows). Beyond
  * the sanitizers' checks, the two must agree: same status, and on
  * success the same shape and the same bytes. Built and run by
  * tests/fuzz/run-fuzz-npy.sh (clang -fsanitize=fuzzer,address,undefined). */
-#include "cli/npy.h"
+#include "tools/npy.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
-/* libFuzzer target for the .npz reader (src/cli/npz.c, which parses its
- * members with src/cli/npy.c). Beyond the sanitizers' checks: a refusal
+/* libFuzzer target for the .npz reader (tools/npz.c, which parses its
+ * members with tools/npy.c). Beyond the sanitizers' checks: a refusal
  * leaves nothing behind and says why; a success has named members whose
  * arrays hold their data. Built and run by tests/fuzz/run-fuzz-npz.sh
  * from the seed corpus tests/fuzz/npz-corpus (tests/npz_numpy.py make). */
-#include "cli/npz.h"
+#include "tools/npz.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target of the ONNX importer (src/onnx_import.c): any bytes
+/* libFuzzer target of the ONNX importer (src/io/onnx_import.c): any bytes
  * given as a model buffer are either imported into a graph whose inputs
  * and outputs are nodes of it, or refused with an error; never a crash, a
  * hang, a leak or an allocation beyond the fuzzer's limit. Built and run

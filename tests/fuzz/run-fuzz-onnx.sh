@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds the ONNX importer's fuzz target with clang (libFuzzer + ASan +
-# UBSan on src/onnx_import.c, the rest of the library from the built
+# UBSan on src/io/onnx_import.c, the rest of the library from the built
 # tree's libpolydnn_internal.a) and runs it for SECONDS (default 60) from
 # the seed corpus tests/fuzz/onnx-corpus (small models of every supported
 # op, written by tests/fuzz/make-onnx-corpus.py). Run it in a configured
@@ -25,7 +25,7 @@ mkdir -p "$out/corpus"
 # it is never pulled in, since every symbol it defines is defined first.
 "$cc" -g -O1 -std=c11 -D_GNU_SOURCE -DPDNN_BUILDING -DHAVE_CONFIG_H -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I"$src" -I"$src/src" -I"$build" \
-    "$src/tests/fuzz/fuzz_onnx.c" "$src/src/onnx_import.c" "$build/.libs/libpolydnn_internal.a" \
+    "$src/tests/fuzz/fuzz_onnx.c" "$src/src/io/onnx_import.c" "$build/.libs/libpolydnn_internal.a" \
     $libs -lpthread -ldl -lm -o "$out/fuzz_onnx"
 echo "fuzz_onnx: ${seconds}s from $src/tests/fuzz/onnx-corpus"
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 "$out/fuzz_onnx" \

@@ -1,0 +1,96 @@
+/* The graph's nodes, shared by graph.c, placer.c and session.c. */
+#ifndef POLYDNN_GRAPH_H
+#define POLYDNN_GRAPH_H
+
+#include "core/context.h"
+
+typedef enum pdnn__node_op {
+    PDNN__OP_PLACEHOLDER,
+    PDNN__OP_CONST,
+    PDNN__OP_CONV2D,
+    PDNN__OP_POOL2D,
+    PDNN__OP_MATMUL,
+    PDNN__OP_ADD,
+    PDNN__OP_ADD_N,
+    PDNN__OP_BIAS_ADD,
+    PDNN__OP_RELU,
+    PDNN__OP_SOFTMAX,
+    PDNN__OP_RESHAPE,
+    PDNN__OP_VARIABLE,         /* data: the initial value; the session keeps the value */
+    PDNN__OP_XENT,             /* softmax cross-entropy loss: inputs logits, labels */
+    PDNN__OP_XENT_GRAD,        /* its dlogits: inputs logits, labels */
+    PDNN__OP_G_CONV_BWD_DATA,  /* inputs dy, w; conv */
+    PDNN__OP_G_CONV_BWD_FILTER, /* inputs x, dy; conv */
+    PDNN__OP_G_CONV_BWD_BIAS,  /* input dy */
+    PDNN__OP_G_POOL_BWD,       /* inputs x, dy; pool */
+    PDNN__OP_G_RELU_BWD,         /* inputs y, dy */
+    PDNN__OP_APPLY,            /* inputs var, grad, slots; updates var in place; no value */
+    PDNN__OP_TRAIN,            /* inputs the APPLY nodes; then global_step += 1; no value */
+    PDNN__OP_MUL,              /* x * alpha (pdnn_scale) */
+    PDNN__OP_ACT,              /* pdnn_activation_forward: act, alpha, beta */
+    PDNN__OP_CONCAT,           /* pdnn_concat along axis */
+    PDNN__OP_TRANSPOSE,        /* pdnn_transform into out.layout */
+    PDNN__OP_ALLREDUCE,        /* mean over the ranks (session.c with comm.c) */
+    PDNN__OP_ELTWISE           /* pdnn_binary: inputs a, b (broadcast); binop */
+} pdnn__node_op;
+
+typedef struct pdnn__node {
+    char name[128];
+    char device[128];   /* requested, "" if none */
+    pdnn__node_op op;
+    int *inputs;        /* node indices; -1 for an absent optional input */
+    int n_inputs;
+    pdnn_tensor_desc out;
+    pdnn_conv2d_params conv;
+    pdnn_pool2d_params pool;
+    int trans_a, trans_b;
+    float *data;        /* constants, variables' initial values */
+    pdnn_optimizer_params optim; /* APPLY */
+    int step;           /* APPLY, TRAIN: the global_step variable */
+    int colocate;       /* 1 + the node whose device this one takes when it names none; 0: none */
+    float alpha;        /* MUL, ACT */
+    float beta;         /* ACT */
+    pdnn_activation act; /* ACT */
+    int axis;           /* CONCAT */
+    int residual;       /* CONV2D: the last input is z, added before the relu */
+    pdnn_binary_op binop; /* BINARY */
+} pdnn__node;
+
+struct pdnn_graph {
+    pdnn__node *nodes;
+    int n, cap;
+};
+
+/* Ops that produce no value (fetching them runs them and gives NULL). */
+static inline int pdnn__no_value(const pdnn__node *n) { return n->op == PDNN__OP_APPLY || n->op == PDNN__OP_TRAIN; }
+
+/* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
+const char *pdnn__op_type(const pdnn__node *n);
+
+/* Appends a copy of proto (its data copied, inputs replaced) named name,
+ * or name_1, name_2... if taken. */
+pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *proto, const pdnn_node *inputs,
+                            int n_inputs, pdnn_node *out);
+
+/* pdnn_graph_constant without the copy: the node takes data (malloc'd,
+ * desc's bytes), or frees it on failure. */
+pdnn_status pdnn__graph_constant_adopt(pdnn_graph *g, const char *device, const pdnn_tensor_desc *desc, float *data,
+                                       pdnn_node *out);
+
+/* A copy of g's nodes and their inputs without the constants' and
+ * variables' data (NULL): session.c keeps its own, and puts the data on
+ * the devices from g while it is created. */
+pdnn_status pdnn__graph_clone(const pdnn_graph *g, pdnn_graph **out);
+
+/* Chooses a device for every node (placer.c). placed[i] receives node i's
+ * device; soft placements and errors are worded there. */
+pdnn_status pdnn__place(const pdnn_graph *g, pdnn_context *ctx, int allow_soft,
+                        void (*log)(void *user, const char *line), void *log_user, pdnn_device **placed);
+
+/* Whether dev's backend has a kernel for node n's op. */
+int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n);
+
+/* "/job:localhost/replica:0/task:0/device:GPU:0" for a device. */
+const char *pdnn__full_device_name(const pdnn_device *d, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,75 @@
+/* Core's side of the algorithm registries (dispatch.c): choosing an
+ * algorithm for an op call on a device and running it with a workspace
+ * from the device's allocator. Used by ops.c, graph sessions, the CLI's
+ * white-box helpers and the tests. */
+#ifndef POLYDNN_DISPATCH_H
+#define POLYDNN_DISPATCH_H
+
+#include "core/context.h"
+
+/* dev's backend's algorithms for op (NULL-terminated; an empty list when
+ * the backend has none). */
+const pdnn__algo *const *pdnn__algos(const pdnn_device *dev, pdnn__op op);
+
+/* The entry of dev's backend named name for op, or NULL. */
+const pdnn__algo *pdnn__algo_find(const pdnn_device *dev, pdnn__op op, const char *name);
+
+/* Fills the fields core owns in call (tuning mode, device key, forced
+ * configuration) for a call on dev. */
+void pdnn__call_prepare(pdnn_device *dev, pdnn__op_call *call);
+
+/* Plans algo for call (prepared) on dev: zeroes plan, sets config = -1
+ * and rank, then asks the backend. */
+void pdnn__plan_for(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan);
+
+/* The same where only the verdict is wanted (AUTO's candidates, planned
+ * on every call): refusals and skips are not worded (plan.why stays
+ * empty); every other field is as pdnn__plan_for leaves it. Wording them
+ * was a tenth of the host's time per node in a batch-1 network; the rare
+ * caller that reports why plans again with pdnn__plan_for. */
+void pdnn__plan_verdict(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan);
+
+/* What a dispatched call ran. */
+typedef struct pdnn__dispatch_result {
+    const pdnn__algo *algo;
+    pdnn_conv2d_tuning tuning;  /* as pdnn_conv2d_last_tuning reports it */
+} pdnn__dispatch_result;
+
+/* Runs call (its op and u filled, the rest prepared here) on dev with the
+ * algorithm named want, or AUTO's choice when want is NULL or "auto":
+ * applicable and its workspace fits in what the allocator can give, then
+ * the tuning cache's measured choice (searched now under SEARCH/FORCE),
+ * else the lowest rank. A named algorithm that does not apply fails with
+ * PDNN_ERR_UNSUPPORTED and the backend's reason. res may be NULL. */
+pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *want, pdnn__dispatch_result *res);
+
+/* Test hook: the calling thread's next calls of op run the algorithm
+ * named name (where it applies; as if asked for by name) with
+ * configuration config (>= 0, where it applies; -1: the algorithm's own
+ * pick). name NULL clears. */
+void pdnn__dispatch_force(pdnn__op op, const char *name, int config);
+
+/* The conv2d algorithm names of every compiled-in backend, indexed by
+ * pdnn_conv_algo (index 0 is "auto"); *n their count. */
+const char *const *pdnn__conv_algo_names(int *n);
+
+/* An op's name in messages and tuning keys: "conv2d", "pool2d",
+ * "conv2d_bwd_data", ... */
+const char *pdnn__op_name(pdnn__op op);
+
+/* ops.c's helpers, shared with the backward ops (ops_grad.c). */
+/* Every non-NULL tensor of ts is on ts[0]'s device and float32; else an
+ * error naming op and the tensors (names[i]). */
+pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n);
+/* y is an activation with dims want; else an error naming op and y's
+ * role (name: "output", "dy", ...). */
+pdnn_status pdnn__check_output(const char *op, const char *name, const pdnn_tensor *y, const int64_t want[4]);
+/* The sizes, layouts and strides of a conv2d call from validated
+ * descriptors and the output dims od (buffers are the caller's). */
+void pdnn__conv_call_from(const pdnn_conv2d_params *p, const pdnn_tensor_desc *x, const pdnn_tensor_desc *w,
+                          pdnn_layout y_layout, const int64_t od[4], pdnn__conv2d_call *c);
+/* The same for a pool2d call (zeroes c first). */
+void pdnn__pool_call_from(const pdnn_pool2d_params *p, const pdnn_tensor_desc *x, pdnn_layout y_layout,
+                          const int64_t od[4], pdnn__pool2d_call *c);
+
+#endif

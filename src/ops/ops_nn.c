@@ -1,0 +1,461 @@
+/* The ops around convolution (add, add_n, bias_add, relu, activations,
+ * softmax, matmul, reshape, concat): validate in core, dispatch to the device holding the tensors. */
+#include "core/context.h"
+#include "ops/dispatch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int is_act(const pdnn_tensor *t) { return t->desc.layout == PDNN_NCHW || t->desc.layout == PDNN_NHWC; }
+
+static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!ts[i])
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, names[i]);
+    for (int i = 0; i < n; i++) {
+        if (ts[i]->dev != ts[0]->dev)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "%s: %s is on %s but %s is on %s; all tensors of one call must be on one device",
+                               op, names[0], ts[0]->dev->name, names[i], ts[i]->dev->name);
+        if (ts[i]->desc.dtype != PDNN_FLOAT32)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: %s is not float32; only float32 is supported", op,
+                               names[i]);
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status same_shape(const char *op, const pdnn_tensor *a, const char *an, const pdnn_tensor *b,
+                              const char *bn)
+{
+    if (!a || !b)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, !a ? an : bn);
+    if (memcmp(a->desc.dims, b->desc.dims, sizeof a->desc.dims) == 0 && a->desc.layout == b->desc.layout)
+        return PDNN_SUCCESS;
+    char da[96], db[96];
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s but %s is %s; they must match in dims and layout",
+                       op, an, pdnn__desc_string(&a->desc, da, sizeof da), bn,
+                       pdnn__desc_string(&b->desc, db, sizeof db));
+}
+
+static pdnn_status no_kernel(const char *op, const pdnn_device *dev)
+{
+    return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: the %s backend of %s has no kernel for it", op, dev->backend->name,
+                       dev->name);
+}
+
+static int64_t numel(const pdnn_tensor *t) { return pdnn_tensor_desc_elements(&t->desc); }
+
+pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {a, b, y};
+    const char *names[] = {"a", "b", "y"};
+    pdnn_status st = need("pdnn_add", ts, names, 3);
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_add", a, "a", b, "b");
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_add", a, "a", y, "y");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_add", y, "y", a, "a", 1);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_add", y, "y", b, "b", 1);
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = a->dev;
+    if (!d->backend->add)
+        return no_kernel("pdnn_add", d);
+    return d->backend->add(d->handle, a->block.buf, b->block.buf, y->block.buf, numel(a));
+}
+
+pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y)
+{
+    if (!inputs || n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_add_n: %s", !inputs ? "inputs is NULL"
+                                                                              : "n must be at least 1");
+    const pdnn_tensor *pair[] = {inputs[0], y};
+    const char *pn[] = {"inputs[0]", "y"};
+    pdnn_status st = need("pdnn_add_n", pair, pn, 2);
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_add_n", inputs[0], "inputs[0]", y, "y");
+    for (int i = 1; i < n && st == PDNN_SUCCESS; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "inputs[%d]", i);
+        const pdnn_tensor *ts[] = {inputs[0], inputs[i]};
+        const char *names[] = {"inputs[0]", nm};
+        st = need("pdnn_add_n", ts, names, 2);
+        if (st == PDNN_SUCCESS)
+            st = same_shape("pdnn_add_n", inputs[0], "inputs[0]", inputs[i], nm);
+        if (st == PDNN_SUCCESS && inputs[i] == y)
+            st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_add_n: %s is also the output", nm);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__check_alias("pdnn_add_n", y, "y", inputs[i], nm, 0);
+    }
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_add_n", y, "y", inputs[0], "inputs[0]", 1);
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = y->dev;
+    if (!d->backend->add || !d->backend->copy)
+        return no_kernel("pdnn_add_n", d);
+    if (n == 1)
+        return pdnn__same_storage(inputs[0], y) ? PDNN_SUCCESS
+                              : d->backend->copy(d->handle, y->block.buf, inputs[0]->block.buf, (size_t)y->bytes);
+    /* y = in0 + in1, then y += in_i: y may alias in0 only at the first step. */
+    st = d->backend->add(d->handle, inputs[0]->block.buf, inputs[1]->block.buf, y->block.buf, numel(y));
+    for (int i = 2; i < n && st == PDNN_SUCCESS; i++)
+        st = d->backend->add(d->handle, y->block.buf, inputs[i]->block.buf, y->block.buf, numel(y));
+    return st;
+}
+
+/* outer x C x inner view of an activation in memory order. */
+static void channel_view(const pdnn_tensor *t, int64_t *outer, int64_t *c, int64_t *inner)
+{
+    const int64_t *d = t->desc.dims;
+    *c = d[1];
+    if (t->desc.layout == PDNN_NHWC) {
+        *outer = d[0] * d[2] * d[3];
+        *inner = 1;
+    } else {
+        *outer = d[0];
+        *inner = d[2] * d[3];
+    }
+}
+
+static pdnn_status check_act(const char *op, const pdnn_tensor *t, const char *name)
+{
+    if (is_act(t))
+        return PDNN_SUCCESS;
+    char dd[96];
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s; it must be NCHW or NHWC (a matrix is {rows,cols,1,1})",
+                       op, name, pdnn__desc_string(&t->desc, dd, sizeof dd));
+}
+
+pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, bias, y};
+    const char *names[] = {"x", "bias", "y"};
+    pdnn_status st = need("pdnn_bias_add", ts, names, 3);
+    if (st == PDNN_SUCCESS)
+        st = check_act("pdnn_bias_add", x, "x");
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_bias_add", x, "x", y, "y");
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (bias->desc.layout != PDNN_LAYOUT_X || bias->desc.dims[0] != x->desc.dims[1]) {
+        char db[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_bias_add: bias is %s; it must be a layout-X vector of length C = %lld",
+                           pdnn__desc_string(&bias->desc, db, sizeof db), (long long)x->desc.dims[1]);
+    }
+    if ((st = pdnn__check_alias("pdnn_bias_add", y, "y", x, "x", 1)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias("pdnn_bias_add", y, "y", bias, "bias", 0)) != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = x->dev;
+    if (!d->backend->bias_add)
+        return no_kernel("pdnn_bias_add", d);
+    int64_t outer, c, inner;
+    channel_view(x, &outer, &c, &inner);
+    return d->backend->bias_add(d->handle, x->block.buf, bias->block.buf, y->block.buf, numel(x), c, inner, 0);
+}
+
+pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need("pdnn_relu", ts, names, 2);
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_relu", x, "x", y, "y");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_relu", y, "y", x, "x", 1);
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = x->dev;
+    if (!d->backend->relu)
+        return no_kernel("pdnn_relu", d);
+    return d->backend->relu(d->handle, x->block.buf, y->block.buf, numel(x));
+}
+
+const char *pdnn__activation_check(pdnn_activation mode, float alpha, float beta, char *buf, size_t len)
+{
+    switch (mode) {
+    case PDNN_ACTIVATION_CLIP:
+        if (isnan(alpha) || isnan(beta) || alpha > beta) {
+            snprintf(buf, len, "clip bounds [%g, %g]; they must not be NaN and alpha (the lower) must not exceed beta",
+                     (double)alpha, (double)beta);
+            return buf;
+        }
+        return NULL;
+    case PDNN_ACTIVATION_LEAKY_RELU:
+        if (!isfinite(alpha)) {
+            snprintf(buf, len, "leaky relu's alpha is %g; it must be finite", (double)alpha);
+            return buf;
+        }
+        return NULL;
+    case PDNN_ACTIVATION_SIGMOID: return NULL;
+    }
+    snprintf(buf, len, "unknown mode %d (clip 0, leaky relu 1, sigmoid 2)", (int)mode);
+    return buf;
+}
+
+pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, float alpha, float beta,
+                                    pdnn_tensor *y)
+{
+    static const char op[] = "pdnn_activation_forward";
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need(op, ts, names, 2);
+    if (st == PDNN_SUCCESS)
+        st = same_shape(op, x, "x", y, "y");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias(op, y, "y", x, "x", 1);
+    if (st != PDNN_SUCCESS)
+        return st;
+    char why[160];
+    if (pdnn__activation_check(mode, alpha, beta, why, sizeof why))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s", op, why);
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_ACTIVATION;
+    call.u.act.n = numel(x);
+    call.u.act.mode = mode;
+    call.u.act.alpha = alpha;
+    call.u.act.beta = beta;
+    call.u.act.x_buf = x->block.buf;
+    call.u.act.y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+}
+
+pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    static const char op[] = "pdnn_transform";
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need(op, ts, names, 2);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (memcmp(x->desc.dims, y->desc.dims, sizeof x->desc.dims) != 0) {
+        char da[96], db[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: x is %s but y is %s; the dims must match", op,
+                           pdnn__desc_string(&x->desc, da, sizeof da), pdnn__desc_string(&y->desc, db, sizeof db));
+    }
+    if ((st = pdnn__check_alias(op, y, "y", x, "x", 0)) != PDNN_SUCCESS)
+        return st;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_TRANSFORM;
+    pdnn__transform_call *c = &call.u.transform;
+    memcpy(c->dims, x->desc.dims, sizeof c->dims);
+    pdnn__layout_strides(x->desc.layout, c->dims, c->xs);
+    pdnn__layout_strides(y->desc.layout, c->dims, c->ys);
+    c->x_buf = x->block.buf;
+    c->y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+}
+
+pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y)
+{
+    static const char name[] = "pdnn_binary";
+    const pdnn_tensor *ts[] = {a, b, y};
+    const char *names[] = {"a", "b", "y"};
+    pdnn_status st = need(name, ts, names, 3);
+    if (st == PDNN_SUCCESS)
+        st = same_shape(name, a, "a", y, "y");
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: op %d is neither PDNN_BINARY_ADD (0) nor PDNN_BINARY_MUL (1)",
+                           name, (int)op);
+    char da[96], db[96];
+    int same = 1;
+    for (int k = 0; k < 4; k++) {
+        if (b->desc.dims[k] != a->desc.dims[k] && b->desc.dims[k] != 1)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "%s: b is %s and a is %s; each of b's dims must equal a's or be 1 (broadcast)", name,
+                               pdnn__desc_string(&b->desc, db, sizeof db), pdnn__desc_string(&a->desc, da, sizeof da));
+        same &= b->desc.dims[k] == a->desc.dims[k];
+    }
+    if (b->desc.layout != a->desc.layout)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: b is %s and a is %s; they must have one layout", name,
+                           pdnn__desc_string(&b->desc, db, sizeof db), pdnn__desc_string(&a->desc, da, sizeof da));
+    if ((st = pdnn__check_alias(name, y, "y", a, "a", 1)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias(name, y, "y", b, "b", same)) != PDNN_SUCCESS)
+        return st;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_BINARY;
+    pdnn__binary_call *c = &call.u.binary;
+    /* a's axes in memory order (ties are axes of size 1, whose order
+     * does not matter). */
+    int64_t as[4], bs[4];
+    int ax[4];
+    pdnn__layout_strides(a->desc.layout, a->desc.dims, as);
+    pdnn__layout_strides(b->desc.layout, b->desc.dims, bs);
+    pdnn__stride_order(as, ax);
+    for (int k = 0; k < 4; k++) {
+        c->dims[k] = a->desc.dims[ax[k]];
+        c->bs[k] = b->desc.dims[ax[k]] == 1 ? 0 : bs[ax[k]];
+    }
+    c->kind = op;
+    c->a_buf = a->block.buf;
+    c->b_buf = b->block.buf;
+    c->y_buf = y->block.buf;
+    return pdnn__dispatch(a->dev, &call, NULL, NULL);
+}
+
+pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need("pdnn_softmax", ts, names, 2);
+    if (st == PDNN_SUCCESS)
+        st = check_act("pdnn_softmax", x, "x");
+    if (st == PDNN_SUCCESS)
+        st = same_shape("pdnn_softmax", x, "x", y, "y");
+    if (st == PDNN_SUCCESS && x == y)
+        st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_softmax: x and y must be different tensors");
+    if (st == PDNN_SUCCESS)
+        st = pdnn__check_alias("pdnn_softmax", y, "y", x, "x", 0);
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = x->dev;
+    if (!d->backend->softmax)
+        return no_kernel("pdnn_softmax", d);
+    int64_t outer, c, inner;
+    channel_view(x, &outer, &c, &inner);
+    return d->backend->softmax(d->handle, x->block.buf, y->block.buf, outer, c, inner);
+}
+
+static pdnn_status check_matrix(const pdnn_tensor *t, const char *name)
+{
+    if (is_act(t) && t->desc.dims[2] == 1 && t->desc.dims[3] == 1)
+        return PDNN_SUCCESS;
+    char dd[96];
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: %s is %s; a matrix is {rows,cols,1,1} NCHW or NHWC",
+                       name, pdnn__desc_string(&t->desc, dd, sizeof dd));
+}
+
+pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b, pdnn_tensor *c)
+{
+    const pdnn_tensor *ts[] = {a, b, c};
+    const char *names[] = {"a", "b", "c"};
+    pdnn_status st = need("pdnn_matmul", ts, names, 3);
+    for (int i = 0; i < 3 && st == PDNN_SUCCESS; i++)
+        st = check_matrix(ts[i], names[i]);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (c == a || c == b)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c must differ from a and b");
+    if ((st = pdnn__check_alias("pdnn_matmul", c, "c", a, "a", 0)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias("pdnn_matmul", c, "c", b, "b", 0)) != PDNN_SUCCESS)
+        return st;
+    int64_t m = trans_a ? a->desc.dims[1] : a->desc.dims[0], k = trans_a ? a->desc.dims[0] : a->desc.dims[1];
+    int64_t kb = trans_b ? b->desc.dims[1] : b->desc.dims[0], n = trans_b ? b->desc.dims[0] : b->desc.dims[1];
+    if (k != kb)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_matmul: inner dimensions differ: op(a) is %lld x %lld, op(b) is %lld x %lld",
+                           (long long)m, (long long)k, (long long)kb, (long long)n);
+    if (c->desc.dims[0] != m || c->desc.dims[1] != n)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c is %lld x %lld; expected %lld x %lld",
+                           (long long)c->desc.dims[0], (long long)c->desc.dims[1], (long long)m, (long long)n);
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_GEMM;
+    call.u.matmul = (pdnn__matmul_call){m, n, k, trans_a != 0, trans_b != 0, a->block.buf, b->block.buf, c->block.buf};
+    return pdnn__dispatch(a->dev, &call, NULL, NULL);
+}
+
+pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need("pdnn_reshape", ts, names, 2);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (x->bytes != y->bytes) {
+        char dx[96], dy[96];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_reshape: x %s and y %s hold different numbers of elements",
+                           pdnn__desc_string(&x->desc, dx, sizeof dx), pdnn__desc_string(&y->desc, dy, sizeof dy));
+    }
+    if (x == y)
+        return PDNN_SUCCESS;
+    /* A copy between overlapping bytes is undefined (memcpy) or refused
+     * (clEnqueueCopyBuffer); two views of the same bytes need no copy. */
+    if (pdnn__same_storage(x, y))
+        return PDNN_SUCCESS;
+    if ((st = pdnn__check_alias("pdnn_reshape", y, "y", x, "x", 0)) != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = x->dev;
+    return d->backend->copy(d->handle, y->block.buf, x->block.buf, (size_t)x->bytes);
+}
+
+int pdnn__concat_compatible(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int axis)
+{
+    int ok = a->layout == b->layout && a->dtype == b->dtype;
+    for (int k = 0; k < 4; k++)
+        ok = ok && (k == axis || a->dims[k] == b->dims[k]);
+    return ok;
+}
+
+pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tensor *y)
+{
+    static const char op[] = "pdnn_concat";
+    if (!xs || !y || n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s", op,
+                           !xs ? "xs is NULL" : !y ? "y is NULL" : "n must be at least 1");
+    if (axis < 0 || axis > 3)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: axis %d; it must be 0 to 3 (a logical axis of the dims)",
+                           op, axis);
+    int64_t sum = 0;
+    char nm[32], da[96], db[96];
+    for (int i = 0; i < n; i++) {
+        snprintf(nm, sizeof nm, "xs[%d]", i);
+        const pdnn_tensor *ts[] = {y, xs[i]};
+        const char *names[] = {"y", nm};
+        pdnn_status st = need(op, ts, names, 2);
+        if (st != PDNN_SUCCESS)
+            return st;
+        const pdnn_tensor_desc *a = &xs[i]->desc;
+        if (!pdnn__concat_compatible(a, &y->desc, axis))
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s but y is %s; they must match in layout and "
+                               "in every dim but axis %d", op, nm, pdnn__desc_string(a, da, sizeof da),
+                               pdnn__desc_string(&y->desc, db, sizeof db), axis);
+        sum += a->dims[axis];
+        if ((st = pdnn__check_alias(op, y, "y", xs[i], nm, 0)) != PDNN_SUCCESS)
+            return st;
+    }
+    if (sum != y->desc.dims[axis])
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the inputs' dims along axis %d add up to %lld but y has "
+                           "%lld", op, axis, (long long)sum, (long long)y->desc.dims[axis]);
+    /* In memory order, input i is (outer) blocks of stride[axis] * its dim
+     * elements, each landing at an offset of the running sum in y's block
+     * of the same outer index: the strides below the axis are common. */
+    int64_t ys[4];
+    pdnn__layout_strides(y->desc.layout, y->desc.dims, ys);
+    const size_t esz = sizeof(float), inner = (size_t)ys[axis];
+    const size_t outer = (size_t)(numel(y) / (int64_t)(inner * (size_t)y->desc.dims[axis]));
+    const size_t ypitch = inner * (size_t)y->desc.dims[axis] * esz;
+    pdnn_device *d = y->dev;
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t width = inner * (size_t)xs[i]->desc.dims[axis] * esz;
+        pdnn__buf dst = y->block.buf;
+        dst.offset += at;
+        pdnn_status st = PDNN_SUCCESS;
+        if (outer == 1)
+            st = d->backend->copy(d->handle, dst, xs[i]->block.buf, width);
+        else if (d->backend->copy_rows)
+            st = d->backend->copy_rows(d->handle, dst, ypitch, xs[i]->block.buf, width, width, outer);
+        else
+            for (size_t r = 0; r < outer && st == PDNN_SUCCESS; r++) {
+                pdnn__buf s = xs[i]->block.buf, t = dst;
+                s.offset += r * width;
+                t.offset += r * ypitch;
+                st = d->backend->copy(d->handle, t, s, width);
+            }
+        if (st != PDNN_SUCCESS)
+            return st;
+        at += width;
+    }
+    return PDNN_SUCCESS;
+}
