@@ -16,269 +16,15 @@
  * and caching it per shape, then running it with a variant pack of device
  * pointers and the workspace; asymmetric padding is native there
  * (pre/post padding), which would remove the padded input copies below. */
-#include "backend.h"
+#include "cu_internal.h"
 #include "ops/pool_math.h"
 
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-#include <cudnn.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef PDNN_CUDA_LIBDIR
-#define PDNN_CUDA_LIBDIR "/usr/local/cuda/lib64"
-#endif
-
-/* ---- the libraries, loaded at run time ---------------------------------- */
-
-/* Names go through one more macro level so that the headers' renames
- * (cublasSgemm -> cublasSgemm_v2) apply to both the field and the symbol. */
-#define CUDART_FUNCS(X)                                                                            \
-    X(cudaGetDeviceCount)                                                                          \
-    X(cudaSetDevice)                                                                               \
-    X(cudaDeviceGetAttribute)                                                                      \
-    X(cudaDriverGetVersion)                                                                        \
-    X(cudaRuntimeGetVersion)                                                                       \
-    X(cudaGetErrorString)                                                                          \
-    X(cudaGetErrorName)                                                                            \
-    X(cudaGetLastError)                                                                            \
-    X(cudaMalloc)                                                                                  \
-    X(cudaFree)                                                                                    \
-    X(cudaMemGetInfo)                                                                              \
-    X(cudaMemcpyAsync)                                                                             \
-    X(cudaMemcpy2DAsync)                                                                           \
-    X(cudaMemsetAsync)                                                                             \
-    X(cudaStreamCreate)                                                                            \
-    X(cudaStreamDestroy)                                                                           \
-    X(cudaStreamSynchronize)
-
-#define CUDNN_FUNCS(X)                                                                             \
-    X(cudnnGetVersion)                                                                             \
-    X(cudnnGetErrorString)                                                                         \
-    X(cudnnCreate)                                                                                 \
-    X(cudnnDestroy)                                                                                \
-    X(cudnnSetStream)                                                                              \
-    X(cudnnCreateTensorDescriptor)                                                                 \
-    X(cudnnDestroyTensorDescriptor)                                                                \
-    X(cudnnSetTensor4dDescriptorEx)                                                                \
-    X(cudnnCreateFilterDescriptor)                                                                 \
-    X(cudnnDestroyFilterDescriptor)                                                                \
-    X(cudnnSetFilter4dDescriptor)                                                                  \
-    X(cudnnCreateConvolutionDescriptor)                                                            \
-    X(cudnnDestroyConvolutionDescriptor)                                                           \
-    X(cudnnSetConvolution2dDescriptor)                                                             \
-    X(cudnnSetConvolutionGroupCount)                                                               \
-    X(cudnnSetConvolutionMathType)                                                                 \
-    X(cudnnGetConvolutionForwardAlgorithm_v7)                                                      \
-    X(cudnnGetConvolutionForwardWorkspaceSize)                                                     \
-    X(cudnnConvolutionForward)                                                                     \
-    X(cudnnConvolutionBiasActivationForward)                                                       \
-    X(cudnnTransformTensor)                                                                        \
-    X(cudnnSetTensor)                                                                              \
-    X(cudnnAddTensor)                                                                              \
-    X(cudnnScaleTensor)                                                                            \
-    X(cudnnCreateOpTensorDescriptor)                                                               \
-    X(cudnnDestroyOpTensorDescriptor)                                                              \
-    X(cudnnSetOpTensorDescriptor)                                                                  \
-    X(cudnnOpTensor)                                                                               \
-    X(cudnnCreateActivationDescriptor)                                                             \
-    X(cudnnDestroyActivationDescriptor)                                                            \
-    X(cudnnSetActivationDescriptor)                                                                \
-    X(cudnnActivationForward)                                                                      \
-    X(cudnnActivationBackward)                                                                     \
-    X(cudnnCreatePoolingDescriptor)                                                                \
-    X(cudnnDestroyPoolingDescriptor)                                                               \
-    X(cudnnSetPooling2dDescriptor)                                                                 \
-    X(cudnnPoolingForward)                                                                         \
-    X(cudnnPoolingBackward)                                                                        \
-    X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                                                 \
-    X(cudnnGetConvolutionBackwardDataWorkspaceSize)                                                \
-    X(cudnnConvolutionBackwardData)                                                                \
-    X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                                               \
-    X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                                              \
-    X(cudnnConvolutionBackwardFilter)                                                              \
-    X(cudnnConvolutionBackwardBias)                                                                \
-    X(cudnnSoftmaxForward)                                                                         \
-    X(cudnnDeriveBNTensorDescriptor)                                                               \
-    X(cudnnBatchNormalizationForwardTraining)                                                      \
-    X(cudnnBatchNormalizationForwardInference)                                                     \
-    X(cudnnBatchNormalizationBackward)
-
-#define CUBLAS_FUNCS(X)                                                                            \
-    X(cublasCreate)                                                                                \
-    X(cublasDestroy)                                                                               \
-    X(cublasSetStream)                                                                             \
-    X(cublasSetMathMode)                                                                           \
-    X(cublasGetStatusString)                                                                       \
-    X(cublasSgemm)
-
-#define DECLARE_FN(fn) __typeof__(&fn) fn;
-#define DECLARE(fn) DECLARE_FN(fn)
-
-static struct {
-    CUDART_FUNCS(DECLARE)
-    /* Read through an oversized buffer: its layout changed across CUDA
-     * versions, but name and totalGlobalMem lead in all of them. */
-    __typeof__(&cudaGetDeviceProperties) getDeviceProperties;
-} rt;
-static struct {
-    CUDNN_FUNCS(DECLARE)
-} dnn;
-static struct {
-    CUBLAS_FUNCS(DECLARE)
-} blas;
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int load_ok;                   /* set once by load_libraries        */
-static char load_why[512];            /* why not, when !load_ok            */
-static char versions[96];             /* "CUDA driver X.Y / runtime ..."   */
-
-/* dlopen's first success among names, each tried as a plain soname and
- * then in the directory the build found CUDA in. */
-static void *open_first(const char *const *names, size_t n, const char *what)
-{
-    char path[512];
-    const char *err = "";
-    for (size_t i = 0; i < n; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            return h;
-        (void)dlerror(); /* the error for the path below says more */
-        snprintf(path, sizeof path, "%s/%s", PDNN_CUDA_LIBDIR, names[i]);
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            return h;
-        err = dlerror();
-    }
-    snprintf(load_why, sizeof load_why, "%s not found (tried %s%s%s%s%s, also in %s)%s%s", what, names[0],
-             n > 1 ? ", " : "", n > 1 ? names[1] : "", n > 2 ? ", " : "", n > 2 ? names[2] : "",
-             PDNN_CUDA_LIBDIR, err ? ": " : "", err ? err : "");
-    return NULL;
-}
-
-static int load_sym(void *lib, const char *libname, const char *name, void *fnptr, size_t size)
-{
-    dlerror();
-    void *sym = dlsym(lib, name);
-    if (!sym) {
-        snprintf(load_why, sizeof load_why, "%s lacks %s (too old a version?)", libname, name);
-        return 0;
-    }
-    memcpy(fnptr, &sym, size); /* POSIX: data and function pointers share a representation */
-    return 1;
-}
-
-#define LOAD_RT(fn) LOAD_(rt, lib_rt, "libcudart", fn)
-#define LOAD_DNN(fn) LOAD_(dnn, lib_dnn, "libcudnn", fn)
-#define LOAD_BLAS(fn) LOAD_(blas, lib_blas, "libcublas", fn)
-#define LOAD_(table, lib, libname, fn) LOAD_EXPANDED(table, lib, libname, fn)
-#define LOAD_EXPANDED(table, lib, libname, fn)                                                     \
-    ok = ok && load_sym(lib, libname, #fn, &table.fn, sizeof table.fn);
-
-static void load_libraries(void)
-{
-    static const char *const rt_names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
-    static const char *const dnn_names[] = {"libcudnn.so.9", "libcudnn.so"};
-    static const char *const blas_names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-    /* The runtime first, and cuDNN and cuBLAS (about 1 GB of libraries)
-     * only where it finds a device: a CPU-only node, or a process under
-     * valgrind, need not map them to learn that there is no GPU. */
-    void *lib_rt = open_first(rt_names, 3, "libcudart");
-    if (!lib_rt)
-        return;
-    int ok = 1;
-    CUDART_FUNCS(LOAD_RT)
-    if (!ok)
-        return;
-    /* CUDA 12 exports the current layout as _v2; CUDA 13 under the plain name. */
-    dlerror();
-    void *props = dlsym(lib_rt, "cudaGetDeviceProperties_v2");
-    if (!props)
-        props = dlsym(lib_rt, "cudaGetDeviceProperties");
-    if (!props) {
-        snprintf(load_why, sizeof load_why, "libcudart lacks cudaGetDeviceProperties");
-        return;
-    }
-    memcpy(&rt.getDeviceProperties, &props, sizeof props);
-    int drv = 0, run = 0;
-    cudaError_t e = rt.cudaRuntimeGetVersion(&run);
-    if (e != cudaSuccess) {
-        snprintf(load_why, sizeof load_why, "cudaRuntimeGetVersion failed: %s", rt.cudaGetErrorString(e));
-        return;
-    }
-    if (rt.cudaDriverGetVersion(&drv) != cudaSuccess)
-        drv = 0;
-    int count = 0;
-    e = rt.cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-        /* The runtime caches a failed initialisation, so this is final. */
-        const char *what = drv == 0                         ? "no NVIDIA driver"
-                           : e == cudaErrorInsufficientDriver ? "the NVIDIA driver is too old for this CUDA runtime"
-                           : e == cudaErrorNoDevice         ? "no CUDA-capable device"
-                                                            : "CUDA cannot start";
-        snprintf(load_why, sizeof load_why, "%s (cudaGetDeviceCount: %s)", what, rt.cudaGetErrorString(e));
-        rt.cudaGetLastError();
-        return;
-    }
-    void *lib_dnn = open_first(dnn_names, 2, "libcudnn");
-    if (!lib_dnn)
-        return;
-    void *lib_blas = open_first(blas_names, 3, "libcublas");
-    if (!lib_blas)
-        return;
-    CUDNN_FUNCS(LOAD_DNN)
-    CUBLAS_FUNCS(LOAD_BLAS)
-    if (!ok)
-        return;
-    size_t dnn_ver = dnn.cudnnGetVersion();
-    if (dnn_ver / 10000 != CUDNN_MAJOR) {
-        snprintf(load_why, sizeof load_why, "libcudnn is version %zu.%zu; this build needs cuDNN %d",
-                 dnn_ver / 10000, dnn_ver / 100 % 100, CUDNN_MAJOR);
-        return;
-    }
-    snprintf(versions, sizeof versions, "CUDA driver %d.%d / runtime %d.%d / cuDNN %zu.%zu.%zu", drv / 1000,
-             drv % 1000 / 10, run / 1000, run % 1000 / 10, dnn_ver / 10000, dnn_ver / 100 % 100, dnn_ver % 100);
-    load_ok = 1;
-    /* The libraries stay loaded for the life of the process. */
-}
-
-/* ---- errors ------------------------------------------------------------- */
-
-static pdnn_status cuda_fail(const char *call, cudaError_t e)
-{
-    rt.cudaGetLastError(); /* clear a non-sticky error so later calls start clean */
-    return pdnn__error(PDNN_ERR_BACKEND, "CUDA: %s failed: %s (%s)", call, rt.cudaGetErrorString(e),
-                       rt.cudaGetErrorName(e));
-}
-
-static pdnn_status dnn_fail(const char *call, cudnnStatus_t s)
-{
-    return pdnn__error(PDNN_ERR_BACKEND, "cuDNN: %s failed: %s (%d)", call, dnn.cudnnGetErrorString(s), (int)s);
-}
-
-static pdnn_status blas_fail(const char *call, cublasStatus_t s)
-{
-    return pdnn__error(PDNN_ERR_BACKEND, "cuBLAS: %s failed: %s (%d)", call, blas.cublasGetStatusString(s), (int)s);
-}
-
-/* Early-return checks for functions returning pdnn_status. */
-#define CU(fn, ...)                                                                                \
-    do {                                                                                           \
-        cudaError_t e_ = rt.fn(__VA_ARGS__);                                                       \
-        if (e_ != cudaSuccess)                                                                     \
-            return cuda_fail(#fn, e_);                                                             \
-    } while (0)
-#define DNN(fn, ...)                                                                               \
-    do {                                                                                           \
-        cudnnStatus_t s_ = dnn.fn(__VA_ARGS__);                                                    \
-        if (s_ != CUDNN_STATUS_SUCCESS)                                                            \
-            return dnn_fail(#fn, s_);                                                              \
-    } while (0)
 
 /* ---- devices ------------------------------------------------------------ */
 
@@ -379,25 +125,25 @@ static void destroy_descriptors(cu_dev *d)
 {
     for (int i = 0; i < N_TDESC; i++)
         if (d->t[i])
-            dnn.cudnnDestroyTensorDescriptor(d->t[i]);
+            pdnn__cu_dnn.cudnnDestroyTensorDescriptor(d->t[i]);
     if (d->filt)
-        dnn.cudnnDestroyFilterDescriptor(d->filt);
+        pdnn__cu_dnn.cudnnDestroyFilterDescriptor(d->filt);
     if (d->conv)
-        dnn.cudnnDestroyConvolutionDescriptor(d->conv);
+        pdnn__cu_dnn.cudnnDestroyConvolutionDescriptor(d->conv);
     if (d->pool)
-        dnn.cudnnDestroyPoolingDescriptor(d->pool);
+        pdnn__cu_dnn.cudnnDestroyPoolingDescriptor(d->pool);
     if (d->relu)
-        dnn.cudnnDestroyActivationDescriptor(d->relu);
+        pdnn__cu_dnn.cudnnDestroyActivationDescriptor(d->relu);
     if (d->act)
-        dnn.cudnnDestroyActivationDescriptor(d->act);
+        pdnn__cu_dnn.cudnnDestroyActivationDescriptor(d->act);
     if (d->add)
-        dnn.cudnnDestroyOpTensorDescriptor(d->add);
+        pdnn__cu_dnn.cudnnDestroyOpTensorDescriptor(d->add);
     if (d->mul)
-        dnn.cudnnDestroyOpTensorDescriptor(d->mul);
+        pdnn__cu_dnn.cudnnDestroyOpTensorDescriptor(d->mul);
     if (d->max)
-        dnn.cudnnDestroyOpTensorDescriptor(d->max);
+        pdnn__cu_dnn.cudnnDestroyOpTensorDescriptor(d->max);
     if (d->min)
-        dnn.cudnnDestroyOpTensorDescriptor(d->min);
+        pdnn__cu_dnn.cudnnDestroyOpTensorDescriptor(d->min);
     memset(d->t, 0, sizeof d->t);
     d->filt = NULL;
     d->conv = NULL;
@@ -418,16 +164,16 @@ static pdnn_status ensure_dnn(cu_dev *d)
         return st;
     cudnnHandle_t h = NULL;
     DNN(cudnnCreate, &h);
-    cudnnStatus_t s = dnn.cudnnSetStream(h, d->stream);
+    cudnnStatus_t s = pdnn__cu_dnn.cudnnSetStream(h, d->stream);
     if (s != CUDNN_STATUS_SUCCESS) {
-        dnn.cudnnDestroy(h);
-        return dnn_fail("cudnnSetStream", s);
+        pdnn__cu_dnn.cudnnDestroy(h);
+        return pdnn__cu_dnn_fail("cudnnSetStream", s);
     }
     d->dnn = h;
     st = create_descriptors(d);
     if (st != PDNN_SUCCESS) {
         destroy_descriptors(d);
-        dnn.cudnnDestroy(h);
+        pdnn__cu_dnn.cudnnDestroy(h);
         d->dnn = NULL;
     }
     return st;
@@ -449,16 +195,16 @@ static pdnn_status ensure_blas(cu_dev *d)
     if (st != PDNN_SUCCESS || d->blas)
         return st;
     cublasHandle_t h = NULL;
-    cublasStatus_t s = blas.cublasCreate(&h);
+    cublasStatus_t s = pdnn__cu_blas.cublasCreate(&h);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return blas_fail("cublasCreate", s);
-    s = blas.cublasSetStream(h, d->stream);
+        return pdnn__cu_blas_fail("cublasCreate", s);
+    s = pdnn__cu_blas.cublasSetStream(h, d->stream);
     /* Plain FP32: no TF32 tensor-core math, so results match the reference. */
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = blas.cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+        s = pdnn__cu_blas.cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
     if (s != CUBLAS_STATUS_SUCCESS) {
-        blas.cublasDestroy(h);
-        return blas_fail("cublasSetStream/cublasSetMathMode", s);
+        pdnn__cu_blas.cublasDestroy(h);
+        return pdnn__cu_blas_fail("cublasSetStream/cublasSetMathMode", s);
     }
     d->blas = h;
     return PDNN_SUCCESS;
@@ -469,18 +215,18 @@ static void dev_free(cu_dev *d)
     if (!d)
         return;
     if (d->stream || d->dnn || d->blas)
-        rt.cudaSetDevice(d->ordinal);
+        pdnn__cu_rt.cudaSetDevice(d->ordinal);
     if (d->stream)
-        rt.cudaStreamSynchronize(d->stream);
+        pdnn__cu_rt.cudaStreamSynchronize(d->stream);
     destroy_descriptors(d);
     if (d->scalars)
-        rt.cudaFree(d->scalars);
+        pdnn__cu_rt.cudaFree(d->scalars);
     if (d->dnn)
-        dnn.cudnnDestroy(d->dnn);
+        pdnn__cu_dnn.cudnnDestroy(d->dnn);
     if (d->blas)
-        blas.cublasDestroy(d->blas);
+        pdnn__cu_blas.cublasDestroy(d->blas);
     if (d->stream)
-        rt.cudaStreamDestroy(d->stream);
+        pdnn__cu_rt.cudaStreamDestroy(d->stream);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -491,15 +237,15 @@ static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n
     *props = NULL;
     *n = 0;
     *why = NULL;
-    pthread_once(&load_once, load_libraries);
-    if (!load_ok) {
-        *why = load_why;
+    const char *not_loaded = pdnn__cu_load();
+    if (not_loaded) {
+        *why = not_loaded;
         return PDNN_SUCCESS;
     }
     int count = 0;
-    cudaError_t e = rt.cudaGetDeviceCount(&count);
+    cudaError_t e = pdnn__cu_rt.cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count <= 0) {
-        rt.cudaGetLastError();
+        pdnn__cu_rt.cudaGetLastError();
         *why = e != cudaSuccess ? "cudaGetDeviceCount failed" : "the CUDA runtime reports no devices";
         return PDNN_SUCCESS;
     }
@@ -518,14 +264,14 @@ static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n
         } u;
         memset(&u, 0, sizeof u);
         int sms = 0, major = 0;
-        e = rt.getDeviceProperties(&u.p, i);
+        e = pdnn__cu_rt.getDeviceProperties(&u.p, i);
         if (e == cudaSuccess)
-            e = rt.cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, i);
+            e = pdnn__cu_rt.cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, i);
         if (e == cudaSuccess)
-            e = rt.cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i);
+            e = pdnn__cu_rt.cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i);
         if (e != cudaSuccess) {
-            rt.cudaGetLastError();
-            pdnn__debug("CUDA: skipping device %d: %s", i, rt.cudaGetErrorString(e));
+            pdnn__cu_rt.cudaGetLastError();
+            pdnn__debug("CUDA: skipping device %d: %s", i, pdnn__cu_rt.cudaGetErrorString(e));
             continue;
         }
         cu_dev *d = calloc(1, sizeof *d);
@@ -544,7 +290,7 @@ static pdnn_status cu_enumerate(void ***devs, pdnn__device_props **props, int *n
         snprintf(q->vendor, sizeof q->vendor, "NVIDIA");
         u.p.name[sizeof u.p.name - 1] = '\0';
         snprintf(q->name, sizeof q->name, "%s", u.p.name);
-        snprintf(q->driver_version, sizeof q->driver_version, "%s", versions);
+        snprintf(q->driver_version, sizeof q->driver_version, "%s", pdnn__cu_versions());
         q->memory_bytes = u.p.totalGlobalMem;
         q->max_alloc_bytes = u.p.totalGlobalMem;
         q->base_align = 256;
@@ -579,16 +325,16 @@ static pdnn_status cu_region_alloc(void *dev, size_t bytes, void **region)
     cu_dev *d = dev;
     CU(cudaSetDevice, d->ordinal);
     void *p = NULL;
-    cudaError_t e = rt.cudaMalloc(&p, bytes);
+    cudaError_t e = pdnn__cu_rt.cudaMalloc(&p, bytes);
     if (e == cudaErrorMemoryAllocation) {
-        rt.cudaGetLastError();
+        pdnn__cu_rt.cudaGetLastError();
         char b[32];
         return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
                            "CUDA: cudaMalloc of a region of %zu bytes (%s) on device %d failed: out of memory", bytes,
                            pdnn__format_bytes(bytes, b, sizeof b), d->ordinal);
     }
     if (e != cudaSuccess)
-        return cuda_fail("cudaMalloc", e);
+        return pdnn__cu_cuda_fail("cudaMalloc", e);
     *region = p;
     return PDNN_SUCCESS;
 }
@@ -617,8 +363,8 @@ static pdnn_status cu_memory_free(void *dev, uint64_t *bytes)
 static void cu_region_free(void *dev, void *region)
 {
     cu_dev *d = dev;
-    if (rt.cudaSetDevice(d->ordinal) != cudaSuccess || rt.cudaFree(region) != cudaSuccess)
-        rt.cudaGetLastError();
+    if (pdnn__cu_rt.cudaSetDevice(d->ordinal) != cudaSuccess || pdnn__cu_rt.cudaFree(region) != cudaSuccess)
+        pdnn__cu_rt.cudaGetLastError();
 }
 
 /* The stream, created under the lock on first use; it never changes after. */
@@ -713,13 +459,6 @@ static pdnn_status set_packed(cudnnTensorDescriptor_t t, pdnn_layout l, const in
     pdnn__layout_strides(l, dims, st);
     return set_4d(t, dims, st);
 }
-
-#define RETURN_IF_FAILED(expr)                                                                     \
-    do {                                                                                           \
-        pdnn_status st_ = (expr);                                                                  \
-        if (st_ != PDNN_SUCCESS)                                                                   \
-            return st_;                                                                            \
-    } while (0)
 
 /* ---- convolution ---------------------------------------------------------- */
 
@@ -827,9 +566,10 @@ static const char *fwd_algo_name(cudnnConvolutionFwdAlgo_t a)
 static size_t algo_workspace(cu_dev *d, cudnnConvolutionFwdAlgo_t algo, cudnnStatus_t *s)
 {
     size_t bytes = 0;
-    *s = dnn.cudnnGetConvolutionForwardWorkspaceSize(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY], algo, &bytes);
+    *s = pdnn__cu_dnn.cudnnGetConvolutionForwardWorkspaceSize(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY], algo,
+                                                              &bytes);
     if (*s != CUDNN_STATUS_SUCCESS) {
-        pdnn__debug("CUDA: cuDNN forward algorithm %d: %s", (int)algo, dnn.cudnnGetErrorString(*s));
+        pdnn__debug("CUDA: cuDNN forward algorithm %d: %s", (int)algo, pdnn__cu_dnn.cudnnGetErrorString(*s));
         return 0;
     }
     return bytes;
@@ -872,13 +612,13 @@ static size_t bwd_workspace(cu_dev *d, pdnn__op op, int a, cudnnStatus_t *s)
 {
     size_t bytes = 0;
     if (op == PDNN__OP_CONV2D_BWD_DATA)
-        *s = dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(d->dnn, d->filt, d->t[TY], d->conv, d->t[TX],
+        *s = pdnn__cu_dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(d->dnn, d->filt, d->t[TY], d->conv, d->t[TX],
                                                               (cudnnConvolutionBwdDataAlgo_t)a, &bytes);
     else
-        *s = dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(d->dnn, d->t[TX], d->t[TY], d->conv, d->filt,
+        *s = pdnn__cu_dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(d->dnn, d->t[TX], d->t[TY], d->conv, d->filt,
                                                                 (cudnnConvolutionBwdFilterAlgo_t)a, &bytes);
     if (*s != CUDNN_STATUS_SUCCESS) {
-        pdnn__debug("CUDA: cuDNN %s: %s", bwd_algo_name(op, a), dnn.cudnnGetErrorString(*s));
+        pdnn__debug("CUDA: cuDNN %s: %s", bwd_algo_name(op, a), pdnn__cu_dnn.cudnnGetErrorString(*s));
         return 0;
     }
     return bytes;
@@ -895,7 +635,7 @@ static int bwd_select(cu_dev *d, pdnn__op op, pdnn_conv_algo want, conv_plan *pl
         pl->bwd_algo = is_data ? (int)CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 : (int)CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
         *ws = bwd_workspace(d, op, pl->bwd_algo, &s);
         if (s != CUDNN_STATUS_SUCCESS) {
-            snprintf(why, len, "%s: %s", bwd_algo_name(op, pl->bwd_algo), dnn.cudnnGetErrorString(s));
+            snprintf(why, len, "%s: %s", bwd_algo_name(op, pl->bwd_algo), pdnn__cu_dnn.cudnnGetErrorString(s));
             return 0;
         }
         return 1;
@@ -911,20 +651,20 @@ static int bwd_select(cu_dev *d, pdnn__op op, pdnn_conv_algo want, conv_plan *pl
     if (is_data) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         memset(perf, 0, sizeof perf);
-        s = dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(d->dnn, d->filt, d->t[TY], d->conv, d->t[TX],
+        s = pdnn__cu_dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(d->dnn, d->filt, d->t[TY], d->conv, d->t[TX],
                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf);
         for (int i = 0; s == CUDNN_STATUS_SUCCESS && i < got && i < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; i++)
             algos[i] = perf[i].status == CUDNN_STATUS_SUCCESS ? (int)perf[i].algo : -1;
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         memset(perf, 0, sizeof perf);
-        s = dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->dnn, d->t[TX], d->t[TY], d->conv, d->filt,
+        s = pdnn__cu_dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(d->dnn, d->t[TX], d->t[TY], d->conv, d->filt,
                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf);
         for (int i = 0; s == CUDNN_STATUS_SUCCESS && i < got && i < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; i++)
             algos[i] = perf[i].status == CUDNN_STATUS_SUCCESS ? (int)perf[i].algo : -1;
     }
     if (s != CUDNN_STATUS_SUCCESS) {
-        snprintf(why, len, "%s: %s", fn, dnn.cudnnGetErrorString(s));
+        snprintf(why, len, "%s: %s", fn, pdnn__cu_dnn.cudnnGetErrorString(s));
         return 0;
     }
     if (got > MAXP)
@@ -943,7 +683,7 @@ static int bwd_select(cu_dev *d, pdnn__op op, pdnn_conv_algo want, conv_plan *pl
             snprintf(why, len, "%s proposes no algorithm", fn);
         else
             snprintf(why, len, "none of the %d algorithms %s proposes can be sized: %s", proposed, fn,
-                     dnn.cudnnGetErrorString(s));
+                     pdnn__cu_dnn.cudnnGetErrorString(s));
         return 0;
     }
     return 1;
@@ -973,11 +713,11 @@ static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_con
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         int got = 0, proposed = 0;
         memset(perf, 0, sizeof perf);
-        s = dnn.cudnnGetConvolutionForwardAlgorithm_v7(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY],
+        s = pdnn__cu_dnn.cudnnGetConvolutionForwardAlgorithm_v7(d->dnn, d->t[TX], d->filt, d->conv, d->t[TY],
                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf);
         if (s != CUDNN_STATUS_SUCCESS) {
-            pdnn__debug("CUDA: cudnnGetConvolutionForwardAlgorithm_v7: %s", dnn.cudnnGetErrorString(s));
-            snprintf(why, len, "cudnnGetConvolutionForwardAlgorithm_v7: %s", dnn.cudnnGetErrorString(s));
+            pdnn__debug("CUDA: cudnnGetConvolutionForwardAlgorithm_v7: %s", pdnn__cu_dnn.cudnnGetErrorString(s));
+            snprintf(why, len, "cudnnGetConvolutionForwardAlgorithm_v7: %s", pdnn__cu_dnn.cudnnGetErrorString(s));
             return 0;
         }
         s = CUDNN_STATUS_NOT_SUPPORTED;
@@ -1005,7 +745,7 @@ static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_con
                 snprintf(why, len, "cuDNN's heuristics propose no algorithm");
             else
                 snprintf(why, len, "none of the %d algorithms cuDNN's heuristics propose can be sized: %s", proposed,
-                         dnn.cudnnGetErrorString(s));
+                         pdnn__cu_dnn.cudnnGetErrorString(s));
             return 0;
         }
     } else {
@@ -1013,7 +753,7 @@ static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_con
                                                  : CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
         ws = algo_workspace(d, pl->algo, &s);
         if (s != CUDNN_STATUS_SUCCESS) {
-            snprintf(why, len, "cudnnGetConvolutionForwardWorkspaceSize: %s", dnn.cudnnGetErrorString(s));
+            snprintf(why, len, "cudnnGetConvolutionForwardWorkspaceSize: %s", pdnn__cu_dnn.cudnnGetErrorString(s));
             return 0;
         }
     }
@@ -1261,16 +1001,16 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c, const conv_pl
          * 9.19), it took GoogLeNet and ResNet-50 1.1-1.8x faster in NCHW
          * but up to 1.9x slower in NHWC (bench/results-gpu.md). */
         const float alpha2 = z ? 1.0f : 0.0f;
-        cudnnStatus_t s = dnn.cudnnConvolutionBiasActivationForward(
+        cudnnStatus_t s = pdnn__cu_dnn.cudnnConvolutionBiasActivationForward(
             d->dnn, &one, d->t[TX], x, d->filt, w, d->conv, pl->algo, algo_ws, pl->algo_bytes, &alpha2, d->t[TY],
             z ? z : y, d->t[TB], ptr(c->bias_buf), d->relu, d->t[TY], y);
         if (s == CUDNN_STATUS_SUCCESS)
             return PDNN_SUCCESS;
         if (s != CUDNN_STATUS_NOT_SUPPORTED)
-            return dnn_fail("cudnnConvolutionBiasActivationForward", s);
+            return pdnn__cu_dnn_fail("cudnnConvolutionBiasActivationForward", s);
         /* Refused before it ran anything: the separate calls below. */
         pdnn__debug("CUDA: cudnnConvolutionBiasActivationForward: %s; bias and relu run apart",
-                    dnn.cudnnGetErrorString(s));
+                    pdnn__cu_dnn.cudnnGetErrorString(s));
     }
     DNN(cudnnConvolutionForward, d->dnn, &one, d->t[TX], x, d->filt, w, d->conv, pl->algo, algo_ws,
         pl->algo_bytes, &zero, d->t[TY], y);
@@ -1470,13 +1210,13 @@ static pdnn_status upload_scale(cu_dev *d, const pool_plan *pl, pdnn_pool_mode m
         return pdnn__host_oom("CUDA: pool2d", "the average divisor scale", bytes);
     pdnn__pool_avg_scale(&pl->ah, &pl->aw, mode, scale);
     const char *call = "cudaMemcpyAsync";
-    cudaError_t e = rt.cudaMemcpyAsync(dst, scale, bytes, cudaMemcpyHostToDevice, d->stream);
+    cudaError_t e = pdnn__cu_rt.cudaMemcpyAsync(dst, scale, bytes, cudaMemcpyHostToDevice, d->stream);
     if (e == cudaSuccess) {
         call = "cudaStreamSynchronize";
-        e = rt.cudaStreamSynchronize(d->stream);
+        e = pdnn__cu_rt.cudaStreamSynchronize(d->stream);
     }
     free(scale);
-    return e == cudaSuccess ? PDNN_SUCCESS : cuda_fail(call, e);
+    return e == cudaSuccess ? PDNN_SUCCESS : pdnn__cu_cuda_fail(call, e);
 }
 
 /* Tensor descriptor slots used by a padded pooling. */
@@ -2128,12 +1868,12 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
     pdnn_status st = ensure_blas(d);
     if (st == PDNN_SUCCESS) {
         const float one = 1.0f, zero = 0.0f;
-        cublasStatus_t s = blas.cublasSgemm(d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        cublasStatus_t s = pdnn__cu_blas.cublasSgemm(d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                             trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one,
                                             (const float *)ptr(b), (int)(trans_b ? k : n), (const float *)ptr(a),
                                             (int)(trans_a ? m : k), &zero, (float *)ptr(c), (int)n);
         if (s != CUBLAS_STATUS_SUCCESS)
-            st = blas_fail("cublasSgemm", s);
+            st = pdnn__cu_blas_fail("cublasSgemm", s);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
