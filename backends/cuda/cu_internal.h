@@ -16,6 +16,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <limits.h>
+#include <pthread.h>
 
 /* ---- the libraries' function tables (cu_loader.c) ------------------------ */
 
@@ -152,5 +154,118 @@ pdnn_status pdnn__cu_blas_fail(const char *call, cublasStatus_t s);
         if (st_ != PDNN_SUCCESS)                                                                   \
             return st_;                                                                            \
     } while (0)
+
+/* ---- devices (cuda.c) ---------------------------------------------------- */
+#define N_TDESC 6      /* tensor descriptors per device */
+/* Convolution plans remembered per device, hashed (a power of two).
+ * Core plans every CUDA algorithm of a call on every call (three entries
+ * per shape and op). The first 96-entry FIFO held 32 forward shapes;
+ * GoogLeNet has 49 (147 entries), which a FIFO cycles through without a
+ * hit, asking cuDNN again each time (likely why it took 90-112 ms per run
+ * on an H200, where PyTorch took 5 ms). 1024 holds a network's forward
+ * and backward passes; a full table overwrites an entry's home slot. */
+#define PLAN_CACHE 1024
+
+/* How one convolution runs: the cuDNN algorithm and which operands are
+ * first copied into the workspace (a zero-padded input where cuDNN's
+ * symmetric padding cannot express the call, a repacked filter, an NCHW
+ * output) and where in the workspace each part lies. plan() writes it into
+ * pdnn__plan.state, run() reads it back. */
+typedef struct conv_plan {
+    cudnnConvolutionFwdAlgo_t algo;
+    int bwd_algo; /* backward data/filter: cuDNN's cudnnConvolutionBwd{Data,Filter}Algo_t */
+    int x_copy, w_copy, y_copy;
+    pdnn_layout x_copy_layout, w_copy_layout;
+    int64_t hp, wp; /* padded input size when x_copy */
+    size_t x_off, w_off, y_off, algo_off, algo_bytes, total;
+    /* Forward vendor: cuDNN's sizable proposals in its order (algo is the
+     * first), for a call's workspace limit to pick among. */
+    int n_alt;
+    cudnnConvolutionFwdAlgo_t alt[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    size_t alt_bytes[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+} conv_plan;
+
+_Static_assert(sizeof(conv_plan) <= sizeof(((pdnn__plan *)0)->state), "conv_plan must fit in pdnn__plan.state");
+
+/* Every call field that decides the plan, and the algorithm asked for.
+ * Only an in-process memo of cuDNN's answers, never stored, so it need
+ * not follow the tuning cache's key format. */
+typedef struct conv_key {
+    int64_t n, c, h, w, k, r, s, p, q, groups;
+    int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, pad_bottom, pad_right;
+    int x_layout, w_layout, y_layout, algo;
+} conv_key;
+
+typedef struct plan_entry {
+    int used, supported;
+    conv_key key;
+    conv_plan plan;
+    char why[PDNN__WHY_LEN]; /* the refusal, when !supported */
+} plan_entry;
+
+typedef struct cu_dev {
+    int ordinal;
+    pthread_mutex_t lock; /* guards everything below and the use of the handles */
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    cudnnTensorDescriptor_t t[N_TDESC];
+    cudnnFilterDescriptor_t filt;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnPoolingDescriptor_t pool;
+    cudnnActivationDescriptor_t relu, act; /* act: set per call (sigmoid, clipped relu) */
+    cudnnOpTensorDescriptor_t add, mul, max, min;
+    float *scalars; /* 2 floats of device memory: clip's bounds, broadcast */
+    plan_entry plans[PLAN_CACHE];
+} cu_dev;
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static inline void *ptr(pdnn__buf b) { return (char *)b.region + b.offset; }
+
+static inline int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+static inline size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
+
+static inline int dims_fit(const int64_t dims[4], const int64_t st[4])
+{
+    for (int i = 0; i < 4; i++)
+        if (!fits_int(dims[i]) || !fits_int(st[i]))
+            return 0;
+    return 1;
+}
+
+/* Tensor descriptor slots used by a convolution (and by the ops that
+ * borrow two of them: TX, TY). */
+enum { TX, TY, TW_SRC, TW_DST, TX_SRC, TB };
+
+/* Elementwise ops run over chunks of at most this many elements, viewed
+ * as 1 x 1 x 1 x len tensors. */
+#define EW_CHUNK ((int64_t)1 << 30)
+
+/* ---- shared by the op files (cuda.c unless said) ------------------------- */
+
+/* Locks d, readies cuDNN; on success the caller holds the lock. */
+pdnn_status pdnn__cu_lock_dnn(cu_dev *d);
+/* The stream and the cuBLAS handle on the right device. Called with d->lock held. */
+pdnn_status pdnn__cu_ensure_blas(cu_dev *d);
+/* A 4-D float tensor descriptor with the given logical dims and element strides. */
+pdnn_status pdnn__cu_set_4d(cudnnTensorDescriptor_t t, const int64_t dims[4], const int64_t st[4]);
+/* A packed tensor of dims in layout l. */
+pdnn_status pdnn__cu_set_packed(cudnnTensorDescriptor_t t, pdnn_layout l, const int64_t dims[4]);
+/* Fills rep (if not NULL) for an algorithm whose kernel cuDNN chose in plan. */
+void pdnn__cu_report_untuned(const pdnn__plan *plan, pdnn__run_report *rep);
+
+/* cu_conv.c: the descriptors of plan pl for call c, and the convolution
+ * plans that forward and backward share (want: the algorithm asked for). */
+pdnn_status pdnn__cu_set_conv_descriptors(cu_dev *d, const pdnn__conv2d_call *c, const conv_plan *pl);
+void pdnn__cu_vendor_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan);
+void pdnn__cu_direct_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan);
+
+/* cu_conv_bwd.c: the backward algorithm of op for the current descriptors
+ * (1, or 0 with why), and its name. */
+int pdnn__cu_bwd_select(cu_dev *d, pdnn__op op, pdnn_conv_algo want, conv_plan *pl, size_t *ws, char *why,
+                        size_t len);
+const char *pdnn__cu_bwd_algo_name(pdnn__op op, int a);
 
 #endif
