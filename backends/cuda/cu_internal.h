@@ -268,4 +268,13 @@ int pdnn__cu_bwd_select(cu_dev *d, pdnn__op op, pdnn_conv_algo want, conv_plan *
                         size_t len);
 const char *pdnn__cu_bwd_algo_name(pdnn__op op, int a);
 
+/* cu_nn.c: a 1 x 1 x 1 x len view, for the elementwise ops' chunks; the
+ * vtable's elementwise ops. */
+pdnn_status pdnn__cu_set_vec(cudnnTensorDescriptor_t t, int64_t len);
+pdnn_status pdnn__cu_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n);
+pdnn_status pdnn__cu_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
+                              int64_t inner, int relu);
+pdnn_status pdnn__cu_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n);
+pdnn_status pdnn__cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner);
+
 #endif

@@ -18,7 +18,6 @@
  * (pre/post padding), which would remove the padded input copies below. */
 #include "cu_internal.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,395 +398,55 @@ void pdnn__cu_report_untuned(const pdnn__plan *plan, pdnn__run_report *rep)
     rep->config = -1;
     snprintf(rep->config_name, sizeof rep->config_name, "%s", plan->config_name);
 }
-/* ---- the ops around convolution ------------------------------------------ */
-
-static pdnn_status set_vec(cudnnTensorDescriptor_t t, int64_t len)
-{
-    const int64_t dims[4] = {1, 1, 1, len};
-    return pdnn__cu_set_packed(t, PDNN_NCHW, dims);
-}
-
-static pdnn_status add_run(cu_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
-{
-    const float one = 1.0f, two = 2.0f, zero = 0.0f;
-    char *pa = ptr(a), *pb = ptr(b), *py = ptr(y);
-    if (pb == py && pa != py) { /* cuDNN allows C to alias A, not B: a + b = b + a */
-        char *t = pa;
-        pa = pb;
-        pb = t;
-    }
-    for (int64_t i = 0; i < n; i += EW_CHUNK) {
-        const int64_t len = n - i < EW_CHUNK ? n - i : EW_CHUNK;
-        const size_t off = (size_t)i * sizeof(float);
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        if (pa == pb && pb == py) /* y += y, exactly 2y */
-            DNN(cudnnScaleTensor, d->dnn, d->t[0], py + off, &two);
-        else
-            DNN(cudnnOpTensor, d->dnn, d->add, &one, d->t[0], pa + off, &one, d->t[0], pb + off, &zero, d->t[0],
-                py + off);
-    }
-    return PDNN_SUCCESS;
-}
-
-/* y = a(x) over n elements, in chunks cuDNN's 4-D descriptors can hold. */
-static pdnn_status activation_chunks(cu_dev *d, cudnnActivationDescriptor_t a, pdnn__buf x, pdnn__buf y, int64_t n)
-{
-    const float one = 1.0f, zero = 0.0f;
-    for (int64_t i = 0; i < n; i += EW_CHUNK) {
-        const int64_t len = n - i < EW_CHUNK ? n - i : EW_CHUNK;
-        const size_t off = (size_t)i * sizeof(float);
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        DNN(cudnnActivationForward, d->dnn, a, &one, d->t[0], (char *)ptr(x) + off, &zero, d->t[0],
-            (char *)ptr(y) + off);
-    }
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status relu_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t n)
-{
-    return activation_chunks(d, d->relu, x, y, n);
-}
-
-static pdnn_status too_large(const char *op)
-{
-    return pdnn__error(PDNN_ERR_UNSUPPORTED, "CUDA: %s: sizes over %d elements are not supported (cuDNN and "
-                                             "cuBLAS take int sizes)",
-                       op, INT_MAX);
-}
-
-/* y = x + bias over [outer][c][inner], as an NCHW view [outer, c, inner, 1]
- * with the bias broadcast as [1, c, 1, 1]. */
-static pdnn_status bias_add_run(cu_dev *d, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
-                                int64_t inner, int relu)
-{
-    const int64_t outer = n / (c * inner);
-    if (!fits_int(n))
-        return too_large("bias_add");
-    const int64_t dims[4] = {outer, c, inner, 1}, bdims[4] = {1, c, 1, 1};
-    RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[0], PDNN_NCHW, dims));
-    RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[1], PDNN_NCHW, bdims));
-    const float one = 1.0f, zero = 0.0f;
-    /* C may alias A (y may be x). */
-    DNN(cudnnOpTensor, d->dnn, d->add, &one, d->t[0], ptr(x), &one, d->t[1], ptr(bias), &zero, d->t[0], ptr(y));
-    if (relu)
-        DNN(cudnnActivationForward, d->dnn, d->relu, &one, d->t[0], ptr(y), &zero, d->t[0], ptr(y));
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status softmax_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
-{
-    if (!fits_int(outer) || !fits_int(c) || !fits_int(inner) || outer * c * inner > INT_MAX)
-        return too_large("softmax");
-    const int64_t dims[4] = {outer, c, inner, 1};
-    RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[0], PDNN_NCHW, dims));
-    const float one = 1.0f, zero = 0.0f;
-    DNN(cudnnSoftmaxForward, d->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, d->t[0], ptr(x),
-        &zero, d->t[0], ptr(y));
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status cu_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
-{
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = add_run(d, a, b, y, n);
-    pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
-static pdnn_status cu_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
-                               int64_t inner, int relu)
-{
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = bias_add_run(d, x, bias, y, n, c, inner, relu);
-    pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
-static pdnn_status cu_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
-{
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = relu_run(d, x, y, n);
-    pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
-static pdnn_status cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
-{
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = softmax_run(d, x, y, outer, c, inner);
-    pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
-/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
- * row-major buffers read as column-major are already the transposes. */
-static void cu_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
-{
-    (void)dev;
-    const pdnn__matmul_call *c = &call->u.matmul;
-    if (!fits_int(c->m) || !fits_int(c->n) || !fits_int(c->k))
-        pdnn__plan_refuse(plan, "cuBLAS takes int sizes; this matmul is %lld x %lld x %lld", (long long)c->m,
-                          (long long)c->n, (long long)c->k);
-}
-
-static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                             pdnn__run_report *rep)
-{
-    (void)ws;
-    cu_dev *d = dev;
-    const pdnn__matmul_call *mc = &call->u.matmul;
-    const int64_t m = mc->m, n = mc->n, k = mc->k;
-    const int trans_a = mc->trans_a, trans_b = mc->trans_b;
-    const pdnn__buf a = mc->a_buf, b = mc->b_buf, c = mc->c_buf;
-    pdnn__cu_report_untuned(plan, rep);
-    if (!fits_int(m) || !fits_int(n) || !fits_int(k))
-        return too_large("matmul");
-    pthread_mutex_lock(&d->lock);
-    pdnn_status st = pdnn__cu_ensure_blas(d);
-    if (st == PDNN_SUCCESS) {
-        const float one = 1.0f, zero = 0.0f;
-        cublasStatus_t s = pdnn__cu_blas.cublasSgemm(d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                     trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one,
-                                                     (const float *)ptr(b), (int)(trans_b ? k : n),
-                                                     (const float *)ptr(a),
-                                                     (int)(trans_a ? m : k), &zero, (float *)ptr(c), (int)n);
-        if (s != CUBLAS_STATUS_SUCCESS)
-            st = pdnn__cu_blas_fail("cublasSgemm", s);
-    }
-    pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
-/* The activations: sigmoid and clip from 0 are cuDNN's (clipped relu; to
- * +infinity, relu). cuDNN has no leaky relu and clips from 0 only, so the
- * others are cudnnOpTensor's MAX and MIN (which propagate NaN, as the
- * reference does): leaky relu is max(x, alpha x) for alpha <= 1 and
- * min(x, alpha x) above (x for x >= 0 either way, alpha x below); another
- * clip is min(max(x, lo), hi) with the bounds in device memory,
- * broadcast. */
-static char *elem(pdnn__buf b, int64_t i) { return (char *)ptr(b) + (size_t)i * sizeof(float); }
-
-static pdnn_status leaky_run(cu_dev *d, const pdnn__act_call *c)
-{
-    const float one = 1.0f, zero = 0.0f, alpha = c->alpha;
-    cudnnOpTensorDescriptor_t op = alpha <= 1.0f ? d->max : d->min;
-    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
-        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        DNN(cudnnOpTensor, d->dnn, op, &one, d->t[0], x, &alpha, d->t[0], x, &zero, d->t[0], y);
-    }
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status clip_run(cu_dev *d, const pdnn__act_call *c)
-{
-    const float one = 1.0f, zero = 0.0f;
-    static const int64_t scalar[4] = {1, 1, 1, 1};
-    if (!d->scalars)
-        CU(cudaMalloc, (void **)&d->scalars, 2 * sizeof(float)); /* 8 bytes, kept with the handles */
-    float *lo = d->scalars, *hi = d->scalars + 1;
-    RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[1], PDNN_NCHW, scalar));
-    DNN(cudnnSetTensor, d->dnn, d->t[1], lo, &c->alpha);
-    DNN(cudnnSetTensor, d->dnn, d->t[1], hi, &c->beta);
-    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
-        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        DNN(cudnnOpTensor, d->dnn, d->max, &one, d->t[0], x, &one, d->t[1], lo, &zero, d->t[0], y);
-        DNN(cudnnOpTensor, d->dnn, d->min, &one, d->t[0], y, &one, d->t[1], hi, &zero, d->t[0], y);
-    }
-    return PDNN_SUCCESS;
-}
-
-/* y = alpha x: cudnnScaleTensor in place, else cudnnAddTensor with beta 0
- * (cuDNN does not read y then). */
-static pdnn_status scale_run(cu_dev *d, const pdnn__scale_call *c)
-{
-    const float zero = 0.0f, alpha = c->alpha;
-    const int in_place = c->x_buf.region == c->y_buf.region && c->x_buf.offset == c->y_buf.offset;
-    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
-        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        if (in_place)
-            DNN(cudnnScaleTensor, d->dnn, d->t[0], y, &alpha);
-        else
-            DNN(cudnnAddTensor, d->dnn, &alpha, d->t[0], x, &zero, d->t[0], y);
-    }
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
-{
-    if (c->mode == PDNN_ACTIVATION_LEAKY_RELU)
-        return leaky_run(d, c);
-    if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
-        return clip_run(d, c);
-    cudnnActivationDescriptor_t a = d->act;
-    if (c->mode == PDNN_ACTIVATION_SIGMOID)
-        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SIGMOID, CUDNN_PROPAGATE_NAN, 0.0);
-    else if (isinf(c->beta))
-        a = d->relu;
-    else
-        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_CLIPPED_RELU, CUDNN_PROPAGATE_NAN, (double)c->beta);
-    return activation_chunks(d, a, c->x_buf, c->y_buf, c->n);
-}
-
-/* The layout transform: cudnnTransformTensor between two strided views. */
-static pdnn_status transform_run(cu_dev *d, const pdnn__transform_call *c)
-{
-    const float one = 1.0f, zero = 0.0f;
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], c->dims, c->xs));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], c->dims, c->ys));
-    DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX], ptr(c->x_buf), &zero, d->t[TY], ptr(c->y_buf));
-    return PDNN_SUCCESS;
-}
-
-/* y = a (op) b: cudnnOpTensor, whose B may have 1 where it repeats. a
- * and y are packed in memory order (NCHW-style strides over dims). */
-static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
-{
-    const float one = 1.0f, zero = 0.0f;
-    int64_t as[4], bd[4], bs[4];
-    pdnn__layout_strides(PDNN_NCHW, c->dims, as);
-    for (int k = 0; k < 4; k++) {
-        bd[k] = c->bs[k] ? c->dims[k] : 1;
-        bs[k] = c->bs[k] ? c->bs[k] : 1;
-    }
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], c->dims, as));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], bd, bs));
-    DNN(cudnnOpTensor, d->dnn, c->kind == PDNN_BINARY_MUL ? d->mul : d->add, &one, d->t[TX], ptr(c->a_buf), &one,
-        d->t[TY], ptr(c->b_buf), &zero, d->t[TX], ptr(c->y_buf));
-    return PDNN_SUCCESS;
-}
-
-/* ---- the training ops ------------------------------------------------------
- * Relu backward is cudnnActivationBackward; SGD is cudnnOpTensor (v =
- * momentum v + g + wd w) and cudnnAddTensor (w -= lr v, or w = (1 - lr wd)
- * w - lr g without a velocity). Adam (a division and a square root per
- * element) and the fused cross-entropy have no cuDNN or cuBLAS form: Adam
- * is refused here, the cross-entropy has no entry, and soft placement
- * moves those nodes. */
-
-static void cu_train_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
-{
-    (void)dev;
-    if (call->op == PDNN__OP_OPTIMIZER && call->u.optim.kind != PDNN_OPTIMIZER_SGD)
-        pdnn__plan_refuse(plan, "Adam needs an elementwise division and square root, which neither cuDNN nor "
-                                "cuBLAS has; place it on another device");
-}
-
-static pdnn_status relu_bwd_run(cu_dev *d, const pdnn__relu_bwd_call *c)
-{
-    const float one = 1.0f, zero = 0.0f;
-    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
-        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        const size_t off = (size_t)i * sizeof(float);
-        char *y = (char *)ptr(c->y_buf) + off;
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        /* y stands for x too: relu's output and input are positive at the same elements. */
-        DNN(cudnnActivationBackward, d->dnn, d->relu, &one, d->t[0], y, d->t[0], (char *)ptr(c->dy_buf) + off,
-            d->t[0], y, &zero, d->t[0], (char *)ptr(c->dx_buf) + off);
-    }
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status sgd_run(cu_dev *d, const pdnn__optim_call *c)
-{
-    const float one = 1.0f, mlr = -c->lr, wd = c->weight_decay, mom = c->momentum;
-    const float keep = 1.0f - c->lr * c->weight_decay;
-    for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
-        const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        const size_t off = (size_t)i * sizeof(float);
-        char *w = (char *)ptr(c->w_buf) + off, *g = (char *)ptr(c->g_buf) + off;
-        RETURN_IF_FAILED(set_vec(d->t[0], len));
-        if (c->s1_buf.region) {
-            char *v = (char *)ptr(c->s1_buf) + off;
-            DNN(cudnnOpTensor, d->dnn, d->add, &one, d->t[0], g, &wd, d->t[0], w, &mom, d->t[0], v);
-            DNN(cudnnAddTensor, d->dnn, &mlr, d->t[0], v, &one, d->t[0], w);
-        } else {
-            DNN(cudnnAddTensor, d->dnn, &mlr, d->t[0], g, &keep, d->t[0], w);
-        }
-    }
-    return PDNN_SUCCESS;
-}
-
-static pdnn_status cu_train_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                                pdnn__run_report *rep)
-{
-    (void)ws;
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = call->op == PDNN__OP_RELU_BWD     ? relu_bwd_run(d, &call->u.relu_bwd)
-         : call->op == PDNN__OP_ACTIVATION ? act_run(d, &call->u.act)
-         : call->op == PDNN__OP_TRANSFORM  ? transform_run(d, &call->u.transform)
-         : call->op == PDNN__OP_BINARY     ? binary_run(d, &call->u.binary)
-         : call->op == PDNN__OP_SCALE      ? scale_run(d, &call->u.scale)
-                                           : sgd_run(d, &call->u.optim);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
-}
-
-static const pdnn__algo cu_relu_bwd_cudnn = {
-    .op = PDNN__OP_RELU_BWD, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
-static const pdnn__algo cu_optimizer_cudnn = {
-    .op = PDNN__OP_OPTIMIZER, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
-static const pdnn__algo cu_act_cudnn = {
-    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
-static const pdnn__algo *const cu_act_algos[] = {&cu_act_cudnn, NULL};
-static const pdnn__algo cu_transform_cudnn = {
-    .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
-static const pdnn__algo *const cu_transform_algos[] = {&cu_transform_cudnn, NULL};
-static const pdnn__algo cu_binary_cudnn = {
-    .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
-static const pdnn__algo *const cu_binary_algos[] = {&cu_binary_cudnn, NULL};
-static const pdnn__algo cu_scale_cudnn = {
-    .op = PDNN__OP_SCALE, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
-static const pdnn__algo *const cu_scale_algos[] = {&cu_scale_cudnn, NULL};
-static const pdnn__algo *const cu_relu_bwd_algos[] = {&cu_relu_bwd_cudnn, NULL};
-static const pdnn__algo *const cu_optimizer_algos[] = {&cu_optimizer_cudnn, NULL};
-static const pdnn__algo cu_matmul_cublas = {
-    .op = PDNN__OP_GEMM, .name = "cublas", .rank = 0, .plan = cu_matmul_plan, .run = cu_matmul};
-static const pdnn__algo *const cu_matmul_algos[] = {&cu_matmul_cublas, NULL};
 
 /* ---- the algorithm tables ------------------------------------------------- */
 
 /* Each op family is a file of its own (cu_<family>.c); adding an algorithm
  * is its entry there and a line here. */
+
+/* convolution forward (cu_conv.c) */
 extern const pdnn__algo pdnn__cu_algo_conv_vendor, pdnn__cu_algo_conv_gemm, pdnn__cu_algo_conv_direct;
-extern const pdnn__algo pdnn__cu_algo_bwd_data_vendor, pdnn__cu_algo_bwd_data_direct;
-extern const pdnn__algo pdnn__cu_algo_bwd_filter_vendor, pdnn__cu_algo_bwd_filter_direct;
-extern const pdnn__algo pdnn__cu_algo_bwd_bias_cudnn;
-static const pdnn__algo *const cu_conv_algos[] = {&pdnn__cu_algo_conv_vendor, &pdnn__cu_algo_conv_gemm,
-                                                  &pdnn__cu_algo_conv_direct, NULL};
-static const pdnn__algo *const cu_bwd_data_algos[] = {&pdnn__cu_algo_bwd_data_vendor,
-                                                      &pdnn__cu_algo_bwd_data_direct, NULL};
-static const pdnn__algo *const cu_bwd_filter_algos[] = {&pdnn__cu_algo_bwd_filter_vendor,
-                                                        &pdnn__cu_algo_bwd_filter_direct, NULL};
+static const pdnn__algo *const cu_conv_algos[] = {
+    &pdnn__cu_algo_conv_vendor,
+    &pdnn__cu_algo_conv_gemm,
+    &pdnn__cu_algo_conv_direct,
+    NULL,
+};
+/* convolution backward (cu_conv_bwd.c) */
+extern const pdnn__algo pdnn__cu_algo_bwd_data_vendor, pdnn__cu_algo_bwd_data_direct, pdnn__cu_algo_bwd_filter_vendor,
+    pdnn__cu_algo_bwd_filter_direct, pdnn__cu_algo_bwd_bias_cudnn;
+static const pdnn__algo *const cu_bwd_data_algos[] = {
+    &pdnn__cu_algo_bwd_data_vendor,
+    &pdnn__cu_algo_bwd_data_direct,
+    NULL,
+};
+static const pdnn__algo *const cu_bwd_filter_algos[] = {
+    &pdnn__cu_algo_bwd_filter_vendor,
+    &pdnn__cu_algo_bwd_filter_direct,
+    NULL,
+};
 static const pdnn__algo *const cu_bwd_bias_algos[] = {&pdnn__cu_algo_bwd_bias_cudnn, NULL};
+/* pooling forward and backward (cu_pool.c) */
 extern const pdnn__algo pdnn__cu_algo_pool_cudnn, pdnn__cu_algo_pool_bwd_cudnn;
 static const pdnn__algo *const cu_pool_algos[] = {&pdnn__cu_algo_pool_cudnn, NULL};
 static const pdnn__algo *const cu_pool_bwd_algos[] = {&pdnn__cu_algo_pool_bwd_cudnn, NULL};
+/* batch normalization (cu_bn.c) */
 extern const pdnn__algo pdnn__cu_algo_bn_fwd_train, pdnn__cu_algo_bn_fwd_infer, pdnn__cu_algo_bn_bwd;
 static const pdnn__algo *const cu_bn_fwd_train_algos[] = {&pdnn__cu_algo_bn_fwd_train, NULL};
 static const pdnn__algo *const cu_bn_fwd_infer_algos[] = {&pdnn__cu_algo_bn_fwd_infer, NULL};
 static const pdnn__algo *const cu_bn_bwd_algos[] = {&pdnn__cu_algo_bn_bwd, NULL};
+/* the ops around convolution and matmul (cu_nn.c) */
+extern const pdnn__algo pdnn__cu_algo_act_cudnn, pdnn__cu_algo_transform_cudnn, pdnn__cu_algo_binary_cudnn,
+    pdnn__cu_algo_scale_cudnn, pdnn__cu_algo_matmul_cublas;
+static const pdnn__algo *const cu_act_algos[] = {&pdnn__cu_algo_act_cudnn, NULL};
+static const pdnn__algo *const cu_transform_algos[] = {&pdnn__cu_algo_transform_cudnn, NULL};
+static const pdnn__algo *const cu_binary_algos[] = {&pdnn__cu_algo_binary_cudnn, NULL};
+static const pdnn__algo *const cu_scale_algos[] = {&pdnn__cu_algo_scale_cudnn, NULL};
+static const pdnn__algo *const cu_matmul_algos[] = {&pdnn__cu_algo_matmul_cublas, NULL};
+/* the training ops (cu_train.c) */
+extern const pdnn__algo pdnn__cu_algo_relu_bwd_cudnn, pdnn__cu_algo_optimizer_cudnn;
+static const pdnn__algo *const cu_relu_bwd_algos[] = {&pdnn__cu_algo_relu_bwd_cudnn, NULL};
+static const pdnn__algo *const cu_optimizer_algos[] = {&pdnn__cu_algo_optimizer_cudnn, NULL};
 
 const pdnn__backend pdnn__cuda_backend = {
     .name = "cuda",
@@ -818,8 +477,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_TRANSFORM] = cu_transform_algos,
               [PDNN__OP_BINARY] = cu_binary_algos,
               [PDNN__OP_SCALE] = cu_scale_algos},
-    .add = cu_add,
-    .bias_add = cu_bias_add,
-    .relu = cu_relu,
-    .softmax = cu_softmax,
+    .add = pdnn__cu_add,
+    .bias_add = pdnn__cu_bias_add,
+    .relu = pdnn__cu_relu,
+    .softmax = pdnn__cu_softmax,
 };
