@@ -380,8 +380,10 @@ void pdnn__cu_direct_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan
 
 /* Runs c as pl says, with pl->total bytes of workspace at ws. Called
  * with d->lock held and the cuDNN handle created. */
-static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c, const conv_plan *pl, pdnn__buf ws_buf)
+static pdnn_status conv_run(cu_dev *d, const pdnn__op_call *call, const void *state, pdnn__buf ws_buf)
 {
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const conv_plan *pl = state;
     if (pl->total > 0 && !ws_buf.region) {
         char b[32];
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
@@ -457,20 +459,7 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__conv2d_call *c, const conv_pl
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_conv_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                               pdnn__run_report *rep)
-{
-    cu_dev *d = dev;
-    conv_plan pl;
-    memcpy(&pl, plan->state, sizeof pl);
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = conv_run(d, &call->u.conv2d, &pl, ws);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
-}
+CU_DEFINE_RUN(cu_conv_run, conv_run, conv_plan)
 
 /* AUTO's order is the one polydnn used on CUDA before the registry:
  * cuDNN's own choice, then its GEMM (ungrouped only), then implicit GEMM,

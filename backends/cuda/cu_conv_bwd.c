@@ -7,12 +7,13 @@
 #include <string.h>
 
 /* ---- backward convolution: algorithm choice ---------------------------------
- * The backward ops reuse the forward's descriptors and copy configurations
- * (set_conv_descriptors): t[TX] is x or dx as cuDNN sees it, t[TY] dy,
- * filt w or dw. "vendor" takes the first of cuDNN's heuristics' proposals
- * that cuDNN can size; "direct" is cuDNN's deterministic ALGO_1, which
- * needs little or no workspace, so that dispatch has somewhere to go when
- * the vendor choice's workspace does not fit in the device's memory. */
+ * The backward ops reuse the forward's descriptors and copy
+ * configurations (pdnn__cu_set_conv_descriptors): t[TX] is x or dx as
+ * cuDNN sees it, t[TY] dy, filt w or dw. "vendor" takes the first of
+ * cuDNN's heuristics' proposals that cuDNN can size; "direct" is cuDNN's
+ * deterministic ALGO_1, which needs little or no workspace, so that
+ * dispatch has somewhere to go when the vendor choice's workspace does
+ * not fit in the device's memory. */
 
 const char *pdnn__cu_bwd_algo_name(pdnn__op op, int a)
 {
@@ -120,16 +121,18 @@ int pdnn__cu_bwd_select(cu_dev *d, pdnn__op op, pdnn_conv_algo want, conv_plan *
     }
     return 1;
 }
-/* Runs backward data or filter c as pl says (see bwd_select), with
+/* Runs backward data or filter c as pl says (see pdnn__cu_bwd_select), with
  * pl->total bytes of workspace at ws_buf. The copies mirror the forward's:
  * dy goes through an NCHW copy when pl->y_copy; backward data computes a
  * padded dx in the workspace when pl->x_copy and keeps its image part;
  * backward filter reads a padded x and writes a repacked dw there when
  * pl->w_copy, repacking it into the call's filter layout after. Called
  * with d->lock held and the cuDNN handle created. */
-static pdnn_status conv_bwd_run(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, const conv_plan *pl,
-                                pdnn__buf ws_buf)
+static pdnn_status conv_bwd_run(cu_dev *d, const pdnn__op_call *call, const void *state, pdnn__buf ws_buf)
 {
+    const pdnn__op op = call->op;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const conv_plan *pl = state;
     if (pl->total > 0 && !ws_buf.region) {
         char b[32];
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
@@ -188,20 +191,7 @@ static pdnn_status conv_bwd_run(cu_dev *d, pdnn__op op, const pdnn__conv2d_call 
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_conv_bwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                                   pdnn__run_report *rep)
-{
-    cu_dev *d = dev;
-    conv_plan pl;
-    memcpy(&pl, plan->state, sizeof pl);
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = conv_bwd_run(d, call->op, &call->u.conv2d, &pl, ws);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
-}
+CU_DEFINE_RUN(cu_conv_bwd_run, conv_bwd_run, conv_plan)
 
 const pdnn__algo pdnn__cu_algo_bwd_data_vendor = {
     .op = PDNN__OP_CONV2D_BWD_DATA,
@@ -248,8 +238,10 @@ static void cu_bwd_bias_plan(void *dev, const pdnn__op_call *call, pdnn__plan *p
                           (long long)c->n, (long long)c->k, (long long)c->p, (long long)c->q);
 }
 
-static pdnn_status bwd_bias_run(cu_dev *d, const pdnn__conv2d_call *c)
+static pdnn_status bwd_bias_run(cu_dev *d, const pdnn__op_call *call, const void *unused, pdnn__buf ws)
 {
+    (void)unused, (void)ws;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
     const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
     const int64_t bdims[4] = {1, c->k, 1, 1};
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], ydims, c->ys));
@@ -259,19 +251,7 @@ static pdnn_status bwd_bias_run(cu_dev *d, const pdnn__conv2d_call *c)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_bwd_bias_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                                   pdnn__run_report *rep)
-{
-    (void)ws;
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = bwd_bias_run(d, &call->u.conv2d);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
-}
+CU_DEFINE_RUN_NO_STATE(cu_bwd_bias_run, bwd_bias_run)
 
 const pdnn__algo pdnn__cu_algo_bwd_bias_cudnn = {
     .op = PDNN__OP_CONV2D_BWD_BIAS,

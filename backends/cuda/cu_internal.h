@@ -1,13 +1,25 @@
-/* What the CUDA backend's files share.
+/* What the CUDA backend's files share. Layering, top to bottom, with
+ * calls only downwards:
  *
- *   cuda.c         devices, memory and copies, the descriptor helpers,
- *                  the vtable and the algorithm tables
+ *   cu_<family>.c  one file per op family, each with its algorithms:
+ *                  cu_conv.c (forward, and the per-device plan cache the
+ *                  backward plans through too), cu_conv_bwd.c (data,
+ *                  filter and their algorithm choice; bias), cu_pool.c
+ *                  (forward and backward), cu_bn.c, cu_nn.c (the ops
+ *                  around convolution: the vtable's add, bias_add, relu
+ *                  and softmax; activation, transform, binary, scale;
+ *                  matmul through cuBLAS), cu_train.c (relu backward, SGD)
+ *   cuda.c         devices, memory and copies, the handles, the
+ *                  descriptor helpers, pdnn__cu_run; the vtable and the
+ *                  algorithm tables, which name the families' algorithms
  *   cu_loader.c    libcudart, libcudnn and libcublas, opened with dlopen:
  *                  their function tables and error messages
  *
  * Nothing links against CUDA: every CUDA, cuDNN and cuBLAS call goes
  * through the tables pdnn__cu_rt, pdnn__cu_dnn and pdnn__cu_blas, filled
- * once by pdnn__cu_load. */
+ * once by pdnn__cu_load. A device's handles and descriptors are shared by
+ * its ops, so every cuDNN op runs under cu_dev.lock: through pdnn__cu_run,
+ * which takes the lock, readies cuDNN and calls the op's body. */
 #ifndef POLYDNN_CU_INTERNAL_H
 #define POLYDNN_CU_INTERNAL_H
 
@@ -148,6 +160,7 @@ pdnn_status pdnn__cu_blas_fail(const char *call, cublasStatus_t s);
             return pdnn__cu_dnn_fail(#fn, s_);                                                     \
     } while (0)
 
+/* Returns a failed pdnn_status expression's status. */
 #define RETURN_IF_FAILED(expr)                                                                     \
     do {                                                                                           \
         pdnn_status st_ = (expr);                                                                  \
@@ -156,6 +169,7 @@ pdnn_status pdnn__cu_blas_fail(const char *call, cublasStatus_t s);
     } while (0)
 
 /* ---- devices (cuda.c) ---------------------------------------------------- */
+
 #define N_TDESC 6      /* tensor descriptors per device */
 /* Convolution plans remembered per device, hashed (a power of two).
  * Core plans every CUDA algorithm of a call on every call (three entries
@@ -221,12 +235,14 @@ typedef struct cu_dev {
 
 /* ---- small helpers --------------------------------------------------------- */
 
+/* A buffer's device address. */
 static inline void *ptr(pdnn__buf b) { return (char *)b.region + b.offset; }
 
 static inline int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 static inline size_t align256(size_t v) { return (v + 255) & ~(size_t)255; }
 
+/* Whether cuDNN's int descriptors can hold dims and element strides st. */
 static inline int dims_fit(const int64_t dims[4], const int64_t st[4])
 {
     for (int i = 0; i < 4; i++)
@@ -243,7 +259,7 @@ enum { TX, TY, TW_SRC, TW_DST, TX_SRC, TB };
  * as 1 x 1 x 1 x len tensors. */
 #define EW_CHUNK ((int64_t)1 << 30)
 
-/* ---- shared by the op files (cuda.c unless said) ------------------------- */
+/* ---- shared by the op files (cuda.c unless a comment names another) ------ */
 
 /* Locks d, readies cuDNN; on success the caller holds the lock. */
 pdnn_status pdnn__cu_lock_dnn(cu_dev *d);
@@ -255,6 +271,31 @@ pdnn_status pdnn__cu_set_4d(cudnnTensorDescriptor_t t, const int64_t dims[4], co
 pdnn_status pdnn__cu_set_packed(cudnnTensorDescriptor_t t, pdnn_layout l, const int64_t dims[4]);
 /* Fills rep (if not NULL) for an algorithm whose kernel cuDNN chose in plan. */
 void pdnn__cu_report_untuned(const pdnn__plan *plan, pdnn__run_report *rep);
+
+/* The part of a run that differs by op, called with d->lock held and d's
+ * cuDNN handle ready on its stream; arg is what the run gave
+ * pdnn__cu_run: the plan's state copied out, or the op's arguments. */
+typedef pdnn_status (*pdnn__cu_body)(cu_dev *d, const pdnn__op_call *call, const void *arg, pdnn__buf ws);
+
+/* What every cuDNN run does around its body: copies state_bytes of
+ * plan->state into arg (nothing when 0), locks d and readies cuDNN, runs
+ * body, unlocks, then fills rep (if not NULL) as pdnn__cu_report_untuned
+ * does. A failure to ready cuDNN returns before rep is touched. */
+pdnn_status pdnn__cu_run(void *dev, pdnn__cu_body body, const pdnn__op_call *call, const pdnn__plan *plan,
+                         void *arg, size_t state_bytes, pdnn__buf ws, pdnn__run_report *rep);
+
+/* Defines name, an algorithm's run (pdnn__algo.run) that is pdnn__cu_run
+ * with body: the plan's state copied into a state_type first
+ * (CU_DEFINE_RUN), or nothing copied (CU_DEFINE_RUN_NO_STATE). */
+#define CU_DEFINE_RUN(name, body, state_type) CU_DEFINE_RUN_(name, body, state_type state, &state, sizeof state)
+#define CU_DEFINE_RUN_NO_STATE(name, body) CU_DEFINE_RUN_(name, body, (void)0, NULL, 0)
+#define CU_DEFINE_RUN_(name, body, declare, arg, state_bytes)                                      \
+    static pdnn_status name(void *dev, const pdnn__op_call *call, const pdnn__plan *plan,          \
+                            pdnn__buf ws, pdnn__run_report *rep)                                   \
+    {                                                                                              \
+        declare;                                                                                   \
+        return pdnn__cu_run(dev, body, call, plan, arg, state_bytes, ws, rep);                     \
+    }
 
 /* cu_conv.c: the descriptors of plan pl for call c, and the convolution
  * plans that forward and backward share (want: the algorithm asked for). */

@@ -94,49 +94,55 @@ static pdnn_status softmax_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t oute
     return PDNN_SUCCESS;
 }
 
+/* The vtable's elementwise ops, as one body's arguments. */
+typedef struct ew_args {
+    enum { EW_ADD, EW_BIAS_ADD, EW_RELU, EW_SOFTMAX } kind;
+    pdnn__buf x, b, y;   /* b: add's second operand, bias_add's bias */
+    int64_t n, c, inner; /* softmax: n is outer */
+    int relu;
+} ew_args;
+
+static pdnn_status ew_body(cu_dev *d, const pdnn__op_call *call, const void *arg, pdnn__buf ws)
+{
+    (void)call, (void)ws;
+    const ew_args *e = arg;
+    switch (e->kind) {
+    case EW_ADD: return add_run(d, e->x, e->b, e->y, e->n);
+    case EW_BIAS_ADD: return bias_add_run(d, e->x, e->b, e->y, e->n, e->c, e->inner, e->relu);
+    case EW_RELU: return relu_run(d, e->x, e->y, e->n);
+    default: return softmax_run(d, e->x, e->y, e->n, e->c, e->inner);
+    }
+}
+
+static pdnn_status ew_locked(void *dev, ew_args *e)
+{
+    const pdnn__buf none = {.region = NULL};
+    return pdnn__cu_run(dev, ew_body, NULL, NULL, e, 0, none, NULL);
+}
+
 pdnn_status pdnn__cu_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
 {
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = add_run(d, a, b, y, n);
-    pthread_mutex_unlock(&d->lock);
-    return st;
+    ew_args e = {.kind = EW_ADD, .x = a, .b = b, .y = y, .n = n};
+    return ew_locked(dev, &e);
 }
 
 pdnn_status pdnn__cu_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
                               int64_t inner, int relu)
 {
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = bias_add_run(d, x, bias, y, n, c, inner, relu);
-    pthread_mutex_unlock(&d->lock);
-    return st;
+    ew_args e = {.kind = EW_BIAS_ADD, .x = x, .b = bias, .y = y, .n = n, .c = c, .inner = inner, .relu = relu};
+    return ew_locked(dev, &e);
 }
 
 pdnn_status pdnn__cu_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
 {
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = relu_run(d, x, y, n);
-    pthread_mutex_unlock(&d->lock);
-    return st;
+    ew_args e = {.kind = EW_RELU, .x = x, .y = y, .n = n};
+    return ew_locked(dev, &e);
 }
 
 pdnn_status pdnn__cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
 {
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = softmax_run(d, x, y, outer, c, inner);
-    pthread_mutex_unlock(&d->lock);
-    return st;
+    ew_args e = {.kind = EW_SOFTMAX, .x = x, .y = y, .n = outer, .c = c, .inner = inner};
+    return ew_locked(dev, &e);
 }
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
@@ -167,10 +173,10 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
     if (st == PDNN_SUCCESS) {
         const float one = 1.0f, zero = 0.0f;
         cublasStatus_t s = pdnn__cu_blas.cublasSgemm(d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                     trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &one,
-                                                     (const float *)ptr(b), (int)(trans_b ? k : n),
-                                                     (const float *)ptr(a),
-                                                     (int)(trans_a ? m : k), &zero, (float *)ptr(c), (int)n);
+                                                     trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
+                                                     &one, (const float *)ptr(b), (int)(trans_b ? k : n),
+                                                     (const float *)ptr(a), (int)(trans_a ? m : k), &zero,
+                                                     (float *)ptr(c), (int)n);
         if (s != CUBLAS_STATUS_SUCCESS)
             st = pdnn__cu_blas_fail("cublasSgemm", s);
     }
@@ -286,22 +292,16 @@ static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
  * to decide. */
 static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 
-static pdnn_status cu_nn_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                             pdnn__run_report *rep)
+static pdnn_status nn_body(cu_dev *d, const pdnn__op_call *call, const void *unused, pdnn__buf ws)
 {
-    (void)ws;
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = call->op == PDNN__OP_ACTIVATION  ? act_run(d, &call->u.act)
-         : call->op == PDNN__OP_TRANSFORM ? transform_run(d, &call->u.transform)
-         : call->op == PDNN__OP_BINARY    ? binary_run(d, &call->u.binary)
-                                          : scale_run(d, &call->u.scale);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
+    (void)unused, (void)ws;
+    return call->op == PDNN__OP_ACTIVATION  ? act_run(d, &call->u.act)
+           : call->op == PDNN__OP_TRANSFORM ? transform_run(d, &call->u.transform)
+           : call->op == PDNN__OP_BINARY    ? binary_run(d, &call->u.binary)
+                                            : scale_run(d, &call->u.scale);
 }
+
+CU_DEFINE_RUN_NO_STATE(cu_nn_run, nn_body)
 
 const pdnn__algo pdnn__cu_algo_act_cudnn = {
     .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};

@@ -204,20 +204,14 @@ static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_pool_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                               pdnn__run_report *rep)
+/* cuDNN's own padding where it expresses the call, else the padded copy. */
+static pdnn_status pool_body(cu_dev *d, const pdnn__op_call *call, const void *state, pdnn__buf ws)
 {
-    cu_dev *d = dev;
-    pool_plan pl;
-    memcpy(&pl, plan->state, sizeof pl);
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = pl.why ? pool_padded_run(d, &call->u.pool2d, &pl, ws) : pool_run(d, &call->u.pool2d);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
+    const pool_plan *pl = state;
+    return pl->why ? pool_padded_run(d, &call->u.pool2d, pl, ws) : pool_run(d, &call->u.pool2d);
 }
+
+CU_DEFINE_RUN(cu_pool_run, pool_body, pool_plan)
 
 /* One way to pool: cuDNN, on a padded copy where its padding falls short. */
 const pdnn__algo pdnn__cu_algo_pool_cudnn = {
@@ -287,8 +281,10 @@ static void cu_pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *p
 }
 
 /* Called with d->lock held and the cuDNN handle created. */
-static pdnn_status pool_bwd_run(cu_dev *d, const pdnn__pool2d_call *c, const pool_bwd_plan *pl, pdnn__buf ws_buf)
+static pdnn_status pool_bwd_run(cu_dev *d, const pdnn__op_call *call, const void *state, pdnn__buf ws_buf)
 {
+    const pdnn__pool2d_call *c = &call->u.pool2d;
+    const pool_bwd_plan *pl = state;
     if (!ws_buf.region)
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "CUDA: pool2d backward needs %zu bytes of workspace on device %d (the recomputed "
@@ -316,20 +312,7 @@ static pdnn_status pool_bwd_run(cu_dev *d, const pdnn__pool2d_call *c, const poo
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_pool_bwd_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                                   pdnn__run_report *rep)
-{
-    cu_dev *d = dev;
-    pool_bwd_plan pl;
-    memcpy(&pl, plan->state, sizeof pl);
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = pool_bwd_run(d, &call->u.pool2d, &pl, ws);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
-}
+CU_DEFINE_RUN(cu_pool_bwd_run, pool_bwd_run, pool_bwd_plan)
 
 const pdnn__algo pdnn__cu_algo_pool_bwd_cudnn = {
     .op = PDNN__OP_POOL2D_BWD,

@@ -54,19 +54,13 @@ static pdnn_status sgd_run(cu_dev *d, const pdnn__optim_call *c)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status cu_train_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
-                                pdnn__run_report *rep)
+static pdnn_status train_body(cu_dev *d, const pdnn__op_call *call, const void *unused, pdnn__buf ws)
 {
-    (void)ws;
-    cu_dev *d = dev;
-    pdnn_status st = pdnn__cu_lock_dnn(d);
-    if (st != PDNN_SUCCESS)
-        return st;
-    st = call->op == PDNN__OP_RELU_BWD ? relu_bwd_run(d, &call->u.relu_bwd) : sgd_run(d, &call->u.optim);
-    pthread_mutex_unlock(&d->lock);
-    pdnn__cu_report_untuned(plan, rep);
-    return st;
+    (void)unused, (void)ws;
+    return call->op == PDNN__OP_RELU_BWD ? relu_bwd_run(d, &call->u.relu_bwd) : sgd_run(d, &call->u.optim);
 }
+
+CU_DEFINE_RUN_NO_STATE(cu_train_run, train_body)
 
 const pdnn__algo pdnn__cu_algo_relu_bwd_cudnn = {
     .op = PDNN__OP_RELU_BWD, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};

@@ -15,7 +15,7 @@
  * asking the heuristics for engine configs, finalizing an execution plan
  * and caching it per shape, then running it with a variant pack of device
  * pointers and the workspace; asymmetric padding is native there
- * (pre/post padding), which would remove the padded input copies below. */
+ * (pre/post padding), which would remove cu_conv.c's padded input copies. */
 #include "cu_internal.h"
 
 #include <pthread.h>
@@ -397,6 +397,21 @@ void pdnn__cu_report_untuned(const pdnn__plan *plan, pdnn__run_report *rep)
     memset(rep, 0, sizeof *rep);
     rep->config = -1;
     snprintf(rep->config_name, sizeof rep->config_name, "%s", plan->config_name);
+}
+
+pdnn_status pdnn__cu_run(void *dev, pdnn__cu_body body, const pdnn__op_call *call, const pdnn__plan *plan,
+                         void *arg, size_t state_bytes, pdnn__buf ws, pdnn__run_report *rep)
+{
+    cu_dev *d = dev;
+    if (state_bytes > 0)
+        memcpy(arg, plan->state, state_bytes); /* state is bytes: copy, never alias */
+    pdnn_status st = pdnn__cu_lock_dnn(d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    st = body(d, call, arg, ws);
+    pthread_mutex_unlock(&d->lock);
+    pdnn__cu_report_untuned(plan, rep);
+    return st;
 }
 
 /* ---- the algorithm tables ------------------------------------------------- */
