@@ -185,6 +185,19 @@ static pdnn_status pool_padded_run(cu_dev *d, const pdnn__pool2d_call *c, const 
     return PDNN_SUCCESS;
 }
 
+/* d->pool as c's window with cuDNN's own padding, for the forward and the
+ * backward. */
+static pdnn_status set_pool_descriptor(cu_dev *d, const pdnn__pool2d_call *c)
+{
+    cudnnPoolingMode_t mode = c->mode == PDNN_POOL_MAX ? CUDNN_POOLING_MAX_DETERMINISTIC
+                              : c->mode == PDNN_POOL_AVG_INCLUDE_PADDING
+                                  ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    DNN(cudnnSetPooling2dDescriptor, d->pool, mode, CUDNN_PROPAGATE_NAN, c->win_h, c->win_w, c->pad_top,
+        c->pad_left, c->stride_h, c->stride_w);
+    return PDNN_SUCCESS;
+}
+
 /* Pools c with cuDNN's own padding. Called with d->lock held and the
  * cuDNN handle created. */
 static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
@@ -193,12 +206,7 @@ static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
     const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[0], xdims, c->xs));
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[1], ydims, c->ys));
-    cudnnPoolingMode_t mode = c->mode == PDNN_POOL_MAX ? CUDNN_POOLING_MAX_DETERMINISTIC
-                              : c->mode == PDNN_POOL_AVG_INCLUDE_PADDING
-                                  ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-    DNN(cudnnSetPooling2dDescriptor, d->pool, mode, CUDNN_PROPAGATE_NAN, c->win_h, c->win_w, c->pad_top,
-        c->pad_left, c->stride_h, c->stride_w);
+    RETURN_IF_FAILED(set_pool_descriptor(d, c));
     const float one = 1.0f, zero = 0.0f;
     DNN(cudnnPoolingForward, d->dnn, d->pool, &one, d->t[0], ptr(c->x_buf), &zero, d->t[1], ptr(c->y_buf));
     return PDNN_SUCCESS;
@@ -296,12 +304,7 @@ static pdnn_status pool_bwd_run(cu_dev *d, const pdnn__op_call *call, const void
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[0], xdims, c->xs));
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[1], ydims, c->ys));
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[2], xdims, c->dxs));
-    cudnnPoolingMode_t mode = c->mode == PDNN_POOL_MAX ? CUDNN_POOLING_MAX_DETERMINISTIC
-                              : c->mode == PDNN_POOL_AVG_INCLUDE_PADDING
-                                  ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-    DNN(cudnnSetPooling2dDescriptor, d->pool, mode, CUDNN_PROPAGATE_NAN, c->win_h, c->win_w, c->pad_top,
-        c->pad_left, c->stride_h, c->stride_w);
+    RETURN_IF_FAILED(set_pool_descriptor(d, c));
     const float one = 1.0f, zero = 0.0f;
     DNN(cudnnPoolingForward, d->dnn, d->pool, &one, d->t[0], ptr(c->x_buf), &zero, d->t[1], ws);
     void *dx = pl->dx_copy ? (void *)(ws + pl->dx_off) : ptr(c->dx_buf);
