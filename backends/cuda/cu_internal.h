@@ -18,8 +18,9 @@
  * Nothing links against CUDA: every CUDA, cuDNN and cuBLAS call goes
  * through the tables pdnn__cu_rt, pdnn__cu_dnn and pdnn__cu_blas, filled
  * once by pdnn__cu_load. A device's handles and descriptors are shared by
- * its ops, so every cuDNN op runs under cu_dev.lock: through pdnn__cu_run,
- * which takes the lock, readies cuDNN and calls the op's body. */
+ * its ops, so every use of them holds cu_dev.lock: a cuDNN op's run takes
+ * it through pdnn__cu_run, which also readies cuDNN and then calls the
+ * op's body. */
 #ifndef POLYDNN_CU_INTERNAL_H
 #define POLYDNN_CU_INTERNAL_H
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A 1 x 1 x 1 x len view: the elementwise ops run over such chunks. */
 pdnn_status pdnn__cu_set_vec(cudnnTensorDescriptor_t t, int64_t len)
 {
     const int64_t dims[4] = {1, 1, 1, len};
@@ -94,7 +95,8 @@ static pdnn_status softmax_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t oute
     return PDNN_SUCCESS;
 }
 
-/* The vtable's elementwise ops, as one body's arguments. */
+/* The vtable's elementwise ops have no op call or plan: their arguments
+ * reach the one body they share as pdnn__cu_run's arg. */
 typedef struct ew_args {
     enum { EW_ADD, EW_BIAS_ADD, EW_RELU, EW_SOFTMAX } kind;
     pdnn__buf x, b, y;   /* b: add's second operand, bias_add's bias */
@@ -114,7 +116,7 @@ static pdnn_status ew_body(cu_dev *d, const pdnn__op_call *call, const void *arg
     }
 }
 
-static pdnn_status ew_locked(void *dev, ew_args *e)
+static pdnn_status ew_run(void *dev, ew_args *e)
 {
     const pdnn__buf none = {.region = NULL};
     return pdnn__cu_run(dev, ew_body, NULL, NULL, e, 0, none, NULL);
@@ -123,26 +125,26 @@ static pdnn_status ew_locked(void *dev, ew_args *e)
 pdnn_status pdnn__cu_add(void *dev, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
 {
     ew_args e = {.kind = EW_ADD, .x = a, .b = b, .y = y, .n = n};
-    return ew_locked(dev, &e);
+    return ew_run(dev, &e);
 }
 
 pdnn_status pdnn__cu_bias_add(void *dev, pdnn__buf x, pdnn__buf bias, pdnn__buf y, int64_t n, int64_t c,
                               int64_t inner, int relu)
 {
     ew_args e = {.kind = EW_BIAS_ADD, .x = x, .b = bias, .y = y, .n = n, .c = c, .inner = inner, .relu = relu};
-    return ew_locked(dev, &e);
+    return ew_run(dev, &e);
 }
 
 pdnn_status pdnn__cu_relu(void *dev, pdnn__buf x, pdnn__buf y, int64_t n)
 {
     ew_args e = {.kind = EW_RELU, .x = x, .y = y, .n = n};
-    return ew_locked(dev, &e);
+    return ew_run(dev, &e);
 }
 
 pdnn_status pdnn__cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer, int64_t c, int64_t inner)
 {
     ew_args e = {.kind = EW_SOFTMAX, .x = x, .y = y, .n = outer, .c = c, .inner = inner};
-    return ew_locked(dev, &e);
+    return ew_run(dev, &e);
 }
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the

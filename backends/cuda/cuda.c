@@ -15,13 +15,18 @@
  * asking the heuristics for engine configs, finalizing an execution plan
  * and caching it per shape, then running it with a variant pack of device
  * pointers and the workspace; asymmetric padding is native there
- * (pre/post padding), which would remove cu_conv.c's padded input copies. */
+ * (pre/post padding), which would remove cu_conv.c's padded input copies.
+ *
+ * This file: the devices, memory and copies, the locked run the op files
+ * share, the vtable and the algorithm tables; cu_internal.h maps the rest. */
 #include "cu_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- devices ------------------------------------------------------------ */
 
 /* Called with d->lock held (or before the device is shared). */
 static pdnn_status ensure_stream(cu_dev *d)
@@ -387,6 +392,8 @@ pdnn_status pdnn__cu_set_packed(cudnnTensorDescriptor_t t, pdnn_layout l, const 
     pdnn__layout_strides(l, dims, st);
     return pdnn__cu_set_4d(t, dims, st);
 }
+
+/* ---- running an op -------------------------------------------------------- */
 
 /* No CUDA algorithm has configurations of ours to tune: cuDNN chose (or
  * was told) its kernel in plan. */
