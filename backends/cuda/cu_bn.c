@@ -2,7 +2,6 @@
  * backward. */
 #include "cu_internal.h"
 
-#include <pthread.h>
 #include <string.h>
 
 /* cuDNN's spatial mode is ours: statistics per channel over N, H, W; its

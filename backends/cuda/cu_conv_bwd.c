@@ -2,7 +2,6 @@
  * cu_conv.c's plan cache, with the algorithm choice here) and bias. */
 #include "cu_internal.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -6,8 +6,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 
 /* A 1 x 1 x 1 x len view: the elementwise ops run over such chunks. */
 pdnn_status pdnn__cu_set_vec(cudnnTensorDescriptor_t t, int64_t len)

@@ -4,7 +4,6 @@
 #include "ops/pool_math.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,8 +1,6 @@
 /* The training ops through cuDNN: relu backward and the SGD optimizer. */
 #include "cu_internal.h"
 
-#include <pthread.h>
-
 /* ---- the training ops ------------------------------------------------------
  * Relu backward is cudnnActivationBackward; SGD is cudnnOpTensor (v =
  * momentum v + g + wd w) and cudnnAddTensor (w -= lr v, or w = (1 - lr wd)
