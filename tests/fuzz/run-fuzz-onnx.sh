@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the ONNX importer's fuzz target with clang (libFuzzer + ASan +
-# UBSan on src/io/onnx_import.c, the rest of the library from the built
-# tree's libpolydnn_internal.a) and runs it for SECONDS (default 60) from
+# UBSan on the importer, src/io/onnx_*.c; the rest of the library from the
+# built tree's libpolydnn_internal.a) and runs it for SECONDS (default 60) from
 # the seed corpus tests/fuzz/onnx-corpus (small models of every supported
 # op, written by tests/fuzz/make-onnx-corpus.py). Run it in a configured
 # and built tree (BUILDDIR, default the current directory). New inputs go
@@ -21,11 +21,12 @@ fi
 libs=$(sed -n "s/^LIBS = //p; s/^OPENCL_LIBS = //p; s/^CLBLAST_LIBS = //p; s/^CUDA_LIBS = //p; s/^PROTOBUF_C_LIBS = //p" \
     "$build/Makefile" | tr '\n' ' ')
 mkdir -p "$out/corpus"
-# onnx_import.c is compiled here, instrumented; the archive's own copy of
-# it is never pulled in, since every symbol it defines is defined first.
+# The importer's files (onnx_import.c and its parts) are compiled here,
+# instrumented; the archive's own copies are never pulled in, since every
+# symbol they define is defined first.
 "$cc" -g -O1 -std=c11 -D_GNU_SOURCE -DPDNN_BUILDING -DHAVE_CONFIG_H -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I"$src" -I"$src/src" -I"$build" \
-    "$src/tests/fuzz/fuzz_onnx.c" "$src/src/io/onnx_import.c" "$build/.libs/libpolydnn_internal.a" \
+    "$src/tests/fuzz/fuzz_onnx.c" "$src"/src/io/onnx_*.c "$build/.libs/libpolydnn_internal.a" \
     $libs -lpthread -ldl -lm -o "$out/fuzz_onnx"
 echo "fuzz_onnx: ${seconds}s from $src/tests/fuzz/onnx-corpus"
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 "$out/fuzz_onnx" \

@@ -1,0 +1,116 @@
+/* What the ONNX importer's files share: the importer and its values, and
+ * the functions one file calls in another (pdnn__onnx_*, hidden). Built
+ * only with ONNX import (Makefile.am's HAVE_ONNX); onnx_import.c alone is
+ * always built, for the entry point that refuses without it.
+ *
+ *   onnx_import.c     pdnn_graph_import_onnx; the graph's inputs, outputs
+ *   onnx_model.c      the file, the protobuf nesting check, tensors
+ *   onnx_values.c     values, inputs and outputs of a node, attributes
+ *   onnx_conv_pool.c  Conv with what it absorbs (fusion), pooling
+ *   onnx_ops.c        the other ops, and import_node's dispatch */
+#ifndef POLYDNN_ONNX_INTERNAL_H
+#define POLYDNN_ONNX_INTERNAL_H
+
+#include "backend.h"
+#include "graph/graph.h"
+#include "polydnn.h"
+
+#include "onnx.pb-c.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* pdnn__error's status as a constant the static analyzer can follow. */
+#define FAIL(st, ...) (pdnn__error((st), __VA_ARGS__), (st))
+
+/* Models over this size are refused before reading (protobuf's own limit). */
+#define MAX_MODEL_BYTES ((size_t)INT32_MAX)
+
+/* ONNX TensorProto.DataType values used here. */
+enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
+
+/* One ONNX value: an activation computed by a graph node (node >= 0), or a
+ * constant held on the host (data or i64) until an op uses it. */
+typedef struct value {
+    const char *name;   /* points into the parsed model */
+    int node;           /* graph node, -1 for a host constant */
+    int rank;
+    int64_t dims[8];
+    float *data;        /* float constant (owned unless alias) */
+    int64_t *i64;       /* int64 constant (owned unless alias) */
+    int64_t count;
+    int alias;          /* data/i64 belong to another value or to the parsed model */
+} value;
+
+typedef struct importer {
+    Onnx__ModelProto *model;
+    Onnx__GraphProto *g;
+    pdnn_graph *graph;
+    value *vals;
+    int n_vals, cap_vals;
+    const char *dir;       /* external data directory, NULL: refused */
+    const char *device;    /* every node's requested device */
+    int fuse;              /* Conv + Relu into one node */
+    pdnn_layout layout;    /* of the activations inside: NCHW or NHWC */
+    int64_t opset;
+    unsigned char *absorbed; /* per ONNX node: folded into an earlier one */
+} importer;
+
+/* The deepest nesting of messages pdnn__onnx_nesting_ok accepts. */
+#define MAX_DEPTH 64
+
+/* A node's name for messages. */
+static inline const char *node_name(const Onnx__NodeProto *n)
+{
+    return n->name && n->name[0] ? n->name : "(unnamed)";
+}
+
+/* Attribute name of n (NULL: absent); attr_int and attr_float give def
+ * when it is absent or of another type. */
+static inline const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
+            return n->attribute[i];
+    return NULL;
+}
+
+static inline int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t def)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    return a && a->has_i ? a->i : def;
+}
+
+static inline float attr_float(const Onnx__NodeProto *n, const char *name, float def)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    return a && a->has_f ? a->f : def;
+}
+
+/* onnx_values.c */
+pdnn_status pdnn__onnx_node_error(pdnn_status st, const Onnx__NodeProto *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+value *pdnn__onnx_find_value(importer *im, const char *name);
+pdnn_status pdnn__onnx_add_value(importer *im, const value *v);
+pdnn_status pdnn__onnx_attr_ints(const Onnx__NodeProto *n, const char *name, size_t want, int64_t *out);
+const char *pdnn__onnx_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t len);
+pdnn_status pdnn__onnx_check_name(const Onnx__NodeProto *n, const char *name);
+value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pdnn_status *st);
+value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i);
+pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank);
+void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst);
+
+/* onnx_model.c */
+pdnn_status pdnn__onnx_tensor_value(importer *im, const Onnx__TensorProto *t, const char *name);
+pdnn_status pdnn__onnx_read_file(const char *path, uint8_t **buf, size_t *len);
+int pdnn__onnx_nesting_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, const uint8_t *end, int depth);
+
+/* onnx_conv_pool.c */
+pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodeProto *n);
+pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int max, int global);
+
+/* onnx_ops.c */
+pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);
+pdnn_status pdnn__onnx_import_node(importer *im, size_t idx);
+
+#endif

@@ -1,0 +1,160 @@
+/* The importer's values and what every op's builder uses: finding and
+ * adding values, an op's activation and constant inputs and its output,
+ * attributes, errors, and host constants laid out for NHWC. */
+#include "io/onnx_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+pdnn_status pdnn__onnx_node_error(pdnn_status st, const Onnx__NodeProto *n, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return FAIL(st, "pdnn_graph_import_onnx: node '%s' (%s): %s", node_name(n),
+                       n->op_type ? n->op_type : "?", msg);
+}
+
+value *pdnn__onnx_find_value(importer *im, const char *name)
+{
+    if (!name || !name[0])
+        return NULL;
+    for (int i = im->n_vals - 1; i >= 0; i--)
+        if (strcmp(im->vals[i].name, name) == 0)
+            return &im->vals[i];
+    return NULL;
+}
+
+pdnn_status pdnn__onnx_add_value(importer *im, const value *v)
+{
+    if (pdnn__onnx_find_value(im, v->name))
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: value '%s' is defined twice", v->name);
+    if (im->n_vals == im->cap_vals) {
+        int cap = im->cap_vals ? im->cap_vals * 2 : 64;
+        value *nv = realloc(im->vals, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        im->vals = nv;
+        im->cap_vals = cap;
+    }
+    im->vals[im->n_vals++] = *v;
+    return PDNN_SUCCESS;
+}
+
+/* An ints attribute of exactly want values into out (left alone if absent). */
+pdnn_status pdnn__onnx_attr_ints(const Onnx__NodeProto *n, const char *name, size_t want, int64_t *out)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    if (!a)
+        return PDNN_SUCCESS;
+    if (a->n_ints != want)
+        return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "attribute %s has %zu values, expected %zu", name, a->n_ints,
+                                     want);
+    for (size_t i = 0; i < want; i++)
+        out[i] = a->ints[i];
+    return PDNN_SUCCESS;
+}
+
+const char *pdnn__onnx_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t len)
+{
+    const Onnx__AttributeProto *a = attr(n, name);
+    buf[0] = 0;
+    if (a && a->has_s) {
+        size_t l = a->s.len < len - 1 ? a->s.len : len - 1;
+        memcpy(buf, a->s.data, l);
+        buf[l] = 0;
+    }
+    return buf;
+}
+
+/* ---- graph nodes ---- */
+
+pdnn_status pdnn__onnx_check_name(const Onnx__NodeProto *n, const char *name)
+{
+    if (strlen(name) >= sizeof(((pdnn__node *)0)->name))
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "value name '%.40s...' is longer than %zu characters",
+                                     name, sizeof(((pdnn__node *)0)->name) - 1);
+    return PDNN_SUCCESS;
+}
+
+/* The graph node of a host constant (made on first use, NCHW {d0..} or a
+ * vector). */
+static pdnn_status const_node(importer *im, const Onnx__NodeProto *n, value *v, const pdnn_tensor_desc *d,
+                              int *out)
+{
+    if (!v->data)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", v->name);
+    if (pdnn_tensor_desc_elements(d) != v->count)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "constant '%s' has %lld elements, %lld expected",
+                                     v->name, (long long)v->count, (long long)pdnn_tensor_desc_elements(d));
+    return pdnn_graph_constant(im->graph, NULL, im->device, d, v->data, out);
+}
+
+/* The input value i of n, which must be an activation of rank 2 or 4. */
+value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pdnn_status *st)
+{
+    *st = PDNN_SUCCESS;
+    if (i >= n->n_input || !n->input[i][0]) {
+        *st = pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input %zu is missing", i);
+        return NULL;
+    }
+    value *v = pdnn__onnx_find_value(im, n->input[i]);
+    if (!v) {
+        *st = pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n,
+                                    "input '%s' is neither a graph input, an initializer nor an earlier "
+                                    "node's output",
+                                    n->input[i]);
+        return NULL;
+    }
+    if (v->node < 0) {
+        /* A constant where an activation is expected: make it a node. */
+        if (v->rank != 2 && v->rank != 4) {
+            *st = pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant input '%s' of rank %d", v->name, v->rank);
+            return NULL;
+        }
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {v->dims[0], v->dims[1], v->rank == 4 ? v->dims[2] : 1,
+                                                         v->rank == 4 ? v->dims[3] : 1}};
+        if ((*st = const_node(im, n, v, &d, &v->node)) != PDNN_SUCCESS)
+            return NULL;
+    }
+    return v;
+}
+
+value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i)
+{
+    if (i >= n->n_input || !n->input[i][0])
+        return NULL;
+    value *v = pdnn__onnx_find_value(im, n->input[i]);
+    return v && v->node < 0 ? v : NULL;
+}
+
+/* Records output 0 of n as graph node id with the given ONNX rank. */
+pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank)
+{
+    pdnn_tensor_desc d;
+    pdnn_status st = pdnn_graph_node_desc(im->graph, id, &d);
+    if (st != PDNN_SUCCESS)
+        return st;
+    value v = {.name = name, .node = id, .rank = rank};
+    for (int i = 0; i < rank && i < 4; i++)
+        v.dims[i] = d.dims[i];
+    (void)n;
+    return pdnn__onnx_add_value(im, &v);
+}
+
+/* dst = src, a row-major array of logical dims d (ONNX's NCHW or OIHW),
+ * in memory order of layout (NHWC's, OHWI's). */
+void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst)
+{
+    int64_t st[4];
+    pdnn__layout_strides(layout, d, st);
+    for (int64_t i = 0, a = 0; a < d[0]; a++)
+        for (int64_t b = 0; b < d[1]; b++)
+            for (int64_t h = 0; h < d[2]; h++)
+                for (int64_t w = 0; w < d[3]; w++)
+                    dst[a * st[0] + b * st[1] + h * st[2] + w * st[3]] = src[i++];
+}
