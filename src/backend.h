@@ -448,24 +448,6 @@ extern const pdnn__backend pdnn__cuda_backend;
 #endif
 #ifdef PDNN_HAVE_OPENCL
 extern const pdnn__backend pdnn__opencl_backend;
-/* Test hook: what the OpenCL program cache did in this process so far
- * (programs loaded from disk, looked up and not usable, written, and
- * files found but ignored as invalid). */
-typedef struct pdnn__program_cache_stats {
-    long hits, misses, stores, rejected;
-} pdnn__program_cache_stats;
-void pdnn__opencl_program_cache_stats(pdnn__program_cache_stats *out);
-/* Test hook: the programs this process built from source (kernels_cl/
- * file, full build options, build log less trailing blank lines), oldest
- * first, at most PDNN__CL_MAX_BUILDS; returns how many. */
-#define PDNN__CL_MAX_BUILDS 256
-typedef struct pdnn__cl_build_record {
-    char file[48], opts[256], log[512];
-} pdnn__cl_build_record;
-int pdnn__opencl_builds(const pdnn__cl_build_record **out);
-/* Test hook: the bytes of workspace above which winograd transforms the
- * batch's tiles a chunk at a time (0: its default, 64 MiB). */
-void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
 #endif
 
 /* ---- core helpers for backends (src/ops/dispatch.c) ------------------------ */

@@ -6,6 +6,9 @@
 #include "backend.h"
 #include "ops/dispatch.h"
 #include "core/context.h"
+#ifdef PDNN_HAVE_OPENCL
+#include "backends/opencl/cl_hooks.h" /* pdnn__opencl_winograd_chunk_bytes */
+#endif
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #ifdef PDNN_HAVE_OPENCL
+#include "backends/opencl/cl_hooks.h"
 #include "backends/opencl/cl_sources.h"
 
 static char dir[64];

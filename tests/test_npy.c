@@ -633,6 +633,35 @@ Test(npy, write_replaces_in_place)
     rmdir(dir);
 }
 
+/* The tool makes no directory: a path into a missing one fails, naming
+ * the path and the reason. A name too long to take the temporary file's
+ * suffix is still written (through a short temporary name). */
+Test(npy, write_needs_the_directory_and_takes_long_names)
+{
+    char dir[] = "/tmp/polydnn-npy-w-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char p[512], err[1024] = "";
+    const float six[6] = {1, 2, 3, 4, 5, 6};
+    snprintf(p, sizeof p, "%s/missing/out.npy", dir);
+    cr_assert_eq(npy_write(p, 1, (int64_t[]){6}, six, err, sizeof err), PDNN_ERR_IO);
+    cr_assert(strstr(err, p) && strstr(err, "No such file or directory") && strstr(err, "nothing was written"),
+              "%s", err);
+    snprintf(p, sizeof p, "%s/missing", dir);
+    struct stat sb;
+    cr_assert_neq(stat(p, &sb), 0, "the directory was made");
+    char name[256];
+    memset(name, 'n', 250);
+    memcpy(name + 250, ".npy", 5); /* 254 bytes: no room for ".tmp-XXXXXX" */
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    cr_assert_eq(npy_write(p, 1, (int64_t[]){6}, six, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    npy_array a;
+    cr_assert_eq(npy_read(p, &a, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(a.count, 6);
+    npy_free(&a);
+    cr_assert_eq(unlink(p), 0);
+    cr_assert_eq(rmdir(dir), 0, "left behind in %s", dir);
+}
+
 /* A FIFO (as /dev/stdout may be) is written in place: renaming a file
  * over it would replace it. */
 Test(npy, write_to_a_fifo, .timeout = 10)

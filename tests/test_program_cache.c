@@ -4,7 +4,7 @@
  * POLYDNN_PROGRAM_CACHE=off writes nothing. Every conv is checked against
  * the host reference. Each test runs in its own process (Criterion), so
  * the cache's counters start at zero. */
-#include "backend.h"
+#include "backends/opencl/cl_hooks.h"
 #include "helpers.h"
 
 #include <criterion/criterion.h>

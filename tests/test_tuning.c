@@ -492,7 +492,15 @@ Test(file_replace, replaces_only_complete_files)
     struct stat now;
     cr_assert_eq(stat(path, &now), 0);
     cr_assert(pdnn__file_same(&sb, &now));
-    cr_assert_eq(now.st_mode & 0777, 0644);
+    /* A new file has the mode fopen would give; a replaced one keeps its own. */
+    const mode_t mask = umask(0);
+    umask(mask);
+    cr_assert_eq(now.st_mode & 0777, 0666 & ~mask, "%o under umask %o", (unsigned)(now.st_mode & 0777),
+                 (unsigned)mask);
+    cr_assert_eq(chmod(path, 0600), 0);
+    cr_assert_eq(pdnn__file_replace(path, write_text, "three\n", NULL, why, sizeof why), 0, "%s", why);
+    cr_assert_eq(stat(path, &now), 0);
+    cr_assert_eq(now.st_mode & 0777, 0600, "the replaced file lost its mode: %o", (unsigned)(now.st_mode & 0777));
     char what[512];
     cr_assert_eq(stray_files(what, sizeof what), 0, "left behind:%s", what);
     cleanup();

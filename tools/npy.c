@@ -7,18 +7,16 @@
  * rather than search it for substrings and guess. The reader looks at the
  * magic and the header before it reads or allocates anything for the
  * data, and reads the data straight into its one allocation. */
-#define _XOPEN_SOURCE 700 /* realpath */
 #include "npy.h"
+#include "core/fileio.h" /* libc only, compiled into the tool */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 pdnn_status cli_set_err(pdnn_status st, char *err, size_t len, const char *fmt, ...)
 {
@@ -640,105 +638,5 @@ pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const fl
     pdnn_status st = build_image(path, ndim, shape, data, &im, err, errlen);
     if (st != PDNN_SUCCESS)
         return st;
-    return cli_replace_file(path, write_npy_image, &im, err, errlen);
-}
-
-pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ctx), void *ctx,
-                             char *err, size_t errlen)
-{
-    /* Replace the file the path leads to: through a symbolic link, the
-     * link stays. A device or FIFO (/dev/null, /dev/stdout) has no old
-     * contents to keep and cannot be renamed over: write it in place. */
-    struct stat sb;
-    char *real = NULL;
-    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
-        real = realpath(path, NULL);
-        if (!real && errno != ENOENT)
-            return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: cannot follow the link: %s", path, strerror(errno));
-    }
-    const char *dst = real ? real : path;
-    int exists = stat(dst, &sb) == 0;
-    if (exists && !S_ISREG(sb.st_mode)) {
-        FILE *f = fopen(dst, "wb");
-        int e = 0;
-        if (!f)
-            e = errno;
-        else if (write_fn(f, ctx) != 0 || fflush(f) != 0)
-            e = errno ? errno : EIO;
-        if (f && fclose(f) != 0 && !e)
-            e = errno;
-        free(real);
-        if (e)
-            return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(e));
-        return PDNN_SUCCESS;
-    }
-
-    const char *slash = strrchr(dst, '/');
-    size_t dirlen = slash ? (size_t)(slash - dst) + 1 : 0;
-    static const char tmpname[] = ".polydnn-tmp-XXXXXX";
-    char *tmp = malloc(dirlen + sizeof tmpname);
-    if (!tmp) {
-        free(real);
-        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", path);
-    }
-    memcpy(tmp, dst, dirlen);
-    memcpy(tmp + dirlen, tmpname, sizeof tmpname);
-    const char *step = "creating a temporary file";
-    int e = 0;
-    int fd = mkstemp(tmp);
-    FILE *f = NULL;
-    if (fd < 0) {
-        e = errno;
-    } else {
-        /* mkstemp makes the file 0600: give it the old file's mode, or the
-         * mode fopen would have (umask is process-wide; the tool is one
-         * thread). */
-        mode_t mask = umask(0);
-        umask(mask);
-        (void)fchmod(fd, exists ? (sb.st_mode & 07777) : (0666 & ~mask));
-        f = fdopen(fd, "wb");
-        if (!f) {
-            e = errno;
-            close(fd);
-        }
-    }
-    errno = 0;
-    if (!e && write_fn(f, ctx) != 0) {
-        step = "writing";
-        e = errno ? errno : EIO;
-    }
-    if (!e && fflush(f) != 0) {
-        step = "writing";
-        e = errno;
-    }
-    if (!e && fsync(fileno(f)) != 0) {
-        step = "syncing";
-        e = errno;
-    }
-    if (f && fclose(f) != 0 && !e) {
-        step = "closing";
-        e = errno;
-    }
-    if (!e && rename(tmp, dst) != 0) {
-        step = "renaming the temporary file into place";
-        e = errno;
-    }
-    if (e) {
-        if (fd >= 0)
-            unlink(tmp);
-        cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s %s failed: %s; %s", path, step, fd >= 0 ? tmp : "in its directory",
-             strerror(e), exists ? "the existing file is unchanged" : "nothing was written");
-    } else {
-        /* The rename is durable once the directory is on disk. */
-        char *dir = dirlen ? strndup(dst, dirlen) : strdup(".");
-        int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY) : -1;
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-        free(dir);
-    }
-    free(tmp);
-    free(real);
-    return e ? PDNN_ERR_IO : PDNN_SUCCESS;
+    return pdnn__file_replace_named(path, write_npy_image, &im, err, errlen) == 0 ? PDNN_SUCCESS : PDNN_ERR_IO;
 }

@@ -41,12 +41,14 @@ pdnn_status npy_read_stream(FILE *f, const char *name, npy_array *out, char *err
  * messages as npy_read (without a file name). */
 pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char *err, size_t errlen);
 
-/* Writes a version 1.0 file: to a new temporary file in path's directory,
- * every write checked, flushed and fsync'd, then renamed over path. On
- * failure the temporary file is removed, a file already at path is left
- * as it was, and err says which step failed and why. A path that names
- * an existing device or FIFO (/dev/null, /dev/stdout) is written in
- * place; a symbolic link is followed, so the link stays. */
+/* Writes a version 1.0 file through pdnn__file_replace_named
+ * (src/core/fileio.c, the library's routine compiled into the tool): to a
+ * new temporary file in path's directory, every write checked, flushed and
+ * fsync'd, then renamed over path. On failure the temporary file is
+ * removed, a file already at path is left as it was, and err names path,
+ * the step that failed and why. A path that names an existing device or
+ * FIFO (/dev/null, /dev/stdout) is written in place; a symbolic link is
+ * followed, so the link stays. The directory must exist. */
 pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
                       size_t errlen);
 
@@ -54,16 +56,10 @@ pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const fl
 pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsigned char **buf, size_t *len,
                        char *err, size_t errlen);
 
-/* The tool's one way to write a file, as npy_write describes: write_fn
- * (0, or -1 with errno set) writes the contents to a temporary file in
- * path's directory, which is flushed, fsync'd and renamed over path. */
 /* Writes the printf-style message into err (len bytes; NULL or 0: none)
  * and returns st: the readers' one way to fail. */
 pdnn_status cli_set_err(pdnn_status st, char *err, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-
-pdnn_status cli_replace_file(const char *path, int (*write_fn)(FILE *f, void *ctx), void *ctx, char *err,
-                             size_t errlen);
 
 void npy_free(npy_array *a);
 

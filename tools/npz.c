@@ -4,6 +4,7 @@
  * The reader holds the whole archive in memory and trusts no offset or
  * size before checking it against the bytes actually there. */
 #include "npz.h"
+#include "core/fileio.h" /* libc only, compiled into the tool */
 
 #include <errno.h>
 #include <limits.h>
@@ -262,7 +263,7 @@ pdnn_status npz_write(const char *path, int count, const npz_entry *entries, cha
                       "%s: the archive would reach 4 GiB: polydnn writes .npz files under 4 GiB (no ZIP64)", path);
     }
     if (st == PDNN_SUCCESS)
-        st = cli_replace_file(path, write_archive, &z, err, errlen);
+        st = pdnn__file_replace_named(path, write_archive, &z, err, errlen) == 0 ? PDNN_SUCCESS : PDNN_ERR_IO;
     zwrite_free(&z);
     return st;
 }

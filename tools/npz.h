@@ -41,9 +41,9 @@ typedef struct npz_archive {
 /* Writes the entries as NAME.npy members, deflate-compressed (zlib, raw
  * deflate), each with its CRC-32, then the central directory and the end
  * record; member times are fixed (1980-01-01), so equal arrays give equal
- * files. Through cli_replace_file: a temporary file in path's directory,
- * flushed, fsync'd, renamed; on failure a file already at path is
- * unchanged. */
+ * files. Through pdnn__file_replace_named (src/core/fileio.c), as
+ * npy_write: a temporary file in path's directory, flushed, fsync'd,
+ * renamed; on failure a file already at path is unchanged. */
 pdnn_status npz_write(const char *path, int count, const npz_entry *entries, char *err, size_t errlen);
 
 /* Reads a whole archive strictly: the end record (one disk, counts agree,

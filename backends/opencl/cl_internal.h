@@ -20,6 +20,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
 #include "backend.h"
+#include "backends/opencl/cl_hooks.h"
 
 #include <CL/cl.h>
 #include <math.h>

@@ -1,10 +1,17 @@
-/* Reading and replacing the library's cache files (see fileio.h). */
+/* Reading and replacing the library's cache files and the tool's outputs
+ * (see fileio.h). Compiled into the polydnn tool too, which links only the
+ * public API: libc only here. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "core/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *pdnn__cache_dir(char *buf, size_t len)
@@ -98,56 +105,107 @@ int pdnn__file_open_read(const char *path, FILE **out, struct stat *sb, char *wh
     return 1;
 }
 
-/* Makes the rename durable (best effort: not every file system can sync
- * a directory). */
-static void sync_dir(const char *path)
+/* Makes the rename in dir durable (best effort: not every file system
+ * can sync a directory). */
+static void sync_dir(const char *dir)
 {
-    char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        snprintf(dir, sizeof dir, ".");
-    } else {
-        const size_t len = slash == path ? 1 : (size_t)(slash - path);
-        if (len >= sizeof dir)
-            return;
-        memcpy(dir, path, len);
-        dir[len] = '\0';
-    }
-    const int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
         (void)fsync(fd);
         close(fd);
     }
 }
 
-int pdnn__file_replace(const char *path, pdnn__file_writer write, void *arg, struct stat *written, char *why,
-                       size_t why_len)
+/* Creates the temporary file tmp, whose name ends in "XXXXXX", replaced
+ * here until an exclusive create succeeds. Not mkstemp: its file is 0600,
+ * and the mode a new file should have (0666 less the umask, and a
+ * directory's default ACL) is applied only by the kernel at the create;
+ * the umask cannot be read without setting it, process-wide. */
+static int create_temp(char *tmp)
 {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        snprintf(why, why_len, "%s is %s, not a regular file; not replacing it", path, kind_of(sb.st_mode));
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static atomic_uint_fast64_t calls;
+    char *x = tmp + strlen(tmp) - 6;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 40);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        /* A taken name costs a retry, never a clobber (O_EXCL), so the
+         * names need only differ, not be unguessable. */
+        v = v * 6364136223846793005u + 1442695040888963407u + atomic_fetch_add(&calls, 1);
+        uint64_t r = v >> 20;
+        for (int i = 0; i < 6; i++, r /= 62)
+            x[i] = letters[r % 62];
+        const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* The outcome a failed replace reports. */
+static const char *left_as(const struct stat *old)
+{
+    return old ? "the existing file is unchanged" : "nothing was written";
+}
+
+/* Writes a device or FIFO (/dev/null, /dev/stdout) in place: it has no
+ * old contents to keep, and renaming a file over it would replace it. */
+static int write_in_place(const char *path, const char *dst, pdnn__file_writer write, void *arg, char *why,
+                          size_t why_len)
+{
+    const char *step = NULL;
+    int err = 0;
+    errno = 0;
+    FILE *f = fopen(dst, "wb");
+    if (!f) {
+        err = errno;
+        step = "opening";
+    } else {
+        if (write(f, arg) != 0 || ferror(f))
+            step = "writing";
+        else if (fflush(f) != 0)
+            step = "flushing";
+        err = step ? errno : 0;
+        if (fclose(f) != 0 && !step) {
+            err = errno;
+            step = "closing";
+        }
+    }
+    if (!step)
+        return 0;
+    snprintf(why, why_len, "%s: %s it in place failed: %s", path, step, err ? strerror(err) : "an I/O error");
+    return -1;
+}
+
+/* Replaces dst (path, or the file its link leads to), old its stat when
+ * it exists: a new file next to it, written and checked, renamed over it. */
+static int write_and_rename(const char *path, const char *dst, const struct stat *old, pdnn__file_writer write,
+                            void *arg, struct stat *written, char *why, size_t why_len)
+{
+    const char *slash = strrchr(dst, '/');
+    const size_t dir_len = slash ? (size_t)(slash - dst) + 1 : 0;
+    char tmp[PATH_MAX + 32];
+    if (strlen(dst) >= PATH_MAX) {
+        snprintf(why, why_len, "%s: the path is too long; %s", path, left_as(old));
         return -1;
     }
-    if (pdnn__make_parents(path) != 0) {
-        snprintf(why, why_len, "creating the directory of %s failed: %s", path, strerror(errno));
-        return -1;
-    }
-    const size_t tmp_size = strlen(path) + 16;
-    char *tmp = malloc(tmp_size);
-    if (!tmp) {
-        snprintf(why, why_len, "out of host memory writing %s", path);
-        return -1;
-    }
-    snprintf(tmp, tmp_size, "%s.tmp-XXXXXX", path);
-    const int fd = mkstemp(tmp);
+    /* Named after the target, so that one left by a killed process says
+     * what it was; a name too long for that gets a short one. */
+    if (strlen(dst + dir_len) + sizeof ".tmp-XXXXXX" - 1 <= NAME_MAX)
+        snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", dst);
+    else
+        snprintf(tmp, sizeof tmp, "%.*s.polydnn-tmp-XXXXXX", (int)dir_len, dst);
+    const int fd = create_temp(tmp);
     if (fd < 0) {
-        snprintf(why, why_len, "creating a temporary file next to %s failed: %s", path, strerror(errno));
-        free(tmp);
+        snprintf(why, why_len, "%s: creating a temporary file in its directory failed: %s; %s", path,
+                 strerror(errno), left_as(old));
         return -1;
     }
-    /* mkstemp makes it 0600; the cache directory itself is 0755. */
-    (void)fchmod(fd, 0644);
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    /* A replaced file keeps its permissions (not its special bits). */
+    if (old)
+        (void)fchmod(fd, old->st_mode & 0777);
     FILE *f = fdopen(fd, "wb");
     const char *step = NULL;
     int err = 0;
@@ -173,20 +231,66 @@ int pdnn__file_replace(const char *path, pdnn__file_writer write, void *arg, str
             step = "closing";
         }
     }
-    if (step) {
-        snprintf(why, why_len, "%s %s failed: %s", step, tmp, err ? strerror(err) : "an I/O error");
-    } else if (rename(tmp, path) != 0) {
-        snprintf(why, why_len, "renaming %s to %s failed: %s", tmp, path, strerror(errno));
+    if (!step && rename(tmp, dst) != 0) {
+        err = errno;
         step = "renaming";
     }
     if (step) {
+        snprintf(why, why_len, "%s: %s %s failed: %s; %s", path, step, tmp, err ? strerror(err) : "an I/O error",
+                 left_as(old));
         unlink(tmp);
-        free(tmp);
         return -1;
     }
-    free(tmp);
-    sync_dir(path);
+    if (dir_len) {
+        tmp[dir_len] = '\0';
+        sync_dir(tmp);
+    } else {
+        sync_dir(".");
+    }
     return 0;
+}
+
+/* pdnn__file_replace (named 0) and pdnn__file_replace_named (1). */
+static int replace(const char *path, int named, pdnn__file_writer write, void *arg, struct stat *written,
+                   char *why, size_t why_len)
+{
+    struct stat sb;
+    char real[PATH_MAX];
+    const char *dst = path;
+    /* A link the user named stays a link: its target is replaced. A
+     * dangling one is replaced by the file. */
+    if (named && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        if (realpath(path, real))
+            dst = real;
+        else if (errno != ENOENT) {
+            snprintf(why, why_len, "%s: following the link failed: %s; nothing was written", path,
+                     strerror(errno));
+            return -1;
+        }
+    }
+    const int exists = stat(dst, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
+        if (named)
+            return write_in_place(path, dst, write, arg, why, why_len);
+        snprintf(why, why_len, "%s is %s, not a regular file; not replacing it", path, kind_of(sb.st_mode));
+        return -1;
+    }
+    if (!named && pdnn__make_parents(path) != 0) {
+        snprintf(why, why_len, "creating the directory of %s failed: %s", path, strerror(errno));
+        return -1;
+    }
+    return write_and_rename(path, dst, exists ? &sb : NULL, write, arg, written, why, why_len);
+}
+
+int pdnn__file_replace(const char *path, pdnn__file_writer write, void *arg, struct stat *written, char *why,
+                       size_t why_len)
+{
+    return replace(path, 0, write, arg, written, why, why_len);
+}
+
+int pdnn__file_replace_named(const char *path, pdnn__file_writer write, void *arg, char *why, size_t why_len)
+{
+    return replace(path, 1, write, arg, NULL, why, why_len);
 }
 
 int pdnn__file_lock(const char *path)

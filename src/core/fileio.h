@@ -1,7 +1,9 @@
 /* Reading and replacing the files the library keeps (fileio.c): the
- * tuning cache and the OpenCL program cache. Reads never block on a FIFO
- * or device at a cache path; writes go to a temporary file in the same
- * directory, flushed to disk, renamed over the target only when complete. */
+ * tuning cache and the OpenCL program cache; and the files the polydnn
+ * tool writes, which compiles fileio.c in (it depends on libc only). Reads
+ * never block on a FIFO or device at a cache path; writes go to a
+ * temporary file in the same directory, flushed to disk, renamed over the
+ * target only when complete. */
 #ifndef PDNN_FILEIO_H
 #define PDNN_FILEIO_H
 
@@ -34,14 +36,24 @@ int pdnn__file_open_read(const char *path, FILE **out, struct stat *sb, char *wh
 /* Writes one file's contents to f; 0, or -1 when writing failed. */
 typedef int (*pdnn__file_writer)(FILE *f, void *arg);
 
-/* Replaces path with what write puts in a new file: a unique temporary file
- * (mkstemp) in path's directory (made if missing), written, flushed and
- * fsync'd, checked for every write error (ENOSPC, EFBIG), then renamed over
- * path. Returns 0, with *written (may be NULL) the new file's fstat; or -1
- * with why filled and path untouched (no temporary file is left behind).
- * Refuses to replace anything but a regular file. */
+/* Replaces path with what write puts in a new file: a temporary file in
+ * path's directory (named path.tmp-XXXXXX, created exclusively, with the
+ * mode fopen would give, or the replaced file's permissions), written,
+ * flushed and fsync'd, checked for every write error (ENOSPC, EFBIG), then
+ * renamed over path, and the directory fsync'd. Returns 0, with *written
+ * (may be NULL) the new file's fstat; or -1 with why naming path, the step
+ * that failed and the reason, path untouched and no temporary file left.
+ * For the files the library keeps: path's directory is made if missing,
+ * and anything but a regular file at path is refused. */
 int pdnn__file_replace(const char *path, pdnn__file_writer write, void *arg, struct stat *written, char *why,
                        size_t why_len);
+
+/* pdnn__file_replace for a path a user named (every file the polydnn tool
+ * writes): its directory must exist; a symbolic link is followed, so the
+ * link stays and its target is replaced; a device or FIFO (/dev/null,
+ * /dev/stdout) is written in place, having no contents to keep and no way
+ * to be renamed over. */
+int pdnn__file_replace_named(const char *path, pdnn__file_writer write, void *arg, char *why, size_t why_len);
 
 /* Takes an exclusive advisory lock (fcntl) on path".lock", created if
  * missing, waiting for other processes that hold it; the data file itself

@@ -14,8 +14,8 @@ out=${FUZZ_OUT:-tests/fuzz/out}
 cc=${CLANG:-clang}
 mkdir -p "$out/corpus"
 "$cc" -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=undefined -I"$src/src" \
-    "$src/tests/fuzz/fuzz_npz.c" "$src/tools/npz.c" "$src/tools/npy.c" -lz -o "$out/fuzz_npz"
+    -fno-sanitize-recover=undefined -I"$src" -I"$src/src" \
+    "$src/tests/fuzz/fuzz_npz.c" "$src/tools/npz.c" "$src/tools/npy.c" "$src/src/core/fileio.c" -lz -o "$out/fuzz_npz"
 echo "fuzz_npz: ${seconds}s from $src/tests/fuzz/npz-corpus"
 # -rss_limit_mb: the reader must stay small whatever the headers declare.
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/fuzz_npz" \
