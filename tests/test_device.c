@@ -1,5 +1,8 @@
 /* Context creation, environment overrides, device naming and lookup. */
 #define _GNU_SOURCE /* sched_getaffinity, sched_setaffinity */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include "helpers.h"
 
 #include <criterion/criterion.h>
@@ -333,5 +336,54 @@ Test(device, the_users_pocl_affinity_is_kept, .init = NULL)
     int cpu = -1, threads = 0;
     cr_assert_eq(new_threads_on_one_cpu(old, nold, &cpu, &threads), 0, "a thread was pinned (to CPU %d)", cpu);
     cr_assert_gt(threads, 0, "the context started no threads");
+    pdnn_context_destroy(ctx);
+}
+
+/* The first device of ctx whose backend is named backend, or NULL. */
+static pdnn_device *find_backend(pdnn_context *ctx, const char *backend)
+{
+    for (int i = 0; i < pdnn_device_count(ctx); i++) {
+        pdnn_device *d = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(ctx, i, &d), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+        if (strcmp(info.backend, backend) == 0)
+            return d;
+    }
+    return NULL;
+}
+
+/* Without a CUDA device the context still comes up, says why in its
+ * notes, and the host runs. */
+Test(device, context_without_a_cuda_device)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *cuda = find_backend(ctx, "cuda");
+#ifdef PDNN_HAVE_CUDA
+    const char *env = getenv("POLYDNN_BACKEND");
+    if (!cuda && !(env && *env))
+        cr_assert(strstr(pdnn_context_notes(ctx), "cuda: no devices (") != NULL, "notes: '%s'",
+                  pdnn_context_notes(ctx));
+#else
+    cr_assert_null(cuda);
+#endif
+    /* The host runs a conv whatever CUDA did: 3x3 ones, 2x2 ones filter. */
+    pdnn_device *host = find_backend(ctx, "host");
+    cr_assert_not_null(host);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
+    pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
+    const float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1};
+    pdnn_tensor *tx = th_upload(host, &xd, x), *tw = th_upload(host, &wd, w), *ty = th_upload(host, &yd, NULL);
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    cr_assert_eq(pdnn_conv2d_forward(&p, tx, tw, NULL, ty), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *y = th_download(ty);
+    const float want[4] = {12, 16, 24, 28};
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(y[i], want[i], 1e-6, "y[%d] = %g", i, y[i]);
+    free(y);
+    pdnn_tensor_release(tx);
+    pdnn_tensor_release(tw);
+    pdnn_tensor_release(ty);
     pdnn_context_destroy(ctx);
 }

@@ -3,8 +3,14 @@
  * copy, unpadded floor-mode pooling with the whole window as divisor, a
  * per-position scale) is emulated in plain C and compared with the host
  * reference, so the math holds even where no GPU can run the cuDNN side. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include "helpers.h"
 #include "ops/pool_math.h"
+#ifdef PDNN_HAVE_CUDA
+#include "backend.h" /* white-box: the CUDA backend's registry and plans */
+#endif
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -215,3 +221,65 @@ Test(pool_math, padded_decomposition_matches_host)
                 cases, clipped, asymmetric, ceil_grew);
     pdnn_context_destroy(ctx);
 }
+
+#ifdef PDNN_HAVE_CUDA
+static pdnn__plan fresh_plan(void)
+{
+    pdnn__plan p;
+    memset(&p, 0, sizeof p);
+    p.supported = 1;
+    p.config = -1;
+    return p;
+}
+
+/* Needs no device: every backward op has CUDA algorithms, and pooling's
+ * plan (arithmetic only) sizes y's recomputation and the dx copy, and
+ * refuses the padding cuDNN cannot express instead of pooling wrongly. */
+Test(cuda, backward_ops_are_registered_and_pool_backward_plans)
+{
+    static const pdnn__op ops[] = {PDNN__OP_CONV2D_BWD_DATA, PDNN__OP_CONV2D_BWD_FILTER, PDNN__OP_CONV2D_BWD_BIAS,
+                                   PDNN__OP_POOL2D_BWD};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        cr_assert_not_null(pdnn__cuda_backend.algos[ops[i]], "op %d has no CUDA algorithm list", (int)ops[i]);
+        cr_assert_not_null(pdnn__cuda_backend.algos[ops[i]][0], "op %d has no CUDA algorithm", (int)ops[i]);
+        for (int a = 0; pdnn__cuda_backend.algos[ops[i]][a]; a++)
+            cr_assert_eq(pdnn__cuda_backend.algos[ops[i]][a]->op, ops[i]);
+    }
+    const pdnn__algo *pb = pdnn__cuda_backend.algos[PDNN__OP_POOL2D_BWD][0];
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_POOL2D_BWD;
+    pdnn__pool2d_call *c = &call.u.pool2d;
+    c->n = 2, c->c = 3, c->h = 8, c->w = 8, c->p = 4, c->q = 4;
+    c->mode = PDNN_POOL_MAX;
+    c->win_h = c->win_w = c->stride_h = c->stride_w = 2;
+    c->x_layout = c->y_layout = PDNN_NCHW;
+    c->dx_layout = PDNN_NHWC;
+    const int64_t xd[4] = {2, 3, 8, 8}, yd[4] = {2, 3, 4, 4};
+    pdnn__layout_strides(PDNN_NCHW, xd, c->xs);
+    pdnn__layout_strides(PDNN_NCHW, yd, c->ys);
+    pdnn__layout_strides(PDNN_NHWC, xd, c->dxs);
+    pdnn__plan plan = fresh_plan();
+    pb->plan(NULL, &call, &plan);
+    cr_assert(plan.supported, "%s", plan.why);
+    /* y: 96 floats (384 B, 512 aligned); dx in x's strides: 384 floats */
+    cr_assert_eq(plan.workspace, (size_t)512 + 1536);
+    c->dx_layout = PDNN_NCHW;
+    memcpy(c->dxs, c->xs, sizeof c->xs);
+    plan = fresh_plan();
+    pb->plan(NULL, &call, &plan);
+    cr_assert(plan.supported, "%s", plan.why);
+    cr_assert_eq(plan.workspace, (size_t)512, "no dx copy when dx is stored like x");
+    /* 7 rows, window 2 stride 2, pad bottom 1: 4 rows out, which cuDNN's
+     * symmetric padding (top 0) gives as 3. */
+    c->h = 7;
+    c->pad_bottom = 1;
+    const int64_t xd7[4] = {2, 3, 7, 8};
+    pdnn__layout_strides(PDNN_NCHW, xd7, c->xs);
+    memcpy(c->dxs, c->xs, sizeof c->xs);
+    plan = fresh_plan();
+    pb->plan(NULL, &call, &plan);
+    cr_assert(!plan.supported);
+    cr_assert(strstr(plan.why, "asymmetric padding") != NULL, "why: %s", plan.why);
+}
+#endif
