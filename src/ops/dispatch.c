@@ -13,16 +13,9 @@
 #include <string.h>
 #include <strings.h>
 
-static pdnn_status run_named(pdnn_device *dev, pdnn__op_call *call, const char *want, pdnn__dispatch_result *res)
+/* Runs the entry a (dev's, for call's op) or fails. */
+static pdnn_status run_entry(pdnn_device *dev, pdnn__op_call *call, const pdnn__algo *a, pdnn__dispatch_result *res)
 {
-    char names[256];
-    const pdnn__algo *a = pdnn__algo_find(dev, call->op, want);
-    if (!a)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                           "%s: algorithm %s is not available on %s (%s backend), which has: %s; use "
-                           "PDNN_CONV_ALGO_AUTO",
-                           pdnn__op_name(call->op), want, dev->name, dev->backend->name,
-                           pdnn__algo_list(dev, call->op, names, sizeof names));
     pdnn__plan plan;
     pdnn__plan_for(dev, a, call, &plan);
     if (!plan.supported)
@@ -51,17 +44,23 @@ static void drop_plans(pdnn__plan *plans, pdnn__plan *local)
         free(plans);
 }
 
-pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *want, pdnn__dispatch_result *res)
+pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const pdnn__algo *want, pdnn__dispatch_result *res)
 {
     pdnn__call_prepare(dev, call);
-    if (pdnn__forced_name(call->op))
-        want = pdnn__forced_name(call->op);
     const pdnn__algo *const *list = pdnn__algos(dev, call->op);
     if (!list[0])
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: the %s backend of %s has no %s kernel", pdnn__op_name(call->op),
                            dev->backend->name, dev->name, pdnn__op_name(call->op));
-    if (want && *want && strcasecmp(want, "auto") != 0)
-        return run_named(dev, call, want, res);
+    /* The test hook's name replaces the caller's choice: the one place
+     * where an algorithm is still looked up by name. */
+    const char *forced = pdnn__forced_name(call->op);
+    if (forced) {
+        want = NULL;
+        if (*forced && strcasecmp(forced, "auto") != 0 && !(want = pdnn__algo_find(dev, call->op, forced)))
+            return pdnn__algo_unavailable(dev, call->op, forced);
+    }
+    if (want)
+        return run_entry(dev, call, want, res);
 
     int n = 0;
     while (list[n] && n < MAX_PLANS)

@@ -16,6 +16,10 @@ enum { MAX_PLANS = 32, LOCAL_PLANS = 12 };
  * (algo_ids.c). */
 const char *pdnn__algo_list(const pdnn_device *dev, pdnn__op op, char *buf, size_t len);
 
+/* The error of a call that wants an algorithm named name that dev's
+ * backend has no entry of for op (algo_ids.c). */
+pdnn_status pdnn__algo_unavailable(const pdnn_device *dev, pdnn__op op, const char *name);
+
 /* The call's output buffer and its element count (op_key.c). */
 pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n);
 
