@@ -1328,6 +1328,7 @@ static const pdnn__algo cu_conv_vendor = {
     .plan = vendor_plan,
     .run = cu_conv_run,
     .residual = 1,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };
 static const pdnn__algo cu_conv_gemm = {
     .op = PDNN__OP_CONV2D_FWD,
@@ -1337,6 +1338,7 @@ static const pdnn__algo cu_conv_gemm = {
     .plan = gemm_plan,
     .run = cu_conv_run,
     .residual = 1,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 static const pdnn__algo cu_conv_direct = {
     .op = PDNN__OP_CONV2D_FWD,
@@ -1346,6 +1348,7 @@ static const pdnn__algo cu_conv_direct = {
     .plan = direct_plan,
     .run = cu_conv_run,
     .residual = 1,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 static const pdnn__algo *const cu_conv_algos[] = {&cu_conv_vendor, &cu_conv_gemm, &cu_conv_direct, NULL};
 
@@ -1577,6 +1580,7 @@ static const pdnn__algo cu_pool_cudnn = {
     .rank = 0,
     .plan = cu_pool_plan,
     .run = cu_pool_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 static const pdnn__algo *const cu_pool_algos[] = {&cu_pool_cudnn, NULL};
 
@@ -1672,6 +1676,7 @@ static const pdnn__algo cu_bwd_data_vendor = {
     .rank = 0,
     .plan = vendor_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };
 static const pdnn__algo cu_bwd_data_direct = {
     .op = PDNN__OP_CONV2D_BWD_DATA,
@@ -1680,6 +1685,7 @@ static const pdnn__algo cu_bwd_data_direct = {
     .rank = 1,
     .plan = direct_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 static const pdnn__algo *const cu_bwd_data_algos[] = {&cu_bwd_data_vendor, &cu_bwd_data_direct, NULL};
 static const pdnn__algo cu_bwd_filter_vendor = {
@@ -1689,6 +1695,7 @@ static const pdnn__algo cu_bwd_filter_vendor = {
     .rank = 0,
     .plan = vendor_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };
 static const pdnn__algo cu_bwd_filter_direct = {
     .op = PDNN__OP_CONV2D_BWD_FILTER,
@@ -1697,6 +1704,7 @@ static const pdnn__algo cu_bwd_filter_direct = {
     .rank = 1,
     .plan = direct_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 static const pdnn__algo *const cu_bwd_filter_algos[] = {&cu_bwd_filter_vendor, &cu_bwd_filter_direct, NULL};
 
@@ -1744,6 +1752,7 @@ static const pdnn__algo cu_bwd_bias_cudnn = {
     .rank = 0,
     .plan = cu_bwd_bias_plan,
     .run = cu_bwd_bias_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };
 static const pdnn__algo *const cu_bwd_bias_algos[] = {&cu_bwd_bias_cudnn, NULL};
 
@@ -1856,6 +1865,7 @@ static const pdnn__algo cu_pool_bwd_cudnn = {
     .rank = 0,
     .plan = cu_pool_bwd_plan,
     .run = cu_pool_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 static const pdnn__algo *const cu_pool_bwd_algos[] = {&cu_pool_bwd_cudnn, NULL};
 
@@ -2314,14 +2324,16 @@ static pdnn_status cu_train_run(void *dev, const pdnn__op_call *call, const pdnn
 }
 
 static const pdnn__algo cu_relu_bwd_cudnn = {
-    .op = PDNN__OP_RELU_BWD, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
+    .op = PDNN__OP_RELU_BWD, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 static const pdnn__algo cu_optimizer_cudnn = {
     .op = PDNN__OP_OPTIMIZER, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo cu_act_cudnn = {
     .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
 static const pdnn__algo *const cu_act_algos[] = {&cu_act_cudnn, NULL};
 static const pdnn__algo cu_transform_cudnn = {
-    .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
+    .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 static const pdnn__algo *const cu_transform_algos[] = {&cu_transform_cudnn, NULL};
 static const pdnn__algo cu_binary_cudnn = {
     .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};

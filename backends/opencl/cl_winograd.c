@@ -354,4 +354,5 @@ const pdnn__algo pdnn__cl_algo_winograd = {
     .run = wino_run,
     .residual = 1, /* z added in the output transform */
     .relu_cap = 1, /* and the relu's cap applied there */
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };

@@ -4,6 +4,7 @@
 #include "ops/dispatch_internal.h"
 #include "ops/tuning.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,8 @@ static double run_once_timed(pdnn_device *dev, const pdnn__algo *a, const pdnn__
  * once, checks each against the reference (the supported one ranked
  * last: the plainest, which the parity harness checks most widely),
  * times the survivors and stores the fastest under (device, "<op>_algo",
- * shape). Returns its index in plans, or -1. A gross-error check, not a
- * precision test (Winograd's rounding differs from direct's by up to
- * ~1e-3 of the largest output at C = 512). */
+ * shape). Returns its index in plans, or -1. The check is a gross-error
+ * one, from the two entries' tolerances (backend.h, pdnn__tolerance). */
 static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__plan *plans, int n,
                        const pdnn__op_call *call, const char *kernel, const char *shape)
 {
@@ -59,7 +59,9 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
                 pdnn__plan_for(dev, list[i], call, &plans[i]);
             float worst, scale;
             pdnn__compare_outputs(ref, got, ny, &worst, &scale);
-            if (!(worst <= 5e-3f * (1.0f + scale))) {
+            const float tol = (float)(PDNN__TOL_FIND_FACTOR * fmax(pdnn__algo_tol(list[i], PDNN_FLOAT32),
+                                                                   pdnn__algo_tol(list[refi], PDNN_FLOAT32)));
+            if (!(worst <= tol * (1.0f + scale))) {
                 pdnn__debug("%s find on %s: %s differs from %s by %g (largest output %g); rejected", pdnn__op_name(call->op),
                             dev->name, list[i]->name, list[refi]->name, (double)worst, (double)scale);
                 continue;
