@@ -530,7 +530,7 @@ int pdnn__opencl_builds(const pdnn__cl_build_record **out);
 void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
 #endif
 
-/* ---- core helpers for backends (src/ops/dispatch.c) ------------------------ */
+/* ---- core helpers for backends (src/ops/: op_key.c, plan.c, config_search.c) */
 
 /* The tuning cache's shape key of a call: every field that changes what
  * a kernel does (layouts, dtype, every size, stride, dilation, all four

@@ -1,7 +1,8 @@
-/* Core's side of the algorithm registries (dispatch.c): choosing an
- * algorithm for an op call on a device and running it with a workspace
- * from the device's allocator. Used by ops.c, graph sessions, the CLI's
- * white-box helpers and the tests. */
+/* Core's side of the algorithm registries: choosing an algorithm for an
+ * op call on a device and running it with a workspace from the device's
+ * allocator (dispatch.c, with algo_ids.c, plan.c, choose.c and run.c;
+ * what they share is dispatch_internal.h). Used by ops.c, graph sessions,
+ * the CLI's white-box helpers and the tests. */
 #ifndef POLYDNN_DISPATCH_H
 #define POLYDNN_DISPATCH_H
 
