@@ -121,7 +121,7 @@ typedef struct pdnn__conv2d_call {
     /* CONV2D_FWD only: the filter's tensor when it is frozen (a session's
      * constant, written only through pdnn_tensor_write), else NULL. An
      * algorithm whose plan sets wpack may then keep its packed copy of
-     * the filter on the tensor across calls (dispatch.c). */
+     * the filter on the tensor across calls (src/ops/run.c). */
     pdnn_tensor *w_const;
     /* Set by the dispatcher for a plan with wpack > 0: wpack.bytes of
      * device memory that holds the packed filter (wpack_fill 0), or that
