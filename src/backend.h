@@ -121,7 +121,7 @@ typedef struct pdnn__conv2d_call {
     /* CONV2D_FWD only: the filter's tensor when it is frozen (a session's
      * constant, written only through pdnn_tensor_write), else NULL. An
      * algorithm whose plan sets wpack may then keep its packed copy of
-     * the filter on the tensor across calls (dispatch.c). */
+     * the filter on the tensor across calls (src/ops/run.c). */
     pdnn_tensor *w_const;
     /* Set by the dispatcher for a plan with wpack > 0: wpack.bytes of
      * device memory that holds the packed filter (wpack_fill 0), or that
@@ -347,6 +347,58 @@ typedef struct pdnn__run_report {
     double search_seconds;
 } pdnn__run_report;
 
+/* How far an algorithm's output may be from the exact result: a fraction
+ * of the output's scale, per dtype (indexed by pdnn_dtype; float32 is the
+ * only one an op computes today, float16 and bfloat16 get theirs when one
+ * does). Each entry of a registry sets its own (pdnn__algo.tol):
+ *   0                 PDNN__TOL_DEFAULT, 1e-5: a plain sum per output, in
+ *                     any order and blocking (direct, tiled, GEMMs,
+ *                     depthwise, reductions, elementwise), stays below
+ *                     ~1e-7 of its sum of |terms| in practice; 1e-5 is about
+ *                     80 float32 eps, above any order of summation and well
+ *                     below a defect (a wrong tap, a lost channel: >= ~1e-2).
+ *   PDNN__TOL_EXACT   bit for bit: selections and copies (relu_bwd,
+ *                     transform).
+ *   > 0               that bound; Winograd F(4x4,3x3) (2e-4) rounds in
+ *                     transformed space, its error following a whole input
+ *                     tile times the transform's gains (~4e-6 of the scale
+ *                     inside, up to ~10x that near padding), still 50x below
+ *                     a defect. A vendor library's choice (cuDNN) may be
+ *                     Winograd or FFT and gets the same.
+ * Who reads it (pdnn__algo_tol), each against its own reference:
+ *   the parity harness (tests/parity.c, tests/parity_train.c): every
+ *     algorithm against the host's reference (the host's own against naive
+ *     loops), per element, scaled by the sum of |terms| that make it (the
+ *     op's own measure where it has none, see the harness); the number as
+ *     it is. Max pooling's forward is held to exact whatever the entry says:
+ *     every algorithm selects one input there.
+ *   the configuration search (pdnn__search_configs): each configuration of
+ *     a tunable algorithm against its default configuration at run time,
+ *     where only the outputs are at hand: the largest difference over
+ *     1 + the largest |output|. Configurations of one kernel make the same
+ *     approximation and differ only in how they block its sums, so they
+ *     must agree to the plain sum's bound even where the algorithm's own
+ *     is looser: the smaller of the entry's and PDNN__TOL_DEFAULT.
+ *   the find (AUTO's measured choice, src/ops/choose.c): each candidate
+ *     against the plainest applicable algorithm (ranked last), on that
+ *     same run-time scale: the looser of the two entries' bounds times
+ *     PDNN__TOL_FIND_FACTOR. Against the largest output instead of each
+ *     element's sum of |terms|, rounding shows up to ~sqrt(terms) larger
+ *     (Winograd's differs from direct's by up to ~1e-3 of the largest
+ *     output at C = 512); 25 leaves 5x over that: a gross-error check, not
+ *     a precision test. */
+#define PDNN__TOL_DTYPES 3 /* float32, float16, bfloat16 */
+typedef struct pdnn__tolerance {
+    double of[PDNN__TOL_DTYPES];
+} pdnn__tolerance;
+#define PDNN__TOL_DEFAULT 1e-5
+#define PDNN__TOL_EXACT (-1.0)
+#define PDNN__TOL_WINOGRAD 2e-4
+#define PDNN__TOL_FIND_FACTOR 25.0
+/* Initialisers of pdnn__algo.tol: float32's bound; the other dtypes'
+ * stay 0 (the default) until an op computes them. */
+#define PDNN__TOL_F32(t) {.of = {[PDNN_FLOAT32] = (t)}}
+
 typedef struct pdnn__algo {
     pdnn__op op;
     /* The public name ("tiled"), and for conv2d its pdnn_conv_algo value
@@ -372,7 +424,17 @@ typedef struct pdnn__algo {
     int residual;
     /* CONV2D_FWD: 1 if run applies call's relu_cap in its epilogue. */
     int relu_cap;
+    /* How far run's output may be from the exact result (see
+     * pdnn__tolerance above). */
+    pdnn__tolerance tol;
 } pdnn__algo;
+
+/* a's bound for dtype: 0 for exact, PDNN__TOL_DEFAULT where unset. */
+static inline double pdnn__algo_tol(const pdnn__algo *a, pdnn_dtype dtype)
+{
+    const double t = (unsigned)dtype < PDNN__TOL_DTYPES ? a->tol.of[dtype] : 0.0;
+    return t < 0.0 ? 0.0 : t > 0.0 ? t : PDNN__TOL_DEFAULT;
+}
 
 typedef struct pdnn__backend pdnn__backend;
 
@@ -450,7 +512,7 @@ extern const pdnn__backend pdnn__cuda_backend;
 extern const pdnn__backend pdnn__opencl_backend;
 #endif
 
-/* ---- core helpers for backends (src/ops/dispatch.c) ------------------------ */
+/* ---- core helpers for backends (src/ops/: op_key.c, plan.c, config_search.c) */
 
 /* The tuning cache's shape key of a call: every field that changes what
  * a kernel does (layouts, dtype, every size, stride, dilation, all four

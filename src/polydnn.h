@@ -365,43 +365,22 @@ PDNN_API void pdnn_tensor_release(pdnn_tensor *t);
  * preferring those within pdnn_conv2d_params.workspace_limit;
  * naming one runs exactly that one or fails. Each backend registers the
  * algorithms it has (src/backend.h); the values below are the stable ids
- * of those this release has. An algorithm added later without an enum
- * value here gets the next free id: find it by name with
- * pdnn_conv_algo_parse, list them all with pdnn_conv_algo_count and
- * pdnn_conv_algo_name, and ask which run a given convolution on a device
- * with pdnn_conv2d_query_algorithm. */
+ * of those this release has, not a list of what a build or a device
+ * runs. Ask the build: pdnn_conv_algo_count and pdnn_conv_algo_name list
+ * every id and name (an algorithm added later without an enum value here
+ * gets the next free id; pdnn_conv_algo_parse finds it by name), and
+ * pdnn_conv2d_query_algorithm says whether one runs a given convolution
+ * on a device, with what workspace, or why not. */
 typedef enum pdnn_conv_algo {
     PDNN_CONV_ALGO_AUTO = 0,
-    PDNN_CONV_ALGO_DIRECT = 1,      /* no workspace, every device          */
-    PDNN_CONV_ALGO_IM2COL_GEMM = 2, /* im2col + GEMM: CLBlast SGEMM on OpenCL,
-                                     * cuDNN's GEMM algorithm on CUDA;
-                                     * workspace from the device allocator */
-    PDNN_CONV_ALGO_VENDOR = 3,      /* the vendor library's own choice
-                                     * (cuDNN on CUDA), within the workspace
-                                     * the allocator can give */
-    PDNN_CONV_ALGO_TILED = 4,       /* register-tiled direct convolution
-                                     * (OpenCL); workspace: the packed filter */
-    PDNN_CONV_ALGO_WINOGRAD = 5,    /* Winograd F(4x4,3x3) for 3x3 filters,
-                                     * stride 1, dilation 1, groups 1
-                                     * (OpenCL); workspace: the transformed
-                                     * filter, and tiles in chunks of at
-                                     * most about 64 MiB */
-    PDNN_CONV_ALGO_DEPTHWISE = 6,   /* one filter per input channel
-                                     * (groups == C; OpenCL), no workspace */
-    PDNN_CONV_ALGO_GEMM_1X1 = 7,    /* 1x1 convolution as a GEMM on the
-                                     * tensors in place (OpenCL): 1x1
-                                     * filters, no padding, any stride,
-                                     * groups 1 or 4k channels per group;
-                                     * workspace: the packed filter (none
-                                     * for HWIO); AUTO's first pick for
-                                     * ungrouped 1x1 on OpenCL */
-    PDNN_CONV_ALGO_IMPLICIT_GEMM = 8 /* any filter, stride, dilation and
-                                      * padding as a register-blocked GEMM
-                                      * reading the input in place, no
-                                      * im2col buffer (OpenCL); groups 1
-                                      * or 4k channels per group;
-                                      * workspace: the packed filter
-                                      * (none for HWIO) and 64 bytes */
+    PDNN_CONV_ALGO_DIRECT = 1,        /* a plain sum per output          */
+    PDNN_CONV_ALGO_IM2COL_GEMM = 2,   /* im2col, then a GEMM             */
+    PDNN_CONV_ALGO_VENDOR = 3,        /* the vendor library's own choice */
+    PDNN_CONV_ALGO_TILED = 4,         /* register-tiled direct           */
+    PDNN_CONV_ALGO_WINOGRAD = 5,      /* Winograd F(4x4,3x3)             */
+    PDNN_CONV_ALGO_DEPTHWISE = 6,     /* one filter per input channel    */
+    PDNN_CONV_ALGO_GEMM_1X1 = 7,      /* 1x1 as a GEMM in place          */
+    PDNN_CONV_ALGO_IMPLICIT_GEMM = 8  /* a GEMM reading the input in place */
 } pdnn_conv_algo;
 /* The ids the enum above names; pdnn_conv_algo_count() may be larger. */
 #define PDNN_CONV_ALGO_COUNT 9
@@ -422,10 +401,9 @@ PDNN_API int pdnn_conv_algo_parse(const char *name);
 
 /* The backward convolutions' algorithms, numbered per direction as the
  * forward's are (cuDNN has one enum per direction too): 0 is "auto", then
- * the names every compiled-in backend registers for that direction
- * (OpenCL: backward data "forward_gemm", "implicit_gemm", "im2col_gemm"
- * (builds with CLBlast), "direct"; backward filter "forward_gemm_rows",
- * "forward_gemm", "direct", "split", "im2col_gemm", "gemm"; CUDA: "vendor"). */
+ * the names every compiled-in backend registers for that direction, in
+ * backend order. The build says which: pdnn_conv_bwd_algo_count and
+ * pdnn_conv_bwd_algo_name list them. */
 typedef enum pdnn_conv_bwd_dir {
     PDNN_CONV_BWD_DATA = 0,
     PDNN_CONV_BWD_FILTER = 1

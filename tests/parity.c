@@ -6,7 +6,8 @@
  * reference (/device:CPU:0's direct) by a normalised error. The host's own
  * algorithms are compared with an independent naive loop written here, so
  * the reference is checked too. New algorithms get coverage by being
- * registered: nothing here names one except the tolerance table.
+ * registered: nothing here names one, and each brings its tolerance of
+ * the normalised error below (pdnn__algo.tol, see src/backend.h).
  *
  * Modes:
  *   test  (default; `make check` runs it through tests/parity_*.sh)
@@ -54,26 +55,6 @@
 #include <strings.h>
 
 enum { EXIT_USAGE = 2, EXIT_SKIP = 77 };
-
-/* Tolerances of the normalised error (see the comment at the top).
- * Direct-style kernels (a plain sum per output, in whatever order and
- * blocking: direct, tiled, GEMMs, depthwise) stay below ~1e-7 in practice;
- * 1e-5 is about 80 eps, above any order of summation and well below a
- * defect (>= ~1e-2). Winograd F(4x4,3x3) rounds in transformed space: its
- * error follows the magnitudes of a whole input tile times the transform's
- * gains (up to 10 per row of B^T, 8 per side of A^T), not each output's
- * own sum; measured over random tiles it is ~4e-6 of the scale in the
- * interior and up to ~10x that where padding leaves few taps of the sum,
- * so its bound is 2e-4, still 50x below a defect. A vendor library (cuDNN)
- * may choose Winograd or FFT internally and gets the same bound. Max
- * pooling selects one input and must match exactly. */
-#define TOL_DIRECT 1e-5
-#define TOL_WINOGRAD 2e-4
-
-static double conv_tolerance(const char *algo)
-{
-    return strcmp(algo, "winograd") == 0 || strcmp(algo, "vendor") == 0 ? TOL_WINOGRAD : TOL_DIRECT;
-}
 
 /* ---- small utilities ------------------------------------------------------ */
 
@@ -1478,13 +1459,15 @@ static void compare(const float *got, const double *ref, const double *scale, in
     }
 }
 
-static double case_tolerance(const op_case *oc, const char *algo)
+/* The entry's bound on the normalised error (src/backend.h,
+ * pdnn__tolerance). Max pooling's forward selects one input in every
+ * algorithm: exact; its gradient may sum the dy of several windows, in
+ * any order: the entry's. */
+static double case_tolerance(const op_case *oc, const pdnn__algo *a)
 {
-    if (is_conv_op(oc->op))
-        return conv_tolerance(algo);
-    /* Max pooling's forward selects one input; its gradient may sum the
-     * dy of several windows, in any order. */
-    return oc->u.pool.mode == PDNN_POOL_MAX && oc->op == PDNN__OP_POOL2D_FWD ? 0.0 : TOL_DIRECT;
+    if (oc->op == PDNN__OP_POOL2D_FWD && oc->u.pool.mode == PDNN_POOL_MAX)
+        return 0.0;
+    return pdnn__algo_tol(a, PDNN_FLOAT32);
 }
 
 /* Element index -> "(n,c,p,q)" in logical order. */
@@ -1907,7 +1890,7 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
             }
             verdict v;
             compare(r.ylog, want, ref->scale, d->yn, &v);
-            const double tol = case_tolerance(oc, a->name);
+            const double tol = case_tolerance(oc, a);
             if (!(v.worst <= tol)) {
                 char el[96];
                 fail(b, s, label, cname, "element %s is %.9g, expected %.9g: normalised error %.3g (scale %.3g), "
@@ -2013,7 +1996,7 @@ static void make_reference(harness *h, const op_case *oc, case_data *d, int need
         fail(b, NULL, "direct (the reference)", cname, "%s", res.error);
     } else {
         compare(r.ylog, ref->naive, ref->scale, d->yn, &v);
-        if (!(v.worst <= case_tolerance(oc, "direct"))) {
+        if (!(v.worst <= case_tolerance(oc, a))) {
             char el[96];
             fail(b, NULL, "direct (the reference)", cname,
                  "element %s is %.9g, the naive loop's %.9g: normalised error %.3g", element_name(v.at, d->od, el, sizeof el),
@@ -2450,11 +2433,12 @@ static void run_bn_case(harness *h, const op_case *oc)
                 compare(got + at, ref + at, scale + at, n[o], &v);
                 if (v.worst > worst)
                     worst = v.worst;
-                if (!(v.worst <= TOL_DIRECT)) {
+                if (!(v.worst <= pdnn__algo_tol(a, PDNN_FLOAT32))) {
                     fail(b, s, a->name, cname,
                          "%s element %lld is %.9g, expected %.9g: normalised error %.3g (scale %.3g), tolerance %.3g, "
                          "against the naive loop",
-                         bn_output_name(oc->op, o), (long long)v.at, v.got, v.want, v.worst, v.scale, TOL_DIRECT);
+                         bn_output_name(oc->op, o), (long long)v.at, v.got, v.want, v.worst, v.scale,
+                         pdnn__algo_tol(a, PDNN_FLOAT32));
                     bad = 1;
                 }
             }

@@ -21,8 +21,10 @@
  *   matmul         |got - ref| / (sum over p of |a[i,p] b[p,j]| + 1e-30)
  *                  per element: float32 sums err by ~sqrt(k) ulps of
  *                  that, a wrong index or transpose by the whole of it.
- * Tolerance 1e-5 everywhere but relu and transform (exact): float32 rounding of these short
- * computations stays near 1e-7, a wrong term or index is off by far more.
+ * Each within its algorithm's tolerance (pdnn__algo.tol, src/backend.h):
+ * 1e-5 everywhere but relu and transform (exact): float32 rounding of
+ * these short computations stays near 1e-7, a wrong term or index is off
+ * by far more.
  */
 #include "core/context.h"
 #include "ops/dispatch.h"
@@ -34,8 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define TRAIN_TOL 1e-5
 
 typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT, TRANSFORM, BINARY } kind;
 
@@ -554,8 +554,10 @@ static void naive_optim(const train_case *c, const inputs *in, double *ref)
         }
 }
 
-/* The largest normalised error of got against ref (see the top), and where. */
-static double compare(const train_case *c, const inputs *in, const float *got, const double *ref, int64_t *at)
+/* The largest normalised error of got against ref (see the top), and where;
+ * cross-entropy's loss alone where its error is over tol. */
+static double compare(const train_case *c, const inputs *in, const float *got, const double *ref, double tol,
+                      int64_t *at)
 {
     double worst = 0.0;
     *at = 0;
@@ -606,7 +608,7 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
         }
         worst = fabs((double)got[0] - ref[0]) / scale;
         *at = -1;
-        if (!(worst <= TRAIN_TOL))
+        if (!(worst <= tol))
             return isnan(worst) ? INFINITY : worst;
         for (int64_t i = 0; i < in->n; i++) {
             const double e = fabs((double)got[1 + i] - ref[1 + i]) * (double)n;
@@ -822,8 +824,8 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                     continue;
                 }
                 int64_t at = 0;
-                const double err = compare(c, &in, got, ref, &at);
-                const double tol = c->k == RELU || c->k == TRANSFORM ? 0.0 : TRAIN_TOL;
+                const double tol = pdnn__algo_tol(a, PDNN_FLOAT32);
+                const double err = compare(c, &in, got, ref, tol, &at);
                 char el[64];
                 if (!(err <= tol)) {
                     const int64_t k = c->k == XENT ? at + 1 : at;

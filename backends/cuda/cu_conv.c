@@ -472,6 +472,7 @@ const pdnn__algo pdnn__cu_algo_conv_vendor = {
     .plan = pdnn__cu_vendor_plan,
     .run = cu_conv_run,
     .residual = 1,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };
 const pdnn__algo pdnn__cu_algo_conv_gemm = {
     .op = PDNN__OP_CONV2D_FWD,
@@ -481,6 +482,7 @@ const pdnn__algo pdnn__cu_algo_conv_gemm = {
     .plan = gemm_plan,
     .run = cu_conv_run,
     .residual = 1,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 const pdnn__algo pdnn__cu_algo_conv_direct = {
     .op = PDNN__OP_CONV2D_FWD,
@@ -490,4 +492,5 @@ const pdnn__algo pdnn__cu_algo_conv_direct = {
     .plan = pdnn__cu_direct_plan,
     .run = cu_conv_run,
     .residual = 1,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

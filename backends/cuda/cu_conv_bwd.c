@@ -199,6 +199,7 @@ const pdnn__algo pdnn__cu_algo_bwd_data_vendor = {
     .rank = 0,
     .plan = pdnn__cu_vendor_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };
 const pdnn__algo pdnn__cu_algo_bwd_data_direct = {
     .op = PDNN__OP_CONV2D_BWD_DATA,
@@ -207,6 +208,7 @@ const pdnn__algo pdnn__cu_algo_bwd_data_direct = {
     .rank = 1,
     .plan = pdnn__cu_direct_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 const pdnn__algo pdnn__cu_algo_bwd_filter_vendor = {
     .op = PDNN__OP_CONV2D_BWD_FILTER,
@@ -215,6 +217,7 @@ const pdnn__algo pdnn__cu_algo_bwd_filter_vendor = {
     .rank = 0,
     .plan = pdnn__cu_vendor_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };
 const pdnn__algo pdnn__cu_algo_bwd_filter_direct = {
     .op = PDNN__OP_CONV2D_BWD_FILTER,
@@ -223,6 +226,7 @@ const pdnn__algo pdnn__cu_algo_bwd_filter_direct = {
     .rank = 1,
     .plan = pdnn__cu_direct_plan,
     .run = cu_conv_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 /* db: cuDNN's reduction of dy over N, H and W, in dy's layout as stored. */
@@ -259,4 +263,5 @@ const pdnn__algo pdnn__cu_algo_bwd_bias_cudnn = {
     .rank = 0,
     .plan = cu_bwd_bias_plan,
     .run = cu_bwd_bias_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };

@@ -306,7 +306,8 @@ CU_DEFINE_RUN_NO_STATE(cu_nn_run, nn_body)
 const pdnn__algo pdnn__cu_algo_act_cudnn = {
     .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
 const pdnn__algo pdnn__cu_algo_transform_cudnn = {
-    .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
+    .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_binary_cudnn = {
     .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
 const pdnn__algo pdnn__cu_algo_scale_cudnn = {

@@ -227,6 +227,7 @@ const pdnn__algo pdnn__cu_algo_pool_cudnn = {
     .rank = 0,
     .plan = cu_pool_plan,
     .run = cu_pool_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 /* Pooling backward: cudnnPoolingBackward needs the forward's y, so the
@@ -322,4 +323,5 @@ const pdnn__algo pdnn__cu_algo_pool_bwd_cudnn = {
     .rank = 0,
     .plan = cu_pool_bwd_plan,
     .run = cu_pool_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

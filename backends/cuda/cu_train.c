@@ -61,6 +61,7 @@ static pdnn_status train_body(cu_dev *d, const pdnn__op_call *call, const void *
 CU_DEFINE_RUN_NO_STATE(cu_train_run, train_body)
 
 const pdnn__algo pdnn__cu_algo_relu_bwd_cudnn = {
-    .op = PDNN__OP_RELU_BWD, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};
+    .op = PDNN__OP_RELU_BWD, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_optimizer_cudnn = {
     .op = PDNN__OP_OPTIMIZER, .name = "cudnn", .rank = 0, .plan = cu_train_plan, .run = cu_train_run};

@@ -683,24 +683,33 @@ static void host_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 
 static const pdnn__algo host_conv_direct = {
     .op = PDNN__OP_CONV2D_FWD, .name = "direct", .id = PDNN_CONV_ALGO_DIRECT, .rank = 100,
-    .plan = host_plan, .run = host_conv2d, .residual = 1, .relu_cap = 1};
+    .plan = host_plan, .run = host_conv2d, .residual = 1, .relu_cap = 1,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_pool_direct = {
-    .op = PDNN__OP_POOL2D_FWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d};
+    .op = PDNN__OP_POOL2D_FWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_conv_bwd_data_direct = {
-    .op = PDNN__OP_CONV2D_BWD_DATA, .name = "direct", .rank = 100, .plan = host_plan, .run = host_conv2d_bwd_data};
+    .op = PDNN__OP_CONV2D_BWD_DATA, .name = "direct", .rank = 100, .plan = host_plan, .run = host_conv2d_bwd_data,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_conv_bwd_filter_direct = {
     .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "direct", .rank = 100, .plan = host_plan,
-    .run = host_conv2d_bwd_filter};
+    .run = host_conv2d_bwd_filter,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_conv_bwd_bias_direct = {
-    .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = host_plan, .run = host_conv2d_bwd_bias};
+    .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = host_plan, .run = host_conv2d_bwd_bias,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_pool_bwd_direct = {
-    .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d_bwd};
+    .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_pool2d_bwd,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_bn_fwd_train_direct = {
-    .op = PDNN__OP_BN_FWD_TRAIN, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_fwd_train};
+    .op = PDNN__OP_BN_FWD_TRAIN, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_fwd_train,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_bn_fwd_infer_direct = {
-    .op = PDNN__OP_BN_FWD_INFER, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_fwd_infer};
+    .op = PDNN__OP_BN_FWD_INFER, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_fwd_infer,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo host_bn_bwd_direct = {
-    .op = PDNN__OP_BN_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_bwd};
+    .op = PDNN__OP_BN_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_bwd,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo *const host_bn_fwd_train_algos[] = {&host_bn_fwd_train_direct, NULL};
 static const pdnn__algo *const host_bn_fwd_infer_algos[] = {&host_bn_fwd_infer_direct, NULL};
 static const pdnn__algo *const host_bn_bwd_algos[] = {&host_bn_bwd_direct, NULL};
@@ -723,7 +732,8 @@ static const pdnn__algo *const host_scale_algos[] = {&pdnn__host_scale_direct, N
 static const pdnn__algo *const host_activation_algos[] = {&pdnn__host_activation_direct, NULL};
 static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 static const pdnn__algo host_matmul_direct = {
-    .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul};
+    .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo *const host_matmul_algos[] = {&host_matmul_direct, NULL};
 
 const pdnn__backend pdnn__host_backend = {

@@ -167,16 +167,23 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
 }
 
 const pdnn__algo pdnn__host_binary_direct = {
-    .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = train_plan, .run = binary};
+    .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = train_plan, .run = binary,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_transform_direct = {
-    .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = train_plan, .run = transform};
+    .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = train_plan, .run = transform,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__host_activation_direct = {
-    .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = train_plan, .run = activation};
+    .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = train_plan, .run = activation,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_scale_direct = {
-    .op = PDNN__OP_SCALE, .name = "direct", .rank = 100, .plan = train_plan, .run = scale};
+    .op = PDNN__OP_SCALE, .name = "direct", .rank = 100, .plan = train_plan, .run = scale,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_relu_bwd_direct = {
-    .op = PDNN__OP_RELU_BWD, .name = "direct", .rank = 100, .plan = train_plan, .run = relu_bwd};
+    .op = PDNN__OP_RELU_BWD, .name = "direct", .rank = 100, .plan = train_plan, .run = relu_bwd,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__host_softmax_xent_direct = {
-    .op = PDNN__OP_SOFTMAX_XENT, .name = "direct", .rank = 100, .plan = train_plan, .run = softmax_xent};
+    .op = PDNN__OP_SOFTMAX_XENT, .name = "direct", .rank = 100, .plan = train_plan, .run = softmax_xent,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_optimizer_direct = {
-    .op = PDNN__OP_OPTIMIZER, .name = "direct", .rank = 100, .plan = train_plan, .run = optimizer};
+    .op = PDNN__OP_OPTIMIZER, .name = "direct", .rank = 100, .plan = train_plan, .run = optimizer,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};

@@ -311,8 +311,11 @@ static pdnn_status bn_run(void *dev, const pdnn__op_call *call, const pdnn__plan
 }
 
 const pdnn__algo pdnn__cl_algo_bn_fwd_train = {
-    .op = PDNN__OP_BN_FWD_TRAIN, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run};
+    .op = PDNN__OP_BN_FWD_TRAIN, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__cl_algo_bn_fwd_infer = {
-    .op = PDNN__OP_BN_FWD_INFER, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run};
+    .op = PDNN__OP_BN_FWD_INFER, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__cl_algo_bn_bwd = {
-    .op = PDNN__OP_BN_BWD, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run};
+    .op = PDNN__OP_BN_BWD, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};

@@ -70,7 +70,8 @@ static pdnn_status bwd_data_run(void *dev, const pdnn__op_call *call, const pdnn
 }
 
 const pdnn__algo pdnn__cl_algo_bwd_data_direct = {
-    .op = PDNN__OP_CONV2D_BWD_DATA, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_data_run};
+    .op = PDNN__OP_CONV2D_BWD_DATA, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_data_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 
 /* ---- filter ------------------------------------------------------------------ */
 
@@ -144,7 +145,8 @@ static pdnn_status bwd_filter_direct_run(void *dev, const pdnn__op_call *call, c
 
 const pdnn__algo pdnn__cl_algo_bwd_filter_direct = {
     .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "direct", .rank = 100, .plan = always_plan,
-    .run = bwd_filter_direct_run};
+    .run = bwd_filter_direct_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 
 static void bwd_filter_split_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
@@ -213,7 +215,8 @@ static pdnn_status bwd_filter_split_run(void *dev, const pdnn__op_call *call, co
 
 const pdnn__algo pdnn__cl_algo_bwd_filter_split = {
     .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "split", .rank = 50, .plan = bwd_filter_split_plan,
-    .run = bwd_filter_split_run};
+    .run = bwd_filter_split_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 
 /* ---- bias --------------------------------------------------------------------- */
 
@@ -248,7 +251,8 @@ static pdnn_status bwd_bias_run(void *dev, const pdnn__op_call *call, const pdnn
 }
 
 const pdnn__algo pdnn__cl_algo_bwd_bias_direct = {
-    .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_bias_run};
+    .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_bias_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 
 /* ---- data as an implicit GEMM ------------------------------------------------ */
 
@@ -342,4 +346,5 @@ const pdnn__algo pdnn__cl_algo_bwd_data_igemm = {
     .config_name = bd_name,
     .plan = bd_plan,
     .run = bd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

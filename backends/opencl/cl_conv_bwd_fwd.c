@@ -429,6 +429,7 @@ const pdnn__algo pdnn__cl_algo_bwd_data_fwd = {
     .rank = 20,
     .plan = fwd_plan,
     .run = fwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 const pdnn__algo pdnn__cl_algo_bwd_filter_fwd = {
@@ -437,6 +438,7 @@ const pdnn__algo pdnn__cl_algo_bwd_filter_fwd = {
     .rank = 20,
     .plan = fwd_plan,
     .run = fwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 const pdnn__algo pdnn__cl_algo_bwd_filter_rows = {
@@ -445,4 +447,5 @@ const pdnn__algo pdnn__cl_algo_bwd_filter_rows = {
     .rank = 25,
     .plan = rows_plan,
     .run = rows_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

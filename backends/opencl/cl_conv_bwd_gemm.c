@@ -254,4 +254,5 @@ const pdnn__algo pdnn__cl_algo_bwd_filter_gemm = {
     .config_name = gb_name,
     .plan = gb_plan,
     .run = gb_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

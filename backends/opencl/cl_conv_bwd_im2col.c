@@ -201,6 +201,7 @@ const pdnn__algo pdnn__cl_algo_bwd_data_im2col = {
     .rank = 60,
     .plan = bwd_im2col_plan,
     .run = bwd_im2col_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 const pdnn__algo pdnn__cl_algo_bwd_filter_im2col = {
@@ -209,6 +210,7 @@ const pdnn__algo pdnn__cl_algo_bwd_filter_im2col = {
     .rank = 60,
     .plan = bwd_im2col_plan,
     .run = bwd_im2col_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 #else
 /* ISO C wants a declaration in every translation unit. */

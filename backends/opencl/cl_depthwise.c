@@ -270,4 +270,5 @@ const pdnn__algo pdnn__cl_algo_depthwise = {
     .plan = dw_plan,
     .run = dw_run,
     .relu_cap = 1, /* min(max(y, 0), cap) in both kernels (filt.s3) */
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

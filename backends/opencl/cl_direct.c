@@ -70,4 +70,5 @@ const pdnn__algo pdnn__cl_algo_direct = {
     .rank = 100,
     .plan = direct_plan,
     .run = direct_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

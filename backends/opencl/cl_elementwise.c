@@ -141,7 +141,8 @@ static pdnn_status act_run(void *dev, const pdnn__op_call *call, const pdnn__pla
 }
 
 const pdnn__algo pdnn__cl_algo_activation_direct = {
-    .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = act_plan, .run = act_run};
+    .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = act_plan, .run = act_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 
 /* Enqueues y = x written in y's memory order (c: dims and both strides),
  * so y's axes are ordered by decreasing stride (ties, axes of size 1, in
@@ -208,7 +209,8 @@ static pdnn_status transform_run(void *dev, const pdnn__op_call *call, const pdn
 }
 
 const pdnn__algo pdnn__cl_algo_transform_direct = {
-    .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = act_plan, .run = transform_run};
+    .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = act_plan, .run = transform_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 
 /* y = a (op) b with b broadcast (registry op PDNN__OP_BINARY): one
  * work-item per element of y in memory order, b read through its
@@ -243,7 +245,8 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
 }
 
 const pdnn__algo pdnn__cl_algo_binary_direct = {
-    .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = act_plan, .run = binary_run};
+    .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = act_plan, .run = binary_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 
 /* The backend's copy_rows: a kernel, as clEnqueueCopyBufferRect with a
  * buffer offset in the origin is refused by PoCL (CL_INVALID_VALUE). The

@@ -354,4 +354,5 @@ const pdnn__algo pdnn__cl_algo_gemm_1x1 = {
     .run = g1_run,
     .residual = 1, /* z added in both kernels' epilogues */
     .relu_cap = 1, /* and the relu's cap applied (misc.s3) */
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

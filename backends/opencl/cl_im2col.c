@@ -167,6 +167,7 @@ const pdnn__algo pdnn__cl_algo_im2col_gemm = {
     .rank = 60,
     .plan = im2col_plan,
     .run = im2col_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 #else
 /* ISO C wants a declaration in every translation unit. */

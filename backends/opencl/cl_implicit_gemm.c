@@ -344,4 +344,5 @@ const pdnn__algo pdnn__cl_algo_implicit_gemm = {
     .run = ig_run,
     .residual = 1, /* z added in the epilogue (pad.s3) */
     .relu_cap = 1, /* and the relu's cap applied (filt.s3) */
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

@@ -108,6 +108,7 @@ const pdnn__algo pdnn__cl_algo_matmul_conv_gemm = {
     .rank = 10,
     .plan = conv_gemm_plan,
     .run = conv_gemm_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 /* ---- tiled ------------------------------------------------------------------ */
@@ -209,6 +210,7 @@ const pdnn__algo pdnn__cl_algo_matmul_tiled = {
     .rank = 5,
     .plan = tiled_plan,
     .run = tiled_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 /* ---- clblast ---------------------------------------------------------------- */
@@ -247,6 +249,7 @@ const pdnn__algo pdnn__cl_algo_matmul_clblast = {
     .rank = 30,
     .plan = clblast_plan,
     .run = clblast_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 #endif
 
@@ -298,4 +301,5 @@ const pdnn__algo pdnn__cl_algo_matmul_naive = {
     .rank = 100,
     .plan = naive_plan,
     .run = naive_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

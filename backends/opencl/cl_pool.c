@@ -311,6 +311,7 @@ const pdnn__algo pdnn__cl_algo_pool_global = {
     .rank = 4,
     .plan = global_plan,
     .run = global_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 const pdnn__algo pdnn__cl_algo_pool_flat = {
@@ -319,6 +320,7 @@ const pdnn__algo pdnn__cl_algo_pool_flat = {
     .rank = 5,
     .plan = flat_plan,
     .run = flat_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 const pdnn__algo pdnn__cl_algo_pool_rows = {
@@ -327,6 +329,7 @@ const pdnn__algo pdnn__cl_algo_pool_rows = {
     .rank = 10,
     .plan = rows_plan,
     .run = rows_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 const pdnn__algo pdnn__cl_algo_pool_fast = {
@@ -335,6 +338,7 @@ const pdnn__algo pdnn__cl_algo_pool_fast = {
     .rank = 20,
     .plan = fast_plan,
     .run = fast_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };
 
 const pdnn__algo pdnn__cl_algo_pool_direct = {
@@ -343,4 +347,5 @@ const pdnn__algo pdnn__cl_algo_pool_direct = {
     .rank = 30,
     .plan = direct_plan,
     .run = direct_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

@@ -108,7 +108,9 @@ static pdnn_status window_run(void *dev, const pdnn__op_call *call, const pdnn__
 }
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_window = {
-    .op = PDNN__OP_POOL2D_BWD, .name = "window", .rank = 50, .plan = window_plan, .run = window_run};
+    .op = PDNN__OP_POOL2D_BWD, .name = "window", .rank = 50, .plan = window_plan, .run = window_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_direct = {
-    .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = pool_bwd_plan, .run = pool_bwd_run};
+    .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = pool_bwd_plan, .run = pool_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};

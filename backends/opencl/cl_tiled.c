@@ -200,4 +200,5 @@ const pdnn__algo pdnn__cl_algo_tiled = {
     .config_name = config_name,
     .plan = tiled_plan,
     .run = tiled_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
 };

@@ -202,10 +202,14 @@ static pdnn_status optim_run(void *dev, const pdnn__op_call *call, const pdnn__p
 }
 
 const pdnn__algo pdnn__cl_algo_scale_direct = {
-    .op = PDNN__OP_SCALE, .name = "direct", .rank = 100, .plan = no_plan, .run = scale_run};
+    .op = PDNN__OP_SCALE, .name = "direct", .rank = 100, .plan = no_plan, .run = scale_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__cl_algo_relu_bwd_direct = {
-    .op = PDNN__OP_RELU_BWD, .name = "direct", .rank = 100, .plan = no_plan, .run = relu_bwd_run};
+    .op = PDNN__OP_RELU_BWD, .name = "direct", .rank = 100, .plan = no_plan, .run = relu_bwd_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cl_algo_softmax_xent_direct = {
-    .op = PDNN__OP_SOFTMAX_XENT, .name = "direct", .rank = 100, .plan = xent_plan, .run = xent_run};
+    .op = PDNN__OP_SOFTMAX_XENT, .name = "direct", .rank = 100, .plan = xent_plan, .run = xent_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__cl_algo_optimizer_direct = {
-    .op = PDNN__OP_OPTIMIZER, .name = "direct", .rank = 100, .plan = no_plan, .run = optim_run};
+    .op = PDNN__OP_OPTIMIZER, .name = "direct", .rank = 100, .plan = no_plan, .run = optim_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};

@@ -279,7 +279,7 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     }
     plan->supported = 1;
     plan->workspace = (size_t)bytes;
-    /* A frozen filter keeps its transform U across calls (dispatch.c):
+    /* A frozen filter keeps its transform U across calls (src/ops/run.c):
      * 36/9 of the filter, written once instead of once per call. */
     if (c->w_const) {
         plan->wpack = (size_t)pl.u_floats * sizeof(float);
@@ -354,4 +354,5 @@ const pdnn__algo pdnn__cl_algo_winograd = {
     .run = wino_run,
     .residual = 1, /* z added in the output transform */
     .relu_cap = 1, /* and the relu's cap applied there */
+    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
 };

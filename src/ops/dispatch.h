@@ -1,7 +1,8 @@
-/* Core's side of the algorithm registries (dispatch.c): choosing an
- * algorithm for an op call on a device and running it with a workspace
- * from the device's allocator. Used by ops.c, graph sessions, the CLI's
- * white-box helpers and the tests. */
+/* Core's side of the algorithm registries: choosing an algorithm for an
+ * op call on a device and running it with a workspace from the device's
+ * allocator (dispatch.c, with algo_ids.c, plan.c, choose.c and run.c;
+ * what they share is dispatch_internal.h). Used by ops.c, graph sessions,
+ * the CLI's white-box helpers and the tests. */
 #ifndef POLYDNN_DISPATCH_H
 #define POLYDNN_DISPATCH_H
 
@@ -11,8 +12,23 @@
  * the backend has none). */
 const pdnn__algo *const *pdnn__algos(const pdnn_device *dev, pdnn__op op);
 
-/* The entry of dev's backend named name for op, or NULL. */
+/* The entry of dev's backend named name for op (any case), or NULL. By
+ * name: for the test hook and the tests; calls go by id. */
 const pdnn__algo *pdnn__algo_find(const pdnn_device *dev, pdnn__op op, const char *name);
+
+/* Public algorithm ids: conv2d forward's are pdnn_conv_algo, backward
+ * data's and filter's the direction's (pdnn_conv_bwd_algo_*); no other op
+ * has any. The entry of dev's backend that runs id, resolved by index
+ * (built once from the names); NULL for 0 (AUTO), an unknown id or one
+ * dev's backend lacks. */
+const pdnn__algo *pdnn__algo_by_id(const pdnn_device *dev, pdnn__op op, int id);
+/* The same for a call: *out NULL for AUTO; an id dev's backend lacks is
+ * PDNN_ERR_UNSUPPORTED naming the algorithms it has. */
+pdnn_status pdnn__algo_for_id(const pdnn_device *dev, pdnn__op op, int id, const pdnn__algo **out);
+/* Whether id is one of op's public ids in this build (0, AUTO, included). */
+int pdnn__algo_id_known(pdnn__op op, int id);
+/* The public id of op's entry a (of any backend), or -1. */
+int pdnn__algo_id(pdnn__op op, const pdnn__algo *a);
 
 /* Fills the fields core owns in call (tuning mode, device key, forced
  * configuration) for a call on dev. */
@@ -36,12 +52,14 @@ typedef struct pdnn__dispatch_result {
 } pdnn__dispatch_result;
 
 /* Runs call (its op and u filled, the rest prepared here) on dev with the
- * algorithm named want, or AUTO's choice when want is NULL or "auto":
- * applicable and its workspace fits in what the allocator can give, then
- * the tuning cache's measured choice (searched now under SEARCH/FORCE),
- * else the lowest rank. A named algorithm that does not apply fails with
- * PDNN_ERR_UNSUPPORTED and the backend's reason. res may be NULL. */
-pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const char *want, pdnn__dispatch_result *res);
+ * algorithm want (an entry of dev's backend for call's op, as
+ * pdnn__algo_for_id resolves a public id), or AUTO's choice when want is
+ * NULL: applicable and its workspace fits in what the allocator can give,
+ * then the tuning cache's measured choice (searched now under
+ * SEARCH/FORCE), else the lowest rank. A wanted algorithm that does not
+ * apply fails with PDNN_ERR_UNSUPPORTED and the backend's reason. res may
+ * be NULL. */
+pdnn_status pdnn__dispatch(pdnn_device *dev, pdnn__op_call *call, const pdnn__algo *want, pdnn__dispatch_result *res);
 
 /* Test hook: the calling thread's next calls of op run the algorithm
  * named name (where it applies; as if asked for by name) with

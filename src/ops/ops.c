@@ -117,7 +117,7 @@ static pdnn_status check_conv_params(const pdnn_conv2d_params *p)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: relu_cap is %g but relu is 0; the cap bounds the "
                                                       "relu (set relu = 1)", (double)p->relu_cap);
     /* Out of range, or an id this build has no algorithm for. */
-    if (strcmp(pdnn_conv_algo_name(p->algorithm), "unknown") == 0) {
+    if (!pdnn__algo_id_known(PDNN__OP_CONV2D_FWD, (int)p->algorithm)) {
         char names[256];
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: algorithm %d is unknown; algorithms are %s",
                            (int)p->algorithm, algo_names(names, sizeof names));
@@ -274,8 +274,7 @@ pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_para
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_conv2d_query_algorithm: %s is NULL",
                            !dev ? "dev" : !p ? "params" : !x ? "x" : !w ? "w" : "out");
     memset(out, 0, sizeof *out);
-    const char *name = pdnn_conv_algo_name(algo);
-    if ((int)algo <= 0 || strcmp(name, "unknown") == 0) {
+    if ((int)algo <= 0 || !pdnn__algo_id_known(PDNN__OP_CONV2D_FWD, (int)algo)) {
         char names[256];
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pdnn_conv2d_query_algorithm: algorithm %d is not one to query; algorithms are %s",
@@ -292,11 +291,11 @@ pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_para
     if (st != PDNN_SUCCESS)
         return st;
     out->algo = algo;
-    snprintf(out->name, sizeof out->name, "%s", name);
-    const pdnn__algo *a = pdnn__algo_find(dev, PDNN__OP_CONV2D_FWD, name);
+    snprintf(out->name, sizeof out->name, "%s", pdnn_conv_algo_name(algo));
+    const pdnn__algo *a = pdnn__algo_by_id(dev, PDNN__OP_CONV2D_FWD, (int)algo);
     if (!a) {
         snprintf(out->why, sizeof out->why, "the %s backend of %s has no %s algorithm", dev->backend->name,
-                 dev->name, name);
+                 dev->name, out->name);
         return PDNN_SUCCESS;
     }
     pdnn__op_call call;
@@ -378,11 +377,13 @@ static pdnn_status conv_forward(const char *fn, const pdnn_conv2d_params *p, con
         c->bias_buf = bias->block.buf;
     if (z)
         c->z_buf = z->block.buf;
+    const pdnn__algo *want = NULL;
+    if ((st = pdnn__algo_for_id(dev, PDNN__OP_CONV2D_FWD, (int)p->algorithm, &want)) != PDNN_SUCCESS)
+        return st;
     pdnn__dispatch_result res;
-    st = pdnn__dispatch(dev, &call, p->algorithm == PDNN_CONV_ALGO_AUTO ? NULL : pdnn_conv_algo_name(p->algorithm),
-                        &res);
+    st = pdnn__dispatch(dev, &call, want, &res);
     if (st == PDNN_SUCCESS) {
-        last_algo = (pdnn_conv_algo)pdnn_conv_algo_parse(res.algo->name);
+        last_algo = (pdnn_conv_algo)pdnn__algo_id(PDNN__OP_CONV2D_FWD, res.algo);
         last_tuning = res.tuning;
     }
     return st;

@@ -43,9 +43,6 @@ static pdnn_status check_bwd_params(const char *op, const pdnn_conv2d_params *p,
     return PDNN_SUCCESS;
 }
 
-/* The dispatcher's wanted name: NULL for auto. */
-static const char *bwd_want(pdnn_conv_bwd_dir dir, int id) { return id > 0 ? pdnn_conv_bwd_algo_name(dir, id) : NULL; }
-
 pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_tensor *dy, const pdnn_tensor *w,
                                       pdnn_tensor *dx)
 {
@@ -76,7 +73,10 @@ pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_te
     c->x_buf = dx->block.buf;
     c->w_buf = w->block.buf;
     c->y_buf = dy->block.buf;
-    return pdnn__dispatch(dx->dev, &call, bwd_want(PDNN_CONV_BWD_DATA, p->bwd_data_algorithm), NULL);
+    const pdnn__algo *want = NULL;
+    if ((st = pdnn__algo_for_id(dx->dev, call.op, p->bwd_data_algorithm, &want)) != PDNN_SUCCESS)
+        return st;
+    return pdnn__dispatch(dx->dev, &call, want, NULL);
 }
 
 pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_tensor *x, const pdnn_tensor *dy,
@@ -108,7 +108,10 @@ pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_
     c->x_buf = x->block.buf;
     c->w_buf = dw->block.buf;
     c->y_buf = dy->block.buf;
-    return pdnn__dispatch(x->dev, &call, bwd_want(PDNN_CONV_BWD_FILTER, p->bwd_filter_algorithm), NULL);
+    const pdnn__algo *want = NULL;
+    if ((st = pdnn__algo_for_id(x->dev, call.op, p->bwd_filter_algorithm, &want)) != PDNN_SUCCESS)
+        return st;
+    return pdnn__dispatch(x->dev, &call, want, NULL);
 }
 
 pdnn_status pdnn_conv2d_backward_bias(const pdnn_tensor *dy, pdnn_tensor *db)
