@@ -4,10 +4,11 @@ Builds small graphs with the onnx package, one per supported operator and
 attribute form, and exports small torch models; runs each with
 `polydnn run --input x.npy --output y.npy` on every device given and
 compares with onnxruntime within 1e-4 relative to the output's largest
-magnitude. Usage: onnx_check.py POLYDNN_TOOL [--device=D ...] [--python] [--models [--batch=1]] [-v];
---models runs the large torchvision models (make check-models) instead,
-at batch 1 and 8 or, with --batch=1, 1 only; --no-torchvision leaves out
-the fast torchvision models (SqueezeNet 1.1, MobileNetV2) of the default set.
+magnitude. Usage: onnx_check.py POLYDNN_TOOL [--device=D ...] [--python]
+[--torchvision-fast | --models [--batch=1]] [-v]. make check runs the
+default set; make check-models runs, instead, --torchvision-fast (SqueezeNet
+1.1 and MobileNetV2 at batch 1 and 8) and --models (the large torchvision
+models at batch 1 and 8 or, with --batch=1, 1 only).
 Exit 0 all passed, 1 a failure, 77 when onnx/onnxruntime are missing.
 """
 import os
@@ -297,10 +298,10 @@ def main():
         if "--models" in sys.argv:  # make check-models: the large torchvision models only
             batches = (1,) if "--batch=1" in sys.argv else (1, 8)
             all_cases = list(torchvision_cases(tmp, TORCHVISION_LARGE, batches))
+        elif "--torchvision-fast" in sys.argv:  # make check-models: the fast ones
+            all_cases = list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         else:
             all_cases = list(cases()) + list(activation_cases()) + list(binary_cases()) + list(torch_cases(tmp))
-            if "--no-torchvision" not in sys.argv:
-                all_cases += list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         for name, m, x_shape in all_cases:
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(m, path)

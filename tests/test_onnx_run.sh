@@ -46,7 +46,6 @@ if [ "${PDNN_SANITIZERS:-no}" != yes ]; then
 fi
 # The torchvision models run once, in the default build, not again under
 # the sanitizers (their plain-C /cpu:0 pass is the slow part).
-[ "${PDNN_SANITIZERS:-no}" = yes ] && pyarg="$pyarg --no-torchvision"
 status=0
 "$py" "$PDNN_TOP_SRCDIR/tests/onnx_check.py" "$POLYDNN_TOOL" --device=/cpu:0 $pyarg || status=1
 env $lsan_off "$py" "$PDNN_TOP_SRCDIR/tests/onnx_check.py" "$POLYDNN_TOOL" $pyarg || status=1
