@@ -10,6 +10,9 @@
 #ifndef POLYDNN_CL_DEVICE_TABLE_H
 #define POLYDNN_CL_DEVICE_TABLE_H
 
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
 #include <CL/cl.h>
 #include <stdint.h>
 
