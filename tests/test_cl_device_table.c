@@ -11,43 +11,10 @@
 #ifdef PDNN_HAVE_OPENCL
 #include "backends/opencl/cl_device_table.h"
 
-extern const pdnn__algo pdnn__cl_algo_tiled, pdnn__cl_algo_gemm_1x1, pdnn__cl_algo_implicit_gemm,
-    pdnn__cl_algo_bwd_filter_gemm, pdnn__cl_algo_bwd_data_igemm;
-
-/* The tunable kernels by the tuning cache's name. */
-static const struct {
-    const char *kernel;
-    const pdnn__algo *algo;
-} kernels[] = {{"conv2d_tiled", &pdnn__cl_algo_tiled},
-               {"conv2d_gemm_1x1", &pdnn__cl_algo_gemm_1x1},
-               {"conv2d_implicit_gemm", &pdnn__cl_algo_implicit_gemm},
-               {"conv2d_bwd_filter_gemm", &pdnn__cl_algo_bwd_filter_gemm},
-               {"conv2d_bwd_data_igemm", &pdnn__cl_algo_bwd_data_igemm}};
-#define N_KERNELS ((int)(sizeof kernels / sizeof kernels[0]))
-
-static const pdnn__algo *algo_of(const char *kernel, size_t len)
-{
-    for (int i = 0; i < N_KERNELS; i++)
-        if (strlen(kernels[i].kernel) == len && strncmp(kernels[i].kernel, kernel, len) == 0)
-            return kernels[i].algo;
-    return NULL;
-}
-
-static int config_index(const pdnn__algo *a, const char *name)
-{
-    char buf[64];
-    for (int i = 0; name && i < a->n_configs; i++) {
-        a->config_name(i, buf, sizeof buf);
-        if (strcmp(buf, name) == 0)
-            return i;
-    }
-    return -1;
-}
-
 /* The index of the class's default for kernel (variant first). */
 static int dflt(const pdnn__cl_device_class *cls, const char *kernel, const char *variant)
 {
-    return config_index(algo_of(kernel, strlen(kernel)), pdnn__cl_default_name(cls, kernel, variant));
+    return pdnn__cl_default_index(cls, kernel, variant);
 }
 
 Test(cl_device_table, every_row_names_real_kernels_and_configurations)
@@ -56,11 +23,11 @@ Test(cl_device_table, every_row_names_real_kernels_and_configurations)
         const pdnn__cl_device_row *row = &pdnn__cl_device_rows[r];
         for (int i = 0; i < PDNN__CL_MAX_DEFAULTS && row->configs[i].kernel; i++) {
             const char *k = row->configs[i].kernel, *slash = strchr(k, '/');
-            const pdnn__algo *a = algo_of(k, slash ? (size_t)(slash - k) : strlen(k));
+            const pdnn__algo *a = pdnn__cl_tunable_algo(k, slash ? (size_t)(slash - k) : strlen(k));
             cr_assert(a, "row '%s': %s is no tunable kernel", row->name, k);
             cr_expect(!slash || strcmp(slash, "/nchw") == 0 || strcmp(slash, "/nt") == 0 || strcmp(slash, "/tn") == 0,
                       "row '%s': %s: no plan asks for that variant", row->name, k);
-            cr_expect_geq(config_index(a, row->configs[i].config), 0, "row '%s': %s has no configuration '%s'",
+            cr_expect_geq(pdnn__cl_config_index(a, row->configs[i].config), 0, "row '%s': %s has no configuration '%s'",
                           row->name, k, row->configs[i].config);
         }
     }
@@ -100,7 +67,7 @@ Test(cl_device_table, avx512_cpu)
     cr_expect_eq(dflt(&c, "conv2d_implicit_gemm", "nchw"), 7);
     cr_expect_eq(dflt(&c, "conv2d_bwd_filter_gemm", "nt"), 0);
     cr_expect_eq(dflt(&c, "conv2d_bwd_filter_gemm", "tn"), 1);
-    cr_expect_null(pdnn__cl_default_name(&c, "conv2d_bwd_data_igemm", NULL));
+    cr_expect_eq(dflt(&c, "conv2d_bwd_data_igemm", NULL), -1);
 }
 
 Test(cl_device_table, other_cpu)

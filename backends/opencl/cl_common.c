@@ -411,18 +411,7 @@ void pdnn__cl_kernels_release(cl_dev *d)
 
 int pdnn__cl_default_config(const cl_dev *d, const pdnn__cl_tunable *t, const char *variant)
 {
-    const char *want = pdnn__cl_default_name(&d->cls, t->kernel, variant);
-    if (!want)
-        return -1;
-    char name[64];
-    for (int i = 0; i < t->algo->n_configs; i++) {
-        t->algo->config_name(i, name, sizeof name);
-        if (strcmp(name, want) == 0)
-            return i;
-    }
-    pdnn__debug("OpenCL: the device table names '%s' for %s%s%s, which this build does not offer", want, t->kernel,
-                variant ? "/" : "", variant ? variant : "");
-    return -1;
+    return pdnn__cl_default_index(&d->cls, t->kernel, variant);
 }
 
 int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_call *call, int dflt,

@@ -6,8 +6,41 @@
  * --emit-defaults` prints on it above the generic rows and review it. */
 #include "backends/opencl/cl_device_table.h"
 
-#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+
+extern const pdnn__algo pdnn__cl_algo_tiled, pdnn__cl_algo_gemm_1x1, pdnn__cl_algo_implicit_gemm,
+    pdnn__cl_algo_bwd_filter_gemm, pdnn__cl_algo_bwd_data_igemm;
+
+/* The tunable algorithms by their kernel's name in the tuning cache
+ * (their pdnn__cl_tunable.kernel), which the rows name. */
+static const struct {
+    const char *kernel;
+    const pdnn__algo *algo;
+} tunables[] = {{"conv2d_tiled", &pdnn__cl_algo_tiled},
+                {"conv2d_gemm_1x1", &pdnn__cl_algo_gemm_1x1},
+                {"conv2d_implicit_gemm", &pdnn__cl_algo_implicit_gemm},
+                {"conv2d_bwd_filter_gemm", &pdnn__cl_algo_bwd_filter_gemm},
+                {"conv2d_bwd_data_igemm", &pdnn__cl_algo_bwd_data_igemm}};
+
+const pdnn__algo *pdnn__cl_tunable_algo(const char *kernel, size_t len)
+{
+    for (size_t i = 0; i < sizeof tunables / sizeof tunables[0]; i++)
+        if (strlen(tunables[i].kernel) == len && strncmp(tunables[i].kernel, kernel, len) == 0)
+            return tunables[i].algo;
+    return NULL;
+}
+
+int pdnn__cl_config_index(const pdnn__algo *algo, const char *name)
+{
+    char buf[64];
+    for (int i = 0; algo && name && i < algo->n_configs; i++) {
+        algo->config_name(i, buf, sizeof buf);
+        if (strcmp(buf, name) == 0)
+            return i;
+    }
+    return -1;
+}
 
 const pdnn__cl_device_row pdnn__cl_device_rows[] = {
     {
@@ -248,6 +281,22 @@ static void inherit(pdnn__cl_thresholds *dst, const pdnn__cl_thresholds *src)
 #undef TAKE
 }
 
+/* Resolves row r's configs into index (all -1 without a row). */
+static void resolve(const pdnn__cl_device_row *r, int *index)
+{
+    for (int i = 0; i < PDNN__CL_MAX_DEFAULTS; i++) {
+        index[i] = -1;
+        if (!r || !r->configs[i].kernel)
+            continue;
+        const char *k = r->configs[i].kernel, *slash = strchr(k, '/');
+        index[i] = pdnn__cl_config_index(pdnn__cl_tunable_algo(k, slash ? (size_t)(slash - k) : strlen(k)),
+                                         r->configs[i].config);
+        if (index[i] < 0)
+            pdnn__debug("OpenCL: the device table's row '%s' names '%s' for %s, which this build does not offer",
+                        r->name, r->configs[i].config, k);
+    }
+}
+
 void pdnn__cl_device_class_of(const char *vendor, cl_device_type type, cl_uint vec_float, pdnn__cl_device_class *out)
 {
     memset(out, 0, sizeof *out);
@@ -267,9 +316,13 @@ void pdnn__cl_device_class_of(const char *vendor, cl_device_type type, cl_uint v
     if (out->row)
         out->t = out->row->t;
     inherit(&out->t, &out->generic->t);
+    resolve(out->row, out->row_index);
+    resolve(out->generic, out->generic_index);
 }
 
-static const char *row_config(const pdnn__cl_device_row *r, const char *kernel, const char *variant)
+/* Where in r's configs kernel (with "/variant" where not NULL) is; -1
+ * where it is not. */
+static int row_config(const pdnn__cl_device_row *r, const char *kernel, const char *variant)
 {
     const size_t kl = strlen(kernel);
     for (int i = 0; r && i < PDNN__CL_MAX_DEFAULTS && r->configs[i].kernel; i++) {
@@ -277,20 +330,21 @@ static const char *row_config(const pdnn__cl_device_row *r, const char *kernel, 
         if (strncmp(k, kernel, kl) != 0)
             continue;
         if (variant ? k[kl] == '/' && strcmp(k + kl + 1, variant) == 0 : k[kl] == '\0')
-            return r->configs[i].config;
+            return i;
     }
-    return NULL;
+    return -1;
 }
 
-const char *pdnn__cl_default_name(const pdnn__cl_device_class *cls, const char *kernel, const char *variant)
+int pdnn__cl_default_index(const pdnn__cl_device_class *cls, const char *kernel, const char *variant)
 {
     const pdnn__cl_device_row *rows[2] = {cls->row, cls->generic};
+    const int *index[2] = {cls->row_index, cls->generic_index};
     for (int i = 0; i < 2; i++) {
-        const char *name = variant ? row_config(rows[i], kernel, variant) : NULL;
-        if (!name)
-            name = row_config(rows[i], kernel, NULL);
-        if (name)
-            return name;
+        int at = variant ? row_config(rows[i], kernel, variant) : -1;
+        if (at < 0)
+            at = row_config(rows[i], kernel, NULL);
+        if (at >= 0)
+            return index[i][at];
     }
-    return NULL;
+    return -1;
 }

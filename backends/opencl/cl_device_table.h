@@ -13,7 +13,10 @@
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
+#include "backend.h"
+
 #include <CL/cl.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A kernel's untuned configuration, by name: kernel is the tuning cache's
@@ -82,22 +85,33 @@ typedef struct pdnn__cl_device_row {
     pdnn__cl_thresholds t;
 } pdnn__cl_device_row;
 
-/* A device's class: its specific row (NULL: none), its generic row and
- * the thresholds the two give. */
+/* A device's class: its specific row (NULL: none), its generic row, the
+ * thresholds the two give, and each row's configs resolved to the
+ * algorithm's configuration indices (-1: a name this build does not
+ * offer), so that plans compare names only with kernel names. */
 typedef struct pdnn__cl_device_class {
     const pdnn__cl_device_row *row, *generic;
     pdnn__cl_thresholds t;
+    int row_index[PDNN__CL_MAX_DEFAULTS], generic_index[PDNN__CL_MAX_DEFAULTS];
 } pdnn__cl_device_class;
 
-/* The class of a device of this vendor, type and vector width. */
+/* The class of a device of this vendor, type and vector width (a debug
+ * message names any configuration its rows name that the build lacks). */
 void pdnn__cl_device_class_of(const char *vendor, cl_device_type type, cl_uint vec_float, pdnn__cl_device_class *out);
 
-/* The untuned configuration the class names for kernel (with variant
- * first where not NULL), looked up in the specific row, then the generic
- * one; NULL where neither names one. */
-const char *pdnn__cl_default_name(const pdnn__cl_device_class *cls, const char *kernel, const char *variant);
+/* The configuration index of kernel's untuned default in the class (with
+ * variant first where not NULL), looked up in the specific row, then the
+ * generic one; -1 where neither names one this build offers. */
+int pdnn__cl_default_index(const pdnn__cl_device_class *cls, const char *kernel, const char *variant);
 
-/* The table itself, for the checks (tests/test_kernel_build). */
+/* The algorithm whose tuning cache kernel name is the first len
+ * characters of kernel (NULL: none is). */
+const pdnn__algo *pdnn__cl_tunable_algo(const char *kernel, size_t len);
+
+/* The algorithm's configuration named name; -1 where none is. */
+int pdnn__cl_config_index(const pdnn__algo *algo, const char *name);
+
+/* The table itself, for the checks (tests/test_cl_device_table). */
 extern const pdnn__cl_device_row pdnn__cl_device_rows[];
 extern const int pdnn__cl_n_device_rows;
 

@@ -167,8 +167,7 @@ static inline int pdnn__cl_y_channel_major(const pdnn__conv2d_call *c) { return 
 
 /* The configuration of t that d's row of cl_device_table.c names as the
  * untuned default for t->kernel (with variant first, where not NULL); -1
- * where it names none or one this build does not offer (a debug message
- * says so). */
+ * where it names none or one this build does not offer. */
 int pdnn__cl_default_config(const cl_dev *d, const pdnn__cl_tunable *t, const char *variant);
 
 /* Picks t's configuration for call (pdnn__plan_pick_config; the default
