@@ -223,10 +223,10 @@ static void gb_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
                           c->ys[1] == 1 ? "channels-last" : "channels-first");
         return;
     }
-    /* Measured on CPUs (PoCL) only (bwd_filter_gemm_auto). Where most of a tile's vector lanes
-     * would idle (few channels channels-last: Deep MNIST's first layer
-     * has one; few pixels channels-first) the fixed order passes it over;
-     * a search still measures it. */
+    /* Measured on CPUs (PoCL) only: bwd_filter_gemm_auto. Where most of
+     * a tile's vector lanes would idle (few channels channels-last: Deep
+     * MNIST's first layer has one; few pixels channels-first) the fixed
+     * order passes it over; a search still measures it. */
     const gb_tile *t = gb_tile_of(plan->config);
     if (!((const cl_dev *)dev)->cls.t.bwd_filter_gemm_auto)
         pdnn__plan_skip(plan, "AUTO runs gemm on CPU devices only (not measured on GPUs)");
