@@ -376,6 +376,39 @@ has "tune --force: both searched" "^Tuned 2 of 2 row(s): 2 searched, 0 from the 
 has "tune --force: 2 shapes, 6 entries" "(2 shapes searched by this run; the file holds 6 entries)."
 check "tune --force rewrote the entry" sh -c "! cmp -s '$tc/tuning-v1.tsv' '$tmp/tune-first.tsv'"
 check "tune --force stored the row's configuration" tuned_is_stored
+# --emit-defaults: the run's winners as a row of the OpenCL device table.
+# Every entry must name a kernel and configuration the run stored in its
+# cache (so both are real names), and the row must compile against the
+# table's header where a C compiler is at hand.
+te="$tmp/tune-emit"
+ok "tune --emit-defaults" env POLYDNN_CACHE_DIR="$te" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --emit-defaults
+has "emit: heading" "^Device table row for this device class"
+has "emit: vendor key" '^        .vendor = ".*",$'
+has "emit: a default" '^                {"conv2d_[a-z_0-9]*\(/nchw\)\{0,1\}", "[a-z]*=[0-9]*\( [a-z]*=[0-9a-z]*\)*"}, /\* [0-9]* of [0-9]* N[CHW]* rows \*/$'
+sed -n '/^```c$/,/^```$/p' "$tmp/out" | sed '1d;$d' >"$tmp/row.txt"
+emitted_are_stored() {
+    n=0
+    while IFS= read -r line; do
+        kernel=$(echo "$line" | sed -n 's|^ *{"\([a-z_0-9]*\)[/a-z]*", "\([^"]*\)"}.*|\1|p')
+        config=$(echo "$line" | sed -n 's|^ *{"\([a-z_0-9]*\)[/a-z]*", "\([^"]*\)"}.*|\2|p')
+        [ -n "$kernel" ] || continue
+        awk -F'\t' -v k="$kernel" -v c="$config" '$2 == k && $4 == c { f = 1 } END { exit !f }' \
+            "$te/tuning-v1.tsv" || { echo "not in the cache: $kernel $config"; return 1; }
+        n=$((n + 1))
+    done <"$tmp/row.txt"
+    [ "$n" -gt 0 ]
+}
+check "emit: each default is a stored kernel and configuration" emitted_are_stored
+top=${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}
+if command -v "${CC:-cc}" >/dev/null 2>&1; then
+    { echo '#include "backends/opencl/cl_device_table.h"'; echo 'const pdnn__cl_device_row rows[] = {';
+      cat "$tmp/row.txt"; echo '};'; } >"$tmp/row.c"
+    check "emit: the row compiles" "${CC:-cc}" -std=c11 -Wall -Wextra -Werror -fsyntax-only -I"$top" -I"$top/src" "$tmp/row.c"
+else
+    echo "note: no C compiler (${CC:-cc}): the emitted row's syntax is not compiled"
+fi
+bad "emit: OpenCL only" 2 "--emit-defaults: the device table is the OpenCL backend's" \
+    env POLYDNN_CACHE_DIR="$te" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0 --emit-defaults
 ok "tune on the host" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0
 has "host: not tunable" "^| c4 5x5 k4 3x3 | NHWC | 1 | not tunable: direct has no tunable parameters |"
 has "host: nothing stored" "^Tuned 0 of 2 row(s): 0 searched, 0 from the cache; 2 not tunable; 0 failed."

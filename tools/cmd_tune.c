@@ -11,7 +11,9 @@
  * the best, and then the convolution runs once as asked (AUTO: the
  * library measures the algorithms and stores its choice); (3) default and
  * tuned are timed the same way and the tuned output compared with the
- * default's. Everything goes through the public API. */
+ * default's. Everything goes through the public API. With --emit-defaults
+ * the run's winners are printed as a row of the OpenCL backend's device
+ * table (backends/opencl/cl_device_table.c) for this device class. */
 #include "algo.h"
 #include "cli.h"
 #include "conv_shape.h"
@@ -30,12 +32,12 @@
  * At least MIN_ROUNDS rounds, more (up to MAX_ROUNDS) while a round is
  * shorter than ROUND_BUDGET_S / MIN_ROUNDS, since short calls are the
  * noisiest. */
-enum { MIN_ROUNDS = 3, MAX_ROUNDS = 10, MAX_ROWS = 64, MAX_ALGOS = 64 };
+enum { MIN_ROUNDS = 3, MAX_ROUNDS = 10, MAX_ROWS = 64, MAX_ALGOS = 64, MAX_WINS = 512, ROW_WINS = 16 };
 #define ROUND_BUDGET_S 0.3
 
 typedef struct tune_opts {
     cli_ints batches;
-    int force, layers;
+    int force, layers, emit;
     const char *layout, *device, *algo;
     shape_flags shape;
 } tune_opts;
@@ -50,6 +52,14 @@ typedef struct algo_tally {
     int searched, cached, failed;
 } algo_tally;
 
+/* A configuration the run found best (or kept from the cache) for a
+ * convolution: tallied per algorithm, y's layout and configuration for
+ * --emit-defaults. */
+typedef struct tune_win {
+    int algo, nchw, count;
+    char config[48];
+} tune_win;
+
 typedef struct tune_run {
     const char *cmd;
     int force;
@@ -63,7 +73,46 @@ typedef struct tune_run {
     int n_speedups;
     tune_times t;
     algo_tally per_algo[MAX_ALGOS]; /* by algorithm id */
+    /* The row in progress's winners, kept once its checks pass. */
+    tune_win row_wins[ROW_WINS];
+    int n_row_wins;
+    tune_win wins[MAX_WINS];
+    int n_wins;
 } tune_run;
+
+/* Notes the configuration of label ("algorithm configuration", as
+ * label_config writes it) as algorithm algo's winner in the row; a label
+ * without one (nothing tunable ran) is passed over. */
+static void row_win(tune_run *r, int algo, pdnn_layout layout, const char *label)
+{
+    const char *name = pdnn_conv_algo_name((pdnn_conv_algo)algo);
+    const size_t len = strlen(name);
+    if (strncmp(label, name, len) != 0 || label[len] != ' ' || r->n_row_wins >= ROW_WINS)
+        return;
+    const char *config = label + len + 1;
+    tune_win *w = &r->row_wins[r->n_row_wins++];
+    w->algo = algo;
+    w->nchw = layout == PDNN_NCHW;
+    w->count = 1;
+    snprintf(w->config, sizeof w->config, "%s", config);
+}
+
+/* Adds the row's winners to the run's tally. */
+static void keep_row_wins(tune_run *r)
+{
+    for (int i = 0; i < r->n_row_wins; i++) {
+        const tune_win *w = &r->row_wins[i];
+        int j = 0;
+        while (j < r->n_wins && !(r->wins[j].algo == w->algo && r->wins[j].nchw == w->nchw &&
+                                  strcmp(r->wins[j].config, w->config) == 0))
+            j++;
+        if (j < r->n_wins)
+            r->wins[j].count++;
+        else if (r->n_wins < MAX_WINS)
+            r->wins[r->n_wins++] = *w;
+    }
+    r->n_row_wins = 0;
+}
 
 /* One distinct convolution of the set: its names and shape at batch 1. */
 typedef struct tune_layer {
@@ -236,7 +285,10 @@ static void tune_by_name(tune_run *r, cli_op *dt, const pdnn_tensor_desc *xd, co
             fprintf(stderr, "polydnn %s: note: %s: %s was not tuned: %s\n", r->cmd, what, info.name,
                     pdnn_last_error());
             r->per_algo[id].failed++;
-        } else if (t.searched) {
+            continue;
+        }
+        row_win(r, id, layout, t.config);
+        if (t.searched) {
             r->per_algo[id].searched++;
             (*searched)++;
             *seconds += t.search_seconds;
@@ -280,6 +332,7 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
         goto out;
     }
     r->rows++;
+    r->n_row_wins = 0;
 
     /* The default configuration: is anything tunable here at all? */
     double t0 = cli_now();
@@ -382,6 +435,11 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     }
     r->log_speedup_sum += log(g_tuned / g_def);
     r->n_speedups++;
+    /* Tuned by name, each algorithm's winner is noted; else (--force,
+     * --algo) the one that ran. */
+    if (r->n_row_wins == 0)
+        row_win(r, pdnn_conv2d_last_algorithm(), layout, t_tuned.config);
+    keep_row_wins(r);
     printf("| %s | %s | %d | %s | %s | %s | %s | %.2f | %s |\n", L->name, lname, batch, t_tuned.config, t_def.config,
            gd, gt, g_tuned / g_def, search);
 out:
@@ -458,6 +516,85 @@ static void print_by_name(const tune_run *r)
     printf(any ? "." : "\nBy algorithm: no tunable algorithm applies to these convolutions on this device.");
 }
 
+/* s as a C string literal's contents. */
+static void print_c_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            putchar('\\');
+        if ((unsigned char)*s >= ' ')
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+/* The most frequent winner of algorithm algo over the rows of one layout
+ * (nchw), the first found on a tie (its count: the rows it won); NULL
+ * where none. *of: that layout's rows with a winner of algo. */
+static const tune_win *most_frequent(const tune_run *r, int algo, int nchw, int *of)
+{
+    const tune_win *best = NULL;
+    *of = 0;
+    for (int i = 0; i < r->n_wins; i++) {
+        const tune_win *w = &r->wins[i];
+        if (w->algo != algo || w->nchw != nchw)
+            continue;
+        *of += w->count;
+        if (!best || w->count > best->count)
+            best = w;
+    }
+    return best;
+}
+
+/* --emit-defaults: the device table row (backends/opencl/cl_device_table.c)
+ * that the run's winners give this device's class, in the table's C
+ * syntax. A kernel's default is the configuration that won the most of
+ * its NHWC rows (of its NCHW rows where only those ran), and its "/nchw"
+ * variant (y channel-major) the NCHW rows' where that differs. The
+ * kernel is the tuning cache's name, conv2d_ and the algorithm's. The
+ * class: the vendor, and the type from it (a CPUID vendor ID such as
+ * GenuineIntel or AuthenticAMD is a CPU's; anything else is taken for a
+ * GPU: the public API does not say), which the reviewer checks. */
+static void emit_defaults(const tune_run *r, const pdnn_device_info *info)
+{
+    const int cpu = strcmp(info->vendor, "GenuineIntel") == 0 || strcmp(info->vendor, "AuthenticAMD") == 0;
+    printf("\nDevice table row for this device class: the winning configuration per kernel, by y's layout "
+           "(review it, then paste it above the generic rows of backends/opencl/cl_device_table.c):\n\n```c\n");
+    printf("    {\n        .name = ");
+    char name[400];
+    snprintf(name, sizeof name, "%s %s", info->vendor, info->device_name);
+    print_c_string(name);
+    printf(",\n        .vendor = ");
+    print_c_string(info->vendor);
+    printf(",\n        .type = %s, /* CL_DEVICE_TYPE_CPU or _GPU as clinfo says (taken from the vendor) */\n",
+           cpu ? "CL_DEVICE_TYPE_CPU" : "CL_DEVICE_TYPE_GPU");
+    if (cpu)
+        printf("        /* .min_vec_float = N: where this vendor's CPUs differ by vector width */\n");
+    int any = 0;
+    for (int algo = 1; algo < MAX_ALGOS; algo++) {
+        int n_nhwc, n_nchw;
+        const tune_win *nhwc = most_frequent(r, algo, 0, &n_nhwc), *nchw = most_frequent(r, algo, 1, &n_nchw);
+        const tune_win *plain = nhwc ? nhwc : nchw;
+        if (!plain)
+            continue;
+        const char *aname = pdnn_conv_algo_name((pdnn_conv_algo)algo);
+        if (!any)
+            printf("        .configs =\n            {\n");
+        any = 1;
+        printf("                {\"conv2d_%s\", \"%s\"}, /* %d of %d %s rows */\n", aname, plain->config, plain->count,
+               nhwc ? n_nhwc : n_nchw, nhwc ? "NHWC" : "NCHW");
+        if (nhwc && nchw && strcmp(nchw->config, nhwc->config) != 0)
+            printf("                {\"conv2d_%s/nchw\", \"%s\"}, /* %d of %d NCHW rows */\n", aname, nchw->config,
+                   nchw->count, n_nchw);
+    }
+    if (any)
+        printf("            },\n");
+    else
+        printf("        /* no tunable kernel ran: the generic row's defaults stay */\n");
+    printf("    },\n```\n");
+}
+
 /* --algo help: what each algorithm does with every row's convolution. */
 static int algo_help(const char *device, const tune_layer *layers, int nlayers, const pdnn_layout *layouts,
                      int nlayouts, int batch)
@@ -504,7 +641,7 @@ int cmd_tune(int argc, char **argv)
     o.algo = "auto";
     o.shape = (shape_flags)SHAPE_FLAGS_UNSET;
     char algo_text[640];
-    enum { N_OWN = 7 };
+    enum { N_OWN = 8 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 (default: first GPU)"},
         {'n', "batch", OPT_INTS, &o.batches, 1, "batch sizes, repeatable or a list: --batch 1,8 (default 1)"},
@@ -515,6 +652,9 @@ int cmd_tune(int argc, char **argv)
                             "the algorithm to tune (default auto: every tunable one that applies, then AUTO's "
                             "choice among them)")},
         {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions of the set"},
+        {0, "emit-defaults", OPT_FLAG, &o.emit, 0,
+         "then print the OpenCL device table row (backends/opencl/cl_device_table.c) the run's winners give "
+         "this device class"},
         {0, NULL, OPT_HEADING, NULL, 0, "shape flags (polydnn tune conv only):"},
     };
     shape_opts(&o.shape, opts + N_OWN);
@@ -599,6 +739,12 @@ int cmd_tune(int argc, char **argv)
     }
     pdnn_device_info info;
     pdnn_device_get_info(r.dev_off, &info);
+    if (o.emit && strcmp(info.backend, "opencl") != 0) {
+        fprintf(stderr, "polydnn %s: --emit-defaults: the device table is the OpenCL backend's; %s is a %s device\n",
+                cmd, info.name, info.backend);
+        rc = EXIT_USAGE;
+        goto out;
+    }
     char date[64];
     cli_utc_date(date, sizeof date);
     printf("## polydnn %s: %s (%s, %s, %s, driver %s), %s, ", cmd, info.name, info.backend, info.vendor,
@@ -656,6 +802,8 @@ int cmd_tune(int argc, char **argv)
     } else {
         printf("Tuning cache: none (%s); results were kept in memory only.\n", pdnn_last_error());
     }
+    if (o.emit)
+        emit_defaults(&r, &info);
     if (r.failures) {
         fprintf(stderr, "polydnn %s: %d row(s) FAILED their checks (see above)\n", cmd, r.failures);
         rc = EXIT_RUNTIME;

@@ -409,9 +409,20 @@ void pdnn__cl_kernels_release(cl_dev *d)
 
 /* ---- tunable algorithms ----------------------------------------------------- */
 
+int pdnn__cl_default_config(const cl_dev *d, const pdnn__cl_tunable *t, const char *variant)
+{
+    return pdnn__cl_default_index(&d->cls, t->kernel, variant);
+}
+
 int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_call *call, int dflt,
                           pdnn__plan *plan)
 {
+    if (dflt < 0 || !t->applies(dev, call, dflt)) {
+        dflt = -1;
+        for (int j = 0; dflt < 0 && j < t->algo->n_configs; j++)
+            if (t->applies(dev, call, j))
+                dflt = j;
+    }
     const int i = pdnn__plan_pick_config(dev, call, t->algo, t->kernel, t->applies, dflt, plan);
     if (i < 0)
         return -1;

@@ -318,11 +318,7 @@ static const pdnn__cl_tunable bd_tunable = {&pdnn__cl_algo_bwd_data_igemm, "conv
 
 static void bd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    int dflt = -1;
-    for (int i = 0; dflt < 0 && i < N_BD; i++)
-        if (bd_applies(dev, call, i))
-            dflt = i;
-    if (pdnn__cl_plan_tunable(&bd_tunable, dev, call, dflt, plan) < 0)
+    if (pdnn__cl_plan_tunable(&bd_tunable, dev, call, pdnn__cl_default_config(dev, &bd_tunable, NULL), plan) < 0)
         pdnn__plan_refuse(plan, "implicit_gemm: no configuration applies (%lld channels per group)",
                           (long long)(call->u.conv2d.c / call->u.conv2d.groups));
 }

@@ -200,14 +200,13 @@ static pdnn_status gb_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
 static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_bwd_filter_gemm, "conv2d_bwd_filter_gemm", applies, gb_ws,
                                          NULL, gb_enqueue};
 
-/* The untuned configuration: AVX-512's tiles where PoCL reports 16-float
- * vectors, else AVX2's, GPUs the small one; chunks "few" where "cache"
- * would cut the pixels into fewer than 4 chunks (gb_chunk). */
+/* The untuned configuration: the device's tile for gemm_nt or gemm_tn
+ * (cl_device_table.c), with chunks "few" where "cache" would cut the
+ * pixels into fewer than 4 chunks (gb_chunk). */
 static int gb_default(const cl_dev *d, const pdnn__conv2d_call *c)
 {
-    const int nt = gb_nt(c);
-    const int tile = !pdnn__cl_is_cpu(d) ? 7 : d->vec_float >= 16 ? (nt ? 0 : 1) : (nt ? 2 : 3);
-    return tile + (gb_chunks(c, 0) < 4 ? N_TILES : 0);
+    const int i = pdnn__cl_default_config(d, &tunable, gb_nt(c) ? "nt" : "tn");
+    return i < 0 ? -1 : i % N_TILES + (gb_chunks(c, 0) < 4 ? N_TILES : 0);
 }
 
 static void gb_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -224,12 +223,12 @@ static void gb_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
                           c->ys[1] == 1 ? "channels-last" : "channels-first");
         return;
     }
-    /* Measured on CPUs (PoCL) only. Where most of a tile's vector lanes
-     * would idle (few channels channels-last: Deep MNIST's first layer
-     * has one; few pixels channels-first) the fixed order passes it over;
-     * a search still measures it. */
+    /* Measured on CPUs (PoCL) only: bwd_filter_gemm_auto. Where most of
+     * a tile's vector lanes would idle (few channels channels-last: Deep
+     * MNIST's first layer has one; few pixels channels-first) the fixed
+     * order passes it over; a search still measures it. */
     const gb_tile *t = gb_tile_of(plan->config);
-    if (!pdnn__cl_is_cpu(dev))
+    if (!((const cl_dev *)dev)->cls.t.bwd_filter_gemm_auto)
         pdnn__plan_skip(plan, "AUTO runs gemm on CPU devices only (not measured on GPUs)");
     else if (!gb_nt(c) && c->c * 2 < (int64_t)t->ct * t->vw)
         pdnn__plan_skip(plan, "%lld input channels fill less than half of gemm's %d-channel tile", (long long)c->c,

@@ -13,27 +13,20 @@ extern const pdnn__algo pdnn__cl_algo_depthwise;
  * 4. */
 #define NHWC_TQ 8
 
-/* dw_nchw's work-items: about this many where the image allows, as
- * blocks of whole rows (N*K*P / items rows each, at least one) and, where
- * there are fewer rows than that, also blocks of column chunks. On a CPU
- * (PoCL) 512 let the threads share the launch evenly while each
- * work-item's setup is spread over whole rows (128 to 2048 timed alike on
- * MobileNetV2); a GPU needs many more. */
-#define DW_NCHW_ITEMS_CPU 512
-#define DW_NCHW_ITEMS_GPU 65536
+/* dw_nchw's work-items: about the device's dw_nchw_items where the image
+ * allows, as blocks of whole rows (N*K*P / items rows each, at least one)
+ * and, where there are fewer rows than that, also blocks of column
+ * chunks (cl_device_table.c says why). */
 
-/* dw_plane (CPUs only): whole planes per work-item where there are this
- * many planes, else blocks of chunks to make about as many work-items,
- * in work-groups of PLANE_WG; and planes up to 56x56. On MobileNetV2's
- * 3x3 layers (PoCL, AVX-512 EPYC, alternated runs) against dw_nchw:
- * c576 7x7 0.030 vs 0.040-0.049 ms, c576 14x14 0.051 vs 0.084, c384 14x14
- * 0.039 vs 0.064, c192 28x28 0.060 vs 0.084, c144 56x56 0.142 vs 0.180,
- * and at 112x112 1.0-1.1x dw_nchw's time. These three were the fastest
- * of 512 or 128 work-items in groups of 64, 8 or 1: more, smaller
- * blocks of chunks ran up to 1.6x slower at 14x14 and 28x28. */
+/* dw_plane (where the device's dw_plane_max_pixels allows: CPUs): whole
+ * planes per work-item where there are this many planes, else blocks of
+ * chunks to make about as many work-items, in work-groups of PLANE_WG.
+ * On MobileNetV2's 3x3 layers (PoCL, AVX-512 EPYC, alternated runs) these
+ * two were the fastest of 512 or 128 work-items in groups of 64, 8 or 1:
+ * more, smaller blocks of chunks ran up to 1.6x slower at 14x14 and
+ * 28x28. */
 #define PLANE_ITEMS 128
 #define PLANE_WG 8
-#define PLANE_MAX_PIXELS (56 * 56)
 
 enum { DW_NHWC, DW_NCHW, DW_PLANE, DW_KERNELS };
 
@@ -71,49 +64,31 @@ static size_t pow2_at_least(size_t v, size_t cap)
     return p;
 }
 
-/* dw_nhwc's channels per work-item: 16 on CPUs with 16-float vectors
- * (AVX-512) where K is whole vectors of 16, else 8 (a tail of 8 in 16
- * would take the per-lane path). */
+/* dw_nhwc's channels per work-item: the device's dw_nhwc_vw where K is
+ * whole vectors of it, else 8 (a tail of 8 in 16 would take the per-lane
+ * path). */
 static int nhwc_vw(const cl_dev *d, const pdnn__conv2d_call *c)
 {
-    return pdnn__cl_is_cpu(d) && d->vec_float >= 16 && c->k % 16 == 0 ? 16 : 8;
+    const int vw = d->cls.t.dw_nhwc_vw;
+    return c->k % vw == 0 ? vw : 8;
 }
 
-/* dw_nchw's output columns per chunk: 16 on CPUs with 16-float vectors
- * (AVX-512) where the output rows are 14 wide or more, else 8. On
- * MobileNetV2's depthwise layers (AVX-512 EPYC, PoCL) 16 ran 1.03-1.39x
- * faster at widths 14-112, and 0.65-0.85x at width 7, where a 16-column
- * chunk is more than half padding lanes. */
+/* dw_nchw's output columns per chunk: the device's dw_columns where the
+ * output rows are dw_wide_min_q wide or more, else 8. */
 static int nchw_qv(const cl_dev *d, const pdnn__conv2d_call *c)
 {
-    return pdnn__cl_is_cpu(d) && d->vec_float >= 16 && c->q >= 14 ? 16 : 8;
-}
-
-/* dw_nchw's output rows per block (DW_PB; filter rows in the padding
- * read a clamped row and are dropped): 4 on CPUs with 16-float vectors (32 vector registers hold the
- * 4 x R partial sums of a 3x3 or 5x5 filter), 2 on other CPUs (16 AVX2
- * registers), 1 on GPUs, where each work-item's registers are scarcer
- * and many work-items hide the FMA latency (not measured there). On
- * MobileNetV2's 3x3 layers (PoCL, AVX-512 Xeon, best of 4 alternated
- * runs) 4 rows ran 1.1-1.5x faster than one chain of FMAs per chunk,
- * e.g. c144 56x56 0.353 -> 0.239 ms, c32 112x112 0.244 -> 0.182 ms. The
- * rows per work-item are whole blocks where the image allows: a block
- * past a work-item's rows computes rows it does not store. */
-static int nchw_pb(const cl_dev *d)
-{
-    if (!pdnn__cl_is_cpu(d))
-        return 1;
-    return d->vec_float >= 16 ? 4 : 2;
+    return c->q >= d->cls.t.dw_wide_min_q ? d->cls.t.dw_columns : 8;
 }
 
 /* dw_plane applies: NCHW planes contiguous in x and y, stride 1, an
  * output as large as the input ("same" padding), the filter size built
- * in (at most 8 x 8) and planes up to PLANE_MAX_PIXELS; on CPUs only,
- * where it was measured (see PLANE_ITEMS). */
+ * in (at most 8 x 8) and planes up to the device's dw_plane_max_pixels
+ * (0 on GPUs, where it was not measured). */
 static int use_plane(const cl_dev *d, const pdnn__conv2d_call *c)
 {
-    return pdnn__cl_is_cpu(d) && c->x_layout == PDNN_NCHW && c->h * c->w <= PLANE_MAX_PIXELS && c->r <= 8 &&
-           c->s <= 8 && c->stride_h == 1 && c->stride_w == 1 && c->p == c->h && c->q == c->w && c->xs[3] == 1 &&
+    const int64_t max = d->cls.t.dw_plane_max_pixels;
+    return max > 0 && c->x_layout == PDNN_NCHW && c->h * c->w <= max && c->r <= 8 && c->s <= 8 &&
+           c->stride_h == 1 && c->stride_w == 1 && c->p == c->h && c->q == c->w && c->xs[3] == 1 &&
            c->xs[2] == c->w && c->ys[3] == 1 && c->ys[2] == c->q;
 }
 
@@ -139,9 +114,13 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
 {
     char opts[64];
     const int nhwc = c->x_layout == PDNN_NHWC, plane = !nhwc && use_plane(d, c);
-    const int vw = nhwc ? nhwc_vw(d, c) : 8, qv = nhwc ? 8 : plane ? (d->vec_float >= 16 ? 16 : 8) : nchw_qv(d, c);
+    const int vw = nhwc ? nhwc_vw(d, c) : 8, qv = nhwc ? 8 : plane ? d->cls.t.dw_columns : nchw_qv(d, c);
     const int which = nhwc ? DW_NHWC : plane ? DW_PLANE : DW_NCHW;
-    const int pb = nchw_pb(d);
+    /* dw_nchw's output rows per block (DW_PB; filter rows in the padding
+     * read a clamped row and are dropped). The rows per work-item are
+     * whole blocks where the image allows: a block past a work-item's
+     * rows computes rows it does not store. */
+    const int pb = d->cls.t.dw_nchw_rows;
     /* NCHW: the filter size built in up to 8 x 8, so that the tap loops
      * unroll, the taps stay in registers, the border masks are worked out
      * once per chunk and rows go in blocks of DW_PB. */
@@ -182,7 +161,7 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     if (plane) {
         cw = chunks_per_item(planes, plane_chunks, PLANE_ITEMS);
     } else if (!nhwc) {
-        const int64_t want = pdnn__cl_is_cpu(d) ? DW_NCHW_ITEMS_CPU : DW_NCHW_ITEMS_GPU;
+        const int64_t want = d->cls.t.dw_nchw_items;
         const int64_t t = rows / want;
         tp = (int)(t < 1 ? 1 : t > c->p ? c->p : t);
         const int64_t whole = (tp + pb - 1) / pb * pb; /* whole blocks of DW_PB rows */

@@ -1,6 +1,6 @@
 /* 1x1 convolution as a register-blocked GEMM on the tensors in place
  * (kernels_cl/conv2d_gemm_1x1.cl): its tile configurations, plan (which
- * calls it claims, the default tile per device class), the filter
+ * calls it claims; the default tile is its device's, cl_device_table.c), the filter
  * packing and the two kernels' launches. */
 #include "backends/opencl/cl_internal.h"
 
@@ -53,16 +53,14 @@ static int applies(void *dev, const pdnn__op_call *call, int i)
  * input and output images at stride 1 (input pixel = output pixel),
  * ungrouped, with at least one whole pixel tile per image. It is used
  * where it measured faster than the tiles kernel on ResNet-50's NCHW 1x1
- * layers (PoCL, AVX-512, batch 1 and 8): images of 28x28 or more with
- * C <= 256, 1.1-3x (its vector stores and in-place filter win where the
- * tiles kernel scatters many output rows per input channel); on 14x14
- * and 7x7 images and C >= 512 the tiles kernel was up to 2.5x faster
- * (partial pixel tiles; filter rows re-read per tile). */
-static int g1_rows(const pdnn__conv2d_call *c, int i)
+ * layers: images of g1_rows_min_pixels or more with C at most
+ * g1_rows_max_c (cl_device_table.c says why). */
+static int g1_rows(const cl_dev *d, const pdnn__conv2d_call *c, int i)
 {
     return c->xs[3] == 1 && c->xs[2] == c->w && c->ys[3] == 1 && c->ys[2] == c->q && c->stride_h == 1 &&
            c->stride_w == 1 && c->groups == 1 && c->p == c->h && c->q == c->w &&
-           c->p * c->q >= (int64_t)g1_cands[i].vw * g1_cands[i].kb && c->p * c->q >= 784 && c->c <= 256;
+           c->p * c->q >= (int64_t)g1_cands[i].vw * g1_cands[i].kb && c->p * c->q >= d->cls.t.g1_rows_min_pixels &&
+           c->c <= d->cls.t.g1_rows_max_c;
 }
 
 /* A filter already contiguous over whole channel blocks (HWIO, or any
@@ -74,9 +72,8 @@ static int g1_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1
  * place or rows reads it itself). */
 static size_t g1_ws(void *dev, const pdnn__op_call *call, int i)
 {
-    (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    return g1_rows(c, i) || g1_in_place(c, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
+    return g1_rows(dev, c, i) || g1_in_place(c, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
 }
 
 static void g1_name(int i, char *buf, size_t len)
@@ -87,21 +84,6 @@ static void g1_name(int i, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-/* The untuned configuration for d. CPUs: the 6x32 tile where PoCL
- * reports 16-float vectors (AVX-512: 12 of 32 zmm registers accumulate;
- * 1.6-1.8x {16, 1, 6} on res5 at batch 1 on an AVX-512 EPYC), else AVX2's
- * 6x16. GPUs: the small tile, which keeps more work-items resident. */
-static int g1_default(const cl_dev *d) { return pdnn__cl_is_cpu(d) ? (d->vec_float >= 16 ? 4 : 0) : 6; }
-
-/* The untuned configuration for c on d: where the tiles kernel writes a
- * channel-major y (NCHW) on AVX-512, the 8x32 tile, whose rows it stores
- * transposed (conv2d_tile.cl). */
-static int g1_default_for(const cl_dev *d, const pdnn__conv2d_call *c)
-{
-    const int i = g1_default(d);
-    return i == 4 && c->ys[3] == 1 && c->ys[1] != 1 && !g1_rows(c, i) ? 8 : i;
-}
-
 /* The kernels of configuration i. Called with d->lock held. */
 static pdnn_status g1_kernel(cl_dev *d, int i, const char *name, cl_kernel *k)
 {
@@ -110,19 +92,19 @@ static pdnn_status g1_kernel(cl_dev *d, int i, const char *name, cl_kernel *k)
     return pdnn__cl_kernel(d, "conv2d_gemm_1x1.cl", opts, name, k);
 }
 
-/* Pixels per work-item. On CPUs a work-item sweeps several pixel tiles
- * with the same filter rows so that they are read from memory once and
- * then from cache: as many as keep that span's input (span x C floats)
- * within 128 KiB, while leaving at least 8 work-items per compute unit
- * for balance. On GPUs one tile: parallelism matters more than reuse. */
+/* Pixels per work-item. Where the device sweeps tiles (sweep_tiles) a
+ * work-item sweeps several pixel tiles with the same filter rows so that
+ * they are read from memory once and then from cache: as many as keep
+ * that span's input (span x C floats) within sweep_floats, while leaving
+ * at least 8 work-items per compute unit for balance; else one tile. */
 static int64_t g1_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
 {
     const int64_t pt = g1_cands[i].pt, npix = c->n * c->p * c->q;
     const int64_t tiles = (npix + pt - 1) / pt;
-    if (!(d->type & CL_DEVICE_TYPE_CPU))
+    if (!d->cls.t.sweep_tiles)
         return pt;
     const int64_t cpg = c->c / c->groups > 0 ? c->c / c->groups : 1;
-    int64_t per = (32768 / cpg) / pt; /* tiles per work-item */
+    int64_t per = (d->cls.t.sweep_floats / cpg) / pt; /* tiles per work-item */
     if (per < 1)
         per = 1;
     const int64_t nkb = g1_kp(c, i) / g1_kt(i), want = pdnn__cl_balanced_items(d);
@@ -135,16 +117,17 @@ static int64_t g1_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
 
 /* Enqueues c on the transposed kernel with configuration i (built):
  * PT channel rows by KB*VW pixels per work-item, the filter read in
- * place. On CPUs a work-item sweeps as many pixel tiles as keep their
- * input within 128 KiB, leaving at least 8 work-items per compute unit. */
+ * place. Where the device sweeps tiles a work-item sweeps as many pixel
+ * tiles as keep their input within sweep_floats, leaving at least 8
+ * work-items per compute unit. */
 static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
 {
     const int64_t pt = g1_cands[i].pt, tw = (int64_t)g1_cands[i].vw * g1_cands[i].kb;
     const int64_t pq = c->p * c->q, tpi = (pq + tw - 1) / tw, ntiles = c->n * tpi;
     const int64_t nrb = (c->k + pt - 1) / pt;
     int64_t span = 1;
-    if (d->type & CL_DEVICE_TYPE_CPU) {
-        span = 32768 / ((c->c > 0 ? c->c : 1) * tw);
+    if (d->cls.t.sweep_tiles) {
+        span = d->cls.t.sweep_floats / ((c->c > 0 ? c->c : 1) * tw);
         if (span < 1)
             span = 1;
         const int64_t want = pdnn__cl_balanced_items(d);
@@ -185,7 +168,7 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
     SET_ARG(k, 14, res_off);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_gemm_1x1_rows)", err);
-    const size_t l1 = (d->type & CL_DEVICE_TYPE_CPU) ? 1 : 8;
+    const size_t l1 = (size_t)d->cls.t.gemm_wg_pixels;
     size_t local[2] = {1, l1};
     const size_t gy = (size_t)((ntiles + span - 1) / span);
     size_t global[2] = {(size_t)nrb, (gy + l1 - 1) / l1 * l1};
@@ -203,7 +186,7 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     const int64_t npix = c->n * c->p * c->q;
     if (npix == 0 || c->k == 0)
         return PDNN_SUCCESS;
-    if (g1_rows(c, i))
+    if (g1_rows(d, c, i))
         return g1_enqueue_rows(d, c, i);
     cl_kernel k = NULL;
     pdnn_status st = g1_kernel(d, i, "conv2d_gemm_1x1", &k);
@@ -286,7 +269,7 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     /* Dimension 0: channel blocks (neighbouring work-items share the input
      * span, which stays in cache); dimension 1: pixel spans. Each
      * work-item fills the SIMD width itself. */
-    const size_t l1 = (d->type & CL_DEVICE_TYPE_CPU) ? 1 : 8;
+    const size_t l1 = (size_t)d->cls.t.gemm_wg_pixels;
     size_t local[2] = {1, l1};
     const size_t gy = (size_t)((npix + span - 1) / span);
     size_t global[2] = {(size_t)(kp / kt), (gy + l1 - 1) / l1 * l1};
@@ -300,14 +283,11 @@ static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_gemm_1x1, "conv2d_gemm_1
 static void g1_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    /* The device class's default, else the first that runs c. */
-    int dflt = g1_default_for(dev, c);
-    if (!g1_applies(c, dflt)) {
-        dflt = -1;
-        for (int i = 0; dflt < 0 && i < N_GEMM1X1; i++)
-            if (g1_applies(c, i))
-                dflt = i;
-    }
+    /* The device's default; its "/nchw" one where the tiles kernel writes
+     * a channel-major y (the rows kernel stores rows itself). */
+    int dflt = pdnn__cl_default_config(dev, &tunable, NULL);
+    if (dflt >= 0 && pdnn__cl_y_channel_major(c) && !g1_rows(dev, c, dflt))
+        dflt = pdnn__cl_default_config(dev, &tunable, "nchw");
     if (pdnn__cl_plan_tunable(&tunable, dev, call, dflt, plan) < 0) {
         pdnn__plan_refuse(plan,
                           "gemm_1x1 runs only 1x1 filters without padding (every output pixel on an input pixel) "
@@ -334,7 +314,7 @@ static pdnn_status g1_run(void *dev, const pdnn__op_call *call, const pdnn__plan
         return st;
     /* Which kernel ran is the shape's, not a configuration of its own. */
     pdnn__debug("gemm_1x1: %s with the %s kernel", r.config_name,
-                g1_rows(&call->u.conv2d, r.config) ? "rows" : "tiles");
+                g1_rows(dev, &call->u.conv2d, r.config) ? "rows" : "tiles");
     if (rep)
         *rep = r;
     return st;

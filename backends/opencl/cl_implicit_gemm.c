@@ -14,7 +14,7 @@ extern const pdnn__algo pdnn__cl_algo_implicit_gemm;
  * (layers with few output channels), {4, 1, 8} keeps GPU register use low,
  * {16, 2, 7} divides every ResNet output image (7x7 .. 112x112) into whole
  * tiles, {16, 2, 8} stores NCHW output as transposed rows (conv2d_tile.cl).
- * ig_default_for picks by device class and y's layout; with tuning on
+ * The default is the device's (cl_device_table.c), by y's layout; with tuning on
  * (POLYDNN_TUNING=search) the search measures them all per shape. */
 typedef struct ig_cfg {
     int vw, kb, pt;
@@ -59,19 +59,13 @@ static int ig_in_place(const pdnn__conv2d_call *c, int i)
            (c->ws[1] < 256 || (!c->w_const && c->n * c->p * c->q < 1024));
 }
 
-/* On CPUs an image of 1.5 MiB or more (C*H*W floats: more than the
- * core's L2) whose channels are not innermost (NCHW) is first copied
- * channels-last into the workspace. The reduction steps through the
- * channels, which in NCHW lie a page or more apart, and the caches'
- * prefetchers do not follow such steps once the image has left L2: 3x3
- * layers ran 1.1-1.25x faster reading the copy at 28x28x512, 56x56x256,
- * 112x112x64 and 112x112x128, one copy of the input per call included;
- * at 800 KiB and less (56x56x64, 28x28x128, 14x14x256) the copy cost
- * what it saved or more. GPUs read NCHW as it is: neighbouring
- * work-items read neighbouring pixels. */
+/* An image of ig_relayout_floats or more (C*H*W floats; cl_device_table.c
+ * says why) whose channels are not innermost (NCHW) is first copied
+ * channels-last into the workspace, where the device has a threshold. */
 static int ig_relayout(const void *dev, const pdnn__conv2d_call *c)
 {
-    return pdnn__cl_is_cpu(dev) && c->xs[1] != 1 && c->c * c->h * c->w >= 384 * 1024;
+    const int64_t min = ((const cl_dev *)dev)->cls.t.ig_relayout_floats;
+    return min > 0 && c->xs[1] != 1 && c->c * c->h * c->w >= min;
 }
 
 /* Floats of the channels-last copy, rounded up to whole 64-byte lines. */
@@ -97,20 +91,6 @@ static size_t ig_ws(void *dev, const pdnn__op_call *call, int i)
     return (size_t)(IG_ZEROS + ig_xt_floats(dev, &call->u.conv2d)) * sizeof(float) + ig_packed(dev, call, i);
 }
 
-/* The untuned configuration for d. CPUs: 6 pixels x 32 channels where
- * PoCL reports 16-float vectors (AVX-512), else AVX2's 6x16; GPUs: the
- * small tile. */
-static int ig_default(const cl_dev *d) { return pdnn__cl_is_cpu(d) ? (d->vec_float >= 16 ? 0 : 1) : 4; }
-
-/* The untuned configuration for c on d: for a channel-major y (NCHW) on
- * AVX-512, 8 pixels x 32 channels, whose rows the epilogue stores
- * transposed (conv2d_tile.cl): c64 56x56 k256 1x1 0.75 -> 0.57 ms. */
-static int ig_default_for(const cl_dev *d, const pdnn__conv2d_call *c)
-{
-    const int i = ig_default(d);
-    return i == 0 && c->ys[3] == 1 && c->ys[1] != 1 ? 7 : i;
-}
-
 static int applies(void *dev, const pdnn__op_call *call, int i)
 {
     (void)dev;
@@ -125,18 +105,16 @@ static void ig_name(int i, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-/* Pixels per work-item. On CPUs a work-item sweeps as many pixel tiles as
- * it can with the same KT filter rows (R*S*cpg*KT floats), which are then
- * read from memory once: all of the batch's pixels, halved while there
- * are fewer than 8 work-items per compute unit. This is what lifts the
- * small late layers (7x7 and 14x14 images, large C), where a one-tile
- * work-item re-reads its filter rows from memory for every 6 pixels. On
- * GPUs one tile: parallelism matters more than reuse. */
+/* Pixels per work-item. Where the device sweeps tiles (sweep_tiles) a
+ * work-item sweeps as many pixel tiles as it can with the same KT filter
+ * rows (R*S*cpg*KT floats), which are then read from memory once: all of
+ * the batch's pixels, halved while there are fewer than 8 work-items per
+ * compute unit; else one tile. */
 static int64_t ig_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
 {
     const int64_t pt = ig_cands[i].pt, npix = c->n * c->p * c->q;
     const int64_t tiles = (npix + pt - 1) / pt;
-    if (!(d->type & CL_DEVICE_TYPE_CPU))
+    if (!d->cls.t.sweep_tiles)
         return pt;
     /* At most 2^20 pixels: the kernel takes the span as an int. */
     int64_t per = tiles < ((int64_t)1 << 20) / pt ? tiles : ((int64_t)1 << 20) / pt;
@@ -276,7 +254,7 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         return pdnn__cl_fail("clSetKernelArg(conv2d_implicit_gemm)", err);
     /* Dimension 0: channel blocks (neighbouring work-items share the input
      * span, which stays in cache); dimension 1: pixel spans. */
-    const size_t l1 = (d->type & CL_DEVICE_TYPE_CPU) ? 1 : 8;
+    const size_t l1 = (size_t)d->cls.t.gemm_wg_pixels;
     size_t local[2] = {1, l1};
     const size_t gy = (size_t)((npix + span - 1) / span);
     size_t global[2] = {(size_t)(kp / kt), (gy + l1 - 1) / l1 * l1};
@@ -290,15 +268,7 @@ static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_implicit_gemm, "conv2d_i
 static void ig_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    /* The device class's default, else (a group narrower than its channel
-     * block) the first that runs c. */
-    int dflt = ig_default_for(dev, c);
-    if (!ig_applies(c, dflt)) {
-        dflt = -1;
-        for (int i = 0; dflt < 0 && i < N_IGEMM; i++)
-            if (ig_applies(c, i))
-                dflt = i;
-    }
+    const int dflt = pdnn__cl_default_config(dev, &tunable, pdnn__cl_y_channel_major(c) ? "nchw" : NULL);
     if (pdnn__cl_plan_tunable(&tunable, dev, call, dflt, plan) < 0) {
         const char *why = ig_shape_why(c);
         if (why)

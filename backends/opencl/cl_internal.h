@@ -7,6 +7,7 @@
  *                     cl_pool.c), the elementwise ops, the peak measurement
  *   cl_common.c       errors, launches, kernel sources, the kernel cache,
  *                     the tunable algorithms' shared plan and run
+ *   cl_device_table.c the defaults and thresholds per device class
  *   cl_binary_cache.c the on-disk cache of compiled programs
  *
  * Every kernel comes from the kernel cache (pdnn__cl_kernel): one program
@@ -20,6 +21,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
 #include "backend.h"
+#include "backends/opencl/cl_device_table.h"
 #include "backends/opencl/cl_hooks.h"
 
 #include <CL/cl.h>
@@ -38,6 +40,9 @@ typedef struct cl_dev {
     cl_device_type type;
     cl_uint cu;        /* compute units: sizes the CPU kernels' work split */
     cl_uint vec_float; /* the preferred float vector width (16: AVX-512) */
+    /* Its row of cl_device_table.c: the untuned configurations and the
+     * thresholds the plans read (cls.t). */
+    pdnn__cl_device_class cls;
     /* Guards the kernel cache and every kernel's arguments and launch. */
     pthread_mutex_t lock;
     pdnn__cl_program_entry *programs;
@@ -157,8 +162,18 @@ typedef struct pdnn__cl_tunable {
     pdnn_status (*run_config)(void *dev, const pdnn__op_call *call, int i, pdnn__buf ws);
 } pdnn__cl_tunable;
 
-/* Picks t's configuration for call (pdnn__plan_pick_config, dflt the
- * device class's default) and sizes the workspace: the pick's, or, when
+/* y channel-major (NCHW-like: w stride 1, channels apart): the "/nchw"
+ * variant of a kernel's default configuration. */
+static inline int pdnn__cl_y_channel_major(const pdnn__conv2d_call *c) { return c->ys[3] == 1 && c->ys[1] != 1; }
+
+/* The configuration of t that d's row of cl_device_table.c names as the
+ * untuned default for t->kernel (with variant first, where not NULL); -1
+ * where it names none or one this build does not offer. */
+int pdnn__cl_default_config(const cl_dev *d, const pdnn__cl_tunable *t, const char *variant);
+
+/* Picks t's configuration for call (pdnn__plan_pick_config; the default
+ * is dflt, usually pdnn__cl_default_config's, or where dflt is -1 or does
+ * not apply to call the first configuration that does) and sizes the workspace: the pick's, or, when
  * run is to search, the largest any applicable configuration needs. A
  * frozen filter (w_const) that the pick packs is kept packed (wpack)
  * unless run is to search: the workspace then leaves out the packed part.

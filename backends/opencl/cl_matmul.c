@@ -137,8 +137,8 @@ static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     }
     if (!mc->trans_b)
         plan->workspace = packed_bytes(mc);
-    if (!pdnn__cl_is_cpu(dev))
-        plan->rank = 40; /* its one-item tiles are for CPUs: after conv_gemm on GPUs */
+    if (!((const cl_dev *)dev)->cls.t.matmul_tiled_first)
+        plan->rank = 40; /* after conv_gemm (cl_device_table.c) */
 }
 
 /* Sets kernel name's arguments from values (their sizes in sizes) and

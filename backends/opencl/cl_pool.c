@@ -88,23 +88,21 @@ static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
     pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, nhwc ? "pool2d_nhwc_rows" : "pool2d_nchw_rows", &k);
     if (st != PDNN_SUCCESS)
         return st;
-    /* A whole output row per run on CPUs (PoCL pays per work-group and
-     * per item, and one row is a few hundred bytes to a few KB); one
-     * 16-output chunk (NCHW) or 2 pixels (NHWC) on GPUs, which need tens
-     * of thousands of items in flight. */
-    const int cpu = pdnn__cl_is_cpu(d);
-    const int64_t run = nhwc ? (cpu ? c->q : 2) : (cpu ? (c->q + 15) / 16 * 16 : 16);
+    /* Where the device sweeps (pool_sweep: CPUs; cl_device_table.c says
+     * why) a whole output row per run; else one 16-output chunk (NCHW) or
+     * 2 pixels (NHWC), as GPUs need tens of thousands of items in
+     * flight. */
+    const int sweep = d->cls.t.pool_sweep;
+    const int64_t run = nhwc ? (sweep ? c->q : 2) : (sweep ? (c->q + 15) / 16 * 16 : 16);
     const int64_t runs = (c->q + run - 1) / run;
-    /* NHWC channels per item: all of them on CPUs, so an item streams
-     * through whole pixels; one vector's worth on GPUs. */
-    const cl_int cpi = cpu ? (cl_int)c->c : 8;
-    /* NCHW output rows per item: on CPUs as many as leave 8 items per
-     * compute unit (a whole plane where there are enough planes). An
-     * item per row cost more in PoCL's scheduling than the row's loads on
-     * small images: a plane per item ran SqueezeNet's and GoogLeNet's
-     * strided max pools (27x27 to 56x56) 1.3-1.5x faster. One on GPUs. */
+    /* NHWC channels per item: all of them where the device sweeps, so an
+     * item streams through whole pixels; else one vector's worth. */
+    const cl_int cpi = sweep ? (cl_int)c->c : 8;
+    /* NCHW output rows per item: where the device sweeps as many as leave
+     * 8 items per compute unit (a whole plane where there are enough
+     * planes); else one. */
     cl_int rpi = 1;
-    if (!nhwc && cpu) {
+    if (!nhwc && sweep) {
         const int64_t want = pdnn__cl_balanced_items(d), planes = c->n * c->c;
         const int64_t per_plane = planes >= want ? 1 : (want + planes - 1) / planes;
         rpi = (cl_int)((c->p + per_plane - 1) / per_plane);
@@ -120,8 +118,7 @@ static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
         SET_ARG(k, 10, rpi);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(pool2d rows)", err);
-    /* CPU: 4 measured best of 1/4/16/64 */
-    return launch_1d(d, k, items, cpu ? 4 : 64, "clEnqueueNDRangeKernel(pool2d rows)");
+    return launch_1d(d, k, items, (size_t)d->cls.t.pool_wg, "clEnqueueNDRangeKernel(pool2d rows)");
 }
 
 /* ---- flat and global ------------------------------------------------------- */
@@ -162,7 +159,8 @@ static void global_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 }
 
 /* A plane per item (global), or runs of 16-output chunks of one (flat):
- * the whole plane on CPUs, one chunk on GPUs. Called with d->lock held. */
+ * the whole plane where the device sweeps (pool_sweep), else one chunk.
+ * Called with d->lock held. */
 static pdnn_status plane_enqueue(cl_dev *d, const pdnn__pool2d_call *c, int global_pool)
 {
     cl_kernel k = NULL;
@@ -170,13 +168,12 @@ static pdnn_status plane_enqueue(cl_dev *d, const pdnn__pool2d_call *c, int glob
     pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, name, &k);
     if (st != PDNN_SUCCESS)
         return st;
-    const int cpu = pdnn__cl_is_cpu(d);
-    const int64_t chunks = (c->h * c->w + 15) / 16, run = global_pool || !cpu ? 1 : chunks;
+    const int64_t chunks = (c->h * c->w + 15) / 16, run = global_pool || !d->cls.t.pool_sweep ? 1 : chunks;
     const int64_t items = c->n * c->c * (global_pool ? 1 : (chunks + run - 1) / run);
     cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run));
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(pool2d plane)", err);
-    return launch_1d(d, k, items, cpu ? 4 : 64, "clEnqueueNDRangeKernel(pool2d plane)");
+    return launch_1d(d, k, items, (size_t)d->cls.t.pool_wg, "clEnqueueNDRangeKernel(pool2d plane)");
 }
 
 static pdnn_status flat_enqueue(cl_dev *d, const pdnn__pool2d_call *c) { return plane_enqueue(d, c, 0); }

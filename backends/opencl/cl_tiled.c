@@ -18,12 +18,6 @@ typedef struct tiled_cfg {
 static const tiled_cfg cands[] = {{8, 1}, {4, 1}, {12, 1}, {16, 1}, {4, 2}, {6, 2}, {8, 2}, {12, 2}, {6, 4}};
 #define N_TILED ((int)(sizeof cands / sizeof cands[0]))
 
-/* Untuned defaults: on CPUs 12 pixels x 16 channels, the tuner's most
- * frequent pick over ResNet-50 on PoCL (bench/results-conv.md); on GPUs
- * the smallest tile, which keeps the most work-items resident. */
-#define DEFAULT_CPU 2
-#define DEFAULT_GPU 1
-
 /* Output channels a work-item covers, the unit the filter is packed in. */
 static int64_t kv_of(int i) { return 16 * (int64_t)cands[i].kb; }
 static int64_t kp_of(const pdnn__conv2d_call *c, int i) { return (c->k + kv_of(i) - 1) / kv_of(i) * kv_of(i); }
@@ -160,16 +154,11 @@ static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_tiled, "conv2d_tiled", a
 
 static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    const cl_dev *d = dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    /* The device class's default, else the first 16-channel one that runs c. */
-    int dflt = pdnn__cl_is_cpu(d) ? DEFAULT_CPU : DEFAULT_GPU;
-    if (!applies(dev, call, dflt)) {
-        dflt = -1;
-        for (int i = 0; dflt < 0 && i < N_TILED; i++)
-            if (cands[i].kb == 1 && applies(dev, call, i))
-                dflt = i;
-    }
+    /* Where the device's default does not run c, the first that does is
+     * one of 16 channels: a larger tile runs no call a 16-channel one
+     * does not (whole groups of more channels, fewer pixels per item). */
+    const int dflt = pdnn__cl_default_config(dev, &tunable, pdnn__cl_y_channel_major(c) ? "nchw" : NULL);
     if (pdnn__cl_plan_tunable(&tunable, dev, call, dflt, plan) >= 0)
         return;
     if (c->groups != 1 && (c->k / c->groups) % 16 != 0)

@@ -14,16 +14,12 @@
 extern const pdnn__algo pdnn__cl_algo_winograd;
 
 /* The GEMM's register tile (conv2d_winograd.cl: TT tiles x KB float16
- * channel blocks per work-item, TT x KB accumulators). On CPUs with
- * 16-float vectors (AVX-512: 32 registers) 12 x 2, which ran c256 56x56
- * b1 NHWC in 5.5-6.4 ms against 7.7-8.4 ms for 8 x 1, c256 14x14 b8 in
- * 3.5-4.3 ms against 4.0-6.0 (PoCL, the two alternated); elsewhere 8 x 1,
- * which keeps a GPU work-item's registers fewer. */
+ * channel blocks per work-item, TT x KB accumulators): the device's
+ * (cl_device_table.c). */
 static void wino_tile(const cl_dev *d, int *tt, int *kb)
 {
-    const int big = pdnn__cl_is_cpu(d) && d->vec_float >= 16;
-    *tt = big ? 12 : 8;
-    *kb = big ? 2 : 1;
+    *tt = d->cls.t.wino_tt;
+    *kb = d->cls.t.wino_kb;
 }
 /* conv2d_winograd.cl's PLANE_PAD: floats between transform planes. */
 #define WINO_PLANE_PAD 16
@@ -293,17 +289,11 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
      * transforming the filter (36/9 of its size) costs more than it saves
      * (bench/results-conv.md). */
     const int64_t tiles = c->n * pl.tr * pl.tc;
-    /* With the transforms 16 channels per work-item and the GEMM's tile
-     * in registers, winograd ran 1.3-1.8x implicit_gemm (filter
-     * transformed per call, NHWC, AVX-512 Xeon, PoCL) from 49 tiles up
-     * where C x K <= 256 x 256 (56x56 c64, 28x28 c128/c256 at batch 1,
-     * 14x14 c256 at batch 8), and 0.6-0.8x at C = K = 512, whose
-     * transformed filter is 37 MB: AUTO tries it first there only on
-     * CPUs. On an H100 (NVIDIA's OpenCL) it ran 1.4-2.9x implicit_gemm
-     * and 1.1-2.1x tiled on every 3x3 layer measured, from c64 56x56 at
-     * batch 1 to c256 14x14 at batch 32 (bench/results-gpu.md): first
-     * there for every call it takes. */
-    if (!pdnn__cl_is_cpu(dev) || (tiles >= 49 && c->c * c->k <= 256 * 256))
+    /* Before implicit_gemm from the device's wino_first_min_tiles where
+     * C x K is at most its wino_first_max_ck (cl_device_table.c: on CPUs
+     * where the transformed filter is small, on GPUs always). */
+    const pdnn__cl_thresholds *th = &((const cl_dev *)dev)->cls.t;
+    if (tiles >= th->wino_first_min_tiles && c->c * c->k <= th->wino_first_max_ck)
         plan->rank = 25;
     if (c->c < 64 || c->k < 64 || tiles < 32)
         pdnn__plan_skip(plan,

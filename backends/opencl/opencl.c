@@ -77,6 +77,10 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
         vw = 0;
     d->cu = cu;
     d->vec_float = vw;
+    pdnn__cl_device_class_of(vendor, type, vw, &d->cls);
+    pdnn__debug("OpenCL: %s takes the device table's row '%s'%s%s", name,
+                d->cls.row ? d->cls.row->name : d->cls.generic->name, d->cls.row ? " over " : "",
+                d->cls.row ? d->cls.generic->name : "");
     *out = d;
     return PDNN_SUCCESS;
 }
