@@ -17,11 +17,11 @@
  * the user's terminal). There the float16 chains take fma in float8
  * halves, which is also how that target holds them. */
 #if defined(__x86_64__) && !defined(__AVX512F__)
-#define FMA16(x) x = (float16)(fma((x).lo, (float8)(a), (float8)(b)), fma((x).hi, (float8)(a), (float8)(b)))
+#define FMA16_AB(x) x = (float16)(fma((x).lo, (float8)(a), (float8)(b)), fma((x).hi, (float8)(a), (float8)(b)))
 #else
-#define FMA16(x) x = fma(x, a, b)
+#define FMA16_AB(x) x = fma(x, a, b)
 #endif
-#define STEP4_16(x) FMA16(x); FMA16(x); FMA16(x); FMA16(x)
+#define STEP4_16(x) FMA16_AB(x); FMA16_AB(x); FMA16_AB(x); FMA16_AB(x)
 
 __kernel void peak_fma4(__global float *out, int iters, float a, float b)
 {
