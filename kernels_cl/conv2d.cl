@@ -22,18 +22,7 @@ __kernel void conv2d_direct(__global const float *x, long x_off,
     if (gid >= total)
         return;
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2;
-    long t = gid;
-    int k, p, q;
-    long n;
-    if (out_dims.s3) {
-        k = (int)(t % K); t /= K;
-        q = (int)(t % Q); t /= Q;
-        p = (int)(t % P); n = t / P;
-    } else {
-        q = (int)(t % Q); t /= Q;
-        p = (int)(t % P); t /= P;
-        k = (int)(t % K); n = t / K;
-    }
+    NCHW_OF_INDEX(gid, K, P, Q, out_dims.s3, n, k, p, q);
     const int H = in_dims.s2, W = in_dims.s3;
     const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
     const int g = k / kpg;

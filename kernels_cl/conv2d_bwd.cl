@@ -23,18 +23,7 @@ __kernel void conv2d_bwd_data_direct(__global const float *dy, long dy_off,
         return;
     const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
     const int P = out_dims.s1, Q = out_dims.s2;
-    long t = gid;
-    int c, ih, iw;
-    long n;
-    if (out_dims.s3) {
-        c = (int)(t % C); t /= C;
-        iw = (int)(t % W); t /= W;
-        ih = (int)(t % H); n = t / H;
-    } else {
-        iw = (int)(t % W); t /= W;
-        ih = (int)(t % H); t /= H;
-        c = (int)(t % C); n = t / C;
-    }
+    NCHW_OF_INDEX(gid, C, H, W, out_dims.s3, n, c, ih, iw);
     const int R = filt.s0, S = filt.s1, cpg = filt.s2, kpg = filt.s3;
     const int g = c / cpg, ci = c % cpg;
     const long dybase = dy_off + n * ys.s0 + (long)g * kpg * ys.s1;

@@ -35,18 +35,6 @@
 #define CT 4
 #endif
 
-/* As in conv2d_gemm_1x1.cl: a float16 crossing a built-in's call on x86
- * without AVX-512 takes its float8 halves (PoCL's clang warns otherwise). */
-#if defined(__x86_64__) && !defined(__AVX512F__)
-#define LOAD16(i, p) ((float16)(vload8(0, (p) + 16 * (long)(i)), vload8(0, (p) + 16 * (long)(i) + 8)))
-#define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
-#define FMA16(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
-#else
-#define LOAD16 vload16
-#define STORE16 vstore16
-#define FMA16 fma
-#endif
-
 #if VW == 16
 typedef float16 vec_t;
 #define VLOAD LOAD16

@@ -37,16 +37,6 @@
 #define DW_TQ 8
 #endif
 
-/* A float16 returned by vload16 crosses a call whose vector ABI differs
- * on x86 without AVX-512, and PoCL's clang warns so ("N warnings
- * generated." on the user's terminal). There it is loaded as float8
- * halves, as that target holds a float16 anyway. */
-#if defined(__x86_64__) && !defined(__AVX512F__)
-#define LOAD16(i, p) ((float16)(vload8(0, (p) + 16 * (long)(i)), vload8(0, (p) + 16 * (long)(i) + 8)))
-#else
-#define LOAD16 vload16
-#endif
-
 /* dw_nchw's chunk: DW_QV output columns (8, or 16 where the host sees
  * 16-float vectors: one AVX-512 register per accumulator). */
 #ifndef DW_QV

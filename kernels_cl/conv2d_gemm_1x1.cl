@@ -17,60 +17,8 @@
  * contiguous; an HWIO filter whose K is a multiple of KT already is and is
  * read in place (wst: element strides of a channel block and of c).
  * Layouts and strided reads (stride > 1) go through element strides. */
-#ifndef PT
-#define PT 6
-#endif
-#ifndef KB
-#define KB 1
-#endif
-#ifndef VW
-#define VW 16
-#endif
-#define KT (VW * KB)
 
-/* A float16 passed to or returned by a built-in (vload16, vstore16, fma,
- * fmax) crosses a call whose vector ABI differs on x86 without AVX-512,
- * and PoCL's clang warns so ("N warnings generated." on the user's
- * terminal). There the built-ins take its float8 halves, as that target
- * holds a float16 anyway; elsewhere they take it whole. */
-#if defined(__x86_64__) && !defined(__AVX512F__)
-#define LOAD16(i, p) ((float16)(vload8(0, (p) + 16 * (long)(i)), vload8(0, (p) + 16 * (long)(i) + 8)))
-#define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
-#define FMA16(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
-#define MAX16(a, b) ((float16)(fmax((a).lo, (b).lo), fmax((a).hi, (b).hi)))
-#define MIN16(a, b) ((float16)(fmin((a).lo, (b).lo), fmin((a).hi, (b).hi)))
-#else
-#define LOAD16 vload16
-#define STORE16 vstore16
-#define FMA16 fma
-#define MAX16 fmax
-#define MIN16 fmin
-#endif
-
-#if VW == 16
-typedef float16 vec_t;
-#define VLOAD LOAD16
-#define VSTORE STORE16
-#define VFMA FMA16
-#define VMAX MAX16
-#define VMIN MIN16
-#elif VW == 8
-typedef float8 vec_t;
-#define VLOAD vload8
-#define VSTORE vstore8
-#define VFMA fma
-#define VMAX fmax
-#define VMIN fmin
-#elif VW == 4
-typedef float4 vec_t;
-#define VLOAD vload4
-#define VSTORE vstore4
-#define VFMA fma
-#define VMAX fmax
-#define VMIN fmin
-#else
-#error "VW must be 4, 8 or 16"
-#endif
+/* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. */
 
 /* wp[(kb*cpg + c)*KT + lane] = w[k = kb*KT + lane][c] in any filter
  * layout (ws: the strides of k and c), 0 for k >= K. A work-item copies

@@ -1,8 +1,48 @@
 /* Pieces the register-tiled convolution kernels share
  * (conv2d_gemm_1x1.cl, conv2d_implicit_gemm.cl): the backend builds their
- * programs from this file followed by theirs (cl_common.c, preludes), so
- * each macro here is written once. Their PT and VW (build options) pick
- * what applies. */
+ * programs from prelude.cl, this file, then theirs (cl_common.c,
+ * pdnn__cl_prelude_of), so each macro here is written once. Their PT and
+ * VW (build options) pick what applies. */
+
+/* The register tile: KT = VW * KB output channels (KB vectors of VW
+ * lanes, vec_t) by PT pixels; the autotuner builds one program per
+ * choice (-DVW=.. -DKB=.. -DPT=..). */
+#ifndef PT
+#define PT 6
+#endif
+#ifndef KB
+#define KB 1
+#endif
+#ifndef VW
+#define VW 16
+#endif
+#define KT (VW * KB)
+
+#if VW == 16
+typedef float16 vec_t;
+#define VLOAD LOAD16
+#define VSTORE STORE16
+#define VFMA FMA16
+#define VMAX MAX16
+#define VMIN MIN16
+#elif VW == 8
+typedef float8 vec_t;
+#define VLOAD vload8
+#define VSTORE vstore8
+#define VFMA fma
+#define VMAX fmax
+#define VMIN fmin
+#elif VW == 4
+typedef float4 vec_t;
+#define VLOAD vload4
+#define VSTORE vstore4
+#define VFMA fma
+#define VMAX fmax
+#define VMIN fmin
+#else
+#error "VW must be 4, 8 or 16"
+#endif
+
 
 /* The pixel cursor of a work-item's span: image CN, row COH, column COW
  * of an output of P x Q pixels, set from pixel G0 by one division and then

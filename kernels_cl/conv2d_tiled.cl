@@ -26,23 +26,6 @@
 #endif
 #define KV (16 * KB)
 
-/* A float16 passed to or returned by a built-in (vload16, vstore16, fma,
- * fmax) crosses a call whose vector ABI differs on x86 without AVX-512,
- * and PoCL's clang warns so ("N warnings generated." on the user's
- * terminal). There the built-ins take its float8 halves, as that target
- * holds a float16 anyway; elsewhere they take it whole. */
-#if defined(__x86_64__) && !defined(__AVX512F__)
-#define LOAD16(i, p) ((float16)(vload8(0, (p) + 16 * (long)(i)), vload8(0, (p) + 16 * (long)(i) + 8)))
-#define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
-#define FMA16(a, b, c) ((float16)(fma((a).lo, (b).lo, (c).lo), fma((a).hi, (b).hi, (c).hi)))
-#define MAX16(a, b) ((float16)(fmax((a).lo, (b).lo), fmax((a).hi, (b).hi)))
-#else
-#define LOAD16 vload16
-#define STORE16 vstore16
-#define FMA16 fma
-#define MAX16 fmax
-#endif
-
 /* wp[(kb*R*S*cpg + (r*S + s)*cpg + c)*KV + lane] = w[k = kb*KV + lane]
  * in any filter layout, 0 for k >= K. */
 __kernel void conv2d_pack_rsck(__global const float *w, long w_off, long4 ws,

@@ -15,13 +15,14 @@
 /* A float16 passed to fma crosses a call whose vector ABI differs on x86
  * without AVX-512, and PoCL's clang warns so ("N warnings generated." on
  * the user's terminal). There the float16 chains take fma in float8
- * halves, which is also how that target holds them. */
+ * halves, which is also how that target holds them. FMA16_AB(x) is
+ * x = a x + b with scalars a, b (prelude.cl's FMA16 takes vectors). */
 #if defined(__x86_64__) && !defined(__AVX512F__)
-#define FMA16(x) x = (float16)(fma((x).lo, (float8)(a), (float8)(b)), fma((x).hi, (float8)(a), (float8)(b)))
+#define FMA16_AB(x) x = (float16)(fma((x).lo, (float8)(a), (float8)(b)), fma((x).hi, (float8)(a), (float8)(b)))
 #else
-#define FMA16(x) x = fma(x, a, b)
+#define FMA16_AB(x) x = fma(x, a, b)
 #endif
-#define STEP4_16(x) FMA16(x); FMA16(x); FMA16(x); FMA16(x)
+#define STEP4_16(x) FMA16_AB(x); FMA16_AB(x); FMA16_AB(x); FMA16_AB(x)
 
 __kernel void peak_fma4(__global float *out, int iters, float a, float b)
 {

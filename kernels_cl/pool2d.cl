@@ -4,30 +4,6 @@
  * guarantees every window holds at least one). NaN propagates through max.
  * Layouts enter through element strides as in conv2d_direct. */
 
-/* A float16 or int16 passed to or returned by a built-in (vload16,
- * vstore16, select, min, max, convert_float16, isgreater, isnan) crosses a
- * call whose vector ABI differs on x86 without AVX-512, and PoCL's clang
- * warns so ("N warnings generated." on the user's terminal). There the
- * built-ins take 8-lane halves, which is also how that target holds a
- * 16-lane vector; elsewhere they take it whole. */
-#if defined(__x86_64__) && !defined(__AVX512F__)
-#define LOAD16(i, p) ((float16)(vload8(0, (p) + 16 * (long)(i)), vload8(0, (p) + 16 * (long)(i) + 8)))
-#define STORE16(v, i, p) (vstore8((v).lo, 0, (p) + 16 * (long)(i)), vstore8((v).hi, 0, (p) + 16 * (long)(i) + 8))
-#define SELECT16(a, b, m) ((float16)(select((a).lo, (b).lo, (m).lo), select((a).hi, (b).hi, (m).hi)))
-#define SELECT16I(a, b, m) ((int16)(select((a).lo, (b).lo, (m).lo), select((a).hi, (b).hi, (m).hi)))
-#define MIN16I(v, s) ((int16)(min((v).lo, (s)), min((v).hi, (s))))
-#define MAX16I(v, s) ((int16)(max((v).lo, (s)), max((v).hi, (s))))
-#define TO_FLOAT16(v) ((float16)(convert_float8((v).lo), convert_float8((v).hi)))
-#define SPLIT16 1
-#else
-#define LOAD16 vload16
-#define STORE16 vstore16
-#define SELECT16 select
-#define SELECT16I select
-#define MIN16I min
-#define MAX16I max
-#define TO_FLOAT16 convert_float16
-#endif
 /* One output from the in-image window rows [h0, h1) x columns [w0, w1)
  * of the plane at xb (element strides sh, sw): mode 0 max (NaN wins),
  * 1 the sum over `padded`, 2 the sum over the in-image count. Shared by
@@ -74,18 +50,7 @@ __kernel void pool2d_direct(__global const float *x, long x_off,
         return;
     const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
     const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
-    long t = gid;
-    int c, p, q;
-    long n;
-    if (out_dims.s3) {
-        c = (int)(t % C); t /= C;
-        q = (int)(t % Q); t /= Q;
-        p = (int)(t % P); n = t / P;
-    } else {
-        q = (int)(t % Q); t /= Q;
-        p = (int)(t % P); t /= P;
-        c = (int)(t % C); n = t / C;
-    }
+    NCHW_OF_INDEX(gid, C, P, Q, out_dims.s3, n, c, p, q);
     long h0 = (long)p * win.s2 - pad.s0, w0 = (long)q * win.s3 - pad.s1;
     long h1 = min(h0 + win.s0, (long)H + pad.s2), w1 = min(w0 + win.s1, (long)W + pad.s3);
     const long padded = (h1 - h0) * (w1 - w0);

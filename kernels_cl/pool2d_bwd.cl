@@ -33,18 +33,7 @@ __kernel void pool2d_bwd(__global const float *x, long x_off, long4 xs,
         return;
     const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
     const int P = out_dims.s0, Q = out_dims.s1, mode = out_dims.s2;
-    long t = gid;
-    int c, ih, iw;
-    long n;
-    if (out_dims.s3) {
-        c = (int)(t % C); t /= C;
-        iw = (int)(t % W); t /= W;
-        ih = (int)(t % H); n = t / H;
-    } else {
-        iw = (int)(t % W); t /= W;
-        ih = (int)(t % H); t /= H;
-        c = (int)(t % C); n = t / C;
-    }
+    NCHW_OF_INDEX(gid, C, H, W, out_dims.s3, n, c, ih, iw);
     const int th = ih + pad.s0, tw = iw + pad.s2;
     const int p0 = th - win.s0 + 1 > 0 ? (th - win.s0 + win.s2) / win.s2 : 0;
     const int q0 = tw - win.s1 + 1 > 0 ? (tw - win.s1 + win.s3) / win.s3 : 0;

@@ -523,7 +523,7 @@ Test(program_cache, edited_kernel_sources_are_a_new_entry)
     cr_assert_eq(mkdir(kdir, 0755), 0);
     static const char *const files[] = {"conv2d.cl",      "conv2d_tiled.cl", "conv2d_implicit_gemm.cl",
                                         "conv2d_tile.cl", "pool2d.cl",       "elementwise.cl",
-                                        "peak.cl"};
+                                        "peak.cl",        "prelude.cl"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char from[512], to[512];
         snprintf(from, sizeof from, "%s/kernels_cl/%s", top, files[i]);

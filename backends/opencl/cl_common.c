@@ -225,13 +225,27 @@ static pdnn_status from_source(cl_dev *d, const char *const *texts, const size_t
     return PDNN_SUCCESS;
 }
 
-/* The shared tile macros of the register-tiled convolutions: the
- * program gets both sources, prelude first. */
+/* The source that file is built after, in one program (OpenCL C has no
+ * include path for embedded sources). That one may have its own, so a
+ * program is a chain, outermost first: prelude.cl (16-lane built-ins,
+ * index helpers) for every program, then conv2d_tile.cl (the tile
+ * macros) for the register-tiled convolutions. */
 const char *pdnn__cl_prelude_of(const char *file)
 {
+    if (strcmp(file, "prelude.cl") == 0)
+        return NULL;
     return strcmp(file, "conv2d_gemm_1x1.cl") == 0 || strcmp(file, "conv2d_implicit_gemm.cl") == 0
                ? "conv2d_tile.cl"
-               : NULL;
+               : "prelude.cl";
+}
+
+/* The most sources a program is built from: file and its preludes. */
+#define MAX_SOURCES 3
+
+static void free_sources(char **owned, cl_uint n)
+{
+    for (cl_uint i = 0; i < n; i++)
+        free(owned[i]);
 }
 
 /* Builds file with opts for d: from the on-disk cache where it has a
@@ -242,20 +256,24 @@ static pdnn_status build(cl_dev *d, const char *file, const char *opts, pdnn__cl
                          cl_program *out, pdnn__cl_cache_slot **loaded)
 {
     *loaded = NULL;
-    const char *texts[2] = {NULL, NULL};
-    size_t lens[2] = {0, 0};
-    char *owned[2] = {NULL, NULL};
-    const char *prelude = pdnn__cl_prelude_of(file);
+    /* file's chain of preludes, outermost first in texts. */
+    const char *names[MAX_SOURCES];
     cl_uint n = 0;
-    pdnn_status st = prelude ? source_of(prelude, &texts[0], &lens[0], &owned[0]) : PDNN_SUCCESS;
-    if (st == PDNN_SUCCESS) {
-        n = prelude ? 1 : 0;
-        st = source_of(file, &texts[n], &lens[n], &owned[n]);
-        n++;
+    for (const char *f = file; f; f = pdnn__cl_prelude_of(f)) {
+        if (n == MAX_SOURCES) {
+            pdnn__cl_program_cache_slot_free(rebuild);
+            return pdnn__error(PDNN_ERR_INTERNAL, "OpenCL: %s has more than %d sources", file, MAX_SOURCES);
+        }
+        names[n++] = f;
     }
+    pdnn_status st = PDNN_SUCCESS;
+    const char *texts[MAX_SOURCES] = {NULL};
+    size_t lens[MAX_SOURCES] = {0};
+    char *owned[MAX_SOURCES] = {NULL};
+    for (cl_uint i = 0; i < n && st == PDNN_SUCCESS; i++)
+        st = source_of(names[n - 1 - i], &texts[i], &lens[i], &owned[i]);
     if (st != PDNN_SUCCESS) {
-        free(owned[0]);
-        free(owned[1]);
+        free_sources(owned, n);
         pdnn__cl_program_cache_slot_free(rebuild);
         return st;
     }
@@ -269,8 +287,7 @@ static pdnn_status build(cl_dev *d, const char *file, const char *opts, pdnn__cl
         st = from_source(d, texts, lens, n, full, file, &prog);
         pdnn__cl_program_cache_add(d, slot, st == PDNN_SUCCESS ? prog : NULL);
     }
-    free(owned[0]);
-    free(owned[1]);
+    free_sources(owned, n);
     if (st == PDNN_SUCCESS)
         *out = prog;
     return st;

@@ -15,7 +15,8 @@ extern const pdnn__cl_source pdnn__cl_sources[];
 extern const size_t pdnn__cl_source_count;
 
 /* The source that file's program is built after (shared macros: OpenCL C
- * has no include path for embedded sources), or NULL (cl_common.c). */
+ * has no include path for embedded sources), or NULL. A chain: prelude.cl,
+ * which every program starts with, has none (cl_common.c). */
 const char *pdnn__cl_prelude_of(const char *file);
 
 #endif
