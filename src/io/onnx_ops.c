@@ -12,34 +12,6 @@
     "Flatten, Gemm, GlobalAveragePool, Identity, LeakyRelu, MatMul, MaxPool, Mul (by a constant "        \
     "scalar), Reshape, Relu, Sigmoid, Softmax"
 
-/* A Clip's bounds: attributes before opset 11, constant scalar inputs
- * from it (either may be absent: +-inf). With report 0, a failure sets no
- * error (the conv fusion only asks). */
-pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi)
-{
-    *lo = -INFINITY, *hi = INFINITY;
-    if (im->opset < 11) {
-        *lo = attr_float(n, "min", -INFINITY);
-        *hi = attr_float(n, "max", INFINITY);
-    }
-    for (size_t i = 1; i < 3 && i < n->n_input; i++) {
-        if (!n->input[i][0])
-            continue;
-        value *b = pdnn__onnx_const_input(im, n, i);
-        if (!b || !b->data || b->count != 1)
-            return report ? pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                                  "the %s bound '%s' must be a constant float scalar",
-                                                  i == 1 ? "min" : "max", n->input[i])
-                          : PDNN_ERR_UNSUPPORTED;
-        *(i == 1 ? lo : hi) = b->data[0];
-    }
-    if (isnan(*lo) || isnan(*hi) || *lo > *hi)
-        return report ? pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n,
-                                              "clip bounds [%g, %g]: NaN, or min above max", (double)*lo, (double)*hi)
-                      : PDNN_ERR_INVALID_ARGUMENT;
-    return PDNN_SUCCESS;
-}
-
 /* Output 0 of a node that maps onto a single graph call. */
 static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, int rank)
 {

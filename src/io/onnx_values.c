@@ -1,8 +1,10 @@
 /* The importer's values and what every op's builder uses: finding and
  * adding values, an op's activation and constant inputs and its output,
- * attributes, errors, and host constants laid out for NHWC. */
+ * attributes (a Clip's bounds too: Conv fuses it, Clip imports it), errors,
+ * and host constants laid out for NHWC. */
 #include "io/onnx_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,4 +159,32 @@ void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layou
             for (int64_t h = 0; h < d[2]; h++)
                 for (int64_t w = 0; w < d[3]; w++)
                     dst[a * st[0] + b * st[1] + h * st[2] + w * st[3]] = src[i++];
+}
+
+/* A Clip's bounds: attributes before opset 11, constant scalar inputs
+ * from it (either may be absent: +-inf). With report 0, a failure sets no
+ * error (the conv fusion only asks). */
+pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi)
+{
+    *lo = -INFINITY, *hi = INFINITY;
+    if (im->opset < 11) {
+        *lo = attr_float(n, "min", -INFINITY);
+        *hi = attr_float(n, "max", INFINITY);
+    }
+    for (size_t i = 1; i < 3 && i < n->n_input; i++) {
+        if (!n->input[i][0])
+            continue;
+        value *b = pdnn__onnx_const_input(im, n, i);
+        if (!b || !b->data || b->count != 1)
+            return report ? pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                                  "the %s bound '%s' must be a constant float scalar",
+                                                  i == 1 ? "min" : "max", n->input[i])
+                          : PDNN_ERR_UNSUPPORTED;
+        *(i == 1 ? lo : hi) = b->data[0];
+    }
+    if (isnan(*lo) || isnan(*hi) || *lo > *hi)
+        return report ? pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n,
+                                              "clip bounds [%g, %g]: NaN, or min above max", (double)*lo, (double)*hi)
+                      : PDNN_ERR_INVALID_ARGUMENT;
+    return PDNN_SUCCESS;
 }
