@@ -75,6 +75,9 @@ bad_data "bad magic" t10k-labels-idx1-ubyte.gz \
 bad_data "label out of range" train-labels-idx1-ubyte.gz \
     'import sys, gzip; d = bytearray(gzip.open(sys.argv[1]).read()); d[8 + 5] = 12; gzip.open(sys.argv[1], "wb").write(bytes(d))' \
     "12"
+bad_data "gz without its trailer" train-labels-idx1-ubyte.gz \
+    'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[1], "wb").write(b[:-8])' \
+    "train-labels-idx1-ubyte.gz: corrupt gzip data: truncated"
 
 # Flags: a batch the towers cannot split, a device listed twice, a
 # parameter device without towers, a memory fraction out of range: usage

@@ -32,7 +32,10 @@ typedef struct idx_labels {
  * dimensions, at most IDX_MAX_BYTES), then the data is read in growing
  * pieces, so a header that promises more than the file holds costs no
  * more memory than the file gave; exactly the declared bytes must follow
- * the header (truncated or trailing data is an error). layout is
+ * the header (truncated or trailing data is an error), and a gzip stream
+ * must end with its trailer, whose CRC-32 and length must match. The file
+ * is opened without blocking: a FIFO, device or directory is refused
+ * (PDNN_ERR_IO). layout is
  * PDNN_NCHW or PDNN_NHWC: with one channel both are the
  * same bytes, but any other layout is refused. Errors: PDNN_ERR_IO (cannot
  * open or read), PDNN_ERR_CORRUPT (bad magic or dims, truncated, trailing
