@@ -78,6 +78,17 @@ bad_data "label out of range" train-labels-idx1-ubyte.gz \
 bad_data "gz without its trailer" train-labels-idx1-ubyte.gz \
     'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[1], "wb").write(b[:-8])' \
     "train-labels-idx1-ubyte.gz: corrupt gzip data: truncated"
+# Training images of another size than the network's 28x28 (with as many
+# labels): refused, naming the file and both sizes; they used to be read
+# out of bounds (8x8, 1x1) or trained on as garbage (32x32, 28x27).
+for size in 8x8 1x1 32x32 28x27 56x28; do
+    rows=${size%x*} cols=${size#*x}
+    bad_data "$size images" train-images-idx3-ubyte.gz "import sys, gzip, struct
+n, r, c = 64, $rows, $cols
+gzip.open(sys.argv[1], 'wb').write(struct.pack('>4I', 0x803, n, r, c) + bytes(range(256)) * (n * r * c // 256) + bytes(n * r * c % 256))
+gzip.open(sys.argv[1].replace('images-idx3', 'labels-idx1'), 'wb').write(struct.pack('>2I', 0x801, n) + bytes(i % 10 for i in range(n)))" \
+        "train-images-idx3-ubyte.gz holds 64 images of ${size} (rows x columns); the network needs 28x28 images"
+done
 
 # Flags: a batch the towers cannot split, a device listed twice, a
 # parameter device without towers, a memory fraction out of range: usage

@@ -324,6 +324,51 @@ Test(idx, fifo_refused, .init = make_dir, .fini = remove_dir, .timeout = 20)
     expect_image_error(p, PDNN_ERR_IO, "a FIFO");
 }
 
+/* The images must be the size the caller needs (polydnn train copies 28 x
+ * 28 floats per image), the counts agree and the labels be in range; each
+ * error names the file and what it holds. */
+Test(idx, load_checks_image_size, .init = make_dir, .fini = remove_dir)
+{
+    static unsigned char b[16384];
+    const uint32_t sizes[][2] = {{8, 8}, {1, 1}, {32, 32}, {28, 27}, {27, 28}, {56, 28}};
+    size_t n = labels_file(b, 3, (const unsigned char *)"\1\2\3");
+    put_file("train-labels-idx1-ubyte.gz", b, n, 1);
+    idx_dataset d;
+    char err[512], want[64];
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        n = images_file(b, 3, sizes[i][0], sizes[i][1], 0);
+        put_file("train-images-idx3-ubyte.gz", b, n, 1);
+        cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT,
+                     "%ux%u images accepted", sizes[i][0], sizes[i][1]);
+        snprintf(want, sizeof want, "holds 3 images of %ux%u", sizes[i][0], sizes[i][1]);
+        cr_assert(strstr(err, "train-images-idx3-ubyte.gz") && strstr(err, want) &&
+                      strstr(err, "the network needs 28x28 images"),
+                  "%s", err);
+        cr_assert_null(d.images.data);
+        cr_assert_null(d.labels.data);
+        /* Any size when the caller names none. */
+        cr_assert_eq(idx_load(dir, "train", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+        idx_dataset_free(&d);
+    }
+    n = images_file(b, 3, 28, 28, 0);
+    put_file("train-images-idx3-ubyte.gz", b, n, 1);
+    cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    idx_dataset_free(&d);
+    /* 28x28, but a label file of another count, or with a label of 10. */
+    n = labels_file(b, 2, (const unsigned char *)"\1\2");
+    put_file("train-labels-idx1-ubyte.gz", b, n, 1);
+    cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(err, "train-images-idx3-ubyte.gz has 3 images but") &&
+                  strstr(err, "train-labels-idx1-ubyte.gz has 2 labels"),
+              "%s", err);
+    cr_assert_null(d.images.data);
+    n = labels_file(b, 3, (const unsigned char *)"\1\12\3");
+    put_file("train-labels-idx1-ubyte.gz", b, n, 1);
+    cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(err, "train-labels-idx1-ubyte.gz: label 1 is 10, outside 0..9"), "%s", err);
+    cr_assert_null(d.images.data);
+}
+
 Test(idx, load_checks_counts_agree, .init = make_dir, .fini = remove_dir)
 {
     unsigned char b[256];
@@ -333,17 +378,17 @@ Test(idx, load_checks_counts_agree, .init = make_dir, .fini = remove_dir)
     put_file("t10k-labels-idx1-ubyte", b, n, 0); /* a plain copy is found too */
     idx_dataset d;
     char err[512];
-    cr_assert_eq(idx_load(dir, "t10k", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
+    cr_assert_eq(idx_load(dir, "t10k", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
     cr_assert(strstr(err, "has 3 images but") && strstr(err, "has 4 labels"), "%s", err);
     cr_assert_null(d.images.data);
     n = labels_file(b, 3, (const unsigned char *)"\1\2\3");
     put_file("t10k-labels-idx1-ubyte", b, n, 0);
-    cr_assert_eq(idx_load(dir, "t10k", 10, PDNN_NHWC, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(idx_load(dir, "t10k", 10, 0, 0, PDNN_NHWC, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
     cr_assert_eq(d.labels.data[2], 3);
     idx_dataset_free(&d);
-    cr_assert_eq(idx_load(dir, "train", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_IO);
+    cr_assert_eq(idx_load(dir, "train", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_IO);
     cr_assert(strstr(err, "train-images-idx3-ubyte.gz: No such file"), "%s", err);
-    cr_assert_eq(idx_load(dir, "valid", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(idx_load(dir, "valid", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_INVALID_ARGUMENT);
 }
 
 Test(idx, debian_fashion_mnist)
@@ -353,7 +398,7 @@ Test(idx, debian_fashion_mnist)
         cr_skip_test("Debian's dataset-fashion-mnist is not installed (" IDX_DEFAULT_DIR ")");
     idx_dataset d;
     char err[512];
-    cr_assert_eq(idx_load(NULL, "t10k", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(idx_load(NULL, "t10k", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
     cr_assert_eq(d.images.count, 10000);
     cr_assert_eq(d.images.rows, 28);
     cr_assert_eq(d.images.cols, 28);

@@ -580,8 +580,8 @@ static int train(const train_opts *o)
 
     char err[512];
     idx_dataset trn = {0}, tst = {0};
-    if (idx_load(o->data, "train", CLASSES, layout, &trn, err, sizeof err) ||
-        idx_load(o->data, "t10k", CLASSES, layout, &tst, err, sizeof err)) {
+    if (idx_load(o->data, "train", CLASSES, 28, 28, layout, &trn, err, sizeof err) ||
+        idx_load(o->data, "t10k", CLASSES, 28, 28, layout, &tst, err, sizeof err)) {
         fprintf(stderr, "polydnn train: %s\n", err);
         idx_dataset_free(&trn);
         idx_dataset_free(&tst);

@@ -354,8 +354,8 @@ static char *data_path(const char *dir, const char *split, const char *what)
     return p;
 }
 
-pdnn_status idx_load(const char *dir, const char *split, int classes, pdnn_layout layout, idx_dataset *out,
-                     char *err, size_t errlen)
+pdnn_status idx_load(const char *dir, const char *split, int classes, int rows, int cols, pdnn_layout layout,
+                     idx_dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!dir)
@@ -370,6 +370,12 @@ pdnn_status idx_load(const char *dir, const char *split, int classes, pdnn_layou
         st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", dir);
     if (st == PDNN_SUCCESS)
         st = idx_read_images(ip, layout, &out->images, err, errlen);
+    /* The reader of the batches copies rows x cols floats per image: an
+     * image of another size would be read out of bounds or misread. */
+    if (st == PDNN_SUCCESS && (rows || cols) && (out->images.rows != rows || out->images.cols != cols))
+        st = cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
+                         "%s holds %lld images of %dx%d (rows x columns); the network needs %dx%d images", ip,
+                         (long long)out->images.count, out->images.rows, out->images.cols, rows, cols);
     if (st == PDNN_SUCCESS)
         st = idx_read_labels(lp, classes, &out->labels, err, errlen);
     if (st == PDNN_SUCCESS && out->images.count != out->labels.count)
