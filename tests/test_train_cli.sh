@@ -104,6 +104,11 @@ grep -q "global_step 24: this run's 3 epochs are done; nothing to train" "$T/err
 $P train $A --epochs 4 --load "$T/gs-end.npz" --steps 1 > "$T/out" 2> "$T/err" || fail "one epoch more: $(cat "$T/err")"
 grep -q "^epoch 4 step 25: test accuracy" "$T/out" || fail "one epoch more: $(cat "$T/out")"
 
+# A FIFO as the checkpoint: refused at once, not waited on.
+mkfifo "$T/fifo.npz" || fail "mkfifo"
+timeout 60 $P train $A --load "$T/fifo.npz" --steps 1 > /dev/null 2> "$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "fifo.npz: it is a FIFO, not a regular file" "$T/err" || fail "FIFO checkpoint: exit $rc: $(cat "$T/err")"
 
 # Bad data: a truncated .gz, a wrong IDX magic, a label outside 0..9 (a
 # copy of the data directory with one file replaced each time).

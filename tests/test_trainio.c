@@ -670,6 +670,19 @@ Test(npz, messages_for_numpy_files, .init = make_dir, .fini = remove_dir)
     cr_assert(strstr(err, "is stored but its sizes differ"), "%s", err);
 }
 
+/* A FIFO named as the checkpoint: refused at once (it used to block in
+ * fopen, waiting for a writer). */
+Test(npz, fifo_refused, .init = make_dir, .fini = remove_dir, .timeout = 20)
+{
+    char p[256], err[512] = "";
+    snprintf(p, sizeof p, "%s/fifo.npz", dir);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    npz_archive a;
+    cr_assert_eq(npz_read(p, &a, err, sizeof err), PDNN_ERR_IO);
+    cr_assert(strstr(err, p) && strstr(err, "a FIFO"), "%s", err);
+    cr_assert_eq(a.count, 0);
+}
+
 /* ---- progress ------------------------------------------------------------ */
 
 static char *run_progress(int tty, double interval)
