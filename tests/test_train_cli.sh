@@ -57,6 +57,59 @@ $P train $A --load "$T/shape.npz" --steps 1 --save "$T/keep.npz" > /dev/null 2> 
 [ $? -eq 1 ] && grep -q "'fc2_w' has the wrong shape" "$T/err" || fail "mis-shaped array: $(cat "$T/err")"
 cmp -s "$T/b.npz" "$T/keep.npz" || fail "checkpoint overwritten by a failed load"
 
+# Hostile checkpoints: a global_step (it picks the epoch and the place in
+# the epoch's order of images) or a train_state value that is negative,
+# NaN, infinite, not an integer or past the run: refused at load, naming
+# the file, the field, the value and the allowed range; exit 1, never a
+# crash (a step of -1 used to read before the order, 1e18 to exit 0 with no
+# output), and the --save target untouched.
+/usr/bin/python3 - "$T/a.npz" "$T" <<'PY' || fail "making the hostile checkpoints"
+import sys, numpy as np
+a = dict(np.load(sys.argv[1]))
+def put(name, key, i, v):
+    b = {k: x.copy() for k, x in a.items()}
+    b[key].reshape(-1)[i] = v
+    np.savez("%s/%s.npz" % (sys.argv[2], name), **b)
+for name, v in [("m1", -1), ("nan", np.nan), ("inf", np.inf), ("ninf", -np.inf), ("big", 1e30),
+                ("nbig", -1e30), ("e18", 1e18), ("half", 2.5), ("past", 25), ("end", 24)]:
+    put("gs-" + name, "global_step", 0, v)
+put("seed-neg", "train_state", 0, -1)
+put("seed-nan", "train_state", 3, np.nan)
+put("seed-big", "train_state", 2, 65536)
+put("batch-nan", "train_state", 4, np.nan)
+put("size-inf", "train_state", 5, np.inf)
+PY
+for c in m1:-1 nan:nan inf:inf ninf:-inf big:1.00000002e+30 nbig:-1.00000002e+30 e18:9.99999984e+17 \
+    half:2.5 past:25; do
+    name=${c%%:*} val=${c#*:}
+    $P train $A --load "$T/gs-$name.npz" --steps 1 --save "$T/keep.npz" > /dev/null 2> "$T/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "gs-$name.npz: global_step is $val; expected an integer in 0\.\.24 (this run's 3 epochs of 8 steps" "$T/err" ||
+        fail "global_step $val: exit $rc: $(cat "$T/err")"
+done
+for c in seed-neg:"train_state\[0\] (16 bits of the seed) is -1; expected an integer in 0\.\.65535" \
+    seed-nan:"train_state\[3\] (16 bits of the seed) is nan;" \
+    seed-big:"train_state\[2\] (16 bits of the seed) is 65536; expected an integer in 0\.\.65535" \
+    batch-nan:"train_state\[4\] (the batch size) is nan; expected an integer in 1\.\.16777216" \
+    size-inf:"train_state\[5\] (the training-set size) is inf; expected an integer in 1\.\.16777216"; do
+    name=${c%%:*} want=${c#*:}
+    $P train $A --load "$T/$name.npz" --steps 1 --save "$T/keep.npz" > /dev/null 2> "$T/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "$name.npz: $want" "$T/err" || fail "$name: exit $rc: $(cat "$T/err")"
+done
+cmp -s "$T/b.npz" "$T/keep.npz" || fail "checkpoint overwritten by a refused checkpoint"
+# At the run's last step: nothing to train, said so; one more epoch trains on.
+$P train $A --load "$T/gs-end.npz" > "$T/out" 2> "$T/err" || fail "checkpoint at the end: $(cat "$T/err")"
+grep -q "global_step 24: this run's 3 epochs are done; nothing to train" "$T/err" || fail "at the end: $(cat "$T/err")"
+$P train $A --epochs 4 --load "$T/gs-end.npz" --steps 1 > "$T/out" 2> "$T/err" || fail "one epoch more: $(cat "$T/err")"
+grep -q "^epoch 4 step 25: test accuracy" "$T/out" || fail "one epoch more: $(cat "$T/out")"
+
+# A FIFO as the checkpoint: refused at once, not waited on.
+mkfifo "$T/fifo.npz" || fail "mkfifo"
+timeout 60 $P train $A --load "$T/fifo.npz" --steps 1 > /dev/null 2> "$T/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "fifo.npz: it is a FIFO, not a regular file" "$T/err" || fail "FIFO checkpoint: exit $rc: $(cat "$T/err")"
+
 # Bad data: a truncated .gz, a wrong IDX magic, a label outside 0..9 (a
 # copy of the data directory with one file replaced each time).
 D=/usr/share/datasets/fashion-mnist
@@ -75,6 +128,20 @@ bad_data "bad magic" t10k-labels-idx1-ubyte.gz \
 bad_data "label out of range" train-labels-idx1-ubyte.gz \
     'import sys, gzip; d = bytearray(gzip.open(sys.argv[1]).read()); d[8 + 5] = 12; gzip.open(sys.argv[1], "wb").write(bytes(d))' \
     "12"
+bad_data "gz without its trailer" train-labels-idx1-ubyte.gz \
+    'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[1], "wb").write(b[:-8])' \
+    "train-labels-idx1-ubyte.gz: corrupt gzip data: truncated"
+# Training images of another size than the network's 28x28 (with as many
+# labels): refused, naming the file and both sizes; they used to be read
+# out of bounds (8x8, 1x1) or trained on as garbage (32x32, 28x27).
+for size in 8x8 1x1 32x32 28x27 56x28; do
+    rows=${size%x*} cols=${size#*x}
+    bad_data "$size images" train-images-idx3-ubyte.gz "import sys, gzip, struct
+n, r, c = 64, $rows, $cols
+gzip.open(sys.argv[1], 'wb').write(struct.pack('>4I', 0x803, n, r, c) + bytes(range(256)) * (n * r * c // 256) + bytes(n * r * c % 256))
+gzip.open(sys.argv[1].replace('images-idx3', 'labels-idx1'), 'wb').write(struct.pack('>2I', 0x801, n) + bytes(i % 10 for i in range(n)))" \
+        "train-images-idx3-ubyte.gz holds 64 images of ${size} (rows x columns); the network needs 28x28 images"
+done
 
 # Flags: a batch the towers cannot split, a device listed twice, a
 # parameter device without towers, a memory fraction out of range: usage

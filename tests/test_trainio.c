@@ -236,6 +236,139 @@ Test(idx, corrupt_and_truncated_gzip, .init = make_dir, .fini = remove_dir)
     }
 }
 
+/* gzip files cut in or just before their 8-byte trailer (CRC-32, length),
+ * or with a trailer that does not match: errors naming the file. gzread
+ * let a file missing exactly its trailer pass when the compressed data
+ * ended where the input did. */
+Test(idx, gzip_trailer_checked, .init = make_dir, .fini = remove_dir)
+{
+    static unsigned char b[4096], z[8192];
+    size_t n = images_file(b, 10, 16, 16, 0);
+    const char *p = put_file("t.gz", b, n, 1);
+    char path[256];
+    snprintf(path, sizeof path, "%s", p);
+    FILE *f = fopen(path, "rb");
+    size_t zn = fread(z, 1, sizeof z, f);
+    fclose(f);
+    cr_assert_gt(zn, 40u);
+    const size_t cut[] = {8, 7, 4, 1};
+    for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
+        FILE *w = fopen(path, "wb");
+        fwrite(z, 1, zn - cut[i], w);
+        fclose(w);
+        idx_images im;
+        char err[512] = "";
+        pdnn_status st = idx_read_images(path, PDNN_NCHW, &im, err, sizeof err);
+        cr_assert_eq(st, PDNN_ERR_CORRUPT, "the last %zu bytes cut: status %d (%s)", cut[i], st, err);
+        cr_assert(strstr(err, path) && strstr(err, "corrupt gzip data"), "the last %zu bytes cut: '%s'", cut[i], err);
+        cr_assert_null(im.data);
+    }
+    /* 60,000 labels (as MNIST's) without their trailer: here gzread's
+     * input ended exactly where the compressed data did, and it said
+     * nothing. */
+    static unsigned char lb[60008], lz[65536];
+    static unsigned char labels[60000];
+    for (uint32_t i = 0; i < 60000; i++)
+        labels[i] = (unsigned char)(i * 7919u / 13u % 10u);
+    n = labels_file(lb, 60000, labels);
+    put_file("l.gz", lb, n, 1);
+    char lpath[256];
+    snprintf(lpath, sizeof lpath, "%s/l.gz", dir);
+    f = fopen(lpath, "rb");
+    size_t ln = fread(lz, 1, sizeof lz, f);
+    fclose(f);
+    cr_assert(ln > 8 && ln < sizeof lz);
+    FILE *lw = fopen(lpath, "wb");
+    fwrite(lz, 1, ln - 8, lw);
+    fclose(lw);
+    idx_labels l;
+    char lerr[512] = "";
+    cr_assert_eq(idx_read_labels(lpath, 10, &l, lerr, sizeof lerr), PDNN_ERR_CORRUPT,
+                 "60000 labels without the gzip trailer accepted");
+    cr_assert(strstr(lerr, lpath) && strstr(lerr, "corrupt gzip data: truncated"), "%s", lerr);
+    cr_assert_null(l.data);
+    /* The length (the last 4 bytes) one more: the data is whole, the
+     * trailer wrong. */
+    z[zn - 4] ^= 1;
+    FILE *w = fopen(path, "wb");
+    fwrite(z, 1, zn, w);
+    fclose(w);
+    expect_image_error(path, PDNN_ERR_CORRUPT, "incorrect length check");
+    z[zn - 4] ^= 1;
+    /* What gzip(1) accepts still reads: bytes after a whole member are
+     * ignored, as gzip and gzread do; a second member is read on (here its
+     * images are trailing data to the first's header). */
+    static unsigned char two[16384];
+    memcpy(two, z, zn);
+    memcpy(two + zn, z, zn);
+    w = fopen(path, "wb");
+    fwrite(two, 1, zn + 1, w);
+    fclose(w);
+    idx_images im;
+    char err[512] = "";
+    cr_assert_eq(idx_read_images(path, PDNN_NCHW, &im, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(im.count, 10);
+    idx_images_free(&im);
+    w = fopen(path, "wb");
+    fwrite(two, 1, 2 * zn, w);
+    fclose(w);
+    expect_image_error(path, PDNN_ERR_CORRUPT, "trailing data");
+}
+
+/* A FIFO is refused at once, never waited on for a writer. */
+Test(idx, fifo_refused, .init = make_dir, .fini = remove_dir, .timeout = 20)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/fifo.gz", dir);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    expect_image_error(p, PDNN_ERR_IO, "a FIFO");
+}
+
+/* The images must be the size the caller needs (polydnn train copies 28 x
+ * 28 floats per image), the counts agree and the labels be in range; each
+ * error names the file and what it holds. */
+Test(idx, load_checks_image_size, .init = make_dir, .fini = remove_dir)
+{
+    static unsigned char b[16384];
+    const uint32_t sizes[][2] = {{8, 8}, {1, 1}, {32, 32}, {28, 27}, {27, 28}, {56, 28}};
+    size_t n = labels_file(b, 3, (const unsigned char *)"\1\2\3");
+    put_file("train-labels-idx1-ubyte.gz", b, n, 1);
+    idx_dataset d;
+    char err[512], want[64];
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        n = images_file(b, 3, sizes[i][0], sizes[i][1], 0);
+        put_file("train-images-idx3-ubyte.gz", b, n, 1);
+        cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT,
+                     "%ux%u images accepted", sizes[i][0], sizes[i][1]);
+        snprintf(want, sizeof want, "holds 3 images of %ux%u", sizes[i][0], sizes[i][1]);
+        cr_assert(strstr(err, "train-images-idx3-ubyte.gz") && strstr(err, want) &&
+                      strstr(err, "the network needs 28x28 images"),
+                  "%s", err);
+        cr_assert_null(d.images.data);
+        cr_assert_null(d.labels.data);
+        /* Any size when the caller names none. */
+        cr_assert_eq(idx_load(dir, "train", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+        idx_dataset_free(&d);
+    }
+    n = images_file(b, 3, 28, 28, 0);
+    put_file("train-images-idx3-ubyte.gz", b, n, 1);
+    cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    idx_dataset_free(&d);
+    /* 28x28, but a label file of another count, or with a label of 10. */
+    n = labels_file(b, 2, (const unsigned char *)"\1\2");
+    put_file("train-labels-idx1-ubyte.gz", b, n, 1);
+    cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(err, "train-images-idx3-ubyte.gz has 3 images but") &&
+                  strstr(err, "train-labels-idx1-ubyte.gz has 2 labels"),
+              "%s", err);
+    cr_assert_null(d.images.data);
+    n = labels_file(b, 3, (const unsigned char *)"\1\12\3");
+    put_file("train-labels-idx1-ubyte.gz", b, n, 1);
+    cr_assert_eq(idx_load(dir, "train", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(err, "train-labels-idx1-ubyte.gz: label 1 is 10, outside 0..9"), "%s", err);
+    cr_assert_null(d.images.data);
+}
+
 Test(idx, load_checks_counts_agree, .init = make_dir, .fini = remove_dir)
 {
     unsigned char b[256];
@@ -245,17 +378,17 @@ Test(idx, load_checks_counts_agree, .init = make_dir, .fini = remove_dir)
     put_file("t10k-labels-idx1-ubyte", b, n, 0); /* a plain copy is found too */
     idx_dataset d;
     char err[512];
-    cr_assert_eq(idx_load(dir, "t10k", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
+    cr_assert_eq(idx_load(dir, "t10k", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_CORRUPT);
     cr_assert(strstr(err, "has 3 images but") && strstr(err, "has 4 labels"), "%s", err);
     cr_assert_null(d.images.data);
     n = labels_file(b, 3, (const unsigned char *)"\1\2\3");
     put_file("t10k-labels-idx1-ubyte", b, n, 0);
-    cr_assert_eq(idx_load(dir, "t10k", 10, PDNN_NHWC, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(idx_load(dir, "t10k", 10, 0, 0, PDNN_NHWC, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
     cr_assert_eq(d.labels.data[2], 3);
     idx_dataset_free(&d);
-    cr_assert_eq(idx_load(dir, "train", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_IO);
+    cr_assert_eq(idx_load(dir, "train", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_IO);
     cr_assert(strstr(err, "train-images-idx3-ubyte.gz: No such file"), "%s", err);
-    cr_assert_eq(idx_load(dir, "valid", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(idx_load(dir, "valid", 10, 0, 0, PDNN_NCHW, &d, err, sizeof err), PDNN_ERR_INVALID_ARGUMENT);
 }
 
 Test(idx, debian_fashion_mnist)
@@ -265,7 +398,7 @@ Test(idx, debian_fashion_mnist)
         cr_skip_test("Debian's dataset-fashion-mnist is not installed (" IDX_DEFAULT_DIR ")");
     idx_dataset d;
     char err[512];
-    cr_assert_eq(idx_load(NULL, "t10k", 10, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(idx_load(NULL, "t10k", 10, 28, 28, PDNN_NCHW, &d, err, sizeof err), PDNN_SUCCESS, "%s", err);
     cr_assert_eq(d.images.count, 10000);
     cr_assert_eq(d.images.rows, 28);
     cr_assert_eq(d.images.cols, 28);
@@ -535,6 +668,19 @@ Test(npz, messages_for_numpy_files, .init = make_dir, .fini = remove_dir)
     snprintf(p, sizeof p, "%s/bad-stored-size.npz", d);
     cr_assert_eq(npz_read(p, &a, err, sizeof err), PDNN_ERR_CORRUPT);
     cr_assert(strstr(err, "is stored but its sizes differ"), "%s", err);
+}
+
+/* A FIFO named as the checkpoint: refused at once (it used to block in
+ * fopen, waiting for a writer). */
+Test(npz, fifo_refused, .init = make_dir, .fini = remove_dir, .timeout = 20)
+{
+    char p[256], err[512] = "";
+    snprintf(p, sizeof p, "%s/fifo.npz", dir);
+    cr_assert_eq(mkfifo(p, 0600), 0);
+    npz_archive a;
+    cr_assert_eq(npz_read(p, &a, err, sizeof err), PDNN_ERR_IO);
+    cr_assert(strstr(err, p) && strstr(err, "a FIFO"), "%s", err);
+    cr_assert_eq(a.count, 0);
 }
 
 /* ---- progress ------------------------------------------------------------ */

@@ -269,10 +269,33 @@ out:
     return rc;
 }
 
+/* float32 counts exactly to 2^24: the most a checkpoint's step, batch size
+ * or training-set size can be. */
+#define CKPT_MAX_COUNT 16777216
+
+/* A number read from a checkpoint that indexes or sizes something: it must
+ * be an integer in lo..hi (so never NaN, infinite or negative), else the
+ * error names the file, the field, the value and the allowed range (why
+ * says where the range comes from). */
+static int ckpt_count(const char *path, const char *field, float v, int64_t lo, int64_t hi, const char *why,
+                      int64_t *out)
+{
+    if (!isfinite(v) || v != floorf(v) || (double)v < (double)lo || (double)v > (double)hi) {
+        fprintf(stderr, "polydnn train: %s: %s is %.9g; expected an integer in %lld..%lld%s\n", path, field,
+                (double)v, (long long)lo, (long long)hi, why);
+        return EXIT_RUNTIME;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
 /* Checks the whole archive against the model before assigning anything:
  * every variable present with its shape, no extra arrays, the same batch
- * and training-set size. The seed comes from the checkpoint. */
-static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t *seed, int64_t train_n)
+ * and training-set size, every count in range (the seed's pieces, and
+ * global_step, which picks the epoch and the position in its order:
+ * 0..max_step, the run's last step). The seed comes from the checkpoint. */
+static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t *seed, int64_t train_n,
+                     int64_t max_step, const char *max_why)
 {
     npz_archive a = {0};
     char err[512];
@@ -290,11 +313,20 @@ static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
     }
     used++;
     const float *sv = st->array.data;
-    if ((int)sv[4] != m->global_batch || (int64_t)sv[5] != train_n) {
+    int64_t piece[4] = {0}, ck_batch = 0, ck_n = 0;
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        char field[64];
+        snprintf(field, sizeof field, "train_state[%d] (16 bits of the seed)", i);
+        rc = ckpt_count(path, field, sv[i], 0, 0xFFFF, "", &piece[i]);
+    }
+    if (rc || (rc = ckpt_count(path, "train_state[4] (the batch size)", sv[4], 1, CKPT_MAX_COUNT, "", &ck_batch)) ||
+        (rc = ckpt_count(path, "train_state[5] (the training-set size)", sv[5], 1, CKPT_MAX_COUNT, "", &ck_n)))
+        goto out;
+    if (ck_batch != m->global_batch || ck_n != train_n) {
         fprintf(stderr,
-                "polydnn train: %s: saved with --batch-size %d on %lld training images; this run has %d on %lld "
+                "polydnn train: %s: saved with --batch-size %lld on %lld training images; this run has %d on %lld "
                 "(resume with the same --batch-size and --train-limit)\n",
-                path, (int)sv[4], (long long)sv[5], m->global_batch, (long long)train_n);
+                path, (long long)ck_batch, (long long)ck_n, m->global_batch, (long long)train_n);
         rc = EXIT_RUNTIME;
         goto out;
     }
@@ -334,6 +366,12 @@ static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
         }
         rc = EXIT_RUNTIME;
     }
+    /* global_step (a variable, its shape checked above) indexes the data
+     * order: checked before anything is assigned or read from it. */
+    const npz_member *gm = npz_find(&a, "global_step");
+    int64_t step = 0;
+    if (rc == 0 && gm)
+        rc = ckpt_count(path, "global_step", ((const float *)gm->array.data)[0], 0, max_step, max_why, &step);
     for (pdnn_node n = 0; n < nn && rc == 0; n++) {
         if (!is_variable(m->g, n))
             continue;
@@ -348,7 +386,7 @@ static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
     if (rc == 0) {
         *seed = 0;
         for (int i = 0; i < 4; i++)
-            *seed |= (uint64_t)sv[i] << (16 * i);
+            *seed |= (uint64_t)piece[i] << (16 * i);
     }
 out:
     npz_free(&a);
@@ -580,8 +618,8 @@ static int train(const train_opts *o)
 
     char err[512];
     idx_dataset trn = {0}, tst = {0};
-    if (idx_load(o->data, "train", CLASSES, layout, &trn, err, sizeof err) ||
-        idx_load(o->data, "t10k", CLASSES, layout, &tst, err, sizeof err)) {
+    if (idx_load(o->data, "train", CLASSES, 28, 28, layout, &trn, err, sizeof err) ||
+        idx_load(o->data, "t10k", CLASSES, 28, 28, layout, &tst, err, sizeof err)) {
         fprintf(stderr, "polydnn train: %s\n", err);
         idx_dataset_free(&trn);
         idx_dataset_free(&tst);
@@ -647,7 +685,16 @@ static int train(const train_opts *o)
         }
     xt = txt[0]; /* evaluation feeds tower 0 */
     uint64_t seed = (uint64_t)o->seed;
-    if (o->load && (rc = load_ckpt(s, &m, o->load, &seed, train_n)))
+    /* The last step this run reaches: --epochs of spe steps each. */
+    const int64_t end_step = (int64_t)o->epochs * spe;
+    char end_why[160];
+    if (end_step <= CKPT_MAX_COUNT)
+        snprintf(end_why, sizeof end_why, " (this run's %d epochs of %lld steps; raise --epochs to go further)",
+                 o->epochs, (long long)spe);
+    else
+        snprintf(end_why, sizeof end_why, " (float32 counts steps exactly to 2^24)");
+    const int64_t max_step = end_step < CKPT_MAX_COUNT ? end_step : CKPT_MAX_COUNT;
+    if (o->load && (rc = load_ckpt(s, &m, o->load, &seed, train_n, max_step, end_why)))
         goto out;
     /* Every rank starts from rank 0's variables (initial or loaded). */
     if (D.on && pdnn_session_broadcast_variables(s, 0)) {
@@ -662,6 +709,9 @@ static int train(const train_opts *o)
         goto out;
     }
     int64_t gs = (int64_t)gsf, done = 0;
+    if (o->load && gs >= end_step && !quiet(o))
+        fprintf(stderr, "polydnn train: %s: global_step %lld: this run's %d epochs are done; nothing to train (raise "
+                        "--epochs to go further)\n", o->load, (long long)gs, o->epochs);
     progress pr;
     progress_init(&pr, quiet(o) ? NULL : stderr, -1);
     char who[32] = ""; /* the other ranks' lines (--verbose) say whose they are */

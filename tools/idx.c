@@ -1,8 +1,9 @@
-/* IDX reader for `polydnn train`'s data sets (see idx.h). zlib's gz*
- * functions read gzip'd and plain files alike; the header is never
- * trusted for more memory than the data actually read. */
+/* IDX reader for `polydnn train`'s data sets (see idx.h). Plain and
+ * gzip'd files alike (zlib's inflate); the header is never trusted for
+ * more memory than the data actually read. */
 #include "idx.h"
 #include "npy.h"
+#include "core/fileio.h" /* libc only, compiled into the tool */
 
 #include <errno.h>
 #include <limits.h>
@@ -38,57 +39,130 @@ void idx_dataset_free(idx_dataset *d)
     idx_labels_free(&d->labels);
 }
 
-/* Reads up to n bytes; returns how many, or -1 on a read or gzip error
- * (message in err). */
-static int64_t gz_read_n(gzFile g, const char *path, unsigned char *buf, size_t n, char *err, size_t errlen)
+/* One data file, open. A gzip'd file is inflated here rather than through
+ * gzread: gzread returns end-of-file without complaint when the input ends
+ * just where the compressed data does, so a file missing its 8-byte trailer
+ * (CRC-32 and length) would pass unchecked; inflate with the gzip wrapper
+ * (windowBits 16 + MAX_WBITS) reports Z_STREAM_END only after checking the
+ * trailer, so anything short of that is an error. */
+typedef struct idx_file {
+    FILE *f;
+    const char *path;
+    int gz;          /* a gzip stream: z is initialised */
+    int member_done; /* gz: the current member ended, its trailer checked */
+    int finished;    /* no more data */
+    z_stream z;      /* next_in / avail_in: the unread input, plain files' too */
+    unsigned char in[1 << 16];
+} idx_file;
+
+/* Appends what the file gives to the unread input; the count, or -1. */
+static int64_t file_fill(idx_file *r, char *err, size_t errlen)
 {
-    size_t got = 0;
-    while (got < n) {
-        size_t ask = n - got > (size_t)1 << 30 ? (size_t)1 << 30 : n - got;
-        int r = gzread(g, buf + got, (unsigned)ask);
-        if (r < 0) {
-            int zerr = 0;
-            const char *msg = gzerror(g, &zerr);
-            if (zerr == Z_ERRNO)
-                cli_set_err(PDNN_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
-            else
-                cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: %s", path, msg ? msg : "unknown error");
-            return -1;
-        }
-        if (r == 0) {
-            /* zlib reports a gzip stream cut short only here, at the end. */
-            int zerr = Z_OK;
-            const char *msg = gzerror(g, &zerr);
-            if (zerr != Z_OK) {
-                cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: %s (truncated?)", path,
-                     msg ? msg : "unknown error");
-                return -1;
-            }
-            break;
-        }
-        got += (size_t)r;
+    if (r->z.avail_in && r->z.next_in != r->in)
+        memmove(r->in, r->z.next_in, r->z.avail_in);
+    r->z.next_in = r->in;
+    size_t got = fread(r->in + r->z.avail_in, 1, sizeof r->in - r->z.avail_in, r->f);
+    if (got == 0 && ferror(r->f)) {
+        cli_set_err(PDNN_ERR_IO, err, errlen, "%s: read error: %s", r->path, strerror(errno));
+        return -1;
     }
+    r->z.avail_in += (uInt)got;
     return (int64_t)got;
 }
 
-static pdnn_status gz_error_status(gzFile g)
+/* Opens path without blocking (a FIFO, a device or a directory is refused,
+ * as data sets are files) and sees whether it is gzip'd. */
+static pdnn_status file_open(const char *path, idx_file *r, char *err, size_t errlen)
 {
-    int zerr = 0;
-    (void)gzerror(g, &zerr);
-    return zerr == Z_ERRNO ? PDNN_ERR_IO : PDNN_ERR_CORRUPT;
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    struct stat sb;
+    char why[128] = "";
+    errno = 0;
+    int opened = pdnn__file_open_read(path, &r->f, &sb, why, sizeof why);
+    if (opened < 0)
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, why);
+    if (opened == 0)
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+    if (file_fill(r, err, errlen) < 0) {
+        fclose(r->f);
+        return PDNN_ERR_IO;
+    }
+    if (r->z.avail_in >= 2 && r->in[0] == 0x1f && r->in[1] == 0x8b) {
+        int zr = inflateInit2(&r->z, 16 + MAX_WBITS);
+        if (zr != Z_OK) {
+            fclose(r->f);
+            return cli_set_err(zr == Z_MEM_ERROR ? PDNN_ERR_OUT_OF_MEMORY : PDNN_ERR_INTERNAL, err, errlen,
+                               "%s: zlib's inflateInit2 failed (%d)", path, zr);
+        }
+        r->gz = 1;
+    }
+    return PDNN_SUCCESS;
 }
 
-static pdnn_status open_gz(const char *path, gzFile *g, char *err, size_t errlen)
+static void file_close(idx_file *r)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
-    /* A FIFO would block and a directory reads as garbage: data sets are files. */
-    if (!S_ISREG(sb.st_mode))
-        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: not a regular file", path);
-    *g = gzopen(path, "rb");
-    if (!*g)
-        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+    if (r->gz)
+        inflateEnd(&r->z);
+    if (r->f)
+        fclose(r->f);
+    r->f = NULL;
+}
+
+/* Reads up to n bytes (fewer only at the end of the data) into buf; *got
+ * says how many. */
+static pdnn_status file_read(idx_file *r, unsigned char *buf, size_t n, size_t *got, char *err, size_t errlen)
+{
+    *got = 0;
+    while (*got < n && !r->finished) {
+        if (r->z.avail_in == 0 || (r->member_done && r->z.avail_in < 2)) {
+            int64_t k = file_fill(r, err, errlen);
+            if (k < 0)
+                return PDNN_ERR_IO;
+            if (k == 0 && r->z.avail_in == 0 && (!r->gz || r->member_done)) {
+                r->finished = 1;
+                break;
+            }
+            if (k == 0 && r->gz && !r->member_done)
+                return cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
+                                   "%s: corrupt gzip data: truncated (the file ends inside the compressed data "
+                                   "or before its CRC-32 and length trailer)", r->path);
+        }
+        if (!r->gz) {
+            size_t take = n - *got < r->z.avail_in ? n - *got : r->z.avail_in;
+            memcpy(buf + *got, r->z.next_in, take);
+            r->z.next_in += take;
+            r->z.avail_in -= (uInt)take;
+            *got += take;
+            continue;
+        }
+        if (r->member_done) {
+            /* Another gzip member may follow; anything else after a whole
+             * member is ignored, as gzip(1) and gzread do. */
+            if (r->z.avail_in < 2 || r->z.next_in[0] != 0x1f || r->z.next_in[1] != 0x8b) {
+                r->finished = 1;
+                break;
+            }
+            inflateReset(&r->z);
+            r->member_done = 0;
+        }
+        size_t ask = n - *got > (size_t)1 << 30 ? (size_t)1 << 30 : n - *got;
+        const uInt in_before = r->z.avail_in;
+        r->z.next_out = buf + *got;
+        r->z.avail_out = (uInt)ask;
+        int zr = inflate(&r->z, Z_NO_FLUSH);
+        *got += ask - r->z.avail_out;
+        if (zr == Z_STREAM_END)
+            r->member_done = 1;
+        else if (zr == Z_MEM_ERROR)
+            return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory inflating", r->path);
+        else if (zr != Z_OK && !(zr == Z_BUF_ERROR && r->z.avail_in == 0))
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: %s", r->path,
+                               r->z.msg ? r->z.msg : zError(zr));
+        else if (zr == Z_OK && r->z.avail_out == ask && r->z.avail_in == in_before)
+            return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: corrupt gzip data: inflate makes no progress",
+                               r->path);
+    }
     return PDNN_SUCCESS;
 }
 
@@ -99,24 +173,22 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
 {
     *data = NULL;
     *bytes = 0;
-    gzFile g = NULL;
-    pdnn_status st = open_gz(path, &g, err, errlen);
+    idx_file r;
+    pdnn_status st = file_open(path, &r, err, errlen);
     if (st != PDNN_SUCCESS)
         return st;
     const char *kind = want_magic == 0x0803 ? "an idx3-ubyte image file" : "an idx1-ubyte label file";
     unsigned char hdr[16] = {0};
-    size_t hlen = 4 + 4 * (size_t)ndim;
-    int64_t got = gz_read_n(g, path, hdr, hlen, err, errlen);
-    if (got < 0) {
-        st = gz_error_status(g);
-        gzclose(g);
+    size_t hlen = 4 + 4 * (size_t)ndim, got = 0;
+    if ((st = file_read(&r, hdr, hlen, &got, err, errlen)) != PDNN_SUCCESS) {
+        file_close(&r);
         return st;
     }
     /* The magic first: a label file given for images says so, even though
      * it is also shorter than an image header. */
     unsigned magic = (unsigned)hdr[0] << 24 | (unsigned)hdr[1] << 16 | (unsigned)hdr[2] << 8 | hdr[3];
     if (got >= 4 && magic != want_magic) {
-        gzclose(g);
+        file_close(&r);
         const char *what = magic == 0x0801 ? " (an idx1 label file)"
                            : magic == 0x0803 ? " (an idx3 image file)"
                            : (magic >> 16) == 0 && ((magic >> 8) & 0xff) != 0x08
@@ -125,21 +197,21 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
         return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: bad magic 0x%08x%s: expected 0x%08x, %s", path, magic, what,
                     want_magic, kind);
     }
-    if ((size_t)got < hlen) {
-        gzclose(g);
-        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: truncated header: %lld bytes, %s has a %zu-byte header",
-                    path, (long long)got, kind, hlen);
+    if (got < hlen) {
+        file_close(&r);
+        return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: truncated header: %zu bytes, %s has a %zu-byte header",
+                    path, got, kind, hlen);
     }
     uint64_t total = 1;
     for (int i = 0; i < ndim; i++) {
         const unsigned char *p = hdr + 4 + 4 * i;
         dims[i] = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
         if (dims[i] == 0) {
-            gzclose(g);
+            file_close(&r);
             return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: dimension %d is 0", path, i);
         }
         if (dims[i] > IDX_MAX_BYTES || total * dims[i] > IDX_MAX_BYTES) {
-            gzclose(g);
+            file_close(&r);
             return cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
                         "%s: the header declares more than %llu bytes of data (dimension %d is %u): not a data set "
                         "polydnn reads",
@@ -157,18 +229,16 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
             unsigned char *nb = realloc(buf, (size_t)ncap);
             if (!nb) {
                 free(buf);
-                gzclose(g);
+                file_close(&r);
                 return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory for %llu bytes", path,
                             (unsigned long long)ncap);
             }
             buf = nb;
             cap = ncap;
         }
-        got = gz_read_n(g, path, buf + used, (size_t)(cap - used), err, errlen);
-        if (got < 0) {
-            st = gz_error_status(g);
+        if ((st = file_read(&r, buf + used, (size_t)(cap - used), &got, err, errlen)) != PDNN_SUCCESS) {
             free(buf);
-            gzclose(g);
+            file_close(&r);
             return st;
         }
         used += (uint64_t)got;
@@ -177,22 +247,21 @@ static pdnn_status read_idx(const char *path, unsigned want_magic, int ndim, uin
     }
     if (used < total) {
         free(buf);
-        gzclose(g);
+        file_close(&r);
         return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: truncated data: the header declares %llu bytes, the file has %llu",
                     path, (unsigned long long)total, (unsigned long long)used);
     }
+    /* Reading on to the end also checks a gzip stream's trailer. */
     unsigned char extra;
-    got = gz_read_n(g, path, &extra, 1, err, errlen);
-    if (got != 0) {
-        st = got < 0 ? gz_error_status(g) : PDNN_ERR_CORRUPT;
-        if (got > 0)
-            cli_set_err(st, err, errlen, "%s: trailing data after the %llu bytes the header declares", path,
-                 (unsigned long long)total);
+    st = file_read(&r, &extra, 1, &got, err, errlen);
+    if (st == PDNN_SUCCESS && got != 0)
+        st = cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: trailing data after the %llu bytes the header declares",
+                         path, (unsigned long long)total);
+    file_close(&r);
+    if (st != PDNN_SUCCESS) {
         free(buf);
-        gzclose(g);
         return st;
     }
-    gzclose(g);
     *data = buf;
     *bytes = total;
     return PDNN_SUCCESS;
@@ -285,8 +354,8 @@ static char *data_path(const char *dir, const char *split, const char *what)
     return p;
 }
 
-pdnn_status idx_load(const char *dir, const char *split, int classes, pdnn_layout layout, idx_dataset *out,
-                     char *err, size_t errlen)
+pdnn_status idx_load(const char *dir, const char *split, int classes, int rows, int cols, pdnn_layout layout,
+                     idx_dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!dir)
@@ -301,6 +370,12 @@ pdnn_status idx_load(const char *dir, const char *split, int classes, pdnn_layou
         st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", dir);
     if (st == PDNN_SUCCESS)
         st = idx_read_images(ip, layout, &out->images, err, errlen);
+    /* The reader of the batches copies rows x cols floats per image: an
+     * image of another size would be read out of bounds or misread. */
+    if (st == PDNN_SUCCESS && (rows || cols) && (out->images.rows != rows || out->images.cols != cols))
+        st = cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
+                         "%s holds %lld images of %dx%d (rows x columns); the network needs %dx%d images", ip,
+                         (long long)out->images.count, out->images.rows, out->images.cols, rows, cols);
     if (st == PDNN_SUCCESS)
         st = idx_read_labels(lp, classes, &out->labels, err, errlen);
     if (st == PDNN_SUCCESS && out->images.count != out->labels.count)

@@ -32,7 +32,10 @@ typedef struct idx_labels {
  * dimensions, at most IDX_MAX_BYTES), then the data is read in growing
  * pieces, so a header that promises more than the file holds costs no
  * more memory than the file gave; exactly the declared bytes must follow
- * the header (truncated or trailing data is an error). layout is
+ * the header (truncated or trailing data is an error), and a gzip stream
+ * must end with its trailer, whose CRC-32 and length must match. The file
+ * is opened without blocking: a FIFO, device or directory is refused
+ * (PDNN_ERR_IO). layout is
  * PDNN_NCHW or PDNN_NHWC: with one channel both are the
  * same bytes, but any other layout is refused. Errors: PDNN_ERR_IO (cannot
  * open or read), PDNN_ERR_CORRUPT (bad magic or dims, truncated, trailing
@@ -52,10 +55,12 @@ typedef struct idx_dataset {
 
 /* One split of an MNIST-style directory: split is "train" or "t10k"; reads
  * DIR/SPLIT-images-idx3-ubyte.gz (or the same name without .gz when only
- * that exists) and DIR/SPLIT-labels-idx1-ubyte[.gz]. The two counts must
- * agree. dir NULL means IDX_DEFAULT_DIR. */
-pdnn_status idx_load(const char *dir, const char *split, int classes, pdnn_layout layout, idx_dataset *out,
-                     char *err, size_t errlen);
+ * that exists) and DIR/SPLIT-labels-idx1-ubyte[.gz]. The images must be
+ * rows x cols (both 0: any size), the two counts must agree, every label
+ * be below classes; each failure is PDNN_ERR_CORRUPT naming the file, what
+ * it holds and what was expected. dir NULL means IDX_DEFAULT_DIR. */
+pdnn_status idx_load(const char *dir, const char *split, int classes, int rows, int cols, pdnn_layout layout,
+                     idx_dataset *out, char *err, size_t errlen);
 
 void idx_images_free(idx_images *a);
 void idx_labels_free(idx_labels *a);

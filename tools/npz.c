@@ -546,14 +546,17 @@ pdnn_status npz_read(const char *path, npz_archive *out, char *err, size_t errle
     memset(out, 0, sizeof *out);
     if (!path)
         return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "npz_read: no path");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
+    /* Opened without blocking: a FIFO named as the checkpoint is refused,
+     * not waited on for a writer. */
+    FILE *f = NULL;
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: not a regular file", path);
-    }
+    char why[128] = "";
+    errno = 0;
+    int opened = pdnn__file_open_read(path, &f, &sb, why, sizeof why);
+    if (opened < 0)
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, why);
+    if (opened == 0)
+        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, errno ? strerror(errno) : "cannot open");
     if ((uint64_t)sb.st_size > NPZ_MAX_FILE_BYTES) {
         fclose(f);
         return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%s: %lld bytes: polydnn reads .npz files under 4 GiB", path,
