@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A model: x {1,2,4,4} -> Conv(w {3,2,1,1}, b) -> op2 (Relu or another
@@ -411,6 +412,38 @@ Test(onnx, external_data_inside_the_models_directory)
     unlink(lpath);
     unlink(wpath);
     unlink(mpath);
+    rmdir(dir);
+}
+
+/* A FIFO as the model or as its external data is refused at once, never
+ * waited on (opening a FIFO for reading blocks until a writer comes). */
+Test(onnx, fifos_are_refused, .timeout = 20)
+{
+    char dir[] = "/tmp/pdnn-onnx-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char fpath[256], wpath[256];
+    snprintf(fpath, sizeof fpath, "%s/model.onnx", dir);
+    snprintf(wpath, sizeof wpath, "%s/weights.bin", dir);
+    cr_assert_eq(mkfifo(fpath, 0600), 0);
+    cr_assert_eq(mkfifo(wpath, 0600), 0);
+    pdnn_graph *g = NULL;
+    cr_assert_eq(pdnn_graph_import_onnx(fpath, NULL, 0, NULL, &g, NULL), PDNN_ERR_IO);
+    cr_assert(strstr(pdnn_last_error(), "it is a FIFO, not a regular file"), "%s", pdnn_last_error());
+    cr_assert(strstr(pdnn_last_error(), fpath), "%s", pdnn_last_error());
+    built b;
+    build(&b, "Relu");
+    external_weights(&b, "weights.bin");
+    size_t len;
+    uint8_t *buf = pack(&b, &len);
+    pdnn_onnx_options o;
+    pdnn_onnx_options_init(&o);
+    o.base_dir = dir;
+    cr_assert_eq(pdnn_graph_import_onnx(NULL, buf, len, &o, &g, NULL), PDNN_ERR_IO);
+    cr_assert(strstr(pdnn_last_error(), "weights.bin: it is a FIFO, not a regular file"), "%s", pdnn_last_error());
+    cr_assert_null(g);
+    free(buf);
+    unlink(fpath);
+    unlink(wpath);
     rmdir(dir);
 }
 

@@ -5,6 +5,7 @@
 #define _XOPEN_SOURCE 700
 
 #include "io/onnx_internal.h"
+#include "core/fileio.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -77,16 +78,19 @@ static pdnn_status read_external(importer *im, const Onnx__TensorProto *t, size_
         return FAIL(PDNN_ERR_INVALID_ARGUMENT,
                            "pdnn_graph_import_onnx: tensor '%s': external data '%s' leads out of the model's "
                            "directory %s", t->name, loc, real_dir);
-    FILE *f = fopen(real_file, "rb");
-    if (!f)
+    /* Opened without blocking: a FIFO is refused, never waited on. */
+    FILE *f = NULL;
+    struct stat sb;
+    char why[128];
+    const int r = pdnn__file_open_read(real_file, &f, &sb, why, sizeof why);
+    if (r < 0)
+        return FAIL(PDNN_ERR_IO, "pdnn_graph_import_onnx: tensor '%s': external data %s: %s", t->name,
+                    real_file, why);
+    if (r == 0)
         return FAIL(PDNN_ERR_IO, "pdnn_graph_import_onnx: tensor '%s': cannot open %s: %s", t->name,
                            real_file, strerror(errno));
-    struct stat sb;
     pdnn_status st = PDNN_SUCCESS;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
-        st = FAIL(PDNN_ERR_IO, "pdnn_graph_import_onnx: tensor '%s': %s is not a regular file", t->name,
-                         real_file);
-    else if ((uint64_t)offset > (uint64_t)sb.st_size || (uint64_t)sb.st_size - (uint64_t)offset < bytes)
+    if ((uint64_t)offset > (uint64_t)sb.st_size || (uint64_t)sb.st_size - (uint64_t)offset < bytes)
         st = FAIL(PDNN_ERR_CORRUPT,
                          "pdnn_graph_import_onnx: tensor '%s': %s holds %lld bytes, the tensor needs %zu at "
                          "offset %lld", t->name, real_file, (long long)sb.st_size, bytes, (long long)offset);
@@ -173,15 +177,16 @@ pdnn_status pdnn__onnx_tensor_value(importer *im, const Onnx__TensorProto *t, co
 
 pdnn_status pdnn__onnx_read_file(const char *path, uint8_t **buf, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* Opened without blocking: a FIFO is refused, never waited on. */
+    FILE *f = NULL;
+    struct stat sb;
+    char why[128];
+    const int r = pdnn__file_open_read(path, &f, &sb, why, sizeof why);
+    if (r < 0)
+        return FAIL(PDNN_ERR_IO, "pdnn_graph_import_onnx: %s: %s", path, why);
+    if (r == 0)
         return FAIL(errno == ENOENT ? PDNN_ERR_NOT_FOUND : PDNN_ERR_IO,
                            "pdnn_graph_import_onnx: cannot open %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return FAIL(PDNN_ERR_IO, "pdnn_graph_import_onnx: %s is not a regular file", path);
-    }
     if ((uint64_t)sb.st_size > MAX_MODEL_BYTES) {
         fclose(f);
         return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: %s is larger than 2 GiB (weights over "
