@@ -106,50 +106,8 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
                     acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
             }
         }
-#ifdef TILE_ROWS8
-        /* Channel-major y (NCHW), the tile's 8 pixels neighbours in it
-         * (offsets rising by 1 each: every step is at least 1). */
-        if (!ycontig && gt + PT <= gend && yoff[PT - 1] == yoff[0] + PT - 1) {
-            STORE_ROWS8(acc, bv, k0, K, y + y_off + yoff[0], ys.s1, geom.s3, res + res_off + yoff[0], misc.s3);
-            continue;
-        }
-#endif
-        /* Epilogue: bias, ReLU, and the store in y's layout. The
-         * accumulators are indexed by constants only (unrolled loops, no
-         * early exit) so that they stay in registers. */
-#pragma unroll
-        for (int j = 0; j < PT; j++) {
-            if (gt + j >= gend)
-                continue;
-            const long yo = yoff[j];
-            __global float *yp = y + y_off + yo;
-            __global const float *rp = res + res_off + yo;
-#pragma unroll
-            for (int b = 0; b < KB; b++) {
-                vec_t v = acc[b][j] + bv[b];
-                const int kb0 = k0 + b * VW;
-                if (geom.s3) { /* the residual, before the relu */
-                    if (ycontig) {
-                        v += VLOAD(0, rp + kb0);
-                    } else {
-                        float t[VW];
-                        for (int l = 0; l < VW; l++)
-                            t[l] = kb0 + l < K ? rp[(long)(kb0 + l) * ys.s1] : 0.0f;
-                        v += VLOAD(0, t);
-                    }
-                }
-                if (misc.s3) /* the relu, capped at as_float(misc.s3) (+inf: none) */
-                    v = VMIN(VMAX(v, (vec_t)(0.0f)), (vec_t)(as_float(misc.s3)));
-                if (ycontig) {
-                    VSTORE(v, 0, yp + kb0);
-                } else {
-                    float o[VW];
-                    VSTORE(v, 0, o);
-                    for (int l = 0; l < VW && kb0 + l < K; l++)
-                        yp[(long)(kb0 + l) * ys.s1] = o[l];
-                }
-            }
-        }
+        /* Bias, residual, relu and the store (conv2d_tile.cl). */
+        TILE_EPILOGUE(y + y_off, res + res_off, geom.s3, misc.s3);
     }
 }
 

@@ -118,3 +118,64 @@ typedef float4 vec_t;
         }                                                                                        \
     } while (0)
 #endif
+
+/* The epilogue of one tile in either kernel's pixel loop (gt from g0 by
+ * PT while below gend; the caller's acc, bv, k0, K, ys, ycontig, gt, gend
+ * and yoff): acc[b][j] plus the bias bv[b], the residual at RES (y's
+ * layout) added where HAS_RES, then the relu capped at as_float(RELU)
+ * (+inf: none) where RELU is not 0, stored at Y + yoff[j] in y's layout:
+ * one vector per block where ycontig (channels contiguous, the KT of the
+ * tile all below K), else lane by lane at channel stride ys.s1, channels
+ * from K on neither read nor stored. Under TILE_ROWS8 a tile whose 8
+ * pixels are neighbours in channel-major y (offsets rising by 1 each:
+ * every step is at least 1) goes through STORE_ROWS8 instead (its break
+ * leaves the do-while). The accumulators are indexed by constants only
+ * (unrolled loops, no early exit) so that they stay in registers. yo_ is
+ * a variable of its own, as it was in both kernels: without one,
+ * gemm_1x1's IR came out reordered. */
+#ifdef TILE_ROWS8
+#define TILE_ROWS8_BRANCH(Y, RES, HAS_RES, RELU)                                                 \
+    if (!ycontig && gt + PT <= gend && yoff[PT - 1] == yoff[0] + PT - 1) {                       \
+        STORE_ROWS8(acc, bv, k0, K, (Y) + yoff[0], ys.s1, HAS_RES, (RES) + yoff[0], RELU);       \
+        break;                                                                                   \
+    }
+#else
+#define TILE_ROWS8_BRANCH(Y, RES, HAS_RES, RELU)
+#endif
+#define TILE_EPILOGUE(Y, RES, HAS_RES, RELU)                                                     \
+    do {                                                                                         \
+        TILE_ROWS8_BRANCH(Y, RES, HAS_RES, RELU)                                                 \
+        _Pragma("unroll") for (int j_ = 0; j_ < PT; j_++)                                        \
+        {                                                                                        \
+            if (gt + j_ >= gend)                                                                 \
+                continue;                                                                        \
+            const long yo_ = yoff[j_];                                                           \
+            __global float *yp_ = (Y) + yo_;                                                     \
+            __global const float *rp_ = (RES) + yo_;                                             \
+            _Pragma("unroll") for (int b_ = 0; b_ < KB; b_++)                                    \
+            {                                                                                    \
+                vec_t v_ = acc[b_][j_] + bv[b_];                                                 \
+                const int kb_ = k0 + b_ * VW;                                                    \
+                if (HAS_RES) {                                                                   \
+                    if (ycontig) {                                                               \
+                        v_ += VLOAD(0, rp_ + kb_);                                               \
+                    } else {                                                                     \
+                        float t_[VW];                                                            \
+                        for (int l_ = 0; l_ < VW; l_++)                                          \
+                            t_[l_] = kb_ + l_ < K ? rp_[(long)(kb_ + l_) * ys.s1] : 0.0f;        \
+                        v_ += VLOAD(0, t_);                                                      \
+                    }                                                                            \
+                }                                                                                \
+                if (RELU)                                                                        \
+                    v_ = VMIN(VMAX(v_, (vec_t)(0.0f)), (vec_t)(as_float(RELU)));                 \
+                if (ycontig) {                                                                   \
+                    VSTORE(v_, 0, yp_ + kb_);                                                    \
+                } else {                                                                         \
+                    float o_[VW];                                                                \
+                    VSTORE(v_, 0, o_);                                                           \
+                    for (int l_ = 0; l_ < VW && kb_ + l_ < K; l_++)                              \
+                        yp_[(long)(kb_ + l_) * ys.s1] = o_[l_];                                  \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
