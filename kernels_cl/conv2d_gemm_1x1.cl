@@ -25,53 +25,27 @@
  * PACK_RUN consecutive c of one k: sequential reads in OIHW/OHWI, and the
  * KT work-items of a work-group (one channel block) write whole rows of
  * wp together. Dimension 0 is k in [0, Kp), dimension 1 the runs of c. */
-#define PACK_RUN 32
 __kernel void gemm1x1_pack(__global const float *w, long w_off, long2 ws,
                            __global float *wp, long wp_off, int cpg, int K)
 {
     const int k = (int)get_global_id(0);
     const int c0 = (int)get_global_id(1) * PACK_RUN;
-    const int c1 = c0 + PACK_RUN < cpg ? c0 + PACK_RUN : cpg;
-    __global float *out = wp + wp_off + (long)(k / KT) * cpg * KT + k % KT;
-    __global const float *in = w + w_off + (long)(k < K ? k : 0) * ws.s0;
-    for (int c = c0; c < c1; c++)
-        out[(long)c * KT] = k < K ? in[(long)c * ws.s1] : 0.0f;
+    PACK_COPY(wp + wp_off + (long)(k / KT) * cpg * KT + k % KT, w + w_off + (long)(k < K ? k : 0) * ws.s0,
+              ws.s1, c0, cpg, k < K);
 }
 
-__kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
-                              __global const float *wp, long wp_off,
-                              __global const float *bias, long b_off,
-                              __global float *y, long y_off,
-                              long4 xs, long4 ys,
-                              int4 dims, /* N, P, Q, K */
+__kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv2d_tile.cl) */
                               int4 misc, /* C/groups, K/groups, has bias, relu word (pdnn__cl_relu_word) */
                               int4 geom, /* stride h, stride w, span (pixels per work-item), residual */
                               long2 wst, /* filter element strides: channel block, c */
                               __global const float *res, long res_off) /* geom.s3: z, y's layout, added */
 {
-    const int k0 = (int)get_global_id(0) * KT;
-    const int K = dims.s3, P = dims.s1, Q = dims.s2, PQ = P * Q;
-    const long npix = (long)dims.s0 * PQ;
-    const int span = geom.s2;
-    const long g0 = (long)get_global_id(1) * span;
-    if (k0 >= K || g0 >= npix) /* the grid is rounded up to whole work-groups */
-        return;
+    /* k0, K, P, Q, PQ, npix, span, g0; past the grid, returns (conv2d_tile.cl). */
+    TILE_GRID(dims, geom.s2);
     const int cpg = misc.s0, kpg = misc.s1;
-    const long xgrp = x_off + (long)(k0 / kpg) * cpg * xs.s1;
-    __global const float *wrow = wp + wp_off + (long)(k0 / KT) * wst.s0;
-    const long wc = wst.s1, xc = xs.s1;
-
-    vec_t bv[KB];
-    for (int b = 0; b < KB; b++) {
-        float bb[VW];
-        for (int l = 0; l < VW; l++)
-            bb[l] = misc.s2 && k0 + b * VW + l < K ? bias[b_off + k0 + b * VW + l] : 0.0f;
-        bv[b] = VLOAD(0, bb);
-    }
-    const int ycontig = ys.s1 == 1 && k0 + KT <= K;
-    const long gend = g0 + span < npix ? g0 + span : npix;
-    /* The pixel cursor (image, row, column of pixel gt; conv2d_tile.cl). */
-    CURSOR_INIT(g0, PQ, Q, cn, coh, cow);
+    /* xgrp, wblk, wc, xc, bv, ycontig, gend and the pixel cursor cn, coh,
+     * cow (image, row, column of pixel gt; conv2d_tile.cl). */
+    TILE_SETUP(misc.s2, wst.s1);
 
     for (long gt = g0; gt < gend; gt += PT) {
         /* Each pixel's input and output offsets; pixels past the span's
@@ -84,13 +58,8 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
             if (gt + j + 1 < gend) /* the last step reaches the next tile */
                 CURSOR_STEP(P, Q, cn, coh, cow);
         }
-        vec_t acc[KB][PT];
-#pragma unroll
-        for (int b = 0; b < KB; b++)
-#pragma unroll
-            for (int j = 0; j < PT; j++)
-                acc[b][j] = (vec_t)(0.0f);
-        __global const float *wpc = wrow;
+        TILE_ACC(acc);
+        __global const float *wpc = wblk;
         for (int c = 0; c < cpg; c++) {
             vec_t wv[KB];
 #pragma unroll
@@ -106,50 +75,8 @@ __kernel void conv2d_gemm_1x1(__global const float *x, long x_off,
                     acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
             }
         }
-#ifdef TILE_ROWS8
-        /* Channel-major y (NCHW), the tile's 8 pixels neighbours in it
-         * (offsets rising by 1 each: every step is at least 1). */
-        if (!ycontig && gt + PT <= gend && yoff[PT - 1] == yoff[0] + PT - 1) {
-            STORE_ROWS8(acc, bv, k0, K, y + y_off + yoff[0], ys.s1, geom.s3, res + res_off + yoff[0], misc.s3);
-            continue;
-        }
-#endif
-        /* Epilogue: bias, ReLU, and the store in y's layout. The
-         * accumulators are indexed by constants only (unrolled loops, no
-         * early exit) so that they stay in registers. */
-#pragma unroll
-        for (int j = 0; j < PT; j++) {
-            if (gt + j >= gend)
-                continue;
-            const long yo = yoff[j];
-            __global float *yp = y + y_off + yo;
-            __global const float *rp = res + res_off + yo;
-#pragma unroll
-            for (int b = 0; b < KB; b++) {
-                vec_t v = acc[b][j] + bv[b];
-                const int kb0 = k0 + b * VW;
-                if (geom.s3) { /* the residual, before the relu */
-                    if (ycontig) {
-                        v += VLOAD(0, rp + kb0);
-                    } else {
-                        float t[VW];
-                        for (int l = 0; l < VW; l++)
-                            t[l] = kb0 + l < K ? rp[(long)(kb0 + l) * ys.s1] : 0.0f;
-                        v += VLOAD(0, t);
-                    }
-                }
-                if (misc.s3) /* the relu, capped at as_float(misc.s3) (+inf: none) */
-                    v = VMIN(VMAX(v, (vec_t)(0.0f)), (vec_t)(as_float(misc.s3)));
-                if (ycontig) {
-                    VSTORE(v, 0, yp + kb0);
-                } else {
-                    float o[VW];
-                    VSTORE(v, 0, o);
-                    for (int l = 0; l < VW && kb0 + l < K; l++)
-                        yp[(long)(kb0 + l) * ys.s1] = o[l];
-                }
-            }
-        }
+        /* Bias, residual, relu and the store (conv2d_tile.cl). */
+        TILE_EPILOGUE(y + y_off, res + res_off, geom.s3, misc.s3);
     }
 }
 

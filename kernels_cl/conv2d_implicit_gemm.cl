@@ -44,7 +44,6 @@
  * sequential reads in OHWI, and the KT work-items of a work-group (one
  * channel block) write whole rows of wp together. Dimension 0 is k in
  * [0, Kp), dimension 1 runs over (r*S + s) * runs + run. */
-#define PACK_RUN 32
 __kernel void igemm_pack(__global const float *w, long w_off, long4 ws,
                          __global float *wp, long wp_off,
                          int4 filt) /* R, S, C/groups, K */
@@ -57,20 +56,13 @@ __kernel void igemm_pack(__global const float *w, long w_off, long4 ws,
     if (rs >= filt.s0 * S)
         return;
     const int r = rs / S, s = rs % S;
-    const int c1 = c0 + PACK_RUN < cpg ? c0 + PACK_RUN : cpg;
-    __global float *out = wp + wp_off + ((long)(k / KT) * filt.s0 * S + rs) * cpg * KT + k % KT;
-    __global const float *in = w + w_off + (long)(k < K ? k : 0) * ws.s0 + (long)r * ws.s2 + (long)s * ws.s3;
-    for (int c = c0; c < c1; c++)
-        out[(long)c * KT] = k < K ? in[(long)c * ws.s1] : 0.0f;
+    PACK_COPY(wp + wp_off + ((long)(k / KT) * filt.s0 * S + rs) * cpg * KT + k % KT,
+              w + w_off + (long)(k < K ? k : 0) * ws.s0 + (long)r * ws.s2 + (long)s * ws.s3, ws.s1, c0, cpg,
+              k < K);
 }
 
 
-__kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
-                                   __global const float *wp, long wp_off,
-                                   __global const float *bias, long b_off,
-                                   __global float *y, long y_off,
-                                   long4 xs, long4 ys,
-                                   int4 dims, /* N, P, Q, K */
+__kernel void conv2d_implicit_gemm(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv2d_tile.cl) */
                                    int4 inp,  /* H, W, C/groups, K/groups */
                                    int4 filt, /* R, S, has bias, relu word (pdnn__cl_relu_word) */
                                    int4 geom, /* stride h, w, dilation h, w */
@@ -81,30 +73,13 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                                    int merge) /* whole filter rows: 0 never, 1 one run (NHWC), 2 by channel */
 {
     __global const float *zero = zbuf + z_off;
-    const int k0 = (int)get_global_id(0) * KT;
-    const int K = dims.s3, P = dims.s1, Q = dims.s2, PQ = P * Q;
-    const long npix = (long)dims.s0 * PQ;
-    const int span = pad.s2;
-    const long g0 = (long)get_global_id(1) * span;
-    if (k0 >= K || g0 >= npix) /* the grid is rounded up to whole work-groups */
-        return;
+    /* k0, K, P, Q, PQ, npix, span, g0; past the grid, returns (conv2d_tile.cl). */
+    TILE_GRID(dims, pad.s2);
     const int H = inp.s0, W = inp.s1, cpg = inp.s2, kpg = inp.s3;
     const int R = filt.s0, S = filt.s1;
-    const long xgrp = x_off + (long)(k0 / kpg) * cpg * xs.s1;
-    __global const float *wblk = wp + wp_off + (long)(k0 / KT) * wst.s0;
-    const long wc = wst.s3, xc = xs.s1;
-
-    vec_t bv[KB];
-    for (int b = 0; b < KB; b++) {
-        float bb[VW];
-        for (int l = 0; l < VW; l++)
-            bb[l] = filt.s2 && k0 + b * VW + l < K ? bias[b_off + k0 + b * VW + l] : 0.0f;
-        bv[b] = VLOAD(0, bb);
-    }
-    const int ycontig = ys.s1 == 1 && k0 + KT <= K;
-    const long gend = g0 + span < npix ? g0 + span : npix;
-    /* The pixel cursor (image, row, column of pixel gt; conv2d_tile.cl). */
-    CURSOR_INIT(g0, PQ, Q, cn, coh, cow);
+    /* xgrp, wblk, wc, xc, bv, ycontig, gend and the pixel cursor cn, coh,
+     * cow (image, row, column of pixel gt; conv2d_tile.cl). */
+    TILE_SETUP(filt.s2, wst.s3);
 
     for (long gt = g0; gt < gend; gt += PT) {
         /* Each pixel's image base, top-left input corner and output
@@ -121,12 +96,7 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
             if (gt + j + 1 < gend) /* the last step reaches the next tile */
                 CURSOR_STEP(P, Q, cn, coh, cow);
         }
-        vec_t acc[KB][PT];
-#pragma unroll
-        for (int b = 0; b < KB; b++)
-#pragma unroll
-            for (int j = 0; j < PT; j++)
-                acc[b][j] = (vec_t)(0.0f);
+        TILE_ACC(acc);
         for (int r = 0; r < R; r++) {
             /* merge (the host's: x's column stride is cpg channels, the
              * filter's s stride cpg of its c stride, dilation 1 across):
@@ -206,50 +176,7 @@ __kernel void conv2d_implicit_gemm(__global const float *x, long x_off,
                 }
             }
         }
-#ifdef TILE_ROWS8
-        /* Channel-major y (NCHW), the tile's 8 pixels neighbours in it
-         * (offsets rising by 1 each: every step is at least 1). */
-        if (!ycontig && gt + PT <= gend && yoff[PT - 1] == yoff[0] + PT - 1) {
-            STORE_ROWS8(acc, bv, k0, K, y + y_off + yoff[0], ys.s1, pad.s3, res + res_off + yoff[0], filt.s3);
-            continue;
-        }
-#endif
-        /* Epilogue: bias, ReLU, and the store in y's layout. The
-         * accumulators are indexed by constants only (unrolled loops, no
-         * early exit) so that they stay in registers. */
-#pragma unroll
-        for (int j = 0; j < PT; j++) {
-            if (gt + j >= gend)
-                continue;
-            const long yo = yoff[j];
-            __global float *yp = y + y_off + yo;
-            __global const float *rp = res + res_off + yo;
-#pragma unroll
-            for (int b = 0; b < KB; b++) {
-                vec_t v = acc[b][j] + bv[b];
-                const int kr = k0 + b * VW;
-                if (pad.s3) { /* the residual, before the relu */
-                    if (ycontig) {
-                        v += VLOAD(0, rp + kr);
-                    } else {
-                        float t[VW];
-                        for (int l = 0; l < VW; l++)
-                            t[l] = kr + l < K ? rp[(long)(kr + l) * ys.s1] : 0.0f;
-                        v += VLOAD(0, t);
-                    }
-                }
-                if (filt.s3) /* the relu, capped at as_float(filt.s3) (+inf: none) */
-                    v = VMIN(VMAX(v, (vec_t)(0.0f)), (vec_t)(as_float(filt.s3)));
-                const int kb0 = k0 + b * VW;
-                if (ycontig) {
-                    VSTORE(v, 0, yp + kb0);
-                } else {
-                    float o[VW];
-                    VSTORE(v, 0, o);
-                    for (int l = 0; l < VW && kb0 + l < K; l++)
-                        yp[(long)(kb0 + l) * ys.s1] = o[l];
-                }
-            }
-        }
+        /* Bias, residual, relu and the store (conv2d_tile.cl). */
+        TILE_EPILOGUE(y + y_off, res + res_off, pad.s3, filt.s3);
     }
 }

@@ -58,6 +58,67 @@ typedef float4 vec_t;
         CN = COW == 0 && COH == 0 ? CN + 1 : CN;                 \
     } while (0)
 
+/* Both kernels' first arguments (0 to 10 of the host's), the names the
+ * macros below read: x, the packed filter wp, bias and y, each with its
+ * element offset; x's and y's element strides (n, c, h, w); dims (N, P,
+ * Q, K). */
+#define TILE_PARAMS                                                                              \
+    __global const float *x, long x_off, __global const float *wp, long wp_off,                 \
+        __global const float *bias, long b_off, __global float *y, long y_off, long4 xs, long4 ys, \
+        int4 dims
+
+/* The filter packs' copy: a work-item's PACK_RUN consecutive c from C0
+ * (below CPG) of one channel, from IN on (element stride INC) to OUT on
+ * (stride KT), zeros where the channel is not LIVE (k >= K). */
+#define PACK_RUN 32
+#define PACK_COPY(OUT, IN, INC, C0, CPG, LIVE)                                                   \
+    do {                                                                                         \
+        const int c1_ = (C0) + PACK_RUN < (CPG) ? (C0) + PACK_RUN : (CPG);                       \
+        __global float *out_ = (OUT);                                                            \
+        __global const float *in_ = (IN);                                                        \
+        for (int c_ = (C0); c_ < c1_; c_++)                                                      \
+            out_[(long)c_ * KT] = (LIVE) ? in_[(long)c_ * (INC)] : 0.0f;                         \
+    } while (0)
+
+/* The steps both kernels' tile loops share, in the names both give it.
+ * TILE_GRID: the work-item's KT channels from k0 of K and its span of
+ * SPAN pixels from g0 of npix (all N * P * Q of DIMS = N, P, Q, K); one
+ * past either returns (the grid is rounded up to whole work-groups).
+ * TILE_SETUP (after the kernel's cpg and kpg): xgrp, the offset of x's
+ * channel group; wblk, the channel block's filter in wp (blocks wst.s0
+ * apart), with the element stride WC of its c and xc that of x; the bias of the KT
+ * channels as KB vectors bv (0 where HAS_BIAS is 0 and from K on);
+ * ycontig (y's channels contiguous and all KT below K: whole vector
+ * stores), the span's end gend and the pixel cursor at g0. TILE_ACC: the
+ * KB x PT accumulators ACC, zero. */
+#define TILE_GRID(DIMS, SPAN)                                                                    \
+    const int k0 = (int)get_global_id(0) * KT;                                                   \
+    const int K = (DIMS).s3, P = (DIMS).s1, Q = (DIMS).s2, PQ = P * Q;                           \
+    const long npix = (long)(DIMS).s0 * PQ;                                                      \
+    const int span = (SPAN);                                                                     \
+    const long g0 = (long)get_global_id(1) * span;                                               \
+    if (k0 >= K || g0 >= npix)                                                                   \
+        return
+#define TILE_SETUP(HAS_BIAS, WC)                                                                 \
+    const long xgrp = x_off + (long)(k0 / kpg) * cpg * xs.s1;                                    \
+    __global const float *wblk = wp + wp_off + (long)(k0 / KT) * wst.s0;                         \
+    const long wc = (WC), xc = xs.s1;                                                            \
+    vec_t bv[KB];                                                                                \
+    for (int b_ = 0; b_ < KB; b_++) {                                                            \
+        float bb_[VW];                                                                           \
+        for (int l_ = 0; l_ < VW; l_++)                                                          \
+            bb_[l_] = (HAS_BIAS) && k0 + b_ * VW + l_ < K ? bias[b_off + k0 + b_ * VW + l_] : 0.0f; \
+        bv[b_] = VLOAD(0, bb_);                                                                  \
+    }                                                                                            \
+    const int ycontig = ys.s1 == 1 && k0 + KT <= K;                                              \
+    const long gend = g0 + span < npix ? g0 + span : npix;                                       \
+    CURSOR_INIT(g0, PQ, Q, cn, coh, cow)
+#define TILE_ACC(ACC)                                                                            \
+    vec_t ACC[KB][PT];                                                                           \
+    _Pragma("unroll") for (int b_ = 0; b_ < KB; b_++)                                            \
+        _Pragma("unroll") for (int j_ = 0; j_ < PT; j_++)                                        \
+            ACC[b_][j_] = (vec_t)(0.0f)
+
 #if PT == 8 && VW == 16
 /* The 16 x 8 tile (8 float16 of 16 channels, one per pixel) transposed
  * in three rounds of two-vector shuffles: I2 pairs pixels, P2 then P4
@@ -118,3 +179,64 @@ typedef float4 vec_t;
         }                                                                                        \
     } while (0)
 #endif
+
+/* The epilogue of one tile in either kernel's pixel loop (gt from g0 by
+ * PT while below gend; the caller's acc, bv, k0, K, ys, ycontig, gt, gend
+ * and yoff): acc[b][j] plus the bias bv[b], the residual at RES (y's
+ * layout) added where HAS_RES, then the relu capped at as_float(RELU)
+ * (+inf: none) where RELU is not 0, stored at Y + yoff[j] in y's layout:
+ * one vector per block where ycontig (channels contiguous, the KT of the
+ * tile all below K), else lane by lane at channel stride ys.s1, channels
+ * from K on neither read nor stored. Under TILE_ROWS8 a tile whose 8
+ * pixels are neighbours in channel-major y (offsets rising by 1 each:
+ * every step is at least 1) goes through STORE_ROWS8 instead (its break
+ * leaves the do-while). The accumulators are indexed by constants only
+ * (unrolled loops, no early exit) so that they stay in registers. yo_ is
+ * a variable of its own, as it was in both kernels: without one,
+ * gemm_1x1's IR came out reordered. */
+#ifdef TILE_ROWS8
+#define TILE_ROWS8_BRANCH(Y, RES, HAS_RES, RELU)                                                 \
+    if (!ycontig && gt + PT <= gend && yoff[PT - 1] == yoff[0] + PT - 1) {                       \
+        STORE_ROWS8(acc, bv, k0, K, (Y) + yoff[0], ys.s1, HAS_RES, (RES) + yoff[0], RELU);       \
+        break;                                                                                   \
+    }
+#else
+#define TILE_ROWS8_BRANCH(Y, RES, HAS_RES, RELU)
+#endif
+#define TILE_EPILOGUE(Y, RES, HAS_RES, RELU)                                                     \
+    do {                                                                                         \
+        TILE_ROWS8_BRANCH(Y, RES, HAS_RES, RELU)                                                 \
+        _Pragma("unroll") for (int j_ = 0; j_ < PT; j_++)                                        \
+        {                                                                                        \
+            if (gt + j_ >= gend)                                                                 \
+                continue;                                                                        \
+            const long yo_ = yoff[j_];                                                           \
+            __global float *yp_ = (Y) + yo_;                                                     \
+            __global const float *rp_ = (RES) + yo_;                                             \
+            _Pragma("unroll") for (int b_ = 0; b_ < KB; b_++)                                    \
+            {                                                                                    \
+                vec_t v_ = acc[b_][j_] + bv[b_];                                                 \
+                const int kb_ = k0 + b_ * VW;                                                    \
+                if (HAS_RES) {                                                                   \
+                    if (ycontig) {                                                               \
+                        v_ += VLOAD(0, rp_ + kb_);                                               \
+                    } else {                                                                     \
+                        float t_[VW];                                                            \
+                        for (int l_ = 0; l_ < VW; l_++)                                          \
+                            t_[l_] = kb_ + l_ < K ? rp_[(long)(kb_ + l_) * ys.s1] : 0.0f;        \
+                        v_ += VLOAD(0, t_);                                                      \
+                    }                                                                            \
+                }                                                                                \
+                if (RELU)                                                                        \
+                    v_ = VMIN(VMAX(v_, (vec_t)(0.0f)), (vec_t)(as_float(RELU)));                 \
+                if (ycontig) {                                                                   \
+                    VSTORE(v_, 0, yp_ + kb_);                                                    \
+                } else {                                                                         \
+                    float o_[VW];                                                                \
+                    VSTORE(v_, 0, o_);                                                           \
+                    for (int l_ = 0; l_ < VW && kb_ + l_ < K; l_++)                              \
+                        yp_[(long)(kb_ + l_) * ys.s1] = o_[l_];                                  \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)

@@ -1,28 +1,39 @@
 #!/bin/sh
 # The harness must catch a broken kernel and blame the right cases. Shared
 # by the tests/parity*_broken*.sh scripts:
-#   broken_kernel.sh FILE SED BLAME WHAT PARITY-ARGS...
+#   broken_kernel.sh FILE SED [--and FILE SED]... BLAME WHAT PARITY-ARGS...
 # copies kernels_cl/, applies the sed expression SED to kernels_cl/FILE (a
 # small defect, e.g. a sum scaled by 1.001, that a loose tolerance would let
-# through), and runs tests/parity PARITY-ARGS with that copy through
-# POLYDNN_KERNEL_DIR, the on-disk program cache off and a private cache
-# directory, so that no compiled program of the real kernels can stand in.
+# through), each --and pair's too (one defect of code that two files hold;
+# every SED must change its file), and runs tests/parity PARITY-ARGS with
+# that copy through POLYDNN_KERNEL_DIR, the on-disk program cache off and a
+# private cache directory, so that no compiled program of the real kernels
+# can stand in.
 # The harness must exit 1 and every failure line must match the grep
 # pattern BLAME (WHAT names those cases in the messages). Exits 77 (SKIP)
 # without an OpenCL device.
-file=$1 expr=$2 blame=$3 what=$4
-shift 4
 src=${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}
 build=${PDNN_TOP_BUILDDIR:-.}
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/kernels" "$tmp/cache" || exit 1
 cp "$src"/kernels_cl/*.cl "$tmp/kernels/" || exit 1
-sed "$expr" "$src/kernels_cl/$file" >"$tmp/kernels/$file"
-if cmp -s "$src/kernels_cl/$file" "$tmp/kernels/$file"; then
-    echo "FAIL: the injected bug no longer matches $file; update this test"
-    exit 1
-fi
+files=
+while :; do
+    file=$1 expr=$2
+    shift 2
+    sed "$expr" "$tmp/kernels/$file" >"$tmp/edited" || exit 1
+    if cmp -s "$tmp/kernels/$file" "$tmp/edited"; then
+        echo "FAIL: the injected bug no longer matches $file; update this test"
+        exit 1
+    fi
+    mv "$tmp/edited" "$tmp/kernels/$file" || exit 1
+    files="$files${files:+ and }$file"
+    [ "$1" = --and ] || break
+    shift
+done
+blame=$1 what=$2
+shift 2
 POLYDNN_KERNEL_DIR="$tmp/kernels" POLYDNN_PROGRAM_CACHE=off POLYDNN_CACHE_DIR="$tmp/cache" \
     "$build/tests/parity" "$@" >"$tmp/out" 2>&1
 rc=$?
@@ -37,7 +48,7 @@ fi
 fails=$(grep -c '^FAIL ' "$tmp/out")
 blamed=$(grep '^FAIL ' "$tmp/out" | grep -c -- "$blame")
 if [ "$rc" -eq 1 ] && [ "$fails" -gt 0 ] && [ "$blamed" -eq "$fails" ]; then
-    echo "broken $file caught: $fails failure(s), each $what"
+    echo "broken $files caught: $fails failure(s), each $what"
     echo "1 passed, 0 failed"
     exit 0
 fi

@@ -412,14 +412,14 @@ bad "emit: OpenCL only" 2 "--emit-defaults: the device table is the OpenCL backe
 ok "tune on the host" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0
 has "host: not tunable" "^| c4 5x5 k4 3x3 | NHWC | 1 | not tunable: direct has no tunable parameters |"
 has "host: nothing stored" "^Tuned 0 of 2 row(s): 0 searched, 0 from the cache; 2 not tunable; 0 failed."
-# The default's kernel (implicit_gemm for this shape) adding 0.5 to every
-# output: all its configurations agree with each other, so only the check
-# against the host can catch it, and the layer must fail loudly with
-# nothing stored.
+# The default's kernel (implicit_gemm for this shape; its epilogue is
+# conv2d_tile.cl's) adding 0.5 to every output: all its configurations
+# agree with each other, so only the check against the host can catch it,
+# and the layer must fail loudly with nothing stored.
 kdir="$tmp/bad-kernels"
 mkdir -p "$kdir" && cp "${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}"/kernels_cl/*.cl "$kdir/"
-sed -i 's/vec_t v = acc\[b\]\[j\] + bv\[b\];/vec_t v = acc[b][j] + bv[b] + 0.5f;/' "$kdir/conv2d_implicit_gemm.cl"
-check "the broken kernel differs" sh -c "! cmp -s '$kdir/conv2d_implicit_gemm.cl' '${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/kernels_cl/conv2d_implicit_gemm.cl'"
+sed -i 's/vec_t v_ = acc\[b_\]\[j_\] + bv\[b_\];/vec_t v_ = acc[b_][j_] + bv[b_] + 0.5f;/' "$kdir/conv2d_tile.cl"
+check "the broken kernel differs" sh -c "! cmp -s '$kdir/conv2d_tile.cl' '${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/kernels_cl/conv2d_tile.cl'"
 bad "tune: default against the host" 1 "FAILED: the default configuration disagrees with the host reference" \
     env POLYDNN_CACHE_DIR="$tmp/tune-bad" POLYDNN_KERNEL_DIR="$kdir" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 --layout nhwc
 has "tune: failed row" "^| c8 6x6 k16 3x3 | NHWC | 1 | FAILED: implicit_gemm vw=[0-9]* kb=[0-9] pt=[0-9]* differs from the host reference |"
