@@ -21,6 +21,10 @@ out=$("$POLYDNN_TOOL" run "$tmp/bad.onnx" 2>&1); rc=$?
 echo "$out" | grep -q 'is not a valid ONNX model' || fail "a garbage model said: $out"
 out=$("$POLYDNN_TOOL" run "$tmp/none.onnx" 2>&1); rc=$?
 [ $rc -eq 1 ] && echo "$out" | grep -q "$tmp/none.onnx" || fail "a missing model ($rc): $out"
+# A FIFO as the model is refused at once, never waited on.
+mkfifo "$tmp/fifo.onnx" || exit 1
+out=$(timeout 60 "$POLYDNN_TOOL" run "$tmp/fifo.onnx" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "fifo.onnx: it is a FIFO, not a regular file" || fail "a FIFO model ($rc): $out"
 
 py=${PYTHON_ONNX:-$PYTHON_TORCH}
 if [ -z "$py" ] || ! "$py" -c 'import numpy, onnx, onnxruntime' >/dev/null 2>&1; then
