@@ -137,10 +137,6 @@ ok "same file from both devices (max is exact)" cmp "$tmp/p.npy" "$tmp/p2.npy"
 ok "nhwc npy out" "$tool" conv -n 1 -c 3 -H 6 -W 6 -k 4 --layout NHWC --seed 1 --iters 1 --output "$tmp/yh.npy"
 ok "nhwc npy in" "$tool" conv --input "$tmp/yh.npy" --layout NHWC -k 2 -y 1 -x 1 --iters 1 --verify
 has "shape from file" "n1 c4 4x4"
-# A FIFO as --input is refused at once, never waited on.
-mkfifo "$tmp/fifo.npy"
-bad "a FIFO as --input" 1 "fifo.npy: it is a FIFO, not a regular file" \
-    timeout 60 "$tool" conv --input "$tmp/fifo.npy" -k 2 -y 1 -x 1 --iters 1
 # --output may name the --input file: the output replaces it only when
 # whole. Under a file size limit (a full disk) the write fails, says so,
 # and the input is still there, unchanged, with no temporary file left.
@@ -181,14 +177,13 @@ bad "corrupt npy" 1 "magic" "$tool" pool --input "$tmp/bad.npy"
 head -c 100 "$tmp/y.npy" >"$tmp/trunc.npy"
 bad "truncated npy" 1 "truncated" "$tool" pool --input "$tmp/trunc.npy"
 bad "4-d bias" 1 "expected 1" "$tool" conv -k 2 --bias-file "$tmp/p.npy"
-# The .npy reader opens only regular files: /dev/zero is refused at once
-# in bounded memory, before a byte is read (it used to be read until
-# memory ran out); and it looks at the header before the data: each header
-# numpy refuses is refused with what is wrong.
+# The .npy reader looks at the header before the data: /dev/zero is
+# refused at once in bounded memory (it used to be read until memory ran
+# out), and each header numpy refuses is refused with what is wrong.
 corpus=${PDNN_TOP_SRCDIR:-.}/tests/fuzz/npy-corpus
 vlimit="ulimit -v 1000000;" # 1 GB; ASan reserves terabytes of address space
 [ "${PDNN_SANITIZERS:-no}" = yes ] && vlimit=
-bad "/dev/zero input" 1 "/dev/zero: it is a device, not a regular file" sh -c "$vlimit"' exec timeout 5 "$0" pool --input /dev/zero' "$tool"
+bad "/dev/zero input" 1 "bad magic" sh -c "$vlimit"' exec timeout 5 "$0" pool --input /dev/zero' "$tool"
 bad "npy duplicate key" 1 "duplicate key 'shape'" "$tool" pool --input "$corpus/header-duplicate-key.npy"
 bad "npy key inside a string" 1 "unknown key 'note'" "$tool" pool --input "$corpus/header-key-in-string.npy"
 bad "npy missing key" 1 "no 'fortran_order' key" "$tool" pool --input "$corpus/header-missing-key.npy"

@@ -516,14 +516,8 @@ pdnn_status npy_read_stream(FILE *f, const char *name, npy_array *out, char *err
 pdnn_status npy_read(const char *path, npy_array *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    /* Opened without blocking: a FIFO is refused, never waited on. */
-    FILE *f = NULL;
-    struct stat sb;
-    char why[128];
-    const int r = pdnn__file_open_read(path, &f, &sb, why, sizeof why);
-    if (r < 0)
-        return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, why);
-    if (r == 0)
+    FILE *f = fopen(path, "rb");
+    if (!f)
         return cli_set_err(PDNN_ERR_IO, err, errlen, "%s: %s", path, strerror(errno));
     pdnn_status st = npy_read_stream(f, path, out, err, errlen);
     fclose(f);
