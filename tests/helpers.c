@@ -97,3 +97,16 @@ pdnn_context *th_accel_context_with(pdnn_conv_algo algo, pdnn_device **devs, int
     }
     return ctx;
 }
+
+pdnn_device *th_find_backend(pdnn_context *ctx, const char *backend)
+{
+    for (int i = 0; i < pdnn_device_count(ctx); i++) {
+        pdnn_device *d = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(ctx, i, &d), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
+        if (strcmp(info.backend, backend) == 0)
+            return d;
+    }
+    return NULL;
+}

@@ -29,6 +29,8 @@ pdnn_context *th_accel_context(pdnn_device **devs, int *ndev);
 
 /* The same, for a context created with opts. */
 pdnn_context *th_accel_context_opts(const pdnn_context_options *opts, pdnn_device **devs, int *ndev);
+/* The first device of ctx whose backend is named backend, or NULL. */
+pdnn_device *th_find_backend(pdnn_context *ctx, const char *backend);
 
 /* Whether dev's backend has convolution algorithm algo (asked on a small
  * valid shape). */

@@ -18,19 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pdnn_device *find_backend(pdnn_context *ctx, const char *backend)
-{
-    for (int i = 0; i < pdnn_device_count(ctx); i++) {
-        pdnn_device *d = NULL;
-        pdnn_device_info info;
-        cr_assert_eq(pdnn_device_get(ctx, i, &d), PDNN_SUCCESS);
-        cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
-        if (strcmp(info.backend, backend) == 0)
-            return d;
-    }
-    return NULL;
-}
-
 /* ---- parity with the host ---------------------------------------------- */
 
 typedef struct pair {
@@ -75,7 +62,7 @@ static void same2(pdnn_tensor *t[2], const char *what)
 
 static pair cuda_pair(pdnn_context *ctx)
 {
-    pair d = {find_backend(ctx, "host"), find_backend(ctx, "cuda")};
+    pair d = {th_find_backend(ctx, "host"), th_find_backend(ctx, "cuda")};
     cr_assert_not_null(d.host);
     if (!d.cuda) {
         pdnn_context_destroy(ctx);

@@ -339,26 +339,12 @@ Test(device, the_users_pocl_affinity_is_kept, .init = NULL)
     pdnn_context_destroy(ctx);
 }
 
-/* The first device of ctx whose backend is named backend, or NULL. */
-static pdnn_device *find_backend(pdnn_context *ctx, const char *backend)
-{
-    for (int i = 0; i < pdnn_device_count(ctx); i++) {
-        pdnn_device *d = NULL;
-        pdnn_device_info info;
-        cr_assert_eq(pdnn_device_get(ctx, i, &d), PDNN_SUCCESS);
-        cr_assert_eq(pdnn_device_get_info(d, &info), PDNN_SUCCESS);
-        if (strcmp(info.backend, backend) == 0)
-            return d;
-    }
-    return NULL;
-}
-
 /* Without a CUDA device the context still comes up, says why in its
  * notes, and the host runs. */
 Test(device, context_without_a_cuda_device)
 {
     pdnn_context *ctx = th_context();
-    pdnn_device *cuda = find_backend(ctx, "cuda");
+    pdnn_device *cuda = th_find_backend(ctx, "cuda");
 #ifdef PDNN_HAVE_CUDA
     const char *env = getenv("POLYDNN_BACKEND");
     if (!cuda && !(env && *env))
@@ -368,7 +354,7 @@ Test(device, context_without_a_cuda_device)
     cr_assert_null(cuda);
 #endif
     /* The host runs a conv whatever CUDA did: 3x3 ones, 2x2 ones filter. */
-    pdnn_device *host = find_backend(ctx, "host");
+    pdnn_device *host = th_find_backend(ctx, "host");
     cr_assert_not_null(host);
     pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 1, 3, 3), wd = th_desc(PDNN_OIHW, 1, 1, 2, 2);
     pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 1, 2, 2);
