@@ -30,7 +30,6 @@ const char *pdnn__cache_dir(char *buf, size_t len)
     return w > 0 && (size_t)w < len ? buf : NULL;
 }
 
-
 int pdnn__program_cache_setting(void)
 {
     const char *env = getenv("POLYDNN_PROGRAM_CACHE");
@@ -38,8 +37,6 @@ int pdnn__program_cache_setting(void)
         return 1;
     return strcmp(env, "off") == 0 ? 0 : -1;
 }
-
-
 
 int pdnn__make_parents(const char *path)
 {
@@ -150,29 +147,43 @@ static const char *left_as(const struct stat *old)
     return old ? "the existing file is unchanged" : "nothing was written";
 }
 
+/* Writes f's contents and closes f, checking every step: stdio may
+ * report a full disk only at the flush, and some file systems only at
+ * fsync or close. sync: fsync before closing (and fstat into written, when
+ * not NULL). Returns the step that failed, with *err its errno (0 where
+ * none was set), or NULL. */
+static const char *write_steps(FILE *f, pdnn__file_writer write, void *arg, int sync, struct stat *written, int *err)
+{
+    const char *step = NULL;
+    if (write(f, arg) != 0 || ferror(f))
+        step = "writing";
+    else if (fflush(f) != 0)
+        step = "flushing";
+    else if (sync && fsync(fileno(f)) != 0)
+        step = "syncing";
+    else if (sync && written && fstat(fileno(f), written) != 0)
+        step = "checking";
+    *err = step ? errno : 0;
+    if (fclose(f) != 0 && !step) {
+        *err = errno;
+        step = "closing";
+    }
+    return step;
+}
+
 /* Writes a device or FIFO (/dev/null, /dev/stdout) in place: it has no
  * old contents to keep, and renaming a file over it would replace it. */
 static int write_in_place(const char *path, const char *dst, pdnn__file_writer write, void *arg, char *why,
                           size_t why_len)
 {
-    const char *step = NULL;
     int err = 0;
     errno = 0;
     FILE *f = fopen(dst, "wb");
-    if (!f) {
+    const char *step = "opening";
+    if (f)
+        step = write_steps(f, write, arg, 0, NULL, &err);
+    else
         err = errno;
-        step = "opening";
-    } else {
-        if (write(f, arg) != 0 || ferror(f))
-            step = "writing";
-        else if (fflush(f) != 0)
-            step = "flushing";
-        err = step ? errno : 0;
-        if (fclose(f) != 0 && !step) {
-            err = errno;
-            step = "closing";
-        }
-    }
     if (!step)
         return 0;
     snprintf(why, why_len, "%s: %s it in place failed: %s", path, step, err ? strerror(err) : "an I/O error");
@@ -214,22 +225,8 @@ static int write_and_rename(const char *path, const char *dst, const struct stat
         close(fd);
         step = "opening";
     } else {
-        /* Every step's failure is checked: stdio may report a full disk
-         * only at the flush, and some file systems only at fsync or close. */
         errno = 0;
-        if (write(f, arg) != 0 || ferror(f))
-            step = "writing";
-        else if (fflush(f) != 0)
-            step = "flushing";
-        else if (fsync(fileno(f)) != 0)
-            step = "syncing";
-        else if (written && fstat(fileno(f), written) != 0)
-            step = "checking";
-        err = step ? errno : 0;
-        if (fclose(f) != 0 && !step) {
-            err = errno;
-            step = "closing";
-        }
+        step = write_steps(f, write, arg, 1, written, &err);
     }
     if (!step && rename(tmp, dst) != 0) {
         err = errno;
