@@ -62,6 +62,17 @@ static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
 
 static const pdnn__op id_ops[N_ID_OPS] = {PDNN__OP_CONV2D_FWD, PDNN__OP_CONV2D_BWD_DATA, PDNN__OP_CONV2D_BWD_FILTER};
 
+/* Gives name the next free id of t unless an id has it already (backends
+ * share names: "direct" is every backend's). */
+static void add_name(id_table *t, const char *name)
+{
+    for (int j = 0; j < t->n; j++)
+        if (t->names[j] && strcmp(t->names[j], name) == 0)
+            return;
+    if (t->n < MAX_CONV_ALGOS)
+        t->names[t->n++] = name;
+}
+
 static void build_fwd_names(const pdnn__backend *const *bs, int nb, id_table *t)
 {
     t->names[0] = "auto";
@@ -76,11 +87,7 @@ static void build_fwd_names(const pdnn__backend *const *bs, int nb, id_table *t)
                     if (a->id >= t->n)
                         t->n = a->id + 1;
                 } else if (pass == 1 && a->id <= 0) {
-                    int known = 0;
-                    for (int j = 0; j < t->n; j++)
-                        known |= t->names[j] && strcmp(t->names[j], a->name) == 0;
-                    if (!known && t->n < MAX_CONV_ALGOS)
-                        t->names[t->n++] = a->name;
+                    add_name(t, a->name);
                 }
             }
         }
@@ -91,14 +98,8 @@ static void build_bwd_names(const pdnn__backend *const *bs, int nb, pdnn__op op,
     t->names[0] = "auto";
     t->n = 1;
     for (int b = 0; b < nb; b++)
-        for (int i = 0; bs[b]->algos[op] && bs[b]->algos[op][i]; i++) {
-            const char *name = bs[b]->algos[op][i]->name;
-            int known = 0;
-            for (int j = 0; j < t->n; j++)
-                known |= strcmp(t->names[j], name) == 0;
-            if (!known && t->n < MAX_CONV_ALGOS)
-                t->names[t->n++] = name;
-        }
+        for (int i = 0; bs[b]->algos[op] && bs[b]->algos[op][i]; i++)
+            add_name(t, bs[b]->algos[op][i]->name);
 }
 
 static void build_ids(void)
