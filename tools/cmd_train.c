@@ -299,11 +299,35 @@ static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
 {
     npz_archive a = {0};
     char err[512];
-    if (npz_read(path, &a, err, sizeof err)) {
+    int rc = 0, nn = pdnn_graph_node_count(m->g), used = 0;
+    /* What this model's checkpoint holds, so that the reader refuses any
+     * other member, and any larger one, before inflating it (a zip bomb
+     * reached 4.4 GB before being refused). */
+    npz_expect *want = calloc((size_t)nn + 1, sizeof *want);
+    char(*names)[NPZ_MAX_NAME + 1] = calloc((size_t)nn + 1, sizeof *names);
+    int n_want = 0;
+    if (!want || !names) {
+        free(want);
+        free(names);
+        return cli_host_oom("train", "the checkpoint's names", 0);
+    }
+    want[n_want++] = (npz_expect){"train_state", STATE_LEN * sizeof(float)};
+    for (pdnn_node n = 0; n < nn; n++) {
+        if (!is_variable(m->g, n))
+            continue;
+        pdnn_tensor_desc d;
+        pdnn_graph_node_desc(m->g, n, &d);
+        ckpt_name(pdnn_graph_node_name(m->g, n), names[n_want], sizeof names[n_want]);
+        want[n_want] = (npz_expect){names[n_want], (uint64_t)pdnn_tensor_desc_bytes(&d)};
+        n_want++;
+    }
+    pdnn_status rd = npz_read_expect(path, want, n_want, "this model", &a, err, sizeof err);
+    free(want);
+    free(names);
+    if (rd) {
         fprintf(stderr, "polydnn train: %s\n", err);
         return EXIT_RUNTIME;
     }
-    int rc = 0, nn = pdnn_graph_node_count(m->g), used = 0;
     const npz_member *st = npz_find(&a, "train_state");
     if (!st || st->array.ndim != 1 || st->array.shape[0] != STATE_LEN) {
         fprintf(stderr, "polydnn train: %s: not a polydnn train checkpoint (no train_state array of %d values)\n",

@@ -479,8 +479,99 @@ static pdnn_status read_member(const zread *z, const unsigned char *c, size_t cd
     return PDNN_SUCCESS;
 }
 
-pdnn_status npz_parse(const unsigned char *buf, size_t len, const char *name, npz_archive *out, char *err,
-                      size_t errlen)
+/* One central directory entry's name, as the first pass sees it. */
+typedef struct dir_name {
+    const unsigned char *p;
+    size_t n;
+} dir_name;
+
+static int dir_name_cmp(const void *a, const void *b)
+{
+    const dir_name *x = a, *y = b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* The index in want of the member named p[0..n) (with ".npy"), or -1. */
+static int wanted(const npz_expect *want, int n_want, const unsigned char *p, size_t n)
+{
+    for (int k = 0; k < n_want; k++)
+        if (strlen(want[k].name) == n - 4 && memcmp(want[k].name, p, n - 4) == 0)
+            return k;
+    return -1;
+}
+
+/* The first pass: the central directory walked without inflating anything,
+ * every name checked (form, uniqueness, and against want when given) and
+ * every declared size against what its wanted array may take. Names are
+ * made unique by sorting (n log n: 60,000 members took 23 s pairwise). */
+static pdnn_status walk_directory(const zread *z, size_t cd_off, size_t end, unsigned n, const npz_expect *want,
+                                  int n_want, const char *what)
+{
+    dir_name *names = calloc(n ? n : 1, sizeof *names);
+    unsigned char *seen = calloc(n_want > 0 ? (size_t)n_want : 1, 1);
+    const dir_name *extra = NULL; /* the first member want lacks */
+    pdnn_status st = PDNN_SUCCESS;
+    if (!names || !seen)
+        st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory", z->name);
+    size_t at = cd_off;
+    for (unsigned i = 0; i < n && st == PDNN_SUCCESS; i++) {
+        const unsigned char *c = z->b + at;
+        if (at + CENTRAL_LEN > end) {
+            st = corrupt(z, "the central directory holds fewer than the %u entries the end record counts", n);
+            break;
+        }
+        if (get32(c) != SIG_CENTRAL) {
+            st = corrupt(z, "central directory entry %u: bad signature", i);
+            break;
+        }
+        size_t nlen = get16(c + 28), skip = CENTRAL_LEN + nlen + get16(c + 30) + get16(c + 32);
+        if (at + skip > end) {
+            st = corrupt(z, "central directory entry %u runs past the directory", i);
+            break;
+        }
+        st = check_name(z, c + CENTRAL_LEN, nlen, (int)i);
+        names[i] = (dir_name){c + CENTRAL_LEN, nlen};
+        if (st == PDNN_SUCCESS && want) {
+            int k = wanted(want, n_want, c + CENTRAL_LEN, nlen);
+            uint32_t usize = get32(c + 24);
+            if (k < 0) {
+                if (!extra)
+                    extra = &names[i];
+            } else if (seen[k]++)
+                st = corrupt(z, "two members are named %s.npy", want[k].name);
+            else if ((uint64_t)usize > want[k].max_bytes + NPZ_HEADER_ALLOWANCE)
+                st = corrupt(z, "member %s.npy declares %u bytes; its array takes at most %llu (and a header)",
+                             want[k].name, usize, (unsigned long long)want[k].max_bytes);
+        }
+        at += skip;
+    }
+    if (st == PDNN_SUCCESS && at != end)
+        st = corrupt(z, "%zu bytes in the central directory after its %u entries", end - at, n);
+    for (int k = 0; st == PDNN_SUCCESS && want && k < n_want; k++)
+        if (!seen[k])
+            st = cli_set_err(PDNN_ERR_CORRUPT, z->err, z->errlen,
+                             "%s: no array '%s' (%s has one: a checkpoint of another model or optimizer?)", z->name,
+                             want[k].name, what);
+    /* An unknown member after the missing ones: "no array X" says more
+     * about a checkpoint of another optimizer than its first extra slot. */
+    if (st == PDNN_SUCCESS && extra)
+        st = cli_set_err(PDNN_ERR_CORRUPT, z->err, z->errlen, "%s: array '%.*s' is not in %s", z->name,
+                         (int)extra->n - 4, (const char *)extra->p, what);
+    if (st == PDNN_SUCCESS && !want && n > 1) {
+        qsort(names, n, sizeof *names, dir_name_cmp);
+        for (unsigned i = 1; i < n && st == PDNN_SUCCESS; i++)
+            if (dir_name_cmp(&names[i - 1], &names[i]) == 0)
+                st = corrupt(z, "two members are named %.*s", (int)names[i].n, (const char *)names[i].p);
+    }
+    free(seen);
+    free(names);
+    return st;
+}
+
+pdnn_status npz_parse_expect(const unsigned char *buf, size_t len, const char *name, const npz_expect *want,
+                             int n_want, const char *what, npz_archive *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     zread z = {buf, len, name ? name : "archive", err, errlen};
@@ -511,37 +602,32 @@ pdnn_status npz_parse(const unsigned char *buf, size_t len, const char *name, np
         return corrupt(&z, "the central directory (%u bytes at %u) does not end at the end record (at %zu): "
                            "truncated or corrupt",
                        cd_size, cd_off, end);
+    pdnn_status st = walk_directory(&z, cd_off, end, n, want, n_want, what ? what : "the archive");
+    if (st != PDNN_SUCCESS)
+        return st;
     out->members = n ? calloc(n, sizeof *out->members) : NULL;
     if (n && !out->members)
         return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "%s: out of memory", z.name);
+    /* Then the members one by one, each inflated within its checked size. */
     size_t at = cd_off;
-    pdnn_status st = PDNN_SUCCESS;
-    for (unsigned i = 0; i < n; i++) {
-        if (at + CENTRAL_LEN > end) {
-            st = corrupt(&z, "the central directory holds fewer than the %u entries the end record counts", n);
-            break;
-        }
+    for (unsigned i = 0; i < n && st == PDNN_SUCCESS; i++) {
         st = read_member(&z, buf + at, at, (int)i, &out->members[i], &at);
-        if (st != PDNN_SUCCESS)
-            break;
-        out->count = (int)i + 1;
-        for (unsigned j = 0; j < i; j++)
-            if (out->members[j].name && out->members[i].name &&
-                strcmp(out->members[j].name, out->members[i].name) == 0) {
-                st = corrupt(&z, "two members are named %s.npy", out->members[i].name);
-                break;
-            }
-        if (st != PDNN_SUCCESS)
-            break;
+        if (st == PDNN_SUCCESS)
+            out->count = (int)i + 1;
     }
-    if (st == PDNN_SUCCESS && at != end)
-        st = corrupt(&z, "%zu bytes in the central directory after its %u entries", end - at, n);
     if (st != PDNN_SUCCESS)
         npz_free(out);
     return st;
 }
 
-pdnn_status npz_read(const char *path, npz_archive *out, char *err, size_t errlen)
+pdnn_status npz_parse(const unsigned char *buf, size_t len, const char *name, npz_archive *out, char *err,
+                      size_t errlen)
+{
+    return npz_parse_expect(buf, len, name, NULL, 0, NULL, out, err, errlen);
+}
+
+pdnn_status npz_read_expect(const char *path, const npz_expect *want, int n_want, const char *what,
+                            npz_archive *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!path)
@@ -575,7 +661,12 @@ pdnn_status npz_read(const char *path, npz_archive *out, char *err, size_t errle
     if (bad)
         st = cli_set_err(PDNN_ERR_IO, err, errlen, "%s: read error: %s", path, strerror(errno));
     else
-        st = npz_parse(buf, got, path, out, err, errlen);
+        st = npz_parse_expect(buf, got, path, want, n_want, what, out, err, errlen);
     free(buf);
     return st;
+}
+
+pdnn_status npz_read(const char *path, npz_archive *out, char *err, size_t errlen)
+{
+    return npz_read_expect(path, NULL, 0, NULL, out, err, errlen);
 }

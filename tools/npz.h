@@ -61,6 +61,31 @@ pdnn_status npz_read(const char *path, npz_archive *out, char *err, size_t errle
 pdnn_status npz_parse(const unsigned char *buf, size_t len, const char *name, npz_archive *out, char *err,
                       size_t errlen);
 
+/* What a reader expects of one member: its name (without ".npy") and the
+ * most bytes its array's data may take; the member's declared size may
+ * pass that by at most NPZ_HEADER_ALLOWANCE (the .npy header). */
+typedef struct npz_expect {
+    const char *name;
+    uint64_t max_bytes;
+} npz_expect;
+
+/* numpy writes headers of at most 64 KiB (format 1.0's 16-bit length). */
+#define NPZ_HEADER_ALLOWANCE ((uint64_t)65536 + 16)
+
+/* npz_read for a reader that knows what it wants (a checkpoint of a given
+ * model): before any member is inflated, the central directory is walked
+ * and every name checked against want (an unknown name, a repeated one or
+ * a missing one is refused: "no array 'X'", "array 'X' is not in WHAT"),
+ * and each declared size against its max_bytes, so that a hostile archive
+ * costs at most what the wanted arrays need. what names the wanted set in
+ * messages ("this model"). */
+pdnn_status npz_read_expect(const char *path, const npz_expect *want, int n_want, const char *what,
+                            npz_archive *out, char *err, size_t errlen);
+
+/* npz_read_expect on an in-memory archive. */
+pdnn_status npz_parse_expect(const unsigned char *buf, size_t len, const char *name, const npz_expect *want,
+                             int n_want, const char *what, npz_archive *out, char *err, size_t errlen);
+
 /* The member called name (without ".npy"), or NULL. */
 const npz_member *npz_find(const npz_archive *a, const char *name);
 

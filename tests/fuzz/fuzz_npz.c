@@ -27,5 +27,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             abort();
     }
     npz_free(&a);
+    /* The reader that knows what it wants (the corpus's numpy files hold
+     * weights and bias): a success holds exactly those, within bounds. */
+    static const npz_expect want[2] = {{"weights", 4096}, {"bias", 4096}};
+    st = npz_parse_expect(data, size, "input", want, 2, "the test", &a, err, sizeof err);
+    if (st != PDNN_SUCCESS) {
+        if (a.count || a.members || !err[0])
+            abort();
+        return 0;
+    }
+    if (a.count != 2 || !npz_find(&a, "weights") || !npz_find(&a, "bias"))
+        abort();
+    npz_free(&a);
     return 0;
 }
