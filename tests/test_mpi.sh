@@ -134,6 +134,18 @@ rc=$?
 [ "$(elapsed $t0)" -lt 60 ] || fail "bad input: too slow to end"
 grep -q "nowhere" "$T/bad.out" && grep -q "rank 1 of 2 failed" "$T/bad.out" || { cat "$T/bad.out"; fail "bad input: message"; }
 
+echo "--- ranks started with another --batch-size or --train-limit: refused before any collective"
+# They used to all-reduce buffers of other sizes: MPI_ERR_TRUNCATE, then a
+# stack-buffer-overflow in rank 1.
+for c in "--batch-size 8:--batch-size: rank 0 has 6, rank 1 has 8" \
+    "--train-limit 40:--train-limit (the training images used): rank 0 has 52, rank 1 has 40"; do
+    flag=${c%%:*} want=${c#*:}
+    $RUN -np 1 "$P" train $A --distributed mpi --device /cpu:0 : \
+        -np 1 "$P" train $A --distributed mpi --device /cpu:0 $flag > "$T/agree.out" 2>&1 && fail "$flag: exit 0"
+    grep -qF "the ranks disagree on $want" "$T/agree.out" || { cat "$T/agree.out"; fail "$flag: message"; }
+    ! grep -q "MPI_ERR\|signal\|AddressSanitizer" "$T/agree.out" || { cat "$T/agree.out"; fail "$flag: crashed"; }
+done
+
 echo "--- usage: a batch that does not split over the ranks"
 $RUN -np 3 "$P" train --batch-size 16 --distributed mpi --device /cpu:0 > "$T/split.out" 2>&1 && fail "batch 16 over 3 ranks"
 grep -q "does not split evenly over 1 towers x 3 ranks" "$T/split.out" || { cat "$T/split.out"; fail "split message"; }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef PDNN_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -36,8 +37,9 @@ typedef struct train_opts {
 /* --distributed mpi: this process's rank among size; rank 0 speaks. */
 typedef struct dist {
     int on, rank, size;
+    int agreed; /* every rank failed the same check: end without MPI_Abort */
 } dist;
-static dist D = {0, 0, 1};
+static dist D = {0, 0, 1, 0};
 
 /* Rank 0 prints; the others only with --verbose, their lines prefixed. */
 static int quiet(const train_opts *o) { return D.rank != 0 && !o->verbose; }
@@ -551,6 +553,73 @@ static int parse_float(const char *flag, const char *s, float *out)
     return 0;
 }
 
+#ifdef PDNN_HAVE_MPI
+/* One value every rank must share: its flag, and what it is on this rank. */
+typedef struct shared_flag {
+    const char *flag;
+    int64_t v;
+} shared_flag;
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* Before the first collective, the ranks compare what decides the size and
+ * number of their collectives (and the data each rank takes): ranks started
+ * with another --batch-size wrote past each other's buffers (MPI_ERR_TRUNCATE,
+ * then a stack overflow of 19 KB). Every rank learns every rank's values,
+ * so all of them refuse together and rank 0 names the flag; the exchange
+ * waits at most the collective timeout. Returns 0, or EXIT_USAGE on every
+ * rank (D.agreed: no MPI_Abort needed), or EXIT_RUNTIME if the exchange
+ * failed. */
+static int ranks_agree(const shared_flag *f, int n, double timeout)
+{
+    int64_t *mine = malloc(sizeof *mine * (size_t)n), *all = malloc(sizeof *all * (size_t)n * (size_t)D.size);
+    if (!mine || !all) {
+        free(mine);
+        free(all);
+        return cli_host_oom("train", "the ranks' flags", 0);
+    }
+    for (int i = 0; i < n; i++)
+        mine[i] = f[i].v;
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int rc = MPI_Iallgather(mine, n, MPI_INT64_T, all, n, MPI_INT64_T, MPI_COMM_WORLD, &rq), done = 0;
+    double deadline = MPI_Wtime() + (timeout > 0 ? timeout : 120);
+    while (rc == MPI_SUCCESS && !done && MPI_Wtime() < deadline) {
+        rc = MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    free(mine);
+    if (rc != MPI_SUCCESS || !done) {
+        free(all);
+        fprintf(stderr, "polydnn train: rank %d: comparing the ranks' flags %s\n", D.rank,
+                rc != MPI_SUCCESS ? "failed" : "timed out (a rank never got there)");
+        return EXIT_RUNTIME;
+    }
+    int bad = 0;
+    for (int r = 1; r < D.size && !bad; r++)
+        for (int i = 0; i < n && !bad; i++)
+            if (all[(size_t)r * (size_t)n + (size_t)i] != all[i]) {
+                bad = 1;
+                if (D.rank == 0)
+                    fprintf(stderr,
+                            "polydnn train: the ranks disagree on %s: rank 0 has %lld, rank %d has %lld (start every "
+                            "rank with the same flags)\n",
+                            f[i].flag, (long long)all[i], r, (long long)all[(size_t)r * (size_t)n + (size_t)i]);
+            }
+    free(all);
+    if (bad)
+        D.agreed = 1;
+    return bad ? EXIT_USAGE : 0;
+}
+#endif
+
 static int train(const train_opts *o)
 {
     pdnn_layout layout = PDNN_NCHW;
@@ -655,6 +724,28 @@ static int train(const train_opts *o)
     if (o->test_limit > 0 && o->test_limit < test_n)
         test_n = o->test_limit;
     int rc = 0;
+#ifdef PDNN_HAVE_MPI
+    if (D.on) {
+        /* Floats by their bits: lr and momentum must be equal, not close. */
+        const shared_flag sf[] = {
+            {"--batch-size", o->batch},
+            {"--train-limit (the training images used)", train_n},
+            {"--epochs", o->epochs},
+            {"--steps", o->steps},
+            {"--seed", o->seed},
+            {"--optimizer", (int64_t)op.kind},
+            {"--lr (its float32 bits)", float_bits(op.learning_rate)},
+            {"--momentum (its float32 bits)", float_bits(op.momentum)},
+            {"--bucket-mb", o->bucket_mb},
+            {"--no-overlap", o->no_overlap},
+        };
+        if ((rc = ranks_agree(sf, (int)(sizeof sf / sizeof sf[0]), timeout))) {
+            idx_dataset_free(&trn);
+            idx_dataset_free(&tst);
+            return rc;
+        }
+    }
+#endif
     model m = {0};
     m.towers = towers;
     m.batch = o->batch / towers / D.size;
@@ -929,7 +1020,7 @@ int cmd_train(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &D.size);
     int rc = train(&o);
-    if (rc) {
+    if (rc && !D.agreed) {
         /* Every other rank would wait for this one: end them all now. */
         fprintf(stderr, "polydnn train: rank %d of %d failed (exit %d); ending every rank (MPI_Abort)\n", D.rank,
                 D.size, rc);
