@@ -1009,3 +1009,63 @@ Test(conv_dispatch, verdicts_match_worded_plans)
     }
     pdnn_context_destroy(ctx);
 }
+
+#ifdef PDNN_HAVE_CLBLAST
+/* The entry named name of op in dev's backend. */
+static const pdnn__algo *entry_named(const pdnn_device *dev, pdnn__op op, const char *name)
+{
+    for (int a = 0; dev->backend->algos[op] && dev->backend->algos[op][a]; a++)
+        if (strcmp(dev->backend->algos[op][a]->name, name) == 0)
+            return dev->backend->algos[op][a];
+    return NULL;
+}
+
+/* CLBlast's SGEMM aborted the process (an uncaught C++ exception) on a
+ * 1 x 2^28 x 1 matmul, which pads to 2^35-float temporaries: its plans,
+ * matmul's and im2col_gemm's, refuse what it cannot take, saying why. */
+Test(conv_parity, clblast_plans_refuse_what_clblast_cannot_take)
+{
+    pdnn_context *ctx = th_context();
+    int checked = 0;
+    for (int d = 0; d < pdnn_device_count(ctx); d++) {
+        pdnn_device *dev = NULL;
+        cr_assert_eq(pdnn_device_get(ctx, d, &dev), PDNN_SUCCESS);
+        const pdnn__algo *mm = entry_named(dev, PDNN__OP_GEMM, "clblast");
+        const pdnn__algo *ic = entry_named(dev, PDNN__OP_CONV2D_FWD, "im2col_gemm");
+        if (!mm || !ic)
+            continue;
+        pdnn__op_call call;
+        memset(&call, 0, sizeof call);
+        call.op = PDNN__OP_GEMM;
+        call.u.matmul.m = 64, call.u.matmul.n = 64, call.u.matmul.k = 64;
+        pdnn__plan plan = {.supported = 1, .config = -1};
+        mm->plan(dev->handle, &call, &plan);
+        cr_assert(plan.supported, "64^3: %s", plan.why);
+        call.u.matmul.m = 1, call.u.matmul.n = 1, call.u.matmul.k = (int64_t)1 << 28;
+        plan = (pdnn__plan){.supported = 1, .config = -1};
+        mm->plan(dev->handle, &call, &plan);
+        cr_assert(!plan.supported && strstr(plan.why, "CLBlast pads a 1 x 1 x 268435456 product"), "%s", plan.why);
+        call.u.matmul.m = (int64_t)1 << 31, call.u.matmul.k = 1;
+        plan = (pdnn__plan){.supported = 1, .config = -1};
+        mm->plan(dev->handle, &call, &plan);
+        cr_assert(!plan.supported && strstr(plan.why, "CLBlast indexes in int"), "%s", plan.why);
+        /* A 1x1 convolution of one channel over 2^24 pixels: its GEMM is
+         * 1 x 2^24 x 1, 2^31 floats once padded. */
+        memset(&call, 0, sizeof call);
+        call.op = PDNN__OP_CONV2D_FWD;
+        pdnn__conv2d_call *c = &call.u.conv2d;
+        c->n = 1, c->c = 1, c->h = 1, c->w = (int64_t)1 << 24, c->k = 1, c->r = 1, c->s = 1;
+        c->p = 1, c->q = c->w, c->groups = 1, c->stride_h = c->stride_w = c->dil_h = c->dil_w = 1;
+        plan = (pdnn__plan){.supported = 1, .config = -1};
+        ic->plan(dev->handle, &call, &plan);
+        cr_assert(!plan.supported && strstr(plan.why, "CLBlast pads a 1 x 16777216 x 1 product"), "%s", plan.why);
+        c->w = c->q = 4096;
+        plan = (pdnn__plan){.supported = 1, .config = -1};
+        ic->plan(dev->handle, &call, &plan);
+        cr_assert(plan.supported, "1 x 4096 x 1: %s", plan.why);
+        checked++;
+    }
+    if (!checked)
+        cr_skip_test("no device with CLBlast");
+}
+#endif

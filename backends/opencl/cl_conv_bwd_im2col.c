@@ -20,8 +20,7 @@
 
 static void bwd_im2col_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    (void)dev;
-    pdnn__cl_im2col_plan(&call->u.conv2d, plan);
+    pdnn__cl_im2col_plan(dev, &call->u.conv2d, plan);
 }
 
 /* col (rows x P*Q) = im2col of image n of t (strides ts, dims C x H x W)
@@ -184,11 +183,13 @@ static pdnn_status bwd_im2col_enqueue(cl_dev *d, pdnn__op op, const pdnn__conv2d
 static pdnn_status bwd_im2col_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                                   pdnn__run_report *rep)
 {
-    (void)plan;
     (void)rep;
     cl_dev *d = dev;
+    pdnn_status st = pdnn__cl_blast_reach(elem_off(ws) + (int64_t)(plan->workspace / sizeof(float)));
+    if (st != PDNN_SUCCESS)
+        return st;
     pthread_mutex_lock(&d->lock);
-    pdnn_status st = bwd_im2col_enqueue(d, call->op, &call->u.conv2d, ws);
+    st = bwd_im2col_enqueue(d, call->op, &call->u.conv2d, ws);
     pthread_mutex_unlock(&d->lock);
     return st;
 }

@@ -13,7 +13,53 @@ extern const pdnn__algo pdnn__cl_algo_im2col_gemm;
  * floats: the packed filter or its gradient, one image's columns and one
  * image's K x P*Q matrix): 1 if they run c, else plan refused. The kernels
  * index images, channels and pixels in int; GEMM sizes are size_t. */
-int pdnn__cl_im2col_plan(const pdnn__conv2d_call *c, pdnn__plan *plan)
+/* CLBlast's kernels take sizes and offsets as int, and its indirect GEMM
+ * copies A, B and C into temporary buffers padded to its work-group tiles
+ * (128 at most in its tuning database): past either it threw an exception
+ * it did not catch ("terminate called without an active exception" for a
+ * 1 x 2^28 x 1 matmul, 2^35 padded floats), so the plans refuse first. */
+enum { BLAST_TILE = 128 };
+
+static int64_t blast_pad(int64_t v) { return (v + BLAST_TILE - 1) / BLAST_TILE * BLAST_TILE; }
+
+int pdnn__cl_blast_fits(const cl_dev *d, int64_t m, int64_t n, int64_t k, int64_t last, pdnn__plan *plan)
+{
+    if (m <= 0 || n <= 0 || k <= 0) {
+        pdnn__plan_refuse(plan, "CLBlast rejects empty sizes");
+        return 0;
+    }
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || last > INT32_MAX) {
+        pdnn__plan_refuse(plan, "CLBlast indexes in int: a %lld x %lld x %lld product reaching element %lld is past "
+                                "2^31",
+                          (long long)m, (long long)n, (long long)k, (long long)last);
+        return 0;
+    }
+    cl_ulong max_alloc = 0;
+    if (clGetDeviceInfo(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL) != CL_SUCCESS)
+        max_alloc = 0;
+    const int64_t pm = blast_pad(m), pn = blast_pad(n), pk = blast_pad(k);
+    const int64_t mats[3] = {pm * pk, pk * pn, pm * pn}; /* each < 2^62: the sizes are < 2^31 */
+    for (int i = 0; i < 3; i++)
+        if (mats[i] > INT32_MAX || (max_alloc && (uint64_t)mats[i] * sizeof(float) > max_alloc)) {
+            pdnn__plan_refuse(plan, "CLBlast pads a %lld x %lld x %lld product to %lld-float temporary matrices, "
+                                    "past its int indices or the device's largest allocation (%llu bytes)",
+                              (long long)m, (long long)n, (long long)k, (long long)mats[i],
+                              (unsigned long long)max_alloc);
+            return 0;
+        }
+    return 1;
+}
+
+pdnn_status pdnn__cl_blast_reach(int64_t last)
+{
+    if (last > INT32_MAX)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "OpenCL: CLBlast indexes in int: the workspace reaches element %lld, past 2^31 (not called)",
+                           (long long)last);
+    return PDNN_SUCCESS;
+}
+
+int pdnn__cl_im2col_plan(const cl_dev *d, const pdnn__conv2d_call *c, pdnn__plan *plan)
 {
     const int64_t lim = INT32_MAX / 4;
     if (c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim || c->h * c->w > lim ||
@@ -28,6 +74,9 @@ int pdnn__cl_im2col_plan(const pdnn__conv2d_call *c, pdnn__plan *plan)
                           (long long)f);
         return 0;
     }
+    /* Its GEMMs multiply the same three sizes in some order. */
+    if (!pdnn__cl_blast_fits(d, c->k / c->groups, pq, cpg * rs, f, plan))
+        return 0;
     plan->supported = 1;
     plan->workspace = (size_t)f * sizeof(float);
     return 1;
@@ -46,9 +95,8 @@ pdnn_status pdnn__cl_blast_status(int bs)
 
 static void im2col_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    if (!pdnn__cl_im2col_plan(c, plan))
+    if (!pdnn__cl_im2col_plan(dev, c, plan))
         return;
     if (c->groups != 1)
         pdnn__plan_skip(plan, "AUTO runs grouped convolutions with tiled: per-group GEMMs are small (%lld groups)",
@@ -148,11 +196,13 @@ static pdnn_status im2col_enqueue(cl_dev *d, const pdnn__conv2d_call *c, pdnn__b
 static pdnn_status im2col_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                               pdnn__run_report *rep)
 {
-    (void)plan;
     (void)rep;
     cl_dev *d = dev;
+    pdnn_status st = pdnn__cl_blast_reach(elem_off(ws) + (int64_t)(plan->workspace / sizeof(float)));
+    if (st != PDNN_SUCCESS)
+        return st;
     pthread_mutex_lock(&d->lock);
-    pdnn_status st = im2col_enqueue(d, &call->u.conv2d, ws);
+    st = im2col_enqueue(d, &call->u.conv2d, ws);
     pthread_mutex_unlock(&d->lock);
     return st;
 }

@@ -126,8 +126,15 @@ pdnn_status pdnn__cl_launch_checked(cl_dev *d, cl_kernel k, const char *name, cl
 #ifdef PDNN_HAVE_CLBLAST
 /* cl_im2col.c: the plan the forward and backward im2col_gemm share (1 if
  * they run c), and a CLBlast status (CLBlastStatusCode) as polydnn's. */
-int pdnn__cl_im2col_plan(const pdnn__conv2d_call *c, pdnn__plan *plan);
+int pdnn__cl_im2col_plan(const cl_dev *d, const pdnn__conv2d_call *c, pdnn__plan *plan);
 pdnn_status pdnn__cl_blast_status(int bs);
+/* 1 if CLBlast's SGEMM can take an m x n x k product whose matrices reach
+ * element last (offsets included) of their buffers; else plan refused,
+ * saying which limit (CLBlast aborts the process past them). */
+int pdnn__cl_blast_fits(const cl_dev *d, int64_t m, int64_t n, int64_t k, int64_t last, pdnn__plan *plan);
+/* The same check at run time, for a workspace whose offset plan did not
+ * know: an error instead of the call. */
+pdnn_status pdnn__cl_blast_reach(int64_t last);
 #endif
 
 /* The kernel named kernel of kernels_cl/ file (or its copy in

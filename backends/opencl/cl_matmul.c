@@ -218,10 +218,13 @@ const pdnn__algo pdnn__cl_algo_matmul_tiled = {
 #ifdef PDNN_HAVE_CLBLAST
 static void clblast_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
-    (void)dev;
     const pdnn__matmul_call *mc = &call->u.matmul;
-    if (mc->m <= 0 || mc->n <= 0 || mc->k <= 0)
-        pdnn__plan_refuse(plan, "CLBlast rejects empty sizes");
+    int64_t last = elem_off(mc->a_buf) + mc->m * mc->k;
+    if (elem_off(mc->b_buf) + mc->k * mc->n > last)
+        last = elem_off(mc->b_buf) + mc->k * mc->n;
+    if (elem_off(mc->c_buf) + mc->m * mc->n > last)
+        last = elem_off(mc->c_buf) + mc->m * mc->n;
+    pdnn__cl_blast_fits(dev, mc->m, mc->n, mc->k, last, plan);
 }
 
 /* Row-major SGEMM with element offsets; leading dimensions are the stored
