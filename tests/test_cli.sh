@@ -501,5 +501,19 @@ if [ -r "$idx_dir/train-images-idx3-ubyte.gz" ]; then
     check "profile: the op table counts Conv2D's later runs (6)" profile_runs
 fi
 
+# Under an address-space limit (ulimit -v) just above a 2 GiB reservation,
+# PoCL aborted at the first kernel ("Assertion `p->mem_ptr != NULL'",
+# exit 134): the reservation took the space PoCL allocates its buffers
+# from. It now keeps room for the driver: the conv runs, or the
+# reservation stops with a warning naming the limit. Not under ASan (it
+# reserves terabytes of address space).
+if [ "${PDNN_SANITIZERS:-no}" != yes ] && "$tool" devices 2>/dev/null | grep -q "GPU:0 -> .*backend: opencl"; then
+    for v in 1800000 2100000 2400000 2700000 3000000; do
+        ok "conv on /gpu:0 under ulimit -v $v with a 2 GiB limit" sh -c "ulimit -v $v;"' \
+            POLYDNN_MEMORY_LIMIT_MB=2048 exec "$0" conv --device /gpu:0 --iters 1 -c 8 -H 12 -W 12 -k 16' "$tool"
+        if grep -q "warning: out of memory" "$tmp/out"; then has "ulimit -v $v: the warning names it" "(ulimit -v)"; fi
+    done
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -335,10 +335,38 @@ static cl_mem huge_page_buffer(const cl_dev *d, size_t bytes)
     return NULL;
 }
 
+/* PoCL's CPU devices allocate a buffer's memory when they first use it,
+ * and abort (an assertion, `p->mem_ptr != NULL`) when that fails: under an
+ * address-space limit (ulimit -v) a reservation that took the last of the
+ * space killed the process at its first kernel. So on a CPU device a
+ * region is taken only while it and CPU_HEADROOM more (PoCL's own
+ * buffers, its compiler, thread stacks) can still be mapped; else it is
+ * refused as out of memory, and the allocator backs off or warns. */
+#define CPU_HEADROOM ((size_t)512 << 20)
+
+static int cpu_room_for(size_t bytes)
+{
+    if (bytes > SIZE_MAX - CPU_HEADROOM)
+        return 0;
+    void *p = mmap(NULL, bytes + CPU_HEADROOM, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    munmap(p, bytes + CPU_HEADROOM);
+    return 1;
+}
+
 static pdnn_status cl_region_alloc(void *dev, size_t bytes, void **region)
 {
     cl_dev *d = dev;
     cl_int err = CL_SUCCESS;
+    if (pdnn__cl_is_cpu(d) && !cpu_room_for(bytes)) {
+        char b[32], h[32];
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY,
+                           "OpenCL: a region of %zu bytes (%s) and %s for the driver do not fit in the process's "
+                           "address space (ulimit -v)",
+                           bytes, pdnn__format_bytes(bytes, b, sizeof b),
+                           pdnn__format_bytes(CPU_HEADROOM, h, sizeof h));
+    }
     cl_mem m = huge_page_buffer(d, bytes);
     if (!m)
         m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
