@@ -13,11 +13,15 @@
  *   8-11         format version (uint32, host order)
  *   12-15        key length (uint32)
  *   16-23        payload length (uint64)
- *   24-31        FNV-1a 64 of the payload (uint64)
+ *   24-31        FNV-1a 64 of the key text and the payload (uint64)
  *   32-          the key text, then the payload (the driver's binary)
  *
  * A file is used only if every field matches this build and device and
- * the payload's checksum is right; anything else (truncated, flipped
+ * the checksum is right; the key is inside the checksummed bytes, so a
+ * payload moved under another key (its checksum recomputed over the
+ * payload, as format 1 first did) is refused, not run as the wrong kernel.
+ * The directory is trusted as PoCL's and MIOpen's caches are: the checksum
+ * catches accidents, not a forger who recomputes it; anything else (truncated, flipped
  * bytes, another key behind the same hash, a binary the driver refuses,
  * a FIFO or other non-regular file at the path) is ignored with a warning,
  * rebuilt from source and overwritten (a non-regular file is left alone).
@@ -176,8 +180,8 @@ static int load(const char *path, const char *key, unsigned char **payload, size
         } else if (memcmp(buf, key, klen) != 0) {
             *why = "its key differs from this device, options and sources";
             bad = 1;
-        } else if (fnv1a(FNV_START, buf + klen, plen) != get_u64(head + 24)) {
-            *why = "its payload does not match its checksum";
+        } else if (fnv1a(FNV_START, buf, klen + plen) != get_u64(head + 24)) {
+            *why = "its key and payload do not match its checksum";
             bad = 1;
         } else {
             memmove(buf, buf + klen, plen);
@@ -235,7 +239,7 @@ static int store(cl_program prog, const char *path, const char *key)
     put_u32(head + 8, FORMAT);
     put_u32(head + 12, (uint32_t)klen);
     put_u64(head + 16, plen);
-    put_u64(head + 24, fnv1a(FNV_START, payload, plen));
+    put_u64(head + 24, fnv1a(fnv1a(FNV_START, key, klen), payload, plen));
     program_file pf = {head, key, payload, klen, plen};
     char why[768];
     const int rc = pdnn__file_replace(path, write_program, &pf, NULL, why, sizeof why);
