@@ -252,6 +252,61 @@ Test(onnx, unsupported_op_names_op_node_and_list)
     cr_assert(strstr(e, "'LRN'") && strstr(e, "second_node") && strstr(e, "supported: Add, AveragePool"), "%s", e);
 }
 
+/* An attribute of the wrong type, or an op given too many inputs, is
+ * refused naming the node and the attribute: they used to be ignored
+ * (Gemm's transB as a float computed x @ w, LeakyRelu's alpha as the
+ * string "0.5" used 0.01, a Relu with three inputs ran on the first). */
+Test(onnx, wrong_attribute_types_and_input_counts_are_refused)
+{
+    static const struct {
+        const char *op, *attr;
+        Onnx__AttributeProto__AttributeType type;
+        const char *want;
+    } bad[] = {
+        {"Gemm", "transB", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, "attribute transB is a float; it must be an int"},
+        {"LeakyRelu", "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING,
+         "attribute alpha is a string; it must be a float"},
+        {"Softmax", "axis", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, "attribute axis is ints; it must be an int"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        built b;
+        build(&b, bad[i].op);
+        Onnx__AttributeProto a, *ap[1] = {&a};
+        onnx__attribute_proto__init(&a);
+        a.name = (char *)bad[i].attr;
+        a.has_type = 1, a.type = bad[i].type;
+        int64_t one = 1;
+        if (a.type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)
+            a.has_f = 1, a.f = 1.0f;
+        else if (a.type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING)
+            a.has_s = 1, a.s.data = (uint8_t *)"0.5", a.s.len = 3;
+        else
+            a.n_ints = 1, a.ints = &one;
+        b.op2.n_attribute = 1, b.op2.attribute = ap;
+        char *two[2] = {"c", "w"};
+        if (i == 0) /* Gemm takes two */
+            b.op2.n_input = 2, b.op2.input = two;
+        pdnn_graph *g = NULL;
+        cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_CORRUPT, "%s.%s", bad[i].op, bad[i].attr);
+        const char *e = pdnn_last_error();
+        cr_assert(strstr(e, "node 'second_node'") && strstr(e, bad[i].want), "%s", e);
+        /* The right type imports (Gemm needs more than this model has). */
+        if (i == 1) {
+            a.has_s = 0, a.has_f = 1, a.f = 0.5f, a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+            cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_SUCCESS, "%s", pdnn_last_error());
+            pdnn_graph_destroy(g);
+        }
+    }
+    built b;
+    build(&b, "Relu");
+    char *three[3] = {"c", "w", "b"};
+    b.op2.n_input = 3, b.op2.input = three;
+    pdnn_graph *g = NULL;
+    cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(pdnn_last_error(), "node 'second_node' (Relu): Relu takes 1 to 1 inputs, 3 given"), "%s",
+              pdnn_last_error());
+}
+
 Test(onnx, standalone_batch_norm_is_refused)
 {
     built b;

@@ -212,6 +212,8 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
     }
     for (size_t i = 0; i < im.g->n_initializer && st == PDNN_SUCCESS; i++)
         st = pdnn__onnx_tensor_value(&im, im.g->initializer[i], im.g->initializer[i]->name);
+    for (size_t i = 0; i < im.g->n_node && st == PDNN_SUCCESS; i++)
+        st = pdnn__onnx_check_node(im.g->node[i]);
     if (st == PDNN_SUCCESS)
         st = import_inputs(&im, opts, io);
     /* Constant nodes first: they read nothing, and exporters put each just

@@ -95,6 +95,10 @@ pdnn_status pdnn__onnx_add_value(importer *im, const value *v);
 pdnn_status pdnn__onnx_attr_ints(const Onnx__NodeProto *n, const char *name, size_t want, int64_t *out);
 const char *pdnn__onnx_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t len);
 pdnn_status pdnn__onnx_check_name(const Onnx__NodeProto *n, const char *name);
+/* n's input count and the types of the attributes the importer reads,
+ * checked for every node before any is imported (a Conv reads the
+ * attributes of the nodes it absorbs). */
+pdnn_status pdnn__onnx_check_node(const Onnx__NodeProto *n);
 value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pdnn_status *st);
 value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i);
 pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank);

@@ -73,6 +73,95 @@ const char *pdnn__onnx_attr_str(const Onnx__NodeProto *n, const char *name, char
     return buf;
 }
 
+/* ---- what a node may hold ---- */
+
+#define T_(x) ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##x
+
+/* The attributes the importer reads, each of one type in every op that has
+ * it: one of another type used to be ignored (Gemm's transB as a float
+ * computed x @ w; LeakyRelu's alpha as a string used 0.01). */
+static const struct {
+    const char *name;
+    Onnx__AttributeProto__AttributeType type;
+} attr_types[] = {
+    {"allowzero", T_(INT)},    {"axis", T_(INT)},        {"ceil_mode", T_(INT)},   {"count_include_pad", T_(INT)},
+    {"group", T_(INT)},        {"storage_order", T_(INT)}, {"training_mode", T_(INT)}, {"transA", T_(INT)},
+    {"transB", T_(INT)},       {"alpha", T_(FLOAT)},     {"beta", T_(FLOAT)},      {"epsilon", T_(FLOAT)},
+    {"max", T_(FLOAT)},        {"min", T_(FLOAT)},       {"momentum", T_(FLOAT)},  {"dilations", T_(INTS)},
+    {"kernel_shape", T_(INTS)}, {"pads", T_(INTS)},      {"strides", T_(INTS)},    {"auto_pad", T_(STRING)},
+    {"value", T_(TENSOR)},
+};
+
+/* The inputs each op takes (optional ones included), over the opsets the
+ * importer reads: a Relu with three inputs used to be accepted. */
+static const struct {
+    const char *op;
+    unsigned lo, hi;
+} op_inputs[] = {
+    {"Conv", 2, 3},   {"MaxPool", 1, 1}, {"AveragePool", 1, 1}, {"GlobalAveragePool", 1, 1}, {"Relu", 1, 1},
+    {"Clip", 1, 3},   {"LeakyRelu", 1, 1}, {"Sigmoid", 1, 1},   {"Mul", 2, 2},     {"Add", 2, 2},
+    {"Gemm", 2, 3},   {"MatMul", 2, 2},  {"Flatten", 1, 1},     {"Reshape", 1, 2}, {"Softmax", 1, 1},
+    {"Dropout", 1, 3}, {"Identity", 1, 1}, {"Constant", 0, 0},
+};
+
+static const char *type_name(int t)
+{
+    switch (t) {
+    case T_(FLOAT): return "a float";
+    case T_(INT): return "an int";
+    case T_(STRING): return "a string";
+    case T_(TENSOR): return "a tensor";
+    case T_(FLOATS): return "floats";
+    case T_(INTS): return "ints";
+    case T_(STRINGS): return "strings";
+    default: return "another type";
+    }
+}
+
+/* The type an attribute holds: its declared type, else (writers before
+ * IR version 2 left it out) the one field it sets. */
+static int held_type(const Onnx__AttributeProto *a)
+{
+    if (a->has_type && a->type != T_(UNDEFINED))
+        return (int)a->type;
+    if (a->has_f)
+        return T_(FLOAT);
+    if (a->has_i)
+        return T_(INT);
+    if (a->has_s)
+        return T_(STRING);
+    if (a->t)
+        return T_(TENSOR);
+    if (a->n_floats)
+        return T_(FLOATS);
+    if (a->n_ints)
+        return T_(INTS);
+    return T_(UNDEFINED);
+}
+
+pdnn_status pdnn__onnx_check_node(const Onnx__NodeProto *n)
+{
+    if (!n->op_type || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0))
+        return PDNN_SUCCESS; /* import_node refuses these, naming why */
+    for (size_t k = 0; k < sizeof op_inputs / sizeof op_inputs[0]; k++)
+        if (strcmp(n->op_type, op_inputs[k].op) == 0 && (n->n_input < op_inputs[k].lo || n->n_input > op_inputs[k].hi))
+            return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "%s takes %u to %u inputs, %zu given", n->op_type,
+                                         op_inputs[k].lo, op_inputs[k].hi, n->n_input);
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        for (size_t k = 0; a->name && k < sizeof attr_types / sizeof attr_types[0]; k++) {
+            if (strcmp(a->name, attr_types[k].name) != 0)
+                continue;
+            const int held = held_type(a);
+            /* An empty ints attribute has no field to tell it by. */
+            if (held != (int)attr_types[k].type && !(held == T_(UNDEFINED) && attr_types[k].type == T_(INTS)))
+                return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "attribute %s is %s; it must be %s", a->name,
+                                             type_name(held), type_name(attr_types[k].type));
+        }
+    }
+    return PDNN_SUCCESS;
+}
+
 /* ---- graph nodes ---- */
 
 pdnn_status pdnn__onnx_check_name(const Onnx__NodeProto *n, const char *name)
