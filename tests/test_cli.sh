@@ -177,6 +177,10 @@ bad "corrupt npy" 1 "magic" "$tool" pool --input "$tmp/bad.npy"
 head -c 100 "$tmp/y.npy" >"$tmp/trunc.npy"
 bad "truncated npy" 1 "truncated" "$tool" pool --input "$tmp/trunc.npy"
 bad "4-d bias" 1 "expected 1" "$tool" conv -k 2 --bias-file "$tmp/p.npy"
+# A zero-element input (shape 1x2x0x4) silently became random inputs.
+h="{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 0, 4), }"
+{ printf '\223NUMPY\001\000\166\000%s' "$h"; printf '%*s\n' $((117 - ${#h})) ''; } >"$tmp/empty.npy"
+bad "zero-element conv --input" 1 "empty.npy holds no elements" "$tool" conv --input "$tmp/empty.npy" --iters 1
 # The .npy reader looks at the header before the data: /dev/zero is
 # refused at once in bounded memory (it used to be read until memory ran
 # out), and each header numpy refuses is refused with what is wrong.

@@ -34,6 +34,12 @@ static int load(const char *path, int ndim, npy_array *a)
         npy_free(a);
         return EXIT_RUNTIME;
     }
+    /* An empty array has no data: it silently became random inputs. */
+    if (a->count == 0) {
+        fprintf(stderr, "polydnn: %s holds no elements (a dimension is 0); expected a non-empty array\n", path);
+        npy_free(a);
+        return EXIT_RUNTIME;
+    }
     return 0;
 }
 
