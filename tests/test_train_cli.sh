@@ -43,6 +43,14 @@ grep -q "no array" "$T/err" || fail "other model: message: $(cat "$T/err")"
 $P train $A --data "$T/nowhere" --steps 1 > /dev/null 2> "$T/err"
 [ $? -eq 1 ] || fail "missing data: exit code"
 grep -q "nowhere" "$T/err" || fail "missing data: message: $(cat "$T/err")"
+# --save into a missing directory, or an empty path: refused before the
+# first step (it used to be reported after the training it was to keep).
+$P train $A --steps 1 --save "$T/missing/x.npz" > "$T/out" 2> "$T/err"
+[ $? -eq 2 ] && grep -q "missing/x.npz: .*/missing does not exist" "$T/err" && ! grep -q "accuracy" "$T/out" ||
+    fail "save into a missing directory: $(cat "$T/err")"
+$P train $A --steps 1 --save "" > "$T/out" 2> "$T/err"
+[ $? -eq 2 ] && grep -q "the path names no file" "$T/err" || fail "empty --save: $(cat "$T/err")"
+
 # Checkpoints of another model: an extra array, a mis-shaped one.
 /usr/bin/python3 - "$T/a.npz" "$T/extra.npz" "$T/shape.npz" <<'PY' || fail "making the bad checkpoints"
 import sys, numpy as np

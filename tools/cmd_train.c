@@ -16,11 +16,14 @@
 #include "progress.h"
 #include "run.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef PDNN_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -541,6 +544,35 @@ static void print_memory(pdnn_session *s, const pdnn_graph *g)
     }
 }
 
+/* --save's path, checked before the first step: a missing directory or an
+ * empty path was reported only when the first checkpoint was written,
+ * after the training it was meant to keep. */
+static int check_save_path(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!path[0] || (slash && !slash[1])) {
+        fprintf(stderr, "polydnn train: --save '%s': the path names no file\n", path);
+        return EXIT_USAGE;
+    }
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    struct stat sb;
+    errno = 0;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "polydnn train: --save %s: %s %s\n", path, dir,
+                errno == ENOENT ? "does not exist" : errno ? strerror(errno) : "is not a directory");
+        return EXIT_USAGE;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "polydnn train: --save %s: cannot write in %s: %s\n", path, dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 static int parse_float(const char *flag, const char *s, float *out)
 {
     char *end;
@@ -704,6 +736,8 @@ static int train(const train_opts *o)
         fprintf(stderr, "polydnn train: --checkpoint-every needs --save (the checkpoint's path)\n");
         return EXIT_USAGE;
     }
+    if (o->save && D.rank == 0 && check_save_path(o->save))
+        return EXIT_USAGE;
     float timeout = 0;
     if (o->timeout && parse_float("collective-timeout", o->timeout, &timeout))
         return EXIT_USAGE;
