@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Every device of the context, host included. */
@@ -232,6 +233,22 @@ Test(ops, bad_input_is_refused)
     pdnn_tensor_release(y);
     pdnn_tensor_release(y33);
     pdnn_tensor_release(im);
+    /* Tensors of two contexts: both devices are "/device:CPU:0", so the
+     * message names the contexts (it read "a is on /device:CPU:0 but b is
+     * on /device:CPU:0"). */
+    pdnn_context *ctx2 = th_context();
+    pdnn_device *h2;
+    cr_assert_eq(pdnn_device_find(ctx2, "/cpu:0", &h2), PDNN_SUCCESS);
+    pdnn_tensor *a1 = th_upload(h, &d, NULL), *b2 = th_upload(h2, &d, NULL), *y1 = th_upload(h, &d, NULL);
+    char want[160];
+    snprintf(want, sizeof want, "a is on /device:CPU:0 of context %p but b is on /device:CPU:0 of context %p",
+             (void *)ctx, (void *)ctx2);
+    cr_assert_eq(pdnn_add(a1, b2, y1), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), want), "%s", pdnn_last_error());
+    pdnn_tensor_release(a1);
+    pdnn_tensor_release(b2);
+    pdnn_tensor_release(y1);
+    pdnn_context_destroy(ctx2);
     pdnn_context_destroy(ctx);
 }
 

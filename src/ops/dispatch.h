@@ -79,6 +79,10 @@ const char *pdnn__op_name(pdnn__op op);
 /* Every non-NULL tensor of ts is on ts[0]'s device and float32; else an
  * error naming op and the tensors (names[i]). */
 pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n);
+/* The error for tensors a and b (named an, bn) on two devices, naming the
+ * contexts when they differ. */
+pdnn_status pdnn__device_mismatch(const char *op, const char *an, const pdnn_tensor *a, const char *bn,
+                                  const pdnn_tensor *b);
 /* y is an activation with dims want; else an error naming op and y's
  * role (name: "output", "dy", ...). */
 pdnn_status pdnn__check_output(const char *op, const char *name, const pdnn_tensor *y, const int64_t want[4]);

@@ -189,14 +189,27 @@ pdnn_status pdnn_conv2d_output_dims(const pdnn_tensor_desc *x, const pdnn_tensor
     return PDNN_SUCCESS;
 }
 
+pdnn_status pdnn__device_mismatch(const char *op, const char *an, const pdnn_tensor *a, const char *bn,
+                                  const pdnn_tensor *b)
+{
+    /* Two contexts have devices of the same names: "a is on /device:CPU:0
+     * but b is on /device:CPU:0" said nothing, so the contexts are named. */
+    if (a->dev->ctx != b->dev->ctx)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "%s: %s is on %s of context %p but %s is on %s of context %p; tensors of two contexts "
+                           "cannot meet in one call (copy through the host, or use one context)",
+                           op, an, a->dev->name, (const void *)a->dev->ctx, bn, b->dev->name,
+                           (const void *)b->dev->ctx);
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                       "%s: %s is on %s but %s is on %s; all tensors of one call must be on one device", op, an,
+                       a->dev->name, bn, b->dev->name);
+}
+
 pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
 {
     for (int i = 1; i < n; i++) {
         if (ts[i] && ts[i]->dev != ts[0]->dev)
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                               "%s: %s is on %s but %s is on %s; all tensors of one call must be "
-                               "on one device",
-                               op, names[0], ts[0]->dev->name, names[i], ts[i]->dev->name);
+            return pdnn__device_mismatch(op, names[0], ts[0], names[i], ts[i]);
     }
     for (int i = 0; i < n; i++)
         if (ts[i] && ts[i]->desc.dtype != PDNN_FLOAT32)

@@ -16,9 +16,7 @@ static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, names[i]);
     for (int i = 0; i < n; i++) {
         if (ts[i]->dev != ts[0]->dev)
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                               "%s: %s is on %s but %s is on %s; all tensors of one call must be on one device",
-                               op, names[0], ts[0]->dev->name, names[i], ts[i]->dev->name);
+            return pdnn__device_mismatch(op, names[0], ts[0], names[i], ts[i]);
         if (ts[i]->desc.dtype != PDNN_FLOAT32)
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: %s is not float32; only float32 is supported", op,
                                names[i]);

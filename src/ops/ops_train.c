@@ -96,9 +96,7 @@ pdnn_status pdnn_softmax_cross_entropy(const pdnn_tensor *logits, const pdnn_ten
     if (st != PDNN_SUCCESS)
         return st;
     if (labels->dev != logits->dev)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "%s: logits is on %s but labels is on %s; all tensors of one call must be on one device",
-                           op, logits->dev->name, labels->dev->name);
+        return pdnn__device_mismatch(op, "logits", logits, "labels", labels);
     const int64_t *ld = logits->desc.dims;
     if ((logits->desc.layout != PDNN_NCHW && logits->desc.layout != PDNN_NHWC) || ld[2] != 1 || ld[3] != 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: logits %s must be a matrix {N, K, 1, 1}, NCHW or NHWC", op,
