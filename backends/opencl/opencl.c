@@ -4,6 +4,9 @@
  * in the cl_*.c files (cl_internal.h says which). */
 #define _GNU_SOURCE /* RTLD_DEEPBIND, RTLD_DEFAULT */
 #include "backends/opencl/cl_internal.h"
+#ifdef PDNN_HAVE_CLBLAST
+#include <clblast_c.h> /* CLBlastClearCache */
+#endif
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -27,6 +30,14 @@ static void dev_free(cl_dev *d)
     if (!d)
         return;
     pdnn__cl_kernels_release(d);
+#ifdef PDNN_HAVE_CLBLAST
+    /* CLBlast keeps its programs in a process-wide cache, released by its
+     * static destructor at exit: after the context was, which under
+     * Oclgrind freed the program's memory twice ("corrupted double-linked
+     * list" at exit after an im2col_gemm conv). Its programs go with the
+     * context instead; the cache refills on the next call. */
+    CLBlastClearCache();
+#endif
     if (d->queue)
         clReleaseCommandQueue(d->queue);
     if (d->ctx)
