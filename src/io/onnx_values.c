@@ -124,18 +124,11 @@ static int held_type(const Onnx__AttributeProto *a)
 {
     if (a->has_type && a->type != T_(UNDEFINED))
         return (int)a->type;
-    if (a->has_f)
-        return T_(FLOAT);
-    if (a->has_i)
-        return T_(INT);
-    if (a->has_s)
-        return T_(STRING);
-    if (a->t)
-        return T_(TENSOR);
-    if (a->n_floats)
-        return T_(FLOATS);
-    if (a->n_ints)
-        return T_(INTS);
+    const int set[] = {a->has_f, a->has_i, a->has_s, a->t != NULL, a->n_floats > 0, a->n_ints > 0};
+    const int type[] = {T_(FLOAT), T_(INT), T_(STRING), T_(TENSOR), T_(FLOATS), T_(INTS)};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        if (set[i])
+            return type[i];
     return T_(UNDEFINED);
 }
 
