@@ -693,9 +693,8 @@ Test(npz, fifo_refused, .init = make_dir, .fini = remove_dir, .timeout = 20)
 typedef struct zmember {
     char name[24];
     unsigned method;
-    uint32_t crc, usize;
+    uint32_t crc, usize, csize;
     const unsigned char *data;
-    uint32_t csize;
 } zmember;
 
 static unsigned char *le(unsigned char *p, uint32_t v, int bytes)
@@ -771,10 +770,10 @@ Test(npz, bomb_refused_before_inflating, .timeout = 30)
     unsigned char *junk = calloc(CSIZE, 1);
     cr_assert_not_null(junk);
     /* Small members where sizes are right: nothing is inflated anyway. */
-    zmember m[4] = {{"bomb.npy", 8, 0, 1000000000u, junk, CSIZE},
-                    {"conv1_w.npy", 8, 0, 1000000000u, junk, CSIZE},
-                    {"conv1_w.npy", 8, 0, 3200 + 128, junk, 64},
-                    {"train_state.npy", 8, 0, 24 + 128, junk, 64}};
+    zmember m[4] = {{"bomb.npy", 8, 0, 1000000000u, CSIZE, junk},
+                    {"conv1_w.npy", 8, 0, 1000000000u, CSIZE, junk},
+                    {"conv1_w.npy", 8, 0, 3200 + 128, 64, junk},
+                    {"train_state.npy", 8, 0, 24 + 128, 64, junk}};
     const npz_expect want[2] = {{"conv1_w", 4 * 800}, {"train_state", 24}};
     /* An unknown member; a known one declaring more than its array; a
      * wanted array missing (named before an extra one). */

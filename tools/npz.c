@@ -511,10 +511,13 @@ static pdnn_status walk_directory(const zread *z, size_t cd_off, size_t end, uns
 {
     dir_name *names = calloc(n ? n : 1, sizeof *names);
     unsigned char *seen = calloc(n_want > 0 ? (size_t)n_want : 1, 1);
+    if (!names || !seen) {
+        free(names);
+        free(seen);
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory", z->name);
+    }
     const dir_name *extra = NULL; /* the first member want lacks */
     pdnn_status st = PDNN_SUCCESS;
-    if (!names || !seen)
-        st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, z->err, z->errlen, "%s: out of memory", z->name);
     size_t at = cd_off;
     for (unsigned i = 0; i < n && st == PDNN_SUCCESS; i++) {
         const unsigned char *c = z->b + at;
