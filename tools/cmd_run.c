@@ -66,7 +66,7 @@ int cmd_run(int argc, char **argv)
                                                    "largest live set"},
         {0, "layout", OPT_STR, &layout, 0, "NCHW|NHWC: the layout the network runs in (default NCHW, the file's; "
                                            "inputs and outputs stay NCHW)"},
-        {0, "no-fusion", OPT_FLAG, &no_fusion, 0, "keep each Relu a node of its own (no Conv+Relu fusion)"},
+        {0, "no-fusion", OPT_FLAG, &no_fusion, 0, "keep each Add, Relu and Clip after a Conv a node of its own (BatchNormalization is still folded)"},
         {0, "profile", OPT_FLAG, &profile, 0, "time every node (synchronizing after each) and print the times"},
     };
     int rc = cli_parse("run model.onnx", argc - (model != NULL), argv + (model != NULL), opts,

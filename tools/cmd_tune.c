@@ -659,12 +659,14 @@ int cmd_tune(int argc, char **argv)
     };
     shape_opts(&o.shape, opts + N_OWN);
     int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
-                       "  polydnn tune resnet50|vgg16 [flags]  ResNet-50 v1.5's or VGG-16's distinct convolutions\n"
+                       "  polydnn tune resnet50|vgg16|mobilenet [flags]\n"
+                       "                                       ResNet-50 v1.5's, VGG-16's or MobileNet v1's distinct\n"
+                       "                                       convolutions\n"
                        "  polydnn tune conv [flags]            one convolution, from polydnn conv's shape flags\n"
                        "For each layer, layout and batch: the default configuration is checked against the host\n"
                        "reference (/cpu:0, at batch 1), then every configuration of each tunable algorithm that\n"
-                       "applies is checked against it and timed, the fastest stored in the tuning cache (see README,\n"
-                       "Tuning), and AUTO's choice among the algorithms measured and stored; ops then use both. Prints a Markdown table: default and tuned GFLOP/s (warm-up, then timed in\n"
+                       "applies is checked against it and timed, the fastest stored in the tuning cache (see\n"
+                       "docs/tuning.md), and AUTO's choice among the algorithms measured and stored; ops then use both. Prints a Markdown table: default and tuned GFLOP/s (warm-up, then timed in\n"
                        "alternation, best of at least 3), the speedup and the search's seconds; \"cached\" where a\n"
                        "result existed (--force: search anyway).");
     if (rc)

@@ -467,7 +467,7 @@ class Context:
         node runs. allow_soft_placement: the default of Session's; a node
         pinned to a device that does not exist runs elsewhere. tuning:
         'off', 'cached' (the library's default), 'search' or 'force' (see
-        README "Tuning"; POLYDNN_TUNING overrides)."""
+        docs/tuning.md; POLYDNN_TUNING overrides)."""
         if growth_policy not in _GROWTH:
             raise ValueError("growth_policy must be 'gradual' or 'double', got %r" % (growth_policy,))
         if tuning is not None and tuning not in _TUNING:
