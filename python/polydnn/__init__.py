@@ -16,8 +16,14 @@ PyTorch channels_last tensor arrives as NHWC. Host tensors (kDLCPU) live on
 /device:CPU:0; use Tensor.to() to copy one to an accelerator and back.
 
 The library is found through, in order: $POLYDNN_LIBRARY, the libdir it
-was installed to by `make install`, then the system's library path.
+was installed to by `make install`, then the system's library path
+(docs/python.md, "Installing").
 """
+
+# The release this module belongs to: configure.ac's AC_INIT version, which
+# pyproject.toml reads from here (tests/test_pip_install.sh checks both and
+# version(), the library's).
+__version__ = "0.1.0"
 
 import contextlib
 import ctypes
@@ -29,7 +35,7 @@ import os
 import sys
 
 __all__ = [
-    "Error", "Context", "Device", "Tensor", "default_context", "devices",
+    "__version__", "Error", "Context", "Device", "Tensor", "default_context", "devices",
     "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
     "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
     "clip", "leaky_relu", "sigmoid", "concat", "transform",
