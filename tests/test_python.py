@@ -713,7 +713,7 @@ class NewOpsMatchTorch(unittest.TestCase):
 
 
 def cuda_gap(dev, err):
-    """CUDA has no fused cross-entropy and no Adam (README): refused there."""
+    """CUDA has no fused cross-entropy and no Adam (docs/c-api.md): refused there."""
     return dev.backend == "cuda" and "UNSUPPORTED" in str(err)
 
 
