@@ -12,6 +12,7 @@ models at batch 1 and 8 or, with --batch=1, 1 only).
 Exit 0 all passed, 1 a failure, 77 when onnx/onnxruntime are missing.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -354,6 +355,14 @@ def main():
                     wr = subprocess.run(cmd + ["--warmup", "3"], capture_output=True, text=True)
                     if wr.returncode != 0 or "(mean of 1 after 3 warm-up runs)" not in wr.stdout:
                         print(f"FAIL {tag} --warmup 3: exited {wr.returncode}\n{wr.stdout}{wr.stderr}")
+                        failed += 1
+                    # The spread: min <= median <= p90 <= p99, the mean within [min, p99].
+                    sr = subprocess.run(cmd + ["--iters", "12"], capture_output=True, text=True)
+                    m = re.search(r"time per run: ([0-9.]+) ms \(mean of 12 after 1 warm-up run\), min ([0-9.]+), "
+                                  r"median ([0-9.]+), p90 ([0-9.]+), p99 ([0-9.]+) ms", sr.stdout)
+                    v = [float(g) for g in m.groups()] if m else None
+                    if sr.returncode != 0 or not v or not (v[1] <= v[2] <= v[3] <= v[4] and v[1] <= v[0] <= v[4]):
+                        print(f"FAIL {tag} --iters 12: no consistent min/median/p90/p99\n{sr.stdout}{sr.stderr}")
                         failed += 1
                     wr = subprocess.run(cmd + ["--warmup", "0"], capture_output=True, text=True)
                     if wr.returncode != 2 or "--warmup must be at least 1" not in wr.stderr:

@@ -45,6 +45,19 @@ static void print_top5(const float *y, int64_t rows, int64_t cols)
     }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The nearest-rank p-th percentile of n sorted values. */
+static double percentile(const double *sorted, int n, int p)
+{
+    int rank = (p * n + 99) / 100; /* ceil(p/100 * n), 1-based */
+    return sorted[rank < 1 ? 0 : rank - 1];
+}
+
 int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
@@ -53,7 +66,7 @@ int cmd_run(int argc, char **argv)
     const cli_opt opts[] = {
         {0, "input", OPT_STR, &input, 0, "x.npy: the model's (first) input, NCHW; sets the batch"},
         {0, "output", OPT_STR, &output, 0, "y.npy: write the (first) output"},
-        {0, "batch", OPT_INT, &batch, 1, "batch size for random inputs (default: the file's, symbolic -> 1)"},
+        {'n', "batch", OPT_INT, &batch, 1, "batch size for random inputs (default: the file's, symbolic -> 1)"},
         {'d', "device", OPT_STR, &device, 0, "run every node on this device, e.g. /cpu:0 (default: placed)"},
         {'i', "iters", OPT_INT, &iters, 1, "timed runs after the warm-up (default 10)"},
         {0, "warmup", OPT_INT, &warmup, 1, "untimed runs first (default 1; the first run builds kernels and "
@@ -167,6 +180,11 @@ int cmd_run(int argc, char **argv)
     }
     (void)ctx;
     double per_run = 0.0;
+    double *times = malloc(sizeof *times * (size_t)iters);
+    if (!times) {
+        rc = cli_host_oom("run", "the run times", sizeof *times * (uint64_t)iters);
+        goto out;
+    }
     for (int it = 0; it < warmup + iters && !rc; it++) {
         for (int k = 0; k < io.n_outputs; k++) {
             pdnn_tensor_release(fetched[k]);
@@ -177,11 +195,15 @@ int cmd_run(int argc, char **argv)
             rc = cli_fail("running the model");
         else if (pdnn_device_synchronize(pdnn_tensor_device(fetched[0])) != PDNN_SUCCESS)
             rc = cli_fail("waiting for the run");
-        if (it >= warmup)
-            per_run += (now_ms() - t) / iters;
+        if (it >= warmup) {
+            times[it - warmup] = now_ms() - t;
+            per_run += times[it - warmup] / iters;
+        }
     }
-    if (rc)
+    if (rc) {
+        free(times);
         goto out;
+    }
     pdnn_tensor_desc yd;
     pdnn_tensor_get_desc(fetched[0], &yd);
     int64_t ny = pdnn_tensor_desc_elements(&yd);
@@ -198,8 +220,14 @@ int cmd_run(int argc, char **argv)
            model, pdnn_graph_node_count(g), t_import, pdnn_graph_node_name(g, io.outputs[0]), yd.dims[0],
            yd.dims[1], yd.dims[2], yd.dims[3]);
     print_top5(y, yd.dims[0], ny / yd.dims[0]);
-    printf("time per run: %.3f ms (mean of %d after %d warm-up run%s%s)\n", per_run, iters, warmup,
-           warmup == 1 ? "" : "s", profile ? "; --profile synchronizes after every node" : "");
+    /* The spread as well as the mean: one slow run (a page fault, another
+     * process) moves a mean, the median not; p90/p99 are nearest-rank. */
+    qsort(times, (size_t)iters, sizeof *times, cmp_double);
+    printf("time per run: %.3f ms (mean of %d after %d warm-up run%s%s), min %.3f, median %.3f, p90 %.3f, "
+           "p99 %.3f ms\n",
+           per_run, iters, warmup, warmup == 1 ? "" : "s", profile ? "; --profile synchronizes after every node" : "",
+           times[0], percentile(times, iters, 50), percentile(times, iters, 90), percentile(times, iters, 99));
+    free(times);
     if (profile && cli_print_profile(stdout, g, s, 40))
         rc = EXIT_RUNTIME;
     if (output) {
