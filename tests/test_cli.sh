@@ -42,6 +42,24 @@ has() { # has NAME NEEDLE: the last output contains NEEDLE
 ok "devices" "$tool" devices
 has "devices lists the host" "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0, backend: host"
 ok "devices --verbose" "$tool" devices --verbose
+# --json: one object per device and line, the same devices as the text.
+run "$tool" devices; sed -n 's|^/job:localhost/replica:0/task:0\(/device:[A-Z]*:[0-9]*\) -> .*|\1|p' "$tmp/out" >"$tmp/names"
+ok "devices --json" "$tool" devices --json
+cp "$tmp/out" "$tmp/json"
+if command -v python3 >/dev/null 2>&1; then
+    ok "devices --json: JSON Lines with the text's names" python3 -c '
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+names = open(sys.argv[2]).read().split()
+assert [r["name"] for r in rows] == names and names, (rows, names)
+assert all(r["type"] in ("CPU", "GPU") and r["memory_bytes"] > 0 for r in rows), rows' "$tmp/json" "$tmp/names"
+fi
+# One name for the batch size everywhere (-n, --batch); train keeps its
+# older --batch-size. Each reaches the same value check before any work.
+bad "train --batch 0" 2 "--batch must be at least 1" "$tool" train --batch 0
+bad "train -n 0" 2 "-n must be at least 1" "$tool" train -n 0
+bad "train --batch-size 0 (its older name)" 2 "--batch-size must be at least 1" "$tool" train --batch-size 0
+bad "run -n 0" 2 "-n must be at least 1" "$tool" run "$tmp/none.onnx" -n 0
 has "verbose shows drivers" "driver:"
 ok "POLYDNN_BACKEND=host keeps only the host" env POLYDNN_BACKEND=host "$tool" devices --verbose
 has "host kept" "device:CPU:0 -> device: 0, backend: host"

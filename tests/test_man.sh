@@ -16,9 +16,11 @@ for cmd in $cmds; do
     printf '%s\n' "$plain" | grep -q "^\.SS \"polydnn $cmd "; check $? "polydnn.1 has no section for '$cmd'"
     help=$("$tool" "$cmd" --help); check $? "polydnn $cmd --help failed"
     [ "$("$tool" help "$cmd")" = "$help" ]; check $? "polydnn help $cmd differs from polydnn $cmd --help"
+    # The command's own section: from its .SS line to the next .SS or .SH.
+    section=$(printf '%s\n' "$plain" | awk -v c=".SS \"polydnn $cmd " 'index($0, c) == 1 { on = 1; print; next } on && /^\.S[SH] / { on = 0 } on')
     for flag in $(printf '%s\n' "$help" | grep -oE '^  (-[A-Za-z], )? *--[a-z0-9-]+' | grep -oE -- '--[a-z0-9-]+|-[A-Za-z]\b' | sort -u); do
         [ "$flag" = --help ] || [ "$flag" = -h ] && continue
-        printf '%s\n' "$plain" | grep -qE -- "(^|[ ,])$flag([ ,=]|$)"; check $? "polydnn $cmd $flag is in --help but not in polydnn.1"
+        printf '%s\n' "$section" | grep -qE -- "(^|[ ,])$flag([ ,=]|$)"; check $? "polydnn $cmd $flag is in --help but not in polydnn.1's $cmd section"
     done
 done
 "$tool" help no-such-command >/dev/null 2>&1; [ $? -eq 2 ]; check $? "polydnn help no-such-command should exit 2"

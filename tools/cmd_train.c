@@ -847,7 +847,9 @@ int cmd_train(int argc, char **argv)
     train_opts o = {.epochs = 3, .batch = 64, .seed = 1};
     const cli_opt opts[] = {
         {0, "epochs", OPT_INT, &o.epochs, 1, "epochs (default 3)"},
-        {0, "batch-size", OPT_INT, &o.batch, 1, "batch size (default 64)"},
+        {'n', "batch", OPT_INT, &o.batch, 1, "batch size (default 64)"},
+        /* The name every other command uses is --batch; this one's old name stays. */
+        {0, "batch-size", OPT_INT, &o.batch, 1, "the same as --batch (its older name here)"},
         {0, "lr", OPT_STR, &o.lr, 0, "learning rate (SGD 0.05, Adam 0.001)"},
         {0, "momentum", OPT_STR, &o.momentum, 0, "SGD momentum (default 0.9)"},
         {0, "optimizer", OPT_STR, &o.optimizer, 0, "sgd or adam (default sgd)"},
