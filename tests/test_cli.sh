@@ -42,6 +42,7 @@ has() { # has NAME NEEDLE: the last output contains NEEDLE
 ok "devices" "$tool" devices
 has "devices lists the host" "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0, backend: host"
 ok "devices --verbose" "$tool" devices --verbose
+has "verbose shows drivers" "driver:"
 # --json: one object per device and line, the same devices as the text.
 run "$tool" devices; sed -n 's|^/job:localhost/replica:0/task:0\(/device:[A-Z]*:[0-9]*\) -> .*|\1|p' "$tmp/out" >"$tmp/names"
 ok "devices --json" "$tool" devices --json
@@ -60,7 +61,6 @@ bad "train --batch 0" 2 "--batch must be at least 1" "$tool" train --batch 0
 bad "train -n 0" 2 "-n must be at least 1" "$tool" train -n 0
 bad "train --batch-size 0 (its older name)" 2 "--batch-size must be at least 1" "$tool" train --batch-size 0
 bad "run -n 0" 2 "-n must be at least 1" "$tool" run "$tmp/none.onnx" -n 0
-has "verbose shows drivers" "driver:"
 ok "POLYDNN_BACKEND=host keeps only the host" env POLYDNN_BACKEND=host "$tool" devices --verbose
 has "host kept" "device:CPU:0 -> device: 0, backend: host"
 has "opencl skipped" "opencl: skipped (POLYDNN_BACKEND)"
@@ -391,6 +391,8 @@ has "tune --force: mode" "^Mode: force"
 has "tune --force: searched again" "$trow [0-9.]* |$"
 has "tune --force: batch 2 row" "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 2 | [a-z_0-9]*\( [a-z]*=[0-9]*\)* | .* | [0-9.]* |$"
 has "tune --force: both searched" "^Tuned 2 of 2 row(s): 2 searched, 0 from the cache;"
+has "tune progress: row 1 of 2, on stderr" "^polydnn tune conv: \[1/2\] c8 6x6 k16 3x3 pad 1,1,1,1 NCHW batch 1 ([0-9]* s so far)$"
+has "tune progress: row 2 of 2 with an ETA" "^polydnn tune conv: \[2/2\] c8 6x6 k16 3x3 pad 1,1,1,1 NCHW batch 2 ([0-9]* s so far, ETA [0-9]* s)$"
 has "tune --force: 2 shapes, 6 entries" "(2 shapes searched by this run; the file holds 6 entries)."
 check "tune --force rewrote the entry" sh -c "! cmp -s '$tc/tuning-v1.tsv' '$tmp/tune-first.tsv'"
 check "tune --force stored the row's configuration" tuned_is_stored

@@ -762,11 +762,25 @@ int cmd_tune(int argc, char **argv)
     printf("| layer | layout | batch | tuned configuration | default configuration | default GFLOP/s | tuned GFLOP/s "
            "| speedup | search s |\n| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
     fflush(stdout);
+    /* Progress on stderr (stdout stays the table): each row as it starts,
+     * with the time so far and, from the second row, an ETA at the mean
+     * time per row (rows differ; it is a guide). */
+    const int total_rows = nlayers * nlayouts * o.batches.n;
+    int row = 0;
+    const double t_rows = cli_now();
     for (int i = 0; rc == 0 && i < nlayers; i++)
         for (int l = 0; rc == 0 && l < nlayouts; l++) {
             int ref = 0;
-            for (int b = 0; rc == 0 && b < o.batches.n; b++)
+            for (int b = 0; rc == 0 && b < o.batches.n; b++) {
+                const double spent = cli_now() - t_rows;
+                fprintf(stderr, "polydnn %s: [%d/%d] %s %s batch %d (%.0f s so far", cmd, row + 1, total_rows,
+                        layers[i].name, layouts[l] == PDNN_NHWC ? "NHWC" : "NCHW", o.batches.v[b], spent);
+                if (row > 0)
+                    fprintf(stderr, ", ETA %.0f s", spent / row * (total_rows - row));
+                fprintf(stderr, ")\n");
+                row++;
                 rc = tune_row(&r, &layers[i], layouts[l], o.batches.v[b], &ref, 1000u + (uint64_t)i);
+            }
         }
     if (rc)
         goto out;
