@@ -787,8 +787,12 @@ static int train(const train_opts *o)
             }
             gs++;
             done++;
-            if (gs % 10 == 0 && !quiet(o))
+            if (gs % 10 == 0 && !quiet(o)) {
+                /* Off the progress line first when both share a terminal. */
+                progress_clear(&pr);
                 printf("%sstep %lld loss %.4f\n", who, (long long)gs, loss);
+                fflush(stdout);
+            }
             progress_step(&pr, o->batch, loss, progress_now());
             /* Rank 0 alone writes checkpoints (the ranks' variables are equal). */
             if (o->ckpt_every > 0 && gs % o->ckpt_every == 0 && D.rank == 0 &&
