@@ -15,36 +15,20 @@ static void human(uint64_t b, char *buf, size_t len)
     snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-/* s as a JSON string: quotes, backslashes and control bytes escaped
- * (driver strings are the drivers' own). */
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if (*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
-}
-
 /* One JSON object per device, one per line (JSON Lines), for scripts. */
 static void print_json(const pdnn_device_info *info)
 {
     printf("{\"name\": ");
-    json_string(info->name);
+    cli_json_string(stdout, info->name);
     printf(", \"type\": \"%s\", \"index\": %d, \"backend\": ", info->type == PDNN_DEVICE_GPU ? "GPU" : "CPU",
            info->index);
-    json_string(info->backend);
+    cli_json_string(stdout, info->backend);
     printf(", \"vendor\": ");
-    json_string(info->vendor);
+    cli_json_string(stdout, info->vendor);
     printf(", \"device_name\": ");
-    json_string(info->device_name);
+    cli_json_string(stdout, info->device_name);
     printf(", \"driver_version\": ");
-    json_string(info->driver_version);
+    cli_json_string(stdout, info->driver_version);
     printf(", \"memory_bytes\": %llu, \"max_alloc_bytes\": %llu, \"compute_units\": %d}\n",
            (unsigned long long)info->memory_bytes, (unsigned long long)info->max_alloc_bytes, info->compute_units);
 }
