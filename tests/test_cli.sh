@@ -396,6 +396,19 @@ has "tune progress: row 2 of 2 with an ETA" "^polydnn tune conv: \[2/2\] c8 6x6 
 has "tune --force: 2 shapes, 6 entries" "(2 shapes searched by this run; the file holds 6 entries)."
 check "tune --force rewrote the entry" sh -c "! cmp -s '$tc/tuning-v1.tsv' '$tmp/tune-first.tsv'"
 check "tune --force stored the row's configuration" tuned_is_stored
+# --json: stdout is one object per row (here both cached), the rest on stderr.
+if env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout NCHW --batch 1,2 --json \
+    >"$tmp/tune.json" 2>"$tmp/tune.err" && command -v python3 >/dev/null 2>&1; then
+    ok "tune --json: a JSON object per row, cached" python3 -c '
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert [(r["batch"], r["status"], r["cached"]) for r in rows] == [(1, "tuned", True), (2, "tuned", True)], rows
+assert all(r["tuned_gflops"] > 0 and r["search_s"] is None and r["layout"] == "NCHW" for r in rows), rows' "$tmp/tune.json"
+    cp "$tmp/tune.err" "$tmp/out"
+    has "tune --json: the summary on stderr" "^Tuned 2 of 2 row(s): 0 searched, 2 from the cache;"
+else
+    fail=$((fail + 1)); echo "FAIL: tune --json exited non-zero"; cat "$tmp/tune.err"
+fi
 # --emit-defaults: the run's winners as a row of the OpenCL device table.
 # Every entry must name a kernel and configuration the run stored in its
 # cache (so both are real names), and the row must compile against the
