@@ -308,6 +308,21 @@ fi
 ok "bench conv on the host" "$tool" bench conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 --iters 1 --no-peak --device /cpu:0 --layout NHWC
 has "host row: direct, no im2col peer" "^| c8 8x8 k8 3x3 | NHWC | direct | [0-9.e-]* | [0-9.]* | [0-9.e-]* | - | - | - |"
 has "host: peak not measured" "^Peak: not measured (--no-peak)."
+# --json: one object per row on stdout (the host: no im2col peer, null),
+# the means on stderr.
+if "$tool" bench conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 --iters 1 --no-peak --device /cpu:0 --json \
+    >"$tmp/bench.json" 2>"$tmp/bench.err" && command -v python3 >/dev/null 2>&1; then
+    ok "bench --json: a JSON object per row" python3 -c '
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert [(r["kind"], r["layout"], r["algorithm"]) for r in rows] == [("conv", "NCHW", "direct"), ("conv", "NHWC", "direct")], rows
+assert all(r["gflops"] > 0 and r["ms"] > 0 and r["pct_of_peak"] is None and r["im2col_gemm_gflops"] is None
+           for r in rows), rows' "$tmp/bench.json"
+    cp "$tmp/bench.err" "$tmp/out"
+    has "bench --json: the means on stderr" "^Geometric means over 2 convolution(s): polydnn"
+else
+    fail=$((fail + 1)); echo "FAIL: bench --json exited non-zero"; cat "$tmp/bench.err"
+fi
 ok "bench conv, strided, grouped, dilated, SAME" "$tool" bench conv -n 2 -c 12 -H 13 -W 11 -k 8 -g 4 -y 3 -x 2 -u 2 -v 1 \
     -l 2 -j 1 --padding same --iters 1 --no-peak
 has "shape named in the row" "^| c12 13x11 k8 3x2 /2,1 pad 2,2,0,1 dil 2,1 g4 | NHWC |"
