@@ -469,7 +469,9 @@ class Context:
     def __init__(self, allow_growth=True, memory_fraction=0.0, memory_limit=0,
                  visible_devices=None, growth_policy="gradual", log_device_placement=False,
                  allow_soft_placement=False, tuning=None):
-        """log_device_placement: sessions on this context print where each
+        """allow_growth is True here, 0 in C's pdnn_context_options_init and
+        the tool (the whole limit reserved on first use): docs/python.md,
+        "Context defaults", says why. log_device_placement: sessions on this context print where each
         node runs. allow_soft_placement: the default of Session's; a node
         pinned to a device that does not exist runs elsewhere. tuning:
         'off', 'cached' (the library's default), 'search' or 'force' (see
