@@ -71,9 +71,9 @@ def environment(bindir):
     os.symlink(python, os.path.join(bindir, "python3"))
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     env["POLYDNN_LIBRARY"] = os.path.join(top_build, ".libs", "libpolydnn.so.0")
-    env["PYTHONPATH"] = os.path.join(top_src, "python") + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["LD_LIBRARY_PATH"] = os.path.join(top_build, ".libs") + (
-        os.pathsep + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    for var, first in (("PYTHONPATH", os.path.join(top_src, "python")),
+                       ("LD_LIBRARY_PATH", os.path.join(top_build, ".libs"))):
+        env[var] = first + (os.pathsep + env[var] if env.get(var) else "")
     env.pop("POCL_DEVICES", None)  # a block that wants two PoCL devices says so itself
     return env, top_src, python
 
