@@ -96,7 +96,7 @@ typedef struct pdnn_context pdnn_context;
 typedef struct pdnn_device pdnn_device;
 typedef struct pdnn_tensor pdnn_tensor;
 
-/* Kernel autotuning (see README "Tuning"). OFF: built-in defaults per
+/* Kernel autotuning (see docs/tuning.md). OFF: built-in defaults per
  * device class; CACHED (default): results from the tuning cache file where
  * there are some, defaults elsewhere; SEARCH: also tune a shape on its first
  * use (a few candidate kernels are checked against the default and timed;
@@ -127,7 +127,7 @@ PDNN_API pdnn_status pdnn_tuning_cache_file(char *buf, size_t len);
  * and why. *unsaved (may be NULL) receives how many are in memory only. */
 PDNN_API pdnn_status pdnn_tuning_cache_flush(size_t *unsaved);
 
-/* How allow_growth sizes each new region (README "Memory"). */
+/* How allow_growth sizes each new region (docs/memory.md). */
 typedef enum pdnn_growth_policy {
     /* Each new region is the request or 1/16 of what is already reserved,
      * whichever is larger (at least 2 MiB, in whole MiB): at most about
@@ -139,7 +139,7 @@ typedef enum pdnn_growth_policy {
 } pdnn_growth_policy;
 
 typedef struct pdnn_context_options {
-    /* Memory (see README "Memory"). allow_growth: 1 grow regions on
+    /* Memory (see docs/memory.md). allow_growth: 1 grow regions on
      * demand, 0 reserve the device's whole limit on first use. */
     int allow_growth;
     /* Region sizes with allow_growth; POLYDNN_GROWTH_POLICY=gradual|double
@@ -909,10 +909,11 @@ typedef struct pdnn_onnx_options {
     /* Requested device of every node (a pdnn_graph_* device string); NULL
      * or "": the session places them. */
     const char *device;
-    /* 1: no fusion at import (for debugging): a Relu that alone reads a
-     * Conv's output stays a node of its own instead of the convolution's
-     * fused epilogue (pdnn_conv2d_params.relu). BatchNormalization is
-     * folded into its Conv either way. */
+    /* 1: no fusion at import (for debugging): a residual Add, a Relu or a
+     * Clip (ReLU6) that alone reads a Conv's output stays a node of its
+     * own instead of the convolution's fused epilogue (pdnn_conv2d_params
+     * z, relu, relu_cap). BatchNormalization is folded into its Conv
+     * either way. */
     int no_fusion;
     /* PDNN_NCHW (0, the file's) or PDNN_NHWC: the whole network runs in
      * NHWC (weights in OHWI), with a Transpose node after each rank-4
@@ -945,7 +946,7 @@ typedef struct pdnn_onnx_io {
  * dilations, strides, pads, auto_pad, bias), BatchNormalization (inference,
  * folded into the Conv whose only reader it is), Relu (fused into the
  * Conv whose only reader it is, unless no_fusion), Clip, LeakyRelu,
- * Sigmoid, Mul (by a constant scalar), Concat, MaxPool,
+ * Sigmoid, Mul (a constant scalar, or a tensor broadcast NumPy-style), Concat, MaxPool,
  * AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool,
  * Add, Gemm, MatMul, Flatten, Reshape (constant shape), Softmax, Dropout
  * and Identity (removed), Constant. Anything else is refused with
@@ -1047,7 +1048,7 @@ typedef struct pdnn_session_config {
      * it (so runs are slower, and a node's time is its own, not queued
      * work of earlier nodes'). Read with pdnn_session_node_profile. */
     int profile;
-    /* Data-parallel training over MPI (README "Distributed training"):
+    /* Data-parallel training over MPI (docs/distributed.md):
      * PDNN_DISTRIBUTED_MPI runs the graph's AllReduce nodes across the
      * ranks of mpi_comm. MPI must be initialized by the caller with at
      * least MPI_THREAD_SERIALIZED (a session thread starts the
@@ -1078,7 +1079,7 @@ typedef enum pdnn_distributed { PDNN_DISTRIBUTED_NONE = 0, PDNN_DISTRIBUTED_MPI 
  * placement, log to stderr. */
 PDNN_API void pdnn_session_config_init(pdnn_session_config *cfg);
 
-/* Places every node (rules in README "Graphs and sessions"), uploads the
+/* Places every node (rules in docs/devices.md), uploads the
  * constants and logs the placement. The graph is copied: it may be
  * changed or destroyed afterwards. Placement errors name the node, the
  * requested device and the devices that exist. */

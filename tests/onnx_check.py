@@ -11,7 +11,9 @@ default set; make check-models runs, instead, --torchvision-fast (SqueezeNet
 models at batch 1 and 8 or, with --batch=1, 1 only).
 Exit 0 all passed, 1 a failure, 77 when onnx/onnxruntime are missing.
 """
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -354,6 +356,25 @@ def main():
                     wr = subprocess.run(cmd + ["--warmup", "3"], capture_output=True, text=True)
                     if wr.returncode != 0 or "(mean of 1 after 3 warm-up runs)" not in wr.stdout:
                         print(f"FAIL {tag} --warmup 3: exited {wr.returncode}\n{wr.stdout}{wr.stderr}")
+                        failed += 1
+                    # The spread: min <= median <= p90 <= p99, the mean within [min, p99].
+                    sr = subprocess.run(cmd + ["--iters", "12"], capture_output=True, text=True)
+                    m = re.search(r"time per run: ([0-9.]+) ms \(mean of 12 after 1 warm-up run\), min ([0-9.]+), "
+                                  r"median ([0-9.]+), p90 ([0-9.]+), p99 ([0-9.]+) ms", sr.stdout)
+                    v = [float(g) for g in m.groups()] if m else None
+                    if sr.returncode != 0 or not v or not (v[1] <= v[2] <= v[3] <= v[4] and v[1] <= v[0] <= v[4]):
+                        print(f"FAIL {tag} --iters 12: no consistent min/median/p90/p99\n{sr.stdout}{sr.stderr}")
+                        failed += 1
+                    # --json: one object with the same top-5 and the times.
+                    jr = subprocess.run(cmd + ["--json"], capture_output=True, text=True)
+                    try:
+                        j = json.loads(jr.stdout.splitlines()[0]) if jr.returncode == 0 else None
+                    except (ValueError, IndexError):
+                        j = None
+                    first = re.search(r"^image 0 top-5: (\d+) ", sr.stdout, re.M)
+                    if (not j or not first or j["top5"][0][0][0] != int(first.group(1)) or
+                            not j["min_ms"] <= j["median_ms"] <= j["p90_ms"] <= j["p99_ms"]):
+                        print(f"FAIL {tag} --json: {jr.returncode}\n{jr.stdout}{jr.stderr}")
                         failed += 1
                     wr = subprocess.run(cmd + ["--warmup", "0"], capture_output=True, text=True)
                     if wr.returncode != 2 or "--warmup must be at least 1" not in wr.stderr:

@@ -43,6 +43,24 @@ ok "devices" "$tool" devices
 has "devices lists the host" "/job:localhost/replica:0/task:0/device:CPU:0 -> device: 0, backend: host"
 ok "devices --verbose" "$tool" devices --verbose
 has "verbose shows drivers" "driver:"
+# --json: one object per device and line, the same devices as the text.
+run "$tool" devices; sed -n 's|^/job:localhost/replica:0/task:0\(/device:[A-Z]*:[0-9]*\) -> .*|\1|p' "$tmp/out" >"$tmp/names"
+ok "devices --json" "$tool" devices --json
+cp "$tmp/out" "$tmp/json"
+if command -v python3 >/dev/null 2>&1; then
+    ok "devices --json: JSON Lines with the text's names" python3 -c '
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+names = open(sys.argv[2]).read().split()
+assert [r["name"] for r in rows] == names and names, (rows, names)
+assert all(r["type"] in ("CPU", "GPU") and r["memory_bytes"] > 0 for r in rows), rows' "$tmp/json" "$tmp/names"
+fi
+# One name for the batch size everywhere (-n, --batch); train keeps its
+# older --batch-size. Each reaches the same value check before any work.
+bad "train --batch 0" 2 "--batch must be at least 1" "$tool" train --batch 0
+bad "train -n 0" 2 "-n must be at least 1" "$tool" train -n 0
+bad "train --batch-size 0 (its older name)" 2 "--batch-size must be at least 1" "$tool" train --batch-size 0
+bad "run -n 0" 2 "-n must be at least 1" "$tool" run "$tmp/none.onnx" -n 0
 ok "POLYDNN_BACKEND=host keeps only the host" env POLYDNN_BACKEND=host "$tool" devices --verbose
 has "host kept" "device:CPU:0 -> device: 0, backend: host"
 has "opencl skipped" "opencl: skipped (POLYDNN_BACKEND)"
@@ -294,6 +312,21 @@ fi
 ok "bench conv on the host" "$tool" bench conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 --iters 1 --no-peak --device /cpu:0 --layout NHWC
 has "host row: direct, no im2col peer" "^| c8 8x8 k8 3x3 | NHWC | direct | [0-9.e-]* | [0-9.]* | [0-9.e-]* | - | - | - |"
 has "host: peak not measured" "^Peak: not measured (--no-peak)."
+# --json: one object per row on stdout (the host: no im2col peer, null),
+# the means on stderr.
+if "$tool" bench conv -n 1 -c 8 -H 8 -W 8 -k 8 -y 3 -x 3 --iters 1 --no-peak --device /cpu:0 --json \
+    >"$tmp/bench.json" 2>"$tmp/bench.err" && command -v python3 >/dev/null 2>&1; then
+    ok "bench --json: a JSON object per row" python3 -c '
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert [(r["kind"], r["layout"], r["algorithm"]) for r in rows] == [("conv", "NCHW", "direct"), ("conv", "NHWC", "direct")], rows
+assert all(r["gflops"] > 0 and r["ms"] > 0 and r["pct_of_peak"] is None and r["im2col_gemm_gflops"] is None
+           for r in rows), rows' "$tmp/bench.json"
+    cp "$tmp/bench.err" "$tmp/out"
+    has "bench --json: the means on stderr" "^Geometric means over 2 convolution(s): polydnn"
+else
+    fail=$((fail + 1)); echo "FAIL: bench --json exited non-zero"; cat "$tmp/bench.err"
+fi
 ok "bench conv, strided, grouped, dilated, SAME" "$tool" bench conv -n 2 -c 12 -H 13 -W 11 -k 8 -g 4 -y 3 -x 2 -u 2 -v 1 \
     -l 2 -j 1 --padding same --iters 1 --no-peak
 has "shape named in the row" "^| c12 13x11 k8 3x2 /2,1 pad 2,2,0,1 dil 2,1 g4 | NHWC |"
@@ -377,9 +410,24 @@ has "tune --force: mode" "^Mode: force"
 has "tune --force: searched again" "$trow [0-9.]* |$"
 has "tune --force: batch 2 row" "^| c8 6x6 k16 3x3 pad 1,1,1,1 | NCHW | 2 | [a-z_0-9]*\( [a-z]*=[0-9]*\)* | .* | [0-9.]* |$"
 has "tune --force: both searched" "^Tuned 2 of 2 row(s): 2 searched, 0 from the cache;"
+has "tune progress: row 1 of 2, on stderr" "^polydnn tune conv: \[1/2\] c8 6x6 k16 3x3 pad 1,1,1,1 NCHW batch 1 ([0-9]* s so far)$"
+has "tune progress: row 2 of 2 with an ETA" "^polydnn tune conv: \[2/2\] c8 6x6 k16 3x3 pad 1,1,1,1 NCHW batch 2 ([0-9]* s so far, ETA [0-9]* s)$"
 has "tune --force: 2 shapes, 6 entries" "(2 shapes searched by this run; the file holds 6 entries)."
 check "tune --force rewrote the entry" sh -c "! cmp -s '$tc/tuning-v1.tsv' '$tmp/tune-first.tsv'"
 check "tune --force stored the row's configuration" tuned_is_stored
+# --json: stdout is one object per row (here both cached), the rest on stderr.
+if env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 8 -H 6 -W 6 -k 16 -p 1 -q 1 --layout NCHW --batch 1,2 --json \
+    >"$tmp/tune.json" 2>"$tmp/tune.err" && command -v python3 >/dev/null 2>&1; then
+    ok "tune --json: a JSON object per row, cached" python3 -c '
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert [(r["batch"], r["status"], r["cached"]) for r in rows] == [(1, "tuned", True), (2, "tuned", True)], rows
+assert all(r["tuned_gflops"] > 0 and r["search_s"] is None and r["layout"] == "NCHW" for r in rows), rows' "$tmp/tune.json"
+    cp "$tmp/tune.err" "$tmp/out"
+    has "tune --json: the summary on stderr" "^Tuned 2 of 2 row(s): 0 searched, 2 from the cache;"
+else
+    fail=$((fail + 1)); echo "FAIL: tune --json exited non-zero"; cat "$tmp/tune.err"
+fi
 # --emit-defaults: the run's winners as a row of the OpenCL device table.
 # Every entry must name a kernel and configuration the run stored in its
 # cache (so both are real names), and the row must compile against the

@@ -50,7 +50,7 @@ done
 
 # Small runs on the host device: 8 steps of a global batch of 6 (divisible
 # by 1, 2 and 3 ranks) over 52 images: 52 = 8 x 6 + 4, so the last 4
-# images of each epoch's order are left out (README: uneven data). Small,
+# images of each epoch's order are left out (docs/distributed.md: uneven data). Small,
 # because the sanitizer build runs the host's reference kernels slowly.
 A="--batch-size 6 --train-limit 52 --test-limit 12 --epochs 1"
 compare() { # compare.npz reference.npz what: equal within float tolerance

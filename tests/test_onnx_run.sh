@@ -28,7 +28,7 @@ out=$(timeout 60 "$POLYDNN_TOOL" run "$tmp/fifo.onnx" 2>&1); rc=$?
 
 py=${PYTHON_ONNX:-$PYTHON_TORCH}
 if [ -z "$py" ] || ! "$py" -c 'import numpy, onnx, onnxruntime' >/dev/null 2>&1; then
-    echo "SKIP: no Python with numpy, onnx and onnxruntime (set PYTHON_ONNX; see README 'Running ONNX models')"
+    echo "SKIP: no Python with numpy, onnx and onnxruntime (set PYTHON_ONNX; see docs/onnx.md)"
     echo "0 passed, 0 failed, 1 skipped"
     exit 77
 fi

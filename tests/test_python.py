@@ -713,7 +713,7 @@ class NewOpsMatchTorch(unittest.TestCase):
 
 
 def cuda_gap(dev, err):
-    """CUDA has no fused cross-entropy and no Adam (README): refused there."""
+    """CUDA has no fused cross-entropy and no Adam (docs/c-api.md): refused there."""
     return dev.backend == "cuda" and "UNSUPPORTED" in str(err)
 
 
@@ -1331,31 +1331,8 @@ class OnnxModels(unittest.TestCase):
             model(z((1, 3, 8, 8)))  # the wrong image size for the placeholder
 
 
-class ReadmeExamples(unittest.TestCase):
-    def test_readme_python_runs_as_ci_runs_it(self):
-        # .ci/run: every ```python block of README.md, in order, as one script
-        import os
-        import re
-        import subprocess
-        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
-        with open(readme) as f:
-            blocks = re.findall(r"^```python\n(.*?)^```$", f.read(), re.S | re.M)
-        self.assertTrue(blocks)
-        self.assertIn("towers", blocks[0])
-        script = "".join(blocks)
-        for pocl in (None, "pthread"):  # CI may not set it; one device works too
-            with self.subTest(POCL_DEVICES=pocl):
-                env = {k: v for k, v in os.environ.items() if k != "POCL_DEVICES"}
-                if pocl:
-                    env["POCL_DEVICES"] = pocl
-                r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                self.assertIn("[[ 44.  56.]\n [ 98. 128.]]", r.stdout)
-                self.assertIn("['x'] (8, 10) True", r.stdout)  # load_onnx's example matches torch
-                self.assertRegex(r.stdout, r"/device:(GPU|CPU):0 loss \d+\.\d{3}\n")  # polydnn.torch's
-                if accelerators():
-                    gpu1 = "MatMul_1: (MatMul): /job:localhost/replica:0/task:0/device:GPU:%d" % (0 if pocl else 1)
-                    self.assertIn(gpu1, r.stderr)
+# README.md's and docs/'s Python blocks run each alone, with their expected
+# output, in tests/test_docs.sh (tests/doc_blocks.py).
 
 
 # polydnn.torch and the backward ops: their own file, run in this one's process and summary

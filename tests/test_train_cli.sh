@@ -13,6 +13,22 @@ A="--device /cpu:0 --batch-size 8 --train-limit 64 --test-limit 16"
 $P train $A --steps 20 > "$T/run.out" 2>/dev/null || fail "short run failed"
 grep -q "test accuracy" "$T/run.out" || fail "no accuracy line"
 grep -q "^step 20 loss" "$T/run.out" || fail "no loss line"
+# --json: the same run's step, epoch and closing lines as JSON objects,
+# the same numbers (the run is deterministic on /cpu:0).
+$P train $A --steps 20 --json > "$T/run.json" 2>/dev/null || fail "--json run failed"
+/usr/bin/python3 - "$T/run.out" "$T/run.json" <<'PY' || fail "--json lines differ from the text"
+import json, re, sys
+text = open(sys.argv[1]).read()
+rows = [json.loads(line) for line in open(sys.argv[2])]
+steps = [r for r in rows if r["event"] == "step"]
+assert [r["step"] for r in steps] == [10, 20], rows
+assert "%.4f" % steps[1]["loss"] == re.search(r"^step 20 loss (\S+)$", text, re.M).group(1), (steps, text)
+epochs = [(r["epoch"], r["step"], "%.4f" % r["test_accuracy"], r["test_images"]) for r in rows if r["event"] == "epoch"]
+want = [(int(e), int(st), a, int(n)) for e, st, a, n in
+        re.findall(r"^epoch (\d+) step (\d+): test accuracy (\S+) \((\d+) images\)$", text, re.M)]
+assert epochs == want and want, (epochs, want)
+assert rows[-1]["event"] == "trained" and rows[-1]["steps"] == 20, rows
+PY
 
 $P train $A --steps 4 --save "$T/a.npz" >/dev/null 2>&1 || fail "run a"
 $P train $A --steps 2 --save "$T/b.npz" >/dev/null 2>&1 || fail "run b"

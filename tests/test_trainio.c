@@ -990,3 +990,45 @@ Test(progress, unknown_steps_and_nan_loss)
     progress_format(&p, 2.0, line, sizeof line);
     cr_assert_str_eq(line, "epoch 1/1 step 1 16.0 images/s loss nan ETA --");
 }
+
+Test(progress, eta_counts_from_the_end_of_the_first_step)
+{
+    /* The first step takes 20 s (kernel builds), the others 1 s: the ETA
+     * is the later steps' pace, not the first one's. */
+    char line[256];
+    progress p;
+    progress_init(&p, NULL, 0);
+    progress_epoch(&p, 1, 1, 10, 0.0);
+    progress_step(&p, 64, 1.0, 20.0);
+    progress_format(&p, 20.0, line, sizeof line);
+    cr_assert(strstr(line, "ETA --"), "%s", line); /* one step: no pace yet */
+    progress_step(&p, 64, 1.0, 21.0);
+    progress_step(&p, 64, 1.0, 22.0);
+    progress_format(&p, 22.0, line, sizeof line);
+    cr_assert(strstr(line, "ETA 7s"), "%s", line); /* 7 steps left at 1 s each, not 7 x 22/3 s */
+}
+
+Test(progress, clear_erases_the_drawn_line_on_a_terminal_only)
+{
+    static char out[512];
+    memset(out, 0, sizeof out);
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    cr_assert_not_null(f);
+    progress p;
+    progress_init(&p, f, 1);
+    progress_epoch(&p, 1, 1, 10, 0.0);
+    progress_step(&p, 64, 1.0, 1.0);
+    cr_assert_eq(p.drawn, 1);
+    progress_clear(&p);
+    cr_assert_eq(p.drawn, 0);
+    progress_clear(&p); /* nothing drawn: nothing written */
+    fclose(f);
+    const char *clear = strstr(out, "\033[K\r\033[K");
+    cr_assert_not_null(clear, "%s", out);
+    cr_assert_null(strstr(clear + strlen("\033[K\r\033[K"), "\r\033[K"), "%s", out); /* cleared once */
+
+    progress_init(&p, NULL, 0);
+    progress_epoch(&p, 1, 1, 10, 0.0);
+    progress_step(&p, 64, 1.0, 1.0);
+    progress_clear(&p); /* no output at all: a no-op */
+}

@@ -245,3 +245,17 @@ void cli_print_command(int argc, char **argv)
         printf(argv[i][strcspn(argv[i], " \t'\"`$*?|&;<>()")] ? " '%s'" : " %s", argv[i]);
     printf("`");
 }
+
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit codes: 0 success, 1 a runtime failure (library error, failed
  * verification), 2 a usage error (unknown flag, bad value). */
@@ -38,6 +39,10 @@ typedef struct cli_opt {
  * printing a message, or -1 when --help was printed. */
 int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int nopts,
               const char *summary);
+
+/* s as a JSON string: quotes, backslashes and control bytes escaped
+ * (driver strings and file names are not ours). For --json output. */
+void cli_json_string(FILE *f, const char *s);
 
 int cmd_devices(int argc, char **argv);
 int cmd_conv(int argc, char **argv);

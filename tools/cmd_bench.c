@@ -24,6 +24,7 @@ typedef struct bench_opts {
     int batch, iters, peak, no_peak, layers;
     const char *layout, *device, *algo;
     shape_flags shape; /* bench conv's */
+    int json;
 } bench_opts;
 
 /* One geometric mean: the sum of logs and how many. */
@@ -43,6 +44,20 @@ static void geo_add(geo *g, double v)
 static double geo_mean(const geo *g)
 {
     return g->n ? exp(g->sum / g->n) : 0.0;
+}
+
+/* --json: stdout is one JSON object per row; the heading, the peers and
+ * the geometric means go to text_out, stderr then (else stdout). */
+static FILE *text_out;
+static int json_rows;
+
+/* A measured rate for --json: null where the peer could not run (0). */
+static void json_rate(const char *key, double v)
+{
+    if (v > 0)
+        printf(", \"%s\": %.6g", key, v);
+    else
+        printf(", \"%s\": null", key);
 }
 
 typedef struct bench_run {
@@ -174,8 +189,9 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
         fprintf(stderr, "polydnn %s: note: %s %s: %s skipped: %s\n", r->cmd, name, lname, r->gemm,
                 pdnn_last_error());
     char gemm_g[32], gemm_r[32];
-    peer_cells(ours, st == PDNN_SUCCESS ? gflop / (ms_gemm * 1e-3) : 0.0, &r->gemm_g, &r->gemm_ratio, gemm_g, gemm_r,
-               sizeof gemm_g);
+    const double g_gemm = st == PDNN_SUCCESS ? gflop / (ms_gemm * 1e-3) : 0.0;
+    double g_dnnl = 0.0, g_cudnn = 0.0; /* 0: the peer did not run */
+    peer_cells(ours, g_gemm, &r->gemm_g, &r->gemm_ratio, gemm_g, gemm_r, sizeof gemm_g);
 
     /* The row is printed once complete, so that notes on stderr do not
      * land inside it. */
@@ -211,6 +227,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
             }
         }
         char dg[32], dr[32];
+        g_dnnl = g;
         peer_cells(ours, g, &r->dnnl_g, &r->dnnl_ratio, dg, dr, sizeof dg);
         snprintf(more + strlen(more), sizeof more - strlen(more), " | %s | %s", dg, dr);
     }
@@ -228,12 +245,29 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
             goto out;
         }
         char cg[32], cr[32];
-        peer_cells(ours, st == PDNN_SUCCESS ? gflop / (ms_v * 1e-3) : 0.0, &r->cudnn, &r->cudnn_ratio, cg, cr,
-                   sizeof cg);
+        g_cudnn = st == PDNN_SUCCESS ? gflop / (ms_v * 1e-3) : 0.0;
+        peer_cells(ours, g_cudnn, &r->cudnn, &r->cudnn_ratio, cg, cr, sizeof cg);
         snprintf(more + strlen(more), sizeof more - strlen(more), " | %s | %s", cg, cr);
     }
-    printf("| %s | %s | %s | %s | %.3f | %s | %s | %s | %s%s |\n", name, lname, pdnn_conv_algo_name(ran), gflop_s, ms,
-           ours_s, pct, gemm_g, gemm_r, more);
+    if (json_rows) {
+        printf("{\"kind\": \"conv\", \"layer\": ");
+        cli_json_string(stdout, name);
+        printf(", \"layout\": \"%s\", \"algorithm\": \"%s\", \"gflop\": %.6g, \"ms\": %.6g", lname,
+               pdnn_conv_algo_name(ran), gflop, ms);
+        json_rate("gflops", ours);
+        json_rate("pct_of_peak", r->peak_gflops > 0 ? 100.0 * ours / r->peak_gflops : 0.0);
+        json_rate("im2col_gemm_gflops", g_gemm);
+#ifdef PDNN_HAVE_DNNL
+        if (r->dnnl)
+            json_rate("onednn_gflops", g_dnnl);
+#endif
+        if (r->cuda)
+            json_rate("cudnn_gflops", g_cudnn);
+        printf("}\n");
+    } else {
+        printf("| %s | %s | %s | %s | %.3f | %s | %s | %s | %s%s |\n", name, lname, pdnn_conv_algo_name(ran),
+               gflop_s, ms, ours_s, pct, gemm_g, gemm_r, more);
+    }
     fflush(stdout);
 out:
     free(x);
@@ -279,8 +313,18 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
             fmt_num(pct, sizeof pct, 100.0 * gbs / r->peak_gbytes);
             geo_add(&r->pool_pct, 100.0 * gbs / r->peak_gbytes);
         }
-        printf("| %s | %s | %.1f | %.3f | %.2f | %s |\n", L->name, pdnn_layout_name(layout),
-               (double)(xb + yb) / 1e6, ms, gbs, pct);
+        if (json_rows) {
+            printf("{\"kind\": \"pool\", \"layer\": ");
+            cli_json_string(stdout, L->name);
+            printf(", \"layout\": \"%s\", \"mb\": %.6g, \"ms\": %.6g", pdnn_layout_name(layout),
+                   (double)(xb + yb) / 1e6, ms);
+            json_rate("gbytes_per_s", gbs);
+            json_rate("pct_of_copy_bandwidth", r->peak_gbytes > 0 ? 100.0 * gbs / r->peak_gbytes : 0.0);
+            printf("}\n");
+        } else {
+            printf("| %s | %s | %.1f | %.3f | %.2f | %s |\n", L->name, pdnn_layout_name(layout),
+                   (double)(xb + yb) / 1e6, ms, gbs, pct);
+        }
         fflush(stdout);
     }
     free(x);
@@ -291,7 +335,7 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
 static void measure_peak(bench_run *r)
 {
     if (pdnn_device_measure_peak(r->dev, &r->peak_gflops, &r->peak_gbytes) != PDNN_SUCCESS) {
-        printf("peak: unknown (%s)\n", pdnn_last_error());
+        fprintf(text_out, "peak: unknown (%s)\n", pdnn_last_error());
         r->peak_gflops = r->peak_gbytes = 0.0;
     }
 }
@@ -346,22 +390,22 @@ static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, 
                      int nlayouts, const bench_opts *o)
 {
     int rc = 0;
-    printf("\n| layer | layout | algorithm | GFLOP | ms | GFLOP/s | %% of peak | %s GFLOP/s | polydnn / %s", r->gemm,
+    fprintf(text_out, "\n| layer | layout | algorithm | GFLOP | ms | GFLOP/s | %% of peak | %s GFLOP/s | polydnn / %s", r->gemm,
            r->gemm);
 #ifdef PDNN_HAVE_DNNL
     if (r->dnnl)
-        printf(" | oneDNN (host CPU) GFLOP/s | polydnn / oneDNN");
+        fprintf(text_out, " | oneDNN (host CPU) GFLOP/s | polydnn / oneDNN");
 #endif
     if (r->cuda)
-        printf(" | cuDNN GFLOP/s | polydnn / cuDNN");
-    printf(" |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---:");
+        fprintf(text_out, " | cuDNN GFLOP/s | polydnn / cuDNN");
+    fprintf(text_out, " |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---:");
 #ifdef PDNN_HAVE_DNNL
     if (r->dnnl)
-        printf(" | ---: | ---:");
+        fprintf(text_out, " | ---: | ---:");
 #endif
     if (r->cuda)
-        printf(" | ---: | ---:");
-    printf(" |\n");
+        fprintf(text_out, " | ---: | ---:");
+    fprintf(text_out, " |\n");
     fflush(stdout);
 
     const int nconv = set ? (o->layers > 0 && o->layers < set->n_convs ? o->layers : set->n_convs) : 1;
@@ -376,7 +420,7 @@ static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, 
         return rc;
 
     const int npool = o->layers > 0 && o->layers < set->n_pools ? o->layers : set->n_pools;
-    printf("\n| max pool | layout | MB read + written | ms | GB/s | %% of copy bandwidth |\n"
+    fprintf(text_out, "\n| max pool | layout | MB read + written | ms | GB/s | %% of copy bandwidth |\n"
            "| --- | --- | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; rc == 0 && i < npool; i++)
         for (int l = 0; rc == 0 && l < nlayouts; l++)
@@ -386,26 +430,26 @@ static int run_bench(bench_run *r, const layer_set *set, const conv_shape *one, 
 
 static void print_summary(const bench_run *r)
 {
-    printf("\nGeometric means over %d convolution(s): polydnn %.1f GFLOP/s", r->ours.n, geo_mean(&r->ours));
+    fprintf(text_out, "\nGeometric means over %d convolution(s): polydnn %.1f GFLOP/s", r->ours.n, geo_mean(&r->ours));
     if (r->pct.n)
-        printf(" (%.1f%% of peak)", geo_mean(&r->pct));
+        fprintf(text_out, " (%.1f%% of peak)", geo_mean(&r->pct));
     if (r->gemm_g.n)
-        printf("; %s %.1f GFLOP/s, polydnn / %s %.2f over %d", r->gemm, geo_mean(&r->gemm_g), r->gemm,
+        fprintf(text_out, "; %s %.1f GFLOP/s, polydnn / %s %.2f over %d", r->gemm, geo_mean(&r->gemm_g), r->gemm,
                geo_mean(&r->gemm_ratio), r->gemm_ratio.n);
     else
-        printf("; %s: not available on this device", r->gemm);
+        fprintf(text_out, "; %s: not available on this device", r->gemm);
     if (r->dnnl_g.n)
-        printf("; oneDNN %.1f GFLOP/s, polydnn / oneDNN %.2f over %d", geo_mean(&r->dnnl_g), geo_mean(&r->dnnl_ratio),
+        fprintf(text_out, "; oneDNN %.1f GFLOP/s, polydnn / oneDNN %.2f over %d", geo_mean(&r->dnnl_g), geo_mean(&r->dnnl_ratio),
                r->dnnl_ratio.n);
     if (r->cudnn.n)
-        printf("; cuDNN %.1f GFLOP/s, polydnn / cuDNN %.2f over %d", geo_mean(&r->cudnn), geo_mean(&r->cudnn_ratio),
+        fprintf(text_out, "; cuDNN %.1f GFLOP/s, polydnn / cuDNN %.2f over %d", geo_mean(&r->cudnn), geo_mean(&r->cudnn_ratio),
                r->cudnn_ratio.n);
     if (r->pool.n) {
-        printf("; max pool %.2f GB/s over %d", geo_mean(&r->pool), r->pool.n);
+        fprintf(text_out, "; max pool %.2f GB/s over %d", geo_mean(&r->pool), r->pool.n);
         if (r->pool_pct.n)
-            printf(" (%.1f%% of copy bandwidth)", geo_mean(&r->pool_pct));
+            fprintf(text_out, " (%.1f%% of copy bandwidth)", geo_mean(&r->pool_pct));
     }
-    printf(".\n");
+    fprintf(text_out, ".\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -419,9 +463,9 @@ int cmd_bench(int argc, char **argv)
                 what, layer_set_names());
         return EXIT_USAGE;
     }
-    bench_opts o = {1, 3, 0, 0, 0, NULL, NULL, "auto", SHAPE_FLAGS_UNSET};
+    bench_opts o = {1, 3, 0, 0, 0, NULL, NULL, "auto", SHAPE_FLAGS_UNSET, 0};
     char algo_text[640];
-    enum { N_OWN = 9 };
+    enum { N_OWN = 10 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {'n', "batch", OPT_INT, &o.batch, 1, "batch size N (default 1)"},
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC: only this layout (default both)"},
@@ -432,6 +476,8 @@ int cmd_bench(int argc, char **argv)
         {0, "layers", OPT_INT, &o.layers, 1, "only the first N convolutions and N pools of the set"},
         {0, "peak", OPT_FLAG, &o.peak, 0, "measure and print the device's peak FMA rate and copy bandwidth"},
         {0, "no-peak", OPT_FLAG, &o.no_peak, 0, "skip the peak measurement (no % of peak columns)"},
+        {0, "json", OPT_FLAG, &o.json, 0,
+         "print each row as a JSON object, one per line, on stdout; the heading and means go to stderr"},
         {0, NULL, OPT_HEADING, NULL, 0, "shape flags (polydnn bench conv only):"},
     };
     shape_opts(&o.shape, opts + N_OWN);
@@ -446,6 +492,8 @@ int cmd_bench(int argc, char **argv)
                        "table with GFLOP/s, GB/s, % of the device's measured peak, the ratios and their geometric means.");
     if (rc)
         return rc < 0 ? 0 : rc;
+    json_rows = o.json;
+    text_out = o.json ? stderr : stdout;
     if (!what && !o.peak) {
         fprintf(stderr, "polydnn bench: name a layer set (%s), conv for one shape, or --peak (see polydnn bench --help)\n",
                 layer_set_names());
@@ -540,26 +588,28 @@ int cmd_bench(int argc, char **argv)
 #endif
     char date[64];
     cli_utc_date(date, sizeof date);
-    printf("## polydnn %s, batch %d: %s (%s, %s, %s, driver %s), %s, ", cmd, o.batch, info.name, info.backend,
-           info.vendor, info.device_name, info.driver_version, date);
-    cli_print_command(argc, argv);
-    printf("\n\n");
+    if (!json_rows) { /* the heading names the command line, which cli_print_command writes to stdout */
+        printf("## polydnn %s, batch %d: %s (%s, %s, %s, driver %s), %s, ", cmd, o.batch, info.name, info.backend,
+               info.vendor, info.device_name, info.driver_version, date);
+        cli_print_command(argc, argv);
+        printf("\n\n");
+    }
     if (o.no_peak) {
-        printf("Peak: not measured (--no-peak).\n");
+        fprintf(text_out, "Peak: not measured (--no-peak).\n");
     } else {
         fflush(stdout);
         measure_peak(&r);
         if (r.peak_gflops > 0)
-            printf("Measured peak (polydnn bench --peak): %.1f GFLOP/s fp32 FMA, %.2f GB/s copy.\n", r.peak_gflops,
+            fprintf(text_out, "Measured peak (polydnn bench --peak): %.1f GFLOP/s fp32 FMA, %.2f GB/s copy.\n", r.peak_gflops,
                    r.peak_gbytes);
     }
-    printf("Peers, measured in the same run: %s (algorithm %s) on %s; %s; ", r.gemm,
+    fprintf(text_out, "Peers, measured in the same run: %s (algorithm %s) on %s; %s; ", r.gemm,
            pdnn_conv_algo_name(PDNN_CONV_ALGO_IM2COL_GEMM), info.name, dnnl_note);
     if (r.cuda)
-        printf("cuDNN (algorithm %s) on the CUDA device.\n", pdnn_conv_algo_name(PDNN_CONV_ALGO_VENDOR));
+        fprintf(text_out, "cuDNN (algorithm %s) on the CUDA device.\n", pdnn_conv_algo_name(PDNN_CONV_ALGO_VENDOR));
     else
-        printf("cuDNN: no CUDA device.\n");
-    printf("polydnn's algorithm: %s. Times: best of %d call(s) after one warm-up. Ratios: polydnn's GFLOP/s over "
+        fprintf(text_out, "cuDNN: no CUDA device.\n");
+    fprintf(text_out, "polydnn's algorithm: %s. Times: best of %d call(s) after one warm-up. Ratios: polydnn's GFLOP/s over "
            "the peer's (above 1: polydnn is faster); -: the peer cannot run it.\n",
            pdnn_conv_algo_name(r.algo), o.iters);
     fflush(stdout);

@@ -15,13 +15,32 @@ static void human(uint64_t b, char *buf, size_t len)
     snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
+/* One JSON object per device, one per line (JSON Lines), for scripts. */
+static void print_json(const pdnn_device_info *info)
+{
+    printf("{\"name\": ");
+    cli_json_string(stdout, info->name);
+    printf(", \"type\": \"%s\", \"index\": %d, \"backend\": ", info->type == PDNN_DEVICE_GPU ? "GPU" : "CPU",
+           info->index);
+    cli_json_string(stdout, info->backend);
+    printf(", \"vendor\": ");
+    cli_json_string(stdout, info->vendor);
+    printf(", \"device_name\": ");
+    cli_json_string(stdout, info->device_name);
+    printf(", \"driver_version\": ");
+    cli_json_string(stdout, info->driver_version);
+    printf(", \"memory_bytes\": %llu, \"max_alloc_bytes\": %llu, \"compute_units\": %d}\n",
+           (unsigned long long)info->memory_bytes, (unsigned long long)info->max_alloc_bytes, info->compute_units);
+}
+
 int cmd_devices(int argc, char **argv)
 {
-    int verbose = 0;
+    int verbose = 0, json = 0;
     const cli_opt opts[] = {
         {'v', "verbose", OPT_FLAG, &verbose, 0, "also print driver versions and why a backend has no devices"},
+        {0, "json", OPT_FLAG, &json, 0, "print one JSON object per device and line instead (JSON Lines)"},
     };
-    int rc = cli_parse("devices", argc, argv, opts, 1, "Lists every device polydnn can use.");
+    int rc = cli_parse("devices", argc, argv, opts, 2, "Lists every device polydnn can use.");
     if (rc)
         return rc < 0 ? 0 : rc;
     pdnn_context *ctx = NULL;
@@ -34,6 +53,10 @@ int cmd_devices(int argc, char **argv)
             rc = cli_fail("reading device information");
             break;
         }
+        if (json) {
+            print_json(&info);
+            continue;
+        }
         char mem[32], maxa[32];
         human(info.memory_bytes, mem, sizeof mem);
         human(info.max_alloc_bytes, maxa, sizeof maxa);
@@ -44,7 +67,7 @@ int cmd_devices(int argc, char **argv)
         if (verbose)
             printf("    driver: %s, largest allocation: %s\n", info.driver_version, maxa);
     }
-    if (verbose && pdnn_context_notes(ctx)[0])
+    if (verbose && !json && pdnn_context_notes(ctx)[0])
         printf("%s", pdnn_context_notes(ctx));
     pdnn_context_destroy(ctx);
     return rc;

@@ -6,6 +6,7 @@
 #include "profile.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,33 +28,71 @@ static void fill_random(float *x, int64_t n, uint64_t *state)
     }
 }
 
-static void print_top5(const float *y, int64_t rows, int64_t cols)
+/* The five largest of row r's cols values, best first; -1 past cols. */
+static void top5(const float *y, int64_t r, int64_t cols, int best[5])
 {
+    for (int k = 0; k < 5; k++)
+        best[k] = -1;
+    for (int64_t c = 0; c < cols; c++)
+        for (int k = 0; k < 5; k++)
+            if (best[k] < 0 || y[r * cols + c] > y[r * cols + best[k]]) {
+                memmove(&best[k + 1], &best[k], (size_t)(4 - k) * sizeof best[0]);
+                best[k] = (int)c;
+                break;
+            }
+}
+
+/* Each image's top-5 (the first 8 images): text lines, or with json a
+ * "top5" member, [[class, score], ...] per image. */
+static void print_top5(const float *y, int64_t rows, int64_t cols, int json)
+{
+    if (json)
+        printf(", \"top5\": [");
     for (int64_t r = 0; r < rows && r < 8; r++) {
-        int best[5] = {-1, -1, -1, -1, -1};
-        for (int64_t c = 0; c < cols; c++)
-            for (int k = 0; k < 5; k++)
-                if (best[k] < 0 || y[r * cols + c] > y[r * cols + best[k]]) {
-                    memmove(&best[k + 1], &best[k], (size_t)(4 - k) * sizeof best[0]);
-                    best[k] = (int)c;
-                    break;
-                }
-        printf("image %" PRId64 " top-5:", r);
-        for (int k = 0; k < 5 && best[k] >= 0; k++)
-            printf(" %d (%.4g)", best[k], (double)y[r * cols + best[k]]);
-        printf("\n");
+        int best[5];
+        top5(y, r, cols, best);
+        if (json)
+            printf("%s[", r ? ", " : "");
+        else
+            printf("image %" PRId64 " top-5:", r);
+        for (int k = 0; k < 5 && best[k] >= 0; k++) {
+            const double v = (double)y[r * cols + best[k]];
+            if (!json)
+                printf(" %d (%.4g)", best[k], v);
+            else if (isfinite(v))
+                printf("%s[%d, %.9g]", k ? ", " : "", best[k], v);
+            else /* JSON has no NaN or infinity */
+                printf("%s[%d, null]", k ? ", " : "", best[k]);
+        }
+        printf(json ? "]" : "\n");
     }
+    if (json)
+        printf("]");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The nearest-rank p-th percentile of n sorted values. */
+static double percentile(const double *sorted, int n, int p)
+{
+    int rank = (p * n + 99) / 100; /* ceil(p/100 * n), 1-based */
+    return sorted[rank < 1 ? 0 : rank - 1];
 }
 
 int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
     const char *input = NULL, *output = NULL, *device = NULL, *fraction = NULL, *layout = NULL;
-    int batch = 0, iters = 10, warmup = 1, log = 0, stats = 0, seed = 1, profile = 0, growth = 0, no_fusion = 0;
+    int batch = 0, iters = 10, warmup = 1, log = 0, stats = 0, seed = 1, profile = 0, growth = 0, no_fusion = 0,
+        json = 0;
     const cli_opt opts[] = {
         {0, "input", OPT_STR, &input, 0, "x.npy: the model's (first) input, NCHW; sets the batch"},
         {0, "output", OPT_STR, &output, 0, "y.npy: write the (first) output"},
-        {0, "batch", OPT_INT, &batch, 1, "batch size for random inputs (default: the file's, symbolic -> 1)"},
+        {'n', "batch", OPT_INT, &batch, 1, "batch size for random inputs (default: the file's, symbolic -> 1)"},
         {'d', "device", OPT_STR, &device, 0, "run every node on this device, e.g. /cpu:0 (default: placed)"},
         {'i', "iters", OPT_INT, &iters, 1, "timed runs after the warm-up (default 10)"},
         {0, "warmup", OPT_INT, &warmup, 1, "untimed runs first (default 1; the first run builds kernels and "
@@ -66,8 +105,10 @@ int cmd_run(int argc, char **argv)
                                                    "largest live set"},
         {0, "layout", OPT_STR, &layout, 0, "NCHW|NHWC: the layout the network runs in (default NCHW, the file's; "
                                            "inputs and outputs stay NCHW)"},
-        {0, "no-fusion", OPT_FLAG, &no_fusion, 0, "keep each Relu a node of its own (no Conv+Relu fusion)"},
+        {0, "no-fusion", OPT_FLAG, &no_fusion, 0, "keep each Add, Relu and Clip after a Conv a node of its own (BatchNormalization is still folded)"},
         {0, "profile", OPT_FLAG, &profile, 0, "time every node (synchronizing after each) and print the times"},
+        {0, "json", OPT_FLAG, &json, 0, "print the model, top-5 and times as one JSON object instead (--profile and "
+                                        "--memory-stats stay text)"},
     };
     int rc = cli_parse("run model.onnx", argc - (model != NULL), argv + (model != NULL), opts,
                        (int)(sizeof opts / sizeof opts[0]),
@@ -127,6 +168,7 @@ int cmd_run(int argc, char **argv)
     pdnn_tensor *feeds[PDNN_ONNX_MAX_IO] = {0};
     pdnn_tensor *fetched[PDNN_ONNX_MAX_IO] = {0};
     float *y = NULL;
+    double *times = NULL; /* each timed run's ms */
     rc = 0;
     if (pdnn_session_create(g, &cfg, &s) != PDNN_SUCCESS) {
         rc = cli_fail("creating the session");
@@ -167,6 +209,11 @@ int cmd_run(int argc, char **argv)
     }
     (void)ctx;
     double per_run = 0.0;
+    times = malloc(sizeof *times * (size_t)iters);
+    if (!times) {
+        rc = cli_host_oom("run", "the run times", sizeof *times * (uint64_t)iters);
+        goto out;
+    }
     for (int it = 0; it < warmup + iters && !rc; it++) {
         for (int k = 0; k < io.n_outputs; k++) {
             pdnn_tensor_release(fetched[k]);
@@ -177,8 +224,10 @@ int cmd_run(int argc, char **argv)
             rc = cli_fail("running the model");
         else if (pdnn_device_synchronize(pdnn_tensor_device(fetched[0])) != PDNN_SUCCESS)
             rc = cli_fail("waiting for the run");
-        if (it >= warmup)
-            per_run += (now_ms() - t) / iters;
+        if (it >= warmup) {
+            times[it - warmup] = now_ms() - t;
+            per_run += times[it - warmup] / iters;
+        }
     }
     if (rc)
         goto out;
@@ -194,12 +243,34 @@ int cmd_run(int argc, char **argv)
         rc = cli_fail("reading the output");
         goto out;
     }
-    printf("model %s: %d nodes, imported in %.1f ms; output '%s' %" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "\n",
-           model, pdnn_graph_node_count(g), t_import, pdnn_graph_node_name(g, io.outputs[0]), yd.dims[0],
-           yd.dims[1], yd.dims[2], yd.dims[3]);
-    print_top5(y, yd.dims[0], ny / yd.dims[0]);
-    printf("time per run: %.3f ms (mean of %d after %d warm-up run%s%s)\n", per_run, iters, warmup,
-           warmup == 1 ? "" : "s", profile ? "; --profile synchronizes after every node" : "");
+    /* The spread as well as the mean: one slow run (a page fault, another
+     * process) moves a mean, the median not; p90/p99 are nearest-rank. */
+    qsort(times, (size_t)iters, sizeof *times, cmp_double);
+    const double p50 = percentile(times, iters, 50), p90 = percentile(times, iters, 90),
+                 p99 = percentile(times, iters, 99);
+    if (json) {
+        printf("{\"model\": ");
+        cli_json_string(stdout, model);
+        printf(", \"nodes\": %d, \"import_ms\": %.3f, \"output\": ", pdnn_graph_node_count(g), t_import);
+        cli_json_string(stdout, pdnn_graph_node_name(g, io.outputs[0]));
+        printf(", \"output_dims\": [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", yd.dims[0], yd.dims[1],
+               yd.dims[2], yd.dims[3]);
+        print_top5(y, yd.dims[0], ny / yd.dims[0], 1);
+        printf(", \"iters\": %d, \"warmup\": %d, \"mean_ms\": %.6f, \"min_ms\": %.6f, \"median_ms\": %.6f, "
+               "\"p90_ms\": %.6f, \"p99_ms\": %.6f, \"profiled\": %s}\n",
+               iters, warmup, per_run, times[0], p50, p90, p99, profile ? "true" : "false");
+    } else {
+        printf("model %s: %d nodes, imported in %.1f ms; output '%s' %" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64
+               "\n",
+               model, pdnn_graph_node_count(g), t_import, pdnn_graph_node_name(g, io.outputs[0]), yd.dims[0],
+               yd.dims[1], yd.dims[2], yd.dims[3]);
+        print_top5(y, yd.dims[0], ny / yd.dims[0], 0);
+        printf("time per run: %.3f ms (mean of %d after %d warm-up run%s%s), min %.3f, median %.3f, p90 %.3f, "
+               "p99 %.3f ms\n",
+               per_run, iters, warmup, warmup == 1 ? "" : "s", profile ? "; --profile synchronizes after every node" : "",
+               times[0], p50, p90, p99);
+    }
+    fflush(stdout);
     if (profile && cli_print_profile(stdout, g, s, 40))
         rc = EXIT_RUNTIME;
     if (output) {
@@ -234,6 +305,7 @@ int cmd_run(int argc, char **argv)
         }
     }
 out:
+    free(times);
     free(y);
     for (int k = 0; k < PDNN_ONNX_MAX_IO; k++) {
         pdnn_tensor_release(fetched[k]);

@@ -34,7 +34,7 @@ typedef struct train_opts {
     int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft, profile, growth, mem_stats;
     const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load, *param_device, *fraction;
     const char *distributed, *timeout;
-    int ckpt_every, verbose, bucket_mb, no_overlap;
+    int ckpt_every, verbose, bucket_mb, no_overlap, json;
 } train_opts;
 
 /* --distributed mpi: this process's rank among size; rank 0 speaks. */
@@ -46,6 +46,15 @@ static dist D = {0, 0, 1, 0};
 
 /* Rank 0 prints; the others only with --verbose, their lines prefixed. */
 static int quiet(const train_opts *o) { return D.rank != 0 && !o->verbose; }
+
+/* A number for --json: JSON has no NaN or infinity (a diverged loss). */
+static void json_number(double v)
+{
+    if (isfinite(v))
+        printf("%.6g", v);
+    else
+        printf("null");
+}
 
 /* towers > 1: tower t trains on rows [t tb, (t+1) tb) of each batch on
  * devs[t]; the variables and the averaged update live on the parameter
@@ -936,8 +945,18 @@ static int train(const train_opts *o)
             }
             gs++;
             done++;
-            if (gs % 10 == 0 && !quiet(o))
-                printf("%sstep %lld loss %.4f\n", who, (long long)gs, loss);
+            if (gs % 10 == 0 && !quiet(o)) {
+                /* Off the progress line first when both share a terminal. */
+                progress_clear(&pr);
+                if (o->json) {
+                    printf("{\"event\": \"step\", \"rank\": %d, \"step\": %lld, \"loss\": ", D.rank, (long long)gs);
+                    json_number(loss);
+                    printf("}\n");
+                } else {
+                    printf("%sstep %lld loss %.4f\n", who, (long long)gs, loss);
+                }
+                fflush(stdout);
+            }
             progress_step(&pr, o->batch, loss, progress_now());
             /* Rank 0 alone writes checkpoints (the ranks' variables are equal). */
             if (o->ckpt_every > 0 && gs % o->ckpt_every == 0 && D.rank == 0 &&
@@ -949,7 +968,11 @@ static int train(const train_opts *o)
         double acc = 0;
         if ((rc = evaluate(s, &m, &tst, test_n, xt, xb, yb, &acc)))
             goto out;
-        if (!quiet(o))
+        if (!quiet(o) && o->json)
+            printf("{\"event\": \"epoch\", \"rank\": %d, \"epoch\": %lld, \"step\": %lld, \"test_accuracy\": %.6f, "
+                   "\"test_images\": %lld}\n",
+                   D.rank, (long long)epoch + 1, (long long)gs, acc, (long long)test_n);
+        else if (!quiet(o))
             printf("%sepoch %lld step %lld: test accuracy %.4f (%lld images)\n", who, (long long)epoch + 1,
                    (long long)gs, acc, (long long)test_n);
         fflush(stdout);
@@ -960,7 +983,10 @@ static int train(const train_opts *o)
         printf("memory at the end:\n");
         print_memory(s, m.g);
     }
-    if (done > 1 && !quiet(o))
+    if (done > 1 && !quiet(o) && o->json)
+        printf("{\"event\": \"trained\", \"rank\": %d, \"steps\": %lld, \"images_per_s\": %.3f, \"timed_steps\": %lld}\n",
+               D.rank, (long long)done, (double)timed_images / train_sec, (long long)done - 1);
+    else if (done > 1 && !quiet(o))
         printf("%strained %lld steps: %.1f images/s (the %lld after the first, evaluation excluded)\n", who,
                (long long)done, (double)timed_images / train_sec, (long long)done - 1);
     if (D.on && (rc = check_identical(s, &m)))
@@ -996,7 +1022,9 @@ int cmd_train(int argc, char **argv)
     train_opts o = {.epochs = 3, .batch = 64, .seed = 1};
     const cli_opt opts[] = {
         {0, "epochs", OPT_INT, &o.epochs, 1, "epochs (default 3)"},
-        {0, "batch-size", OPT_INT, &o.batch, 1, "batch size (default 64)"},
+        {'n', "batch", OPT_INT, &o.batch, 1, "batch size (default 64)"},
+        /* The name every other command uses is --batch; this one's old name stays. */
+        {0, "batch-size", OPT_INT, &o.batch, 1, "the same as --batch (its older name here)"},
         {0, "lr", OPT_STR, &o.lr, 0, "learning rate (SGD 0.05, Adam 0.001)"},
         {0, "momentum", OPT_STR, &o.momentum, 0, "SGD momentum (default 0.9)"},
         {0, "optimizer", OPT_STR, &o.optimizer, 0, "sgd or adam (default sgd)"},
@@ -1027,6 +1055,8 @@ int cmd_train(int argc, char **argv)
         {0, "collective-timeout", OPT_STR, &o.timeout, 0,
          "with --distributed: seconds to wait for the other ranks before failing (default 120)"},
         {0, "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
+        {0, "json", OPT_FLAG, &o.json, 0,
+         "print the step, epoch and closing lines as JSON objects, one per line (other output stays text)"},
     };
     int r = cli_parse("train", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
                       "train the Deep MNIST CNN on MNIST-style data");

@@ -37,7 +37,7 @@ enum { MIN_ROUNDS = 3, MAX_ROUNDS = 10, MAX_ROWS = 64, MAX_ALGOS = 64, MAX_WINS 
 
 typedef struct tune_opts {
     cli_ints batches;
-    int force, layers, emit;
+    int force, layers, emit, json;
     const char *layout, *device, *algo;
     shape_flags shape;
 } tune_opts;
@@ -59,6 +59,36 @@ typedef struct tune_win {
     int algo, nchw, count;
     char config[48];
 } tune_win;
+
+/* Where the heading, the summary and --emit-defaults go: stdout, or
+ * stderr with --json, whose stdout is the rows alone (JSON Lines). */
+static FILE *text_out;
+static int json_rows;
+
+/* One result row as a JSON object (--json; the Markdown rows are printed
+ * where they arise). status is "tuned", "not tunable" or "failed", why
+ * says why for the last two; the numbers are for "tuned" rows only. */
+static void print_json_row(const char *layer, const char *layout, int batch, const char *status, const char *why,
+                           const char *tuned, const char *def, double g_def, double g_tuned, const char *search)
+{
+    printf("{\"layer\": ");
+    cli_json_string(stdout, layer);
+    printf(", \"layout\": \"%s\", \"batch\": %d, \"status\": \"%s\"", layout, batch, status);
+    const char *names[3] = {"why", "tuned_config", "default_config"}, *vals[3] = {why, tuned, def};
+    for (int i = 0; i < 3; i++)
+        if (vals[i]) {
+            printf(", \"%s\": ", names[i]);
+            cli_json_string(stdout, vals[i]);
+        }
+    if (strcmp(status, "tuned") == 0) {
+        const int cached = strcmp(search, "cached") == 0;
+        printf(", \"default_gflops\": %.6g, \"tuned_gflops\": %.6g, \"speedup\": %.4f, \"search_s\": %s, "
+               "\"cached\": %s",
+               g_def, g_tuned, g_tuned / g_def, cached || strcmp(search, "-") == 0 ? "null" : search,
+               cached ? "true" : "false");
+    }
+    printf("}\n");
+}
 
 typedef struct tune_run {
     const char *cmd;
@@ -345,7 +375,10 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     if (st == PDNN_ERR_UNSUPPORTED) {
         char why[512]; /* whole: the algorithm's own reason comes last */
         snprintf(why, sizeof why, "%s", pdnn_last_error());
-        printf("| %s | %s | %d | not tunable: %s | - | - | - | - | - |\n", L->name, lname, batch, why);
+        if (json_rows)
+            print_json_row(L->name, lname, batch, "not tunable", why, NULL, NULL, 0, 0, NULL);
+        else
+            printf("| %s | %s | %d | not tunable: %s | - | - | - | - | - |\n", L->name, lname, batch, why);
         r->not_tunable++;
         goto out;
     }
@@ -367,8 +400,12 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
         *ref = c == REF_DIFFERS ? -1 : 1;
     }
     if (*ref < 0) {
-        printf("| %s | %s | %d | FAILED: %s differs from the host reference | %s | - | - | - | - |\n", L->name, lname,
-               batch, t_def.config, t_def.config);
+        if (json_rows)
+            print_json_row(L->name, lname, batch, "failed", "the default differs from the host reference", NULL,
+                           t_def.config, 0, 0, NULL);
+        else
+            printf("| %s | %s | %d | FAILED: %s differs from the host reference | %s | - | - | - | - |\n", L->name,
+                   lname, batch, t_def.config, t_def.config);
         r->failures++;
         goto out;
     }
@@ -406,8 +443,12 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     r->rounds_min = r->rounds_min == 0 || rounds < r->rounds_min ? rounds : r->rounds_min;
     r->rounds_max = rounds > r->rounds_max ? rounds : r->rounds_max;
     if (!t_tuned.tunable) {
-        printf("| %s | %s | %d | not tunable: %s has no tunable parameters |\n", L->name, lname, batch,
-               pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
+        char why[96];
+        snprintf(why, sizeof why, "%s has no tunable parameters", pdnn_conv_algo_name(pdnn_conv2d_last_algorithm()));
+        if (json_rows)
+            print_json_row(L->name, lname, batch, "not tunable", why, NULL, NULL, 0, 0, NULL);
+        else
+            printf("| %s | %s | %d | not tunable: %s |\n", L->name, lname, batch, why);
         r->not_tunable++;
         goto out;
     }
@@ -417,8 +458,12 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
                 "polydnn %s: %s %s batch %d: FAILED: the tuned configuration %s disagrees with the default %s: "
                 "max abs error %.3g > %.3g\n",
                 r->cmd, L->name, lname, batch, t_tuned.config, t_def.config, err, tol);
-        printf("| %s | %s | %d | FAILED: %s differs from the default | %s | - | - | - | - |\n", L->name, lname, batch,
-               t_tuned.config, t_def.config);
+        if (json_rows)
+            print_json_row(L->name, lname, batch, "failed", "the tuned configuration differs from the default",
+                           t_tuned.config, t_def.config, 0, 0, NULL);
+        else
+            printf("| %s | %s | %d | FAILED: %s differs from the default | %s | - | - | - | - |\n", L->name, lname,
+                   batch, t_tuned.config, t_def.config);
         r->failures++;
         goto out;
     }
@@ -440,8 +485,11 @@ static int tune_row(tune_run *r, const tune_layer *L, pdnn_layout layout, int ba
     if (r->n_row_wins == 0)
         row_win(r, pdnn_conv2d_last_algorithm(), layout, t_tuned.config);
     keep_row_wins(r);
-    printf("| %s | %s | %d | %s | %s | %s | %s | %.2f | %s |\n", L->name, lname, batch, t_tuned.config, t_def.config,
-           gd, gt, g_tuned / g_def, search);
+    if (json_rows)
+        print_json_row(L->name, lname, batch, "tuned", NULL, t_tuned.config, t_def.config, g_def, g_tuned, search);
+    else
+        printf("| %s | %s | %d | %s | %s | %s | %s | %.2f | %s |\n", L->name, lname, batch, t_tuned.config,
+               t_def.config, gd, gt, g_tuned / g_def, search);
 out:
     fflush(stdout);
     cli_op_release(&dc);
@@ -499,7 +547,7 @@ static void print_by_name(const tune_run *r)
     if (r->algo != PDNN_CONV_ALGO_AUTO)
         return;
     if (r->force) {
-        printf("\nBy algorithm: with --force, AUTO's measurement searched every algorithm that applies.");
+        fprintf(text_out, "\nBy algorithm: with --force, AUTO's measurement searched every algorithm that applies.");
         return;
     }
     int any = 0;
@@ -507,26 +555,26 @@ static void print_by_name(const tune_run *r)
         const algo_tally *t = &r->per_algo[id];
         if (!t->searched && !t->cached && !t->failed)
             continue;
-        printf("%s %s %d searched, %d cached", any ? ";" : "\nBy algorithm (each tunable one that applies, tuned by name):",
+        fprintf(text_out, "%s %s %d searched, %d cached", any ? ";" : "\nBy algorithm (each tunable one that applies, tuned by name):",
                pdnn_conv_algo_name((pdnn_conv_algo)id), t->searched, t->cached);
         if (t->failed)
-            printf(", %d failed to run", t->failed);
+            fprintf(text_out, ", %d failed to run", t->failed);
         any = 1;
     }
-    printf(any ? "." : "\nBy algorithm: no tunable algorithm applies to these convolutions on this device.");
+    fprintf(text_out, any ? "." : "\nBy algorithm: no tunable algorithm applies to these convolutions on this device.");
 }
 
 /* s as a C string literal's contents. */
 static void print_c_string(const char *s)
 {
-    putchar('"');
+    fputc('"', text_out);
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            putchar('\\');
+            fputc('\\', text_out);
         if ((unsigned char)*s >= ' ')
-            putchar(*s);
+            fputc(*s, text_out);
     }
-    putchar('"');
+    fputc('"', text_out);
 }
 
 /* The most frequent winner of algorithm algo over the rows of one layout
@@ -559,18 +607,18 @@ static const tune_win *most_frequent(const tune_run *r, int algo, int nchw, int 
 static void emit_defaults(const tune_run *r, const pdnn_device_info *info)
 {
     const int cpu = strcmp(info->vendor, "GenuineIntel") == 0 || strcmp(info->vendor, "AuthenticAMD") == 0;
-    printf("\nDevice table row for this device class: the winning configuration per kernel, by y's layout "
+    fprintf(text_out, "\nDevice table row for this device class: the winning configuration per kernel, by y's layout "
            "(review it, then paste it above the generic rows of backends/opencl/cl_device_table.c):\n\n```c\n");
-    printf("    {\n        .name = ");
+    fprintf(text_out, "    {\n        .name = ");
     char name[400];
     snprintf(name, sizeof name, "%s %s", info->vendor, info->device_name);
     print_c_string(name);
-    printf(",\n        .vendor = ");
+    fprintf(text_out, ",\n        .vendor = ");
     print_c_string(info->vendor);
-    printf(",\n        .type = %s, /* CL_DEVICE_TYPE_CPU or _GPU as clinfo says (taken from the vendor) */\n",
+    fprintf(text_out, ",\n        .type = %s, /* CL_DEVICE_TYPE_CPU or _GPU as clinfo says (taken from the vendor) */\n",
            cpu ? "CL_DEVICE_TYPE_CPU" : "CL_DEVICE_TYPE_GPU");
     if (cpu)
-        printf("        /* .min_vec_float = N: where this vendor's CPUs differ by vector width */\n");
+        fprintf(text_out, "        /* .min_vec_float = N: where this vendor's CPUs differ by vector width */\n");
     int any = 0;
     for (int algo = 1; algo < MAX_ALGOS; algo++) {
         int n_nhwc, n_nchw;
@@ -580,19 +628,19 @@ static void emit_defaults(const tune_run *r, const pdnn_device_info *info)
             continue;
         const char *aname = pdnn_conv_algo_name((pdnn_conv_algo)algo);
         if (!any)
-            printf("        .configs =\n            {\n");
+            fprintf(text_out, "        .configs =\n            {\n");
         any = 1;
-        printf("                {\"conv2d_%s\", \"%s\"}, /* %d of %d %s rows */\n", aname, plain->config, plain->count,
+        fprintf(text_out, "                {\"conv2d_%s\", \"%s\"}, /* %d of %d %s rows */\n", aname, plain->config, plain->count,
                nhwc ? n_nhwc : n_nchw, nhwc ? "NHWC" : "NCHW");
         if (nhwc && nchw && strcmp(nchw->config, nhwc->config) != 0)
-            printf("                {\"conv2d_%s/nchw\", \"%s\"}, /* %d of %d NCHW rows */\n", aname, nchw->config,
+            fprintf(text_out, "                {\"conv2d_%s/nchw\", \"%s\"}, /* %d of %d NCHW rows */\n", aname, nchw->config,
                    nchw->count, n_nchw);
     }
     if (any)
-        printf("            },\n");
+        fprintf(text_out, "            },\n");
     else
-        printf("        /* no tunable kernel ran: the generic row's defaults stay */\n");
-    printf("    },\n```\n");
+        fprintf(text_out, "        /* no tunable kernel ran: the generic row's defaults stay */\n");
+    fprintf(text_out, "    },\n```\n");
 }
 
 /* --algo help: what each algorithm does with every row's convolution. */
@@ -641,7 +689,7 @@ int cmd_tune(int argc, char **argv)
     o.algo = "auto";
     o.shape = (shape_flags)SHAPE_FLAGS_UNSET;
     char algo_text[640];
-    enum { N_OWN = 8 };
+    enum { N_OWN = 9 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 (default: first GPU)"},
         {'n', "batch", OPT_INTS, &o.batches, 1, "batch sizes, repeatable or a list: --batch 1,8 (default 1)"},
@@ -655,20 +703,26 @@ int cmd_tune(int argc, char **argv)
         {0, "emit-defaults", OPT_FLAG, &o.emit, 0,
          "then print the OpenCL device table row (backends/opencl/cl_device_table.c) the run's winners give "
          "this device class"},
+        {0, "json", OPT_FLAG, &o.json, 0,
+         "print each row as a JSON object, one per line, on stdout; the heading and summary go to stderr"},
         {0, NULL, OPT_HEADING, NULL, 0, "shape flags (polydnn tune conv only):"},
     };
     shape_opts(&o.shape, opts + N_OWN);
     int rc = cli_parse(cmd, what ? argc - 1 : argc, what ? argv + 1 : argv, opts, (int)(sizeof opts / sizeof opts[0]),
-                       "  polydnn tune resnet50|vgg16 [flags]  ResNet-50 v1.5's or VGG-16's distinct convolutions\n"
+                       "  polydnn tune resnet50|vgg16|mobilenet [flags]\n"
+                       "                                       ResNet-50 v1.5's, VGG-16's or MobileNet v1's distinct\n"
+                       "                                       convolutions\n"
                        "  polydnn tune conv [flags]            one convolution, from polydnn conv's shape flags\n"
                        "For each layer, layout and batch: the default configuration is checked against the host\n"
                        "reference (/cpu:0, at batch 1), then every configuration of each tunable algorithm that\n"
-                       "applies is checked against it and timed, the fastest stored in the tuning cache (see README,\n"
-                       "Tuning), and AUTO's choice among the algorithms measured and stored; ops then use both. Prints a Markdown table: default and tuned GFLOP/s (warm-up, then timed in\n"
+                       "applies is checked against it and timed, the fastest stored in the tuning cache (see\n"
+                       "docs/tuning.md), and AUTO's choice among the algorithms measured and stored; ops then use both. Prints a Markdown table: default and tuned GFLOP/s (warm-up, then timed in\n"
                        "alternation, best of at least 3), the speedup and the search's seconds; \"cached\" where a\n"
                        "result existed (--force: search anyway).");
     if (rc)
         return rc < 0 ? 0 : rc;
+    json_rows = o.json;
+    text_out = o.json ? stderr : stdout;
     const layer_set *set = NULL;
     if (!what) {
         fprintf(stderr, "polydnn tune: name a layer set (%s) or conv for one shape (see polydnn tune --help)\n",
@@ -745,42 +799,60 @@ int cmd_tune(int argc, char **argv)
         rc = EXIT_USAGE;
         goto out;
     }
-    char date[64];
-    cli_utc_date(date, sizeof date);
-    printf("## polydnn %s: %s (%s, %s, %s, driver %s), %s, ", cmd, info.name, info.backend, info.vendor,
-           info.device_name, info.driver_version, date);
-    cli_print_command(argc, argv);
-    printf("\n\nMode: %s. Each row: the default configuration is checked against the host reference (/cpu:0) at "
-           "batch 1; the search checks every configuration against the default before timing it (warm-up, then "
-           "rounds of one run each, best of at least 3) and stores the fastest; the tuned output is checked against "
-           "the default's. GFLOP/s: after a warm-up, default and tuned are timed in alternation, best of %d to %d "
-           "calls each; search s: the search's wall time, \"cached\" where the cache already had a result.\n\n",
-           o.force ? "force (cached results are searched again and replaced)" : "search (cached results are kept)",
-           MIN_ROUNDS, MAX_ROUNDS);
-    printf("| layer | layout | batch | tuned configuration | default configuration | default GFLOP/s | tuned GFLOP/s "
-           "| speedup | search s |\n| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
+    /* --json: stdout is the rows alone; the heading (with the command
+     * line, which cli_print_command writes to stdout) is left out. */
+    if (!json_rows) {
+        char date[64];
+        cli_utc_date(date, sizeof date);
+        fprintf(text_out, "## polydnn %s: %s (%s, %s, %s, driver %s), %s, ", cmd, info.name, info.backend, info.vendor,
+               info.device_name, info.driver_version, date);
+        cli_print_command(argc, argv);
+        fprintf(text_out, "\n\nMode: %s. Each row: the default configuration is checked against the host reference (/cpu:0) at "
+               "batch 1; the search checks every configuration against the default before timing it (warm-up, then "
+               "rounds of one run each, best of at least 3) and stores the fastest; the tuned output is checked against "
+               "the default's. GFLOP/s: after a warm-up, default and tuned are timed in alternation, best of %d to %d "
+               "calls each; search s: the search's wall time, \"cached\" where the cache already had a result.\n\n",
+               o.force ? "force (cached results are searched again and replaced)" : "search (cached results are kept)",
+               MIN_ROUNDS, MAX_ROUNDS);
+        fprintf(text_out, "| layer | layout | batch | tuned configuration | default configuration | default GFLOP/s | tuned GFLOP/s "
+               "| speedup | search s |\n| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
+    }
     fflush(stdout);
+    /* Progress on stderr (stdout stays the table): each row as it starts,
+     * with the time so far and, from the second row, an ETA at the mean
+     * time per row (rows differ; it is a guide). */
+    const int total_rows = nlayers * nlayouts * o.batches.n;
+    int row = 0;
+    const double t_rows = cli_now();
     for (int i = 0; rc == 0 && i < nlayers; i++)
         for (int l = 0; rc == 0 && l < nlayouts; l++) {
             int ref = 0;
-            for (int b = 0; rc == 0 && b < o.batches.n; b++)
+            for (int b = 0; rc == 0 && b < o.batches.n; b++) {
+                const double spent = cli_now() - t_rows;
+                fprintf(stderr, "polydnn %s: [%d/%d] %s %s batch %d (%.0f s so far", cmd, row + 1, total_rows,
+                        layers[i].name, layouts[l] == PDNN_NHWC ? "NHWC" : "NCHW", o.batches.v[b], spent);
+                if (row > 0)
+                    fprintf(stderr, ", ETA %.0f s", spent / row * (total_rows - row));
+                fprintf(stderr, ")\n");
+                row++;
                 rc = tune_row(&r, &layers[i], layouts[l], o.batches.v[b], &ref, 1000u + (uint64_t)i);
+            }
         }
     if (rc)
         goto out;
 
     const int tuned = r.n_speedups;
-    printf("\nTuned %d of %d row(s): %d searched, %d from the cache; %d not tunable; %d failed.", tuned, r.rows,
+    fprintf(text_out, "\nTuned %d of %d row(s): %d searched, %d from the cache; %d not tunable; %d failed.", tuned, r.rows,
            r.searched, r.cached, r.not_tunable, r.failures);
     if (tuned)
-        printf(" Geometric mean speedup over the default: %.2f.", exp(r.log_speedup_sum / tuned));
+        fprintf(text_out, " Geometric mean speedup over the default: %.2f.", exp(r.log_speedup_sum / tuned));
     print_by_name(&r);
-    printf("\nTotal wall time: %.1f s (reference checks %.1f s, first calls with the default %.1f s, searches "
+    fprintf(text_out, "\nTotal wall time: %.1f s (reference checks %.1f s, first calls with the default %.1f s, searches "
            "%.1f s, timing default against tuned %.1f s",
            cli_now() - start, r.t.reference, r.t.defaults, r.t.searches, r.t.timing);
     if (r.rounds_max > 0)
-        printf(", in %d to %d rounds", r.rounds_min, r.rounds_max);
-    printf(").\n");
+        fprintf(text_out, ", in %d to %d rounds", r.rounds_min, r.rounds_max);
+    fprintf(text_out, ").\n");
     /* A store whose write failed kept its result in memory only: this
      * run's purpose was the file, so say so and fail. */
     size_t unsaved = 0;
@@ -790,17 +862,17 @@ int cmd_tune(int argc, char **argv)
     }
     char path[4096];
     if (unsaved) {
-        printf("Tuning cache: %zu result%s could not be written (see the warning); they were kept in memory "
+        fprintf(text_out, "Tuning cache: %zu result%s could not be written (see the warning); they were kept in memory "
                "only.\n",
                unsaved, unsaved == 1 ? "" : "s");
     } else if (pdnn_tuning_cache_file(path, sizeof path) == PDNN_SUCCESS) {
         int n = count_entries(path);
         /* A searched shape stores AUTO's algorithm choice and the chosen
          * kernel's parameters where it has any, so rows and entries differ. */
-        printf("Tuning cache: %s (%d shape%s searched by this run; the file holds %d entr%s).\n", path, r.searched,
+        fprintf(text_out, "Tuning cache: %s (%d shape%s searched by this run; the file holds %d entr%s).\n", path, r.searched,
                r.searched == 1 ? "" : "s", n < 0 ? 0 : n, n == 1 ? "y" : "ies");
     } else {
-        printf("Tuning cache: none (%s); results were kept in memory only.\n", pdnn_last_error());
+        fprintf(text_out, "Tuning cache: none (%s); results were kept in memory only.\n", pdnn_last_error());
     }
     if (o.emit)
         emit_defaults(&r, &info);

@@ -16,7 +16,7 @@ static void usage(FILE *f)
             "  bench resnet50|vgg16|mobilenet|conv, bench --peak\n"
             "            time a network's convolutions and pools (or one shape) against peers,\n"
             "            or measure the device's peak; prints a Markdown table\n"
-            "  tune resnet50|vgg16|conv\n"
+            "  tune resnet50|vgg16|mobilenet|conv\n"
             "            search the tunable kernels' parameters for a network's convolutions (or one\n"
             "            shape) on a device and store the best in the tuning cache\n"
             "  run model.onnx\n"
@@ -24,7 +24,8 @@ static void usage(FILE *f)
             "  train     train the Deep MNIST CNN on MNIST-style data, with .npz checkpoints\n"
             "  run-example towers|cnn\n"
             "            run an example graph in a session (placement, soft placement, logs)\n\n"
-            "polydnn COMMAND --help shows a command's flags; polydnn --version the version.\n");
+            "polydnn COMMAND --help (or polydnn help COMMAND) shows a command's flags; polydnn --version the\n"
+            "version. man polydnn has them all.\n");
 }
 
 int main(int argc, char **argv)
@@ -32,6 +33,13 @@ int main(int argc, char **argv)
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
+    }
+    /* polydnn help CMD is polydnn CMD --help (an unknown CMD is refused below). */
+    char help_flag[] = "--help";
+    char *help_argv[] = {argv[0], argc > 2 ? argv[2] : NULL, help_flag, NULL};
+    if (strcmp(argv[1], "help") == 0 && argc > 2) {
+        argc = 3;
+        argv = help_argv;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {

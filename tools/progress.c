@@ -32,6 +32,7 @@ void progress_epoch(progress *p, int epoch, int epochs, int64_t steps, double no
     p->loss_sum = 0;
     p->loss_n = 0;
     p->t0 = now;
+    p->t1 = now;
     p->last = now;
     p->drawn = 0;
 }
@@ -54,8 +55,10 @@ void progress_format(const progress *p, double now, char *buf, size_t len)
     double rate = el > 0 ? (double)p->images / el : 0;
     double loss = p->loss_n ? p->loss_sum / (double)p->loss_n : NAN;
     char eta[32] = "--";
-    if (p->steps && p->step && el > 0)
-        fmt_duration(el / (double)p->step * (double)(p->steps - p->step), eta, sizeof eta);
+    if (p->steps && p->step >= p->steps)
+        fmt_duration(0, eta, sizeof eta);
+    else if (p->steps && p->step >= 2 && now > p->t1)
+        fmt_duration((now - p->t1) / (double)(p->step - 1) * (double)(p->steps - p->step), eta, sizeof eta);
     size_t w = 0;
     w += (size_t)snprintf(buf + w, len - w, "epoch %d/%d step %lld", p->epoch, p->epochs, (long long)p->step);
     if (w < len && p->steps)
@@ -97,6 +100,8 @@ static void show(progress *p, double now)
 void progress_step(progress *p, int64_t images, double loss, double now)
 {
     p->step++;
+    if (p->step == 1)
+        p->t1 = now;
     p->images += images;
     p->loss_sum += loss;
     p->loss_n++;
@@ -105,6 +110,15 @@ void progress_step(progress *p, int64_t images, double loss, double now)
     /* The last step's line comes from progress_end_epoch. */
     if (now - p->last >= p->interval && !(p->steps && p->step >= p->steps))
         show(p, now);
+}
+
+void progress_clear(progress *p)
+{
+    if (!p->out || !p->tty || !p->drawn)
+        return;
+    fputs("\r\033[K", p->out);
+    fflush(p->out);
+    p->drawn = 0;
 }
 
 void progress_end_epoch(progress *p, double now)

@@ -21,6 +21,8 @@ typedef struct progress {
     double loss_sum; /* the running loss is the mean over the epoch so far */
     int64_t loss_n;
     double t0, last; /* epoch start; last line printed (or redrawn) */
+    double t1;       /* when the epoch's first step ended: the ETA counts from
+                        there, as that step builds kernels and pays first touches */
     int drawn;       /* tty: a line is on screen without its newline */
 } progress;
 
@@ -37,6 +39,11 @@ void progress_step(progress *p, int64_t images, double loss, double now);
 /* Ends the epoch: the final line (with its newline on a terminal), then
  * "epoch E/N done: I images in S s (R images/s), loss L". */
 void progress_end_epoch(progress *p, double now);
+
+/* On a terminal, erases the redrawn line so that the caller's own line
+ * (a step's loss on stdout) does not land on top of it; the next step
+ * redraws it. Nothing elsewhere. */
+void progress_clear(progress *p);
 
 /* The line progress_step would show now, without the \r: for tests and
  * for the caller's own messages. */

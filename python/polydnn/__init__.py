@@ -16,8 +16,14 @@ PyTorch channels_last tensor arrives as NHWC. Host tensors (kDLCPU) live on
 /device:CPU:0; use Tensor.to() to copy one to an accelerator and back.
 
 The library is found through, in order: $POLYDNN_LIBRARY, the libdir it
-was installed to by `make install`, then the system's library path.
+was installed to by `make install`, then the system's library path
+(docs/python.md, "Installing").
 """
+
+# The release this module belongs to: configure.ac's AC_INIT version, which
+# pyproject.toml reads from here (tests/test_pip_install.sh checks both and
+# version(), the library's).
+__version__ = "0.1.0"
 
 import contextlib
 import ctypes
@@ -29,7 +35,7 @@ import os
 import sys
 
 __all__ = [
-    "Error", "Context", "Device", "Tensor", "default_context", "devices",
+    "__version__", "Error", "Context", "Device", "Tensor", "default_context", "devices",
     "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
     "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
     "clip", "leaky_relu", "sigmoid", "concat", "transform",
@@ -463,11 +469,13 @@ class Context:
     def __init__(self, allow_growth=True, memory_fraction=0.0, memory_limit=0,
                  visible_devices=None, growth_policy="gradual", log_device_placement=False,
                  allow_soft_placement=False, tuning=None):
-        """log_device_placement: sessions on this context print where each
+        """allow_growth is True here, 0 in C's pdnn_context_options_init and
+        the tool (the whole limit reserved on first use): docs/python.md,
+        "Context defaults", says why. log_device_placement: sessions on this context print where each
         node runs. allow_soft_placement: the default of Session's; a node
         pinned to a device that does not exist runs elsewhere. tuning:
         'off', 'cached' (the library's default), 'search' or 'force' (see
-        README "Tuning"; POLYDNN_TUNING overrides)."""
+        docs/tuning.md; POLYDNN_TUNING overrides)."""
         if growth_policy not in _GROWTH:
             raise ValueError("growth_policy must be 'gradual' or 'double', got %r" % (growth_policy,))
         if tuning is not None and tuning not in _TUNING:

@@ -31,8 +31,8 @@ Data movement per op, by the polydnn device the op runs on:
                  input that is a polydnn export is taken without a copy, any
                  other torch CUDA tensor is copied device to device into
                  polydnn memory (polydnn imports only CUDA memory it owns).
-                 The CUDA backend has no backward ops yet: backward there
-                 raises polydnn.Error.
+                 Backward runs there too, through cuDNN (the CUDA
+                 backend's backward ops; GPU runs: bench/results-gpu.md).
 
 dtype: the ops are float32. Other dtypes (float64 included) are refused
 with TypeError rather than converted, so that a float64 model does not

@@ -9,8 +9,8 @@
 
 #define SUPPORTED_OPS                                                                                  \
     "Add, AveragePool, BatchNormalization (after a Conv), Clip, Concat, Constant, Conv, Dropout, "       \
-    "Flatten, Gemm, GlobalAveragePool, Identity, LeakyRelu, MatMul, MaxPool, Mul (by a constant "        \
-    "scalar), Reshape, Relu, Sigmoid, Softmax"
+    "Flatten, Gemm, GlobalAveragePool, Identity, LeakyRelu, MatMul, MaxPool, Mul, Reshape, Relu, "      \
+    "Sigmoid, Softmax"
 
 /* Output 0 of a node that maps onto a single graph call. */
 static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, int rank)
