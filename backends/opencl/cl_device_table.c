@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const pdnn__algo pdnn__cl_algo_tiled, pdnn__cl_algo_gemm_1x1, pdnn__cl_algo_implicit_gemm,
+extern const pdnn__algo pdnn__cl_algo_tiled, pdnn__cl_algo_gemm_1x1, pdnn__cl_algo_implicit_gemm, pdnn__cl_algo_wg_gemm,
     pdnn__cl_algo_bwd_filter_gemm, pdnn__cl_algo_bwd_data_igemm;
 
 /* The tunable algorithms by their kernel's name in the tuning cache
@@ -20,6 +20,7 @@ static const struct {
 } tunables[] = {{"conv2d_tiled", &pdnn__cl_algo_tiled},
                 {"conv2d_gemm_1x1", &pdnn__cl_algo_gemm_1x1},
                 {"conv2d_implicit_gemm", &pdnn__cl_algo_implicit_gemm},
+                {"conv2d_wg_gemm", &pdnn__cl_algo_wg_gemm},
                 {"conv2d_bwd_filter_gemm", &pdnn__cl_algo_bwd_filter_gemm},
                 {"conv2d_bwd_data_igemm", &pdnn__cl_algo_bwd_data_igemm}};
 
@@ -194,6 +195,10 @@ const pdnn__cl_device_row pdnn__cl_device_rows[] = {
                 {"conv2d_gemm_1x1", "vw=4 kb=1 pt=8"},
                 {"conv2d_implicit_gemm", "vw=4 kb=1 pt=8"},
                 {"conv2d_bwd_filter_gemm", "vw=4 kt=4 ct=4 chunks=cache"},
+                /* 256 work-items of 4 x 4: 32 multiply-adds per global
+                 * float, 16 KB of local memory (double-buffered), within
+                 * every GPU's work-group and local-memory limits. */
+                {"conv2d_wg_gemm", "tm=64 tn=64 tk=16 rm=4 rn=4 db=1 pad=1"},
             },
         .t =
             {
