@@ -20,16 +20,18 @@
  * tn + j*WN (WM = TM/RM, WN = TN/RN work-items across): reading its
  * operands from local memory, neighbouring work-items read neighbouring
  * words, which no bank serves twice. The store: y's contiguous axis is
- * the work-items' fast one (YKF: channels, NHWC; else pixels, NCHW).
+ * the work-items' fast one (mode.s1: channels, NHWC; else pixels,
+ * NCHW). The layouts are arguments, not build options: one program per
+ * configuration, and every branch on them is uniform.
  *
  * DB: the local tiles double-buffered (the next step's tile is written
  * into the other buffer while this one is read: one barrier per step);
  * else one buffer and two barriers. Either way the next step's global
  * loads are issued before this step's multiply-adds, into registers.
  *
- * SPLIT (1): the reduction is cut into parts of red.s1 steps (dimension
- * 2 of the grid, with the group), each writing its raw partial tile to
- * the workspace; wgg_reduce sums them and applies the epilogue. For calls
+ * mode.s2 (split): the reduction is cut into parts of red.s1 steps
+ * (dimension 2 of the grid, with the group), each writing its raw partial
+ * tile to the workspace; wgg_reduce sums them and applies the epilogue. For calls
  * whose output has too few tiles to fill the device (small filters'
  * gradients, late layers at small batch).
  *
@@ -61,16 +63,6 @@
 #ifndef DB
 #define DB 1
 #endif
-#ifndef SPLIT
-#define SPLIT 0
-#endif
-/* XPIX: x's pixels are its contiguous axis (NCHW); YKF: y's channels are. */
-#ifndef XPIX
-#define XPIX 1
-#endif
-#ifndef YKF
-#define YKF 0
-#endif
 
 #define WM (TM / RM)
 #define WN (TN / RN)
@@ -88,7 +80,7 @@
  * s*dw) and its offset in x (c*xs1 + r*dh*xs2 + s*dw*xs3); one work-item
  * per e. */
 __kernel void wgg_table(__global int *tab, long tab_off, int4 filt, /* R, S, cpg, E */
-                        int4 geom, /* dilation h, w */
+                        int4 geom, /* dilation h, w, x's pixels contiguous (xpix) */
                         long4 xs)
 {
     const int e = (int)get_global_id(0);
@@ -96,7 +88,7 @@ __kernel void wgg_table(__global int *tab, long tab_off, int4 filt, /* R, S, cpg
     if (e >= filt.s3)
         return;
     int c, rs;
-    if (XPIX) {
+    if (geom.s2) {
         c = e / (R * S);
         rs = e % (R * S);
     } else {
@@ -111,14 +103,14 @@ __kernel void wgg_table(__global int *tab, long tab_off, int4 filt, /* R, S, cpg
  * work-item per element, k fastest (the writes are contiguous). */
 __kernel void wgg_pack(__global const REAL *w, long w_off, long4 ws, __global REAL *wp, long wp_off,
                        int4 filt, /* R, S, cpg, E */
-                       int K)
+                       int K, int xpix)
 {
     const int k = (int)get_global_id(0), e = (int)get_global_id(1);
     if (k >= K || e >= filt.s3)
         return;
     const int R = filt.s0, S = filt.s1, cpg = filt.s2;
     int c, rs;
-    if (XPIX) {
+    if (xpix) {
         c = e / (R * S);
         rs = e % (R * S);
     } else {
@@ -148,13 +140,14 @@ __kernel void wgg_pack(__global const REAL *w, long w_off, long4 ws, __global RE
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long wp_off, __global const int *tab,
                long tab_off, __global const REAL *bias, long b_off, __global const REAL *res, long res_off,
-               __global REAL *y, long y_off, __global float *part, long part_off, /* SPLIT: partial tiles */
+               __global REAL *y, long y_off, __global float *part, long part_off, /* mode.s2: partial tiles */
                long4 xs, long4 ys,
                int4 dims,  /* N, P, Q, K */
                int4 inp,   /* H, W, cpg, kpg */
                int4 geom,  /* stride h, w, pad top, left */
                int4 red,   /* E, steps per split part, groups, 0 */
-               int4 flags) /* has bias, has residual, relu word, 0 */
+               int4 flags, /* has bias, has residual, relu word, 0 */
+               int4 mode)  /* x's pixels contiguous (xpix), y's channels contiguous, split, 0 */
 {
     __local REAL As[NBUF][TK][TM + LPAD];
     __local REAL Bs[NBUF][TK][TN + LPAD];
@@ -174,28 +167,22 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
 
     /* The block's place: the fast axis of the work-items is y's
      * contiguous one. */
-#if YKF
-    const int tm = lid % WM, tn = lid / WM;
-#else
-    const int tn = lid % WN, tm = lid / WN;
-#endif
+    const int xpix = mode.s0;
+    const int tm = mode.s1 ? lid % WM : lid / WN, tn = mode.s1 ? lid / WM : lid % WN;
 
     /* The input slots: the LB elements this work-item loads per step,
      * each a (row, pixel) of the TK x TN tile, fixed across the steps
      * but for the row's e. The pixel's base offset and top-left corner
      * are computed once; a pixel past the batch gets a corner no row
      * reaches. */
-    int brow[LB], bih[LB], biw[LB];
+    int brow[LB], bcol[LB], bih[LB], biw[LB];
     long bbase[LB];
 #pragma unroll
     for (int l = 0; l < LB; l++) {
         const int idx = lid + l * WG;
-#if XPIX
-        const int col = idx % TN, row = idx / TN;
-#else
-        const int col = idx / TK, row = idx % TK;
-#endif
+        const int col = xpix ? idx % TN : idx / TK, row = xpix ? idx / TN : idx % TK;
         brow[l] = row;
+        bcol[l] = col;
         const long g = g0 + col;
         if (g < npix) {
             const int pq = (int)(g % PQ), oh = pq / Q, ow = pq % Q;
@@ -244,11 +231,7 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
 #define WGG_STORE_LOCAL(BUF)                                                                     \
     do {                                                                                         \
         _Pragma("unroll") for (int l = 0; l < LA; l++) As[BUF][arow[l]][acol[l]] = ra[l];        \
-        _Pragma("unroll") for (int l = 0; l < LB; l++)                                           \
-        {                                                                                        \
-            const int idx_ = lid + l * WG;                                                       \
-            Bs[BUF][brow[l]][XPIX ? idx_ % TN : idx_ / TK] = rb[l];                              \
-        }                                                                                        \
+        _Pragma("unroll") for (int l = 0; l < LB; l++) Bs[BUF][brow[l]][bcol[l]] = rb[l];        \
     } while (0)
 
     float acc[RM][RN];
@@ -301,26 +284,22 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
 #endif
     }
 
-#if SPLIT
-    /* The raw partial tile, dense: part[(part_i * K + k) * npix + g]. */
-    (void)y;
-    (void)bias;
-    (void)res;
+    if (mode.s2) {
+        /* The raw partial tile, dense: part[(part_i * K + k) * npix + g]. */
 #pragma unroll
-    for (int j = 0; j < RN; j++) {
-        const long g = g0 + tn + j * WN;
-        if (g >= npix)
-            continue;
+        for (int j = 0; j < RN; j++) {
+            const long g = g0 + tn + j * WN;
+            if (g >= npix)
+                continue;
 #pragma unroll
-        for (int i = 0; i < RM; i++) {
-            const int kg = kt0 + tm + i * WM;
-            if (kg < kpg)
-                part[part_off + ((long)part_i * K + kbase + kg) * npix + g] = acc[i][j];
+            for (int i = 0; i < RM; i++) {
+                const int kg = kt0 + tm + i * WM;
+                if (kg < kpg)
+                    part[part_off + ((long)part_i * K + kbase + kg) * npix + g] = acc[i][j];
+            }
         }
+        return;
     }
-#else
-    (void)part;
-    (void)part_off;
 #pragma unroll
     for (int j = 0; j < RN; j++) {
         const long g = g0 + tn + j * WN;
@@ -334,10 +313,9 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
                 WGG_STORE(acc[i][j], k, yp + (long)k * ys.s1);
         }
     }
-#endif
 }
 
-/* SPLIT: y = the sum of the parts, then the epilogue; one work-item
+/* mode.s2: y = the sum of the parts, then the epilogue; one work-item
  * per output element, pixels fastest (the parts' dense rows). */
 __kernel void wgg_reduce(__global const float *part, long part_off, __global const REAL *bias, long b_off,
                          __global const REAL *res, long res_off, __global REAL *y, long y_off, long4 ys,

@@ -23,9 +23,9 @@ typedef struct wg_cfg {
     int tm, tn, tk, rm, rn, db, pad;
 } wg_cfg;
 static const wg_cfg wg_cands[] = {
-    {64, 64, 16, 4, 4, 1, 1},  {128, 64, 16, 8, 4, 1, 1}, {64, 128, 16, 4, 8, 1, 1}, {128, 128, 8, 8, 8, 1, 1},
-    {32, 64, 16, 4, 4, 1, 1},  {64, 32, 16, 4, 4, 1, 1},  {32, 32, 8, 4, 4, 1, 1},   {64, 64, 16, 4, 4, 0, 1},
-    {64, 64, 16, 4, 4, 1, 0},  {16, 64, 16, 2, 4, 1, 1},  {128, 32, 16, 8, 2, 1, 1}, {32, 128, 16, 2, 8, 1, 1},
+    {64, 64, 16, 4, 4, 1, 1}, {128, 64, 16, 8, 4, 1, 1}, {64, 128, 16, 4, 8, 1, 1},
+    {128, 128, 8, 8, 8, 1, 1}, {32, 64, 16, 4, 4, 1, 1}, {64, 32, 16, 4, 4, 1, 1},
+    {32, 32, 8, 4, 4, 1, 1},   {64, 64, 16, 4, 4, 0, 1}, {16, 64, 16, 2, 4, 1, 0},
 };
 #define N_WGG ((int)(sizeof wg_cands / sizeof wg_cands[0]))
 
@@ -152,9 +152,9 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         return PDNN_SUCCESS;
     int64_t per;
     const int64_t parts = wg_parts(d, c, i, &per);
-    char opts[160];
-    snprintf(opts, sizeof opts, "-DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d -DDB=%d -DLPAD=%d -DXPIX=%d -DYKF=%d -DSPLIT=%d",
-             g->tm, g->tn, g->tk, g->rm, g->rn, g->db, g->pad, x_pix(c), c->ys[1] == 1, parts > 1);
+    char opts[96];
+    snprintf(opts, sizeof opts, "-DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d -DDB=%d -DLPAD=%d", g->tm, g->tn, g->tk,
+             g->rm, g->rn, g->db, g->pad);
     cl_kernel k = NULL, tk = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_wg_gemm.cl", opts, "conv2d_wg_gemm", &k);
     if (st == PDNN_SUCCESS)
@@ -174,7 +174,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     const cl_long part_off = (cl_long)((ws.offset + wg_table_bytes(c)) / sizeof(float));
     cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)cpg, (int)red);
     {
-        cl_int4 dil = int4_of(c->dil_h, c->dil_w, 0, 0);
+        cl_int4 dil = int4_of(c->dil_h, c->dil_w, x_pix(c), 0);
         cl_long4 xs = strides4(c->xs);
         SET_ARG(tk, 0, wsr);
         SET_ARG(tk, 1, tab_off);
@@ -206,7 +206,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
             cl_mem w = c->w_buf.region;
             cl_long wo = elem_off(c->w_buf);
             cl_long4 wst = strides4(c->ws);
-            cl_int kk = (cl_int)c->k;
+            cl_int kk = (cl_int)c->k, xpix = x_pix(c);
             SET_ARG(pk, 0, w);
             SET_ARG(pk, 1, wo);
             SET_ARG(pk, 2, wst);
@@ -214,6 +214,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
             SET_ARG(pk, 4, wp_off);
             SET_ARG(pk, 5, filt);
             SET_ARG(pk, 6, kk);
+            SET_ARG(pk, 7, xpix);
             if (err != CL_SUCCESS)
                 return pdnn__cl_fail("clSetKernelArg(wgg_pack)", err);
             size_t pl[2] = {64, 1};
@@ -235,6 +236,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->pad_top, c->pad_left);
     cl_int4 redv = int4_of((int)red, (int)per, (int)c->groups, 0);
     cl_int4 flags = int4_of(c->bias_buf.region != NULL, c->z_buf.region != NULL, pdnn__cl_relu_word(c), 0);
+    cl_int4 mode = int4_of(x_pix(c), c->ys[1] == 1, parts > 1, 0);
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, wpb);
@@ -256,6 +258,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     SET_ARG(k, 18, geom);
     SET_ARG(k, 19, redv);
     SET_ARG(k, 20, flags);
+    SET_ARG(k, 21, mode);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_wg_gemm)", err);
     size_t local[3] = {wg_items(i), 1, 1};
@@ -291,6 +294,9 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(wgg_reduce)", err);
 }
 
+static int gpu_class_everywhere;
+void pdnn__opencl_gpu_class_everywhere(int on) { gpu_class_everywhere = on; }
+
 static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_wg_gemm, "conv2d_wg_gemm", wg_applies, wg_ws, wg_packed,
                                          wg_enqueue};
 
@@ -314,7 +320,7 @@ static void wg_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
         pdnn__plan_refuse(plan, "wg_gemm: its workspace is larger than this machine addresses");
         return;
     }
-    if (pdnn__cl_is_cpu(d))
+    if (pdnn__cl_is_cpu(d) && !gpu_class_everywhere)
         pdnn__plan_skip(plan, "AUTO runs wg_gemm on GPU-class devices; on CPUs the register-tiled kernels run");
 }
 
@@ -330,6 +336,7 @@ const pdnn__algo pdnn__cl_algo_wg_gemm = {
     /* First on GPU-class devices, before gemm_1x1 (20), for every
      * convolution (bench/results-gpu.md); passed over on CPUs. */
     .rank = 15,
+    .gpu_class = 1,
     .n_configs = N_WGG,
     .config_name = wg_name,
     .plan = wg_plan,
