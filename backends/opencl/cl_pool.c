@@ -65,15 +65,16 @@ static pdnn_status launch_1d(cl_dev *d, cl_kernel k, int64_t items, size_t local
 /* ---- rows ------------------------------------------------------------------ */
 
 /* On GPU-class devices AUTO runs fast, whose neighbouring work-items read
- * neighbouring floats, before rows and flat, whose items each read a
- * vector (16 floats apart from the next item's): ResNet-50's first max
- * pool at batch 32 on an H200 (NVIDIA's OpenCL) ran rows at 380 GB/s in
- * NCHW and 1,520 GB/s in NHWC, of a 4,156 GB/s copy (bench/results-gpu.md). */
+ * neighbouring floats, before rows (NCHW) and flat, whose items each read
+ * a vector 16 floats from the next item's. ResNet-50's first max pool at
+ * batch 32 on an H200 (NVIDIA's OpenCL; copy 4,156 GB/s): NCHW rows 380
+ * GB/s, fast 1,035 GB/s; NHWC rows (8 channels by 2 pixels per item)
+ * 1,520 GB/s, fast 939 GB/s, so NHWC keeps rows (bench/results-gpu.md). */
 static void skip_on_gpu(const void *dev, pdnn__plan *plan, const char *name)
 {
     if (plan->supported && !pdnn__cl_is_cpu(dev))
-        pdnn__plan_skip(plan, "AUTO runs fast before %s on GPU-class devices: its neighbouring work-items read "
-                              "neighbouring floats", name);
+        pdnn__plan_skip(plan, "AUTO runs fast before %s on GPU-class devices in NCHW: its neighbouring work-items "
+                              "read neighbouring floats", name);
 }
 
 static void rows_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -89,7 +90,8 @@ static void rows_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
                                 "wide) or 2 (up to 17 wide)");
     else
         plan->supported = 1;
-    skip_on_gpu(dev, plan, "rows");
+    if (c->x_layout != PDNN_NHWC)
+        skip_on_gpu(dev, plan, "rows");
 }
 
 /* Called with d->lock held. */
