@@ -93,6 +93,21 @@ const pdnn__cl_device_row pdnn__cl_device_rows[] = {
             },
     },
     {
+        /* NVIDIA's OpenCL driver (H100, H200). */
+        .name = "NVIDIA GPU",
+        .vendor = "NVIDIA",
+        .type = CL_DEVICE_TYPE_GPU,
+        .configs =
+            {
+                /* 128 x 64 tiles (8 x 4 per work-item, 43 multiply-adds
+                 * per global float): the tuner's pick on 35 of ResNet-50's
+                 * 46 layer/layout cases at batch 32 on an H200, where
+                 * tuning took the geomean from 10.1/14.0 to 13.9/15.9
+                 * TFLOP/s (NCHW/NHWC; bench/results-gpu.md). */
+                {"conv2d_wg_gemm", "tm=128 tn=64 tk=16 rm=8 rn=4 db=1 pad=1"},
+            },
+    },
+    {
         .name = "CPU",
         .type = CL_DEVICE_TYPE_CPU,
         .configs =
