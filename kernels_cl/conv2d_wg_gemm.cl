@@ -269,7 +269,7 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
              * barrier: writing it now races with no one. */
             if (more)
                 WGG_STORE_LOCAL(buf ^ 1);
-            barrier(CLK_LOCAL_MEM_FENCE);
+            barrier(CLK_LOCAL_MEM_FENCE); /* the step's end */
             buf ^= 1;
         }
 #else

@@ -393,6 +393,23 @@ static void build_conv_cases(void)
     };
     add_conv_all_layouts("wg_gemm", 1, wg_gemm, sizeof wg_gemm / sizeof wg_gemm[0], 9500);
 
+    /* wg_gemm under a simulator (tests/oclgrind_wg_gemm.sh, which runs it
+     * under Oclgrind with GPU semantics: races, barriers, bounds): one
+     * work-group's worth of output each, in both activation layouts with
+     * the layout's own filter (HWIO: read in place), every
+     * configuration: tails of K, pixels and the reduction; a reduction
+     * split in two (c40 on 3x3: 23 steps, one tile); groups with a
+     * residual and a capped relu. */
+    static const conv_case wg_sim[] = {
+        {2, 5, 5, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 5, 5, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {1, 40, 3, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 40, 3, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0, 0},
+        {1, 8, 3, 3, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 1, RELU_CAP},
+    };
+    for (size_t i = 0; i < sizeof wg_sim / sizeof wg_sim[0]; i++)
+        add_conv("wg_gemm_sim", 1, &wg_sim[i], 9700 + (uint32_t)i);
+
     /* Images of 1.5 MiB and more, which implicit_gemm copies
      * channels-last into its workspace on CPUs where x is not
      * (cl_implicit_gemm.c, ig_relayout): 3 channels at stride 2, groups of
@@ -1538,7 +1555,7 @@ static void usage(FILE *f)
             "                relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation, transform,\n"
             "                binary)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, wg_gemm, depthwise, large_values, pool_edges, pool_rows, pool_planes, pool_sampled,\n"
+            "                implicit_gemm, wg_gemm, wg_gemm_sim, depthwise, large_values, pool_edges, pool_rows, pool_planes, pool_sampled,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
             "                activation, transform, binary (grad)\n"
             "  --gpu-class   OpenCL CPU devices run the GPU-class kernels where AUTO would on a\n"
