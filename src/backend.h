@@ -408,6 +408,10 @@ typedef struct pdnn__algo {
     const char *name;
     int id;
     int rank;                  /* untuned order; plan may change it */
+    /* Built for GPUs (work-group tiles through local memory): AUTO passes
+     * over it on CPU devices, and the parity harness checks it there on
+     * small cases only. */
+    int gpu_class;
     /* Tunable configurations: how many (0: none) and the name of each as
      * the tuning cache stores it. */
     int n_configs;

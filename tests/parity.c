@@ -42,6 +42,9 @@
 
 #include "core/context.h"
 #include "ops/dispatch.h"
+#ifdef PDNN_HAVE_OPENCL
+#include "backends/opencl/cl_hooks.h" /* pdnn__opencl_gpu_class_everywhere */
+#endif
 #include "helpers.h"
 #include "parity.h"
 
@@ -365,6 +368,47 @@ static void build_conv_cases(void)
         {2, 40, 10, 10, 36, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
     };
     add_conv_all_layouts("implicit_gemm", 1, implicit_gemm, sizeof implicit_gemm / sizeof implicit_gemm[0], 9000);
+
+    /* wg_gemm's work-group tiles (64 x 64 by default, 16 to 128 in its
+     * configurations): K across two channel tiles (65), reductions off
+     * every step length (E = 27, 297, ...), pixel tiles spanning images,
+     * batch 17, 1x1 images, dilation, stride 3 with one-sided padding,
+     * groups of 32 and 16 channels, a 7x7/2 of 3 channels, reductions
+     * split across work-groups where the output has few tiles (c128 on
+     * 4x4, and per group), and a 1x1 with a residual. */
+    static const conv_case wg_gemm[] = {
+        {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 3, 5, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 33, 7, 7, 65, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 17, 13, 11, 19, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {3, 8, 11, 10, 9, 3, 3, 3, 3, 1, 1, 1, 0, 0, 2, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 6, 9, 9, 20, 1, 5, 1, 2, 1, 2, 0, 0, 3, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 32, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 12, 8, 8, 48, 3, 1, 2, 1, 1, 1, 1, 0, 0, 0, 3, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 3, 23, 23, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 128, 4, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {1, 64, 3, 3, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 70, 5, 5, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {3, 5, 9, 9, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+    };
+    add_conv_all_layouts("wg_gemm", 1, wg_gemm, sizeof wg_gemm / sizeof wg_gemm[0], 9500);
+
+    /* wg_gemm under a simulator (tests/oclgrind_wg_gemm.sh, which runs it
+     * under Oclgrind with GPU semantics: races, barriers, bounds): one
+     * work-group's worth of output each, in both activation layouts with
+     * the layout's own filter (HWIO: read in place), every
+     * configuration: tails of K, pixels and the reduction; a reduction
+     * split in two (c40 on 3x3: 23 steps, one tile); groups with a
+     * residual and a capped relu. */
+    static const conv_case wg_sim[] = {
+        {2, 5, 5, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 5, 5, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {1, 40, 3, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 40, 3, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0, 0},
+        {1, 8, 3, 3, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 1, RELU_CAP},
+    };
+    for (size_t i = 0; i < sizeof wg_sim / sizeof wg_sim[0]; i++)
+        add_conv("wg_gemm_sim", 1, &wg_sim[i], 9700 + (uint32_t)i);
 
     /* Images of 1.5 MiB and more, which implicit_gemm copies
      * channels-last into its workspace on CPUs where x is not
@@ -1497,7 +1541,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: parity [--mode test|perf|grad] [--backend host|opencl|cuda] [--op OP]\n"
-            "              [--algo NAME] [--set NAME] [-v]\n"
+            "              [--algo NAME] [--set NAME] [--gpu-class] [-v]\n"
             "Runs every case of the op table on every device, by every registered algorithm (and\n"
             "configuration) that applies, against the host reference.\n"
             "  --mode test   compare (default); exit 1 on a failure, 77 when nothing ran\n"
@@ -1511,9 +1555,12 @@ static void usage(FILE *f)
             "                relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation, transform,\n"
             "                binary)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, depthwise, large_values, pool_edges, pool_rows, pool_planes, pool_sampled,\n"
+            "                implicit_gemm, wg_gemm, wg_gemm_sim, depthwise, large_values, pool_edges, pool_rows, pool_planes, pool_sampled,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
             "                activation, transform, binary (grad)\n"
+            "  --gpu-class   OpenCL CPU devices run the GPU-class kernels where AUTO would on a\n"
+            "                GPU (wg_gemm inside the backward and matmul algorithms), to check\n"
+            "                those paths on PoCL\n"
             "  -v            print every case\n");
 }
 
@@ -1532,6 +1579,12 @@ static int parse_options(int argc, char **argv, options *o)
             usage(stdout);
             exit(0);
         }
+#ifdef PDNN_HAVE_OPENCL
+        if (strcmp(a, "--gpu-class") == 0) {
+            pdnn__opencl_gpu_class_everywhere(1);
+            continue;
+        }
+#endif
         if (!v || a[0] != '-') {
             fprintf(stderr, "parity: %s: %s\n", a, a[0] == '-' ? "needs a value" : "unexpected argument");
             usage(stderr);
@@ -1787,6 +1840,10 @@ static double time_runs(dev_run *r, const op_case *oc, const pdnn__algo *a)
     return best * 1e3;
 }
 
+/* The largest case a GPU-class algorithm runs on a CPU device (2 ms at
+ * PoCL's 2 GFLOP/s for them). */
+#define GPU_CLASS_CPU_FLOPS 4e6
+
 static int work_is_flops(pdnn__op op) { return is_conv_op(op) && op != PDNN__OP_CONV2D_BWD_BIAS; }
 
 static double case_work(const op_case *oc, const case_data *d)
@@ -1827,6 +1884,15 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
         char why[PDNN__WHY_LEN + 64] = "";
         if (oc->op == PDNN__OP_CONV2D_FWD && !conv_applies(dev, a, &oc->u.conv, why, sizeof why)) {
             skip(b, s, a->name, cname, why);
+            continue;
+        }
+        /* GPU-class kernels (work-group tiles through local memory) run
+         * at a few GFLOP/s on a CPU device, where AUTO passes over them:
+         * there the grid checks them on its small cases (every odd size
+         * and configuration of their own set is among them); on a GPU on
+         * all. */
+        if (a->gpu_class && dev->props.kind == PDNN__KIND_CPU && case_work(oc, d) > GPU_CLASS_CPU_FLOPS) {
+            skip(b, s, a->name, cname, "a GPU-class kernel on a CPU device: checked there up to 4 MFLOP");
             continue;
         }
         /* Tied maxima: the reference credits the first in row-major order.

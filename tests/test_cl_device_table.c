@@ -97,7 +97,7 @@ Test(cl_device_table, gpu_and_others)
     const cl_device_type types[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_CUSTOM, 0};
     for (int i = 0; i < 4; i++) {
         pdnn__cl_device_class c;
-        pdnn__cl_device_class_of("NVIDIA Corporation", types[i], 16, &c);
+        pdnn__cl_device_class_of("Advanced Micro Devices, Inc.", types[i], 16, &c);
         cr_assert(c.generic);
         cr_expect_null(c.row, "type %d", i);
         cr_expect_str_eq(c.generic->name, "GPU or other accelerator");
@@ -113,7 +113,25 @@ Test(cl_device_table, gpu_and_others)
         cr_expect_eq(dflt(&c, "conv2d_implicit_gemm", "nchw"), 4);
         cr_expect_eq(dflt(&c, "conv2d_bwd_filter_gemm", "nt"), 7);
         cr_expect_eq(dflt(&c, "conv2d_bwd_filter_gemm", "tn"), 7);
+        cr_expect_eq(dflt(&c, "conv2d_wg_gemm", NULL), 0); /* 64 x 64 */
     }
+}
+
+/* NVIDIA's GPUs take their row's wg_gemm tiles and the generic GPU row's
+ * everything else; an NVIDIA device that is no GPU does not. */
+Test(cl_device_table, nvidia_gpu)
+{
+    pdnn__cl_device_class c;
+    pdnn__cl_device_class_of("NVIDIA Corporation", CL_DEVICE_TYPE_GPU, 1, &c);
+    cr_assert(c.row && c.generic);
+    cr_expect_str_eq(c.row->name, "NVIDIA GPU");
+    cr_expect_str_eq(c.generic->name, "GPU or other accelerator");
+    cr_expect_eq(dflt(&c, "conv2d_wg_gemm", NULL), 1); /* 128 x 64 */
+    cr_expect_eq(dflt(&c, "conv2d_implicit_gemm", "nchw"), 4);
+    cr_expect(c.t.sweep_tiles == 0 && c.t.pool_wg == 64 && c.t.wino_tt == 8);
+    pdnn__cl_device_class_of("NVIDIA Corporation", CL_DEVICE_TYPE_ACCELERATOR, 1, &c);
+    cr_expect_null(c.row);
+    cr_expect_eq(dflt(&c, "conv2d_wg_gemm", NULL), 0);
 }
 
 #else

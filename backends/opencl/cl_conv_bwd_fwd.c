@@ -1,6 +1,6 @@
-/* Backward convolution as forward convolutions, run by the forward
- * implicit-GEMM kernel (cl_implicit_gemm.c) on views of the tensors, with
- * no copy:
+/* Backward convolution as forward convolutions, run by a forward GEMM
+ * kernel (wg_gemm on GPU-class devices, else gemm_1x1 or implicit_gemm:
+ * pdnn__cl_plan_fwd_inner) on views of the tensors, with no copy:
  *
  * data: dx is the convolution of dy with the filter turned by 180 degrees
  * and with its K and C axes swapped. With stride 1 that is one forward
@@ -20,14 +20,14 @@
  * dw seen with its first two axes swapped.
  *
  * Both need groups == 1 (a grouped filter is no stride view of the swap).
- * The inner calls are CONV2D_FWD calls, so they take implicit_gemm's
- * configuration pick and tuning-cache entry for their forward shapes. */
+ * The inner calls are CONV2D_FWD calls, so they take the inner
+ * algorithm's configuration pick and tuning-cache entry for their
+ * forward shapes. */
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-extern const pdnn__algo pdnn__cl_algo_implicit_gemm, pdnn__cl_algo_gemm_1x1;
 
 /* in: call as a forward call without bias or ReLU, to be reshaped. */
 static pdnn__conv2d_call *fwd_of(const pdnn__op_call *call, pdnn__op_call *in)
@@ -251,22 +251,12 @@ static void filter_column(const pdnn__op_call *call, int64_t s, pdnn__op_call *i
 }
 
 /* Plans the forward call in into ip and returns the algorithm that runs
- * it: gemm_1x1 where it takes the shape (a phase or layer with a 1x1
- * filter and no padding), as the forward's order has it, else
- * implicit_gemm. */
+ * it: wg_gemm on GPU-class devices (where AUTO would take it), else
+ * gemm_1x1 where it takes the shape (a phase or layer with a 1x1 filter
+ * and no padding), as the forward's order has it, else implicit_gemm. */
 static const pdnn__algo *plan_inner(void *dev, const pdnn__op_call *in, pdnn__plan *ip)
 {
-    static const pdnn__algo *const order[] = {&pdnn__cl_algo_gemm_1x1, &pdnn__cl_algo_implicit_gemm};
-    for (int i = 0; i < 2; i++) {
-        memset(ip, 0, sizeof *ip);
-        ip->supported = 1;
-        ip->config = -1;
-        ip->rank = order[i]->rank;
-        order[i]->plan(dev, in, ip);
-        if (ip->supported)
-            return order[i];
-    }
-    return &pdnn__cl_algo_implicit_gemm;
+    return pdnn__cl_plan_fwd_inner(dev, in, ip, 1);
 }
 
 /* A call is run as parts, each a forward call: backward data's phases,

@@ -30,4 +30,9 @@ int pdnn__opencl_builds(const pdnn__cl_build_record **out);
  * tiles a chunk at a time (0: its default, 64 MiB); cl_winograd.c. */
 void pdnn__opencl_winograd_chunk_bytes(int64_t bytes);
 
+/* 1: AUTO treats every OpenCL device as GPU-class, CPUs too (wg_gemm
+ * first, and inside the backward and matmul algorithms), so that the
+ * tests check those paths on PoCL; cl_wg_gemm.c. */
+void pdnn__opencl_gpu_class_everywhere(int on);
+
 #endif

@@ -37,6 +37,7 @@ typedef struct cl_dev {
     cl_context ctx;
     cl_command_queue queue;
     size_t max_wg;
+    cl_ulong local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE: bounds wg_gemm's tiles */
     cl_device_type type;
     cl_uint cu;        /* compute units: sizes the CPU kernels' work split */
     cl_uint vec_float; /* the preferred float vector width (16: AVX-512) */
@@ -193,6 +194,13 @@ int pdnn__cl_plan_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_c
  * and reports it in rep (may be NULL). Takes d->lock. */
 pdnn_status pdnn__cl_run_tunable(const pdnn__cl_tunable *t, void *dev, const pdnn__op_call *call,
                                  const pdnn__plan *plan, pdnn__buf ws, pdnn__run_report *rep);
+
+/* Plans the forward convolution in (an inner call of a backward or
+ * matmul algorithm) into ip and returns the algorithm that runs it:
+ * wg_gemm where AUTO would run it (GPU-class devices), else gemm_1x1
+ * where with_1x1 and it takes the shape, else implicit_gemm
+ * (cl_wg_gemm.c). */
+const pdnn__algo *pdnn__cl_plan_fwd_inner(void *dev, const pdnn__op_call *in, pdnn__plan *ip, int with_1x1);
 
 /* ---- cl_binary_cache.c -------------------------------------------------- */
 

@@ -6,11 +6,11 @@
  *   0.14 against gemm_nt's 0.16 ms a run on PoCL), all but op(A) op(B)
  *   with both transposed; first on CPUs, after conv_gemm elsewhere.
  * conv_gemm: C = op(A) op(B) is a 1x1 convolution of a batch of m
- *   one-pixel images with k channels by n filters, run by the forward
- *   implicit-GEMM kernel (cl_implicit_gemm.c) on views of A, B and C: a
- *   transposed operand is only other strides, so nothing is copied. It
- *   takes implicit_gemm's tuned configurations (and its tuning-cache
- *   entry for that 1x1 shape). On PoCL this is about ten times CLBlast's
+ *   one-pixel images with k channels by n filters, run by a forward
+ *   GEMM kernel on views of A, B and C (wg_gemm's work-group tiles on
+ *   GPU-class devices, else implicit_gemm): a transposed operand is only
+ *   other strides, so nothing is copied. It takes that algorithm's tuned
+ *   configurations (and its tuning-cache entry for that 1x1 shape). On PoCL this is about ten times CLBlast's
  *   untuned SGEMM for the fully connected layers of Deep MNIST.
  * clblast: CLBlast's SGEMM, where the build has CLBlast.
  * naive: one work-item per element of C; also empty sizes (k == 0 writes
@@ -23,8 +23,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-
-extern const pdnn__algo pdnn__cl_algo_implicit_gemm;
 
 /* ---- conv_gemm ------------------------------------------------------------ */
 
@@ -57,13 +55,12 @@ static void conv_call(const pdnn__op_call *call, pdnn__op_call *in)
     c->y_buf = mc->c_buf;
 }
 
-static void conv_gemm_inner(void *dev, const pdnn__op_call *in, pdnn__plan *ip)
+/* The forward algorithm and plan that run the 1x1 convolution in:
+ * wg_gemm on GPU-class devices, else implicit_gemm (gemm_1x1's NCHW
+ * kernels assume an image, not a batch of rows). */
+static const pdnn__algo *conv_gemm_inner(void *dev, const pdnn__op_call *in, pdnn__plan *ip)
 {
-    memset(ip, 0, sizeof *ip);
-    ip->supported = 1;
-    ip->config = -1;
-    ip->rank = pdnn__cl_algo_implicit_gemm.rank;
-    pdnn__cl_algo_implicit_gemm.plan(dev, in, ip);
+    return pdnn__cl_plan_fwd_inner(dev, in, ip, 0);
 }
 
 static void conv_gemm_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -96,10 +93,10 @@ static pdnn_status conv_gemm_run(void *dev, const pdnn__op_call *call, const pdn
     conv_call(call, &in);
     /* The same inner plan as conv_gemm_plan's: the workspace covers it. */
     pdnn__plan ip;
-    conv_gemm_inner(dev, &in, &ip);
+    const pdnn__algo *a = conv_gemm_inner(dev, &in, &ip);
     if (!ip.supported)
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: conv_gemm: %s", ip.why);
-    return pdnn__cl_algo_implicit_gemm.run(dev, &in, &ip, ws, rep);
+    return a->run(dev, &in, &ip, ws, rep);
 }
 
 const pdnn__algo pdnn__cl_algo_matmul_conv_gemm = {

@@ -70,6 +70,8 @@ static pdnn_status dev_open(cl_device_id id, cl_dev **out)
     if (clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL) !=
         CL_SUCCESS)
         d->max_wg = 64;
+    if (clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof d->local_mem, &d->local_mem, NULL) != CL_SUCCESS)
+        d->local_mem = 0;
     char vendor[128], name[128], driver[96];
     info_string(id, CL_DEVICE_VENDOR, vendor, sizeof vendor);
     info_string(id, CL_DEVICE_NAME, name, sizeof name);
@@ -433,10 +435,11 @@ static pdnn_status cl_sync(void *dev)
 /* Each algorithm is a file of its own (cl_<name>.c); adding one is its
  * kernel, its file and a line here. The ranks, set in each file with the
  * measurements behind them, order AUTO's untuned choice: depthwise 10,
- * gemm_1x1 20, implicit_gemm 30, winograd 40, tiled 50, im2col_gemm 60,
+ * wg_gemm 15 (GPU-class devices), gemm_1x1 20, implicit_gemm 30, winograd 40,
+ * tiled 50, im2col_gemm 60,
  * direct 100; each plan also says where AUTO passes over it. */
 extern const pdnn__algo pdnn__cl_algo_direct, pdnn__cl_algo_tiled, pdnn__cl_algo_winograd, pdnn__cl_algo_depthwise,
-    pdnn__cl_algo_gemm_1x1, pdnn__cl_algo_implicit_gemm;
+    pdnn__cl_algo_gemm_1x1, pdnn__cl_algo_implicit_gemm, pdnn__cl_algo_wg_gemm;
 #ifdef PDNN_HAVE_CLBLAST
 extern const pdnn__algo pdnn__cl_algo_im2col_gemm;
 #endif
@@ -453,6 +456,7 @@ static const pdnn__algo *const cl_conv_algos[] = {
     &pdnn__cl_algo_depthwise,
     &pdnn__cl_algo_gemm_1x1,
     &pdnn__cl_algo_implicit_gemm,
+    &pdnn__cl_algo_wg_gemm,
     NULL,
 };
 

@@ -1,0 +1,62 @@
+#!/bin/sh
+# wg_gemm under Oclgrind, an OpenCL simulator with GPU semantics (the
+# work-items of a group share local memory and must all reach each
+# barrier), which PoCL's CPU execution can hide:
+#  1. every configuration on the parity harness's wg_gemm_sim cases under
+#     --data-races: outputs equal to the host's and no race, barrier
+#     divergence or out-of-bounds access reported;
+#  2. the double-buffered loop's end-of-step barrier removed: Oclgrind
+#     must report a data race (on PoCL the outputs stay right);
+#  3. a device whose local memory fits no configuration (4 KiB) gets a
+#     refusal naming the limits, not a failed build or launch.
+# Exits 77 (SKIP) without oclgrind. `make check-oclgrind` runs it.
+src=${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}
+build=${PDNN_TOP_BUILDDIR:-.}
+command -v oclgrind >/dev/null 2>&1 || { echo "SKIP: oclgrind is not installed"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+export POLYDNN_PROGRAM_CACHE=off POLYDNN_CACHE_DIR="$tmp/cache"
+# Oclgrind's errors: races, divergence, invalid accesses, uninitialised
+# values, API misuse.
+errors() { grep -iE "data race|divergence|invalid (read|write)|out of bounds|uninitiali|oclgrind.*error" "$1"; }
+pass=0 fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+oclgrind --data-races "$build/tests/parity" --backend opencl --op conv2d --algo wg_gemm --set wg_gemm_sim \
+    >"$tmp/sim" 2>&1
+rc=$?
+tail -n 3 "$tmp/sim"
+if [ "$rc" -eq 77 ]; then echo "SKIP: Oclgrind offers no device"; exit 77; fi
+if [ "$rc" -eq 0 ] && ! errors "$tmp/sim" >/dev/null && grep -q " 0 failed" "$tmp/sim"; then
+    ok "every wg_gemm configuration under Oclgrind: equal to the host, no race or invalid access"
+else
+    errors "$tmp/sim" | head -n 20
+    bad "wg_gemm under Oclgrind (parity exit $rc)"
+fi
+
+mkdir "$tmp/kernels" && cp "$src"/kernels_cl/*.cl "$tmp/kernels/" || exit 1
+sed -i 's|barrier(CLK_LOCAL_MEM_FENCE); /\* the step.s end \*/|/* removed */|' "$tmp/kernels/conv2d_wg_gemm.cl"
+if cmp -s "$src/kernels_cl/conv2d_wg_gemm.cl" "$tmp/kernels/conv2d_wg_gemm.cl"; then
+    bad "the end-of-step barrier is no longer where this test removes it; update the test"
+else
+    POLYDNN_KERNEL_DIR="$tmp/kernels" oclgrind --data-races "$build/polydnn" conv -n 2 -c 40 -H 5 -W 4 -k 9 \
+        -p 1 -q 1 --algo wg_gemm --device /gpu:0 --iters 1 >"$tmp/race" 2>&1
+    if grep -qi "data race" "$tmp/race"; then
+        ok "the barrier removed: Oclgrind reports a data race"
+    else
+        tail -n 5 "$tmp/race"
+        bad "the barrier removed, and Oclgrind reported no race"
+    fi
+fi
+
+oclgrind --local-mem-size 4096 "$build/polydnn" conv -n 1 -c 4 -H 5 -W 5 -k 4 --algo wg_gemm --device /gpu:0 \
+    --iters 1 >"$tmp/small" 2>&1
+if grep -q "no configuration fits this device" "$tmp/small" && grep -q "4096 bytes of local memory" "$tmp/small"; then
+    ok "4 KiB of local memory: refused, naming the limits"
+else
+    cat "$tmp/small"
+    bad "4 KiB of local memory: no refusal naming the limits"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
