@@ -11,6 +11,8 @@
 #   models  bench/gpu_models.py (polydnn on CUDA and OpenCL vs PyTorch);
 #   bench   polydnn bench resnet50 on CUDA (cuDNN the peer) and OpenCL;
 #   tune    polydnn tune resnet50 on NVIDIA's OpenCL, then its bench again;
+#   bwd     backward convolution on CUDA and NVIDIA's OpenCL (bench_conv_bwd,
+#           ResNet-50 at batch 32; not in the default);
 #   wino    winograd's parity grid on NVIDIA's OpenCL, and its time beside
 #           implicit_gemm and tiled on 3x3 layers there (not in the default);
 #   profile the time of one small convolution call on CUDA and OpenCL, and
@@ -121,6 +123,16 @@ if has wino; then
       done
     } > "$O/wino.txt" 2>&1
     grep -aE "==|passed|failed|GFLOP|rror" "$O/wino.txt" | tail -n 30
+fi
+if has bwd; then
+    # Backward convolution, cuDNN against NVIDIA's OpenCL (wg_gemm inside
+    # the backward-as-forward algorithms), ResNet-50 at batch 32.
+    { for l in NCHW NHWC; do
+          log "== bwd cuda $l"; BENCH_NO_IM2COL=1 POLYDNN_BACKEND=cuda run timeout 50 .gpu/bin/bench_conv_bwd 32 3 /gpu:0 $l
+          log "== bwd opencl $l"; BENCH_NO_IM2COL=1 POLYDNN_BACKEND=opencl run timeout 70 .gpu/bin/bench_conv_bwd 32 3 /gpu:0 $l
+      done
+    } > "$O/bwd.txt" 2>&1
+    grep -aE "==|eometric|rror" "$O/bwd.txt"
 fi
 if has profile; then
     { log "== profile on CUDA, batch 1"

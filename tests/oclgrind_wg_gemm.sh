@@ -8,7 +8,10 @@
 #  2. the double-buffered loop's end-of-step barrier removed: Oclgrind
 #     must report a data race (on PoCL the outputs stay right);
 #  3. a device whose local memory fits no configuration (4 KiB) gets a
-#     refusal naming the limits, not a failed build or launch.
+#     refusal naming the limits, not a failed build or launch;
+#  4. the same cases' gradients by every backward algorithm, wg_gemm
+#     inside the backward-as-forward ones (--gpu-class), under
+#     --data-races: equal to the host's, nothing reported.
 # Exits 77 (SKIP) without oclgrind. `make check-oclgrind` runs it.
 src=${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}
 build=${PDNN_TOP_BUILDDIR:-.}
@@ -57,6 +60,16 @@ if grep -q "no configuration fits this device" "$tmp/small" && grep -q "4096 byt
 else
     cat "$tmp/small"
     bad "4 KiB of local memory: no refusal naming the limits"
+fi
+oclgrind --data-races "$build/tests/parity" --mode grad --backend opencl --set wg_gemm_sim --gpu-class \
+    >"$tmp/grad" 2>&1
+rc=$?
+tail -n 1 "$tmp/grad"
+if [ "$rc" -eq 0 ] && ! errors "$tmp/grad" >/dev/null && grep -q "forward_gemm: [1-9]" "$tmp/grad"; then
+    ok "the backward algorithms under Oclgrind, wg_gemm inside: equal to the host, nothing reported"
+else
+    errors "$tmp/grad" | head -n 20
+    bad "the backward algorithms under Oclgrind (parity exit $rc)"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
