@@ -535,7 +535,9 @@ typedef struct pdnn_conv_algo_info {
     int auto_candidate;    /* AUTO's fixed order would consider it (it
                               applies and is not passed over here)        */
     int rank;              /* its place in that order, lower first        */
-    int tunable;           /* it has configurations `polydnn tune` searches */
+    int tunable;           /* it has configurations `polydnn tune` searches
+                              (0 for a GPU-class algorithm on a CPU, which
+                              AUTO, its find and tune pass over)          */
     uint64_t workspace_bytes; /* workspace it needs here (when it applies) */
     char config[48];       /* the configuration it would run ("" if none) */
     char why[256];         /* why it does not apply, why AUTO passes

@@ -48,7 +48,7 @@ static void fresh_dir(void)
     strcpy(dir, "/tmp/pdnn-progcache-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
     setenv("POLYDNN_CACHE_DIR", dir, 1);
-    snprintf(progdir, sizeof progdir, "%s/programs-v1", dir);
+    snprintf(progdir, sizeof progdir, "%s/programs-v2", dir);
     unsetenv("POLYDNN_PROGRAM_CACHE");
     unsetenv("POLYDNN_TUNING");
     unsetenv("POLYDNN_KERNEL_DIR");

@@ -7,7 +7,7 @@
  * hash of the sources' bytes (POLYDNN_KERNEL_DIR copies included, so an
  * edited kernel is a new key); the format version is in the directory name
  * and in each file's header. Files live in
- * pdnn__cache_dir()/programs-v1/<sources>-<hash of the key>.bin:
+ * pdnn__cache_dir()/programs-v2/<sources>-<hash of the key>.bin:
  *
  *   bytes 0-7    magic "PDNNCLPB"
  *   8-11         format version (uint32, host order)
@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #define MAGIC "PDNNCLPB"
-#define FORMAT 1u
+#define FORMAT 2u /* 2: the checksum covers the key and the payload */
 #define HEADER_BYTES 32
 /* Larger files are not programs of ours: refuse before reading them. */
 #define MAX_PAYLOAD ((uint64_t)1 << 30)
@@ -99,7 +99,7 @@ static char *make_key(const cl_dev *d, const char *const *texts, const size_t *l
     return key;
 }
 
-/* pdnn__cache_dir()/programs-v1/<what>-<hash>.bin, with what reduced to
+/* pdnn__cache_dir()/programs-v2/<what>-<hash>.bin, with what reduced to
  * characters that are safe in a file name. */
 static int make_path(char *buf, size_t size, const char *what, const char *key)
 {

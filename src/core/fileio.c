@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* How long an in-place write waits for a FIFO's reader to open it. */
+#define FIFO_WAIT_MS 2000
+
 const char *pdnn__cache_dir(char *buf, size_t len)
 {
     const char *dir = getenv("POLYDNN_CACHE_DIR");
@@ -180,9 +183,16 @@ static int write_in_place(const char *path, const char *dst, pdnn__file_writer w
     int err = 0;
     errno = 0;
     /* Opened without blocking: a FIFO nobody reads used to hang the save
-     * (train --save fifo.npz) in the open; it is refused (ENXIO) instead.
-     * Writes then block as usual, for a reader that is there. */
-    const int fd = open(dst, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+     * (train --save fifo.npz) in the open. A reader that is about to open
+     * it (a pipeline starting up) gets FIFO_WAIT_MS; after that the FIFO
+     * is refused (ENXIO). Writes then block as usual, for a reader that
+     * is there. */
+    int fd = open(dst, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    for (int waited = 0; fd < 0 && errno == ENXIO && waited < FIFO_WAIT_MS; waited += 10) {
+        const struct timespec ten_ms = {0, 10 * 1000 * 1000};
+        nanosleep(&ten_ms, NULL);
+        fd = open(dst, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    }
     FILE *f = NULL;
     const char *step = "opening";
     if (fd >= 0) {
