@@ -173,7 +173,9 @@ typedef struct pdnn__scale_call {
 
 /* y[i] = f(x[i]), i < n (memory order), f by mode (pdnn_activation):
  * CLIP min(max(x, alpha), beta), LEAKY_RELU x >= 0 ? x : alpha x,
- * SIGMOID 1 / (1 + exp(-x)). y may be x. */
+ * SIGMOID 1 / (1 + exp(-x)), HARD_SIGMOID max(0, min(1, alpha x +
+ * beta)), HARD_SWISH x max(0, min(1, x / 6 + 1 / 2)), SILU x / (1 +
+ * exp(-x)). y may be x. */
 typedef struct pdnn__act_call {
     int64_t n;
     pdnn_activation mode;
@@ -181,12 +183,13 @@ typedef struct pdnn__act_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__act_call;
 
-/* y = a (kind) b over a and y packed with dims[4] in memory order
- * (outermost first): element (i0, i1, i2, i3) is a[((i0 d1 + i1) d2 + i2)
- * d3 + i3] and b[i0 bs[0] + i1 bs[1] + i2 bs[2] + i3 bs[3]] (bs[k] = 0
- * where b repeats). y may be a, or b when b has a's shape (bs packed). */
+/* y = a (kind) b over y packed with dims[4] in memory order (outermost
+ * first): element (i0, i1, i2, i3) is y[((i0 d1 + i1) d2 + i2) d3 + i3],
+ * a[i0 as[0] + i1 as[1] + i2 as[2] + i3 as[3]] and b likewise through bs
+ * (as[k], bs[k] = 0 where that side repeats). y may be a or b where that
+ * one is packed like y (no zero stride). */
 typedef struct pdnn__binary_call {
-    int64_t dims[4], bs[4];
+    int64_t dims[4], as[4], bs[4];
     pdnn_binary_op kind;
     pdnn__buf a_buf, b_buf, y_buf;
 } pdnn__binary_call;

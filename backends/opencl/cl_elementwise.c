@@ -212,9 +212,9 @@ const pdnn__algo pdnn__cl_algo_transform_direct = {
     .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = act_plan, .run = transform_run,
     .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 
-/* y = a (op) b with b broadcast (registry op PDNN__OP_BINARY): one
- * work-item per element of y in memory order, b read through its
- * strides (0 where it repeats). */
+/* y = a (op) b with either broadcast (registry op PDNN__OP_BINARY): one
+ * work-item per element of y in memory order, a and b read through their
+ * strides (0 where they repeat). */
 static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                               pdnn__run_report *rep)
 {
@@ -227,20 +227,22 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
         return st;
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, ym = c->y_buf.region;
     cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), yo = elem_off(c->y_buf);
-    cl_long4 dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}}, bs = {{c->bs[0], c->bs[1], c->bs[2], c->bs[3]}};
+    cl_long4 dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}}, bs = {{c->bs[0], c->bs[1], c->bs[2], c->bs[3]}},
+             as = {{c->as[0], c->as[1], c->as[2], c->as[3]}};
     cl_long total = c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3];
-    cl_int mul = c->kind == PDNN_BINARY_MUL;
+    cl_int op = (cl_int)c->kind; /* the kernel's op codes are pdnn_binary_op's values */
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, am);
     SET_ARG(k, 1, ao);
-    SET_ARG(k, 2, bm);
-    SET_ARG(k, 3, bo);
-    SET_ARG(k, 4, bs);
-    SET_ARG(k, 5, ym);
-    SET_ARG(k, 6, yo);
-    SET_ARG(k, 7, dims);
-    SET_ARG(k, 8, mul);
-    SET_ARG(k, 9, total);
+    SET_ARG(k, 2, as);
+    SET_ARG(k, 3, bm);
+    SET_ARG(k, 4, bo);
+    SET_ARG(k, 5, bs);
+    SET_ARG(k, 6, ym);
+    SET_ARG(k, 7, yo);
+    SET_ARG(k, 8, dims);
+    SET_ARG(k, 9, op);
+    SET_ARG(k, 10, total);
     return finish_launch(d, k, "ew_binary", err, total);
 }
 
