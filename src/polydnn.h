@@ -963,16 +963,21 @@ typedef struct pdnn_onnx_io {
 /* Reads an ONNX model (float32, NCHW as in the file) into a new graph:
  * graph inputs become placeholders, initializers constants, nodes ops.
  * Exactly one of path and (data, size) is given. Operators: Conv (group,
- * dilations, strides, pads, auto_pad, bias), BatchNormalization (inference,
- * folded into the Conv whose only reader it is), Relu (fused into the
- * Conv whose only reader it is, unless no_fusion), Clip, LeakyRelu,
- * Sigmoid, Mul (by a constant scalar), Concat, MaxPool,
- * AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool,
- * Add, Gemm, MatMul, Flatten, Reshape (constant shape), Softmax, Dropout
- * and Identity (removed), Constant. Anything else is refused with
- * PDNN_ERR_UNSUPPORTED naming the op, the node and the supported ops; a
- * malformed file is PDNN_ERR_CORRUPT; a build without protobuf-c gives
- * PDNN_ERR_UNSUPPORTED. io may be NULL. */
+ * dilations, strides, pads, auto_pad, bias), BatchNormalization (inference;
+ * folded into the Conv whose only reader it is, else a node of its own),
+ * Relu (fused into the Conv whose only reader it is, unless no_fusion),
+ * Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish (a Mul of x by
+ * Sigmoid(x) or by HardSigmoid(x; 1/6, 1/2) becomes one SiLU or hard
+ * swish node, unless no_fusion), Add, Mul, Sub, Div (NumPy broadcasting
+ * within rank 4, either side), Concat, MaxPool, AveragePool (pads,
+ * ceil_mode, count_include_pad), GlobalAveragePool, ReduceMean,
+ * ReduceMax, ReduceSum (over H and W), Pad (zeros that an AveragePool
+ * alone reads, or none), Gemm, MatMul, Flatten, Reshape (constant shape),
+ * Softmax, Dropout and Identity (removed), Constant. A model holding other
+ * operators is refused with PDNN_ERR_UNSUPPORTED listing every one with
+ * its count ("unsupported operators: Transpose x12, Erf x4"), the first
+ * such node and the supported ops; a malformed file is PDNN_ERR_CORRUPT; a
+ * build without protobuf-c gives PDNN_ERR_UNSUPPORTED. io may be NULL. */
 PDNN_API pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t size,
                                             const pdnn_onnx_options *opts, pdnn_graph **out,
                                             pdnn_onnx_io *io);
