@@ -83,14 +83,16 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
                  (long long)c->xs[0], (long long)c->xs[1], (long long)c->xs[2], (long long)c->xs[3],
                  (long long)c->ys[0], (long long)c->ys[1], (long long)c->ys[2], (long long)c->ys[3]);
     } else if (call->op == PDNN__OP_ACTIVATION) {
-        static const char *const modes[] = {"clip", "leaky_relu", "sigmoid"};
+        static const char *const modes[] = {"clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "silu"};
         const pdnn__act_call *c = &call->u.act;
-        snprintf(buf, len, "activation f32 %s n%lld", (unsigned)c->mode < 3 ? modes[c->mode] : "?", (long long)c->n);
+        snprintf(buf, len, "activation f32 %s n%lld", (unsigned)c->mode < 6 ? modes[c->mode] : "?", (long long)c->n);
     } else if (call->op == PDNN__OP_BINARY) {
+        static const char *const kinds[] = {"add", "mul", "sub", "div"};
         const pdnn__binary_call *c = &call->u.binary;
-        snprintf(buf, len, "binary f32 %s %lldx%lldx%lldx%lld b%lld,%lld,%lld,%lld",
-                 c->kind == PDNN_BINARY_MUL ? "mul" : "add", (long long)c->dims[0], (long long)c->dims[1],
-                 (long long)c->dims[2], (long long)c->dims[3], (long long)c->bs[0], (long long)c->bs[1],
+        snprintf(buf, len, "binary f32 %s %lldx%lldx%lldx%lld a%lld,%lld,%lld,%lld b%lld,%lld,%lld,%lld",
+                 (unsigned)c->kind < 4 ? kinds[c->kind] : "?", (long long)c->dims[0], (long long)c->dims[1],
+                 (long long)c->dims[2], (long long)c->dims[3], (long long)c->as[0], (long long)c->as[1],
+                 (long long)c->as[2], (long long)c->as[3], (long long)c->bs[0], (long long)c->bs[1],
                  (long long)c->bs[2], (long long)c->bs[3]);
     } else if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
