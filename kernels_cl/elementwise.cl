@@ -175,6 +175,40 @@ __kernel void ew_binary(__global const float *a, long a_off, long4 as, __global 
     y[y_off + i] = op == 0 ? av + bv : op == 1 ? av * bv : op == 2 ? av - bv : av / bv;
 }
 
+/* The element of x that padded coordinate o reads (of x's d; pads before
+ * it), or -1 for the constant: mode 0 constant, 1 reflect (the edge not
+ * repeated), 2 edge. */
+static long pad_src(long o, long before, long d, int mode)
+{
+    const long i = o - before;
+    if (i >= 0 && i < d)
+        return i;
+    if (mode == 0)
+        return -1;
+    if (mode == 2)
+        return i < 0 ? 0 : d - 1;
+    return i < 0 ? -i : 2 * (d - 1) - i;
+}
+
+/* y = x padded along H and W: one work-item per element of y in logical
+ * (n, c, h, w) order, w fastest; both tensors through their strides.
+ * d: x's dims; p: {top, left, bottom, right}. */
+__kernel void ew_pad(__global const float *x, long x_off, long4 xs, __global float *y, long y_off, long4 ys,
+                     long4 d, long4 p, int mode, float value, long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const long pw = d.s3 + p.s1 + p.s3, ph = d.s2 + p.s0 + p.s2;
+    long r = i / pw;
+    const long w = i - r * pw, h = r % ph;
+    r /= ph;
+    const long c = r % d.s1, n = r / d.s1;
+    const long sh = pad_src(h, p.s0, d.s2, mode), sw = pad_src(w, p.s1, d.s3, mode);
+    y[y_off + n * ys.s0 + c * ys.s1 + h * ys.s2 + w * ys.s3] =
+        sh < 0 || sw < 0 ? value : x[x_off + n * xs.s0 + c * xs.s1 + sh * xs.s2 + sw * xs.s3];
+}
+
 /* mode 0 clip: min(max(x, alpha), beta), NaN kept; 1 leaky relu; 2
  * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should);
  * 3 hard sigmoid max(0, min(1, alpha x + beta)); 4 hard swish; 5 silu

@@ -202,6 +202,17 @@ typedef struct pdnn__transform_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__transform_call;
 
+/* y = x padded along H and W (pdnn_pad): dims {n, c, h, w} are x's,
+ * pads {top, left, bottom, right} (>= 0; below h or w for REFLECT), y
+ * {n, c, h + top + bottom, w + left + right}; xs and ys each tensor's
+ * element strides of n, c, h, w (one layout). No aliasing. */
+typedef struct pdnn__pad_call {
+    int64_t dims[4], pads[4], xs[4], ys[4];
+    pdnn_pad_mode mode;
+    float value;
+    pdnn__buf x_buf, y_buf;
+} pdnn__pad_call;
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */
@@ -249,6 +260,7 @@ typedef enum pdnn__op {
     PDNN__OP_ACTIVATION = 14,       /* u.act (pdnn_activation_forward) */
     PDNN__OP_TRANSFORM = 15,        /* u.transform (pdnn_transform) */
     PDNN__OP_BINARY = 16,           /* u.binary (pdnn_binary) */
+    PDNN__OP_PAD = 17,              /* u.pad (pdnn_pad) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -301,6 +313,7 @@ typedef struct pdnn__op_call {
         pdnn__act_call act;
         pdnn__transform_call transform;
         pdnn__binary_call binary;
+        pdnn__pad_call pad;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

@@ -705,6 +705,18 @@ typedef enum pdnn_binary_op {
 } pdnn_binary_op;
 PDNN_API pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y);
 
+/* y = x padded along H and W (ONNX's Pad, torch's F.pad of an image):
+ * pads = {top, left, bottom, right}, each >= 0; x and y float32 NCHW or
+ * NHWC, one layout, y {N, C, H + top + bottom, W + left + right}. CONSTANT
+ * fills with value; REFLECT mirrors about the edge without repeating it
+ * (each pad below that dim); EDGE repeats the edge. One registry op: host
+ * and OpenCL "direct", CUDA "cudnn" (constant only: cudnnSetTensor, then
+ * x copied into y's interior; it refuses the others). y may not overlap
+ * x. */
+typedef enum pdnn_pad_mode { PDNN_PAD_CONSTANT = 0, PDNN_PAD_REFLECT = 1, PDNN_PAD_EDGE = 2 } pdnn_pad_mode;
+PDNN_API pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_pad_mode mode, float value,
+                              pdnn_tensor *y);
+
 /* y = x in y's layout (TensorFlow's Transpose between NCHW and NHWC,
  * cuDNN's cudnnTransformTensor): x and y float32 with the same dims, any
  * two layouts (activations, filters or X); the same layout is a copy.
@@ -872,6 +884,10 @@ PDNN_API pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const ch
 PDNN_API pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            const pdnn_node params[4], float epsilon, pdnn_node *out);
 
+/* pdnn_pad as a node ("Pad"); not differentiable yet. */
+PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                    const int64_t pads[4], pdnn_pad_mode mode, float value, pdnn_node *out);
+
 /* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
  * the transform back). */
 PDNN_API pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
@@ -971,8 +987,9 @@ typedef struct pdnn_onnx_io {
  * swish node, unless no_fusion), Add, Mul, Sub, Div (NumPy broadcasting
  * within rank 4, either side), Concat, MaxPool, AveragePool (pads,
  * ceil_mode, count_include_pad), GlobalAveragePool, ReduceMean,
- * ReduceMax, ReduceSum (over H and W), Pad (zeros that an AveragePool
- * alone reads, or none), Gemm, MatMul, Flatten, Reshape (constant shape),
+ * ReduceMax, ReduceSum (over H and W), Pad (of H and W: constant,
+ * reflect, edge; zeros that an AveragePool alone reads become its
+ * padding), Gemm, MatMul, Flatten, Reshape (constant shape),
  * Softmax, Dropout and Identity (removed), Constant. A model holding other
  * operators is refused with PDNN_ERR_UNSUPPORTED listing every one with
  * its count ("unsupported operators: Transpose x12, Erf x4"), the first

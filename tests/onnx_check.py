@@ -281,9 +281,17 @@ def zoo_op_cases():
         nodes = [pad, helper.make_node("AveragePool", ["pd"], ["y"], kernel_shape=[3, 3], strides=[2, 2])]
         inits = [init("p", np.array(pads, np.int64))] if opset >= 11 else []
         yield f"pad_avgpool_opset{opset}", model(nodes, x, None, inits, opset=opset), x
+    # a Pad node of its own: reflect before an AveragePool, edge, and a
+    # constant that is not 0 (as an input, opset 11+) before a Relu
+    pads = init("p", np.array([0, 0, 1, 3, 0, 0, 2, 1], np.int64))
     nodes = [helper.make_node("Pad", ["x", "p"], ["pd"], mode="reflect"),
              helper.make_node("AveragePool", ["pd"], ["y"], kernel_shape=[3, 3])]
-    yield "pad_reflect_refused", model(nodes, x, None, [init("p", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))]), x
+    yield "pad_reflect", model(nodes, x, None, [pads]), x
+    yield "pad_edge", model([helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], x, None, [pads]), x
+    nodes = [helper.make_node("Pad", ["x", "p", "v"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
+    yield "pad_constant_value", model(nodes, x, None, [pads, init("v", np.float32(0.75))]), x
+    yield "pad_channels_refused", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
+                                        [init("p", np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64))]), x
     yield "reducemean_c_refused", model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1])], x, None), x
     nodes = [helper.make_node("Pad", ["x", "p"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
     yield "pad_zeros", model(nodes, x, None, [init("p", np.zeros(8, np.int64))]), x
@@ -306,7 +314,7 @@ def zoo_op_cases():
 
 # Cases that polydnn must refuse, each with a phrase of the message.
 REFUSED_CASES = {
-    "pad_reflect_refused": "that no AveragePool absorbs is not supported yet",
+    "pad_channels_refused": "only non-negative pads of H and W are supported",
     "reducemean_c_refused": "only over H and W (2, 3) of a rank-4 input is supported",
 }
 

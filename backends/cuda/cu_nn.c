@@ -308,12 +308,31 @@ static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
     return PDNN_SUCCESS;
 }
 
-/* cuDNN takes every transform and scale call; of the activations, all but
+/* Constant padding: y filled with the value (cudnnSetTensor), then x
+ * copied into y's interior, a view of y's strides at (top, left). The
+ * plan has refused reflect and edge, which cuDNN lacks. */
+static pdnn_status pad_run(cu_dev *d, const pdnn__pad_call *c)
+{
+    const float one = 1.0f, zero = 0.0f;
+    const int64_t yd[4] = {c->dims[0], c->dims[1], c->dims[2] + c->pads[0] + c->pads[2],
+                           c->dims[3] + c->pads[1] + c->pads[3]};
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], yd, c->ys));
+    DNN(cudnnSetTensor, d->dnn, d->t[TY], ptr(c->y_buf), &c->value);
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], c->dims, c->xs));
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TW_SRC], c->dims, c->ys));
+    char *inner = (char *)ptr(c->y_buf) + (size_t)(c->pads[0] * c->ys[2] + c->pads[1] * c->ys[3]) * sizeof(float);
+    DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX], ptr(c->x_buf), &zero, d->t[TW_SRC], inner);
+    return PDNN_SUCCESS;
+}
+
+/* cuDNN takes every transform and scale call; constant padding only; of the activations, all but
  * hard sigmoid and hard swish, which it lacks; of the binary ops, those
  * cudnnOpTensor expresses: no division, one side broadcast at most. */
 static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     (void)dev;
+    if (call->op == PDNN__OP_PAD && call->u.pad.mode != PDNN_PAD_CONSTANT)
+        pdnn__plan_refuse(plan, "cuDNN has no %s padding", call->u.pad.mode == PDNN_PAD_REFLECT ? "reflect" : "edge");
     if (call->op == PDNN__OP_ACTIVATION &&
         (call->u.act.mode == PDNN_ACTIVATION_HARD_SIGMOID || call->u.act.mode == PDNN_ACTIVATION_HARD_SWISH))
         pdnn__plan_refuse(plan, "cuDNN has no hard sigmoid or hard swish (mode %d)", (int)call->u.act.mode);
@@ -337,6 +356,7 @@ static pdnn_status nn_body(cu_dev *d, const pdnn__op_call *call, const void *unu
     return call->op == PDNN__OP_ACTIVATION  ? act_run(d, &call->u.act)
            : call->op == PDNN__OP_TRANSFORM ? transform_run(d, &call->u.transform)
            : call->op == PDNN__OP_BINARY    ? binary_run(d, &call->u.binary)
+           : call->op == PDNN__OP_PAD       ? pad_run(d, &call->u.pad)
                                             : scale_run(d, &call->u.scale);
 }
 
@@ -349,6 +369,9 @@ const pdnn__algo pdnn__cu_algo_transform_cudnn = {
     .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_binary_cudnn = {
     .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
+const pdnn__algo pdnn__cu_algo_pad_cudnn = {
+    .op = PDNN__OP_PAD, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_scale_cudnn = {
     .op = PDNN__OP_SCALE, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
 const pdnn__algo pdnn__cu_algo_matmul_cublas = {

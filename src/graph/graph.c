@@ -12,7 +12,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
-                                         "Transpose", "AllReduce", "Binary", "FusedBatchNormV3"};
+                                         "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -521,6 +521,34 @@ pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, const char *d
     }
     nd.alpha = epsilon;
     return finish(g, &nd, in, 5, out);
+}
+
+pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, pdnn_node x, const int64_t pads[4],
+                           pdnn_pad_mode mode, float value, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_pad", name, device, PDNN__OP_PADDING, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!pads)
+        return shape_error(&nd, "pads is NULL");
+    nd.out = *in_desc(g, x);
+    if (nd.out.dtype != PDNN_FLOAT32 || (nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC))
+        return shape_error(&nd, "x must be a float32 NCHW or NHWC activation");
+    if (mode != PDNN_PAD_CONSTANT && mode != PDNN_PAD_REFLECT && mode != PDNN_PAD_EDGE)
+        return shape_error(&nd, "mode is not CONSTANT, REFLECT or EDGE");
+    for (int i = 0; i < 4; i++) {
+        const int64_t dim = nd.out.dims[2 + (i & 1)];
+        if (pads[i] < 0 || pads[i] > (int64_t)1 << 30 || (mode == PDNN_PAD_REFLECT && pads[i] >= dim) ||
+            (mode == PDNN_PAD_EDGE && dim < 1))
+            return shape_error(&nd, "pads must be >= 0 (below the dim for REFLECT)");
+    }
+    nd.out.dims[2] += pads[0] + pads[2];
+    nd.out.dims[3] += pads[1] + pads[3];
+    memcpy(nd.pads, pads, sizeof nd.pads);
+    nd.pad_mode = mode;
+    nd.alpha = value;
+    return finish(g, &nd, &x, 1, out);
 }
 
 pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,

@@ -67,6 +67,19 @@ static int activation_plans(const pdnn_device *dev, const pdnn__node *n)
     return some_algorithm_plans(dev, &call);
 }
 
+/* CUDA pads with a constant only. */
+static int pad_plans(const pdnn_device *dev, const pdnn__node *n)
+{
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_PAD;
+    call.u.pad.mode = n->pad_mode;
+    call.u.pad.value = n->alpha;
+    for (int k = 0; k < 4; k++)
+        call.u.pad.dims[k] = 1;
+    return some_algorithm_plans(dev, &call);
+}
+
 /* The plan sees the op and which sides repeat (CUDA refuses division and
  * a broadcast on both sides); a two-element y stands for the shape. */
 static int binary_plans(const pdnn_device *dev, const pdnn__node *n)
@@ -101,6 +114,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_ACT: return activation_plans(dev, n);
     case PDNN__OP_ELTWISE: return binary_plans(dev, n);
     case PDNN__OP_BN: return b->algos[PDNN__OP_BN_FWD_INFER] != NULL;
+    case PDNN__OP_PADDING: return pad_plans(dev, n);
     case PDNN__OP_CONCAT: return b->copy != NULL;
     case PDNN__OP_TRANSPOSE: return b->algos[PDNN__OP_TRANSFORM] != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;

@@ -365,8 +365,8 @@ pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, con
 /* Pad of a rank-4 input along H and W: nothing where every pad is 0;
  * constant zeros that an AveragePool (no pads of its own, floor mode)
  * alone reads become that pool's padding, counted (exporters write
- * count_include_pad so). Pads come as an attribute before opset 11, as
- * an int64 input since; other pads are refused for now. */
+ * count_include_pad so); else a pad node (constant, reflect, edge). Pads
+ * come as an attribute before opset 11, as an int64 input since. */
 pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProto *n)
 {
     pdnn_status st;
@@ -424,7 +424,15 @@ pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProt
         im->absorbed[r] = 1;
         return import_pool_of(im, m, x, 0, 0, extra);
     }
-    return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                 "a Pad (mode '%s') that no AveragePool absorbs is not supported yet",
-                                 mode[0] ? mode : "constant");
+    const int64_t hw[4] = {pads[2], pads[3], pads[6], pads[7]};
+    const pdnn_pad_mode pm = !mode[0] || strcmp(mode, "constant") == 0 ? PDNN_PAD_CONSTANT
+                             : strcmp(mode, "reflect") == 0            ? PDNN_PAD_REFLECT
+                                                                       : PDNN_PAD_EDGE;
+    if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_pad(im->graph, n->output[0], im->device, x->node, hw, pm, cval, &y);
+    if (st != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    return pdnn__onnx_set_output(im, n, n->output[0], y, 4);
 }

@@ -470,3 +470,49 @@ pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tens
     }
     return PDNN_SUCCESS;
 }
+
+pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_pad_mode mode, float value, pdnn_tensor *y)
+{
+    static const char name[] = "pdnn_pad";
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need(name, ts, names, 2);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!pads)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: pads is NULL", name);
+    if (mode != PDNN_PAD_CONSTANT && mode != PDNN_PAD_REFLECT && mode != PDNN_PAD_EDGE)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: mode %d is not CONSTANT (0), REFLECT (1) or EDGE (2)", name,
+                           (int)mode);
+    const int64_t *d = x->desc.dims;
+    char dx[96], dy[96];
+    for (int i = 0; i < 4; i++)
+        if (pads[i] < 0 || pads[i] > (int64_t)1 << 30 ||
+            (mode == PDNN_PAD_REFLECT && pads[i] >= d[2 + (i & 1)]) || (mode == PDNN_PAD_EDGE && d[2 + (i & 1)] < 1))
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "%s: pads[%d] = %lld; pads must be >= 0 (below the dim for REFLECT, of a dim of at "
+                               "least 1 for EDGE), x is %s",
+                               name, i, (long long)pads[i], pdnn__desc_string(&x->desc, dx, sizeof dx));
+    if (!is_act(x) || y->desc.layout != x->desc.layout || y->desc.dims[0] != d[0] || y->desc.dims[1] != d[1] ||
+        y->desc.dims[2] != d[2] + pads[0] + pads[2] || y->desc.dims[3] != d[3] + pads[1] + pads[3])
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "%s: x is %s and y is %s; both NCHW or both NHWC, y {N, C, H + top + bottom, W + left + "
+                           "right} for pads {%lld, %lld, %lld, %lld}",
+                           name, pdnn__desc_string(&x->desc, dx, sizeof dx), pdnn__desc_string(&y->desc, dy, sizeof dy),
+                           (long long)pads[0], (long long)pads[1], (long long)pads[2], (long long)pads[3]);
+    if ((st = pdnn__check_alias(name, y, "y", x, "x", 0)) != PDNN_SUCCESS)
+        return st;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_PAD;
+    pdnn__pad_call *c = &call.u.pad;
+    memcpy(c->dims, d, sizeof c->dims);
+    memcpy(c->pads, pads, sizeof c->pads);
+    pdnn__layout_strides(x->desc.layout, x->desc.dims, c->xs);
+    pdnn__layout_strides(y->desc.layout, y->desc.dims, c->ys);
+    c->mode = mode;
+    c->value = value;
+    c->x_buf = x->block.buf;
+    c->y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
+}
