@@ -12,8 +12,9 @@ that should refuse, or refusing or failing that should pass, fails the
 check, so this list is kept true.
 
 Usage: zoo_check.py POLYDNN_TOOL [--cache=DIR] [--family=NAME ...]
-[--bench=FILE [--iters=N]] [-v]. --cache keeps the exported models (and
-reuses them); --bench also times each passing family at batch 1 (polydnn
+[--layouts=NCHW] [--bench=FILE [--iters=N]] [-v]. --cache keeps the
+exported models (and reuses them); --layouts=NCHW checks NCHW alone;
+--bench also times each passing family at batch 1 (polydnn
 run's mean of N runs after a warm-up, per device in NCHW; ONNX Runtime's
 median of N with the same number of threads as cores) and writes a
 Markdown table. Exit 0 all as expected, 1 otherwise, 77 without
@@ -73,6 +74,25 @@ REFUSED = {
 }
 
 
+# Models whose residual branches are scaled down after torch_weights.py's
+# weights: with those alone EfficientNetV2-S is chaotic (float32 PyTorch
+# differs from float64 by 13% of the output, ONNX Runtime from itself with
+# its graph optimizations off by 24%), so no float32 engine can match
+# 1e-4. Each residual block's last BatchNorm scaled by 0.5: float32 within
+# 1e-6 of float64, and another input still moves the output by 2%.
+DAMPED = {"efficientnet_v2_s": 0.5}
+
+
+def damp_residual_branches(net, factor):
+    import torch
+    with torch.no_grad():
+        for mod in net.modules():
+            if getattr(mod, "use_res_connect", False):
+                bn = [b for b in mod.modules() if isinstance(b, torch.nn.BatchNorm2d)][-1]
+                bn.weight.mul_(factor)
+                bn.bias.mul_(factor)
+
+
 def input_size(model):
     return 299 if model == "inception_v3" else 224
 
@@ -82,6 +102,8 @@ def export(model, cache):
     if not os.path.exists(path):
         net = torchvision_model(model)
         input_sensitive_weights(net, input_size(model))
+        if model in DAMPED:
+            damp_residual_branches(net, DAMPED[model])
         export_onnx(net, path + ".tmp", input_size(model))
         os.replace(path + ".tmp", path)
     return path
@@ -110,6 +132,7 @@ def main():
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--family=")]
     verbose = "-v" in sys.argv
     iters = int(opt.get("--iters", "10"))
+    layouts = opt.get("--layouts", "NCHW,NHWC").split(",")
     rng = np.random.default_rng(7)
     failed = passed = 0
     rows = []
@@ -137,7 +160,7 @@ def main():
             scale = max(float(np.abs(ref).max()), 1e-30)
             errs, outcome = {}, "pass"
             for device in ("/cpu:0", "default"):
-                for layout in ("NCHW", "NHWC"):
+                for layout in layouts:
                     tag = f"{family} ({model}) on {device} {layout}"
                     r = run_polydnn(tool, path, xp, yp, "" if device == "default" else device, layout)
                     if r.returncode != 0:
