@@ -479,7 +479,7 @@ pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_pad_mode 
     pdnn_status st = need(name, ts, names, 2);
     if (st != PDNN_SUCCESS)
         return st;
-    if (!pads)
+    if (!pads || !x) /* (x: need checked it, out of the static analyzer's sight) */
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: pads is NULL", name);
     if (mode != PDNN_PAD_CONSTANT && mode != PDNN_PAD_REFLECT && mode != PDNN_PAD_EDGE)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: mode %d is not CONSTANT (0), REFLECT (1) or EDGE (2)", name,
