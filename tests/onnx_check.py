@@ -238,11 +238,13 @@ def zoo_op_cases():
     nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"]), helper.make_node("Sigmoid", ["g"], ["s"]),
              helper.make_node("Mul", ["s", "x"], ["y"])]
     yield "mul_gate_first", model(nodes, x, None), x
+    # (the mean of sigmoid(x): a divisor far from 0, so that the sums'
+    # order does not matter)
     for op in ("Sub", "Div"):
-        nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"]), helper.make_node("Sigmoid", ["x"], ["s"]),
+        nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("GlobalAveragePool", ["s"], ["g"]),
                  helper.make_node(op, ["s", "g"], ["y"])]
         yield f"{op.lower()}_second_broadcast", model(nodes, x, None), x
-        nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"]), helper.make_node("Sigmoid", ["x"], ["s"]),
+        nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("GlobalAveragePool", ["s"], ["g"]),
                  helper.make_node(op, ["g", "s"], ["y"])]
         yield f"{op.lower()}_first_broadcast", model(nodes, x, None), x
         yield f"{op.lower()}_const_first", model([helper.make_node(op, ["k", "x"], ["y"])], x, None,
