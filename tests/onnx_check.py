@@ -473,6 +473,15 @@ def main():
                     if wr.returncode != 2 or "--warmup must be at least 1" not in wr.stderr:
                         print(f"FAIL {tag} --warmup 0: exited {wr.returncode}, not a usage error\n{wr.stderr}")
                         failed += 1
+                # x * Sigmoid(x) and x * HardSigmoid(x; 1/6, 1/2) must fuse
+                # into one SiLU or HardSwish node; a shared gate must not.
+                if "_gated_" in name or name == "sigmoid_gate_shared":
+                    pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
+                    want = ("| Silu |" if name.startswith("sigmoid") else "| HardSwish |") if "_gated_" in name \
+                        else "| Sigmoid |"
+                    if pr.returncode != 0 or want not in pr.stdout or ("_gated_" in name and "| Mul |" in pr.stdout):
+                        print(f"FAIL {tag}: the profile lacks {want} or holds a Mul\n{pr.stdout}{pr.stderr}")
+                        failed += 1
                 results = [(tag, np.load(yp))]
                 if pdnn is not None:
                     model = pdnn.load_onnx(path, device=dev, batch=x_shape[0], fusion="--no-fusion" not in extra,
