@@ -863,16 +863,17 @@ PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const 
                                          pdnn_node bias, pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                      pdnn_node *out);
-/* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu" or
- * "Sigmoid" by mode; not differentiable yet (pdnn_graph_gradients refuses
+/* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu",
+ * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; not differentiable yet (pdnn_graph_gradients refuses
  * a path through it). */
 PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            pdnn_activation mode, float alpha, float beta, pdnn_node *out);
 
-/* pdnn_binary as a node: op type "AddV2" or "Mul" (b broadcast where
- * its dims are 1). Differentiable with respect to a always, and to b
- * when b has a's dims (a broadcast b's gradient, a sum over the repeated
- * dims, is refused by pdnn_graph_gradients). */
+/* pdnn_binary as a node: op type "AddV2", "Mul", "Sub" or "RealDiv"
+ * (either input broadcast where its dims are 1; the output takes the
+ * larger dim of each axis). Differentiable (but for RealDiv) with respect
+ * to an input that has the output's dims (a broadcast input's gradient,
+ * a sum over the repeated dims, is refused by pdnn_graph_gradients). */
 PDNN_API pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
                                        pdnn_node b, pdnn_binary_op op, pdnn_node *out);
 
