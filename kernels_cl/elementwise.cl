@@ -155,11 +155,12 @@ __kernel void ew_transform_tiles(__global const float *x, long x_off, long4 xs,
             y[dst + j * ys[xa] + i] = t[j][i];
 }
 
-/* y = a (mul ? * : +) b over a and y packed with dims d in memory order;
- * b's element at the strides bs (0 where b repeats). Each work-item reads
- * its a and b before writing y, so y may be a (or b of a's shape). */
-__kernel void ew_binary(__global const float *a, long a_off, __global const float *b, long b_off, long4 bs,
-                        __global float *y, long y_off, long4 d, int mul, long total)
+/* y = a (op: 0 +, 1 *, 2 -, 3 /) b over y packed with dims d in memory
+ * order; a's and b's elements at the strides as and bs (0 where that side
+ * repeats). Each work-item reads its a and b before writing y, so y may
+ * be a packed a (or b). */
+__kernel void ew_binary(__global const float *a, long a_off, long4 as, __global const float *b, long b_off, long4 bs,
+                        __global float *y, long y_off, long4 d, int op, long total)
 {
     const long i = (long)get_global_id(0);
     if (i >= total)
@@ -169,13 +170,49 @@ __kernel void ew_binary(__global const float *a, long a_off, __global const floa
     const long i2 = r % d.s2;
     r /= d.s2;
     const long i1 = r % d.s1, i0 = r / d.s1;
+    const float av = a[a_off + i0 * as.s0 + i1 * as.s1 + i2 * as.s2 + i3 * as.s3];
     const float bv = b[b_off + i0 * bs.s0 + i1 * bs.s1 + i2 * bs.s2 + i3 * bs.s3];
-    const float av = a[a_off + i];
-    y[y_off + i] = mul ? av * bv : av + bv;
+    y[y_off + i] = op == 0 ? av + bv : op == 1 ? av * bv : op == 2 ? av - bv : av / bv;
+}
+
+/* The element of x that padded coordinate o reads (of x's d; pads before
+ * it), or -1 for the constant: mode 0 constant, 1 reflect (the edge not
+ * repeated), 2 edge. */
+static long pad_src(long o, long before, long d, int mode)
+{
+    const long i = o - before;
+    if (i >= 0 && i < d)
+        return i;
+    if (mode == 0)
+        return -1;
+    if (mode == 2)
+        return i < 0 ? 0 : d - 1;
+    return i < 0 ? -i : 2 * (d - 1) - i;
+}
+
+/* y = x padded along H and W: one work-item per element of y in logical
+ * (n, c, h, w) order, w fastest; both tensors through their strides.
+ * d: x's dims; p: {top, left, bottom, right}. */
+__kernel void ew_pad(__global const float *x, long x_off, long4 xs, __global float *y, long y_off, long4 ys,
+                     long4 d, long4 p, int mode, float value, long total)
+{
+    const long i = (long)get_global_id(0);
+    if (i >= total)
+        return;
+    const long pw = d.s3 + p.s1 + p.s3, ph = d.s2 + p.s0 + p.s2;
+    long r = i / pw;
+    const long w = i - r * pw, h = r % ph;
+    r /= ph;
+    const long c = r % d.s1, n = r / d.s1;
+    const long sh = pad_src(h, p.s0, d.s2, mode), sw = pad_src(w, p.s1, d.s3, mode);
+    y[y_off + n * ys.s0 + c * ys.s1 + h * ys.s2 + w * ys.s3] =
+        sh < 0 || sw < 0 ? value : x[x_off + n * xs.s0 + c * xs.s1 + sh * xs.s2 + sw * xs.s3];
 }
 
 /* mode 0 clip: min(max(x, alpha), beta), NaN kept; 1 leaky relu; 2
- * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should). */
+ * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should);
+ * 3 hard sigmoid max(0, min(1, alpha x + beta)); 4 hard swish; 5 silu
+ * x / (1 + exp(-x)) (x / inf = -0 below -88, as it should be). */
 __kernel void ew_activation(__global const float *x, long x_off,
                             __global float *y, long y_off,
                             long n, int mode, float alpha, float beta)
@@ -189,8 +226,14 @@ __kernel void ew_activation(__global const float *x, long x_off,
         r = v < alpha ? alpha : (v > beta ? beta : v);
     else if (mode == 1)
         r = v >= 0.0f ? v : alpha * v;
-    else
+    else if (mode == 2)
         r = 1.0f / (1.0f + exp(-v));
+    else if (mode == 3 || mode == 4) {
+        const float t = mode == 3 ? alpha * v + beta : v / 6.0f + 0.5f;
+        const float h = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
+        r = mode == 3 ? h : v * h;
+    } else
+        r = v / (1.0f + exp(-v));
     y[y_off + i] = r;
 }
 

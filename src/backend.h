@@ -173,7 +173,9 @@ typedef struct pdnn__scale_call {
 
 /* y[i] = f(x[i]), i < n (memory order), f by mode (pdnn_activation):
  * CLIP min(max(x, alpha), beta), LEAKY_RELU x >= 0 ? x : alpha x,
- * SIGMOID 1 / (1 + exp(-x)). y may be x. */
+ * SIGMOID 1 / (1 + exp(-x)), HARD_SIGMOID max(0, min(1, alpha x +
+ * beta)), HARD_SWISH x max(0, min(1, x / 6 + 1 / 2)), SILU x / (1 +
+ * exp(-x)). y may be x. */
 typedef struct pdnn__act_call {
     int64_t n;
     pdnn_activation mode;
@@ -181,12 +183,13 @@ typedef struct pdnn__act_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__act_call;
 
-/* y = a (kind) b over a and y packed with dims[4] in memory order
- * (outermost first): element (i0, i1, i2, i3) is a[((i0 d1 + i1) d2 + i2)
- * d3 + i3] and b[i0 bs[0] + i1 bs[1] + i2 bs[2] + i3 bs[3]] (bs[k] = 0
- * where b repeats). y may be a, or b when b has a's shape (bs packed). */
+/* y = a (kind) b over y packed with dims[4] in memory order (outermost
+ * first): element (i0, i1, i2, i3) is y[((i0 d1 + i1) d2 + i2) d3 + i3],
+ * a[i0 as[0] + i1 as[1] + i2 as[2] + i3 as[3]] and b likewise through bs
+ * (as[k], bs[k] = 0 where that side repeats). y may be a or b where that
+ * one is packed like y (no zero stride). */
 typedef struct pdnn__binary_call {
-    int64_t dims[4], bs[4];
+    int64_t dims[4], as[4], bs[4];
     pdnn_binary_op kind;
     pdnn__buf a_buf, b_buf, y_buf;
 } pdnn__binary_call;
@@ -198,6 +201,17 @@ typedef struct pdnn__transform_call {
     int64_t dims[4], xs[4], ys[4];
     pdnn__buf x_buf, y_buf;
 } pdnn__transform_call;
+
+/* y = x padded along H and W (pdnn_pad): dims {n, c, h, w} are x's,
+ * pads {top, left, bottom, right} (>= 0; below h or w for REFLECT), y
+ * {n, c, h + top + bottom, w + left + right}; xs and ys each tensor's
+ * element strides of n, c, h, w (one layout). No aliasing. */
+typedef struct pdnn__pad_call {
+    int64_t dims[4], pads[4], xs[4], ys[4];
+    pdnn_pad_mode mode;
+    float value;
+    pdnn__buf x_buf, y_buf;
+} pdnn__pad_call;
 
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
@@ -246,6 +260,7 @@ typedef enum pdnn__op {
     PDNN__OP_ACTIVATION = 14,       /* u.act (pdnn_activation_forward) */
     PDNN__OP_TRANSFORM = 15,        /* u.transform (pdnn_transform) */
     PDNN__OP_BINARY = 16,           /* u.binary (pdnn_binary) */
+    PDNN__OP_PAD = 17,              /* u.pad (pdnn_pad) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -298,6 +313,7 @@ typedef struct pdnn__op_call {
         pdnn__act_call act;
         pdnn__transform_call transform;
         pdnn__binary_call binary;
+        pdnn__pad_call pad;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

@@ -667,14 +667,19 @@ PDNN_API pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias
 PDNN_API pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* Elementwise activations besides relu (cuDNN's cudnnActivationForward,
- * ONNX's Clip, LeakyRelu, Sigmoid). One registry op: host "direct",
- * OpenCL "direct", CUDA "cudnn" (sigmoid, and clip with alpha 0, which is
+ * ONNX's Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish and SiLU, the
+ * Mul of x by Sigmoid(x)). One registry op: host "direct", OpenCL
+ * "direct", CUDA "cudnn" (sigmoid, swish, and clip with alpha 0, which is
  * cuDNN's clipped relu; leaky relu and other clips through cudnnOpTensor's
- * max and min). */
+ * max and min; it refuses hard sigmoid and hard swish, which cuDNN lacks,
+ * so a graph places those elsewhere). */
 typedef enum pdnn_activation {
-    PDNN_ACTIVATION_CLIP = 0,       /* min(max(x, alpha), beta); alpha <= beta (ReLU6: 0, 6); NaN stays NaN */
-    PDNN_ACTIVATION_LEAKY_RELU = 1, /* x >= 0 ? x : alpha * x */
-    PDNN_ACTIVATION_SIGMOID = 2     /* 1 / (1 + exp(-x)); alpha, beta unused */
+    PDNN_ACTIVATION_CLIP = 0,         /* min(max(x, alpha), beta); alpha <= beta (ReLU6: 0, 6); NaN stays NaN */
+    PDNN_ACTIVATION_LEAKY_RELU = 1,   /* x >= 0 ? x : alpha * x */
+    PDNN_ACTIVATION_SIGMOID = 2,      /* 1 / (1 + exp(-x)); alpha, beta unused */
+    PDNN_ACTIVATION_HARD_SIGMOID = 3, /* max(0, min(1, alpha * x + beta)); ONNX's defaults 0.2, 0.5 */
+    PDNN_ACTIVATION_HARD_SWISH = 4,   /* x * max(0, min(1, x / 6 + 1 / 2)); alpha, beta unused */
+    PDNN_ACTIVATION_SILU = 5          /* x / (1 + exp(-x)) (swish); alpha, beta unused */
 } pdnn_activation;
 
 /* y = f(x) for mode f. x and y: float32, the same dims and layout (any
@@ -684,15 +689,35 @@ typedef enum pdnn_activation {
 PDNN_API pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, float alpha, float beta,
                                              pdnn_tensor *y);
 
-/* y = a (op) b elementwise with b broadcast (oneDNN's binary primitive,
- * cuDNN's cudnnOpTensor, ONNX's Add and Mul): a, b and y float32 on one
- * device; y has a's dims and layout; b has a's layout and each of its
- * dims equals a's or is 1 (that dim repeats), e.g. {N, C, 1, 1} scales
- * each image's channels (squeeze-and-excitation), {1, C, 1, 1} each
- * channel. y may be a; it may not overlap b unless b has a's dims and is
- * exactly y. An unknown op is refused. */
-typedef enum pdnn_binary_op { PDNN_BINARY_ADD = 0, PDNN_BINARY_MUL = 1 } pdnn_binary_op;
+/* y = a (op) b elementwise with NumPy's broadcasting within the four
+ * dims (oneDNN's binary primitive, cuDNN's cudnnOpTensor, ONNX's Add,
+ * Mul, Sub and Div): a, b and y float32 on one device, one layout; each
+ * of y's dims is the larger of a's and b's there, and each of a's and
+ * b's equals y's or is 1 (that dim repeats), e.g. a {N, C, H, W} times b
+ * {N, C, 1, 1} scales each image's channels (squeeze-and-excitation),
+ * and either side may be the broadcast one. y may be a or b where that
+ * one has y's dims; it may not overlap an input otherwise. An unknown op
+ * is refused. CUDA's cudnnOpTensor broadcasts one side only and has no
+ * division: it refuses DIV and calls where both sides repeat. */
+typedef enum pdnn_binary_op {
+    PDNN_BINARY_ADD = 0,
+    PDNN_BINARY_MUL = 1,
+    PDNN_BINARY_SUB = 2, /* a - b */
+    PDNN_BINARY_DIV = 3  /* a / b (IEEE: x / 0 is +-inf or NaN) */
+} pdnn_binary_op;
 PDNN_API pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y);
+
+/* y = x padded along H and W (ONNX's Pad, torch's F.pad of an image):
+ * pads = {top, left, bottom, right}, each >= 0; x and y float32 NCHW or
+ * NHWC, one layout, y {N, C, H + top + bottom, W + left + right}. CONSTANT
+ * fills with value; REFLECT mirrors about the edge without repeating it
+ * (each pad below that dim); EDGE repeats the edge. One registry op: host
+ * and OpenCL "direct", CUDA "cudnn" (constant only: cudnnSetTensor, then
+ * x copied into y's interior; it refuses the others). y may not overlap
+ * x. */
+typedef enum pdnn_pad_mode { PDNN_PAD_CONSTANT = 0, PDNN_PAD_REFLECT = 1, PDNN_PAD_EDGE = 2 } pdnn_pad_mode;
+PDNN_API pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_pad_mode mode, float value,
+                              pdnn_tensor *y);
 
 /* y = x in y's layout (TensorFlow's Transpose between NCHW and NHWC,
  * cuDNN's cudnnTransformTensor): x and y float32 with the same dims, any
@@ -840,18 +865,31 @@ PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const 
                                          pdnn_node bias, pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                      pdnn_node *out);
-/* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu" or
- * "Sigmoid" by mode; not differentiable yet (pdnn_graph_gradients refuses
+/* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu",
+ * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; not differentiable yet (pdnn_graph_gradients refuses
  * a path through it). */
 PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            pdnn_activation mode, float alpha, float beta, pdnn_node *out);
 
-/* pdnn_binary as a node: op type "AddV2" or "Mul" (b broadcast where
- * its dims are 1). Differentiable with respect to a always, and to b
- * when b has a's dims (a broadcast b's gradient, a sum over the repeated
- * dims, is refused by pdnn_graph_gradients). */
+/* pdnn_binary as a node: op type "AddV2", "Mul", "Sub" or "RealDiv"
+ * (either input broadcast where its dims are 1; the output takes the
+ * larger dim of each axis). Differentiable (but for RealDiv) with respect
+ * to an input that has the output's dims (a broadcast input's gradient,
+ * a sum over the repeated dims, is refused by pdnn_graph_gradients). */
 PDNN_API pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
                                        pdnn_node b, pdnn_binary_op op, pdnn_node *out);
+
+/* pdnn_batch_norm_forward in inference mode as a node
+ * ("FusedBatchNormV3"): params = {gamma, beta, running mean, running
+ * variance}, each a float32 layout-X {C} node; x an NCHW or NHWC
+ * activation; epsilon > 0. Not differentiable (pdnn_graph_gradients
+ * refuses a path through it). */
+PDNN_API pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                           const pdnn_node params[4], float epsilon, pdnn_node *out);
+
+/* pdnn_pad as a node ("Pad"); not differentiable yet. */
+PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                    const int64_t pads[4], pdnn_pad_mode mode, float value, pdnn_node *out);
 
 /* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
  * the transform back). */
@@ -945,16 +983,22 @@ typedef struct pdnn_onnx_io {
 /* Reads an ONNX model (float32, NCHW as in the file) into a new graph:
  * graph inputs become placeholders, initializers constants, nodes ops.
  * Exactly one of path and (data, size) is given. Operators: Conv (group,
- * dilations, strides, pads, auto_pad, bias), BatchNormalization (inference,
- * folded into the Conv whose only reader it is), Relu (fused into the
- * Conv whose only reader it is, unless no_fusion), Clip, LeakyRelu,
- * Sigmoid, Mul (a constant scalar, or a tensor broadcast NumPy-style), Concat, MaxPool,
- * AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool,
- * Add, Gemm, MatMul, Flatten, Reshape (constant shape), Softmax, Dropout
- * and Identity (removed), Constant. Anything else is refused with
- * PDNN_ERR_UNSUPPORTED naming the op, the node and the supported ops; a
- * malformed file is PDNN_ERR_CORRUPT; a build without protobuf-c gives
- * PDNN_ERR_UNSUPPORTED. io may be NULL. */
+ * dilations, strides, pads, auto_pad, bias), BatchNormalization (inference;
+ * folded into the Conv whose only reader it is, else a node of its own),
+ * Relu (fused into the Conv whose only reader it is, unless no_fusion),
+ * Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish (a Mul of x by
+ * Sigmoid(x) or by HardSigmoid(x; 1/6, 1/2) becomes one SiLU or hard
+ * swish node, unless no_fusion), Add, Mul, Sub, Div (NumPy broadcasting
+ * within rank 4, either side), Concat, MaxPool, AveragePool (pads,
+ * ceil_mode, count_include_pad), GlobalAveragePool, ReduceMean,
+ * ReduceMax, ReduceSum (over H and W), Pad (of H and W: constant,
+ * reflect, edge; zeros that an AveragePool alone reads become its
+ * padding), Gemm, MatMul, Flatten, Reshape (constant shape),
+ * Softmax, Dropout and Identity (removed), Constant. A model holding other
+ * operators is refused with PDNN_ERR_UNSUPPORTED listing every one with
+ * its count ("unsupported operators: Transpose x12, Erf x4"), the first
+ * such node and the supported ops; a malformed file is PDNN_ERR_CORRUPT; a
+ * build without protobuf-c gives PDNN_ERR_UNSUPPORTED. io may be NULL. */
 PDNN_API pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t size,
                                             const pdnn_onnx_options *opts, pdnn_graph **out,
                                             pdnn_onnx_io *io);

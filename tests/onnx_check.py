@@ -216,6 +216,112 @@ def binary_cases():
     yield "add_broadcast_activation", model(nodes, x, None), x
 
 
+def zoo_op_cases():
+    """The ops the rank-4 torchvision families added: standalone
+    BatchNormalization, broadcast Sub/Div/Mul, HardSigmoid, HardSwish,
+    SiLU and hard swish as exporters write them (fused), Pad before an
+    AveragePool, ReduceMean/Max/Sum over H and W."""
+    x = [2, 4, 9, 11]
+    bn_inits = [init("s", rnd(4)), init("bb", rnd(4)), init("m", rnd(4)),
+                init("v", rng.uniform(0.5, 2.0, 4).astype(np.float32))]
+    # DenseNet's order: BatchNormalization after a Concat, then Relu
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Concat", ["x", "r"], ["c"], axis=0),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["bn"], epsilon=1e-3),
+             helper.make_node("Relu", ["bn"], ["y"])]
+    yield "batchnorm_after_concat", model(nodes, x, None, bn_inits), x
+    yield "batchnorm_of_input", model([helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["y"])],
+                                      x, None, bn_inits), x
+    # a Conv's output read twice: the BatchNormalization is not folded
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["bn"]),
+             helper.make_node("Add", ["bn", "c"], ["y"])]
+    yield "batchnorm_shared_conv", model(nodes, x, None, bn_inits + [init("w", rnd(4, 4, 3, 3))]), x
+    # squeeze-and-excitation as torchvision writes it: gate * x (the first input broadcast)
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"]), helper.make_node("Sigmoid", ["g"], ["s"]),
+             helper.make_node("Mul", ["s", "x"], ["y"])]
+    yield "mul_gate_first", model(nodes, x, None), x
+    # (the mean of sigmoid(x): a divisor far from 0, so that the sums'
+    # order does not matter)
+    for op in ("Sub", "Div"):
+        nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+                 helper.make_node(op, ["s", "g"], ["y"])]
+        yield f"{op.lower()}_second_broadcast", model(nodes, x, None), x
+        nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+                 helper.make_node(op, ["g", "s"], ["y"])]
+        yield f"{op.lower()}_first_broadcast", model(nodes, x, None), x
+        yield f"{op.lower()}_const_first", model([helper.make_node(op, ["k", "x"], ["y"])], x, None,
+                                                 [init("k", rnd(4, 1, 1))]), x
+        yield f"{op.lower()}_const_c_h", model([helper.make_node(op, ["x", "k"], ["y"])], x, None,
+                                               [init("k", rng.uniform(0.5, 2, (4, 9, 1)).astype(np.float32))]), x
+        yield f"{op.lower()}_scalar", model([helper.make_node(op, ["x", "k"], ["y"])], x, None,
+                                            [init("k", np.float32(3.0))]), x
+    # both sides broadcast: {N,C,H,1} + {N,C,1,W}
+    nodes = [helper.make_node("MaxPool", ["x"], ["h"], kernel_shape=[1, 11]),
+             helper.make_node("AveragePool", ["x"], ["w"], kernel_shape=[9, 1]),
+             helper.make_node("Add", ["h", "w"], ["y"])]
+    yield "add_both_broadcast", model(nodes, x, None), x
+    yield "hard_sigmoid", model([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.4, beta=0.3)], x, None), x
+    yield "hard_sigmoid_default", model([helper.make_node("HardSigmoid", ["x"], ["y"])], x, None), x
+    yield "hard_swish_opset14", model([helper.make_node("HardSwish", ["x"], ["y"])], x, None, opset=14), x
+    # x * HardSigmoid(x; 1/6, 1/2) (torch's hardswish before opset 14) and
+    # x * Sigmoid(x) (SiLU), each fused into one node; in either order.
+    for gate, attrs in (("HardSigmoid", {"alpha": 1.0 / 6, "beta": 0.5}), ("Sigmoid", {})):
+        for order in (["x", "s"], ["s", "x"]):
+            nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                     helper.make_node(gate, ["c"], ["s0"], **attrs), helper.make_node("Mul", ["c", "s0"], ["y"])]
+            if order[0] == "s":
+                nodes[2] = helper.make_node("Mul", ["s0", "c"], ["y"])
+            yield f"{gate.lower()}_gated_{order[0]}_first", model(nodes, x, None, [init("w", rnd(5, 4, 3, 3))]), x
+    # the gate read twice: not fused
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["m"]),
+             helper.make_node("Add", ["m", "s"], ["y"])]
+    yield "sigmoid_gate_shared", model(nodes, x, None), x
+    # Pad then AveragePool (torch's avg_pool2d with count_include_pad):
+    # pads as an input (opset 11+) and as an attribute (opset 2); pads of 0
+    for opset in (13, 10):
+        pads = [0, 0, 1, 2, 0, 0, 2, 1]
+        pad = (helper.make_node("Pad", ["x", "p"], ["pd"], mode="constant") if opset >= 11 else
+               helper.make_node("Pad", ["x"], ["pd"], mode="constant", pads=pads, value=0.0))
+        nodes = [pad, helper.make_node("AveragePool", ["pd"], ["y"], kernel_shape=[3, 3], strides=[2, 2])]
+        inits = [init("p", np.array(pads, np.int64))] if opset >= 11 else []
+        yield f"pad_avgpool_opset{opset}", model(nodes, x, None, inits, opset=opset), x
+    # a Pad node of its own: reflect before an AveragePool, edge, and a
+    # constant that is not 0 (as an input, opset 11+) before a Relu
+    pads = init("p", np.array([0, 0, 1, 3, 0, 0, 2, 1], np.int64))
+    nodes = [helper.make_node("Pad", ["x", "p"], ["pd"], mode="reflect"),
+             helper.make_node("AveragePool", ["pd"], ["y"], kernel_shape=[3, 3])]
+    yield "pad_reflect", model(nodes, x, None, [pads]), x
+    yield "pad_edge", model([helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], x, None, [pads]), x
+    nodes = [helper.make_node("Pad", ["x", "p", "v"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
+    yield "pad_constant_value", model(nodes, x, None, [pads, init("v", np.float32(0.75))]), x
+    yield "pad_channels_refused", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
+                                        [init("p", np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64))]), x
+    yield "reducemean_c_refused", model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1])], x, None), x
+    nodes = [helper.make_node("Pad", ["x", "p"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
+    yield "pad_zeros", model(nodes, x, None, [init("p", np.zeros(8, np.int64))]), x
+    # ReduceMean/Max/Sum over H, W (MNASNet's head), keepdims 1 and 0
+    for op in ("ReduceMean", "ReduceMax", "ReduceSum"):
+        for keep in (1, 0):
+            if op == "ReduceSum":  # axes as an input from opset 13
+                nodes = [helper.make_node(op, ["x", "a"], ["y"], keepdims=keep)]
+                inits = [init("a", np.array([-1, 2], np.int64))]
+            else:
+                nodes = [helper.make_node(op, ["x"], ["y"], axes=[2, -1], keepdims=keep)]
+                inits = []
+            yield f"{op.lower()}_hw_keep{keep}", model(nodes, x, None, inits), x
+    nodes = [helper.make_node("ReduceMean", ["x", "a"], ["y"], keepdims=0)]
+    yield "reducemean_opset18_axes_input", model(nodes, x, None, [init("a", np.array([2, 3], np.int64))], opset=18), x
+    nodes = [helper.make_node("ReduceMean", ["x"], ["r"], axes=[2, 3], keepdims=0),
+             helper.make_node("Gemm", ["r", "w"], ["y"])]
+    yield "reducemean_gemm", model(nodes, x, None, [init("w", rnd(4, 3))]), x
+
+
+# Cases that polydnn must refuse, each with a phrase of the message.
+REFUSED_CASES = {
+    "pad_channels_refused": "only non-negative pads of H and W are supported",
+    "reducemean_c_refused": "only over H and W (2, 3) of a rank-4 input is supported",
+}
+
 TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
 TORCHVISION_LARGE = ("resnet18", "googlenet", "resnet50", "vgg16")
 
@@ -303,7 +409,8 @@ def main():
         elif "--torchvision-fast" in sys.argv:  # make check-models: the fast ones
             all_cases = list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         else:
-            all_cases = list(cases()) + list(activation_cases()) + list(binary_cases()) + list(torch_cases(tmp))
+            all_cases = (list(cases()) + list(activation_cases()) + list(binary_cases()) + list(zoo_op_cases())
+                         + list(torch_cases(tmp)))
         for name, m, x_shape in all_cases:
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(m, path)
@@ -327,6 +434,13 @@ def main():
                     cmd += ["--device", dev]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 tag = f"{name} on {dev or 'default'}" + "".join(" " + e for e in extra)
+                if name in REFUSED_CASES:
+                    ok = r.returncode == 1 and REFUSED_CASES[name] in r.stdout + r.stderr
+                    if not ok or verbose:
+                        print(f"{'ok  ' if ok else 'FAIL'} {tag}: refused ({r.returncode}): {(r.stdout + r.stderr)[-300:]}")
+                    passed += ok
+                    failed += not ok
+                    continue
                 if r.returncode != 0:
                     print(f"FAIL {tag}: polydnn run exited {r.returncode}\n{r.stdout}{r.stderr}")
                     failed += 1
@@ -379,6 +493,15 @@ def main():
                     wr = subprocess.run(cmd + ["--warmup", "0"], capture_output=True, text=True)
                     if wr.returncode != 2 or "--warmup must be at least 1" not in wr.stderr:
                         print(f"FAIL {tag} --warmup 0: exited {wr.returncode}, not a usage error\n{wr.stderr}")
+                        failed += 1
+                # x * Sigmoid(x) and x * HardSigmoid(x; 1/6, 1/2) must fuse
+                # into one SiLU or HardSwish node; a shared gate must not.
+                if "_gated_" in name or name == "sigmoid_gate_shared":
+                    pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
+                    want = ("| Silu |" if name.startswith("sigmoid") else "| HardSwish |") if "_gated_" in name \
+                        else "| Sigmoid |"
+                    if pr.returncode != 0 or want not in pr.stdout or ("_gated_" in name and "| Mul |" in pr.stdout):
+                        print(f"FAIL {tag}: the profile lacks {want} or holds a Mul\n{pr.stdout}{pr.stderr}")
                         failed += 1
                 results = [(tag, np.load(yp))]
                 if pdnn is not None:

@@ -1551,13 +1551,13 @@ static void usage(FILE *f)
             "                checked against the forward (adjoint identity, finite differences); and\n"
             "                batch normalization (OP batch_norm_fwd_train, batch_norm_fwd_infer,\n"
             "                batch_norm_bwd; set batch_norm); and the training ops (OP relu_bwd,\n"
-            "                softmax_xent, optimizer, matmul, scale, activation, transform, binary; sets\n"
-            "                relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation, transform,\n"
-            "                binary)\n"
+            "                softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad;\n"
+            "                sets relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation,\n"
+            "                transform, binary, pad)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
             "                implicit_gemm, wg_gemm, wg_gemm_sim, depthwise, large_values, pool_edges, pool_rows, pool_planes, pool_sampled,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
-            "                activation, transform, binary (grad)\n"
+            "                activation, transform, binary, pad (grad)\n"
             "  --gpu-class   OpenCL CPU devices run the GPU-class kernels where AUTO would on a\n"
             "                GPU (wg_gemm inside the backward and matmul algorithms), to check\n"
             "                those paths on PoCL\n"
@@ -1613,7 +1613,8 @@ static int parse_options(int argc, char **argv, options *o)
                 fprintf(stderr,
                         "parity: --op must be conv2d, pool2d (test, perf) or conv2d_bwd_data, conv2d_bwd_filter, "
                         "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd, "
-                        "relu_bwd, softmax_xent, optimizer, matmul, scale, activation, transform, binary (grad), got '%s'\n",
+                        "relu_bwd, softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad (grad), "
+                        "got '%s'\n",
                         v);
                 return -1;
             }

@@ -1,8 +1,8 @@
 /*
  * The training ops' cases of the op-parity harness (grad mode): relu
  * backward, softmax cross-entropy and optimizer steps, and the
- * elementwise registry ops (scale, activations, layout transform, binary add and mul with
- * broadcasting), each run on every
+ * elementwise registry ops (scale, activations, layout transform, binary add, mul, sub and
+ * div with broadcasting of either side, pad), each run on every
  * device by every algorithm its backend registers (forced by name), and
  * compared with a naive loop in double written here. The naive
  * cross-entropy gradient is itself checked against central finite
@@ -17,7 +17,7 @@
  *   scale, binary  |got - ref| / |ref| (one float product or sum of two
  *                  floats: one rounding);
  *   activation     |got - ref| / max(|ref|, 1), NaN where the input is;
- *   transform      exact (a permutation): any difference fails;
+ *   transform, pad exact (a permutation, copies): any difference fails;
  *   matmul         |got - ref| / (sum over p of |a[i,p] b[p,j]| + 1e-30)
  *                  per element: float32 sums err by ~sqrt(k) ulps of
  *                  that, a wrong index or transpose by the whole of it.
@@ -37,7 +37,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT, TRANSFORM, BINARY } kind;
+typedef enum kind { RELU, XENT, OPTIM, MATMUL, SCALE, ACT, TRANSFORM, BINARY, PAD } kind;
 
 typedef struct train_case {
     int64_t dims[4];      /* relu: the tensor; xent: {N, K}; optim: {n};
@@ -45,13 +45,13 @@ typedef struct train_case {
     const char *set;
     kind k;
     pdnn_layout layout;
-    float offset;         /* xent: added to every logit; act: alpha */
-    float amp;            /* xent: logits' spread; act: beta */
+    float offset;         /* xent: added to every logit; act: alpha; pad: the value */
+    float amp;            /* xent: logits' spread; act: beta; pad: the pdnn_pad_mode */
     pdnn_optimizer_kind opt;
     float lr, momentum, weight_decay; /* act: lr spreads x */
     pdnn_activation act;
     pdnn_layout to;       /* transform: y's layout (x's is layout) */
-    int64_t bdims[4];     /* binary: b's dims (a's are dims; 1 repeats) */
+    int64_t bdims[4];     /* binary: b's dims (a's are dims; 1 repeats); pad: the pads */
     pdnn_binary_op bop;   /* binary */
 } train_case;
 
@@ -126,6 +126,15 @@ static const train_case cases[] = {
     {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* Hard sigmoid (ONNX's defaults, and hard swish's 1/6, 1/2) across
+     * both bends, hard swish, SiLU out to where exp overflows. */
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0.2f, 0.5f, 0, 4.0f, 0, 0, PDNN_ACTIVATION_HARD_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 9, 2, 5}, "activation", ACT, PDNN_NHWC, 1.0f / 6.0f, 0.5f, 0, 5.0f, 0, 0, PDNN_ACTIVATION_HARD_SIGMOID, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 5.0f, 0, 0, PDNN_ACTIVATION_HARD_SWISH, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_HARD_SWISH, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SILU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SILU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SILU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* Layout transforms: NCHW <-> NHWC both ways, a 1x1 image, batch 17,
      * channels not a multiple of 4, and the filter layouts. */
     {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
@@ -164,7 +173,32 @@ static const train_case cases[] = {
     {{3, 6, 4, 5}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {3, 1, 1, 5}, PDNN_BINARY_ADD},
     {{1, 3, 1, 1}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {1, 3, 1, 1}, PDNN_BINARY_MUL},
     {{1, 1, 1, 1}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {1, 1, 1, 1}, PDNN_BINARY_ADD},
+    /* Pad (x's dims, the value, the mode, the pads {top, left, bottom,
+     * right}): constant (0 and another value), reflect to the edge's
+     * limit, edge; each side alone and all four; both layouts; a 1x1
+     * image, batch 3, odd channels. */
+    {{2, 3, 5, 7}, "pad", PAD, PDNN_NCHW, 0.0f, PDNN_PAD_CONSTANT, 0, 0, 0, 0, 0, 0, {1, 2, 2, 1}, PDNN_BINARY_ADD},
+    {{2, 3, 5, 7}, "pad", PAD, PDNN_NHWC, -1.5f, PDNN_PAD_CONSTANT, 0, 0, 0, 0, 0, 0, {0, 3, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 1, 1, 1}, "pad", PAD, PDNN_NCHW, 2.0f, PDNN_PAD_CONSTANT, 0, 0, 0, 0, 0, 0, {1, 1, 1, 1}, PDNN_BINARY_ADD},
+    {{3, 5, 4, 6}, "pad", PAD, PDNN_NCHW, 0.0f, PDNN_PAD_REFLECT, 0, 0, 0, 0, 0, 0, {3, 5, 1, 2}, PDNN_BINARY_ADD},
+    {{3, 5, 4, 6}, "pad", PAD, PDNN_NHWC, 0.0f, PDNN_PAD_REFLECT, 0, 0, 0, 0, 0, 0, {0, 0, 3, 5}, PDNN_BINARY_ADD},
+    {{2, 3, 5, 7}, "pad", PAD, PDNN_NCHW, 0.0f, PDNN_PAD_EDGE, 0, 0, 0, 0, 0, 0, {2, 0, 3, 9}, PDNN_BINARY_ADD},
+    {{1, 1, 1, 1}, "pad", PAD, PDNN_NHWC, 0.0f, PDNN_PAD_EDGE, 0, 0, 0, 0, 0, 0, {2, 3, 1, 0}, PDNN_BINARY_ADD},
+    {{1, 4, 3, 3}, "pad", PAD, PDNN_NHWC, 0.0f, PDNN_PAD_CONSTANT, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{4099, 1, 1, 1}, "binary", BINARY, PDNN_LAYOUT_X, 0, 0, 0, 0, 0, 0, 0, 0, {1, 1, 1, 1}, PDNN_BINARY_MUL},
+    /* a broadcast instead (y takes b's dims: torchvision's gate * x),
+     * both broadcast, Sub and Div either way round. */
+    {{2, 7, 1, 1}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 4, 5}, PDNN_BINARY_MUL},
+    {{17, 5, 1, 1}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {17, 5, 3, 3}, PDNN_BINARY_MUL},
+    {{1, 7, 1, 1}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 4, 5}, PDNN_BINARY_ADD},
+    {{2, 1, 4, 1}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 1, 5}, PDNN_BINARY_ADD},
+    {{2, 1, 4, 1}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 1, 5}, PDNN_BINARY_MUL},
+    {{17, 5, 3, 3}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {17, 5, 3, 3}, PDNN_BINARY_SUB},
+    {{2, 7, 4, 5}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {1, 7, 1, 1}, PDNN_BINARY_SUB},
+    {{2, 7, 1, 1}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 4, 5}, PDNN_BINARY_SUB},
+    {{17, 5, 3, 3}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {17, 5, 3, 3}, PDNN_BINARY_DIV},
+    {{2, 7, 4, 5}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 1, 1}, PDNN_BINARY_DIV},
+    {{1, 1, 4, 5}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {2, 3, 4, 5}, PDNN_BINARY_DIV},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0], STEPS = 5 };
 
@@ -177,6 +211,7 @@ static pdnn__op op_of(const train_case *c)
            : c->k == ACT    ? PDNN__OP_ACTIVATION
            : c->k == TRANSFORM ? PDNN__OP_TRANSFORM
            : c->k == BINARY ? PDNN__OP_BINARY
+           : c->k == PAD    ? PDNN__OP_PAD
                             : PDNN__OP_OPTIMIZER;
 }
 
@@ -192,6 +227,9 @@ int parity_train_count(int op, const char *set)
         n += selected(&cases[i], op, set);
     return n;
 }
+
+static const char *const act_names[] = {"clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "silu"};
+static const char *const bop_names[] = {"add", "mul", "sub", "div"};
 
 static void case_name(const train_case *c, char *buf, size_t len)
 {
@@ -211,15 +249,20 @@ static void case_name(const train_case *c, char *buf, size_t len)
         snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s -> %s", c->set, (long long)c->dims[0], (long long)c->dims[1],
                  (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout), pdnn_layout_name(c->to));
     else if (c->k == ACT)
-        snprintf(buf, len, "%s %s [%lld,%lld,%lld,%lld] %s alpha %g beta %g x*%g", c->set,
-                 c->act == PDNN_ACTIVATION_CLIP ? "clip" : c->act == PDNN_ACTIVATION_LEAKY_RELU ? "leaky_relu" : "sigmoid",
+        snprintf(buf, len, "%s %s [%lld,%lld,%lld,%lld] %s alpha %g beta %g x*%g", c->set, act_names[c->act],
                  (long long)c->dims[0], (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3],
                  pdnn_layout_name(c->layout), (double)c->offset, (double)c->amp, (double)c->lr);
     else if (c->k == BINARY)
         snprintf(buf, len, "%s %s a[%lld,%lld,%lld,%lld] b[%lld,%lld,%lld,%lld] %s", c->set,
-                 c->bop == PDNN_BINARY_MUL ? "mul" : "add", (long long)c->dims[0], (long long)c->dims[1],
+                 bop_names[c->bop], (long long)c->dims[0], (long long)c->dims[1],
                  (long long)c->dims[2], (long long)c->dims[3], (long long)c->bdims[0], (long long)c->bdims[1],
                  (long long)c->bdims[2], (long long)c->bdims[3], pdnn_layout_name(c->layout));
+    else if (c->k == PAD)
+        snprintf(buf, len, "%s %s x[%lld,%lld,%lld,%lld] pads %lld,%lld,%lld,%lld %s value %g", c->set,
+                 c->amp == PDNN_PAD_CONSTANT ? "constant" : c->amp == PDNN_PAD_REFLECT ? "reflect" : "edge",
+                 (long long)c->dims[0], (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3],
+                 (long long)c->bdims[0], (long long)c->bdims[1], (long long)c->bdims[2], (long long)c->bdims[3],
+                 pdnn_layout_name(c->layout), (double)c->offset);
     else if (c->k == SCALE)
         snprintf(buf, len, "%s [%lld,%lld,%lld,%lld] %s alpha %g", c->set, (long long)c->dims[0],
                  (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3], pdnn_layout_name(c->layout),
@@ -454,10 +497,40 @@ static pdnn_tensor_desc bdesc_of(const train_case *c)
     return d;
 }
 
+/* y's dims: the larger of a's and b's on each axis. */
+static pdnn_tensor_desc ydesc_of(const train_case *c)
+{
+    pdnn_tensor_desc d = desc_of(c);
+    for (int k = 0; k < 4; k++)
+        d.dims[k] = d.dims[k] > c->bdims[k] ? d.dims[k] : c->bdims[k];
+    return d;
+}
+
+/* y's dims of a pad case: x's grown by the pads. */
+static pdnn_tensor_desc pdesc_of(const train_case *c)
+{
+    pdnn_tensor_desc d = desc_of(c);
+    d.dims[2] += c->bdims[0] + c->bdims[2];
+    d.dims[3] += c->bdims[1] + c->bdims[3];
+    return d;
+}
+
+static pdnn_status run_pad(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
+{
+    const pdnn_tensor_desc d = desc_of(c), e = pdesc_of(c);
+    pdnn_tensor *x = make(dev, &d, in->x), *y = make(dev, &e, NULL);
+    pdnn_status st = x && y ? pdnn_pad(x, c->bdims, (pdnn_pad_mode)c->amp, c->offset, y) : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y);
+    return st;
+}
+
 static pdnn_status run_binary(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
 {
-    const pdnn_tensor_desc d = desc_of(c), e = bdesc_of(c);
-    pdnn_tensor *a = make(dev, &d, in->x), *b = make(dev, &e, in->w0), *y = make(dev, &d, NULL);
+    const pdnn_tensor_desc d = desc_of(c), e = bdesc_of(c), f = ydesc_of(c);
+    pdnn_tensor *a = make(dev, &d, in->x), *b = make(dev, &e, in->w0), *y = make(dev, &f, NULL);
     pdnn_status st = a && b && y ? pdnn_binary(a, b, c->bop, y) : PDNN_ERR_OUT_OF_MEMORY;
     if (st == PDNN_SUCCESS)
         st = pdnn_tensor_read(y, got, (size_t)in->n * sizeof(float));
@@ -506,6 +579,9 @@ static double naive_act(const train_case *c, double x)
     case PDNN_ACTIVATION_CLIP: return x < (double)c->offset ? (double)c->offset : x > (double)c->amp ? (double)c->amp : x;
     case PDNN_ACTIVATION_LEAKY_RELU: return x >= 0.0 ? x : (double)c->offset * x;
     case PDNN_ACTIVATION_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case PDNN_ACTIVATION_HARD_SIGMOID: return fmax(0.0, fmin(1.0, (double)c->offset * x + (double)c->amp));
+    case PDNN_ACTIVATION_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case PDNN_ACTIVATION_SILU: return x / (1.0 + exp(-x));
     }
     return NAN;
 }
@@ -561,7 +637,7 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
 {
     double worst = 0.0;
     *at = 0;
-    if (c->k == RELU || c->k == TRANSFORM) {
+    if (c->k == RELU || c->k == TRANSFORM || c->k == PAD) {
         for (int64_t i = 0; i < in->n; i++)
             if (!((double)got[i] == ref[i]) && worst == 0.0)
                 worst = INFINITY, *at = i;
@@ -644,7 +720,7 @@ static const char *where(const train_case *c, const inputs *in, int64_t at, char
         snprintf(buf, len, "dlogits[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
     else if (c->k == OPTIM)
         snprintf(buf, len, "%s[%lld]", slot[at / in->n], (long long)(at % in->n));
-    else if (c->k == SCALE || c->k == ACT || c->k == TRANSFORM || c->k == BINARY)
+    else if (c->k == SCALE || c->k == ACT || c->k == TRANSFORM || c->k == BINARY || c->k == PAD)
         snprintf(buf, len, "y[%lld] (memory order)", (long long)at);
     else if (c->k == MATMUL)
         snprintf(buf, len, "c[%lld][%lld]", (long long)(at / c->dims[1]), (long long)(at % c->dims[1]));
@@ -657,7 +733,7 @@ static const char *where(const train_case *c, const inputs *in, int64_t at, char
 static void make_inputs(const train_case *c, int ci, inputs *in)
 {
     memset(in, 0, sizeof *in);
-    const pdnn_tensor_desc d = desc_of(c);
+    const pdnn_tensor_desc d = c->k == BINARY ? ydesc_of(c) : c->k == PAD ? pdesc_of(c) : desc_of(c);
     in->n = pdnn_tensor_desc_elements(&d);
     const uint32_t seed = 1000u + (uint32_t)ci * 17u;
     /* Every array, whatever the op: small, and never NULL. */
@@ -679,9 +755,13 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
         th_fill(in->x, in->n, seed);
     if (c->k == TRANSFORM)
         th_fill(in->x, in->n, seed);
+    if (c->k == PAD) {
+        const pdnn_tensor_desc x = desc_of(c);
+        th_fill(in->x, pdnn_tensor_desc_elements(&x), seed);
+    }
     if (c->k == BINARY) {
-        const pdnn_tensor_desc e = bdesc_of(c);
-        th_fill(in->x, in->n, seed);
+        const pdnn_tensor_desc a = desc_of(c), e = bdesc_of(c);
+        th_fill(in->x, pdnn_tensor_desc_elements(&a), seed);
         th_fill(in->w0, pdnn_tensor_desc_elements(&e), seed + 1);
     }
     if (c->k == ACT) {
@@ -754,23 +834,54 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                             ref[a * ys[0] + b * ys[1] + h * ys[2] + w * ys[3]] =
                                 in.x[a * xs[0] + b * xs[1] + h * xs[2] + w * xs[3]];
         } else if (c->k == BINARY) {
-            /* Element (n,c,h,w) of a, and of b at the indices clamped to b's dims. */
-            int64_t as[4], bs[4];
-            const pdnn_tensor_desc d = desc_of(c), e = bdesc_of(c);
+            /* Element (n,c,h,w) of y, and of a and b at the indices clamped to their dims. */
+            int64_t as[4], bs[4], ys[4];
+            const pdnn_tensor_desc d = desc_of(c), e = bdesc_of(c), f = ydesc_of(c);
             pdnn__layout_strides(c->layout, d.dims, as);
             pdnn__layout_strides(c->layout, e.dims, bs);
+            pdnn__layout_strides(c->layout, f.dims, ys);
             int64_t i[4];
-            for (i[0] = 0; i[0] < d.dims[0]; i[0]++)
-                for (i[1] = 0; i[1] < d.dims[1]; i[1]++)
-                    for (i[2] = 0; i[2] < d.dims[2]; i[2]++)
-                        for (i[3] = 0; i[3] < d.dims[3]; i[3]++) {
-                            int64_t ao = 0, bo = 0;
+            for (i[0] = 0; i[0] < f.dims[0]; i[0]++)
+                for (i[1] = 0; i[1] < f.dims[1]; i[1]++)
+                    for (i[2] = 0; i[2] < f.dims[2]; i[2]++)
+                        for (i[3] = 0; i[3] < f.dims[3]; i[3]++) {
+                            int64_t ao = 0, bo = 0, yo = 0;
                             for (int k = 0; k < 4; k++) {
-                                ao += i[k] * as[k];
+                                ao += (d.dims[k] == 1 ? 0 : i[k]) * as[k];
                                 bo += (e.dims[k] == 1 ? 0 : i[k]) * bs[k];
+                                yo += i[k] * ys[k];
                             }
                             const double x = in.x[ao], y = in.w0[bo];
-                            ref[ao] = c->bop == PDNN_BINARY_MUL ? x * y : x + y;
+                            ref[yo] = c->bop == PDNN_BINARY_MUL   ? x * y
+                                      : c->bop == PDNN_BINARY_SUB ? x - y
+                                      : c->bop == PDNN_BINARY_DIV ? x / y
+                                                                  : x + y;
+                        }
+        } else if (c->k == PAD) {
+            /* y's (n, c, h, w) from x's at the mirrored, clamped or no index. */
+            int64_t xs[4], ys[4];
+            const pdnn_tensor_desc d = desc_of(c), e = pdesc_of(c);
+            pdnn__layout_strides(c->layout, d.dims, xs);
+            pdnn__layout_strides(c->layout, e.dims, ys);
+            for (int64_t a = 0; a < e.dims[0]; a++)
+                for (int64_t b = 0; b < e.dims[1]; b++)
+                    for (int64_t h = 0; h < e.dims[2]; h++)
+                        for (int64_t w = 0; w < e.dims[3]; w++) {
+                            int64_t src[2] = {h - c->bdims[0], w - c->bdims[1]}, inside = 1;
+                            for (int k = 0; k < 2; k++) {
+                                const int64_t n = d.dims[2 + k];
+                                if (src[k] < 0 || src[k] >= n) {
+                                    inside = 0;
+                                    if (c->amp == PDNN_PAD_EDGE)
+                                        src[k] = src[k] < 0 ? 0 : n - 1;
+                                    else if (c->amp == PDNN_PAD_REFLECT)
+                                        src[k] = src[k] < 0 ? -src[k] : 2 * n - 2 - src[k];
+                                }
+                            }
+                            ref[a * ys[0] + b * ys[1] + h * ys[2] + w * ys[3]] =
+                                !inside && c->amp == PDNN_PAD_CONSTANT
+                                    ? (double)c->offset
+                                    : in.x[a * xs[0] + b * xs[1] + src[0] * xs[2] + src[1] * xs[3]];
                         }
         } else if (c->k == ACT) {
             for (int64_t i = 0; i < in.n; i++)
@@ -813,6 +924,7 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                                        : c->k == ACT    ? run_act(devs[di], c, &in, got)
                                        : c->k == TRANSFORM ? run_transform(devs[di], c, &in, got)
                                        : c->k == BINARY ? run_binary(devs[di], c, &in, got)
+                                       : c->k == PAD    ? run_pad(devs[di], c, &in, got)
                                                         : run_optim(devs[di], c, &in, got);
                 pdnn__dispatch_force(op_of(c), NULL, -1);
                 if (st == PDNN_ERR_UNSUPPORTED) {

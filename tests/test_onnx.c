@@ -1,9 +1,10 @@
 /* ONNX import: models built here with the generated protobuf-c code and
  * packed, then imported: a small Conv model runs right on the host
  * (initializer and external-data weights), and bad files fail with clear
- * messages: unsupported op (named with the node and the supported list),
- * truncated and garbage bytes, missing initializer, overflowing dims,
- * external data leaving the model's directory, a standalone BatchNorm. */
+ * messages: unsupported ops (all of them counted at once, the first
+ * node named, the supported list), truncated and garbage bytes, missing
+ * initializer, overflowing dims, external data leaving the model's
+ * directory, a standalone BatchNorm without its parameters. */
 #include "helpers.h"
 #include "onnx.pb-c.h"
 
@@ -249,7 +250,9 @@ Test(onnx, unsupported_op_names_op_node_and_list)
     cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_UNSUPPORTED);
     cr_assert_null(g);
     const char *e = pdnn_last_error();
-    cr_assert(strstr(e, "'LRN'") && strstr(e, "second_node") && strstr(e, "supported: Add, AveragePool"), "%s", e);
+    cr_assert(strstr(e, "unsupported operators: LRN x1 (") && strstr(e, "second_node") &&
+                  strstr(e, "supported: Add, AveragePool"),
+              "%s", e);
 }
 
 /* An attribute of the wrong type, or an op given too many inputs, is
@@ -307,17 +310,41 @@ Test(onnx, wrong_attribute_types_and_input_counts_are_refused)
               pdnn_last_error());
 }
 
-Test(onnx, standalone_batch_norm_is_refused)
+/* Every unknown operator at once, counted, in the order they first
+ * appear; the first node is named. */
+Test(onnx, unsupported_ops_are_all_counted)
+{
+    built b;
+    build(&b, "Transpose");
+    b.conv.op_type = "Transpose";
+    pdnn_graph *g = NULL;
+    cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "unsupported operators: Transpose x2 (the first at node 'conv0')"), "%s",
+              pdnn_last_error());
+    build(&b, "Erf");
+    b.conv.op_type = "LayerNormalization";
+    cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "unsupported operators: LayerNormalization x1, Erf x1 (the first at node "
+                                        "'conv0')"),
+              "%s", pdnn_last_error());
+    build(&b, "Relu");
+    b.op2.domain = "com.microsoft";
+    cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "unsupported operators: com.microsoft.Relu x1"), "%s", pdnn_last_error());
+}
+
+Test(onnx, standalone_batch_norm_needs_its_parameters)
 {
     built b;
     build(&b, "BatchNormalization");
-    /* Its input is a placeholder-fed Relu, not a Conv it could fold into. */
+    /* Its input is the graph's input, not a Conv it could fold into, and
+     * it has none of its four parameters. */
     b.op2_in[0] = "x";
     b.op2_out[0] = "y";
     b.conv_out[0] = "unused";
     pdnn_graph *g = NULL;
-    cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_UNSUPPORTED);
-    cr_assert(strstr(pdnn_last_error(), "BatchNormalization is only supported folded"), "%s", pdnn_last_error());
+    cr_assert_eq(import(&b, NULL, &g, NULL), PDNN_ERR_CORRUPT);
+    cr_assert(strstr(pdnn_last_error(), "BatchNormalization takes 5 inputs, 1 given"), "%s", pdnn_last_error());
 }
 
 Test(onnx, truncated_model_never_crashes)

@@ -402,7 +402,7 @@ Test(ops, binary_in_place_and_refusals)
     cr_assert_not_null(strstr(pdnn_last_error(), "op 7"), "%s", pdnn_last_error());
     cr_assert_eq(pdnn_binary(a, b, PDNN_BINARY_ADD, wrong), PDNN_ERR_INVALID_ARGUMENT, "y's dims differ from a's");
     cr_assert_eq(pdnn_binary(a, wrong, PDNN_BINARY_ADD, y), PDNN_ERR_INVALID_ARGUMENT);
-    cr_assert_not_null(strstr(pdnn_last_error(), "equal a's or be 1"), "%s", pdnn_last_error());
+    cr_assert_not_null(strstr(pdnn_last_error(), "equal to y's or 1"), "%s", pdnn_last_error());
     cr_assert_eq(pdnn_binary(a, bn, PDNN_BINARY_ADD, y), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(pdnn_last_error(), "one layout"), "%s", pdnn_last_error());
     cr_assert_eq(pdnn_binary(a, same, PDNN_BINARY_ADD, same), PDNN_SUCCESS, "y = b of a's shape: %s",
@@ -410,6 +410,12 @@ Test(ops, binary_in_place_and_refusals)
     float *got = th_download(same);
     cr_assert_float_eq(got[7], av[7] + av[7], 1e-6f, "a + b in place over b");
     free(got);
+    /* a broadcast instead: y may be b (y's shape), not the smaller a */
+    cr_assert_eq(pdnn_binary(b, same, PDNN_BINARY_SUB, same), PDNN_SUCCESS, "%s", pdnn_last_error());
+    got = th_download(same);
+    cr_assert_float_eq(got[7], bv[7 % 3] - 2.0f * av[7], 1e-6f, "a - b in place over b, a broadcast");
+    free(got);
+    cr_assert_eq(pdnn_binary(b, same, PDNN_BINARY_ADD, b), PDNN_ERR_INVALID_ARGUMENT, "y of the smaller a's dims");
     cr_assert_eq(pdnn_binary(a, b, PDNN_BINARY_ADD, y), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_release(a);
     pdnn_tensor_release(b);

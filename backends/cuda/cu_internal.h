@@ -87,6 +87,7 @@
     X(cudnnCreateActivationDescriptor)                                                             \
     X(cudnnDestroyActivationDescriptor)                                                            \
     X(cudnnSetActivationDescriptor)                                                                \
+    X(cudnnSetActivationDescriptorSwishBeta)                                                       \
     X(cudnnActivationForward)                                                                      \
     X(cudnnActivationBackward)                                                                     \
     X(cudnnCreatePoolingDescriptor)                                                                \

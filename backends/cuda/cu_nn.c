@@ -253,7 +253,10 @@ static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
     cudnnActivationDescriptor_t a = d->act;
     if (c->mode == PDNN_ACTIVATION_SIGMOID)
         DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SIGMOID, CUDNN_PROPAGATE_NAN, 0.0);
-    else if (isinf(c->beta))
+    else if (c->mode == PDNN_ACTIVATION_SILU) { /* swish with beta 1: x sigmoid(x) */
+        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SWISH, CUDNN_PROPAGATE_NAN, 0.0);
+        DNN(cudnnSetActivationDescriptorSwishBeta, a, 1.0);
+    } else if (isinf(c->beta))
         a = d->relu;
     else
         DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_CLIPPED_RELU, CUDNN_PROPAGATE_NAN, (double)c->beta);
@@ -270,27 +273,82 @@ static pdnn_status transform_run(cu_dev *d, const pdnn__transform_call *c)
     return PDNN_SUCCESS;
 }
 
-/* y = a (op) b: cudnnOpTensor, whose B may have 1 where it repeats. a
- * and y are packed in memory order (NCHW-style strides over dims). */
+/* y = a (op) b: cudnnOpTensor, C = op(alpha1 A, alpha2 B), whose B may
+ * have 1 where it repeats and whose C must have A's dims; so A is the
+ * full side (y's dims) and B the other, a - b with b as A being -b + a.
+ * y is packed in memory order (NCHW-style strides over dims). The plan
+ * has refused division and calls where both sides repeat. */
 static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
 {
-    const float one = 1.0f, zero = 0.0f;
-    int64_t as[4], bd[4], bs[4];
-    pdnn__layout_strides(PDNN_NCHW, c->dims, as);
+    const float zero = 0.0f;
+    int a_full = 1;
+    for (int k = 0; k < 4; k++)
+        a_full &= c->as[k] != 0 || c->dims[k] == 1;
+    /* y may alias a full b: cuDNN allows C to alias A only, so a full b
+     * (when a is full too, for y == b) goes in A. */
+    const int swap = !a_full || (c->y_buf.region == c->b_buf.region && c->y_buf.offset == c->b_buf.offset);
+    const int64_t *fs = swap ? c->bs : c->as, *rs = swap ? c->as : c->bs;
+    int64_t ys[4], fd[4], fst[4], rd[4], rst[4];
+    pdnn__layout_strides(PDNN_NCHW, c->dims, ys);
     for (int k = 0; k < 4; k++) {
-        bd[k] = c->bs[k] ? c->dims[k] : 1;
-        bs[k] = c->bs[k] ? c->bs[k] : 1;
+        fd[k] = c->dims[k];
+        fst[k] = fs[k] ? fs[k] : ys[k];
+        rd[k] = rs[k] ? c->dims[k] : 1;
+        rst[k] = rs[k] ? rs[k] : 1;
     }
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], c->dims, as));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], bd, bs));
-    DNN(cudnnOpTensor, d->dnn, c->kind == PDNN_BINARY_MUL ? d->mul : d->add, &one, d->t[TX], ptr(c->a_buf), &one,
-        d->t[TY], ptr(c->b_buf), &zero, d->t[TX], ptr(c->y_buf));
+    const float plus = 1.0f, minus = -1.0f;
+    const int sub = c->kind == PDNN_BINARY_SUB;
+    const float *alpha1 = sub && swap ? &minus : &plus, *alpha2 = sub && !swap ? &minus : &plus;
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], fd, fst));
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], rd, rst));
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TW_SRC], c->dims, ys));
+    DNN(cudnnOpTensor, d->dnn, c->kind == PDNN_BINARY_MUL ? d->mul : d->add, alpha1, d->t[TX],
+        ptr(swap ? c->b_buf : c->a_buf), alpha2, d->t[TY], ptr(swap ? c->a_buf : c->b_buf), &zero, d->t[TW_SRC],
+        ptr(c->y_buf));
     return PDNN_SUCCESS;
 }
 
-/* cuDNN takes every activation, transform, binary and scale call: nothing
- * to decide. */
-static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
+/* Constant padding: y filled with the value (cudnnSetTensor), then x
+ * copied into y's interior, a view of y's strides at (top, left). The
+ * plan has refused reflect and edge, which cuDNN lacks. */
+static pdnn_status pad_run(cu_dev *d, const pdnn__pad_call *c)
+{
+    const float one = 1.0f, zero = 0.0f;
+    const int64_t yd[4] = {c->dims[0], c->dims[1], c->dims[2] + c->pads[0] + c->pads[2],
+                           c->dims[3] + c->pads[1] + c->pads[3]};
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], yd, c->ys));
+    DNN(cudnnSetTensor, d->dnn, d->t[TY], ptr(c->y_buf), &c->value);
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], c->dims, c->xs));
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TW_SRC], c->dims, c->ys));
+    char *inner = (char *)ptr(c->y_buf) + (size_t)(c->pads[0] * c->ys[2] + c->pads[1] * c->ys[3]) * sizeof(float);
+    DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX], ptr(c->x_buf), &zero, d->t[TW_SRC], inner);
+    return PDNN_SUCCESS;
+}
+
+/* cuDNN takes every transform and scale call; constant padding only; of the activations, all but
+ * hard sigmoid and hard swish, which it lacks; of the binary ops, those
+ * cudnnOpTensor expresses: no division, one side broadcast at most. */
+static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
+{
+    (void)dev;
+    if (call->op == PDNN__OP_PAD && call->u.pad.mode != PDNN_PAD_CONSTANT)
+        pdnn__plan_refuse(plan, "cuDNN has no %s padding", call->u.pad.mode == PDNN_PAD_REFLECT ? "reflect" : "edge");
+    if (call->op == PDNN__OP_ACTIVATION &&
+        (call->u.act.mode == PDNN_ACTIVATION_HARD_SIGMOID || call->u.act.mode == PDNN_ACTIVATION_HARD_SWISH))
+        pdnn__plan_refuse(plan, "cuDNN has no hard sigmoid or hard swish (mode %d)", (int)call->u.act.mode);
+    if (call->op != PDNN__OP_BINARY)
+        return;
+    const pdnn__binary_call *c = &call->u.binary;
+    int a_full = 1, b_full = 1;
+    for (int k = 0; k < 4; k++) {
+        a_full &= c->as[k] != 0 || c->dims[k] == 1;
+        b_full &= c->bs[k] != 0 || c->dims[k] == 1;
+    }
+    if (c->kind == PDNN_BINARY_DIV)
+        pdnn__plan_refuse(plan, "cudnnOpTensor has no division");
+    else if (!a_full && !b_full)
+        pdnn__plan_refuse(plan, "both inputs are broadcast; cudnnOpTensor broadcasts one side only");
+}
 
 static pdnn_status nn_body(cu_dev *d, const pdnn__op_call *call, const void *unused, pdnn__buf ws)
 {
@@ -298,6 +356,7 @@ static pdnn_status nn_body(cu_dev *d, const pdnn__op_call *call, const void *unu
     return call->op == PDNN__OP_ACTIVATION  ? act_run(d, &call->u.act)
            : call->op == PDNN__OP_TRANSFORM ? transform_run(d, &call->u.transform)
            : call->op == PDNN__OP_BINARY    ? binary_run(d, &call->u.binary)
+           : call->op == PDNN__OP_PAD       ? pad_run(d, &call->u.pad)
                                             : scale_run(d, &call->u.scale);
 }
 
@@ -310,6 +369,9 @@ const pdnn__algo pdnn__cu_algo_transform_cudnn = {
     .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_binary_cudnn = {
     .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
+const pdnn__algo pdnn__cu_algo_pad_cudnn = {
+    .op = PDNN__OP_PAD, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_scale_cudnn = {
     .op = PDNN__OP_SCALE, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
 const pdnn__algo pdnn__cu_algo_matmul_cublas = {

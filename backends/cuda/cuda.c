@@ -459,7 +459,8 @@ static const pdnn__algo *const cu_bn_fwd_infer_algos[] = {&pdnn__cu_algo_bn_fwd_
 static const pdnn__algo *const cu_bn_bwd_algos[] = {&pdnn__cu_algo_bn_bwd, NULL};
 /* the ops around convolution and matmul (cu_nn.c) */
 extern const pdnn__algo pdnn__cu_algo_act_cudnn, pdnn__cu_algo_transform_cudnn, pdnn__cu_algo_binary_cudnn,
-    pdnn__cu_algo_scale_cudnn, pdnn__cu_algo_matmul_cublas;
+    pdnn__cu_algo_scale_cudnn, pdnn__cu_algo_matmul_cublas, pdnn__cu_algo_pad_cudnn;
+static const pdnn__algo *const cu_pad_algos[] = {&pdnn__cu_algo_pad_cudnn, NULL};
 static const pdnn__algo *const cu_act_algos[] = {&pdnn__cu_algo_act_cudnn, NULL};
 static const pdnn__algo *const cu_transform_algos[] = {&pdnn__cu_algo_transform_cudnn, NULL};
 static const pdnn__algo *const cu_binary_algos[] = {&pdnn__cu_algo_binary_cudnn, NULL};
@@ -498,6 +499,7 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_ACTIVATION] = cu_act_algos,
               [PDNN__OP_TRANSFORM] = cu_transform_algos,
               [PDNN__OP_BINARY] = cu_binary_algos,
+              [PDNN__OP_PAD] = cu_pad_algos,
               [PDNN__OP_SCALE] = cu_scale_algos},
     .add = pdnn__cu_add,
     .bias_add = pdnn__cu_bias_add,

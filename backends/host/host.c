@@ -726,8 +726,9 @@ static const pdnn__algo *const host_softmax_xent_algos[] = {&pdnn__host_softmax_
 static const pdnn__algo *const host_optimizer_algos[] = {&pdnn__host_optimizer_direct, NULL};
 extern const pdnn__algo pdnn__host_scale_direct, pdnn__host_activation_direct, pdnn__host_transform_direct;
 static const pdnn__algo *const host_transform_algos[] = {&pdnn__host_transform_direct, NULL};
-extern const pdnn__algo pdnn__host_binary_direct;
+extern const pdnn__algo pdnn__host_binary_direct, pdnn__host_pad_direct;
 static const pdnn__algo *const host_binary_algos[] = {&pdnn__host_binary_direct, NULL};
+static const pdnn__algo *const host_pad_algos[] = {&pdnn__host_pad_direct, NULL};
 static const pdnn__algo *const host_scale_algos[] = {&pdnn__host_scale_direct, NULL};
 static const pdnn__algo *const host_activation_algos[] = {&pdnn__host_activation_direct, NULL};
 static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
@@ -763,7 +764,8 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_SCALE] = host_scale_algos,
               [PDNN__OP_ACTIVATION] = host_activation_algos,
               [PDNN__OP_TRANSFORM] = host_transform_algos,
-              [PDNN__OP_BINARY] = host_binary_algos},
+              [PDNN__OP_BINARY] = host_binary_algos,
+              [PDNN__OP_PAD] = host_pad_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

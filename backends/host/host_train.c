@@ -37,6 +37,9 @@ static pdnn_status scale(void *dev, const pdnn__op_call *call, const pdnn__plan 
     return PDNN_SUCCESS;
 }
 
+/* max(0, min(1, t)) in double; NaN stays NaN. */
+static float hard_sigmoid(double t) { return t < 0.0 ? 0.0f : t > 1.0 ? 1.0f : (float)t; }
+
 static pdnn_status activation(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                               pdnn__run_report *rep)
 {
@@ -50,13 +53,28 @@ static pdnn_status activation(void *dev, const pdnn__op_call *call, const pdnn__
         case PDNN_ACTIVATION_CLIP: y[i] = v < c->alpha ? c->alpha : v > c->beta ? c->beta : v; break;
         case PDNN_ACTIVATION_LEAKY_RELU: y[i] = v >= 0.0f ? v : c->alpha * v; break;
         case PDNN_ACTIVATION_SIGMOID: y[i] = (float)(1.0 / (1.0 + exp(-(double)v))); break;
+        case PDNN_ACTIVATION_HARD_SIGMOID: y[i] = hard_sigmoid((double)c->alpha * v + c->beta); break;
+        case PDNN_ACTIVATION_HARD_SWISH: y[i] = (float)(v * hard_sigmoid(v / 6.0 + 0.5)); break;
+        case PDNN_ACTIVATION_SILU: y[i] = (float)(v / (1.0 + exp(-(double)v))); break;
         }
     }
     return PDNN_SUCCESS;
 }
 
-/* Loops in memory order over a and y; y may be a (or b of a's shape):
- * each element is read before it is written. */
+static float binary_op(pdnn_binary_op kind, float a, float b)
+{
+    switch (kind) {
+    case PDNN_BINARY_ADD: return a + b;
+    case PDNN_BINARY_MUL: return a * b;
+    case PDNN_BINARY_SUB: return a - b;
+    case PDNN_BINARY_DIV: return a / b;
+    }
+    return NAN;
+}
+
+/* Loops in memory order over y, a and b through their strides; y may be
+ * a or b where that one is packed like y: each element is read before
+ * it is written. */
 static pdnn_status binary(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                           pdnn__run_report *rep)
 {
@@ -64,18 +82,15 @@ static pdnn_status binary(void *dev, const pdnn__op_call *call, const pdnn__plan
     const pdnn__binary_call *c = &call->u.binary;
     const float *a = fat(c->a_buf), *b = fat(c->b_buf);
     float *y = fat(c->y_buf);
-    const int64_t *d = c->dims, *bs = c->bs;
+    const int64_t *d = c->dims, *as = c->as, *bs = c->bs;
     int64_t i = 0;
     for (int64_t i0 = 0; i0 < d[0]; i0++)
         for (int64_t i1 = 0; i1 < d[1]; i1++)
             for (int64_t i2 = 0; i2 < d[2]; i2++) {
+                const float *aa = a + i0 * as[0] + i1 * as[1] + i2 * as[2];
                 const float *bb = b + i0 * bs[0] + i1 * bs[1] + i2 * bs[2];
-                if (c->kind == PDNN_BINARY_MUL)
-                    for (int64_t i3 = 0; i3 < d[3]; i3++, i++)
-                        y[i] = a[i] * bb[i3 * bs[3]];
-                else
-                    for (int64_t i3 = 0; i3 < d[3]; i3++, i++)
-                        y[i] = a[i] + bb[i3 * bs[3]];
+                for (int64_t i3 = 0; i3 < d[3]; i3++, i++)
+                    y[i] = binary_op(c->kind, aa[i3 * as[3]], bb[i3 * bs[3]]);
             }
     return PDNN_SUCCESS;
 }
@@ -166,6 +181,44 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
     return PDNN_SUCCESS;
 }
 
+/* The element of x that padded coordinate o (of x's d) reads, or -1 for
+ * the constant. */
+static int64_t pad_src(int64_t o, int64_t before, int64_t d, pdnn_pad_mode mode)
+{
+    int64_t i = o - before;
+    if (i >= 0 && i < d)
+        return i;
+    if (mode == PDNN_PAD_CONSTANT)
+        return -1;
+    if (mode == PDNN_PAD_EDGE)
+        return i < 0 ? 0 : d - 1;
+    return i < 0 ? -i : 2 * (d - 1) - i; /* reflect: the edge not repeated */
+}
+
+static pdnn_status pad(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                       pdnn__run_report *rep)
+{
+    (void)dev, (void)plan, (void)ws, (void)rep;
+    const pdnn__pad_call *c = &call->u.pad;
+    const float *x = fat(c->x_buf);
+    float *y = fat(c->y_buf);
+    const int64_t *d = c->dims, *p = c->pads, ph = d[2] + p[0] + p[2], pw = d[3] + p[1] + p[3];
+    for (int64_t n = 0; n < d[0]; n++)
+        for (int64_t ch = 0; ch < d[1]; ch++)
+            for (int64_t h = 0; h < ph; h++) {
+                const int64_t sh = pad_src(h, p[0], d[2], c->mode);
+                for (int64_t w = 0; w < pw; w++) {
+                    const int64_t sw = pad_src(w, p[1], d[3], c->mode);
+                    y[n * c->ys[0] + ch * c->ys[1] + h * c->ys[2] + w * c->ys[3]] =
+                        sh < 0 || sw < 0 ? c->value : x[n * c->xs[0] + ch * c->xs[1] + sh * c->xs[2] + sw * c->xs[3]];
+                }
+            }
+    return PDNN_SUCCESS;
+}
+
+const pdnn__algo pdnn__host_pad_direct = {
+    .op = PDNN__OP_PAD, .name = "direct", .rank = 100, .plan = train_plan, .run = pad,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__host_binary_direct = {
     .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = train_plan, .run = binary,
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};

@@ -212,9 +212,9 @@ const pdnn__algo pdnn__cl_algo_transform_direct = {
     .op = PDNN__OP_TRANSFORM, .name = "direct", .rank = 100, .plan = act_plan, .run = transform_run,
     .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 
-/* y = a (op) b with b broadcast (registry op PDNN__OP_BINARY): one
- * work-item per element of y in memory order, b read through its
- * strides (0 where it repeats). */
+/* y = a (op) b with either broadcast (registry op PDNN__OP_BINARY): one
+ * work-item per element of y in memory order, a and b read through their
+ * strides (0 where they repeat). */
 static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                               pdnn__run_report *rep)
 {
@@ -227,22 +227,65 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
         return st;
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, ym = c->y_buf.region;
     cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), yo = elem_off(c->y_buf);
-    cl_long4 dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}}, bs = {{c->bs[0], c->bs[1], c->bs[2], c->bs[3]}};
+    cl_long4 dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}}, bs = {{c->bs[0], c->bs[1], c->bs[2], c->bs[3]}},
+             as = {{c->as[0], c->as[1], c->as[2], c->as[3]}};
     cl_long total = c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3];
-    cl_int mul = c->kind == PDNN_BINARY_MUL;
+    cl_int op = (cl_int)c->kind; /* the kernel's op codes are pdnn_binary_op's values */
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, am);
     SET_ARG(k, 1, ao);
-    SET_ARG(k, 2, bm);
-    SET_ARG(k, 3, bo);
-    SET_ARG(k, 4, bs);
-    SET_ARG(k, 5, ym);
-    SET_ARG(k, 6, yo);
-    SET_ARG(k, 7, dims);
-    SET_ARG(k, 8, mul);
-    SET_ARG(k, 9, total);
+    SET_ARG(k, 2, as);
+    SET_ARG(k, 3, bm);
+    SET_ARG(k, 4, bo);
+    SET_ARG(k, 5, bs);
+    SET_ARG(k, 6, ym);
+    SET_ARG(k, 7, yo);
+    SET_ARG(k, 8, dims);
+    SET_ARG(k, 9, op);
+    SET_ARG(k, 10, total);
     return finish_launch(d, k, "ew_binary", err, total);
 }
+
+/* y = x padded along H and W (registry op PDNN__OP_PAD): one work-item
+ * per element of y, x read through its strides (mirrored or clamped at
+ * the edges). */
+static pdnn_status pad_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
+                           pdnn__run_report *rep)
+{
+    (void)plan, (void)ws, (void)rep;
+    cl_dev *d = dev;
+    const pdnn__pad_call *c = &call->u.pad;
+    cl_kernel k = NULL;
+    pdnn_status st = lock_kernel(d, "ew_pad", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
+    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
+    cl_long4 xs = {{c->xs[0], c->xs[1], c->xs[2], c->xs[3]}}, ys = {{c->ys[0], c->ys[1], c->ys[2], c->ys[3]}},
+             dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}},
+             pads = {{c->pads[0], c->pads[1], c->pads[2], c->pads[3]}};
+    cl_long total = c->dims[0] * c->dims[1] * (c->dims[2] + c->pads[0] + c->pads[2]) *
+                    (c->dims[3] + c->pads[1] + c->pads[3]);
+    cl_int mode = (cl_int)c->mode; /* the kernel's codes are pdnn_pad_mode's values */
+    cl_float value = c->value;
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, xs);
+    SET_ARG(k, 3, ym);
+    SET_ARG(k, 4, yo);
+    SET_ARG(k, 5, ys);
+    SET_ARG(k, 6, dims);
+    SET_ARG(k, 7, pads);
+    SET_ARG(k, 8, mode);
+    SET_ARG(k, 9, value);
+    SET_ARG(k, 10, total);
+    return finish_launch(d, k, "ew_pad", err, total);
+}
+
+const pdnn__algo pdnn__cl_algo_pad_direct = {
+    .op = PDNN__OP_PAD, .name = "direct", .rank = 100, .plan = act_plan, .run = pad_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 
 const pdnn__algo pdnn__cl_algo_binary_direct = {
     .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = act_plan, .run = binary_run,

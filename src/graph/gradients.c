@@ -168,24 +168,36 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
             s->g->nodes[r].alpha = fw.alpha;
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
-    case PDNN__OP_ELTWISE: { /* d(a + b) = dy, dy; d(a b) = dy b, dy a */
-        const int same = memcmp(s->g->nodes[in[0]].out.dims, s->g->nodes[in[1]].out.dims,
-                                sizeof fw.out.dims) == 0;
-        if (NEED(1) && !same)
-            return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (%s) broadcasts its input b; "
-                               "the gradient with respect to a broadcast b (a sum over its repeated dims) is not "
-                               "defined yet", fw.name, pdnn__op_type(&fw));
+    case PDNN__OP_ELTWISE: { /* d(a + b) = dy, dy; d(a - b) = dy, -dy; d(a b) = dy b, dy a */
+        for (int k = 0; k < 2; k++)
+            if (NEED(k) && (fw.bcast >> k & 1))
+                return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                                   "pdnn_graph_gradients: node '%s' (%s) broadcasts its input %c; the gradient "
+                                   "with respect to a broadcast input (a sum over its repeated dims) is not "
+                                   "defined yet", fw.name, pdnn__op_type(&fw), "ab"[k]);
+        if (fw.binop == PDNN_BINARY_DIV && (NEED(0) || NEED(1)))
+            return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (%s): the gradient of a "
+                               "division is not defined yet", fw.name, pdnn__op_type(&fw));
         for (int k = 0; k < 2 && st == PDNN_SUCCESS; k++) {
             if (!NEED(k))
                 continue;
-            if (fw.binop == PDNN_BINARY_ADD) {
+            if (fw.binop == PDNN_BINARY_ADD || (fw.binop == PDNN_BINARY_SUB && k == 0)) {
                 st = add_part(s, in[k], dy);
+                continue;
+            }
+            if (fw.binop == PDNN_BINARY_SUB) {
+                st = emit(s, f, "Neg", PDNN__OP_MUL, &fw.out, &dy, 1, &r);
+                if (st == PDNN_SUCCESS) {
+                    s->g->nodes[r].alpha = -1.0f;
+                    st = add_part(s, in[k], r);
+                }
                 continue;
             }
             pdnn_node q[2] = {dy, in[1 - k]};
             st = emit(s, f, "Mul", PDNN__OP_ELTWISE, &fw.out, q, 2, &r);
             if (st == PDNN_SUCCESS) {
                 s->g->nodes[r].binop = PDNN_BINARY_MUL;
+                s->g->nodes[r].bcast = fw.bcast >> (1 - k) & 1 ? 2 : 0;
                 st = add_part(s, in[k], r);
             }
         }

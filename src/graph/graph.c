@@ -12,7 +12,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
-                                         "Transpose", "AllReduce", "Binary"};
+                                         "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -23,9 +23,14 @@ const char *pdnn__op_type(const pdnn__node *n)
     if (n->op == PDNN__OP_APPLY)
         return n->optim.kind == PDNN_OPTIMIZER_ADAM ? "ApplyAdam" : "ApplyMomentum";
     if (n->op == PDNN__OP_ELTWISE)
-        return n->binop == PDNN_BINARY_MUL ? "Mul" : "AddV2";
-    if (n->op == PDNN__OP_ACT)
-        return n->act == PDNN_ACTIVATION_CLIP ? "Clip" : n->act == PDNN_ACTIVATION_LEAKY_RELU ? "LeakyRelu" : "Sigmoid";
+        return n->binop == PDNN_BINARY_MUL   ? "Mul"
+               : n->binop == PDNN_BINARY_SUB ? "Sub"
+               : n->binop == PDNN_BINARY_DIV ? "RealDiv"
+                                             : "AddV2";
+    if (n->op == PDNN__OP_ACT) {
+        static const char *const act_names[] = {"Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Silu"};
+        return (unsigned)n->act < sizeof act_names / sizeof *act_names ? act_names[n->act] : "Activation";
+    }
     return base_names[n->op];
 }
 
@@ -466,23 +471,84 @@ pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *devic
     pdnn_status st = begin(g, "pdnn_graph_binary", name, device, PDNN__OP_ELTWISE, in, 2, out, &nd);
     if (st != PDNN_SUCCESS)
         return st;
-    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL)
-        return shape_error(&nd, "op is neither PDNN_BINARY_ADD nor PDNN_BINARY_MUL");
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV)
+        return shape_error(&nd, "op is not a pdnn_binary_op (ADD, MUL, SUB, DIV)");
     nd.binop = op;
     const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
     if (da->dtype != PDNN_FLOAT32 || db->dtype != PDNN_FLOAT32)
         return shape_error(&nd, "a and b must be float32");
     int fits = da->layout == db->layout;
-    for (int k = 0; k < 4; k++)
-        fits &= db->dims[k] == da->dims[k] || db->dims[k] == 1;
+    nd.out = *da;
+    for (int k = 0; k < 4; k++) {
+        const int64_t ak = da->dims[k], bk = db->dims[k];
+        fits &= ak == bk || ak == 1 || bk == 1;
+        nd.out.dims[k] = ak > bk ? ak : bk;
+        nd.bcast |= (ak != nd.out.dims[k]) | (bk != nd.out.dims[k]) << 1;
+    }
     if (!fits) {
         char msg[256], sa[96], sb[96];
-        snprintf(msg, sizeof msg, "b is %s and a is %s; b needs a's layout and each dim equal to a's or 1",
-                 pdnn__desc_string(db, sb, sizeof sb), pdnn__desc_string(da, sa, sizeof sa));
+        snprintf(msg, sizeof msg, "a is %s and b is %s; they need one layout and, per dim, equal sizes or a 1",
+                 pdnn__desc_string(da, sa, sizeof sa), pdnn__desc_string(db, sb, sizeof sb));
         return shape_error(&nd, msg);
     }
-    nd.out = *da;
     return finish(g, &nd, in, 2, out);
+}
+
+pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                  const pdnn_node params[4], float epsilon, pdnn_node *out)
+{
+    if (!params)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_batch_norm: params is NULL");
+    pdnn_node in[5] = {x, params[0], params[1], params[2], params[3]};
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_batch_norm", name, device, PDNN__OP_BN, in, 5, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!(epsilon > 0.0f) || !isfinite(epsilon))
+        return shape_error(&nd, "epsilon must be positive and finite");
+    nd.out = *in_desc(g, x);
+    if (nd.out.dtype != PDNN_FLOAT32 || (nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC))
+        return shape_error(&nd, "x must be a float32 NCHW or NHWC activation");
+    for (int i = 1; i < 5; i++) {
+        const pdnn_tensor_desc *d = in_desc(g, in[i]);
+        if (d->dtype != PDNN_FLOAT32 || d->layout != PDNN_LAYOUT_X || d->dims[0] != nd.out.dims[1] ||
+            d->dims[1] * d->dims[2] * d->dims[3] != 1) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "gamma, beta, mean and var must be float32 layout-X vectors of C = %lld",
+                     (long long)nd.out.dims[1]);
+            return shape_error(&nd, msg);
+        }
+    }
+    nd.alpha = epsilon;
+    return finish(g, &nd, in, 5, out);
+}
+
+pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, pdnn_node x, const int64_t pads[4],
+                           pdnn_pad_mode mode, float value, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, "pdnn_graph_pad", name, device, PDNN__OP_PADDING, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!pads)
+        return shape_error(&nd, "pads is NULL");
+    nd.out = *in_desc(g, x);
+    if (nd.out.dtype != PDNN_FLOAT32 || (nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC))
+        return shape_error(&nd, "x must be a float32 NCHW or NHWC activation");
+    if (mode != PDNN_PAD_CONSTANT && mode != PDNN_PAD_REFLECT && mode != PDNN_PAD_EDGE)
+        return shape_error(&nd, "mode is not CONSTANT, REFLECT or EDGE");
+    for (int i = 0; i < 4; i++) {
+        const int64_t dim = nd.out.dims[2 + (i & 1)];
+        if (pads[i] < 0 || pads[i] > (int64_t)1 << 30 || (mode == PDNN_PAD_REFLECT && pads[i] >= dim) ||
+            (mode == PDNN_PAD_EDGE && dim < 1))
+            return shape_error(&nd, "pads must be >= 0 (below the dim for REFLECT)");
+    }
+    nd.out.dims[2] += pads[0] + pads[2];
+    nd.out.dims[3] += pads[1] + pads[3];
+    memcpy(nd.pads, pads, sizeof nd.pads);
+    nd.pad_mode = mode;
+    nd.alpha = value;
+    return finish(g, &nd, &x, 1, out);
 }
 
 pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,

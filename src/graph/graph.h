@@ -31,7 +31,9 @@ typedef enum pdnn__node_op {
     PDNN__OP_CONCAT,           /* pdnn_concat along axis */
     PDNN__OP_TRANSPOSE,        /* pdnn_transform into out.layout */
     PDNN__OP_ALLREDUCE,        /* mean over the ranks (session.c with comm.c) */
-    PDNN__OP_ELTWISE           /* pdnn_binary: inputs a, b (broadcast); binop */
+    PDNN__OP_ELTWISE,          /* pdnn_binary: inputs a, b (broadcast); binop */
+    PDNN__OP_BN,               /* batch norm inference: x, gamma, beta, mean, var; alpha the epsilon */
+    PDNN__OP_PADDING           /* pdnn_pad: pads, pad_mode, alpha the value */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -54,6 +56,9 @@ typedef struct pdnn__node {
     int axis;           /* CONCAT */
     int residual;       /* CONV2D: the last input is z, added before the relu */
     pdnn_binary_op binop; /* BINARY */
+    int bcast;          /* BINARY: 1 a repeats along some axis, 2 b does (both: 3) */
+    int64_t pads[4];    /* PAD: top, left, bottom, right */
+    pdnn_pad_mode pad_mode; /* PAD */
 } pdnn__node;
 
 struct pdnn_graph {

@@ -67,6 +67,36 @@ static int activation_plans(const pdnn_device *dev, const pdnn__node *n)
     return some_algorithm_plans(dev, &call);
 }
 
+/* CUDA pads with a constant only. */
+static int pad_plans(const pdnn_device *dev, const pdnn__node *n)
+{
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_PAD;
+    call.u.pad.mode = n->pad_mode;
+    call.u.pad.value = n->alpha;
+    for (int k = 0; k < 4; k++)
+        call.u.pad.dims[k] = 1;
+    return some_algorithm_plans(dev, &call);
+}
+
+/* The plan sees the op and which sides repeat (CUDA refuses division and
+ * a broadcast on both sides); a two-element y stands for the shape. */
+static int binary_plans(const pdnn_device *dev, const pdnn__node *n)
+{
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_BINARY;
+    pdnn__binary_call *c = &call.u.binary;
+    for (int k = 0; k < 4; k++)
+        c->dims[k] = 1;
+    c->dims[3] = 2;
+    c->as[3] = n->bcast & 1 ? 0 : 1;
+    c->bs[3] = n->bcast & 2 ? 0 : 1;
+    c->kind = n->binop;
+    return some_algorithm_plans(dev, &call);
+}
+
 int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
 {
     const pdnn__backend *b = dev->backend;
@@ -82,7 +112,9 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_RELU: return b->relu != NULL;
     case PDNN__OP_MUL: return b->algos[PDNN__OP_SCALE] != NULL;
     case PDNN__OP_ACT: return activation_plans(dev, n);
-    case PDNN__OP_ELTWISE: return b->algos[PDNN__OP_BINARY] != NULL;
+    case PDNN__OP_ELTWISE: return binary_plans(dev, n);
+    case PDNN__OP_BN: return b->algos[PDNN__OP_BN_FWD_INFER] != NULL;
+    case PDNN__OP_PADDING: return pad_plans(dev, n);
     case PDNN__OP_CONCAT: return b->copy != NULL;
     case PDNN__OP_TRANSPOSE: return b->algos[PDNN__OP_TRANSFORM] != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;

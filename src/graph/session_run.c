@@ -67,6 +67,16 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_MUL: return pdnn_scale(in[0], nd->alpha, y);
     case PDNN__OP_ACT: return pdnn_activation_forward(in[0], nd->act, nd->alpha, nd->beta, y);
     case PDNN__OP_ELTWISE: return pdnn_binary(in[0], in[1], nd->binop, y);
+    case PDNN__OP_PADDING: return pdnn_pad(in[0], nd->pads, nd->pad_mode, nd->alpha, y);
+    case PDNN__OP_BN: {
+        pdnn_batch_norm_params p;
+        pdnn_batch_norm_params_init(&p);
+        p.training = 0;
+        p.epsilon = nd->alpha;
+        /* Inference reads the running statistics and writes nothing else. */
+        return pdnn_batch_norm_forward(&p, in[0], in[1], in[2], (pdnn_tensor *)in[3], (pdnn_tensor *)in[4], NULL,
+                                       NULL, y);
+    }
     case PDNN__OP_CONCAT: return pdnn_concat(in, nd->n_inputs, nd->axis, y);
     case PDNN__OP_TRANSPOSE: return pdnn_transform(in[0], y);
     case PDNN__OP_SOFTMAX: return pdnn_softmax(in[0], y);

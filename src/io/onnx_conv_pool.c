@@ -53,9 +53,7 @@ static pdnn_status spatial_pads(const Onnx__NodeProto *n, const int64_t in[2], c
     return PDNN_SUCCESS;
 }
 
-/* The unique reader of value name among nodes after index from, or -1
- * (none, several, or a graph output). */
-static int sole_reader(importer *im, size_t from, const char *name)
+int pdnn__onnx_sole_reader(importer *im, size_t from, const char *name)
 {
     for (size_t i = 0; i < im->g->n_output; i++)
         if (im->g->output[i]->name && strcmp(im->g->output[i]->name, name) == 0)
@@ -134,7 +132,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
     if (b)
         memcpy(bf, b->data, (size_t)K * sizeof *bf);
     const char *out_name = n->n_output ? n->output[0] : "";
-    int r = n->n_output == 1 ? sole_reader(im, idx + 1, out_name) : -1;
+    int r = n->n_output == 1 ? pdnn__onnx_sole_reader(im, idx + 1, out_name) : -1;
     size_t from = idx + 1; /* where the result's readers start */
     if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "BatchNormalization") == 0) {
         const Onnx__NodeProto *bn = im->g->node[r];
@@ -165,7 +163,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
      * (a ResNet block's shortcut): y = conv + bias + z, the Relu below then
      * reading the Add. */
     int z = -1;
-    r = im->fuse && n->n_output == 1 ? sole_reader(im, from, out_name) : -1;
+    r = im->fuse && n->n_output == 1 ? pdnn__onnx_sole_reader(im, from, out_name) : -1;
     if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "Add") == 0 &&
         im->g->node[r]->n_input == 2 && im->g->node[r]->n_output == 1 && im->g->node[r]->output[0][0]) {
         const Onnx__NodeProto *add = im->g->node[r];
@@ -187,7 +185,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
     }
     /* Fuse a Relu, or a Clip from 0 to a positive finite bound (ReLU6),
      * that alone reads the result (the conv epilogue's relu, capped). */
-    r = im->fuse && n->n_output == 1 ? sole_reader(im, from, out_name) : -1;
+    r = im->fuse && n->n_output == 1 ? pdnn__onnx_sole_reader(im, from, out_name) : -1;
     const Onnx__NodeProto *act = r >= 0 ? im->g->node[r] : NULL;
     if (act && act->op_type && act->n_input >= 1 && strcmp(act->input[0], out_name) == 0 && act->n_output == 1 &&
         act->output[0][0]) {
@@ -237,12 +235,13 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
     return pdnn__onnx_set_output(im, n, out_name, y, 4);
 }
 
-pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int max, int global)
+/* Pooling node n of x; extra (NULL: none) = {top, left, bottom, right}
+ * zeros padded before it by an absorbed Pad, which the window then
+ * counts (the pool counts padding). */
+static pdnn_status import_pool_of(importer *im, const Onnx__NodeProto *n, const value *x, int max, int global,
+                                  const int64_t *extra)
 {
-    value *x;
     pdnn_status st;
-    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
-        return st;
     if (x->rank != 4)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "only 2-D pooling of a rank-4 NCHW input (rank %d given)",
                                      x->rank);
@@ -277,6 +276,11 @@ pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int m
         p.mode = max ? PDNN_POOL_MAX
                      : attr_int(n, "count_include_pad", 0) ? PDNN_POOL_AVG_INCLUDE_PADDING : PDNN_POOL_AVG_EXCLUDE_PADDING;
         p.window_h = (int)k[0], p.window_w = (int)k[1], p.stride_h = (int)s[0], p.stride_w = (int)s[1];
+        if (extra) {
+            for (int i = 0; i < 4; i++)
+                pads[i] += extra[i];
+            p.mode = PDNN_POOL_AVG_INCLUDE_PADDING;
+        }
         p.pad_top = (int)pads[0], p.pad_left = (int)pads[1], p.pad_bottom = (int)pads[2], p.pad_right = (int)pads[3];
         p.ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
     }
@@ -284,6 +288,150 @@ pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int m
         return st;
     int y = -1;
     st = pdnn_graph_pool2d(im->graph, n->output[0], im->device, x->node, &p, &y);
+    if (st != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    return pdnn__onnx_set_output(im, n, n->output[0], y, 4);
+}
+
+pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int max, int global)
+{
+    pdnn_status st;
+    const value *x = pdnn__onnx_act_input(im, n, 0, &st);
+    return x ? import_pool_of(im, n, x, max, global, NULL) : st;
+}
+
+/* ReduceMean and ReduceMax over H and W of a rank-4 input: global pooling
+ * (the window the whole image); ReduceSum the mean times H * W. keepdims
+ * 0 gives the rank-2 {N, C}, stored as {N, C, 1, 1} all the same. Axes
+ * are an attribute, or an input from opset 18 (ReduceSum: 13). */
+pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, const char *kind)
+{
+    pdnn_status st;
+    const value *x = pdnn__onnx_act_input(im, n, 0, &st);
+    if (!x)
+        return st;
+    const int sum = kind[0] == 'S', max = kind[0] == 'M' && kind[1] == 'a';
+    int64_t axes[4];
+    size_t na = 0;
+    const value *ax = n->n_input > 1 && n->input[1][0] ? pdnn__onnx_const_input(im, n, 1) : NULL;
+    const Onnx__AttributeProto *aa = attr(n, "axes");
+    if (n->n_input > 1 && n->input[1][0] && (!ax || !ax->i64))
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the axes must be a constant int64 vector");
+    if (ax && ax->count > 4)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "%lld axes for a rank-%d input",
+                                     (long long)ax->count, x->rank);
+    if (ax)
+        for (na = 0; na < (size_t)ax->count; na++)
+            axes[na] = ax->i64[na];
+    else if (aa && aa->n_ints <= 4)
+        for (na = 0; na < aa->n_ints; na++)
+            axes[na] = aa->ints[na];
+    else if (aa)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "%zu axes for a rank-%d input", aa->n_ints, x->rank);
+    unsigned mask = 0;
+    for (size_t i = 0; i < na; i++) {
+        const int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+        if (a < 0 || a >= x->rank)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld is out of range for rank %d",
+                                         (long long)axes[i], x->rank);
+        mask |= 1u << a;
+    }
+    if (na == 0 && attr_int(n, "noop_with_empty_axes", 0) == 0)
+        mask = (1u << x->rank) - 1; /* every axis */
+    if (x->rank != 4 || mask != 0xcu)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                     "%s over axes mask 0x%x of a rank-%d input; only over H and W (2, 3) of a "
+                                     "rank-4 input is supported",
+                                     n->op_type, mask, x->rank);
+    if (x->dims[2] > INT_MAX || x->dims[3] > INT_MAX)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the image is too large");
+    const int keep = attr_int(n, "keepdims", 1) != 0;
+    pdnn_pool2d_params p;
+    pdnn_pool2d_params_init(&p);
+    p.mode = max ? PDNN_POOL_MAX : PDNN_POOL_AVG_EXCLUDE_PADDING;
+    p.window_h = (int)x->dims[2], p.window_w = (int)x->dims[3];
+    p.stride_h = p.stride_w = 1;
+    if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_pool2d(im->graph, sum ? NULL : n->output[0], im->device, x->node, &p, &y);
+    if (st == PDNN_SUCCESS && sum)
+        st = pdnn_graph_scale(im->graph, n->output[0], im->device, y, (float)(x->dims[2] * x->dims[3]), &y);
+    if (st != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    return pdnn__onnx_set_output(im, n, n->output[0], y, keep ? 4 : 2);
+}
+
+/* Pad of a rank-4 input along H and W: nothing where every pad is 0;
+ * constant zeros that an AveragePool (no pads of its own, floor mode)
+ * alone reads become that pool's padding, counted (exporters write
+ * count_include_pad so); else a pad node (constant, reflect, edge). Pads
+ * come as an attribute before opset 11, as an int64 input since. */
+pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProto *n)
+{
+    pdnn_status st;
+    value *x = pdnn__onnx_act_input(im, n, 0, &st);
+    if (!x)
+        return st;
+    int64_t pads[8] = {0};
+    char mode[16];
+    pdnn__onnx_attr_str(n, "mode", mode, sizeof mode);
+    float cval = attr_float(n, "value", 0.0f);
+    if (im->opset >= 11) {
+        const value *pv = n->n_input > 1 ? pdnn__onnx_const_input(im, n, 1) : NULL;
+        if (!pv || !pv->i64 || pv->count != 2 * (int64_t)x->rank)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the pads must be a constant int64 vector of %d",
+                                         2 * x->rank);
+        if (x->rank == 4)
+            memcpy(pads, pv->i64, sizeof pads);
+        const value *cv = n->n_input > 2 && n->input[2][0] ? pdnn__onnx_const_input(im, n, 2) : NULL;
+        if (n->n_input > 2 && n->input[2][0] && (!cv || !cv->data || cv->count != 1))
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the constant_value must be a float scalar constant");
+        if (cv)
+            cval = cv->data[0];
+        if (n->n_input > 3 && n->input[3][0])
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the axes input (opset 18) is not supported");
+    } else if ((st = pdnn__onnx_attr_ints(n, "pads", 8, pads)) != PDNN_SUCCESS)
+        return st;
+    if (x->rank != 4)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "only a rank-4 input is supported (rank %d)", x->rank);
+    if (mode[0] && strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "mode '%s' is not constant, reflect or edge", mode);
+    int zero = 1;
+    for (int i = 0; i < 8; i++) {
+        if (pads[i] < 0 || pads[i] > INT_MAX / 4 || ((i & 3) < 2 && pads[i] != 0))
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                         "pads[%d] = %lld; only non-negative pads of H and W are supported", i,
+                                         (long long)pads[i]);
+        zero &= pads[i] == 0;
+    }
+    if (zero) { /* the output is the input */
+        value v = *x;
+        v.name = n->output[0];
+        v.alias = 1;
+        return pdnn__onnx_add_value(im, &v);
+    }
+    const int r = (!mode[0] || strcmp(mode, "constant") == 0) && cval == 0.0f
+                      ? pdnn__onnx_sole_reader(im, idx + 1, n->output[0])
+                      : -1;
+    const Onnx__NodeProto *m = r >= 0 ? im->g->node[r] : NULL;
+    char ap[32];
+    int64_t own[4] = {0, 0, 0, 0};
+    if (m && m->op_type && strcmp(m->op_type, "AveragePool") == 0 && m->n_input == 1 &&
+        (!pdnn__onnx_attr_str(m, "auto_pad", ap, sizeof ap)[0] || strcmp(ap, "NOTSET") == 0) && attr_int(m, "ceil_mode", 0) == 0 &&
+        pdnn__onnx_attr_ints(m, "pads", 4, own) == PDNN_SUCCESS && !own[0] && !own[1] && !own[2] && !own[3]) {
+        const int64_t extra[4] = {pads[2], pads[3], pads[6], pads[7]};
+        im->absorbed[r] = 1;
+        return import_pool_of(im, m, x, 0, 0, extra);
+    }
+    const int64_t hw[4] = {pads[2], pads[3], pads[6], pads[7]};
+    const pdnn_pad_mode pm = !mode[0] || strcmp(mode, "constant") == 0 ? PDNN_PAD_CONSTANT
+                             : strcmp(mode, "reflect") == 0            ? PDNN_PAD_REFLECT
+                                                                       : PDNN_PAD_EDGE;
+    if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_pad(im->graph, n->output[0], im->device, x->node, hw, pm, cval, &y);
     if (st != PDNN_SUCCESS)
         return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     return pdnn__onnx_set_output(im, n, n->output[0], y, 4);

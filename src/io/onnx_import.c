@@ -210,6 +210,7 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
         st = FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
         goto done;
     }
+    st = pdnn__onnx_check_ops(&im);
     for (size_t i = 0; i < im.g->n_initializer && st == PDNN_SUCCESS; i++)
         st = pdnn__onnx_tensor_value(&im, im.g->initializer[i], im.g->initializer[i]->name);
     for (size_t i = 0; i < im.g->n_node && st == PDNN_SUCCESS; i++)

@@ -110,11 +110,20 @@ pdnn_status pdnn__onnx_read_file(const char *path, uint8_t **buf, size_t *len);
 int pdnn__onnx_nesting_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, const uint8_t *end, int depth);
 
 /* onnx_conv_pool.c */
+/* The unique reader of value name among nodes after index from, or -1
+ * (none, several, or a graph output). */
+int pdnn__onnx_sole_reader(importer *im, size_t from, const char *name);
 pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodeProto *n);
 pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int max, int global);
+pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProto *n);
+/* kind: "Mean", "Max" or "Sum" */
+pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, const char *kind);
 
 /* onnx_ops.c */
 pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);
 pdnn_status pdnn__onnx_import_node(importer *im, size_t idx);
+/* Every node whose operator the importer does not know, counted per
+ * operator in one PDNN_ERR_UNSUPPORTED ("Transpose x12, ..."). */
+pdnn_status pdnn__onnx_check_ops(const importer *im);
 
 #endif

@@ -4,13 +4,14 @@
 #include "io/onnx_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SUPPORTED_OPS                                                                                  \
-    "Add, AveragePool, BatchNormalization (after a Conv), Clip, Concat, Constant, Conv, Dropout, "       \
-    "Flatten, Gemm, GlobalAveragePool, Identity, LeakyRelu, MatMul, MaxPool, Mul, Reshape, Relu, "      \
-    "Sigmoid, Softmax"
+    "Add, AveragePool, BatchNormalization, Clip, Concat, Constant, Conv, Div, Dropout, Flatten, Gemm, "  \
+    "GlobalAveragePool, HardSigmoid, HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad (of H and "  \
+    "W), ReduceMax, ReduceMean, ReduceSum (over H and W), Reshape, Relu, Sigmoid, Softmax, Sub"
 
 /* Output 0 of a node that maps onto a single graph call. */
 static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, int rank)
@@ -20,64 +21,79 @@ static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st
     return pdnn__onnx_set_output(im, n, n->output[0], y, rank);
 }
 
-/* a (op) b for Add and Mul beyond their fast paths, with ONNX's
- * (NumPy's) broadcasting of b: its dims are aligned to a's from the right
- * and each must equal a's or be 1. a must not be the one broadcast (the
- * caller puts a constant second, as both ops commute). A constant b is
- * laid out like a (its NCHW data permuted for NHWC). */
-static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, value *a, pdnn_binary_op op)
+/* One input of a binary op as a graph node with dims d (the input's own,
+ * aligned to the op's rank r from the right and stored as the importer
+ * stores rank r: those r dims, then 1s; the caller's). A constant becomes a node laid
+ * out like the activations; an activation must have rank r already. */
+static pdnn_status binary_operand(importer *im, const Onnx__NodeProto *n, const value *v, int r,
+                                  pdnn_layout layout, const int64_t d[4], int *node)
+{
+    if (v->node >= 0) {
+        if (v->rank != r)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                         "input '%s' has rank %d and would broadcast to rank %d; only a constant "
+                                         "of lower rank is supported",
+                                         v->name, v->rank, r);
+        *node = v->node;
+        return PDNN_SUCCESS;
+    }
+    if (!v->data)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", v->name);
+    float *data = malloc((size_t)(v->count ? v->count : 1) * sizeof *data);
+    if (!data)
+        return pdnn__onnx_node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
+    pdnn__onnx_relayout(v->data, d, layout, data);
+    pdnn_tensor_desc want = {PDNN_FLOAT32, layout, {d[0], d[1], d[2], d[3]}};
+    pdnn_status st = pdnn__graph_constant_adopt(im->graph, im->device, &want, data, node);
+    return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+}
+
+/* a (op) b for Add, Mul, Sub and Div beyond their fast paths, with ONNX's
+ * (NumPy's) broadcasting within rank 4: dims aligned from the right, each
+ * pair equal or one of them 1; either side may repeat. At least one input
+ * is an activation; a constant is laid out like it (its NCHW data
+ * permuted for NHWC). */
+static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, pdnn_binary_op op)
 {
     pdnn_status st;
-    value *cb = pdnn__onnx_const_input(im, n, 1), *b = NULL;
-    if (!cb && !(b = pdnn__onnx_act_input(im, n, 1, &st)))
-        return st;
-    const value *bv = cb ? cb : b;
-    if (bv->rank > a->rank)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                     "input '%s' (rank %d) would broadcast '%s' (rank %d); only the "
-                                     "second input may be broadcast",
-                                     a->name, a->rank, bv->name, bv->rank);
-    int64_t bd[4] = {1, 1, 1, 1};
-    for (int k = 0; k < bv->rank; k++)
-        bd[a->rank - bv->rank + k] = bv->dims[k];
-    for (int k = 0; k < a->rank; k++)
-        if (bd[k] != a->dims[k] && bd[k] != 1)
-            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                         "inputs '%s' and '%s' do not broadcast: axis %d is %lld and %lld "
-                                         "(it must be equal, or 1 in the second)",
-                                         a->name, bv->name, k, (long long)a->dims[k], (long long)bd[k]);
+    value *v[2];
+    for (size_t i = 0; i < 2; i++)
+        if (!(v[i] = pdnn__onnx_const_input(im, n, i)) && !(v[i] = pdnn__onnx_act_input(im, n, i, &st)))
+            return st;
+    if (v[0]->node < 0 && v[1]->node < 0)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "both inputs are constants (not folded at import)");
+    const int r = v[0]->rank > v[1]->rank ? v[0]->rank : v[1]->rank;
+    if (r > 4)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %d are not supported (1 to 4)", r);
     pdnn_tensor_desc ad;
-    if ((st = pdnn_graph_node_desc(im->graph, a->node, &ad)) != PDNN_SUCCESS)
+    const value *act = v[0]->node >= 0 ? v[0] : v[1];
+    if ((st = pdnn_graph_node_desc(im->graph, act->node, &ad)) != PDNN_SUCCESS)
         return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
-    pdnn_tensor_desc want = {PDNN_FLOAT32, ad.layout, {bd[0], bd[1], bd[2], bd[3]}};
-    int bnode = b ? b->node : -1;
-    if (cb) {
-        if (!cb->data)
-            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", cb->name);
-        float *data = malloc((size_t)(cb->count ? cb->count : 1) * sizeof *data);
-        if (!data)
-            return pdnn__onnx_node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
-        pdnn__onnx_relayout(cb->data, bd, ad.layout, data);
-        st = pdnn_graph_constant(im->graph, NULL, im->device, &want, data, &bnode);
-        free(data);
-        if (st != PDNN_SUCCESS)
-            return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
-    } else {
-        pdnn_tensor_desc bdesc;
-        if ((st = pdnn_graph_node_desc(im->graph, b->node, &bdesc)) != PDNN_SUCCESS)
-            return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
-        if (memcmp(bdesc.dims, want.dims, sizeof want.dims) != 0 || bdesc.layout != want.layout)
-            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "input '%s' cannot be broadcast to '%s' here",
-                                         b->name, a->name);
+    int64_t d[2][4];
+    int node[2] = {-1, -1};
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 4; k++)
+            d[i][k] = 1;
+        for (int k = 0; k < v[i]->rank; k++)
+            d[i][r - v[i]->rank + k] = v[i]->dims[k];
     }
+    for (int k = 0; k < 4; k++)
+        if (d[0][k] != d[1][k] && d[0][k] != 1 && d[1][k] != 1)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n,
+                                         "inputs '%s' and '%s' do not broadcast: axis %d is %lld and %lld "
+                                         "(they must be equal, or one of them 1)",
+                                         v[0]->name, v[1]->name, k, (long long)d[0][k], (long long)d[1][k]);
+    for (int i = 0; i < 2; i++)
+        if ((st = binary_operand(im, n, v[i], r, ad.layout, d[i], &node[i])) != PDNN_SUCCESS)
+            return st;
     if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
         return st;
     int y = -1;
-    if (op == PDNN_BINARY_ADD && memcmp(want.dims, ad.dims, sizeof ad.dims) == 0)
-        st = pdnn_graph_add(im->graph, n->output[0], im->device, a->node, bnode, &y);
+    if (op == PDNN_BINARY_ADD && memcmp(d[0], d[1], sizeof d[0]) == 0)
+        st = pdnn_graph_add(im->graph, n->output[0], im->device, node[0], node[1], &y);
     else
-        st = pdnn_graph_binary(im->graph, n->output[0], im->device, a->node, bnode, op, &y);
-    return finish(im, n, st, y, a->rank);
+        st = pdnn_graph_binary(im->graph, n->output[0], im->device, node[0], node[1], op, &y);
+    return finish(im, n, st, y, r);
 }
 
 /* For a commutative op of two inputs: a constant first input swaps with
@@ -122,7 +138,7 @@ static pdnn_status import_add(importer *im, const Onnx__NodeProto *n)
             return finish(im, n, st, y, a->rank);
         }
     }
-    return import_binary(im, n, a, PDNN_BINARY_ADD);
+    return import_binary(im, n, PDNN_BINARY_ADD);
 }
 
 /* Gemm: y = alpha * op(A) op(B) + beta * C, with B a constant when alpha
@@ -313,9 +329,29 @@ static pdnn_status import_softmax(importer *im, const Onnx__NodeProto *n)
     return finish(im, n, st, y, x->rank);
 }
 
+/* The Mul that alone reads Sigmoid or HardSigmoid node n's output and
+ * multiplies it by n's own input (x * sigmoid(x): SiLU; x *
+ * hard_sigmoid(x) with alpha 1/6, beta 1/2: hard swish, as exporters
+ * write them before opset 14), or -1. */
+static int gate_mul(importer *im, size_t idx, const Onnx__NodeProto *n)
+{
+    if (!im->fuse || n->n_output != 1 || n->n_input != 1)
+        return -1;
+    const int r = pdnn__onnx_sole_reader(im, idx + 1, n->output[0]);
+    if (r < 0)
+        return -1;
+    const Onnx__NodeProto *m = im->g->node[r];
+    if (!m->op_type || strcmp(m->op_type, "Mul") != 0 || m->n_input != 2 || m->n_output != 1 || !m->output[0][0])
+        return -1;
+    const int mine = strcmp(m->input[0], n->output[0]) == 0 ? 0 : 1;
+    return strcmp(m->input[1 - mine], n->input[0]) == 0 ? r : -1;
+}
+
 /* Clip (bounds as attributes before opset 11, as optional constant scalar
- * inputs since), LeakyRelu, Sigmoid: one activation node. */
-static pdnn_status import_activation(importer *im, const Onnx__NodeProto *n, pdnn_activation mode)
+ * inputs since), LeakyRelu, Sigmoid, HardSigmoid, HardSwish: one
+ * activation node; a Sigmoid or hard sigmoid gating its own input through
+ * a Mul becomes SiLU or hard swish, one node instead of two. */
+static pdnn_status import_activation(importer *im, size_t idx, const Onnx__NodeProto *n, pdnn_activation mode)
 {
     value *x;
     pdnn_status st;
@@ -324,12 +360,46 @@ static pdnn_status import_activation(importer *im, const Onnx__NodeProto *n, pdn
     float alpha = 0.0f, beta = 0.0f;
     if (mode == PDNN_ACTIVATION_LEAKY_RELU)
         alpha = attr_float(n, "alpha", 0.01f);
+    else if (mode == PDNN_ACTIVATION_HARD_SIGMOID)
+        alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
     else if (mode == PDNN_ACTIVATION_CLIP && (st = pdnn__onnx_clip_bounds(im, n, 1, &alpha, &beta)) != PDNN_SUCCESS)
+        return st;
+    const char *out = n->output[0];
+    const int hswish = mode == PDNN_ACTIVATION_HARD_SIGMOID && alpha == 1.0f / 6.0f && beta == 0.5f;
+    const int gate = mode == PDNN_ACTIVATION_SIGMOID || hswish ? gate_mul(im, idx, n) : -1;
+    if (gate >= 0) {
+        mode = hswish ? PDNN_ACTIVATION_HARD_SWISH : PDNN_ACTIVATION_SILU;
+        out = im->g->node[gate]->output[0];
+        im->absorbed[gate] = 1;
+    }
+    if ((st = pdnn__onnx_check_name(n, out)) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_activation(im->graph, out, im->device, x->node, mode, alpha, beta, &y);
+    if (st != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    return pdnn__onnx_set_output(im, n, out, y, x->rank);
+}
+
+/* Sub, and Div but by a constant scalar: x * (1 / c) (a scale node). */
+static pdnn_status import_sub_div(importer *im, const Onnx__NodeProto *n, pdnn_binary_op op)
+{
+    if (n->n_input != 2)
+        return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "%s takes 2 inputs, %zu given", n->op_type, n->n_input);
+    value *cb = pdnn__onnx_const_input(im, n, 1), *x;
+    pdnn_status st;
+    if (op != PDNN_BINARY_DIV || !cb || !cb->data || cb->count != 1 || !pdnn__onnx_find_value(im, n->input[0]) ||
+        pdnn__onnx_find_value(im, n->input[0])->node < 0)
+        return import_binary(im, n, op);
+    const float inv = 1.0f / cb->data[0];
+    if (!isfinite(inv) || inv == 0.0f)
+        return import_binary(im, n, op); /* 1/c is not a finite scale: divide */
+    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
         return st;
     if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
         return st;
     int y = -1;
-    st = pdnn_graph_activation(im->graph, n->output[0], im->device, x->node, mode, alpha, beta, &y);
+    st = pdnn_graph_scale(im->graph, n->output[0], im->device, x->node, inv, &y);
     return finish(im, n, st, y, x->rank);
 }
 
@@ -342,8 +412,8 @@ static pdnn_status import_mul(importer *im, const Onnx__NodeProto *n)
     pdnn_status st;
     if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
         return st;
-    if (!(cb && cb->data && cb->count == 1)) /* not a scalar: elementwise, b broadcast */
-        return import_binary(im, n, x, PDNN_BINARY_MUL);
+    if (!(cb && cb->data && cb->count == 1)) /* not a scalar: elementwise, broadcast */
+        return import_binary(im, n, PDNN_BINARY_MUL);
     const float alpha = cb->data[0];
     if (!isfinite(alpha))
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the scalar is %g; only a finite one is supported",
@@ -401,6 +471,98 @@ static pdnn_status import_concat(importer *im, const Onnx__NodeProto *n)
     return st == PDNN_SUCCESS ? pdnn__onnx_set_output(im, n, n->output[0], y, rank) : st;
 }
 
+static const char *const known_ops[] = {
+    "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant", "Conv", "Div", "Dropout",
+    "Flatten", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul",
+    "MaxPool", "Mul", "Pad", "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
+    "Sub"};
+
+static int known_op(const Onnx__NodeProto *n)
+{
+    if (!n->op_type || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0))
+        return 0;
+    for (size_t i = 0; i < sizeof known_ops / sizeof *known_ops; i++)
+        if (strcmp(n->op_type, known_ops[i]) == 0)
+            return 1;
+    return 0;
+}
+
+pdnn_status pdnn__onnx_check_ops(const importer *im)
+{
+    enum { MAX_KINDS = 32 };
+    const Onnx__NodeProto *first[MAX_KINDS];
+    size_t count[MAX_KINDS], kinds = 0, more = 0;
+    for (size_t i = 0; i < im->g->n_node; i++) {
+        const Onnx__NodeProto *n = im->g->node[i];
+        if (known_op(n))
+            continue;
+        const char *op = n->op_type ? n->op_type : "", *dom = n->domain ? n->domain : "";
+        size_t k = 0;
+        while (k < kinds && (strcmp(first[k]->op_type ? first[k]->op_type : "", op) != 0 ||
+                             strcmp(first[k]->domain ? first[k]->domain : "", dom) != 0))
+            k++;
+        if (k == kinds && kinds == MAX_KINDS) {
+            more++;
+            continue;
+        }
+        if (k == kinds)
+            first[kinds] = n, count[kinds++] = 0;
+        count[k]++;
+    }
+    if (!kinds)
+        return PDNN_SUCCESS;
+    char list[1024];
+    size_t len = 0;
+    for (size_t k = 0; k < kinds && len < sizeof list; k++) {
+        const char *dom = first[k]->domain && first[k]->domain[0] ? first[k]->domain : NULL;
+        int w = snprintf(list + len, sizeof list - len, "%s%s%s%s x%zu", k ? ", " : "", dom ? dom : "",
+                         dom ? "." : "", first[k]->op_type ? first[k]->op_type : "(no op_type)", count[k]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    if (more && len < sizeof list)
+        snprintf(list + len, sizeof list - len, " and %zu nodes of other operators", more);
+    return FAIL(PDNN_ERR_UNSUPPORTED,
+                "pdnn_graph_import_onnx: unsupported operators: %s (the first at node '%s'); supported: %s", list,
+                node_name(first[0]), SUPPORTED_OPS);
+}
+
+/* A BatchNormalization that no Conv absorbed (it follows a Concat, or
+ * another reader shares the Conv's output): an inference node over its
+ * constant parameters. */
+static pdnn_status import_batch_norm(importer *im, const Onnx__NodeProto *n)
+{
+    value *x;
+    pdnn_status st;
+    if (n->n_input != 5)
+        return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "BatchNormalization takes 5 inputs, %zu given", n->n_input);
+    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
+        return st;
+    if (attr_int(n, "training_mode", 0) != 0)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "training_mode 1 is not supported (inference only)");
+    for (size_t j = 1; j < n->n_output; j++)
+        if (n->output[j][0])
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the running statistics outputs are not supported");
+    if (x->rank < 2 || x->rank > 4)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "an input of rank %d (2 to 4 are supported)", x->rank);
+    const int64_t C = x->dims[1];
+    pdnn_node p[4];
+    pdnn_tensor_desc pd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {C, 1, 1, 1}};
+    for (size_t i = 0; i < 4; i++) {
+        const value *c = pdnn__onnx_const_input(im, n, i + 1);
+        if (!c || !c->data || c->count != C)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                         "input %zu must be a float constant of C = %lld values", i + 1,
+                                         (long long)C);
+        if ((st = pdnn_graph_constant(im->graph, NULL, im->device, &pd, c->data, &p[i])) != PDNN_SUCCESS)
+            return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    }
+    if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_batch_norm(im->graph, n->output[0], im->device, x->node, p, attr_float(n, "epsilon", 1e-5f), &y);
+    return finish(im, n, st, y, x->rank);
+}
+
 pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
 {
     Onnx__NodeProto *n = im->g->node[idx];
@@ -435,11 +597,19 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return finish(im, n, st, y, x->rank);
     }
     if (strcmp(op, "Clip") == 0)
-        return import_activation(im, n, PDNN_ACTIVATION_CLIP);
+        return import_activation(im, idx, n, PDNN_ACTIVATION_CLIP);
     if (strcmp(op, "LeakyRelu") == 0)
-        return import_activation(im, n, PDNN_ACTIVATION_LEAKY_RELU);
+        return import_activation(im, idx, n, PDNN_ACTIVATION_LEAKY_RELU);
     if (strcmp(op, "Sigmoid") == 0)
-        return import_activation(im, n, PDNN_ACTIVATION_SIGMOID);
+        return import_activation(im, idx, n, PDNN_ACTIVATION_SIGMOID);
+    if (strcmp(op, "HardSigmoid") == 0)
+        return import_activation(im, idx, n, PDNN_ACTIVATION_HARD_SIGMOID);
+    if (strcmp(op, "HardSwish") == 0)
+        return import_activation(im, idx, n, PDNN_ACTIVATION_HARD_SWISH);
+    if (strcmp(op, "Sub") == 0)
+        return import_sub_div(im, n, PDNN_BINARY_SUB);
+    if (strcmp(op, "Div") == 0)
+        return import_sub_div(im, n, PDNN_BINARY_DIV);
     if (strcmp(op, "Mul") == 0)
         return import_mul(im, n);
     if (strcmp(op, "Concat") == 0)
@@ -476,10 +646,11 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return pdnn__onnx_tensor_value(im, a->t, n->output[0]);
     }
     if (strcmp(op, "BatchNormalization") == 0)
-        return pdnn__onnx_node_error(
-            PDNN_ERR_UNSUPPORTED, n,
-            "BatchNormalization is only supported folded into a Conv whose output it alone reads "
-            "(inference mode, constant parameters); polydnn's graph has no batch-norm node yet");
+        return import_batch_norm(im, n);
+    if (strcmp(op, "Pad") == 0)
+        return pdnn__onnx_import_pad(im, idx, n);
+    if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceMax") == 0 || strcmp(op, "ReduceSum") == 0)
+        return pdnn__onnx_import_reduce(im, n, op + 6);
     return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "operator '%s' is not supported; supported: %s", op,
                                  SUPPORTED_OPS);
 }

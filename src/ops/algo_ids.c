@@ -27,6 +27,7 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_SCALE: return "scale";
     case PDNN__OP_ACTIVATION: return "activation";
     case PDNN__OP_BINARY: return "binary";
+    case PDNN__OP_PAD: return "pad";
     case PDNN__OP_TRANSFORM: return "transform";
     case PDNN__OP_COUNT: break;
     }

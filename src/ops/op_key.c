@@ -83,15 +83,23 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
                  (long long)c->xs[0], (long long)c->xs[1], (long long)c->xs[2], (long long)c->xs[3],
                  (long long)c->ys[0], (long long)c->ys[1], (long long)c->ys[2], (long long)c->ys[3]);
     } else if (call->op == PDNN__OP_ACTIVATION) {
-        static const char *const modes[] = {"clip", "leaky_relu", "sigmoid"};
+        static const char *const modes[] = {"clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "silu"};
         const pdnn__act_call *c = &call->u.act;
-        snprintf(buf, len, "activation f32 %s n%lld", (unsigned)c->mode < 3 ? modes[c->mode] : "?", (long long)c->n);
+        snprintf(buf, len, "activation f32 %s n%lld", (unsigned)c->mode < 6 ? modes[c->mode] : "?", (long long)c->n);
     } else if (call->op == PDNN__OP_BINARY) {
+        static const char *const kinds[] = {"add", "mul", "sub", "div"};
         const pdnn__binary_call *c = &call->u.binary;
-        snprintf(buf, len, "binary f32 %s %lldx%lldx%lldx%lld b%lld,%lld,%lld,%lld",
-                 c->kind == PDNN_BINARY_MUL ? "mul" : "add", (long long)c->dims[0], (long long)c->dims[1],
-                 (long long)c->dims[2], (long long)c->dims[3], (long long)c->bs[0], (long long)c->bs[1],
+        snprintf(buf, len, "binary f32 %s %lldx%lldx%lldx%lld a%lld,%lld,%lld,%lld b%lld,%lld,%lld,%lld",
+                 (unsigned)c->kind < 4 ? kinds[c->kind] : "?", (long long)c->dims[0], (long long)c->dims[1],
+                 (long long)c->dims[2], (long long)c->dims[3], (long long)c->as[0], (long long)c->as[1],
+                 (long long)c->as[2], (long long)c->as[3], (long long)c->bs[0], (long long)c->bs[1],
                  (long long)c->bs[2], (long long)c->bs[3]);
+    } else if (call->op == PDNN__OP_PAD) {
+        const pdnn__pad_call *c = &call->u.pad;
+        snprintf(buf, len, "pad f32 mode%d %lldx%lldx%lldx%lld p%lld,%lld,%lld,%lld x%lld,%lld,%lld,%lld", (int)c->mode,
+                 (long long)c->dims[0], (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3],
+                 (long long)c->pads[0], (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3],
+                 (long long)c->xs[0], (long long)c->xs[1], (long long)c->xs[2], (long long)c->xs[3]);
     } else if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
         snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n, (long long)c->k,
@@ -132,6 +140,11 @@ double pdnn__op_flops(const pdnn__op_call *call)
     if (call->op == PDNN__OP_TRANSFORM)
         return (double)call->u.transform.dims[0] * (double)call->u.transform.dims[1] *
                (double)call->u.transform.dims[2] * (double)call->u.transform.dims[3];
+    if (call->op == PDNN__OP_PAD) { /* elements written */
+        const pdnn__pad_call *c = &call->u.pad;
+        return (double)c->dims[0] * (double)c->dims[1] * (double)(c->dims[2] + c->pads[0] + c->pads[2]) *
+               (double)(c->dims[3] + c->pads[1] + c->pads[3]);
+    }
     if (call->op == PDNN__OP_GEMM)
         return 2.0 * (double)call->u.matmul.m * (double)call->u.matmul.n * (double)call->u.matmul.k;
     /* The training ops: elements touched. */
@@ -179,6 +192,12 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
         return call->u.binary.y_buf;
     }
     case PDNN__OP_GEMM: *n = (size_t)(call->u.matmul.m * call->u.matmul.n); return call->u.matmul.c_buf;
+    case PDNN__OP_PAD: {
+        const pdnn__pad_call *p = &call->u.pad;
+        *n = (size_t)(p->dims[0] * p->dims[1] * (p->dims[2] + p->pads[0] + p->pads[2]) *
+                      (p->dims[3] + p->pads[1] + p->pads[3]));
+        return p->y_buf;
+    }
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;
     }

@@ -190,9 +190,18 @@ const char *pdnn__activation_check(pdnn_activation mode, float alpha, float beta
             return buf;
         }
         return NULL;
-    case PDNN_ACTIVATION_SIGMOID: return NULL;
+    case PDNN_ACTIVATION_HARD_SIGMOID:
+        if (!isfinite(alpha) || !isfinite(beta)) {
+            snprintf(buf, len, "hard sigmoid's alpha %g and beta %g must be finite", (double)alpha, (double)beta);
+            return buf;
+        }
+        return NULL;
+    case PDNN_ACTIVATION_SIGMOID:
+    case PDNN_ACTIVATION_HARD_SWISH:
+    case PDNN_ACTIVATION_SILU: return NULL;
     }
-    snprintf(buf, len, "unknown mode %d (clip 0, leaky relu 1, sigmoid 2)", (int)mode);
+    snprintf(buf, len, "unknown mode %d (clip 0, leaky relu 1, sigmoid 2, hard sigmoid 3, hard swish 4, silu 5)",
+             (int)mode);
     return buf;
 }
 
@@ -257,48 +266,50 @@ pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_
     const pdnn_tensor *ts[] = {a, b, y};
     const char *names[] = {"a", "b", "y"};
     pdnn_status st = need(name, ts, names, 3);
-    if (st == PDNN_SUCCESS)
-        st = same_shape(name, a, "a", y, "y");
     if (st != PDNN_SUCCESS)
         return st;
-    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: op %d is neither PDNN_BINARY_ADD (0) nor PDNN_BINARY_MUL (1)",
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: op %d is not a pdnn_binary_op (ADD 0, MUL 1, SUB 2, DIV 3)",
                            name, (int)op);
-    char da[96], db[96];
-    int same = 1;
+    char da[96], db[96], dy[96];
+    int a_full = 1, b_full = 1, fits = a->desc.layout == b->desc.layout && a->desc.layout == y->desc.layout;
     for (int k = 0; k < 4; k++) {
-        if (b->desc.dims[k] != a->desc.dims[k] && b->desc.dims[k] != 1)
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                               "%s: b is %s and a is %s; each of b's dims must equal a's or be 1 (broadcast)", name,
-                               pdnn__desc_string(&b->desc, db, sizeof db), pdnn__desc_string(&a->desc, da, sizeof da));
-        same &= b->desc.dims[k] == a->desc.dims[k];
+        const int64_t ak = a->desc.dims[k], bk = b->desc.dims[k], yk = y->desc.dims[k];
+        fits &= (ak == yk || ak == 1) && (bk == yk || bk == 1) && yk == (ak > bk ? ak : bk);
+        a_full &= ak == yk;
+        b_full &= bk == yk;
     }
-    if (b->desc.layout != a->desc.layout)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: b is %s and a is %s; they must have one layout", name,
-                           pdnn__desc_string(&b->desc, db, sizeof db), pdnn__desc_string(&a->desc, da, sizeof da));
-    if ((st = pdnn__check_alias(name, y, "y", a, "a", 1)) != PDNN_SUCCESS ||
-        (st = pdnn__check_alias(name, y, "y", b, "b", same)) != PDNN_SUCCESS)
+    if (!fits)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "%s: a is %s, b is %s and y is %s; they need one layout, each of y's dims the larger of "
+                           "a's and b's, and each of a's and b's equal to y's or 1 (broadcast)",
+                           name, pdnn__desc_string(&a->desc, da, sizeof da), pdnn__desc_string(&b->desc, db, sizeof db),
+                           pdnn__desc_string(&y->desc, dy, sizeof dy));
+    if ((st = pdnn__check_alias(name, y, "y", a, "a", a_full)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias(name, y, "y", b, "b", b_full)) != PDNN_SUCCESS)
         return st;
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_BINARY;
     pdnn__binary_call *c = &call.u.binary;
-    /* a's axes in memory order (ties are axes of size 1, whose order
-     * does not matter). */
-    int64_t as[4], bs[4];
+    /* y's axes in memory order (ties are axes of size 1, whose order
+     * does not matter); a and b share its layout, so the same order. */
+    int64_t ys[4], as[4], bs[4];
     int ax[4];
+    pdnn__layout_strides(y->desc.layout, y->desc.dims, ys);
     pdnn__layout_strides(a->desc.layout, a->desc.dims, as);
     pdnn__layout_strides(b->desc.layout, b->desc.dims, bs);
-    pdnn__stride_order(as, ax);
+    pdnn__stride_order(ys, ax);
     for (int k = 0; k < 4; k++) {
-        c->dims[k] = a->desc.dims[ax[k]];
+        c->dims[k] = y->desc.dims[ax[k]];
+        c->as[k] = a->desc.dims[ax[k]] == 1 ? 0 : as[ax[k]];
         c->bs[k] = b->desc.dims[ax[k]] == 1 ? 0 : bs[ax[k]];
     }
     c->kind = op;
     c->a_buf = a->block.buf;
     c->b_buf = b->block.buf;
     c->y_buf = y->block.buf;
-    return pdnn__dispatch(a->dev, &call, NULL, NULL);
+    return pdnn__dispatch(y->dev, &call, NULL, NULL);
 }
 
 pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
@@ -456,4 +467,50 @@ pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tens
         at += width;
     }
     return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_pad_mode mode, float value, pdnn_tensor *y)
+{
+    static const char name[] = "pdnn_pad";
+    const pdnn_tensor *ts[] = {x, y};
+    const char *names[] = {"x", "y"};
+    pdnn_status st = need(name, ts, names, 2);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!pads || !x) /* (x: need checked it, out of the static analyzer's sight) */
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: pads is NULL", name);
+    if (mode != PDNN_PAD_CONSTANT && mode != PDNN_PAD_REFLECT && mode != PDNN_PAD_EDGE)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: mode %d is not CONSTANT (0), REFLECT (1) or EDGE (2)", name,
+                           (int)mode);
+    const int64_t *d = x->desc.dims;
+    char dx[96], dy[96];
+    for (int i = 0; i < 4; i++)
+        if (pads[i] < 0 || pads[i] > (int64_t)1 << 30 ||
+            (mode == PDNN_PAD_REFLECT && pads[i] >= d[2 + (i & 1)]) || (mode == PDNN_PAD_EDGE && d[2 + (i & 1)] < 1))
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "%s: pads[%d] = %lld; pads must be >= 0 (below the dim for REFLECT, of a dim of at "
+                               "least 1 for EDGE), x is %s",
+                               name, i, (long long)pads[i], pdnn__desc_string(&x->desc, dx, sizeof dx));
+    if (!is_act(x) || y->desc.layout != x->desc.layout || y->desc.dims[0] != d[0] || y->desc.dims[1] != d[1] ||
+        y->desc.dims[2] != d[2] + pads[0] + pads[2] || y->desc.dims[3] != d[3] + pads[1] + pads[3])
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "%s: x is %s and y is %s; both NCHW or both NHWC, y {N, C, H + top + bottom, W + left + "
+                           "right} for pads {%lld, %lld, %lld, %lld}",
+                           name, pdnn__desc_string(&x->desc, dx, sizeof dx), pdnn__desc_string(&y->desc, dy, sizeof dy),
+                           (long long)pads[0], (long long)pads[1], (long long)pads[2], (long long)pads[3]);
+    if ((st = pdnn__check_alias(name, y, "y", x, "x", 0)) != PDNN_SUCCESS)
+        return st;
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_PAD;
+    pdnn__pad_call *c = &call.u.pad;
+    memcpy(c->dims, d, sizeof c->dims);
+    memcpy(c->pads, pads, sizeof c->pads);
+    pdnn__layout_strides(x->desc.layout, x->desc.dims, c->xs);
+    pdnn__layout_strides(y->desc.layout, y->desc.dims, c->ys);
+    c->mode = mode;
+    c->value = value;
+    c->x_buf = x->block.buf;
+    c->y_buf = y->block.buf;
+    return pdnn__dispatch(x->dev, &call, NULL, NULL);
 }

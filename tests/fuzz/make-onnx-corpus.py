@@ -55,6 +55,21 @@ def cases():
                                [1, 2, 3, 3], [1, 2, 3, 3], [lo, hi, k])
     yield "concat", model([n("Relu", ["x"], ["r"]), n("Concat", ["x", "r"], ["y"], axis=1)],
                           [1, 2, 3, 3], [1, 4, 3, 3])
+    # the rank-4 torchvision families' ops: a standalone BatchNormalization,
+    # a squeeze-and-excitation gate (broadcast Mul) over SiLU and hard
+    # swish as exporters write them, Sub/Div, Pad into an AveragePool and
+    # on its own, ReduceMean
+    pads = numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "p")
+    yield "zoo_ops", model([n("BatchNormalization", ["x", "s", "bb", "m", "v"], ["bn"]),
+                            n("Sigmoid", ["bn"], ["sg"]), n("Mul", ["bn", "sg"], ["si"]),
+                            n("HardSigmoid", ["si"], ["hs"], alpha=1.0 / 6, beta=0.5), n("Mul", ["si", "hs"], ["hw"]),
+                            n("GlobalAveragePool", ["hw"], ["g"]), n("Mul", ["g", "hw"], ["se"]),
+                            n("Sub", ["se", "g"], ["d0"]), n("Div", ["d0", "k"], ["d1"]),
+                            n("Pad", ["d1", "p"], ["pd"]), n("AveragePool", ["pd"], ["ap"], kernel_shape=[3, 3]),
+                            n("Pad", ["ap", "p"], ["pr"], mode="reflect"),
+                            n("ReduceMean", ["pr"], ["y"], axes=[2, 3], keepdims=0)],
+                           [1, 2, 3, 3], [1, 2], [w("s", 2), w("bb", 2), w("m", 2),
+                                                  numpy_helper.from_array(np.ones(2, np.float32), "v"), k, pads])
 
 
 def regressions():
