@@ -89,7 +89,16 @@ static const struct {
     {"transB", T_(INT)},       {"alpha", T_(FLOAT)},     {"beta", T_(FLOAT)},      {"epsilon", T_(FLOAT)},
     {"max", T_(FLOAT)},        {"min", T_(FLOAT)},       {"momentum", T_(FLOAT)},  {"dilations", T_(INTS)},
     {"kernel_shape", T_(INTS)}, {"pads", T_(INTS)},      {"strides", T_(INTS)},    {"auto_pad", T_(STRING)},
-    {"value", T_(TENSOR)},
+    {"value", T_(TENSOR)},    {"keepdims", T_(INT)},    {"axes", T_(INTS)},       {"mode", T_(STRING)},
+};
+
+/* Where one name means another type in another op: Pad's value (opsets
+ * before 11) is the padding constant, a float. */
+static const struct {
+    const char *op, *name;
+    Onnx__AttributeProto__AttributeType type;
+} attr_types_of_op[] = {
+    {"Pad", "value", T_(FLOAT)},
 };
 
 /* The inputs each op takes (optional ones included), over the opsets the
@@ -101,7 +110,9 @@ static const struct {
     {"Conv", 2, 3},   {"MaxPool", 1, 1}, {"AveragePool", 1, 1}, {"GlobalAveragePool", 1, 1}, {"Relu", 1, 1},
     {"Clip", 1, 3},   {"LeakyRelu", 1, 1}, {"Sigmoid", 1, 1},   {"Mul", 2, 2},     {"Add", 2, 2},
     {"Gemm", 2, 3},   {"MatMul", 2, 2},  {"Flatten", 1, 1},     {"Reshape", 1, 2}, {"Softmax", 1, 1},
-    {"Dropout", 1, 3}, {"Identity", 1, 1}, {"Constant", 0, 0},
+    {"Dropout", 1, 3}, {"Identity", 1, 1}, {"Constant", 0, 0}, {"Sub", 2, 2},       {"Div", 2, 2},
+    {"HardSigmoid", 1, 1}, {"HardSwish", 1, 1}, {"Pad", 1, 4}, {"ReduceMean", 1, 2}, {"ReduceMax", 1, 2},
+    {"ReduceSum", 1, 2},
 };
 
 static const char *type_name(int t)
@@ -142,15 +153,22 @@ pdnn_status pdnn__onnx_check_node(const Onnx__NodeProto *n)
                                          op_inputs[k].lo, op_inputs[k].hi, n->n_input);
     for (size_t i = 0; i < n->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->attribute[i];
-        for (size_t k = 0; a->name && k < sizeof attr_types / sizeof attr_types[0]; k++) {
-            if (strcmp(a->name, attr_types[k].name) != 0)
-                continue;
-            const int held = held_type(a);
-            /* An empty ints attribute has no field to tell it by. */
-            if (held != (int)attr_types[k].type && !(held == T_(UNDEFINED) && attr_types[k].type == T_(INTS)))
-                return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "attribute %s is %s; it must be %s", a->name,
-                                             type_name(held), type_name(attr_types[k].type));
-        }
+        if (!a->name)
+            continue;
+        int want = -1;
+        for (size_t k = 0; want < 0 && k < sizeof attr_types_of_op / sizeof attr_types_of_op[0]; k++)
+            if (strcmp(n->op_type, attr_types_of_op[k].op) == 0 && strcmp(a->name, attr_types_of_op[k].name) == 0)
+                want = (int)attr_types_of_op[k].type;
+        for (size_t k = 0; want < 0 && k < sizeof attr_types / sizeof attr_types[0]; k++)
+            if (strcmp(a->name, attr_types[k].name) == 0)
+                want = (int)attr_types[k].type;
+        if (want < 0)
+            continue;
+        const int held = held_type(a);
+        /* An empty ints attribute has no field to tell it by. */
+        if (held != want && !(held == T_(UNDEFINED) && want == T_(INTS)))
+            return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "attribute %s is %s; it must be %s", a->name,
+                                         type_name(held), type_name(want));
     }
     return PDNN_SUCCESS;
 }
