@@ -769,7 +769,7 @@ static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *p
 static const pdnn__algo host_matmul_direct = {
     .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul,
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
-static const pdnn__algo *const host_matmul_algos[] = {&host_matmul_direct, NULL};
+static const pdnn__algo *const host_matmul_algos[] = {DNNL_FIRST(pdnn__host_dnnl_matmul) &host_matmul_direct, NULL};
 
 const pdnn__backend pdnn__host_backend = {
     .name = "host",

@@ -246,20 +246,24 @@ static dnnl_status_t weights_order(pdnn__host_dnnl *s, dn_entry *e, const dnnl_m
     return to_user ? make_reorder(s, op_md, &e->md_w, &e->post) : make_reorder(s, &e->md_w, op_md, &e->pre);
 }
 
-static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e)
+/* The implementation oneDNN chose for pd ("jit:avx512_core", "ref:any"). */
+static const char *impl_of(const_dnnl_primitive_desc_t pd)
 {
-    dnnl_memory_desc_t wany;
-    dnnl_status_t st = conv_mds(c, &e->md_x, &e->md_w, &wany, &e->md_y);
-    const int64_t bd[1] = {c->k}, bs[1] = {1};
-    if (st == dnnl_success)
-        st = md_strided(&e->md_b, 1, bd, bs);
-    if (st != dnnl_success)
-        return st;
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+        impl = "?";
+    return impl;
+}
+
+/* The forward convolution's descriptor with the filter as wmd. */
+static dnnl_status_t conv_fwd_pd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e,
+                                 const dnnl_memory_desc_t *wmd, dnnl_primitive_desc_t *pd)
+{
     const conv_geom g = geom_of(c);
     dnnl_convolution_desc_t cd;
-    st = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &e->md_x,
-                                                    &wany, c->bias_buf.region ? &e->md_b : NULL, &e->md_y, g.strides,
-                                                    g.dil, g.pl, g.pr);
+    dnnl_status_t st = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                                  &e->md_x, wmd, c->bias_buf.region ? &e->md_b : NULL,
+                                                                  &e->md_y, g.strides, g.dil, g.pl, g.pr);
     /* The epilogue: y = relu?(conv + bias + z), z through the sum post-op
      * (y holds z first), the capped relu as a clip to [0, cap]. */
     dnnl_post_ops_t po = NULL;
@@ -276,13 +280,36 @@ static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *
         st = attr_user(&attr, po);
     else if (po)
         dnnl_post_ops_destroy(po);
-    dnnl_primitive_desc_t pd = NULL;
     if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(&pd, &cd, attr, s->engine, NULL);
+        st = dnnl_primitive_desc_create(pd, &cd, attr, s->engine, NULL);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+/* A filter that is not frozen would be reordered on every call: where
+ * oneDNN has an optimized (not reference) implementation that reads it
+ * in the caller's layout, that one runs instead. A frozen filter takes
+ * oneDNN's own order, reordered once into the tensor's packed copy. */
+static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e)
+{
+    dnnl_memory_desc_t wany;
+    dnnl_status_t st = conv_mds(c, &e->md_x, &e->md_w, &wany, &e->md_y);
+    const int64_t bd[1] = {c->k}, bs[1] = {1};
+    if (st == dnnl_success)
+        st = md_strided(&e->md_b, 1, bd, bs);
     if (st != dnnl_success)
         return st;
+    dnnl_primitive_desc_t pd = NULL;
+    if (!c->w_const && conv_fwd_pd(s, c, e, &e->md_w, &pd) == dnnl_success && strncmp(impl_of(pd), "ref", 3) == 0) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+    }
+    if (!pd && (st = conv_fwd_pd(s, c, e, &wany, &pd)) != dnnl_success)
+        return st;
+    pdnn__debug("host: onednn conv2d %lldx%lldx%lldx%lld k%lld %lldx%lld g%lld: %s, filter %s", (long long)c->n,
+                (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r, (long long)c->s,
+                (long long)c->groups, impl_of(pd), c->w_const ? "frozen" : "per call");
     st = weights_order(s, e, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), 0);
     if (st == dnnl_success && c->z_buf.region)
         st = make_reorder(s, &e->md_y, &e->md_y, &e->zcopy);
@@ -435,6 +462,32 @@ static dnnl_status_t make_pool(pdnn__host_dnnl *s, const pdnn__op_call *call, dn
     return st;
 }
 
+/* C = op(A) op(B), row-major; a transposed operand is read through its
+ * strides (A: m x k of strides {1, m}; B: k x n of strides {1, k}). */
+static dnnl_status_t make_matmul(pdnn__host_dnnl *s, const pdnn__matmul_call *c, dn_entry *e)
+{
+    const int64_t ad[2] = {c->m, c->k}, bd[2] = {c->k, c->n}, cd[2] = {c->m, c->n};
+    const int64_t as[2] = {c->trans_a ? 1 : c->k, c->trans_a ? c->m : 1};
+    const int64_t bs[2] = {c->trans_b ? 1 : c->n, c->trans_b ? c->k : 1}, cs[2] = {c->n, 1};
+    dnnl_status_t st = md_strided(&e->md_x, 2, ad, as);
+    if (st == dnnl_success)
+        st = md_strided(&e->md_w, 2, bd, bs);
+    if (st == dnnl_success)
+        st = md_strided(&e->md_y, 2, cd, cs);
+    dnnl_matmul_desc_t md;
+    if (st == dnnl_success)
+        st = dnnl_matmul_desc_init(&md, &e->md_x, &e->md_w, NULL, &e->md_y);
+    dnnl_primitive_attr_t attr = NULL;
+    if (st == dnnl_success)
+        st = attr_user(&attr, NULL);
+    dnnl_primitive_desc_t pd = NULL;
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&pd, &md, attr, s->engine, NULL);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st == dnnl_success ? take_pd(e, pd) : st;
+}
+
 /* ---- the cache --------------------------------------------------------------- */
 
 static int put_geom(int64_t *k, int i, const int *v, int n)
@@ -457,7 +510,11 @@ static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
     memset(key, 0, DN_KEY * sizeof *key);
     int i = 0;
     key[i++] = call->op;
-    if (pdnn__op_is_conv(call->op)) {
+    if (call->op == PDNN__OP_GEMM) {
+        const pdnn__matmul_call *c = &call->u.matmul;
+        const int64_t v[5] = {c->m, c->n, c->k, c->trans_a, c->trans_b};
+        put64(key, i, v, 5);
+    } else if (pdnn__op_is_conv(call->op)) {
         const pdnn__conv2d_call *c = &call->u.conv2d;
         const int64_t sz[10] = {c->n, c->c, c->h, c->w, c->k, c->r, c->s, c->p, c->q, c->groups};
         const int gm[8] = {c->stride_h, c->stride_w, c->dil_h, c->dil_w, c->pad_top, c->pad_left, c->pad_bottom,
@@ -470,8 +527,9 @@ static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
         if (call->op == PDNN__OP_CONV2D_FWD) {
             uint32_t cap;
             memcpy(&cap, &c->relu_cap, sizeof cap);
-            const int ep[4] = {c->bias_buf.region != NULL, c->z_buf.region != NULL, c->relu, (int)cap};
-            i = put_geom(key, i, ep, 4);
+            const int ep[5] = {c->bias_buf.region != NULL, c->z_buf.region != NULL, c->relu, (int)cap,
+                               c->w_const != NULL};
+            i = put_geom(key, i, ep, 5);
         }
     } else {
         const pdnn__pool2d_call *c = &call->u.pool2d;
@@ -495,6 +553,7 @@ static const char *op_name(pdnn__op op)
     case PDNN__OP_CONV2D_BWD_FILTER: return "conv2d backward filter";
     case PDNN__OP_CONV2D_BWD_BIAS: return "conv2d backward bias";
     case PDNN__OP_POOL2D_FWD: return "pool2d";
+    case PDNN__OP_GEMM: return "matmul";
     default: return "pool2d backward";
     }
 }
@@ -506,6 +565,7 @@ static dnnl_status_t make_entry(pdnn__host_dnnl *s, const pdnn__op_call *call, d
     case PDNN__OP_CONV2D_BWD_DATA:
     case PDNN__OP_CONV2D_BWD_FILTER: return make_conv_bwd(s, call, e);
     case PDNN__OP_CONV2D_BWD_BIAS: return make_conv_bias(s, &call->u.conv2d, e);
+    case PDNN__OP_GEMM: return make_matmul(s, &call->u.matmul, e);
     default: return make_pool(s, call, e);
     }
 }
@@ -596,6 +656,8 @@ static int keeps_weights(const pdnn__op_call *call, const dn_entry *e)
 
 static int empty_call(const pdnn__op_call *call)
 {
+    if (call->op == PDNN__OP_GEMM)
+        return call->u.matmul.m * call->u.matmul.n * call->u.matmul.k == 0;
     if (pdnn__op_is_conv(call->op)) {
         const pdnn__conv2d_call *c = &call->u.conv2d;
         return c->n * c->c * c->h * c->w == 0 || c->k * c->p * c->q == 0 || c->r * c->s == 0;
@@ -815,12 +877,22 @@ static pdnn_status dn_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     char *w = ws.region ? ptr_of(ws) : NULL;
     pthread_mutex_lock(&s->exec);
     pdnn_status st;
-    if (call->op == PDNN__OP_CONV2D_FWD)
+    if (call->op == PDNN__OP_CONV2D_FWD) {
         st = run_conv_fwd(s, call, e, w);
-    else if (pdnn__op_is_conv(call->op))
+    } else if (call->op == PDNN__OP_GEMM) {
+        const pdnn__matmul_call *c = &call->u.matmul;
+        dn_arg a[DN_ARGS] = {{DNNL_ARG_SRC, &e->md_x, ptr_of(c->a_buf)},
+                             {DNNL_ARG_WEIGHTS, &e->md_w, ptr_of(c->b_buf)},
+                             {DNNL_ARG_DST, &e->md_y, ptr_of(c->c_buf)}};
+        const dnnl_status_t ds = exec_locked(s, e->prim, a, add_scratch(e, w, a, 3));
+        st = ds == dnnl_success ? PDNN_SUCCESS : dn_fail(call, "matmul", ds);
+    }
+    else if (pdnn__op_is_conv(call->op)) {
         st = run_conv_bwd(s, call, e, w);
-    else
+    }
+    else {
         st = run_pool(s, call, e, w);
+    }
     pthread_mutex_unlock(&s->exec);
     entry_put(s, e);
     return st;
@@ -842,6 +914,9 @@ const pdnn__algo pdnn__host_dnnl_conv_bwd_bias = {
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_dnnl_pool = {
     .op = PDNN__OP_POOL2D_FWD, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+const pdnn__algo pdnn__host_dnnl_matmul = {
+    .op = PDNN__OP_GEMM, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_dnnl_pool_bwd = {
     .op = PDNN__OP_POOL2D_BWD, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,

@@ -24,7 +24,7 @@ pdnn__host_dnnl *pdnn__host_dnnl_new(void);
 void pdnn__host_dnnl_free(pdnn__host_dnnl *s);
 
 extern const pdnn__algo pdnn__host_dnnl_conv, pdnn__host_dnnl_conv_bwd_data, pdnn__host_dnnl_conv_bwd_filter,
-    pdnn__host_dnnl_conv_bwd_bias, pdnn__host_dnnl_pool, pdnn__host_dnnl_pool_bwd;
+    pdnn__host_dnnl_conv_bwd_bias, pdnn__host_dnnl_pool, pdnn__host_dnnl_pool_bwd, pdnn__host_dnnl_matmul;
 #endif
 
 #endif /* POLYDNN_HOST_INTERNAL_H */
