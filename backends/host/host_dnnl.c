@@ -47,8 +47,10 @@ typedef struct dn_entry {
                                      layout (conv backward filter)    */
     dnnl_primitive_t zcopy;       /* conv forward's residual z into y
                                      (oneDNN's sum post-op adds y)    */
-    dnnl_memory_desc_t md_x, md_w, md_wop, md_y, md_b, md_scratch, md_pws;
-    size_t scratch, wop_bytes, ytmp_bytes, pws_bytes;
+    dnnl_primitive_t xin, yout;   /* conv forward in oneDNN's blocked
+                                     layouts: x into it, y out of it  */
+    dnnl_memory_desc_t md_x, md_w, md_wop, md_y, md_b, md_scratch, md_pws, md_xop, md_yop;
+    size_t scratch, wop_bytes, ytmp_bytes, pws_bytes, xop_bytes, yop_bytes;
 } dn_entry;
 
 struct pdnn__host_dnnl {
@@ -76,6 +78,10 @@ pdnn__host_dnnl *pdnn__host_dnnl_new(void)
 
 static void entry_clear(dn_entry *e)
 {
+    if (e->xin)
+        dnnl_primitive_destroy(e->xin);
+    if (e->yout)
+        dnnl_primitive_destroy(e->yout);
     if (e->zcopy)
         dnnl_primitive_destroy(e->zcopy);
     if (e->post)
@@ -222,6 +228,30 @@ static dnnl_status_t take_pd(dn_entry *e, dnnl_primitive_desc_t pd)
     return st;
 }
 
+/* desc's descriptor with the scratchpad in the workspace, where st (the
+ * describing so far) succeeded. */
+static dnnl_status_t user_pd(pdnn__host_dnnl *s, dnnl_status_t st, const_dnnl_op_desc_t desc,
+                             const_dnnl_primitive_desc_t hint, dnnl_primitive_desc_t *pd)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    if (st == dnnl_success)
+        st = attr_user(&attr, NULL);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(pd, desc, attr, s->engine, hint);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+/* That descriptor's primitive into e. */
+static dnnl_status_t make_plain(pdnn__host_dnnl *s, dn_entry *e, dnnl_status_t st, const_dnnl_op_desc_t desc,
+                                const_dnnl_primitive_desc_t hint)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    st = user_pd(s, st, desc, hint, &pd);
+    return st == dnnl_success ? take_pd(e, pd) : st;
+}
+
 /* A reorder from one layout to another (weights, z into y); oneDNN
  * manages its scratchpad, which these plain copies do not use. */
 static dnnl_status_t make_reorder(pdnn__host_dnnl *s, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
@@ -255,15 +285,17 @@ static const char *impl_of(const_dnnl_primitive_desc_t pd)
     return impl;
 }
 
-/* The forward convolution's descriptor with the filter as wmd. */
-static dnnl_status_t conv_fwd_pd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e,
-                                 const dnnl_memory_desc_t *wmd, dnnl_primitive_desc_t *pd)
+/* The forward convolution's descriptor with x, the filter and y as xmd,
+ * wmd and ymd. */
+static dnnl_status_t conv_fwd_pd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, const dn_entry *e,
+                                 const dnnl_memory_desc_t *xmd, const dnnl_memory_desc_t *wmd,
+                                 const dnnl_memory_desc_t *ymd, dnnl_primitive_desc_t *pd)
 {
     const conv_geom g = geom_of(c);
     dnnl_convolution_desc_t cd;
     dnnl_status_t st = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
-                                                                  &e->md_x, wmd, c->bias_buf.region ? &e->md_b : NULL,
-                                                                  &e->md_y, g.strides, g.dil, g.pl, g.pr);
+                                                                  xmd, wmd, c->bias_buf.region ? &e->md_b : NULL, ymd,
+                                                                  g.strides, g.dil, g.pl, g.pr);
     /* The epilogue: y = relu?(conv + bias + z), z through the sum post-op
      * (y holds z first), the capped relu as a clip to [0, cap]. */
     dnnl_post_ops_t po = NULL;
@@ -287,11 +319,57 @@ static dnnl_status_t conv_fwd_pd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c,
     return st;
 }
 
+/* oneDNN's GEMM-based and reference convolutions: far slower than its
+ * blocked ones (depthwise in NCHW: 0.4-0.8 GFLOP/s against tens). */
+static int slow_impl(const char *impl) { return strncmp(impl, "ref", 3) == 0 || strstr(impl, "gemm") != NULL; }
+
+/* Whether x and y in blocked layouts (channels padded to 16) fit in the
+ * call's workspace limit (AUTO would pass over a plan beyond it). */
+static int blocked_fits(const pdnn__conv2d_call *c, size_t ws_limit)
+{
+    const double bytes = 4.0 * ((double)c->n * (double)((c->c + 15) / 16 * 16) * (double)(c->h * c->w) +
+                                (double)c->n * (double)((c->k + 15) / 16 * 16) * (double)(c->p * c->q));
+    return ws_limit == 0 || bytes + 65536.0 <= (double)ws_limit;
+}
+
+/* Where the caller's layouts leave oneDNN only a slow implementation:
+ * x and y in the layouts oneDNN picks ("any"), reordered in and out per
+ * call, when that gives a fast one (*pd replaced). */
+static dnnl_status_t blocked_layouts(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e,
+                                     const dnnl_memory_desc_t *wany, dnnl_primitive_desc_t *pd)
+{
+    dnnl_memory_desc_t xany, yany;
+    const dnnl_dims_t xd = {c->n, c->c, c->h, c->w}, yd = {c->n, c->k, c->p, c->q};
+    dnnl_primitive_desc_t alt = NULL;
+    if (dnnl_memory_desc_init_by_tag(&xany, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&yany, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        conv_fwd_pd(s, c, e, &xany, wany, &yany, &alt) != dnnl_success)
+        return dnnl_success; /* keep *pd */
+    if (slow_impl(impl_of(alt))) {
+        dnnl_primitive_desc_destroy(alt);
+        return dnnl_success;
+    }
+    e->md_xop = *dnnl_primitive_desc_query_md(alt, dnnl_query_src_md, 0);
+    e->md_yop = *dnnl_primitive_desc_query_md(alt, dnnl_query_dst_md, 0);
+    e->xop_bytes = dnnl_memory_desc_get_size(&e->md_xop);
+    e->yop_bytes = dnnl_memory_desc_get_size(&e->md_yop);
+    dnnl_status_t st = make_reorder(s, &e->md_x, &e->md_xop, &e->xin);
+    if (st == dnnl_success)
+        st = make_reorder(s, &e->md_yop, &e->md_y, &e->yout);
+    if (st != dnnl_success) {
+        dnnl_primitive_desc_destroy(alt);
+        return st;
+    }
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = alt;
+    return dnnl_success;
+}
+
 /* A filter that is not frozen would be reordered on every call: where
  * oneDNN has an optimized (not reference) implementation that reads it
  * in the caller's layout, that one runs instead. A frozen filter takes
  * oneDNN's own order, reordered once into the tensor's packed copy. */
-static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e)
+static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, size_t ws_limit, dn_entry *e)
 {
     dnnl_memory_desc_t wany;
     dnnl_status_t st = conv_mds(c, &e->md_x, &e->md_w, &wany, &e->md_y);
@@ -301,18 +379,25 @@ static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *
     if (st != dnnl_success)
         return st;
     dnnl_primitive_desc_t pd = NULL;
-    if (!c->w_const && conv_fwd_pd(s, c, e, &e->md_w, &pd) == dnnl_success && strncmp(impl_of(pd), "ref", 3) == 0) {
+    if (!c->w_const && conv_fwd_pd(s, c, e, &e->md_x, &e->md_w, &e->md_y, &pd) == dnnl_success &&
+        slow_impl(impl_of(pd))) {
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;
     }
-    if (!pd && (st = conv_fwd_pd(s, c, e, &wany, &pd)) != dnnl_success)
+    if (!pd && (st = conv_fwd_pd(s, c, e, &e->md_x, &wany, &e->md_y, &pd)) != dnnl_success)
         return st;
-    pdnn__debug("host: onednn conv2d %lldx%lldx%lldx%lld k%lld %lldx%lld g%lld: %s, filter %s", (long long)c->n,
-                (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r, (long long)c->s,
-                (long long)c->groups, impl_of(pd), c->w_const ? "frozen" : "per call");
+    if (slow_impl(impl_of(pd)) && blocked_fits(c, ws_limit) &&
+        (st = blocked_layouts(s, c, e, &wany, &pd)) != dnnl_success) {
+        dnnl_primitive_desc_destroy(pd);
+        return st;
+    }
+    pdnn__debug("host: onednn conv2d %lldx%lldx%lldx%lld k%lld %lldx%lld g%lld: %s, filter %s, x and y %s",
+                (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
+                (long long)c->s, (long long)c->groups, impl_of(pd), c->w_const ? "frozen" : "per call",
+                e->xin ? "reordered" : "in place");
     st = weights_order(s, e, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), 0);
     if (st == dnnl_success && c->z_buf.region)
-        st = make_reorder(s, &e->md_y, &e->md_y, &e->zcopy);
+        st = make_reorder(s, &e->md_y, e->xin ? &e->md_yop : &e->md_y, &e->zcopy);
     if (st != dnnl_success) {
         dnnl_primitive_desc_destroy(pd);
         return st;
@@ -345,19 +430,12 @@ static dnnl_status_t make_conv_bwd(pdnn__host_dnnl *s, const pdnn__op_call *call
     const conv_geom g = geom_of(c);
     dnnl_convolution_desc_t bd;
     const int data = call->op == PDNN__OP_CONV2D_BWD_DATA;
+    dnnl_primitive_desc_t pd = NULL;
     st = data ? dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &e->md_x, &wany,
                                                                  &e->md_y, g.strides, g.dil, g.pl, g.pr)
               : dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &e->md_x, &wany,
                                                                     NULL, &e->md_y, g.strides, g.dil, g.pl, g.pr);
-    dnnl_primitive_attr_t attr = NULL;
-    if (st == dnnl_success)
-        st = attr_user(&attr, NULL);
-    dnnl_primitive_desc_t pd = NULL;
-    if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(&pd, &bd, attr, s->engine, e->hint);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
-    if (st != dnnl_success)
+    if ((st = user_pd(s, st, &bd, e->hint, &pd)) != dnnl_success)
         return st;
     st = weights_order(s, e, dnnl_primitive_desc_query_md(pd, data ? dnnl_query_weights_md : dnnl_query_diff_weights_md, 0),
                        !data);
@@ -378,15 +456,7 @@ static dnnl_status_t make_conv_bias(pdnn__host_dnnl *s, const pdnn__conv2d_call 
     dnnl_reduction_desc_t rd;
     if (st == dnnl_success)
         st = dnnl_reduction_desc_init(&rd, dnnl_reduction_sum, &e->md_y, &e->md_b, 0.0f, 0.0f);
-    dnnl_primitive_attr_t attr = NULL;
-    if (st == dnnl_success)
-        st = attr_user(&attr, NULL);
-    dnnl_primitive_desc_t pd = NULL;
-    if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(&pd, &rd, attr, s->engine, NULL);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
-    return st == dnnl_success ? take_pd(e, pd) : st;
+    return make_plain(s, e, st, &rd, NULL);
 }
 
 static dnnl_alg_kind_t pool_alg(pdnn_pool_mode m)
@@ -477,15 +547,7 @@ static dnnl_status_t make_matmul(pdnn__host_dnnl *s, const pdnn__matmul_call *c,
     dnnl_matmul_desc_t md;
     if (st == dnnl_success)
         st = dnnl_matmul_desc_init(&md, &e->md_x, &e->md_w, NULL, &e->md_y);
-    dnnl_primitive_attr_t attr = NULL;
-    if (st == dnnl_success)
-        st = attr_user(&attr, NULL);
-    dnnl_primitive_desc_t pd = NULL;
-    if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(&pd, &md, attr, s->engine, NULL);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
-    return st == dnnl_success ? take_pd(e, pd) : st;
+    return make_plain(s, e, st, &md, NULL);
 }
 
 /* ---- the cache --------------------------------------------------------------- */
@@ -527,9 +589,9 @@ static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
         if (call->op == PDNN__OP_CONV2D_FWD) {
             uint32_t cap;
             memcpy(&cap, &c->relu_cap, sizeof cap);
-            const int ep[5] = {c->bias_buf.region != NULL, c->z_buf.region != NULL, c->relu, (int)cap,
-                               c->w_const != NULL};
-            i = put_geom(key, i, ep, 5);
+            const int ep[6] = {c->bias_buf.region != NULL, c->z_buf.region != NULL, c->relu, (int)cap,
+                               c->w_const != NULL, blocked_fits(c, call->ws_limit)};
+            put_geom(key, i, ep, 6);
         }
     } else {
         const pdnn__pool2d_call *c = &call->u.pool2d;
@@ -561,7 +623,7 @@ static const char *op_name(pdnn__op op)
 static dnnl_status_t make_entry(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_entry *e)
 {
     switch (call->op) {
-    case PDNN__OP_CONV2D_FWD: return make_conv_fwd(s, &call->u.conv2d, e);
+    case PDNN__OP_CONV2D_FWD: return make_conv_fwd(s, &call->u.conv2d, call->ws_limit, e);
     case PDNN__OP_CONV2D_BWD_DATA:
     case PDNN__OP_CONV2D_BWD_FILTER: return make_conv_bwd(s, call, e);
     case PDNN__OP_CONV2D_BWD_BIAS: return make_conv_bias(s, &call->u.conv2d, e);
@@ -628,11 +690,12 @@ static void entry_put(pdnn__host_dnnl *s, dn_entry *e)
 }
 
 /* ---- workspace ----------------------------------------------------------------
- * [scratchpad][the weights in oneDNN's order, unless kept packed][pool
- * backward: the forward's y][its argmax workspace], each 64-byte aligned. */
+ * [scratchpad][the weights in oneDNN's order, unless kept packed][x and
+ * y in oneDNN's layouts][pool backward: the forward's y][its argmax
+ * workspace], each 64-byte aligned. */
 
 typedef struct dn_ws {
-    size_t wop, ytmp, pws, total;
+    size_t wop, xop, yop, ytmp, pws, total;
 } dn_ws;
 
 static size_t up64(size_t n) { return (n + DN_ALIGN - 1) / DN_ALIGN * DN_ALIGN; }
@@ -641,7 +704,9 @@ static dn_ws ws_of(const dn_entry *e, int wop_in_ws)
 {
     dn_ws w;
     w.wop = up64(e->scratch);
-    w.ytmp = w.wop + (wop_in_ws ? up64(e->wop_bytes) : 0);
+    w.xop = w.wop + (wop_in_ws ? up64(e->wop_bytes) : 0);
+    w.yop = w.xop + up64(e->xop_bytes);
+    w.ytmp = w.yop + up64(e->yop_bytes);
     w.pws = w.ytmp + up64(e->ytmp_bytes);
     w.total = w.pws + up64(e->pws_bytes);
     return w;
@@ -755,20 +820,34 @@ static pdnn_status run_conv_fwd(pdnn__host_dnnl *s, const pdnn__op_call *call, d
         }
         wp = to;
     }
-    if (e->zcopy && ptr_of(c->z_buf) != ptr_of(c->y_buf)) {
-        const dn_arg r[2] = {{DNNL_ARG_FROM, &e->md_y, ptr_of(c->z_buf)}, {DNNL_ARG_TO, &e->md_y, ptr_of(c->y_buf)}};
+    /* x and y where the primitive reads and writes them. */
+    void *xp = ptr_of(c->x_buf), *yp = ptr_of(c->y_buf);
+    const dnnl_memory_desc_t *xmd = &e->md_x, *ymd = &e->md_y;
+    if (e->xin) {
+        const dn_arg r[2] = {{DNNL_ARG_FROM, xmd, xp}, {DNNL_ARG_TO, &e->md_xop, ws + w.xop}};
+        if ((st = exec_locked(s, e->xin, r, 2)) != dnnl_success)
+            return dn_fail(call, "reorder of the input", st);
+        xp = ws + w.xop, yp = ws + w.yop;
+        xmd = &e->md_xop, ymd = &e->md_yop;
+    }
+    if (e->zcopy && ptr_of(c->z_buf) != yp) {
+        const dn_arg r[2] = {{DNNL_ARG_FROM, &e->md_y, ptr_of(c->z_buf)}, {DNNL_ARG_TO, ymd, yp}};
         if ((st = exec_locked(s, e->zcopy, r, 2)) != dnnl_success)
             return dn_fail(call, "copy of the residual", st);
     }
-    dn_arg a[DN_ARGS] = {{DNNL_ARG_SRC, &e->md_x, ptr_of(c->x_buf)},
-                         {DNNL_ARG_WEIGHTS, &e->md_wop, wp},
-                         {DNNL_ARG_DST, &e->md_y, ptr_of(c->y_buf)}};
+    dn_arg a[DN_ARGS] = {{DNNL_ARG_SRC, xmd, xp}, {DNNL_ARG_WEIGHTS, &e->md_wop, wp}, {DNNL_ARG_DST, ymd, yp}};
     int n = 3;
     if (c->bias_buf.region)
         a[n++] = (dn_arg){DNNL_ARG_BIAS, &e->md_b, ptr_of(c->bias_buf)};
     n = add_scratch(e, ws, a, n);
-    st = exec_locked(s, e->prim, a, n);
-    return st == dnnl_success ? PDNN_SUCCESS : dn_fail(call, "convolution", st);
+    if ((st = exec_locked(s, e->prim, a, n)) != dnnl_success)
+        return dn_fail(call, "convolution", st);
+    if (e->yout) {
+        const dn_arg r[2] = {{DNNL_ARG_FROM, ymd, yp}, {DNNL_ARG_TO, &e->md_y, ptr_of(c->y_buf)}};
+        if ((st = exec_locked(s, e->yout, r, 2)) != dnnl_success)
+            return dn_fail(call, "reorder of the output", st);
+    }
+    return PDNN_SUCCESS;
 }
 
 static pdnn_status run_conv_bwd(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_entry *e, char *ws)

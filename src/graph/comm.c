@@ -321,8 +321,13 @@ pdnn_status pdnn__comm_create(void *user_comm, double timeout, pdnn__comm **out)
     c->alive = malloc((size_t)c->size * sizeof *c->alive);
     c->alive_req = malloc((size_t)c->size * sizeof *c->alive_req);
     if (!c->alive || !c->alive_req) {
+        const uint64_t bytes = (uint64_t)c->size * (sizeof *c->alive + sizeof *c->alive_req);
+        free(c->alive);
+        free(c->alive_req);
+        c->alive = NULL;
+        c->alive_req = NULL;
         pdnn__comm_destroy(c);
-        return pdnn__host_oom("pdnn_session_create", "the heartbeat table", (uint64_t)c->size * 16);
+        return pdnn__host_oom("pdnn_session_create", "the heartbeat table", bytes);
     }
     for (int r = 0; r < c->size; r++) {
         c->alive[r] = -1.0;
