@@ -319,9 +319,15 @@ static dnnl_status_t conv_fwd_pd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c,
     return st;
 }
 
-/* oneDNN's GEMM-based and reference convolutions: far slower than its
- * blocked ones (depthwise in NCHW: 0.4-0.8 GFLOP/s against tens). */
-static int slow_impl(const char *impl) { return strncmp(impl, "ref", 3) == 0 || strstr(impl, "gemm") != NULL; }
+/* oneDNN's reference convolutions, and its GEMM-based ones where they
+ * are slower than its blocked ones with x and y reordered per call:
+ * grouped and larger than 1x1 (depthwise in NCHW ran at 0.4-0.8 GFLOP/s
+ * against tens; ResNet-50's NCHW 3x3 layers 1.1-1.4x faster blocked, its
+ * 1x1 layers 0.3-0.9x, batch 8, one thread, AMD EPYC with AVX-512). */
+static int slow_impl(const char *impl, const pdnn__conv2d_call *c)
+{
+    return strncmp(impl, "ref", 3) == 0 || (strstr(impl, "gemm") != NULL && (c->groups > 1 || c->r * c->s > 1));
+}
 
 /* Whether x and y in blocked layouts (channels padded to 16) fit in the
  * call's workspace limit (AUTO would pass over a plan beyond it). */
@@ -345,7 +351,7 @@ static dnnl_status_t blocked_layouts(pdnn__host_dnnl *s, const pdnn__conv2d_call
         dnnl_memory_desc_init_by_tag(&yany, 4, yd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
         conv_fwd_pd(s, c, e, &xany, wany, &yany, &alt) != dnnl_success)
         return dnnl_success; /* keep *pd */
-    if (slow_impl(impl_of(alt))) {
+    if (slow_impl(impl_of(alt), c)) {
         dnnl_primitive_desc_destroy(alt);
         return dnnl_success;
     }
@@ -380,13 +386,13 @@ static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *
         return st;
     dnnl_primitive_desc_t pd = NULL;
     if (!c->w_const && conv_fwd_pd(s, c, e, &e->md_x, &e->md_w, &e->md_y, &pd) == dnnl_success &&
-        slow_impl(impl_of(pd))) {
+        slow_impl(impl_of(pd), c)) {
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;
     }
     if (!pd && (st = conv_fwd_pd(s, c, e, &e->md_x, &wany, &e->md_y, &pd)) != dnnl_success)
         return st;
-    if (slow_impl(impl_of(pd)) && blocked_fits(c, ws_limit) &&
+    if (slow_impl(impl_of(pd), c) && blocked_fits(c, ws_limit) &&
         (st = blocked_layouts(s, c, e, &wany, &pd)) != dnnl_success) {
         dnnl_primitive_desc_destroy(pd);
         return st;
