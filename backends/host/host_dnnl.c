@@ -326,7 +326,8 @@ static dnnl_status_t conv_fwd_pd(pdnn__host_dnnl *s, const pdnn__conv2d_call *c,
  * 1x1 layers 0.3-0.9x, batch 8, one thread, AMD EPYC with AVX-512). */
 static int slow_impl(const char *impl, const pdnn__conv2d_call *c)
 {
-    return strncmp(impl, "ref", 3) == 0 || (strstr(impl, "gemm") != NULL && (c->groups > 1 || c->r * c->s > 1));
+    return strncmp(impl, "ref", 3) == 0 ||
+           (strstr(impl, "gemm") != NULL && (c->groups > 1 || c->r * c->s > 1 || c->relu || c->z_buf.region));
 }
 
 /* Whether x and y in blocked layouts (channels padded to 16) fit in the
