@@ -78,18 +78,10 @@ pdnn__host_dnnl *pdnn__host_dnnl_new(void)
 
 static void entry_clear(dn_entry *e)
 {
-    if (e->xin)
-        dnnl_primitive_destroy(e->xin);
-    if (e->yout)
-        dnnl_primitive_destroy(e->yout);
-    if (e->zcopy)
-        dnnl_primitive_destroy(e->zcopy);
-    if (e->post)
-        dnnl_primitive_destroy(e->post);
-    if (e->pre)
-        dnnl_primitive_destroy(e->pre);
-    if (e->prim)
-        dnnl_primitive_destroy(e->prim);
+    dnnl_primitive_t prims[] = {e->xin, e->yout, e->zcopy, e->post, e->pre, e->prim};
+    for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
+        if (prims[i])
+            dnnl_primitive_destroy(prims[i]);
     if (e->hint)
         dnnl_primitive_desc_destroy(e->hint);
     memset(e, 0, sizeof *e);
@@ -573,6 +565,16 @@ static int put64(int64_t *k, int i, const int64_t *v, int n)
     return i;
 }
 
+/* Sizes, the 8 geometry numbers and two tensors' strides. */
+static int put_shape(int64_t *k, int i, const int64_t *sz, int nsz, const int gm[8], const int64_t a[4],
+                     const int64_t b[4])
+{
+    i = put64(k, i, sz, nsz);
+    i = put_geom(k, i, gm, 8);
+    i = put64(k, i, a, 4);
+    return put64(k, i, b, 4);
+}
+
 /* Everything of call that shapes its primitives. */
 static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
 {
@@ -588,10 +590,7 @@ static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
         const int64_t sz[10] = {c->n, c->c, c->h, c->w, c->k, c->r, c->s, c->p, c->q, c->groups};
         const int gm[8] = {c->stride_h, c->stride_w, c->dil_h, c->dil_w, c->pad_top, c->pad_left, c->pad_bottom,
                            c->pad_right};
-        i = put64(key, i, sz, 10);
-        i = put_geom(key, i, gm, 8);
-        i = put64(key, i, c->xs, 4);
-        i = put64(key, i, c->ws, 4);
+        i = put_shape(key, i, sz, 10, gm, c->xs, c->ws);
         i = put64(key, i, c->ys, 4);
         if (call->op == PDNN__OP_CONV2D_FWD) {
             uint32_t cap;
@@ -605,10 +604,7 @@ static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
         const int64_t sz[7] = {c->n, c->c, c->h, c->w, c->p, c->q, c->mode};
         const int gm[8] = {c->win_h, c->win_w, c->stride_h, c->stride_w, c->pad_top, c->pad_left, c->pad_bottom,
                            c->pad_right};
-        i = put64(key, i, sz, 7);
-        i = put_geom(key, i, gm, 8);
-        i = put64(key, i, c->xs, 4);
-        i = put64(key, i, c->ys, 4);
+        i = put_shape(key, i, sz, 7, gm, c->xs, c->ys);
         if (call->op == PDNN__OP_POOL2D_BWD)
             put64(key, i, c->dxs, 4);
     }
