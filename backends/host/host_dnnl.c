@@ -745,6 +745,10 @@ static void dn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
         pdnn__plan_refuse(plan, "onednn: an empty tensor leaves oneDNN nothing to run");
         return;
     }
+    if (call->op == PDNN__OP_GEMM && (call->u.matmul.trans_a || call->u.matmul.trans_b)) {
+        pdnn__plan_refuse(plan, "onednn: runs matmul with neither operand transposed");
+        return;
+    }
     char why[PDNN__WHY_LEN];
     dn_entry *e = entry_get(s, call, why, sizeof why);
     if (!e) {
