@@ -106,7 +106,8 @@ def main():
     batches = [int(b) for b in arg("--batches", "1,8").split(",")]
     models = arg("--models", ",".join(MODELS)).split(",")
     tune = "--no-tune" not in sys.argv
-    cores = os.cpu_count() or 1
+    # The CPUs this process may run on (taskset narrows both sides).
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     env = dict(os.environ)
     peak_line = subprocess.run([tool, "bench", "--peak"] + (["--device", device] if device else []),
                                capture_output=True, text=True, env=env).stdout.strip().splitlines()

@@ -1,12 +1,16 @@
 # PDNN_CHECK_DNNL: --with-dnnl[=DIR]|--without-dnnl (default auto).
-# oneDNN is the CPU peer of `polydnn bench` only: the tool links it, the
-# library never does. Its C API changed in 3.0 (primitive descriptors
-# made in one call, memory descriptors became handles); tools/peer_dnnl.c
-# speaks both, so the check links the entry point of the version found.
+# oneDNN is the CPU peer of `polydnn bench` (the tool links it) and, where
+# its C API is 2.x, the host backend's fast algorithms (backends/host/
+# host_dnnl.c; the library links it then, HAVE_DNNL_HOST). Its C API
+# changed in 3.0 (primitive descriptors made in one call, memory
+# descriptors became handles); tools/peer_dnnl.c speaks both, so the check
+# links the entry point of the version found. With an OpenMP build the
+# host backend sets its thread count (omp_set_num_threads), so libgomp is
+# linked too.
 AC_DEFUN([PDNN_CHECK_DNNL], [
   AC_ARG_WITH([dnnl],
     [AS_HELP_STRING([--with-dnnl@<:@=DIR@:>@],
-      [run oneDNN as the host-CPU peer in polydnn bench (default: auto; DIR holds include/ and lib/)])],
+      [run the host backend (/cpu:0) on oneDNN and use it as polydnn bench's CPU peer (default: auto; DIR holds include/ and lib/)])],
     [], [with_dnnl=auto])
   pdnn_have_dnnl=no
   DNNL_CFLAGS=""
@@ -33,10 +37,31 @@ AC_DEFUN([PDNN_CHECK_DNNL], [
     AS_IF([test "x$with_dnnl" != xauto && test "x$pdnn_have_dnnl" != xyes],
       [AC_MSG_ERROR([--with-dnnl given but oneDNN was not found (apt-get install libdnnl-dev)])])
   ])
+  pdnn_dnnl_host=no
+  AS_IF([test "x$pdnn_have_dnnl" = xyes], [
+    pdnn_save_CPPFLAGS="$CPPFLAGS"; CPPFLAGS="$CPPFLAGS $DNNL_CFLAGS"
+    AC_MSG_CHECKING([whether oneDNN's C API is 2.x (the host backend's algorithms)])
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <oneapi/dnnl/dnnl.h>]], [[
+#if DNNL_VERSION_MAJOR != 2
+#error not 2.x
+#endif
+]])], [pdnn_dnnl_host=yes])
+    AC_MSG_RESULT([$pdnn_dnnl_host])
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <oneapi/dnnl/dnnl.h>]], [[
+#if DNNL_CPU_RUNTIME != DNNL_RUNTIME_OMP
+#error not OpenMP
+#endif
+]])], [AS_IF([test "x$pdnn_dnnl_host" = xyes],
+        [AC_CHECK_LIB([gomp], [omp_set_num_threads], [DNNL_LIBS="$DNNL_LIBS -lgomp"], [pdnn_dnnl_host=no])])])
+    CPPFLAGS="$pdnn_save_CPPFLAGS"
+  ])
   AS_IF([test "x$pdnn_have_dnnl" = xyes],
     [AC_DEFINE([PDNN_HAVE_DNNL], [1], [oneDNN is available as the bench tool's CPU peer])],
     [DNNL_CFLAGS=""; DNNL_LIBS=""])
+  AS_IF([test "x$pdnn_dnnl_host" = xyes],
+    [AC_DEFINE([PDNN_HAVE_DNNL_HOST], [1], [the host backend runs oneDNN algorithms beside its reference])])
   AM_CONDITIONAL([HAVE_DNNL], [test "x$pdnn_have_dnnl" = xyes])
+  AM_CONDITIONAL([HAVE_DNNL_HOST], [test "x$pdnn_dnnl_host" = xyes])
   AC_SUBST([DNNL_CFLAGS])
   AC_SUBST([DNNL_LIBS])
 ])

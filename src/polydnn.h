@@ -345,6 +345,14 @@ PDNN_API pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc
  * tensor's layout order; bytes must equal the tensor's size. */
 PDNN_API pdnn_status pdnn_tensor_write(pdnn_tensor *t, const void *src, size_t bytes);
 
+/* Marks t constant, as a session marks its constants: from now on its
+ * contents change only through pdnn_tensor_write (which drops what was
+ * kept). Convolution algorithms may then keep a filter (pdnn_conv2d_
+ * forward's w) packed in their own order across calls, packed once. Do
+ * not use a frozen tensor as an op's output or write it through a DLPack
+ * export: the kept copies would go stale. NULL: PDNN_ERR_INVALID_ARGUMENT. */
+PDNN_API pdnn_status pdnn_tensor_freeze(pdnn_tensor *t);
+
 /* Copies the tensor into host memory (waits for pending work). */
 PDNN_API pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t bytes);
 

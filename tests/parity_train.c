@@ -95,6 +95,9 @@ static const train_case cases[] = {
     {{64, 250, 196, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{196, 250, 64, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{64, 196, 250, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* Deep MNIST's fc1 gradients at 2 images a rank (3 ranks, batch 6). */
+    {{3136, 1024, 2, 2}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 3136, 1024, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{33, 7, 1001, 3}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* one row of A against B transposed (a fully connected layer at batch
      * 1; OpenCL's gemv_nt): whole 8-column groups and sums, tails of both,

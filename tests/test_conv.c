@@ -808,6 +808,53 @@ static float max_diff(const float *a, const float *b, int64_t n)
  * first call, later calls read that copy (what is written into it shows in
  * their output), and pdnn_tensor_write drops it, so that the next call
  * packs the new values. */
+/* pdnn_tensor_freeze, the public form of what a session does with its
+ * constants: NULL is refused; on /cpu:0 with oneDNN (NHWC/OHWI, which its
+ * blocked kernels reorder), a frozen filter is packed by its first call,
+ * kept, and gives the plain filter's output. */
+Test(conv_parity, public_freeze_keeps_the_host_filter_packed)
+{
+    cr_assert_eq(pdnn_tensor_freeze(NULL), PDNN_ERR_INVALID_ARGUMENT);
+    const int onednn = pdnn_conv_algo_parse("onednn");
+    if (onednn < 0)
+        cr_skip_test("this build has no oneDNN algorithm on the host");
+    pdnn_context *ctx = th_context();
+    pdnn_device *host = th_find_backend(ctx, "host");
+    cr_assert_not_null(host);
+    const int64_t xn = 2 * 32 * 7 * 7, wn = 64 * 32 * 3 * 3, yn = 2 * 64 * 7 * 7;
+    pdnn_tensor_desc xd = th_desc(PDNN_NHWC, 2, 32, 7, 7), wd = th_desc(PDNN_OHWI, 64, 32, 3, 3);
+    pdnn_tensor_desc yd = th_desc(PDNN_NHWC, 2, 64, 7, 7);
+    float *xv = malloc((size_t)xn * sizeof *xv), *wv = malloc((size_t)wn * sizeof *wv);
+    th_fill(xv, xn, 21);
+    th_fill(wv, wn, 22);
+    pdnn_tensor *x = th_upload(host, &xd, xv), *wp = th_upload(host, &wd, wv), *wf = th_upload(host, &wd, wv);
+    pdnn_tensor *y = th_upload(host, &yd, NULL);
+    cr_assert_eq(pdnn_tensor_freeze(wf), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    p.algorithm = (pdnn_conv_algo)onednn;
+    cr_assert_eq(pdnn_conv2d_forward(&p, x, wp, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *ref = th_download(y);
+    cr_assert_eq(pdnn__tensor_pack_bytes(wp), 0, "a filter that is not frozen was kept packed");
+    for (int call = 1; call <= 2; call++) {
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, wf, NULL, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        float *got = th_download(y);
+        cr_assert_leq(max_diff(got, ref, yn), 1e-5f, "frozen filter, call %d: differs by %g", call,
+                      (double)max_diff(got, ref, yn));
+        cr_assert_gt(pdnn__tensor_pack_bytes(wf), 0, "no packed copy after call %d", call);
+        free(got);
+    }
+    free(ref);
+    free(xv);
+    free(wv);
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(wp);
+    pdnn_tensor_release(wf);
+    pdnn_tensor_release(y);
+    pdnn_context_destroy(ctx);
+}
+
 Test(conv_parity, frozen_filter_keeps_its_packed_copy)
 {
     pdnn_device *devs[8];

@@ -2,7 +2,8 @@
 # Distributed training over Open MPI on this one machine (mpirun
 # --oversubscribe): the C API's checks (tests/mpi_api) at 1, 2 and 3 ranks;
 # polydnn train --distributed mpi at 2 and 3 ranks against one process with
-# the same global batch; heterogeneous ranks (PoCL and the host); a killed
+# the same global batch; heterogeneous ranks (PoCL and the host); a slow
+# rank that outlasts the collective timeout while alive; a killed
 # rank, a hung rank and a rank with bad input end the job within a bound
 # with a message naming what failed, and the last checkpoint loads.
 # Skips (77) in a build without MPI.
@@ -125,6 +126,18 @@ pkill -KILL -f "^[^ ]*polydnn train .*test-limit 17" # in case Open MPI left it 
 [ "$dt" -lt 150 ] || fail "hung rank: the job took $dt s to end"
 grep -q "collective timeout.*rank 1 has not been heard from" "$T/hang.out" && grep -q "rank 0 of 2 failed" "$T/hang.out" ||
     { cat "$T/hang.out"; fail "hung rank: no timeout message"; }
+
+echo "--- a slow rank (computing past the timeout): heartbeats keep the others waiting"
+# Rank 1 evaluates hundreds of test images, rank 0 a handful: rank 0 waits
+# in the all-reduce of the test counts for several times the 1 s timeout,
+# which only rank 1's heartbeats (sent while it computes) let it sit out.
+# Fewer images where /cpu:0 runs the plain-C reference (no oneDNN).
+slow=400
+"$P" conv --algo help --device /cpu:0 2>/dev/null | grep -q "^| onednn | yes" && slow=2000
+$RUN -np 1 "$P" train $A --distributed mpi --device /cpu:0 --collective-timeout 1 : \
+    -np 1 "$P" train $A --distributed mpi --device /cpu:0 --collective-timeout 1 --test-limit $slow \
+    > "$T/slow.out" 2>&1 || { cat "$T/slow.out"; fail "slow rank: the job failed"; }
+grep -q "variables identical on all 2 ranks" "$T/slow.out" || { cat "$T/slow.out"; fail "slow rank: identical"; }
 
 echo "--- bad input on one rank: every rank ends, naming it"
 t0=$(date +%s)

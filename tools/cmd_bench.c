@@ -21,7 +21,7 @@
 #include <string.h>
 
 typedef struct bench_opts {
-    int batch, iters, peak, no_peak, layers;
+    int batch, iters, peak, no_peak, layers, frozen;
     const char *layout, *device, *algo;
     shape_flags shape; /* bench conv's */
     int json;
@@ -67,7 +67,7 @@ typedef struct bench_run {
     const char *gemm;
     pdnn_device *dev, *cuda;
     double peak_gflops, peak_gbytes; /* 0: unknown */
-    int iters;
+    int iters, frozen;
     pdnn_conv_algo algo;
 #ifdef PDNN_HAVE_DNNL
     peer_dnnl *dnnl;
@@ -82,10 +82,12 @@ typedef struct bench_run {
  * available here" from a failure. */
 static pdnn_status conv_on(pdnn_device *dev, const pdnn_conv2d_params *p, const pdnn_tensor_desc *xd,
                            const pdnn_tensor_desc *wd, const pdnn_tensor_desc *yd, const float *x, const float *w,
-                           int iters, double *ms, float **y)
+                           int iters, int frozen, double *ms, float **y)
 {
     cli_op op;
     pdnn_status st = cli_op_conv(&op, dev, p, xd, wd, NULL, yd, x, w, NULL);
+    if (st == PDNN_SUCCESS && frozen)
+        st = pdnn_tensor_freeze(op.w);
     if (st == PDNN_SUCCESS)
         st = cli_op_time(&op, 1, iters, CLI_BEST, ms);
     if (st == PDNN_SUCCESS && y)
@@ -157,7 +159,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
     want_y = r->dnnl != NULL; /* to check oneDNN's output against ours */
 #endif
     double ms = 0.0;
-    pdnn_status st = conv_on(r->dev, &p, &xd, &wd, &yd, x, w, r->iters, &ms, want_y ? &y : NULL);
+    pdnn_status st = conv_on(r->dev, &p, &xd, &wd, &yd, x, w, r->iters, r->frozen, &ms, want_y ? &y : NULL);
     if (st != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s %s (--algo %s): %s\n", r->cmd, name, lname, pdnn_conv_algo_name(r->algo),
                 cli_last_error());
@@ -179,7 +181,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
     pdnn_conv2d_params pg = p;
     pg.algorithm = PDNN_CONV_ALGO_IM2COL_GEMM;
     double ms_gemm = 0.0;
-    st = conv_on(r->dev, &pg, &xd, &wd, &yd, x, w, r->iters, &ms_gemm, NULL);
+    st = conv_on(r->dev, &pg, &xd, &wd, &yd, x, w, r->iters, r->frozen, &ms_gemm, NULL);
     if (st != PDNN_SUCCESS && !peer_missing(st)) {
         fprintf(stderr, "polydnn %s: %s %s, %s peer: %s\n", r->cmd, name, lname, r->gemm, pdnn_last_error());
         rc = EXIT_RUNTIME;
@@ -238,7 +240,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
         pdnn_conv2d_params pv = p;
         pv.algorithm = PDNN_CONV_ALGO_VENDOR;
         double ms_v = 0.0;
-        st = conv_on(r->cuda, &pv, &xd, &wd, &yd, x, w, r->iters, &ms_v, NULL);
+        st = conv_on(r->cuda, &pv, &xd, &wd, &yd, x, w, r->iters, r->frozen, &ms_v, NULL);
         if (st != PDNN_SUCCESS && !peer_missing(st)) {
             fprintf(stderr, "polydnn %s: %s %s, cuDNN peer: %s\n", r->cmd, name, lname, pdnn_last_error());
             rc = EXIT_RUNTIME;
@@ -463,7 +465,7 @@ int cmd_bench(int argc, char **argv)
                 what, layer_set_names());
         return EXIT_USAGE;
     }
-    bench_opts o = {1, 3, 0, 0, 0, NULL, NULL, "auto", SHAPE_FLAGS_UNSET, 0};
+    bench_opts o = {1, 3, 0, 0, 0, 0, NULL, NULL, "auto", SHAPE_FLAGS_UNSET, 0};
     char algo_text[640];
     enum { N_OWN = 10 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
@@ -478,6 +480,8 @@ int cmd_bench(int argc, char **argv)
         {0, "no-peak", OPT_FLAG, &o.no_peak, 0, "skip the peak measurement (no % of peak columns)"},
         {0, "json", OPT_FLAG, &o.json, 0,
          "print each row as a JSON object, one per line, on stdout; the heading and means go to stderr"},
+        {0, "frozen-filter", OPT_FLAG, &o.frozen, 0,
+         "freeze each filter (pdnn_tensor_freeze): packed once, as the oneDNN peer's weights are"},
         {0, NULL, OPT_HEADING, NULL, 0, "shape flags (polydnn bench conv only):"},
     };
     shape_opts(&o.shape, opts + N_OWN);
@@ -547,6 +551,7 @@ int cmd_bench(int argc, char **argv)
     memset(&r, 0, sizeof r);
     r.cmd = cmd;
     r.iters = o.iters;
+    r.frozen = o.frozen;
     r.algo = algo == CLI_ALGO_HELP ? PDNN_CONV_ALGO_AUTO : (pdnn_conv_algo)algo;
     if ((o.device ? pdnn_device_find(ctx, o.device, &r.dev) : pdnn_device_default(ctx, &r.dev)) != PDNN_SUCCESS) {
         rc = cli_fail("choosing a device");
@@ -612,6 +617,9 @@ int cmd_bench(int argc, char **argv)
     fprintf(text_out, "polydnn's algorithm: %s. Times: best of %d call(s) after one warm-up. Ratios: polydnn's GFLOP/s over "
            "the peer's (above 1: polydnn is faster); -: the peer cannot run it.\n",
            pdnn_conv_algo_name(r.algo), o.iters);
+    printf("Filters: %s.\n", o.frozen ? "frozen (--frozen-filter: polydnn's algorithms keep them packed, as the "
+                                        "oneDNN peer keeps its reordered weights)"
+                                      : "plain tensors (an algorithm that packs them does so on every call)");
     fflush(stdout);
     rc = run_bench(&r, set, &one, layouts, nlayouts, &o);
     if (rc == 0)

@@ -1,7 +1,8 @@
-/* The host backend: a plain-C reference of every op. It is the oracle the
- * other backends are tested against, so it is written for clarity, with
- * double accumulation, and makes no attempt at speed. */
-#include "backend.h"
+/* The host backend: a plain-C reference of every op ("direct"). It is the
+ * oracle the other backends are tested against, so it is written for
+ * clarity, with double accumulation, and makes no attempt at speed; where
+ * configure finds oneDNN, host_dnnl.c's algorithms are ranked before it. */
+#include "backends/host/host_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -50,9 +51,19 @@ static pdnn_status host_enumerate(void ***devs, pdnn__device_props **props, int 
         free(p);
         return pdnn__host_oom("host backend", "the device table", sizeof *d + sizeof *p);
     }
-    /* The host needs no state; any non-NULL handle will do. */
-    static int host_device_tag;
-    d[0] = &host_device_tag;
+    pdnn__host_dev *h = calloc(1, sizeof *h);
+#ifdef PDNN_HAVE_DNNL_HOST
+    if (h && !(h->dnnl = pdnn__host_dnnl_new())) {
+        free(h);
+        h = NULL;
+    }
+#endif
+    if (!h) {
+        free(d);
+        free(p);
+        return pdnn__host_oom("host backend", "the device's state", sizeof *h);
+    }
+    d[0] = h;
     p->kind = PDNN__KIND_HOST;
     read_cpu_model(p->vendor, sizeof p->vendor, p->name, sizeof p->name);
     snprintf(p->driver_version, sizeof p->driver_version, "polydnn %s", pdnn_version());
@@ -70,7 +81,16 @@ static pdnn_status host_enumerate(void ***devs, pdnn__device_props **props, int 
     return PDNN_SUCCESS;
 }
 
-static void host_close(void *dev) { (void)dev; }
+static void host_close(void *dev)
+{
+    pdnn__host_dev *h = dev;
+    if (!h)
+        return;
+#ifdef PDNN_HAVE_DNNL_HOST
+    pdnn__host_dnnl_free(h->dnnl);
+#endif
+    free(h);
+}
 
 static pdnn_status host_region_alloc(void *dev, size_t bytes, void **region)
 {
@@ -586,6 +606,14 @@ static pdnn_status host_matmul(void *dev, const pdnn__op_call *call, const pdnn_
     return PDNN_SUCCESS;
 }
 
+/* The reference pooling, forward or backward by call->op: oneDNN's max
+ * pooling passes over NaNs, the reference returns them (host_dnnl.c). */
+pdnn_status pdnn__host_pool2d_ref(void *dev, const pdnn__op_call *call)
+{
+    return call->op == PDNN__OP_POOL2D_BWD ? host_pool2d_bwd(dev, call, NULL, (pdnn__buf){NULL, 0}, NULL)
+                                           : host_pool2d(dev, call, NULL, (pdnn__buf){NULL, 0}, NULL);
+}
+
 /* ---- peak rates ---------------------------------------------------------
  * What this build's plain C reaches on the one core the host backend uses:
  * 64 independent multiply-add chains the compiler can keep in vector
@@ -710,15 +738,22 @@ static const pdnn__algo host_bn_fwd_infer_direct = {
 static const pdnn__algo host_bn_bwd_direct = {
     .op = PDNN__OP_BN_BWD, .name = "direct", .rank = 100, .plan = host_plan, .run = host_bn_bwd,
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+/* oneDNN's algorithms (host_dnnl.c) come first where built; "direct",
+ * the reference, stays in every table. */
+#ifdef PDNN_HAVE_DNNL_HOST
+#define DNNL_FIRST(a) &a,
+#else
+#define DNNL_FIRST(a)
+#endif
 static const pdnn__algo *const host_bn_fwd_train_algos[] = {&host_bn_fwd_train_direct, NULL};
 static const pdnn__algo *const host_bn_fwd_infer_algos[] = {&host_bn_fwd_infer_direct, NULL};
 static const pdnn__algo *const host_bn_bwd_algos[] = {&host_bn_bwd_direct, NULL};
-static const pdnn__algo *const host_conv_algos[] = {&host_conv_direct, NULL};
-static const pdnn__algo *const host_pool_algos[] = {&host_pool_direct, NULL};
-static const pdnn__algo *const host_conv_bwd_data_algos[] = {&host_conv_bwd_data_direct, NULL};
-static const pdnn__algo *const host_conv_bwd_filter_algos[] = {&host_conv_bwd_filter_direct, NULL};
-static const pdnn__algo *const host_conv_bwd_bias_algos[] = {&host_conv_bwd_bias_direct, NULL};
-static const pdnn__algo *const host_pool_bwd_algos[] = {&host_pool_bwd_direct, NULL};
+static const pdnn__algo *const host_conv_algos[] = {DNNL_FIRST(pdnn__host_dnnl_conv) &host_conv_direct, NULL};
+static const pdnn__algo *const host_pool_algos[] = {DNNL_FIRST(pdnn__host_dnnl_pool) &host_pool_direct, NULL};
+static const pdnn__algo *const host_conv_bwd_data_algos[] = {DNNL_FIRST(pdnn__host_dnnl_conv_bwd_data) &host_conv_bwd_data_direct, NULL};
+static const pdnn__algo *const host_conv_bwd_filter_algos[] = {DNNL_FIRST(pdnn__host_dnnl_conv_bwd_filter) &host_conv_bwd_filter_direct, NULL};
+static const pdnn__algo *const host_conv_bwd_bias_algos[] = {DNNL_FIRST(pdnn__host_dnnl_conv_bwd_bias) &host_conv_bwd_bias_direct, NULL};
+static const pdnn__algo *const host_pool_bwd_algos[] = {DNNL_FIRST(pdnn__host_dnnl_pool_bwd) &host_pool_bwd_direct, NULL};
 /* The training ops' references (host_train.c). */
 extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_softmax_xent_direct, pdnn__host_optimizer_direct;
 static const pdnn__algo *const host_relu_bwd_algos[] = {&pdnn__host_relu_bwd_direct, NULL};
@@ -735,7 +770,7 @@ static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *p
 static const pdnn__algo host_matmul_direct = {
     .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul,
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
-static const pdnn__algo *const host_matmul_algos[] = {&host_matmul_direct, NULL};
+static const pdnn__algo *const host_matmul_algos[] = {DNNL_FIRST(pdnn__host_dnnl_matmul) &host_matmul_direct, NULL};
 
 const pdnn__backend pdnn__host_backend = {
     .name = "host",

@@ -180,6 +180,14 @@ void pdnn__tensor_ref(pdnn_tensor *t) { atomic_fetch_add(&t->refs, 1); }
 
 void pdnn__tensor_freeze(pdnn_tensor *t) { t->frozen = 1; }
 
+pdnn_status pdnn_tensor_freeze(pdnn_tensor *t)
+{
+    if (!t)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tensor_freeze: the tensor is NULL");
+    pdnn__tensor_freeze(t);
+    return PDNN_SUCCESS;
+}
+
 /* Guards every device's list of tensors with packed copies. Order: a
  * tensor's pack_lock, then this; the eviction takes this first and only
  * tries the tensors' locks. */

@@ -45,13 +45,18 @@ struct pdnn__comm {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop;
-    /* Heartbeats, to name the rank a timed-out all-reduce waited for:
-     * while in bucket all-reduce number seq, every other rank sends seq to
-     * rank 0 about once a second; rank 0 notes when (its clock) it last
-     * heard each rank in the current one. */
-    long long seq, hb_out;
-    MPI_Request hb_send;
-    double *heard;
+    /* MPI_THREAD_SERIALIZED: one thread in MPI at a time, the run's
+     * collectives or the session thread's heartbeats. */
+    pthread_mutex_t mpi_mu;
+    /* Heartbeats: every rank tells every other one it is alive about once
+     * a second, from the session thread, whether it waits in a collective
+     * or computes (training, evaluating); a wait times out only once some
+     * rank has been silent for the whole timeout (stopped or dead), and
+     * names it. alive[r]: when (our clock) rank r was last heard; -1
+     * never. */
+    int alive_out;
+    double *alive, next_alive;
+    MPI_Request *alive_req; /* per rank, our last heartbeat to it */
     int broken; /* a collective timed out: its request is abandoned */
     char broken_why[400]; /* that collective's message, given for every later one */
     pdnn_allreduce_stats stats;
@@ -69,64 +74,88 @@ static void mpi_text(int rc, char *buf, size_t len)
     snprintf(buf, len, "%s", s);
 }
 
-enum { HB_TAG = 0x5044 };
+enum { ALIVE_TAG = 0x5044 };
 
-/* One heartbeat step of a bucket's all-reduce: the other ranks send,
- * rank 0 takes what has come. */
-static void heartbeat(pdnn__comm *c, double now)
+/* One heartbeat step, c->mpi_mu held: with send, once a second, "alive"
+ * to every other rank whose last one has gone out; then every heartbeat
+ * that has come in noted. */
+static void heartbeat(pdnn__comm *c, double now, int send)
 {
-    if (c->rank != 0) {
-        int done = 1;
-        if (c->hb_send != MPI_REQUEST_NULL)
-            MPI_Test(&c->hb_send, &done, MPI_STATUS_IGNORE);
-        if (done) {
-            c->hb_out = c->seq;
-            MPI_Isend(&c->hb_out, 1, MPI_LONG_LONG, 0, HB_TAG, c->comm, &c->hb_send);
-        }
+    if (!c->alive)
         return;
+    if (send && now >= c->next_alive) {
+        c->next_alive = now + 1.0;
+        for (int r = 0; r < c->size; r++) {
+            int done = 1;
+            if (r == c->rank)
+                continue;
+            if (c->alive_req[r] != MPI_REQUEST_NULL)
+                MPI_Test(&c->alive_req[r], &done, MPI_STATUS_IGNORE);
+            if (done)
+                MPI_Isend(&c->alive_out, 1, MPI_INT, r, ALIVE_TAG, c->comm, &c->alive_req[r]);
+        }
     }
-    int flag = 1;
-    while (flag) {
+    for (;;) {
         MPI_Status stat;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, HB_TAG, c->comm, &flag, &stat) != MPI_SUCCESS || !flag)
+        int flag = 0;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, ALIVE_TAG, c->comm, &flag, &stat) != MPI_SUCCESS || !flag)
             break;
-        long long v = -1;
-        if (MPI_Recv(&v, 1, MPI_LONG_LONG, stat.MPI_SOURCE, HB_TAG, c->comm, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-            v == c->seq && stat.MPI_SOURCE > 0 && stat.MPI_SOURCE < c->size)
-            c->heard[stat.MPI_SOURCE] = now;
+        int v = 0;
+        if (MPI_Recv(&v, 1, MPI_INT, stat.MPI_SOURCE, ALIVE_TAG, c->comm, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+            stat.MPI_SOURCE >= 0 && stat.MPI_SOURCE < c->size)
+            c->alive[stat.MPI_SOURCE] = now;
     }
 }
 
-/* Rank 0, after a bucket's all-reduce timed out: the ranks not heard
- * from in it for the last 3 s (stopped, dead, or not there yet), appended
- * to why. */
-static void name_silent(const pdnn__comm *c, double now, char *why, size_t len)
+/* When rank r last showed it was alive, for a wait that began at t0. */
+static double last_sign(const pdnn__comm *c, int r, double t0)
+{
+    return c->alive[r] > t0 ? c->alive[r] : t0;
+}
+
+/* Whether some other rank has been silent for the whole timeout by t. */
+static int someone_silent(const pdnn__comm *c, double t0, double t)
+{
+    for (int r = 0; r < c->size; r++)
+        if (r != c->rank && t - last_sign(c, r, t0) > c->timeout)
+            return 1;
+    return 0;
+}
+
+/* After a timeout: the ranks silent for the whole timeout (stopped, dead,
+ * or not there yet), appended to why. */
+static void name_silent(const pdnn__comm *c, double t0, double now, char *why, size_t len)
 {
     char list[256] = "";
     size_t used = 0;
     int n = 0;
-    for (int r = 1; r < c->size && used < sizeof list; r++)
-        if (c->heard[r] < 0 || now - c->heard[r] > 3.0) {
+    for (int r = 0; r < c->size && used < sizeof list; r++)
+        if (r != c->rank && now - last_sign(c, r, t0) > c->timeout) {
             int w = snprintf(list + used, sizeof list - used, "%s%d", n ? ", " : "", r);
             used += w > 0 ? (size_t)w : 0;
             n++;
         }
     size_t have = strlen(why);
     if (n && have < len)
-        snprintf(why + have, len - have, "; rank%s %s %s not been heard from in it for the last 3 s", n > 1 ? "s" : "",
-                 list, n > 1 ? "have" : "has");
+        snprintf(why + have, len - have, "; rank%s %s %s not been heard from in it for the last %.0f s",
+                 n > 1 ? "s" : "", list, n > 1 ? "have" : "has", c->timeout);
 }
 
 /* Tests req until it completes, the deadline passes (-1) or MPI fails
  * (0). The first few milliseconds spin (yielding the core to the compute
- * threads), then the tests are spaced out by 50 us. hb: a bucket's
- * all-reduce, with heartbeats (rank 0 names the silent ranks on timeout). */
+ * threads), then the tests are spaced out by 50 us. With the heartbeat
+ * table (hb), the deadline moves on while every other rank is heard
+ * from (a slow rank is still computing); hb 2: the session's last
+ * collective, which takes heartbeats but sends none, under the plain
+ * deadline. */
 static int poll_req(pdnn__comm *c, MPI_Request *req, const char *what, int hb, char *why, size_t len)
 {
-    const double t0 = pdnn__now(), deadline = t0 + c->timeout;
-    double next_hb = t0;
+    const double t0 = pdnn__now();
+    hb = hb && c->alive ? hb : 0;
     for (unsigned spin = 0;; spin++) {
+        pthread_mutex_lock(&c->mpi_mu);
         int flag = 0, rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+        pthread_mutex_unlock(&c->mpi_mu);
         if (rc != MPI_SUCCESS) {
             char m[256];
             mpi_text(rc, m, sizeof m);
@@ -137,17 +166,18 @@ static int poll_req(pdnn__comm *c, MPI_Request *req, const char *what, int hb, c
             return 1;
         if ((spin & 63) == 0) {
             double t = pdnn__now();
-            if (hb && (c->rank == 0 || t >= next_hb)) {
-                heartbeat(c, t);
-                next_hb = t + 1.0;
+            if (hb) {
+                pthread_mutex_lock(&c->mpi_mu);
+                heartbeat(c, t, hb == 1);
+                pthread_mutex_unlock(&c->mpi_mu);
             }
-            if (t > deadline) {
+            if (t - t0 > c->timeout && (hb != 1 || someone_silent(c, t0, t))) {
                 snprintf(why, len,
                          "%s did not complete within %.0f s (collective timeout): another rank has stopped, "
                          "failed or is far behind",
                          what, c->timeout);
-                if (hb && c->rank == 0)
-                    name_silent(c, t, why, len);
+                if (hb == 1)
+                    name_silent(c, t0, t, why, len);
                 return -1;
             }
             if (t - t0 > 0.002) {
@@ -163,13 +193,12 @@ static int poll_req(pdnn__comm *c, MPI_Request *req, const char *what, int hb, c
 /* Sum over the ranks in place, then the mean. */
 static int allreduce(pdnn__comm *c, int id, bucket *b, char *why, size_t len)
 {
-    c->seq++;
-    for (int r = 0; c->rank == 0 && r < c->size; r++)
-        c->heard[r] = -1.0;
     for (int64_t off = 0; off < b->floats; off += CHUNK_FLOATS) {
         int count = (int)(b->floats - off < CHUNK_FLOATS ? b->floats - off : CHUNK_FLOATS);
         MPI_Request req;
+        pthread_mutex_lock(&c->mpi_mu);
         int rc = MPI_Iallreduce(MPI_IN_PLACE, b->buf + off, count, MPI_FLOAT, MPI_SUM, c->comm, &req);
+        pthread_mutex_unlock(&c->mpi_mu);
         char what[96];
         snprintf(what, sizeof what, "the all-reduce of gradient bucket %d (%lld bytes)", id,
                  (long long)(b->floats * 4));
@@ -194,8 +223,19 @@ static void *comm_main(void *arg)
     pdnn__comm *c = arg;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (!c->stop && c->q_head == c->q_tail)
-            pthread_cond_wait(&c->cv, &c->mu);
+        /* Idle (the run computes): a heartbeat a second. */
+        while (!c->stop && c->q_head == c->q_tail) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0 && !c->stop && !c->broken) {
+                pthread_mutex_unlock(&c->mu);
+                pthread_mutex_lock(&c->mpi_mu);
+                heartbeat(c, pdnn__now(), 1);
+                pthread_mutex_unlock(&c->mpi_mu);
+                pthread_mutex_lock(&c->mu);
+            }
+        }
         if (c->q_head == c->q_tail)
             break; /* stopping, nothing queued */
         int id = c->queue[c->q_head];
@@ -262,7 +302,7 @@ pdnn_status pdnn__comm_create(void *user_comm, double timeout, pdnn__comm **out)
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
-    c->hb_send = MPI_REQUEST_NULL;
+    pthread_mutex_init(&c->mpi_mu, NULL);
     MPI_Comm base = user_comm ? *(MPI_Comm *)user_comm : MPI_COMM_WORLD;
     MPI_Request req;
     char why[400];
@@ -278,6 +318,21 @@ pdnn_status pdnn__comm_create(void *user_comm, double timeout, pdnn__comm **out)
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->comm, &c->rank);
     MPI_Comm_size(c->comm, &c->size);
+    c->alive = malloc((size_t)c->size * sizeof *c->alive);
+    c->alive_req = malloc((size_t)c->size * sizeof *c->alive_req);
+    if (!c->alive || !c->alive_req) {
+        const uint64_t bytes = (uint64_t)c->size * (sizeof *c->alive + sizeof *c->alive_req);
+        free(c->alive);
+        free(c->alive_req);
+        c->alive = NULL;
+        c->alive_req = NULL;
+        pdnn__comm_destroy(c);
+        return pdnn__host_oom("pdnn_session_create", "the heartbeat table", bytes);
+    }
+    for (int r = 0; r < c->size; r++) {
+        c->alive[r] = -1.0;
+        c->alive_req[r] = MPI_REQUEST_NULL;
+    }
     *out = c;
     return PDNN_SUCCESS;
 }
@@ -296,12 +351,21 @@ void pdnn__comm_destroy(pdnn__comm *c)
     int fin = 0;
     MPI_Finalized(&fin);
     if (c->have_comm && !fin) {
-        /* A heartbeat still going out completes on its own; those come in
-         * are taken, so that none waits on a freed communicator. */
-        if (c->hb_send != MPI_REQUEST_NULL)
-            MPI_Request_free(&c->hb_send);
-        if (c->rank == 0 && c->heard)
-            heartbeat(c, 0.0);
+        /* Every rank's thread has stopped sending once all are past a
+         * barrier (which takes heartbeats, sends none); then those still
+         * going out complete on their own, and those come in are taken,
+         * so that none waits on a freed communicator. */
+        if (c->alive && !c->broken && c->thread_started) {
+            MPI_Request req;
+            char why[400];
+            if (MPI_Ibarrier(c->comm, &req) == MPI_SUCCESS && poll_req(c, &req, "ending the session", 2, why,
+                                                                        sizeof why) < 0)
+                c->broken = 1;
+        }
+        for (int r = 0; c->alive_req && r < c->size; r++)
+            if (c->alive_req[r] != MPI_REQUEST_NULL)
+                MPI_Request_free(&c->alive_req[r]);
+        heartbeat(c, 0.0, 0);
         if (!c->broken)
             MPI_Comm_free(&c->comm);
     }
@@ -309,9 +373,11 @@ void pdnn__comm_destroy(pdnn__comm *c)
         free(c->b[i].buf);
     free(c->b);
     free(c->queue);
-    free(c->heard);
+    free(c->alive);
+    free(c->alive_req);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->mpi_mu);
     free(c);
 }
 
@@ -355,12 +421,8 @@ pdnn_status pdnn__comm_set_buckets(pdnn__comm *c, int n, const int64_t *floats)
                            "pdnn_session_create (rank %d): the ranks' graphs differ in their AllReduce nodes (count "
                            "or shapes): every rank must build the same graph",
                            c->rank);
-    if (n == 0)
-        return PDNN_SUCCESS;
-    c->heard = calloc((size_t)c->size, sizeof *c->heard);
-    if (!c->heard)
-        return pdnn__host_oom("pdnn_session_create", "the heartbeat table", (uint64_t)c->size * sizeof *c->heard);
-    c->b = calloc((size_t)n, sizeof *c->b);
+    /* The thread runs without buckets too: it sends the heartbeats. */
+    c->b = calloc((size_t)n + 1, sizeof *c->b);
     c->queue = calloc((size_t)n + 1, sizeof *c->queue);
     if (!c->b || !c->queue)
         return pdnn__host_oom("pdnn_session_create", "the gradient buckets", (uint64_t)n * sizeof *c->b);
@@ -417,7 +479,7 @@ pdnn_status pdnn__comm_wait(pdnn__comm *c, int b)
 static pdnn_status drive(pdnn__comm *c, int rc, MPI_Request *req, const char *what)
 {
     char why[400];
-    int r = rc == MPI_SUCCESS ? poll_req(c, req, what, 0, why, sizeof why) : 0;
+    int r = rc == MPI_SUCCESS ? poll_req(c, req, what, 1, why, sizeof why) : 0;
     if (rc != MPI_SUCCESS)
         mpi_text(rc, why, sizeof why);
     if (r > 0)
@@ -434,7 +496,9 @@ pdnn_status pdnn__comm_bcast(pdnn__comm *c, void *buf, int64_t bytes, int root)
     for (int64_t off = 0; off < bytes; off += (int64_t)1 << 30) {
         int count = (int)(bytes - off < ((int64_t)1 << 30) ? bytes - off : (int64_t)1 << 30);
         MPI_Request req;
+        pthread_mutex_lock(&c->mpi_mu);
         int rc = MPI_Ibcast((char *)buf + off, count, MPI_BYTE, root, c->comm, &req);
+        pthread_mutex_unlock(&c->mpi_mu);
         pdnn_status st = drive(c, rc, &req, "broadcasting the variables");
         if (st != PDNN_SUCCESS)
             return st;
@@ -448,7 +512,9 @@ pdnn_status pdnn__comm_allreduce_values(pdnn__comm *c, double *values, int n, pd
         return pdnn__error(PDNN_ERR_INTERNAL, "rank %d of %d: %s", c->rank, c->size, c->broken_why);
     MPI_Request req;
     const MPI_Op mop = op == PDNN_REDUCE_MIN ? MPI_MIN : op == PDNN_REDUCE_MAX ? MPI_MAX : MPI_SUM;
+    pthread_mutex_lock(&c->mpi_mu);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, mop, c->comm, &req);
+    pthread_mutex_unlock(&c->mpi_mu);
     return drive(c, rc, &req, "the all-reduce of host values");
 }
 
