@@ -617,9 +617,10 @@ int cmd_bench(int argc, char **argv)
     fprintf(text_out, "polydnn's algorithm: %s. Times: best of %d call(s) after one warm-up. Ratios: polydnn's GFLOP/s over "
            "the peer's (above 1: polydnn is faster); -: the peer cannot run it.\n",
            pdnn_conv_algo_name(r.algo), o.iters);
-    printf("Filters: %s.\n", o.frozen ? "frozen (--frozen-filter: polydnn's algorithms keep them packed, as the "
-                                        "oneDNN peer keeps its reordered weights)"
-                                      : "plain tensors (an algorithm that packs them does so on every call)");
+    fprintf(text_out, "Filters: %s.\n",
+            o.frozen ? "frozen (--frozen-filter: polydnn's algorithms keep them packed, as the oneDNN peer keeps its "
+                       "reordered weights)"
+                     : "plain tensors (an algorithm that packs them does so on every call)");
     fflush(stdout);
     rc = run_bench(&r, set, &one, layouts, nlayouts, &o);
     if (rc == 0)
