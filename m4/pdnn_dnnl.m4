@@ -58,8 +58,13 @@ AC_DEFUN([PDNN_CHECK_DNNL], [
   AS_IF([test "x$pdnn_have_dnnl" = xyes],
     [AC_DEFINE([PDNN_HAVE_DNNL], [1], [oneDNN is available as the bench tool's CPU peer])],
     [DNNL_CFLAGS=""; DNNL_LIBS=""])
+  dnnl_host_libs=""
   AS_IF([test "x$pdnn_dnnl_host" = xyes],
-    [AC_DEFINE([PDNN_HAVE_DNNL_HOST], [1], [the host backend runs oneDNN algorithms beside its reference])])
+    [AC_DEFINE([PDNN_HAVE_DNNL_HOST], [1], [the host backend runs oneDNN algorithms beside its reference])
+     dnnl_host_libs="$DNNL_LIBS"])
+  dnl What libpolydnn.a itself needs of oneDNN (polydnn.pc's Libs.private):
+  dnl nothing where only the bench tool links it.
+  AC_SUBST([DNNL_HOST_LIBS], [$dnnl_host_libs])
   AM_CONDITIONAL([HAVE_DNNL], [test "x$pdnn_have_dnnl" = xyes])
   AM_CONDITIONAL([HAVE_DNNL_HOST], [test "x$pdnn_dnnl_host" = xyes])
   AC_SUBST([DNNL_CFLAGS])
