@@ -424,6 +424,20 @@ void pdnn__cl_kernels_release(cl_dev *d)
     }
 }
 
+/* ---- convolutions in int indices ------------------------------------------ */
+
+const char *pdnn__cl_conv_int_why(const pdnn__conv2d_call *c)
+{
+    const int64_t lim = INT32_MAX / 4, cpg = c->groups > 0 ? c->c / c->groups : c->c;
+    if (c->n > lim || c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim || c->r > lim ||
+        c->s > lim || (c->p > 0 && c->q > lim / c->p) || c->p * c->stride_h > lim || c->q * c->stride_w > lim ||
+        c->r * c->dil_h > lim || c->s * c->dil_w > lim || c->pad_top > lim || c->pad_left > lim ||
+        (c->r * c->s > 0 && cpg > lim / (c->r * c->s)) ||
+        (c->p * c->q > 0 && c->n > INT64_MAX / 8 / (c->p * c->q)))
+        return "the tensor is too large for its int indices";
+    return NULL;
+}
+
 /* ---- tunable algorithms ----------------------------------------------------- */
 
 int pdnn__cl_default_config(const cl_dev *d, const pdnn__cl_tunable *t, const char *variant)

@@ -25,24 +25,10 @@ static const ig_cfg ig_cands[] = {{16, 2, 6}, {16, 1, 6}, {16, 1, 12}, {8, 1, 12
 static int64_t ig_kt(int i) { return (int64_t)ig_cands[i].vw * ig_cands[i].kb; }
 static int64_t ig_kp(const pdnn__conv2d_call *c, int i) { return (c->k + ig_kt(i) - 1) / ig_kt(i) * ig_kt(i); }
 
-/* Why c is outside what any configuration runs (NULL: inside). The kernel
- * computes input rows and columns, pixel indices and channels in int. */
-static const char *ig_shape_why(const pdnn__conv2d_call *c)
-{
-    const int64_t lim = INT32_MAX / 4, cpg = c->groups > 0 ? c->c / c->groups : c->c;
-    if (c->n > lim || c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim || c->r > lim ||
-        c->s > lim || (c->p > 0 && c->q > lim / c->p) || c->p * c->stride_h > lim || c->q * c->stride_w > lim ||
-        c->r * c->dil_h > lim || c->s * c->dil_w > lim || c->pad_top > lim || c->pad_left > lim ||
-        (c->r * c->s > 0 && cpg > lim / (c->r * c->s)) ||
-        (c->p * c->q > 0 && c->n > INT64_MAX / 8 / (c->p * c->q)))
-        return "the tensor is too large for its int indices";
-    return NULL;
-}
-
 /* Whether configuration i runs c: a work-item's channels share a group. */
 static int ig_applies(const pdnn__conv2d_call *c, int i)
 {
-    return i >= 0 && i < N_IGEMM && !ig_shape_why(c) && (c->groups == 1 || (c->k / c->groups) % ig_kt(i) == 0);
+    return i >= 0 && i < N_IGEMM && !pdnn__cl_conv_int_why(c) && (c->groups == 1 || (c->k / c->groups) % ig_kt(i) == 0);
 }
 
 /* A filter with k stride 1 and whole channel blocks (HWIO) is read in
@@ -270,7 +256,7 @@ static void ig_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     const pdnn__conv2d_call *c = &call->u.conv2d;
     const int dflt = pdnn__cl_default_config(dev, &tunable, pdnn__cl_y_channel_major(c) ? "nchw" : NULL);
     if (pdnn__cl_plan_tunable(&tunable, dev, call, dflt, plan) < 0) {
-        const char *why = ig_shape_why(c);
+        const char *why = pdnn__cl_conv_int_why(c);
         if (why)
             pdnn__plan_refuse(plan, "implicit_gemm: %s", why);
         else

@@ -170,6 +170,11 @@ typedef struct pdnn__cl_tunable {
     pdnn_status (*run_config)(void *dev, const pdnn__op_call *call, int i, pdnn__buf ws);
 } pdnn__cl_tunable;
 
+/* Why the register- and work-group-tiled convolution kernels
+ * (implicit_gemm, wg_gemm) cannot run c: they compute input rows and
+ * columns, pixel indices and channels in int (NULL: they can). */
+const char *pdnn__cl_conv_int_why(const pdnn__conv2d_call *c);
+
 /* y channel-major (NCHW-like: w stride 1, channels apart): the "/nchw"
  * variant of a kernel's default configuration. */
 static inline int pdnn__cl_y_channel_major(const pdnn__conv2d_call *c) { return c->ys[3] == 1 && c->ys[1] != 1; }

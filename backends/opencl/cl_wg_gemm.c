@@ -53,17 +53,14 @@ static int64_t red_of(const pdnn__conv2d_call *c) { return cpg_of(c) * c->r * c-
  * (r, s) fastest and the input tile is loaded along the pixels. */
 static int x_pix(const pdnn__conv2d_call *c) { return c->xs[3] == 1 && c->xs[1] != 1; }
 
-/* Why c is outside what the kernel runs (NULL: inside). The kernel
- * indexes rows, columns, channels and the table's x offsets in int. */
+/* Why c is outside what the kernel runs (NULL: inside): int indices as
+ * implicit_gemm's, and the table's x offsets in int too. */
 static const char *wg_shape_why(const pdnn__conv2d_call *c)
 {
-    const int64_t lim = INT32_MAX / 4, cpg = cpg_of(c);
-    if (c->n > lim || c->h > lim || c->w > lim || c->c > lim || c->k > lim || c->p > lim || c->q > lim ||
-        c->r > lim || c->s > lim || (c->p > 0 && c->q > lim / c->p) || c->p * c->stride_h > lim ||
-        c->q * c->stride_w > lim || c->r * c->dil_h > lim || c->s * c->dil_w > lim || c->pad_top > lim ||
-        c->pad_left > lim || (c->r * c->s > 0 && cpg > lim / (c->r * c->s)) ||
-        (c->p * c->q > 0 && c->n > INT64_MAX / 8 / (c->p * c->q)))
-        return "the tensor is too large for its int indices";
+    const char *why = pdnn__cl_conv_int_why(c);
+    if (why)
+        return why;
+    const int64_t cpg = cpg_of(c);
     /* The table's offset of the last (c, r, s) in x. */
     const int64_t off = (cpg > 0 ? cpg - 1 : 0) * c->xs[1] + (c->r - 1) * c->dil_h * c->xs[2] +
                         (c->s - 1) * c->dil_w * c->xs[3];
