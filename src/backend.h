@@ -449,6 +449,15 @@ typedef struct pdnn__algo {
     pdnn__tolerance tol;
 } pdnn__algo;
 
+/* A GPU-class algorithm that AUTO passes over here (a CPU device): the
+ * find does not run it and tune does not search it either (PoCL runs it
+ * at a few GFLOP/s; searching its configurations would cost minutes per
+ * shape). */
+static inline int pdnn__gpu_class_passed_over(const pdnn__algo *a, const pdnn__plan *p)
+{
+    return a->gpu_class && p->auto_skip;
+}
+
 /* a's bound for dtype: 0 for exact, PDNN__TOL_DEFAULT where unset. */
 static inline double pdnn__algo_tol(const pdnn__algo *a, pdnn_dtype dtype)
 {

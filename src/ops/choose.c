@@ -21,11 +21,6 @@ static double run_once_timed(pdnn_device *dev, const pdnn__algo *a, const pdnn__
 }
 
 
-/* A GPU-class algorithm that AUTO passes over on this device (a CPU):
- * the find does not run it either (PoCL runs it at a few GFLOP/s, and
- * searching its configurations there would cost minutes per shape). */
-static int gpu_class_here(const pdnn__algo *a, const pdnn__plan *p) { return a->gpu_class && p->auto_skip; }
-
 /* Like cudnnFind and MIOpen's find-db: runs every supported algorithm
  * once, checks each against the reference (the supported one ranked
  * last: the plainest, which the parity harness checks most widely),
@@ -37,7 +32,7 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
 {
     int refi = -1;
     for (int i = 0; i < n; i++)
-        if (plans[i].supported && !gpu_class_here(list[i], &plans[i]) &&
+        if (plans[i].supported && !pdnn__gpu_class_passed_over(list[i], &plans[i]) &&
             (refi < 0 || plans[i].rank > plans[refi].rank))
             refi = i;
     if (refi < 0)
@@ -51,7 +46,7 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
     if (ref && got && run_once_timed(dev, list[refi], &plans[refi], call) >= 0.0 &&
         dev->backend->read(dev->handle, y, ref, ny * sizeof *ref) == PDNN_SUCCESS) {
         for (int i = 0; i < n; i++) {
-            if (!plans[i].supported || i == refi || gpu_class_here(list[i], &plans[i]))
+            if (!plans[i].supported || i == refi || pdnn__gpu_class_passed_over(list[i], &plans[i]))
                 continue;
             /* The first run builds programs and may tune the kernel's own
              * configuration; it is checked, not timed. */

@@ -323,9 +323,7 @@ pdnn_status pdnn_conv2d_query_algorithm(pdnn_device *dev, const pdnn_conv2d_para
     out->applies = plan.supported;
     out->auto_candidate = plan.supported && !plan.auto_skip;
     out->rank = plan.rank;
-    /* Not where AUTO passes over a GPU-class algorithm (on CPUs): tune and
-     * the find leave it out there (choose.c). */
-    out->tunable = a->n_configs > 0 && !(a->gpu_class && plan.auto_skip);
+    out->tunable = a->n_configs > 0 && !pdnn__gpu_class_passed_over(a, &plan);
     out->workspace_bytes = plan.supported ? plan.workspace : 0;
     snprintf(out->config, sizeof out->config, "%s", plan.supported ? plan.config_name : "");
     snprintf(out->why, sizeof out->why, "%s", plan.why);
