@@ -58,7 +58,7 @@ static pdnn_node var(net *n, int64_t d0, int64_t d1, int64_t d2, int64_t d3, pdn
 {
     if (n->nv == MAX_VARS)
         die("too many variables");
-    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {d0, d1, d2, d3}};
+    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {d0, d1, d2, d3}, 0};
     pdnn_node v;
     if (pdnn_graph_variable(n->g, NULL, n->dev, &d, init, n->seed++, NULL, &v))
         die("variable");
@@ -127,8 +127,8 @@ static void build(net *n, const char *model)
         die("graph");
     const int resnet = strcmp(model, "resnet50") == 0;
     const int64_t side = resnet ? 224 : 28, chans = resnet ? 3 : 1, classes = resnet ? 1000 : 10;
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {n->batch, chans, side, side}};
-    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {n->batch, 1, 1, 1}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {n->batch, chans, side, side}, 0};
+    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {n->batch, 1, 1, 1}, 0};
     if (pdnn_graph_placeholder(n->g, "images", n->dev, &xd, &n->x) ||
         pdnn_graph_placeholder(n->g, "labels", n->dev, &yd, &n->y))
         die("placeholders");

@@ -81,13 +81,13 @@ int main(int argc, char **argv)
         const layer_conv *L = &set->convs[i];
         for (int lay = 0; lay < 2; lay++) {
             pdnn_layout al = lay ? PDNN_NHWC : PDNN_NCHW, fl = lay ? PDNN_OHWI : PDNN_OIHW;
-            pdnn_tensor_desc xd = {PDNN_FLOAT32, al, {batch, L->c, L->hw, L->hw}};
-            pdnn_tensor_desc wd = {PDNN_FLOAT32, fl, {L->k, L->c, L->rs, L->rs}};
+            pdnn_tensor_desc xd = {PDNN_FLOAT32, al, {batch, L->c, L->hw, L->hw}, 0};
+            pdnn_tensor_desc wd = {PDNN_FLOAT32, fl, {L->k, L->c, L->rs, L->rs}, 0};
             pdnn_conv2d_params p;
             pdnn_conv2d_params_init(&p);
             p.stride_h = p.stride_w = L->stride;
             p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = L->pad;
-            pdnn_tensor_desc yd = {PDNN_FLOAT32, al, {0}};
+            pdnn_tensor_desc yd = {PDNN_FLOAT32, al, {0}, 0};
             if (pdnn_conv2d_output_dims(&xd, &wd, &p, yd.dims) != PDNN_SUCCESS)
                 die("output dims");
             pdnn_tensor *x, *w, *y;

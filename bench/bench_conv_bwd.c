@@ -139,10 +139,10 @@ int main(int argc, char **argv)
         p.stride_h = p.stride_w = L->stride;
         p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = L->pad;
         p.groups = L->groups;
-        pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {batch, L->c, L->hw, L->hw}};
+        pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {batch, L->c, L->hw, L->hw}, 0};
         pdnn_tensor_desc wd = {PDNN_FLOAT32, layout == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW,
-                               {L->k, L->c / L->groups, L->rs, L->rs}};
-        pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}};
+                               {L->k, L->c / L->groups, L->rs, L->rs}, 0};
+        pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}, 0};
         if (pdnn_conv2d_output_dims(&xd, &wd, &p, yd.dims) != PDNN_SUCCESS)
             return die(L->name);
         const int64_t xn = pdnn_tensor_desc_elements(&xd), wn = pdnn_tensor_desc_elements(&wd),

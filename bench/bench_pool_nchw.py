@@ -4,7 +4,7 @@ pool` with two builds of the library, alternated, against ONNX Runtime's
 pool kernel time (its profiler's kernel_time, without the Python call).
 
 usage: bench_pool_nchw.py BEFORE_LIBDIR AFTER_LIBDIR  (run from the build
-tree; each dir holds a libpolydnn.so.0, e.g. copies of .libs' before and
+tree; each dir holds a libpolydnn.so.1, e.g. copies of .libs' before and
 after a change). Needs onnx and onnxruntime (PYTHON_ONNX's Python)."""
 import onnx, numpy as np, subprocess, re, os, sys, json, tempfile
 from onnx import helper, TensorProto

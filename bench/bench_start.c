@@ -46,9 +46,9 @@ static int child(double t_fork, const char *devname)
         return fail("context");
     if ((devname ? pdnn_device_find(ctx, devname, &dev) : pdnn_device_default(ctx, &dev)) != PDNN_SUCCESS)
         return fail("device");
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {1, 64, 56, 56}};
-    pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {64, 64, 3, 3}};
-    pdnn_tensor_desc yd = {PDNN_FLOAT32, PDNN_NCHW, {1, 64, 56, 56}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {1, 64, 56, 56}, 0};
+    pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {64, 64, 3, 3}, 0};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, PDNN_NCHW, {1, 64, 56, 56}, 0};
     pdnn_conv2d_params p;
     pdnn_conv2d_params_init(&p);
     p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;

@@ -309,31 +309,56 @@ typedef enum pdnn_dtype {
  *   activations NCHW, NHWC       dims = {N, C, H, W}
  *   filters OIHW, OHWI, HWIO     dims = {O, I, H, W} (I = input channels
  *                                 per group); HWIO is TensorFlow's
- *   vector X                     dims = {length, 1, 1, 1} (bias)        */
+ *   vector X                     dims = {length, 1, 1, 1} (bias)
+ *   PDNN_ND                      dims[0..rank): any rank 0..PDNN_MAX_RANK,
+ *                                 row-major (C order, the last dim
+ *                                 fastest), as numpy and torch store them
+ * Image ops (convolution, pooling, batch norm) take the image layouts;
+ * every other op also takes PDNN_ND. An NCHW tensor's bytes are those of
+ * a rank-4 ND tensor {N, C, H, W}; an NHWC tensor's those of {N, H, W, C}
+ * (pdnn_tensor_view gives the one as the other without a copy).         */
 typedef enum pdnn_layout {
     PDNN_NCHW = 0,
     PDNN_NHWC = 1,
     PDNN_OIHW = 2,
     PDNN_OHWI = 3,
     PDNN_HWIO = 4,
-    PDNN_LAYOUT_X = 5
+    PDNN_LAYOUT_X = 5,
+    PDNN_ND = 6
 } pdnn_layout;
 
+#define PDNN_MAX_RANK 8
+
+/* rank comes after dims so that a descriptor written {dtype, layout,
+ * {n, c, h, w}} (before ranks existed) still means what it meant: rank is
+ * read for PDNN_ND only (the image layouts have rank 4, X rank 1, whatever
+ * the field says, so a copy given another layout stays valid) and dims
+ * past the layout's rank may be 0 or 1. For PDNN_ND, rank is the number
+ * of dims (0: a scalar of one element).
+ * Descriptors the library hands back (pdnn_tensor_get_desc, a node's
+ * output) are canonical: rank set (4, X: 1) and the dims past it 1, so the
+ * product of all PDNN_MAX_RANK dims is the element count. */
 typedef struct pdnn_tensor_desc {
     pdnn_dtype dtype;
     pdnn_layout layout;
-    int64_t dims[4];
+    int64_t dims[PDNN_MAX_RANK];
+    int rank;
 } pdnn_tensor_desc;
 
-/* Checks a descriptor: known dtype and layout, every dim >= 1 (trailing
- * dims of LAYOUT_X exactly 1), and a byte size that fits in int64. */
+/* Checks a descriptor: known dtype and layout, an ND rank of 0 to
+ * PDNN_MAX_RANK, every dim below the rank >= 1, the dims past it 0 or 1 (trailing dims of LAYOUT_X
+ * exactly 1), and a byte size that fits in int64. */
 PDNN_API pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *desc);
+
+/* The descriptor's rank: PDNN_ND's rank, 4 for the image layouts, 1 for X
+ * (-1 if desc is NULL or its layout unknown). */
+PDNN_API int pdnn_tensor_desc_rank(const pdnn_tensor_desc *desc);
 
 /* Elements and bytes a descriptor describes (0 if invalid). */
 PDNN_API int64_t pdnn_tensor_desc_elements(const pdnn_tensor_desc *desc);
 PDNN_API int64_t pdnn_tensor_desc_bytes(const pdnn_tensor_desc *desc);
 
-/* Parses "NCHW", "nhwc", "OIHW", "OHWI", "HWIO", "X"; returns -1 if unknown. */
+/* Parses "NCHW", "nhwc", "OIHW", "OHWI", "HWIO", "X", "ND"; returns -1 if unknown. */
 PDNN_API int pdnn_layout_parse(const char *name);
 PDNN_API const char *pdnn_layout_name(pdnn_layout layout);
 
@@ -357,6 +382,13 @@ PDNN_API pdnn_status pdnn_tensor_freeze(pdnn_tensor *t);
 PDNN_API pdnn_status pdnn_tensor_read(const pdnn_tensor *t, void *dst, size_t bytes);
 
 PDNN_API pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc *out);
+
+/* *out: a new handle on x's memory (no copy) described by desc, which has
+ * x's dtype and element count and any layout and rank: an NCHW tensor
+ * viewed as ND {N, C, H, W}, an ND matrix {M, K} as NCHW {M, K, 1, 1}, a
+ * reshape. The bytes are read in desc's memory order, as they lie. The
+ * view keeps x's memory alive; release each handle. */
+PDNN_API pdnn_status pdnn_tensor_view(pdnn_tensor *x, const pdnn_tensor_desc *desc, pdnn_tensor **out);
 PDNN_API pdnn_device *pdnn_tensor_device(const pdnn_tensor *t);
 
 /* Returns the tensor's memory to its device (when its last DLPack export

@@ -56,7 +56,7 @@ ok "bash completion: $bcdir/polydnn"
 if "$py" -c 'import numpy' >/dev/null 2>&1; then
     pydir=$(find "$dest" -type d -name polydnn -path '*-packages/*' | head -n 1)
     test -f "$pydir/__init__.py" && test -f "$pydir/_build_config.py"
-    (cd "$dest" && PYTHONPATH="$(dirname "$pydir")" POLYDNN_LIBRARY="$dest$libdir/libpolydnn.so.0" "$py" -c '
+    (cd "$dest" && PYTHONPATH="$(dirname "$pydir")" POLYDNN_LIBRARY="$dest$libdir/libpolydnn.so.1" "$py" -c '
 import polydnn, numpy
 y = polydnn.max_pool2d(polydnn.from_dlpack(numpy.ones((1, 2, 4, 4), "float32")), 2)
 assert y.shape == (1, 2, 2, 2) and float(y.numpy().sum()) == 8.0

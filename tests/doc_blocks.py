@@ -70,7 +70,7 @@ def environment(bindir):
     python = os.environ.get("PYTHON_TORCH") or shutil.which("python3")
     os.symlink(python, os.path.join(bindir, "python3"))
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
-    env["POLYDNN_LIBRARY"] = os.path.join(top_build, ".libs", "libpolydnn.so.0")
+    env["POLYDNN_LIBRARY"] = os.path.join(top_build, ".libs", "libpolydnn.so.1")
     for var, first in (("PYTHONPATH", os.path.join(top_src, "python")),
                        ("LD_LIBRARY_PATH", os.path.join(top_build, ".libs"))):
         env[var] = first + (os.pathsep + env[var] if env.get(var) else "")

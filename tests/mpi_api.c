@@ -51,7 +51,7 @@ static void allreduce_means(int overlap)
     pdnn_node ph[3], ar[3];
     CHECK(pdnn_graph_create(&g) == PDNN_SUCCESS, "graph");
     for (int k = 0; k < 3; k++) {
-        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {lens[k], 1, 1, 1}};
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {lens[k], 1, 1, 1}, 0};
         char nm[16];
         snprintf(nm, sizeof nm, "x%d", k);
         CHECK(pdnn_graph_placeholder(g, nm, "/cpu:0", &d, &ph[k]) == PDNN_SUCCESS, "placeholder");
@@ -79,7 +79,7 @@ static void allreduce_means(int overlap)
     CHECK(ctx && pdnn_device_find(ctx, "/cpu:0", &host) == PDNN_SUCCESS, "host");
     pdnn_tensor *in[3] = {0}, *out[3] = {0};
     for (int k = 0; k < 3 && host; k++) {
-        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {lens[k], 1, 1, 1}};
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {lens[k], 1, 1, 1}, 0};
         float *v = malloc(sizeof(float) * (size_t)lens[k]);
         for (int64_t i = 0; i < lens[k]; i++) /* sums of small integers: exact in float */
             v[i] = (float)((rank + 1) * (i % 7 + 1) + k);
@@ -125,7 +125,7 @@ static void broadcast(void)
 {
     pdnn_graph *g = NULL;
     pdnn_node v;
-    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {4, 3, 5, 5}};
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {4, 3, 5, 5}, 0};
     CHECK(pdnn_graph_create(&g) == PDNN_SUCCESS, "graph");
     CHECK(pdnn_graph_variable(g, "w", "/cpu:0", &d, PDNN_INIT_HE_NORMAL, 100 + (uint64_t)rank, NULL, &v) ==
               PDNN_SUCCESS, "variable");
@@ -172,7 +172,7 @@ static void refusals(void)
 {
     pdnn_graph *g = NULL;
     pdnn_node x, y;
-    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {8 + (rank == size - 1 && size > 1), 1, 1, 1}};
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {8 + (rank == size - 1 && size > 1), 1, 1, 1}, 0};
     CHECK(pdnn_graph_create(&g) == PDNN_SUCCESS, "graph");
     CHECK(pdnn_graph_placeholder(g, "x", NULL, &d, &x) == PDNN_SUCCESS, "placeholder");
     CHECK(pdnn_graph_allreduce(g, "sum_x", NULL, x, &y) == PDNN_SUCCESS, "allreduce");
@@ -191,7 +191,7 @@ static void refusals(void)
     pdnn_session_destroy(s);
     cfg.distributed = 7;
     CHECK(pdnn_session_create(g, &cfg, &s) == PDNN_ERR_INVALID_ARGUMENT, "distributed 7");
-    pdnn_tensor_desc i32 = {PDNN_INT32, PDNN_LAYOUT_X, {8, 1, 1, 1}};
+    pdnn_tensor_desc i32 = {PDNN_INT32, PDNN_LAYOUT_X, {8, 1, 1, 1}, 0};
     pdnn_node xi;
     CHECK(pdnn_graph_placeholder(g, "xi", NULL, &i32, &xi) == PDNN_SUCCESS, "int placeholder");
     CHECK(pdnn_graph_allreduce(g, NULL, NULL, xi, &y) == PDNN_ERR_INVALID_ARGUMENT, "int32 AllReduce");

@@ -496,7 +496,7 @@ static pdnn_status run_scale(pdnn_device *dev, const train_case *c, const inputs
 static pdnn_tensor_desc bdesc_of(const train_case *c)
 {
     pdnn_tensor_desc d = desc_of(c);
-    memcpy(d.dims, c->bdims, sizeof d.dims);
+    memcpy(d.dims, c->bdims, 4 * sizeof d.dims[0]);
     return d;
 }
 

@@ -48,6 +48,6 @@ void th_from_layout(const float *in, float *logical, pdnn_layout l, const int64_
 
 pdnn_tensor_desc th_desc(pdnn_layout l, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
 {
-    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {d0, d1, d2, d3}};
+    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {d0, d1, d2, d3}, 0};
     return d;
 }

@@ -145,7 +145,7 @@ static void check_runs(pdnn_graph *g, const pdnn_onnx_io *io)
     cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_device *host = NULL;
     cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host), PDNN_SUCCESS);
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {1, 2, 4, 4}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {1, 2, 4, 4}, 0};
     float x[32], y[48];
     for (int i = 0; i < 32; i++)
         x[i] = (float)(i - 12) / 8.0f;

@@ -43,7 +43,7 @@ lsan_off=
 # (test_python.sh covers the module there).
 pyarg=
 if [ "${PDNN_SANITIZERS:-no}" != yes ]; then
-    POLYDNN_LIBRARY="$PDNN_TOP_BUILDDIR/.libs/libpolydnn.so.0"
+    POLYDNN_LIBRARY="$PDNN_TOP_BUILDDIR/.libs/libpolydnn.so.1"
     PYTHONPATH="$PDNN_TOP_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
     export POLYDNN_LIBRARY PYTHONPATH
     pyarg=--python

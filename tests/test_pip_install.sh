@@ -27,7 +27,7 @@ cp -R "$top/python" "$tmp/src" && rm -f "$tmp/src/polydnn/_build_config.py" || e
 "$tmp/venv/bin/python" -m pip install -q --no-build-isolation --no-deps --no-index "$tmp/src" ||
     { echo "FAIL: pip install ./python"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 want=$("$tool" --version | awk '{ print $2 }')
-cd "$tmp" && POLYDNN_LIBRARY="$build/.libs/libpolydnn.so.0" PYTHONPATH= "$tmp/venv/bin/python" - "$tmp/venv" "$want" <<'PY'
+cd "$tmp" && POLYDNN_LIBRARY="$build/.libs/libpolydnn.so.1" PYTHONPATH= "$tmp/venv/bin/python" - "$tmp/venv" "$want" <<'PY'
 import sys, polydnn
 assert polydnn.__file__.startswith(sys.argv[1]), "imported %s, not the venv's" % polydnn.__file__
 assert polydnn.__version__ == sys.argv[2] == polydnn.version(), (polydnn.__version__, sys.argv[2], polydnn.version())

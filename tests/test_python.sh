@@ -7,7 +7,7 @@ if [ -z "$PYTHON_TORCH" ]; then
     echo "0 passed, 0 failed, 1 skipped"
     exit 77
 fi
-POLYDNN_LIBRARY="$PDNN_TOP_BUILDDIR/.libs/libpolydnn.so.0"
+POLYDNN_LIBRARY="$PDNN_TOP_BUILDDIR/.libs/libpolydnn.so.1"
 PYTHONPATH="$PDNN_TOP_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export POLYDNN_LIBRARY PYTHONPATH
 if [ "$PDNN_SANITIZERS" = yes ]; then

@@ -14,7 +14,7 @@ if ! "$py" -c "import tensorflow" >/dev/null 2>&1; then
     echo "SKIP: $py cannot import tensorflow (set PYTHON_TF to a Python that can)"
     exit 77
 fi
-POLYDNN_LIBRARY="${PDNN_TOP_BUILDDIR:-.}/.libs/libpolydnn.so.0"
+POLYDNN_LIBRARY="${PDNN_TOP_BUILDDIR:-.}/.libs/libpolydnn.so.1"
 PYTHONPATH="${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/python${PYTHONPATH:+:$PYTHONPATH}"
 # PoCL's own kernel cache off: the conv compiles its kernel with PoCL's
 # LLVM in this process.

@@ -135,7 +135,7 @@ static int bench_conv_row(bench_run *r, const char *name, pdnn_layout layout, co
     const char *lname = pdnn_layout_name(layout);
     pdnn_tensor_desc xd, wd;
     conv_shape_descs(cs, layout, &xd, &wd);
-    pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}, 0};
     pdnn_conv2d_params p = cs->p;
     p.algorithm = r->algo;
     if (pdnn_conv2d_output_dims(&xd, &wd, &p, yd.dims) != PDNN_SUCCESS) {
@@ -287,8 +287,8 @@ static int bench_pool_row(bench_run *r, const layer_pool *L, pdnn_layout layout,
     p.window_h = p.window_w = L->window;
     p.stride_h = p.stride_w = L->stride;
     p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = L->pad;
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {n, L->c, L->hw, L->hw}};
-    pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {n, L->c, L->hw, L->hw}, 0};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, layout, {0, 0, 0, 0}, 0};
     if (pdnn_pool2d_output_dims(&xd, &p, yd.dims) != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s: %s\n", r->cmd, L->name, pdnn_last_error());
         return EXIT_RUNTIME;

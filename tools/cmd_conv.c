@@ -248,10 +248,10 @@ int cmd_conv(int argc, char **argv)
     p.relu = o.relu;
     p.algorithm = algo == CLI_ALGO_HELP ? PDNN_CONV_ALGO_AUTO : (pdnn_conv_algo)algo;
 
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, (pdnn_layout)xl, {cs.n, cs.c, cs.h, cs.w}};
-    pdnn_tensor_desc wd = {PDNN_FLOAT32, (pdnn_layout)wl, {cs.k, cs.c / p.groups, cs.r, cs.s}};
-    pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cs.k, 1, 1, 1}};
-    pdnn_tensor_desc yd = {PDNN_FLOAT32, (pdnn_layout)xl, {0, 0, 0, 0}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, (pdnn_layout)xl, {cs.n, cs.c, cs.h, cs.w}, 0};
+    pdnn_tensor_desc wd = {PDNN_FLOAT32, (pdnn_layout)wl, {cs.k, cs.c / p.groups, cs.r, cs.s}, 0};
+    pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cs.k, 1, 1, 1}, 0};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, (pdnn_layout)xl, {0, 0, 0, 0}, 0};
     if (o.filter && fdims[1] != wd.dims[1]) {
         fprintf(stderr, "polydnn: %s holds filters of %lld input channel(s); C / groups = %lld / %d needs %lld\n",
                 o.filter, (long long)fdims[1], (long long)cs.c, p.groups, (long long)wd.dims[1]);

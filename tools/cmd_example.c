@@ -18,7 +18,7 @@ static int fail_build(void) { return cli_fail("building the graph"); }
 static pdnn_status matrix(pdnn_graph *g, const char *name, const char *dev, int64_t r, int64_t c, const float *v,
                           pdnn_node *out)
 {
-    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {r, c, 1, 1}};
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {r, c, 1, 1}, 0};
     return pdnn_graph_constant(g, name, dev, &d, v, out);
 }
 
@@ -57,15 +57,15 @@ static float *seeded(int64_t n, uint64_t seed, float scale)
 /* Input 2x3x16x16 NCHW (a placeholder); the weights are seeded constants. */
 static int build_cnn(pdnn_graph *g, const char *dev, pdnn_node *x, pdnn_node *fetch)
 {
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {2, 3, 16, 16}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {2, 3, 16, 16}, 0};
     if (pdnn_graph_placeholder(g, "images", dev, &xd, x))
         return fail_build();
     pdnn_node h = *x;
     int64_t cin = 3;
     for (int l = 0; l < 2; l++) {
         int64_t cout = l ? 16 : 8;
-        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {cout, cin, 3, 3}};
-        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cout, 1, 1, 1}};
+        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {cout, cin, 3, 3}, 0};
+        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cout, 1, 1, 1}, 0};
         float *w = seeded(cout * cin * 9, (uint64_t)l + 1, 0.3f), *b = seeded(cout, (uint64_t)l + 10, 0.1f);
         pdnn_conv2d_params cp;
         pdnn_conv2d_params_init(&cp);
@@ -179,7 +179,7 @@ static int run_cnn(pdnn_context *ctx, const example_opts *o)
     pdnn_tensor *xt = NULL;
     float *got = NULL, *ref = NULL, *xv = seeded(2 * 3 * 16 * 16, 7, 1.0f);
     pdnn_device *host = NULL;
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {2, 3, 16, 16}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {2, 3, 16, 16}, 0};
     int rc = !xv || pdnn_graph_create(&g) || pdnn_graph_create(&gh) ? cli_fail("creating a graph") : 0;
     if (rc == 0)
         rc = build_cnn(g, o->device, &x, &y);

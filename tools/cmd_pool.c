@@ -93,7 +93,7 @@ int cmd_pool(int argc, char **argv)
     npy_array xa = {0};
     float *x = NULL, *y = NULL, *ref = NULL;
     pdnn_context *ctx = NULL;
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, (pdnn_layout)xl, {n, c, h, w}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, (pdnn_layout)xl, {n, c, h, w}, 0};
     if (input) {
         char err[512];
         if (npy_read(input, &xa, err, sizeof err) != PDNN_SUCCESS) {
@@ -110,11 +110,11 @@ int cmd_pool(int argc, char **argv)
             int64_t d[4] = {s[0], s[3], s[1], s[2]};
             memcpy(xd.dims, d, sizeof d);
         } else {
-            memcpy(xd.dims, s, sizeof xd.dims);
+            memcpy(xd.dims, s, 4 * sizeof xd.dims[0]);
         }
         x = xa.data;
     }
-    pdnn_tensor_desc yd = {PDNN_FLOAT32, (pdnn_layout)xl, {0, 0, 0, 0}};
+    pdnn_tensor_desc yd = {PDNN_FLOAT32, (pdnn_layout)xl, {0, 0, 0, 0}, 0};
     if (pdnn_pool2d_output_dims(&xd, &p, yd.dims) != PDNN_SUCCESS) {
         rc = cli_fail("pool2d");
         goto out;

@@ -95,8 +95,8 @@ static int tower(model *m, const char *dev, int t, pdnn_layout layout)
 {
     pdnn_graph *g = m->g;
     const int64_t b = m->batch;
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {b, 1, 28, 28}};
-    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {b, 1, 1, 1}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {b, 1, 28, 28}, 0};
+    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {b, 1, 1, 1}, 0};
     char xn[32], yn[32]; /* tower 0's are "images" and "labels", the others' "tower_T/..." */
     snprintf(xn, sizeof xn, t ? "tower_%d/images" : "images", t);
     snprintf(yn, sizeof yn, t ? "tower_%d/labels" : "labels", t);
@@ -146,8 +146,8 @@ static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_o
     int64_t cin = 1;
     for (int l = 0; l < 2; l++) {
         int64_t cout = l ? 64 : 32;
-        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {cout, cin, 5, 5}};
-        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cout, 1, 1, 1}};
+        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {cout, cin, 5, 5}, 0};
+        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {cout, 1, 1, 1}, 0};
         char wn[16], bn[16];
         snprintf(wn, sizeof wn, "conv%d_w", l + 1);
         snprintf(bn, sizeof bn, "conv%d_b", l + 1);
@@ -160,8 +160,8 @@ static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_o
     const int64_t fin[2] = {64 * 7 * 7, 1024}, fout[2] = {1024, CLASSES};
     const char *names[4] = {"fc1_w", "fc1_b", "fc2_w", "fc2_b"};
     for (int l = 0; l < 2; l++) {
-        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_NCHW, {fin[l], fout[l], 1, 1}};
-        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {fout[l], 1, 1, 1}};
+        pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_NCHW, {fin[l], fout[l], 1, 1}, 0};
+        pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {fout[l], 1, 1, 1}, 0};
         if (pdnn_graph_variable(g, names[2 * l], vdev, &wd, l ? PDNN_INIT_GLOROT_UNIFORM : PDNN_INIT_HE_NORMAL,
                                 seed + 4 + (uint64_t)l, NULL, &m->vars[4 + 2 * l]) ||
             pdnn_graph_variable(g, names[2 * l + 1], vdev, &bd, PDNN_INIT_ZEROS, 0, NULL, &m->vars[5 + 2 * l]))
@@ -260,7 +260,7 @@ static int save_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
             goto out;
         }
         ckpt_name(pdnn_graph_node_name(m->g, n), names[count], sizeof names[count]);
-        memcpy(shapes[count], d.dims, sizeof d.dims);
+        memcpy(shapes[count], d.dims, 4 * sizeof d.dims[0]);
         e[count] = (npz_entry){names[count], 4, shapes[count], bufs[count]};
         count++;
     }
@@ -380,7 +380,7 @@ static int load_ckpt(pdnn_session *s, const model *m, const char *path, uint64_t
             fprintf(stderr, "polydnn train: %s: no array '%s' (a checkpoint of another model or optimizer?)\n",
                     path, name);
             rc = EXIT_RUNTIME;
-        } else if (mb->array.ndim != 4 || memcmp(mb->array.shape, d.dims, sizeof d.dims) != 0) {
+        } else if (mb->array.ndim != 4 || memcmp(mb->array.shape, d.dims, 4 * sizeof d.dims[0]) != 0) {
             fprintf(stderr, "polydnn train: %s: array '%s' has the wrong shape (expected %lldx%lldx%lldx%lld)\n",
                     path, name, (long long)d.dims[0], (long long)d.dims[1], (long long)d.dims[2],
                     (long long)d.dims[3]);
@@ -830,8 +830,8 @@ static int train(const train_opts *o)
         goto out;
     }
     pdnn_device *host = NULL;
-    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {m.batch, 1, 28, 28}};
-    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {m.batch, 1, 1, 1}};
+    pdnn_tensor_desc xd = {PDNN_FLOAT32, layout, {m.batch, 1, 28, 28}, 0};
+    pdnn_tensor_desc yd = {PDNN_INT32, PDNN_LAYOUT_X, {m.batch, 1, 1, 1}, 0};
     if (pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host)) {
         rc = cli_fail("finding the host");
         goto out;

@@ -228,7 +228,7 @@ static int describe(const tune_run *r, const char *name, pdnn_layout layout, con
     *p = cs->p;
     p->algorithm = r->algo;
     conv_shape_descs(cs, layout, xd, wd);
-    *yd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {0, 0, 0, 0}};
+    *yd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {0, 0, 0, 0}, 0};
     if (pdnn_conv2d_output_dims(xd, wd, p, yd->dims) != PDNN_SUCCESS) {
         fprintf(stderr, "polydnn %s: %s: %s\n", r->cmd, name, pdnn_last_error());
         return EXIT_RUNTIME;

@@ -110,9 +110,9 @@ void conv_shape_name(char *buf, size_t len, const conv_shape *cs)
 
 void conv_shape_descs(const conv_shape *cs, pdnn_layout layout, pdnn_tensor_desc *xd, pdnn_tensor_desc *wd)
 {
-    *xd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {cs->n, cs->c, cs->h, cs->w}};
+    *xd = (pdnn_tensor_desc){PDNN_FLOAT32, layout, {cs->n, cs->c, cs->h, cs->w}, 0};
     *wd = (pdnn_tensor_desc){PDNN_FLOAT32, layout == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW,
-                             {cs->k, cs->c / cs->p.groups, cs->r, cs->s}};
+                             {cs->k, cs->c / cs->p.groups, cs->r, cs->s}, 0};
 }
 
 int conv_shape_algo_help(pdnn_device *dev, const char *name, const conv_shape *cs, pdnn_layout layout)

@@ -55,13 +55,13 @@ def _load():
         cands.append(os.environ["POLYDNN_LIBRARY"])
     try:
         from . import _build_config  # written by make install
-        cands.append(os.path.join(_build_config.LIBDIR, "libpolydnn.so.0"))
+        cands.append(os.path.join(_build_config.LIBDIR, "libpolydnn.so.1"))
     except ImportError:
         pass
     found = ctypes.util.find_library("polydnn")
     if found:
         cands.append(found)
-    cands.append("libpolydnn.so.0")
+    cands.append("libpolydnn.so.1")
     for c in cands:
         try:
             return ctypes.CDLL(c)
@@ -100,7 +100,7 @@ class _DeviceInfo(ctypes.Structure):
 
 
 class _Desc(ctypes.Structure):
-    _fields_ = [("dtype", _c_int), ("layout", _c_int), ("dims", _c_int64 * 4)]
+    _fields_ = [("dtype", _c_int), ("layout", _c_int), ("dims", _c_int64 * 8), ("rank", _c_int)]
 
 
 class _ConvParams(ctypes.Structure):
@@ -613,7 +613,7 @@ class Tensor:
     @property
     def shape(self):
         d = self._desc()
-        return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims)
+        return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims[:4])
 
     @property
     def layout(self):
@@ -632,7 +632,7 @@ class Tensor:
     @property
     def nbytes(self):
         n = 4
-        for s in self._desc().dims:
+        for s in self._desc().dims[:4]:
             n *= s
         return n
 
@@ -783,7 +783,7 @@ def empty(shape, layout="NCHW", device=None, context=None, dtype="float32"):
     if lay < 0:
         raise ValueError("polydnn: unknown layout %r" % (layout,))
     d.layout = lay
-    d.dims[:] = _dims(shape, "shape")
+    d.dims[:4] = _dims(shape, "shape")
     h = _vp()
     _check(_tensor_create(dev._h, ctypes.byref(d), ctypes.byref(h)))
     return Tensor(ctx, h)
@@ -916,7 +916,7 @@ def _placement(*xs):
 def _empty_like(t, ctx, dims=None, layout=None):
     d = t._desc()
     if dims is not None:
-        d.dims[:] = dims
+        d.dims[:4] = dims
     if layout is not None:
         d.layout = layout
     h = _vp()
@@ -1012,7 +1012,7 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=Fals
     w = _as_tensor(w, _FILTER, df, ctx, x.device, "w")
     bias = None if bias is None else _as_tensor(bias, _ACTIVATION, None, ctx, x.device, "bias")
     dx, dw = x._desc(), w._desc()
-    p = _conv_params(tuple(dx.dims), tuple(dw.dims), stride, padding, dilation, groups, relu, algorithm)
+    p = _conv_params(tuple(dx.dims[:4]), tuple(dw.dims[:4]), stride, padding, dilation, groups, relu, algorithm)
     od = (_c_int64 * 4)()
     _check(_conv_dims(ctypes.byref(dx), ctypes.byref(dw), ctypes.byref(p), od))
     y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
@@ -1026,7 +1026,7 @@ def _pool(x, mode, kernel_size, stride, padding, ceil_mode, out_layout, data_for
     ctx, dev = _placement(x)
     x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
     dx = x._desc()
-    p = _pool_params(tuple(dx.dims), mode, kernel_size, stride, padding, ceil_mode)
+    p = _pool_params(tuple(dx.dims[:4]), mode, kernel_size, stride, padding, ceil_mode)
     od = (_c_int64 * 4)()
     _check(_pool_dims(ctypes.byref(dx), ctypes.byref(p), od))
     y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
@@ -1094,7 +1094,7 @@ def conv2d_backward_data(input_shape, w, dy, stride=1, padding=0, dilation=1, gr
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, dev, "dy")
     w = _as_tensor(w, _FILTER, df, ctx, dy.device, "w")
     xdims = _shape_dims(input_shape, _ACTIVATION, df, "input_shape")
-    p = _conv_params(tuple(xdims), tuple(w._desc().dims), stride, padding, dilation, groups, False, "auto")
+    p = _conv_params(tuple(xdims), tuple(w._desc().dims[:4]), stride, padding, dilation, groups, False, "auto")
     p.bwd_data_algorithm = _bwd_algorithm(0, algorithm)
     dx = empty(tuple(xdims), out_layout or dy.layout, device=dy.device, context=dy._ctx)
     _check(_conv_bwd_data(ctypes.byref(p), dy._handle(), w._handle(), dx._handle()))
@@ -1112,7 +1112,7 @@ def conv2d_backward_filter(x, weight_shape, dy, stride=1, padding=0, dilation=1,
     x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, x.device, "dy")
     wdims = _shape_dims(weight_shape, _FILTER, df, "weight_shape")
-    p = _conv_params(tuple(x._desc().dims), tuple(wdims), stride, padding, dilation, groups, False, "auto")
+    p = _conv_params(tuple(x._desc().dims[:4]), tuple(wdims), stride, padding, dilation, groups, False, "auto")
     p.bwd_filter_algorithm = _bwd_algorithm(1, algorithm)
     dw = empty(tuple(wdims), out_layout or ("HWIO" if df == "NHWC" else "OIHW"), device=x.device, context=x._ctx)
     _check(_conv_bwd_filter(ctypes.byref(p), x._handle(), dy._handle(), dw._handle()))
@@ -1137,8 +1137,8 @@ def _pool_backward_op(x, dy, mode, kernel_size, stride, padding, ceil_mode, out_
     x = _as_tensor(x, _ACTIVATION, df, ctx, dev, "x")
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, x.device, "dy")
     d = x._desc()
-    p = _pool_params(tuple(d.dims), mode, kernel_size, stride, padding, ceil_mode)
-    dx = empty(tuple(d.dims), out_layout or x.layout, device=x.device, context=x._ctx)
+    p = _pool_params(tuple(d.dims[:4]), mode, kernel_size, stride, padding, ceil_mode)
+    dx = empty(tuple(d.dims[:4]), out_layout or x.layout, device=x.device, context=x._ctx)
     _check(_pool_backward(ctypes.byref(p), x._handle(), dy._handle(), dx._handle()))
     return dx
 
@@ -1262,7 +1262,7 @@ def concat(inputs, axis=1):
     for i, x in enumerate(inputs):
         ts.append(_as_tensor(x, _ACTIVATION, None, ctx, dev, "inputs[%d]" % i))
         dev = dev or ts[0].device
-    dims = list(ts[0]._desc().dims)
+    dims = list(ts[0]._desc().dims[:4])
     if 0 <= axis < 4:
         dims[axis] = sum(t._desc().dims[axis] for t in ts)
     y = _empty_like(ts[0], ctx, dims)
@@ -1308,7 +1308,7 @@ def flatten(x):
     """(N, C*H*W, 1, 1): a matrix with one row per image, in memory order."""
     ctx, dev = _placement(x)
     x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
-    n, c, h, w = x._desc().dims
+    n, c, h, w = x._desc().dims[:4]
     return reshape(x, (n, c * h * w, 1, 1))
 
 
@@ -1555,7 +1555,7 @@ class Node:
     @property
     def shape(self):
         d = self._desc()
-        return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims)
+        return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims[:4])
 
     @property
     def layout(self):
@@ -1664,7 +1664,7 @@ class Graph:
                 raise ValueError("polydnn: an int32 placeholder holds labels: its shape is (N,), not %r" % (shape,))
             d = _Desc()
             d.dtype, d.layout = _INT32, _LAYOUT_X
-            d.dims[:] = _dims(shape, "shape")
+            d.dims[:4] = _dims(shape, "shape")
             return self._add(_graph_placeholder, name, device, None, ctypes.byref(d))
         df = _data_format(data_format) or "NCHW"
         if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) not in (1, 2, 4):
@@ -1677,7 +1677,7 @@ class Graph:
             d.layout = _LAYOUT_X
         elif len(shape) == 4 and df == "NHWC":
             dims = [dims[a] for a in _NHWC_AXES[_ACTIVATION]]
-        d.dims[:] = dims
+        d.dims[:4] = dims
         return self._add(_graph_placeholder, name, device, df, ctypes.byref(d))
 
     def constant(self, value, name=None, device=None, role="activation", data_format=None):
@@ -1700,13 +1700,13 @@ class Graph:
         wi = self._input(w, _FILTER, df, "w")
         bi = -1 if bias is None else self._input(bias, _ACTIVATION, None, "bias")
         xd, wd = Node(self, xi)._desc(), Node(self, wi)._desc()
-        p = _conv_params(tuple(xd.dims), tuple(wd.dims), stride, padding, dilation, groups, relu, algorithm)
+        p = _conv_params(tuple(xd.dims[:4]), tuple(wd.dims[:4]), stride, padding, dilation, groups, relu, algorithm)
         return self._add(_graph_conv2d, name, device, df, xi, wi, bi, ctypes.byref(p))
 
     def _pool(self, x, mode, kernel_size, stride, padding, ceil_mode, data_format, name, device):
         df = _data_format(data_format)
         xi = self._input(x, _ACTIVATION, df, "x")
-        p = _pool_params(tuple(Node(self, xi)._desc().dims), mode, kernel_size, stride, padding, ceil_mode)
+        p = _pool_params(tuple(Node(self, xi)._desc().dims[:4]), mode, kernel_size, stride, padding, ceil_mode)
         return self._add(_graph_pool2d, name, device, df, xi, ctypes.byref(p))
 
     def max_pool2d(self, x, kernel_size, stride=None, padding=0, ceil_mode=False, data_format=None, name=None,
@@ -1785,7 +1785,7 @@ class Graph:
         d = _Desc()
         d.dtype = _FLOAT32
         d.layout = _LAYOUT_X if len(shape) == 1 else 2 if (len(shape) == 4 and role == "filter") else 0
-        d.dims[:] = dims
+        d.dims[:4] = dims
         return self._add(_graph_variable, name, device, None, ctypes.byref(d), self._INITIALIZERS[initializer],
                          _int(seed, "seed", "uint64"), None)
 

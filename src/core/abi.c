@@ -65,6 +65,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_tensor_desc, dtype),
     FIELD(pdnn_tensor_desc, layout),
     FIELD(pdnn_tensor_desc, dims),
+    FIELD(pdnn_tensor_desc, rank),
 
     STRUCT(pdnn_conv2d_params),
     FIELD(pdnn_conv2d_params, stride_h),

@@ -125,6 +125,9 @@ const char *pdnn__device_list(const pdnn_context *ctx, char *buf, size_t len);
 
 /* Describes a tensor for messages: "[17,64,56,56] NCHW float32". */
 const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len);
+/* out = d with its rank set and the dims past it 1 (d valid), the form
+ * tensors and graph nodes keep so that descriptors compare with memcmp. */
+void pdnn__desc_canon(const pdnn_tensor_desc *d, pdnn_tensor_desc *out);
 
 /* The op-level checks that pdnn_activation_forward and pdnn_concat share
  * with their graph nodes (ops_nn.c). pdnn__activation_check: NULL when

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const layout_names[] = {"NCHW", "NHWC", "OIHW", "OHWI", "HWIO", "X"};
+static const char *const layout_names[] = {"NCHW", "NHWC", "OIHW", "OHWI", "HWIO", "X", "ND"};
 
 int pdnn_layout_parse(const char *name)
 {
@@ -48,11 +48,46 @@ static const char *dtype_name(pdnn_dtype t)
     return "unknown-dtype";
 }
 
+int pdnn_tensor_desc_rank(const pdnn_tensor_desc *d)
+{
+    if (!d || (unsigned)d->layout > PDNN_ND)
+        return -1;
+    if (d->layout == PDNN_ND)
+        return d->rank;
+    return d->layout == PDNN_LAYOUT_X ? 1 : 4;
+}
+
+/* The dims that count for d's layout: 4 for the image layouts and X (X's
+ * last three are 1), rank for ND. */
+static int counted_dims(const pdnn_tensor_desc *d)
+{
+    return d->layout == PDNN_ND ? d->rank : 4;
+}
+
+void pdnn__desc_canon(const pdnn_tensor_desc *d, pdnn_tensor_desc *out)
+{
+    pdnn_tensor_desc c = *d;
+    int n = counted_dims(d);
+    if (n < 0 || n > PDNN_MAX_RANK)
+        n = PDNN_MAX_RANK;
+    for (int i = n; i < PDNN_MAX_RANK; i++)
+        c.dims[i] = 1;
+    c.rank = pdnn_tensor_desc_rank(d);
+    *out = c;
+}
+
 const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len)
 {
-    snprintf(buf, len, "[%lld,%lld,%lld,%lld] %s %s", (long long)d->dims[0],
-             (long long)d->dims[1], (long long)d->dims[2], (long long)d->dims[3],
-             pdnn_layout_name(d->layout), dtype_name(d->dtype));
+    char dims[PDNN_MAX_RANK * 21 + 4];
+    size_t at = 0;
+    int n = counted_dims(d);
+    if (n < 0 || n > PDNN_MAX_RANK)
+        n = PDNN_MAX_RANK;
+    dims[at++] = '[';
+    for (int i = 0; i < n; i++)
+        at += (size_t)snprintf(dims + at, sizeof dims - at, "%s%lld", i ? "," : "", (long long)d->dims[i]);
+    snprintf(dims + at, sizeof dims - at, "]");
+    snprintf(buf, len, "%s %s %s", dims, pdnn_layout_name(d->layout), dtype_name(d->dtype));
     return buf;
 }
 
@@ -64,18 +99,26 @@ pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *d)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "tensor dtype %d is unknown; dtypes are PDNN_FLOAT32, PDNN_FLOAT16, PDNN_BFLOAT16, PDNN_INT32",
                            (int)d->dtype);
-    if ((unsigned)d->layout > PDNN_LAYOUT_X)
+    if ((unsigned)d->layout > PDNN_ND)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "tensor layout %d is unknown; layouts are NCHW, NHWC, OIHW, OHWI, HWIO, X",
+                           "tensor layout %d is unknown; layouts are NCHW, NHWC, OIHW, OHWI, HWIO, X, ND",
                            (int)d->layout);
-    for (int i = 0; i < 4; i++) {
+    if (d->layout == PDNN_ND && (d->rank < 0 || d->rank > PDNN_MAX_RANK))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "tensor rank %d is invalid: an ND tensor has rank 0 to %d",
+                           d->rank, PDNN_MAX_RANK);
+    int n = counted_dims(d);
+    char dbuf[PDNN_MAX_RANK * 21 + 32];
+    for (int i = 0; i < n; i++) {
         if (d->dims[i] < 1)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                               "tensor dims [%lld,%lld,%lld,%lld] are invalid: dim %d is %lld, "
-                               "every dim must be >= 1",
-                               (long long)d->dims[0], (long long)d->dims[1],
-                               (long long)d->dims[2], (long long)d->dims[3], i,
-                               (long long)d->dims[i]);
+                               "tensor dims %s are invalid: dim %d is %lld, every dim must be >= 1",
+                               pdnn__desc_string(d, dbuf, sizeof dbuf), i, (long long)d->dims[i]);
+    }
+    for (int i = n; i < PDNN_MAX_RANK; i++) {
+        if (d->dims[i] != 0 && d->dims[i] != 1)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                               "tensor dims %s: dim %d (%lld) is past the rank (%d); it must be 0 or 1",
+                               pdnn__desc_string(d, dbuf, sizeof dbuf), i, (long long)d->dims[i], n);
     }
     if (d->layout == PDNN_LAYOUT_X && (d->dims[1] != 1 || d->dims[2] != 1 || d->dims[3] != 1))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
@@ -83,12 +126,11 @@ pdnn_status pdnn_tensor_desc_validate(const pdnn_tensor_desc *d)
                            (long long)d->dims[0], (long long)d->dims[1], (long long)d->dims[2],
                            (long long)d->dims[3]);
     int64_t bytes = dtype_size(d->dtype);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < n; i++) {
         if (d->dims[i] > INT64_MAX / bytes)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                               "tensor dims [%lld,%lld,%lld,%lld] %s overflow: the size does not fit in 64 bits",
-                               (long long)d->dims[0], (long long)d->dims[1],
-                               (long long)d->dims[2], (long long)d->dims[3], dtype_name(d->dtype));
+                               "tensor dims %s overflow: the size does not fit in 64 bits",
+                               pdnn__desc_string(d, dbuf, sizeof dbuf));
         bytes *= d->dims[i];
     }
     return PDNN_SUCCESS;
@@ -98,15 +140,18 @@ int64_t pdnn_tensor_desc_elements(const pdnn_tensor_desc *d)
 {
     /* Checked here rather than through pdnn_tensor_desc_validate so that
      * a size query does not overwrite the caller's last error. */
-    if (!d || dtype_size(d->dtype) == 0)
+    if (!d || dtype_size(d->dtype) == 0 || (unsigned)d->layout > PDNN_ND)
         return 0;
-    int64_t n = 1;
-    for (int i = 0; i < 4; i++) {
-        if (d->dims[i] < 1 || d->dims[i] > INT64_MAX / dtype_size(d->dtype) / n)
+    int n = counted_dims(d);
+    if (n < 0 || n > PDNN_MAX_RANK)
+        return 0;
+    int64_t e = 1;
+    for (int i = 0; i < n; i++) {
+        if (d->dims[i] < 1 || d->dims[i] > INT64_MAX / dtype_size(d->dtype) / e)
             return 0;
-        n *= d->dims[i];
+        e *= d->dims[i];
     }
-    return n;
+    return e;
 }
 
 int64_t pdnn_tensor_desc_bytes(const pdnn_tensor_desc *d)
@@ -147,7 +192,7 @@ pdnn_status pdnn_tensor_create(pdnn_device *dev, const pdnn_tensor_desc *desc, p
         return st;
     }
     t->dev = dev;
-    t->desc = *desc;
+    pdnn__desc_canon(desc, &t->desc);
     t->bytes = bytes;
     pthread_mutex_init(&t->pack_lock, NULL);
     atomic_init(&t->refs, 1);
@@ -163,7 +208,7 @@ pdnn_status pdnn__tensor_wrap(pdnn_device *dev, const pdnn_tensor_desc *desc, pd
     if (!t)
         return pdnn__host_oom("wrapping foreign memory", "the tensor record", sizeof *t);
     t->dev = dev;
-    t->desc = *desc;
+    pdnn__desc_canon(desc, &t->desc);
     t->bytes = pdnn_tensor_desc_bytes(desc);
     t->block.buf = buf;
     t->block.bytes = (size_t)t->bytes;
@@ -299,6 +344,31 @@ void pdnn__tensor_unref(pdnn_tensor *t)
     pdnn__context_unref(ctx);
 }
 
+static void view_release(void *base) { pdnn__tensor_unref(base); }
+
+pdnn_status pdnn_tensor_view(pdnn_tensor *x, const pdnn_tensor_desc *desc, pdnn_tensor **out)
+{
+    if (!x || !desc || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_tensor_view: %s is NULL",
+                           !x ? "x" : !desc ? "desc" : "out");
+    *out = NULL;
+    pdnn_status st = pdnn_tensor_desc_validate(desc);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (desc->dtype != x->desc.dtype || pdnn_tensor_desc_bytes(desc) != x->bytes) {
+        char a[PDNN_MAX_RANK * 21 + 32], b[PDNN_MAX_RANK * 21 + 32];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_tensor_view: %s cannot be viewed as %s: a view keeps the dtype and the "
+                           "element count",
+                           pdnn__desc_string(&x->desc, a, sizeof a), pdnn__desc_string(desc, b, sizeof b));
+    }
+    pdnn__tensor_ref(x);
+    st = pdnn__tensor_wrap(x->dev, desc, x->block.buf, view_release, x, out);
+    if (st != PDNN_SUCCESS)
+        pdnn__tensor_unref(x);
+    return st;
+}
+
 static pdnn_status check_io(const char *fn, const pdnn_tensor *t, const void *p, size_t bytes)
 {
     if (!t || !p)
@@ -322,6 +392,12 @@ pdnn_status pdnn_tensor_write(pdnn_tensor *t, const void *src, size_t bytes)
     pthread_mutex_lock(&t->pack_lock);
     pdnn__tensor_pack_drop(t);
     pthread_mutex_unlock(&t->pack_lock);
+    if (t->foreign_free == view_release) {
+        pdnn_tensor *base = t->foreign;
+        pthread_mutex_lock(&base->pack_lock);
+        pdnn__tensor_pack_drop(base);
+        pthread_mutex_unlock(&base->pack_lock);
+    }
     return t->dev->backend->write(t->dev->handle, t->block.buf, src, bytes);
 }
 

@@ -56,6 +56,8 @@ struct pdnn__comm {
      * never. */
     int alive_out;
     double *alive, next_alive;
+    double hb_period; /* a quarter of the timeout, at most 1 s: jitter of a
+                       * loaded machine must not make a live rank look silent */
     MPI_Request *alive_req; /* per rank, our last heartbeat to it */
     int broken; /* a collective timed out: its request is abandoned */
     char broken_why[400]; /* that collective's message, given for every later one */
@@ -76,7 +78,7 @@ static void mpi_text(int rc, char *buf, size_t len)
 
 enum { ALIVE_TAG = 0x5044 };
 
-/* One heartbeat step, c->mpi_mu held: with send, once a second, "alive"
+/* One heartbeat step, c->mpi_mu held: with send, once a period, "alive"
  * to every other rank whose last one has gone out; then every heartbeat
  * that has come in noted. */
 static void heartbeat(pdnn__comm *c, double now, int send)
@@ -84,7 +86,7 @@ static void heartbeat(pdnn__comm *c, double now, int send)
     if (!c->alive)
         return;
     if (send && now >= c->next_alive) {
-        c->next_alive = now + 1.0;
+        c->next_alive = now + c->hb_period;
         for (int r = 0; r < c->size; r++) {
             int done = 1;
             if (r == c->rank)
@@ -223,11 +225,13 @@ static void *comm_main(void *arg)
     pdnn__comm *c = arg;
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        /* Idle (the run computes): a heartbeat a second. */
+        /* Idle (the run computes): a heartbeat a period. */
         while (!c->stop && c->q_head == c->q_tail) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
+            const long ns = (long)(c->hb_period * 1e9);
+            until.tv_sec += (until.tv_nsec + ns) / 1000000000L;
+            until.tv_nsec = (until.tv_nsec + ns) % 1000000000L;
             if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0 && !c->stop && !c->broken) {
                 pthread_mutex_unlock(&c->mu);
                 pthread_mutex_lock(&c->mpi_mu);
@@ -300,6 +304,9 @@ pdnn_status pdnn__comm_create(void *user_comm, double timeout, pdnn__comm **out)
         double v = e ? strtod(e, &end) : 0;
         c->timeout = e && end != e && *end == '\0' && v > 0 ? v : 120.0;
     }
+    c->hb_period = c->timeout / 4 < 1.0 ? c->timeout / 4 : 1.0;
+    if (c->hb_period < 0.01)
+        c->hb_period = 0.01;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     pthread_mutex_init(&c->mpi_mu, NULL);

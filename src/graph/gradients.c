@@ -53,7 +53,7 @@ static pdnn_status emit_matmul(grad_state *s, int f, const char *tag, pdnn_node 
 {
     const pdnn_tensor_desc *da = &s->g->nodes[a].out, *db = &s->g->nodes[b].out;
     pdnn_tensor_desc o = {PDNN_FLOAT32, PDNN_NCHW,
-                          {ta ? da->dims[1] : da->dims[0], tb ? db->dims[0] : db->dims[1], 1, 1}};
+                          {ta ? da->dims[1] : da->dims[0], tb ? db->dims[0] : db->dims[1], 1, 1}, 0};
     pdnn_node in[2] = {a, b};
     pdnn_status st = emit(s, f, tag, PDNN__OP_MATMUL, &o, in, 2, res);
     if (st == PDNN_SUCCESS) {
@@ -429,7 +429,7 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
     pdnn_status st = PDNN_SUCCESS;
     pdnn_node step = -1;
     if (pdnn_graph_find(g, "global_step", &step) != PDNN_SUCCESS) {
-        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}};
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};
         st = pdnn_graph_variable(g, "global_step", "/cpu:0", &d, PDNN_INIT_ZEROS, 0, NULL, &step);
     } else if (g->nodes[step].op != PDNN__OP_VARIABLE || pdnn_tensor_desc_elements(&g->nodes[step].out) != 1) {
         st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: the node named global_step is not a "

@@ -169,6 +169,7 @@ static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs
         memcpy(nd->inputs, inputs, sizeof *nd->inputs * (size_t)n_inputs);
     }
     nd->n_inputs = n_inputs;
+    pdnn__desc_canon(&nd->out, &nd->out); /* compared with tensors' by memcmp */
     if (!nd->name[0]) /* the default name: the op type, numbered after the first */
         unique_name(g, nd, pdnn__op_type(nd));
     g->nodes[g->n] = *nd;
@@ -331,7 +332,7 @@ pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *devic
     }
     nd.trans_a = trans_a != 0;
     nd.trans_b = trans_b != 0;
-    nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_NCHW, {m, n, 1, 1}};
+    nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_NCHW, {m, n, 1, 1}, 0};
     return finish(g, &nd, in, 2, out);
 }
 
@@ -615,7 +616,7 @@ pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *devi
         return st;
     if (!dims)
         return shape_error(&nd, "dims is NULL");
-    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {dims[0], dims[1], dims[2], dims[3]}};
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {dims[0], dims[1], dims[2], dims[3]}, 0};
     if (pdnn_tensor_desc_validate(&d) != PDNN_SUCCESS)
         return shape_error(&nd, pdnn_last_error());
     if (pdnn_tensor_desc_elements(&d) != pdnn_tensor_desc_elements(in_desc(g, x)))
@@ -750,7 +751,7 @@ pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char *name, co
         return shape_error(&nd, "logits must be a float32 matrix {N, K, 1, 1}");
     if (dlab->dtype != PDNN_INT32 || dlab->layout != PDNN_LAYOUT_X || dlab->dims[0] != dl->dims[0])
         return shape_error(&nd, "labels must be int32, layout X, {N, 1, 1, 1} with N the logits' rows");
-    nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}};
+    nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};
     return finish(g, &nd, in, 2, out);
 }
 

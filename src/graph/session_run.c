@@ -84,7 +84,7 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_XENT: return pdnn_softmax_cross_entropy(in[0], in[1], y, NULL);
     case PDNN__OP_XENT_GRAD: {
         pdnn_tensor *loss = NULL;
-        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}};
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};
         if (!in[0])
             return pdnn__error(PDNN_ERR_INTERNAL, "run_node: no logits");
         pdnn_status st = pdnn_tensor_create(in[0]->dev, &d, &loss);

@@ -384,7 +384,7 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
         desc.dims[0] = dl->shape[0];
         desc.dims[1] = desc.dims[2] = desc.dims[3] = 1;
     } else {
-        memcpy(desc.dims, dl->shape, sizeof desc.dims);
+        memcpy(desc.dims, dl->shape, 4 * sizeof desc.dims[0]);
         int layout = match_layout(desc.dims, dl->strides, role);
         if (layout < 0)
             return pdnn__error(PDNN_ERR_UNSUPPORTED,

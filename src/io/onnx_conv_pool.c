@@ -171,7 +171,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
         value *zv =
             strcmp(add->input[1 - mine], out_name) != 0 ? pdnn__onnx_find_value(im, add->input[1 - mine]) : NULL;
         pdnn_tensor_desc xd, zd;
-        const pdnn_tensor_desc wdl = {PDNN_FLOAT32, PDNN_OIHW, {w->dims[0], w->dims[1], w->dims[2], w->dims[3]}};
+        const pdnn_tensor_desc wdl = {PDNN_FLOAT32, PDNN_OIHW, {w->dims[0], w->dims[1], w->dims[2], w->dims[3]}, 0};
         int64_t od[4];
         if (zv && zv->node >= 0 && zv->rank == 4 && pdnn_graph_node_desc(im->graph, x->node, &xd) == PDNN_SUCCESS &&
             pdnn_conv2d_output_dims(&xd, &wdl, &p, od) == PDNN_SUCCESS &&
@@ -205,7 +205,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
         free(wf), free(bf);
         return st;
     }
-    pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {w->dims[0], w->dims[1], w->dims[2], w->dims[3]}};
+    pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {w->dims[0], w->dims[1], w->dims[2], w->dims[3]}, 0};
     if (im->layout == PDNN_NHWC) {
         /* OHWI, the NHWC kernels' filter order; a depthwise filter (one
          * input channel per group) HWIO, where a tap's output channels are
@@ -221,7 +221,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
         wf = t;
         wd.layout = dwise ? PDNN_HWIO : PDNN_OHWI;
     }
-    pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {K, 1, 1, 1}};
+    pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {K, 1, 1, 1}, 0};
     int wn = -1, bn_ = -1, y = -1;
     st = pdnn__graph_constant_adopt(im->graph, im->device, &wd, wf, &wn); /* wf is the node's now */
     if (st == PDNN_SUCCESS && has_bias)

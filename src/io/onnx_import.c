@@ -78,7 +78,7 @@ static pdnn_status import_inputs(importer *im, const pdnn_onnx_options *opts, pd
                                    "symbolic; only the batch may be", vi->name, j);
         }
         pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {v.dims[0], v.dims[1], r == 4 ? v.dims[2] : 1,
-                                                        r == 4 ? v.dims[3] : 1}};
+                                                        r == 4 ? v.dims[3] : 1}, 0};
         if (strlen(vi->name) >= sizeof(((pdnn__node *)0)->name))
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input name '%.40s...' is too "
                                "long", vi->name);

@@ -43,7 +43,7 @@ static pdnn_status binary_operand(importer *im, const Onnx__NodeProto *n, const 
     if (!data)
         return pdnn__onnx_node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
     pdnn__onnx_relayout(v->data, d, layout, data);
-    pdnn_tensor_desc want = {PDNN_FLOAT32, layout, {d[0], d[1], d[2], d[3]}};
+    pdnn_tensor_desc want = {PDNN_FLOAT32, layout, {d[0], d[1], d[2], d[3]}, 0};
     pdnn_status st = pdnn__graph_constant_adopt(im->graph, im->device, &want, data, node);
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
@@ -128,7 +128,7 @@ static pdnn_status import_add(importer *im, const Onnx__NodeProto *n)
                                              (cb->rank == 4 && cb->dims[0] == 1 && cb->dims[2] == 1 &&
                                               cb->dims[3] == 1))));
         if (per_channel) {
-            pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {C, 1, 1, 1}};
+            pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {C, 1, 1, 1}, 0};
             int bn = -1;
             if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
                 return st;
@@ -163,7 +163,7 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
             return pdnn__onnx_node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
         for (int64_t i = 0; i < cb->count; i++)
             scaled[i] = cb->data[i] * alpha;
-        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {cb->dims[0], cb->dims[1], 1, 1}};
+        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {cb->dims[0], cb->dims[1], 1, 1}, 0};
         int bnode = -1;
         st = pdnn_graph_constant(im->graph, NULL, im->device, &d, scaled, &bnode);
         free(scaled);
@@ -188,7 +188,7 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
             return pdnn__onnx_node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
         for (int64_t i = 0; i < N; i++)
             cs[i] = c->data[i] * beta;
-        pdnn_tensor_desc cd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {N, 1, 1, 1}};
+        pdnn_tensor_desc cd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {N, 1, 1, 1}, 0};
         int cnode = -1;
         st = pdnn_graph_constant(im->graph, NULL, im->device, &cd, cs, &cnode);
         free(cs);
@@ -546,7 +546,7 @@ static pdnn_status import_batch_norm(importer *im, const Onnx__NodeProto *n)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "an input of rank %d (2 to 4 are supported)", x->rank);
     const int64_t C = x->dims[1];
     pdnn_node p[4];
-    pdnn_tensor_desc pd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {C, 1, 1, 1}};
+    pdnn_tensor_desc pd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {C, 1, 1, 1}, 0};
     for (size_t i = 0; i < 4; i++) {
         const value *c = pdnn__onnx_const_input(im, n, i + 1);
         if (!c || !c->data || c->count != C)

@@ -219,7 +219,7 @@ value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pd
             return NULL;
         }
         pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {v->dims[0], v->dims[1], v->rank == 4 ? v->dims[2] : 1,
-                                                         v->rank == 4 ? v->dims[3] : 1}};
+                                                         v->rank == 4 ? v->dims[3] : 1}, 0};
         if ((*st = const_node(im, n, v, &d, &v->node)) != PDNN_SUCCESS)
             return NULL;
     }

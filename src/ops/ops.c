@@ -224,7 +224,7 @@ pdnn_status pdnn__check_output(const char *op, const char *name, const pdnn_tens
     if (!is_activation(y->desc.layout))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s %s must be NCHW or NHWC", op, name,
                            pdnn__desc_string(&y->desc, yd, sizeof yd));
-    if (memcmp(y->desc.dims, want, sizeof y->desc.dims) != 0)
+    if (memcmp(y->desc.dims, want, 4 * sizeof want[0]) != 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "%s: %s %s has the wrong dims; expected [%lld,%lld,%lld,%lld]", op, name,
                            pdnn__desc_string(&y->desc, yd, sizeof yd), (long long)want[0],
