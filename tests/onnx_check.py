@@ -486,7 +486,7 @@ def main():
                     except (ValueError, IndexError):
                         j = None
                     first = re.search(r"^image 0 top-5: (\d+) ", sr.stdout, re.M)
-                    if (not j or not first or j["top5"][0][0][0] != int(first.group(1)) or
+                    if (not j or not first or j["top"][0][0][0] != int(first.group(1)) or
                             not j["min_ms"] <= j["median_ms"] <= j["p90_ms"] <= j["p99_ms"]):
                         print(f"FAIL {tag} --json: {jr.returncode}\n{jr.stdout}{jr.stderr}")
                         failed += 1
