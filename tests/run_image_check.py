@@ -383,7 +383,24 @@ def bad_files():
     check(r.returncode == 1 and "image inputs fill" in r.stderr, "a 2-channel input is refused for images", r.stderr)
 
 
+def seeds():
+    """run's random inputs: seed 1 without --seed (two runs the same), --seed time printed and repeatable."""
+    model = identity(3, 4, 4)
+    got = []
+    for extra in ([], [], ["--seed", "time"]):
+        out = path("seed.npy")
+        r = run(model, *DEV, "--output", out, *extra)
+        m = re.search(r"^random inputs in \[-1, 1\), seed (\d+)$", r.stdout, re.M)
+        got.append((np.load(out) if r.returncode == 0 else None, m.group(1) if m else None))
+    same = got[0][0] is not None and got[1][0] is not None and np.array_equal(got[0][0], got[1][0])
+    check(same and got[0][1] == "1", "run without --seed: seed 1, printed, the same numbers twice")
+    again = run(model, *DEV, "--output", path("seed.npy"), "--seed", str(got[2][1]))
+    ok = got[2][0] is not None and again.returncode == 0 and np.array_equal(np.load(path("seed.npy")), got[2][0])
+    check(ok and not np.array_equal(got[2][0], got[0][0]), "run --seed time: a printed seed that repeats its draw")
+
+
 def main():
+    seeds()
     images = make_images()
     tensors(images)
     labels()
