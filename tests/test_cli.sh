@@ -89,7 +89,7 @@ for cmd in conv pool; do
         pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $cmd --seed time: seed '$seed' not printed, or not its draw"; fi
     bad "$cmd --seed x" 2 "--seed takes a whole number from 0 to 2147483647, or time; got 'x'" "$tool" $cmd --seed x
 done
-bad "train --seed -1" 2 "--seed takes a whole number" "$tool" train --seed -1
+bad "train --seed -1 (-v parsed as --verbose)" 2 "--seed takes a whole number" "$tool" train -v --seed -1
 bad "train --seed time --distributed" 2 "every rank would draw its own seed" "$tool" train --seed time --distributed mpi
 ok "POLYDNN_BACKEND=host keeps only the host" env POLYDNN_BACKEND=host "$tool" devices --verbose
 has "host kept" "device:CPU:0 -> device: 0, backend: host"

@@ -1056,7 +1056,7 @@ int cmd_train(int argc, char **argv)
          "with --distributed: all-reduce after the backward pass, not during it (to measure the overlap)"},
         {0, "collective-timeout", OPT_STR, &o.timeout, 0,
          "with --distributed: seconds to wait for the other ranks before failing (default 120)"},
-        {0, "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
+        {'v', "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
         {0, "json", OPT_FLAG, &o.json, 0,
          "print the step, epoch and closing lines as JSON objects, one per line (other output stays text)"},
     };
