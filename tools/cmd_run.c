@@ -554,9 +554,9 @@ int cmd_run(int argc, char **argv)
                 cli_json_string(stdout, inputs.v[i]);
             }
             printf("]");
-        } else if (io.n_inputs > (inputs.n ? 1 : 0)) {
-            printf(", \"seed\": %d", seed);
         }
+        if (io.n_inputs > (inputs.n ? 1 : 0))
+            printf(", \"seed\": %d", seed);
         if ((rc = print_top(y, yd.dims[0], ny / yd.dims[0], &top_o)))
             goto out;
         printf(", \"iters\": %d, \"warmup\": %d, \"mean_ms\": %.6f, \"min_ms\": %.6f, \"median_ms\": %.6f, "
