@@ -485,8 +485,8 @@ def main():
                         j = json.loads(jr.stdout.splitlines()[0]) if jr.returncode == 0 else None
                     except (ValueError, IndexError):
                         j = None
-                    first = re.search(r"^image 0 top-5: (\d+) ", sr.stdout, re.M)
-                    if (not j or not first or j["top5"][0][0][0] != int(first.group(1)) or
+                    first = re.search(r"^image 0 top-\d+: (\d+) ", sr.stdout, re.M)
+                    if (not j or not first or j["top"][0][0][0] != int(first.group(1)) or
                             not j["min_ms"] <= j["median_ms"] <= j["p90_ms"] <= j["p99_ms"]):
                         print(f"FAIL {tag} --json: {jr.returncode}\n{jr.stdout}{jr.stderr}")
                         failed += 1

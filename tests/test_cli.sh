@@ -61,6 +61,36 @@ bad "train --batch 0" 2 "--batch must be at least 1" "$tool" train --batch 0
 bad "train -n 0" 2 "-n must be at least 1" "$tool" train -n 0
 bad "train --batch-size 0 (its older name)" 2 "--batch-size must be at least 1" "$tool" train --batch-size 0
 bad "run -n 0" 2 "-n must be at least 1" "$tool" run "$tmp/none.onnx" -n 0
+# -d is --device in every command that takes a device: each reaches the
+# device lookup (naming the device; tune calls a missing one a usage
+# error), not the flag parser ("unknown flag").
+bad "conv -d" 1 "device '/gpu:9' does not exist" "$tool" conv -d /gpu:9 --iters 1
+bad "pool -d" 1 "device '/gpu:9' does not exist" "$tool" pool -d /gpu:9 --iters 1
+bad "bench conv -d" 1 "device '/gpu:9' does not exist" "$tool" bench conv -d /gpu:9 --iters 1
+bad "tune conv -d" 2 "device '/gpu:9' does not exist" "$tool" tune conv -d /gpu:9 -c 4 -k 4 -H 8 -W 8
+bad "train -d" 1 "explicitly assigned to /gpu:9" "$tool" train -d /gpu:9 --steps 1 --train-limit 64 --test-limit 64
+bad "run-example -d" 1 "/gpu:9" "$tool" run-example cnn -d /gpu:9
+for cmd in conv pool bench tune run train run-example; do
+    ok "$cmd --help" "$tool" $cmd --help
+    has "$cmd --help: -d is --device" "^  -d, --device V "
+done
+# One --seed default everywhere (1): two runs without --seed draw the same
+# numbers; --seed time draws from the clock and prints the seed.
+for cmd in conv pool; do
+    ok "$cmd without --seed (1)" "$tool" $cmd -d /cpu:0 --iters 1 --output "$tmp/s1.npy"
+    has "$cmd without --seed: seed 1, printed" "random inputs in \[-1, 1), seed 1$"
+    ok "$cmd without --seed (2)" "$tool" $cmd -d /cpu:0 --iters 1 --output "$tmp/s2.npy"
+    if cmp -s "$tmp/s1.npy" "$tmp/s2.npy"; then pass=$((pass + 1)); else
+        fail=$((fail + 1)); echo "FAIL: $cmd: two runs without --seed differ"; fi
+    ok "$cmd --seed time" "$tool" $cmd -d /cpu:0 --iters 1 --seed time --output "$tmp/s3.npy"
+    seed=$(sed -n 's/^random inputs in \[-1, 1), seed \([0-9]*\)$/\1/p' "$tmp/out")
+    ok "$cmd --seed $seed repeats --seed time's draw" "$tool" $cmd -d /cpu:0 --iters 1 --seed "$seed" --output "$tmp/s4.npy"
+    if [ -n "$seed" ] && cmp -s "$tmp/s3.npy" "$tmp/s4.npy" && ! cmp -s "$tmp/s1.npy" "$tmp/s3.npy"; then
+        pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $cmd --seed time: seed '$seed' not printed, or not its draw"; fi
+    bad "$cmd --seed x" 2 "--seed takes a whole number from 0 to 2147483647, or time; got 'x'" "$tool" $cmd --seed x
+done
+bad "train --seed -1 (-v parsed as --verbose)" 2 "--seed takes a whole number" "$tool" train -v --seed -1
+bad "train --seed time --distributed" 2 "every rank would draw its own seed" "$tool" train --seed time --distributed mpi
 ok "POLYDNN_BACKEND=host keeps only the host" env POLYDNN_BACKEND=host "$tool" devices --verbose
 has "host kept" "device:CPU:0 -> device: 0, backend: host"
 has "opencl skipped" "opencl: skipped (POLYDNN_BACKEND)"

@@ -12,7 +12,7 @@
 
 static const char *value_hint(const cli_opt *o)
 {
-    return o->kind == OPT_FLAG ? "" : o->kind == OPT_INTS ? " V[,V...]" : " V";
+    return o->kind == OPT_FLAG ? "" : o->kind == OPT_INTS ? " V[,V...]" : o->kind == OPT_STRS ? " V (repeatable)" : " V";
 }
 
 static void print_help(const char *cmd, const cli_opt *opts, int nopts, const char *summary)
@@ -60,6 +60,15 @@ static int set_value(const char *cmd, const cli_opt *o, const char *flag, const 
 {
     if (o->kind == OPT_STR) {
         *(const char **)o->dst = val;
+        return 0;
+    }
+    if (o->kind == OPT_STRS) {
+        cli_strs *list = o->dst;
+        if (list->n == CLI_STRS_MAX) {
+            fprintf(stderr, "polydnn %s: %s may be given at most %d times\n", cmd, flag, CLI_STRS_MAX);
+            return EXIT_USAGE;
+        }
+        list->v[list->n++] = val;
         return 0;
     }
     const char *next = NULL;
@@ -132,6 +141,30 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
         if (rc)
             return rc;
     }
+    return 0;
+}
+
+int cli_seed(const char *cmd, const char *text, int *seed)
+{
+    if (!text) {
+        *seed = CLI_SEED_DEFAULT;
+        return 0;
+    }
+    if (strcmp(text, "time") == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *seed = (int)(((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) % 1000000007u);
+        return 0;
+    }
+    errno = 0;
+    char *end = NULL;
+    const long v = strtol(text, &end, 10);
+    if (end == text || *end || errno || v < 0 || v > INT_MAX) {
+        fprintf(stderr, "polydnn %s: --seed takes a whole number from 0 to %d, or time; got '%s'\n", cmd, INT_MAX,
+                text);
+        return EXIT_USAGE;
+    }
+    *seed = (int)v;
     return 0;
 }
 

@@ -16,9 +16,11 @@ enum { EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 /* OPT_INTS: a flag that may be repeated and takes comma-separated lists
  * ("--batch 1,8 --batch 16"), every value kept in a cli_ints.
+ * OPT_STRS: a flag that may be repeated, each value kept in a cli_strs
+ * (file names: no splitting at commas).
  * OPT_HEADING: no flag; its help text is printed as a heading above the
  * flags that follow it in --help. */
-typedef enum opt_kind { OPT_INT, OPT_FLAG, OPT_STR, OPT_INTS, OPT_HEADING } opt_kind;
+typedef enum opt_kind { OPT_INT, OPT_FLAG, OPT_STR, OPT_INTS, OPT_STRS, OPT_HEADING } opt_kind;
 
 enum { CLI_INTS_MAX = 16 };
 typedef struct cli_ints {
@@ -26,11 +28,17 @@ typedef struct cli_ints {
     int n;
 } cli_ints;
 
+enum { CLI_STRS_MAX = 1024 };
+typedef struct cli_strs {
+    const char *v[CLI_STRS_MAX];
+    int n;
+} cli_strs;
+
 typedef struct cli_opt {
     char short_name;       /* 0: long name only */
     const char *long_name; /* NULL for OPT_HEADING */
     opt_kind kind;
-    void *dst;             /* int* (INT, FLAG), const char** (STR) or cli_ints* (INTS) */
+    void *dst;             /* int* (INT, FLAG), const char** (STR), cli_ints* (INTS), cli_strs* (STRS) */
     int min;               /* INT, INTS: smallest accepted value */
     const char *help;
 } cli_opt;
@@ -43,6 +51,15 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n
 /* s as a JSON string: quotes, backslashes and control bytes escaped
  * (driver strings and file names are not ours). For --json output. */
 void cli_json_string(FILE *f, const char *s);
+
+/* --seed, one convention in every command: a whole number, or "time" for
+ * a seed from the clock (printed by the command, so the run can be
+ * repeated); not given (text NULL), CLI_SEED_DEFAULT, so that two runs
+ * draw the same numbers. Into *seed (0..INT_MAX); 0, or EXIT_USAGE after
+ * saying what was wrong. */
+#define CLI_SEED_DEFAULT 1
+#define CLI_SEED_HELP "N or time: seed of the random inputs (default 1; time: from the clock, printed)"
+int cli_seed(const char *cmd, const char *text, int *seed);
 
 int cmd_devices(int argc, char **argv);
 int cmd_conv(int argc, char **argv);

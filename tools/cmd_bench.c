@@ -471,7 +471,7 @@ int cmd_bench(int argc, char **argv)
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {'n', "batch", OPT_INT, &o.batch, 1, "batch size N (default 1)"},
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC: only this layout (default both)"},
-        {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
+        {'d', "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
         {'a', "algo", OPT_STR, &o.algo, 0,
          cli_algo_flag_help(algo_text, sizeof algo_text, "polydnn's algorithm (default auto)")},
         {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up; the best counts (default 3)"},

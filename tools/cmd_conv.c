@@ -15,7 +15,7 @@
 
 typedef struct conv_job {
     int n, pt, pb, pl, pr, bias, relu, iters, verify, seed, mem_stats;
-    const char *layout, *filter_layout, *device, *algo;
+    const char *layout, *filter_layout, *device, *algo, *seed_text;
     const char *input, *filter, *bias_file, *output;
     shape_flags shape; /* -c -H -W -k -y -x -p -q --padding -u -v -l -j -g */
 } conv_job;
@@ -93,7 +93,7 @@ static int load_4d(const char *path, pdnn_layout l, npy_array *a, int64_t dims[4
 static int inputs(const conv_job *o, const npy_array *xa, const npy_array *wa, const npy_array *ba,
                   int64_t xn, int64_t wn, int64_t bn, float **x, float **w, float **b)
 {
-    uint64_t seed = o->seed >= 0 ? (uint64_t)o->seed : (uint64_t)(cli_now() * 1e6) % 1000000007u;
+    const uint64_t seed = (uint64_t)o->seed;
     if (!xa->data || !wa->data || (o->bias && !ba->data))
         printf("random inputs in [-1, 1), seed %" PRIu64 "\n", seed);
     uint64_t state = seed * 2654435761u + 1;
@@ -157,7 +157,7 @@ static int verify(pdnn_context *ctx, pdnn_device *dev, const pdnn_conv2d_params 
 
 int cmd_conv(int argc, char **argv)
 {
-    conv_job o = {1, -1, -1, -1, -1, 0, 0, 10, 0, -1, 0, "NCHW", NULL, NULL, "auto",
+    conv_job o = {1, -1, -1, -1, -1, 0, 0, 10, 0, CLI_SEED_DEFAULT, 0, "NCHW", NULL, NULL, "auto", NULL,
                   NULL, NULL, NULL, NULL, SHAPE_FLAGS_UNSET};
     char algo_help[640];
     const cli_opt head[] = {
@@ -172,12 +172,12 @@ int cmd_conv(int argc, char **argv)
         {0, "relu", OPT_FLAG, &o.relu, 0, "fuse a ReLU after the bias"},
         {0, "layout", OPT_STR, &o.layout, 0, "NCHW|NHWC for input and output (default NCHW)"},
         {0, "filter-layout", OPT_STR, &o.filter_layout, 0, "OIHW|OHWI|HWIO (default OIHW for NCHW, OHWI for NHWC)"},
-        {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
+        {'d', "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
         {'a', "algo", OPT_STR, &o.algo, 0,
          cli_algo_flag_help(algo_help, sizeof algo_help, "the algorithm (default auto: the fastest that fits)")},
         {'i', "iters", OPT_INT, &o.iters, 1, "timed calls after one warm-up (default 10)"},
         {0, "verify", OPT_FLAG, &o.verify, 0, "compare with the host reference (/cpu:0)"},
-        {0, "seed", OPT_INT, &o.seed, 0, "seed for random inputs (default: time-based, printed)"},
+        {0, "seed", OPT_STR, &o.seed_text, 0, CLI_SEED_HELP},
         {0, "input", OPT_STR, &o.input, 0, "x.npy: input in --layout order (defines N, C, H, W)"},
         {0, "filter", OPT_STR, &o.filter, 0, "w.npy: filter in --filter-layout order (defines K, R, S)"},
         {0, "bias-file", OPT_STR, &o.bias_file, 0, "b.npy: bias of length K (implies --bias)"},
@@ -194,6 +194,8 @@ int cmd_conv(int argc, char **argv)
                        "--algo help lists what every algorithm does with the shape on the device.");
     if (rc)
         return rc < 0 ? 0 : rc;
+    if ((rc = cli_seed("conv", o.seed_text, &o.seed)))
+        return rc;
 
     int xl = pdnn_layout_parse(o.layout);
     if (xl != PDNN_NCHW && xl != PDNN_NHWC) {

@@ -27,9 +27,9 @@ static int run_pool(pdnn_device *dev, const pdnn_pool2d_params *p, const pdnn_te
 int cmd_pool(int argc, char **argv)
 {
     int n = 1, c = 3, h = 32, w = 32, wy = 2, wx = 2, ph = 0, pw = 0, u = 2, v = 2;
-    int pt = -1, pb = -1, pl = -1, pr = -1, excl = 0, ceil_mode = 0, iters = 10, verify = 0, seed = -1;
+    int pt = -1, pb = -1, pl = -1, pr = -1, excl = 0, ceil_mode = 0, iters = 10, verify = 0, seed = 0;
     int mem_stats = 0;
-    const char *mode = "max", *layout = "NCHW", *device = NULL, *input = NULL, *output = NULL;
+    const char *mode = "max", *layout = "NCHW", *device = NULL, *input = NULL, *output = NULL, *seed_text = NULL;
     const cli_opt opts[] = {
         {'n', "batch", OPT_INT, &n, 1, "batch size N (default 1)"},
         {'c', "channels", OPT_INT, &c, 1, "channels C (default 3)"},
@@ -49,10 +49,10 @@ int cmd_pool(int argc, char **argv)
         {0, "exclude-padding", OPT_FLAG, &excl, 0, "avg: divide by in-image elements only"},
         {0, "ceil-mode", OPT_FLAG, &ceil_mode, 0, "round the output size up (PyTorch's ceil_mode)"},
         {0, "layout", OPT_STR, &layout, 0, "NCHW|NHWC for input and output (default NCHW)"},
-        {0, "device", OPT_STR, &device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
+        {'d', "device", OPT_STR, &device, 0, "device name, e.g. /gpu:0 or /cpu:0 (default: first GPU)"},
         {'i', "iters", OPT_INT, &iters, 1, "timed calls after one warm-up (default 10)"},
         {0, "verify", OPT_FLAG, &verify, 0, "compare with the host reference (/cpu:0)"},
-        {0, "seed", OPT_INT, &seed, 0, "seed for random inputs (default: time-based, printed)"},
+        {0, "seed", OPT_STR, &seed_text, 0, CLI_SEED_HELP},
         {0, "input", OPT_STR, &input, 0, "x.npy: input in --layout order (defines N, C, H, W)"},
         {0, "output", OPT_STR, &output, 0, "y.npy: write the output in --layout order"},
         {0, "memory-stats", OPT_FLAG, &mem_stats, 0, "print the device's memory statistics"},
@@ -61,6 +61,8 @@ int cmd_pool(int argc, char **argv)
                        "Runs y = pool2d(x) on one device and prints time and GB/s.");
     if (rc)
         return rc < 0 ? 0 : rc;
+    if ((rc = cli_seed("pool", seed_text, &seed)))
+        return rc;
     int xl = pdnn_layout_parse(layout);
     if (xl != PDNN_NCHW && xl != PDNN_NHWC) {
         fprintf(stderr, "polydnn pool: --layout must be NCHW or NHWC, got '%s'\n", layout);
@@ -121,7 +123,7 @@ int cmd_pool(int argc, char **argv)
     }
     int64_t xn = pdnn_tensor_desc_elements(&xd);
     if (!input) {
-        uint64_t s = seed >= 0 ? (uint64_t)seed : (uint64_t)(cli_now() * 1e6) % 1000000007u;
+        const uint64_t s = (uint64_t)seed;
         printf("random inputs in [-1, 1), seed %" PRIu64 "\n", s);
         uint64_t state = s * 2654435761u + 1;
         if (!(x = cli_random(xn, &state))) {

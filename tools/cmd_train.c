@@ -33,7 +33,7 @@ enum { N_VARS = 8, CLASSES = 10, MAX_TOWERS = 8 };
 typedef struct train_opts {
     int epochs, batch, steps, train_limit, test_limit, seed, log_place, soft, profile, growth, mem_stats;
     const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load, *param_device, *fraction;
-    const char *distributed, *timeout;
+    const char *distributed, *timeout, *seed_text;
     int ckpt_every, verbose, bucket_mb, no_overlap, json;
 } train_opts;
 
@@ -1019,7 +1019,7 @@ out:
 
 int cmd_train(int argc, char **argv)
 {
-    train_opts o = {.epochs = 3, .batch = 64, .seed = 1};
+    train_opts o = {.epochs = 3, .batch = 64, .seed = CLI_SEED_DEFAULT};
     const cli_opt opts[] = {
         {0, "epochs", OPT_INT, &o.epochs, 1, "epochs (default 3)"},
         {'n', "batch", OPT_INT, &o.batch, 1, "batch size (default 64)"},
@@ -1029,7 +1029,7 @@ int cmd_train(int argc, char **argv)
         {0, "momentum", OPT_STR, &o.momentum, 0, "SGD momentum (default 0.9)"},
         {0, "optimizer", OPT_STR, &o.optimizer, 0, "sgd or adam (default sgd)"},
         {0, "layout", OPT_STR, &o.layout, 0, "activation layout NCHW or NHWC (default NCHW)"},
-        {0, "device", OPT_STR, &o.device, 0,
+        {'d', "device", OPT_STR, &o.device, 0,
          "device for every node (default: the placer's choice), or a comma list: one tower per device"},
         {0, "param-device", OPT_STR, &o.param_device, 0,
          "with towers: the device of the variables and the averaged update (default /cpu:0)"},
@@ -1038,7 +1038,9 @@ int cmd_train(int argc, char **argv)
         {0, "memory-stats", OPT_FLAG, &o.mem_stats, 0, "print memory statistics after the first step and at the end"},
         {0, "log-device-placement", OPT_FLAG, &o.log_place, 0, "print each node's device"},
         {0, "allow-soft-placement", OPT_FLAG, &o.soft, 0, "fall back to a device that exists"},
-        {0, "seed", OPT_INT, &o.seed, 0, "initialisation and shuffling seed (default 1)"},
+        {0, "seed", OPT_STR, &o.seed_text, 0,
+         "N or time: the initialisation and shuffling seed (default 1; time: from the clock, printed; not with "
+         "--distributed)"},
         {0, "profile", OPT_FLAG, &o.profile, 0, "time every node (synchronizing after each) and print the times"},
         {0, "steps", OPT_INT, &o.steps, 1, "stop after N more steps (a resumed run counts from where it resumes)"},
         {0, "train-limit", OPT_INT, &o.train_limit, 1, "use the first N training images"},
@@ -1054,7 +1056,7 @@ int cmd_train(int argc, char **argv)
          "with --distributed: all-reduce after the backward pass, not during it (to measure the overlap)"},
         {0, "collective-timeout", OPT_STR, &o.timeout, 0,
          "with --distributed: seconds to wait for the other ranks before failing (default 120)"},
-        {0, "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
+        {'v', "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
         {0, "json", OPT_FLAG, &o.json, 0,
          "print the step, epoch and closing lines as JSON objects, one per line (other output stays text)"},
     };
@@ -1062,6 +1064,17 @@ int cmd_train(int argc, char **argv)
                       "train the Deep MNIST CNN on MNIST-style data");
     if (r)
         return r < 0 ? 0 : r;
+    if ((r = cli_seed("train", o.seed_text, &o.seed)))
+        return r;
+    if (o.seed_text && strcmp(o.seed_text, "time") == 0) {
+        /* Each rank would read its own clock: the ranks agree on numbers only. */
+        if (o.distributed) {
+            fprintf(stderr, "polydnn train: --seed time with --distributed: every rank would draw its own seed; "
+                            "give a number\n");
+            return EXIT_USAGE;
+        }
+        printf("seed %d (--seed time)\n", o.seed);
+    }
     if (!o.distributed)
         return train(&o);
     if (strcmp(o.distributed, "mpi") != 0) {

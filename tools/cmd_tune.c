@@ -691,7 +691,7 @@ int cmd_tune(int argc, char **argv)
     char algo_text[640];
     enum { N_OWN = 9 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
-        {0, "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 (default: first GPU)"},
+        {'d', "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 (default: first GPU)"},
         {'n', "batch", OPT_INTS, &o.batches, 1, "batch sizes, repeatable or a list: --batch 1,8 (default 1)"},
         {0, "layout", OPT_STR, &o.layout, 0, "nchw|nhwc|both (default both)"},
         {0, "force", OPT_FLAG, &o.force, 0, "search again where the cache has a result, and replace it"},

@@ -13,12 +13,14 @@ _polydnn()
     fi
     cmd=${COMP_WORDS[1]}
     case $prev in
-        --input|--output|--filter|--bias-file|--save|--load)
+        --input|--output|--filter|--bias-file|--save|--load|--labels)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --data)
             COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --layout)
             COMPREPLY=($(compgen -W "NCHW NHWC nchw nhwc both" -- "$cur")); return ;;
+        --seed)
+            COMPREPLY=($(compgen -W "time" -- "$cur")); return ;;
         --device|-d|--param-device)
             COMPREPLY=($(compgen -W "/cpu:0 /gpu:0 /gpu:1" -- "$cur")); return ;;
     esac
