@@ -402,6 +402,8 @@ pdnn_status pdnn__cl_kernel(cl_dev *d, const char *file, const char *opts, const
         return pdnn__cl_fail(call, err);
     }
     snprintf(k->name, sizeof k->name, "%s", kernel);
+    /* tests/oclgrind_kernels.sh reads these to find kernels no case ran. */
+    pdnn__debug("OpenCL: kernel %s of %s created", kernel, file);
     k->next = p->kernels;
     p->kernels = k;
     *out = k->kernel;
