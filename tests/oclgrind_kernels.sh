@@ -24,7 +24,9 @@ export POLYDNN_PROGRAM_CACHE=off POLYDNN_CACHE_DIR="$tmp/cache" POLYDNN_DEBUG=1
 #  wg_gemm: tests/oclgrind_wg_gemm.sh (every configuration).
 #  peak.cl: `bench --peak`'s timing loops, no result to compare.
 EXCLUDED_ALGOS="im2col_gemm clblast wg_gemm"
-EXCLUDED_KERNELS="peak_copy peak_fma4 peak_fma8 peak_fma16 wgg_gemm wgg_pack wgg_reduce wgg_table"
+#  conv2d_gemm_epilogue: im2col_gemm's, after CLBlast's GEMM.
+EXCLUDED_KERNELS="peak_copy peak_fma4 peak_fma8 peak_fma16 conv2d_wg_gemm wgg_pack wgg_reduce wgg_table
+    conv2d_gemm_epilogue"
 errors() { grep -iE "data race|divergence|invalid (read|write)|out of bounds|uninitiali|oclgrind.*error" "$1"; }
 pass=0 fail=0 n=0
 ok() { echo "PASS: $*"; pass=$((pass + 1)); }
@@ -69,7 +71,11 @@ tool conv -n 2 -c 6 -H 9 -W 11 -k 6 -g 6 -p 1 -q 2 -j 2 --bias --relu --algo dep
 tool conv -n 1 -c 2 -H 20 -W 37 -k 2 -g 2 -p 1 -q 1 --algo depthwise
 tool conv -n 2 -c 5 -H 7 -W 6 -k 10 -g 5 -y 5 -x 5 -p 2 -q 2 --bias --algo depthwise
 tool conv -n 2 -c 11 -H 7 -W 9 -k 11 -g 11 -p 1 -q 1 -u 2 --bias --relu --layout NHWC --algo depthwise
-# gemm_1x1: odd channels and pixels, both layouts, strided.
+tool conv -n 2 -c 6 -H 9 -W 11 -k 12 -g 6 -y 3 -x 4 -u 2 --bias --algo depthwise
+# gemm_1x1: odd channels and pixels, both layouts, strided; NCHW images of
+# 784 pixels and more (the row kernel), with their gradients.
+parity --op conv2d --set sim_1x1 --algo gemm_1x1
+parity --mode grad --set sim_1x1
 tool conv -n 2 -c 7 -H 5 -W 3 -k 9 -y 1 -x 1 --bias --relu --algo gemm_1x1
 tool conv -n 1 -c 19 -H 4 -W 7 -k 5 -y 1 -x 1 -u 2 -v 2 --layout NHWC --algo gemm_1x1
 tool conv -n 3 -c 33 -H 3 -W 3 -k 17 -y 1 -x 1 --bias --layout NHWC --algo gemm_1x1
@@ -77,6 +83,8 @@ tool conv -n 3 -c 33 -H 3 -W 3 -k 17 -y 1 -x 1 --bias --layout NHWC --algo gemm_
 parity --op pool2d --set pool_ties
 parity --op pool2d --set pool_nan
 parity --mode grad --op pool2d_bwd --set pool_ties
+parity --op pool2d --set sim_pool
+parity --mode grad --op pool2d_bwd --set sim_pool
 # conv2d's backward algorithms (im2col's pack, col2im and the bwd kernels).
 parity --mode grad --set wg_gemm_sim
 # batch norm and the training ops.
@@ -95,6 +103,28 @@ rc=$?
 if [ "$rc" -eq 0 ] && ! errors "$tmp/run$n" >/dev/null; then ok "run-example cnn"; else
     errors "$tmp/run$n" | head -n 10
     bad "run-example cnn (exit $rc)"
+fi
+
+# Bias and concatenation (the graph's ew_bias_add and ew_copy_rows) from
+# Python, against NumPy.
+n=$((n + 1))
+POLYDNN_LIBRARY="$build/.libs/libpolydnn.so.0" PYTHONPATH="$src/python" oclgrind --data-races /usr/bin/python3 -c '
+import numpy as np, polydnn
+r = np.random.default_rng(3)
+a, b, bias = (r.standard_normal(s).astype(np.float32) for s in ((2, 3, 5, 7), (2, 4, 5, 7), (3,)))
+g = lambda v: polydnn.from_dlpack(v).to("/gpu:0")
+y = np.from_dlpack(polydnn.bias_add(g(a), g(bias)).to("/cpu:0"))
+assert np.allclose(y, a + bias[None, :, None, None], atol=1e-6)
+y = np.from_dlpack(polydnn.concat([g(a), g(b)], axis=1).to("/cpu:0"))
+assert np.array_equal(y, np.concatenate([a, b], axis=1))
+print("equal to NumPy")' >"$tmp/run$n" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && ! errors "$tmp/run$n" >/dev/null && grep -q "equal to NumPy" "$tmp/run$n"; then
+    ok "bias_add and concat from Python"
+else
+    errors "$tmp/run$n" | head -n 10
+    tail -n 5 "$tmp/run$n"
+    bad "bias_add and concat from Python (exit $rc)"
 fi
 
 # Coverage: every kernel of kernels_cl/ created somewhere above.
