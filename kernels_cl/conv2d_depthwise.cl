@@ -359,7 +359,7 @@ __kernel void dw_nchw(__global const float *x, long x_off,
  * lies in the image. So the plane is swept as one flat row in chunks of
  * DW_QV: a tap is one vector load, rows of 7 or 14 columns leave no lanes
  * idle and cost no partial store each, and only the column masks (from
- * the lanes' columns, carried from chunk to chunk by adding DW_QV mod W)
+ * the lanes' columns, worked out per chunk from its first element)
  * and, near the top and bottom, the row masks change from chunk to chunk.
  * On MobileNetV2's 14x14 and 7x7 layers dw_nchw's per-row work took
  * about three times ONNX Runtime's time.
@@ -398,14 +398,17 @@ __kernel void dw_plane(__global const float *x, long x_off,
     /* The flat offsets of the first and last taps: the extremes any
      * chunk's loads reach. */
     const int off_lo = -pt * W - pl, off_hi = ((DW_R - 1) * dh - pt) * W + (DW_S - 1) * dw - pl;
-    /* Each lane's row and column, carried from chunk to chunk. */
-    qvi_t j = (qvi_t)(ob / W), q = QV_IOTA + ob % W;
-    for (qvi_t wrap = q >= W; any(wrap); wrap = q >= W) {
-        q = select(q, q - W, wrap);
-        j -= wrap; /* a true comparison is -1 */
-    }
-    const int dq = DW_QV % W, dj = DW_QV / W;
     for (int o0 = ob; o0 < oe; o0 += DW_QV) {
+        /* Each lane's row and column, from the chunk's first element. Not
+         * carried from the previous chunk (q += DW_QV % W, one wrap): under
+         * Oclgrind that carry left lanes with a wrong row and column from a
+         * work-item's second chunk on (20x37 planes, 2 chunks an item:
+         * output (19,0) never stored), where this form is right. */
+        qvi_t j = (qvi_t)(o0 / W), q = QV_IOTA + o0 % W;
+        for (qvi_t wrap = q >= W; any(wrap); wrap = q >= W) {
+            q = select(q, q - W, wrap);
+            j -= wrap; /* a true comparison is -1 */
+        }
         qvi_t col[DW_S];
         _Pragma("unroll") for (int s = 0; s < DW_S; s++)
         {
@@ -461,10 +464,6 @@ __kernel void dw_plane(__global const float *x, long x_off,
         qv_t acc = part[0];
         _Pragma("unroll") for (int r = 1; r < DW_R; r++) acc += part[r];
         dw_store(y, ybase, o0, oe, 1, 1, acc, bk, filt.s3);
-        q += dq;
-        const qvi_t wrap = q >= W;
-        q = select(q, q - W, wrap);
-        j += dj - wrap; /* a true comparison is -1 */
     }
 }
 #endif

@@ -409,6 +409,15 @@ static void build_conv_cases(void)
     };
     for (size_t i = 0; i < sizeof wg_sim / sizeof wg_sim[0]; i++)
         add_conv("wg_gemm_sim", 1, &wg_sim[i], 9700 + (uint32_t)i);
+    /* sim_1x1, also for Oclgrind (tests/oclgrind_kernels.sh): 1x1 filters
+     * at stride 1 on NCHW images, one of 28x29 pixels (gemm_1x1's row
+     * kernel from 784); their filter gradients take bwd_filter_gemm_nt. */
+    static const conv_case sim_1x1[] = {
+        {2, 5, 3, 5, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {1, 5, 28, 29, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof sim_1x1 / sizeof sim_1x1[0]; i++)
+        add_conv("sim_1x1", 0, &sim_1x1[i], 9750 + (uint32_t)i);
 
     /* Images of 1.5 MiB and more, which implicit_gemm copies
      * channels-last into its workspace on CPUs where x is not
@@ -553,6 +562,15 @@ static void build_pool_cases(void)
                         k.yl = L[b];
                         add_pool(grids[g].set, &k, grids[g].seed + (uint32_t)(i * 10 + (size_t)m), 0);
                     }
+
+    /* sim_pool, for Oclgrind: windows that do not overlap (stride 3 over
+     * 3x3, a tail column), in each mode and layout pair; their gradients
+     * take pool2d_bwd_window. */
+    for (int m = 0; m < 3; m++)
+        for (int a = 0; a < 2; a++) {
+            pool_case k = {2, 3, 7, 10, (pdnn_pool_mode)m, 3, 3, 3, 3, 0, 0, 0, 0, 0, L[a], L[1 - a]};
+            add_pool("sim_pool", &k, 950 + (uint32_t)(m * 2 + a), 0);
+        }
 
     /* A seeded sample of the whole grid. */
     static const int64_t batches[] = {1, 2, 17};
@@ -1555,8 +1573,9 @@ static void usage(FILE *f)
             "                sets relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation,\n"
             "                transform, binary, pad)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, wg_gemm, wg_gemm_sim, depthwise, large_values, pool_edges, pool_rows, pool_planes, pool_sampled,\n"
-            "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, scale,\n"
+            "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, large_values, pool_edges, pool_rows,\n"
+            "                pool_planes, pool_sampled, sim_pool,\n"
+            "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, matmul_sim, scale,\n"
             "                activation, transform, binary, pad (grad)\n"
             "  --gpu-class   OpenCL CPU devices run the GPU-class kernels where AUTO would on a\n"
             "                GPU (wg_gemm inside the backward and matmul algorithms), to check\n"

@@ -105,6 +105,14 @@ static const train_case cases[] = {
     {{1, 1000, 1280, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{1, 13, 21, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{1, 3, 7, 1}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* matmul_sim: each transpose pair, gemv's tails and a packed B of two
+     * 16-column panels, small enough for Oclgrind (oclgrind_kernels.sh) */
+    {{17, 10, 3, 0}, "matmul_sim", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10, 3, 1}, "matmul_sim", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10, 3, 2}, "matmul_sim", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 10, 3, 3}, "matmul_sim", MATMUL, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 13, 21, 1}, "matmul_sim", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{5, 33, 9, 0}, "matmul_sim", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* y = alpha x (alpha in lr): odd sizes, batch 1 and 17, both layouts,
      * a negative and a tiny alpha, 0 */
     {{1, 1, 1, 1}, "scale", SCALE, PDNN_NCHW, 0, 0, 0, 0.5f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},

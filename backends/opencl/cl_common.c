@@ -199,9 +199,34 @@ static void note_build_log(cl_dev *d, cl_program prog, const char *what, const c
     free(log);
 }
 
+/* PoCL's compiler refusing the device's own CPU ("unknown target CPU
+ * 'skylake-avx512'") after another LLVM (TensorFlow's) was loaded in the
+ * process before PoCL (issue 47: after TensorFlow had run convolutions).
+ * The error names the cause and the order that works, and is kept: every
+ * later build from source on d returns it at once, rather than running
+ * the compiler again to fail the same way. */
+static void note_refused_cpu(cl_dev *d, const char *log)
+{
+    const char *at = log ? strstr(log, "unknown target CPU") : NULL;
+    if (!at || !pdnn__cl_foreign_llvm() || d->compiler_refused)
+        return;
+    char said[96], buf[640];
+    snprintf(said, sizeof said, "%s", at);
+    said[strcspn(said, "\r\n")] = '\0';
+    snprintf(buf, sizeof buf,
+             "OpenCL: the device's kernel compiler (PoCL's LLVM) failed with \"%s\" (its own CPU) in a process where "
+             "another LLVM (TensorFlow's?) was loaded before PoCL; later builds on this device fail with this "
+             "error. Load polydnn's OpenCL devices before that library: in Python, import polydnn and call "
+             "polydnn.devices() before importing tensorflow (or set POCL_LLVM_CPU_NAME to a CPU PoCL's LLVM knows)",
+             said);
+    d->compiler_refused = strdup(buf);
+}
+
 static pdnn_status from_source(cl_dev *d, const char *const *texts, const size_t *lens, cl_uint n, const char *opts,
                                const char *what, cl_program *out)
 {
+    if (d->compiler_refused)
+        return pdnn__error(PDNN_ERR_BACKEND, "%s (building %s with '%s')", d->compiler_refused, what, opts);
     cl_int err = CL_SUCCESS;
     cl_program prog = clCreateProgramWithSource(d->ctx, n, (const char **)texts, lens, &err);
     if (!prog) {
@@ -213,6 +238,11 @@ static pdnn_status from_source(cl_dev *d, const char *const *texts, const size_t
     if (err != CL_SUCCESS) {
         char *log = build_log(d, prog);
         clReleaseProgram(prog);
+        note_refused_cpu(d, log);
+        if (d->compiler_refused) {
+            free(log);
+            return pdnn__error(PDNN_ERR_BACKEND, "%s (building %s with '%s')", d->compiler_refused, what, opts);
+        }
         const char *dir = getenv("POLYDNN_KERNEL_DIR");
         pdnn__error(PDNN_ERR_BACKEND, "OpenCL: building %s with '%s' failed with %s%s:\n%s", what, opts,
                     pdnn__cl_error_name(err), dir && *dir ? " (sources from POLYDNN_KERNEL_DIR)" : "",
@@ -402,6 +432,8 @@ pdnn_status pdnn__cl_kernel(cl_dev *d, const char *file, const char *opts, const
         return pdnn__cl_fail(call, err);
     }
     snprintf(k->name, sizeof k->name, "%s", kernel);
+    /* tests/oclgrind_kernels.sh reads these to find kernels no case ran. */
+    pdnn__debug("OpenCL: kernel %s of %s created", kernel, file);
     k->next = p->kernels;
     p->kernels = k;
     *out = k->kernel;

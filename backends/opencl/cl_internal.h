@@ -50,7 +50,15 @@ typedef struct cl_dev {
     /* "vendor|name|driver": the device in the on-disk program cache's key
      * (the tuning cache has its own, call->device_key). */
     char program_key[384];
+    /* The compiler refused the device's CPU with another LLVM in the
+     * process (pdnn__cl_foreign_llvm): the first build's error, which
+     * every later build from source returns without running it again. */
+    char *compiler_refused;
 } cl_dev;
+
+/* Whether another LLVM's symbols (TensorFlow's) were global in the process
+ * when the OpenCL ICDs were first loaded (opencl.c). */
+int pdnn__cl_foreign_llvm(void);
 
 static inline int pdnn__cl_is_cpu(const cl_dev *d) { return (d->type & CL_DEVICE_TYPE_CPU) != 0; }
 

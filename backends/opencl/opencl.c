@@ -43,6 +43,7 @@ static void dev_free(cl_dev *d)
     if (d->ctx)
         clReleaseContext(d->ctx);
     pthread_mutex_destroy(&d->lock);
+    free(d->compiler_refused);
     free(d);
 }
 
@@ -134,6 +135,10 @@ static void deepbind_icd_file(const char *path)
  * /etc/OpenCL/vendors) are loaded first with RTLD_DEEPBIND, which makes
  * each prefer its own dependencies' symbols. Not under ASan, which
  * refuses RTLD_DEEPBIND. */
+static int foreign_llvm;
+
+int pdnn__cl_foreign_llvm(void) { return foreign_llvm; }
+
 static void bind_icds_to_their_own_llvm(void)
 {
     static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -145,6 +150,7 @@ static void bind_icds_to_their_own_llvm(void)
         return;
     }
     done = 1;
+    foreign_llvm = 1;
     pdnn__debug("OpenCL: another LLVM is loaded in this process (TensorFlow?); binding the ICDs to their own");
     const char *names = getenv("OCL_ICD_FILENAMES");
     if (names && *names) {
