@@ -98,6 +98,10 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_G_CONV_BWD_BIAS: return pdnn_conv2d_backward_bias(in[0], y);
     case PDNN__OP_G_POOL_BWD: return pdnn_pool2d_backward(&nd->pool, in[0], in[1], y);
     case PDNN__OP_G_RELU_BWD: return pdnn_relu_backward(in[0], in[1], y);
+    case PDNN__OP_BN_TRAIN:
+    case PDNN__OP_G_BN_BWD:
+    case PDNN__OP_DROPOUT:
+    case PDNN__OP_G_CLIP_BWD: return pdnn__run_train_node(nd, in, y);
     case PDNN__OP_PLACEHOLDER:
     case PDNN__OP_VARIABLE:
     case PDNN__OP_CONST:
@@ -129,7 +133,11 @@ static pdnn_status run_update(pdnn_session *s, const pdnn__node *nd, const pdnn_
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "variable '%s', its update and its slots must be on one device "
                                                       "(do not give them different devices)",
                            s->g->nodes[var].name);
-    return pdnn_optimizer_update(&nd->optim, (int64_t)stepf + 1, w, in[1], s1, s2);
+    pdnn_optimizer_params p = nd->optim;
+    if (nd->lr_var > 0 && (st = pdnn_tensor_read(s->consts[nd->lr_var - 1], &p.learning_rate,
+                                                 sizeof p.learning_rate)) != PDNN_SUCCESS)
+        return st;
+    return pdnn_optimizer_update(&p, (int64_t)stepf + 1, w, in[1], s1, s2);
 }
 
 static void run_free(run_state *r)

@@ -1,0 +1,222 @@
+"""Training an imported ONNX model (issue 44) against PyTorch: one SGD
+step of a small CNN (conv + batch norm + relu + pool, conv + batch norm +
+ReLU6, a Gemm) gives torch's weights and running statistics; the exported
+model runs in ONNX Runtime as polydnn runs it; a toy set's loss goes down;
+the optimizers (SGD with momentum, Nesterov and L2 weight decay, Adam,
+AdamW) match torch.optim step by step. Needs torch, onnx and onnxruntime."""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+import onnxruntime
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+import polydnn
+
+
+def devices():
+    """/cpu:0 and the OpenCL device when there is one."""
+    out = ["/cpu:0"]
+    for d in polydnn.devices():
+        if d.backend == "opencl":
+            out.append(d.name)
+            break
+    return out
+
+
+class Net(torch.nn.Module):
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(2, 4, 3, padding=1)
+        self.b1 = torch.nn.BatchNorm2d(4)
+        self.c2 = torch.nn.Conv2d(4, 6, 3, padding=1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(6)
+        self.fc = torch.nn.Linear(6 * 4 * 4, 3)
+        self.drop = torch.nn.Dropout(dropout)
+
+    def forward(self, x):
+        y = torch.max_pool2d(torch.relu(self.b1(self.c1(x))), 2)
+        y = torch.clamp(self.b2(self.c2(y)), 0.0, 6.0)
+        return self.fc(self.drop(torch.flatten(y, 1)))
+
+
+def to_onnx(net, path, batch, dropout=None):
+    """net as an ONNX model written node by node (BatchNormalization kept
+    apart from its Conv, as a training export has it)."""
+    sd = {k: v.detach().numpy().copy() for k, v in net.state_dict().items()}
+    inits = []
+
+    def init(name, a):
+        inits.append(numpy_helper.from_array(np.asarray(a, dtype=np.float32), name))
+        return name
+
+    def bn(prefix, x, out):
+        return helper.make_node("BatchNormalization", [x, init(prefix + ".weight", sd[prefix + ".weight"]),
+                                                       init(prefix + ".bias", sd[prefix + ".bias"]),
+                                                       init(prefix + ".running_mean", sd[prefix + ".running_mean"]),
+                                                       init(prefix + ".running_var", sd[prefix + ".running_var"])],
+                                [out], epsilon=1e-5, momentum=0.9)
+
+    nodes = [
+        helper.make_node("Conv", ["x", init("c1.weight", sd["c1.weight"]), init("c1.bias", sd["c1.bias"])], ["a1"],
+                         pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        bn("b1", "a1", "n1"),
+        helper.make_node("Relu", ["n1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", init("c2.weight", sd["c2.weight"])], ["a2"], pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        bn("b2", "a2", "n2"),
+        helper.make_node("Clip", ["n2", init("lo", np.float32(0)), init("hi", np.float32(6))], ["r2"]),
+        helper.make_node("Flatten", ["r2"], ["f"], axis=1),
+    ]
+    last = "f"
+    if dropout is not None:
+        nodes.append(helper.make_node("Dropout", ["f", init("ratio", np.float32(dropout))], ["d"]))
+        last = "d"
+    nodes.append(helper.make_node("Gemm", [last, init("fc.weight", sd["fc.weight"]), init("fc.bias", sd["fc.bias"])],
+                                  ["y"], transB=1))
+    g = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 2, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def T(a, dev):
+    """A polydnn Tensor of the array a on device dev."""
+    return polydnn.from_dlpack(torch.from_numpy(np.ascontiguousarray(a))).to(dev)
+
+
+def batch(n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, 2, 8, 8)).astype(np.float32), rng.integers(0, 3, n).astype(np.int32)
+
+
+class OneStep(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        torch.manual_seed(4)
+        self.net = Net()
+        with torch.no_grad():  # batch-norm parameters away from 1 and 0
+            for b in (self.net.b1, self.net.b2):
+                b.weight.uniform_(0.5, 1.5)
+                b.bias.uniform_(-0.5, 0.5)
+                b.running_mean.uniform_(-0.2, 0.2)
+                b.running_var.uniform_(0.5, 2.0)
+        self.path = os.path.join(self.tmp.name, "net.onnx")
+        to_onnx(self.net, self.path, 8)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_one_sgd_step_equals_torch(self):
+        x, y = batch(8, 1)
+        ref = Net()
+        ref.load_state_dict(self.net.state_dict())
+        ref.train()
+        opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        loss = torch.nn.functional.cross_entropy(ref(torch.from_numpy(x)), torch.from_numpy(y).long())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        want = {k: v.detach().numpy() for k, v in ref.state_dict().items() if "num_batches" not in k}
+        for dev in devices():
+            with self.subTest(device=dev):
+                m = polydnn.load_onnx(self.path, device=dev, trainable=True, optimizer="sgd", lr=0.1)
+                got_loss = m.train_step(x, y)
+                self.assertAlmostEqual(got_loss, float(loss), delta=1e-5)
+                params = m.parameters()
+                for k, w in want.items():
+                    self.assertIn(k, params)
+                    np.testing.assert_allclose(params[k].reshape(w.shape), w, atol=1e-4, rtol=0, err_msg=k)
+
+    def test_export_runs_in_onnxruntime_as_in_polydnn(self):
+        for dev in devices():
+            with self.subTest(device=dev):
+                m = polydnn.load_onnx(self.path, device=dev, trainable=True, optimizer="sgd", lr=0.05,
+                                      momentum=0.9)
+                for s in range(3):
+                    m.train_step(*batch(8, 10 + s))
+                x, _ = batch(8, 99)
+                mine = m.evaluate(x)
+                out = os.path.join(self.tmp.name, "trained.onnx")
+                self.assertEqual(m.export(out), 13)  # weights, biases, batch norms; not the Clip bounds
+                ort = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+                np.testing.assert_allclose(mine, ort, atol=1e-5, rtol=0)
+                before = onnxruntime.InferenceSession(self.path, providers=["CPUExecutionProvider"]).run(
+                    None, {"x": x})[0]
+                self.assertGreater(np.abs(before - ort).max(), 1e-3)  # the weights did change
+                # polydnn runs the exported model (inference import, batch norm folded) the same way
+                again = polydnn.load_onnx(out, device=dev)(x, as_numpy=True)
+                np.testing.assert_allclose(again, ort, atol=1e-5, rtol=0)
+
+    def test_dropout_is_active_in_training_only(self):
+        path = os.path.join(self.tmp.name, "drop.onnx")
+        to_onnx(self.net, path, 8, dropout=0.5)
+        x, y = batch(8, 3)
+        m = polydnn.load_onnx(path, trainable=True, optimizer="sgd", lr=0.0)
+        ort = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.testing.assert_allclose(m.evaluate(x), ort, atol=1e-5, rtol=0)
+        # with lr 0 nothing moves but the running statistics; two steps at
+        # different global steps draw different masks, so different losses
+        l1, l2 = m.train_step(x, y), m.train_step(x, y)
+        self.assertTrue(np.isfinite(l1) and np.isfinite(l2))
+        self.assertNotEqual(l1, l2)
+
+    def test_loss_decreases_on_a_two_class_toy_set(self):
+        rng = np.random.default_rng(7)
+        y = rng.integers(0, 2, 64).astype(np.int32)
+        x = rng.standard_normal((64, 2, 8, 8)).astype(np.float32) * 0.5
+        x[:, 0] += (y * 2 - 1)[:, None, None]  # class 1 bright in channel 0
+        path = os.path.join(self.tmp.name, "toy.onnx")
+        to_onnx(self.net, path, 16)
+        m = polydnn.load_onnx(path, trainable=True, optimizer="adam", lr=0.01)
+        losses = []
+        for epoch in range(4):
+            for b in range(4):
+                losses.append(m.train_step(x[b * 16:(b + 1) * 16], y[b * 16:(b + 1) * 16]))
+        self.assertLess(np.mean(losses[-4:]), 0.5 * np.mean(losses[:4]), losses)
+
+
+class Optimizers(unittest.TestCase):
+    """pdnn_optimizer_update against torch.optim, five steps each."""
+
+    CASES = [
+        ("sgd", dict(lr=0.1, momentum=0.9), torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
+        ("sgd", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01), torch.optim.SGD,
+         dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+        ("sgd", dict(lr=0.1, weight_decay=0.05), torch.optim.SGD, dict(lr=0.1, weight_decay=0.05)),
+        ("adam", dict(lr=0.01, weight_decay=0.1), torch.optim.Adam, dict(lr=0.01, weight_decay=0.1)),
+        ("adamw", dict(lr=0.01, weight_decay=0.1), torch.optim.AdamW, dict(lr=0.01, weight_decay=0.1)),
+    ]
+
+    def test_against_torch(self):
+        rng = np.random.default_rng(0)
+        w0 = rng.standard_normal((3, 5, 1, 1)).astype(np.float32)
+        grads = [rng.standard_normal(w0.shape).astype(np.float32) for _ in range(5)]
+        for kind, mine, topt, theirs in self.CASES:
+            p = torch.nn.Parameter(torch.from_numpy(w0.copy()))
+            opt = topt([p], **theirs)
+            for g in grads:
+                p.grad = torch.from_numpy(g.copy())
+                opt.step()
+            for dev in devices():
+                with self.subTest(kind=kind, args=mine, device=dev):
+                    w = T(w0, dev)
+                    slots = [T(np.zeros_like(w0), dev) for _ in range(2)]
+                    for step, g in enumerate(grads, 1):
+                        polydnn.optimizer_update(w, T(g, dev), slots[0], slots[1], step, kind,
+                                                 **mine)
+                    np.testing.assert_allclose(w.numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+    def test_nesterov_without_momentum_is_refused(self):
+        w = T(np.zeros((1, 2, 1, 1), np.float32), "/cpu:0")
+        with self.assertRaisesRegex(polydnn.Error, "nesterov needs SGD with momentum > 0"):
+            polydnn.optimizer_update(w, w, None, None, 1, "sgd", lr=0.1, nesterov=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
