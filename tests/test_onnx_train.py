@@ -4,8 +4,12 @@ ReLU6, a Gemm) gives torch's weights and running statistics; the exported
 model runs in ONNX Runtime as polydnn runs it; a toy set's loss goes down;
 the optimizers (SGD with momentum, Nesterov and L2 weight decay, Adam,
 AdamW) match torch.optim step by step. Needs torch, onnx and onnxruntime."""
+import csv
 import os
+import signal
+import subprocess
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -216,6 +220,102 @@ class Optimizers(unittest.TestCase):
         w = T(np.zeros((1, 2, 1, 1), np.float32), "/cpu:0")
         with self.assertRaisesRegex(polydnn.Error, "nesterov needs SGD with momentum > 0"):
             polydnn.optimizer_update(w, w, None, None, 1, "sgd", lr=0.1, nesterov=True)
+
+
+TOOL = os.environ.get("POLYDNN_TOOL")
+
+
+@unittest.skipUnless(TOOL, "POLYDNN_TOOL (the polydnn tool) is not set")
+class Cli(unittest.TestCase):
+    """polydnn train --model on a toy .npz set (1 x 6 x 6 images padded to
+    the model's 8 x 8 and tiled to its 2 channels)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+        torch.manual_seed(0)
+        to_onnx(Net(), os.path.join(self.d, "m.onnx"), 8, dropout=0.2)
+        rng = np.random.default_rng(1)
+        y = rng.integers(0, 2, 96).astype(np.float32)
+        x = rng.standard_normal((96, 1, 6, 6)).astype(np.float32) * 0.5
+        x[:, 0] += (y * 2 - 1)[:, None, None]
+        np.savez(os.path.join(self.d, "toy.npz"), x=x, y=y)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def train(self, *args, check=True):
+        cmd = [TOOL, "train", "--model", "m.onnx", "--npz", "toy.npz", "--batch", "8", "--seed", "5"] + list(args)
+        r = subprocess.run(cmd, cwd=self.d, capture_output=True, text=True, timeout=600)
+        if check:
+            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+        return r
+
+    def test_log_plot_schedule_and_export(self):
+        self.train("--epochs", "3", "--val-split", "0.25", "--lr-schedule", "cosine", "--warmup", "2",
+                   "--eval-every", "5", "--log", "log.csv", "--plot", "c.svg", "--export", "t.onnx",
+                   "--optimizer", "adamw", "--lr", "0.01")
+        with open(os.path.join(self.d, "log.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 27)  # 72 training images: 9 steps an epoch
+        self.assertEqual([float(r["lr"]) for r in rows[:2]], [0.005, 0.01])  # warm-up
+        self.assertLess(float(rows[-1]["lr"]), 1e-4)  # cosine's end
+        self.assertLess(np.mean([float(r["loss"]) for r in rows[-3:]]),
+                        0.5 * np.mean([float(r["loss"]) for r in rows[:3]]))
+        self.assertEqual(sum(1 for r in rows if r["val_accuracy"]), 8)  # every 5 steps and each epoch's end
+        with open(os.path.join(self.d, "c.svg")) as f:
+            svg = f.read()
+        self.assertEqual(svg.count("<polyline"), 3)
+        x = np.load(os.path.join(self.d, "toy.npz"))["x"][:8]
+        xin = np.zeros((8, 2, 8, 8), np.float32)
+        xin[:, :, 1:7, 1:7] = x
+        ort = onnxruntime.InferenceSession(os.path.join(self.d, "t.onnx"),
+                                           providers=["CPUExecutionProvider"]).run(None, {"x": xin})[0]
+        mine = polydnn.load_onnx(os.path.join(self.d, "t.onnx"))(xin, as_numpy=True)
+        np.testing.assert_allclose(mine, ort, atol=1e-5, rtol=0)
+        jl = self.train("--epochs", "1", "--log", "log.jsonl", "--json", "--val-split", "0.25")
+        self.assertIn('"event": "eval"', jl.stdout)
+        with open(os.path.join(self.d, "log.jsonl")) as f:
+            first = f.readline()
+        self.assertRegex(first, r'^\{"step": 1, "epoch": [0-9.]+, "loss": ')
+
+    def test_early_stop_and_bad_flags(self):
+        r = self.train("--epochs", "50", "--eval-every", "1", "--early-stop", "3", "--val-split", "0.25",
+                       "--optimizer", "sgd", "--lr", "0")
+        self.assertIn("early stop", r.stdout)
+        self.assertLess(r.stdout.count("validation accuracy"), 10)
+        for args, msg in ((["--lr-schedule", "linear"], "expected constant, step or cosine"),
+                          (["--fit", "crop"], "expected pad or resize"),
+                          (["--val-split", "2"], "--val-split '2'"),
+                          (["--optimizer", "rmsprop"], "expected sgd, adam or adamw"),
+                          (["--distributed", "mpi"], "for Deep MNIST only")):
+            r = self.train(*args, check=False)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(msg, r.stderr)
+
+    def test_resume_after_kill_ends_with_the_same_weights(self):
+        args = ["--epochs", "6", "--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9", "--nesterov",
+                "--lr-schedule", "step", "--val-split", "0.25"]
+        self.train(*args, "--save", "whole.npz")
+        p = subprocess.Popen([TOOL, "train", "--model", "m.onnx", "--npz", "toy.npz", "--batch", "8", "--seed", "5"]
+                             + args + ["--save", "part.npz", "--checkpoint-every", "2"], cwd=self.d,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        part = os.path.join(self.d, "part.npz")
+        deadline = time.time() + 300
+        while not os.path.exists(part) and p.poll() is None and time.time() < deadline:
+            time.sleep(0.005)
+        killed = p.poll() is None
+        if killed:
+            p.send_signal(signal.SIGKILL)
+        p.wait()
+        step = float(np.load(part)["global_step"][0])
+        self.assertTrue(killed and step < 54, "the run ended before it could be killed (step %g)" % step)
+        self.train(*args, "--save", "part.npz", "--load", "part.npz")
+        a, b = np.load(os.path.join(self.d, "whole.npz")), np.load(part)
+        self.assertEqual(sorted(a.files), sorted(b.files))
+        for k in a.files:
+            np.testing.assert_array_equal(a[k], b[k], err_msg="%s (resumed from step %g, killed %s)"
+                                          % (k, step, killed))
 
 
 if __name__ == "__main__":
