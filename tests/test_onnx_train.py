@@ -47,24 +47,30 @@ class Net(torch.nn.Module):
         return self.fc(self.drop(torch.flatten(y, 1)))
 
 
-def to_onnx(net, path, batch, dropout=None):
+def to_onnx(net, path, batch, dropout=None, shared=False):
     """net as an ONNX model written node by node (BatchNormalization kept
-    apart from its Conv, as a training export has it)."""
+    apart from its Conv, as a training export has it). shared: c1's bias
+    and b1's bias (equal) are one initializer, b1 reading it through an
+    Identity, as torch.onnx shares equal initializers."""
     sd = {k: v.detach().numpy().copy() for k, v in net.state_dict().items()}
     inits = []
+    extra = []
+    if shared:
+        np.testing.assert_array_equal(sd["c1.bias"], sd["b1.bias"])
+        extra.append(helper.make_node("Identity", ["c1.bias"], ["b1.bias"]))
 
     def init(name, a):
         inits.append(numpy_helper.from_array(np.asarray(a, dtype=np.float32), name))
         return name
 
     def bn(prefix, x, out):
-        return helper.make_node("BatchNormalization", [x, init(prefix + ".weight", sd[prefix + ".weight"]),
-                                                       init(prefix + ".bias", sd[prefix + ".bias"]),
+        bias = prefix + ".bias" if shared and prefix == "b1" else init(prefix + ".bias", sd[prefix + ".bias"])
+        return helper.make_node("BatchNormalization", [x, init(prefix + ".weight", sd[prefix + ".weight"]), bias,
                                                        init(prefix + ".running_mean", sd[prefix + ".running_mean"]),
                                                        init(prefix + ".running_var", sd[prefix + ".running_var"])],
                                 [out], epsilon=1e-5, momentum=0.9)
 
-    nodes = [
+    nodes = extra + [
         helper.make_node("Conv", ["x", init("c1.weight", sd["c1.weight"]), init("c1.bias", sd["c1.bias"])], ["a1"],
                          pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
         bn("b1", "a1", "n1"),
@@ -156,6 +162,34 @@ class OneStep(unittest.TestCase):
                 # polydnn runs the exported model (inference import, batch norm folded) the same way
                 again = polydnn.load_onnx(out, device=dev)(x, as_numpy=True)
                 np.testing.assert_allclose(again, ort, atol=1e-5, rtol=0)
+
+    def test_an_initializer_shared_through_identity_is_untied(self):
+        with torch.no_grad():
+            self.net.c1.bias.zero_()
+            self.net.b1.bias.zero_()
+        path = os.path.join(self.tmp.name, "shared.onnx")
+        to_onnx(self.net, path, 8, shared=True)
+        x, y = batch(8, 5)
+        ref = Net()
+        ref.load_state_dict(self.net.state_dict())
+        opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        m = polydnn.load_onnx(path, trainable=True, optimizer="sgd", lr=0.1)
+        for _ in range(2):
+            loss = torch.nn.functional.cross_entropy(ref(torch.from_numpy(x)), torch.from_numpy(y).long())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            m.train_step(x, y)
+        p = m.parameters()
+        np.testing.assert_allclose(p["c1.bias"], ref.c1.bias.detach().numpy(), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(p["b1.bias"], ref.b1.bias.detach().numpy(), atol=1e-4, rtol=0)
+        out = os.path.join(self.tmp.name, "shared-trained.onnx")
+        m.export(out)
+        model = onnx.load(out)
+        self.assertNotIn("Identity", [n.op_type for n in model.graph.node])
+        self.assertIn("b1.bias", [i.name for i in model.graph.initializer])
+        ort = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.testing.assert_allclose(m.evaluate(x), ort, atol=1e-5, rtol=0)
 
     def test_dropout_is_active_in_training_only(self):
         path = os.path.join(self.tmp.name, "drop.onnx")

@@ -165,12 +165,40 @@ void pdnn__onnx_train_end(importer *im)
     im->train = NULL;
 }
 
-static int is_initializer(const importer *im, const char *name)
+static Onnx__TensorProto *find_initializer(const Onnx__GraphProto *g, const char *name)
 {
-    for (size_t i = 0; i < im->g->n_initializer; i++)
-        if (im->g->initializer[i]->name && strcmp(im->g->initializer[i]->name, name) == 0)
-            return 1;
-    return 0;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (g->initializer[i]->name && strcmp(g->initializer[i]->name, name) == 0)
+            return g->initializer[i];
+    return NULL;
+}
+
+
+/* The Identity node of g computing value name, or -1. */
+static int identity_of(const Onnx__GraphProto *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (n->op_type && strcmp(n->op_type, "Identity") == 0 && n->n_input == 1 && n->n_output >= 1 &&
+            n->output[0] && strcmp(n->output[0], name) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* The initializer value name is, directly or through Identity nodes
+ * (exporters share equal initializers that way: torch.onnx's fresh
+ * batch-norm-folded zero biases), or NULL. */
+static Onnx__TensorProto *initializer_of(const Onnx__GraphProto *g, const char *name)
+{
+    for (int hop = 0; hop < 64 && name; hop++) {
+        Onnx__TensorProto *t = find_initializer(g, name);
+        if (t)
+            return t;
+        const int k = identity_of(g, name);
+        name = k >= 0 ? g->node[k]->input[0] : NULL;
+    }
+    return NULL;
 }
 
 /* Constant node `node` becomes the variable named after initializer v. */
@@ -192,7 +220,10 @@ static pdnn_status make_variable(importer *im, int node, const value *v, int tra
 
 pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float scale)
 {
-    if (!im->train || node < 0 || !v || scale != 1.0f || !is_initializer(im, v->name))
+    /* An initializer read through an Identity becomes a variable of the
+     * Identity's output's name: its own weight, which the export writes
+     * as an initializer of that name (untying what the exporter shared). */
+    if (!im->train || node < 0 || !v || scale != 1.0f || !initializer_of(im->g, v->name))
         return PDNN_SUCCESS; /* not an initializer (a Constant node's output), or scaled: stays a constant */
     return make_variable(im, node, v, 1);
 }
@@ -220,7 +251,7 @@ pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n)
     in[0] = x->node;
     for (size_t i = 0; i < 4; i++) {
         const value *c = pdnn__onnx_const_input(im, n, i + 1);
-        if (!c || !c->data || c->count != C || !is_initializer(im, c->name))
+        if (!c || !c->data || c->count != C || !initializer_of(im->g, c->name))
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
                                          "input %zu must be a float initializer of C = %lld values", i + 1,
                                          (long long)C);
@@ -315,6 +346,44 @@ static pdnn_status replace_data(Onnx__TensorProto *t, float *data, size_t n)
     return PDNN_SUCCESS;
 }
 
+/* Identity nodes whose output the session holds as a variable (an
+ * initializer shared through them, untied by the import) become
+ * initializers of their own: a copy of the source's dims, the data
+ * written below; the node is removed. */
+static pdnn_status untie(Onnx__GraphProto *g, const pdnn_graph *pg)
+{
+    for (size_t i = 0; i < g->n_node;) {
+        Onnx__NodeProto *n = g->node[i];
+        pdnn_node v;
+        Onnx__TensorProto *src = NULL;
+        if (!n->op_type || strcmp(n->op_type, "Identity") != 0 || n->n_output < 1 || !n->output[0] ||
+            find_initializer(g, n->output[0]) || pdnn_graph_find(pg, n->output[0], &v) != PDNN_SUCCESS ||
+            pg->nodes[v].op != PDNN__OP_VARIABLE || !(src = initializer_of(g, n->input[0]))) {
+            i++;
+            continue;
+        }
+        Onnx__TensorProto *t = malloc(sizeof *t), **arr = realloc(g->initializer, sizeof *arr * (g->n_initializer + 1));
+        if (arr)
+            g->initializer = arr;
+        char *name = t && arr ? strdup(n->output[0]) : NULL;
+        int64_t *dims = name ? malloc(sizeof *dims * (src->n_dims + 1)) : NULL;
+        if (!dims) {
+            free(t), free(name);
+            return pdnn__host_oom("pdnn_session_export_onnx", "an untied initializer", sizeof *t);
+        }
+        onnx__tensor_proto__init(t);
+        t->name = name;
+        t->n_dims = src->n_dims;
+        t->dims = dims;
+        memcpy(dims, src->dims, sizeof *dims * src->n_dims);
+        g->initializer[g->n_initializer++] = t;
+        onnx__node_proto__free_unpacked(n, NULL);
+        memmove(&g->node[i], &g->node[i + 1], sizeof *g->node * (g->n_node - i - 1));
+        g->n_node--;
+    }
+    return PDNN_SUCCESS;
+}
+
 pdnn_status pdnn_session_export_onnx(pdnn_session *s, const char *model_path, const char *out_path, int *n_written)
 {
     if (n_written)
@@ -337,6 +406,7 @@ pdnn_status pdnn_session_export_onnx(pdnn_session *s, const char *model_path, co
     }
     int written = 0;
     const pdnn_graph *g = s->g;
+    st = untie(m->graph, g);
     for (size_t i = 0; i < m->graph->n_initializer && st == PDNN_SUCCESS; i++) {
         Onnx__TensorProto *t = m->graph->initializer[i];
         pdnn_node v;
