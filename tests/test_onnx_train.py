@@ -191,6 +191,25 @@ class OneStep(unittest.TestCase):
         ort = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         np.testing.assert_allclose(m.evaluate(x), ort, atol=1e-5, rtol=0)
 
+    def test_a_model_with_more_than_64_variables_takes_a_step(self):
+        # the train op reads one update per variable (MobileNetV2: 158)
+        rng = np.random.default_rng(2)
+        inits, nodes, last = [], [], "x"
+        for i in range(40):
+            inits.append(numpy_helper.from_array(rng.standard_normal((4, 4)).astype(np.float32) * 0.5, "w%d" % i))
+            inits.append(numpy_helper.from_array(np.zeros(4, np.float32), "b%d" % i))
+            nodes.append(helper.make_node("Gemm", [last, "w%d" % i, "b%d" % i], ["h%d" % i]))
+            last = "h%d" % i
+        g = helper.make_graph(nodes, "deep", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info(last, TensorProto.FLOAT, [2, 4])], initializer=inits)
+        path = os.path.join(self.tmp.name, "deep.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+        m = polydnn.load_onnx(path, trainable=True, optimizer="sgd", lr=0.01)
+        before = m.parameters()["w0"].copy()
+        self.assertTrue(np.isfinite(m.train_step(np.ones((2, 4), np.float32), [1, 2])))
+        self.assertEqual(len(m.parameters()), 80)
+        self.assertGreater(np.abs(m.parameters()["w0"] - before).max(), 0)
+
     def test_dropout_is_active_in_training_only(self):
         path = os.path.join(self.tmp.name, "drop.onnx")
         to_onnx(self.net, path, 8, dropout=0.5)
