@@ -23,12 +23,7 @@ import polydnn
 
 def devices():
     """/cpu:0 and the OpenCL device when there is one."""
-    out = ["/cpu:0"]
-    for d in polydnn.devices():
-        if d.backend == "opencl":
-            out.append(d.name)
-            break
-    return out
+    return ["/cpu:0"] + [d.name for d in polydnn.devices() if d.backend == "opencl"][:1]
 
 
 class Net(torch.nn.Module):

@@ -330,28 +330,34 @@ static int evaluate(net *m, const dataset *d, int64_t from, int64_t n, double *a
  * best validation accuracy and evaluations since (early stopping). */
 enum { STATE_LEN = 8 };
 
+/* One checkpoint member: a variable's values under its npz name. */
+typedef struct ckpt_item {
+    char name[NPZ_MAX_NAME + 1];
+    int64_t count;
+    float *values;
+} ckpt_item;
+
 static int save_ckpt(const net *m, const char *path, uint64_t seed, int64_t train_n, double best, int64_t bad)
 {
     const int nn = pdnn_graph_node_count(m->g);
+    ckpt_item *it = calloc((size_t)nn, sizeof *it);
     npz_entry *e = calloc((size_t)nn + 1, sizeof *e);
-    char(*names)[NPZ_MAX_NAME + 1] = calloc((size_t)nn + 1, sizeof *names);
-    int64_t *shapes = calloc((size_t)nn + 1, sizeof *shapes);
-    float **bufs = calloc((size_t)nn + 1, sizeof *bufs), st[STATE_LEN];
-    int count = 0, rc = !e || !names || !shapes || !bufs ? cli_host_oom("train", "the checkpoint", 0) : 0;
+    float st[STATE_LEN];
+    int count = 0, rc = !it || !e ? cli_host_oom("train", "the checkpoint", 0) : 0;
     for (pdnn_node n = 0; !rc && n < nn; n++) {
         if (strcmp(pdnn_graph_node_op(m->g, n), "VariableV2") != 0)
             continue;
+        ckpt_item *c = &it[count];
         pdnn_tensor_desc d;
         pdnn_graph_node_desc(m->g, n, &d);
-        shapes[count] = pdnn_tensor_desc_elements(&d);
-        bufs[count] = malloc((size_t)shapes[count] * sizeof(float));
-        if (!bufs[count])
-            rc = cli_host_oom("train", "the checkpoint", (uint64_t)shapes[count] * sizeof(float));
-        else if (pdnn_session_variable_read(m->s, n, bufs[count], (size_t)shapes[count] * sizeof(float)))
+        c->count = pdnn_tensor_desc_elements(&d);
+        c->values = malloc((size_t)c->count * sizeof *c->values);
+        if (!c->values)
+            rc = cli_host_oom("train", "the checkpoint", (uint64_t)c->count * sizeof *c->values);
+        else if (pdnn_session_variable_read(m->s, n, c->values, (size_t)c->count * sizeof *c->values))
             rc = cli_fail("reading a variable for the checkpoint");
-        ckpt_name(pdnn_graph_node_name(m->g, n), names[count], sizeof names[count]);
-        e[count] = (npz_entry){names[count], 1, &shapes[count], bufs[count]};
-        count++;
+        ckpt_name(pdnn_graph_node_name(m->g, n), c->name, sizeof c->name);
+        e[count++] = (npz_entry){c->name, 1, &c->count, c->values};
     }
     for (int i = 0; i < 4; i++)
         st[i] = (float)((seed >> (16 * i)) & 0xFFFF);
@@ -360,18 +366,17 @@ static int save_ckpt(const net *m, const char *path, uint64_t seed, int64_t trai
     st[6] = (float)best;
     st[7] = (float)bad;
     static const int64_t st_shape[1] = {STATE_LEN};
-    if (!rc)
-        e[count++] = (npz_entry){"train_state", 1, st_shape, st};
     char err[512];
-    if (!rc && npz_write(path, count, e, err, sizeof err)) {
-        fprintf(stderr, "polydnn train: %s\n", err);
-        rc = EXIT_RUNTIME;
+    if (!rc) {
+        e[count] = (npz_entry){"train_state", 1, st_shape, st};
+        if (npz_write(path, count + 1, e, err, sizeof err)) {
+            fprintf(stderr, "polydnn train: %s\n", err);
+            rc = EXIT_RUNTIME;
+        }
     }
-    for (int i = 0; bufs && i < nn + 1; i++)
-        free(bufs[i]);
-    free(bufs);
-    free(shapes);
-    free(names);
+    while (it && count > 0)
+        free(it[--count].values);
+    free(it);
     free(e);
     return rc;
 }

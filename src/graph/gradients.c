@@ -405,12 +405,7 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
     free(from_x);
     free(to_loss);
     if (st != PDNN_SUCCESS) {
-        /* Leave the graph as it was. */
-        for (int i = n0; i < g->n; i++) {
-            free(g->nodes[i].inputs);
-            free(g->nodes[i].data);
-        }
-        g->n = n0;
+        pdnn__graph_truncate(g, n0); /* leave the graph as it was */
         for (int k = 0; k < n; k++)
             grads[k] = -1;
     }
@@ -530,11 +525,7 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
     }
     free(updates);
     if (st != PDNN_SUCCESS) {
-        for (int i = n0; i < g->n; i++) {
-            free(g->nodes[i].inputs);
-            free(g->nodes[i].data);
-        }
-        g->n = n0;
+        pdnn__graph_truncate(g, n0);
     }
     return st;
 }

@@ -59,6 +59,15 @@ void pdnn_graph_destroy(pdnn_graph *g)
 
 int pdnn_graph_node_count(const pdnn_graph *g) { return g ? g->n : 0; }
 
+void pdnn__graph_truncate(pdnn_graph *g, int n0)
+{
+    for (int i = n0; i < g->n; i++) {
+        free(g->nodes[i].inputs);
+        free(g->nodes[i].data);
+    }
+    g->n = n0;
+}
+
 static const pdnn__node *node_at(const pdnn_graph *g, pdnn_node n)
 {
     return g && n >= 0 && n < g->n ? &g->nodes[n] : NULL;

@@ -94,6 +94,9 @@ pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *p
 pdnn_status pdnn__graph_constant_adopt(pdnn_graph *g, const char *device, const pdnn_tensor_desc *desc, float *data,
                                        pdnn_node *out);
 
+/* Removes nodes n0.. (added by a call that failed), leaving g as it was. */
+void pdnn__graph_truncate(pdnn_graph *g, int n0);
+
 /* Runs a node that training an imported model adds (train_ops.c). */
 pdnn_status pdnn__run_train_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y);
 

@@ -106,11 +106,7 @@ pdnn_status pdnn__run_train_node(const pdnn__node *nd, const pdnn_tensor *const 
         int on = 0;
         if ((st = read_flag(in[5], &on)) != PDNN_SUCCESS)
             return st;
-        pdnn_batch_norm_params p;
-        pdnn_batch_norm_params_init(&p);
-        p.training = on;
-        p.epsilon = nd->alpha;
-        p.momentum = nd->beta;
+        const pdnn_batch_norm_params p = {.training = on, .epsilon = nd->alpha, .momentum = nd->beta};
         /* The running statistics are the session's variables: updated in place. */
         return pdnn_batch_norm_forward(&p, in[0], in[1], in[2], (pdnn_tensor *)in[3], (pdnn_tensor *)in[4], NULL,
                                        NULL, y);

@@ -106,11 +106,7 @@ pdnn_status pdnn_graph_add_training(pdnn_graph *g, const pdnn_onnx_io *io, pdnn_
         st = pdnn_graph_apply_gradients(g, NULL, p, vars, vars + n, n, &out->train_op);
     free(vars);
     if (st != PDNN_SUCCESS) {
-        for (int i = n0; i < g->n; i++) {
-            free(g->nodes[i].inputs);
-            free(g->nodes[i].data);
-        }
-        g->n = n0;
+        pdnn__graph_truncate(g, n0);
         memset(out, 0, sizeof *out);
         return st;
     }
@@ -228,6 +224,23 @@ pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float
     return make_variable(im, node, v, 1);
 }
 
+/* nd (its op and fields set) as the node computing n's output from x,
+ * whose descriptor it takes. */
+static pdnn_status add_node(importer *im, const Onnx__NodeProto *n, pdnn__node *nd, const value *x,
+                            const pdnn_node *in, int n_in)
+{
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (pdnn_graph_node_desc(im->graph, x->node, &nd->out) != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(PDNN_ERR_INTERNAL, n, "no descriptor for its input");
+    snprintf(nd->device, sizeof nd->device, "%s", im->device ? im->device : "");
+    int y = -1;
+    if ((st = pdnn__graph_add(im->graph, n->output[0], nd, in, n_in, &y)) != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    return pdnn__onnx_set_output(im, n, n->output[0], y, x->rank);
+}
+
 pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n)
 {
     value *x;
@@ -260,20 +273,12 @@ pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n)
             return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     }
     in[5] = im->train->flag;
-    if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
-        return st;
     pdnn__node nd;
     memset(&nd, 0, sizeof nd);
     nd.op = PDNN__OP_BN_TRAIN;
-    if (pdnn_graph_node_desc(im->graph, x->node, &nd.out) != PDNN_SUCCESS)
-        return pdnn__onnx_node_error(PDNN_ERR_INTERNAL, n, "no descriptor for its input");
     nd.alpha = eps;
     nd.beta = 1.0f - mom; /* ONNX keeps mom of the running value; polydnn's momentum weighs the batch */
-    snprintf(nd.device, sizeof nd.device, "%s", im->device ? im->device : "");
-    int y = -1;
-    if ((st = pdnn__graph_add(im->graph, n->output[0], &nd, in, 6, &y)) != PDNN_SUCCESS)
-        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
-    return pdnn__onnx_set_output(im, n, n->output[0], y, 4);
+    return add_node(im, n, &nd, x, in, 6);
 }
 
 pdnn_status pdnn__onnx_train_dropout(importer *im, const Onnx__NodeProto *n)
@@ -293,22 +298,14 @@ pdnn_status pdnn__onnx_train_dropout(importer *im, const Onnx__NodeProto *n)
     }
     if (!(ratio >= 0.0f && ratio < 1.0f))
         return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "ratio %g is outside [0, 1)", (double)ratio);
-    if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
-        return st;
     pdnn__node nd;
     memset(&nd, 0, sizeof nd);
     nd.op = PDNN__OP_DROPOUT;
-    if (pdnn_graph_node_desc(im->graph, x->node, &nd.out) != PDNN_SUCCESS)
-        return pdnn__onnx_node_error(PDNN_ERR_INTERNAL, n, "no descriptor for its input");
     nd.alpha = ratio;
     /* each Dropout its own stream: the seed mixed with the node's index */
     nd.seed = im->train->seed * 0x9E3779B97F4A7C15ull + (uint64_t)im->graph->n;
-    snprintf(nd.device, sizeof nd.device, "%s", im->device ? im->device : "");
-    pdnn_node in[3] = {x->node, im->train->flag, im->train->step};
-    int y = -1;
-    if ((st = pdnn__graph_add(im->graph, n->output[0], &nd, in, 3, &y)) != PDNN_SUCCESS)
-        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
-    return pdnn__onnx_set_output(im, n, n->output[0], y, x->rank);
+    const pdnn_node in[3] = {x->node, im->train->flag, im->train->step};
+    return add_node(im, n, &nd, x, in, 3);
 }
 
 /* ---- export ---- */
