@@ -106,16 +106,16 @@ static int load_npz(const train_onnx_opts *o, int classes, dataset *d)
         return EXIT_RUNTIME;
     }
     const npz_member *x = npz_find(&a, "x"), *y = npz_find(&a, "y");
+    int32_t *lab = NULL;
     int rc = 0;
     if (!x || !y || (x->array.ndim != 4 && x->array.ndim != 3) || y->array.count != x->array.shape[0] ||
         x->array.shape[0] < 1) {
         fprintf(stderr, "polydnn train: --npz %s: needs arrays x (N, C, H, W) or (N, H, W) and y (N)\n", o->npz);
         rc = EXIT_RUNTIME;
-    }
-    int32_t *lab = rc ? NULL : malloc((size_t)y->array.count * sizeof *lab);
-    if (!rc && !lab)
+    } else if (!(lab = calloc((size_t)y->array.count, sizeof *lab))) {
         rc = cli_host_oom("train", "the labels", 0);
-    for (int64_t i = 0; !rc && i < y->array.count; i++) {
+    }
+    for (int64_t i = 0; lab && !rc && i < y->array.count; i++) {
         float v = y->array.data[i];
         if (!(v >= 0 && v < (float)classes && v == floorf(v))) {
             fprintf(stderr, "polydnn train: --npz %s: y[%lld] is %g; labels are integers in 0..%d\n", o->npz,
@@ -125,7 +125,7 @@ static int load_npz(const train_onnx_opts *o, int classes, dataset *d)
             lab[i] = (int32_t)v;
         }
     }
-    if (!rc) {
+    if (lab && !rc) {
         const int r4 = x->array.ndim == 4;
         const int64_t *s = x->array.shape;
         if ((r4 ? s[1] : 1) > 4096 || s[r4 + 1] > 65536 || s[r4 + 2] > 65536) {
@@ -303,7 +303,9 @@ static int set_flag(net *m, float v)
 static int evaluate(net *m, const dataset *d, int64_t from, int64_t n, double *acc)
 {
     int64_t *idx = malloc(sizeof *idx * (size_t)m->batch), ok = 0;
-    int rc = idx ? set_flag(m, 0.0f) : cli_host_oom("train", "the evaluation batch", 0);
+    if (!idx)
+        return cli_host_oom("train", "the evaluation batch", 0);
+    int rc = set_flag(m, 0.0f);
     for (int64_t start = 0; !rc && start < n; start += m->batch) {
         const int64_t cnt = n - start < m->batch ? n - start : m->batch;
         for (int64_t i = 0; i < cnt; i++)
@@ -343,7 +345,11 @@ static int save_ckpt(const net *m, const char *path, uint64_t seed, int64_t trai
     ckpt_item *it = calloc((size_t)nn, sizeof *it);
     npz_entry *e = calloc((size_t)nn + 1, sizeof *e);
     float st[STATE_LEN];
-    int count = 0, rc = !it || !e ? cli_host_oom("train", "the checkpoint", 0) : 0;
+    if (!it || !e) {
+        free(it), free(e);
+        return cli_host_oom("train", "the checkpoint", 0);
+    }
+    int count = 0, rc = 0;
     for (pdnn_node n = 0; !rc && n < nn; n++) {
         if (strcmp(pdnn_graph_node_op(m->g, n), "VariableV2") != 0)
             continue;
@@ -374,7 +380,7 @@ static int save_ckpt(const net *m, const char *path, uint64_t seed, int64_t trai
             rc = EXIT_RUNTIME;
         }
     }
-    while (it && count > 0)
+    while (count > 0)
         free(it[--count].values);
     free(it);
     free(e);
@@ -389,7 +395,11 @@ static int load_ckpt(net *m, const char *path, uint64_t seed, int64_t train_n, d
     npz_expect *want = calloc((size_t)nn + 1, sizeof *want);
     char(*names)[NPZ_MAX_NAME + 1] = calloc((size_t)nn + 1, sizeof *names);
     pdnn_node *vars = calloc((size_t)nn + 1, sizeof *vars);
-    int k = 0, rc = !want || !names || !vars ? cli_host_oom("train", "the checkpoint's table", 0) : 0;
+    if (!want || !names || !vars) {
+        free(want), free(names), free(vars);
+        return cli_host_oom("train", "the checkpoint's table", 0);
+    }
+    int k = 0, rc = 0;
     for (pdnn_node n = 0; !rc && n < nn; n++) {
         if (strcmp(pdnn_graph_node_op(m->g, n), "VariableV2") != 0)
             continue;

@@ -92,18 +92,21 @@ pdnn_status pdnn_graph_add_training(pdnn_graph *g, const pdnn_onnx_io *io, pdnn_
         st = pdnn_graph_variable(g, "learning_rate", "/cpu:0", &sd, PDNN_INIT_DATA, 0, &p->learning_rate,
                                  &out->learning_rate);
     pdnn_node *vars = malloc(sizeof *vars * (size_t)n * 2);
-    if (st == PDNN_SUCCESS && !vars)
-        st = pdnn__host_oom("pdnn_graph_add_training", "the variable list", sizeof *vars * (size_t)n * 2);
-    if (st == PDNN_SUCCESS) {
+    if (!vars) {
+        if (st == PDNN_SUCCESS)
+            st = pdnn__host_oom("pdnn_graph_add_training", "the variable list", sizeof *vars * (size_t)n * 2);
+    } else if (st == PDNN_SUCCESS) {
+        for (int k = 0; k < 2 * n; k++)
+            vars[k] = -1;
         trainable_vars(g, vars);
         st = pdnn_graph_gradients(g, out->loss, vars, n, vars + n);
+        for (int k = 0; st == PDNN_SUCCESS && k < n; k++)
+            if (vars[n + k] < 0)
+                st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: the loss does not depend on "
+                                                            "variable '%s'", g->nodes[vars[k]].name);
+        if (st == PDNN_SUCCESS)
+            st = pdnn_graph_apply_gradients(g, NULL, p, vars, vars + n, n, &out->train_op);
     }
-    for (int k = 0; st == PDNN_SUCCESS && k < n; k++)
-        if (vars[n + k] < 0)
-            st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: the loss does not depend on "
-                                                        "variable '%s'", g->nodes[vars[k]].name);
-    if (st == PDNN_SUCCESS)
-        st = pdnn_graph_apply_gradients(g, NULL, p, vars, vars + n, n, &out->train_op);
     free(vars);
     if (st != PDNN_SUCCESS) {
         pdnn__graph_truncate(g, n0);
@@ -362,7 +365,10 @@ static pdnn_status untie(Onnx__GraphProto *g, const pdnn_graph *pg)
         Onnx__TensorProto *t = malloc(sizeof *t), **arr = realloc(g->initializer, sizeof *arr * (g->n_initializer + 1));
         if (arr)
             g->initializer = arr;
-        char *name = t && arr ? strdup(n->output[0]) : NULL;
+        const size_t len = strlen(n->output[0]) + 1;
+        char *name = t && arr ? malloc(len) : NULL;
+        if (name)
+            memcpy(name, n->output[0], len);
         int64_t *dims = name ? malloc(sizeof *dims * (src->n_dims + 1)) : NULL;
         if (!dims) {
             free(t), free(name);
