@@ -915,8 +915,8 @@ PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const 
 PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                      pdnn_node *out);
 /* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu",
- * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; not differentiable yet (pdnn_graph_gradients refuses
- * a path through it). */
+ * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; Clip is differentiable (dy where alpha < y < beta),
+ * the others not yet (pdnn_graph_gradients refuses a path through them). */
 PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            pdnn_activation mode, float alpha, float beta, pdnn_node *out);
 
@@ -1150,8 +1150,9 @@ PDNN_API pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char 
  * without a device of its own is placed on the device its forward op was
  * placed on (TensorFlow's colocate_gradients_with_ops); the placement log
  * lists them. grads[i] is -1 (TensorFlow's None) when loss does not
- * depend on xs[i]. Differentiable ops: Mul (pdnn_graph_scale), Conv2D (its fused relu too),
- * MaxPool, AvgPool, MatMul, Add, AddN, BiasAdd, Relu, Reshape, and
+ * depend on xs[i]. Differentiable ops: Mul (pdnn_graph_scale), Conv2D (its fused relu too, capped
+ * or not), MaxPool, AvgPool, MatMul, Add, AddN, BiasAdd, Relu, Clip, Reshape, Transpose, the
+ * binary ops but division, a trainable import's batch norm and Dropout (docs/training.md), and
  * SparseSoftmaxCrossEntropyWithLogits as the loss itself. A path through
  * Softmax, or a cross-entropy that is not the loss, fails naming the node. */
 PDNN_API pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node *xs, int n,
