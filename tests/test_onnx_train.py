@@ -4,6 +4,7 @@ ReLU6, a Gemm) gives torch's weights and running statistics; the exported
 model runs in ONNX Runtime as polydnn runs it; a toy set's loss goes down;
 the optimizers (SGD with momentum, Nesterov and L2 weight decay, Adam,
 AdamW) match torch.optim step by step. Needs torch, onnx and onnxruntime."""
+import copy
 import csv
 import os
 import signal
@@ -137,6 +138,31 @@ class OneStep(unittest.TestCase):
                 for k, w in want.items():
                     self.assertIn(k, params)
                     np.testing.assert_allclose(params[k].reshape(w.shape), w, atol=1e-4, rtol=0, err_msg=k)
+
+    def test_a_torch_training_export_trains_as_torch_does(self):
+        # torch.onnx.export in training mode keeps BatchNormalization apart,
+        # with its running statistics as extra outputs that nothing reads
+        torch.manual_seed(6)
+        net = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                                  torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(64, 3))
+        path = os.path.join(self.tmp.name, "torch.onnx")
+        torch.onnx.export(net.train(), torch.zeros(8, 2, 8, 8), path, opset_version=13,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["x"], output_names=["y"])
+        ref = copy.deepcopy(net).train()
+        opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+        m = polydnn.load_onnx(path, trainable=True, optimizer="sgd", lr=0.1, momentum=0.9)
+        for s in range(2):
+            x, y = batch(8, 20 + s)
+            loss = torch.nn.functional.cross_entropy(ref(torch.from_numpy(x)), torch.from_numpy(y).long())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            self.assertAlmostEqual(m.train_step(x, y), float(loss), delta=1e-5)
+        got = m.parameters()
+        for k, w in ref.state_dict().items():
+            if "num_batches" not in k:
+                np.testing.assert_allclose(got[k].reshape(w.shape), w.numpy(), atol=1e-4, rtol=0, err_msg=k)
 
     def test_export_runs_in_onnxruntime_as_in_polydnn(self):
         for dev in devices():

@@ -227,6 +227,30 @@ pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float
     return make_variable(im, node, v, 1);
 }
 
+/* Whether a node or the graph's outputs read value name: the extra
+ * outputs of a training-mode export (BatchNormalization's running
+ * statistics, Dropout's mask) are accepted where nothing does. */
+static int is_read(const Onnx__GraphProto *g, const char *name)
+{
+    for (size_t i = 0; i < g->n_output; i++)
+        if (g->output[i]->name && strcmp(g->output[i]->name, name) == 0)
+            return 1;
+    for (size_t i = 0; i < g->n_node; i++)
+        for (size_t j = 0; j < g->node[i]->n_input; j++)
+            if (strcmp(g->node[i]->input[j], name) == 0)
+                return 1;
+    return 0;
+}
+
+static pdnn_status extra_outputs_unread(const importer *im, const Onnx__NodeProto *n, const char *what)
+{
+    for (size_t j = 1; j < n->n_output; j++)
+        if (n->output[j][0] && is_read(im->g, n->output[j]))
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "output %zu ('%s', %s) is read; only an unread "
+                                         "one is supported", j, n->output[j], what);
+    return PDNN_SUCCESS;
+}
+
 /* nd (its op and fields set) as the node computing n's output from x,
  * whose descriptor it takes. */
 static pdnn_status add_node(importer *im, const Onnx__NodeProto *n, pdnn__node *nd, const value *x,
@@ -252,9 +276,8 @@ pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n)
         return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "BatchNormalization takes 5 inputs, %zu given", n->n_input);
     if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
         return st;
-    for (size_t j = 1; j < n->n_output; j++)
-        if (n->output[j][0])
-            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the running statistics outputs are not supported");
+    if ((st = extra_outputs_unread(im, n, "a running statistic")) != PDNN_SUCCESS)
+        return st;
     if (x->rank != 4)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "training needs a rank-4 input (rank %d given)",
                                      x->rank);
@@ -290,8 +313,9 @@ pdnn_status pdnn__onnx_train_dropout(importer *im, const Onnx__NodeProto *n)
     value *x = pdnn__onnx_act_input(im, n, 0, &st);
     if (!x)
         return st;
-    if (n->n_output > 1 && n->output[1][0])
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the Dropout mask output is not supported");
+    if ((st = extra_outputs_unread(im, n, "the mask")) != PDNN_SUCCESS)
+        return st;
+    /* input 2, training_mode, is ignored: polydnn/training decides */
     float ratio = attr_float(n, "ratio", 0.5f); /* opset < 12; an input from 12 */
     if (n->n_input > 1 && n->input[1][0]) {
         const value *r = pdnn__onnx_const_input(im, n, 1);
