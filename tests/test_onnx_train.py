@@ -163,6 +163,14 @@ class OneStep(unittest.TestCase):
         for k, w in ref.state_dict().items():
             if "num_batches" not in k:
                 np.testing.assert_allclose(got[k].reshape(w.shape), w.numpy(), atol=1e-4, rtol=0, err_msg=k)
+        # exported for inference: ONNX Runtime uses the running statistics, as torch's eval() does
+        out = os.path.join(self.tmp.name, "torch-trained.onnx")
+        m.export(out)
+        self.assertEqual([len(n.output) for n in onnx.load(out).graph.node if n.op_type == "BatchNormalization"], [1])
+        x, _ = batch(8, 30)
+        ort = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.testing.assert_allclose(ort, ref.eval()(torch.from_numpy(x)).detach().numpy(), atol=1e-4, rtol=0)
+        np.testing.assert_allclose(m.evaluate(x), ort, atol=1e-5, rtol=0)
 
     def test_export_runs_in_onnxruntime_as_in_polydnn(self):
         for dev in devices():

@@ -411,6 +411,28 @@ static pdnn_status untie(Onnx__GraphProto *g, const pdnn_graph *pg)
     return PDNN_SUCCESS;
 }
 
+/* The training-mode parts of a training export made inference ones, as
+ * the exported model is for running: BatchNormalization's extra outputs
+ * (which select training mode before opset 14) and its training_mode,
+ * Dropout's training_mode input and its mask output dropped (nothing read
+ * them: the import checked). */
+static void for_inference(Onnx__GraphProto *g)
+{
+    for (size_t i = 0; i < g->n_node; i++) {
+        Onnx__NodeProto *n = g->node[i];
+        const int bn = n->op_type && strcmp(n->op_type, "BatchNormalization") == 0;
+        if (!bn && !(n->op_type && strcmp(n->op_type, "Dropout") == 0))
+            continue;
+        while (n->n_output > 1)
+            free(n->output[--n->n_output]);
+        while (!bn && n->n_input > 2)
+            free(n->input[--n->n_input]);
+        for (size_t a = 0; bn && a < n->n_attribute; a++)
+            if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "training_mode") == 0)
+                n->attribute[a]->i = 0;
+    }
+}
+
 pdnn_status pdnn_session_export_onnx(pdnn_session *s, const char *model_path, const char *out_path, int *n_written)
 {
     if (n_written)
@@ -434,6 +456,7 @@ pdnn_status pdnn_session_export_onnx(pdnn_session *s, const char *model_path, co
     int written = 0;
     const pdnn_graph *g = s->g;
     st = untie(m->graph, g);
+    for_inference(m->graph);
     for (size_t i = 0; i < m->graph->n_initializer && st == PDNN_SUCCESS; i++) {
         Onnx__TensorProto *t = m->graph->initializer[i];
         pdnn_node v;
