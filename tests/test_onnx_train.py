@@ -7,6 +7,7 @@ AdamW) match torch.optim step by step. Needs torch, onnx and onnxruntime."""
 import copy
 import csv
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -374,6 +375,28 @@ class Cli(unittest.TestCase):
             r = self.train(*args, check=False)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(msg, r.stderr)
+
+    @unittest.skipUnless(os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"),
+                         "no Fashion-MNIST in /usr/share/datasets/fashion-mnist")
+    def test_idx_images_are_padded_and_tiled_to_the_model_input(self):
+        # a 3 x 32 x 32 model on 28 x 28 gray images: padded by 2, gray in every channel
+        torch.manual_seed(1)
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=2), torch.nn.ReLU(), torch.nn.Flatten(),
+                                  torch.nn.Linear(4 * 15 * 15, 10))
+        torch.onnx.export(net, torch.zeros(16, 3, 32, 32), os.path.join(self.d, "rgb.onnx"), opset_version=13,
+                          input_names=["x"], output_names=["y"])
+        for fit in ("pad", "resize"):
+            r = subprocess.run([TOOL, "train", "--model", "rgb.onnx", "--batch", "16", "--epochs", "1",
+                                "--train-limit", "320", "--test-limit", "160", "--optimizer", "adam", "--lr", "0.003",
+                                "--fit", fit, "--log", "l.csv"], cwd=self.d, capture_output=True, text=True,
+                               timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            acc = float(re.findall(r"test accuracy ([0-9.]+)", r.stdout)[-1])
+            self.assertGreater(acc, 0.4, r.stdout)  # 10 classes: chance is 0.1
+        r = subprocess.run([TOOL, "train", "--model", "m.onnx", "--batch", "8", "--steps", "1"], cwd=self.d,
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 1)  # a 10-class data set on the toy's 3 classes
+        self.assertIn("label", r.stderr)
 
     def test_resume_after_kill_ends_with_the_same_weights(self):
         args = ["--epochs", "6", "--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9", "--nesterov",
