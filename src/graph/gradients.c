@@ -230,7 +230,9 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
     case PDNN__OP_ACT: { /* Clip: dy where alpha < y < beta; other activations have none yet */
-        if (!NEED(0) || fw.act != PDNN_ACTIVATION_CLIP)
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        if (fw.act != PDNN_ACTIVATION_CLIP)
             break;
         pdnn_node q[2] = {f, dy};
         st = emit(s, f, "ClipGrad", PDNN__OP_G_CLIP_BWD, &fw.out, q, 2, &r);
