@@ -2076,12 +2076,14 @@ class TrainableOnnxModel(OnnxModel):
         self._lr = Node(graph, training.learning_rate)
 
     def parameters(self):
-        """{initializer name: numpy array} of the trainable variables."""
+        """{initializer name: numpy array} of the model's variables: its
+        weights and biases, and its batch norms' running statistics (not
+        the optimizer's slots or step)."""
         out = {}
         for i in range(len(self.graph)):
             n = Node(self.graph, i)
             if n.op == "VariableV2" and n.name not in ("global_step", "polydnn/training", "learning_rate") \
-                    and "/" not in n.name:
+                    and not n.name.endswith(("/Momentum", "/Adam", "/Adam_1")):
                 out[n.name] = self.session.variable(n)
         return out
 
