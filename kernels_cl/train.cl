@@ -73,15 +73,16 @@ __kernel void xent_mean(__global const float *rowloss, long r_off, __global floa
 
 /* g' = g + wd w; with a velocity v: v = momentum v + g'; w -= lr v (else lr g'). */
 __kernel void sgd_step(__global float *w, long w_off, __global const float *g, long g_off, __global float *v,
-                       long v_off, int has_v, float lr, float momentum, float wd, long n)
+                       long v_off, int has_v, float lr, float momentum, float wd, long n, int nesterov)
 {
     const long i = get_global_id(0);
     if (i >= n)
         return;
     float d = g[g_off + i] + wd * w[w_off + i];
     if (has_v) {
-        d = momentum * v[v_off + i] + d;
-        v[v_off + i] = d;
+        const float vv = momentum * v[v_off + i] + d;
+        v[v_off + i] = vv;
+        d = nesterov ? d + momentum * vv : vv;
     }
     w[w_off + i] -= lr * d;
 }
@@ -90,12 +91,15 @@ __kernel void sgd_step(__global float *w, long w_off, __global const float *g, l
  * (formed on the host in double). */
 __kernel void adam_step(__global float *w, long w_off, __global const float *g, long g_off, __global float *m,
                         long m_off, __global float *v, long v_off, float lr, float b1, float b2, float eps, float bc1,
-                        float bc2, float wd, long n)
+                        float bc2, float wd, long n, int decoupled)
 {
     const long i = get_global_id(0);
     if (i >= n)
         return;
-    const float d = g[g_off + i] + wd * w[w_off + i];
+    /* AdamW (decoupled) decays w, not the gradient */
+    const float d = g[g_off + i] + (decoupled ? 0.0f : wd * w[w_off + i]);
+    if (decoupled)
+        w[w_off + i] *= 1.0f - lr * wd;
     const float mm = b1 * m[m_off + i] + (1.0f - b1) * d;
     const float vv = b2 * v[v_off + i] + (1.0f - b2) * d * d;
     m[m_off + i] = mm;

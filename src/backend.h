@@ -231,6 +231,7 @@ typedef struct pdnn__optim_call {
     float lr, momentum, weight_decay, beta1, beta2, epsilon;
     int64_t step;
     pdnn__buf w_buf, g_buf, s1_buf, s2_buf;
+    int nesterov; /* SGD */
 } pdnn__optim_call;
 
 /* ---- ops and their algorithm registries -----------------------------------

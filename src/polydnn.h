@@ -817,26 +817,35 @@ PDNN_API pdnn_status pdnn_softmax_cross_entropy(const pdnn_tensor *logits, const
                                                 pdnn_tensor *loss, pdnn_tensor *dlogits);
 
 /* Optimizers, applied in place on the variable's device. */
-typedef enum pdnn_optimizer_kind { PDNN_OPTIMIZER_SGD = 0, PDNN_OPTIMIZER_ADAM = 1 } pdnn_optimizer_kind;
+typedef enum pdnn_optimizer_kind {
+    PDNN_OPTIMIZER_SGD = 0,
+    PDNN_OPTIMIZER_ADAM = 1,
+    PDNN_OPTIMIZER_ADAMW = 2 /* Adam with decoupled weight decay (torch.optim.AdamW) */
+} pdnn_optimizer_kind;
 
 typedef struct pdnn_optimizer_params {
     pdnn_optimizer_kind kind;
     float learning_rate;
     float momentum;              /* SGD */
-    float weight_decay;          /* both: g' = g + weight_decay * w (L2, PyTorch's weight_decay) */
-    float beta1, beta2, epsilon; /* Adam */
+    float weight_decay;          /* SGD, Adam: g' = g + weight_decay * w (L2, PyTorch's weight_decay);
+                                    AdamW: w *= 1 - lr * weight_decay before the step (decoupled) */
+    float beta1, beta2, epsilon; /* Adam, AdamW */
+    int nesterov;                /* SGD: 1 for Nesterov momentum (needs momentum > 0) */
 } pdnn_optimizer_params;
 
-/* SGD: lr 0.01, momentum 0, weight decay 0. Adam: lr 0.001, beta1 0.9,
- * beta2 0.999, epsilon 1e-8, weight decay 0. Unknown kinds get SGD's. */
+/* SGD: lr 0.01, momentum 0, weight decay 0, nesterov 0. Adam: lr 0.001,
+ * beta1 0.9, beta2 0.999, epsilon 1e-8, weight decay 0. AdamW: Adam's with
+ * weight decay 0.01 (PyTorch's default). Unknown kinds get SGD's. */
 PDNN_API void pdnn_optimizer_params_init(pdnn_optimizer_params *p, pdnn_optimizer_kind kind);
 
 /* One step on w with gradient g (PyTorch's torch.optim forms):
  *   SGD:  v = momentum * v + g'; w -= lr * v     (slot1 = v; slot1 may be
- *         NULL iff momentum == 0, and is then not read or written)
+ *         NULL iff momentum == 0, and is then not read or written);
+ *         Nesterov: w -= lr * (g' + momentum * v)
  *   Adam: m = b1 m + (1 - b1) g'; v = b2 v + (1 - b2) g'^2;
  *         w -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps)
  *         (slot1 = m, slot2 = v)
+ *   AdamW: w *= 1 - lr * weight_decay, then Adam's step with g' = g
  * step >= 1 counts updates (1 for the first). All tensors float32, the
  * same dims and layout, on one device, none overlapping another; slots
  * start at zero. Parameters: lr, momentum and weight decay finite and
@@ -906,8 +915,8 @@ PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const 
 PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                      pdnn_node *out);
 /* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu",
- * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; not differentiable yet (pdnn_graph_gradients refuses
- * a path through it). */
+ * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; Clip is differentiable (dy where alpha < y < beta),
+ * the others not yet (pdnn_graph_gradients refuses a path through them). */
 PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            pdnn_activation mode, float alpha, float beta, pdnn_node *out);
 
@@ -1001,9 +1010,26 @@ typedef struct pdnn_onnx_options {
      * elements keep ONNX's order) and before each rank-4 output, which
      * is then the node "<output name>/nchw". */
     pdnn_layout layout;
+    /* 1: a trainable graph (NCHW only; docs/training.md). The float
+     * initializers that Conv, Gemm (alpha and beta 1) and MatMul read as
+     * weights and bias become variables named after the initializer
+     * (pdnn_session_export_onnx writes them back); BatchNormalization is
+     * not folded but a node of its own in training mode (batch statistics,
+     * its scale and bias variables, its running mean and variance
+     * variables updated with momentum 1 - the node's momentum attribute,
+     * the variance unbiased, as PyTorch does), while the variable
+     * "polydnn/training" (float32 X {1}, on /cpu:0) is 1, and in inference
+     * mode with the running statistics while it is 0; Dropout is active
+     * while it is 1, its mask drawn from (seed, global_step, element).
+     * The graph also holds "global_step" (the one pdnn_graph_apply_gradients
+     * uses). pdnn_graph_add_training then adds a loss and an optimizer. An
+     * initializer that two nodes read (tied weights) is refused. */
+    int trainable;
+    uint64_t seed; /* Dropout masks of a trainable import */
 } pdnn_onnx_options;
 
-/* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on), layout NCHW. */
+/* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on), layout NCHW,
+ * trainable 0, seed 0. */
 PDNN_API void pdnn_onnx_options_init(pdnn_onnx_options *o);
 
 /* What an import made: the placeholders fed for the model's inputs and
@@ -1042,6 +1068,44 @@ typedef struct pdnn_onnx_io {
 PDNN_API pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t size,
                                             const pdnn_onnx_options *opts, pdnn_graph **out,
                                             pdnn_onnx_io *io);
+
+/* Training an imported model (pdnn_onnx_options.trainable = 1). */
+typedef enum pdnn_loss_kind {
+    PDNN_LOSS_CROSS_ENTROPY = 0, /* softmax cross-entropy of the output (logits {N, K}) on int32 labels */
+    PDNN_LOSS_MSE = 1            /* mean of (output - target)^2 over every element, PyTorch's MSELoss */
+} pdnn_loss_kind;
+
+/* What pdnn_graph_add_training added. */
+typedef struct pdnn_onnx_training {
+    pdnn_node targets;       /* placeholder "labels": int32 X {N, 1, 1, 1} (cross-entropy) or the output's
+                                desc (MSE) */
+    pdnn_node loss;          /* float32, one element: the batch mean */
+    pdnn_node train_op;      /* fetch it to run one optimizer step */
+    pdnn_node training;      /* the 0/1 variable "polydnn/training" */
+    pdnn_node learning_rate; /* float32 X {1} variable "learning_rate" read at every step (assign it for a
+                                schedule) */
+    int n_params;            /* trainable variables (weights, biases, BatchNormalization's scale and bias) */
+} pdnn_onnx_training;
+
+/* Adds to a trainable import's graph g (io from the import) the loss of
+ * the output io->outputs[0] against a "labels" placeholder, its gradients
+ * with respect to every trainable variable (pdnn_graph_gradients) and the
+ * optimizer p (pdnn_graph_apply_gradients, reading the variable
+ * "learning_rate", which starts at p->learning_rate). Cross-entropy needs a
+ * rank-2 output. */
+PDNN_API pdnn_status pdnn_graph_add_training(pdnn_graph *g, const pdnn_onnx_io *io, pdnn_loss_kind loss,
+                                             const pdnn_optimizer_params *p, pdnn_onnx_training *out);
+
+/* Writes the ONNX model read from model_path to out_path (through a
+ * temporary file and a rename) with every initializer that names a
+ * variable of the session (a trainable import's weights and BatchNorm
+ * running statistics) replaced by the variable's value: the trained
+ * model, which polydnn and ONNX Runtime run as they run the original.
+ * Each such initializer is written as float32 raw data; a variable whose
+ * element count differs from its initializer's is refused. n_written
+ * (may be NULL) receives how many initializers were replaced. */
+PDNN_API pdnn_status pdnn_session_export_onnx(pdnn_session *s, const char *model_path, const char *out_path,
+                                              int *n_written);
 
 /* Variables: graph nodes whose value lives in the session, on the device
  * the node is placed on, and persists across pdnn_session_run calls (and
@@ -1086,8 +1150,9 @@ PDNN_API pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char 
  * without a device of its own is placed on the device its forward op was
  * placed on (TensorFlow's colocate_gradients_with_ops); the placement log
  * lists them. grads[i] is -1 (TensorFlow's None) when loss does not
- * depend on xs[i]. Differentiable ops: Mul (pdnn_graph_scale), Conv2D (its fused relu too),
- * MaxPool, AvgPool, MatMul, Add, AddN, BiasAdd, Relu, Reshape, and
+ * depend on xs[i]. Differentiable ops: Mul (pdnn_graph_scale), Conv2D (its fused relu too, capped
+ * or not), MaxPool, AvgPool, MatMul, Add, AddN, BiasAdd, Relu, Clip, Reshape, Transpose, the
+ * binary ops but division, a trainable import's batch norm and Dropout (docs/training.md), and
  * SparseSoftmaxCrossEntropyWithLogits as the loss itself. A path through
  * Softmax, or a cross-entropy that is not the loss, fails naming the node. */
 PDNN_API pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node *xs, int n,

@@ -83,6 +83,10 @@ static const train_case cases[] = {
     {{37}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.01f, 0, 0.01f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{8, 3, 3, 3}, "adam", OPTIM, PDNN_OIHW, 0, 0, PDNN_OPTIMIZER_ADAM, 0.001f, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{4099}, "adam", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAM, 0.1f, 0, 0.1f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{37}, "sgd_nesterov", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.05f, 0.9f, 0.01f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099}, "sgd_nesterov", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_SGD, 0.01f, 0.5f, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{37}, "adamw", OPTIM, PDNN_LAYOUT_X, 0, 0, PDNN_OPTIMIZER_ADAMW, 0.01f, 0, 0.1f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 5, 3, 7}, "adamw", OPTIM, PDNN_NHWC, 0, 0, PDNN_OPTIMIZER_ADAMW, 0.001f, 0, 0.01f, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* Every transpose pair; sizes 1, odd, not multiples of 4, a batch of
      * 17, and Deep MNIST's fully connected shapes scaled down. */
     {{1, 1, 1, 0}, "matmul", MATMUL, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
@@ -418,11 +422,12 @@ static void optim_params(const train_case *c, pdnn_optimizer_params *p)
     p->learning_rate = c->lr;
     p->momentum = c->momentum;
     p->weight_decay = c->weight_decay;
+    p->nesterov = strcmp(c->set, "sgd_nesterov") == 0;
 }
 
 /* SGD without momentum takes no slot: it gets none, so a kernel that
  * touched one would fault or show in s1 (which then stays zero). */
-static int uses_s1(const train_case *c) { return c->opt == PDNN_OPTIMIZER_ADAM || c->momentum != 0.0f; }
+static int uses_s1(const train_case *c) { return c->opt != PDNN_OPTIMIZER_SGD || c->momentum != 0.0f; }
 
 static pdnn_status run_optim(pdnn_device *dev, const train_case *c, const inputs *in, float *got)
 {
@@ -437,7 +442,7 @@ static pdnn_status run_optim(pdnn_device *dev, const train_case *c, const inputs
         st = pdnn_tensor_write(g, in->g + (size_t)(step - 1) * (size_t)in->n, (size_t)in->n * sizeof(float));
         if (st == PDNN_SUCCESS)
             st = pdnn_optimizer_update(&p, step, w, g, uses_s1(c) ? s1 : NULL,
-                                       c->opt == PDNN_OPTIMIZER_ADAM ? s2 : NULL);
+                                       c->opt != PDNN_OPTIMIZER_SGD ? s2 : NULL);
     }
     pdnn_tensor *outs[] = {w, s1, s2};
     for (int i = 0; i < 3 && st == PDNN_SUCCESS; i++)
@@ -629,11 +634,13 @@ static void naive_optim(const train_case *c, const inputs *in, double *ref)
                  eps = p.epsilon;
     for (int step = 1; step <= STEPS; step++)
         for (int64_t i = 0; i < n; i++) {
-            const double gi = (double)in->g[(size_t)(step - 1) * (size_t)n + (size_t)i] + wd * w[i];
+            const int decoupled = c->opt == PDNN_OPTIMIZER_ADAMW;
+            const double gi = (double)in->g[(size_t)(step - 1) * (size_t)n + (size_t)i] + (decoupled ? 0 : wd * w[i]);
             if (c->opt == PDNN_OPTIMIZER_SGD) {
                 m[i] = uses_s1(c) ? mom * m[i] + gi : 0.0;
-                w[i] -= lr * (uses_s1(c) ? m[i] : gi);
+                w[i] -= lr * (p.nesterov ? gi + mom * m[i] : uses_s1(c) ? m[i] : gi);
             } else {
+                w[i] *= decoupled ? 1.0 - lr * wd : 1.0;
                 m[i] = b1 * m[i] + (1 - b1) * gi;
                 v[i] = b2 * v[i] + (1 - b2) * gi * gi;
                 w[i] -= lr * (m[i] / (1 - pow(b1, step))) / (sqrt(v[i] / (1 - pow(b2, step))) + eps);

@@ -812,7 +812,7 @@ class TrainingOpsMatchTorch(unittest.TestCase):
         w = polydnn.from_dlpack(torch.zeros(3))
         with self.assertRaisesRegex(polydnn.Error, "slot1 is NULL"):
             polydnn.optimizer_update(w, torch.ones(3), momentum=0.9)
-        with self.assertRaisesRegex(ValueError, "'sgd' or 'adam'"):
+        with self.assertRaisesRegex(ValueError, "'sgd', 'adam' or 'adamw'"):
             polydnn.optimizer_update(w, torch.ones(3), kind="rmsprop")
         with self.assertRaisesRegex(TypeError, "in place"):
             polydnn.optimizer_update(torch.zeros(3), torch.ones(3))

@@ -1173,27 +1173,62 @@ Test(train_graph, transpose_gradient_is_the_transform_back)
     pdnn_context_destroy(ctx);
 }
 
-/* A convolution whose relu is capped (ReLU6, as ONNX import fuses Clip)
- * runs forward in a graph, but its gradient is refused by name. */
-Test(train_graph, gradient_of_a_capped_relu_is_refused)
+/* A convolution whose relu is capped (ReLU6, as ONNX import fuses Clip):
+ * the gradient of sum(y) with respect to w is the filter gradient of the
+ * mask 0 < y < 6, so outputs at the cap pass nothing back. */
+Test(train_graph, gradient_of_a_capped_relu_masks_both_ends)
 {
     pdnn_graph *g = NULL;
     cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
     pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 2, 5, 5), wd = th_desc(PDNN_OIHW, 3, 2, 3, 3);
-    float wv[54];
+    float wv[54], xv[50];
     th_fill(wv, 54, 61);
+    th_fill(xv, 50, 62);
+    for (int i = 0; i < 50; i++)
+        xv[i] *= 8.0f; /* outputs on both sides of the cap */
     pdnn_node x, w, y, dw;
-    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &xd, &x), PDNN_SUCCESS);
-    cr_assert_eq(pdnn_graph_variable(g, "w", NULL, &wd, PDNN_INIT_DATA, 0, wv, &w), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", "/cpu:0", &xd, &x), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_variable(g, "w", "/cpu:0", &wd, PDNN_INIT_DATA, 0, wv, &w), PDNN_SUCCESS);
     pdnn_conv2d_params p;
     pdnn_conv2d_params_init(&p);
     p.relu = 1;
     p.relu_cap = 6.0f;
-    cr_assert_eq(pdnn_graph_conv2d(g, "conv6", NULL, x, w, -1, &p, &y), PDNN_SUCCESS, "%s", pdnn_last_error());
-    cr_assert_eq(pdnn_graph_gradients(g, y, &w, 1, &dw), PDNN_ERR_UNSUPPORTED);
-    cr_assert_not_null(strstr(pdnn_last_error(), "'conv6' (Conv2D) caps its relu at 6"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_conv2d(g, "conv6", "/cpu:0", x, w, -1, &p, &y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_gradients(g, y, &w, 1, &dw), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_str_eq(pdnn_graph_node_op(g, dw - 1), "ClipGrad");
+    pdnn_session *s = session(g, NULL);
+    pdnn_device *h = host_of(s);
+    pdnn_tensor *xt = th_upload(h, &xd, xv), *out[2] = {NULL, NULL};
+    pdnn_node fetch[2] = {y, dw};
+    cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, fetch, 2, out), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float yv[27], mv[27], got[54], want[54];
+    cr_assert_eq(pdnn_tensor_read(out[0], yv, sizeof yv), PDNN_SUCCESS);
+    int low = 0, high = 0;
+    for (int i = 0; i < 27; i++) {
+        mv[i] = yv[i] > 0.0f && yv[i] < 6.0f ? 1.0f : 0.0f;
+        low += yv[i] == 0.0f;
+        high += yv[i] == 6.0f;
+    }
+    cr_assert(low > 0 && high > 0, "the input reaches neither end of the cap (%d at 0, %d at 6)", low, high);
+    pdnn_tensor_desc yd = th_desc(PDNN_NCHW, 1, 3, 3, 3);
+    pdnn_tensor *mt = th_upload(h, &yd, mv), *dt = NULL;
+    cr_assert_eq(pdnn_tensor_create(h, &wd, &dt), PDNN_SUCCESS);
+    pdnn_conv2d_params q;
+    pdnn_conv2d_params_init(&q);
+    cr_assert_eq(pdnn_conv2d_backward_filter(&q, xt, mt, dt), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_tensor_read(dt, want, sizeof want), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_tensor_read(out[1], got, sizeof got), PDNN_SUCCESS);
+    for (int i = 0; i < 54; i++)
+        cr_assert_float_eq(got[i], want[i], 1e-4f * (1.0f + fabsf(want[i])), "dw[%d] %g, want %g", i, (double)got[i],
+                           (double)want[i]);
     p.relu_cap = NAN;
     cr_assert_eq(pdnn_graph_conv2d(g, "bad", NULL, x, w, -1, &p, &y), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_not_null(strstr(pdnn_last_error(), "relu_cap"), "%s", pdnn_last_error());
+    for (int i = 0; i < 2; i++)
+        pdnn_tensor_release(out[i]);
+    pdnn_tensor_release(xt);
+    pdnn_tensor_release(mt);
+    pdnn_tensor_release(dt);
+    pdnn_session_destroy(s);
     pdnn_graph_destroy(g);
 }

@@ -15,6 +15,7 @@
 #include "profile.h"
 #include "progress.h"
 #include "run.h"
+#include "train_onnx.h"
 
 #include <errno.h>
 #include <math.h>
@@ -77,7 +78,7 @@ static uint64_t splitmix64(uint64_t *s)
 }
 
 /* Epoch epoch's order: Fisher-Yates from a generator seeded by (seed, epoch). */
-static void epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
+void epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
 {
     uint64_t s = seed * 0x2545F4914F6CDD1Dull + (uint64_t)epoch;
     for (int64_t i = 0; i < n; i++)
@@ -211,7 +212,7 @@ static int build(model *m, const train_opts *o, pdnn_layout layout, const pdnn_o
 
 /* npz names allow [A-Za-z0-9_.-]: a slot "conv1_w/Momentum" is stored as
  * "conv1_w-Momentum". */
-static void ckpt_name(const char *node, char *buf, size_t len)
+void ckpt_name(const char *node, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", node);
     for (char *p = buf; *p; p++)
@@ -1020,6 +1021,7 @@ out:
 int cmd_train(int argc, char **argv)
 {
     train_opts o = {.epochs = 3, .batch = 64, .seed = CLI_SEED_DEFAULT};
+    train_onnx_opts x = {0}; /* --model's own flags (tools/train_onnx.c) */
     const cli_opt opts[] = {
         {0, "epochs", OPT_INT, &o.epochs, 1, "epochs (default 3)"},
         {'n', "batch", OPT_INT, &o.batch, 1, "batch size (default 64)"},
@@ -1059,6 +1061,20 @@ int cmd_train(int argc, char **argv)
         {'v', "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
         {0, "json", OPT_FLAG, &o.json, 0,
          "print the step, epoch and closing lines as JSON objects, one per line (other output stays text)"},
+        {0, "model", OPT_STR, &x.model, 0, "train this ONNX model instead of Deep MNIST (docs/training.md)"},
+        {0, "export", OPT_STR, &x.export_path, 0, "with --model: write the trained model as ONNX"},
+        {0, "npz", OPT_STR, &x.npz, 0, "with --model: train on .npz arrays x (N,C,H,W) and y (N) instead of --data"},
+        {0, "fit", OPT_STR, &x.fit, 0, "with --model: pad (default) or resize images to the model's input"},
+        {0, "loss", OPT_STR, &x.loss, 0, "with --model: cross-entropy (default) or mse"},
+        {0, "weight-decay", OPT_STR, &x.weight_decay, 0, "with --model: L2 (sgd, adam) or decoupled (adamw)"},
+        {0, "nesterov", OPT_FLAG, &x.nesterov, 0, "with --model: Nesterov momentum (sgd)"},
+        {0, "val-split", OPT_STR, &x.val_split, 0, "with --model: hold out this fraction of the training set"},
+        {0, "lr-schedule", OPT_STR, &x.schedule, 0, "with --model: constant (default), step or cosine"},
+        {0, "warmup", OPT_INT, &x.warmup, 1, "with --model: linear learning-rate warm-up over N steps"},
+        {0, "eval-every", OPT_INT, &x.eval_every, 1, "with --model: evaluate every N steps (and at epoch ends)"},
+        {0, "early-stop", OPT_INT, &x.early_stop, 1, "with --model: stop after N evaluations without improvement"},
+        {0, "log", OPT_STR, &x.log, 0, "with --model: write a training log (.csv, else JSON lines)"},
+        {0, "plot", OPT_STR, &x.plot, 0, "with --model: draw the loss and accuracy curves as an SVG"},
     };
     int r = cli_parse("train", argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
                       "train the Deep MNIST CNN on MNIST-style data");
@@ -1074,6 +1090,18 @@ int cmd_train(int argc, char **argv)
             return EXIT_USAGE;
         }
         printf("seed %d (--seed time)\n", o.seed);
+    }
+    if (x.model && (o.distributed || (o.device && strchr(o.device, ',')) || o.layout || o.param_device)) {
+        fprintf(stderr, "polydnn train: --model trains on one device in NCHW: --distributed, towers, --layout and "
+                        "--param-device are for Deep MNIST only (for now)\n");
+        return EXIT_USAGE;
+    }
+    if (x.model) {
+        x.epochs = o.epochs, x.batch = o.batch, x.steps = o.steps, x.train_limit = o.train_limit;
+        x.test_limit = o.test_limit, x.seed = o.seed, x.ckpt_every = o.ckpt_every, x.json = o.json;
+        x.lr = o.lr, x.momentum = o.momentum, x.optimizer = o.optimizer, x.device = o.device, x.data = o.data;
+        x.save = o.save, x.load = o.load;
+        return train_onnx(&x);
     }
     if (!o.distributed)
         return train(&o);

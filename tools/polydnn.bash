@@ -13,8 +13,20 @@ _polydnn()
     fi
     cmd=${COMP_WORDS[1]}
     case $prev in
-        --input|--output|--filter|--bias-file|--save|--load|--labels)
+        --input|--output|--filter|--bias-file|--save|--load|--labels|--log|--plot|--export)
             COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --model)
+            COMPREPLY=($(compgen -f -X '!*.onnx' -- "$cur")); return ;;
+        --npz)
+            COMPREPLY=($(compgen -f -X '!*.npz' -- "$cur")); return ;;
+        --lr-schedule)
+            COMPREPLY=($(compgen -W "constant step cosine" -- "$cur")); return ;;
+        --optimizer)
+            COMPREPLY=($(compgen -W "sgd adam adamw" -- "$cur")); return ;;
+        --loss)
+            COMPREPLY=($(compgen -W "cross-entropy mse" -- "$cur")); return ;;
+        --fit)
+            COMPREPLY=($(compgen -W "pad resize" -- "$cur")); return ;;
         --data)
             COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --layout)

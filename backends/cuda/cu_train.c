@@ -13,8 +13,11 @@ static void cu_train_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan
 {
     (void)dev;
     if (call->op == PDNN__OP_OPTIMIZER && call->u.optim.kind != PDNN_OPTIMIZER_SGD)
-        pdnn__plan_refuse(plan, "Adam needs an elementwise division and square root, which neither cuDNN nor "
-                                "cuBLAS has; place it on another device");
+        pdnn__plan_refuse(plan, "Adam and AdamW need an elementwise division and square root, which neither cuDNN "
+                                "nor cuBLAS has; place it on another device");
+    else if (call->op == PDNN__OP_OPTIMIZER && call->u.optim.nesterov)
+        pdnn__plan_refuse(plan, "Nesterov momentum needs w -= lr (g' + momentum v) after the velocity, a third "
+                                "cudnnOpTensor pass; not written yet: place it on another device");
 }
 
 static pdnn_status relu_bwd_run(cu_dev *d, const pdnn__relu_bwd_call *c)

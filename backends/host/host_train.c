@@ -159,19 +159,23 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
         for (int64_t i = 0; i < c->n; i++) {
             double d = (double)g[i] + wd * (double)w[i];
             if (s1) {
-                d = (double)c->momentum * (double)s1[i] + d;
-                s1[i] = (float)d;
+                const double v = (double)c->momentum * (double)s1[i] + d;
+                s1[i] = (float)v;
+                d = c->nesterov ? d + (double)c->momentum * (double)(float)v : v;
             }
             w[i] = (float)((double)w[i] - lr * d);
         }
         return PDNN_SUCCESS;
     }
-    /* Adam: core has given both slots. */
+    /* Adam, AdamW: core has given both slots. AdamW decays w itself (decoupled), not g. */
+    const int decoupled = c->kind == PDNN_OPTIMIZER_ADAMW;
     float *s1 = fat(c->s1_buf), *s2 = fat(c->s2_buf);
     const double b1 = c->beta1, b2 = c->beta2;
     const double bc1 = 1.0 - pow(b1, (double)c->step), bc2 = 1.0 - pow(b2, (double)c->step);
     for (int64_t i = 0; i < c->n; i++) {
-        const double d = (double)g[i] + wd * (double)w[i];
+        const double d = (double)g[i] + (decoupled ? 0.0 : wd * (double)w[i]);
+        if (decoupled)
+            w[i] = (float)((double)w[i] * (1.0 - lr * wd));
         const double m = b1 * (double)s1[i] + (1.0 - b1) * d;
         const double v = b2 * (double)s2[i] + (1.0 - b2) * d * d;
         s1[i] = (float)m;

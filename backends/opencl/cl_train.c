@@ -153,7 +153,7 @@ static pdnn_status optim_run(void *dev, const pdnn__op_call *call, const pdnn__p
     (void)plan, (void)ws, (void)rep;
     cl_dev *d = dev;
     const pdnn__optim_call *c = &call->u.optim;
-    const int adam = c->kind == PDNN_OPTIMIZER_ADAM;
+    const int adam = c->kind != PDNN_OPTIMIZER_SGD;
     const char *name = adam ? "adam_step" : "sgd_step";
     cl_kernel k = NULL;
     pdnn_status st = lock_kernel(d, name, &k);
@@ -174,11 +174,13 @@ static pdnn_status optim_run(void *dev, const pdnn__op_call *call, const pdnn__p
     if (!adam) {
         cl_int has_v = c->s1_buf.region != NULL;
         cl_float mom = c->momentum;
+        cl_int nesterov = c->nesterov;
         SET_ARG(k, 6, has_v);
         SET_ARG(k, 7, lr);
         SET_ARG(k, 8, mom);
         SET_ARG(k, 9, wd);
         SET_ARG(k, 10, n);
+        SET_ARG(k, 11, nesterov);
     } else {
         cl_mem s2 = c->s2_buf.region;
         cl_long s2o = elem_off(c->s2_buf);
@@ -193,8 +195,10 @@ static pdnn_status optim_run(void *dev, const pdnn__op_call *call, const pdnn__p
         SET_ARG(k, 11, eps);
         SET_ARG(k, 12, bc1);
         SET_ARG(k, 13, bc2);
+        cl_int decoupled = c->kind == PDNN_OPTIMIZER_ADAMW;
         SET_ARG(k, 14, wd);
         SET_ARG(k, 15, n);
+        SET_ARG(k, 16, decoupled);
     }
     st = pdnn__cl_launch_checked(d, k, name, err, n);
     pthread_mutex_unlock(&d->lock);

@@ -42,7 +42,7 @@ __all__ = [
     "Graph", "Node", "Session",
     "batch_norm", "batch_norm_backward",
     "relu_backward", "softmax_cross_entropy", "optimizer_update", "SGD", "Adam",
-    "load_onnx", "OnnxModel",
+    "load_onnx", "OnnxModel", "TrainableOnnxModel", "AdamW",
 ]
 
 # ---- the library -----------------------------------------------------------
@@ -123,7 +123,7 @@ class _BatchNormParams(ctypes.Structure):
 class _OptimizerParams(ctypes.Structure):
     _fields_ = [("kind", _c_int), ("learning_rate", ctypes.c_float), ("momentum", ctypes.c_float),
                 ("weight_decay", ctypes.c_float), ("beta1", ctypes.c_float), ("beta2", ctypes.c_float),
-                ("epsilon", ctypes.c_float)]
+                ("epsilon", ctypes.c_float), ("nesterov", _c_int)]
 
 
 class _MemoryStats(ctypes.Structure):
@@ -178,7 +178,8 @@ _ONNX_MAX_IO = 16
 
 
 class _OnnxOptions(ctypes.Structure):
-    _fields_ = [("batch", _c_int64), ("base_dir", _cp), ("device", _cp), ("no_fusion", _c_int), ("layout", _c_int)]
+    _fields_ = [("batch", _c_int64), ("base_dir", _cp), ("device", _cp), ("no_fusion", _c_int), ("layout", _c_int),
+                ("trainable", _c_int), ("seed", _c_uint64)]
 
 
 class _OnnxIO(ctypes.Structure):
@@ -275,6 +276,16 @@ _session_create = _fn("pdnn_session_create", _c_int, _vp, _P(_SessionConfig), _P
 _onnx_options_init = _fn("pdnn_onnx_options_init", None, _P(_OnnxOptions))
 _graph_import_onnx = _fn("pdnn_graph_import_onnx", _c_int, _cp, _vp, ctypes.c_size_t, _P(_OnnxOptions), _P(_vp),
                          _P(_OnnxIO))
+
+
+class _OnnxTraining(ctypes.Structure):
+    _fields_ = [("targets", _c_int), ("loss", _c_int), ("train_op", _c_int), ("training", _c_int),
+                ("learning_rate", _c_int), ("n_params", _c_int)]
+
+
+_graph_add_training = _fn("pdnn_graph_add_training", _c_int, _vp, _P(_OnnxIO), _c_int, _P(_OptimizerParams),
+                          _P(_OnnxTraining))
+_session_export_onnx = _fn("pdnn_session_export_onnx", _c_int, _vp, _cp, _cp, _P(_c_int))
 _session_destroy = _fn("pdnn_session_destroy", None, _vp)
 _session_node_device = _fn("pdnn_session_node_device", _c_int, _vp, _c_int, _P(_vp))
 _session_run = _fn("pdnn_session_run", _c_int, _vp, _P(_c_int), _P(_vp), _c_int, _P(_c_int), _c_int, _P(_vp))
@@ -1362,14 +1373,15 @@ def softmax_cross_entropy(logits, labels):
     return loss, dlogits
 
 
-_OPTIMIZER_KINDS = {"sgd": 0, "adam": 1}
+_OPTIMIZER_KINDS = {"sgd": 0, "adam": 1, "adamw": 2}
 
 
-def _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon):
+def _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon, nesterov=False):
     if kind not in _OPTIMIZER_KINDS:
-        raise ValueError("polydnn: optimizer kind must be 'sgd' or 'adam', not %r" % (kind,))
+        raise ValueError("polydnn: optimizer kind must be 'sgd', 'adam' or 'adamw', not %r" % (kind,))
     p = _OptimizerParams()
     _optimizer_init(ctypes.byref(p), _OPTIMIZER_KINDS[kind])
+    p.nesterov = 1 if nesterov else 0
     for name, v in (("learning_rate", lr), ("momentum", momentum), ("weight_decay", weight_decay),
                     ("beta1", beta1), ("beta2", beta2), ("epsilon", epsilon)):
         if v is not None:
@@ -1378,15 +1390,15 @@ def _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon):
 
 
 def optimizer_update(w, g, slot1=None, slot2=None, step=1, kind="sgd", lr=None, momentum=None,
-                     weight_decay=None, beta1=None, beta2=None, epsilon=None):
+                     weight_decay=None, beta1=None, beta2=None, epsilon=None, nesterov=False):
     """One optimizer step on the Tensor w in place (pdnn_optimizer_update):
-    SGD (slot1 the velocity, needed with momentum) or Adam (slot1 m, slot2
-    v); slots are Tensors of w's shape that start at zero; step counts
+    SGD (slot1 the velocity, needed with momentum; nesterov for Nesterov's),
+    Adam or AdamW (decoupled weight decay) (slot1 m, slot2 v); slots are Tensors of w's shape that start at zero; step counts
     updates from 1. Unset hyperparameters take the C defaults (SGD lr
     0.01; Adam lr 0.001, betas 0.9, 0.999, epsilon 1e-8)."""
     if not isinstance(w, Tensor):
         raise TypeError("polydnn: optimizer_update updates a polydnn.Tensor in place; w is %s" % (type(w).__name__,))
-    p = _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon)
+    p = _optimizer_params(kind, lr, momentum, weight_decay, beta1, beta2, epsilon, nesterov)
     g = _as_tensor(g, _ACTIVATION, None, w._ctx, w.device, "g")
     slots = [s._handle() if isinstance(s, Tensor) else None for s in (slot1, slot2)]
     for s, name in ((slot1, "slot1"), (slot2, "slot2")):
@@ -1426,11 +1438,11 @@ class _Optimizer:
 
 
 class SGD(_Optimizer):
-    """torch.optim.SGD's update (momentum, L2 weight_decay) over polydnn Tensors."""
+    """torch.optim.SGD's update (momentum, Nesterov, L2 weight_decay) over polydnn Tensors."""
 
-    def __init__(self, params, lr=0.01, momentum=0.0, weight_decay=0.0):
+    def __init__(self, params, lr=0.01, momentum=0.0, weight_decay=0.0, nesterov=False):
         super().__init__(params, "sgd", 1 if momentum else 0, lr=lr, momentum=momentum,
-                         weight_decay=weight_decay, beta1=None, beta2=None, epsilon=None)
+                         weight_decay=weight_decay, beta1=None, beta2=None, epsilon=None, nesterov=nesterov)
 
 
 class Adam(_Optimizer):
@@ -1438,6 +1450,14 @@ class Adam(_Optimizer):
 
     def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         super().__init__(params, "adam", 2, lr=lr, momentum=None, weight_decay=weight_decay, beta1=betas[0],
+                         beta2=betas[1], epsilon=eps)
+
+
+class AdamW(_Optimizer):
+    """torch.optim.AdamW's update (decoupled weight_decay) over polydnn Tensors."""
+
+    def __init__(self, params, lr=0.001, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01):
+        super().__init__(params, "adamw", 2, lr=lr, momentum=None, weight_decay=weight_decay, beta1=betas[0],
                          beta2=betas[1], epsilon=eps)
 
 
@@ -2040,8 +2060,82 @@ class OnnxModel:
         return "OnnxModel(inputs=%s, outputs=%s)" % (self.input_names, self.output_names)
 
 
+class TrainableOnnxModel(OnnxModel):
+    """An ONNX model imported trainable (load_onnx(..., trainable=True)):
+    its Conv/Gemm/BatchNormalization initializers are variables, trained by
+    train_step with the loss and optimizer given to load_onnx."""
+
+    def __init__(self, graph, io, session, training, path, loss_kind):
+        super().__init__(graph, io, session)
+        self._t = training
+        self._t_loss = loss_kind
+        self._path = path
+        self.loss = Node(graph, training.loss)
+        self.labels = Node(graph, training.targets)
+        self._flag = Node(graph, training.training)
+        self._lr = Node(graph, training.learning_rate)
+
+    def parameters(self):
+        """{initializer name: numpy array} of the model's variables: its
+        weights and biases, and its batch norms' running statistics (not
+        the optimizer's slots or step)."""
+        out = {}
+        for i in range(len(self.graph)):
+            n = Node(self.graph, i)
+            if n.op == "VariableV2" and n.name not in ("global_step", "polydnn/training", "learning_rate") \
+                    and not n.name.endswith(("/Momentum", "/Adam", "/Adam_1")):
+                out[n.name] = self.session.variable(n)
+        return out
+
+    def _labels(self, y):
+        np = _numpy("labels")
+        if self._t_loss == 0:
+            return np.ascontiguousarray(np.asarray(y, dtype=np.int32).reshape(-1))
+        return np.ascontiguousarray(np.asarray(y, dtype=np.float32).reshape(self.labels.shape))
+
+    def set_learning_rate(self, lr):
+        self.session.assign(self._lr, [lr])
+
+    def train_step(self, x, y):
+        """One optimizer step on the batch (x, y); returns the loss (float)."""
+        self.session.assign(self._flag, [1.0])
+        loss, _ = self.session.run([self.loss, Node(self.graph, self._t.train_op)],
+                                   {self.inputs[0]: self._value(0, x), self.labels: self._labels(y)}, as_numpy=True)
+        return float(loss.reshape(-1)[0])
+
+    def evaluate(self, x, y=None):
+        """The outputs in inference mode (running statistics, no dropout);
+        with y also the loss: (outputs, loss)."""
+        self.session.assign(self._flag, [0.0])
+        try:
+            feed = {self.inputs[0]: self._value(0, x)}
+            if y is None:
+                return self(x, as_numpy=True)
+            feed[self.labels] = self._labels(y)
+            out, loss = self.session.run([self.outputs[0], self.loss], feed, as_numpy=True)
+            if self._out_rank[0] == 2:
+                out = out.reshape(out.shape[:2])
+            return out, float(loss.reshape(-1)[0])
+        finally:
+            self.session.assign(self._flag, [1.0])
+
+    def export(self, path):
+        """Writes the model with its trained initializers (pdnn_session_export_onnx)."""
+        if self._path is None:
+            raise ValueError("polydnn: export needs the model loaded from a path")
+        n = _c_int()
+        _check(_session_export_onnx(self.session._handle(), _cname(self._path, "model"),
+                                    _cname(os.fspath(path), "path"), ctypes.byref(n)))
+        return n.value
+
+
+_LOSSES = {"cross_entropy": 0, "mse": 1}
+
+
 def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_device_placement=False,
-              allow_soft_placement=None, log=None, fusion=True, data_format="NCHW"):
+              allow_soft_placement=None, log=None, fusion=True, data_format="NCHW", trainable=False,
+              loss="cross_entropy", optimizer="sgd", lr=None, momentum=None, weight_decay=None, nesterov=False,
+              betas=None, eps=None, seed=0):
     """Imports an ONNX model and returns an OnnxModel that runs it.
 
     model: a path (str or os.PathLike) or the file's bytes; base_dir: where
@@ -2054,9 +2148,14 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
     outputs stay NCHW, as in the file).
     context, log_device_placement, allow_soft_placement and log: as for
     Session. A malformed file or an unsupported operator raises Error
-    naming it."""
+    naming it.
+    trainable=True returns a TrainableOnnxModel: loss "cross_entropy"
+    (int32 labels) or "mse", optimizer "sgd" (momentum, nesterov), "adam"
+    or "adamw" with lr, weight_decay, betas, eps; seed: Dropout masks."""
     opts = _OnnxOptions()
     _onnx_options_init(ctypes.byref(opts))
+    opts.trainable = 1 if trainable else 0
+    opts.seed = _int(seed, "seed", "int64") & 0xFFFFFFFFFFFFFFFF
     if batch is not None:
         opts.batch = _int(batch, "batch", "int64")
         if opts.batch < 1:
@@ -2085,7 +2184,18 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
     g = Graph.__new__(Graph)
     g._h = h
     g._scopes = []
+    training = None
+    if trainable:
+        if loss not in _LOSSES:
+            raise ValueError("polydnn: loss must be 'cross_entropy' or 'mse', not %r" % (loss,))
+        b = betas or (None, None)
+        p = _optimizer_params(optimizer, lr, momentum, weight_decay, b[0], b[1], eps, nesterov)
+        training = _OnnxTraining()
+        _check(_graph_add_training(h, ctypes.byref(io), _LOSSES[loss], ctypes.byref(p), ctypes.byref(training)))
     g._meta = {i: (device or "", None) for i in range(len(g))}
     sess = Session(g, context=context, log_device_placement=log_device_placement,
                    allow_soft_placement=allow_soft_placement, log=log)
+    if trainable:
+        path = None if isinstance(model, (bytes, bytearray, memoryview)) else os.fspath(model)
+        return TrainableOnnxModel(g, io, sess, training, path, _LOSSES[loss])
     return OnnxModel(g, io, sess)

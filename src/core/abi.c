@@ -114,6 +114,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_optimizer_params, kind),
     FIELD(pdnn_optimizer_params, learning_rate),
     FIELD(pdnn_optimizer_params, momentum),
+    FIELD(pdnn_optimizer_params, nesterov),
     FIELD(pdnn_optimizer_params, weight_decay),
     FIELD(pdnn_optimizer_params, beta1),
     FIELD(pdnn_optimizer_params, beta2),
@@ -139,6 +140,8 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_onnx_options, device),
     FIELD(pdnn_onnx_options, no_fusion),
     FIELD(pdnn_onnx_options, layout),
+    FIELD(pdnn_onnx_options, trainable),
+    FIELD(pdnn_onnx_options, seed),
 
     STRUCT(pdnn_onnx_io),
     FIELD(pdnn_onnx_io, n_inputs),

@@ -73,11 +73,15 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
 #define NEED(k) ((k) < fw.n_inputs && in[k] >= 0 && relevant[in[k]])
     switch (fw.op) {
     case PDNN__OP_CONV2D: {
-        if (fw.conv.relu && fw.conv.relu_cap > 0.0f)
-            return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (Conv2D) caps its relu at %g "
-                               "(ReLU6); the gradient of a capped relu is not defined yet", fw.name,
-                               (double)fw.conv.relu_cap);
-        if (fw.conv.relu) { /* the fused relu first: its gradient masks dy by the output */
+        if (fw.conv.relu && fw.conv.relu_cap > 0.0f) { /* ReLU6: dy where 0 < y < cap */
+            pdnn_node q[2] = {f, dy};
+            st = emit(s, f, "ClipGrad", PDNN__OP_G_CLIP_BWD, &fw.out, q, 2, &r);
+            if (st == PDNN_SUCCESS) {
+                s->g->nodes[r].alpha = 0.0f;
+                s->g->nodes[r].beta = fw.conv.relu_cap;
+            }
+            dy = r;
+        } else if (fw.conv.relu) { /* the fused relu first: its gradient masks dy by the output */
             pdnn_node q[2] = {f, dy};
             st = emit(s, f, "ReluGrad", PDNN__OP_G_RELU_BWD, &fw.out, q, 2, &r);
             dy = r;
@@ -225,6 +229,46 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
                   2, &r);
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
+    case PDNN__OP_ACT: { /* Clip: dy where alpha < y < beta; other activations have none yet */
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        if (fw.act != PDNN_ACTIVATION_CLIP)
+            break;
+        pdnn_node q[2] = {f, dy};
+        st = emit(s, f, "ClipGrad", PDNN__OP_G_CLIP_BWD, &fw.out, q, 2, &r);
+        if (st == PDNN_SUCCESS) {
+            s->g->nodes[r].alpha = fw.alpha;
+            s->g->nodes[r].beta = fw.beta;
+        }
+        return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
+    }
+    case PDNN__OP_BN_TRAIN: /* dx, dgamma from the batch statistics; dbeta = sum dy; none to the running stats */
+        for (int k = 0; k < 3 && st == PDNN_SUCCESS; k++) {
+            if (!NEED(k))
+                continue;
+            pdnn_node q[3] = {in[0], dy, in[1]};
+            if (k == 2)
+                st = emit(s, f, "BiasAddGrad", PDNN__OP_G_CONV_BWD_BIAS, &s->g->nodes[in[2]].out, &dy, 1, &r);
+            else
+                st = emit(s, f, "FusedBatchNormGradV3", PDNN__OP_G_BN_BWD, &s->g->nodes[in[k]].out, q, 3, &r);
+            if (st == PDNN_SUCCESS) {
+                s->g->nodes[r].alpha = fw.alpha;
+                s->g->nodes[r].axis = k;
+                st = add_part(s, in[k], r);
+            }
+        }
+        return st;
+    case PDNN__OP_DROPOUT: { /* the same mask on dy */
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        pdnn_node q[3] = {dy, in[1], in[2]};
+        st = emit(s, f, "Dropout", PDNN__OP_DROPOUT, &fw.out, q, 3, &r);
+        if (st == PDNN_SUCCESS) {
+            s->g->nodes[r].alpha = fw.alpha;
+            s->g->nodes[r].seed = fw.seed;
+        }
+        return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
+    }
     case PDNN__OP_PLACEHOLDER:
     case PDNN__OP_CONST:
     case PDNN__OP_VARIABLE: return PDNN_SUCCESS;
@@ -363,12 +407,7 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
     free(from_x);
     free(to_loss);
     if (st != PDNN_SUCCESS) {
-        /* Leave the graph as it was. */
-        for (int i = n0; i < g->n; i++) {
-            free(g->nodes[i].inputs);
-            free(g->nodes[i].data);
-        }
-        g->n = n0;
+        pdnn__graph_truncate(g, n0); /* leave the graph as it was */
         for (int k = 0; k < n; k++)
             grads[k] = -1;
     }
@@ -401,10 +440,13 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
     if (!g || !p || !vars || !grads || !train_op || n < 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: %s",
                            n < 1 ? "n must be at least 1" : "an argument is NULL");
-    if (p->kind != PDNN_OPTIMIZER_SGD && p->kind != PDNN_OPTIMIZER_ADAM)
+    if (p->kind != PDNN_OPTIMIZER_SGD && p->kind != PDNN_OPTIMIZER_ADAM && p->kind != PDNN_OPTIMIZER_ADAMW)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: unknown optimizer kind %d",
                            (int)p->kind);
-    const char *base = name && *name ? name : p->kind == PDNN_OPTIMIZER_ADAM ? "Adam" : "Momentum";
+    const char *base = name && *name                   ? name
+                       : p->kind == PDNN_OPTIMIZER_ADAM  ? "Adam"
+                       : p->kind == PDNN_OPTIMIZER_ADAMW ? "AdamW"
+                                                         : "Momentum";
     for (int k = 0; k < n; k++) {
         if (vars[k] < 0 || vars[k] >= g->n || g->nodes[vars[k]].op != PDNN__OP_VARIABLE)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: vars[%d] (node %d%s%s) is not "
@@ -435,13 +477,22 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
         st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: the node named global_step is not a "
                                                     "one-element variable");
     }
+    /* A one-element variable named learning_rate, where the caller made
+     * one, is the rate each step reads (a schedule assigns it). */
+    pdnn_node lr = -1;
+    if (pdnn_graph_find(g, "learning_rate", &lr) != PDNN_SUCCESS)
+        lr = -1;
+    else if (st == PDNN_SUCCESS &&
+        (g->nodes[lr].op != PDNN__OP_VARIABLE || pdnn_tensor_desc_elements(&g->nodes[lr].out) != 1))
+        st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: the node named learning_rate is not "
+                                                    "a one-element variable");
     pdnn_node *updates = calloc((size_t)n, sizeof *updates);
     if (st == PDNN_SUCCESS && !updates)
         st = pdnn__host_oom("pdnn_graph_apply_gradients", "the update list", sizeof *updates * (size_t)n);
     for (int k = 0; k < n && st == PDNN_SUCCESS; k++) {
         pdnn_node in[4] = {vars[k], grads[k], -1, -1};
         int n_in = 2;
-        if (p->kind == PDNN_OPTIMIZER_ADAM) {
+        if (p->kind != PDNN_OPTIMIZER_SGD) {
             st = slot(g, vars[k], "Adam", &in[2]);
             if (st == PDNN_SUCCESS)
                 st = slot(g, vars[k], "Adam_1", &in[3]);
@@ -456,6 +507,7 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
         memset(&nd, 0, sizeof nd);
         nd.op = PDNN__OP_APPLY;
         nd.optim = *p;
+        nd.lr_var = lr >= 0 ? lr + 1 : 0;
         nd.step = step;
         nd.out = g->nodes[vars[k]].out;
         snprintf(nd.device, sizeof nd.device, "%s", g->nodes[vars[k]].device);
@@ -475,11 +527,7 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
     }
     free(updates);
     if (st != PDNN_SUCCESS) {
-        for (int i = n0; i < g->n; i++) {
-            free(g->nodes[i].inputs);
-            free(g->nodes[i].data);
-        }
-        g->n = n0;
+        pdnn__graph_truncate(g, n0);
     }
     return st;
 }

@@ -12,7 +12,8 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
-                                         "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad"};
+                                         "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad",
+                                         "FusedBatchNormV3", "FusedBatchNormGradV3", "Dropout", "ClipGrad"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -21,7 +22,9 @@ const char *pdnn__op_type(const pdnn__node *n)
     if (n->op == PDNN__OP_G_POOL_BWD)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPoolGrad" : "AvgPoolGrad";
     if (n->op == PDNN__OP_APPLY)
-        return n->optim.kind == PDNN_OPTIMIZER_ADAM ? "ApplyAdam" : "ApplyMomentum";
+        return n->optim.kind == PDNN_OPTIMIZER_ADAM    ? "ApplyAdam"
+               : n->optim.kind == PDNN_OPTIMIZER_ADAMW ? "ApplyAdamW"
+                                                       : "ApplyMomentum";
     if (n->op == PDNN__OP_ELTWISE)
         return n->binop == PDNN_BINARY_MUL   ? "Mul"
                : n->binop == PDNN_BINARY_SUB ? "Sub"
@@ -55,6 +58,15 @@ void pdnn_graph_destroy(pdnn_graph *g)
 }
 
 int pdnn_graph_node_count(const pdnn_graph *g) { return g ? g->n : 0; }
+
+void pdnn__graph_truncate(pdnn_graph *g, int n0)
+{
+    for (int i = n0; i < g->n; i++) {
+        free(g->nodes[i].inputs);
+        free(g->nodes[i].data);
+    }
+    g->n = n0;
+}
 
 static const pdnn__node *node_at(const pdnn_graph *g, pdnn_node n)
 {

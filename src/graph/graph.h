@@ -33,7 +33,16 @@ typedef enum pdnn__node_op {
     PDNN__OP_ALLREDUCE,        /* mean over the ranks (session.c with comm.c) */
     PDNN__OP_ELTWISE,          /* pdnn_binary: inputs a, b (broadcast); binop */
     PDNN__OP_BN,               /* batch norm inference: x, gamma, beta, mean, var; alpha the epsilon */
-    PDNN__OP_PADDING           /* pdnn_pad: pads, pad_mode, alpha the value */
+    PDNN__OP_PADDING,          /* pdnn_pad: pads, pad_mode, alpha the value */
+    /* Training an imported model (io/onnx_train.c, graph/train_ops.c): */
+    PDNN__OP_BN_TRAIN,         /* x, gamma, beta, mean, var, flag: batch norm in training mode while the flag
+                                  variable is 1 (running stats updated in place), else inference; alpha the
+                                  epsilon, beta the momentum (pdnn_batch_norm_params') */
+    PDNN__OP_G_BN_BWD,         /* x, dy, gamma: dx (axis 0) or dgamma (axis 1) from recomputed batch stats */
+    PDNN__OP_DROPOUT,          /* x, flag, step: x * mask while the flag is 1, else x; alpha the ratio, seed;
+                                  the mask depends on (seed, step, element) only, so the gradient (the same
+                                  op applied to dy) uses the forward's mask */
+    PDNN__OP_G_CLIP_BWD        /* y, dy: dy where alpha < y < beta, else 0 (Clip's and ReLU6's gradient) */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -59,6 +68,9 @@ typedef struct pdnn__node {
     int bcast;          /* BINARY: 1 a repeats along some axis, 2 b does (both: 3) */
     int64_t pads[4];    /* PAD: top, left, bottom, right */
     pdnn_pad_mode pad_mode; /* PAD */
+    uint64_t seed;      /* DROPOUT */
+    int trainable;      /* VARIABLE: a weight of a trainable import (pdnn_graph_add_training trains it) */
+    int lr_var;         /* APPLY: 1 + the "learning_rate" variable read at each step; 0: optim's */
 } pdnn__node;
 
 struct pdnn_graph {
@@ -81,6 +93,12 @@ pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *p
  * desc's bytes), or frees it on failure. */
 pdnn_status pdnn__graph_constant_adopt(pdnn_graph *g, const char *device, const pdnn_tensor_desc *desc, float *data,
                                        pdnn_node *out);
+
+/* Removes nodes n0.. (added by a call that failed), leaving g as it was. */
+void pdnn__graph_truncate(pdnn_graph *g, int n0);
+
+/* Runs a node that training an imported model adds (train_ops.c). */
+pdnn_status pdnn__run_train_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y);
 
 /* A copy of g's nodes and their inputs without the constants' and
  * variables' data (NULL): session.c keeps its own, and puts the data on

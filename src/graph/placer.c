@@ -52,6 +52,7 @@ static int optimizer_plans(const pdnn_device *dev, const pdnn__node *n)
     o->beta2 = n->optim.beta2;
     o->epsilon = n->optim.epsilon;
     o->step = 1;
+    o->nesterov = n->optim.nesterov;
     return some_algorithm_plans(dev, &call);
 }
 
@@ -130,6 +131,10 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_APPLY: return optimizer_plans(dev, n);
     case PDNN__OP_TRAIN: return 1;
     case PDNN__OP_ALLREDUCE: return 1; /* the session's own, through host staging */
+    case PDNN__OP_BN_TRAIN: return b->algos[PDNN__OP_BN_FWD_TRAIN] != NULL && b->algos[PDNN__OP_BN_FWD_INFER] != NULL;
+    case PDNN__OP_G_BN_BWD: return b->algos[PDNN__OP_BN_FWD_TRAIN] != NULL && b->algos[PDNN__OP_BN_BWD] != NULL;
+    case PDNN__OP_DROPOUT: return b->algos[PDNN__OP_BINARY] != NULL && b->copy != NULL;
+    case PDNN__OP_G_CLIP_BWD: return b->algos[PDNN__OP_RELU_BWD] != NULL && b->algos[PDNN__OP_BINARY] != NULL;
     }
     return 0;
 }

@@ -98,6 +98,10 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_G_CONV_BWD_BIAS: return pdnn_conv2d_backward_bias(in[0], y);
     case PDNN__OP_G_POOL_BWD: return pdnn_pool2d_backward(&nd->pool, in[0], in[1], y);
     case PDNN__OP_G_RELU_BWD: return pdnn_relu_backward(in[0], in[1], y);
+    case PDNN__OP_BN_TRAIN:
+    case PDNN__OP_G_BN_BWD:
+    case PDNN__OP_DROPOUT:
+    case PDNN__OP_G_CLIP_BWD: return pdnn__run_train_node(nd, in, y);
     case PDNN__OP_PLACEHOLDER:
     case PDNN__OP_VARIABLE:
     case PDNN__OP_CONST:
@@ -129,7 +133,11 @@ static pdnn_status run_update(pdnn_session *s, const pdnn__node *nd, const pdnn_
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "variable '%s', its update and its slots must be on one device "
                                                       "(do not give them different devices)",
                            s->g->nodes[var].name);
-    return pdnn_optimizer_update(&nd->optim, (int64_t)stepf + 1, w, in[1], s1, s2);
+    pdnn_optimizer_params p = nd->optim;
+    if (nd->lr_var > 0 && (st = pdnn_tensor_read(s->consts[nd->lr_var - 1], &p.learning_rate,
+                                                 sizeof p.learning_rate)) != PDNN_SUCCESS)
+        return st;
+    return pdnn_optimizer_update(&p, (int64_t)stepf + 1, w, in[1], s1, s2);
 }
 
 static void run_free(run_state *r)
@@ -276,7 +284,9 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         }
         const double t0 = s->prof_runs ? pdnn__now() : 0.0;
         const pdnn_tensor *in[64] = {0};
-        if (nd->n_inputs > 64) {
+        /* A train op's inputs are its updates, which have no value (one per
+         * variable: MobileNetV2 has 158). */
+        if (nd->n_inputs > 64 && nd->op != PDNN__OP_TRAIN) {
             st = pdnn__error(PDNN_ERR_UNSUPPORTED, "node '%s' has %d inputs; at most 64 are supported", nd->name,
                              nd->n_inputs);
             break;
@@ -297,6 +307,13 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
             in[q] = *slot;
         }
+        /* A training batch norm updates its running statistics in place:
+         * a copy on another device would take the update and drop it. */
+        for (int q = 3; st == PDNN_SUCCESS && nd->op == PDNN__OP_BN_TRAIN && q < 5; q++)
+            if (in[q] != s->consts[nd->inputs[q]])
+                st = pdnn__error(PDNN_ERR_UNSUPPORTED, "node '%s' (%s) on %s: its running statistic '%s' is on "
+                                 "another device; place them together", nd->name, pdnn__op_type(nd), dev->name,
+                                 g->nodes[nd->inputs[q]].name);
         pdnn_tensor *y = NULL;
         int aliased = 0;
         if (st == PDNN_SUCCESS && pdnn__no_value(nd)) {

@@ -138,7 +138,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
         const Onnx__NodeProto *bn = im->g->node[r];
         value *sc = pdnn__onnx_const_input(im, bn, 1), *bb = pdnn__onnx_const_input(im, bn, 2),
               *mu = pdnn__onnx_const_input(im, bn, 3), *var = pdnn__onnx_const_input(im, bn, 4);
-        int ok = bn->n_output >= 1 && attr_int(bn, "training_mode", 0) == 0 && sc && bb && mu && var;
+        int ok = !im->train && bn->n_output >= 1 && attr_int(bn, "training_mode", 0) == 0 && sc && bb && mu && var;
         ok = ok && sc->data && bb->data && mu->data && var->data && sc->count == K && bb->count == K &&
              mu->count == K && var->count == K && strcmp(bn->input[0], out_name) == 0;
         for (size_t j = 1; ok && j < bn->n_output; j++)
@@ -227,6 +227,8 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
     if (st == PDNN_SUCCESS && has_bias)
         st = pdnn_graph_constant(im->graph, NULL, im->device, &bd, bf, &bn_);
     free(bf);
+    if (st == PDNN_SUCCESS && im->train && (st = pdnn__onnx_train_param(im, wn, w, 1.0f)) == PDNN_SUCCESS)
+        st = pdnn__onnx_train_param(im, bn_, b, 1.0f);
     if (st == PDNN_SUCCESS)
         st = z >= 0 ? pdnn_graph_conv2d_residual(im->graph, out_name, im->device, x->node, wn, bn_, z, &p, &y)
                     : pdnn_graph_conv2d(im->graph, out_name, im->device, x->node, wn, bn_, &p, &y);

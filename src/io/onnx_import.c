@@ -211,6 +211,8 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
         goto done;
     }
     st = pdnn__onnx_check_ops(&im);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__onnx_train_begin(&im, opts);
     for (size_t i = 0; i < im.g->n_initializer && st == PDNN_SUCCESS; i++)
         st = pdnn__onnx_tensor_value(&im, im.g->initializer[i], im.g->initializer[i]->name);
     for (size_t i = 0; i < im.g->n_node && st == PDNN_SUCCESS; i++)
@@ -240,6 +242,7 @@ done:
         }
     free(im.vals);
     free(im.absorbed);
+    pdnn__onnx_train_end(&im);
     onnx__model_proto__free_unpacked(im.model, NULL);
     if (st != PDNN_SUCCESS) {
         pdnn_graph_destroy(im.graph);

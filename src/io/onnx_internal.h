@@ -54,6 +54,7 @@ typedef struct importer {
     pdnn_layout layout;    /* of the activations inside: NCHW or NHWC */
     int64_t opset;
     unsigned char *absorbed; /* per ONNX node: folded into an earlier one */
+    struct onnx_train *train; /* a trainable import's state (onnx_train.c); NULL: inference */
 } importer;
 
 /* The deepest nesting of messages pdnn__onnx_nesting_ok accepts. */
@@ -118,6 +119,15 @@ pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int m
 pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProto *n);
 /* kind: "Mean", "Max" or "Sum" */
 pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, const char *kind);
+
+/* onnx_train.c: a trainable import (pdnn_onnx_options.trainable) */
+pdnn_status pdnn__onnx_train_begin(importer *im, const pdnn_onnx_options *opts);
+void pdnn__onnx_train_end(importer *im);
+/* Makes constant node of value v (a weight or bias) a trainable variable
+ * named after its initializer, where v is one and scale is 1. */
+pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float scale);
+pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n);
+pdnn_status pdnn__onnx_train_dropout(importer *im, const Onnx__NodeProto *n);
 
 /* onnx_ops.c */
 pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);

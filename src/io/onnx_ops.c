@@ -167,6 +167,8 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
         int bnode = -1;
         st = pdnn_graph_constant(im->graph, NULL, im->device, &d, scaled, &bnode);
         free(scaled);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__onnx_train_param(im, bnode, cb, alpha);
         if (st != PDNN_SUCCESS)
             return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
         int has_c = !matmul && n->n_input > 2 && n->input[2][0];
@@ -192,6 +194,8 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
         int cnode = -1;
         st = pdnn_graph_constant(im->graph, NULL, im->device, &cd, cs, &cnode);
         free(cs);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__onnx_train_param(im, cnode, c, beta);
         if (st == PDNN_SUCCESS)
             st = pdnn_graph_matmul(im->graph, NULL, im->device, a->node, bnode, ta, tb, &mm);
         if (st == PDNN_SUCCESS)
@@ -533,6 +537,8 @@ static pdnn_status import_batch_norm(importer *im, const Onnx__NodeProto *n)
 {
     value *x;
     pdnn_status st;
+    if (im->train)
+        return pdnn__onnx_train_batch_norm(im, n);
     if (n->n_input != 5)
         return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "BatchNormalization takes 5 inputs, %zu given", n->n_input);
     if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
@@ -624,6 +630,8 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return import_reshape(im, n);
     if (strcmp(op, "Softmax") == 0)
         return import_softmax(im, n);
+    if (strcmp(op, "Dropout") == 0 && im->train)
+        return pdnn__onnx_train_dropout(im, n);
     if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0) {
         /* Inference: the output is the input; a Dropout mask is refused. */
         if (n->n_output > 1 && n->output[1][0])

@@ -143,19 +143,23 @@ void pdnn_optimizer_params_init(pdnn_optimizer_params *p, pdnn_optimizer_kind ki
     if (!p)
         return;
     memset(p, 0, sizeof *p);
-    p->kind = kind == PDNN_OPTIMIZER_ADAM ? PDNN_OPTIMIZER_ADAM : PDNN_OPTIMIZER_SGD;
+    p->kind = kind == PDNN_OPTIMIZER_ADAM || kind == PDNN_OPTIMIZER_ADAMW ? kind : PDNN_OPTIMIZER_SGD;
     p->beta1 = 0.9f;
     p->beta2 = 0.999f;
     p->epsilon = 1e-8f;
-    p->learning_rate = p->kind == PDNN_OPTIMIZER_ADAM ? 0.001f : 0.01f;
+    p->learning_rate = p->kind == PDNN_OPTIMIZER_SGD ? 0.01f : 0.001f;
+    p->weight_decay = p->kind == PDNN_OPTIMIZER_ADAMW ? 0.01f : 0.0f;
 }
 
 static pdnn_status check_params(const char *op, const pdnn_optimizer_params *p, int64_t step)
 {
-    if (p->kind != PDNN_OPTIMIZER_SGD && p->kind != PDNN_OPTIMIZER_ADAM)
+    if (p->kind != PDNN_OPTIMIZER_SGD && p->kind != PDNN_OPTIMIZER_ADAM && p->kind != PDNN_OPTIMIZER_ADAMW)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "%s: optimizer kind %d is unknown; kinds are PDNN_OPTIMIZER_SGD (0), PDNN_OPTIMIZER_ADAM (1)",
-                           op, (int)p->kind);
+                           "%s: optimizer kind %d is unknown; kinds are PDNN_OPTIMIZER_SGD (0), PDNN_OPTIMIZER_ADAM (1), "
+                           "PDNN_OPTIMIZER_ADAMW (2)", op, (int)p->kind);
+    if (p->nesterov && (p->kind != PDNN_OPTIMIZER_SGD || !(p->momentum > 0.0f)))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: nesterov needs SGD with momentum > 0 (kind %d, momentum %g)",
+                           op, (int)p->kind, (double)p->momentum);
     if (step < 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: step is %lld; it counts updates from 1", op, (long long)step);
     const struct {
@@ -166,7 +170,7 @@ static pdnn_status check_params(const char *op, const pdnn_optimizer_params *p, 
         if (!isfinite(nonneg[i].v) || nonneg[i].v < 0.0f)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %g; it must be finite and >= 0", op,
                                nonneg[i].name, (double)nonneg[i].v);
-    if (p->kind == PDNN_OPTIMIZER_ADAM) {
+    if (p->kind != PDNN_OPTIMIZER_SGD) {
         if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) || !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: Adam's beta1 %g and beta2 %g must be in [0, 1)", op,
                                (double)p->beta1, (double)p->beta2);
@@ -186,7 +190,7 @@ pdnn_status pdnn_optimizer_update(const pdnn_optimizer_params *p, int64_t step, 
     pdnn_status st = check_params(op, p, step);
     if (st != PDNN_SUCCESS)
         return st;
-    const int adam = p->kind == PDNN_OPTIMIZER_ADAM;
+    const int adam = p->kind != PDNN_OPTIMIZER_SGD;
     if (adam && (!slot1 || !slot2))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: Adam needs slot1 (m) and slot2 (v); %s is NULL", op,
                            !slot1 ? "slot1" : "slot2");
@@ -226,6 +230,7 @@ pdnn_status pdnn_optimizer_update(const pdnn_optimizer_params *p, int64_t step, 
     c->beta2 = p->beta2;
     c->epsilon = p->epsilon;
     c->step = step;
+    c->nesterov = p->nesterov;
     c->w_buf = w->block.buf;
     c->g_buf = g->block.buf;
     if (slot1)
