@@ -27,4 +27,9 @@ int parity_train_count(int op, const char *set);
 void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
                       const char *algo, int verbose);
 
+/* The N-d cases (parity_nd.c, test mode): binary, matmul, activations and
+ * transform on ND tensors of rank 0 to 6; counted and run as above. */
+int parity_nd_count(int op, const char *set);
+void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
+
 #endif

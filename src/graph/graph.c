@@ -578,10 +578,11 @@ pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *devic
     pdnn_status st = begin(g, "pdnn_graph_concat", name, device, PDNN__OP_CONCAT, inputs, n, out, &nd);
     if (st != PDNN_SUCCESS)
         return st;
-    if (axis < 0 || axis > 3)
-        return shape_error(&nd, "axis must be 0 to 3 (a logical axis of the dims)");
     nd.axis = axis;
     nd.out = *in_desc(g, inputs[0]);
+    int64_t st0[PDNN_MAX_RANK];
+    if (axis < 0 || axis >= pdnn__desc_strides(&nd.out, st0))
+        return shape_error(&nd, "axis must be a logical axis of the dims (0 to 3, or below an ND input's rank)");
     if (nd.out.dtype != PDNN_FLOAT32)
         return shape_error(&nd, "the inputs must be float32");
     for (int i = 1; i < n; i++) {
