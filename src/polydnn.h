@@ -986,6 +986,11 @@ PDNN_API pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const c
  * constant or variable) shares that value's bytes: no copy runs. */
 PDNN_API pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         const int64_t dims[4], pdnn_node *out);
+/* pdnn_graph_reshape to an ND tensor of rank 0..PDNN_MAX_RANK with dims
+ * dims[0..rank) (dims may be NULL for rank 0), same element count; the
+ * same op ("Reshape"), the same sharing of bytes in a session. */
+PDNN_API pdnn_status pdnn_graph_reshape_nd(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int rank,
+                                           const int64_t *dims, pdnn_node *out);
 /* {N, C*H*W, 1, 1}: a matrix with one row per image. Op type "Reshape". */
 PDNN_API pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         pdnn_node *out);

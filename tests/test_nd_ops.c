@@ -6,6 +6,7 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,4 +139,153 @@ Test(nd_ops, shapes_that_do_not_fit_are_refused_by_name)
     for (int i = 0; i < 6; i++)
         pdnn_tensor_release(all[i]);
     pdnn_context_destroy(ctx);
+}
+
+static pdnn_node nd_node(pdnn_graph *g, const char *name, int rank, const int64_t *d, const float *v)
+{
+    const pdnn_tensor_desc t = nd(rank, d);
+    pdnn_node n;
+    cr_assert_eq(v ? pdnn_graph_constant(g, name, NULL, &t, v, &n) : pdnn_graph_placeholder(g, name, NULL, &t, &n),
+                 PDNN_SUCCESS, "%s", pdnn_last_error());
+    return n;
+}
+
+/* A graph whose middle is N-d: a rank-0 placeholder, a rank-3 one, a
+ * broadcasting Mul, a batched MatMul, a Reshape to rank 5 and back, a
+ * Concat along an inner axis, a sigmoid; the fetched values have the
+ * nodes' ranks and match loops written here. */
+Test(nd_ops, graph_and_session_carry_every_rank)
+{
+    pdnn_graph *g = NULL;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const int64_t d0[] = {0}, dx[] = {2, 3, 4}, dw[] = {4, 5}, d5[] = {2, 3, 1, 5, 1}, dc[] = {2, 6, 5};
+    float wv[20];
+    th_fill(wv, 20, 3);
+    pdnn_node s = nd_node(g, "s", 0, d0, NULL), x = nd_node(g, "x", 3, dx, NULL), w = nd_node(g, "w", 2, dw, wv);
+    pdnn_node xs, xw, r5, r3, cat, sig;
+    cr_assert_eq(pdnn_graph_binary(g, "xs", NULL, x, s, PDNN_BINARY_MUL, &xs), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_matmul(g, "xw", NULL, xs, w, 0, 0, &xw), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_reshape_nd(g, "r5", NULL, xw, 5, d5, &r5), PDNN_SUCCESS, "%s", pdnn_last_error());
+    const int64_t d3[] = {2, 3, 5};
+    cr_assert_eq(pdnn_graph_reshape_nd(g, "r3", NULL, r5, 3, d3, &r3), PDNN_SUCCESS, "%s", pdnn_last_error());
+    const pdnn_node two[] = {r3, xw};
+    cr_assert_eq(pdnn_graph_concat(g, "cat", NULL, two, 2, 1, &cat), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_activation(g, "sig", NULL, cat, PDNN_ACTIVATION_SIGMOID, 0, 0, &sig), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    pdnn_tensor_desc got_d;
+    cr_assert_eq(pdnn_graph_node_desc(g, sig, &got_d), PDNN_SUCCESS);
+    const pdnn_tensor_desc want_d = nd(3, dc);
+    cr_assert_eq(memcmp(&got_d, &want_d, sizeof got_d), 0, "the node's desc is ND [2,6,5]");
+    /* A matmul whose inner dims differ, a reshape to another count. */
+    pdnn_node bad;
+    cr_assert_eq(pdnn_graph_matmul(g, NULL, NULL, x, x, 0, 0, &bad), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_graph_reshape_nd(g, NULL, NULL, x, 2, dw, &bad), PDNN_ERR_INVALID_ARGUMENT);
+
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.options.allow_growth = 1;
+    c.allow_soft_placement = 1;
+    pdnn_session *sess = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &sess), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *host = NULL;
+    cr_assert_eq(pdnn_device_find(pdnn_session_context(sess), "/cpu:0", &host), PDNN_SUCCESS);
+    const float sv = 0.5f;
+    float xv[24];
+    th_fill(xv, 24, 4);
+    const pdnn_tensor_desc ds = nd(0, d0), dxd = nd(3, dx);
+    pdnn_tensor *ts = th_upload(host, &ds, &sv), *tx = th_upload(host, &dxd, xv);
+    const pdnn_node feeds[] = {s, x}, fetch[] = {sig, xw};
+    pdnn_tensor *const vals[] = {ts, tx};
+    pdnn_tensor *out[2] = {NULL, NULL};
+    cr_assert_eq(pdnn_session_run(sess, feeds, vals, 2, fetch, 2, out), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc od;
+    cr_assert_eq(pdnn_tensor_get_desc(out[0], &od), PDNN_SUCCESS);
+    cr_assert_eq(memcmp(&od, &want_d, sizeof od), 0, "the fetched value is ND [2,6,5]");
+    float *y = th_download(out[0]), *m = th_download(out[1]);
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 5; j++) {
+                double acc = 0;
+                for (int p = 0; p < 4; p++)
+                    acc += (double)xv[(b * 3 + i) * 4 + p] * 0.5 * (double)wv[p * 5 + j];
+                cr_assert_float_eq(m[(b * 3 + i) * 5 + j], acc, 1e-5 * (1 + fabs(acc)));
+                const double sgm = 1.0 / (1.0 + exp(-acc));
+                /* cat along axis 1: rows 0..2 from r3, 3..5 from xw; both acc */
+                cr_assert_float_eq(y[(b * 6 + i) * 5 + j], sgm, 1e-5);
+                cr_assert_float_eq(y[(b * 6 + 3 + i) * 5 + j], sgm, 1e-5);
+            }
+    free(y);
+    free(m);
+    /* A feed of the wrong rank (the same dims, rank 4) is refused. */
+    const int64_t dx4[] = {2, 3, 4, 1};
+    const pdnn_tensor_desc d4 = nd(4, dx4);
+    pdnn_tensor *t4 = th_upload(host, &d4, xv);
+    pdnn_tensor *const vals4[] = {ts, t4};
+    pdnn_tensor *o4 = NULL;
+    cr_assert_eq(pdnn_session_run(sess, feeds, vals4, 2, fetch, 1, &o4), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_not_null(strstr(pdnn_last_error(), "[2,3,4,1] ND"), "%s", pdnn_last_error());
+    pdnn_tensor *rel[] = {ts, tx, t4, out[0], out[1]};
+    for (int i = 0; i < 5; i++)
+        pdnn_tensor_release(rel[i]);
+    pdnn_session_destroy(sess);
+    pdnn_graph_destroy(g);
+}
+
+/* Gradients through N-d nodes: a batched MatMul of equal batches and an
+ * elementwise Mul (no broadcast) differentiate; a broadcasting MatMul
+ * and a broadcasting Mul are refused by name. */
+Test(nd_ops, gradients_of_nd_nodes)
+{
+    pdnn_graph *g = NULL;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    const int64_t da[] = {2, 3, 4}, db[] = {2, 4, 5}, dw[] = {4, 5}, d0[] = {0};
+    float av[24], bv[40];
+    th_fill(av, 24, 5);
+    th_fill(bv, 40, 6);
+    pdnn_node a = nd_node(g, "a", 3, da, av), b = nd_node(g, "b", 3, db, bv), w = nd_node(g, "w", 2, dw, bv);
+    pdnn_node ab, sq, grads[2];
+    cr_assert_eq(pdnn_graph_matmul(g, "ab", NULL, a, b, 0, 0, &ab), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_binary(g, "sq", NULL, ab, ab, PDNN_BINARY_MUL, &sq), PDNN_SUCCESS, "%s",
+                 pdnn_last_error());
+    const pdnn_node wrt[] = {a, b};
+    cr_assert_eq(pdnn_graph_gradients(g, sq, wrt, 2, grads), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc gd;
+    cr_assert_eq(pdnn_graph_node_desc(g, grads[1], &gd), PDNN_SUCCESS);
+    const pdnn_tensor_desc want = nd(3, db);
+    cr_assert_eq(memcmp(&gd, &want, sizeof gd), 0, "d(sq)/db is ND [2,4,5]");
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.options.allow_growth = 1;
+    c.allow_soft_placement = 1;
+    pdnn_session *sess = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &sess), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor *out = NULL;
+    cr_assert_eq(pdnn_session_run(sess, NULL, NULL, 0, &grads[0], 1, &out), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *ga = th_download(out);
+    /* d(sum of (AB)^2 weighted by dy = 1)/dA = 2 (AB) B^T, per batch. */
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 3; i++)
+            for (int p = 0; p < 4; p++) {
+                double want_g = 0;
+                for (int j = 0; j < 5; j++) {
+                    double abij = 0;
+                    for (int q = 0; q < 4; q++)
+                        abij += (double)av[(t * 3 + i) * 4 + q] * bv[(t * 4 + q) * 5 + j];
+                    want_g += 2 * abij * bv[(t * 4 + p) * 5 + j];
+                }
+                cr_assert_float_eq(ga[(t * 3 + i) * 4 + p], want_g, 1e-4 * (1 + fabs(want_g)), "dA[%d,%d,%d]", t, i,
+                                   p);
+            }
+    free(ga);
+    pdnn_tensor_release(out);
+    pdnn_session_destroy(sess);
+    /* A broadcast batch (a {2,3,4} @ w {4,5}) and a broadcast Mul. */
+    pdnn_node aw, as, s = nd_node(g, "s", 0, d0, av), gr;
+    cr_assert_eq(pdnn_graph_matmul(g, "aw", NULL, a, w, 0, 0, &aw), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_gradients(g, aw, &w, 1, &gr), PDNN_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(pdnn_last_error(), "'aw'"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_binary(g, "as", NULL, a, s, PDNN_BINARY_MUL, &as), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_gradients(g, as, &s, 1, &gr), PDNN_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(pdnn_last_error(), "broadcast"), "%s", pdnn_last_error());
+    pdnn_graph_destroy(g);
 }
