@@ -128,6 +128,16 @@ const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len);
 /* out = d with its rank set and the dims past it 1 (d valid), the form
  * tensors and graph nodes keep so that descriptors compare with memcmp. */
 void pdnn__desc_canon(const pdnn_tensor_desc *d, pdnn_tensor_desc *out);
+/* The layout the ops around convolution (bias_add, softmax, softmax
+ * cross-entropy, bias gradients) read an activation in: NCHW and NHWC as
+ * they are, an ND tensor of rank 2 to 4 as NCHW (a {rows, cols} matrix is
+ * {rows, cols, 1, 1}: the same bytes); -1 for anything else. */
+static inline int pdnn__act_layout(const pdnn_tensor_desc *d)
+{
+    if (d->layout == PDNN_NCHW || d->layout == PDNN_NHWC)
+        return (int)d->layout;
+    return d->layout == PDNN_ND && d->rank >= 2 && d->rank <= 4 ? (int)PDNN_NCHW : -1;
+}
 /* st[i]: the element stride of d's logical axis i; returns how many axes
  * there are: ND its rank (row-major), every other layout 4
  * (pdnn__layout_strides; X as {L, 1, 1, 1}). */

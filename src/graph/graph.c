@@ -308,7 +308,7 @@ pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *devic
 
 static int is_matrix(const pdnn_tensor_desc *d)
 {
-    return (d->layout == PDNN_NCHW || d->layout == PDNN_NHWC) && d->dims[2] == 1 && d->dims[3] == 1;
+    return pdnn__act_layout(d) >= 0 && d->dims[2] == 1 && d->dims[3] == 1;
 }
 
 pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *device, pdnn_node a, pdnn_node b,
@@ -395,8 +395,8 @@ pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const char *dev
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn_tensor_desc *dx = in_desc(g, x), *db = in_desc(g, bias);
-    if (dx->layout != PDNN_NCHW && dx->layout != PDNN_NHWC)
-        return shape_error(&nd, "x must be NCHW or NHWC");
+    if (pdnn__act_layout(dx) < 0)
+        return shape_error(&nd, "x must be NCHW, NHWC or ND of rank 2 to 4");
     if (db->layout != PDNN_LAYOUT_X || db->dims[0] != dx->dims[1])
         return shape_error(&nd, "bias must be a layout-X vector of length C");
     nd.out = *dx;
@@ -411,8 +411,8 @@ static pdnn_status unary(pdnn_graph *g, const char *fn, const char *name, const 
     if (st != PDNN_SUCCESS)
         return st;
     nd.out = *in_desc(g, x);
-    if (op == PDNN__OP_SOFTMAX && nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC)
-        return shape_error(&nd, "x must be NCHW or NHWC");
+    if (op == PDNN__OP_SOFTMAX && pdnn__act_layout(&nd.out) < 0)
+        return shape_error(&nd, "x must be NCHW, NHWC or ND of rank 2 to 4");
     return finish(g, &nd, &x, 1, out);
 }
 
@@ -787,7 +787,7 @@ pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char *name, co
         return st;
     const pdnn_tensor_desc *dl = in_desc(g, logits), *dlab = in_desc(g, labels);
     if (!is_matrix(dl) || dl->dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "logits must be a float32 matrix {N, K, 1, 1}");
+        return shape_error(&nd, "logits must be a float32 matrix {N, K, 1, 1} or ND {N, K}");
     if (dlab->dtype != PDNN_INT32 || dlab->layout != PDNN_LAYOUT_X || dlab->dims[0] != dl->dims[0])
         return shape_error(&nd, "labels must be int32, layout X, {N, 1, 1, 1} with N the logits' rows");
     nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int is_act(const pdnn_tensor *t) { return t->desc.layout == PDNN_NCHW || t->desc.layout == PDNN_NHWC; }
+static int is_act(const pdnn_tensor *t) { return pdnn__act_layout(&t->desc) >= 0; }
 
 static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
 {
@@ -125,7 +125,8 @@ static pdnn_status check_act(const char *op, const pdnn_tensor *t, const char *n
     if (is_act(t))
         return PDNN_SUCCESS;
     char dd[96];
-    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s; it must be NCHW or NHWC (a matrix is {rows,cols,1,1})",
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s; it must be NCHW, NHWC or ND of rank 2 to 4 (a matrix is {rows,cols,1,1} or "
+                       "ND {rows,cols})",
                        op, name, pdnn__desc_string(&t->desc, dd, sizeof dd));
 }
 
@@ -476,14 +477,18 @@ static pdnn_status matmul_one(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_t
 }
 
 /* A matmul operand as numpy sees it: ND its rank and dims, X rank 1, an
- * NCHW or NHWC {R, C, 1, 1} matrix rank 2; -1 for anything else. */
+ * NCHW or NHWC {R, C, 1, 1} matrix rank 2, any other NCHW tensor rank 4
+ * (its bytes are ND {N, C, H, W}'s: a 4-d array from numpy or torch);
+ * -1 for anything else. */
 static int mat_rank(const pdnn_tensor_desc *t)
 {
     if (t->layout == PDNN_ND)
         return t->rank;
     if (t->layout == PDNN_LAYOUT_X)
         return 1;
-    return (t->layout == PDNN_NCHW || t->layout == PDNN_NHWC) && t->dims[2] == 1 && t->dims[3] == 1 ? 2 : -1;
+    if ((t->layout == PDNN_NCHW || t->layout == PDNN_NHWC) && t->dims[2] == 1 && t->dims[3] == 1)
+        return 2;
+    return t->layout == PDNN_NCHW ? 4 : -1;
 }
 
 /* The batch dim i (of nbatch, aligned from the right) of an operand with
@@ -497,7 +502,8 @@ int pdnn__matmul_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, 
     const int64_t *ad = a->dims, *bd = b->dims;
     char da[160], db[160];
     if (ra < 1 || rb < 1) {
-        snprintf(why, len, "a is %s and b is %s; each must be ND of rank 1 or more, X or a {rows,cols,1,1} matrix",
+        snprintf(why, len, "a is %s and b is %s; each must be ND of rank 1 or more, X, a {rows,cols,1,1} matrix or "
+                 "NCHW (as ND {N,C,H,W})",
                  pdnn__desc_string(a, da, sizeof da), pdnn__desc_string(b, db, sizeof db));
         return 0;
     }
