@@ -33,8 +33,8 @@ typedef struct shape {
 typedef struct nd_case {
     const char *set;
     pdnn__op op;
-    shape a, b; /* binary, matmul: the operands; activation, transform: x (a), transform's y (b) */
     int arg;    /* binary: pdnn_binary_op; matmul: 2 trans_a + trans_b; activation: pdnn_activation */
+    shape a, b; /* binary, matmul: the operands; activation, transform: x (a), transform's y (b) */
 } nd_case;
 
 #define ND(r, ...) {PDNN_ND, r, {__VA_ARGS__}}
@@ -44,54 +44,54 @@ static const nd_case cases[] = {
     /* Broadcasting corner cases: scalars, a rank-1 side, both sides
      * repeating, alternating repeats that merge to no fewer axes, all
      * ones, batch 17, odd sizes, X with ND. */
-    {"nd_binary", PDNN__OP_BINARY, SC, SC, PDNN_BINARY_ADD},
-    {"nd_binary", PDNN__OP_BINARY, SC, ND(3, 2, 3, 5), PDNN_BINARY_SUB},
-    {"nd_binary", PDNN__OP_BINARY, ND(3, 2, 3, 5), SC, PDNN_BINARY_DIV},
-    {"nd_binary", PDNN__OP_BINARY, ND(1, 5), ND(2, 3, 1), PDNN_BINARY_MUL},
-    {"nd_binary", PDNN__OP_BINARY, ND(1, 7), ND(1, 7), PDNN_BINARY_SUB},
-    {"nd_binary", PDNN__OP_BINARY, ND(2, 17, 33), ND(1, 33), PDNN_BINARY_DIV},
-    {"nd_binary", PDNN__OP_BINARY, ND(3, 17, 1, 3), ND(2, 4, 1), PDNN_BINARY_ADD},
-    {"nd_binary", PDNN__OP_BINARY, ND(2, 3, 4), ND(4, 2, 1, 3, 4), PDNN_BINARY_MUL},
-    {"nd_binary", PDNN__OP_BINARY, ND(5, 2, 1, 3, 1, 5), ND(5, 1, 4, 1, 6, 1), PDNN_BINARY_ADD},
-    {"nd_binary", PDNN__OP_BINARY, ND(6, 2, 3, 1, 5, 1, 7), ND(5, 3, 4, 1, 6, 1), PDNN_BINARY_SUB},
-    {"nd_binary", PDNN__OP_BINARY, ND(6, 1, 1, 1, 1, 1, 1), SC, PDNN_BINARY_MUL},
-    {"nd_binary", PDNN__OP_BINARY, ND(6, 2, 3, 4, 5, 1, 3), ND(6, 2, 3, 4, 5, 2, 3), PDNN_BINARY_DIV},
-    {"nd_binary", PDNN__OP_BINARY, ND(4, 1, 3, 1, 1), ND(4, 2, 1, 5, 7), PDNN_BINARY_SUB},
-    {"nd_binary", PDNN__OP_BINARY, {PDNN_LAYOUT_X, 1, {37, 1, 1, 1}}, ND(2, 3, 37), PDNN_BINARY_ADD},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_ADD, SC, SC},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_SUB, SC, ND(3, 2, 3, 5)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_DIV, ND(3, 2, 3, 5), SC},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_MUL, ND(1, 5), ND(2, 3, 1)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_SUB, ND(1, 7), ND(1, 7)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_DIV, ND(2, 17, 33), ND(1, 33)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_ADD, ND(3, 17, 1, 3), ND(2, 4, 1)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_MUL, ND(2, 3, 4), ND(4, 2, 1, 3, 4)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_ADD, ND(5, 2, 1, 3, 1, 5), ND(5, 1, 4, 1, 6, 1)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_SUB, ND(6, 2, 3, 1, 5, 1, 7), ND(5, 3, 4, 1, 6, 1)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_MUL, ND(6, 1, 1, 1, 1, 1, 1), SC},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_DIV, ND(6, 2, 3, 4, 5, 1, 3), ND(6, 2, 3, 4, 5, 2, 3)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_SUB, ND(4, 1, 3, 1, 1), ND(4, 2, 1, 5, 7)},
+    {"nd_binary", PDNN__OP_BINARY, PDNN_BINARY_ADD, {PDNN_LAYOUT_X, 1, {37, 1, 1, 1}}, ND(2, 3, 37)},
     /* numpy's matmul: rank-1 operands (a row, a column, both: a scalar),
      * a batch against one matrix (folded into one GEMM), batches that
      * broadcast on both sides up to rank 6, transposes, an NCHW matrix
      * as an operand. */
-    {"nd_matmul", PDNN__OP_GEMM, ND(1, 3), ND(1, 3), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(1, 4), ND(2, 4, 5), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(2, 5, 4), ND(1, 4), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(2, 7, 4), ND(2, 4, 5), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(2, 7, 4), ND(2, 5, 4), 1},
-    {"nd_matmul", PDNN__OP_GEMM, ND(3, 2, 7, 4), ND(2, 4, 5), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(3, 2, 4, 7), ND(2, 4, 5), 2},
-    {"nd_matmul", PDNN__OP_GEMM, ND(3, 2, 7, 4), ND(3, 2, 5, 4), 1},
-    {"nd_matmul", PDNN__OP_GEMM, ND(3, 2, 7, 4), ND(3, 2, 4, 5), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(4, 17, 1, 3, 4), ND(3, 5, 4, 6), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(1, 4), ND(3, 2, 4, 5), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(3, 2, 3, 4), ND(1, 4), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(5, 3, 1, 2, 7, 4), ND(5, 1, 5, 1, 4, 3), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(6, 2, 1, 3, 1, 5, 4), ND(6, 1, 2, 1, 3, 3, 4), 1},
-    {"nd_matmul", PDNN__OP_GEMM, ND(3, 1, 1, 1), ND(2, 1, 1), 0},
-    {"nd_matmul", PDNN__OP_GEMM, ND(3, 2, 3, 4), {PDNN_NCHW, 2, {4, 5, 1, 1}}, 0},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(1, 3), ND(1, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(1, 4), ND(2, 4, 5)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(2, 5, 4), ND(1, 4)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(2, 7, 4), ND(2, 4, 5)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(2, 7, 4), ND(2, 5, 4)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 2, 7, 4), ND(2, 4, 5)},
+    {"nd_matmul", PDNN__OP_GEMM, 2, ND(3, 2, 4, 7), ND(2, 4, 5)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(3, 2, 7, 4), ND(3, 2, 5, 4)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 2, 7, 4), ND(3, 2, 4, 5)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(4, 17, 1, 3, 4), ND(3, 5, 4, 6)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(1, 4), ND(3, 2, 4, 5)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 2, 3, 4), ND(1, 4)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(5, 3, 1, 2, 7, 4), ND(5, 1, 5, 1, 4, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(6, 2, 1, 3, 1, 5, 4), ND(6, 1, 2, 1, 3, 3, 4)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 1, 1, 1), ND(2, 1, 1)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 2, 3, 4), {PDNN_NCHW, 2, {4, 5, 1, 1}}},
     /* Every activation at ranks 0 to 6. */
-    {"nd_activation", PDNN__OP_ACTIVATION, SC, SC, PDNN_ACTIVATION_SIGMOID},
-    {"nd_activation", PDNN__OP_ACTIVATION, ND(1, 4099), SC, PDNN_ACTIVATION_CLIP},
-    {"nd_activation", PDNN__OP_ACTIVATION, ND(2, 17, 5), SC, PDNN_ACTIVATION_LEAKY_RELU},
-    {"nd_activation", PDNN__OP_ACTIVATION, ND(3, 3, 5, 7), SC, PDNN_ACTIVATION_HARD_SIGMOID},
-    {"nd_activation", PDNN__OP_ACTIVATION, ND(4, 1, 3, 5, 2), SC, PDNN_ACTIVATION_HARD_SWISH},
-    {"nd_activation", PDNN__OP_ACTIVATION, ND(5, 2, 1, 3, 2, 5), SC, PDNN_ACTIVATION_SILU},
-    {"nd_activation", PDNN__OP_ACTIVATION, ND(6, 2, 3, 1, 2, 3, 5), SC, PDNN_ACTIVATION_SIGMOID},
+    {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_SIGMOID, SC, SC},
+    {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_CLIP, ND(1, 4099), SC},
+    {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_LEAKY_RELU, ND(2, 17, 5), SC},
+    {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_HARD_SIGMOID, ND(3, 3, 5, 7), SC},
+    {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_HARD_SWISH, ND(4, 1, 3, 5, 2), SC},
+    {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_SILU, ND(5, 2, 1, 3, 2, 5), SC},
+    {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_SIGMOID, ND(6, 2, 3, 1, 2, 3, 5), SC},
     /* The transform with an ND side is a copy in memory order. */
-    {"nd_transform", PDNN__OP_TRANSFORM, SC, SC, 0},
-    {"nd_transform", PDNN__OP_TRANSFORM, ND(3, 3, 5, 7), ND(3, 3, 5, 7), 0},
-    {"nd_transform", PDNN__OP_TRANSFORM, {PDNN_NCHW, 4, {2, 3, 4, 5}}, ND(4, 2, 3, 4, 5), 0},
-    {"nd_transform", PDNN__OP_TRANSFORM, {PDNN_NHWC, 4, {2, 3, 4, 5}}, ND(4, 2, 4, 5, 3), 0},
-    {"nd_transform", PDNN__OP_TRANSFORM, ND(6, 17, 1, 2, 3, 1, 2), {PDNN_NCHW, 4, {17, 2, 3, 2}}, 0},
+    {"nd_transform", PDNN__OP_TRANSFORM, 0, SC, SC},
+    {"nd_transform", PDNN__OP_TRANSFORM, 0, ND(3, 3, 5, 7), ND(3, 3, 5, 7)},
+    {"nd_transform", PDNN__OP_TRANSFORM, 0, {PDNN_NCHW, 4, {2, 3, 4, 5}}, ND(4, 2, 3, 4, 5)},
+    {"nd_transform", PDNN__OP_TRANSFORM, 0, {PDNN_NHWC, 4, {2, 3, 4, 5}}, ND(4, 2, 4, 5, 3)},
+    {"nd_transform", PDNN__OP_TRANSFORM, 0, ND(6, 17, 1, 2, 3, 1, 2), {PDNN_NCHW, 4, {17, 2, 3, 2}}},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 
@@ -163,16 +163,6 @@ typedef struct ref_out {
     int64_t n;
 } ref_out;
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        fprintf(stderr, "parity: out of host memory\n");
-        exit(2);
-    }
-    return p;
-}
-
 static double act_ref(int mode, double x)
 {
     switch (mode) {
@@ -190,7 +180,7 @@ static const float act_alpha[] = {-0.5f, 0.1f, 0, 0.2f, 0, 0}, act_beta[] = {0.7
 /* The reference output of c from a (and b). */
 static void reference(const nd_case *c, const float *a, const float *b, ref_out *o)
 {
-    int64_t ad[R], bd[R], yd[R + 2], idx[R + 2];
+    int64_t ad[R] = {0}, bd[R] = {0}, yd[R + 2], idx[R + 2];
     const int ra = np_shape(&c->a, ad), rb = np_shape(&c->b, bd);
     int ry = 0;
     memset(o, 0, sizeof *o);
@@ -216,8 +206,8 @@ static void reference(const nd_case *c, const float *a, const float *b, ref_out 
         if (rb > 1)
             yd[ry++] = n;
         o->n = batch * m * n;
-        o->v = xcalloc((size_t)o->n, sizeof(double));
-        o->mag = xcalloc((size_t)o->n, sizeof(double));
+        o->v = parity_calloc((size_t)o->n, sizeof(double));
+        o->mag = parity_calloc((size_t)o->n, sizeof(double));
         memset(idx, 0, sizeof idx);
         const int64_t am = ra == 1 ? 1 : ad[ra - 2], an = ad[ra - 1], bm = rb == 1 ? bd[0] : bd[rb - 2],
                       bn = rb == 1 ? 1 : bd[rb - 1];
@@ -256,7 +246,7 @@ static void reference(const nd_case *c, const float *a, const float *b, ref_out 
     o->y.rank = ry;
     memcpy(o->y.d, yd, (size_t)ry * sizeof yd[0]);
     o->n = count(yd, ry);
-    o->v = xcalloc((size_t)o->n, sizeof(double));
+    o->v = parity_calloc((size_t)o->n, sizeof(double));
     memset(idx, 0, sizeof idx);
     for (int64_t t = 0; t < o->n; t++) {
         const double x = a[c->op == PDNN__OP_BINARY ? bcast_off(idx, ry, ad, ra) : t];
@@ -273,26 +263,14 @@ static void reference(const nd_case *c, const float *a, const float *b, ref_out 
     }
 }
 
-static pdnn_tensor *make(pdnn_device *dev, const pdnn_tensor_desc *d, const float *data)
-{
-    pdnn_tensor *t = NULL;
-    if (pdnn_tensor_create(dev, d, &t) != PDNN_SUCCESS)
-        return NULL;
-    if (data && pdnn_tensor_write(t, data, (size_t)pdnn_tensor_desc_bytes(d)) != PDNN_SUCCESS) {
-        pdnn_tensor_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 static pdnn_status run_one(pdnn_device *dev, const nd_case *c, const ref_out *o, const float *a, const float *b,
                            float *got)
 {
     const pdnn_tensor_desc ad = desc_of(&c->a), bd = desc_of(&c->b);
     const pdnn_tensor_desc yd = c->op == PDNN__OP_TRANSFORM ? bd : desc_of(&o->y);
-    pdnn_tensor *x = make(dev, &ad, a), *w = NULL, *y = make(dev, &yd, NULL);
+    pdnn_tensor *x = parity_tensor(dev, &ad, a), *w = NULL, *y = parity_tensor(dev, &yd, NULL);
     if (c->op == PDNN__OP_BINARY || c->op == PDNN__OP_GEMM)
-        w = make(dev, &bd, b);
+        w = parity_tensor(dev, &bd, b);
     pdnn_status st = !x || !y || ((c->op == PDNN__OP_BINARY || c->op == PDNN__OP_GEMM) && !w) ? PDNN_ERR_OUT_OF_MEMORY
                      : c->op == PDNN__OP_BINARY ? pdnn_binary(x, w, (pdnn_binary_op)c->arg, y)
                      : c->op == PDNN__OP_GEMM   ? pdnn_matmul(x, w, (c->arg & 2) != 0, c->arg & 1, y)
@@ -362,7 +340,7 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
             snprintf(cname, sizeof cname, "%s x%s -> y%s", c->set, sa, sb);
         const pdnn_tensor_desc ad = desc_of(&c->a), bd = desc_of(&c->b);
         const int64_t na = pdnn_tensor_desc_elements(&ad), nb = pdnn_tensor_desc_elements(&bd);
-        float *a = xcalloc((size_t)na, sizeof(float)), *b = xcalloc((size_t)nb, sizeof(float));
+        float *a = parity_calloc((size_t)na, sizeof(float)), *b = parity_calloc((size_t)nb, sizeof(float));
         th_fill(a, na, 2000u + (uint32_t)ci * 13u);
         th_fill(b, nb, 3000u + (uint32_t)ci * 13u);
         if (c->op == PDNN__OP_ACTIVATION)
@@ -370,7 +348,7 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
                 a[i] *= 6.0f; /* past every activation's corners */
         ref_out o;
         reference(c, a, b, &o);
-        float *got = xcalloc((size_t)o.n, sizeof(float));
+        float *got = parity_calloc((size_t)o.n, sizeof(float));
         for (int di = 0; di < ndev; di++) {
             const pdnn__algo *const *list = pdnn__algos(devs[di], c->op);
             for (int ai = 0; list && list[ai]; ai++) {

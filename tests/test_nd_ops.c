@@ -150,6 +150,17 @@ static pdnn_node nd_node(pdnn_graph *g, const char *name, int rank, const int64_
     return n;
 }
 
+static pdnn_session *new_session(const pdnn_graph *g)
+{
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    c.options.allow_growth = 1;
+    c.allow_soft_placement = 1;
+    pdnn_session *sess = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &sess), PDNN_SUCCESS, "%s", pdnn_last_error());
+    return sess;
+}
+
 /* A graph whose middle is N-d: a rank-0 placeholder, a rank-3 one, a
  * broadcasting Mul, a batched MatMul, a Reshape to rank 5 and back, a
  * Concat along an inner axis, a sigmoid; the fetched values have the
@@ -181,12 +192,7 @@ Test(nd_ops, graph_and_session_carry_every_rank)
     cr_assert_eq(pdnn_graph_matmul(g, NULL, NULL, x, x, 0, 0, &bad), PDNN_ERR_INVALID_ARGUMENT);
     cr_assert_eq(pdnn_graph_reshape_nd(g, NULL, NULL, x, 2, dw, &bad), PDNN_ERR_INVALID_ARGUMENT);
 
-    pdnn_session_config c;
-    pdnn_session_config_init(&c);
-    c.options.allow_growth = 1;
-    c.allow_soft_placement = 1;
-    pdnn_session *sess = NULL;
-    cr_assert_eq(pdnn_session_create(g, &c, &sess), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_session *sess = new_session(g);
     pdnn_device *host = NULL;
     cr_assert_eq(pdnn_device_find(pdnn_session_context(sess), "/cpu:0", &host), PDNN_SUCCESS);
     const float sv = 0.5f;
@@ -253,12 +259,7 @@ Test(nd_ops, gradients_of_nd_nodes)
     cr_assert_eq(pdnn_graph_node_desc(g, grads[1], &gd), PDNN_SUCCESS);
     const pdnn_tensor_desc want = nd(3, db);
     cr_assert_eq(memcmp(&gd, &want, sizeof gd), 0, "d(sq)/db is ND [2,4,5]");
-    pdnn_session_config c;
-    pdnn_session_config_init(&c);
-    c.options.allow_growth = 1;
-    c.allow_soft_placement = 1;
-    pdnn_session *sess = NULL;
-    cr_assert_eq(pdnn_session_create(g, &c, &sess), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_session *sess = new_session(g);
     pdnn_tensor *out = NULL;
     cr_assert_eq(pdnn_session_run(sess, NULL, NULL, 0, &grads[0], 1, &out), PDNN_SUCCESS, "%s", pdnn_last_error());
     float *ga = th_download(out);

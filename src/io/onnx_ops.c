@@ -81,7 +81,7 @@ static pdnn_status nd_node(importer *im, const Onnx__NodeProto *n, value *v, int
  * both as ND nodes, numpy's broadcasting in pdnn_graph_binary. */
 static pdnn_status import_binary_nd(importer *im, const Onnx__NodeProto *n, value *const v[2], pdnn_binary_op op)
 {
-    int node[2];
+    int node[2] = {-1, -1};
     pdnn_status st = PDNN_SUCCESS;
     for (int i = 0; i < 2 && st == PDNN_SUCCESS; i++)
         st = nd_node(im, n, v[i], &node[i]);
@@ -212,7 +212,7 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
     value *bv = cb ? cb : pdnn__onnx_find_value(im, n->input[1]);
     if (matmul && (a->rank != 2 || (bv && bv->rank != 2))) { /* numpy's matmul over N-d values */
         value *v[2] = {a, bv};
-        int node[2];
+        int node[2] = {-1, -1};
         if (!bv)
             return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input '%s' is computed by no earlier node",
                                          n->input[1]);
