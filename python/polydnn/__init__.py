@@ -994,6 +994,13 @@ def _placement(*xs):
     return default_context(), None
 
 
+def _view(t, desc):
+    """t's memory under another descriptor of its element count (no copy)."""
+    h = _vp()
+    _check(_tensor_view(t._handle(), ctypes.byref(desc), ctypes.byref(h)))
+    return Tensor(t._ctx, h)
+
+
 def _empty_like(t, ctx, dims=None, layout=None, desc=None):
     d = desc if desc is not None else t._desc()
     if dims is not None:
@@ -2085,8 +2092,8 @@ class OnnxModel:
 
     Inputs are Tensors (any device), arrays or anything DLPack-capable
     (numpy, torch), NCHW as in the file; a matrix input may be given 2-D.
-    A matrix output (rank 2 in the file) is a (rows, cols, 1, 1) Tensor,
-    2-D with as_numpy. The graph, the session and their placements are
+    Outputs keep the file's rank (a matrix output is a (rows, cols) Tensor,
+    a view of the graph's {rows, cols, 1, 1} node). The graph, the session and their placements are
     those of Graph and Session: log_device_placement and
     allow_soft_placement work as there."""
 
@@ -2107,6 +2114,8 @@ class OnnxModel:
         return [n.name for n in self.outputs]
 
     def _value(self, i, v):
+        if self._in_rank[i] == 2 and isinstance(v, Tensor) and v.layout == "ND" and v.ndim == 2:
+            return _view(v, _desc_for(v.shape, "NCHW"))  # the placeholder's {rows, cols, 1, 1}
         if self._in_rank[i] == 2 and not isinstance(v, Tensor):
             np = _numpy("a matrix input")
             a = np.asarray(v, dtype=np.float32)
@@ -2133,9 +2142,12 @@ class OnnxModel:
         if missing:
             raise ValueError("polydnn: no value for the model's input(s) %s" % (", ".join(missing),))
         out = self.session.run(self.outputs, {self.inputs[i]: self._value(i, v) for i, v in feed.items()})
+        # The file's rank: the importer holds ranks 1 to 3 in image-layout nodes
+        # (a matrix as {rows, cols, 1, 1}); a view gives them their shape.
+        out = [_view(t, _desc_for(t.shape[:r], "ND")) if t.layout in _DATA_FORMATS and r != 4 else t
+               for t, r in zip(out, self._out_rank)]
         if as_numpy:
             out = [t.numpy() for t in out]
-            out = [a.reshape(a.shape[:2]) if r == 2 else a for a, r in zip(out, self._out_rank)]
         return out[0] if len(out) == 1 else out
 
     def __repr__(self):
