@@ -1613,8 +1613,8 @@ static int parse_options(int argc, char **argv, options *o)
                 fprintf(stderr,
                         "parity: --op must be conv2d, pool2d (test, perf) or conv2d_bwd_data, conv2d_bwd_filter, "
                         "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd, "
-                        "relu_bwd, softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad (grad; matmul, "
-                        "activation, transform, binary also test: their N-d cases), "
+                        "relu_bwd, softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad "
+                        "(grad; matmul, activation, transform, binary also test: their N-d cases), "
                         "got '%s'\n",
                         v);
                 return -1;

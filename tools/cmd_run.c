@@ -211,8 +211,8 @@ int cmd_run(int argc, char **argv)
                 same = x.shape[k] == want[k];
             if (!same) {
                 char dims[PDNN_MAX_RANK * 22 + 2];
-                fprintf(stderr, "polydnn run: --input %s has the wrong shape for input '%s' (rank %d, dims %s)\n", input,
-                        pdnn_graph_node_name(g, io.inputs[i]), r, dims_text(want, r, "x", dims, sizeof dims));
+                fprintf(stderr, "polydnn run: --input %s has the wrong shape for input '%s' (rank %d, dims %s)\n",
+                        input, pdnn_graph_node_name(g, io.inputs[i]), r, dims_text(want, r, "x", dims, sizeof dims));
                 rc = EXIT_RUNTIME;
                 break;
             }

@@ -130,8 +130,8 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
                                "whose batch dims differ (or a rank-1 operand); the gradient of a broadcast matmul "
                                "(a sum over the repeated batch) is not defined yet; both ND of one rank >= 2 and "
                                "equal batch dims are",
-                               fw.name, da->layout == db->layout ? "ND" : "mixed ND and image", pdnn_tensor_desc_rank(da),
-                               pdnn_tensor_desc_rank(db));
+                               fw.name, da->layout == db->layout ? "ND" : "mixed ND and image",
+                               pdnn_tensor_desc_rank(da), pdnn_tensor_desc_rank(db));
         if (NEED(0)) {
             if (!ta)
                 st = tb ? emit_matmul(s, f, "MatMul", dy, b, 0, 0, &r) : emit_matmul(s, f, "MatMul", dy, b, 0, 1, &r);

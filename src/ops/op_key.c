@@ -97,8 +97,8 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
         const int64_t *parts[] = {c->dims, c->as, c->bs};
         for (int p = 0; p < 3; p++)
             for (int k = k0; k < PDNN_MAX_RANK && at >= 0 && (size_t)at < len; k++)
-                at += snprintf(buf + at, len - (size_t)at, "%s%lld", k > k0 ? (p ? "," : "x") : p == 1 ? " a" : p == 2 ? " b" : "",
-                               (long long)parts[p][k]);
+                at += snprintf(buf + at, len - (size_t)at, "%s%lld",
+                               k > k0 ? (p ? "," : "x") : p == 1 ? " a" : p == 2 ? " b" : "", (long long)parts[p][k]);
     } else if (call->op == PDNN__OP_PAD) {
         const pdnn__pad_call *c = &call->u.pad;
         snprintf(buf, len, "pad f32 mode%d %lldx%lldx%lldx%lld p%lld,%lld,%lld,%lld x%lld,%lld,%lld,%lld", (int)c->mode,

@@ -125,8 +125,9 @@ static pdnn_status check_act(const char *op, const pdnn_tensor *t, const char *n
     if (is_act(t))
         return PDNN_SUCCESS;
     char dd[96];
-    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s; it must be NCHW, NHWC or ND of rank 2 to 4 (a matrix is {rows,cols,1,1} or "
-                       "ND {rows,cols})",
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                       "%s: %s is %s; it must be NCHW, NHWC or ND of rank 2 to 4 (a matrix is {rows,cols,1,1} or ND "
+                       "{rows,cols})",
                        op, name, pdnn__desc_string(&t->desc, dd, sizeof dd));
 }
 
@@ -493,7 +494,10 @@ static int mat_rank(const pdnn_tensor_desc *t)
 
 /* The batch dim i (of nbatch, aligned from the right) of an operand with
  * n batch dims d. */
-static int64_t batch_dim(const int64_t *d, int n, int nbatch, int i) { return i < nbatch - n ? 1 : d[i - (nbatch - n)]; }
+static int64_t batch_dim(const int64_t *d, int n, int nbatch, int i)
+{
+    return i < nbatch - n ? 1 : d[i - (nbatch - n)];
+}
 
 int pdnn__matmul_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int trans_a, int trans_b,
                           pdnn_tensor_desc *c, char *why, size_t len)
