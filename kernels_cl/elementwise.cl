@@ -156,22 +156,27 @@ __kernel void ew_transform_tiles(__global const float *x, long x_off, long4 xs,
 }
 
 /* y = a (op: 0 +, 1 *, 2 -, 3 /) b over y packed with dims d in memory
- * order; a's and b's elements at the strides as and bs (0 where that side
- * repeats). Each work-item reads its a and b before writing y, so y may
- * be a packed a (or b). */
-__kernel void ew_binary(__global const float *a, long a_off, long4 as, __global const float *b, long b_off, long4 bs,
-                        __global float *y, long y_off, long4 d, int op, long total)
+ * order (8 axes, outermost first; the last `axes` of them count, the
+ * others are 1); a's and b's elements at the strides as and bs (0 where
+ * that side repeats). Each work-item reads its a and b before writing y,
+ * so y may be a packed a (or b). */
+__kernel void ew_binary(__global const float *a, long a_off, long8 as, __global const float *b, long b_off, long8 bs,
+                        __global float *y, long y_off, long8 d, int op, long total, int axes)
 {
     const long i = (long)get_global_id(0);
     if (i >= total)
         return;
-    long r = i / d.s3;
-    const long i3 = i - r * d.s3;
-    const long i2 = r % d.s2;
-    r /= d.s2;
-    const long i1 = r % d.s1, i0 = r / d.s1;
-    const float av = a[a_off + i0 * as.s0 + i1 * as.s1 + i2 * as.s2 + i3 * as.s3];
-    const float bv = b[b_off + i0 * bs.s0 + i1 * bs.s1 + i2 * bs.s2 + i3 * bs.s3];
+    const long dd[8] = {d.s0, d.s1, d.s2, d.s3, d.s4, d.s5, d.s6, d.s7};
+    const long sa[8] = {as.s0, as.s1, as.s2, as.s3, as.s4, as.s5, as.s6, as.s7};
+    const long sb[8] = {bs.s0, bs.s1, bs.s2, bs.s3, bs.s4, bs.s5, bs.s6, bs.s7};
+    long r = i, ao = a_off, bo = b_off;
+    for (int k = 7; k >= 8 - axes; k--) {
+        const long ik = r % dd[k];
+        r /= dd[k];
+        ao += ik * sa[k];
+        bo += ik * sb[k];
+    }
+    const float av = a[ao], bv = b[bo];
     y[y_off + i] = op == 0 ? av + bv : op == 1 ? av * bv : op == 2 ? av - bv : av / bv;
 }
 

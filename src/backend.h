@@ -183,16 +183,26 @@ typedef struct pdnn__act_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__act_call;
 
-/* y = a (kind) b over y packed with dims[4] in memory order (outermost
- * first): element (i0, i1, i2, i3) is y[((i0 d1 + i1) d2 + i2) d3 + i3],
- * a[i0 as[0] + i1 as[1] + i2 as[2] + i3 as[3]] and b likewise through bs
- * (as[k], bs[k] = 0 where that side repeats). y may be a or b where that
- * one is packed like y (no zero stride). */
+/* y = a (kind) b over y packed with dims[PDNN_MAX_RANK] in memory order
+ * (outermost first; core merges axes it can and pads the front with
+ * axes of size 1, so a 4-d call has dims[0..3] = 1): element (i0, ..., i7)
+ * is y[(...(i0 d1 + i1) d2 ...) d7 + i7], a[sum ik as[k]] and b likewise
+ * through bs (as[k], bs[k] = 0 where that side repeats). y may be a or b
+ * where that one is packed like y (no zero stride). */
 typedef struct pdnn__binary_call {
-    int64_t dims[4], as[4], bs[4];
+    int64_t dims[PDNN_MAX_RANK], as[PDNN_MAX_RANK], bs[PDNN_MAX_RANK];
     pdnn_binary_op kind;
     pdnn__buf a_buf, b_buf, y_buf;
 } pdnn__binary_call;
+
+/* Elements of y in a binary call. */
+static inline int64_t pdnn__binary_elements(const pdnn__binary_call *c)
+{
+    int64_t n = 1;
+    for (int k = 0; k < PDNN_MAX_RANK; k++)
+        n *= c->dims[k];
+    return n;
+}
 
 /* y = x in another memory order: dims[4] logical ({N,C,H,W} or
  * {O,I,H,W}), xs and ys the element strides of each logical axis in x and

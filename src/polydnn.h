@@ -737,8 +737,13 @@ PDNN_API pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activati
  * {N, C, 1, 1} scales each image's channels (squeeze-and-excitation),
  * and either side may be the broadcast one. y may be a or b where that
  * one has y's dims; it may not overlap an input otherwise. An unknown op
- * is refused. CUDA's cudnnOpTensor broadcasts one side only and has no
- * division: it refuses DIV and calls where both sides repeat. */
+ * is refused. N-d: a, b and y all PDNN_ND (or X, rank 1) broadcast by
+ * numpy's rule, the ranks aligned from the right (a {17, 1, 3} and b
+ * {4, 1} give y {17, 4, 3}; a rank-0 side is a scalar), y of the larger
+ * rank. CUDA's cudnnOpTensor broadcasts one side only and has no
+ * division: it refuses DIV, calls where both sides repeat, and N-d
+ * calls that need more than 4 axes once neighbours that broadcast alike
+ * are merged. */
 typedef enum pdnn_binary_op {
     PDNN_BINARY_ADD = 0,
     PDNN_BINARY_MUL = 1,
@@ -762,12 +767,16 @@ PDNN_API pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_
 /* y = x in y's layout (TensorFlow's Transpose between NCHW and NHWC,
  * cuDNN's cudnnTransformTensor): x and y float32 with the same dims, any
  * two layouts (activations, filters or X); the same layout is a copy.
+ * With a PDNN_ND side it is a copy only, refused unless both sides hold
+ * their elements in the same memory order (ND {N, C, H, W} and NCHW,
+ * ND {N, H, W, C} and NHWC, ND and ND of the same dims).
  * One registry op: host and OpenCL "direct", CUDA "cudnn". y may not
  * overlap x. */
 PDNN_API pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* Concatenates n >= 1 tensors along logical axis (0 N, 1 C, 2 H, 3 W of
- * pdnn_tensor_desc's dims; for a matrix {M, K, 1, 1}, 1 is the columns):
+ * pdnn_tensor_desc's dims; for a matrix {M, K, 1, 1}, 1 is the columns;
+ * for PDNN_ND any axis below the rank, all of one rank):
  * every xs[i] has y's dtype and layout and y's dims except along axis,
  * where y's dim is their sum. Runs as device copies of contiguous blocks
  * (one per input and slice above the axis in memory order), so any
@@ -778,13 +787,23 @@ PDNN_API pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, 
 PDNN_API pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* c = op(a) op(b) for matrices: op(a) is m x k (a is k x m when trans_a),
- * op(b) is k x n; c is m x n. CLBlast SGEMM on OpenCL when built with it. */
+ * op(b) is k x n; c is m x n. CLBlast SGEMM on OpenCL when built with it.
+ * Matrices are {rows, cols, 1, 1} NCHW or NHWC, or, where any of a, b, c
+ * is PDNN_ND, numpy's matmul: the last two dims are the matrices
+ * (trans_a / trans_b transpose them), the dims before them a batch that
+ * broadcasts as numpy's does, a rank-1 a a row and a rank-1 b a column
+ * (that dim dropped from c: {K} @ {K} is a scalar); an image-layout
+ * {R, C, 1, 1} operand then counts as rank 2 and X as rank 1. One GEMM
+ * per batch element (one in all where b is a single matrix and a is not
+ * transposed). */
 PDNN_API pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b,
                                  pdnn_tensor *c);
 
-/* Copies x into y, which has the same number of elements and any dims:
- * elements keep their memory order (TensorFlow's reshape of the stored
- * tensor), so flattening an NHWC tensor gives H, W, C order. */
+/* Copies x into y, which has the same number of elements and any dims,
+ * layout and rank (ND included): elements keep their memory order
+ * (TensorFlow's reshape of the stored tensor), so flattening an NHWC
+ * tensor gives H, W, C order. pdnn_tensor_view is the same without a
+ * copy. */
 PDNN_API pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* ------------------------------------------------------------------ */
@@ -976,6 +995,11 @@ PDNN_API pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const c
  * constant or variable) shares that value's bytes: no copy runs. */
 PDNN_API pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         const int64_t dims[4], pdnn_node *out);
+/* pdnn_graph_reshape to an ND tensor of rank 0..PDNN_MAX_RANK with dims
+ * dims[0..rank) (dims may be NULL for rank 0), same element count; the
+ * same op ("Reshape"), the same sharing of bytes in a session. */
+PDNN_API pdnn_status pdnn_graph_reshape_nd(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int rank,
+                                           const int64_t *dims, pdnn_node *out);
 /* {N, C*H*W, 1, 1}: a matrix with one row per image. Op type "Reshape". */
 PDNN_API pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                         pdnn_node *out);

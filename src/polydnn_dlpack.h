@@ -42,12 +42,15 @@
  * polydnn does not wait on a foreign stream.
  *
  * Shapes and strides: a polydnn tensor exports with its logical dims as the
- * shape ({N,C,H,W}, {O,I,H,W}, or {length} for a layout-X vector) and
- * strides (in elements, always present) that encode its layout; an NHWC
- * activation thus looks exactly like a PyTorch channels_last tensor. On
- * import, NULL strides mean compact row-major; other strides must describe
- * one of the layouts the role allows (see pdnn_dlpack_role), else the call
- * fails with PDNN_ERR_UNSUPPORTED. No import copies data.
+ * shape ({N,C,H,W}, {O,I,H,W}, {length} for a layout-X vector, an ND
+ * tensor's rank-many dims, none for rank 0) and strides (in elements,
+ * always present) that encode its layout; an NHWC activation thus looks
+ * exactly like a PyTorch channels_last tensor. On import, NULL strides
+ * mean compact row-major; a 4-D tensor's strides must describe one of the
+ * layouts the role allows (see pdnn_dlpack_role), a tensor of any other
+ * rank (0, 2, 3, 5 to 8) is imported as PDNN_ND and must be compact
+ * row-major (a dim of 1 may have any stride); else the call fails with
+ * PDNN_ERR_UNSUPPORTED naming the strides. No import copies data.
  *
  * Ownership:
  *   export  The returned managed tensor keeps the tensor's memory (and the
@@ -204,7 +207,8 @@ typedef enum pdnn_dlpack_role {
  * released and its context destroyed first. The data is
  * shared, not copied: writes on either side are seen by the other. Only
  * float32 tensors exist today, so dtype is always {kDLFloat, 32, 1}. A
- * 1-D shape {length} is exported for a layout-X tensor. */
+ * 1-D shape {length} is exported for a layout-X tensor, an ND tensor's
+ * own rank (0 to 8) with C-order strides for PDNN_ND. */
 PDNN_API pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersioned **out);
 PDNN_API pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out);
 
@@ -221,8 +225,9 @@ PDNN_API pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out
 PDNN_API pdnn_status pdnn_tensor_to_dlpack_capsule(pdnn_tensor *t, int versioned, void **capsule);
 
 /* Imports src as a tensor of ctx on the device src names. Accepted: float32
- * (lanes 1); ndim 4 (shape read as the role's logical dims) or ndim 1 (a
- * layout-X vector, e.g. a bias); every dim >= 1; non-NULL data; a byte
+ * (lanes 1); ndim 4 (shape read as the role's logical dims), ndim 1 (a
+ * layout-X vector, e.g. a bias) or any other ndim up to PDNN_MAX_RANK
+ * (PDNN_ND, C order); every dim >= 1; non-NULL data; a byte
  * size that fits in 64 bits; data + byte_offset aligned to 4 bytes on the
  * host. The versioned form also checks the major version and refuses
  * read-only tensors (polydnn ops may write any tensor they are given). */

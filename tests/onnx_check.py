@@ -216,6 +216,33 @@ def binary_cases():
     yield "add_broadcast_activation", model(nodes, x, None), x
 
 
+def nd_cases():
+    """Values of rank other than 4 inside the model (issue 42): a 3-d and a
+    5-d Reshape, numpy's batched MatMul and broadcasting Add/Mul on them,
+    graph inputs and outputs of rank 3 and 2."""
+    x = [2, 4, 9, 11]
+    nodes = [helper.make_node("Reshape", ["x", "s3"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+    yield "nd_reshape3_matmul", model(nodes, x, None, [init("s3", np.array([2, 36, 11], np.int64)),
+                                                      init("w", rnd(11, 5))]), x
+    nodes = [helper.make_node("Reshape", ["x", "s3"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+    yield "nd_batched_matmul", model(nodes, x, None, [init("s3", np.array([2, 4, 99], np.int64)),
+                                                     init("w", rnd(2, 99, 3))]), x
+    nodes = [
+        helper.make_node("Reshape", ["x", "s5"], ["r"]),
+        helper.make_node("Add", ["r", "k"], ["a"]),
+        helper.make_node("Mul", ["a", "m"], ["b"]),
+        helper.make_node("Relu", ["b"], ["c"]),
+        helper.make_node("Reshape", ["c", "s2"], ["f"]),
+        helper.make_node("Gemm", ["f", "w", "bias"], ["y"], transB=1),
+    ]
+    yield "nd_reshape5_add_mul_gemm", model(nodes, x, None, [
+        init("s5", np.array([2, 2, 2, 9, 11], np.int64)), init("k", rnd(2, 1, 9, 1)), init("m", rnd(11)),
+        init("s2", np.array([2, -1], np.int64)), init("w", rnd(6, 396)), init("bias", rnd(6))]), x
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Sigmoid", ["a"], ["y"])]
+    yield "nd_input_rank3", model(nodes, [3, 5, 7], None, [init("w", rnd(7, 2)), init("b", rnd(2))]), [3, 5, 7]
+
+
 def zoo_op_cases():
     """The ops the rank-4 torchvision families added: standalone
     BatchNormalization, broadcast Sub/Div/Mul, HardSigmoid, HardSwish,
@@ -410,7 +437,9 @@ def main():
             all_cases = list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         else:
             all_cases = (list(cases()) + list(activation_cases()) + list(binary_cases()) + list(zoo_op_cases())
-                         + list(torch_cases(tmp)))
+                         + list(nd_cases()) + list(torch_cases(tmp)))
+        if os.environ.get("PDNN_ONNX_CASES"):  # a prefix: run only those (while working on them)
+            all_cases = [c for c in all_cases if c[0].startswith(os.environ["PDNN_ONNX_CASES"])]
         for name, m, x_shape in all_cases:
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(m, path)

@@ -26,7 +26,7 @@ static pdnn_device *host_of(pdnn_context *ctx)
 typedef struct foreign {
     DLManagedTensorVersioned v;
     DLManagedTensor l;
-    int64_t shape[4], strides[4];
+    int64_t shape[8], strides[8];
     float *data;
     int deleted;
 } foreign;
@@ -352,8 +352,11 @@ Test(dlpack, bad_input_is_refused_with_a_message)
     expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "lanes 4");
     f.l.dl_tensor.dtype = keep.dtype;
 
+    f.l.dl_tensor.ndim = 9;
+    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "9-D");
+    /* {2,3,4} with strides {60,20,5}: not compact, named. */
     f.l.dl_tensor.ndim = 3;
-    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "3-D");
+    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "strides [60,20,5] of shape [2,3,4]");
     f.l.dl_tensor.ndim = 4;
     f.shape[2] = 0;
     expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "zero-size");
@@ -724,5 +727,62 @@ Test(dlpack, partial_overlap_is_refused_on_the_host)
     pdnn_tensor_release(y);
     cr_assert_eq(f.deleted + g.deleted + b.deleted, 3);
     free(f.data);
+    pdnn_context_destroy(ctx);
+}
+
+/* Ranks other than 1 and 4 import as ND, zero-copy, compact row-major
+ * only (strides NULL or C order; a dim of 1 may have any stride), and
+ * export with their rank and C-order strides. */
+Test(dlpack, nd_ranks_round_trip_zero_copy)
+{
+    pdnn_context *ctx = th_context();
+    const int64_t shapes[][6] = {{0}, {3, 5}, {2, 3, 7}, {2, 1, 3, 2, 5}, {2, 3, 1, 2, 3, 2}};
+    const int ranks[] = {0, 2, 3, 5, 6};
+    for (int si = 0; si < 5; si++) {
+        const int r = ranks[si];
+        foreign f;
+        foreign_init(&f, PDNN_NCHW, 1, 1, 1, 1);
+        free(f.data);
+        int64_t n = 1, st = 1;
+        for (int i = r - 1; i >= 0; i--) {
+            f.shape[i] = shapes[si][i];
+            f.strides[i] = shapes[si][i] == 1 ? 99 : st; /* size-1 dims: any stride */
+            st *= shapes[si][i];
+            n *= shapes[si][i];
+        }
+        f.data = malloc(sizeof(float) * (size_t)n);
+        th_fill(f.data, n, (uint32_t)si);
+        f.l.dl_tensor.data = f.data;
+        f.l.dl_tensor.ndim = r;
+        f.l.dl_tensor.strides = si == 2 ? NULL : f.strides;
+        pdnn_tensor *t = NULL;
+        cr_assert_eq(pdnn_tensor_from_dlpack(ctx, &f.l, PDNN_DLPACK_ACTIVATION, &t), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        pdnn_tensor_desc d;
+        cr_assert_eq(pdnn_tensor_get_desc(t, &d), PDNN_SUCCESS);
+        cr_assert_eq(d.layout, PDNN_ND);
+        cr_assert_eq(d.rank, r);
+        for (int i = 0; i < r; i++)
+            cr_assert_eq(d.dims[i], shapes[si][i]);
+        /* Zero-copy: a write through polydnn is seen in the foreign memory. */
+        float *mark = calloc((size_t)n, sizeof(float));
+        mark[n - 1] = 42.0f;
+        cr_assert_eq(pdnn_tensor_write(t, mark, sizeof(float) * (size_t)n), PDNN_SUCCESS);
+        cr_assert_eq(f.data[n - 1], 42.0f);
+        free(mark);
+        DLManagedTensor *m = NULL;
+        cr_assert_eq(pdnn_tensor_to_dlpack(t, &m), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(m->dl_tensor.ndim, r);
+        cr_assert_eq(m->dl_tensor.data, (void *)f.data);
+        for (int i = r - 1, want = 1; i >= 0; i--) {
+            cr_assert_eq(m->dl_tensor.shape[i], shapes[si][i]);
+            cr_assert_eq(m->dl_tensor.strides[i], want);
+            want *= (int)shapes[si][i];
+        }
+        m->deleter(m);
+        pdnn_tensor_release(t);
+        cr_assert_eq(f.deleted, 1);
+        free(f.data);
+    }
     pdnn_context_destroy(ctx);
 }

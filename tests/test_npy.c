@@ -22,9 +22,10 @@ static void tmp_path(void)
 Test(npy, round_trip_shapes)
 {
     tmp_path();
-    const int64_t shapes[][4] = {{2, 3, 4, 5}, {1, 1, 1, 1}, {7, 0, 0, 0}};
-    const int ndims[] = {4, 4, 1};
-    for (int t = 0; t < 3; t++) {
+    const int64_t shapes[][8] = {{2, 3, 4, 5}, {1, 1, 1, 1}, {7}, {3, 5}, {2, 3, 7}, {2, 1, 3, 2, 5},
+                                 {2, 3, 1, 2, 3, 2}, {1, 2, 1, 2, 1, 2, 1, 2}};
+    const int ndims[] = {4, 4, 1, 2, 3, 5, 6, 8};
+    for (int t = 0; t < 8; t++) {
         int64_t n = 1;
         for (int i = 0; i < ndims[t]; i++)
             n *= shapes[t][i];

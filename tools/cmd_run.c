@@ -48,6 +48,28 @@ static void top_k(const float *y, int64_t r, int64_t cols, int k, int *best)
     }
 }
 
+/* The shape the model declares for a value of desc d: an ND value's own
+ * rank and dims; an image-layout one (the importer's rank-4 form of a
+ * rank-1 to 4 ONNX value, {N, C, 1, 1} for a matrix) its first
+ * onnx_rank dims. Returns the rank. */
+static int real_shape(const pdnn_tensor_desc *d, int onnx_rank, int64_t *shape)
+{
+    const int r = d->layout == PDNN_ND ? d->rank : onnx_rank >= 1 && onnx_rank <= 4 ? onnx_rank : 4;
+    for (int i = 0; i < r; i++)
+        shape[i] = d->dims[i];
+    return r;
+}
+
+/* "2x3x5" (sep "x") or "2, 3, 5" (sep ", "); "" for rank 0. */
+static const char *dims_text(const int64_t *shape, int rank, const char *sep, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < rank && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, i ? sep : "", shape[i]);
+    return buf;
+}
+
 /* A labels file: one class name per line (torchvision's and ImageNet's
  * files), the line ending and a final newline not part of the names. */
 typedef struct labels {
@@ -473,13 +495,15 @@ int cmd_run(int argc, char **argv)
         pdnn_graph_node_desc(g, io.inputs[i], &d);
         int64_t n = pdnn_tensor_desc_elements(&d);
         if (input && i == 0) {
-            int same = x.count == n && x.ndim == io.input_rank[i];
+            int64_t want[PDNN_MAX_RANK];
+            const int r = real_shape(&d, io.input_rank[i], want);
+            int same = x.count == n && x.ndim == r;
             for (int k = 0; same && k < x.ndim; k++)
-                same = x.shape[k] == d.dims[k];
+                same = x.shape[k] == want[k];
             if (!same) {
-                fprintf(stderr, "polydnn run: --input %s has the wrong shape for input '%s' (rank %d, dims %" PRId64
-                        "x%" PRId64 "x%" PRId64 "x%" PRId64 ")\n", input, pdnn_graph_node_name(g, io.inputs[i]),
-                        io.input_rank[i], d.dims[0], d.dims[1], d.dims[2], d.dims[3]);
+                char dims[PDNN_MAX_RANK * 22 + 2];
+                fprintf(stderr, "polydnn run: --input %s has the wrong shape for input '%s' (rank %d, dims %s)\n",
+                        input, pdnn_graph_node_name(g, io.inputs[i]), r, dims_text(want, r, "x", dims, sizeof dims));
                 rc = EXIT_RUNTIME;
                 break;
             }
@@ -524,7 +548,9 @@ int cmd_run(int argc, char **argv)
         goto out;
     pdnn_tensor_desc yd;
     pdnn_tensor_get_desc(fetched[0], &yd);
-    int64_t ny = pdnn_tensor_desc_elements(&yd);
+    int64_t ny = pdnn_tensor_desc_elements(&yd), yshape[PDNN_MAX_RANK];
+    const int yrank = real_shape(&yd, io.output_rank[0], yshape);
+    char ytext[PDNN_MAX_RANK * 22 + 2];
     y = malloc((size_t)ny * sizeof *y);
     if (!y) {
         rc = cli_host_oom("run", "the output", (uint64_t)ny * sizeof *y);
@@ -545,8 +571,7 @@ int cmd_run(int argc, char **argv)
         cli_json_string(stdout, model);
         printf(", \"nodes\": %d, \"import_ms\": %.3f, \"output\": ", pdnn_graph_node_count(g), t_import);
         cli_json_string(stdout, pdnn_graph_node_name(g, io.outputs[0]));
-        printf(", \"output_dims\": [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", yd.dims[0], yd.dims[1],
-               yd.dims[2], yd.dims[3]);
+        printf(", \"output_dims\": [%s]", dims_text(yshape, yrank, ", ", ytext, sizeof ytext));
         if (images) {
             printf(", \"inputs\": [");
             for (int i = 0; i < inputs.n; i++) {
@@ -563,10 +588,9 @@ int cmd_run(int argc, char **argv)
                "\"p90_ms\": %.6f, \"p99_ms\": %.6f, \"profiled\": %s}\n",
                iters, warmup, per_run, times[0], p50, p90, p99, profile ? "true" : "false");
     } else {
-        printf("model %s: %d nodes, imported in %.1f ms; output '%s' %" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64
-               "\n",
-               model, pdnn_graph_node_count(g), t_import, pdnn_graph_node_name(g, io.outputs[0]), yd.dims[0],
-               yd.dims[1], yd.dims[2], yd.dims[3]);
+        printf("model %s: %d nodes, imported in %.1f ms; output '%s' %s\n", model, pdnn_graph_node_count(g), t_import,
+               pdnn_graph_node_name(g, io.outputs[0]), yrank ? dims_text(yshape, yrank, "x", ytext, sizeof ytext)
+                                                                : "scalar");
         if ((rc = print_top(y, yd.dims[0], ny / yd.dims[0], &top_o)))
             goto out;
         printf("time per run: %.3f ms (mean of %d after %d warm-up run%s%s), min %.3f, median %.3f, p90 %.3f, "
@@ -578,9 +602,7 @@ int cmd_run(int argc, char **argv)
     if (profile && cli_print_profile(stdout, g, s, 40))
         rc = EXIT_RUNTIME;
     if (output) {
-        int64_t shape[4] = {yd.dims[0], yd.dims[1], yd.dims[2], yd.dims[3]};
-        int rank = io.output_rank[0] >= 1 && io.output_rank[0] <= 4 ? io.output_rank[0] : 4;
-        if (npy_write(output, rank, shape, y, err, sizeof err) != PDNN_SUCCESS) {
+        if (npy_write(output, yrank, yshape, y, err, sizeof err) != PDNN_SUCCESS) {
             fprintf(stderr, "polydnn run: --output %s: %s\n", output, err);
             rc = EXIT_RUNTIME;
         }

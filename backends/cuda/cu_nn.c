@@ -280,20 +280,24 @@ static pdnn_status transform_run(cu_dev *d, const pdnn__transform_call *c)
  * has refused division and calls where both sides repeat. */
 static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
 {
+    /* The plan has refused calls with more than 4 axes after core's
+     * merging: those are the last 4 (the others are 1). */
+    enum { F = PDNN_MAX_RANK - 4 };
+    const int64_t *dims = c->dims + F, *as = c->as + F, *bs = c->bs + F;
     const float zero = 0.0f;
     int a_full = 1;
     for (int k = 0; k < 4; k++)
-        a_full &= c->as[k] != 0 || c->dims[k] == 1;
+        a_full &= as[k] != 0 || dims[k] == 1;
     /* y may alias a full b: cuDNN allows C to alias A only, so a full b
      * (when a is full too, for y == b) goes in A. */
     const int swap = !a_full || (c->y_buf.region == c->b_buf.region && c->y_buf.offset == c->b_buf.offset);
-    const int64_t *fs = swap ? c->bs : c->as, *rs = swap ? c->as : c->bs;
+    const int64_t *fs = swap ? bs : as, *rs = swap ? as : bs;
     int64_t ys[4], fd[4], fst[4], rd[4], rst[4];
-    pdnn__layout_strides(PDNN_NCHW, c->dims, ys);
+    pdnn__layout_strides(PDNN_NCHW, dims, ys);
     for (int k = 0; k < 4; k++) {
-        fd[k] = c->dims[k];
+        fd[k] = dims[k];
         fst[k] = fs[k] ? fs[k] : ys[k];
-        rd[k] = rs[k] ? c->dims[k] : 1;
+        rd[k] = rs[k] ? dims[k] : 1;
         rst[k] = rs[k] ? rs[k] : 1;
     }
     const float plus = 1.0f, minus = -1.0f;
@@ -301,7 +305,7 @@ static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
     const float *alpha1 = sub && swap ? &minus : &plus, *alpha2 = sub && !swap ? &minus : &plus;
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], fd, fst));
     RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], rd, rst));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TW_SRC], c->dims, ys));
+    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TW_SRC], dims, ys));
     DNN(cudnnOpTensor, d->dnn, c->kind == PDNN_BINARY_MUL ? d->mul : d->add, alpha1, d->t[TX],
         ptr(swap ? c->b_buf : c->a_buf), alpha2, d->t[TY], ptr(swap ? c->a_buf : c->b_buf), &zero, d->t[TW_SRC],
         ptr(c->y_buf));
@@ -327,7 +331,8 @@ static pdnn_status pad_run(cu_dev *d, const pdnn__pad_call *c)
 
 /* cuDNN takes every transform and scale call; constant padding only; of the activations, all but
  * hard sigmoid and hard swish, which it lacks; of the binary ops, those
- * cudnnOpTensor expresses: no division, one side broadcast at most. */
+ * cudnnOpTensor expresses: no division, one side broadcast at most, 4
+ * axes at most once core has merged what it can. */
 static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     (void)dev;
@@ -339,12 +344,17 @@ static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     if (call->op != PDNN__OP_BINARY)
         return;
     const pdnn__binary_call *c = &call->u.binary;
-    int a_full = 1, b_full = 1;
-    for (int k = 0; k < 4; k++) {
+    int a_full = 1, b_full = 1, axes = 0;
+    for (int k = 0; k < PDNN_MAX_RANK; k++) {
         a_full &= c->as[k] != 0 || c->dims[k] == 1;
         b_full &= c->bs[k] != 0 || c->dims[k] == 1;
+        if (c->dims[k] != 1 && axes == 0)
+            axes = PDNN_MAX_RANK - k;
     }
-    if (c->kind == PDNN_BINARY_DIV)
+    if (axes > 4)
+        pdnn__plan_refuse(plan, "cudnnOpTensor is run on 4-d descriptors; this broadcast needs %d axes after merging",
+                          axes);
+    else if (c->kind == PDNN_BINARY_DIV)
         pdnn__plan_refuse(plan, "cudnnOpTensor has no division");
     else if (!a_full && !b_full)
         pdnn__plan_refuse(plan, "both inputs are broadcast; cudnnOpTensor broadcasts one side only");

@@ -83,15 +83,21 @@ static pdnn_status binary(void *dev, const pdnn__op_call *call, const pdnn__plan
     const float *a = fat(c->a_buf), *b = fat(c->b_buf);
     float *y = fat(c->y_buf);
     const int64_t *d = c->dims, *as = c->as, *bs = c->bs;
-    int64_t i = 0;
-    for (int64_t i0 = 0; i0 < d[0]; i0++)
-        for (int64_t i1 = 0; i1 < d[1]; i1++)
-            for (int64_t i2 = 0; i2 < d[2]; i2++) {
-                const float *aa = a + i0 * as[0] + i1 * as[1] + i2 * as[2];
-                const float *bb = b + i0 * bs[0] + i1 * bs[1] + i2 * bs[2];
-                for (int64_t i3 = 0; i3 < d[3]; i3++, i++)
-                    y[i] = binary_op(c->kind, aa[i3 * as[3]], bb[i3 * bs[3]]);
-            }
+    enum { R = PDNN_MAX_RANK };
+    /* An odometer over the outer R - 1 axes; the innermost is the loop. */
+    int64_t idx[R] = {0}, ao = 0, bo = 0;
+    const int64_t outer = pdnn__binary_elements(c) / d[R - 1];
+    for (int64_t o = 0, i = 0; o < outer; o++) {
+        for (int64_t j = 0; j < d[R - 1]; j++, i++)
+            y[i] = binary_op(c->kind, a[ao + j * as[R - 1]], b[bo + j * bs[R - 1]]);
+        for (int k = R - 2; k >= 0; k--) {
+            ao += as[k], bo += bs[k];
+            if (++idx[k] < d[k])
+                break;
+            ao -= as[k] * d[k], bo -= bs[k] * d[k];
+            idx[k] = 0;
+        }
+    }
     return PDNN_SUCCESS;
 }
 

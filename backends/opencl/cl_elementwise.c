@@ -227,9 +227,14 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
         return st;
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, ym = c->y_buf.region;
     cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), yo = elem_off(c->y_buf);
-    cl_long4 dims = {{c->dims[0], c->dims[1], c->dims[2], c->dims[3]}}, bs = {{c->bs[0], c->bs[1], c->bs[2], c->bs[3]}},
-             as = {{c->as[0], c->as[1], c->as[2], c->as[3]}};
-    cl_long total = c->dims[0] * c->dims[1] * c->dims[2] * c->dims[3];
+    cl_long8 dims, as, bs;
+    cl_int axes = 0;
+    for (int i = 0; i < 8; i++) {
+        dims.s[i] = c->dims[i], as.s[i] = c->as[i], bs.s[i] = c->bs[i];
+        if (c->dims[i] != 1 && axes == 0)
+            axes = 8 - i; /* core packs the axes that count at the end */
+    }
+    cl_long total = pdnn__binary_elements(c);
     cl_int op = (cl_int)c->kind; /* the kernel's op codes are pdnn_binary_op's values */
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, am);
@@ -243,6 +248,7 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
     SET_ARG(k, 8, dims);
     SET_ARG(k, 9, op);
     SET_ARG(k, 10, total);
+    SET_ARG(k, 11, axes);
     return finish_launch(d, k, "ew_binary", err, total);
 }
 

@@ -36,7 +36,7 @@ import sys
 
 __all__ = [
     "__version__", "Error", "Context", "Device", "Tensor", "default_context", "devices",
-    "empty", "from_dlpack", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
+    "empty", "from_dlpack", "from_numpy", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
     "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
     "clip", "leaky_relu", "sigmoid", "concat", "transform",
     "Graph", "Node", "Session",
@@ -270,6 +270,8 @@ _graph_bias_add = _fn("pdnn_graph_bias_add", _c_int, _vp, _cp, _cp, _c_int, _c_i
 _graph_relu = _fn("pdnn_graph_relu", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
 _graph_softmax = _fn("pdnn_graph_softmax", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
 _graph_reshape = _fn("pdnn_graph_reshape", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int64), _P(_c_int))
+_graph_reshape_nd = _fn("pdnn_graph_reshape_nd", _c_int, _vp, _cp, _cp, _c_int, _c_int, _P(_c_int64), _P(_c_int))
+_tensor_view = _fn("pdnn_tensor_view", _c_int, _vp, _P(_Desc), _P(_vp))
 _graph_flatten = _fn("pdnn_graph_flatten", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
 _session_config_init = _fn("pdnn_session_config_init", None, _P(_SessionConfig))
 _session_create = _fn("pdnn_session_create", _c_int, _vp, _P(_SessionConfig), _P(_vp))
@@ -359,6 +361,8 @@ del _cls, _c_name
 
 _ACTIVATION, _FILTER = 0, 1
 _LAYOUT_X = 5
+_ND = 6
+_MAX_RANK = 8
 _FLOAT32, _INT32 = 0, 3
 _DTYPE_NAMES = {_FLOAT32: "float32", _INT32: "int32"}
 _KDLCPU = 1
@@ -594,8 +598,46 @@ def _resolve_device(device, ctx):
 # ---- tensors -----------------------------------------------------------------
 
 
+def _shape_of(d):
+    """The shape a descriptor means to the user: an ND tensor's rank-many
+    dims, (length,) for a vector (X), (N, C, H, W) / (O, I, H, W) for the
+    image layouts."""
+    if d.layout == _ND:
+        return tuple(d.dims[:d.rank])
+    return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims[:4])
+
+
+def _desc_for(shape, layout=None, dtype=_FLOAT32, name="shape"):
+    """A descriptor of shape as given (0 to 8 dims): layout None means
+    NCHW for 4 dims, X for 1, ND otherwise; an image layout name with
+    fewer than 4 dims pads them with 1 (the C API's matrices)."""
+    dims = _nd_dims(shape, name)
+    d = _Desc()
+    d.dtype = dtype
+    if layout is None:
+        d.layout = 0 if len(dims) == 4 else _LAYOUT_X if len(dims) == 1 else _ND
+    else:
+        lay = _layout_parse(_cname(layout, "layout"))
+        if lay < 0:
+            raise ValueError("polydnn: unknown layout %r" % (layout,))
+        d.layout = lay
+    if d.layout == _ND:
+        d.rank = len(dims)
+        d.dims[:len(dims)] = dims
+    else:
+        if not 1 <= len(dims) <= 4:
+            raise ValueError("polydnn: %s has %d dims; a %s tensor has 1 to 4" % (name, len(dims), layout))
+        d.rank = 4
+        d.dims[:4] = dims + [1] * (4 - len(dims))
+    for i in range(d.rank if d.layout == _ND else 4, _MAX_RANK):
+        d.dims[i] = 1
+    return d
+
+
 class Tensor:
-    """A tensor on one device (pdnn_tensor): float32, or int32 (labels)."""
+    """A tensor on one device (pdnn_tensor): float32, or int32 (labels).
+    Its shape is the one it was made with: 0 to 8 dims (PDNN_ND), or the
+    logical (N, C, H, W) of an image layout."""
 
     def __init__(self, ctx, handle):
         self._ctx = ctx  # keeps the context alive as long as the tensor
@@ -623,8 +665,31 @@ class Tensor:
 
     @property
     def shape(self):
-        d = self._desc()
-        return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims[:4])
+        return _shape_of(self._desc())
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        """The number of elements."""
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return shape[0]
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy.asarray(t): a host tensor's memory (shared), another
+        device's copied to the host."""
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
 
     @property
     def layout(self):
@@ -643,14 +708,15 @@ class Tensor:
     @property
     def nbytes(self):
         n = 4
-        for s in self._desc().dims[:4]:
+        for s in self._desc().dims:  # canonical: the dims past the rank are 1
             n *= s
         return n
 
     def __repr__(self):
         if not self._h:
             return "Tensor(released)"
-        return "Tensor(shape=%s, layout=%s, device=%s)" % (self.shape, self.layout, self.device.name)
+        return "Tensor(shape=%s, dtype=%s, layout=%s, device=%s)" % (self.shape, self.dtype, self.layout,
+                                                                     self.device.name)
 
     def data_ptr(self):
         """Address of the first element on the host; for other devices the
@@ -696,8 +762,8 @@ class Tensor:
         return t
 
     def numpy(self):
-        """The tensor as a numpy array of its logical shape (N, C, H, W), or
-        (length,) for a vector; strides carry the layout. A host tensor's
+        """The tensor as a numpy array of its shape (an image layout's
+        logical (N, C, H, W), strides carrying the layout). A host tensor's
         array shares its memory (writes go both ways) and keeps it alive,
         even after release(); another device's is a copy."""
         if self.device.backend != "host":
@@ -780,31 +846,48 @@ def _dims(shape, name):
     return dims + [1] * (4 - len(dims))
 
 
-def empty(shape, layout="NCHW", device=None, context=None, dtype="float32"):
-    """An uninitialised tensor of logical shape (N, C, H, W); dtype
+def _nd_dims(shape, name):
+    """The int64 dims of a shape of 0 to 8 integers."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__"):
+        raise TypeError("polydnn: %s must be a sequence of 0 to %d integers, not %s (%r)"
+                        % (name, _MAX_RANK, type(shape).__name__, shape))
+    if len(shape) > _MAX_RANK:
+        raise ValueError("polydnn: %s has %d dims; polydnn tensors have 0 to %d" % (name, len(shape), _MAX_RANK))
+    return [_int(v, "%s[%d]" % (name, i), "int64") for i, v in enumerate(shape)]
+
+
+def empty(shape, layout=None, device=None, context=None, dtype="float32"):
+    """An uninitialised tensor of shape (0 to 8 dims, as given); layout
+    None: NCHW for 4 dims, X (a vector) for 1, ND (row-major) otherwise;
+    an image layout names how 4 logical dims (N, C, H, W) lie. dtype
     'float32' or 'int32' (labels)."""
     ctx = context or default_context()
     dev = _resolve_device(device, ctx)
-    d = _Desc()
     codes = {v: k for k, v in _DTYPE_NAMES.items()}
     if dtype not in codes:
         raise ValueError("polydnn: dtype must be 'float32' or 'int32', not %r" % (dtype,))
-    d.dtype = codes[dtype]
-    lay = _layout_parse(layout.encode())
-    if lay < 0:
-        raise ValueError("polydnn: unknown layout %r" % (layout,))
-    d.layout = lay
-    d.dims[:4] = _dims(shape, "shape")
+    d = _desc_for(shape, layout, codes[dtype])
     h = _vp()
     _check(_tensor_create(dev._h, ctypes.byref(d), ctypes.byref(h)))
     return Tensor(ctx, h)
+
+
+def from_numpy(array, device=None, context=None):
+    """A copy of a numpy array (anything numpy.asarray takes) as a float32
+    tensor of its shape, 0 to 8 dims, on device (default: the host)."""
+    np = _numpy("from_numpy")
+    a = np.array(array, dtype=np.float32, order="C")  # a copy; ascontiguousarray would make 0-d 1-d
+    t = empty(a.shape, device=device if device is not None else "/cpu:0", context=context)
+    t.write_bytes(a.tobytes())
+    return t
 
 
 def from_dlpack(obj, role="activation", context=None):
     """Takes obj (anything with __dlpack__, or a DLPack capsule) without a
     copy. role 'activation' reads a 4-D shape as (N, C, H, W) in NCHW or NHWC
     strides; 'filter' as (O, I, H, W) in OIHW, OHWI or HWIO strides. 1-D
-    tensors become vectors (a bias)."""
+    tensors become vectors (a bias); any other rank (0, 2, 3, 5 to 8) an
+    ND tensor of that shape, which must be C-contiguous."""
     ctx = context or default_context()
     if role not in ("activation", "filter"):
         raise ValueError("polydnn: role must be 'activation' or 'filter', not %r" % (role,))
@@ -853,8 +936,8 @@ def _data_format(data_format):
 
 def _import(obj, role, data_format, ctx):
     """A Tensor of obj: anything with __dlpack__ (shared, no copy), or what
-    numpy.asarray takes (nested lists; copied to float32). A 2-D array is a
-    matrix (rows, cols, 1, 1); a 4-D one's shape is read as (N, C, H, W) or
+    numpy.asarray takes (nested lists; copied to float32). An array of any
+    rank but 4 keeps its shape (ND); a 4-D one's shape is read as (N, C, H, W) or
     (O, I, H, W), or with data_format 'NHWC' as (N, H, W, C) or (H, W, I,
     O), its strides then giving the layout."""
     if not hasattr(obj, "__dlpack__"):
@@ -874,9 +957,7 @@ def _import(obj, role, data_format, ctx):
     elif _capsule_valid(cap, _NAME_L):
         dl = _DLManagedTensor.from_address(_capsule_ptr(cap, _NAME_L)).dl_tensor
     axes = None
-    if dl is not None and dl.ndim == 2:
-        axes = (0, 1, None, None)
-    elif dl is not None and dl.ndim == 4 and data_format == "NHWC":
+    if dl is not None and dl.ndim == 4 and data_format == "NHWC":
         axes = _NHWC_AXES[role]
     if axes is None:
         return from_dlpack(cap, role="filter" if role == _FILTER else "activation", context=ctx)
@@ -924,8 +1005,15 @@ def _placement(*xs):
     return default_context(), None
 
 
-def _empty_like(t, ctx, dims=None, layout=None):
-    d = t._desc()
+def _view(t, desc):
+    """t's memory under another descriptor of its element count (no copy)."""
+    h = _vp()
+    _check(_tensor_view(t._handle(), ctypes.byref(desc), ctypes.byref(h)))
+    return Tensor(t._ctx, h)
+
+
+def _empty_like(t, ctx, dims=None, layout=None, desc=None):
+    d = desc if desc is not None else t._desc()
     if dims is not None:
         d.dims[:4] = dims
     if layout is not None:
@@ -1170,20 +1258,45 @@ def avg_pool2d_backward(x, dy, kernel_size, stride=None, padding=0, ceil_mode=Fa
                              out_layout, data_format)
 
 
-# A matrix is a Tensor of shape (rows, cols, 1, 1), as in the C API; a 2-D
-# array given to these ops is one.
+# A matrix is a 2-D tensor (ND), or as in the C API an image-layout tensor
+# of shape (rows, cols, 1, 1).
+
+
+def _matmul_shape(a, b, ta, tb):
+    """numpy's matmul shape of op(a) @ op(b) (ops transposing the last two
+    dims), an image-layout (rows, cols, 1, 1) operand counting as 2-D."""
+    sa, sb = [list(t.shape) for t in (a, b)]
+    for t, sh in ((a, sa), (b, sb)):
+        if t.layout in _DATA_FORMATS and len(sh) == 4 and sh[2:] == [1, 1]:
+            del sh[2:]
+    if not sa or not sb:
+        raise ValueError("polydnn: matmul takes no 0-d operand (shapes %s, %s)" % (a.shape, b.shape))
+    ra, rb = len(sa), len(sb)
+    am = [1] + sa if ra == 1 else sa[-2:]
+    bm = sb + [1] if rb == 1 else sb[-2:]
+    m = am[1] if ta else am[0]
+    n = bm[0] if tb else bm[1]
+    ba, bb = sa[:-2], sb[:-2]
+    k = max(len(ba), len(bb))
+    ba, bb = [1] * (k - len(ba)) + ba, [1] * (k - len(bb)) + bb
+    return [max(x, y) for x, y in zip(ba, bb)] + ([m] if ra > 1 else []) + ([n] if rb > 1 else [])
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False):
-    """c = op(a) @ op(b) for matrices, op transposing where asked (as
-    tf.linalg.matmul); c is (m, n, 1, 1) on a's device."""
+    """c = op(a) @ op(b), op transposing the last two dims where asked (as
+    tf.linalg.matmul), numpy's matmul for any rank (a batch that
+    broadcasts, a 1-D operand a row or a column); c on a's device. Image-
+    layout (m, k, 1, 1) operands (the C API's matrices) give (m, n, 1, 1)."""
     ctx, dev = _placement(a, b)
     a = _as_tensor(a, _ACTIVATION, None, ctx, dev, "a")
     b = _as_tensor(b, _ACTIVATION, None, ctx, a.device, "b")
-    da, db = a._desc().dims, b._desc().dims
-    m = da[1] if transpose_a else da[0]
-    n = db[0] if transpose_b else db[1]
-    c = _empty_like(a, ctx, (m, n, 1, 1), 0)
+    if a.layout in _DATA_FORMATS and b.layout in _DATA_FORMATS:
+        da, db = a._desc().dims, b._desc().dims
+        m = da[1] if transpose_a else da[0]
+        n = db[0] if transpose_b else db[1]
+        c = _empty_like(a, ctx, (m, n, 1, 1), 0)
+    else:
+        c = _empty_like(a, ctx, desc=_desc_for(_matmul_shape(a, b, transpose_a, transpose_b), "ND"))
     _check(_matmul(a._handle(), b._handle(), int(bool(transpose_a)), int(bool(transpose_b)), c._handle()))
     return c
 
@@ -1260,23 +1373,24 @@ def sigmoid(x):
 
 
 def concat(inputs, axis=1):
-    """The tensors joined along axis (0 N, 1 C, 2 H, 3 W; a matrix's columns
-    are 1), as torch.cat: one layout and equal dims but along axis."""
+    """The tensors joined along axis (0 N, 1 C, 2 H, 3 W of an image; any
+    axis of an N-d tensor, negative from the last), as torch.cat: one
+    layout and equal dims but along axis."""
     inputs = list(inputs)
     if not inputs:
         raise ValueError("polydnn: concat needs at least one input")
     axis = _int(axis, "axis", "int")
-    if axis < 0:
-        axis += 4
     ctx, dev = _placement(*inputs)
     ts = []
     for i, x in enumerate(inputs):
         ts.append(_as_tensor(x, _ACTIVATION, None, ctx, dev, "inputs[%d]" % i))
         dev = dev or ts[0].device
-    dims = list(ts[0]._desc().dims[:4])
-    if 0 <= axis < 4:
-        dims[axis] = sum(t._desc().dims[axis] for t in ts)
-    y = _empty_like(ts[0], ctx, dims)
+    d = ts[0]._desc()
+    if axis < 0:
+        axis += len(_shape_of(d))
+    if 0 <= axis < _MAX_RANK:
+        d.dims[axis] = sum(t._desc().dims[axis] for t in ts)
+    y = _empty_like(ts[0], ctx, desc=d)
     _check(_concat((_vp * len(ts))(*[t._handle() for t in ts]), len(ts), axis, y._handle()))
     return y
 
@@ -1305,22 +1419,27 @@ def softmax(x):
 
 
 def reshape(x, shape):
-    """x's elements in memory order as an NCHW tensor of a new shape (1 to
-    4 dims, the missing ones 1), same element count: torch.reshape for an
-    NCHW x; an NHWC x's elements come in H, W, C order (TensorFlow's)."""
+    """x's elements in memory order as a tensor of a new shape (0 to 8
+    dims, as given; 4 dims are NCHW), same element count: torch.reshape
+    for an NCHW or N-d x; an NHWC x's elements come in H, W, C order
+    (TensorFlow's)."""
     ctx, dev = _placement(x)
     x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
-    y = _empty_like(x, ctx, _dims(shape, "shape"), 0)
+    d = _desc_for(shape)
+    d.dtype = x._desc().dtype
+    y = _empty_like(x, ctx, desc=d)
     _check(_reshape(x._handle(), y._handle()))
     return y
 
 
 def flatten(x):
-    """(N, C*H*W, 1, 1): a matrix with one row per image, in memory order."""
+    """(N, rest): a matrix with one row per image (or per index of the
+    first dim), in memory order."""
     ctx, dev = _placement(x)
     x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
-    n, c, h, w = x._desc().dims[:4]
-    return reshape(x, (n, c * h * w, 1, 1))
+    shape = x.shape
+    n = shape[0] if shape else 1
+    return reshape(x, (n, x.size // n))
 
 
 # ---- training ops -----------------------------------------------------------------
@@ -1574,8 +1693,7 @@ class Node:
 
     @property
     def shape(self):
-        d = self._desc()
-        return (d.dims[0],) if d.layout == _LAYOUT_X else tuple(d.dims[:4])
+        return _shape_of(self._desc())
 
     @property
     def layout(self):
@@ -1687,17 +1805,10 @@ class Graph:
             d.dims[:4] = _dims(shape, "shape")
             return self._add(_graph_placeholder, name, device, None, ctypes.byref(d))
         df = _data_format(data_format) or "NCHW"
-        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) not in (1, 2, 4):
-            raise ValueError("polydnn: a placeholder's shape has 4 dims, 2 (a matrix) or 1 (a vector), not %r"
-                             % (shape,))
-        dims = _dims(shape, "shape")
-        d = _Desc()
-        d.dtype, d.layout = 0, _layout_parse(df.encode())
-        if len(shape) == 1:
-            d.layout = _LAYOUT_X
-        elif len(shape) == 4 and df == "NHWC":
+        dims = _nd_dims(shape, "shape")
+        if len(dims) == 4 and df == "NHWC":
             dims = [dims[a] for a in _NHWC_AXES[_ACTIVATION]]
-        d.dims[:4] = dims
+        d = _desc_for(dims, df if len(dims) == 4 else None)
         return self._add(_graph_placeholder, name, device, df, ctypes.byref(d))
 
     def constant(self, value, name=None, device=None, role="activation", data_format=None):
@@ -1766,9 +1877,12 @@ class Graph:
         return self._add(_graph_softmax, name, device, None, self._input(x, _ACTIVATION, None, "x"))
 
     def reshape(self, x, shape, name=None, device=None):
-        """As polydnn.reshape."""
+        """As polydnn.reshape: 4 dims NCHW, any other count (0 to 8) N-d."""
         xi = self._input(x, _ACTIVATION, None, "x")
-        return self._add(_graph_reshape, name, device, None, xi, (_c_int64 * 4)(*_dims(shape, "shape")))
+        dims = _nd_dims(shape, "shape")
+        if len(dims) == 4:
+            return self._add(_graph_reshape, name, device, None, xi, (_c_int64 * 4)(*dims))
+        return self._add(_graph_reshape_nd, name, device, None, xi, len(dims), (_c_int64 * max(len(dims), 1))(*dims))
 
     def flatten(self, x, name=None, device=None):
         """(N, C*H*W, 1, 1), as polydnn.flatten (op type "Reshape")."""
@@ -1797,15 +1911,10 @@ class Graph:
         if initializer not in self._INITIALIZERS:
             raise ValueError("polydnn: initializer must be one of %s, not %r"
                              % (", ".join(sorted(self._INITIALIZERS)), initializer))
-        if shape is None or isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or \
-                len(shape) not in (1, 2, 4):
-            raise ValueError("polydnn: a variable needs initial_value, or a shape of 1, 2 or 4 dims, not %r"
-                             % (shape,))
-        dims = _dims(shape, "shape")
-        d = _Desc()
-        d.dtype = _FLOAT32
-        d.layout = _LAYOUT_X if len(shape) == 1 else 2 if (len(shape) == 4 and role == "filter") else 0
-        d.dims[:4] = dims
+        if shape is None:
+            raise ValueError("polydnn: a variable needs initial_value, or a shape")
+        dims = _nd_dims(shape, "shape")
+        d = _desc_for(dims, "OIHW" if (len(dims) == 4 and role == "filter") else None)
         return self._add(_graph_variable, name, device, None, ctypes.byref(d), self._INITIALIZERS[initializer],
                          _int(seed, "seed", "uint64"), None)
 
@@ -2003,8 +2112,8 @@ class OnnxModel:
 
     Inputs are Tensors (any device), arrays or anything DLPack-capable
     (numpy, torch), NCHW as in the file; a matrix input may be given 2-D.
-    A matrix output (rank 2 in the file) is a (rows, cols, 1, 1) Tensor,
-    2-D with as_numpy. The graph, the session and their placements are
+    Outputs keep the file's rank (a matrix output is a (rows, cols) Tensor,
+    a view of the graph's {rows, cols, 1, 1} node). The graph, the session and their placements are
     those of Graph and Session: log_device_placement and
     allow_soft_placement work as there."""
 
@@ -2025,6 +2134,8 @@ class OnnxModel:
         return [n.name for n in self.outputs]
 
     def _value(self, i, v):
+        if self._in_rank[i] == 2 and isinstance(v, Tensor) and v.layout == "ND" and v.ndim == 2:
+            return _view(v, _desc_for(v.shape, "NCHW"))  # the placeholder's {rows, cols, 1, 1}
         if self._in_rank[i] == 2 and not isinstance(v, Tensor):
             np = _numpy("a matrix input")
             a = np.asarray(v, dtype=np.float32)
@@ -2051,9 +2162,12 @@ class OnnxModel:
         if missing:
             raise ValueError("polydnn: no value for the model's input(s) %s" % (", ".join(missing),))
         out = self.session.run(self.outputs, {self.inputs[i]: self._value(i, v) for i, v in feed.items()})
+        # The file's rank: the importer holds ranks 1 to 3 in image-layout nodes
+        # (a matrix as {rows, cols, 1, 1}); a view gives them their shape.
+        out = [_view(t, _desc_for(t.shape[:r], "ND")) if t.layout in _DATA_FORMATS and r != 4 else t
+               for t, r in zip(out, self._out_rank)]
         if as_numpy:
             out = [t.numpy() for t in out]
-            out = [a.reshape(a.shape[:2]) if r == 2 else a for a, r in zip(out, self._out_rank)]
         return out[0] if len(out) == 1 else out
 
     def __repr__(self):

@@ -128,13 +128,38 @@ const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len);
 /* out = d with its rank set and the dims past it 1 (d valid), the form
  * tensors and graph nodes keep so that descriptors compare with memcmp. */
 void pdnn__desc_canon(const pdnn_tensor_desc *d, pdnn_tensor_desc *out);
+/* The layout the ops around convolution (bias_add, softmax, softmax
+ * cross-entropy, bias gradients) read an activation in: NCHW and NHWC as
+ * they are, an ND tensor of rank 2 to 4 as NCHW (a {rows, cols} matrix is
+ * {rows, cols, 1, 1}: the same bytes); -1 for anything else. */
+static inline int pdnn__act_layout(const pdnn_tensor_desc *d)
+{
+    if (d->layout == PDNN_NCHW || d->layout == PDNN_NHWC)
+        return (int)d->layout;
+    return d->layout == PDNN_ND && d->rank >= 2 && d->rank <= 4 ? (int)PDNN_NCHW : -1;
+}
+/* st[i]: the element stride of d's logical axis i; returns how many axes
+ * there are: ND its rank (row-major), every other layout 4
+ * (pdnn__layout_strides; X as {L, 1, 1, 1}). */
+int pdnn__desc_strides(const pdnn_tensor_desc *d, int64_t st[PDNN_MAX_RANK]);
 
 /* The op-level checks that pdnn_activation_forward and pdnn_concat share
  * with their graph nodes (ops_nn.c). pdnn__activation_check: NULL when
  * mode, alpha and beta make an activation, else why not, written to buf.
  * pdnn__concat_compatible: whether a and b may be concatenated along
- * axis (same layout and dtype, same dims but axis). */
+ * axis (same layout, rank and dtype, same dims but axis, axis below the
+ * rank: pdnn__desc_strides's count). */
 const char *pdnn__activation_check(pdnn_activation mode, float alpha, float beta, char *buf, size_t len);
 int pdnn__concat_compatible(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int axis);
+/* The N-d shape rules pdnn_binary and pdnn_matmul share with their graph
+ * nodes (ops_nn.c). pdnn__binary_nd_shape: *y (ND, a's dtype) = numpy's
+ * broadcast of a and b (ND or X), ranks aligned from the right; 0 where
+ * they do not broadcast. pdnn__matmul_nd_shape: *c (ND) = numpy's matmul
+ * of a and b (ND, X as rank 1, {R, C, 1, 1} NCHW/NHWC matrices as rank
+ * 2) with the last two dims transposed where asked; 0 and why, written
+ * to buf, where they do not fit. */
+int pdnn__binary_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, pdnn_tensor_desc *y);
+int pdnn__matmul_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int trans_a, int trans_b,
+                          pdnn_tensor_desc *c, char *buf, size_t len);
 
 #endif

@@ -76,6 +76,20 @@ void pdnn__desc_canon(const pdnn_tensor_desc *d, pdnn_tensor_desc *out)
     *out = c;
 }
 
+int pdnn__desc_strides(const pdnn_tensor_desc *d, int64_t st[PDNN_MAX_RANK])
+{
+    if (d->layout != PDNN_ND) {
+        pdnn__layout_strides(d->layout, d->dims, st);
+        return 4;
+    }
+    int64_t s = 1;
+    for (int i = d->rank - 1; i >= 0; i--) {
+        st[i] = s;
+        s *= d->dims[i];
+    }
+    return d->rank;
+}
+
 const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len)
 {
     char dims[PDNN_MAX_RANK * 21 + 4];

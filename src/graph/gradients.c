@@ -54,6 +54,9 @@ static pdnn_status emit_matmul(grad_state *s, int f, const char *tag, pdnn_node 
     const pdnn_tensor_desc *da = &s->g->nodes[a].out, *db = &s->g->nodes[b].out;
     pdnn_tensor_desc o = {PDNN_FLOAT32, PDNN_NCHW,
                           {ta ? da->dims[1] : da->dims[0], tb ? db->dims[0] : db->dims[1], 1, 1}, 0};
+    char why[512];
+    if ((da->layout == PDNN_ND || db->layout == PDNN_ND) && !pdnn__matmul_nd_shape(da, db, ta, tb, &o, why, sizeof why))
+        return pdnn__error(PDNN_ERR_INTERNAL, "pdnn_graph_gradients: a matmul gradient: %s", why);
     pdnn_node in[2] = {a, b};
     pdnn_status st = emit(s, f, tag, PDNN__OP_MATMUL, &o, in, 2, res);
     if (st == PDNN_SUCCESS) {
@@ -122,6 +125,17 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
         /* C = op(A) op(B): TensorFlow's _MatMulGrad for the four cases. */
         int ta = fw.trans_a, tb = fw.trans_b;
         pdnn_node a = in[0], b = in[1];
+        const pdnn_tensor_desc *da = &s->g->nodes[a].out, *db = &s->g->nodes[b].out;
+        if ((da->layout == PDNN_ND || db->layout == PDNN_ND) &&
+            (da->layout != db->layout || da->rank != db->rank || da->rank < 2 ||
+             memcmp(da->dims, db->dims, (size_t)(da->rank - 2) * sizeof da->dims[0]) != 0))
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "pdnn_graph_gradients: node '%s' (MatMul) multiplies %s operands of ranks %d and %d "
+                               "whose batch dims differ (or a rank-1 operand); the gradient of a broadcast matmul "
+                               "(a sum over the repeated batch) is not defined yet; both ND of one rank >= 2 and "
+                               "equal batch dims are",
+                               fw.name, da->layout == db->layout ? "ND" : "mixed ND and image",
+                               pdnn_tensor_desc_rank(da), pdnn_tensor_desc_rank(db));
         if (NEED(0)) {
             if (!ta)
                 st = tb ? emit_matmul(s, f, "MatMul", dy, b, 0, 0, &r) : emit_matmul(s, f, "MatMul", dy, b, 0, 1, &r);

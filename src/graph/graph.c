@@ -320,7 +320,7 @@ pdnn_status pdnn_graph_pool2d(pdnn_graph *g, const char *name, const char *devic
 
 static int is_matrix(const pdnn_tensor_desc *d)
 {
-    return (d->layout == PDNN_NCHW || d->layout == PDNN_NHWC) && d->dims[2] == 1 && d->dims[3] == 1;
+    return pdnn__act_layout(d) >= 0 && d->dims[2] == 1 && d->dims[3] == 1;
 }
 
 pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *device, pdnn_node a, pdnn_node b,
@@ -332,8 +332,16 @@ pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *devic
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
+    nd.trans_a = trans_a != 0;
+    nd.trans_b = trans_b != 0;
+    if (da->layout == PDNN_ND || db->layout == PDNN_ND) { /* numpy's matmul, see pdnn_matmul */
+        char why[512];
+        if (!pdnn__matmul_nd_shape(da, db, trans_a, trans_b, &nd.out, why, sizeof why))
+            return shape_error(&nd, why);
+        return finish(g, &nd, in, 2, out);
+    }
     if (!is_matrix(da) || !is_matrix(db))
-        return shape_error(&nd, "both inputs must be matrices ({rows,cols,1,1}); flatten images first");
+        return shape_error(&nd, "both inputs must be matrices ({rows,cols,1,1}) or ND; flatten images first");
     int64_t m = trans_a ? da->dims[1] : da->dims[0], k = trans_a ? da->dims[0] : da->dims[1];
     int64_t kb = trans_b ? db->dims[1] : db->dims[0], n = trans_b ? db->dims[0] : db->dims[1];
     if (k != kb) {
@@ -342,8 +350,6 @@ pdnn_status pdnn_graph_matmul(pdnn_graph *g, const char *name, const char *devic
                  (long long)m, (long long)k, (long long)kb, (long long)n);
         return shape_error(&nd, msg);
     }
-    nd.trans_a = trans_a != 0;
-    nd.trans_b = trans_b != 0;
     nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_NCHW, {m, n, 1, 1}, 0};
     return finish(g, &nd, in, 2, out);
 }
@@ -401,8 +407,8 @@ pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const char *dev
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn_tensor_desc *dx = in_desc(g, x), *db = in_desc(g, bias);
-    if (dx->layout != PDNN_NCHW && dx->layout != PDNN_NHWC)
-        return shape_error(&nd, "x must be NCHW or NHWC");
+    if (pdnn__act_layout(dx) < 0)
+        return shape_error(&nd, "x must be NCHW, NHWC or ND of rank 2 to 4");
     if (db->layout != PDNN_LAYOUT_X || db->dims[0] != dx->dims[1])
         return shape_error(&nd, "bias must be a layout-X vector of length C");
     nd.out = *dx;
@@ -417,8 +423,8 @@ static pdnn_status unary(pdnn_graph *g, const char *fn, const char *name, const 
     if (st != PDNN_SUCCESS)
         return st;
     nd.out = *in_desc(g, x);
-    if (op == PDNN__OP_SOFTMAX && nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC)
-        return shape_error(&nd, "x must be NCHW or NHWC");
+    if (op == PDNN__OP_SOFTMAX && pdnn__act_layout(&nd.out) < 0)
+        return shape_error(&nd, "x must be NCHW, NHWC or ND of rank 2 to 4");
     return finish(g, &nd, &x, 1, out);
 }
 
@@ -490,7 +496,17 @@ pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *devic
     const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
     if (da->dtype != PDNN_FLOAT32 || db->dtype != PDNN_FLOAT32)
         return shape_error(&nd, "a and b must be float32");
-    int fits = da->layout == db->layout;
+    const int n_d = (da->layout == PDNN_ND || db->layout == PDNN_ND) &&
+                    (da->layout == PDNN_ND || da->layout == PDNN_LAYOUT_X) &&
+                    (db->layout == PDNN_ND || db->layout == PDNN_LAYOUT_X);
+    if (n_d) { /* numpy's broadcasting, see pdnn_binary */
+        const int fits = pdnn__binary_nd_shape(da, db, &nd.out);
+        const int64_t ny = pdnn_tensor_desc_elements(&nd.out);
+        nd.bcast = (pdnn_tensor_desc_elements(da) != ny) | (pdnn_tensor_desc_elements(db) != ny) << 1;
+        if (fits)
+            return finish(g, &nd, in, 2, out);
+    }
+    int fits = da->layout == db->layout && !n_d;
     nd.out = *da;
     for (int k = 0; k < 4; k++) {
         const int64_t ak = da->dims[k], bk = db->dims[k];
@@ -499,8 +515,9 @@ pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *devic
         nd.bcast |= (ak != nd.out.dims[k]) | (bk != nd.out.dims[k]) << 1;
     }
     if (!fits) {
-        char msg[256], sa[96], sb[96];
-        snprintf(msg, sizeof msg, "a is %s and b is %s; they need one layout and, per dim, equal sizes or a 1",
+        char msg[400], sa[160], sb[160];
+        snprintf(msg, sizeof msg, "a is %s and b is %s; they need one layout (or both N-d: ND or X, ranks aligned "
+                 "from the right) and, per dim, equal sizes or a 1",
                  pdnn__desc_string(da, sa, sizeof sa), pdnn__desc_string(db, sb, sizeof sb));
         return shape_error(&nd, msg);
     }
@@ -590,10 +607,11 @@ pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *devic
     pdnn_status st = begin(g, "pdnn_graph_concat", name, device, PDNN__OP_CONCAT, inputs, n, out, &nd);
     if (st != PDNN_SUCCESS)
         return st;
-    if (axis < 0 || axis > 3)
-        return shape_error(&nd, "axis must be 0 to 3 (a logical axis of the dims)");
     nd.axis = axis;
     nd.out = *in_desc(g, inputs[0]);
+    int64_t st0[PDNN_MAX_RANK];
+    if (axis < 0 || axis >= pdnn__desc_strides(&nd.out, st0))
+        return shape_error(&nd, "axis must be a logical axis of the dims (0 to 3, or below an ND input's rank)");
     if (nd.out.dtype != PDNN_FLOAT32)
         return shape_error(&nd, "the inputs must be float32");
     for (int i = 1; i < n; i++) {
@@ -619,22 +637,40 @@ pdnn_status pdnn_graph_softmax(pdnn_graph *g, const char *name, const char *devi
     return unary(g, "pdnn_graph_softmax", name, device, PDNN__OP_SOFTMAX, x, out);
 }
 
+/* A Reshape node of x to d (any layout and rank). */
+static pdnn_status reshape_to(pdnn_graph *g, const char *fn, const char *name, const char *device, pdnn_node x,
+                              const pdnn_tensor_desc *d, pdnn_node *out)
+{
+    pdnn__node nd;
+    pdnn_status st = begin(g, fn, name, device, PDNN__OP_RESHAPE, &x, 1, out, &nd);
+    if (st != PDNN_SUCCESS)
+        return st;
+    if (!d)
+        return shape_error(&nd, "dims is NULL");
+    if (pdnn_tensor_desc_validate(d) != PDNN_SUCCESS)
+        return shape_error(&nd, pdnn_last_error());
+    if (pdnn_tensor_desc_elements(d) != pdnn_tensor_desc_elements(in_desc(g, x)))
+        return shape_error(&nd, "the new dims hold a different number of elements");
+    nd.out = *d;
+    return finish(g, &nd, &x, 1, out);
+}
+
 pdnn_status pdnn_graph_reshape(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                const int64_t dims[4], pdnn_node *out)
 {
-    pdnn__node nd;
-    pdnn_status st = begin(g, "pdnn_graph_reshape", name, device, PDNN__OP_RESHAPE, &x, 1, out, &nd);
-    if (st != PDNN_SUCCESS)
-        return st;
-    if (!dims)
-        return shape_error(&nd, "dims is NULL");
-    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {dims[0], dims[1], dims[2], dims[3]}, 0};
-    if (pdnn_tensor_desc_validate(&d) != PDNN_SUCCESS)
-        return shape_error(&nd, pdnn_last_error());
-    if (pdnn_tensor_desc_elements(&d) != pdnn_tensor_desc_elements(in_desc(g, x)))
-        return shape_error(&nd, "the new dims hold a different number of elements");
-    nd.out = d;
-    return finish(g, &nd, &x, 1, out);
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {0}, 4};
+    for (int i = 0; dims && i < 4; i++)
+        d.dims[i] = dims[i];
+    return reshape_to(g, "pdnn_graph_reshape", name, device, x, dims ? &d : NULL, out);
+}
+
+pdnn_status pdnn_graph_reshape_nd(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int rank,
+                                  const int64_t *dims, pdnn_node *out)
+{
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_ND, {0}, rank};
+    for (int i = 0; dims && i < rank && i < PDNN_MAX_RANK; i++)
+        d.dims[i] = dims[i];
+    return reshape_to(g, "pdnn_graph_reshape_nd", name, device, x, dims || rank == 0 ? &d : NULL, out);
 }
 
 pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const char *device, pdnn_node x, pdnn_node *out)
@@ -699,9 +735,12 @@ static void fans(const pdnn_tensor_desc *d, double *fan_in, double *fan_out)
     if (d->layout == PDNN_OIHW || d->layout == PDNN_OHWI || d->layout == PDNN_HWIO) {
         *fan_in = (double)(x[1] * x[2] * x[3]);
         *fan_out = (double)(x[0] * x[2] * x[3]);
-    } else if (d->layout == PDNN_LAYOUT_X) {
+    } else if (d->layout == PDNN_LAYOUT_X || (d->layout == PDNN_ND && d->rank < 2)) {
         *fan_in = *fan_out = (double)x[0];
-    } else if (x[2] == 1 && x[3] == 1) {
+    } else if (d->layout == PDNN_ND && d->rank > 2) { /* a batch of matmul operands {..., in, out} */
+        *fan_in = (double)x[d->rank - 2];
+        *fan_out = (double)x[d->rank - 1];
+    } else if (x[2] == 1 && x[3] == 1) { /* a matrix {in, out}: ND rank 2 or {rows, cols, 1, 1} */
         *fan_in = (double)x[0];
         *fan_out = (double)x[1];
     } else {
@@ -760,7 +799,7 @@ pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char *name, co
         return st;
     const pdnn_tensor_desc *dl = in_desc(g, logits), *dlab = in_desc(g, labels);
     if (!is_matrix(dl) || dl->dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "logits must be a float32 matrix {N, K, 1, 1}");
+        return shape_error(&nd, "logits must be a float32 matrix {N, K, 1, 1} or ND {N, K}");
     if (dlab->dtype != PDNN_INT32 || dlab->layout != PDNN_LAYOUT_X || dlab->dims[0] != dl->dims[0])
         return shape_error(&nd, "labels must be int32, layout X, {N, 1, 1, 1} with N the logits' rows");
     nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};

@@ -89,11 +89,11 @@ static int binary_plans(const pdnn_device *dev, const pdnn__node *n)
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_BINARY;
     pdnn__binary_call *c = &call.u.binary;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < PDNN_MAX_RANK; k++)
         c->dims[k] = 1;
-    c->dims[3] = 2;
-    c->as[3] = n->bcast & 1 ? 0 : 1;
-    c->bs[3] = n->bcast & 2 ? 0 : 1;
+    c->dims[PDNN_MAX_RANK - 1] = 2;
+    c->as[PDNN_MAX_RANK - 1] = n->bcast & 1 ? 0 : 1;
+    c->bs[PDNN_MAX_RANK - 1] = n->bcast & 2 ? 0 : 1;
     c->kind = n->binop;
     return some_algorithm_plans(dev, &call);
 }

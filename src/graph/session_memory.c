@@ -33,12 +33,11 @@ pdnn_status pdnn__session_plan_absorb(pdnn_session *s)
     }
     for (int j = 0; j < g->n; j++) {
         const pdnn__node *nd = &g->nodes[j];
-        if (nd->op != PDNN__OP_CONCAT || nd->axis < 0 || nd->axis > 3 || nd->out.dtype != PDNN_FLOAT32 ||
-            nd->n_inputs < 1)
+        int64_t st[PDNN_MAX_RANK];
+        if (nd->op != PDNN__OP_CONCAT || nd->axis < 0 || nd->axis >= pdnn__desc_strides(&nd->out, st) ||
+            nd->out.dtype != PDNN_FLOAT32 || nd->n_inputs < 1)
             continue;
-        int64_t st[4];
-        pdnn__layout_strides(nd->out.layout, nd->out.dims, st);
-        const int64_t numel = nd->out.dims[0] * nd->out.dims[1] * nd->out.dims[2] * nd->out.dims[3];
+        const int64_t numel = pdnn_tensor_desc_elements(&nd->out);
         if (numel <= 0 || st[nd->axis] * nd->out.dims[nd->axis] != numel)
             continue; /* something lies outside the axis: the inputs interleave */
         int ok = 1;

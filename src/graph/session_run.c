@@ -183,8 +183,9 @@ static pdnn_status check_feeds(const pdnn_session *s, const pdnn_node *feeds, pd
         if (!vals[k])
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: the value fed to '%s' is NULL", nd->name);
         if (memcmp(vals[k]->desc.dims, nd->out.dims, sizeof nd->out.dims) != 0 ||
-            vals[k]->desc.layout != nd->out.layout || vals[k]->desc.dtype != nd->out.dtype) {
-            char a[96], b[96];
+            vals[k]->desc.layout != nd->out.layout || vals[k]->desc.dtype != nd->out.dtype ||
+            vals[k]->desc.rank != nd->out.rank) {
+            char a[160], b[160];
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: placeholder '%s' is %s but was fed %s",
                                nd->name, pdnn__desc_string(&nd->out, a, sizeof a),
                                pdnn__desc_string(&vals[k]->desc, b, sizeof b));

@@ -16,7 +16,7 @@
 typedef struct export_rec {
     DLManagedTensorVersioned v;
     DLManagedTensor l;
-    int64_t shape[4], strides[4];
+    int64_t shape[PDNN_MAX_RANK], strides[PDNN_MAX_RANK];
     pdnn_tensor *t;
     /* 1 for the consumer, who calls the deleter, + 1 while a Python capsule
      * (pdnn_tensor_to_dlpack_capsule) points here: a consumer that calls
@@ -120,9 +120,9 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, const void *out
         r->shape[0] = t->desc.dims[0];
         r->strides[0] = 1;
     } else {
-        d->ndim = 4;
+        /* ND: its rank, row-major; the image layouts: 4 dims, their strides. */
+        d->ndim = pdnn__desc_strides(&t->desc, r->strides);
         memcpy(r->shape, t->desc.dims, sizeof r->shape);
-        pdnn__layout_strides(t->desc.layout, t->desc.dims, r->strides);
     }
     d->shape = r->shape;
     d->strides = r->strides;
@@ -347,12 +347,10 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
                            "({kDLFloat, 32, 1}) and int32 ({kDLInt, 32, 1})",
                            fn, dl->dtype.code, dl->dtype.bits, dl->dtype.lanes);
     }
-    if (dl->ndim != 4 && dl->ndim != 1)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED,
-                           "%s: a %d-D tensor cannot be imported; polydnn takes 4-D tensors (N,C,H,W or O,I,H,W) "
-                           "and 1-D vectors",
-                           fn, (int)dl->ndim);
-    if (!dl->shape)
+    if (dl->ndim < 0 || dl->ndim > PDNN_MAX_RANK)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: a %d-D tensor cannot be imported; polydnn takes ranks 0 to %d",
+                           fn, (int)dl->ndim, PDNN_MAX_RANK);
+    if (!dl->shape && dl->ndim > 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: shape is NULL", fn);
     int64_t bytes = 4;
     for (int i = 0; i < dl->ndim; i++) {
@@ -383,6 +381,32 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
         desc.layout = PDNN_LAYOUT_X;
         desc.dims[0] = dl->shape[0];
         desc.dims[1] = desc.dims[2] = desc.dims[3] = 1;
+    } else if (dl->ndim != 4) {
+        /* Any other rank: ND, compact row-major only (a dim of 1 may have
+         * any stride, as numpy and torch give them). */
+        desc.layout = PDNN_ND;
+        desc.rank = dl->ndim;
+        int64_t want = 1;
+        int ok = 1;
+        for (int i = PDNN_MAX_RANK - 1; i >= 0; i--)
+            desc.dims[i] = i < dl->ndim ? dl->shape[i] : 1;
+        for (int i = dl->ndim - 1; i >= 0 && dl->strides; i--) {
+            ok &= dl->shape[i] == 1 || dl->strides[i] == want;
+            want *= dl->shape[i];
+        }
+        if (!ok) {
+            char st[PDNN_MAX_RANK * 22 + 2], sh[PDNN_MAX_RANK * 22 + 2];
+            size_t a = 0, b = 0;
+            st[0] = sh[0] = 0;
+            for (int i = 0; i < dl->ndim; i++) {
+                a += (size_t)snprintf(st + a, sizeof st - a, "%s%lld", i ? "," : "", (long long)dl->strides[i]);
+                b += (size_t)snprintf(sh + b, sizeof sh - b, "%s%lld", i ? "," : "", (long long)dl->shape[i]);
+            }
+            return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                               "%s: strides [%s] of shape [%s] are not compact row-major (C order); a %d-D tensor "
+                               "is imported only so: make it contiguous first",
+                               fn, st, sh, (int)dl->ndim);
+        }
     } else {
         memcpy(desc.dims, dl->shape, 4 * sizeof desc.dims[0]);
         int layout = match_layout(desc.dims, dl->strides, role);

@@ -60,9 +60,9 @@ static pdnn_status import_inputs(importer *im, const pdnn_onnx_options *opts, pd
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input '%s' is not float32",
                                vi->name);
         size_t r = tt->shape->n_dim;
-        if (r != 2 && r != 4)
+        if (r > PDNN_MAX_RANK)
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input '%s' has rank %zu; "
-                               "rank 4 (NCHW) or 2 is supported", vi->name, r);
+                               "ranks 0 to %d are supported", vi->name, r, PDNN_MAX_RANK);
         value v = {.name = vi->name, .rank = (int)r};
         for (size_t j = 0; j < r; j++) {
             const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[j];
@@ -77,8 +77,8 @@ static pdnn_status import_inputs(importer *im, const pdnn_onnx_options *opts, pd
                 return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input '%s': dim %zu is "
                                    "symbolic; only the batch may be", vi->name, j);
         }
-        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {v.dims[0], v.dims[1], r == 4 ? v.dims[2] : 1,
-                                                        r == 4 ? v.dims[3] : 1}, 0};
+        pdnn_tensor_desc d; /* NCHW at ranks 2 and 4, ND at the others */
+        pdnn__onnx_value_desc(&v, &d);
         if (strlen(vi->name) >= sizeof(((pdnn__node *)0)->name))
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input name '%.40s...' is too "
                                "long", vi->name);

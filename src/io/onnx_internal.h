@@ -30,7 +30,10 @@
 enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
 
 /* One ONNX value: an activation computed by a graph node (node >= 0), or a
- * constant held on the host (data or i64) until an op uses it. */
+ * constant held on the host (data or i64) until an op uses it. Its graph
+ * node holds ranks 2 and 4 as NCHW ({N, C, 1, 1} for a matrix, the
+ * activations' layout for images), any other rank (0 to 8) as PDNN_ND of
+ * the ONNX shape (pdnn__onnx_value_desc). */
 typedef struct value {
     const char *name;   /* points into the parsed model */
     int node;           /* graph node, -1 for a host constant */
@@ -104,6 +107,8 @@ value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pd
 value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i);
 pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank);
 void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst);
+/* The descriptor a value of v's rank and dims has as a node (NCHW or ND). */
+void pdnn__onnx_value_desc(const value *v, pdnn_tensor_desc *d);
 
 /* onnx_model.c */
 pdnn_status pdnn__onnx_tensor_value(importer *im, const Onnx__TensorProto *t, const char *name);

@@ -48,6 +48,61 @@ static pdnn_status binary_operand(importer *im, const Onnx__NodeProto *n, const 
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
 
+/* v's node as a PDNN_ND node of v's ONNX shape: itself when it is one; an
+ * image-layout node (ranks 2 and 4) reshaped, after a transform to NCHW
+ * where it is NHWC (ONNX's element order); a constant made an ND node. */
+static pdnn_status nd_node(importer *im, const Onnx__NodeProto *n, value *v, int *node)
+{
+    pdnn_tensor_desc d;
+    pdnn__onnx_value_desc(v, &d);
+    d.layout = PDNN_ND;
+    d.rank = v->rank;
+    pdnn_status st = PDNN_SUCCESS;
+    if (v->node < 0) {
+        if (!v->data)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", v->name);
+        st = pdnn_graph_constant(im->graph, NULL, im->device, &d, v->data, node);
+        return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    }
+    pdnn_tensor_desc cur;
+    int src = v->node;
+    if ((st = pdnn_graph_node_desc(im->graph, src, &cur)) == PDNN_SUCCESS && cur.layout == PDNN_ND) {
+        *node = src;
+        return PDNN_SUCCESS;
+    }
+    if (st == PDNN_SUCCESS && cur.layout == PDNN_NHWC)
+        st = pdnn_graph_transform(im->graph, NULL, im->device, src, PDNN_NCHW, &src);
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_reshape_nd(im->graph, NULL, im->device, src, v->rank, v->dims, node);
+    return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+}
+
+/* a (op) b with N-d operands (a rank past 4, or a value held as ND):
+ * both as ND nodes, numpy's broadcasting in pdnn_graph_binary. */
+static pdnn_status import_binary_nd(importer *im, const Onnx__NodeProto *n, value *const v[2], pdnn_binary_op op)
+{
+    int node[2] = {-1, -1};
+    pdnn_status st = PDNN_SUCCESS;
+    for (int i = 0; i < 2 && st == PDNN_SUCCESS; i++)
+        st = nd_node(im, n, v[i], &node[i]);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__onnx_check_name(n, n->output[0]);
+    if (st != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_binary(im->graph, n->output[0], im->device, node[0], node[1], op, &y);
+    return finish(im, n, st, y, v[0]->rank > v[1]->rank ? v[0]->rank : v[1]->rank);
+}
+
+/* Whether v is held as an ND node (or would be, as a constant). */
+static int held_nd(const importer *im, const value *v)
+{
+    pdnn_tensor_desc d;
+    if (v->node >= 0 && pdnn_graph_node_desc(im->graph, v->node, &d) == PDNN_SUCCESS)
+        return d.layout == PDNN_ND;
+    return v->rank != 2 && v->rank != 4 && v->rank > 1;
+}
+
 /* a (op) b for Add, Mul, Sub and Div beyond their fast paths, with ONNX's
  * (NumPy's) broadcasting within rank 4: dims aligned from the right, each
  * pair equal or one of them 1; either side may repeat. At least one input
@@ -63,8 +118,8 @@ static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, pdnn_bi
     if (v[0]->node < 0 && v[1]->node < 0)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "both inputs are constants (not folded at import)");
     const int r = v[0]->rank > v[1]->rank ? v[0]->rank : v[1]->rank;
-    if (r > 4)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %d are not supported (1 to 4)", r);
+    if (r > 4 || held_nd(im, v[0]) || held_nd(im, v[1]))
+        return import_binary_nd(im, n, v, op);
     pdnn_tensor_desc ad;
     const value *act = v[0]->node >= 0 ? v[0] : v[1];
     if ((st = pdnn_graph_node_desc(im->graph, act->node, &ad)) != PDNN_SUCCESS)
@@ -154,6 +209,25 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
     value *cb = pdnn__onnx_const_input(im, n, 1);
     if (n->n_input < 2)
         return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input B is missing");
+    value *bv = cb ? cb : pdnn__onnx_find_value(im, n->input[1]);
+    if (matmul && (a->rank != 2 || (bv && bv->rank != 2))) { /* numpy's matmul over N-d values */
+        value *v[2] = {a, bv};
+        int node[2] = {-1, -1};
+        if (!bv)
+            return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input '%s' is computed by no earlier node",
+                                         n->input[1]);
+        for (int i = 0; i < 2; i++)
+            if ((st = nd_node(im, n, v[i], &node[i])) != PDNN_SUCCESS)
+                return st;
+        if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
+            return st;
+        int y = -1;
+        pdnn_tensor_desc yd;
+        st = pdnn_graph_matmul(im->graph, n->output[0], im->device, node[0], node[1], 0, 0, &y);
+        if (st == PDNN_SUCCESS)
+            st = pdnn_graph_node_desc(im->graph, y, &yd);
+        return finish(im, n, st, y, st == PDNN_SUCCESS ? yd.rank : 0);
+    }
     if (a->rank != 2)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "only 2-D matrices are supported (A has rank %d)",
                                      a->rank);
@@ -218,11 +292,13 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
     return finish(im, n, st, y, 2);
 }
 
-/* A reshape of x to rank r dims (NCHW memory order, so a plain copy). */
+/* A reshape of x to rank r dims (NCHW memory order, so a plain copy):
+ * NCHW at ranks 2 and 4, ND at the others. */
 static pdnn_status reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims)
 {
-    if (r < 1 || r > 4)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %d are not supported (1 to 4)", r);
+    if (r < 0 || r > PDNN_MAX_RANK)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %d are not supported (0 to %d)", r,
+                                     PDNN_MAX_RANK);
     int src = x->node;
     pdnn_tensor_desc xd;
     pdnn_status ts = pdnn_graph_node_desc(im->graph, src, &xd);
@@ -230,18 +306,18 @@ static pdnn_status reshape_to(importer *im, const Onnx__NodeProto *n, value *x, 
         ts = pdnn_graph_transform(im->graph, NULL, im->device, src, PDNN_NCHW, &src); /* ONNX's element order */
     if (ts != PDNN_SUCCESS)
         return pdnn__onnx_node_error(ts, n, "%s", pdnn_last_error());
-    int64_t d4[4] = {1, 1, 1, 1};
-    for (int i = 0; i < r; i++)
-        d4[i] = dims[i];
+    value v = {.name = n->output[0], .rank = r};
+    for (int i = 0; i < PDNN_MAX_RANK; i++)
+        v.dims[i] = i < r ? dims[i] : 1;
     pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
     if (st != PDNN_SUCCESS)
         return st;
     int y = -1;
-    st = pdnn_graph_reshape(im->graph, n->output[0], im->device, src, d4, &y);
+    st = r == 2 || r == 4 ? pdnn_graph_reshape(im->graph, n->output[0], im->device, src, v.dims, &y)
+                          : pdnn_graph_reshape_nd(im->graph, n->output[0], im->device, src, r, v.dims, &y);
     if (st != PDNN_SUCCESS)
         return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
-    value v = {.name = n->output[0], .node = y, .rank = r};
-    memcpy(v.dims, d4, sizeof d4);
+    v.node = y;
     return pdnn__onnx_add_value(im, &v);
 }
 
@@ -271,12 +347,12 @@ static pdnn_status import_reshape(importer *im, const Onnx__NodeProto *n)
         return st;
     if (!sh || !sh->i64 || sh->rank != 1)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the shape must be a constant int64 vector");
-    if (sh->count < 1 || sh->count > 4)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %lld are not supported (1 to 4)",
-                                     (long long)sh->count);
+    if (sh->count > PDNN_MAX_RANK)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %lld are not supported (0 to %d)",
+                                     (long long)sh->count, PDNN_MAX_RANK);
     if (attr_int(n, "allowzero", 0) != 0)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "allowzero=1 is not supported");
-    int64_t d[4], total = 1, known = 1;
+    int64_t d[PDNN_MAX_RANK], total = 1, known = 1;
     int infer = -1;
     for (int i = 0; i < x->rank; i++)
         total *= x->dims[i];

@@ -196,7 +196,7 @@ static pdnn_status const_node(importer *im, const Onnx__NodeProto *n, value *v, 
     return pdnn_graph_constant(im->graph, NULL, im->device, d, v->data, out);
 }
 
-/* The input value i of n, which must be an activation of rank 2 or 4. */
+/* The input value i of n as a graph node (a constant becomes one). */
 value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pdnn_status *st)
 {
     *st = PDNN_SUCCESS;
@@ -213,13 +213,10 @@ value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pd
         return NULL;
     }
     if (v->node < 0) {
-        /* A constant where an activation is expected: make it a node. */
-        if (v->rank != 2 && v->rank != 4) {
-            *st = pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant input '%s' of rank %d", v->name, v->rank);
-            return NULL;
-        }
-        pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_NCHW, {v->dims[0], v->dims[1], v->rank == 4 ? v->dims[2] : 1,
-                                                         v->rank == 4 ? v->dims[3] : 1}, 0};
+        /* A constant where an activation is expected: make it a node,
+         * NCHW at ranks 2 and 4 (as the importer keeps them), ND else. */
+        pdnn_tensor_desc d;
+        pdnn__onnx_value_desc(v, &d);
         if ((*st = const_node(im, n, v, &d, &v->node)) != PDNN_SUCCESS)
             return NULL;
     }
@@ -235,6 +232,16 @@ value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i)
 }
 
 /* Records output 0 of n as graph node id with the given ONNX rank. */
+void pdnn__onnx_value_desc(const value *v, pdnn_tensor_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->dtype = PDNN_FLOAT32;
+    d->layout = v->rank == 2 || v->rank == 4 ? PDNN_NCHW : PDNN_ND;
+    d->rank = d->layout == PDNN_ND ? v->rank : 4;
+    for (int i = 0; i < PDNN_MAX_RANK; i++)
+        d->dims[i] = i < v->rank ? v->dims[i] : 1;
+}
+
 pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank)
 {
     pdnn_tensor_desc d;
@@ -242,7 +249,7 @@ pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const 
     if (st != PDNN_SUCCESS)
         return st;
     value v = {.name = name, .node = id, .rank = rank};
-    for (int i = 0; i < rank && i < 4; i++)
+    for (int i = 0; i < rank && i < PDNN_MAX_RANK; i++)
         v.dims[i] = d.dims[i];
     (void)n;
     return pdnn__onnx_add_value(im, &v);

@@ -89,11 +89,16 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
     } else if (call->op == PDNN__OP_BINARY) {
         static const char *const kinds[] = {"add", "mul", "sub", "div"};
         const pdnn__binary_call *c = &call->u.binary;
-        snprintf(buf, len, "binary f32 %s %lldx%lldx%lldx%lld a%lld,%lld,%lld,%lld b%lld,%lld,%lld,%lld",
-                 (unsigned)c->kind < 4 ? kinds[c->kind] : "?", (long long)c->dims[0], (long long)c->dims[1],
-                 (long long)c->dims[2], (long long)c->dims[3], (long long)c->as[0], (long long)c->as[1],
-                 (long long)c->as[2], (long long)c->as[3], (long long)c->bs[0], (long long)c->bs[1],
-                 (long long)c->bs[2], (long long)c->bs[3]);
+        /* The 8 axes in memory order; the leading ones of size 1 are left
+         * out (a 4-d call's key reads as before). */
+        int at = snprintf(buf, len, "binary f32 %s ", (unsigned)c->kind < 4 ? kinds[c->kind] : "?"), k0 = 0;
+        while (k0 < PDNN_MAX_RANK - 4 && c->dims[k0] == 1)
+            k0++;
+        const int64_t *parts[] = {c->dims, c->as, c->bs};
+        for (int p = 0; p < 3; p++)
+            for (int k = k0; k < PDNN_MAX_RANK && at >= 0 && (size_t)at < len; k++)
+                at += snprintf(buf + at, len - (size_t)at, "%s%lld",
+                               k > k0 ? (p ? "," : "x") : p == 1 ? " a" : p == 2 ? " b" : "", (long long)parts[p][k]);
     } else if (call->op == PDNN__OP_PAD) {
         const pdnn__pad_call *c = &call->u.pad;
         snprintf(buf, len, "pad f32 mode%d %lldx%lldx%lldx%lld p%lld,%lld,%lld,%lld x%lld,%lld,%lld,%lld", (int)c->mode,
@@ -135,8 +140,7 @@ double pdnn__op_flops(const pdnn__op_call *call)
     if (call->op == PDNN__OP_ACTIVATION)
         return (double)call->u.act.n;
     if (call->op == PDNN__OP_BINARY)
-        return (double)call->u.binary.dims[0] * (double)call->u.binary.dims[1] * (double)call->u.binary.dims[2] *
-               (double)call->u.binary.dims[3];
+        return (double)pdnn__binary_elements(&call->u.binary);
     if (call->op == PDNN__OP_TRANSFORM)
         return (double)call->u.transform.dims[0] * (double)call->u.transform.dims[1] *
                (double)call->u.transform.dims[2] * (double)call->u.transform.dims[3];
@@ -187,8 +191,7 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
         return call->u.transform.y_buf;
     }
     case PDNN__OP_BINARY: {
-        const int64_t *d = call->u.binary.dims;
-        *n = (size_t)(d[0] * d[1] * d[2] * d[3]);
+        *n = (size_t)pdnn__binary_elements(&call->u.binary);
         return call->u.binary.y_buf;
     }
     case PDNN__OP_GEMM: *n = (size_t)(call->u.matmul.m * call->u.matmul.n); return call->u.matmul.c_buf;

@@ -127,8 +127,9 @@ pdnn_status pdnn_conv2d_backward_bias(const pdnn_tensor *dy, pdnn_tensor *db)
     if (st != PDNN_SUCCESS)
         return st;
     char d[96], b[96];
-    if (dy->desc.layout != PDNN_NCHW && dy->desc.layout != PDNN_NHWC)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: dy %s must be NCHW or NHWC", op,
+    const int lay = pdnn__act_layout(&dy->desc);
+    if (lay < 0)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: dy %s must be NCHW, NHWC or ND of rank 2 to 4", op,
                            pdnn__desc_string(&dy->desc, d, sizeof d));
     if (db->desc.layout != PDNN_LAYOUT_X || db->desc.dims[0] != dy->desc.dims[1])
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: db %s must be a layout-X vector of length %lld (dy %s's channels)",
@@ -148,10 +149,10 @@ pdnn_status pdnn_conv2d_backward_bias(const pdnn_tensor *dy, pdnn_tensor *db)
     c->r = c->s = 1;
     c->groups = 1;
     c->stride_h = c->stride_w = c->dil_h = c->dil_w = 1;
-    c->x_layout = c->y_layout = dy->desc.layout;
+    c->x_layout = c->y_layout = (pdnn_layout)lay;
     c->w_layout = PDNN_OIHW;
-    pdnn__layout_strides(dy->desc.layout, dy->desc.dims, c->ys);
-    pdnn__layout_strides(dy->desc.layout, dy->desc.dims, c->xs);
+    pdnn__layout_strides((pdnn_layout)lay, dy->desc.dims, c->ys);
+    pdnn__layout_strides((pdnn_layout)lay, dy->desc.dims, c->xs);
     c->y_buf = dy->block.buf;
     c->bias_buf = db->block.buf;
     return pdnn__dispatch(dy->dev, &call, NULL, NULL);

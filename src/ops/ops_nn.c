@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int is_act(const pdnn_tensor *t) { return t->desc.layout == PDNN_NCHW || t->desc.layout == PDNN_NHWC; }
+static int is_act(const pdnn_tensor *t) { return pdnn__act_layout(&t->desc) >= 0; }
 
 static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
 {
@@ -125,7 +125,9 @@ static pdnn_status check_act(const char *op, const pdnn_tensor *t, const char *n
     if (is_act(t))
         return PDNN_SUCCESS;
     char dd[96];
-    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s; it must be NCHW or NHWC (a matrix is {rows,cols,1,1})",
+    return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                       "%s: %s is %s; it must be NCHW, NHWC or ND of rank 2 to 4 (a matrix is {rows,cols,1,1} or ND "
+                       "{rows,cols})",
                        op, name, pdnn__desc_string(&t->desc, dd, sizeof dd));
 }
 
@@ -233,6 +235,44 @@ pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, 
     return pdnn__dispatch(x->dev, &call, NULL, NULL);
 }
 
+/* d's dims in memory order (outermost first) without those of size 1;
+ * returns how many. */
+static int memory_shape(const pdnn_tensor_desc *d, int64_t out[PDNN_MAX_RANK])
+{
+    int64_t st[PDNN_MAX_RANK];
+    int ord[4] = {0, 1, 2, 3}, n = 0;
+    const int axes = pdnn__desc_strides(d, st);
+    if (d->layout != PDNN_ND)
+        pdnn__stride_order(st, ord);
+    for (int i = 0; i < axes; i++) {
+        const int64_t v = d->dims[d->layout != PDNN_ND ? ord[i] : i];
+        if (v != 1)
+            out[n++] = v;
+    }
+    return n;
+}
+
+/* pdnn_transform with an ND side: the elements keep their memory order
+ * (ND {N, C, H, W} from NCHW, {N, H, W, C} from NHWC, ND to ND of the
+ * same dims), so it is one copy; anything else is a transpose. */
+static pdnn_status transform_nd(const pdnn_tensor *x, pdnn_tensor *y)
+{
+    int64_t xm[PDNN_MAX_RANK], ym[PDNN_MAX_RANK];
+    const int nx = memory_shape(&x->desc, xm), ny = memory_shape(&y->desc, ym);
+    if (nx != ny || memcmp(xm, ym, (size_t)nx * sizeof xm[0]) != 0) {
+        char da[160], db[160];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_transform: x is %s but y is %s; with an ND side the transform is a copy, so the dims "
+                           "in memory order must match (ND {N,C,H,W} for NCHW, {N,H,W,C} for NHWC)",
+                           pdnn__desc_string(&x->desc, da, sizeof da), pdnn__desc_string(&y->desc, db, sizeof db));
+    }
+    pdnn_status st = pdnn__check_alias("pdnn_transform", y, "y", x, "x", 0);
+    if (st != PDNN_SUCCESS)
+        return st;
+    pdnn_device *d = x->dev;
+    return d->backend->copy(d->handle, y->block.buf, x->block.buf, (size_t)x->bytes);
+}
+
 pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y)
 {
     static const char op[] = "pdnn_transform";
@@ -241,6 +281,8 @@ pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y)
     pdnn_status st = need(op, ts, names, 2);
     if (st != PDNN_SUCCESS)
         return st;
+    if (x->desc.layout == PDNN_ND || y->desc.layout == PDNN_ND)
+        return transform_nd(x, y);
     if (memcmp(x->desc.dims, y->desc.dims, sizeof x->desc.dims) != 0) {
         char da[96], db[96];
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: x is %s but y is %s; the dims must match", op,
@@ -260,6 +302,56 @@ pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y)
     return pdnn__dispatch(x->dev, &call, NULL, NULL);
 }
 
+/* Whether t is taken as a row-major N-d array by the ops that broadcast
+ * as numpy does: ND, and X (a vector). */
+static int nd_like(const pdnn_tensor *t) { return t->desc.layout == PDNN_ND || t->desc.layout == PDNN_LAYOUT_X; }
+
+/* Fills c's axes from n axes in y's memory order (outermost first) with
+ * a's and b's element strides (0 where they repeat): axes of size 1 are
+ * dropped, neighbours that both sides step through alike are merged,
+ * and the rest is right-aligned in PDNN_MAX_RANK (the front padded with
+ * size-1 axes), so that a backend sees as few axes as the data needs. */
+static void binary_axes(int n, const int64_t *d, const int64_t *as, const int64_t *bs, pdnn__binary_call *c)
+{
+    int64_t md[PDNN_MAX_RANK], ma[PDNN_MAX_RANK], mb[PDNN_MAX_RANK];
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        if (d[k] == 1)
+            continue;
+        if (m > 0 && ma[m - 1] == as[k] * d[k] && mb[m - 1] == bs[k] * d[k]) {
+            md[m - 1] *= d[k];
+            ma[m - 1] = as[k];
+            mb[m - 1] = bs[k];
+            continue;
+        }
+        md[m] = d[k], ma[m] = as[k], mb[m] = bs[k];
+        m++;
+    }
+    for (int k = 0; k < PDNN_MAX_RANK; k++) {
+        const int j = k - (PDNN_MAX_RANK - m);
+        c->dims[k] = j < 0 ? 1 : md[j];
+        c->as[k] = j < 0 ? 0 : ma[j];
+        c->bs[k] = j < 0 ? 0 : mb[j];
+    }
+}
+
+int pdnn__binary_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, pdnn_tensor_desc *y)
+{
+    const int ra = pdnn_tensor_desc_rank(a), rb = pdnn_tensor_desc_rank(b), ry = ra > rb ? ra : rb;
+    int fits = 1;
+    memset(y, 0, sizeof *y);
+    y->dtype = a->dtype;
+    y->layout = PDNN_ND;
+    y->rank = ry;
+    for (int k = 0; k < PDNN_MAX_RANK; k++) {
+        const int64_t x = k < ry - ra || k >= ry ? 1 : a->dims[k - (ry - ra)];
+        const int64_t z = k < ry - rb || k >= ry ? 1 : b->dims[k - (ry - rb)];
+        fits &= x == z || x == 1 || z == 1;
+        y->dims[k] = x > z ? x : z;
+    }
+    return fits;
+}
+
 pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y)
 {
     static const char name[] = "pdnn_binary";
@@ -271,18 +363,31 @@ pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_
     if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: op %d is not a pdnn_binary_op (ADD 0, MUL 1, SUB 2, DIV 3)",
                            name, (int)op);
-    char da[96], db[96], dy[96];
-    int a_full = 1, b_full = 1, fits = a->desc.layout == b->desc.layout && a->desc.layout == y->desc.layout;
-    for (int k = 0; k < 4; k++) {
-        const int64_t ak = a->desc.dims[k], bk = b->desc.dims[k], yk = y->desc.dims[k];
-        fits &= (ak == yk || ak == 1) && (bk == yk || bk == 1) && yk == (ak > bk ? ak : bk);
-        a_full &= ak == yk;
-        b_full &= bk == yk;
+    char da[160], db[160], dy[160];
+    const int nd = nd_like(a) && nd_like(b) && nd_like(y);
+    /* Image layouts: the four logical axes, one layout for all three.
+     * N-d: numpy's rule, the ranks aligned from the right. */
+    const int ra = nd ? pdnn_tensor_desc_rank(&a->desc) : 4, rb = nd ? pdnn_tensor_desc_rank(&b->desc) : 4;
+    const int ry = nd ? pdnn_tensor_desc_rank(&y->desc) : 4;
+    pdnn_tensor_desc w;
+    int a_full = 1, b_full = 1,
+        fits = nd ? pdnn__binary_nd_shape(&a->desc, &b->desc, &w) && memcmp(w.dims, y->desc.dims, sizeof w.dims) == 0 &&
+                        w.rank == ry
+                  : a->desc.layout == b->desc.layout && a->desc.layout == y->desc.layout;
+    int64_t ad[PDNN_MAX_RANK], bd[PDNN_MAX_RANK];
+    for (int k = 0; k < ry && fits; k++) {
+        ad[k] = k < ry - ra ? 1 : a->desc.dims[k - (ry - ra)];
+        bd[k] = k < ry - rb ? 1 : b->desc.dims[k - (ry - rb)];
+        const int64_t yk = y->desc.dims[k];
+        fits &= (ad[k] == yk || ad[k] == 1) && (bd[k] == yk || bd[k] == 1) && yk == (ad[k] > bd[k] ? ad[k] : bd[k]);
+        a_full &= ad[k] == yk;
+        b_full &= bd[k] == yk;
     }
     if (!fits)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
-                           "%s: a is %s, b is %s and y is %s; they need one layout, each of y's dims the larger of "
-                           "a's and b's, and each of a's and b's equal to y's or 1 (broadcast)",
+                           "%s: a is %s, b is %s and y is %s; they need one layout (or all N-d: ND or X, y of the "
+                           "larger rank), each of y's dims the larger of a's and b's, and each of a's and b's equal "
+                           "to y's or 1 (broadcast; N-d ranks aligned from the right, as numpy does)",
                            name, pdnn__desc_string(&a->desc, da, sizeof da), pdnn__desc_string(&b->desc, db, sizeof db),
                            pdnn__desc_string(&y->desc, dy, sizeof dy));
     if ((st = pdnn__check_alias(name, y, "y", a, "a", a_full)) != PDNN_SUCCESS ||
@@ -292,19 +397,33 @@ pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_BINARY;
     pdnn__binary_call *c = &call.u.binary;
-    /* y's axes in memory order (ties are axes of size 1, whose order
-     * does not matter); a and b share its layout, so the same order. */
-    int64_t ys[4], as[4], bs[4];
-    int ax[4];
-    pdnn__layout_strides(y->desc.layout, y->desc.dims, ys);
-    pdnn__layout_strides(a->desc.layout, a->desc.dims, as);
-    pdnn__layout_strides(b->desc.layout, b->desc.dims, bs);
-    pdnn__stride_order(ys, ax);
-    for (int k = 0; k < 4; k++) {
-        c->dims[k] = y->desc.dims[ax[k]];
-        c->as[k] = a->desc.dims[ax[k]] == 1 ? 0 : as[ax[k]];
-        c->bs[k] = b->desc.dims[ax[k]] == 1 ? 0 : bs[ax[k]];
+    int64_t d[PDNN_MAX_RANK], as[PDNN_MAX_RANK], bs[PDNN_MAX_RANK];
+    if (nd) {
+        /* Row-major: memory order is the logical order. */
+        int64_t sa = 1, sb = 1;
+        for (int k = ry - 1; k >= 0; k--) {
+            d[k] = y->desc.dims[k];
+            as[k] = ad[k] == 1 ? 0 : sa;
+            bs[k] = bd[k] == 1 ? 0 : sb;
+            sa *= ad[k];
+            sb *= bd[k];
+        }
+    } else {
+        /* y's axes in memory order (ties are axes of size 1, whose order
+         * does not matter); a and b share its layout, so the same order. */
+        int64_t ys[4], as4[4], bs4[4];
+        int ax[4];
+        pdnn__layout_strides(y->desc.layout, y->desc.dims, ys);
+        pdnn__layout_strides(a->desc.layout, a->desc.dims, as4);
+        pdnn__layout_strides(b->desc.layout, b->desc.dims, bs4);
+        pdnn__stride_order(ys, ax);
+        for (int k = 0; k < 4; k++) {
+            d[k] = y->desc.dims[ax[k]];
+            as[k] = a->desc.dims[ax[k]] == 1 ? 0 : as4[ax[k]];
+            bs[k] = b->desc.dims[ax[k]] == 1 ? 0 : bs4[ax[k]];
+        }
     }
+    binary_axes(ry, d, as, bs, c);
     c->kind = op;
     c->a_buf = a->block.buf;
     c->b_buf = b->block.buf;
@@ -344,17 +463,152 @@ static pdnn_status check_matrix(const pdnn_tensor *t, const char *name)
                        name, pdnn__desc_string(&t->desc, dd, sizeof dd));
 }
 
+/* One C = op(A) op(B) over buffers at element offsets from a, b, c. */
+static pdnn_status matmul_one(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *c, int64_t m, int64_t n,
+                              int64_t k, int trans_a, int trans_b, int64_t ao, int64_t bo, int64_t co)
+{
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_GEMM;
+    call.u.matmul = (pdnn__matmul_call){m, n, k, trans_a != 0, trans_b != 0, a->block.buf, b->block.buf, c->block.buf};
+    call.u.matmul.a_buf.offset += (size_t)ao * sizeof(float);
+    call.u.matmul.b_buf.offset += (size_t)bo * sizeof(float);
+    call.u.matmul.c_buf.offset += (size_t)co * sizeof(float);
+    return pdnn__dispatch(a->dev, &call, NULL, NULL);
+}
+
+/* A matmul operand as numpy sees it: ND its rank and dims, X rank 1, an
+ * NCHW or NHWC {R, C, 1, 1} matrix rank 2, any other NCHW tensor rank 4
+ * (its bytes are ND {N, C, H, W}'s: a 4-d array from numpy or torch);
+ * -1 for anything else. */
+static int mat_rank(const pdnn_tensor_desc *t)
+{
+    if (t->layout == PDNN_ND)
+        return t->rank;
+    if (t->layout == PDNN_LAYOUT_X)
+        return 1;
+    if ((t->layout == PDNN_NCHW || t->layout == PDNN_NHWC) && t->dims[2] == 1 && t->dims[3] == 1)
+        return 2;
+    return t->layout == PDNN_NCHW ? 4 : -1;
+}
+
+/* The batch dim i (of nbatch, aligned from the right) of an operand with
+ * n batch dims d. */
+static int64_t batch_dim(const int64_t *d, int n, int nbatch, int i)
+{
+    return i < nbatch - n ? 1 : d[i - (nbatch - n)];
+}
+
+int pdnn__matmul_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int trans_a, int trans_b,
+                          pdnn_tensor_desc *c, char *why, size_t len)
+{
+    const int ra = mat_rank(a), rb = mat_rank(b);
+    const int64_t *ad = a->dims, *bd = b->dims;
+    char da[160], db[160];
+    if (ra < 1 || rb < 1) {
+        snprintf(why, len, "a is %s and b is %s; each must be ND of rank 1 or more, X, a {rows,cols,1,1} matrix or "
+                 "NCHW (as ND {N,C,H,W})",
+                 pdnn__desc_string(a, da, sizeof da), pdnn__desc_string(b, db, sizeof db));
+        return 0;
+    }
+    /* The matrices, rank-1 operands promoted (a row, a column). */
+    const int64_t ar = ra == 1 ? 1 : ad[ra - 2], ac = ad[ra - 1], br = rb == 1 ? bd[0] : bd[rb - 2],
+                  bc = rb == 1 ? 1 : bd[rb - 1];
+    const int64_t m = trans_a ? ac : ar, k = trans_a ? ar : ac, kb = trans_b ? bc : br, n = trans_b ? br : bc;
+    const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbatch = na > nb ? na : nb;
+    memset(c, 0, sizeof *c);
+    c->dtype = PDNN_FLOAT32;
+    c->layout = PDNN_ND;
+    int fits = k == kb;
+    for (int i = 0; i < nbatch; i++) {
+        const int64_t x = batch_dim(ad, na, nbatch, i), y = batch_dim(bd, nb, nbatch, i);
+        fits &= x == y || x == 1 || y == 1;
+        c->dims[c->rank++] = x > y ? x : y;
+    }
+    if (ra > 1)
+        c->dims[c->rank++] = m;
+    if (rb > 1)
+        c->dims[c->rank++] = n;
+    for (int i = c->rank; i < PDNN_MAX_RANK; i++)
+        c->dims[i] = 1;
+    if (!fits)
+        snprintf(why, len,
+                 "a %s%s and b %s%s do not fit numpy's matmul: op(a) is %lld x %lld, op(b) %lld x %lld (the inner "
+                 "dims must be equal, the dims before them broadcast)",
+                 pdnn__desc_string(a, da, sizeof da), trans_a ? " (transposed)" : "",
+                 pdnn__desc_string(b, db, sizeof db), trans_b ? " (transposed)" : "", (long long)m, (long long)k,
+                 (long long)kb, (long long)n);
+    return fits;
+}
+
+/* numpy's matmul over N-d operands (any of a, b, c ND; pdnn_matmul's
+ * comment): one GEMM per batch element, or one GEMM where b is a single
+ * matrix and op(A) the rows of a's whole batch (a Linear layer over a
+ * sequence). */
+static pdnn_status matmul_nd(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b, pdnn_tensor *c)
+{
+    static const char op[] = "pdnn_matmul";
+    char why[512], dc[160];
+    pdnn_tensor_desc want;
+    if (!pdnn__matmul_nd_shape(&a->desc, &b->desc, trans_a, trans_b, &want, why, sizeof why))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s", op, why);
+    const int rc = mat_rank(&c->desc);
+    if (rc != want.rank || memcmp(c->desc.dims, want.dims, (size_t)(rc < 0 ? 0 : rc) * sizeof want.dims[0]) != 0) {
+        char dw[160];
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: c is %s; numpy's matmul of a and b is %s", op,
+                           pdnn__desc_string(&c->desc, dc, sizeof dc), pdnn__desc_string(&want, dw, sizeof dw));
+    }
+    pdnn_status st;
+    if ((st = pdnn__check_alias(op, c, "c", a, "a", 0)) != PDNN_SUCCESS ||
+        (st = pdnn__check_alias(op, c, "c", b, "b", 0)) != PDNN_SUCCESS)
+        return st;
+    const int ra = mat_rank(&a->desc), rb = mat_rank(&b->desc);
+    const int64_t *ad = a->desc.dims, *bd = b->desc.dims;
+    const int64_t ar = ra == 1 ? 1 : ad[ra - 2], ac = ad[ra - 1], br = rb == 1 ? bd[0] : bd[rb - 2],
+                  bc = rb == 1 ? 1 : bd[rb - 1];
+    const int64_t m = trans_a ? ac : ar, k = trans_a ? ar : ac, n = trans_b ? br : bc;
+    const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbatch = na > nb ? na : nb;
+    /* Batch strides of a and b in elements (0 where broadcast). */
+    int64_t as[PDNN_MAX_RANK], bs[PDNN_MAX_RANK], total = 1, a_total = 1, b_total = 1, sa = m * k, sb = k * n;
+    for (int i = nbatch - 1; i >= 0; i--) {
+        const int64_t x = batch_dim(ad, na, nbatch, i), y = batch_dim(bd, nb, nbatch, i);
+        as[i] = x == 1 ? 0 : sa;
+        bs[i] = y == 1 ? 0 : sb;
+        sa *= x, sb *= y;
+        total *= want.dims[i], a_total *= x, b_total *= y;
+    }
+    if (b_total == 1 && a_total == total && !trans_a) /* the batch's rows are one op(A) */
+        return matmul_one(a, b, c, m * total, n, k, 0, trans_b, 0, 0, 0);
+    int64_t idx[PDNN_MAX_RANK] = {0}, ao = 0, bo = 0;
+    for (int64_t t = 0; t < total; t++) {
+        if ((st = matmul_one(a, b, c, m, n, k, trans_a, trans_b, ao, bo, t * m * n)) != PDNN_SUCCESS)
+            return st;
+        for (int i = nbatch - 1; i >= 0; i--) {
+            ao += as[i], bo += bs[i];
+            if (++idx[i] < want.dims[i])
+                break;
+            ao -= as[i] * want.dims[i], bo -= bs[i] * want.dims[i];
+            idx[i] = 0;
+        }
+    }
+    return PDNN_SUCCESS;
+}
+
 pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b, pdnn_tensor *c)
 {
     const pdnn_tensor *ts[] = {a, b, c};
     const char *names[] = {"a", "b", "c"};
     pdnn_status st = need("pdnn_matmul", ts, names, 3);
-    for (int i = 0; i < 3 && st == PDNN_SUCCESS; i++)
-        st = check_matrix(ts[i], names[i]);
     if (st != PDNN_SUCCESS)
         return st;
     if (c == a || c == b)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c must differ from a and b");
+    if (a->desc.layout == PDNN_ND || b->desc.layout == PDNN_ND || c->desc.layout == PDNN_ND)
+        return matmul_nd(a, b, trans_a, trans_b, c);
+    for (int i = 0; i < 3 && st == PDNN_SUCCESS; i++)
+        st = check_matrix(ts[i], names[i]);
+    if (st != PDNN_SUCCESS)
+        return st;
     if ((st = pdnn__check_alias("pdnn_matmul", c, "c", a, "a", 0)) != PDNN_SUCCESS ||
         (st = pdnn__check_alias("pdnn_matmul", c, "c", b, "b", 0)) != PDNN_SUCCESS)
         return st;
@@ -367,11 +621,7 @@ pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a,
     if (c->desc.dims[0] != m || c->desc.dims[1] != n)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c is %lld x %lld; expected %lld x %lld",
                            (long long)c->desc.dims[0], (long long)c->desc.dims[1], (long long)m, (long long)n);
-    pdnn__op_call call;
-    memset(&call, 0, sizeof call);
-    call.op = PDNN__OP_GEMM;
-    call.u.matmul = (pdnn__matmul_call){m, n, k, trans_a != 0, trans_b != 0, a->block.buf, b->block.buf, c->block.buf};
-    return pdnn__dispatch(a->dev, &call, NULL, NULL);
+    return matmul_one(a, b, c, m, n, k, trans_a, trans_b, 0, 0, 0);
 }
 
 pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
@@ -400,8 +650,10 @@ pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
 
 int pdnn__concat_compatible(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int axis)
 {
-    int ok = a->layout == b->layout && a->dtype == b->dtype;
-    for (int k = 0; k < 4; k++)
+    const int r = pdnn_tensor_desc_rank(a);
+    int ok = a->layout == b->layout && a->dtype == b->dtype && r == pdnn_tensor_desc_rank(b) && axis >= 0 &&
+             axis < (a->layout == PDNN_ND ? r : 4);
+    for (int k = 0; k < PDNN_MAX_RANK; k++)
         ok = ok && (k == axis || a->dims[k] == b->dims[k]);
     return ok;
 }
@@ -412,11 +664,13 @@ pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tens
     if (!xs || !y || n < 1)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s", op,
                            !xs ? "xs is NULL" : !y ? "y is NULL" : "n must be at least 1");
-    if (axis < 0 || axis > 3)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: axis %d; it must be 0 to 3 (a logical axis of the dims)",
-                           op, axis);
+    int64_t ys[PDNN_MAX_RANK];
+    const int axes = pdnn__desc_strides(&y->desc, ys);
+    if (axis < 0 || axis >= axes)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: axis %d; it must be 0 to %d (a logical axis of y's dims)",
+                           op, axis, axes - 1);
     int64_t sum = 0;
-    char nm[32], da[96], db[96];
+    char nm[32], da[160], db[160];
     for (int i = 0; i < n; i++) {
         snprintf(nm, sizeof nm, "xs[%d]", i);
         const pdnn_tensor *ts[] = {y, xs[i]};
@@ -426,8 +680,8 @@ pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tens
             return st;
         const pdnn_tensor_desc *a = &xs[i]->desc;
         if (!pdnn__concat_compatible(a, &y->desc, axis))
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s but y is %s; they must match in layout and "
-                               "in every dim but axis %d", op, nm, pdnn__desc_string(a, da, sizeof da),
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is %s but y is %s; they must match in layout, rank "
+                               "and every dim but axis %d", op, nm, pdnn__desc_string(a, da, sizeof da),
                                pdnn__desc_string(&y->desc, db, sizeof db), axis);
         sum += a->dims[axis];
         if ((st = pdnn__check_alias(op, y, "y", xs[i], nm, 0)) != PDNN_SUCCESS)
@@ -439,8 +693,6 @@ pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tens
     /* In memory order, input i is (outer) blocks of stride[axis] * its dim
      * elements, each landing at an offset of the running sum in y's block
      * of the same outer index: the strides below the axis are common. */
-    int64_t ys[4];
-    pdnn__layout_strides(y->desc.layout, y->desc.dims, ys);
     const size_t esz = sizeof(float), inner = (size_t)ys[axis];
     const size_t outer = (size_t)(numel(y) / (int64_t)(inner * (size_t)y->desc.dims[axis]));
     const size_t ypitch = inner * (size_t)y->desc.dims[axis] * esz;

@@ -98,8 +98,9 @@ pdnn_status pdnn_softmax_cross_entropy(const pdnn_tensor *logits, const pdnn_ten
     if (labels->dev != logits->dev)
         return pdnn__device_mismatch(op, "logits", logits, "labels", labels);
     const int64_t *ld = logits->desc.dims;
-    if ((logits->desc.layout != PDNN_NCHW && logits->desc.layout != PDNN_NHWC) || ld[2] != 1 || ld[3] != 1)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: logits %s must be a matrix {N, K, 1, 1}, NCHW or NHWC", op,
+    if (pdnn__act_layout(&logits->desc) < 0 || ld[2] != 1 || ld[3] != 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "%s: logits %s must be a matrix {N, K, 1, 1}, NCHW or NHWC, or ND {N, K}", op,
                            pdnn__desc_string(&logits->desc, d1, sizeof d1));
     const int64_t n = ld[0], k = ld[1];
     const int64_t *bd = labels->desc.dims;
