@@ -787,6 +787,53 @@ PDNN_API pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int
  * tensor), so flattening an NHWC tensor gives H, W, C order. */
 PDNN_API pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
 
+/* ---- N-d math (any rank; docs/c-api.md "N-d math") ----
+ * These take tensors of any layout by their logical dims (PDNN_ND's
+ * dims[0..rank), {N, C, H, W} for the image layouts, {length} for X),
+ * float32, one device; axes are logical axes, a negative axis counts from
+ * the end (-1 the last). Their outputs may overlap no input. Each is a
+ * registry op: host "direct" (the reference, sums in double), OpenCL
+ * "direct" (and transpose "tiled"), CUDA "cudnn" where cuDNN has it. */
+
+/* y = x with its axes permuted (numpy.transpose, ONNX's Transpose):
+ * y's logical axis k is x's axis perm[k] (perm NULL: reversed), so y's
+ * dims are x's permuted; x and y may have different layouts (x NCHW, y
+ * ND {N, H, W, C} is NCHW -> NHWC bytes; the same dims in two layouts is
+ * pdnn_transform). rank <= PDNN_MAX_RANK; perm a permutation of 0..rank-1.
+ * CUDA: cudnnTransformTensor. */
+PDNN_API pdnn_status pdnn_transpose(const pdnn_tensor *x, const int *perm, pdnn_tensor *y);
+
+/* y = softmax of x along one axis (ONNX Softmax / LogSoftmax from opset
+ * 13), max-subtracted; log: log-softmax, x - max - log(sum exp(x - max)).
+ * y has x's desc. CUDA: cudnnSoftmaxForward (ACCURATE or LOG). */
+PDNN_API pdnn_status pdnn_softmax_axis(const pdnn_tensor *x, int axis, int log, pdnn_tensor *y);
+
+/* ONNX's LayerNormalization (Y only): each row of the dims from axis on
+ * is normalized by its mean and biased variance (in float; the host
+ * reference in double), y = (x - mean) / sqrt(var + epsilon) * scale +
+ * bias, scale and bias (bias may be NULL) of one element per element of
+ * a row (any desc: the normalized dims' shape, packed). x's layout must
+ * store its logical dims in order (ND, NCHW, OIHW, X); y has x's desc;
+ * epsilon >= 0 (ONNX's default 1e-5). CUDA: none (cuDNN's legacy API has
+ * no layer norm): it refuses. */
+PDNN_API pdnn_status pdnn_layer_norm(const pdnn_tensor *x, int axis, float epsilon, const pdnn_tensor *scale,
+                                     const pdnn_tensor *bias, pdnn_tensor *y);
+
+/* y = x reduced over n_axes axes (ONNX ReduceSum, ReduceMean, ReduceMax,
+ * ReduceMin): n_axes 0 reduces every axis. y is x's desc with those dims
+ * 1 (keepdims) or, where x's layout stores its logical dims in order, a
+ * PDNN_ND tensor of x's dims without them. An empty reduction gives sum
+ * 0, mean NaN, max -inf, min +inf; max and min propagate NaN. CUDA:
+ * cudnnReduceTensor. */
+typedef enum pdnn_reduction {
+    PDNN_REDUCTION_SUM = 0,
+    PDNN_REDUCTION_MEAN = 1,
+    PDNN_REDUCTION_MAX = 2,
+    PDNN_REDUCTION_MIN = 3
+} pdnn_reduction;
+PDNN_API pdnn_status pdnn_reduce(const pdnn_tensor *x, const int *axes, int n_axes, pdnn_reduction op,
+                                 pdnn_tensor *y);
+
 /* ------------------------------------------------------------------ */
 /* Training ops: activation gradient, loss, optimizers                  */
 /* ------------------------------------------------------------------ */

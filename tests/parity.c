@@ -2609,7 +2609,7 @@ int main(int argc, char **argv)
         make_backward_cases();
         add_bn_cases();
     }
-    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) : 0;
+    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) + parity_nd_math_count(h.opt.op, h.opt.set) : 0;
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
     int algo_known = !h.opt.algo || h.ndev == 0;
@@ -2649,6 +2649,8 @@ int main(int argc, char **argv)
     }
     if (h.opt.mode == MODE_GRAD && h.ndev > 0)
         parity_train_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
+    if (h.opt.mode == MODE_GRAD && h.ndev > 0)
+        parity_nd_math_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
 
     /* Coverage: an algorithm that ran no case of the whole table, or a
      * configuration that ran on no case, is a hole, not a pass (unless

@@ -27,4 +27,9 @@ int parity_train_count(int op, const char *set);
 void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
                       const char *algo, int verbose);
 
+/* The N-d math ops' cases (parity_nd_math.c, grad mode): transpose,
+ * softmax, layer_norm, reduce; as parity_train_*, without the host. */
+int parity_nd_math_count(int op, const char *set);
+void parity_nd_math_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo, int verbose);
+
 #endif
