@@ -719,7 +719,21 @@ typedef enum pdnn_activation {
     PDNN_ACTIVATION_SIGMOID = 2,      /* 1 / (1 + exp(-x)); alpha, beta unused */
     PDNN_ACTIVATION_HARD_SIGMOID = 3, /* max(0, min(1, alpha * x + beta)); ONNX's defaults 0.2, 0.5 */
     PDNN_ACTIVATION_HARD_SWISH = 4,   /* x * max(0, min(1, x / 6 + 1 / 2)); alpha, beta unused */
-    PDNN_ACTIVATION_SILU = 5          /* x / (1 + exp(-x)) (swish); alpha, beta unused */
+    PDNN_ACTIVATION_SILU = 5,         /* x / (1 + exp(-x)) (swish); alpha, beta unused */
+    /* The unary math of ONNX and transformers (alpha, beta unused unless
+     * said); CUDA runs TANH and NEG, and refuses the others (cuDNN lacks
+     * them). */
+    PDNN_ACTIVATION_ERF = 6,
+    PDNN_ACTIVATION_GELU = 7,       /* x / 2 (1 + erf(x / sqrt 2)), the exact form */
+    PDNN_ACTIVATION_GELU_TANH = 8,  /* x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+    PDNN_ACTIVATION_TANH = 9,
+    PDNN_ACTIVATION_SQRT = 10,      /* NaN below 0 */
+    PDNN_ACTIVATION_NEG = 11,
+    PDNN_ACTIVATION_EXP = 12,
+    PDNN_ACTIVATION_LOG = 13,       /* NaN below 0, -inf at 0 */
+    PDNN_ACTIVATION_RECIPROCAL = 14,
+    PDNN_ACTIVATION_ABS = 15,
+    PDNN_ACTIVATION_POW = 16        /* x ^ alpha (C's pow: NaN for x < 0 and a fractional alpha); alpha finite */
 } pdnn_activation;
 
 /* y = f(x) for mode f. x and y: float32, the same dims and layout (any
@@ -743,7 +757,8 @@ typedef enum pdnn_binary_op {
     PDNN_BINARY_ADD = 0,
     PDNN_BINARY_MUL = 1,
     PDNN_BINARY_SUB = 2, /* a - b */
-    PDNN_BINARY_DIV = 3  /* a / b (IEEE: x / 0 is +-inf or NaN) */
+    PDNN_BINARY_DIV = 3, /* a / b (IEEE: x / 0 is +-inf or NaN) */
+    PDNN_BINARY_POW = 4  /* a ^ b (C's pow; CUDA refuses it) */
 } pdnn_binary_op;
 PDNN_API pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y);
 

@@ -175,9 +175,10 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
                                    "pdnn_graph_gradients: node '%s' (%s) broadcasts its input %c; the gradient "
                                    "with respect to a broadcast input (a sum over its repeated dims) is not "
                                    "defined yet", fw.name, pdnn__op_type(&fw), "ab"[k]);
-        if (fw.binop == PDNN_BINARY_DIV && (NEED(0) || NEED(1)))
+        if ((fw.binop == PDNN_BINARY_DIV || fw.binop == PDNN_BINARY_POW) && (NEED(0) || NEED(1)))
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (%s): the gradient of a "
-                               "division is not defined yet", fw.name, pdnn__op_type(&fw));
+                               "%s is not defined yet", fw.name, pdnn__op_type(&fw),
+                               fw.binop == PDNN_BINARY_DIV ? "division" : "power");
         for (int k = 0; k < 2 && st == PDNN_SUCCESS; k++) {
             if (!NEED(k))
                 continue;

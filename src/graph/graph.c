@@ -26,9 +26,12 @@ const char *pdnn__op_type(const pdnn__node *n)
         return n->binop == PDNN_BINARY_MUL   ? "Mul"
                : n->binop == PDNN_BINARY_SUB ? "Sub"
                : n->binop == PDNN_BINARY_DIV ? "RealDiv"
+               : n->binop == PDNN_BINARY_POW ? "Pow"
                                              : "AddV2";
     if (n->op == PDNN__OP_ACT) {
-        static const char *const act_names[] = {"Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Silu"};
+        static const char *const act_names[] = {"Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Silu",
+                                                "Erf",  "Gelu",      "GeluTanh", "Tanh",     "Sqrt",      "Neg",
+                                                "Exp",  "Log",       "Reciprocal", "Abs",    "Pow"};
         return (unsigned)n->act < sizeof act_names / sizeof *act_names ? act_names[n->act] : "Activation";
     }
     return base_names[n->op];
@@ -472,8 +475,9 @@ pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *devic
     pdnn_status st = begin(g, "pdnn_graph_binary", name, device, PDNN__OP_ELTWISE, in, 2, out, &nd);
     if (st != PDNN_SUCCESS)
         return st;
-    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV)
-        return shape_error(&nd, "op is not a pdnn_binary_op (ADD, MUL, SUB, DIV)");
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV &&
+        op != PDNN_BINARY_POW)
+        return shape_error(&nd, "op is not a pdnn_binary_op (ADD, MUL, SUB, DIV, POW)");
     nd.binop = op;
     const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
     if (da->dtype != PDNN_FLOAT32 || db->dtype != PDNN_FLOAT32)
