@@ -836,8 +836,8 @@ PDNN_API pdnn_status pdnn_layer_norm(const pdnn_tensor *x, int axis, float epsil
 
 /* y = x reduced over n_axes axes (ONNX ReduceSum, ReduceMean, ReduceMax,
  * ReduceMin): n_axes 0 reduces every axis. y is x's desc with those dims
- * 1 (keepdims) or, where x's layout stores its logical dims in order, a
- * PDNN_ND tensor of x's dims without them. An empty reduction gives sum
+ * 1 (keepdims) or any tensor holding x's other dims in x's memory order
+ * (a PDNN_ND tensor of x's dims without them, for x in ND or NCHW). An empty reduction gives sum
  * 0, mean NaN, max -inf, min +inf; max and min propagate NaN. CUDA:
  * cudnnReduceTensor. */
 typedef enum pdnn_reduction {
@@ -992,6 +992,24 @@ PDNN_API pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, cons
 /* pdnn_pad as a node ("Pad"); not differentiable yet. */
 PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                     const int64_t pads[4], pdnn_pad_mode mode, float value, pdnn_node *out);
+
+/* The N-d math ops as nodes (docs/graphs.md). The output keeps x's
+ * layout: pdnn_graph_transpose's has x's dims permuted ("TransposeNd";
+ * its gradient is the inverse permutation); pdnn_graph_softmax_axis
+ * ("SoftmaxNd", "LogSoftmax") and pdnn_graph_layer_norm
+ * ("LayerNormalization"; bias -1: none) x's desc; pdnn_graph_reduce
+ * ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin") x's dims with
+ * the reduced ones 1 (keepdims) or dropped (ND drops them from the
+ * rank; NCHW moves the kept ones forward, 1s after). Only the transpose
+ * is differentiable yet. */
+PDNN_API pdnn_status pdnn_graph_transpose(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                          const int *perm, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_softmax_axis(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                             int axis, int log, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_layer_norm(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                           int axis, float epsilon, pdnn_node scale, pdnn_node bias, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_reduce(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       const int *axes, int n_axes, pdnn_reduction op, int keepdims, pdnn_node *out);
 
 /* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
  * the transform back). */

@@ -209,6 +209,18 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
             return PDNN_SUCCESS;
         st = emit(s, f, "Transpose", PDNN__OP_TRANSPOSE, &s->g->nodes[in[0]].out, &dy, 1, &r);
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
+    case PDNN__OP_NDMATH: /* a permutation's gradient: the inverse permutation */
+        if (fw.nd_kind != PDNN__ND_TRANSPOSE)
+            break;
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        st = emit(s, f, "TransposeNd", PDNN__OP_NDMATH, &s->g->nodes[in[0]].out, &dy, 1, &r);
+        if (st == PDNN_SUCCESS) {
+            s->g->nodes[r].nd_kind = PDNN__ND_TRANSPOSE;
+            for (int k = 0; k < pdnn_tensor_desc_rank(&fw.out); k++)
+                s->g->nodes[r].perm[fw.perm[k]] = k;
+        }
+        return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     case PDNN__OP_RESHAPE:
         if (!NEED(0))
             return PDNN_SUCCESS;

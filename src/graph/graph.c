@@ -12,7 +12,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "SparseSoftmaxCrossEntropyWithLogitsGrad", "Conv2DBackpropInput",
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
-                                         "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad"};
+                                         "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad", "NdMath"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -34,6 +34,8 @@ const char *pdnn__op_type(const pdnn__node *n)
                                                 "Exp",  "Log",       "Reciprocal", "Abs",    "Pow"};
         return (unsigned)n->act < sizeof act_names / sizeof *act_names ? act_names[n->act] : "Activation";
     }
+    if (n->op == PDNN__OP_NDMATH)
+        return pdnn__nd_math_op_type(n);
     return base_names[n->op];
 }
 
@@ -181,6 +183,17 @@ static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs
 }
 
 static const pdnn_tensor_desc *in_desc(const pdnn_graph *g, pdnn_node n) { return &g->nodes[n].out; }
+
+pdnn_status pdnn__graph_begin(pdnn_graph *g, const char *fn, const char *name, const char *device,
+                              pdnn__node_op op, const pdnn_node *inputs, int n_inputs, pdnn_node *out, pdnn__node *nd)
+{
+    return begin(g, fn, name, device, op, inputs, n_inputs, out, nd);
+}
+
+pdnn_status pdnn__graph_finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs, pdnn_node *out)
+{
+    return finish(g, nd, inputs, n_inputs, out);
+}
 
 static pdnn_status shape_error(const pdnn__node *nd, const char *msg)
 {

@@ -33,7 +33,8 @@ typedef enum pdnn__node_op {
     PDNN__OP_ALLREDUCE,        /* mean over the ranks (session.c with comm.c) */
     PDNN__OP_ELTWISE,          /* pdnn_binary: inputs a, b (broadcast); binop */
     PDNN__OP_BN,               /* batch norm inference: x, gamma, beta, mean, var; alpha the epsilon */
-    PDNN__OP_PADDING           /* pdnn_pad: pads, pad_mode, alpha the value */
+    PDNN__OP_PADDING,          /* pdnn_pad: pads, pad_mode, alpha the value */
+    PDNN__OP_NDMATH            /* graph_nd_math.c: nd_kind, perm, axes_mask, nd_flag, alpha the epsilon */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -59,6 +60,10 @@ typedef struct pdnn__node {
     int bcast;          /* BINARY: 1 a repeats along some axis, 2 b does (both: 3) */
     int64_t pads[4];    /* PAD: top, left, bottom, right */
     pdnn_pad_mode pad_mode; /* PAD */
+    int nd_kind;        /* NDMATH: pdnn__nd_kind */
+    int perm[PDNN_MAX_RANK]; /* NDMATH transpose */
+    unsigned axes_mask; /* NDMATH reduce: the reduced axes */
+    int nd_flag;        /* NDMATH: softmax log; reduce pdnn_reduction; transpose, layer norm unused */
 } pdnn__node;
 
 struct pdnn_graph {
@@ -68,6 +73,22 @@ struct pdnn_graph {
 
 /* Ops that produce no value (fetching them runs them and gives NULL). */
 static inline int pdnn__no_value(const pdnn__node *n) { return n->op == PDNN__OP_APPLY || n->op == PDNN__OP_TRAIN; }
+
+/* The N-d math nodes (graph_nd_math.c): which op an NDMATH node runs,
+ * its type name, whether dev runs it, its run, its backward. */
+typedef enum pdnn__nd_kind { PDNN__ND_TRANSPOSE, PDNN__ND_SOFTMAX, PDNN__ND_LAYER_NORM, PDNN__ND_REDUCE } pdnn__nd_kind;
+const char *pdnn__nd_math_op_type(const pdnn__node *n);
+int pdnn__nd_math_has_kernel(const pdnn_device *dev, const pdnn__node *n);
+pdnn_status pdnn__nd_math_run_node(const pdnn__node *n, const pdnn_tensor *const *in, pdnn_tensor *y);
+/* graph.c's checks around a builder, for the builders in other files:
+ * begin validates and zeroes nd, finish appends it (see graph.c). */
+pdnn_status pdnn__graph_begin(pdnn_graph *g, const char *fn, const char *name, const char *device,
+                              pdnn__node_op op, const pdnn_node *inputs, int n_inputs, pdnn_node *out,
+                              pdnn__node *nd);
+pdnn_status pdnn__graph_finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs,
+                               pdnn_node *out);
+/* placer.c: whether some algorithm of dev's backend plans call. */
+int pdnn__some_algorithm_plans(const pdnn_device *dev, pdnn__op_call *call);
 
 /* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
 const char *pdnn__op_type(const pdnn__node *n);

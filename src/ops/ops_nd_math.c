@@ -255,25 +255,36 @@ pdnn_status pdnn_layer_norm(const pdnn_tensor *x, int axis, float epsilon, const
 
 /* ---- reductions ----------------------------------------------------------------- */
 
-/* Whether y is x reduced over the axes in mask: x's desc with those dims
- * 1, or (x in order) ND without them. */
-static int reduce_shape_ok(const pdnn_tensor *x, const view *xv, unsigned mask, const pdnn_tensor *y)
+/* Whether y is x reduced over the axes in mask: x's layout and dims
+ * with those dims 1 (keepdims), or anything holding x's kept dims in x's
+ * memory order (ND without them; an image layout whose memory order
+ * keeps them in order). */
+int pdnn__reduce_shape_ok(const pdnn_tensor_desc *x, unsigned mask, const pdnn_tensor_desc *y)
 {
-    view yv;
-    view_of(&y->desc, &yv);
-    if (y->desc.layout == x->desc.layout && yv.rank == xv->rank) {
+    view xv, yv;
+    view_of(x, &xv);
+    view_of(y, &yv);
+    if (y->layout == x->layout && yv.rank == xv.rank) {
         int ok = 1;
-        for (int k = 0; k < xv->rank; k++)
-            ok &= yv.dims[k] == (mask >> k & 1u ? 1 : xv->dims[k]);
+        for (int k = 0; k < xv.rank; k++)
+            ok &= yv.dims[k] == (mask >> k & 1u ? 1 : xv.dims[k]);
         if (ok)
             return 1;
     }
-    if (y->desc.layout != PDNN_ND || !in_order(&x->desc))
-        return 0;
-    int j = 0;
-    for (int k = 0; k < xv->rank; k++)
-        if (!(mask >> k & 1u) && (j >= yv.rank || yv.dims[j++] != xv->dims[k]))
+    int xo[PDNN_MAX_RANK], yo[PDNN_MAX_RANK], j = 0;
+    mem_order(&xv, xo);
+    mem_order(&yv, yo);
+    for (int p = 0; p < xv.rank; p++) {
+        const int a = xo[p];
+        if ((mask >> a & 1u) || xv.dims[a] == 1)
+            continue;
+        while (j < yv.rank && yv.dims[yo[j]] == 1)
+            j++;
+        if (j == yv.rank || yv.dims[yo[j++]] != xv.dims[a])
             return 0;
+    }
+    while (j < yv.rank && yv.dims[yo[j]] == 1)
+        j++;
     return j == yv.rank;
 }
 
@@ -302,9 +313,8 @@ pdnn_status pdnn_reduce(const pdnn_tensor *x, const int *axes, int n_axes, pdnn_
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: axis %d is named twice", op, axes[i]);
         mask |= 1u << a;
     }
-    if (!reduce_shape_ok(x, &v, mask, y))
-        return shape_mismatch(op, x, y,
-                              "x's desc with the reduced dims 1, or (x ND, NCHW, OIHW or X) ND without them");
+    if (!pdnn__reduce_shape_ok(&x->desc, mask, &y->desc))
+        return shape_mismatch(op, x, y, "x's desc with the reduced dims 1, or x's other dims in x's memory order");
     if ((st = pdnn__check_alias(op, y, "y", x, "x", 0)) != PDNN_SUCCESS)
         return st;
     pdnn__op_call call;
