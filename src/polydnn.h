@@ -1114,7 +1114,10 @@ typedef struct pdnn_onnx_io {
  * ReduceMax, ReduceSum (over H and W), Pad (of H and W: constant,
  * reflect, edge; zeros that an AveragePool alone reads become its
  * padding), Gemm, MatMul, Flatten, Reshape (constant shape),
- * Softmax, Dropout and Identity (removed), Constant. A model holding other
+ * Softmax, Dropout and Identity (removed), Constant; Transpose, Softmax
+ * and LogSoftmax on any axis, LayerNormalization (Y only), Erf (torch's
+ * GELU pattern fused into one node), Tanh, Sqrt, Exp, Log, Neg,
+ * Reciprocal, Abs, Pow, ReduceMean/Sum/Max/Min over any axes. A model holding other
  * operators is refused with PDNN_ERR_UNSUPPORTED listing every one with
  * its count ("unsupported operators: Transpose x12, Erf x4"), the first
  * such node and the supported ops; a malformed file is PDNN_ERR_CORRUPT; a
