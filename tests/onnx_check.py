@@ -354,6 +354,16 @@ def nd_math_cases():
     # every axis (keepdims: a rank-0 output is the tool's any-rank work)
     nodes = [helper.make_node("ReduceMax", ["x"], ["y"], keepdims=1)]
     yield "reducemax_all", model(nodes, m, None), m
+    # LayerNorm as exporters before opset 17 write it, over the last axis
+    # and over the last two (scale and bias on either side of Mul, Add)
+    for name, axes, shape in (("layernorm_decomposed_w", [-1], [7]), ("layernorm_decomposed_hw", [2, 3], [5, 7])):
+        nodes = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=axes), helper.make_node("Sub", ["x", "mu"], ["d"]),
+                 helper.make_node("Pow", ["d", "two"], ["p"]), helper.make_node("ReduceMean", ["p"], ["v"], axes=axes),
+                 helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+                 helper.make_node("Div", ["d", "s"], ["nd"]), helper.make_node("Mul", ["w", "nd"], ["m"]),
+                 helper.make_node("Add", ["m", "b"], ["y"])]
+        yield name, model(nodes, x, None, [init("two", np.float32(2)), init("eps", np.float32(1e-5)),
+                                           init("w", rnd(*shape)), init("b", rnd(*shape))]), x
     # GELU as torch writes it: x * 0.5 * (1 + erf(x / sqrt 2)), and (x * (1 + erf(x / sqrt 2))) * 0.5
     r2 = [init("r2", np.float32(np.sqrt(2.0))), init("one", np.float32(1.0)), init("half", np.float32(0.5))]
     nodes = [helper.make_node("Div", ["x", "r2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
@@ -513,6 +523,12 @@ def main():
                 if not plans:
                     print(f"FAIL {tag}: --memory-stats printed no plan line\n{r.stdout}")
                     failed += 1
+                # A decomposed LayerNorm must become one node (no Sqrt left).
+                if name.startswith("layernorm_decomposed") and not extra:
+                    pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
+                    if pr.returncode != 0 or "| Sqrt |" in pr.stdout or "| LayerNormalization |" not in pr.stdout:
+                        print(f"FAIL {tag}: the LayerNorm pattern was not fused\n{pr.stdout}{pr.stderr}")
+                        failed += 1
                 # torch's GELU must become one Gelu node (no Erf left).
                 if name.startswith("gelu") and not extra:
                     pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)

@@ -628,11 +628,11 @@ static pdnn_status import_softmax_nd(importer *im, const Onnx__NodeProto *n, con
 
 /* A constant operand as an ND node of its count (scale, bias), or the
  * node itself. */
-static pdnn_status operand_node(importer *im, const Onnx__NodeProto *n, size_t i, int *node)
+static pdnn_status operand_node(importer *im, const Onnx__NodeProto *n, const char *name, int *node)
 {
-    const value *v = pdnn__onnx_find_value(im, n->input[i]);
+    const value *v = pdnn__onnx_find_value(im, name);
     if (!v)
-        return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input '%s' is not defined", n->input[i]);
+        return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input '%s' is not defined", name);
     if (v->node >= 0) {
         *node = v->node;
         return PDNN_SUCCESS;
@@ -643,6 +643,9 @@ static pdnn_status operand_node(importer *im, const Onnx__NodeProto *n, size_t i
     pdnn_status st = pdnn_graph_constant(im->graph, NULL, im->device, &d, v->data, node);
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
+
+static pdnn_status layer_norm_node(importer *im, const Onnx__NodeProto *n, const value *x, int axis, float eps,
+                                   const char *scale_name, const char *bias_name, const char *out);
 
 static pdnn_status import_layer_norm(importer *im, const Onnx__NodeProto *n, const value *x)
 {
@@ -655,23 +658,122 @@ static pdnn_status import_layer_norm(importer *im, const Onnx__NodeProto *n, con
     if (axis < -x->rank || axis >= x->rank)
         return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld is outside [-%d, %d)",
                                      (long long)axis, x->rank, x->rank);
+    return layer_norm_node(im, n, x, (int)(axis < 0 ? axis + x->rank : axis), attr_float(n, "epsilon", 1e-5f),
+                           n->input[1], n->n_input > 2 && n->input[2][0] ? n->input[2] : NULL, n->output[0]);
+}
+
+/* The layer norm node named out of x from axis, scale and bias (NULL:
+ * none) the values so named. */
+static pdnn_status layer_norm_node(importer *im, const Onnx__NodeProto *n, const value *x, int axis, float eps,
+                                   const char *scale_name, const char *bias_name, const char *out)
+{
     int xs = x->node, scale = -1, bias = -1;
-    pdnn_status st = operand_node(im, n, 1, &scale);
-    if (st == PDNN_SUCCESS && n->n_input > 2 && n->input[2][0])
-        st = operand_node(im, n, 2, &bias);
+    pdnn_status st = operand_node(im, n, scale_name, &scale);
+    if (st == PDNN_SUCCESS && bias_name)
+        st = operand_node(im, n, bias_name, &bias);
     pdnn_tensor_desc d;
     if (st == PDNN_SUCCESS && (st = pdnn_graph_node_desc(im->graph, xs, &d)) == PDNN_SUCCESS && d.layout == PDNN_NHWC)
         st = pdnn_graph_transform(im->graph, NULL, im->device, xs, PDNN_NCHW, &xs); /* rows need NCHW's order */
     if (st == PDNN_SUCCESS)
-        st = pdnn__onnx_check_name(n, n->output[0]);
+        st = pdnn__onnx_check_name(n, out);
     if (st != PDNN_SUCCESS)
         return st == PDNN_ERR_INVALID_ARGUMENT || st == PDNN_ERR_UNSUPPORTED || st == PDNN_ERR_CORRUPT
                    ? st
                    : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     int y = -1;
-    st = pdnn_graph_layer_norm(im->graph, n->output[0], im->device, xs, (int)(axis < 0 ? axis + x->rank : axis),
-                               attr_float(n, "epsilon", 1e-5f), scale, bias, &y);
-    return nd_output(im, n, st, y, n->output[0], x->rank);
+    st = pdnn_graph_layer_norm(im->graph, out, im->device, xs, axis, eps, scale, bias, &y);
+    return nd_output(im, n, st, y, out, x->rank);
+}
+
+/* The reduced axes of ReduceMean node m (attribute, or constant input
+ * from opset 18) of a rank-r input with keepdims 1, as a mask; 0 when
+ * they are not that. */
+static unsigned mean_axes(importer *im, const Onnx__NodeProto *m, int r)
+{
+    if (attr_int(m, "keepdims", 1) != 1)
+        return 0;
+    const Onnx__AttributeProto *a = attr(m, "axes");
+    const value *ax = m->n_input > 1 && m->input[1][0] ? pdnn__onnx_find_value(im, m->input[1]) : NULL;
+    const int64_t *v = a ? a->ints : ax && ax->i64 ? ax->i64 : NULL;
+    const size_t count = a ? a->n_ints : ax && ax->i64 ? (size_t)ax->count : 0;
+    unsigned mask = 0;
+    for (size_t i = 0; v && i < count; i++) {
+        const int64_t k = v[i] < 0 ? v[i] + r : v[i];
+        if (k < 0 || k >= r)
+            return 0;
+        mask |= 1u << k;
+    }
+    return mask;
+}
+
+/* The layer norm that exporters before opset 17 write from ReduceMean
+ * node idx of x: mean = ReduceMean(x), d = Sub(x, mean), ReduceMean(Pow(d,
+ * 2)) + eps, Sqrt, Div(d, .), Mul by the scale, Add of the bias (either
+ * operand order for the last two), over the same trailing axes. Returns
+ * the status of the fused node's import with *fused 1, else *fused 0. */
+static pdnn_status layer_norm_fusion(importer *im, size_t idx, const Onnx__NodeProto *n, int *fused)
+{
+    *fused = 0;
+    const value *x = pdnn__onnx_find_value(im, n->input[0]);
+    if (!im->fuse || !x || x->node < 0 || n->n_output != 1)
+        return PDNN_SUCCESS;
+    const unsigned mask = mean_axes(im, n, x->rank);
+    int axis = x->rank;
+    while (axis > 0 && (mask >> (axis - 1) & 1u))
+        axis--;
+    if (mask == 0 || mask != ((1u << x->rank) - 1u) - ((1u << axis) - 1u))
+        return PDNN_SUCCESS; /* not the trailing axes */
+    const Onnx__NodeProto *const *g = (const Onnx__NodeProto *const *)im->g->node;
+    const int sub = pdnn__onnx_sole_reader(im, idx + 1, n->output[0]);
+    if (!is_op(im, sub, "Sub") || strcmp(g[sub]->input[0], x->name) != 0)
+        return PDNN_SUCCESS;
+    const char *d = g[sub]->output[0];
+    int pw = -1, dv = -1; /* d's two readers */
+    for (size_t i = (size_t)sub + 1; i < im->g->n_node; i++)
+        for (size_t j = 0; j < g[i]->n_input; j++)
+            if (strcmp(g[i]->input[j], d) == 0) {
+                if (is_op(im, (int)i, "Pow") && pw < 0 && j == 0 && fabsf(scalar_of(im, g[i]->input[1]) - 2.0f) < 1e-6f)
+                    pw = (int)i;
+                else if (is_op(im, (int)i, "Div") && dv < 0 && j == 0)
+                    dv = (int)i;
+                else
+                    return PDNN_SUCCESS;
+            }
+    if (pw < 0 || dv < 0)
+        return PDNN_SUCCESS;
+    const int var = pdnn__onnx_sole_reader(im, (size_t)pw + 1, g[pw]->output[0]);
+    if (var < 0 || !g[var]->op_type || strcmp(g[var]->op_type, "ReduceMean") != 0 || mean_axes(im, g[var], x->rank) != mask)
+        return PDNN_SUCCESS;
+    const int add = pdnn__onnx_sole_reader(im, (size_t)var + 1, g[var]->output[0]);
+    if (!is_op(im, add, "Add"))
+        return PDNN_SUCCESS;
+    const int vk = strcmp(g[add]->input[0], g[var]->output[0]) == 0 ? 0 : 1;
+    const float eps = scalar_of(im, g[add]->input[1 - vk]);
+    const int sq = pdnn__onnx_sole_reader(im, (size_t)add + 1, g[add]->output[0]);
+    if (!(eps >= 0.0f) || sq < 0 || !g[sq]->op_type || strcmp(g[sq]->op_type, "Sqrt") != 0 ||
+        pdnn__onnx_sole_reader(im, (size_t)sq + 1, g[sq]->output[0]) != dv || strcmp(g[dv]->input[1], g[sq]->output[0]) != 0)
+        return PDNN_SUCCESS;
+    const int mul = pdnn__onnx_sole_reader(im, (size_t)dv + 1, g[dv]->output[0]);
+    if (!is_op(im, mul, "Mul"))
+        return PDNN_SUCCESS;
+    const char *scale = strcmp(g[mul]->input[0], g[dv]->output[0]) == 0 ? g[mul]->input[1] : g[mul]->input[0];
+    const value *sv = pdnn__onnx_find_value(im, scale);
+    if (!sv || sv->node >= 0 || !sv->data)
+        return PDNN_SUCCESS;
+    int last = mul;
+    const char *bias = NULL;
+    const int ba = pdnn__onnx_sole_reader(im, (size_t)mul + 1, g[mul]->output[0]);
+    if (is_op(im, ba, "Add")) {
+        const char *b = strcmp(g[ba]->input[0], g[mul]->output[0]) == 0 ? g[ba]->input[1] : g[ba]->input[0];
+        const value *bv = pdnn__onnx_find_value(im, b);
+        if (bv && bv->node < 0 && bv->data)
+            bias = b, last = ba;
+    }
+    *fused = 1;
+    const int parts[] = {sub, pw, var, add, sq, dv, mul, last};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        im->absorbed[parts[i]] = 1;
+    return layer_norm_node(im, n, x, axis, eps, scale, bias, g[last]->output[0]);
 }
 
 static pdnn_status import_transpose(importer *im, const Onnx__NodeProto *n, const value *x)
@@ -709,11 +811,13 @@ static pdnn_status import_nd_math(importer *im, size_t idx, const Onnx__NodeProt
     for (int i = 0; i < (int)(sizeof unary / sizeof *unary); i++)
         if (strcmp(op, unary[i].name) == 0)
             which = i;
+    pdnn_status st;
+    if (strcmp(op, "ReduceMean") == 0) /* mine where it begins a decomposed layer norm */
+        return layer_norm_fusion(im, idx, n, mine);
     *mine = which >= 0 || strcmp(op, "Pow") == 0 || strcmp(op, "Transpose") == 0 || strcmp(op, "LogSoftmax") == 0 ||
             strcmp(op, "LayerNormalization") == 0;
     if (!*mine)
         return PDNN_SUCCESS;
-    pdnn_status st;
     value *x = pdnn__onnx_act_input(im, n, 0, &st);
     if (!x)
         return st;
