@@ -27,6 +27,11 @@ int parity_train_count(int op, const char *set);
 void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
                       const char *algo, int verbose);
 
+/* parity_train.c's helpers: calloc or exit, and a tensor on dev with data
+ * (NULL: uninitialised), NULL when that fails. */
+void *parity_xcalloc(size_t n, size_t size);
+pdnn_tensor *parity_make(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data);
+
 /* The N-d math ops' cases (parity_nd_math.c, grad mode): transpose,
  * softmax, layer_norm, reduce; as parity_train_*, without the host. */
 int parity_nd_math_count(int op, const char *set);

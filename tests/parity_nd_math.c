@@ -107,16 +107,6 @@ static const nd_case cases[] = {
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) {
-        fprintf(stderr, "parity: out of host memory\n");
-        exit(2);
-    }
-    return p;
-}
-
 /* x's desc. */
 static pdnn_tensor_desc x_desc(const nd_case *c)
 {
@@ -302,23 +292,11 @@ static void naive(const nd_case *c, const float *x, double *ref, double *scale)
         scale[j] = fmax(scale[j], 1e-30);
 }
 
-static pdnn_tensor *make(pdnn_device *dev, const pdnn_tensor_desc *d, const float *data)
-{
-    pdnn_tensor *t = NULL;
-    if (pdnn_tensor_create(dev, d, &t) != PDNN_SUCCESS)
-        return NULL;
-    if (data && pdnn_tensor_write(t, data, (size_t)pdnn_tensor_desc_bytes(d)) != PDNN_SUCCESS) {
-        pdnn_tensor_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 /* Runs c on dev into got (y's memory order). */
 static pdnn_status run(pdnn_device *dev, const nd_case *c, const float *x, float *got)
 {
     const pdnn_tensor_desc xd = x_desc(c), yd = y_desc(c);
-    pdnn_tensor *tx = make(dev, &xd, x), *ty = make(dev, &yd, NULL), *tg = NULL, *tb = NULL;
+    pdnn_tensor *tx = parity_make(dev, &xd, x), *ty = parity_make(dev, &yd, NULL), *tg = NULL, *tb = NULL;
     pdnn_status st = tx && ty ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
     if (st == PDNN_SUCCESS && c->op == L) {
         const int r = rank_of(&xd), a = c->axis < 0 ? c->axis + r : c->axis;
@@ -326,13 +304,13 @@ static pdnn_status run(pdnn_device *dev, const nd_case *c, const float *x, float
         for (int k = a; k < r; k++)
             sd.dims[k - a] = xd.dims[k];
         const int64_t cols = pdnn_tensor_desc_elements(&sd);
-        float *g = xcalloc((size_t)cols, sizeof(float)), *b = xcalloc((size_t)cols, sizeof(float));
+        float *g = parity_xcalloc((size_t)cols, sizeof(float)), *b = parity_xcalloc((size_t)cols, sizeof(float));
         for (int64_t j = 0; j < cols; j++) {
             g[j] = (float)(0.5 + 0.01 * (double)(j % 97));
             b[j] = (float)(-0.25 + 0.003 * (double)(j % 89));
         }
-        tg = make(dev, &sd, g);
-        tb = c->flag ? make(dev, &sd, b) : NULL;
+        tg = parity_make(dev, &sd, g);
+        tb = c->flag ? parity_make(dev, &sd, b) : NULL;
         free(g);
         free(b);
         st = tg && (tb || !c->flag) ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
@@ -401,8 +379,8 @@ void parity_nd_math_run(pdnn_device *const *devs, int ndev, int op, const char *
         case_name(c, cname, sizeof cname);
         const pdnn_tensor_desc xd = x_desc(c), yd = y_desc(c);
         const int64_t n = pdnn_tensor_desc_elements(&xd), ny = pdnn_tensor_desc_elements(&yd);
-        float *x = xcalloc((size_t)n, sizeof(float)), *got = xcalloc((size_t)ny, sizeof(float));
-        double *ref = xcalloc((size_t)ny, sizeof(double)), *scale = xcalloc((size_t)ny, sizeof(double));
+        float *x = parity_xcalloc((size_t)n, sizeof(float)), *got = parity_xcalloc((size_t)ny, sizeof(float));
+        double *ref = parity_xcalloc((size_t)ny, sizeof(double)), *scale = parity_xcalloc((size_t)ny, sizeof(double));
         th_fill(x, n, 4000u + (uint32_t)ci * 31u);
         for (int64_t i = 0; i < n; i++)
             x[i] = c->offset + c->amp * x[i];

@@ -31,6 +31,10 @@
 #include "helpers.h"
 #include "parity.h"
 
+/* shared with parity_nd_math.c (parity.h) */
+#define xcalloc parity_xcalloc
+#define make parity_make
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,7 +316,7 @@ static pdnn_tensor_desc desc_of(const train_case *c)
     return d;
 }
 
-static void *xcalloc(size_t n, size_t size)
+void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (!p) {
@@ -322,7 +326,7 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static pdnn_tensor *make(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data)
+pdnn_tensor *make(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data)
 {
     pdnn_tensor *t = NULL;
     if (pdnn_tensor_create(dev, d, &t) != PDNN_SUCCESS)

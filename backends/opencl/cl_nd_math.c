@@ -36,6 +36,24 @@ static cl_long8 long8_of(const int64_t *v, int n)
 
 static void nd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 
+/* The arguments nd_transpose and nd_reduce begin with: x, its offset, y,
+ * its offset, rank, dims. */
+static cl_int set_nd_args(cl_kernel k, pdnn__buf x, pdnn__buf y, int rank, const int64_t *d)
+{
+    cl_mem xm = x.region, ym = y.region;
+    cl_long xo = elem_off(x), yo = elem_off(y);
+    cl_int r = rank;
+    cl_long8 dims = long8_of(d, rank);
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, ym);
+    SET_ARG(k, 3, yo);
+    SET_ARG(k, 4, r);
+    SET_ARG(k, 5, dims);
+    return err;
+}
+
 static pdnn_status transpose_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                                  pdnn__run_report *rep)
 {
@@ -49,17 +67,8 @@ static pdnn_status transpose_run(void *dev, const pdnn__op_call *call, const pdn
     cl_long total = 1;
     for (int i = 0; i < c->rank; i++)
         total *= c->dims[i];
-    cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
-    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
-    cl_int rank = c->rank;
-    cl_long8 dims = long8_of(c->dims, c->rank), xs = long8_of(c->xs, c->rank);
-    cl_int err = CL_SUCCESS;
-    SET_ARG(k, 0, xm);
-    SET_ARG(k, 1, xo);
-    SET_ARG(k, 2, ym);
-    SET_ARG(k, 3, yo);
-    SET_ARG(k, 4, rank);
-    SET_ARG(k, 5, dims);
+    cl_long8 xs = long8_of(c->xs, c->rank);
+    cl_int err = set_nd_args(k, c->x_buf, c->y_buf, c->rank, c->dims);
     SET_ARG(k, 6, xs);
     SET_ARG(k, 7, total);
     return unlock_with(d, pdnn__cl_launch_checked(d, k, "nd_transpose", err, total));
@@ -229,17 +238,8 @@ static pdnn_status reduce_run(void *dev, const pdnn__op_call *call, const pdnn__
     cl_long count = 1, total = 1;
     for (int i = 0; i < c->rank; i++)
         *(c->axes >> i & 1u ? &count : &total) *= c->dims[i];
-    cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
-    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
-    cl_int rank = c->rank, axes = (cl_int)c->axes, kind = (cl_int)c->kind; /* the kernel's codes are pdnn_reduction's */
-    cl_long8 dims = long8_of(c->dims, c->rank);
-    cl_int err = CL_SUCCESS;
-    SET_ARG(k, 0, xm);
-    SET_ARG(k, 1, xo);
-    SET_ARG(k, 2, ym);
-    SET_ARG(k, 3, yo);
-    SET_ARG(k, 4, rank);
-    SET_ARG(k, 5, dims);
+    cl_int axes = (cl_int)c->axes, kind = (cl_int)c->kind; /* the kernel's codes are pdnn_reduction's */
+    cl_int err = set_nd_args(k, c->x_buf, c->y_buf, c->rank, c->dims);
     SET_ARG(k, 6, axes);
     SET_ARG(k, 7, kind);
     SET_ARG(k, 8, count);

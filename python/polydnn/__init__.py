@@ -1379,30 +1379,37 @@ def _empty_from(t, ctx, d):
     return Tensor(ctx, h)
 
 
-def reduce_sum(x, axes=None, keepdims=True):
-    """The sum over axes (None: all), ONNX's ReduceSum (keepdims: the
-    reduced dims stay as 1s; else an N-d tensor without them)."""
-    return _reduction(x, axes, keepdims, 0)
+def _reduction_fn(name, op, what):
+    def fn(x, axes=None, keepdims=True):
+        return _reduction(x, axes, keepdims, op)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = ("The %s over axes (None: all), ONNX's %s (keepdims: the reduced dims stay as 1s; else an "
+                  "N-d tensor without them)." % (what, "Reduce" + name[len("reduce_"):].capitalize()))
+    return fn
 
 
-def reduce_mean(x, axes=None, keepdims=True):
-    """The mean over axes (None: all), ONNX's ReduceMean."""
-    return _reduction(x, axes, keepdims, 1)
+reduce_sum = _reduction_fn("reduce_sum", 0, "sum")
+reduce_mean = _reduction_fn("reduce_mean", 1, "mean")
+reduce_max = _reduction_fn("reduce_max", 2, "largest (NaN wins)")
+reduce_min = _reduction_fn("reduce_min", 3, "smallest (NaN wins)")
 
 
-def reduce_max(x, axes=None, keepdims=True):
-    """The largest over axes (None: all; NaN wins), ONNX's ReduceMax."""
-    return _reduction(x, axes, keepdims, 2)
+def _unary_fn(name, mode, doc):
+    def fn(x):
+        return _activation_op(x, mode, 0.0, 0.0)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
 
 
-def reduce_min(x, axes=None, keepdims=True):
-    """The smallest over axes (None: all; NaN wins), ONNX's ReduceMin."""
-    return _reduction(x, axes, keepdims, 3)
-
-
-def erf(x):
-    """The error function elementwise (torch.erf)."""
-    return _activation_op(x, 6, 0.0, 0.0)
+erf = _unary_fn("erf", 6, "The error function elementwise (torch.erf).")
+tanh = _unary_fn("tanh", 9, "tanh elementwise.")
+sqrt = _unary_fn("sqrt", 10, "The square root elementwise (NaN below 0).")
+neg = _unary_fn("neg", 11, "-x elementwise.")
+exp = _unary_fn("exp", 12, "e^x elementwise.")
+log = _unary_fn("log", 13, "The natural logarithm elementwise (NaN below 0, -inf at 0).")
+reciprocal = _unary_fn("reciprocal", 14, "1 / x elementwise.")
+abs = _unary_fn("abs", 15, "|x| elementwise (the module's, as numpy.abs).")  # noqa: A001
 
 
 def gelu(x, approximate="none"):
@@ -1411,41 +1418,6 @@ def gelu(x, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise ValueError("polydnn: gelu's approximate is 'none' or 'tanh', not %r" % (approximate,))
     return _activation_op(x, 7 if approximate == "none" else 8, 0.0, 0.0)
-
-
-def tanh(x):
-    """tanh elementwise."""
-    return _activation_op(x, 9, 0.0, 0.0)
-
-
-def sqrt(x):
-    """The square root elementwise (NaN below 0)."""
-    return _activation_op(x, 10, 0.0, 0.0)
-
-
-def neg(x):
-    """-x elementwise."""
-    return _activation_op(x, 11, 0.0, 0.0)
-
-
-def exp(x):
-    """e^x elementwise."""
-    return _activation_op(x, 12, 0.0, 0.0)
-
-
-def log(x):
-    """The natural logarithm elementwise (NaN below 0, -inf at 0)."""
-    return _activation_op(x, 13, 0.0, 0.0)
-
-
-def reciprocal(x):
-    """1 / x elementwise."""
-    return _activation_op(x, 14, 0.0, 0.0)
-
-
-def abs(x):  # noqa: A001 (the module's abs, as numpy.abs)
-    """|x| elementwise."""
-    return _activation_op(x, 15, 0.0, 0.0)
 
 
 def pow(x, exponent):  # noqa: A001 (the module's pow, as numpy.power's scalar form)

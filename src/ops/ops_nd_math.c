@@ -81,6 +81,19 @@ static pdnn_status shape_mismatch(const char *op, const pdnn_tensor *x, const pd
                        pdnn__desc_string(&x->desc, dx, sizeof dx), pdnn__desc_string(&y->desc, dy, sizeof dy), want);
 }
 
+/* need(), then x's view and axis as 0..rank-1 (*a), for the ops along
+ * one axis. */
+static pdnn_status need_axis(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n, int axis,
+                             view *v, int *a)
+{
+    pdnn_status st = need(op, ts, names, n);
+    if (st != PDNN_SUCCESS)
+        return st;
+    view_of(&ts[0]->desc, v);
+    *a = axis_of(axis, v->rank);
+    return *a < 0 ? bad_axis(op, "axis", axis, ts[0]) : PDNN_SUCCESS;
+}
+
 /* ---- transpose ------------------------------------------------------------ */
 
 /* c from y's dims yd and x's strides xs of y's logical axes, with y's own
@@ -159,14 +172,11 @@ pdnn_status pdnn_softmax_axis(const pdnn_tensor *x, int axis, int log, pdnn_tens
     static const char op[] = "pdnn_softmax_axis";
     const pdnn_tensor *ts[] = {x, y};
     const char *names[] = {"x", "y"};
-    pdnn_status st = need(op, ts, names, 2);
+    view v;
+    int a;
+    pdnn_status st = need_axis(op, ts, names, 2, axis, &v, &a);
     if (st != PDNN_SUCCESS)
         return st;
-    view v;
-    view_of(&x->desc, &v);
-    const int a = axis_of(axis, v.rank);
-    if (a < 0)
-        return bad_axis(op, "axis", axis, x);
     if (memcmp(&x->desc, &y->desc, sizeof x->desc) != 0)
         return shape_mismatch(op, x, y, "x's desc");
     if ((st = pdnn__check_alias(op, y, "y", x, "x", 0)) != PDNN_SUCCESS)
@@ -203,14 +213,11 @@ pdnn_status pdnn_layer_norm(const pdnn_tensor *x, int axis, float epsilon, const
     static const char op[] = "pdnn_layer_norm";
     const pdnn_tensor *ts[] = {x, y, scale, bias};
     const char *names[] = {"x", "y", "scale", "bias"};
-    pdnn_status st = need(op, ts, names, bias ? 4 : 3);
+    view v;
+    int a;
+    pdnn_status st = need_axis(op, ts, names, bias ? 4 : 3, axis, &v, &a);
     if (st != PDNN_SUCCESS)
         return st;
-    view v;
-    view_of(&x->desc, &v);
-    const int a = axis_of(axis, v.rank);
-    if (a < 0)
-        return bad_axis(op, "axis", axis, x);
     char dx[96], ds[96];
     if (!in_order(&x->desc))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
