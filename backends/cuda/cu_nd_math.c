@@ -46,7 +46,7 @@ static pdnn_status transpose_body(cu_dev *d, const pdnn__op_call *call, const vo
     (void)arg, (void)ws;
     const pdnn__transpose_call *c = &call->u.transpose;
     const float one = 1.0f, zero = 0.0f;
-    int64_t ys[PDNN_MAX_RANK];
+    int64_t ys[PDNN_MAX_RANK] = {0};
     packed(c->rank, c->dims, ys);
     RETURN_IF_FAILED(set_nd(d->t[TX], c->rank, c->dims, c->xs));
     RETURN_IF_FAILED(set_nd(d->t[TY], c->rank, c->dims, ys));
@@ -70,7 +70,7 @@ static pdnn_status softmax_body(cu_dev *d, const pdnn__op_call *call, const void
  * reduction's, created here; the caller destroys r. */
 static pdnn_status reduce_descriptors(cu_dev *d, const pdnn__reduce_call *c, cudnnReduceTensorDescriptor_t *r)
 {
-    int64_t xs[PDNN_MAX_RANK], yd[PDNN_MAX_RANK], ys[PDNN_MAX_RANK];
+    int64_t xs[PDNN_MAX_RANK] = {0}, yd[PDNN_MAX_RANK] = {0}, ys[PDNN_MAX_RANK] = {0};
     for (int k = 0; k < c->rank; k++)
         yd[k] = c->axes >> k & 1u ? 1 : c->dims[k];
     packed(c->rank, c->dims, xs);

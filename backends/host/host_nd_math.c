@@ -110,7 +110,7 @@ static pdnn_status reduce(void *dev, const pdnn__op_call *call, const pdnn__plan
         count *= red ? c->dims[k] : 1;
         n_x *= c->dims[k];
     }
-    double *acc = malloc((size_t)n_y * sizeof *acc);
+    double *acc = calloc((size_t)n_y, sizeof *acc);
     if (!acc)
         return pdnn__host_oom("pdnn_reduce", "the host's sums", (uint64_t)n_y * sizeof *acc);
     const int mx = c->kind == PDNN_REDUCTION_MAX, mn = c->kind == PDNN_REDUCTION_MIN;
