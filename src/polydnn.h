@@ -1000,8 +1000,9 @@ PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char 
  * ("LayerNormalization"; bias -1: none) x's desc; pdnn_graph_reduce
  * ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin") x's dims with
  * the reduced ones 1 (keepdims) or dropped (ND drops them from the
- * rank; NCHW moves the kept ones forward, 1s after). Only the transpose
- * is differentiable yet. */
+ * rank; NCHW moves the kept ones forward, 1s after). Differentiable so
+ * far: the transpose (the inverse permutation) and the softmaxes of NCHW
+ * or NHWC tensors (built of binary, reduce and exp nodes). */
 PDNN_API pdnn_status pdnn_graph_transpose(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                           const int *perm, pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_softmax_axis(pdnn_graph *g, const char *name, const char *device, pdnn_node x,

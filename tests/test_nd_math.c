@@ -193,3 +193,68 @@ Test(nd_math, transpose_gradient_is_the_inverse_permutation)
     pdnn_graph_destroy(g);
     pdnn_context_destroy(ctx);
 }
+
+/* loss = softmax_axis(x) * w (the seed of ones sums it): dx = y (w -
+ * sum_a(w y)); for log-softmax dx = w - softmax(x) sum_a(w); against those
+ * formulas in double, along C and along W, NCHW and NHWC. */
+Test(nd_math, softmax_gradients_match_their_formulas)
+{
+    pdnn_context *ctx = th_context();
+    float xv[120], w[120];
+    th_fill(xv, 120, 7);
+    th_fill(w, 120, 8);
+    const int64_t D[4] = {2, 3, 4, 5};
+    for (int c = 0; c < 8; c++) {
+        const int axis = c & 1 ? 3 : 1, log = c >> 1 & 1;
+        const pdnn_layout lay = c >> 2 ? PDNN_NHWC : PDNN_NCHW;
+        pdnn_graph *g = NULL;
+        cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+        const pdnn_tensor_desc dx = th_desc(lay, 2, 3, 4, 5);
+        pdnn_node x, wn, sm, loss, grad = -1;
+        cr_assert_eq(pdnn_graph_placeholder(g, "x", "/cpu:0", &dx, &x), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_constant(g, "w", "/cpu:0", &dx, w, &wn), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_softmax_axis(g, "s", "/cpu:0", x, axis, log, &sm), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        cr_assert_eq(pdnn_graph_binary(g, "loss", "/cpu:0", sm, wn, PDNN_BINARY_MUL, &loss), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_graph_gradients(g, loss, &x, 1, &grad), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_session_config cfg;
+        pdnn_session_config_init(&cfg);
+        pdnn_session *s = NULL;
+        cr_assert_eq(pdnn_session_create(g, &cfg, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_device *host;
+        cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host), PDNN_SUCCESS);
+        pdnn_tensor *xt = th_upload(host, &dx, xv), *gt = NULL;
+        cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &grad, 1, &gt), PDNN_SUCCESS, "%s", pdnn_last_error());
+        float *gv = th_download(gt);
+        int64_t st[4];
+        const int64_t nchw[4] = {60, 20, 5, 1}, nhwc[4] = {60, 1, 15, 3};
+        memcpy(st, lay == PDNN_NHWC ? nhwc : nchw, sizeof st);
+        for (int64_t i = 0; i < 120; i++) {
+            int64_t idx[4], r = i;
+            for (int k = 3; k >= 0; k--)
+                idx[k] = r % D[k], r /= D[k];
+            double m = -INFINITY, z = 0, sw = 0, swy = 0;
+            int64_t j[4];
+            memcpy(j, idx, sizeof j);
+            for (j[axis] = 0; j[axis] < D[axis]; j[axis]++)
+                m = fmax(m, xv[j[0] * st[0] + j[1] * st[1] + j[2] * st[2] + j[3] * st[3]]);
+            for (j[axis] = 0; j[axis] < D[axis]; j[axis]++)
+                z += exp(xv[j[0] * st[0] + j[1] * st[1] + j[2] * st[2] + j[3] * st[3]] - m);
+            for (j[axis] = 0; j[axis] < D[axis]; j[axis]++) {
+                const int64_t o = j[0] * st[0] + j[1] * st[1] + j[2] * st[2] + j[3] * st[3];
+                sw += w[o];
+                swy += w[o] * exp(xv[o] - m) / z;
+            }
+            const int64_t o = idx[0] * st[0] + idx[1] * st[1] + idx[2] * st[2] + idx[3] * st[3];
+            const double y = exp(xv[o] - m) / z, want = log ? w[o] - y * sw : y * (w[o] - swy);
+            cr_assert(fabs(gv[o] - want) < 1e-5, "case %d (axis %d, log %d, %s): dx at %lld is %g, expected %g", c,
+                      axis, log, lay == PDNN_NHWC ? "NHWC" : "NCHW", (long long)i, gv[o], want);
+        }
+        free(gv);
+        pdnn_tensor_release(xt);
+        pdnn_tensor_release(gt);
+        pdnn_session_destroy(s);
+        pdnn_graph_destroy(g);
+    }
+    pdnn_context_destroy(ctx);
+}
