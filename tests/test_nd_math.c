@@ -149,6 +149,26 @@ Test(nd_math, graph_nodes_run_the_ops)
     pdnn_context_destroy(ctx);
 }
 
+/* Runs g on /cpu:0 feeding x (desc d, values xv), fetching grad: its
+ * values (the caller frees); destroys g. */
+static float *run_gradient(pdnn_graph *g, pdnn_node x, const pdnn_tensor_desc *d, const float *xv, pdnn_node grad)
+{
+    pdnn_session_config c;
+    pdnn_session_config_init(&c);
+    pdnn_session *s = NULL;
+    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_device *host;
+    cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host), PDNN_SUCCESS);
+    pdnn_tensor *xt = th_upload(host, d, xv), *gt = NULL;
+    cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &grad, 1, &gt), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *gv = th_download(gt);
+    pdnn_tensor_release(xt);
+    pdnn_tensor_release(gt);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+    return gv;
+}
+
 /* loss = transpose(x) * w elementwise (summed by the seed of ones), so
  * dL/dx = w transposed back: perm {0, 2, 3, 1} is not its own inverse. */
 Test(nd_math, transpose_gradient_is_the_inverse_permutation)
@@ -171,15 +191,7 @@ Test(nd_math, transpose_gradient_is_the_inverse_permutation)
     cr_assert_eq(pdnn_graph_binary(g, "loss", "/cpu:0", t, wn, PDNN_BINARY_MUL, &loss), PDNN_SUCCESS, "%s",
                  pdnn_last_error());
     cr_assert_eq(pdnn_graph_gradients(g, loss, &x, 1, &grad), PDNN_SUCCESS, "%s", pdnn_last_error());
-    pdnn_session_config c;
-    pdnn_session_config_init(&c);
-    pdnn_session *s = NULL;
-    cr_assert_eq(pdnn_session_create(g, &c, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
-    pdnn_device *host;
-    cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host), PDNN_SUCCESS);
-    pdnn_tensor *xt = th_upload(host, &dx, xv), *gt = NULL;
-    cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &grad, 1, &gt), PDNN_SUCCESS, "%s", pdnn_last_error());
-    float *gv = th_download(gt);
+    float *gv = run_gradient(g, x, &dx, xv, grad);
     for (int n = 0; n < 2; n++)
         for (int ch = 0; ch < 3; ch++)
             for (int h = 0; h < 4; h++)
@@ -187,10 +199,6 @@ Test(nd_math, transpose_gradient_is_the_inverse_permutation)
                     cr_assert_eq(gv[((n * 3 + ch) * 4 + h) * 5 + wi], w[((n * 4 + h) * 5 + wi) * 3 + ch],
                                  "dx[%d,%d,%d,%d]", n, ch, h, wi);
     free(gv);
-    pdnn_tensor_release(xt);
-    pdnn_tensor_release(gt);
-    pdnn_session_destroy(s);
-    pdnn_graph_destroy(g);
     pdnn_context_destroy(ctx);
 }
 
@@ -217,15 +225,7 @@ Test(nd_math, softmax_gradients_match_their_formulas)
                      pdnn_last_error());
         cr_assert_eq(pdnn_graph_binary(g, "loss", "/cpu:0", sm, wn, PDNN_BINARY_MUL, &loss), PDNN_SUCCESS);
         cr_assert_eq(pdnn_graph_gradients(g, loss, &x, 1, &grad), PDNN_SUCCESS, "%s", pdnn_last_error());
-        pdnn_session_config cfg;
-        pdnn_session_config_init(&cfg);
-        pdnn_session *s = NULL;
-        cr_assert_eq(pdnn_session_create(g, &cfg, &s), PDNN_SUCCESS, "%s", pdnn_last_error());
-        pdnn_device *host;
-        cr_assert_eq(pdnn_device_find(pdnn_session_context(s), "/cpu:0", &host), PDNN_SUCCESS);
-        pdnn_tensor *xt = th_upload(host, &dx, xv), *gt = NULL;
-        cr_assert_eq(pdnn_session_run(s, &x, &xt, 1, &grad, 1, &gt), PDNN_SUCCESS, "%s", pdnn_last_error());
-        float *gv = th_download(gt);
+        float *gv = run_gradient(g, x, &dx, xv, grad);
         int64_t st[4];
         const int64_t nchw[4] = {60, 20, 5, 1}, nhwc[4] = {60, 1, 15, 3};
         memcpy(st, lay == PDNN_NHWC ? nhwc : nchw, sizeof st);
@@ -251,10 +251,6 @@ Test(nd_math, softmax_gradients_match_their_formulas)
                       axis, log, lay == PDNN_NHWC ? "NHWC" : "NCHW", (long long)i, gv[o], want);
         }
         free(gv);
-        pdnn_tensor_release(xt);
-        pdnn_tensor_release(gt);
-        pdnn_session_destroy(s);
-        pdnn_graph_destroy(g);
     }
     pdnn_context_destroy(ctx);
 }
