@@ -177,7 +177,7 @@ __kernel void ew_binary(__global const float *a, long a_off, long8 as, __global 
         bo += ik * sb[k];
     }
     const float av = a[ao], bv = b[bo];
-    y[y_off + i] = op == 0 ? av + bv : op == 1 ? av * bv : op == 2 ? av - bv : av / bv;
+    y[y_off + i] = op == 0 ? av + bv : op == 1 ? av * bv : op == 2 ? av - bv : op == 3 ? av / bv : pow(av, bv);
 }
 
 /* The element of x that padded coordinate o reads (of x's d; pads before
@@ -217,7 +217,8 @@ __kernel void ew_pad(__global const float *x, long x_off, long4 xs, __global flo
 /* mode 0 clip: min(max(x, alpha), beta), NaN kept; 1 leaky relu; 2
  * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should);
  * 3 hard sigmoid max(0, min(1, alpha x + beta)); 4 hard swish; 5 silu
- * x / (1 + exp(-x)) (x / inf = -0 below -88, as it should be). */
+ * x / (1 + exp(-x)) (x / inf = -0 below -88, as it should be); 6 on:
+ * the unary math (pdnn_activation's values; 16 pow x^alpha). */
 __kernel void ew_activation(__global const float *x, long x_off,
                             __global float *y, long y_off,
                             long n, int mode, float alpha, float beta)
@@ -237,8 +238,30 @@ __kernel void ew_activation(__global const float *x, long x_off,
         const float t = mode == 3 ? alpha * v + beta : v / 6.0f + 0.5f;
         const float h = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
         r = mode == 3 ? h : v * h;
-    } else
+    } else if (mode == 5)
         r = v / (1.0f + exp(-v));
+    else if (mode == 6)
+        r = erf(v);
+    else if (mode == 7)
+        r = 0.5f * v * (1.0f + erf(v * 0.70710678118654752f));
+    else if (mode == 8)
+        r = 0.5f * v * (1.0f + tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    else if (mode == 9)
+        r = tanh(v);
+    else if (mode == 10)
+        r = sqrt(v);
+    else if (mode == 11)
+        r = -v;
+    else if (mode == 12)
+        r = exp(v);
+    else if (mode == 13)
+        r = log(v);
+    else if (mode == 14)
+        r = 1.0f / v;
+    else if (mode == 15)
+        r = fabs(v);
+    else
+        r = pow(v, alpha);
     y[y_off + i] = r;
 }
 

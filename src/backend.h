@@ -223,6 +223,46 @@ typedef struct pdnn__pad_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__pad_call;
 
+/* The N-d math ops (src/ops/ops_nd_math.c); core has merged and dropped
+ * axes, so each call is in its plainest form.
+ * transpose: y packed row-major with dims[rank] (rank 0..PDNN_MAX_RANK,
+ *   no axis of size 1, no two neighbours that x holds contiguously), its
+ *   element (i0, ..) read from x[sum i_k xs[k]]. No aliasing. */
+typedef struct pdnn__transpose_call {
+    int rank;
+    int64_t dims[PDNN_MAX_RANK], xs[PDNN_MAX_RANK];
+    pdnn__buf x_buf, y_buf;
+} pdnn__transpose_call;
+
+/* softmax of packed [outer][n][inner] along n (log: log-softmax). No
+ * aliasing. */
+typedef struct pdnn__softmax_call {
+    int64_t outer, n, inner;
+    int log;
+    pdnn__buf x_buf, y_buf;
+} pdnn__softmax_call;
+
+/* layer norm of the rows of packed [rows][cols]: y = (x - mean) /
+ * sqrt(var + epsilon) * scale[j] + bias[j] (bias region NULL: none),
+ * var biased. No aliasing. */
+typedef struct pdnn__layer_norm_call {
+    int64_t rows, cols;
+    float epsilon;
+    pdnn__buf x_buf, scale_buf, bias_buf, y_buf;
+} pdnn__layer_norm_call;
+
+/* reduction of packed x with dims[rank] (rank 0..PDNN_MAX_RANK, no axis
+ * of size 1 unless rank is 1, neighbours of one kind merged: reduced and
+ * kept axes alternate) over the axes whose bit is set in axes; y packed
+ * with those dims 1. No aliasing. */
+typedef struct pdnn__reduce_call {
+    int rank;
+    int64_t dims[PDNN_MAX_RANK];
+    unsigned axes;
+    pdnn_reduction kind;
+    pdnn__buf x_buf, y_buf;
+} pdnn__reduce_call;
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */
@@ -272,6 +312,10 @@ typedef enum pdnn__op {
     PDNN__OP_TRANSFORM = 15,        /* u.transform (pdnn_transform) */
     PDNN__OP_BINARY = 16,           /* u.binary (pdnn_binary) */
     PDNN__OP_PAD = 17,              /* u.pad (pdnn_pad) */
+    PDNN__OP_ND_TRANSPOSE = 18,        /* u.transpose (pdnn_transpose) */
+    PDNN__OP_ND_SOFTMAX = 19,          /* u.softmax (pdnn_softmax_axis) */
+    PDNN__OP_ND_LAYER_NORM = 20,       /* u.layer_norm (pdnn_layer_norm) */
+    PDNN__OP_ND_REDUCE = 21,           /* u.reduce (pdnn_reduce) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -325,6 +369,10 @@ typedef struct pdnn__op_call {
         pdnn__transform_call transform;
         pdnn__binary_call binary;
         pdnn__pad_call pad;
+        pdnn__transpose_call transpose;
+        pdnn__softmax_call softmax;
+        pdnn__layer_norm_call layer_norm;
+        pdnn__reduce_call reduce;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

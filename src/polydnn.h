@@ -719,7 +719,21 @@ typedef enum pdnn_activation {
     PDNN_ACTIVATION_SIGMOID = 2,      /* 1 / (1 + exp(-x)); alpha, beta unused */
     PDNN_ACTIVATION_HARD_SIGMOID = 3, /* max(0, min(1, alpha * x + beta)); ONNX's defaults 0.2, 0.5 */
     PDNN_ACTIVATION_HARD_SWISH = 4,   /* x * max(0, min(1, x / 6 + 1 / 2)); alpha, beta unused */
-    PDNN_ACTIVATION_SILU = 5          /* x / (1 + exp(-x)) (swish); alpha, beta unused */
+    PDNN_ACTIVATION_SILU = 5,         /* x / (1 + exp(-x)) (swish); alpha, beta unused */
+    /* The unary math of ONNX and transformers (alpha, beta unused unless
+     * said); CUDA runs TANH and NEG, and refuses the others (cuDNN lacks
+     * them). */
+    PDNN_ACTIVATION_ERF = 6,
+    PDNN_ACTIVATION_GELU = 7,       /* x / 2 (1 + erf(x / sqrt 2)), the exact form */
+    PDNN_ACTIVATION_GELU_TANH = 8,  /* x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+    PDNN_ACTIVATION_TANH = 9,
+    PDNN_ACTIVATION_SQRT = 10,      /* NaN below 0 */
+    PDNN_ACTIVATION_NEG = 11,
+    PDNN_ACTIVATION_EXP = 12,
+    PDNN_ACTIVATION_LOG = 13,       /* NaN below 0, -inf at 0 */
+    PDNN_ACTIVATION_RECIPROCAL = 14,
+    PDNN_ACTIVATION_ABS = 15,
+    PDNN_ACTIVATION_POW = 16        /* x ^ alpha (C's pow: NaN for x < 0 and a fractional alpha); alpha finite */
 } pdnn_activation;
 
 /* y = f(x) for mode f. x and y: float32, the same dims and layout (any
@@ -748,7 +762,8 @@ typedef enum pdnn_binary_op {
     PDNN_BINARY_ADD = 0,
     PDNN_BINARY_MUL = 1,
     PDNN_BINARY_SUB = 2, /* a - b */
-    PDNN_BINARY_DIV = 3  /* a / b (IEEE: x / 0 is +-inf or NaN) */
+    PDNN_BINARY_DIV = 3, /* a / b (IEEE: x / 0 is +-inf or NaN) */
+    PDNN_BINARY_POW = 4  /* a ^ b (C's pow; CUDA refuses it) */
 } pdnn_binary_op;
 PDNN_API pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_op op, pdnn_tensor *y);
 
@@ -805,6 +820,53 @@ PDNN_API pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int
  * tensor gives H, W, C order. pdnn_tensor_view is the same without a
  * copy. */
 PDNN_API pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y);
+
+/* ---- N-d math (any rank; docs/c-api.md "N-d math") ----
+ * These take tensors of any layout by their logical dims (PDNN_ND's
+ * dims[0..rank), {N, C, H, W} for the image layouts, {length} for X),
+ * float32, one device; axes are logical axes, a negative axis counts from
+ * the end (-1 the last). Their outputs may overlap no input. Each is a
+ * registry op: host "direct" (the reference, sums in double), OpenCL
+ * "direct" (and transpose "tiled"), CUDA "cudnn" where cuDNN has it. */
+
+/* y = x with its axes permuted (numpy.transpose, ONNX's Transpose):
+ * y's logical axis k is x's axis perm[k] (perm NULL: reversed), so y's
+ * dims are x's permuted; x and y may have different layouts (x NCHW, y
+ * ND {N, H, W, C} is NCHW -> NHWC bytes; the same dims in two layouts is
+ * pdnn_transform). rank <= PDNN_MAX_RANK; perm a permutation of 0..rank-1.
+ * CUDA: cudnnTransformTensor. */
+PDNN_API pdnn_status pdnn_transpose(const pdnn_tensor *x, const int *perm, pdnn_tensor *y);
+
+/* y = softmax of x along one axis (ONNX Softmax / LogSoftmax from opset
+ * 13), max-subtracted; log: log-softmax, x - max - log(sum exp(x - max)).
+ * y has x's desc. CUDA: cudnnSoftmaxForward (ACCURATE or LOG). */
+PDNN_API pdnn_status pdnn_softmax_axis(const pdnn_tensor *x, int axis, int log, pdnn_tensor *y);
+
+/* ONNX's LayerNormalization (Y only): each row of the dims from axis on
+ * is normalized by its mean and biased variance (in float; the host
+ * reference in double), y = (x - mean) / sqrt(var + epsilon) * scale +
+ * bias, scale and bias (bias may be NULL) of one element per element of
+ * a row (any desc: the normalized dims' shape, packed). x's layout must
+ * store its logical dims in order (ND, NCHW, OIHW, X); y has x's desc;
+ * epsilon >= 0 (ONNX's default 1e-5). CUDA: none (cuDNN's legacy API has
+ * no layer norm): it refuses. */
+PDNN_API pdnn_status pdnn_layer_norm(const pdnn_tensor *x, int axis, float epsilon, const pdnn_tensor *scale,
+                                     const pdnn_tensor *bias, pdnn_tensor *y);
+
+/* y = x reduced over n_axes axes (ONNX ReduceSum, ReduceMean, ReduceMax,
+ * ReduceMin): n_axes 0 reduces every axis. y is x's desc with those dims
+ * 1 (keepdims) or any tensor holding x's other dims in x's memory order
+ * (a PDNN_ND tensor of x's dims without them, for x in ND or NCHW). An empty reduction gives sum
+ * 0, mean NaN, max -inf, min +inf; max and min propagate NaN. CUDA:
+ * cudnnReduceTensor. */
+typedef enum pdnn_reduction {
+    PDNN_REDUCTION_SUM = 0,
+    PDNN_REDUCTION_MEAN = 1,
+    PDNN_REDUCTION_MAX = 2,
+    PDNN_REDUCTION_MIN = 3
+} pdnn_reduction;
+PDNN_API pdnn_status pdnn_reduce(const pdnn_tensor *x, const int *axes, int n_axes, pdnn_reduction op,
+                                 pdnn_tensor *y);
 
 /* ------------------------------------------------------------------ */
 /* Training ops: activation gradient, loss, optimizers                  */
@@ -959,6 +1021,25 @@ PDNN_API pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, cons
 PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                     const int64_t pads[4], pdnn_pad_mode mode, float value, pdnn_node *out);
 
+/* The N-d math ops as nodes (docs/graphs.md). The output keeps x's
+ * layout: pdnn_graph_transpose's has x's dims permuted ("TransposeNd";
+ * its gradient is the inverse permutation); pdnn_graph_softmax_axis
+ * ("SoftmaxNd", "LogSoftmax") and pdnn_graph_layer_norm
+ * ("LayerNormalization"; bias -1: none) x's desc; pdnn_graph_reduce
+ * ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin") x's dims with
+ * the reduced ones 1 (keepdims) or dropped (ND drops them from the
+ * rank; NCHW moves the kept ones forward, 1s after). Differentiable so
+ * far: the transpose (the inverse permutation) and the softmaxes of NCHW
+ * or NHWC tensors (built of binary, reduce and exp nodes). */
+PDNN_API pdnn_status pdnn_graph_transpose(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                          const int *perm, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_softmax_axis(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                             int axis, int log, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_layer_norm(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                           int axis, float epsilon, pdnn_node scale, pdnn_node bias, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_reduce(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       const int *axes, int n_axes, pdnn_reduction op, int keepdims, pdnn_node *out);
+
 /* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
  * the transform back). */
 PDNN_API pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
@@ -1084,7 +1165,10 @@ typedef struct pdnn_onnx_io {
  * ReduceMax, ReduceSum (over H and W), Pad (of H and W: constant,
  * reflect, edge; zeros that an AveragePool alone reads become its
  * padding), Gemm, MatMul, Flatten, Reshape (constant shape),
- * Softmax, Dropout and Identity (removed), Constant. A model holding other
+ * Softmax, Dropout and Identity (removed), Constant; Transpose, Softmax
+ * and LogSoftmax on any axis, LayerNormalization (Y only), Erf (torch's
+ * GELU pattern fused into one node), Tanh, Sqrt, Exp, Log, Neg,
+ * Reciprocal, Abs, Pow, ReduceMean/Sum/Max/Min over any axes. A model holding other
  * operators is refused with PDNN_ERR_UNSUPPORTED listing every one with
  * its count ("unsupported operators: Transpose x12, Erf x4"), the first
  * such node and the supported ops; a malformed file is PDNN_ERR_CORRUPT; a

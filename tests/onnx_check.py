@@ -323,7 +323,7 @@ def zoo_op_cases():
     yield "pad_constant_value", model(nodes, x, None, [pads, init("v", np.float32(0.75))]), x
     yield "pad_channels_refused", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
                                         [init("p", np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64))]), x
-    yield "reducemean_c_refused", model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1])], x, None), x
+    yield "reducemean_c", model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1])], x, None), x
     nodes = [helper.make_node("Pad", ["x", "p"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
     yield "pad_zeros", model(nodes, x, None, [init("p", np.zeros(8, np.int64))]), x
     # ReduceMean/Max/Sum over H, W (MNASNet's head), keepdims 1 and 0
@@ -343,10 +343,72 @@ def zoo_op_cases():
     yield "reducemean_gemm", model(nodes, x, None, [init("w", rnd(4, 3))]), x
 
 
+def nd_math_cases():
+    """Transpose, Softmax/LogSoftmax on any axis, LayerNormalization, the
+    unary math, Pow and reductions over any axes (rank-4 and rank-2
+    inputs: the graph's inputs take those ranks), and the GELU that
+    torch exports (x / sqrt 2, Erf, + 1, * x, * 0.5) in both orders."""
+    x = [2, 3, 5, 7]
+    for perm in ([0, 2, 3, 1], [3, 1, 0, 2], None):
+        kw = {"perm": perm} if perm else {}
+        nodes = [helper.make_node("Transpose", ["x"], ["t"], **kw), helper.make_node("Relu", ["t"], ["y"])]
+        yield f"transpose_{''.join(map(str, perm)) if perm else 'reversed'}", model(nodes, x, None), x
+    for axis in (-1, 1, 2, 0):
+        yield f"softmax_axis{axis}", model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], x, None), x
+        yield f"logsoftmax_axis{axis}", model([helper.make_node("LogSoftmax", ["x"], ["y"], axis=axis)], x, None), x
+    m = [9, 33]
+    yield "logsoftmax_matrix_opset11", model([helper.make_node("LogSoftmax", ["x"], ["y"])], m, None, opset=11), m
+    for axis, shape in ((-1, [7]), (1, [3, 5, 7]), (2, [5, 7])):
+        nodes = [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis, epsilon=1e-3)]
+        yield f"layernorm_axis{axis}", model(nodes, x, None, [init("s", rnd(*shape)), init("b", rnd(*shape))],
+                                             opset=17), x
+    nodes = [helper.make_node("LayerNormalization", ["x", "s"], ["y"])]
+    yield "layernorm_matrix_nobias", model(nodes, m, None, [init("s", rnd(33))], opset=17), m
+    nodes = [helper.make_node("LayerNormalization", ["x", "s"], ["y", "mean"])]
+    yield "layernorm_mean_output_refused", model(nodes, m, None, [init("s", rnd(33))], opset=17), m
+    for op in ("Erf", "Tanh", "Sqrt", "Exp", "Log", "Neg", "Reciprocal", "Abs"):
+        nodes = [helper.make_node("Abs", ["x"], ["a"]), helper.make_node(op, ["a"], ["y"])] if op in (
+            "Sqrt", "Log") else [helper.make_node(op, ["x"], ["y"])]
+        yield f"unary_{op.lower()}", model(nodes, x, None), x
+    nodes = [helper.make_node("Pow", ["x", "e"], ["y"])]
+    yield "pow_scalar", model(nodes, x, None, [init("e", np.float32(3.0))]), x
+    nodes = [helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Pow", ["a", "e"], ["y"])]
+    yield "pow_tensor", model(nodes, x, None, [init("e", rnd(3, 1, 1))]), x
+    for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"):
+        # (outputs of rank 2 and 4: load_onnx hands rank 3 back as 4 until
+        # Python tensors take any rank)
+        for axes, keep in (([1], 1), ([0, 2], 0), ([1, 3], 0), ([0, 3], 1)):
+            nodes = [helper.make_node(op, ["x"], ["y"], axes=axes, keepdims=keep)]
+            yield f"{op.lower()}_{''.join(map(str, axes))}_keep{keep}", model(nodes, x, None, opset=13 if op != "ReduceSum" else 11), x
+    # every axis (keepdims: a rank-0 output is the tool's any-rank work)
+    nodes = [helper.make_node("ReduceMax", ["x"], ["y"], keepdims=1)]
+    yield "reducemax_all", model(nodes, m, None), m
+    # LayerNorm as exporters before opset 17 write it, over the last axis
+    # and over the last two (scale and bias on either side of Mul, Add)
+    for name, axes, shape in (("layernorm_decomposed_w", [-1], [7]), ("layernorm_decomposed_hw", [2, 3], [5, 7])):
+        nodes = [helper.make_node("ReduceMean", ["x"], ["mu"], axes=axes), helper.make_node("Sub", ["x", "mu"], ["d"]),
+                 helper.make_node("Pow", ["d", "two"], ["p"]), helper.make_node("ReduceMean", ["p"], ["v"], axes=axes),
+                 helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+                 helper.make_node("Div", ["d", "s"], ["nd"]), helper.make_node("Mul", ["w", "nd"], ["m"]),
+                 helper.make_node("Add", ["m", "b"], ["y"])]
+        yield name, model(nodes, x, None, [init("two", np.float32(2)), init("eps", np.float32(1e-5)),
+                                           init("w", rnd(*shape)), init("b", rnd(*shape))]), x
+    # GELU as torch writes it: x * 0.5 * (1 + erf(x / sqrt 2)), and (x * (1 + erf(x / sqrt 2))) * 0.5
+    r2 = [init("r2", np.float32(np.sqrt(2.0))), init("one", np.float32(1.0)), init("half", np.float32(0.5))]
+    nodes = [helper.make_node("Div", ["x", "r2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["x", "half"], ["h"]),
+             helper.make_node("Mul", ["h", "a"], ["y"])]
+    yield "gelu_half_first", model(nodes, x, None, r2), x
+    nodes = [helper.make_node("Div", ["x", "r2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["one", "e"], ["a"]), helper.make_node("Mul", ["x", "a"], ["m"]),
+             helper.make_node("Mul", ["m", "half"], ["y"])]
+    yield "gelu_half_last", model(nodes, x, None, r2), x
+
+
 # Cases that polydnn must refuse, each with a phrase of the message.
 REFUSED_CASES = {
     "pad_channels_refused": "only non-negative pads of H and W are supported",
-    "reducemean_c_refused": "only over H and W (2, 3) of a rank-4 input is supported",
+    "layernorm_mean_output_refused": "the Mean and InvStdDev outputs are not supported",
 }
 
 TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
@@ -437,10 +499,13 @@ def main():
             all_cases = list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         else:
             all_cases = (list(cases()) + list(activation_cases()) + list(binary_cases()) + list(zoo_op_cases())
-                         + list(nd_cases()) + list(torch_cases(tmp)))
+                         + list(nd_cases()) + list(nd_math_cases()) + list(torch_cases(tmp)))
         if os.environ.get("PDNN_ONNX_CASES"):  # a prefix: run only those (while working on them)
             all_cases = [c for c in all_cases if c[0].startswith(os.environ["PDNN_ONNX_CASES"])]
+        only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
         for name, m, x_shape in all_cases:
+            if only and not any(name.startswith(o) for o in only):
+                continue
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(m, path)
             x = rng.uniform(-1, 1, x_shape).astype(np.float32)
@@ -488,6 +553,18 @@ def main():
                 if not plans:
                     print(f"FAIL {tag}: --memory-stats printed no plan line\n{r.stdout}")
                     failed += 1
+                # A decomposed LayerNorm must become one node (no Sqrt left).
+                if name.startswith("layernorm_decomposed") and not extra:
+                    pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
+                    if pr.returncode != 0 or "| Sqrt |" in pr.stdout or "| LayerNormalization |" not in pr.stdout:
+                        print(f"FAIL {tag}: the LayerNorm pattern was not fused\n{pr.stdout}{pr.stderr}")
+                        failed += 1
+                # torch's GELU must become one Gelu node (no Erf left).
+                if name.startswith("gelu") and not extra:
+                    pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
+                    if pr.returncode != 0 or "| Erf |" in pr.stdout or "| Gelu |" not in pr.stdout:
+                        print(f"FAIL {tag}: the GELU pattern was not fused\n{pr.stdout}{pr.stderr}")
+                        failed += 1
                 # Conv + Clip(0, c) must fuse (no Clip node in the profile)
                 # unless --no-fusion, which keeps the Clip.
                 if name.startswith("conv_relu6") and not extra:

@@ -2629,7 +2629,7 @@ int main(int argc, char **argv)
         make_backward_cases();
         add_bn_cases();
     }
-    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set)
+    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) + parity_nd_math_count(h.opt.op, h.opt.set)
                    : h.opt.mode == MODE_TEST ? parity_nd_count(h.opt.op, h.opt.set)
                                              : 0;
     for (int i = 0; i < n_cases; i++)
@@ -2673,6 +2673,8 @@ int main(int argc, char **argv)
         parity_train_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
     if (h.opt.mode == MODE_TEST && h.ndev > 0)
         parity_nd_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
+    if (h.opt.mode == MODE_GRAD && h.ndev > 0)
+        parity_nd_math_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
 
     /* Coverage: an algorithm that ran no case of the whole table, or a
      * configuration that ran on no case, is a hole, not a pass (unless

@@ -30,10 +30,16 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
 /* The N-d cases (parity_nd.c, test mode): binary, matmul, activations and
  * transform on ND tensors of rank 0 to 6; counted and run as above. */
 int parity_nd_count(int op, const char *set);
-/* calloc that exits on failure; a tensor of d on dev holding data (NULL:
- * uninitialised), NULL on failure (parity_train.c). */
-void *parity_calloc(size_t n, size_t size);
-pdnn_tensor *parity_tensor(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data);
 void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
+
+/* parity_train.c's helpers: calloc or exit, and a tensor on dev with data
+ * (NULL: uninitialised), NULL when that fails. */
+void *parity_xcalloc(size_t n, size_t size);
+pdnn_tensor *parity_make(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data);
+
+/* The N-d math ops' cases (parity_nd_math.c, grad mode): transpose,
+ * softmax, layer_norm, reduce; as parity_train_*, without the host. */
+int parity_nd_math_count(int op, const char *set);
+void parity_nd_math_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo, int verbose);
 
 #endif

@@ -206,8 +206,8 @@ static void reference(const nd_case *c, const float *a, const float *b, ref_out 
         if (rb > 1)
             yd[ry++] = n;
         o->n = batch * m * n;
-        o->v = parity_calloc((size_t)o->n, sizeof(double));
-        o->mag = parity_calloc((size_t)o->n, sizeof(double));
+        o->v = parity_xcalloc((size_t)o->n, sizeof(double));
+        o->mag = parity_xcalloc((size_t)o->n, sizeof(double));
         memset(idx, 0, sizeof idx);
         const int64_t am = ra == 1 ? 1 : ad[ra - 2], an = ad[ra - 1], bm = rb == 1 ? bd[0] : bd[rb - 2],
                       bn = rb == 1 ? 1 : bd[rb - 1];
@@ -246,7 +246,7 @@ static void reference(const nd_case *c, const float *a, const float *b, ref_out 
     o->y.rank = ry;
     memcpy(o->y.d, yd, (size_t)ry * sizeof yd[0]);
     o->n = count(yd, ry);
-    o->v = parity_calloc((size_t)o->n, sizeof(double));
+    o->v = parity_xcalloc((size_t)o->n, sizeof(double));
     memset(idx, 0, sizeof idx);
     for (int64_t t = 0; t < o->n; t++) {
         const double x = a[c->op == PDNN__OP_BINARY ? bcast_off(idx, ry, ad, ra) : t];
@@ -268,9 +268,9 @@ static pdnn_status run_one(pdnn_device *dev, const nd_case *c, const ref_out *o,
 {
     const pdnn_tensor_desc ad = desc_of(&c->a), bd = desc_of(&c->b);
     const pdnn_tensor_desc yd = c->op == PDNN__OP_TRANSFORM ? bd : desc_of(&o->y);
-    pdnn_tensor *x = parity_tensor(dev, &ad, a), *w = NULL, *y = parity_tensor(dev, &yd, NULL);
+    pdnn_tensor *x = parity_make(dev, &ad, a), *w = NULL, *y = parity_make(dev, &yd, NULL);
     if (c->op == PDNN__OP_BINARY || c->op == PDNN__OP_GEMM)
-        w = parity_tensor(dev, &bd, b);
+        w = parity_make(dev, &bd, b);
     pdnn_status st = !x || !y || ((c->op == PDNN__OP_BINARY || c->op == PDNN__OP_GEMM) && !w) ? PDNN_ERR_OUT_OF_MEMORY
                      : c->op == PDNN__OP_BINARY ? pdnn_binary(x, w, (pdnn_binary_op)c->arg, y)
                      : c->op == PDNN__OP_GEMM   ? pdnn_matmul(x, w, (c->arg & 2) != 0, c->arg & 1, y)
@@ -340,7 +340,7 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
             snprintf(cname, sizeof cname, "%s x%s -> y%s", c->set, sa, sb);
         const pdnn_tensor_desc ad = desc_of(&c->a), bd = desc_of(&c->b);
         const int64_t na = pdnn_tensor_desc_elements(&ad), nb = pdnn_tensor_desc_elements(&bd);
-        float *a = parity_calloc((size_t)na, sizeof(float)), *b = parity_calloc((size_t)nb, sizeof(float));
+        float *a = parity_xcalloc((size_t)na, sizeof(float)), *b = parity_xcalloc((size_t)nb, sizeof(float));
         th_fill(a, na, 2000u + (uint32_t)ci * 13u);
         th_fill(b, nb, 3000u + (uint32_t)ci * 13u);
         if (c->op == PDNN__OP_ACTIVATION)
@@ -348,7 +348,7 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
                 a[i] *= 6.0f; /* past every activation's corners */
         ref_out o;
         reference(c, a, b, &o);
-        float *got = parity_calloc((size_t)o.n, sizeof(float));
+        float *got = parity_xcalloc((size_t)o.n, sizeof(float));
         for (int di = 0; di < ndev; di++) {
             const pdnn__algo *const *list = pdnn__algos(devs[di], c->op);
             for (int ai = 0; list && list[ai]; ai++) {

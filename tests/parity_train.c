@@ -31,6 +31,10 @@
 #include "helpers.h"
 #include "parity.h"
 
+/* shared with parity_nd_math.c (parity.h) */
+#define xcalloc parity_xcalloc
+#define make parity_make
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +154,23 @@ static const train_case cases[] = {
     {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SILU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 120.0f, 0, 0, PDNN_ACTIVATION_SILU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     {{1, 3, 2, 2}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 1.0f, 0, 0, PDNN_ACTIVATION_SILU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    /* The unary math: x spread wide enough to reach each function's
+     * tails (erf's and tanh's saturation, GELU's cancellation below -4),
+     * the specials 0, -0, NaN; sqrt and log of negatives (NaN), of 0
+     * (0, -inf), reciprocal of 0 (inf); pow by an integer (negative bases
+     * too) and by a fraction (NaN there). */
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_ERF, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{4099, 1, 1, 1}, "activation", ACT, PDNN_LAYOUT_X, 0, 0, 0, 8.0f, 0, 0, PDNN_ACTIVATION_GELU, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 6.0f, 0, 0, PDNN_ACTIVATION_GELU_TANH, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 10.0f, 0, 0, PDNN_ACTIVATION_TANH, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 7, 1, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_SQRT, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 3, 5, 7}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_NEG, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 10.0f, 0, 0, PDNN_ACTIVATION_EXP, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NHWC, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_LOG, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{1, 9, 2, 5}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_RECIPROCAL, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 3, 5, 7}, "activation", ACT, PDNN_NCHW, 0, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_ABS, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{17, 5, 3, 3}, "activation", ACT, PDNN_NCHW, 3.0f, 0, 0, 3.0f, 0, 0, PDNN_ACTIVATION_POW, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
+    {{2, 9, 2, 5}, "activation", ACT, PDNN_NHWC, 0.5f, 0, 0, 4.0f, 0, 0, PDNN_ACTIVATION_POW, 0, {0, 0, 0, 0}, PDNN_BINARY_ADD},
     /* Layout transforms: NCHW <-> NHWC both ways, a 1x1 image, batch 17,
      * channels not a multiple of 4, and the filter layouts. */
     {{2, 5, 3, 7}, "transform", TRANSFORM, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, PDNN_NHWC, {0, 0, 0, 0}, PDNN_BINARY_ADD},
@@ -188,6 +209,9 @@ static const train_case cases[] = {
     {{3, 6, 4, 5}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {3, 1, 1, 5}, PDNN_BINARY_ADD},
     {{1, 3, 1, 1}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {1, 3, 1, 1}, PDNN_BINARY_MUL},
     {{1, 1, 1, 1}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {1, 1, 1, 1}, PDNN_BINARY_ADD},
+    /* pow: a positive (make_inputs), b any exponent, and b per channel */
+    {{2, 7, 4, 5}, "binary", BINARY, PDNN_NCHW, 0, 0, 0, 0, 0, 0, 0, 0, {2, 7, 4, 5}, PDNN_BINARY_POW},
+    {{2, 7, 4, 5}, "binary", BINARY, PDNN_NHWC, 0, 0, 0, 0, 0, 0, 0, 0, {1, 7, 1, 1}, PDNN_BINARY_POW},
     /* Pad (x's dims, the value, the mode, the pads {top, left, bottom,
      * right}): constant (0 and another value), reflect to the edge's
      * limit, edge; each side alone and all four; both layouts; a 1x1
@@ -243,8 +267,10 @@ int parity_train_count(int op, const char *set)
     return n;
 }
 
-static const char *const act_names[] = {"clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "silu"};
-static const char *const bop_names[] = {"add", "mul", "sub", "div"};
+static const char *const act_names[] = {"clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "silu",
+                                        "erf",  "gelu",       "gelu_tanh", "tanh",      "sqrt",       "neg",
+                                        "exp",  "log",        "reciprocal", "abs",      "pow"};
+static const char *const bop_names[] = {"add", "mul", "sub", "div", "pow"};
 
 static void case_name(const train_case *c, char *buf, size_t len)
 {
@@ -302,7 +328,7 @@ static pdnn_tensor_desc desc_of(const train_case *c)
     return d;
 }
 
-static void *xcalloc(size_t n, size_t size)
+void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (!p) {
@@ -312,7 +338,7 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static pdnn_tensor *make(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data)
+pdnn_tensor *make(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data)
 {
     pdnn_tensor *t = NULL;
     if (pdnn_tensor_create(dev, d, &t) != PDNN_SUCCESS)
@@ -598,6 +624,17 @@ static double naive_act(const train_case *c, double x)
     case PDNN_ACTIVATION_HARD_SIGMOID: return fmax(0.0, fmin(1.0, (double)c->offset * x + (double)c->amp));
     case PDNN_ACTIVATION_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
     case PDNN_ACTIVATION_SILU: return x / (1.0 + exp(-x));
+    case PDNN_ACTIVATION_ERF: return erf(x);
+    case PDNN_ACTIVATION_GELU: return x * 0.5 * erfc(-x / sqrt(2.0)); /* erfc: no cancellation below 0 */
+    case PDNN_ACTIVATION_GELU_TANH: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case PDNN_ACTIVATION_TANH: return tanh(x);
+    case PDNN_ACTIVATION_SQRT: return sqrt(x);
+    case PDNN_ACTIVATION_NEG: return -x;
+    case PDNN_ACTIVATION_EXP: return exp(x);
+    case PDNN_ACTIVATION_LOG: return log(x);
+    case PDNN_ACTIVATION_RECIPROCAL: return 1.0 / x;
+    case PDNN_ACTIVATION_ABS: return fabs(x);
+    case PDNN_ACTIVATION_POW: return pow(x, (double)c->offset);
     }
     return NAN;
 }
@@ -663,7 +700,9 @@ static double compare(const train_case *c, const inputs *in, const float *got, c
     }
     if (c->k == ACT) { /* relative above 1, absolute below (sigmoid's tail may flush to 0); NaN where NaN */
         for (int64_t i = 0; i < in->n; i++) {
-            const double e = isnan(ref[i]) && isnan(got[i]) ? 0.0 : fabs((double)got[i] - ref[i]) / fmax(fabs(ref[i]), 1.0);
+            const double e = (isnan(ref[i]) && isnan(got[i])) || (double)got[i] == ref[i]
+                                 ? 0.0 /* NaN, or the same infinity */
+                                 : fabs((double)got[i] - ref[i]) / fmax(fabs(ref[i]), 1.0);
             if (!(e <= worst)) {
                 worst = isnan(e) ? INFINITY : e;
                 *at = i;
@@ -781,6 +820,8 @@ static void make_inputs(const train_case *c, int ci, inputs *in)
         const pdnn_tensor_desc a = desc_of(c), e = bdesc_of(c);
         th_fill(in->x, pdnn_tensor_desc_elements(&a), seed);
         th_fill(in->w0, pdnn_tensor_desc_elements(&e), seed + 1);
+        for (int64_t i = 0; c->bop == PDNN_BINARY_POW && i < pdnn_tensor_desc_elements(&a); i++)
+            in->x[i] = 0.05f + 2.0f * fabsf(in->x[i]); /* pow's bases positive: no NaN to compare */
     }
     if (c->k == ACT) {
         th_fill(in->x, in->n, seed);
@@ -873,6 +914,7 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
                             ref[yo] = c->bop == PDNN_BINARY_MUL   ? x * y
                                       : c->bop == PDNN_BINARY_SUB ? x - y
                                       : c->bop == PDNN_BINARY_DIV ? x / y
+                                      : c->bop == PDNN_BINARY_POW ? pow(x, y)
                                                                   : x + y;
                         }
         } else if (c->k == PAD) {
@@ -974,5 +1016,3 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
 }
 
 /* The helpers above for the other case files (parity.h). */
-void *parity_calloc(size_t n, size_t size) { return xcalloc(n, size); }
-pdnn_tensor *parity_tensor(pdnn_device *dev, const pdnn_tensor_desc *d, const void *data) { return make(dev, d, data); }

@@ -698,7 +698,7 @@ Test(graph, activation_and_concat_nodes)
         cr_assert_eq(pdnn_graph_concat(g, NULL, dev, mism, 2, 4, &bad), PDNN_ERR_INVALID_ARGUMENT);
         cr_assert_eq(pdnn_graph_activation(g, NULL, dev, x, PDNN_ACTIVATION_CLIP, 1, 0, &bad),
                      PDNN_ERR_INVALID_ARGUMENT);
-        cr_assert_eq(pdnn_graph_activation(g, NULL, dev, x, (pdnn_activation)9, 0, 0, &bad),
+        cr_assert_eq(pdnn_graph_activation(g, NULL, dev, x, (pdnn_activation)99, 0, 0, &bad),
                      PDNN_ERR_INVALID_ARGUMENT);
         logbuf log = {{0}};
         pdnn_session *s = session(g, 0, &log);

@@ -160,6 +160,17 @@ static void others(pdnn_device *dev)
     pdnn_tensor_release(lab);
     pdnn_tensor_release(loss);
     pdnn_tensor_release(v);
+    /* The N-d math (nd_math.cl): each kernel of the file once. */
+    const int perm[4] = {1, 0, 2, 3}, axis[1] = {1};
+    pdnn_tensor_desc td = th_desc(PDNN_NCHW, 6, 4, 1, 1), rd = th_desc(PDNN_NCHW, 4, 1, 1, 1);
+    pdnn_tensor *t = th_upload(dev, &td, NULL), *r = th_upload(dev, &rd, NULL);
+    cr_assert_eq(pdnn_transpose(a, perm, t), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_softmax_axis(a, 1, 1, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_softmax_axis(a, 0, 0, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_layer_norm(a, 1, 1e-5f, bias, bias, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_reduce(a, axis, 1, PDNN_REDUCTION_MEAN, r), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_release(t);
+    pdnn_tensor_release(r);
     double gflops = 0, gbs = 0;
     cr_assert_eq(pdnn_device_measure_peak(dev, &gflops, &gbs), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_release(a);

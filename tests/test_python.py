@@ -685,6 +685,49 @@ class NewOpsMatchTorch(unittest.TestCase):
         m = torch_input((4, 10), False, 75) * 5
         torch.testing.assert_close(to_matrix(polydnn.softmax(m)), torch.softmax(m, dim=1), rtol=1e-5, atol=1e-6)
 
+    def test_nd_math_matches_torch(self):
+        """transpose, softmax/log_softmax on an axis, layer_norm, the
+        reductions (keepdims) and the unary math on rank-4 NCHW tensors
+        (any rank is the N-d tensors' work), on every device."""
+        t = torch_input((2, 3, 4, 5), False, 81) * 3
+        w, b = torch_input((5,), False, 82), torch_input((5,), False, 83)
+        for dev in every_device():
+            x = polydnn.from_dlpack(t).to(dev)
+
+            def back(y):
+                return torch.from_dlpack(y.to("/cpu:0"))
+            with self.subTest(device=dev):
+                tr = polydnn.transpose(x, (0, 2, 3, 1))
+                self.assertEqual(tr.shape, (2, 4, 5, 3))
+                torch.testing.assert_close(back(tr), t.permute(0, 2, 3, 1).contiguous(), rtol=0, atol=0)
+                torch.testing.assert_close(back(polydnn.transpose(x)), t.permute(3, 2, 1, 0).contiguous(),
+                                           rtol=0, atol=0)
+                for axis in (1, -1, 2):
+                    torch.testing.assert_close(back(polydnn.softmax(x, axis=axis)), torch.softmax(t, axis),
+                                               rtol=1e-5, atol=1e-6)
+                    torch.testing.assert_close(back(polydnn.log_softmax(x, axis)), torch.log_softmax(t, axis),
+                                               rtol=1e-5, atol=1e-5)
+                torch.testing.assert_close(back(polydnn.layer_norm(x, w, b)), F.layer_norm(t, (5,), w, b),
+                                           rtol=1e-5, atol=1e-5)
+                for name, ref in (("reduce_sum", torch.sum), ("reduce_mean", torch.mean),
+                                  ("reduce_max", torch.amax), ("reduce_min", torch.amin)):
+                    got = getattr(polydnn, name)(x, (1, 3))
+                    self.assertEqual(got.shape, (2, 1, 4, 1))
+                    torch.testing.assert_close(back(got), ref(t, (1, 3), keepdim=True), rtol=1e-5, atol=1e-5)
+                a = t.abs() + 0.1
+                pa = polydnn.from_dlpack(a).to(dev)
+                for got, ref in ((polydnn.erf(x), torch.erf(t)), (polydnn.gelu(x), F.gelu(t)),
+                                 (polydnn.gelu(x, "tanh"), F.gelu(t, approximate="tanh")),
+                                 (polydnn.tanh(x), torch.tanh(t)), (polydnn.sqrt(pa), torch.sqrt(a)),
+                                 (polydnn.neg(x), -t), (polydnn.exp(x), torch.exp(t)), (polydnn.log(pa), torch.log(a)),
+                                 (polydnn.reciprocal(pa), 1 / a), (polydnn.abs(x), t.abs()),
+                                 (polydnn.pow(x, 3), t ** 3)):
+                    torch.testing.assert_close(back(got), ref, rtol=1e-5, atol=1e-5)
+        with self.assertRaisesRegex(polydnn.Error, "perm must hold each"):
+            polydnn.transpose(t, (0, 0, 1, 2))
+        with self.assertRaisesRegex(ValueError, "approximate"):
+            polydnn.gelu(t, "fast")
+
     def test_reshape_and_flatten(self):
         t = torch_input((2, 3, 4, 5), False, 76)
         x = polydnn.from_dlpack(t)

@@ -106,7 +106,13 @@
     X(cudnnDeriveBNTensorDescriptor)                                                               \
     X(cudnnBatchNormalizationForwardTraining)                                                      \
     X(cudnnBatchNormalizationForwardInference)                                                     \
-    X(cudnnBatchNormalizationBackward)
+    X(cudnnBatchNormalizationBackward)                                                             \
+    X(cudnnSetTensorNdDescriptor)                                                                  \
+    X(cudnnCreateReduceTensorDescriptor)                                                           \
+    X(cudnnDestroyReduceTensorDescriptor)                                                          \
+    X(cudnnSetReduceTensorDescriptor)                                                              \
+    X(cudnnGetReductionWorkspaceSize)                                                              \
+    X(cudnnReduceTensor)
 
 #define CUBLAS_FUNCS(X)                                                                            \
     X(cublasCreate)                                                                                \

@@ -250,8 +250,14 @@ static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
         return leaky_run(d, c);
     if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
         return clip_run(d, c);
+    if (c->mode == PDNN_ACTIVATION_NEG) {
+        const pdnn__scale_call s = {.n = c->n, .alpha = -1.0f, .x_buf = c->x_buf, .y_buf = c->y_buf};
+        return scale_run(d, &s);
+    }
     cudnnActivationDescriptor_t a = d->act;
-    if (c->mode == PDNN_ACTIVATION_SIGMOID)
+    if (c->mode == PDNN_ACTIVATION_TANH)
+        DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_TANH, CUDNN_PROPAGATE_NAN, 0.0);
+    else if (c->mode == PDNN_ACTIVATION_SIGMOID)
         DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SIGMOID, CUDNN_PROPAGATE_NAN, 0.0);
     else if (c->mode == PDNN_ACTIVATION_SILU) { /* swish with beta 1: x sigmoid(x) */
         DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_SWISH, CUDNN_PROPAGATE_NAN, 0.0);
@@ -338,9 +344,14 @@ static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     (void)dev;
     if (call->op == PDNN__OP_PAD && call->u.pad.mode != PDNN_PAD_CONSTANT)
         pdnn__plan_refuse(plan, "cuDNN has no %s padding", call->u.pad.mode == PDNN_PAD_REFLECT ? "reflect" : "edge");
-    if (call->op == PDNN__OP_ACTIVATION &&
-        (call->u.act.mode == PDNN_ACTIVATION_HARD_SIGMOID || call->u.act.mode == PDNN_ACTIVATION_HARD_SWISH))
-        pdnn__plan_refuse(plan, "cuDNN has no hard sigmoid or hard swish (mode %d)", (int)call->u.act.mode);
+    if (call->op == PDNN__OP_ACTIVATION && (call->u.act.mode == PDNN_ACTIVATION_HARD_SIGMOID ||
+                                            call->u.act.mode == PDNN_ACTIVATION_HARD_SWISH ||
+                                            (call->u.act.mode >= PDNN_ACTIVATION_ERF &&
+                                             call->u.act.mode != PDNN_ACTIVATION_TANH && call->u.act.mode != PDNN_ACTIVATION_NEG)))
+        pdnn__plan_refuse(plan, "cuDNN has no activation mode %d (of the unary math it has tanh, and neg as a scale)",
+                          (int)call->u.act.mode);
+    if (call->op == PDNN__OP_BINARY && call->u.binary.kind == PDNN_BINARY_POW)
+        pdnn__plan_refuse(plan, "cudnnOpTensor has no power");
     if (call->op != PDNN__OP_BINARY)
         return;
     const pdnn__binary_call *c = &call->u.binary;

@@ -461,6 +461,13 @@ static const pdnn__algo *const cu_bn_bwd_algos[] = {&pdnn__cu_algo_bn_bwd, NULL}
 extern const pdnn__algo pdnn__cu_algo_act_cudnn, pdnn__cu_algo_transform_cudnn, pdnn__cu_algo_binary_cudnn,
     pdnn__cu_algo_scale_cudnn, pdnn__cu_algo_matmul_cublas, pdnn__cu_algo_pad_cudnn;
 static const pdnn__algo *const cu_pad_algos[] = {&pdnn__cu_algo_pad_cudnn, NULL};
+/* the N-d math ops (cu_nd_math.c) */
+extern const pdnn__algo pdnn__cu_algo_transpose_cudnn, pdnn__cu_algo_softmax_cudnn, pdnn__cu_algo_layer_norm_none,
+    pdnn__cu_algo_reduce_cudnn;
+static const pdnn__algo *const cu_transpose_algos[] = {&pdnn__cu_algo_transpose_cudnn, NULL};
+static const pdnn__algo *const cu_softmax_algos[] = {&pdnn__cu_algo_softmax_cudnn, NULL};
+static const pdnn__algo *const cu_layer_norm_algos[] = {&pdnn__cu_algo_layer_norm_none, NULL};
+static const pdnn__algo *const cu_reduce_algos[] = {&pdnn__cu_algo_reduce_cudnn, NULL};
 static const pdnn__algo *const cu_act_algos[] = {&pdnn__cu_algo_act_cudnn, NULL};
 static const pdnn__algo *const cu_transform_algos[] = {&pdnn__cu_algo_transform_cudnn, NULL};
 static const pdnn__algo *const cu_binary_algos[] = {&pdnn__cu_algo_binary_cudnn, NULL};
@@ -500,6 +507,10 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_TRANSFORM] = cu_transform_algos,
               [PDNN__OP_BINARY] = cu_binary_algos,
               [PDNN__OP_PAD] = cu_pad_algos,
+              [PDNN__OP_ND_TRANSPOSE] = cu_transpose_algos,
+              [PDNN__OP_ND_SOFTMAX] = cu_softmax_algos,
+              [PDNN__OP_ND_LAYER_NORM] = cu_layer_norm_algos,
+              [PDNN__OP_ND_REDUCE] = cu_reduce_algos,
               [PDNN__OP_SCALE] = cu_scale_algos},
     .add = pdnn__cu_add,
     .bias_add = pdnn__cu_bias_add,

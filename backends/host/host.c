@@ -766,6 +766,13 @@ static const pdnn__algo *const host_binary_algos[] = {&pdnn__host_binary_direct,
 static const pdnn__algo *const host_pad_algos[] = {&pdnn__host_pad_direct, NULL};
 static const pdnn__algo *const host_scale_algos[] = {&pdnn__host_scale_direct, NULL};
 static const pdnn__algo *const host_activation_algos[] = {&pdnn__host_activation_direct, NULL};
+/* The N-d math ops' references (host_nd_math.c). */
+extern const pdnn__algo pdnn__host_transpose_direct, pdnn__host_softmax_direct, pdnn__host_layer_norm_direct,
+    pdnn__host_reduce_direct;
+static const pdnn__algo *const host_transpose_algos[] = {&pdnn__host_transpose_direct, NULL};
+static const pdnn__algo *const host_softmax_algos[] = {&pdnn__host_softmax_direct, NULL};
+static const pdnn__algo *const host_layer_norm_algos[] = {&pdnn__host_layer_norm_direct, NULL};
+static const pdnn__algo *const host_reduce_algos[] = {&pdnn__host_reduce_direct, NULL};
 static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 static const pdnn__algo host_matmul_direct = {
     .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul,
@@ -800,7 +807,11 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_ACTIVATION] = host_activation_algos,
               [PDNN__OP_TRANSFORM] = host_transform_algos,
               [PDNN__OP_BINARY] = host_binary_algos,
-              [PDNN__OP_PAD] = host_pad_algos},
+              [PDNN__OP_PAD] = host_pad_algos,
+              [PDNN__OP_ND_TRANSPOSE] = host_transpose_algos,
+              [PDNN__OP_ND_SOFTMAX] = host_softmax_algos,
+              [PDNN__OP_ND_LAYER_NORM] = host_layer_norm_algos,
+              [PDNN__OP_ND_REDUCE] = host_reduce_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

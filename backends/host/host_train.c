@@ -40,6 +40,27 @@ static pdnn_status scale(void *dev, const pdnn__op_call *call, const pdnn__plan 
 /* max(0, min(1, t)) in double; NaN stays NaN. */
 static float hard_sigmoid(double t) { return t < 0.0 ? 0.0f : t > 1.0 ? 1.0f : (float)t; }
 
+/* The unary math modes (erf onward), in double. */
+static float unary(pdnn_activation mode, float alpha, float x)
+{
+    const double v = x;
+    switch (mode) {
+    case PDNN_ACTIVATION_ERF: return (float)erf(v);
+    case PDNN_ACTIVATION_GELU: return (float)(0.5 * v * (1.0 + erf(v / sqrt(2.0))));
+    case PDNN_ACTIVATION_GELU_TANH:
+        return (float)(0.5 * v * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (v + 0.044715 * v * v * v))));
+    case PDNN_ACTIVATION_TANH: return (float)tanh(v);
+    case PDNN_ACTIVATION_SQRT: return (float)sqrt(v);
+    case PDNN_ACTIVATION_NEG: return -x;
+    case PDNN_ACTIVATION_EXP: return (float)exp(v);
+    case PDNN_ACTIVATION_LOG: return (float)log(v);
+    case PDNN_ACTIVATION_RECIPROCAL: return (float)(1.0 / v);
+    case PDNN_ACTIVATION_ABS: return fabsf(x);
+    case PDNN_ACTIVATION_POW: return (float)pow(v, (double)alpha);
+    default: return NAN;
+    }
+}
+
 static pdnn_status activation(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                               pdnn__run_report *rep)
 {
@@ -56,6 +77,7 @@ static pdnn_status activation(void *dev, const pdnn__op_call *call, const pdnn__
         case PDNN_ACTIVATION_HARD_SIGMOID: y[i] = hard_sigmoid((double)c->alpha * v + c->beta); break;
         case PDNN_ACTIVATION_HARD_SWISH: y[i] = (float)(v * hard_sigmoid(v / 6.0 + 0.5)); break;
         case PDNN_ACTIVATION_SILU: y[i] = (float)(v / (1.0 + exp(-(double)v))); break;
+        default: y[i] = unary(c->mode, c->alpha, v); break;
         }
     }
     return PDNN_SUCCESS;
@@ -68,6 +90,7 @@ static float binary_op(pdnn_binary_op kind, float a, float b)
     case PDNN_BINARY_MUL: return a * b;
     case PDNN_BINARY_SUB: return a - b;
     case PDNN_BINARY_DIV: return a / b;
+    case PDNN_BINARY_POW: return (float)pow((double)a, (double)b);
     }
     return NAN;
 }

@@ -501,6 +501,17 @@ static const pdnn__algo *const cl_transform_algos[] = {&pdnn__cl_algo_transform_
 extern const pdnn__algo pdnn__cl_algo_binary_direct, pdnn__cl_algo_pad_direct;
 static const pdnn__algo *const cl_binary_algos[] = {&pdnn__cl_algo_binary_direct, NULL};
 static const pdnn__algo *const cl_pad_algos[] = {&pdnn__cl_algo_pad_direct, NULL};
+/* the N-d math ops (cl_nd_math.c) */
+extern const pdnn__algo pdnn__cl_algo_transpose_direct, pdnn__cl_algo_transpose_tiled, pdnn__cl_algo_softmax_direct,
+    pdnn__cl_algo_softmax_group, pdnn__cl_algo_layer_norm_direct, pdnn__cl_algo_layer_norm_group,
+    pdnn__cl_algo_reduce_direct;
+static const pdnn__algo *const cl_transpose_algos[] = {&pdnn__cl_algo_transpose_tiled, &pdnn__cl_algo_transpose_direct,
+                                                       NULL};
+static const pdnn__algo *const cl_softmax_algos[] = {&pdnn__cl_algo_softmax_group, &pdnn__cl_algo_softmax_direct,
+                                                     NULL};
+static const pdnn__algo *const cl_layer_norm_algos[] = {&pdnn__cl_algo_layer_norm_group,
+                                                        &pdnn__cl_algo_layer_norm_direct, NULL};
+static const pdnn__algo *const cl_reduce_algos[] = {&pdnn__cl_algo_reduce_direct, NULL};
 static const pdnn__algo *const cl_activation_algos[] = {&pdnn__cl_algo_activation_direct, NULL};
 static const pdnn__algo *const cl_scale_algos[] = {&pdnn__cl_algo_scale_direct, NULL};
 /* matmul (cl_matmul.c) */
@@ -550,7 +561,11 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_ACTIVATION] = cl_activation_algos,
               [PDNN__OP_TRANSFORM] = cl_transform_algos,
               [PDNN__OP_BINARY] = cl_binary_algos,
-              [PDNN__OP_PAD] = cl_pad_algos},
+              [PDNN__OP_PAD] = cl_pad_algos,
+              [PDNN__OP_ND_TRANSPOSE] = cl_transpose_algos,
+              [PDNN__OP_ND_SOFTMAX] = cl_softmax_algos,
+              [PDNN__OP_ND_LAYER_NORM] = cl_layer_norm_algos,
+              [PDNN__OP_ND_REDUCE] = cl_reduce_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,

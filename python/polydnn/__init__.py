@@ -38,6 +38,8 @@ __all__ = [
     "__version__", "Error", "Context", "Device", "Tensor", "default_context", "devices",
     "empty", "from_dlpack", "from_numpy", "conv2d", "conv_algorithms", "max_pool2d", "avg_pool2d", "version",
     "matmul", "add", "add_n", "bias_add", "relu", "softmax", "reshape", "flatten",
+    "transpose", "log_softmax", "layer_norm", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "erf",
+    "gelu", "tanh", "sqrt", "neg", "exp", "log", "reciprocal", "abs", "pow",
     "clip", "leaky_relu", "sigmoid", "concat", "transform",
     "Graph", "Node", "Session",
     "batch_norm", "batch_norm_backward",
@@ -245,6 +247,10 @@ _activation = _fn("pdnn_activation_forward", _c_int, _vp, _c_int, ctypes.c_float
 _concat = _fn("pdnn_concat", _c_int, _P(_vp), _c_int, _c_int, _vp)
 _transform = _fn("pdnn_transform", _c_int, _vp, _vp)
 _softmax = _fn("pdnn_softmax", _c_int, _vp, _vp)
+_transpose = _fn("pdnn_transpose", _c_int, _vp, _P(_c_int), _vp)
+_softmax_axis = _fn("pdnn_softmax_axis", _c_int, _vp, _c_int, _c_int, _vp)
+_layer_norm = _fn("pdnn_layer_norm", _c_int, _vp, _c_int, ctypes.c_float, _vp, _vp, _vp)
+_reduce = _fn("pdnn_reduce", _c_int, _vp, _P(_c_int), _c_int, _c_int, _vp)
 _matmul = _fn("pdnn_matmul", _c_int, _vp, _vp, _c_int, _c_int, _vp)
 _reshape = _fn("pdnn_reshape", _c_int, _vp, _vp)
 _relu_backward = _fn("pdnn_relu_backward", _c_int, _vp, _vp, _vp)
@@ -363,6 +369,7 @@ _ACTIVATION, _FILTER = 0, 1
 _LAYOUT_X = 5
 _ND = 6
 _MAX_RANK = 8
+_LAYOUT_ND = _ND
 _FLOAT32, _INT32 = 0, 3
 _DTYPE_NAMES = {_FLOAT32: "float32", _INT32: "int32"}
 _KDLCPU = 1
@@ -1408,14 +1415,140 @@ def transform(x, layout):
     return y
 
 
-def softmax(x):
+def softmax(x, axis=None):
     """Softmax over the channels (dim 1: a matrix's columns), as
-    torch.softmax(x, dim=1)."""
+    torch.softmax(x, dim=1); or along axis (torch.softmax(x, dim=axis),
+    max-subtracted; a negative axis counts from the end)."""
     ctx, dev = _placement(x)
     x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
     y = _empty_like(x, ctx)
-    _check(_softmax(x._handle(), y._handle()))
+    if axis is None:
+        _check(_softmax(x._handle(), y._handle()))
+    else:
+        _check(_softmax_axis(x._handle(), _int(axis, "axis"), 0, y._handle()))
     return y
+
+
+# ---- N-d math: the axes are the tensor's logical ones (an image's N, C, H, W)
+
+
+def log_softmax(x, axis=-1):
+    """torch.log_softmax(x, dim=axis): x - max - log(sum(exp(x - max)))."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    y = _empty_like(x, ctx)
+    _check(_softmax_axis(x._handle(), _int(axis, "axis"), 1, y._handle()))
+    return y
+
+
+def _rank(t):
+    d = t._desc()
+    return d.rank if d.layout == _LAYOUT_ND else 1 if d.layout == _LAYOUT_X else 4
+
+
+def transpose(x, perm=None):
+    """x with its axes permuted (numpy.transpose, torch's permute): axis k
+    of the result is x's axis perm[k] (None reverses them); the result
+    keeps x's layout, so an NCHW x with perm (0, 2, 3, 1) gives an NCHW
+    tensor of dims (N, H, W, C)."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    r = _rank(x)
+    perm = list(range(r - 1, -1, -1)) if perm is None else _ints(perm, r, "perm")
+    d = x._desc()
+    dims = [d.dims[p] if 0 <= p < r else 0 for p in perm]
+    y = _empty_like(x, ctx, dims + list(d.dims[r:4]) if r <= 4 else None)
+    _check(_transpose(x._handle(), (_c_int * max(r, 1))(*perm), y._handle()))
+    return y
+
+
+def layer_norm(x, weight, bias=None, axis=-1, eps=1e-5):
+    """ONNX's LayerNormalization (torch.nn.functional.layer_norm over the
+    dims from axis on): (x - mean) / sqrt(var + eps) * weight + bias,
+    weight and bias one value per element of a normalized row."""
+    ctx, dev = _placement(x, weight, bias)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    w = _as_tensor(weight, _ACTIVATION, None, ctx, x.device, "weight")
+    b = None if bias is None else _as_tensor(bias, _ACTIVATION, None, ctx, x.device, "bias")
+    y = _empty_like(x, ctx)
+    _check(_layer_norm(x._handle(), _int(axis, "axis"), _real(eps, "eps"), w._handle(),
+                       None if b is None else b._handle(), y._handle()))
+    return y
+
+
+def _reduction(x, axes, keepdims, op):
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    r = _rank(x)
+    axes = [] if axes is None else [axes] if isinstance(axes, int) else list(axes)
+    axes = [_int(a, "axes") for a in axes]
+    red = {a + r if a < 0 else a for a in axes} if axes else set(range(r))
+    d = x._desc()
+    if keepdims:
+        y = _empty_like(x, ctx, [1 if k in red else d.dims[k] for k in range(4)] if r <= 4 else None)
+        if r > 4:
+            for k in red:
+                d.dims[k] = 1
+            y = _empty_from(x, ctx, d)
+    else:
+        kept = [d.dims[k] for k in range(r) if k not in red]
+        nd = _Desc(d.dtype, _LAYOUT_ND, (_c_int64 * 8)(*(kept + [1] * (8 - len(kept)))), len(kept))
+        y = _empty_from(x, ctx, nd)
+    _check(_reduce(x._handle(), (_c_int * max(len(axes), 1))(*axes), len(axes), op, y._handle()))
+    return y
+
+
+def _empty_from(t, ctx, d):
+    h = _vp()
+    _check(_tensor_create(_tensor_device(t._handle()), ctypes.byref(d), ctypes.byref(h)))
+    return Tensor(ctx, h)
+
+
+def _reduction_fn(name, op, what):
+    def fn(x, axes=None, keepdims=True):
+        return _reduction(x, axes, keepdims, op)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = ("The %s over axes (None: all), ONNX's %s (keepdims: the reduced dims stay as 1s; else an "
+                  "N-d tensor without them)." % (what, "Reduce" + name[len("reduce_"):].capitalize()))
+    return fn
+
+
+reduce_sum = _reduction_fn("reduce_sum", 0, "sum")
+reduce_mean = _reduction_fn("reduce_mean", 1, "mean")
+reduce_max = _reduction_fn("reduce_max", 2, "largest (NaN wins)")
+reduce_min = _reduction_fn("reduce_min", 3, "smallest (NaN wins)")
+
+
+def _unary_fn(name, mode, doc):
+    def fn(x):
+        return _activation_op(x, mode, 0.0, 0.0)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+erf = _unary_fn("erf", 6, "The error function elementwise (torch.erf).")
+tanh = _unary_fn("tanh", 9, "tanh elementwise.")
+sqrt = _unary_fn("sqrt", 10, "The square root elementwise (NaN below 0).")
+neg = _unary_fn("neg", 11, "-x elementwise.")
+exp = _unary_fn("exp", 12, "e^x elementwise.")
+log = _unary_fn("log", 13, "The natural logarithm elementwise (NaN below 0, -inf at 0).")
+reciprocal = _unary_fn("reciprocal", 14, "1 / x elementwise.")
+abs = _unary_fn("abs", 15, "|x| elementwise (the module's, as numpy.abs).")  # noqa: A001
+
+
+def gelu(x, approximate="none"):
+    """torch.nn.functional.gelu: x / 2 (1 + erf(x / sqrt 2)), or with
+    approximate="tanh" x / 2 (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError("polydnn: gelu's approximate is 'none' or 'tanh', not %r" % (approximate,))
+    return _activation_op(x, 7 if approximate == "none" else 8, 0.0, 0.0)
+
+
+def pow(x, exponent):  # noqa: A001 (the module's pow, as numpy.power's scalar form)
+    """x ** exponent elementwise, exponent a number (C's pow: NaN for a
+    negative x and a fractional exponent)."""
+    return _activation_op(x, 16, _real(exponent, "exponent"), 0.0)
 
 
 def reshape(x, shape):

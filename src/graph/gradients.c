@@ -66,6 +66,53 @@ static pdnn_status emit_matmul(grad_state *s, int f, const char *tag, pdnn_node 
     return st;
 }
 
+/* An elementwise node of forward node f: a (op) b, b broadcast where
+ * bcast (pdnn__node's bcast: 2 b repeats). */
+static pdnn_status emit_binary(grad_state *s, int f, const char *type, pdnn_binary_op op, pdnn_node a, pdnn_node b,
+                               int bcast, pdnn_node *res)
+{
+    const pdnn_tensor_desc out = s->g->nodes[f].out;
+    pdnn_node q[2] = {a, b};
+    pdnn_status st = emit(s, f, type, PDNN__OP_ELTWISE, &out, q, 2, res);
+    if (st == PDNN_SUCCESS) {
+        s->g->nodes[*res].binop = op;
+        s->g->nodes[*res].bcast = bcast;
+    }
+    return st;
+}
+
+/* Softmax node f (y) along axis a: dx = y (dy - sum_a(dy y)); log-softmax:
+ * dx = dy - exp(y) sum_a(dy). The sums are reductions keeping a as 1,
+ * broadcast back by the binary nodes, which take rank-4 image tensors. */
+static pdnn_status softmax_backprop(grad_state *s, int f, pdnn_node dy, pdnn_node x)
+{
+    const pdnn__node fw = s->g->nodes[f];
+    if (fw.out.layout != PDNN_NCHW && fw.out.layout != PDNN_NHWC)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (%s): the gradient of a softmax "
+                           "is built of binary nodes, which take NCHW or NHWC tensors only yet", fw.name,
+                           pdnn__op_type(&fw));
+    pdnn_tensor_desc sd = fw.out;
+    sd.dims[fw.axis] = 1;
+    pdnn_node p = dy, e = -1, sum = -1, t = -1, dx = -1, y = f;
+    /* log-softmax: e = exp(y), the softmax, and the sum is dy's; else p = dy y */
+    pdnn_status st = fw.nd_flag ? emit(s, f, "Exp", PDNN__OP_ACT, &fw.out, &y, 1, &e)
+                                : emit_binary(s, f, "Mul", PDNN_BINARY_MUL, dy, f, 0, &p);
+    if (st == PDNN_SUCCESS && fw.nd_flag)
+        s->g->nodes[e].act = PDNN_ACTIVATION_EXP;
+    if (st == PDNN_SUCCESS && (st = emit(s, f, "Sum", PDNN__OP_NDMATH, &sd, &p, 1, &sum)) == PDNN_SUCCESS) {
+        s->g->nodes[sum].nd_kind = PDNN__ND_REDUCE;
+        s->g->nodes[sum].axes_mask = 1u << fw.axis;
+        s->g->nodes[sum].nd_flag = PDNN_REDUCTION_SUM;
+    }
+    if (st == PDNN_SUCCESS)
+        st = fw.nd_flag ? emit_binary(s, f, "Mul", PDNN_BINARY_MUL, e, sum, 2, &t)
+                        : emit_binary(s, f, "Sub", PDNN_BINARY_SUB, dy, sum, 2, &t);
+    if (st == PDNN_SUCCESS)
+        st = fw.nd_flag ? emit_binary(s, f, "Sub", PDNN_BINARY_SUB, dy, t, 0, &dx)
+                        : emit_binary(s, f, "Mul", PDNN_BINARY_MUL, f, t, 0, &dx);
+    return st == PDNN_SUCCESS ? add_part(s, x, dx) : st;
+}
+
 /* Adds the gradients of node f's inputs, given dy (f's summed gradient). */
 static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, int loss)
 {
@@ -193,9 +240,10 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
                                    "pdnn_graph_gradients: node '%s' (%s) broadcasts its input %c; the gradient "
                                    "with respect to a broadcast input (a sum over its repeated dims) is not "
                                    "defined yet", fw.name, pdnn__op_type(&fw), "ab"[k]);
-        if (fw.binop == PDNN_BINARY_DIV && (NEED(0) || NEED(1)))
+        if ((fw.binop == PDNN_BINARY_DIV || fw.binop == PDNN_BINARY_POW) && (NEED(0) || NEED(1)))
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (%s): the gradient of a "
-                               "division is not defined yet", fw.name, pdnn__op_type(&fw));
+                               "%s is not defined yet", fw.name, pdnn__op_type(&fw),
+                               fw.binop == PDNN_BINARY_DIV ? "division" : "power");
         for (int k = 0; k < 2 && st == PDNN_SUCCESS; k++) {
             if (!NEED(k))
                 continue;
@@ -225,6 +273,20 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
         if (!NEED(0))
             return PDNN_SUCCESS;
         st = emit(s, f, "Transpose", PDNN__OP_TRANSPOSE, &s->g->nodes[in[0]].out, &dy, 1, &r);
+        return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
+    case PDNN__OP_NDMATH: /* a permutation's gradient: the inverse permutation */
+        if (fw.nd_kind == PDNN__ND_SOFTMAX)
+            return NEED(0) ? softmax_backprop(s, f, dy, in[0]) : PDNN_SUCCESS;
+        if (fw.nd_kind != PDNN__ND_TRANSPOSE)
+            break;
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        st = emit(s, f, "TransposeNd", PDNN__OP_NDMATH, &s->g->nodes[in[0]].out, &dy, 1, &r);
+        if (st == PDNN_SUCCESS) {
+            s->g->nodes[r].nd_kind = PDNN__ND_TRANSPOSE;
+            for (int k = 0; k < pdnn_tensor_desc_rank(&fw.out); k++)
+                s->g->nodes[r].perm[fw.perm[k]] = k;
+        }
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     case PDNN__OP_RESHAPE:
         if (!NEED(0))

@@ -13,7 +13,8 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "Conv2DBackpropFilter", "BiasAddGrad", "PoolGrad", "ReluGrad",
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
                                          "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad",
-                                         "FusedBatchNormV3", "FusedBatchNormGradV3", "Dropout", "ClipGrad"};
+                                         "FusedBatchNormV3", "FusedBatchNormGradV3", "Dropout", "ClipGrad",
+                                         "NdMath"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -29,11 +30,16 @@ const char *pdnn__op_type(const pdnn__node *n)
         return n->binop == PDNN_BINARY_MUL   ? "Mul"
                : n->binop == PDNN_BINARY_SUB ? "Sub"
                : n->binop == PDNN_BINARY_DIV ? "RealDiv"
+               : n->binop == PDNN_BINARY_POW ? "Pow"
                                              : "AddV2";
     if (n->op == PDNN__OP_ACT) {
-        static const char *const act_names[] = {"Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Silu"};
+        static const char *const act_names[] = {"Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Silu",
+                                                "Erf",  "Gelu",      "GeluTanh", "Tanh",     "Sqrt",      "Neg",
+                                                "Exp",  "Log",       "Reciprocal", "Abs",    "Pow"};
         return (unsigned)n->act < sizeof act_names / sizeof *act_names ? act_names[n->act] : "Activation";
     }
+    if (n->op == PDNN__OP_NDMATH)
+        return pdnn__nd_math_op_type(n);
     return base_names[n->op];
 }
 
@@ -190,6 +196,17 @@ static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs
 }
 
 static const pdnn_tensor_desc *in_desc(const pdnn_graph *g, pdnn_node n) { return &g->nodes[n].out; }
+
+pdnn_status pdnn__graph_begin(pdnn_graph *g, const char *fn, const char *name, const char *device,
+                              pdnn__node_op op, const pdnn_node *inputs, int n_inputs, pdnn_node *out, pdnn__node *nd)
+{
+    return begin(g, fn, name, device, op, inputs, n_inputs, out, nd);
+}
+
+pdnn_status pdnn__graph_finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs, pdnn_node *out)
+{
+    return finish(g, nd, inputs, n_inputs, out);
+}
 
 static pdnn_status shape_error(const pdnn__node *nd, const char *msg)
 {
@@ -490,8 +507,9 @@ pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *devic
     pdnn_status st = begin(g, "pdnn_graph_binary", name, device, PDNN__OP_ELTWISE, in, 2, out, &nd);
     if (st != PDNN_SUCCESS)
         return st;
-    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV)
-        return shape_error(&nd, "op is not a pdnn_binary_op (ADD, MUL, SUB, DIV)");
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV &&
+        op != PDNN_BINARY_POW)
+        return shape_error(&nd, "op is not a pdnn_binary_op (ADD, MUL, SUB, DIV, POW)");
     nd.binop = op;
     const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
     if (da->dtype != PDNN_FLOAT32 || db->dtype != PDNN_FLOAT32)

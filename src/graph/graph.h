@@ -42,7 +42,8 @@ typedef enum pdnn__node_op {
     PDNN__OP_DROPOUT,          /* x, flag, step: x * mask while the flag is 1, else x; alpha the ratio, seed;
                                   the mask depends on (seed, step, element) only, so the gradient (the same
                                   op applied to dy) uses the forward's mask */
-    PDNN__OP_G_CLIP_BWD        /* y, dy: dy where alpha < y < beta, else 0 (Clip's and ReLU6's gradient) */
+    PDNN__OP_G_CLIP_BWD,       /* y, dy: dy where alpha < y < beta, else 0 (Clip's and ReLU6's gradient) */
+    PDNN__OP_NDMATH            /* graph_nd_math.c: nd_kind, perm, axes_mask, nd_flag, alpha the epsilon */
 } pdnn__node_op;
 
 typedef struct pdnn__node {
@@ -71,6 +72,10 @@ typedef struct pdnn__node {
     uint64_t seed;      /* DROPOUT */
     int trainable;      /* VARIABLE: a weight of a trainable import (pdnn_graph_add_training trains it) */
     int lr_var;         /* APPLY: 1 + the "learning_rate" variable read at each step; 0: optim's */
+    int nd_kind;        /* NDMATH: pdnn__nd_kind */
+    int perm[PDNN_MAX_RANK]; /* NDMATH transpose */
+    unsigned axes_mask; /* NDMATH reduce: the reduced axes */
+    int nd_flag;        /* NDMATH: softmax log; reduce pdnn_reduction; transpose, layer norm unused */
 } pdnn__node;
 
 struct pdnn_graph {
@@ -80,6 +85,22 @@ struct pdnn_graph {
 
 /* Ops that produce no value (fetching them runs them and gives NULL). */
 static inline int pdnn__no_value(const pdnn__node *n) { return n->op == PDNN__OP_APPLY || n->op == PDNN__OP_TRAIN; }
+
+/* The N-d math nodes (graph_nd_math.c): which op an NDMATH node runs,
+ * its type name, whether dev runs it, its run, its backward. */
+typedef enum pdnn__nd_kind { PDNN__ND_TRANSPOSE, PDNN__ND_SOFTMAX, PDNN__ND_LAYER_NORM, PDNN__ND_REDUCE } pdnn__nd_kind;
+const char *pdnn__nd_math_op_type(const pdnn__node *n);
+int pdnn__nd_math_has_kernel(const pdnn_device *dev, const pdnn__node *n);
+pdnn_status pdnn__nd_math_run_node(const pdnn__node *n, const pdnn_tensor *const *in, pdnn_tensor *y);
+/* graph.c's checks around a builder, for the builders in other files:
+ * begin validates and zeroes nd, finish appends it (see graph.c). */
+pdnn_status pdnn__graph_begin(pdnn_graph *g, const char *fn, const char *name, const char *device,
+                              pdnn__node_op op, const pdnn_node *inputs, int n_inputs, pdnn_node *out,
+                              pdnn__node *nd);
+pdnn_status pdnn__graph_finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs,
+                               pdnn_node *out);
+/* placer.c: whether some algorithm of dev's backend plans call. */
+int pdnn__some_algorithm_plans(const pdnn_device *dev, pdnn__op_call *call);
 
 /* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
 const char *pdnn__op_type(const pdnn__node *n);

@@ -20,7 +20,7 @@ const char *pdnn__full_device_name(const pdnn_device *d, char *buf, size_t len)
  * backend may register an op and refuse some of its kinds at plan time
  * (CUDA refuses Adam, leaky relu, clips not from 0), and the placer must
  * know before the run. */
-static int some_algorithm_plans(const pdnn_device *dev, pdnn__op_call *call)
+int pdnn__some_algorithm_plans(const pdnn_device *dev, pdnn__op_call *call)
 {
     const pdnn__algo *const *list = dev->backend->algos[call->op];
     if (!list)
@@ -53,7 +53,7 @@ static int optimizer_plans(const pdnn_device *dev, const pdnn__node *n)
     o->epsilon = n->optim.epsilon;
     o->step = 1;
     o->nesterov = n->optim.nesterov;
-    return some_algorithm_plans(dev, &call);
+    return pdnn__some_algorithm_plans(dev, &call);
 }
 
 static int activation_plans(const pdnn_device *dev, const pdnn__node *n)
@@ -65,7 +65,7 @@ static int activation_plans(const pdnn_device *dev, const pdnn__node *n)
     call.u.act.mode = n->act;
     call.u.act.alpha = n->alpha;
     call.u.act.beta = n->beta;
-    return some_algorithm_plans(dev, &call);
+    return pdnn__some_algorithm_plans(dev, &call);
 }
 
 /* CUDA pads with a constant only. */
@@ -78,7 +78,7 @@ static int pad_plans(const pdnn_device *dev, const pdnn__node *n)
     call.u.pad.value = n->alpha;
     for (int k = 0; k < 4; k++)
         call.u.pad.dims[k] = 1;
-    return some_algorithm_plans(dev, &call);
+    return pdnn__some_algorithm_plans(dev, &call);
 }
 
 /* The plan sees the op and which sides repeat (CUDA refuses division and
@@ -95,7 +95,7 @@ static int binary_plans(const pdnn_device *dev, const pdnn__node *n)
     c->as[PDNN_MAX_RANK - 1] = n->bcast & 1 ? 0 : 1;
     c->bs[PDNN_MAX_RANK - 1] = n->bcast & 2 ? 0 : 1;
     c->kind = n->binop;
-    return some_algorithm_plans(dev, &call);
+    return pdnn__some_algorithm_plans(dev, &call);
 }
 
 int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
@@ -116,6 +116,7 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_ELTWISE: return binary_plans(dev, n);
     case PDNN__OP_BN: return b->algos[PDNN__OP_BN_FWD_INFER] != NULL;
     case PDNN__OP_PADDING: return pad_plans(dev, n);
+    case PDNN__OP_NDMATH: return pdnn__nd_math_has_kernel(dev, n);
     case PDNN__OP_CONCAT: return b->copy != NULL;
     case PDNN__OP_TRANSPOSE: return b->algos[PDNN__OP_TRANSFORM] != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;

@@ -340,11 +340,8 @@ pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, con
     }
     if (na == 0 && attr_int(n, "noop_with_empty_axes", 0) == 0)
         mask = (1u << x->rank) - 1; /* every axis */
-    if (x->rank != 4 || mask != 0xcu)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                     "%s over axes mask 0x%x of a rank-%d input; only over H and W (2, 3) of a "
-                                     "rank-4 input is supported",
-                                     n->op_type, mask, x->rank);
+    if (x->rank != 4 || mask != 0xcu || kind[1] == 'i') /* not pooling's: the N-d op */
+        return pdnn__onnx_import_reduce_nd(im, n, x, mask, attr_int(n, "keepdims", 1) != 0, kind);
     if (x->dims[2] > INT_MAX || x->dims[3] > INT_MAX)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the image is too large");
     const int keep = attr_int(n, "keepdims", 1) != 0;

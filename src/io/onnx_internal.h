@@ -124,6 +124,10 @@ pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int m
 pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProto *n);
 /* kind: "Mean", "Max" or "Sum" */
 pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, const char *kind);
+/* onnx_ops.c: a reduction over any axes (mask) of x, kind "Mean", "Sum",
+ * "Max", "Min" (pdnn__onnx_import_reduce's others). */
+pdnn_status pdnn__onnx_import_reduce_nd(importer *im, const Onnx__NodeProto *n, const value *x, unsigned mask,
+                                        int keep, const char *kind);
 
 /* onnx_train.c: a trainable import (pdnn_onnx_options.trainable) */
 pdnn_status pdnn__onnx_train_begin(importer *im, const pdnn_onnx_options *opts);

@@ -11,7 +11,8 @@
 #define SUPPORTED_OPS                                                                                  \
     "Add, AveragePool, BatchNormalization, Clip, Concat, Constant, Conv, Div, Dropout, Flatten, Gemm, "  \
     "GlobalAveragePool, HardSigmoid, HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad (of H and "  \
-    "W), ReduceMax, ReduceMean, ReduceSum (over H and W), Reshape, Relu, Sigmoid, Softmax, Sub"
+    "W), ReduceMax, ReduceMean, ReduceSum (over H and W), Reshape, Relu, Sigmoid, Softmax, Sub, Transpose, "      \
+    "LogSoftmax, LayerNormalization, Erf, Tanh, Sqrt, Exp, Log, Neg, Reciprocal, Abs, Pow, ReduceMin"
 
 /* Output 0 of a node that maps onto a single graph call. */
 static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, int rank)
@@ -385,6 +386,8 @@ static pdnn_status import_reshape(importer *im, const Onnx__NodeProto *n)
     return reshape_to(im, n, x, (int)sh->count, d);
 }
 
+static pdnn_status import_softmax_nd(importer *im, const Onnx__NodeProto *n, const value *x, int log);
+
 static pdnn_status import_softmax(importer *im, const Onnx__NodeProto *n)
 {
     value *x;
@@ -397,11 +400,8 @@ static pdnn_status import_softmax(importer *im, const Onnx__NodeProto *n)
     /* polydnn's softmax runs over C of {N, C, 1, 1}. Before opset 13 the
      * input is coerced to 2-D at axis, which is the same when the rest is 1. */
     int ok = axis == 1 && (x->rank == 2 || (x->dims[2] == 1 && x->dims[3] == 1));
-    if (!ok)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                     "softmax over axis %lld of a rank-%d input; only over the columns "
-                                     "of a matrix {N, C} (or {N, C, 1, 1}) is supported",
-                                     (long long)attr_int(n, "axis", -1), x->rank);
+    if (!ok) /* any other axis: the N-d op */
+        return import_softmax_nd(im, n, x, 0);
     if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
         return st;
     int y = -1;
@@ -551,11 +551,392 @@ static pdnn_status import_concat(importer *im, const Onnx__NodeProto *n)
     return st == PDNN_SUCCESS ? pdnn__onnx_set_output(im, n, n->output[0], y, rank) : st;
 }
 
+/* ---- the N-d math ops: Transpose, Softmax on any axis, LogSoftmax,
+ * LayerNormalization, the unary math (Erf, Tanh, Sqrt, Exp, Log, Neg,
+ * Reciprocal, Abs, Pow), reductions beyond pooling's H and W, and the
+ * GELU that exporters write as x * 0.5 * (1 + Erf(x / sqrt 2)) fused into
+ * one node. A value of rank r <= 4 is stored as its r dims then 1s, so
+ * ONNX's axis a is the node's logical axis a in either layout. ---- */
+
+/* The constant scalar named name, or NAN when it is none. */
+static float scalar_of(importer *im, const char *name)
+{
+    const value *v = pdnn__onnx_find_value(im, name);
+    return v && v->node < 0 && v->data && v->count == 1 ? v->data[0] : NAN;
+}
+
+/* The node before idx whose output 0 is name, or -1. */
+static int producer_of(const importer *im, size_t idx, const char *name)
+{
+    for (size_t i = idx; i-- > 0;)
+        if (im->g->node[i]->n_output >= 1 && strcmp(im->g->node[i]->output[0], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int is_op(const importer *im, int i, const char *type)
+{
+    return i >= 0 && im->g->node[i]->op_type && strcmp(im->g->node[i]->op_type, type) == 0 &&
+           im->g->node[i]->n_input == 2;
+}
+
+/* m (a two-input node) multiplies name by the scalar near c: the other
+ * input's index (0 or 1) is the scalar's. */
+static int times_scalar(importer *im, int m, const char *name, float c)
+{
+    const Onnx__NodeProto *n = im->g->node[m];
+    for (int k = 0; k < 2; k++)
+        if (strcmp(n->input[1 - k], name) == 0 && fabsf(scalar_of(im, n->input[k]) - c) < 1e-4f)
+            return 1;
+    return 0;
+}
+
+/* The GELU around Erf node idx: its input x / sqrt 2 (Div by 1.41421 or
+ * Mul by 0.70711), read by Add(., 1) alone, read by a Mul alone whose
+ * other input is x (then a Mul by 0.5 alone reads it) or x * 0.5. Returns
+ * the pattern's last node (marked absorbed, with the Add and Muls) and
+ * sets *x, or -1. */
+static int gelu_fusion(importer *im, size_t idx, const Onnx__NodeProto *erf, const char **x)
+{
+    if (!im->fuse || erf->n_input != 1)
+        return -1;
+    const int p = producer_of(im, idx, erf->input[0]);
+    if (!is_op(im, p, "Div") && !is_op(im, p, "Mul"))
+        return -1;
+    const Onnx__NodeProto *pn = im->g->node[p];
+    *x = pn->input[0];
+    if (!(is_op(im, p, "Div") ? fabsf(scalar_of(im, pn->input[1]) - 1.41421356f) < 1e-4f
+                              : times_scalar(im, p, *x, 0.70710678f)))
+        return -1;
+    const int a = pdnn__onnx_sole_reader(im, idx + 1, erf->output[0]);
+    if (!is_op(im, a, "Add"))
+        return -1;
+    const Onnx__NodeProto *an = im->g->node[a];
+    const int ek = strcmp(an->input[0], erf->output[0]) == 0 ? 0 : 1;
+    if (fabsf(scalar_of(im, an->input[1 - ek]) - 1.0f) > 1e-6f)
+        return -1;
+    const int m1 = pdnn__onnx_sole_reader(im, (size_t)a + 1, an->output[0]);
+    if (!is_op(im, m1, "Mul"))
+        return -1;
+    const Onnx__NodeProto *mn = im->g->node[m1];
+    const char *other = strcmp(mn->input[0], an->output[0]) == 0 ? mn->input[1] : mn->input[0];
+    int last = -1;
+    if (strcmp(other, *x) == 0) {
+        const int m2 = pdnn__onnx_sole_reader(im, (size_t)m1 + 1, mn->output[0]);
+        if (is_op(im, m2, "Mul") && times_scalar(im, m2, mn->output[0], 0.5f))
+            last = m2;
+    } else {
+        const int h = producer_of(im, (size_t)m1, other);
+        if (is_op(im, h, "Mul") && times_scalar(im, h, *x, 0.5f))
+            last = m1;
+    }
+    const value *xv = pdnn__onnx_find_value(im, *x);
+    if (last < 0 || !xv || xv->node < 0)
+        return -1;
+    im->absorbed[a] = im->absorbed[m1] = im->absorbed[last] = 1;
+    return last;
+}
+
+/* One N-d math node on x (the node's output named out, rank r). */
+static pdnn_status nd_output(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, const char *out, int r)
+{
+    if (st != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    return pdnn__onnx_set_output(im, n, out, y, r);
+}
+
+/* The reductions pooling does not take (pdnn__onnx_import_reduce's
+ * others): any axes of mask, keepdims or not; kind "Mean", "Sum", "Max",
+ * "Min". */
+pdnn_status pdnn__onnx_import_reduce_nd(importer *im, const Onnx__NodeProto *n, const value *x, unsigned mask,
+                                        int keep, const char *kind)
+{
+    const pdnn_reduction op = kind[0] == 'S' ? PDNN_REDUCTION_SUM
+                              : kind[1] == 'e' ? PDNN_REDUCTION_MEAN
+                              : kind[1] == 'a' ? PDNN_REDUCTION_MAX
+                                               : PDNN_REDUCTION_MIN;
+    int axes[4], na = 0, kept = 0;
+    for (int a = 0; a < x->rank; a++)
+        if (mask >> a & 1u)
+            axes[na++] = a;
+        else
+            kept++;
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    if (st != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    if (na == 0) /* noop_with_empty_axes: the input itself */
+        return nd_output(im, n, pdnn_graph_activation(im->graph, n->output[0], im->device, x->node,
+                                                      PDNN_ACTIVATION_CLIP, -INFINITY, INFINITY, &y),
+                         y, n->output[0], x->rank);
+    /* Without keepdims the kept dims move forward, which NHWC's memory
+     * order may not allow: such an input is made NCHW first. */
+    int xs = x->node;
+    pdnn_tensor_desc d;
+    st = pdnn_graph_node_desc(im->graph, xs, &d);
+    if (st == PDNN_SUCCESS && !keep && d.layout == PDNN_NHWC)
+        st = pdnn_graph_transform(im->graph, NULL, im->device, xs, PDNN_NCHW, &xs);
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_reduce(im->graph, n->output[0], im->device, xs, axes, na, op, keep, &y);
+    return nd_output(im, n, st, y, n->output[0], keep ? x->rank : kept);
+}
+
+/* Softmax along axis of x (also LogSoftmax): opset 13's one axis; before
+ * it the input was coerced to 2-D at axis, the same where every dim after
+ * axis is 1. */
+static pdnn_status import_softmax_nd(importer *im, const Onnx__NodeProto *n, const value *x, int log)
+{
+    int64_t axis = attr_int(n, "axis", im->opset >= 13 ? -1 : 1);
+    if (axis < -x->rank || axis >= x->rank)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld is outside [-%d, %d)",
+                                     (long long)axis, x->rank, x->rank);
+    if (axis < 0)
+        axis += x->rank;
+    for (int k = (int)axis + 1; im->opset < 13 && k < x->rank; k++)
+        if (x->dims[k] != 1)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                         "before opset 13 %s runs over the flattened dims from axis %lld; only "
+                                         "where those after it are 1 is supported",
+                                         n->op_type, (long long)axis);
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    if (st != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_softmax_axis(im->graph, n->output[0], im->device, x->node, (int)axis, log, &y);
+    return nd_output(im, n, st, y, n->output[0], x->rank);
+}
+
+/* A constant operand as an ND node of its count (scale, bias), or the
+ * node itself. */
+static pdnn_status operand_node(importer *im, const Onnx__NodeProto *n, const char *name, int *node)
+{
+    const value *v = pdnn__onnx_find_value(im, name);
+    if (!v)
+        return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input '%s' is not defined", name);
+    if (v->node >= 0) {
+        *node = v->node;
+        return PDNN_SUCCESS;
+    }
+    if (!v->data)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", v->name);
+    pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_ND, {v->count}, 1};
+    pdnn_status st = pdnn_graph_constant(im->graph, NULL, im->device, &d, v->data, node);
+    return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+}
+
+static pdnn_status layer_norm_node(importer *im, const Onnx__NodeProto *n, const value *x, int axis, float eps,
+                                   const char *scale_name, const char *bias_name, const char *out);
+
+static pdnn_status import_layer_norm(importer *im, const Onnx__NodeProto *n, const value *x)
+{
+    if (n->n_input < 2)
+        return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "LayerNormalization takes X and Scale (and B)");
+    for (size_t k = 1; k < n->n_output; k++)
+        if (n->output[k][0])
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the Mean and InvStdDev outputs are not supported");
+    int64_t axis = attr_int(n, "axis", -1);
+    if (axis < -x->rank || axis >= x->rank)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld is outside [-%d, %d)",
+                                     (long long)axis, x->rank, x->rank);
+    return layer_norm_node(im, n, x, (int)(axis < 0 ? axis + x->rank : axis), attr_float(n, "epsilon", 1e-5f),
+                           n->input[1], n->n_input > 2 && n->input[2][0] ? n->input[2] : NULL, n->output[0]);
+}
+
+/* The layer norm node named out of x from axis, scale and bias (NULL:
+ * none) the values so named. */
+static pdnn_status layer_norm_node(importer *im, const Onnx__NodeProto *n, const value *x, int axis, float eps,
+                                   const char *scale_name, const char *bias_name, const char *out)
+{
+    int xs = x->node, scale = -1, bias = -1;
+    pdnn_status st = operand_node(im, n, scale_name, &scale);
+    if (st == PDNN_SUCCESS && bias_name)
+        st = operand_node(im, n, bias_name, &bias);
+    pdnn_tensor_desc d;
+    if (st == PDNN_SUCCESS && (st = pdnn_graph_node_desc(im->graph, xs, &d)) == PDNN_SUCCESS && d.layout == PDNN_NHWC)
+        st = pdnn_graph_transform(im->graph, NULL, im->device, xs, PDNN_NCHW, &xs); /* rows need NCHW's order */
+    if (st == PDNN_SUCCESS)
+        st = pdnn__onnx_check_name(n, out);
+    if (st != PDNN_SUCCESS)
+        return st == PDNN_ERR_INVALID_ARGUMENT || st == PDNN_ERR_UNSUPPORTED || st == PDNN_ERR_CORRUPT
+                   ? st
+                   : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    int y = -1;
+    st = pdnn_graph_layer_norm(im->graph, out, im->device, xs, axis, eps, scale, bias, &y);
+    return nd_output(im, n, st, y, out, x->rank);
+}
+
+/* The reduced axes of ReduceMean node m (attribute, or constant input
+ * from opset 18) of a rank-r input with keepdims 1, as a mask; 0 when
+ * they are not that. */
+static unsigned mean_axes(importer *im, const Onnx__NodeProto *m, int r)
+{
+    if (attr_int(m, "keepdims", 1) != 1)
+        return 0;
+    const Onnx__AttributeProto *a = attr(m, "axes");
+    const value *ax = m->n_input > 1 && m->input[1][0] ? pdnn__onnx_find_value(im, m->input[1]) : NULL;
+    const int64_t *v = a ? a->ints : ax && ax->i64 ? ax->i64 : NULL;
+    const size_t count = a ? a->n_ints : ax && ax->i64 ? (size_t)ax->count : 0;
+    unsigned mask = 0;
+    for (size_t i = 0; v && i < count; i++) {
+        const int64_t k = v[i] < 0 ? v[i] + r : v[i];
+        if (k < 0 || k >= r)
+            return 0;
+        mask |= 1u << k;
+    }
+    return mask;
+}
+
+/* The layer norm that exporters before opset 17 write from ReduceMean
+ * node idx of x: mean = ReduceMean(x), d = Sub(x, mean), ReduceMean(Pow(d,
+ * 2)) + eps, Sqrt, Div(d, .), Mul by the scale, Add of the bias (either
+ * operand order for the last two), over the same trailing axes. Returns
+ * the status of the fused node's import with *fused 1, else *fused 0. */
+static pdnn_status layer_norm_fusion(importer *im, size_t idx, const Onnx__NodeProto *n, int *fused)
+{
+    *fused = 0;
+    const value *x = pdnn__onnx_find_value(im, n->input[0]);
+    if (!im->fuse || !x || x->node < 0 || n->n_output != 1)
+        return PDNN_SUCCESS;
+    const unsigned mask = mean_axes(im, n, x->rank);
+    int axis = x->rank;
+    while (axis > 0 && (mask >> (axis - 1) & 1u))
+        axis--;
+    if (mask == 0 || mask != ((1u << x->rank) - 1u) - ((1u << axis) - 1u))
+        return PDNN_SUCCESS; /* not the trailing axes */
+    const Onnx__NodeProto *const *g = (const Onnx__NodeProto *const *)im->g->node;
+    const int sub = pdnn__onnx_sole_reader(im, idx + 1, n->output[0]);
+    if (!is_op(im, sub, "Sub") || strcmp(g[sub]->input[0], x->name) != 0)
+        return PDNN_SUCCESS;
+    const char *d = g[sub]->output[0];
+    int pw = -1, dv = -1; /* d's two readers */
+    for (size_t i = (size_t)sub + 1; i < im->g->n_node; i++)
+        for (size_t j = 0; j < g[i]->n_input; j++)
+            if (strcmp(g[i]->input[j], d) == 0) {
+                if (is_op(im, (int)i, "Pow") && pw < 0 && j == 0 && fabsf(scalar_of(im, g[i]->input[1]) - 2.0f) < 1e-6f)
+                    pw = (int)i;
+                else if (is_op(im, (int)i, "Div") && dv < 0 && j == 0)
+                    dv = (int)i;
+                else
+                    return PDNN_SUCCESS;
+            }
+    if (pw < 0 || dv < 0)
+        return PDNN_SUCCESS;
+    const int var = pdnn__onnx_sole_reader(im, (size_t)pw + 1, g[pw]->output[0]);
+    if (var < 0 || !g[var]->op_type || strcmp(g[var]->op_type, "ReduceMean") != 0 || mean_axes(im, g[var], x->rank) != mask)
+        return PDNN_SUCCESS;
+    const int add = pdnn__onnx_sole_reader(im, (size_t)var + 1, g[var]->output[0]);
+    if (!is_op(im, add, "Add"))
+        return PDNN_SUCCESS;
+    const int vk = strcmp(g[add]->input[0], g[var]->output[0]) == 0 ? 0 : 1;
+    const float eps = scalar_of(im, g[add]->input[1 - vk]);
+    const int sq = pdnn__onnx_sole_reader(im, (size_t)add + 1, g[add]->output[0]);
+    if (!(eps >= 0.0f) || sq < 0 || !g[sq]->op_type || strcmp(g[sq]->op_type, "Sqrt") != 0 ||
+        pdnn__onnx_sole_reader(im, (size_t)sq + 1, g[sq]->output[0]) != dv || strcmp(g[dv]->input[1], g[sq]->output[0]) != 0)
+        return PDNN_SUCCESS;
+    const int mul = pdnn__onnx_sole_reader(im, (size_t)dv + 1, g[dv]->output[0]);
+    if (!is_op(im, mul, "Mul"))
+        return PDNN_SUCCESS;
+    const char *scale = strcmp(g[mul]->input[0], g[dv]->output[0]) == 0 ? g[mul]->input[1] : g[mul]->input[0];
+    const value *sv = pdnn__onnx_find_value(im, scale);
+    if (!sv || sv->node >= 0 || !sv->data)
+        return PDNN_SUCCESS;
+    int last = mul;
+    const char *bias = NULL;
+    const int ba = pdnn__onnx_sole_reader(im, (size_t)mul + 1, g[mul]->output[0]);
+    if (is_op(im, ba, "Add")) {
+        const char *b = strcmp(g[ba]->input[0], g[mul]->output[0]) == 0 ? g[ba]->input[1] : g[ba]->input[0];
+        const value *bv = pdnn__onnx_find_value(im, b);
+        if (bv && bv->node < 0 && bv->data)
+            bias = b, last = ba;
+    }
+    *fused = 1;
+    const int parts[] = {sub, pw, var, add, sq, dv, mul, last};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        im->absorbed[parts[i]] = 1;
+    return layer_norm_node(im, n, x, axis, eps, scale, bias, g[last]->output[0]);
+}
+
+static pdnn_status import_transpose(importer *im, const Onnx__NodeProto *n, const value *x)
+{
+    int perm[4] = {0, 1, 2, 3};
+    const Onnx__AttributeProto *a = attr(n, "perm");
+    if (a && a->n_ints != (size_t)x->rank)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "perm has %zu entries for a rank-%d input",
+                                     a->n_ints, x->rank);
+    for (int k = 0; k < x->rank; k++) {
+        const int64_t p = a ? a->ints[k] : x->rank - 1 - k;
+        if (p < 0 || p >= x->rank)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "perm[%d] = %lld is not an axis of a rank-%d "
+                                         "input", k, (long long)p, x->rank);
+        perm[k] = (int)p;
+    }
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    if (st != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_transpose(im->graph, n->output[0], im->device, x->node, perm, &y);
+    return nd_output(im, n, st, y, n->output[0], x->rank);
+}
+
+/* The ops of this block: *mine 1 when op is one (its status returned). */
+static pdnn_status import_nd_math(importer *im, size_t idx, const Onnx__NodeProto *n, const char *op, int *mine)
+{
+    static const struct {
+        const char *name;
+        pdnn_activation mode;
+    } unary[] = {{"Erf", PDNN_ACTIVATION_ERF},   {"Tanh", PDNN_ACTIVATION_TANH}, {"Sqrt", PDNN_ACTIVATION_SQRT},
+                 {"Exp", PDNN_ACTIVATION_EXP},   {"Log", PDNN_ACTIVATION_LOG},   {"Neg", PDNN_ACTIVATION_NEG},
+                 {"Abs", PDNN_ACTIVATION_ABS},   {"Reciprocal", PDNN_ACTIVATION_RECIPROCAL}};
+    int which = -1;
+    for (int i = 0; i < (int)(sizeof unary / sizeof *unary); i++)
+        if (strcmp(op, unary[i].name) == 0)
+            which = i;
+    pdnn_status st;
+    if (strcmp(op, "ReduceMean") == 0) /* mine where it begins a decomposed layer norm */
+        return layer_norm_fusion(im, idx, n, mine);
+    *mine = which >= 0 || strcmp(op, "Pow") == 0 || strcmp(op, "Transpose") == 0 || strcmp(op, "LogSoftmax") == 0 ||
+            strcmp(op, "LayerNormalization") == 0;
+    if (!*mine)
+        return PDNN_SUCCESS;
+    value *x = pdnn__onnx_act_input(im, n, 0, &st);
+    if (!x)
+        return st;
+    if (strcmp(op, "Transpose") == 0)
+        return import_transpose(im, n, x);
+    if (strcmp(op, "LogSoftmax") == 0)
+        return import_softmax_nd(im, n, x, 1);
+    if (strcmp(op, "LayerNormalization") == 0)
+        return import_layer_norm(im, n, x);
+    pdnn_activation mode = which >= 0 ? unary[which].mode : PDNN_ACTIVATION_POW;
+    float alpha = 0.0f;
+    const char *out = n->output[0];
+    if (mode == PDNN_ACTIVATION_POW) { /* a tensor exponent: the binary op */
+        if (n->n_input != 2)
+            return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "Pow takes 2 inputs, %zu given", n->n_input);
+        alpha = scalar_of(im, n->input[1]);
+        if (isnan(alpha))
+            return import_binary(im, n, PDNN_BINARY_POW);
+    }
+    const char *gx = NULL;
+    const int last = mode == PDNN_ACTIVATION_ERF ? gelu_fusion(im, idx, n, &gx) : -1;
+    if (last >= 0) {
+        x = pdnn__onnx_find_value(im, gx);
+        mode = PDNN_ACTIVATION_GELU;
+        out = im->g->node[last]->output[0];
+    }
+    if ((st = pdnn__onnx_check_name(n, out)) != PDNN_SUCCESS)
+        return st;
+    int y = -1;
+    st = pdnn_graph_activation(im->graph, out, im->device, x->node, mode, alpha, 0.0f, &y);
+    return nd_output(im, n, st, y, out, x->rank);
+}
+
 static const char *const known_ops[] = {
     "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant", "Conv", "Div", "Dropout",
     "Flatten", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul",
     "MaxPool", "Mul", "Pad", "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
-    "Sub"};
+    "Sub", "Transpose", "LogSoftmax", "LayerNormalization", "Erf", "Tanh", "Sqrt", "Exp", "Log", "Neg", "Reciprocal",
+    "Abs", "Pow", "ReduceMin"};
 
 static int known_op(const Onnx__NodeProto *n)
 {
@@ -658,6 +1039,10 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return PDNN_SUCCESS;
     if (n->n_output < 1 || !n->output[0][0])
         return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "the node has no output");
+    int nd_math = 0;
+    const pdnn_status nd_st = import_nd_math(im, idx, n, op, &nd_math);
+    if (nd_math)
+        return nd_st;
     for (size_t i = 0; i < n->n_input; i++)
         if (!n->input[i])
             return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input %zu has no name", i);
@@ -733,7 +1118,8 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return import_batch_norm(im, n);
     if (strcmp(op, "Pad") == 0)
         return pdnn__onnx_import_pad(im, idx, n);
-    if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceMax") == 0 || strcmp(op, "ReduceSum") == 0)
+    if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceMax") == 0 || strcmp(op, "ReduceSum") == 0 ||
+        strcmp(op, "ReduceMin") == 0)
         return pdnn__onnx_import_reduce(im, n, op + 6);
     return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "operator '%s' is not supported; supported: %s", op,
                                  SUPPORTED_OPS);

@@ -29,6 +29,10 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_BINARY: return "binary";
     case PDNN__OP_PAD: return "pad";
     case PDNN__OP_TRANSFORM: return "transform";
+    case PDNN__OP_ND_TRANSPOSE: return "transpose";
+    case PDNN__OP_ND_SOFTMAX: return "softmax";
+    case PDNN__OP_ND_LAYER_NORM: return "layer_norm";
+    case PDNN__OP_ND_REDUCE: return "reduce";
     case PDNN__OP_COUNT: break;
     }
     return "op";

@@ -94,4 +94,8 @@ void pdnn__conv_call_from(const pdnn_conv2d_params *p, const pdnn_tensor_desc *x
 void pdnn__pool_call_from(const pdnn_pool2d_params *p, const pdnn_tensor_desc *x, pdnn_layout y_layout,
                           const int64_t od[4], pdnn__pool2d_call *c);
 
+/* Whether y may hold x reduced over the axes in mask (pdnn_reduce's rule;
+ * the graph's node checks it too). */
+int pdnn__reduce_shape_ok(const pdnn_tensor_desc *x, unsigned mask, const pdnn_tensor_desc *y);
+
 #endif

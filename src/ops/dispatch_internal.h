@@ -22,6 +22,10 @@ pdnn_status pdnn__algo_unavailable(const pdnn_device *dev, pdnn__op op, const ch
 
 /* The call's output buffer and its element count (op_key.c). */
 pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n);
+/* The N-d math ops' key (into key, unless NULL), elements touched (flops)
+ * and output (out, n) (ops_nd_math.c); 0 for the other ops. */
+int pdnn__nd_math_describe(const pdnn__op_call *call, char *key, size_t len, double *flops, pdnn__buf *out,
+                           size_t *n);
 
 /* Largest |got - ref| and largest |ref| over n floats (op_key.c). */
 void pdnn__compare_outputs(const float *ref, const float *got, size_t n, float *worst, float *scale);

@@ -19,6 +19,8 @@ double pdnn__now(void)
 
 void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
 {
+    if (pdnn__nd_math_describe(call, buf, len, NULL, NULL, NULL))
+        return;
     if (pdnn__op_is_conv(call->op)) {
         static const char *const tag[] = {[PDNN__OP_CONV2D_FWD] = "conv2d_fwd",
                                           [PDNN__OP_CONV2D_BWD_DATA] = "conv2d_bwd_data",
@@ -116,6 +118,9 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
 
 double pdnn__op_flops(const pdnn__op_call *call)
 {
+    double nd_flops = 0.0;
+    if (pdnn__nd_math_describe(call, NULL, 0, &nd_flops, NULL, NULL))
+        return nd_flops;
     /* Backward data and filter do the forward's multiply-adds (cuDNN and
      * oneDNN count them so); the bias gradient adds each dy once. */
     if (call->op == PDNN__OP_CONV2D_BWD_BIAS) {
@@ -166,6 +171,9 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
 {
     const pdnn__pool2d_call *pc = &call->u.pool2d;
     const pdnn__conv2d_call *c = &call->u.conv2d;
+    pdnn__buf nd_out;
+    if (pdnn__nd_math_describe(call, NULL, 0, NULL, &nd_out, n))
+        return nd_out;
     switch (call->op) {
     case PDNN__OP_POOL2D_FWD: *n = (size_t)(pc->n * pc->c * pc->p * pc->q); return pc->y_buf;
     case PDNN__OP_POOL2D_BWD: *n = (size_t)(pc->n * pc->c * pc->h * pc->w); return pc->dx_buf;
@@ -201,6 +209,10 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
                       (p->dims[3] + p->pads[1] + p->pads[3]));
         return p->y_buf;
     }
+    case PDNN__OP_ND_TRANSPOSE: /* ops_nd_math.c, above */
+    case PDNN__OP_ND_SOFTMAX:
+    case PDNN__OP_ND_LAYER_NORM:
+    case PDNN__OP_ND_REDUCE:
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;
     }

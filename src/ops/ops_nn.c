@@ -198,11 +198,29 @@ const char *pdnn__activation_check(pdnn_activation mode, float alpha, float beta
             return buf;
         }
         return NULL;
+    case PDNN_ACTIVATION_POW:
+        if (!isfinite(alpha)) {
+            snprintf(buf, len, "pow's exponent alpha is %g; it must be finite", (double)alpha);
+            return buf;
+        }
+        return NULL;
     case PDNN_ACTIVATION_SIGMOID:
     case PDNN_ACTIVATION_HARD_SWISH:
-    case PDNN_ACTIVATION_SILU: return NULL;
+    case PDNN_ACTIVATION_SILU:
+    case PDNN_ACTIVATION_ERF:
+    case PDNN_ACTIVATION_GELU:
+    case PDNN_ACTIVATION_GELU_TANH:
+    case PDNN_ACTIVATION_TANH:
+    case PDNN_ACTIVATION_SQRT:
+    case PDNN_ACTIVATION_NEG:
+    case PDNN_ACTIVATION_EXP:
+    case PDNN_ACTIVATION_LOG:
+    case PDNN_ACTIVATION_RECIPROCAL:
+    case PDNN_ACTIVATION_ABS: return NULL;
     }
-    snprintf(buf, len, "unknown mode %d (clip 0, leaky relu 1, sigmoid 2, hard sigmoid 3, hard swish 4, silu 5)",
+    snprintf(buf, len,
+             "unknown mode %d (clip 0, leaky relu 1, sigmoid 2, hard sigmoid 3, hard swish 4, silu 5, erf 6, gelu 7, "
+             "gelu tanh 8, tanh 9, sqrt 10, neg 11, exp 12, log 13, reciprocal 14, abs 15, pow 16)",
              (int)mode);
     return buf;
 }
@@ -360,8 +378,9 @@ pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_
     pdnn_status st = need(name, ts, names, 3);
     if (st != PDNN_SUCCESS)
         return st;
-    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: op %d is not a pdnn_binary_op (ADD 0, MUL 1, SUB 2, DIV 3)",
+    if (op != PDNN_BINARY_ADD && op != PDNN_BINARY_MUL && op != PDNN_BINARY_SUB && op != PDNN_BINARY_DIV &&
+        op != PDNN_BINARY_POW)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: op %d is not a pdnn_binary_op (ADD 0, MUL 1, SUB 2, DIV 3, POW 4)",
                            name, (int)op);
     char da[160], db[160], dy[160];
     const int nd = nd_like(a) && nd_like(b) && nd_like(y);
