@@ -1614,6 +1614,7 @@ static int parse_options(int argc, char **argv, options *o)
                         "parity: --op must be conv2d, pool2d (test, perf) or conv2d_bwd_data, conv2d_bwd_filter, "
                         "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd, "
                         "relu_bwd, softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad (grad), "
+                        "index, where (test), "
                         "got '%s'\n",
                         v);
                 return -1;
@@ -2609,7 +2610,8 @@ int main(int argc, char **argv)
         make_backward_cases();
         add_bn_cases();
     }
-    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) : 0;
+    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set)
+                                           : parity_index_count(h.opt.op, h.opt.set);
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
     int algo_known = !h.opt.algo || h.ndev == 0;
@@ -2649,6 +2651,8 @@ int main(int argc, char **argv)
     }
     if (h.opt.mode == MODE_GRAD && h.ndev > 0)
         parity_train_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
+    if (h.opt.mode == MODE_TEST && h.ndev > 0)
+        parity_index_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
 
     /* Coverage: an algorithm that ran no case of the whole table, or a
      * configuration that ran on no case, is a hole, not a pass (unless

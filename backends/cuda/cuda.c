@@ -461,6 +461,9 @@ static const pdnn__algo *const cu_bn_bwd_algos[] = {&pdnn__cu_algo_bn_bwd, NULL}
 extern const pdnn__algo pdnn__cu_algo_act_cudnn, pdnn__cu_algo_transform_cudnn, pdnn__cu_algo_binary_cudnn,
     pdnn__cu_algo_scale_cudnn, pdnn__cu_algo_matmul_cublas, pdnn__cu_algo_pad_cudnn;
 static const pdnn__algo *const cu_pad_algos[] = {&pdnn__cu_algo_pad_cudnn, NULL};
+extern const pdnn__algo pdnn__cu_algo_index_cudnn, pdnn__cu_algo_where_cudnn; /* cu_index.c */
+static const pdnn__algo *const cu_index_algos[] = {&pdnn__cu_algo_index_cudnn, NULL};
+static const pdnn__algo *const cu_where_algos[] = {&pdnn__cu_algo_where_cudnn, NULL};
 static const pdnn__algo *const cu_act_algos[] = {&pdnn__cu_algo_act_cudnn, NULL};
 static const pdnn__algo *const cu_transform_algos[] = {&pdnn__cu_algo_transform_cudnn, NULL};
 static const pdnn__algo *const cu_binary_algos[] = {&pdnn__cu_algo_binary_cudnn, NULL};
@@ -500,6 +503,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_TRANSFORM] = cu_transform_algos,
               [PDNN__OP_BINARY] = cu_binary_algos,
               [PDNN__OP_PAD] = cu_pad_algos,
+              [PDNN__OP_INDEX] = cu_index_algos,
+              [PDNN__OP_WHERE] = cu_where_algos,
               [PDNN__OP_SCALE] = cu_scale_algos},
     .add = pdnn__cu_add,
     .bias_add = pdnn__cu_bias_add,

@@ -495,6 +495,9 @@ static const pdnn__algo *const cl_transform_algos[] = {&pdnn__cl_algo_transform_
 extern const pdnn__algo pdnn__cl_algo_binary_direct, pdnn__cl_algo_pad_direct;
 static const pdnn__algo *const cl_binary_algos[] = {&pdnn__cl_algo_binary_direct, NULL};
 static const pdnn__algo *const cl_pad_algos[] = {&pdnn__cl_algo_pad_direct, NULL};
+extern const pdnn__algo pdnn__cl_algo_index_direct, pdnn__cl_algo_where_direct; /* cl_index.c */
+static const pdnn__algo *const cl_index_algos[] = {&pdnn__cl_algo_index_direct, NULL};
+static const pdnn__algo *const cl_where_algos[] = {&pdnn__cl_algo_where_direct, NULL};
 static const pdnn__algo *const cl_activation_algos[] = {&pdnn__cl_algo_activation_direct, NULL};
 static const pdnn__algo *const cl_scale_algos[] = {&pdnn__cl_algo_scale_direct, NULL};
 /* matmul (cl_matmul.c) */
@@ -544,7 +547,9 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_ACTIVATION] = cl_activation_algos,
               [PDNN__OP_TRANSFORM] = cl_transform_algos,
               [PDNN__OP_BINARY] = cl_binary_algos,
-              [PDNN__OP_PAD] = cl_pad_algos},
+              [PDNN__OP_PAD] = cl_pad_algos,
+              [PDNN__OP_INDEX] = cl_index_algos,
+              [PDNN__OP_WHERE] = cl_where_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,
