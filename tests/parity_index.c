@@ -292,7 +292,7 @@ static void out_shape(ix_case *c)
 static void naive(const ix_case *c, const float *x, const float *av, const float *mv, double *ref)
 {
     const int64_t ny = count(c->yd, c->yr);
-    int64_t lists[R][64];
+    int64_t lists[R][64] = {{0}};
     if (c->k == SLICE) {
         for (int k = 0; k < c->r; k++)
             for (int64_t i = 0; i < c->xd[k]; i++)
@@ -304,7 +304,7 @@ static void naive(const ix_case *c, const float *x, const float *av, const float
     }
     int64_t split_at = 0; /* split: which part, laid out part after part */
     for (int64_t e = 0; e < ny; e++) {
-        int64_t at[R], rest = e, src = 0;
+        int64_t at[R] = {0}, rest = e, src = 0;
         int part = 0;
         if (c->k == SPLIT) { /* e runs over part 0's elements, then part 1's */
             int64_t n0 = count(c->xd, c->r) / c->xd[c->axis] * c->a[0];
@@ -312,7 +312,7 @@ static void naive(const ix_case *c, const float *x, const float *av, const float
             rest = part ? e - n0 : e;
             split_at = part ? c->a[0] : 0;
         }
-        int64_t pd[R];
+        int64_t pd[R] = {0};
         memcpy(pd, c->yd, sizeof pd);
         if (c->k == SPLIT)
             pd[c->axis] = c->a[part];
@@ -322,8 +322,8 @@ static void naive(const ix_case *c, const float *x, const float *av, const float
         int fill = 0;
         if (c->k == RESIZE && c->mode == PDNN_RESIZE_LINEAR) {
             /* every corner of the cell at once: the product of the axes' weights */
-            int64_t lo[R], hi[R];
-            double w[R];
+            int64_t lo[R] = {0}, hi[R] = {0};
+            double w[R] = {0};
             for (int k = 0; k < c->r; k++) {
                 float f = coord_of(at[k], c->xd[k], c->yd[k], c->coord);
                 f = f < 0.0f ? 0.0f : f > (float)(c->xd[k] - 1) ? (float)(c->xd[k] - 1) : f;

@@ -34,7 +34,7 @@ static int strided(const pdnn__index_call *c, int64_t st[PDNN_MAX_RANK], int64_t
 static void index_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     (void)dev;
-    int64_t st[PDNN_MAX_RANK], base;
+    int64_t st[PDNN_MAX_RANK] = {0}, base = 0;
     const char *why = "";
     if (call->op == PDNN__OP_WHERE)
         pdnn__plan_refuse(plan, "cuDNN has no select (Where)");
@@ -59,7 +59,7 @@ static pdnn_status index_body(cu_dev *d, const pdnn__op_call *call, const void *
 {
     (void)unused, (void)ws;
     const pdnn__index_call *c = &call->u.index;
-    int64_t st[PDNN_MAX_RANK], base;
+    int64_t st[PDNN_MAX_RANK] = {0}, base = 0;
     const char *why = "";
     if (!strided(c, st, &base, &why))
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "CUDA index: %s", why);

@@ -317,8 +317,10 @@ pdnn_status pdnn_pad_nd(const pdnn_tensor *x, const int64_t *pads, pdnn_pad_mode
                            (int)mode);
     int64_t xd[R], xs[R], yd[R], ys[R], want[R];
     const int r = geom(x, xd, xs), yr = geom(y, yd, ys);
+    static const int64_t no_pads[2 * R] = {0};
     if (!pads && r > 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: pads is NULL", name);
+    pads = pads ? pads : no_pads; /* rank 0 pads nothing */
     for (int k = 0; k < 2 * r; k++) {
         const int64_t d = xd[k % r];
         if (pads[k] < 0 || pads[k] > (int64_t)1 << 30 || (mode == PDNN_PAD_REFLECT && pads[k] >= d))
