@@ -392,6 +392,24 @@ def torch_cases(tmp):
         yield f"torch_small_resnet_b{batch}", m, [batch, 3, 64, 64]
 
 
+def move_cases():
+    """ConvTranspose (convolution backward data: strides, pads, dilations,
+    groups, output_padding, the bias); the data-movement ops; the shape
+    arithmetic folded at import; attributes that became inputs, each at an
+    old and a new opset."""
+    x = [2, 4, 5, 7]
+    for tag, cout, g, k, attrs, bias in [
+            ("plain", 3, 1, (3, 3), {}, True),
+            ("stride2_outpad", 6, 2, (3, 2), dict(strides=[2, 3], pads=[1, 0, 0, 1], output_padding=[1, 2]), True),
+            ("dilated_grouped", 4, 4, (2, 3), dict(dilations=[2, 1], group=4, pads=[0, 1, 1, 1]), False)]:
+        inits = [init("w", rnd(x[1], cout // g, *k))] + ([init("b", rnd(cout))] if bias else [])
+        ins = ["x", "w"] + (["b"] if bias else [])
+        if g > 1:
+            attrs = dict(attrs, group=g)
+        yield f"convtranspose_{tag}", model([helper.make_node("ConvTranspose", ins, ["y"], **attrs)], x, None,
+                                            inits), x
+
+
 def main():
     tool = sys.argv[1]
     devices = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--device=")] or [None]
@@ -409,8 +427,13 @@ def main():
         elif "--torchvision-fast" in sys.argv:  # make check-models: the fast ones
             all_cases = list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         else:
+            # --only=PREFIX: the hand-built cases whose names start with it
+            # (a quicker loop while working on some; no torch exports)
+            only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
             all_cases = (list(cases()) + list(activation_cases()) + list(binary_cases()) + list(zoo_op_cases())
-                         + list(torch_cases(tmp)))
+                         + (list(torch_cases(tmp)) if not only else []) + list(move_cases()))
+            if only:
+                all_cases = [c for c in all_cases if any(c[0].startswith(o) for o in only)]
         for name, m, x_shape in all_cases:
             path = os.path.join(tmp, name + ".onnx")
             onnx.save(m, path)

@@ -7,7 +7,8 @@
  *   onnx_model.c      the file, the protobuf nesting check, tensors
  *   onnx_values.c     values, inputs and outputs of a node, attributes
  *   onnx_conv_pool.c  Conv with what it absorbs (fusion), pooling
- *   onnx_ops.c        the other ops, and import_node's dispatch */
+ *   onnx_ops.c        the other ops, and import_node's dispatch
+ *   onnx_move.c       ConvTranspose, data movement, constant folding */
 #ifndef POLYDNN_ONNX_INTERNAL_H
 #define POLYDNN_ONNX_INTERNAL_H
 
@@ -118,6 +119,9 @@ pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int m
 pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProto *n);
 /* kind: "Mean", "Max" or "Sum" */
 pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, const char *kind);
+
+/* onnx_move.c */
+pdnn_status pdnn__onnx_import_conv_transpose(importer *im, const Onnx__NodeProto *n);
 
 /* onnx_ops.c */
 pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);

@@ -10,7 +10,7 @@
 
 #define SUPPORTED_OPS                                                                                  \
     "Add, AveragePool, BatchNormalization, Clip, Concat, Constant, Conv, Div, Dropout, Flatten, Gemm, "  \
-    "GlobalAveragePool, HardSigmoid, HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad (of H and "  \
+    "ConvTranspose, GlobalAveragePool, HardSigmoid, HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad (of H and "  \
     "W), ReduceMax, ReduceMean, ReduceSum (over H and W), Reshape, Relu, Sigmoid, Softmax, Sub"
 
 /* Output 0 of a node that maps onto a single graph call. */
@@ -474,7 +474,7 @@ static pdnn_status import_concat(importer *im, const Onnx__NodeProto *n)
 static const char *const known_ops[] = {
     "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant", "Conv", "Div", "Dropout",
     "Flatten", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul",
-    "MaxPool", "Mul", "Pad", "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
+    "MaxPool", "Mul", "Pad", "ReduceMax", "ConvTranspose", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
     "Sub"};
 
 static int known_op(const Onnx__NodeProto *n)
@@ -581,6 +581,8 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
             return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input %zu has no name", i);
     if (strcmp(op, "Conv") == 0)
         return pdnn__onnx_import_conv(im, idx, n);
+    if (strcmp(op, "ConvTranspose") == 0)
+        return pdnn__onnx_import_conv_transpose(im, n);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0)
         return pdnn__onnx_import_pool(im, n, op[0] == 'M', 0);
     if (strcmp(op, "GlobalAveragePool") == 0)

@@ -90,6 +90,7 @@ static const struct {
     {"max", T_(FLOAT)},        {"min", T_(FLOAT)},       {"momentum", T_(FLOAT)},  {"dilations", T_(INTS)},
     {"kernel_shape", T_(INTS)}, {"pads", T_(INTS)},      {"strides", T_(INTS)},    {"auto_pad", T_(STRING)},
     {"value", T_(TENSOR)},    {"keepdims", T_(INT)},    {"axes", T_(INTS)},       {"mode", T_(STRING)},
+    {"output_padding", T_(INTS)}, {"output_shape", T_(INTS)},
 };
 
 /* Where one name means another type in another op: Pad's value (opsets
@@ -112,7 +113,7 @@ static const struct {
     {"Gemm", 2, 3},   {"MatMul", 2, 2},  {"Flatten", 1, 1},     {"Reshape", 1, 2}, {"Softmax", 1, 1},
     {"Dropout", 1, 3}, {"Identity", 1, 1}, {"Constant", 0, 0}, {"Sub", 2, 2},       {"Div", 2, 2},
     {"HardSigmoid", 1, 1}, {"HardSwish", 1, 1}, {"Pad", 1, 4}, {"ReduceMean", 1, 2}, {"ReduceMax", 1, 2},
-    {"ReduceSum", 1, 2},
+    {"ReduceSum", 1, 2}, {"ConvTranspose", 2, 3},
 };
 
 static const char *type_name(int t)
