@@ -995,6 +995,27 @@ PDNN_API pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, cons
 PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                     const int64_t pads[4], pdnn_pad_mode mode, float value, pdnn_node *out);
 
+/* The data-movement ops as nodes ("Slice", "Gather", "Expand", "Where",
+ * "PadND", "Resize"; not differentiable yet): the arguments of pdnn_slice,
+ * pdnn_gather (at most 64 indices; y of x's rank), pdnn_expand (the
+ * shape: rank dims), pdnn_where, pdnn_pad_nd and pdnn_resize (y's dims, of
+ * x's rank). The result keeps x's image layout where it has rank 4, else
+ * is ND. */
+PDNN_API pdnn_status pdnn_graph_slice(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int n,
+                                      const int64_t *starts, const int64_t *ends, const int64_t *axes,
+                                      const int64_t *steps, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_gather(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int axis,
+                                       const int64_t *indices, int n, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_expand(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int rank,
+                                       const int64_t *dims, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_where(pdnn_graph *g, const char *name, const char *device, pdnn_node mask,
+                                      pdnn_node a, pdnn_node b, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_pad_nd(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       const int64_t *pads, pdnn_pad_mode mode, float value, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_resize(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       pdnn_resize_mode mode, pdnn_resize_coord coord, pdnn_resize_nearest nearest,
+                                       const float *scales, const int64_t *dims, pdnn_node *out);
+
 /* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
  * the transform back). */
 PDNN_API pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,

@@ -408,6 +408,85 @@ def move_cases():
             attrs = dict(attrs, group=g)
         yield f"convtranspose_{tag}", model([helper.make_node("ConvTranspose", ins, ["y"], **attrs)], x, None,
                                             inits), x
+    i64 = lambda name, v: init(name, np.array(v, dtype=np.int64))  # noqa: E731
+    mk = helper.make_node
+    # Slice: negative steps, starts and ends past the ends, as inputs (10+) and attributes (before 10)
+    yield "slice_steps_opset13", model([mk("Slice", ["x", "s", "e", "a", "p"], ["y"])], x, None,
+                                       [i64("s", [-1, 1, 100]), i64("e", [-100, 5, 0]), i64("a", [3, 2, -3]),
+                                        i64("p", [-2, 2, -1])]), x
+    yield "slice_attrs_opset9", model([mk("Slice", ["x"], ["y"], starts=[1, -4], ends=[3, 1000], axes=[1, 3])],
+                                      x, None, opset=9), x
+    # Split: sizes as an input (13+), an attribute (11), num_outputs (18); the parts joined back in another order
+    for opset, node, inits in [(13, mk("Split", ["x", "sp"], ["a", "b"], axis=1), [i64("sp", [1, 3])]),
+                               (11, mk("Split", ["x"], ["a", "b"], axis=1, split=[3, 1]), []),
+                               (18, mk("Split", ["x"], ["a", "b"], axis=2, num_outputs=2), [])]:
+        yield f"split_opset{opset}", model([node, mk("Concat", ["b", "a"], ["y"], axis=node.attribute[0].i)],
+                                           x, None, inits, opset=opset), x
+    yield "gather_axis1", model([mk("Gather", ["x", "i"], ["y"], axis=1)], x, None, [i64("i", [3, -4, 1, 3])]), x
+    yield "gather_axis3_negative", model([mk("Gather", ["x", "i"], ["y"], axis=-1)], x, None,
+                                         [i64("i", [-1, 0, 6])]), x
+    xe = [2, 1, 5, 1]
+    yield "expand_ones", model([mk("Expand", ["x", "sh"], ["y"])], xe, None, [i64("sh", [2, 3, 1, 4])]), xe
+    mask = rng.uniform(0, 1, (5, 7)) > 0.5
+    yield "where_const_mask", model([mk("Relu", ["x"], ["r"]), mk("Where", ["m", "x", "r"], ["y"])], x, None,
+                                    [init("m", mask)]), x
+    yield "where_const_b", model([mk("Where", ["m", "x", "c"], ["y"])], x, None,
+                                 [init("m", rng.uniform(0, 1, (1, 4, 1, 7)) > 0.5), init("c", rnd(1, 4, 1, 1))]), x
+    # Pad of every axis (N-d), each mode; pads as an attribute before opset 11
+    for mode in ("constant", "reflect", "edge"):
+        pads = [0, 1, 2, 3, 1, 2, 1, 0] if mode != "reflect" else [1, 2, 4, 1, 0, 1, 3, 6]
+        yield f"pad_nd_{mode}", model([mk("Pad", ["x", "p", "v"], ["y"], mode=mode)], x, None,
+                                      [i64("p", pads), init("v", np.array(1.5, dtype=np.float32))]), x
+    yield "pad_nd_attr_opset2", model([mk("Pad", ["x"], ["y"], pads=[0, 2, 1, 0, 1, 0, 0, 2], value=-1.0)],
+                                      x, None, opset=2), x
+    # Resize: nearest and linear; scales (10+) or sizes (11+); Upsample (9)
+    f32 = lambda name, v: init(name, np.array(v, dtype=np.float32))  # noqa: E731
+    for tag, attrs, scales, sizes in [
+            ("nearest_asym_floor", dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                                        nearest_mode="floor"), [1, 1, 2, 3], None),
+            ("nearest_half_pixel", dict(mode="nearest"), None, [2, 4, 9, 4]),
+            ("nearest_align_ceil", dict(mode="nearest", coordinate_transformation_mode="align_corners",
+                                        nearest_mode="round_prefer_ceil"), None, [2, 4, 3, 11]),
+            ("linear_half_pixel", dict(mode="linear"), [1, 1, 1.5, 0.5], None),
+            ("linear_align_corners", dict(mode="linear", coordinate_transformation_mode="align_corners"), None,
+             [2, 4, 8, 10]),
+            ("linear_pytorch_half_pixel", dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+             None, [2, 4, 1, 13])]:
+        ins = ["x", "", "s"] + (["z"] if sizes else [])
+        inits = [f32("s", scales or [])] + ([i64("z", sizes)] if sizes else [])
+        yield f"resize_{tag}", model([mk("Resize", ins, ["y"], **attrs)], x, None, inits), x
+    yield "resize_opset10_scales", model([mk("Resize", ["x", "s"], ["y"], mode="linear")], x, None,
+                                         [f32("s", [1, 1, 2, 2])], opset=10), x
+    yield "upsample_opset9", model([mk("Upsample", ["x", "s"], ["y"], mode="nearest")], x, None,
+                                   [f32("s", [1, 1, 2, 3])], opset=9), x
+    # Squeeze / Unsqueeze: axes as an attribute (11) and an input (13)
+    xs = [2, 4, 1, 1]
+    yield "squeeze_unsqueeze_opset11", model([mk("Squeeze", ["x"], ["q"], axes=[2, 3]), mk("Relu", ["q"], ["r"]),
+                                              mk("Unsqueeze", ["r"], ["y"], axes=[2, 3])], xs, None, opset=11), xs
+    yield "squeeze_unsqueeze_opset13", model([mk("Squeeze", ["x", "ax"], ["q"]), mk("Relu", ["q"], ["r"]),
+                                              mk("Unsqueeze", ["r", "ax"], ["y"])], xs, None, [i64("ax", [-1, 2])]), xs
+    # ReduceMean's axes: an attribute (13), an input (18); Clip's bounds: attributes (6), inputs (11)
+    yield "reducemean_opset13", model([mk("ReduceMean", ["x"], ["y"], axes=[2, 3])], x, None), x
+    yield "reducemean_opset18", model([mk("ReduceMean", ["x", "ax"], ["y"])], x, None, [i64("ax", [2, 3])],
+                                      opset=18), x
+    yield "reducesum_opset11", model([mk("ReduceSum", ["x"], ["y"], axes=[2, 3])], x, None, opset=11), x
+    yield "reducesum_opset13", model([mk("ReduceSum", ["x", "ax"], ["y"])], x, None, [i64("ax", [2, 3])]), x
+    yield "clip_opset6", model([mk("Clip", ["x"], ["y"], min=-0.5, max=0.25)], x, None, opset=6), x
+    yield "clip_opset11", model([mk("Clip", ["x", "lo", "hi"], ["y"])], x, None,
+                                [f32("lo", -0.5), f32("hi", 0.25)], opset=11), x
+    # Shape arithmetic folded at import: torch's x.view(x.size(0), -1); Range, Cast, ConstantOfShape
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Gather", ["sh", "zero"], ["n"], axis=0),
+             mk("Unsqueeze", ["n", "zax"], ["n1"]), mk("Concat", ["n1", "minus1"], ["shape"], axis=0),
+             mk("Reshape", ["x", "shape"], ["y"])]
+    yield "shape_chain_view", model(nodes, x, None, [i64("zero", 0), i64("zax", [0]), i64("minus1", [-1])]), x
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Slice", ["sh", "b", "e"], ["c"]), mk("Range", ["st", "c0", "one"], ["r"]),
+             mk("Cast", ["r"], ["rf"], to=TensorProto.FLOAT), mk("Reshape", ["rf", "rs"], ["rr"]),
+             mk("ConstantOfShape", ["rs"], ["two"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [2.0])),
+             mk("Mul", ["rr", "two"], ["r2"]), mk("Add", ["x", "r2"], ["y"])]
+    inits = [i64("b", [1]), i64("e", [2]), i64("st", 0), i64("one", 1), i64("rs", [1, 4, 1, 1])]
+    # Range's limit is the channel count taken from the shape (Squeeze of the 1-element slice)
+    nodes.insert(2, mk("Squeeze", ["c"], ["c0"]))
+    yield "shape_range_cast_constantofshape", model(nodes, x, None, inits), x
 
 
 def main():

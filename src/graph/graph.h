@@ -33,8 +33,20 @@ typedef enum pdnn__node_op {
     PDNN__OP_ALLREDUCE,        /* mean over the ranks (session.c with comm.c) */
     PDNN__OP_ELTWISE,          /* pdnn_binary: inputs a, b (broadcast); binop */
     PDNN__OP_BN,               /* batch norm inference: x, gamma, beta, mean, var; alpha the epsilon */
-    PDNN__OP_PADDING           /* pdnn_pad: pads, pad_mode, alpha the value */
+    PDNN__OP_PADDING,          /* pdnn_pad: pads, pad_mode, alpha the value */
+    PDNN__OP_MOVE              /* graph_move.c: move_kind, move_n, move (pdnn_slice, ...) */
 } pdnn__node_op;
+
+/* A MOVE node's op, and the most int64 arguments it keeps. */
+typedef enum pdnn__move_kind {
+    PDNN__MOVE_SLICE,  /* move: n starts, n ends, n axes, n steps (move_n = n) */
+    PDNN__MOVE_GATHER, /* axis; move: the move_n indices */
+    PDNN__MOVE_EXPAND, /* out the shape */
+    PDNN__MOVE_WHERE,  /* inputs mask, a, b */
+    PDNN__MOVE_PAD,    /* move: 2 x rank pads; pad_mode, alpha the value */
+    PDNN__MOVE_RESIZE  /* move: mode, coord, nearest, has scales, then rank scales' float bits */
+} pdnn__move_kind;
+#define PDNN__MOVE_ARGS 64
 
 typedef struct pdnn__node {
     char name[128];
@@ -59,6 +71,9 @@ typedef struct pdnn__node {
     int bcast;          /* BINARY: 1 a repeats along some axis, 2 b does (both: 3) */
     int64_t pads[4];    /* PAD: top, left, bottom, right */
     pdnn_pad_mode pad_mode; /* PAD */
+    pdnn__move_kind move_kind; /* MOVE */
+    int move_n;
+    int64_t move[PDNN__MOVE_ARGS];
 } pdnn__node;
 
 struct pdnn_graph {
@@ -68,6 +83,14 @@ struct pdnn_graph {
 
 /* Ops that produce no value (fetching them runs them and gives NULL). */
 static inline int pdnn__no_value(const pdnn__node *n) { return n->op == PDNN__OP_APPLY || n->op == PDNN__OP_TRAIN; }
+
+/* A MOVE node's op type name ("Slice", "Gather", ...), graph_move.c, and
+ * its run (session_run.c) and whether dev runs it (placer.c). */
+const char *pdnn__move_type(const pdnn__node *n);
+pdnn_status pdnn__move_run(const pdnn__node *n, const pdnn_tensor *const *in, pdnn_tensor *y);
+/* A two-element call of the node's kind that a backend's plan judges as
+ * it would the node's (tbl holds its table). */
+void pdnn__move_probe(const pdnn__node *n, pdnn__op_call *call, int64_t tbl[2]);
 
 /* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
 const char *pdnn__op_type(const pdnn__node *n);

@@ -28,7 +28,7 @@
 #define MAX_MODEL_BYTES ((size_t)INT32_MAX)
 
 /* ONNX TensorProto.DataType values used here. */
-enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
+enum { ONNX_FLOAT = 1, ONNX_INT64 = 7, ONNX_BOOL = 9 };
 
 /* One ONNX value: an activation computed by a graph node (node >= 0), or a
  * constant held on the host (data or i64) until an op uses it. */
@@ -122,8 +122,15 @@ pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, con
 
 /* onnx_move.c */
 pdnn_status pdnn__onnx_import_conv_transpose(importer *im, const Onnx__NodeProto *n);
+/* Folds n if its result is known at import (*done 1). */
+pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done);
+/* Slice, Split, Gather, Expand, Where, Resize, Upsample, Squeeze,
+ * Unsqueeze of activations. */
+pdnn_status pdnn__onnx_import_move(importer *im, const Onnx__NodeProto *n);
 
 /* onnx_ops.c */
+/* A reshape of x's activation to rank r (1 to 4) dims. */
+pdnn_status pdnn__onnx_reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims);
 pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);
 pdnn_status pdnn__onnx_import_node(importer *im, size_t idx);
 /* Every node whose operator the importer does not know, counted per

@@ -6,6 +6,7 @@
  * -> Reshape chains that torch exports for x.view(x.size(0), -1) become
  * constants here, at the batch the import was given. */
 #include "io/onnx_internal.h"
+#include "ops/dispatch.h"
 
 #include <limits.h>
 #include <math.h>
@@ -112,4 +113,658 @@ pdnn_status pdnn__onnx_import_conv_transpose(importer *im, const Onnx__NodeProto
     if (st != PDNN_SUCCESS)
         return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     return pdnn__onnx_set_output(im, n, n->output[0], y, 4);
+}
+
+/* ---- constants known at import ---------------------------------------- */
+
+/* A new host constant named name (its arrays owned: freed with the values). */
+static pdnn_status add_const(importer *im, const char *name, int rank, const int64_t *dims, int64_t *i64, float *f)
+{
+    value v = {.name = name, .node = -1, .rank = rank, .i64 = i64, .data = f, .count = 1};
+    for (int k = 0; k < rank; k++)
+        v.dims[k] = dims[k], v.count *= dims[k];
+    pdnn_status st = pdnn__onnx_add_value(im, &v);
+    if (st != PDNN_SUCCESS)
+        free(i64), free(f);
+    return st;
+}
+
+/* Constant input i (absent: NULL), which must hold int64 or float data. */
+static const value *cin(importer *im, const Onnx__NodeProto *n, size_t i)
+{
+    const value *v = pdnn__onnx_const_input(im, n, i);
+    return v && (v->i64 || v->data) ? v : NULL;
+}
+
+/* Element j of a constant as int64 or as float. */
+static int64_t ival(const value *v, int64_t j) { return v->i64 ? v->i64[j] : (int64_t)v->data[j]; }
+
+/* A new constant of out's shape whose element j is v's element src[j] (the
+ * type kept). */
+static pdnn_status pick(importer *im, const char *name, const value *v, int rank, const int64_t *dims,
+                        const int64_t *src, int64_t count)
+{
+    int64_t *i = v->i64 ? malloc((size_t)(count ? count : 1) * sizeof *i) : NULL;
+    float *f = v->i64 ? NULL : malloc((size_t)(count ? count : 1) * sizeof *f);
+    if (!i && !f)
+        return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+    for (int64_t j = 0; j < count; j++) {
+        if (i)
+            i[j] = v->i64[src[j]];
+        else
+            f[j] = v->data[src[j]];
+    }
+    return add_const(im, name, rank, dims, i, f);
+}
+
+/* The axes of a node: the input (opsets 13+ for Squeeze/Unsqueeze/Split,
+ * 18 for Reduce*), else the attribute; *n of them, normalised to rank r. */
+static pdnn_status axes_of(importer *im, const Onnx__NodeProto *n, size_t input, const char *attr_name, int r,
+                           int64_t *axes, int *count)
+{
+    const value *a = cin(im, n, input);
+    const Onnx__AttributeProto *at = attr(n, attr_name);
+    if (input < n->n_input && n->input[input][0] && !a)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the %s input must be a constant", attr_name);
+    const int64_t c = a ? a->count : at ? (int64_t)at->n_ints : 0;
+    if (c > 8)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "%lld %s", (long long)c, attr_name);
+    for (int64_t i = 0; i < c; i++) {
+        int64_t v = a ? ival(a, i) : at->ints[i];
+        if (v < -r || v >= r)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "%s[%lld] = %lld is out of range for rank %d",
+                                         attr_name, (long long)i, (long long)v, r);
+        axes[i] = v < 0 ? v + r : v;
+    }
+    *count = (int)c;
+    return PDNN_SUCCESS;
+}
+
+/* Row-major offsets of every element of dims (rank r) through strides st. */
+static int64_t *offsets(int r, const int64_t *dims, const int64_t *st, int64_t *count)
+{
+    int64_t c = 1, at[8] = {0};
+    for (int k = 0; k < r; k++)
+        c *= dims[k];
+    int64_t *o = malloc((size_t)(c ? c : 1) * sizeof *o);
+    for (int64_t j = 0; o && j < c; j++) {
+        int64_t off = 0;
+        for (int k = 0; k < r; k++)
+            off += at[k] * st[k];
+        o[j] = off;
+        for (int k = r - 1; k >= 0 && ++at[k] == dims[k]; k--)
+            at[k] = 0;
+    }
+    *count = c;
+    return o;
+}
+
+static void row_strides(int r, const int64_t *d, int64_t *st)
+{
+    int64_t s = 1;
+    for (int k = r - 1; k >= 0; k--)
+        st[k] = s, s *= d[k];
+}
+
+/* Folds a gather of constant v along axis by constant indices ix. */
+static pdnn_status fold_gather(importer *im, const Onnx__NodeProto *n, const value *v, const value *ix, int64_t axis)
+{
+    const int r = v->rank;
+    if (axis < -r || axis >= r || r + ix->rank - 1 > 8)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld of a rank-%d constant", (long long)axis,
+                                     r);
+    axis += axis < 0 ? r : 0;
+    int64_t st[8], d[8], od[8], count;
+    row_strides(r, v->dims, st);
+    int orank = 0;
+    for (int k = 0; k < axis; k++)
+        od[orank++] = v->dims[k];
+    for (int k = 0; k < ix->rank; k++)
+        od[orank++] = ix->dims[k];
+    for (int k = (int)axis + 1; k < r; k++)
+        od[orank++] = v->dims[k];
+    /* offsets over {outer, index, inner}, then the index's replaced */
+    d[0] = 1, d[1] = ix->count, d[2] = 1;
+    for (int k = 0; k < axis; k++)
+        d[0] *= v->dims[k];
+    for (int k = (int)axis + 1; k < r; k++)
+        d[2] *= v->dims[k];
+    const int64_t s3[3] = {v->dims[axis] * st[axis], 0, 1};
+    int64_t *o = offsets(3, d, s3, &count);
+    if (!o)
+        return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+    for (int64_t j = 0; j < count; j++) {
+        const int64_t i = j / d[2] % d[1];
+        int64_t g = ival(ix, i);
+        if (g < -v->dims[axis] || g >= v->dims[axis]) {
+            free(o);
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "index %lld is out of range for a dim of %lld",
+                                         (long long)g, (long long)v->dims[axis]);
+        }
+        o[j] += (g < 0 ? g + v->dims[axis] : g) * st[axis];
+    }
+    pdnn_status s = pick(im, n->output[0], v, orank, od, o, count);
+    free(o);
+    return s;
+}
+
+/* Elementwise Add, Sub, Mul, Div of two constants of one type, one of
+ * them a scalar or both of one count (shape arithmetic). */
+static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const value *a, const value *b, char op)
+{
+    if (!a->i64 != !b->i64 || (a->count != b->count && a->count != 1 && b->count != 1))
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constants of two types or shapes that need more than "
+                                     "a scalar's broadcast");
+    const value *big = a->count >= b->count ? a : b;
+    const int64_t c = big->count;
+    int64_t *i = a->i64 ? malloc((size_t)(c ? c : 1) * sizeof *i) : NULL;
+    float *f = a->i64 ? NULL : malloc((size_t)(c ? c : 1) * sizeof *f);
+    if (!i && !f)
+        return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+    for (int64_t j = 0; j < c; j++) {
+        const int64_t ja = a->count == 1 ? 0 : j, jb = b->count == 1 ? 0 : j;
+        if (i) {
+            const int64_t x = a->i64[ja], y = b->i64[jb];
+            if (op == '/' && y == 0) {
+                free(i);
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "an integer division by 0");
+            }
+            /* ONNX's integer Div truncates, as C's does. */
+            i[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+        } else {
+            const float x = a->data[ja], y = b->data[jb];
+            f[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+        }
+    }
+    return add_const(im, n->output[0], big->rank, big->dims, i, f);
+}
+
+/* Folds n when its result is known now: Shape of any value, and the shape
+ * ops of constants. *done 0: n is not foldable here (an op on activations). */
+pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
+{
+    const char *op = n->op_type;
+    *done = 0;
+    if (strcmp(op, "Shape") == 0) {
+        const value *v = pdnn__onnx_find_value(im, n->n_input ? n->input[0] : NULL);
+        if (!v)
+            return PDNN_SUCCESS; /* the act input's error names it */
+        int64_t b = attr_int(n, "start", 0), e = attr_int(n, "end", v->rank);
+        b += b < 0 ? v->rank : 0, e += e < 0 ? v->rank : 0;
+        b = b < 0 ? 0 : b > v->rank ? v->rank : b, e = e < b ? b : e > v->rank ? v->rank : e;
+        int64_t *d = malloc(8 * sizeof *d);
+        if (!d)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t k = b; k < e; k++)
+            d[k - b] = v->dims[k];
+        const int64_t len = e - b;
+        *done = 1;
+        return add_const(im, n->output[0], 1, &len, d, NULL);
+    }
+    /* Every other op folds only when every input is a constant. */
+    size_t given = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        if (!n->input[i][0])
+            continue;
+        if (!cin(im, n, i))
+            return PDNN_SUCCESS;
+        given++;
+    }
+    if (given == 0 && strcmp(op, "ConstantOfShape") != 0)
+        return PDNN_SUCCESS;
+    const value *x = cin(im, n, 0);
+    pdnn_status st = PDNN_SUCCESS;
+    *done = 1;
+    if (strcmp(op, "Gather") == 0 && cin(im, n, 1))
+        return fold_gather(im, n, x, cin(im, n, 1), attr_int(n, "axis", 0));
+    if (strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Squeeze") == 0) {
+        const int un = op[0] == 'U';
+        int64_t axes[8], d[8];
+        int na = 0, r = 0;
+        const int out_rank = un ? x->rank + (int)(im->opset >= 13 && cin(im, n, 1) ? cin(im, n, 1)->count
+                                                                                 : (attr(n, "axes") ? (int64_t)attr(n, "axes")->n_ints : 0))
+                                : x->rank;
+        if (out_rank > 8)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %d", out_rank);
+        if ((st = axes_of(im, n, 1, "axes", out_rank, axes, &na)) != PDNN_SUCCESS)
+            return st;
+        int mark[8] = {0};
+        for (int i = 0; i < na; i++)
+            mark[axes[i]] = 1;
+        if (un) {
+            for (int k = 0, j = 0; k < out_rank; k++)
+                d[r++] = mark[k] ? 1 : x->dims[j++];
+        } else {
+            for (int k = 0; k < x->rank; k++)
+                if (!(na ? mark[k] : x->dims[k] == 1))
+                    d[r++] = x->dims[k];
+                else if (x->dims[k] != 1)
+                    return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %d has %lld elements, not 1", k,
+                                                 (long long)x->dims[k]);
+        }
+        value v = *x;
+        v.name = n->output[0], v.rank = r, v.alias = 1;
+        memcpy(v.dims, d, sizeof d);
+        return pdnn__onnx_add_value(im, &v);
+    }
+    if (strcmp(op, "Reshape") == 0 && cin(im, n, 1)) {
+        const value *s = cin(im, n, 1);
+        int64_t d[8], known = 1;
+        int infer = -1;
+        if (s->count > 8)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %lld", (long long)s->count);
+        for (int k = 0; k < s->count; k++) {
+            d[k] = ival(s, k);
+            d[k] = d[k] == 0 && k < x->rank ? x->dims[k] : d[k];
+            if (d[k] == -1)
+                infer = k;
+            else
+                known *= d[k];
+        }
+        if (infer >= 0 && known > 0)
+            d[infer] = x->count / known, known *= d[infer];
+        if (known != x->count)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "the shape does not hold the %lld elements",
+                                         (long long)x->count);
+        value v = *x;
+        v.name = n->output[0], v.rank = (int)s->count, v.alias = 1;
+        memcpy(v.dims, d, sizeof d);
+        return pdnn__onnx_add_value(im, &v);
+    }
+    if (strcmp(op, "Concat") == 0) {
+        int64_t axis = attr_int(n, "axis", 0), d[8], count = 0;
+        const int r = x->rank;
+        axis += axis < 0 ? r : 0;
+        if (axis < 0 || axis >= r)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis out of range for rank %d", r);
+        memcpy(d, x->dims, sizeof d);
+        d[axis] = 0;
+        for (size_t i = 0; i < n->n_input; i++) {
+            const value *v = cin(im, n, i);
+            if (v->rank != r || !v->i64 != !x->i64)
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "inputs of two ranks or types");
+            d[axis] += v->dims[axis];
+            count += v->count;
+        }
+        int64_t *oi = x->i64 ? malloc((size_t)(count ? count : 1) * 8) : NULL;
+        float *of = x->i64 ? NULL : malloc((size_t)(count ? count : 1) * 4);
+        if (!oi && !of)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        int64_t outer = 1, at = 0;
+        for (int k = 0; k < axis; k++)
+            outer *= d[k];
+        for (int64_t o = 0; o < outer; o++)
+            for (size_t i = 0; i < n->n_input; i++) {
+                const value *v = cin(im, n, i);
+                const int64_t chunk = outer ? v->count / outer : 0;
+                for (int64_t j = 0; j < chunk; j++, at++) {
+                    if (oi)
+                        oi[at] = v->i64[o * chunk + j];
+                    else
+                        of[at] = v->data[o * chunk + j];
+                }
+            }
+        return add_const(im, n->output[0], r, d, oi, of);
+    }
+    if (strcmp(op, "Slice") == 0) {
+        int64_t st8[8], d[8], first[8], step[8], count;
+        const int r = x->rank;
+        row_strides(r, x->dims, st8);
+        memcpy(d, x->dims, sizeof d);
+        for (int k = 0; k < 8; k++)
+            first[k] = 0, step[k] = 1;
+        const value *sv = cin(im, n, 1), *ev = cin(im, n, 2), *av = cin(im, n, 3), *pv = cin(im, n, 4);
+        const Onnx__AttributeProto *sa = attr(n, "starts"), *ea = attr(n, "ends"), *aa = attr(n, "axes");
+        const int64_t c = sv ? sv->count : sa ? (int64_t)sa->n_ints : 0;
+        if (c > r || (ev ? ev->count : ea ? (int64_t)ea->n_ints : 0) != c)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "starts and ends of different counts");
+        for (int64_t i = 0; i < c; i++) {
+            int64_t a = av ? ival(av, i) : aa && (size_t)i < aa->n_ints ? aa->ints[i] : i;
+            const int64_t s = pv ? ival(pv, i) : 1, b = sv ? ival(sv, i) : sa->ints[i],
+                          e = ev ? ival(ev, i) : ea->ints[i];
+            a += a < 0 ? r : 0;
+            if (a < 0 || a >= r || s == 0)
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis out of range or step 0");
+            d[a] = pdnn__slice_axis(x->dims[a], b, e, s, &first[a]);
+            step[a] = s;
+        }
+        int64_t base = 0, sst[8];
+        for (int k = 0; k < r; k++)
+            base += first[k] * st8[k], sst[k] = st8[k] * step[k];
+        int64_t *o = offsets(r, d, sst, &count);
+        if (!o)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t j = 0; j < count; j++)
+            o[j] += base;
+        st = pick(im, n->output[0], x, r, d, o, count);
+        free(o);
+        return st;
+    }
+    if (strcmp(op, "Cast") == 0) {
+        const int64_t to = attr_int(n, "to", 0);
+        int64_t *oi = to != ONNX_FLOAT ? malloc((size_t)(x->count ? x->count : 1) * 8) : NULL;
+        float *of = to == ONNX_FLOAT ? malloc((size_t)(x->count ? x->count : 1) * 4) : NULL;
+        if (!oi && !of)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t j = 0; j < x->count; j++) {
+            if (of)
+                of[j] = x->i64 ? (float)x->i64[j] : x->data[j];
+            else
+                oi[j] = x->i64 ? x->i64[j] : (int64_t)x->data[j];
+        }
+        return add_const(im, n->output[0], x->rank, x->dims, oi, of);
+    }
+    if (strcmp(op, "ConstantOfShape") == 0) {
+        const value *s = x;
+        const Onnx__AttributeProto *va = attr(n, "value");
+        int64_t d[8], count = 1;
+        if (!s || s->count > 8)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the shape must be a constant of at most 8 dims");
+        for (int k = 0; k < s->count; k++)
+            d[k] = ival(s, k), count *= d[k];
+        const Onnx__TensorProto *t = va ? va->t : NULL;
+        const int is_int = t && t->has_data_type && t->data_type == ONNX_INT64;
+        double fill = 0.0;
+        if (t && t->has_raw_data && t->raw_data.len == 8 && is_int) {
+            int64_t v;
+            memcpy(&v, t->raw_data.data, 8);
+            fill = (double)v;
+        } else if (t && t->has_raw_data && t->raw_data.len == 4) {
+            float v;
+            memcpy(&v, t->raw_data.data, 4);
+            fill = v;
+        } else if (t && t->n_int64_data == 1) {
+            fill = (double)t->int64_data[0];
+        } else if (t && t->n_float_data == 1) {
+            fill = t->float_data[0];
+        }
+        if (count < 0 || count > (int64_t)1 << 28)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "a shape of %lld elements", (long long)count);
+        int64_t *oi = is_int ? malloc((size_t)(count ? count : 1) * 8) : NULL;
+        float *of = is_int ? NULL : malloc((size_t)(count ? count : 1) * 4);
+        if (!oi && !of)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t j = 0; j < count; j++) {
+            if (oi)
+                oi[j] = (int64_t)fill;
+            else
+                of[j] = (float)fill;
+        }
+        return add_const(im, n->output[0], (int)s->count, d, oi, of);
+    }
+    if (strcmp(op, "Range") == 0 && n->n_input == 3) {
+        const value *lim = cin(im, n, 1), *dl = cin(im, n, 2);
+        const double b = x->i64 ? (double)x->i64[0] : x->data[0], e = lim->i64 ? (double)lim->i64[0] : lim->data[0],
+                     s = dl->i64 ? (double)dl->i64[0] : dl->data[0];
+        const double cnt = s != 0.0 ? ceil((e - b) / s) : -1.0;
+        if (!(cnt <= (double)((int64_t)1 << 28)) || s == 0.0)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "a range of step 0 or too many elements");
+        const int64_t c = cnt > 0 ? (int64_t)cnt : 0;
+        int64_t *oi = x->i64 ? malloc((size_t)(c ? c : 1) * 8) : NULL;
+        float *of = x->i64 ? NULL : malloc((size_t)(c ? c : 1) * 4);
+        if (!oi && !of)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t j = 0; j < c; j++) {
+            if (oi)
+                oi[j] = x->i64[0] + j * dl->i64[0];
+            else
+                of[j] = x->data[0] + (float)j * dl->data[0];
+        }
+        return add_const(im, n->output[0], 1, &c, oi, of);
+    }
+    if ((strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) &&
+        n->n_input == 2)
+        return fold_arith(im, n, x, cin(im, n, 1), op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[0] == 'M' ? '*' : '/');
+    *done = 0;
+    return PDNN_SUCCESS;
+}
+
+/* ---- data movement of activations ------------------------------------- */
+
+/* y = x's activation reshaped to rank r dims (onnx_ops.c's Reshape). */
+static pdnn_status squeeze_act(importer *im, const Onnx__NodeProto *n, value *x)
+{
+    const int un = n->op_type[0] == 'U';
+    int64_t axes[8], d[8];
+    int na = 0, r = 0;
+    const value *av = cin(im, n, 1);
+    const Onnx__AttributeProto *aa = attr(n, "axes");
+    const int out_rank = un ? x->rank + (int)(av ? av->count : aa ? (int64_t)aa->n_ints : 0) : x->rank;
+    pdnn_status st;
+    if (out_rank > 8)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %d", out_rank);
+    if ((st = axes_of(im, n, 1, "axes", out_rank, axes, &na)) != PDNN_SUCCESS)
+        return st;
+    int mark[8] = {0};
+    for (int i = 0; i < na; i++)
+        mark[axes[i]] = 1;
+    for (int k = 0, j = 0; k < (un ? out_rank : x->rank); k++) {
+        if (un)
+            d[r++] = mark[k] ? 1 : x->dims[j++];
+        else if (!(na ? mark[k] : x->dims[k] == 1))
+            d[r++] = x->dims[k];
+        else if (x->dims[k] != 1)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %d has %lld elements, not 1", k,
+                                         (long long)x->dims[k]);
+    }
+    return pdnn__onnx_reshape_to(im, n, x, r, d);
+}
+
+/* The value's graph node has 4 logical dims (rank 2: {a, b, 1, 1}): ONNX's
+ * axes index them as they are. */
+static pdnn_status set_out(importer *im, const Onnx__NodeProto *n, const char *name, pdnn_status st, int y, int rank)
+{
+    if (st != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    return pdnn__onnx_set_output(im, n, name, y, rank);
+}
+
+static pdnn_status import_split(importer *im, const Onnx__NodeProto *n, value *x)
+{
+    int64_t axis = attr_int(n, "axis", 0), sizes[64];
+    axis += axis < 0 ? x->rank : 0;
+    if (axis < 0 || axis >= x->rank)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis out of range for rank %d", x->rank);
+    const size_t parts = n->n_output;
+    const value *sv = cin(im, n, 1);
+    const Onnx__AttributeProto *sa = attr(n, "split");
+    if (parts > 64)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "%zu outputs (at most 64)", parts);
+    if (n->n_input > 1 && n->input[1][0] && !sv)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the split input must be a constant");
+    const int64_t d = x->dims[axis];
+    int64_t total = 0;
+    for (size_t i = 0; i < parts; i++) {
+        /* opset 18's num_outputs: ceil-sized parts, the last smaller */
+        const int64_t even = (d + (int64_t)parts - 1) / (int64_t)parts;
+        sizes[i] = sv ? ival(sv, (int64_t)i) : sa && i < sa->n_ints ? sa->ints[i]
+                                                 : (i + 1 < parts ? even : d - even * (int64_t)(parts - 1));
+        total += sizes[i];
+    }
+    if ((sv && sv->count != (int64_t)parts) || (sa && sa->n_ints != parts) || total != d)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "the parts do not add up to axis %lld's %lld",
+                                     (long long)axis, (long long)d);
+    int64_t at = 0;
+    for (size_t i = 0; i < parts; i++) {
+        const int64_t e = at + sizes[i];
+        pdnn_status st = pdnn__onnx_check_name(n, n->output[i]);
+        int y = -1;
+        if (st == PDNN_SUCCESS)
+            st = pdnn_graph_slice(im->graph, n->output[i], im->device, x->node, 1, &at, &e, &axis, NULL, &y);
+        if ((st = set_out(im, n, n->output[i], st, y, x->rank)) != PDNN_SUCCESS)
+            return st;
+        at = e;
+    }
+    return PDNN_SUCCESS;
+}
+
+static pdnn_status import_slice(importer *im, const Onnx__NodeProto *n, value *x)
+{
+    int64_t b[8], e[8], a[8], s[8];
+    const value *sv = cin(im, n, 1), *ev = cin(im, n, 2), *av = cin(im, n, 3), *pv = cin(im, n, 4);
+    const Onnx__AttributeProto *sa = attr(n, "starts"), *ea = attr(n, "ends"), *aa = attr(n, "axes");
+    for (size_t i = 1; i < n->n_input; i++)
+        if (n->input[i][0] && !cin(im, n, i))
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "starts, ends, axes and steps must be constants");
+    const int64_t c = sv ? sv->count : sa ? (int64_t)sa->n_ints : 0;
+    if (c > x->rank || (ev ? ev->count : ea ? (int64_t)ea->n_ints : 0) != c)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "starts and ends of different counts");
+    for (int64_t i = 0; i < c; i++) {
+        b[i] = sv ? ival(sv, i) : sa->ints[i];
+        e[i] = ev ? ival(ev, i) : ea->ints[i];
+        a[i] = av ? ival(av, i) : aa && (size_t)i < aa->n_ints ? aa->ints[i] : i;
+        a[i] += a[i] < 0 ? x->rank : 0;
+        s[i] = pv ? ival(pv, i) : 1;
+    }
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    int y = -1;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_slice(im->graph, n->output[0], im->device, x->node, (int)c, b, e, a, s, &y);
+    return set_out(im, n, n->output[0], st, y, x->rank);
+}
+
+static pdnn_status import_gather(importer *im, const Onnx__NodeProto *n, value *x)
+{
+    const value *ix = cin(im, n, 1);
+    if (!ix || !ix->i64 || ix->rank > 1)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                     "the indices must be a constant int64 vector (a scalar index drops a rank, "
+                                     "which needs values of any rank)");
+    if (ix->count > PDNN__MOVE_ARGS)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "%lld indices (at most %d)", (long long)ix->count,
+                                     PDNN__MOVE_ARGS);
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    int y = -1;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_gather(im->graph, n->output[0], im->device, x->node, (int)attr_int(n, "axis", 0), ix->i64,
+                               (int)ix->count, &y);
+    return set_out(im, n, n->output[0], st, y, x->rank);
+}
+
+static pdnn_status import_expand(importer *im, const Onnx__NodeProto *n, value *x)
+{
+    const value *sv = cin(im, n, 1);
+    if (!sv || sv->count != x->rank)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the shape must be a constant of the input's rank %d",
+                                     x->rank);
+    int64_t d[4] = {1, 1, 1, 1};
+    for (int k = 0; k < x->rank; k++) /* numpy: a 1 in the shape keeps x's dim */
+        d[k] = ival(sv, k) == 1 ? x->dims[k] : ival(sv, k);
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    int y = -1;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_expand(im->graph, n->output[0], im->device, x->node, 4, d, &y);
+    return set_out(im, n, n->output[0], st, y, x->rank);
+}
+
+static pdnn_status import_where(importer *im, const Onnx__NodeProto *n)
+{
+    const value *m = cin(im, n, 0);
+    pdnn_status st;
+    value *a = pdnn__onnx_act_input(im, n, 1, &st), *b = a ? pdnn__onnx_act_input(im, n, 2, &st) : NULL;
+    if (!b)
+        return st;
+    const int r = a->rank > b->rank ? a->rank : b->rank;
+    if (!m || !m->data || m->rank > r)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the condition must be a constant (of rank %d at most)",
+                                     r);
+    /* The mask aligned to rank r from the end, stored as the importer
+     * stores rank r: those dims, then 1s. */
+    pdnn_tensor_desc md = {PDNN_FLOAT32, PDNN_ND, {1, 1, 1, 1}, 4};
+    for (int k = 0; k < m->rank; k++)
+        md.dims[r - m->rank + k] = m->dims[k];
+    int mn = -1, y = -1;
+    st = pdnn_graph_constant(im->graph, NULL, im->device, &md, m->data, &mn);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__onnx_check_name(n, n->output[0]);
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_where(im->graph, n->output[0], im->device, mn, a->node, b->node, &y);
+    return set_out(im, n, n->output[0], st, y, r);
+}
+
+static pdnn_status import_resize(importer *im, const Onnx__NodeProto *n, value *x)
+{
+    char mode[32], ct[40], nm[32];
+    const int upsample = strcmp(n->op_type, "Upsample") == 0;
+    pdnn__onnx_attr_str(n, "mode", mode, sizeof mode);
+    pdnn__onnx_attr_str(n, "coordinate_transformation_mode", ct, sizeof ct);
+    pdnn__onnx_attr_str(n, "nearest_mode", nm, sizeof nm);
+    const pdnn_resize_mode rm = !mode[0] || strcmp(mode, "nearest") == 0 ? PDNN_RESIZE_NEAREST
+                                : strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0 ? PDNN_RESIZE_LINEAR
+                                                                                             : (pdnn_resize_mode)-1;
+    /* Before opset 11 (and Upsample) coordinates were asymmetric and the
+     * nearest pixel the one below. */
+    const int old = upsample || im->opset < 11;
+    const pdnn_resize_coord rc = !ct[0] ? (old ? PDNN_RESIZE_ASYMMETRIC : PDNN_RESIZE_HALF_PIXEL)
+                                 : strcmp(ct, "half_pixel") == 0         ? PDNN_RESIZE_HALF_PIXEL
+                                 : strcmp(ct, "asymmetric") == 0         ? PDNN_RESIZE_ASYMMETRIC
+                                 : strcmp(ct, "align_corners") == 0      ? PDNN_RESIZE_ALIGN_CORNERS
+                                 : strcmp(ct, "pytorch_half_pixel") == 0 ? PDNN_RESIZE_PYTORCH_HALF_PIXEL
+                                                                         : (pdnn_resize_coord)-1;
+    const pdnn_resize_nearest rn = !nm[0] && old                                     ? PDNN_RESIZE_FLOOR
+                                   : !nm[0] || strcmp(nm, "round_prefer_floor") == 0 ? PDNN_RESIZE_ROUND_PREFER_FLOOR
+                                   : strcmp(nm, "floor") == 0                       ? PDNN_RESIZE_FLOOR
+                                   : strcmp(nm, "round_prefer_ceil") == 0           ? PDNN_RESIZE_ROUND_PREFER_CEIL
+                                   : strcmp(nm, "ceil") == 0                        ? PDNN_RESIZE_CEIL
+                                                                                    : (pdnn_resize_nearest)-1;
+    if ((int)rm < 0 || (int)rc < 0 || (int)rn < 0 || attr_int(n, "antialias", 0) != 0 ||
+        attr_int(n, "exclude_outside", 0) != 0)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
+                                     "mode '%s', coordinate_transformation_mode '%s', nearest_mode '%s' or antialias "
+                                     "(nearest or linear; half_pixel, asymmetric, align_corners, pytorch_half_pixel; "
+                                     "round_prefer_floor, floor, round_prefer_ceil, ceil are supported)",
+                                     mode, ct, nm);
+    /* Scales: Upsample's attribute (opsets 7, 8), else the input after X
+     * (Upsample 9, Resize 10) or after the roi (Resize 11+); sizes last. */
+    const size_t si = upsample || im->opset < 11 ? 1 : 2;
+    const value *sv = cin(im, n, si), *zv = im->opset >= 11 && !upsample ? cin(im, n, 3) : NULL;
+    const Onnx__AttributeProto *sa = attr(n, "scales");
+    float sc[4] = {1, 1, 1, 1};
+    int64_t d[4] = {1, 1, 1, 1};
+    int has_scales = 0;
+    if (sv && sv->count == 0)
+        sv = NULL; /* an empty scales beside sizes */
+    if (zv && zv->count == x->rank) {
+        for (int k = 0; k < x->rank; k++)
+            d[k] = ival(zv, k);
+    } else if ((sv && sv->data && sv->count == x->rank) || (sa && sa->n_floats == (size_t)x->rank)) {
+        for (int k = 0; k < x->rank; k++) {
+            sc[k] = sv ? sv->data[k] : sa->floats[k];
+            d[k] = (int64_t)floorf((float)x->dims[k] * sc[k]);
+        }
+        has_scales = 1;
+    } else {
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the scales or sizes must be constants of %d values",
+                                     x->rank);
+    }
+    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    int y = -1;
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_resize(im->graph, n->output[0], im->device, x->node, rm, rc, rn, has_scales ? sc : NULL, d,
+                               &y);
+    return set_out(im, n, n->output[0], st, y, x->rank);
+}
+
+pdnn_status pdnn__onnx_import_move(importer *im, const Onnx__NodeProto *n)
+{
+    const char *op = n->op_type;
+    if (strcmp(op, "Where") == 0)
+        return import_where(im, n);
+    pdnn_status st;
+    value *x = pdnn__onnx_act_input(im, n, 0, &st);
+    if (!x)
+        return st;
+    if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0)
+        return squeeze_act(im, n, x);
+    if (strcmp(op, "Split") == 0)
+        return import_split(im, n, x);
+    if (strcmp(op, "Slice") == 0)
+        return import_slice(im, n, x);
+    if (strcmp(op, "Gather") == 0)
+        return import_gather(im, n, x);
+    if (strcmp(op, "Expand") == 0)
+        return import_expand(im, n, x);
+    if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)
+        return import_resize(im, n, x);
+    return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the inputs must be constants (folded at import)");
 }

@@ -9,9 +9,11 @@
 #include <string.h>
 
 #define SUPPORTED_OPS                                                                                  \
-    "Add, AveragePool, BatchNormalization, Clip, Concat, Constant, Conv, Div, Dropout, Flatten, Gemm, "  \
-    "ConvTranspose, GlobalAveragePool, HardSigmoid, HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad (of H and "  \
-    "W), ReduceMax, ReduceMean, ReduceSum (over H and W), Reshape, Relu, Sigmoid, Softmax, Sub"
+    "Add, AveragePool, BatchNormalization, Cast, Clip, Concat, Constant, ConstantOfShape, Conv, "     \
+    "ConvTranspose, Div, Dropout, Expand, Flatten, Gather, Gemm, GlobalAveragePool, HardSigmoid, "    \
+    "HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad, Range, ReduceMax, ReduceMean, "       \
+    "ReduceSum (over H and W), Reshape, Relu, Resize, Shape, Sigmoid, Slice, Softmax, Split, "        \
+    "Squeeze, Sub, Unsqueeze, Upsample, Where"
 
 /* Output 0 of a node that maps onto a single graph call. */
 static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, int rank)
@@ -215,7 +217,7 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
 }
 
 /* A reshape of x to rank r dims (NCHW memory order, so a plain copy). */
-static pdnn_status reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims)
+pdnn_status pdnn__onnx_reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims)
 {
     if (r < 1 || r > 4)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %d are not supported (1 to 4)", r);
@@ -256,7 +258,7 @@ static pdnn_status import_flatten(importer *im, const Onnx__NodeProto *n)
     int64_t d[2] = {1, 1};
     for (int i = 0; i < x->rank; i++)
         d[i >= axis] *= x->dims[i];
-    return reshape_to(im, n, x, 2, d);
+    return pdnn__onnx_reshape_to(im, n, x, 2, d);
 }
 
 static pdnn_status import_reshape(importer *im, const Onnx__NodeProto *n)
@@ -302,7 +304,7 @@ static pdnn_status import_reshape(importer *im, const Onnx__NodeProto *n)
                                          "the shape does not divide the input's %lld elements", (long long)total);
         d[infer] = total / known;
     }
-    return reshape_to(im, n, x, (int)sh->count, d);
+    return pdnn__onnx_reshape_to(im, n, x, (int)sh->count, d);
 }
 
 static pdnn_status import_softmax(importer *im, const Onnx__NodeProto *n)
@@ -474,7 +476,8 @@ static pdnn_status import_concat(importer *im, const Onnx__NodeProto *n)
 static const char *const known_ops[] = {
     "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant", "Conv", "Div", "Dropout",
     "Flatten", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul",
-    "MaxPool", "Mul", "Pad", "ReduceMax", "ConvTranspose", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
+    "MaxPool", "Mul", "Pad", "ReduceMax", "ConvTranspose", "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice",
+    "Split", "Cast", "ConstantOfShape", "Range", "Expand", "Where", "Resize", "Upsample", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
     "Sub"};
 
 static int known_op(const Onnx__NodeProto *n)
@@ -579,10 +582,18 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
     for (size_t i = 0; i < n->n_input; i++)
         if (!n->input[i])
             return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input %zu has no name", i);
+    int folded = 0;
+    pdnn_status fst = pdnn__onnx_fold(im, n, &folded);
+    if (folded || fst != PDNN_SUCCESS)
+        return fst;
     if (strcmp(op, "Conv") == 0)
         return pdnn__onnx_import_conv(im, idx, n);
     if (strcmp(op, "ConvTranspose") == 0)
         return pdnn__onnx_import_conv_transpose(im, n);
+    if (strcmp(op, "Slice") == 0 || strcmp(op, "Split") == 0 || strcmp(op, "Gather") == 0 ||
+        strcmp(op, "Expand") == 0 || strcmp(op, "Where") == 0 || strcmp(op, "Resize") == 0 ||
+        strcmp(op, "Upsample") == 0 || strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0)
+        return pdnn__onnx_import_move(im, n);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0)
         return pdnn__onnx_import_pool(im, n, op[0] == 'M', 0);
     if (strcmp(op, "GlobalAveragePool") == 0)

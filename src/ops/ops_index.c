@@ -112,6 +112,23 @@ static int64_t *table(const char *op, const int64_t *yd, int r, int64_t **at)
     return t;
 }
 
+int64_t pdnn__slice_axis(int64_t d, int64_t b, int64_t e, int64_t s, int64_t *first)
+{
+    b += b < 0 ? d : 0;
+    e += e < 0 ? d : 0;
+    /* ONNX's clamps: [0, d] forward, [-1, d - 1] backward. */
+    if (s > 0) {
+        b = b < 0 ? 0 : b > d ? d : b;
+        e = e < 0 ? 0 : e > d ? d : e;
+    } else {
+        b = b < 0 ? -1 : b > d - 1 ? d - 1 : b;
+        e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+    }
+    const int64_t span = s > 0 ? e - b : b - e, as = s > 0 ? s : -s;
+    *first = b;
+    return span > 0 ? (span + as - 1) / as : 0;
+}
+
 pdnn_status pdnn_slice(const pdnn_tensor *x, int n, const int64_t *starts, const int64_t *ends, const int64_t *axes,
                        const int64_t *steps, pdnn_tensor *y)
 {
@@ -139,19 +156,8 @@ pdnn_status pdnn_slice(const pdnn_tensor *x, int n, const int64_t *starts, const
         if (s == 0)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: steps[%d] is 0", name, i);
         const int64_t d = xd[a];
-        int64_t b = starts[i], e = ends[i];
-        b += b < 0 ? d : 0;
-        e += e < 0 ? d : 0;
-        /* ONNX's clamps: [0, d] forward, [-1, d - 1] backward. */
-        if (s > 0) {
-            b = b < 0 ? 0 : b > d ? d : b;
-            e = e < 0 ? 0 : e > d ? d : e;
-        } else {
-            b = b < 0 ? -1 : b > d - 1 ? d - 1 : b;
-            e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-        }
-        const int64_t span = s > 0 ? e - b : b - e, as = s > 0 ? s : -s;
-        cnt[a] = span > 0 ? (span + as - 1) / as : 0;
+        int64_t b = 0;
+        cnt[a] = pdnn__slice_axis(d, starts[i], ends[i], s, &b);
         if (cnt[a] == 0)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                                "%s: the slice is empty along axis %lld (start %lld, end %lld, step %lld of %lld)",
