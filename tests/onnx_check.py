@@ -391,6 +391,32 @@ def torch_cases(tmp):
     for batch in (1, 3):
         yield f"torch_small_resnet_b{batch}", m, [batch, 3, 64, 64]
 
+    # A symbolic batch through the shape arithmetic torch exports
+    # (x.view(x.size(0), -1), interpolate, chunk, slicing, reflect padding,
+    # a transposed convolution): folded at import at each batch.
+    class Moves(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 8, 3, 1, 1)
+            self.t = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+            self.fc = nn.Linear(6 * 32 * 32 + 4 * 16 * 16, 10)
+
+        def forward(self, x):
+            y = torch.relu(self.c(x))
+            a, b = torch.chunk(y, 2, dim=1)
+            a = nn.functional.interpolate(a, scale_factor=2, mode="nearest")
+            a = nn.functional.pad(a, (1, 1, 2, 0), mode="reflect")[:, :, 2:, 1:-1]
+            t = self.t(b)
+            z = torch.relu(t[:, :, ::2, ::2]) + a[:, :1, ::2, ::2]
+            return self.fc(torch.cat([t.reshape(t.size(0), -1), z.reshape(x.shape[0], -1)[:, : 4 * 16 * 16]], 1))
+
+    net = Moves().eval()
+    path = os.path.join(tmp, "moves.onnx")
+    export_onnx(net, path, 16)
+    m = onnx.load(path)
+    for batch in (1, 5):
+        yield f"torch_moves_dynamic_b{batch}", m, [batch, 3, 16, 16]
+
 
 def move_cases():
     """ConvTranspose (convolution backward data: strides, pads, dilations,
@@ -507,10 +533,10 @@ def main():
             all_cases = list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         else:
             # --only=PREFIX: the hand-built cases whose names start with it
-            # (a quicker loop while working on some; no torch exports)
+            # (a quicker loop while working on some; torch exports only for torch*)
             only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
             all_cases = (list(cases()) + list(activation_cases()) + list(binary_cases()) + list(zoo_op_cases())
-                         + (list(torch_cases(tmp)) if not only else []) + list(move_cases()))
+                         + (list(torch_cases(tmp)) if not only or any(o.startswith("torch") for o in only) else []) + list(move_cases()))
             if only:
                 all_cases = [c for c in all_cases if any(c[0].startswith(o) for o in only)]
         for name, m, x_shape in all_cases:
@@ -622,6 +648,16 @@ def main():
                         print(f"{'ok  ' if ok else 'FAIL'} {rtag}: max error {err:.2e} of the largest |y| {scale:.3g}")
                     passed += ok
                     failed += not ok
+        # The symbolic batch with random inputs at any -n, imported once per run.
+        dyn = os.path.join(tmp, "torch_moves_dynamic_b1.onnx")
+        for n in ("3", "7") if os.path.exists(dyn) else ():
+            r = subprocess.run([tool, "run", dyn, "-n", n, "--iters", "1"], capture_output=True, text=True)
+            ok = r.returncode == 0 and f"output 'y' {n}x10" in r.stdout
+            if not ok or verbose:
+                print(f"{'ok  ' if ok else 'FAIL'} polydnn run -n {n} on a symbolic batch: {r.returncode}\n"
+                      f"{r.stdout[-300:]}{r.stderr[-300:]}")
+            passed += ok
+            failed += not ok
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -440,6 +440,27 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         free(o);
         return st;
     }
+    if (strcmp(op, "Transpose") == 0) { /* of a constant (torch's pads arithmetic) */
+        int64_t perm[8], d[8], st8[8], pst[8], count;
+        const int r = x->rank;
+        for (int k = 0; k < r; k++)
+            perm[k] = r - 1 - k;
+        if ((st = pdnn__onnx_attr_ints(n, "perm", (size_t)r, perm)) != PDNN_SUCCESS)
+            return st;
+        row_strides(r, x->dims, st8);
+        int seen[8] = {0};
+        for (int k = 0; k < r; k++) {
+            if (perm[k] < 0 || perm[k] >= r || seen[perm[k]]++)
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "perm is not a permutation of 0..%d", r - 1);
+            d[k] = x->dims[perm[k]], pst[k] = st8[perm[k]];
+        }
+        int64_t *o = offsets(r, d, pst, &count);
+        if (!o)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        st = pick(im, n->output[0], x, r, d, o, count);
+        free(o);
+        return st;
+    }
     if (strcmp(op, "Cast") == 0) {
         const int64_t to = attr_int(n, "to", 0);
         int64_t *oi = to != ONNX_FLOAT ? malloc((size_t)(x->count ? x->count : 1) * 8) : NULL;

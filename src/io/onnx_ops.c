@@ -477,7 +477,8 @@ static const char *const known_ops[] = {
     "Add", "AveragePool", "BatchNormalization", "Clip", "Concat", "Constant", "Conv", "Div", "Dropout",
     "Flatten", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul",
     "MaxPool", "Mul", "Pad", "ReduceMax", "ConvTranspose", "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice",
-    "Split", "Cast", "ConstantOfShape", "Range", "Expand", "Where", "Resize", "Upsample", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
+    "Split", "Cast", "ConstantOfShape", "Range", "Expand", "Where", "Resize", "Upsample",
+    "Transpose" /* of constants: folded (onnx_move.c) */, "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
     "Sub"};
 
 static int known_op(const Onnx__NodeProto *n)

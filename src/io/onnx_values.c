@@ -93,7 +93,7 @@ static const struct {
     {"output_padding", T_(INTS)}, {"output_shape", T_(INTS)}, {"to", T_(INT)}, {"start", T_(INT)},
     {"end", T_(INT)}, {"split", T_(INTS)}, {"starts", T_(INTS)}, {"ends", T_(INTS)}, {"num_outputs", T_(INT)},
     {"coordinate_transformation_mode", T_(STRING)}, {"nearest_mode", T_(STRING)}, {"scales", T_(FLOATS)},
-    {"antialias", T_(INT)}, {"exclude_outside", T_(INT)},
+    {"antialias", T_(INT)}, {"exclude_outside", T_(INT)}, {"perm", T_(INTS)},
 };
 
 /* Where one name means another type in another op: Pad's value (opsets
