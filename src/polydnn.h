@@ -1116,10 +1116,16 @@ typedef struct pdnn_onnx_io {
  * swish node, unless no_fusion), Add, Mul, Sub, Div (NumPy broadcasting
  * within rank 4, either side), Concat, MaxPool, AveragePool (pads,
  * ceil_mode, count_include_pad), GlobalAveragePool, ReduceMean,
- * ReduceMax, ReduceSum (over H and W), Pad (of H and W: constant,
- * reflect, edge; zeros that an AveragePool alone reads become its
+ * ReduceMax, ReduceSum (over H and W), Pad (constant, reflect, edge, of
+ * any axis; zeros of H and W that an AveragePool alone reads become its
  * padding), Gemm, MatMul, Flatten, Reshape (constant shape),
- * Softmax, Dropout and Identity (removed), Constant. A model holding other
+ * Softmax, Dropout and Identity (removed), Constant, ConvTranspose (as
+ * convolution backward data), Slice, Split, Gather (constant indices),
+ * Expand, Where (constant condition), Resize, Upsample, Squeeze,
+ * Unsqueeze; Shape, Cast, ConstantOfShape, Range, Transpose and the
+ * arithmetic of constants folded at import (the batch of the import then
+ * holds in them). Opsets' attributes that became inputs are read either
+ * way. A model holding other
  * operators is refused with PDNN_ERR_UNSUPPORTED listing every one with
  * its count ("unsupported operators: Transpose x12, Erf x4"), the first
  * such node and the supported ops; a malformed file is PDNN_ERR_CORRUPT; a

@@ -787,5 +787,6 @@ pdnn_status pdnn__onnx_import_move(importer *im, const Onnx__NodeProto *n)
         return import_expand(im, n, x);
     if (strcmp(op, "Resize") == 0 || strcmp(op, "Upsample") == 0)
         return import_resize(im, n, x);
-    return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the inputs must be constants (folded at import)");
+    return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "%s of an activation is not supported (of constants only, "
+                                 "folded at import)", op);
 }

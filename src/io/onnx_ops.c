@@ -593,7 +593,8 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return pdnn__onnx_import_conv_transpose(im, n);
     if (strcmp(op, "Slice") == 0 || strcmp(op, "Split") == 0 || strcmp(op, "Gather") == 0 ||
         strcmp(op, "Expand") == 0 || strcmp(op, "Where") == 0 || strcmp(op, "Resize") == 0 ||
-        strcmp(op, "Upsample") == 0 || strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0)
+        strcmp(op, "Upsample") == 0 || strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0 ||
+        strcmp(op, "Transpose") == 0)
         return pdnn__onnx_import_move(im, n);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0)
         return pdnn__onnx_import_pool(im, n, op[0] == 'M', 0);
