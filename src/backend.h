@@ -239,6 +239,20 @@ typedef struct pdnn__where_call {
     pdnn__buf m_buf, a_buf, b_buf, y_buf;
 } pdnn__where_call;
 
+/* The element of x (of dim d, before pads ahead of it) that padded
+ * coordinate o reads, or -1 for the constant (pdnn_pad, pdnn_pad_nd). */
+static inline int64_t pdnn__pad_src(int64_t o, int64_t before, int64_t d, pdnn_pad_mode mode)
+{
+    const int64_t i = o - before;
+    if (i >= 0 && i < d)
+        return i;
+    if (mode == PDNN_PAD_CONSTANT)
+        return -1;
+    if (mode == PDNN_PAD_EDGE)
+        return i < 0 ? 0 : d - 1;
+    return i < 0 ? -i : 2 * (d - 1) - i; /* reflect: the edge not repeated */
+}
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */

@@ -279,6 +279,38 @@ static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const valu
     return add_const(im, n->output[0], big->rank, big->dims, i, f);
 }
 
+/* The dims (*r of them) of Squeeze or Unsqueeze node n of x: axes from
+ * the input (opset 13+) or the attribute; Squeeze without axes drops
+ * every 1. */
+static pdnn_status squeezed(importer *im, const Onnx__NodeProto *n, const value *x, int64_t *d, int *r)
+{
+    const int un = n->op_type[0] == 'U';
+    const value *av = cin(im, n, 1);
+    const Onnx__AttributeProto *aa = attr(n, "axes");
+    const int out_rank = un ? x->rank + (int)(av ? av->count : aa ? (int64_t)aa->n_ints : 0) : x->rank;
+    int64_t axes[8], dims[8];
+    int na = 0, mark[8] = {0};
+    pdnn_status st;
+    if (out_rank > 8)
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %d", out_rank);
+    if ((st = axes_of(im, n, 1, "axes", out_rank, axes, &na)) != PDNN_SUCCESS)
+        return st;
+    for (int i = 0; i < na; i++)
+        mark[axes[i]] = 1;
+    *r = 0;
+    for (int k = 0, j = 0; k < (un ? out_rank : x->rank); k++) {
+        if (un)
+            dims[(*r)++] = mark[k] ? 1 : x->dims[j++];
+        else if (!(na ? mark[k] : x->dims[k] == 1))
+            dims[(*r)++] = x->dims[k];
+        else if (x->dims[k] != 1)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %d has %lld elements, not 1", k,
+                                         (long long)x->dims[k]);
+    }
+    memcpy(d, dims, sizeof dims);
+    return PDNN_SUCCESS;
+}
+
 /* Folds n when its result is known now: Shape of any value, and the shape
  * ops of constants. *done 0: n is not foldable here (an op on activations). */
 pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
@@ -318,33 +350,10 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
     if (strcmp(op, "Gather") == 0 && cin(im, n, 1))
         return fold_gather(im, n, x, cin(im, n, 1), attr_int(n, "axis", 0));
     if (strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Squeeze") == 0) {
-        const int un = op[0] == 'U';
-        int64_t axes[8], d[8];
-        int na = 0, r = 0;
-        const int out_rank = un ? x->rank + (int)(im->opset >= 13 && cin(im, n, 1) ? cin(im, n, 1)->count
-                                                                                 : (attr(n, "axes") ? (int64_t)attr(n, "axes")->n_ints : 0))
-                                : x->rank;
-        if (out_rank > 8)
-            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %d", out_rank);
-        if ((st = axes_of(im, n, 1, "axes", out_rank, axes, &na)) != PDNN_SUCCESS)
-            return st;
-        int mark[8] = {0};
-        for (int i = 0; i < na; i++)
-            mark[axes[i]] = 1;
-        if (un) {
-            for (int k = 0, j = 0; k < out_rank; k++)
-                d[r++] = mark[k] ? 1 : x->dims[j++];
-        } else {
-            for (int k = 0; k < x->rank; k++)
-                if (!(na ? mark[k] : x->dims[k] == 1))
-                    d[r++] = x->dims[k];
-                else if (x->dims[k] != 1)
-                    return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %d has %lld elements, not 1", k,
-                                                 (long long)x->dims[k]);
-        }
         value v = *x;
-        v.name = n->output[0], v.rank = r, v.alias = 1;
-        memcpy(v.dims, d, sizeof d);
+        if ((st = squeezed(im, n, x, v.dims, &v.rank)) != PDNN_SUCCESS)
+            return st;
+        v.name = n->output[0], v.alias = 1;
         return pdnn__onnx_add_value(im, &v);
     }
     if (strcmp(op, "Reshape") == 0 && cin(im, n, 1)) {
@@ -542,33 +551,13 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
 
 /* ---- data movement of activations ------------------------------------- */
 
-/* y = x's activation reshaped to rank r dims (onnx_ops.c's Reshape). */
+/* y = x's activation reshaped to Squeeze's or Unsqueeze's dims. */
 static pdnn_status squeeze_act(importer *im, const Onnx__NodeProto *n, value *x)
 {
-    const int un = n->op_type[0] == 'U';
-    int64_t axes[8], d[8];
-    int na = 0, r = 0;
-    const value *av = cin(im, n, 1);
-    const Onnx__AttributeProto *aa = attr(n, "axes");
-    const int out_rank = un ? x->rank + (int)(av ? av->count : aa ? (int64_t)aa->n_ints : 0) : x->rank;
-    pdnn_status st;
-    if (out_rank > 8)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %d", out_rank);
-    if ((st = axes_of(im, n, 1, "axes", out_rank, axes, &na)) != PDNN_SUCCESS)
-        return st;
-    int mark[8] = {0};
-    for (int i = 0; i < na; i++)
-        mark[axes[i]] = 1;
-    for (int k = 0, j = 0; k < (un ? out_rank : x->rank); k++) {
-        if (un)
-            d[r++] = mark[k] ? 1 : x->dims[j++];
-        else if (!(na ? mark[k] : x->dims[k] == 1))
-            d[r++] = x->dims[k];
-        else if (x->dims[k] != 1)
-            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %d has %lld elements, not 1", k,
-                                         (long long)x->dims[k]);
-    }
-    return pdnn__onnx_reshape_to(im, n, x, r, d);
+    int64_t d[8];
+    int r = 0;
+    pdnn_status st = squeezed(im, n, x, d, &r);
+    return st != PDNN_SUCCESS ? st : pdnn__onnx_reshape_to(im, n, x, r, d);
 }
 
 /* The value's graph node has 4 logical dims (rank 2: {a, b, 1, 1}): ONNX's

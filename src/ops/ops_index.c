@@ -30,25 +30,14 @@ static int geom(const pdnn_tensor *t, int64_t d[R], int64_t st[R])
     return r;
 }
 
+/* ops_nn.c's checks (non-NULL, one device, float32), then that the
+ * output, last, overlaps no input. */
 static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (!ts[i])
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, names[i]);
-    for (int i = 0; i < n; i++) {
-        if (ts[i]->dev != ts[0]->dev)
-            return pdnn__device_mismatch(op, names[0], ts[0], names[i], ts[i]);
-        if (ts[i]->desc.dtype != PDNN_FLOAT32)
-            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: %s is not float32; only float32 is supported", op,
-                               names[i]);
-        if (i > 0 && i + 1 == n) /* the output, last, overlaps no input */
-            for (int j = 0; j < i; j++) {
-                pdnn_status st = pdnn__check_alias(op, ts[i], names[i], ts[j], names[j], 0);
-                if (st != PDNN_SUCCESS)
-                    return st;
-            }
-    }
-    return PDNN_SUCCESS;
+    pdnn_status st = pdnn__ops_need(op, ts, names, n);
+    for (int j = 0; j + 1 < n && st == PDNN_SUCCESS; j++)
+        st = pdnn__check_alias(op, ts[n - 1], names[n - 1], ts[j], names[j], 0);
+    return st;
 }
 
 /* "[d0, d1, ...]" of r dims. */
@@ -100,16 +89,51 @@ static pdnn_status run_index(const pdnn_tensor *x, const int64_t *xs, const pdnn
     return pdnn__dispatch(x->dev, &call, NULL, NULL);
 }
 
-static int64_t *table(const char *op, const int64_t *yd, int r, int64_t **at)
+/* How y's index i along one axis maps to x's (-1: the fill value). */
+typedef struct axis_rule {
+    enum { AFFINE, LIST, PAD, NEAREST } kind;
+    int64_t lo, step;               /* AFFINE: lo + i * step */
+    const int64_t *list;            /* LIST: list[i], a negative one + d */
+    int64_t before, d;              /* PAD (and LIST's d): x's dim */
+    pdnn_pad_mode mode;
+    int64_t out;                    /* NEAREST: in d, out, scale s */
+    float s;
+    pdnn_resize_coord coord;
+    pdnn_resize_nearest how;
+} axis_rule;
+
+static float resize_coord(int64_t i, int64_t in, int64_t out, float s, pdnn_resize_coord coord);
+static int64_t resize_nearest(float c, int64_t in, pdnn_resize_nearest how);
+
+static int64_t rule_src(const axis_rule *a, int64_t i)
+{
+    switch (a->kind) {
+    case LIST: return a->list[i] + (a->list[i] < 0 ? a->d : 0);
+    case PAD: return pdnn__pad_src(i, a->before, a->d, a->mode);
+    case NEAREST: return resize_nearest(resize_coord(i, a->d, a->out, a->s, a->coord), a->d, a->how);
+    case AFFINE:
+    default: return a->lo + i * a->step;
+    }
+}
+
+/* The index tables of rules over y's dims, and one PDNN__OP_INDEX call
+ * (lerp's arrays as run_index takes them). */
+static pdnn_status run_rules(const char *op, const pdnn_tensor *x, const int64_t *xs, const pdnn_tensor *y, int r,
+                             const int64_t *yd, const int64_t *ys, const axis_rule *rules, int lerp,
+                             const int64_t *idx1, const float *wt, float value)
 {
     int64_t n = 0;
     for (int k = 0; k < r; k++)
         n += yd[k];
-    int64_t *t = malloc((size_t)(n ? n : 1) * sizeof *t);
-    if (!t)
-        pdnn__host_oom(op, "the index tables", (uint64_t)n * sizeof *t);
-    *at = t;
-    return t;
+    int64_t *idx = malloc((size_t)(n ? n : 1) * sizeof *idx), *t = idx;
+    if (!idx)
+        return pdnn__host_oom(op, "the index tables", (uint64_t)n * sizeof *idx);
+    for (int k = 0; k < r; k++)
+        for (int64_t i = 0; i < yd[k]; i++)
+            *t++ = rule_src(&rules[k], i);
+    pdnn_status st = run_index(x, xs, y, r, yd, ys, idx, lerp, idx1, wt, value);
+    free(idx);
+    return st;
 }
 
 int64_t pdnn__slice_axis(int64_t d, int64_t b, int64_t e, int64_t s, int64_t *first)
@@ -138,7 +162,7 @@ pdnn_status pdnn_slice(const pdnn_tensor *x, int n, const int64_t *starts, const
     pdnn_status st = need(name, ts, names, 2);
     if (st != PDNN_SUCCESS)
         return st;
-    int64_t xd[R], xs[R], yd[R], ys[R], lo[R], step[R], cnt[R];
+    int64_t xd[R], xs[R], yd[R], ys[R], lo[R] = {0}, step[R] = {0}, cnt[R] = {0};
     const int r = geom(x, xd, xs), yr = geom(y, yd, ys);
     if (n < 0 || n > r || (n > 0 && (!starts || !ends)))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: n = %d with starts %s and ends %s; x has rank %d", name, n,
@@ -167,15 +191,10 @@ pdnn_status pdnn_slice(const pdnn_tensor *x, int n, const int64_t *starts, const
     }
     if ((st = check_y(name, y, yr, yd, r, cnt)) != PDNN_SUCCESS)
         return st;
-    int64_t *idx, *t = table(name, yd, r, &idx);
-    if (!t)
-        return PDNN_ERR_OUT_OF_MEMORY;
+    axis_rule rules[R];
     for (int k = 0; k < r; k++)
-        for (int64_t i = 0; i < yd[k]; i++)
-            *t++ = lo[k] + i * step[k];
-    st = run_index(x, xs, y, r, yd, ys, idx, -1, NULL, NULL, 0.0f);
-    free(idx);
-    return st;
+        rules[k] = (axis_rule){.kind = AFFINE, .lo = lo[k], .step = step[k]};
+    return run_rules(name, x, xs, y, r, yd, ys, rules, -1, NULL, NULL, 0.0f);
 }
 
 pdnn_status pdnn_split(const pdnn_tensor *x, int axis, int n, const int64_t *sizes, pdnn_tensor *const *ys)
@@ -232,15 +251,10 @@ pdnn_status pdnn_expand(const pdnn_tensor *x, pdnn_tensor *y)
     }
     if (yr < r)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: y's rank %d is below x's %d", name, yr, r);
-    int64_t *idx, *t = table(name, yd, yr, &idx);
-    if (!t)
-        return PDNN_ERR_OUT_OF_MEMORY;
+    axis_rule rules[R];
     for (int k = 0; k < yr; k++)
-        for (int64_t i = 0; i < yd[k]; i++)
-            *t++ = bs[k] ? i : 0;
-    st = run_index(x, bs, y, yr, yd, ys, idx, -1, NULL, NULL, 0.0f);
-    free(idx);
-    return st;
+        rules[k] = (axis_rule){.kind = AFFINE, .step = bs[k] != 0};
+    return run_rules(name, x, bs, y, yr, yd, ys, rules, -1, NULL, NULL, 0.0f);
 }
 
 pdnn_status pdnn_gather(const pdnn_tensor *x, int axis, const int64_t *indices, int64_t n, pdnn_tensor *y)
@@ -251,7 +265,7 @@ pdnn_status pdnn_gather(const pdnn_tensor *x, int axis, const int64_t *indices, 
     pdnn_status st = need(name, ts, names, 2);
     if (st != PDNN_SUCCESS)
         return st;
-    int64_t xd[R], xs[R], yd[R], ys[R], want[R];
+    int64_t xd[R], xs[R], yd[R], ys[R], want[R] = {0};
     const int r = geom(x, xd, xs), yr = geom(y, yd, ys);
     if (axis < -r || axis >= r || r == 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: axis %d is out of range for rank %d", name, axis, r);
@@ -285,29 +299,11 @@ pdnn_status pdnn_gather(const pdnn_tensor *x, int axis, const int64_t *indices, 
         for (int k = r - 1, s = 1; k >= 0; k--)
             gs[k] = s, s *= want[k];
     }
-    int64_t *idx, *t = table(name, want, r, &idx);
-    if (!t)
-        return PDNN_ERR_OUT_OF_MEMORY;
+    axis_rule rules[R];
     for (int k = 0; k < r; k++)
-        for (int64_t i = 0; i < want[k]; i++)
-            *t++ = k != axis ? i : indices[i] + (indices[i] < 0 ? xd[axis] : 0);
-    st = run_index(x, xs, y, r, want, gs, idx, -1, NULL, NULL, 0.0f);
-    free(idx);
-    return st;
-}
-
-/* The element of x (of dim d, pads before it) that padded coordinate o
- * reads, or -1 for the constant. */
-static int64_t pad_src(int64_t o, int64_t before, int64_t d, pdnn_pad_mode mode)
-{
-    const int64_t i = o - before;
-    if (i >= 0 && i < d)
-        return i;
-    if (mode == PDNN_PAD_CONSTANT)
-        return -1;
-    if (mode == PDNN_PAD_EDGE)
-        return i < 0 ? 0 : d - 1;
-    return i < 0 ? -i : 2 * (d - 1) - i; /* reflect: the edge not repeated */
+        rules[k] = k != axis ? (axis_rule){.kind = AFFINE, .step = 1}
+                             : (axis_rule){.kind = LIST, .list = indices, .d = xd[axis]};
+    return run_rules(name, x, xs, y, r, want, gs, rules, -1, NULL, NULL, 0.0f);
 }
 
 pdnn_status pdnn_pad_nd(const pdnn_tensor *x, const int64_t *pads, pdnn_pad_mode mode, float value, pdnn_tensor *y)
@@ -321,7 +317,7 @@ pdnn_status pdnn_pad_nd(const pdnn_tensor *x, const int64_t *pads, pdnn_pad_mode
     if (mode != PDNN_PAD_CONSTANT && mode != PDNN_PAD_REFLECT && mode != PDNN_PAD_EDGE)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: mode %d is not CONSTANT (0), REFLECT (1) or EDGE (2)", name,
                            (int)mode);
-    int64_t xd[R], xs[R], yd[R], ys[R], want[R];
+    int64_t xd[R], xs[R], yd[R], ys[R], want[R] = {0};
     const int r = geom(x, xd, xs), yr = geom(y, yd, ys);
     static const int64_t no_pads[2 * R] = {0};
     if (!pads && r > 0)
@@ -338,15 +334,10 @@ pdnn_status pdnn_pad_nd(const pdnn_tensor *x, const int64_t *pads, pdnn_pad_mode
         want[k] = xd[k] + pads[k] + pads[r + k];
     if ((st = check_y(name, y, yr, yd, r, want)) != PDNN_SUCCESS)
         return st;
-    int64_t *idx, *t = table(name, yd, r, &idx);
-    if (!t)
-        return PDNN_ERR_OUT_OF_MEMORY;
+    axis_rule rules[R];
     for (int k = 0; k < r; k++)
-        for (int64_t i = 0; i < yd[k]; i++)
-            *t++ = pad_src(i, pads[k], xd[k], mode);
-    st = run_index(x, xs, y, r, yd, ys, idx, -1, NULL, NULL, value);
-    free(idx);
-    return st;
+        rules[k] = (axis_rule){.kind = PAD, .before = pads[k], .d = xd[k], .mode = mode};
+    return run_rules(name, x, xs, y, r, yd, ys, rules, -1, NULL, NULL, value);
 }
 
 /* x's coordinate of y's index i along an axis (in -> out, scale s), in
@@ -378,29 +369,26 @@ static int64_t resize_nearest(float c, int64_t in, pdnn_resize_nearest how)
 static pdnn_status lerp_pass(const pdnn_tensor *x, const int64_t *xs, const pdnn_tensor *y, int r, const int64_t *yd,
                              const int64_t *ys, int a, int64_t in, float s, pdnn_resize_coord coord)
 {
-    int64_t *idx, *t = table("pdnn_resize", yd, r, &idx);
-    int64_t *idx1 = malloc((size_t)yd[a] * sizeof *idx1);
+    int64_t *idx0 = malloc((size_t)yd[a] * sizeof *idx0), *idx1 = malloc((size_t)yd[a] * sizeof *idx1);
     float *wt = malloc((size_t)yd[a] * sizeof *wt);
     pdnn_status st = PDNN_ERR_OUT_OF_MEMORY;
-    if (t && idx1 && wt) {
+    if (idx0 && idx1 && wt) {
+        axis_rule rules[R];
         for (int k = 0; k < r; k++)
-            for (int64_t i = 0; i < yd[k]; i++) {
-                if (k != a) {
-                    *t++ = i;
-                    continue;
-                }
-                float c = resize_coord(i, in, yd[a], s, coord);
-                c = c < 0.0f ? 0.0f : c > (float)(in - 1) ? (float)(in - 1) : c;
-                const int64_t i0 = (int64_t)floorf(c);
-                *t++ = i0;
-                idx1[i] = i0 + 1 < in ? i0 + 1 : in - 1;
-                wt[i] = c - (float)i0;
-            }
-        st = run_index(x, xs, y, r, yd, ys, idx, a, idx1, wt, 0.0f);
-    } else if (t) {
-        pdnn__host_oom("pdnn_resize", "the interpolation tables", (uint64_t)yd[a] * 12);
+            rules[k] = (axis_rule){.kind = AFFINE, .step = 1};
+        for (int64_t i = 0; i < yd[a]; i++) {
+            float c = resize_coord(i, in, yd[a], s, coord);
+            c = c < 0.0f ? 0.0f : c > (float)(in - 1) ? (float)(in - 1) : c;
+            idx0[i] = (int64_t)floorf(c);
+            idx1[i] = idx0[i] + 1 < in ? idx0[i] + 1 : in - 1;
+            wt[i] = c - (float)idx0[i];
+        }
+        rules[a] = (axis_rule){.kind = LIST, .list = idx0, .d = in};
+        st = run_rules("pdnn_resize", x, xs, y, r, yd, ys, rules, a, idx1, wt, 0.0f);
+    } else {
+        pdnn__host_oom("pdnn_resize", "the interpolation tables", (uint64_t)yd[a] * 20);
     }
-    free(idx);
+    free(idx0);
     free(idx1);
     free(wt);
     return st;
@@ -434,15 +422,11 @@ pdnn_status pdnn_resize(const pdnn_tensor *x, pdnn_resize_mode mode, pdnn_resize
                                (double)s[k]);
     }
     if (mode == PDNN_RESIZE_NEAREST) {
-        int64_t *idx, *t = table(name, yd, r, &idx);
-        if (!t)
-            return PDNN_ERR_OUT_OF_MEMORY;
+        axis_rule rules[R];
         for (int k = 0; k < r; k++)
-            for (int64_t i = 0; i < yd[k]; i++)
-                *t++ = resize_nearest(resize_coord(i, xd[k], yd[k], s[k], coord), xd[k], nearest);
-        st = run_index(x, xs, y, r, yd, ys, idx, -1, NULL, NULL, 0.0f);
-        free(idx);
-        return st;
+            rules[k] = (axis_rule){.kind = NEAREST, .d = xd[k], .out = yd[k], .s = s[k], .coord = coord,
+                                   .how = nearest};
+        return run_rules(name, x, xs, y, r, yd, ys, rules, -1, NULL, NULL, 0.0f);
     }
     /* Linear: one pass per axis that changes, through ND temporaries. */
     int axes[R], na = 0;
