@@ -294,8 +294,10 @@ def zoo_op_cases():
     yield "pad_edge", model([helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], x, None, [pads]), x
     nodes = [helper.make_node("Pad", ["x", "p", "v"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
     yield "pad_constant_value", model(nodes, x, None, [pads, init("v", np.float32(0.75))]), x
-    yield "pad_channels_refused", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
-                                        [init("p", np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64))]), x
+    yield "pad_channels", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
+                                [init("p", np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64))]), x
+    yield "pad_negative_refused", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
+                                        [init("p", np.array([0, 0, -1, 0, 0, 0, 0, 0], np.int64))]), x
     yield "reducemean_c_refused", model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1])], x, None), x
     nodes = [helper.make_node("Pad", ["x", "p"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
     yield "pad_zeros", model(nodes, x, None, [init("p", np.zeros(8, np.int64))]), x
@@ -318,7 +320,7 @@ def zoo_op_cases():
 
 # Cases that polydnn must refuse, each with a phrase of the message.
 REFUSED_CASES = {
-    "pad_channels_refused": "only non-negative pads of H and W are supported",
+    "pad_negative_refused": "only non-negative pads are supported",
     "reducemean_c_refused": "only over H and W (2, 3) of a rank-4 input is supported",
 }
 
