@@ -214,7 +214,7 @@ static pdnn_status fold_gather(importer *im, const Onnx__NodeProto *n, const val
         return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld of a rank-%d constant", (long long)axis,
                                      r);
     axis += axis < 0 ? r : 0;
-    int64_t st[8], d[8], od[8], count;
+    int64_t st[8] = {0}, d[8], od[8], count;
     row_strides(r, v->dims, st);
     int orank = 0;
     for (int k = 0; k < axis; k++)
@@ -737,7 +737,7 @@ static pdnn_status import_resize(importer *im, const Onnx__NodeProto *n, value *
     if (zv && zv->count == x->rank) {
         for (int k = 0; k < x->rank; k++)
             d[k] = ival(zv, k);
-    } else if ((sv && sv->data && sv->count == x->rank) || (sa && sa->n_floats == (size_t)x->rank)) {
+    } else if ((sv && sv->data && sv->count == x->rank) || (!sv && sa && sa->n_floats == (size_t)x->rank)) {
         for (int k = 0; k < x->rank; k++) {
             sc[k] = sv ? sv->data[k] : sa->floats[k];
             d[k] = (int64_t)floorf((float)x->dims[k] * sc[k]);
