@@ -2611,7 +2611,8 @@ int main(int argc, char **argv)
         add_bn_cases();
     }
     int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set)
-                                           : parity_index_count(h.opt.op, h.opt.set);
+                   : h.opt.mode == MODE_TEST ? parity_index_count(h.opt.op, h.opt.set)
+                                             : 0;
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
     int algo_known = !h.opt.algo || h.ndev == 0;
