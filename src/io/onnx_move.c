@@ -252,10 +252,13 @@ static pdnn_status fold_gather(importer *im, const Onnx__NodeProto *n, const val
  * them a scalar or both of one count (shape arithmetic). */
 static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const value *a, const value *b, char op)
 {
-    if (!a->i64 != !b->i64 || (a->count != b->count && a->count != 1 && b->count != 1))
+    /* One shape, or a single element of no higher rank than the other's:
+     * the broadcasts that keep the larger operand's shape. */
+    const int same = a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims) == 0;
+    const value *big = a->count == 1 && a->rank <= b->rank ? b : a, *small = big == a ? b : a;
+    if (!a->i64 != !b->i64 || !(same || (small->count == 1 && small->rank <= big->rank)))
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constants of two types or shapes that need more than "
                                      "a scalar's broadcast");
-    const value *big = a->count >= b->count ? a : b;
     const int64_t c = big->count;
     int64_t *i = a->i64 ? malloc((size_t)(c ? c : 1) * sizeof *i) : NULL;
     float *f = a->i64 ? NULL : malloc((size_t)(c ? c : 1) * sizeof *f);
@@ -479,6 +482,8 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         for (int64_t j = 0; j < x->count; j++) {
             if (of)
                 of[j] = x->i64 ? (float)x->i64[j] : x->data[j];
+            else if (to == ONNX_BOOL)
+                oi[j] = x->i64 ? x->i64[j] != 0 : x->data[j] != 0.0f;
             else
                 oi[j] = x->i64 ? x->i64[j] : (int64_t)x->data[j];
         }
