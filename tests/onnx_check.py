@@ -515,6 +515,11 @@ def move_cases():
     # Range's limit is the channel count taken from the shape (Squeeze of the 1-element slice)
     nodes.insert(2, mk("Squeeze", ["c"], ["c0"]))
     yield "shape_range_cast_constantofshape", model(nodes, x, None, inits), x
+    # torch's expand(n, -1, ...) of a parameter: Equal and Where on the shape, Expand of a constant
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Equal", ["sh", "pat"], ["eq"]), mk("Where", ["eq", "ones", "sh"], ["w"]),
+             mk("Expand", ["cb", "w"], ["e"]), mk("Add", ["x", "e"], ["y"])]
+    yield "shape_equal_where_expand", model(nodes, x, None, [i64("pat", [2, 1, 5, 1]), i64("ones", [1, 1, 1, 1]),
+                                                             init("cb", rnd(1, 1, 1, 7))]), x
 
 
 def main():

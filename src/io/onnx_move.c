@@ -547,6 +547,61 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         }
         return add_const(im, n->output[0], 1, &c, oi, of);
     }
+    if (strcmp(op, "Expand") == 0 && cin(im, n, 1)) { /* a constant broadcast (ViT's class token) */
+        const value *sv = cin(im, n, 1);
+        int64_t d[8], st8[8], bst[8] = {0}, count;
+        const int r = (int)(sv->count > x->rank ? sv->count : x->rank);
+        if (sv->count > 8)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %lld", (long long)sv->count);
+        row_strides(x->rank, x->dims, st8);
+        for (int k = 0; k < r; k++) {
+            const int xk = k - (r - x->rank), sk = k - (r - (int)sv->count);
+            const int64_t xv = xk >= 0 ? x->dims[xk] : 1, want = sk >= 0 ? ival(sv, sk) : 1;
+            if (xv != 1 && want != 1 && xv != want)
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "the shape does not broadcast the input");
+            d[k] = xv != 1 ? xv : want;
+            bst[k] = xv != 1 ? st8[xk] : 0;
+        }
+        int64_t *o = offsets(r, d, bst, &count);
+        if (!o)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        st = pick(im, n->output[0], x, r, d, o, count);
+        free(o);
+        return st;
+    }
+    if (strcmp(op, "Equal") == 0 || strcmp(op, "Where") == 0) { /* shape arithmetic: bools as int64 0 and 1 */
+        const int where = op[0] == 'W';
+        const value *a = cin(im, n, where ? 1 : 0), *b = cin(im, n, where ? 2 : 1);
+        const value *big = x;
+        for (size_t i = 1; i < n->n_input; i++)
+            big = cin(im, n, i)->count > big->count ? cin(im, n, i) : big;
+        for (size_t i = 0; i < n->n_input; i++) {
+            const value *v = cin(im, n, i);
+            if (v->count != 1 && (v->rank != big->rank ||
+                                  memcmp(v->dims, big->dims, (size_t)big->rank * sizeof *v->dims) != 0))
+                return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constants that need more than a scalar's "
+                                             "broadcast");
+        }
+        const int ints = where ? (a->i64 && b->i64) : 1;
+        if (where && !a->i64 != !b->i64)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "branches of two types");
+        int64_t *oi = ints ? malloc((size_t)(big->count ? big->count : 1) * 8) : NULL;
+        float *of = ints ? NULL : malloc((size_t)(big->count ? big->count : 1) * 4);
+        if (!oi && !of)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t j = 0; j < big->count; j++) {
+            const int64_t ja = a->count == 1 ? 0 : j, jb = b->count == 1 ? 0 : j, jc = x->count == 1 ? 0 : j;
+            if (!where)
+                oi[j] = a->i64 && b->i64 ? a->i64[ja] == b->i64[jb]
+                                         : (a->i64 ? (float)a->i64[ja] : a->data[ja]) ==
+                                               (b->i64 ? (float)b->i64[jb] : b->data[jb]);
+            else if (ints)
+                oi[j] = ival(x, jc) ? a->i64[ja] : b->i64[jb];
+            else
+                of[j] = (x->i64 ? x->i64[jc] != 0 : x->data[jc] != 0.0f) ? a->data[ja] : b->data[jb];
+        }
+        return add_const(im, n->output[0], big->rank, big->dims, oi, of);
+    }
     if ((strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) &&
         n->n_input == 2)
         return fold_arith(im, n, x, cin(im, n, 1), op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[0] == 'M' ? '*' : '/');
@@ -680,16 +735,21 @@ static pdnn_status import_where(importer *im, const Onnx__NodeProto *n)
     if (!b)
         return st;
     const int r = a->rank > b->rank ? a->rank : b->rank;
-    if (!m || !m->data || m->rank > r)
+    if (!m || m->rank > r)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the condition must be a constant (of rank %d at most)",
                                      r);
+    float *mf = malloc((size_t)(m->count ? m->count : 1) * sizeof *mf);
+    if (!mf)
+        return pdnn__onnx_node_error(PDNN_ERR_OUT_OF_MEMORY, n, "out of host memory");
+    for (int64_t j = 0; j < m->count; j++) /* a folded Equal's int64 0 and 1, or bools read as floats */
+        mf[j] = m->i64 ? (float)(m->i64[j] != 0) : (float)(m->data[j] != 0.0f);
     /* The mask aligned to rank r from the end, stored as the importer
      * stores rank r: those dims, then 1s. */
     pdnn_tensor_desc md = {PDNN_FLOAT32, PDNN_ND, {1, 1, 1, 1}, 4};
     for (int k = 0; k < m->rank; k++)
         md.dims[r - m->rank + k] = m->dims[k];
     int mn = -1, y = -1;
-    st = pdnn_graph_constant(im->graph, NULL, im->device, &md, m->data, &mn);
+    st = pdnn__graph_constant_adopt(im->graph, im->device, &md, mf, &mn); /* mf is the node's now */
     if (st == PDNN_SUCCESS)
         st = pdnn__onnx_check_name(n, n->output[0]);
     if (st == PDNN_SUCCESS)

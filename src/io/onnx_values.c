@@ -118,7 +118,7 @@ static const struct {
     {"HardSigmoid", 1, 1}, {"HardSwish", 1, 1}, {"Pad", 1, 4}, {"ReduceMean", 1, 2}, {"ReduceMax", 1, 2},
     {"ReduceSum", 1, 2}, {"ConvTranspose", 2, 3}, {"Shape", 1, 1}, {"Gather", 2, 2}, {"Unsqueeze", 1, 2},
     {"Squeeze", 1, 2}, {"Slice", 1, 5}, {"Split", 1, 2}, {"Cast", 1, 1}, {"ConstantOfShape", 1, 1},
-    {"Range", 3, 3}, {"Expand", 2, 2}, {"Where", 3, 3}, {"Resize", 1, 4}, {"Upsample", 1, 2},
+    {"Range", 3, 3}, {"Expand", 2, 2}, {"Equal", 2, 2}, {"Where", 3, 3}, {"Resize", 1, 4}, {"Upsample", 1, 2},
 };
 
 static const char *type_name(int t)
