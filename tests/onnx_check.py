@@ -515,6 +515,12 @@ def move_cases():
     # Range's limit is the channel count taken from the shape (Squeeze of the 1-element slice)
     nodes.insert(2, mk("Squeeze", ["c"], ["c0"]))
     yield "shape_range_cast_constantofshape", model(nodes, x, None, inits), x
+    # Swin's window padding: (w - H % w) % w of the shape (Mod, fmod 0: the divisor's sign)
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Mod", ["sh", "w"], ["m"]), mk("Sub", ["w", "m"], ["d"]),
+             mk("Mod", ["d", "w"], ["p"]), mk("Mod", ["neg", "w"], ["pn"]), mk("Add", ["p", "pn"], ["q"]),
+             mk("Concat", ["zero4", "q"], ["pads"], axis=0), mk("Pad", ["x", "pads"], ["y"])]
+    yield "shape_mod_pad", model(nodes, x, None, [i64("w", [1, 3, 4, 4]), i64("neg", [0, -4, 0, -3]),
+                                                  i64("zero4", [0, 0, 0, 0])]), x
     # torch's expand(n, -1, ...) of a parameter: Equal and Where on the shape, Expand of a constant
     nodes = [mk("Shape", ["x"], ["sh"]), mk("Equal", ["sh", "pat"], ["eq"]), mk("Where", ["eq", "ones", "sh"], ["w"]),
              mk("Expand", ["cb", "w"], ["e"]), mk("Add", ["x", "e"], ["y"])]

@@ -268,15 +268,18 @@ static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const valu
         const int64_t ja = a->count == 1 ? 0 : j, jb = b->count == 1 ? 0 : j;
         if (i) {
             const int64_t x = a->i64[ja], y = b->i64[jb];
-            if (op == '/' && y == 0) {
+            if ((op == '/' || op == '%') && y == 0) {
                 free(i);
                 return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "an integer division by 0");
             }
-            /* ONNX's integer Div truncates, as C's does. */
-            i[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+            /* ONNX's integer Div truncates, as C's does; its Mod (fmod 0)
+             * takes the divisor's sign, as Python's %. */
+            const int64_t m = op == '%' ? x % y : 0;
+            i[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y
+                 : m != 0 && (m < 0) != (y < 0) ? m + y : m;
         } else {
             const float x = a->data[ja], y = b->data[jb];
-            f[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+            f[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y : fmodf(x, y);
         }
     }
     return add_const(im, n->output[0], big->rank, big->dims, i, f);
@@ -602,9 +605,16 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         }
         return add_const(im, n->output[0], big->rank, big->dims, oi, of);
     }
-    if ((strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0) &&
-        n->n_input == 2)
-        return fold_arith(im, n, x, cin(im, n, 1), op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[0] == 'M' ? '*' : '/');
+    if ((strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0 ||
+         strcmp(op, "Mod") == 0) &&
+        n->n_input == 2) {
+        /* Mod with fmod 1 (C's fmod) on integers is refused below: torch writes fmod 0. */
+        if (op[1] == 'o' && (attr_int(n, "fmod", 0) != 0) != (x->i64 == NULL))
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "Mod with fmod %lld of %s constants",
+                                         (long long)attr_int(n, "fmod", 0), x->i64 ? "int64" : "float");
+        return fold_arith(im, n, x, cin(im, n, 1),
+                          op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[1] == 'u' ? '*' : op[1] == 'o' ? '%' : '/');
+    }
     *done = 0;
     return PDNN_SUCCESS;
 }
