@@ -521,6 +521,13 @@ def move_cases():
              mk("Concat", ["zero4", "q"], ["pads"], axis=0), mk("Pad", ["x", "pads"], ["y"])]
     yield "shape_mod_pad", model(nodes, x, None, [i64("w", [1, 3, 4, 4]), i64("neg", [0, -4, 0, -3]),
                                                   i64("zero4", [0, 0, 0, 0])]), x
+    # Swin's mask: ScatterND of constants (a row and a block), Not, Cast to float, added to x
+    nodes = [mk("ScatterND", ["base", "ix", "up"], ["sc"]), mk("Not", ["bm"], ["nb"]),
+             mk("Cast", ["nb"], ["nf"], to=TensorProto.FLOAT), mk("Add", ["sc", "nf"], ["s2"]),
+             mk("Add", ["x", "s2"], ["y"])]
+    yield "scatternd_not_constants", model(nodes, x, None, [
+        init("base", np.zeros((1, 4, 5, 7), np.float32)), i64("ix", [[0, 1, 2], [0, 3, -1]]),
+        init("up", rnd(2, 7)), init("bm", rng.uniform(0, 1, (1, 4, 5, 7)) > 0.5)]), x
     # torch's expand(n, -1, ...) of a parameter: Equal and Where on the shape, Expand of a constant
     nodes = [mk("Shape", ["x"], ["sh"]), mk("Equal", ["sh", "pat"], ["eq"]), mk("Where", ["eq", "ones", "sh"], ["w"]),
              mk("Expand", ["cb", "w"], ["e"]), mk("Add", ["x", "e"], ["y"])]

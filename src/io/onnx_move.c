@@ -572,6 +572,65 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         free(o);
         return st;
     }
+    if (strcmp(op, "Not") == 0) {
+        int64_t *oi = malloc((size_t)(x->count ? x->count : 1) * 8);
+        if (!oi)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t j = 0; j < x->count; j++)
+            oi[j] = x->i64 ? x->i64[j] == 0 : x->data[j] == 0.0f;
+        return add_const(im, n->output[0], x->rank, x->dims, oi, NULL);
+    }
+    if (strcmp(op, "ScatterND") == 0 && n->n_input == 3) { /* Swin's shifted-window mask */
+        const value *ix = cin(im, n, 1), *up = cin(im, n, 2);
+        int64_t st8[8] = {0};
+        const int64_t k = ix->rank ? ix->dims[ix->rank - 1] : 0, rows = k ? ix->count / k : 0;
+        int64_t slice = 1;
+        char red[16];
+        if (!ix->i64 || ix->rank < 1 || k < 1 || k > x->rank || !up->i64 != !x->i64 ||
+            pdnn__onnx_attr_str(n, "reduction", red, sizeof red)[0])
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "indices must be int64 of a last dim 1 to %d, "
+                                         "updates of the data's type, no reduction", x->rank);
+        row_strides(x->rank, x->dims, st8);
+        for (int j = (int)k; j < x->rank; j++)
+            slice *= x->dims[j];
+        if (up->count != rows * slice)
+            return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "%lld updates for %lld rows of %lld",
+                                         (long long)up->count, (long long)rows, (long long)slice);
+        int64_t *src = malloc((size_t)(x->count ? x->count : 1) * sizeof *src);
+        if (!src)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        for (int64_t j = 0; j < x->count; j++)
+            src[j] = j;
+        /* where each element comes from: data (j) or the updates (count + i) */
+        for (int64_t r0 = 0; r0 < rows; r0++) {
+            int64_t off = 0;
+            for (int64_t j = 0; j < k; j++) {
+                int64_t v = ix->i64[r0 * k + j];
+                v += v < 0 ? x->dims[j] : 0;
+                if (v < 0 || v >= x->dims[j]) {
+                    free(src);
+                    return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "index %lld is out of range",
+                                                 (long long)ix->i64[r0 * k + j]);
+                }
+                off += v * st8[j];
+            }
+            for (int64_t e = 0; e < slice; e++)
+                src[off + e] = x->count + r0 * slice + e;
+        }
+        int64_t *oi = x->i64 ? malloc((size_t)(x->count ? x->count : 1) * 8) : NULL;
+        float *of = x->i64 ? NULL : malloc((size_t)(x->count ? x->count : 1) * 4);
+        for (int64_t j = 0; (oi || of) && j < x->count; j++) {
+            const int64_t f = src[j];
+            if (oi)
+                oi[j] = f < x->count ? x->i64[f] : up->i64[f - x->count];
+            else
+                of[j] = f < x->count ? x->data[f] : up->data[f - x->count];
+        }
+        free(src);
+        if (!oi && !of)
+            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+        return add_const(im, n->output[0], x->rank, x->dims, oi, of);
+    }
     if (strcmp(op, "Equal") == 0 || strcmp(op, "Where") == 0) { /* shape arithmetic: bools as int64 0 and 1 */
         const int where = op[0] == 'W';
         const value *a = cin(im, n, where ? 1 : 0), *b = cin(im, n, where ? 2 : 1);

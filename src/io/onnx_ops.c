@@ -13,7 +13,7 @@
     "ConvTranspose, Div, Dropout, Expand, Flatten, Gather, Gemm, GlobalAveragePool, HardSigmoid, "    \
     "HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad, Range, ReduceMax, ReduceMean, "       \
     "ReduceSum (over H and W), Reshape, Relu, Resize, Shape, Sigmoid, Slice, Softmax, Split, "        \
-    "Squeeze, Sub, Unsqueeze, Upsample, Where; Transpose, Equal and Mod of constants"
+    "Squeeze, Sub, Unsqueeze, Upsample, Where; Transpose, Equal, Mod, Not and ScatterND of constants"
 
 /* Output 0 of a node that maps onto a single graph call. */
 static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, int rank)
@@ -478,7 +478,7 @@ static const char *const known_ops[] = {
     "Flatten", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul",
     "MaxPool", "Mul", "Pad", "ReduceMax", "ConvTranspose", "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice",
     "Split", "Cast", "ConstantOfShape", "Range", "Expand", "Where", "Resize", "Upsample",
-    "Transpose", "Equal", "Mod" /* of constants: folded (onnx_move.c) */, "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
+    "Transpose", "Equal", "Mod", "Not", "ScatterND" /* of constants: folded (onnx_move.c) */, "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
     "Sub"};
 
 static int known_op(const Onnx__NodeProto *n)

@@ -93,7 +93,7 @@ static const struct {
     {"output_padding", T_(INTS)}, {"output_shape", T_(INTS)}, {"to", T_(INT)}, {"start", T_(INT)},
     {"end", T_(INT)}, {"split", T_(INTS)}, {"starts", T_(INTS)}, {"ends", T_(INTS)}, {"num_outputs", T_(INT)},
     {"coordinate_transformation_mode", T_(STRING)}, {"nearest_mode", T_(STRING)}, {"scales", T_(FLOATS)},
-    {"antialias", T_(INT)}, {"exclude_outside", T_(INT)}, {"perm", T_(INTS)}, {"fmod", T_(INT)},
+    {"antialias", T_(INT)}, {"exclude_outside", T_(INT)}, {"perm", T_(INTS)}, {"fmod", T_(INT)}, {"reduction", T_(STRING)},
 };
 
 /* Where one name means another type in another op: Pad's value (opsets
@@ -118,7 +118,7 @@ static const struct {
     {"HardSigmoid", 1, 1}, {"HardSwish", 1, 1}, {"Pad", 1, 4}, {"ReduceMean", 1, 2}, {"ReduceMax", 1, 2},
     {"ReduceSum", 1, 2}, {"ConvTranspose", 2, 3}, {"Shape", 1, 1}, {"Gather", 2, 2}, {"Unsqueeze", 1, 2},
     {"Squeeze", 1, 2}, {"Slice", 1, 5}, {"Split", 1, 2}, {"Cast", 1, 1}, {"ConstantOfShape", 1, 1},
-    {"Range", 3, 3}, {"Expand", 2, 2}, {"Equal", 2, 2}, {"Mod", 2, 2}, {"Where", 3, 3}, {"Resize", 1, 4}, {"Upsample", 1, 2},
+    {"Range", 3, 3}, {"Expand", 2, 2}, {"Equal", 2, 2}, {"Mod", 2, 2}, {"Not", 1, 1}, {"ScatterND", 3, 3}, {"Where", 3, 3}, {"Resize", 1, 4}, {"Upsample", 1, 2},
 };
 
 static const char *type_name(int t)
