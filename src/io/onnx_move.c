@@ -206,6 +206,21 @@ static void row_strides(int r, const int64_t *d, int64_t *st)
         st[k] = s, s *= d[k];
 }
 
+/* A new constant of dims d (rank r) read from v at base + the strides st. */
+static pdnn_status pick_strided(importer *im, const char *name, const value *v, int r, const int64_t *d,
+                                const int64_t *st, int64_t base)
+{
+    int64_t count;
+    int64_t *o = offsets(r, d, st, &count);
+    if (!o)
+        return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+    for (int64_t j = 0; j < count; j++)
+        o[j] += base;
+    pdnn_status s = pick(im, name, v, r, d, o, count);
+    free(o);
+    return s;
+}
+
 /* Folds a gather of constant v along axis by constant indices ix. */
 static pdnn_status fold_gather(importer *im, const Onnx__NodeProto *n, const value *v, const value *ix, int64_t axis)
 {
@@ -422,7 +437,7 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         return add_const(im, n->output[0], r, d, oi, of);
     }
     if (strcmp(op, "Slice") == 0) {
-        int64_t st8[8], d[8], first[8], step[8], count;
+        int64_t st8[8], d[8], first[8], step[8];
         const int r = x->rank;
         row_strides(r, x->dims, st8);
         memcpy(d, x->dims, sizeof d);
@@ -446,17 +461,10 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         int64_t base = 0, sst[8];
         for (int k = 0; k < r; k++)
             base += first[k] * st8[k], sst[k] = st8[k] * step[k];
-        int64_t *o = offsets(r, d, sst, &count);
-        if (!o)
-            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
-        for (int64_t j = 0; j < count; j++)
-            o[j] += base;
-        st = pick(im, n->output[0], x, r, d, o, count);
-        free(o);
-        return st;
+        return pick_strided(im, n->output[0], x, r, d, sst, base);
     }
     if (strcmp(op, "Transpose") == 0) { /* of a constant (torch's pads arithmetic) */
-        int64_t perm[8], d[8], st8[8], pst[8], count;
+        int64_t perm[8], d[8], st8[8], pst[8];
         const int r = x->rank;
         for (int k = 0; k < r; k++)
             perm[k] = r - 1 - k;
@@ -469,12 +477,7 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
                 return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "perm is not a permutation of 0..%d", r - 1);
             d[k] = x->dims[perm[k]], pst[k] = st8[perm[k]];
         }
-        int64_t *o = offsets(r, d, pst, &count);
-        if (!o)
-            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
-        st = pick(im, n->output[0], x, r, d, o, count);
-        free(o);
-        return st;
+        return pick_strided(im, n->output[0], x, r, d, pst, 0);
     }
     if (strcmp(op, "Cast") == 0) {
         const int64_t to = attr_int(n, "to", 0);
@@ -552,7 +555,7 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
     }
     if (strcmp(op, "Expand") == 0 && cin(im, n, 1)) { /* a constant broadcast (ViT's class token) */
         const value *sv = cin(im, n, 1);
-        int64_t d[8], st8[8], bst[8] = {0}, count;
+        int64_t d[8], st8[8], bst[8] = {0};
         const int r = (int)(sv->count > x->rank ? sv->count : x->rank);
         if (sv->count > 8)
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "a result of rank %lld", (long long)sv->count);
@@ -565,12 +568,7 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
             d[k] = xv != 1 ? xv : want;
             bst[k] = xv != 1 ? st8[xk] : 0;
         }
-        int64_t *o = offsets(r, d, bst, &count);
-        if (!o)
-            return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
-        st = pick(im, n->output[0], x, r, d, o, count);
-        free(o);
-        return st;
+        return pick_strided(im, n->output[0], x, r, d, bst, 0);
     }
     if (strcmp(op, "Not") == 0) {
         int64_t *oi = malloc((size_t)(x->count ? x->count : 1) * 8);
