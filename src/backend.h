@@ -263,6 +263,46 @@ typedef struct pdnn__reduce_call {
     pdnn__buf x_buf, y_buf;
 } pdnn__reduce_call;
 
+/* Data movement of any rank (pdnn_slice, split, expand, gather, pad_nd,
+ * resize: src/ops/ops_index.c): y (rank 0..8, dims, element strides ys)
+ * reads x (strides xs; 0 repeats an axis) at per-axis indices: along axis
+ * k, y's index i reads x's idx[off_k + i] (off_k the sum of dims before k),
+ * and -1 on any axis gives value. lerp >= 0: along that axis y is x at
+ * idx (weight 1 - wt[i]) plus x at idx1[i] (weight wt[i]); neither is -1.
+ * idx, idx1 and wt are host arrays (a device copies them into its
+ * workspace). No aliasing. */
+typedef struct pdnn__index_call {
+    int rank, lerp;
+    int64_t dims[PDNN_MAX_RANK], xs[PDNN_MAX_RANK], ys[PDNN_MAX_RANK];
+    int64_t n_idx; /* sum of dims */
+    const int64_t *idx, *idx1;
+    const float *wt;
+    float value;
+    pdnn__buf x_buf, y_buf;
+} pdnn__index_call;
+
+/* y = m != 0 ? a : b elementwise (pdnn_where): dims y's (rank 0..8), each
+ * operand through its element strides (0 on a broadcast axis). */
+typedef struct pdnn__where_call {
+    int rank;
+    int64_t dims[PDNN_MAX_RANK], ms[PDNN_MAX_RANK], as[PDNN_MAX_RANK], bs[PDNN_MAX_RANK], ys[PDNN_MAX_RANK];
+    pdnn__buf m_buf, a_buf, b_buf, y_buf;
+} pdnn__where_call;
+
+/* The element of x (of dim d, before pads ahead of it) that padded
+ * coordinate o reads, or -1 for the constant (pdnn_pad, pdnn_pad_nd). */
+static inline int64_t pdnn__pad_src(int64_t o, int64_t before, int64_t d, pdnn_pad_mode mode)
+{
+    const int64_t i = o - before;
+    if (i >= 0 && i < d)
+        return i;
+    if (mode == PDNN_PAD_CONSTANT)
+        return -1;
+    if (mode == PDNN_PAD_EDGE)
+        return i < 0 ? 0 : d - 1;
+    return i < 0 ? -i : 2 * (d - 1) - i; /* reflect: the edge not repeated */
+}
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */
@@ -316,6 +356,8 @@ typedef enum pdnn__op {
     PDNN__OP_ND_SOFTMAX = 19,          /* u.softmax (pdnn_softmax_axis) */
     PDNN__OP_ND_LAYER_NORM = 20,       /* u.layer_norm (pdnn_layer_norm) */
     PDNN__OP_ND_REDUCE = 21,           /* u.reduce (pdnn_reduce) */
+    PDNN__OP_INDEX = 22,            /* u.index (pdnn_slice, gather, ...) */
+    PDNN__OP_WHERE = 23,            /* u.where (pdnn_where) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -373,6 +415,8 @@ typedef struct pdnn__op_call {
         pdnn__softmax_call softmax;
         pdnn__layer_norm_call layer_norm;
         pdnn__reduce_call reduce;
+        pdnn__index_call index;
+        pdnn__where_call where;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

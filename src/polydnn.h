@@ -779,6 +779,70 @@ typedef enum pdnn_pad_mode { PDNN_PAD_CONSTANT = 0, PDNN_PAD_REFLECT = 1, PDNN_P
 PDNN_API pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_pad_mode mode, float value,
                               pdnn_tensor *y);
 
+/* Data movement on tensors of any rank (ONNX's Slice, Split, Expand,
+ * Gather, Where, Pad and Resize). Tensors are float32 in any layout; axes
+ * are the descriptor's logical dims (an NCHW or NHWC tensor's {N, C, H,
+ * W}, read through its layout), negative axes count from the end. Each is
+ * one of two registry ops: "index" (y reads x at per-axis indices: host
+ * and OpenCL "direct"; CUDA "cudnn" runs the strided copies, steps >= 0
+ * with no fill and no interpolation, as cudnnTransformTensor and refuses
+ * the rest) and "where" (host and OpenCL; CUDA refuses it: cuDNN has no
+ * select). y may not overlap an input.
+ *
+ * pdnn_slice: y = x[starts:ends:steps] along axes (n of each; axes NULL:
+ * 0..n-1, steps NULL: 1), as ONNX's Slice: negative starts and ends count
+ * from the end, both are clamped (to [0, dim] for positive steps, [-1,
+ * dim - 1] for negative), a step may be negative, never 0. y's dims must
+ * be the slice's and its rank x's. */
+PDNN_API pdnn_status pdnn_slice(const pdnn_tensor *x, int n, const int64_t *starts, const int64_t *ends,
+                                const int64_t *axes, const int64_t *steps, pdnn_tensor *y);
+/* pdnn_split: x cut along axis into n outputs ys[i] of sizes[i] along it
+ * (sizes NULL: equal parts, which must divide the dim); each a slice. */
+PDNN_API pdnn_status pdnn_split(const pdnn_tensor *x, int axis, int n, const int64_t *sizes,
+                                pdnn_tensor *const *ys);
+/* pdnn_expand: y = x broadcast to y's dims by numpy's rules (the dims
+ * aligned at the end; each of x's is 1 or y's; y's rank >= x's). */
+PDNN_API pdnn_status pdnn_expand(const pdnn_tensor *x, pdnn_tensor *y);
+/* pdnn_gather: y = x's slices at indices[0..n) along axis (ONNX's Gather
+ * with constant indices; a negative index counts from the end, one out
+ * of range is refused naming it). y holds x's dims with axis's replaced
+ * by the indices' shape: any rank whose row-major elements are those of
+ * x[:axis] + {n} + x[axis+1:]. */
+PDNN_API pdnn_status pdnn_gather(const pdnn_tensor *x, int axis, const int64_t *indices, int64_t n,
+                                 pdnn_tensor *y);
+/* pdnn_where: y = mask != 0 ? a : b, mask, a and b broadcast to y's dims
+ * by numpy's rules (ONNX's Where; the mask a float32 tensor of 0 and 1). */
+PDNN_API pdnn_status pdnn_where(const pdnn_tensor *mask, const pdnn_tensor *a, const pdnn_tensor *b,
+                                pdnn_tensor *y);
+/* pdnn_pad_nd: y = x padded along every axis, pads ONNX's {begin_0 ..
+ * begin_{r-1}, end_0 .. end_{r-1}} (2 x rank values, each >= 0; below the
+ * dim for REFLECT, of a dim >= 1 for EDGE); y's dims x's plus the pads. */
+PDNN_API pdnn_status pdnn_pad_nd(const pdnn_tensor *x, const int64_t *pads, pdnn_pad_mode mode, float value,
+                                 pdnn_tensor *y);
+/* pdnn_resize: y = x resized to y's dims (same rank), as ONNX's Resize:
+ * NEAREST or LINEAR (per axis, so bilinear on H and W); coordinates
+ * HALF_PIXEL ((i + 0.5) / scale - 0.5), ASYMMETRIC (i / scale),
+ * ALIGN_CORNERS (i (in - 1) / (out - 1)) or PYTORCH_HALF_PIXEL (half
+ * pixel, 0 where out is 1); nearest rounding ROUND_PREFER_FLOOR, FLOOR,
+ * ROUND_PREFER_CEIL or CEIL. scales: one per axis (NULL: y's dim / x's),
+ * as ONNX's scales input when given (its coordinates use them). LINEAR
+ * reads the two neighbours clamped to the edge. */
+typedef enum pdnn_resize_mode { PDNN_RESIZE_NEAREST = 0, PDNN_RESIZE_LINEAR = 1 } pdnn_resize_mode;
+typedef enum pdnn_resize_coord {
+    PDNN_RESIZE_HALF_PIXEL = 0,
+    PDNN_RESIZE_ASYMMETRIC = 1,
+    PDNN_RESIZE_ALIGN_CORNERS = 2,
+    PDNN_RESIZE_PYTORCH_HALF_PIXEL = 3
+} pdnn_resize_coord;
+typedef enum pdnn_resize_nearest {
+    PDNN_RESIZE_ROUND_PREFER_FLOOR = 0,
+    PDNN_RESIZE_FLOOR = 1,
+    PDNN_RESIZE_ROUND_PREFER_CEIL = 2,
+    PDNN_RESIZE_CEIL = 3
+} pdnn_resize_nearest;
+PDNN_API pdnn_status pdnn_resize(const pdnn_tensor *x, pdnn_resize_mode mode, pdnn_resize_coord coord,
+                                 pdnn_resize_nearest nearest, const float *scales, pdnn_tensor *y);
+
 /* y = x in y's layout (TensorFlow's Transpose between NCHW and NHWC,
  * cuDNN's cudnnTransformTensor): x and y float32 with the same dims, any
  * two layouts (activations, filters or X); the same layout is a copy.
@@ -1040,6 +1104,27 @@ PDNN_API pdnn_status pdnn_graph_layer_norm(pdnn_graph *g, const char *name, cons
 PDNN_API pdnn_status pdnn_graph_reduce(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                        const int *axes, int n_axes, pdnn_reduction op, int keepdims, pdnn_node *out);
 
+/* The data-movement ops as nodes ("Slice", "Gather", "Expand", "Where",
+ * "PadND", "Resize"; not differentiable yet): the arguments of pdnn_slice,
+ * pdnn_gather (at most 64 indices; y of x's rank), pdnn_expand (the
+ * shape: rank dims), pdnn_where, pdnn_pad_nd and pdnn_resize (y's dims, of
+ * x's rank). The result keeps x's image layout where it has rank 4, else
+ * is ND. */
+PDNN_API pdnn_status pdnn_graph_slice(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int n,
+                                      const int64_t *starts, const int64_t *ends, const int64_t *axes,
+                                      const int64_t *steps, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_gather(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int axis,
+                                       const int64_t *indices, int n, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_expand(pdnn_graph *g, const char *name, const char *device, pdnn_node x, int rank,
+                                       const int64_t *dims, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_where(pdnn_graph *g, const char *name, const char *device, pdnn_node mask,
+                                      pdnn_node a, pdnn_node b, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_pad_nd(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       const int64_t *pads, pdnn_pad_mode mode, float value, pdnn_node *out);
+PDNN_API pdnn_status pdnn_graph_resize(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                       pdnn_resize_mode mode, pdnn_resize_coord coord, pdnn_resize_nearest nearest,
+                                       const float *scales, const int64_t *dims, pdnn_node *out);
+
 /* pdnn_transform as a node ("Transpose"): x in layout (its gradient is
  * the transform back). */
 PDNN_API pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
@@ -1162,13 +1247,20 @@ typedef struct pdnn_onnx_io {
  * swish node, unless no_fusion), Add, Mul, Sub, Div (NumPy broadcasting
  * within rank 4, either side), Concat, MaxPool, AveragePool (pads,
  * ceil_mode, count_include_pad), GlobalAveragePool, ReduceMean,
- * ReduceMax, ReduceSum (over H and W), Pad (of H and W: constant,
- * reflect, edge; zeros that an AveragePool alone reads become its
+ * ReduceMax, ReduceSum (over H and W), Pad (constant, reflect, edge, of
+ * any axis; zeros of H and W that an AveragePool alone reads become its
  * padding), Gemm, MatMul, Flatten, Reshape (constant shape),
  * Softmax, Dropout and Identity (removed), Constant; Transpose, Softmax
  * and LogSoftmax on any axis, LayerNormalization (Y only), Erf (torch's
  * GELU pattern fused into one node), Tanh, Sqrt, Exp, Log, Neg,
- * Reciprocal, Abs, Pow, ReduceMean/Sum/Max/Min over any axes. A model holding other
+ * Reciprocal, Abs, Pow, ReduceMean/Sum/Max/Min over any axes.
+ * ConvTranspose (as
+ * convolution backward data), Slice, Split, Gather (constant indices),
+ * Expand, Where (constant condition), Resize, Upsample, Squeeze,
+ * Unsqueeze; Shape, Cast, ConstantOfShape, Range, Transpose and the
+ * arithmetic of constants folded at import (the batch of the import then
+ * holds in them). Opsets' attributes that became inputs are read either
+ * way. A model holding other
  * operators is refused with PDNN_ERR_UNSUPPORTED listing every one with
  * its count ("unsupported operators: Transpose x12, Erf x4"), the first
  * such node and the supported ops; a malformed file is PDNN_ERR_CORRUPT; a

@@ -321,8 +321,10 @@ def zoo_op_cases():
     yield "pad_edge", model([helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], x, None, [pads]), x
     nodes = [helper.make_node("Pad", ["x", "p", "v"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
     yield "pad_constant_value", model(nodes, x, None, [pads, init("v", np.float32(0.75))]), x
-    yield "pad_channels_refused", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
-                                        [init("p", np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64))]), x
+    yield "pad_channels", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
+                                [init("p", np.array([0, 1, 0, 0, 0, 0, 0, 0], np.int64))]), x
+    yield "pad_negative_refused", model([helper.make_node("Pad", ["x", "p"], ["y"])], x, None,
+                                        [init("p", np.array([0, 0, -1, 0, 0, 0, 0, 0], np.int64))]), x
     yield "reducemean_c", model([helper.make_node("ReduceMean", ["x"], ["y"], axes=[1])], x, None), x
     nodes = [helper.make_node("Pad", ["x", "p"], ["pd"]), helper.make_node("Relu", ["pd"], ["y"])]
     yield "pad_zeros", model(nodes, x, None, [init("p", np.zeros(8, np.int64))]), x
@@ -407,8 +409,8 @@ def nd_math_cases():
 
 # Cases that polydnn must refuse, each with a phrase of the message.
 REFUSED_CASES = {
-    "pad_channels_refused": "only non-negative pads of H and W are supported",
     "layernorm_mean_output_refused": "the Mean and InvStdDev outputs are not supported",
+    "pad_negative_refused": "only non-negative pads are supported",
 }
 
 TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
@@ -480,6 +482,147 @@ def torch_cases(tmp):
     for batch in (1, 3):
         yield f"torch_small_resnet_b{batch}", m, [batch, 3, 64, 64]
 
+    # A symbolic batch through the shape arithmetic torch exports
+    # (x.view(x.size(0), -1), interpolate, chunk, slicing, reflect padding,
+    # a transposed convolution): folded at import at each batch.
+    class Moves(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 8, 3, 1, 1)
+            self.t = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+            self.fc = nn.Linear(6 * 32 * 32 + 4 * 16 * 16, 10)
+
+        def forward(self, x):
+            y = torch.relu(self.c(x))
+            a, b = torch.chunk(y, 2, dim=1)
+            a = nn.functional.interpolate(a, scale_factor=2, mode="nearest")
+            a = nn.functional.pad(a, (1, 1, 2, 0), mode="reflect")[:, :, 2:, 1:-1]
+            t = self.t(b)
+            z = torch.relu(t[:, :, ::2, ::2]) + a[:, :1, ::2, ::2]
+            return self.fc(torch.cat([t.reshape(t.size(0), -1), z.reshape(x.shape[0], -1)[:, : 4 * 16 * 16]], 1))
+
+    net = Moves().eval()
+    path = os.path.join(tmp, "moves.onnx")
+    export_onnx(net, path, 16)
+    m = onnx.load(path)
+    for batch in (1, 5):
+        yield f"torch_moves_dynamic_b{batch}", m, [batch, 3, 16, 16]
+
+
+def move_cases():
+    """ConvTranspose (convolution backward data: strides, pads, dilations,
+    groups, output_padding, the bias); the data-movement ops; the shape
+    arithmetic folded at import; attributes that became inputs, each at an
+    old and a new opset."""
+    x = [2, 4, 5, 7]
+    for tag, cout, g, k, attrs, bias in [
+            ("plain", 3, 1, (3, 3), {}, True),
+            ("stride2_outpad", 6, 2, (3, 2), dict(strides=[2, 3], pads=[1, 0, 0, 1], output_padding=[1, 2]), True),
+            ("dilated_grouped", 4, 4, (2, 3), dict(dilations=[2, 1], group=4, pads=[0, 1, 1, 1]), False)]:
+        inits = [init("w", rnd(x[1], cout // g, *k))] + ([init("b", rnd(cout))] if bias else [])
+        ins = ["x", "w"] + (["b"] if bias else [])
+        if g > 1:
+            attrs = dict(attrs, group=g)
+        yield f"convtranspose_{tag}", model([helper.make_node("ConvTranspose", ins, ["y"], **attrs)], x, None,
+                                            inits), x
+    i64 = lambda name, v: init(name, np.array(v, dtype=np.int64))  # noqa: E731
+    mk = helper.make_node
+    # Slice: negative steps, starts and ends past the ends, as inputs (10+) and attributes (before 10)
+    yield "slice_steps_opset13", model([mk("Slice", ["x", "s", "e", "a", "p"], ["y"])], x, None,
+                                       [i64("s", [-1, 1, 100]), i64("e", [-100, 5, 0]), i64("a", [3, 2, -3]),
+                                        i64("p", [-2, 2, -1])]), x
+    yield "slice_attrs_opset9", model([mk("Slice", ["x"], ["y"], starts=[1, -4], ends=[3, 1000], axes=[1, 3])],
+                                      x, None, opset=9), x
+    # Split: sizes as an input (13+), an attribute (11), num_outputs (18); the parts joined back in another order
+    for opset, node, inits in [(13, mk("Split", ["x", "sp"], ["a", "b"], axis=1), [i64("sp", [1, 3])]),
+                               (11, mk("Split", ["x"], ["a", "b"], axis=1, split=[3, 1]), []),
+                               (18, mk("Split", ["x"], ["a", "b"], axis=2, num_outputs=2), [])]:
+        yield f"split_opset{opset}", model([node, mk("Concat", ["b", "a"], ["y"], axis=node.attribute[0].i)],
+                                           x, None, inits, opset=opset), x
+    yield "gather_axis1", model([mk("Gather", ["x", "i"], ["y"], axis=1)], x, None, [i64("i", [3, -4, 1, 3])]), x
+    yield "gather_axis3_negative", model([mk("Gather", ["x", "i"], ["y"], axis=-1)], x, None,
+                                         [i64("i", [-1, 0, 6])]), x
+    xe = [2, 1, 5, 1]
+    yield "expand_ones", model([mk("Expand", ["x", "sh"], ["y"])], xe, None, [i64("sh", [2, 3, 1, 4])]), xe
+    mask = rng.uniform(0, 1, (5, 7)) > 0.5
+    yield "where_const_mask", model([mk("Relu", ["x"], ["r"]), mk("Where", ["m", "x", "r"], ["y"])], x, None,
+                                    [init("m", mask)]), x
+    yield "where_const_b", model([mk("Where", ["m", "x", "c"], ["y"])], x, None,
+                                 [init("m", rng.uniform(0, 1, (1, 4, 1, 7)) > 0.5), init("c", rnd(1, 4, 1, 1))]), x
+    # Pad of every axis (N-d), each mode; pads as an attribute before opset 11
+    for mode in ("constant", "reflect", "edge"):
+        pads = [0, 1, 2, 3, 1, 2, 1, 0] if mode != "reflect" else [1, 2, 4, 1, 0, 1, 3, 6]
+        yield f"pad_nd_{mode}", model([mk("Pad", ["x", "p", "v"], ["y"], mode=mode)], x, None,
+                                      [i64("p", pads), init("v", np.array(1.5, dtype=np.float32))]), x
+    yield "pad_nd_attr_opset2", model([mk("Pad", ["x"], ["y"], pads=[0, 2, 1, 0, 1, 0, 0, 2], value=-1.0)],
+                                      x, None, opset=2), x
+    # Resize: nearest and linear; scales (10+) or sizes (11+); Upsample (9)
+    f32 = lambda name, v: init(name, np.array(v, dtype=np.float32))  # noqa: E731
+    for tag, attrs, scales, sizes in [
+            ("nearest_asym_floor", dict(mode="nearest", coordinate_transformation_mode="asymmetric",
+                                        nearest_mode="floor"), [1, 1, 2, 3], None),
+            ("nearest_half_pixel", dict(mode="nearest"), None, [2, 4, 9, 4]),
+            ("nearest_align_ceil", dict(mode="nearest", coordinate_transformation_mode="align_corners",
+                                        nearest_mode="round_prefer_ceil"), None, [2, 4, 3, 11]),
+            ("linear_half_pixel", dict(mode="linear"), [1, 1, 1.5, 0.5], None),
+            ("linear_align_corners", dict(mode="linear", coordinate_transformation_mode="align_corners"), None,
+             [2, 4, 8, 10]),
+            ("linear_pytorch_half_pixel", dict(mode="linear", coordinate_transformation_mode="pytorch_half_pixel"),
+             None, [2, 4, 1, 13])]:
+        ins = ["x", "", "s"] + (["z"] if sizes else [])
+        inits = [f32("s", scales or [])] + ([i64("z", sizes)] if sizes else [])
+        yield f"resize_{tag}", model([mk("Resize", ins, ["y"], **attrs)], x, None, inits), x
+    yield "resize_opset10_scales", model([mk("Resize", ["x", "s"], ["y"], mode="linear")], x, None,
+                                         [f32("s", [1, 1, 2, 2])], opset=10), x
+    yield "upsample_opset9", model([mk("Upsample", ["x", "s"], ["y"], mode="nearest")], x, None,
+                                   [f32("s", [1, 1, 2, 3])], opset=9), x
+    # Squeeze / Unsqueeze: axes as an attribute (11) and an input (13)
+    xs = [2, 4, 1, 1]
+    yield "squeeze_unsqueeze_opset11", model([mk("Squeeze", ["x"], ["q"], axes=[2, 3]), mk("Relu", ["q"], ["r"]),
+                                              mk("Unsqueeze", ["r"], ["y"], axes=[2, 3])], xs, None, opset=11), xs
+    yield "squeeze_unsqueeze_opset13", model([mk("Squeeze", ["x", "ax"], ["q"]), mk("Relu", ["q"], ["r"]),
+                                              mk("Unsqueeze", ["r", "ax"], ["y"])], xs, None, [i64("ax", [-1, 2])]), xs
+    # ReduceMean's axes: an attribute (13), an input (18); Clip's bounds: attributes (6), inputs (11)
+    yield "reducemean_opset13", model([mk("ReduceMean", ["x"], ["y"], axes=[2, 3])], x, None), x
+    yield "reducemean_opset18", model([mk("ReduceMean", ["x", "ax"], ["y"])], x, None, [i64("ax", [2, 3])],
+                                      opset=18), x
+    yield "reducesum_opset11", model([mk("ReduceSum", ["x"], ["y"], axes=[2, 3])], x, None, opset=11), x
+    yield "reducesum_opset13", model([mk("ReduceSum", ["x", "ax"], ["y"])], x, None, [i64("ax", [2, 3])]), x
+    yield "clip_opset6", model([mk("Clip", ["x"], ["y"], min=-0.5, max=0.25)], x, None, opset=6), x
+    yield "clip_opset11", model([mk("Clip", ["x", "lo", "hi"], ["y"])], x, None,
+                                [f32("lo", -0.5), f32("hi", 0.25)], opset=11), x
+    # Shape arithmetic folded at import: torch's x.view(x.size(0), -1); Range, Cast, ConstantOfShape
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Gather", ["sh", "zero"], ["n"], axis=0),
+             mk("Unsqueeze", ["n", "zax"], ["n1"]), mk("Concat", ["n1", "minus1"], ["shape"], axis=0),
+             mk("Reshape", ["x", "shape"], ["y"])]
+    yield "shape_chain_view", model(nodes, x, None, [i64("zero", 0), i64("zax", [0]), i64("minus1", [-1])]), x
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Slice", ["sh", "b", "e"], ["c"]), mk("Range", ["st", "c0", "one"], ["r"]),
+             mk("Cast", ["r"], ["rf"], to=TensorProto.FLOAT), mk("Reshape", ["rf", "rs"], ["rr"]),
+             mk("ConstantOfShape", ["rs"], ["two"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [2.0])),
+             mk("Mul", ["rr", "two"], ["r2"]), mk("Add", ["x", "r2"], ["y"])]
+    inits = [i64("b", [1]), i64("e", [2]), i64("st", 0), i64("one", 1), i64("rs", [1, 4, 1, 1])]
+    # Range's limit is the channel count taken from the shape (Squeeze of the 1-element slice)
+    nodes.insert(2, mk("Squeeze", ["c"], ["c0"]))
+    yield "shape_range_cast_constantofshape", model(nodes, x, None, inits), x
+    # Swin's window padding: (w - H % w) % w of the shape (Mod, fmod 0: the divisor's sign)
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Mod", ["sh", "w"], ["m"]), mk("Sub", ["w", "m"], ["d"]),
+             mk("Mod", ["d", "w"], ["p"]), mk("Mod", ["neg", "w"], ["pn"]), mk("Add", ["p", "pn"], ["q"]),
+             mk("Concat", ["zero4", "q"], ["pads"], axis=0), mk("Pad", ["x", "pads"], ["y"])]
+    yield "shape_mod_pad", model(nodes, x, None, [i64("w", [1, 3, 4, 4]), i64("neg", [0, -4, 0, -3]),
+                                                  i64("zero4", [0, 0, 0, 0])]), x
+    # Swin's mask: ScatterND of constants (a row and a block), Not, Cast to float, added to x
+    nodes = [mk("ScatterND", ["base", "ix", "up"], ["sc"]), mk("Not", ["bm"], ["nb"]),
+             mk("Cast", ["nb"], ["nf"], to=TensorProto.FLOAT), mk("Add", ["sc", "nf"], ["s2"]),
+             mk("Add", ["x", "s2"], ["y"])]
+    yield "scatternd_not_constants", model(nodes, x, None, [
+        init("base", np.zeros((1, 4, 5, 7), np.float32)), i64("ix", [[0, 1, 2], [0, 3, -1]]),
+        init("up", rnd(2, 7)), init("bm", rng.uniform(0, 1, (1, 4, 5, 7)) > 0.5)]), x
+    # torch's expand(n, -1, ...) of a parameter: Equal and Where on the shape, Expand of a constant
+    nodes = [mk("Shape", ["x"], ["sh"]), mk("Equal", ["sh", "pat"], ["eq"]), mk("Where", ["eq", "ones", "sh"], ["w"]),
+             mk("Expand", ["cb", "w"], ["e"]), mk("Add", ["x", "e"], ["y"])]
+    yield "shape_equal_where_expand", model(nodes, x, None, [i64("pat", [2, 1, 5, 1]), i64("ones", [1, 1, 1, 1]),
+                                                             init("cb", rnd(1, 1, 1, 7))]), x
+
 
 def main():
     tool = sys.argv[1]
@@ -498,8 +641,12 @@ def main():
         elif "--torchvision-fast" in sys.argv:  # make check-models: the fast ones
             all_cases = list(torchvision_cases(tmp, TORCHVISION_FAST, (1, 8)))
         else:
+            # --only=PREFIX: the hand-built cases whose names start with it
+            # (a quicker loop while working on some; torch exports only for torch*)
+            only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
             all_cases = (list(cases()) + list(activation_cases()) + list(binary_cases()) + list(zoo_op_cases())
-                         + list(nd_cases()) + list(nd_math_cases()) + list(torch_cases(tmp)))
+                         + list(nd_cases()) + list(nd_math_cases()) + list(move_cases())
+                         + (list(torch_cases(tmp)) if not only or any(o.startswith("torch") for o in only) else []))
         if os.environ.get("PDNN_ONNX_CASES"):  # a prefix: run only those (while working on them)
             all_cases = [c for c in all_cases if c[0].startswith(os.environ["PDNN_ONNX_CASES"])]
         only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
@@ -626,6 +773,16 @@ def main():
                         print(f"{'ok  ' if ok else 'FAIL'} {rtag}: max error {err:.2e} of the largest |y| {scale:.3g}")
                     passed += ok
                     failed += not ok
+        # The symbolic batch with random inputs at any -n, imported once per run.
+        dyn = os.path.join(tmp, "torch_moves_dynamic_b1.onnx")
+        for n in ("3", "7") if os.path.exists(dyn) else ():
+            r = subprocess.run([tool, "run", dyn, "-n", n, "--iters", "1"], capture_output=True, text=True)
+            ok = r.returncode == 0 and f"output 'y' {n}x10" in r.stdout
+            if not ok or verbose:
+                print(f"{'ok  ' if ok else 'FAIL'} polydnn run -n {n} on a symbolic batch: {r.returncode}\n"
+                      f"{r.stdout[-300:]}{r.stderr[-300:]}")
+            passed += ok
+            failed += not ok
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -1634,6 +1634,7 @@ static int parse_options(int argc, char **argv, options *o)
                         "conv2d_bwd_bias, pool2d_bwd, batch_norm_fwd_train, batch_norm_fwd_infer, batch_norm_bwd, "
                         "relu_bwd, softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad "
                         "(grad; matmul, activation, transform, binary also test: their N-d cases), "
+                        "index, where (test), "
                         "got '%s'\n",
                         v);
                 return -1;
@@ -2630,7 +2631,7 @@ int main(int argc, char **argv)
         add_bn_cases();
     }
     int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) + parity_nd_math_count(h.opt.op, h.opt.set)
-                   : h.opt.mode == MODE_TEST ? parity_nd_count(h.opt.op, h.opt.set)
+                   : h.opt.mode == MODE_TEST ? parity_nd_count(h.opt.op, h.opt.set) + parity_index_count(h.opt.op, h.opt.set)
                                              : 0;
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
@@ -2673,6 +2674,8 @@ int main(int argc, char **argv)
         parity_train_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
     if (h.opt.mode == MODE_TEST && h.ndev > 0)
         parity_nd_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
+    if (h.opt.mode == MODE_TEST && h.ndev > 0)
+        parity_index_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
     if (h.opt.mode == MODE_GRAD && h.ndev > 0)
         parity_nd_math_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
 

@@ -42,4 +42,9 @@ pdnn_tensor *parity_make(pdnn_device *dev, const pdnn_tensor_desc *d, const void
 int parity_nd_math_count(int op, const char *set);
 void parity_nd_math_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo, int verbose);
 
+/* The data-movement ops' cases (parity_index.c, test mode): slice,
+ * split, expand, gather, where, pad_nd, resize over ranks 0 to 6. */
+int parity_index_count(int op, const char *set);
+void parity_index_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
+
 #endif

@@ -64,6 +64,7 @@
     X(cudnnCreateTensorDescriptor)                                                                 \
     X(cudnnDestroyTensorDescriptor)                                                                \
     X(cudnnSetTensor4dDescriptorEx)                                                                \
+    X(cudnnSetTensorNdDescriptor)                                                                  \
     X(cudnnCreateFilterDescriptor)                                                                 \
     X(cudnnDestroyFilterDescriptor)                                                                \
     X(cudnnSetFilter4dDescriptor)                                                                  \

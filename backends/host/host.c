@@ -764,6 +764,9 @@ static const pdnn__algo *const host_transform_algos[] = {&pdnn__host_transform_d
 extern const pdnn__algo pdnn__host_binary_direct, pdnn__host_pad_direct;
 static const pdnn__algo *const host_binary_algos[] = {&pdnn__host_binary_direct, NULL};
 static const pdnn__algo *const host_pad_algos[] = {&pdnn__host_pad_direct, NULL};
+extern const pdnn__algo pdnn__host_index_direct, pdnn__host_where_direct; /* host_index.c */
+static const pdnn__algo *const host_index_algos[] = {&pdnn__host_index_direct, NULL};
+static const pdnn__algo *const host_where_algos[] = {&pdnn__host_where_direct, NULL};
 static const pdnn__algo *const host_scale_algos[] = {&pdnn__host_scale_direct, NULL};
 static const pdnn__algo *const host_activation_algos[] = {&pdnn__host_activation_direct, NULL};
 /* The N-d math ops' references (host_nd_math.c). */
@@ -811,7 +814,9 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_ND_TRANSPOSE] = host_transpose_algos,
               [PDNN__OP_ND_SOFTMAX] = host_softmax_algos,
               [PDNN__OP_ND_LAYER_NORM] = host_layer_norm_algos,
-              [PDNN__OP_ND_REDUCE] = host_reduce_algos},
+              [PDNN__OP_ND_REDUCE] = host_reduce_algos,
+              [PDNN__OP_INDEX] = host_index_algos,
+              [PDNN__OP_WHERE] = host_where_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

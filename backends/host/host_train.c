@@ -214,20 +214,6 @@ static pdnn_status optimizer(void *dev, const pdnn__op_call *call, const pdnn__p
     return PDNN_SUCCESS;
 }
 
-/* The element of x that padded coordinate o (of x's d) reads, or -1 for
- * the constant. */
-static int64_t pad_src(int64_t o, int64_t before, int64_t d, pdnn_pad_mode mode)
-{
-    int64_t i = o - before;
-    if (i >= 0 && i < d)
-        return i;
-    if (mode == PDNN_PAD_CONSTANT)
-        return -1;
-    if (mode == PDNN_PAD_EDGE)
-        return i < 0 ? 0 : d - 1;
-    return i < 0 ? -i : 2 * (d - 1) - i; /* reflect: the edge not repeated */
-}
-
 static pdnn_status pad(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                        pdnn__run_report *rep)
 {
@@ -239,9 +225,9 @@ static pdnn_status pad(void *dev, const pdnn__op_call *call, const pdnn__plan *p
     for (int64_t n = 0; n < d[0]; n++)
         for (int64_t ch = 0; ch < d[1]; ch++)
             for (int64_t h = 0; h < ph; h++) {
-                const int64_t sh = pad_src(h, p[0], d[2], c->mode);
+                const int64_t sh = pdnn__pad_src(h, p[0], d[2], c->mode);
                 for (int64_t w = 0; w < pw; w++) {
-                    const int64_t sw = pad_src(w, p[1], d[3], c->mode);
+                    const int64_t sw = pdnn__pad_src(w, p[1], d[3], c->mode);
                     y[n * c->ys[0] + ch * c->ys[1] + h * c->ys[2] + w * c->ys[3]] =
                         sh < 0 || sw < 0 ? c->value : x[n * c->xs[0] + ch * c->xs[1] + sh * c->xs[2] + sw * c->xs[3]];
                 }

@@ -14,10 +14,12 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
                                          "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad",
                                          "FusedBatchNormV3", "FusedBatchNormGradV3", "Dropout", "ClipGrad",
-                                         "NdMath"};
+                                         "NdMath", "Move"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
+    if (n->op == PDNN__OP_MOVE)
+        return pdnn__move_type(n);
     if (n->op == PDNN__OP_POOL2D)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPool" : "AvgPool";
     if (n->op == PDNN__OP_G_POOL_BWD)

@@ -43,8 +43,20 @@ typedef enum pdnn__node_op {
                                   the mask depends on (seed, step, element) only, so the gradient (the same
                                   op applied to dy) uses the forward's mask */
     PDNN__OP_G_CLIP_BWD,       /* y, dy: dy where alpha < y < beta, else 0 (Clip's and ReLU6's gradient) */
-    PDNN__OP_NDMATH            /* graph_nd_math.c: nd_kind, perm, axes_mask, nd_flag, alpha the epsilon */
+    PDNN__OP_NDMATH,           /* graph_nd_math.c: nd_kind, perm, axes_mask, nd_flag, alpha the epsilon */
+    PDNN__OP_MOVE              /* graph_move.c: move_kind, move_n, move (pdnn_slice, ...) */
 } pdnn__node_op;
+
+/* A MOVE node's op, and the most int64 arguments it keeps. */
+typedef enum pdnn__move_kind {
+    PDNN__MOVE_SLICE,  /* move: n starts, n ends, n axes, n steps (move_n = n) */
+    PDNN__MOVE_GATHER, /* axis; move: the move_n indices */
+    PDNN__MOVE_EXPAND, /* out the shape */
+    PDNN__MOVE_WHERE,  /* inputs mask, a, b */
+    PDNN__MOVE_PAD,    /* move: 2 x rank pads; pad_mode, alpha the value */
+    PDNN__MOVE_RESIZE  /* move: mode, coord, nearest, has scales, then rank scales' float bits */
+} pdnn__move_kind;
+#define PDNN__MOVE_ARGS 64
 
 typedef struct pdnn__node {
     char name[128];
@@ -76,6 +88,9 @@ typedef struct pdnn__node {
     int perm[PDNN_MAX_RANK]; /* NDMATH transpose */
     unsigned axes_mask; /* NDMATH reduce: the reduced axes */
     int nd_flag;        /* NDMATH: softmax log; reduce pdnn_reduction; transpose, layer norm unused */
+    pdnn__move_kind move_kind; /* MOVE */
+    int move_n;
+    int64_t move[PDNN__MOVE_ARGS];
 } pdnn__node;
 
 struct pdnn_graph {
@@ -101,6 +116,13 @@ pdnn_status pdnn__graph_finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *i
                                pdnn_node *out);
 /* placer.c: whether some algorithm of dev's backend plans call. */
 int pdnn__some_algorithm_plans(const pdnn_device *dev, pdnn__op_call *call);
+/* A MOVE node's op type name ("Slice", "Gather", ...), graph_move.c, and
+ * its run (session_run.c) and whether dev runs it (placer.c). */
+const char *pdnn__move_type(const pdnn__node *n);
+pdnn_status pdnn__move_run(const pdnn__node *n, const pdnn_tensor *const *in, pdnn_tensor *y);
+/* A two-element call of the node's kind that a backend's plan judges as
+ * it would the node's (tbl holds its table). */
+void pdnn__move_probe(const pdnn__node *n, pdnn__op_call *call, int64_t tbl[2]);
 
 /* TensorFlow's op type name ("Conv2D", "MaxPool", ...). */
 const char *pdnn__op_type(const pdnn__node *n);

@@ -117,6 +117,12 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_BN: return b->algos[PDNN__OP_BN_FWD_INFER] != NULL;
     case PDNN__OP_PADDING: return pad_plans(dev, n);
     case PDNN__OP_NDMATH: return pdnn__nd_math_has_kernel(dev, n);
+    case PDNN__OP_MOVE: {
+        pdnn__op_call call;
+        int64_t tbl[2];
+        pdnn__move_probe(n, &call, tbl);
+        return pdnn__some_algorithm_plans(dev, &call);
+    }
     case PDNN__OP_CONCAT: return b->copy != NULL;
     case PDNN__OP_TRANSPOSE: return b->algos[PDNN__OP_TRANSFORM] != NULL;
     case PDNN__OP_SOFTMAX: return b->softmax != NULL;

@@ -69,6 +69,7 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_ELTWISE: return pdnn_binary(in[0], in[1], nd->binop, y);
     case PDNN__OP_PADDING: return pdnn_pad(in[0], nd->pads, nd->pad_mode, nd->alpha, y);
     case PDNN__OP_NDMATH: return pdnn__nd_math_run_node(nd, in, y);
+    case PDNN__OP_MOVE: return pdnn__move_run(nd, in, y);
     case PDNN__OP_BN: {
         pdnn_batch_norm_params p;
         pdnn_batch_norm_params_init(&p);

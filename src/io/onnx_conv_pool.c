@@ -381,8 +381,8 @@ pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProt
         if (!pv || !pv->i64 || pv->count != 2 * (int64_t)x->rank)
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the pads must be a constant int64 vector of %d",
                                          2 * x->rank);
-        if (x->rank == 4)
-            memcpy(pads, pv->i64, sizeof pads);
+        for (int i = 0; i < 2 * x->rank && x->rank <= 4; i++) /* stored as rank 4: {.., 0, 0} */
+            pads[(i / x->rank) * 4 + i % x->rank] = pv->i64[i];
         const value *cv = n->n_input > 2 && n->input[2][0] ? pdnn__onnx_const_input(im, n, 2) : NULL;
         if (n->n_input > 2 && n->input[2][0] && (!cv || !cv->data || cv->count != 1))
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the constant_value must be a float scalar constant");
@@ -392,17 +392,17 @@ pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProt
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the axes input (opset 18) is not supported");
     } else if ((st = pdnn__onnx_attr_ints(n, "pads", 8, pads)) != PDNN_SUCCESS)
         return st;
-    if (x->rank != 4)
+    if (x->rank != 4 && (x->rank != 2 || im->opset < 11))
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "only a rank-4 input is supported (rank %d)", x->rank);
     if (mode[0] && strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
         return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "mode '%s' is not constant, reflect or edge", mode);
-    int zero = 1;
+    int zero = 1, nc = x->rank != 4; /* nc: pads of N or C (or rank 2), an N-d pad node */
     for (int i = 0; i < 8; i++) {
-        if (pads[i] < 0 || pads[i] > INT_MAX / 4 || ((i & 3) < 2 && pads[i] != 0))
-            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                         "pads[%d] = %lld; only non-negative pads of H and W are supported", i,
-                                         (long long)pads[i]);
+        if (pads[i] < 0 || pads[i] > INT_MAX / 4)
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "pads[%d] = %lld; only non-negative pads are supported",
+                                         i, (long long)pads[i]);
         zero &= pads[i] == 0;
+        nc |= (i & 3) < 2 && pads[i] != 0;
     }
     if (zero) { /* the output is the input */
         value v = *x;
@@ -410,7 +410,7 @@ pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProt
         v.alias = 1;
         return pdnn__onnx_add_value(im, &v);
     }
-    const int r = (!mode[0] || strcmp(mode, "constant") == 0) && cval == 0.0f
+    const int r = (!mode[0] || strcmp(mode, "constant") == 0) && cval == 0.0f && !nc
                       ? pdnn__onnx_sole_reader(im, idx + 1, n->output[0])
                       : -1;
     const Onnx__NodeProto *m = r >= 0 ? im->g->node[r] : NULL;
@@ -430,8 +430,9 @@ pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProt
     if ((st = pdnn__onnx_check_name(n, n->output[0])) != PDNN_SUCCESS)
         return st;
     int y = -1;
-    st = pdnn_graph_pad(im->graph, n->output[0], im->device, x->node, hw, pm, cval, &y);
+    st = nc ? pdnn_graph_pad_nd(im->graph, n->output[0], im->device, x->node, pads, pm, cval, &y)
+            : pdnn_graph_pad(im->graph, n->output[0], im->device, x->node, hw, pm, cval, &y);
     if (st != PDNN_SUCCESS)
         return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
-    return pdnn__onnx_set_output(im, n, n->output[0], y, 4);
+    return pdnn__onnx_set_output(im, n, n->output[0], y, x->rank);
 }

@@ -7,7 +7,8 @@
  *   onnx_model.c      the file, the protobuf nesting check, tensors
  *   onnx_values.c     values, inputs and outputs of a node, attributes
  *   onnx_conv_pool.c  Conv with what it absorbs (fusion), pooling
- *   onnx_ops.c        the other ops, and import_node's dispatch */
+ *   onnx_ops.c        the other ops, and import_node's dispatch
+ *   onnx_move.c       ConvTranspose, data movement, constant folding */
 #ifndef POLYDNN_ONNX_INTERNAL_H
 #define POLYDNN_ONNX_INTERNAL_H
 
@@ -27,7 +28,7 @@
 #define MAX_MODEL_BYTES ((size_t)INT32_MAX)
 
 /* ONNX TensorProto.DataType values used here. */
-enum { ONNX_FLOAT = 1, ONNX_INT64 = 7 };
+enum { ONNX_FLOAT = 1, ONNX_INT64 = 7, ONNX_BOOL = 9 };
 
 /* One ONNX value: an activation computed by a graph node (node >= 0), or a
  * constant held on the host (data or i64) until an op uses it. Its graph
@@ -138,7 +139,17 @@ pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float
 pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n);
 pdnn_status pdnn__onnx_train_dropout(importer *im, const Onnx__NodeProto *n);
 
+/* onnx_move.c */
+pdnn_status pdnn__onnx_import_conv_transpose(importer *im, const Onnx__NodeProto *n);
+/* Folds n if its result is known at import (*done 1). */
+pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done);
+/* Slice, Split, Gather, Expand, Where, Resize, Upsample, Squeeze,
+ * Unsqueeze of activations. */
+pdnn_status pdnn__onnx_import_move(importer *im, const Onnx__NodeProto *n);
+
 /* onnx_ops.c */
+/* A reshape of x's activation to rank r (1 to 4) dims. */
+pdnn_status pdnn__onnx_reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims);
 pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);
 pdnn_status pdnn__onnx_import_node(importer *im, size_t idx);
 /* Every node whose operator the importer does not know, counted per

@@ -108,6 +108,27 @@ static pdnn_status read_external(importer *im, const Onnx__TensorProto *t, size_
 }
 
 /* A TensorProto (float or int64) into a host constant value named name. */
+/* A bool tensor (raw bytes, or int32_data) as an owned float 0/1 constant. */
+static pdnn_status bool_value(importer *im, const Onnx__TensorProto *t, value *v)
+{
+    const int raw = t->has_raw_data;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: bool tensor '%s' in external data", v->name);
+    if ((raw ? t->raw_data.len : t->n_int32_data) != (size_t)v->count)
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: bool tensor '%s' holds %zu values, its dims need %lld",
+                    v->name, raw ? t->raw_data.len : t->n_int32_data, (long long)v->count);
+    float *f = malloc((size_t)(v->count ? v->count : 1) * sizeof *f);
+    if (!f)
+        return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+    for (int64_t i = 0; i < v->count; i++)
+        f[i] = (raw ? t->raw_data.data[i] : t->int32_data[i]) != 0;
+    v->data = f;
+    pdnn_status st = pdnn__onnx_add_value(im, v);
+    if (st != PDNN_SUCCESS)
+        free(f);
+    return st;
+}
+
 pdnn_status pdnn__onnx_tensor_value(importer *im, const Onnx__TensorProto *t, const char *name)
 {
     value v = {.name = name, .node = -1};
@@ -124,6 +145,8 @@ pdnn_status pdnn__onnx_tensor_value(importer *im, const Onnx__TensorProto *t, co
         return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': dims are negative or overflow",
                            name);
     int dt = t->has_data_type ? t->data_type : 0;
+    if (dt == ONNX_BOOL) /* a Where's mask: floats 0 and 1 */
+        return bool_value(im, t, &v);
     if (dt != ONNX_FLOAT && dt != ONNX_INT64)
         return FAIL(PDNN_ERR_UNSUPPORTED,
                            "pdnn_graph_import_onnx: tensor '%s' has ONNX data type %d; only float (1) and int64 "

@@ -9,10 +9,12 @@
 #include <string.h>
 
 #define SUPPORTED_OPS                                                                                  \
-    "Add, AveragePool, BatchNormalization, Clip, Concat, Constant, Conv, Div, Dropout, Flatten, Gemm, "  \
-    "GlobalAveragePool, HardSigmoid, HardSwish, Identity, LeakyRelu, MatMul, MaxPool, Mul, Pad (of H and "  \
-    "W), ReduceMax, ReduceMean, ReduceSum (over H and W), Reshape, Relu, Sigmoid, Softmax, Sub, Transpose, "      \
-    "LogSoftmax, LayerNormalization, Erf, Tanh, Sqrt, Exp, Log, Neg, Reciprocal, Abs, Pow, ReduceMin"
+    "Abs, Add, AveragePool, BatchNormalization, Cast, Clip, Concat, Constant, ConstantOfShape, Conv, "       \
+    "ConvTranspose, Div, Dropout, Erf, Exp, Expand, Flatten, Gather, Gemm, GlobalAveragePool, "         \
+    "HardSigmoid, HardSwish, Identity, LayerNormalization, LeakyRelu, Log, LogSoftmax, MatMul, "        \
+    "MaxPool, Mul, Neg, Pad, Pow, Range, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, "     \
+    "Reshape, Relu, Resize, Shape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, Tanh, "          \
+    "Transpose, Unsqueeze, Upsample, Where; Equal, Mod, Not and ScatterND of constants"
 
 /* Output 0 of a node that maps onto a single graph call. */
 static pdnn_status finish(importer *im, const Onnx__NodeProto *n, pdnn_status st, int y, int rank)
@@ -295,7 +297,7 @@ static pdnn_status import_gemm(importer *im, const Onnx__NodeProto *n, int matmu
 
 /* A reshape of x to rank r dims (NCHW memory order, so a plain copy):
  * NCHW at ranks 2 and 4, ND at the others. */
-static pdnn_status reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims)
+pdnn_status pdnn__onnx_reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims)
 {
     if (r < 0 || r > PDNN_MAX_RANK)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "results of rank %d are not supported (0 to %d)", r,
@@ -337,7 +339,7 @@ static pdnn_status import_flatten(importer *im, const Onnx__NodeProto *n)
     int64_t d[2] = {1, 1};
     for (int i = 0; i < x->rank; i++)
         d[i >= axis] *= x->dims[i];
-    return reshape_to(im, n, x, 2, d);
+    return pdnn__onnx_reshape_to(im, n, x, 2, d);
 }
 
 static pdnn_status import_reshape(importer *im, const Onnx__NodeProto *n)
@@ -383,7 +385,7 @@ static pdnn_status import_reshape(importer *im, const Onnx__NodeProto *n)
                                          "the shape does not divide the input's %lld elements", (long long)total);
         d[infer] = total / known;
     }
-    return reshape_to(im, n, x, (int)sh->count, d);
+    return pdnn__onnx_reshape_to(im, n, x, (int)sh->count, d);
 }
 
 static pdnn_status import_softmax_nd(importer *im, const Onnx__NodeProto *n, const value *x, int log);
@@ -936,7 +938,10 @@ static const char *const known_ops[] = {
     "Flatten", "Gemm", "GlobalAveragePool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "MatMul",
     "MaxPool", "Mul", "Pad", "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Sigmoid", "Softmax",
     "Sub", "Transpose", "LogSoftmax", "LayerNormalization", "Erf", "Tanh", "Sqrt", "Exp", "Log", "Neg", "Reciprocal",
-    "Abs", "Pow", "ReduceMin"};
+    "Abs", "Pow", "ReduceMin",
+    "ConvTranspose", "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice", "Split", "Cast", "ConstantOfShape", "Range",
+    "Expand", "Where", "Resize", "Upsample",
+    "Equal", "Mod", "Not", "ScatterND" /* of constants: folded (onnx_move.c) */};
 
 static int known_op(const Onnx__NodeProto *n)
 {
@@ -1046,8 +1051,19 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
     for (size_t i = 0; i < n->n_input; i++)
         if (!n->input[i])
             return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input %zu has no name", i);
+    int folded = 0;
+    pdnn_status fst = pdnn__onnx_fold(im, n, &folded);
+    if (folded || fst != PDNN_SUCCESS)
+        return fst;
     if (strcmp(op, "Conv") == 0)
         return pdnn__onnx_import_conv(im, idx, n);
+    if (strcmp(op, "ConvTranspose") == 0)
+        return pdnn__onnx_import_conv_transpose(im, n);
+    if (strcmp(op, "Slice") == 0 || strcmp(op, "Split") == 0 || strcmp(op, "Gather") == 0 ||
+        strcmp(op, "Expand") == 0 || strcmp(op, "Where") == 0 || strcmp(op, "Resize") == 0 ||
+        strcmp(op, "Upsample") == 0 || strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0 ||
+        strcmp(op, "Transpose") == 0)
+        return pdnn__onnx_import_move(im, n);
     if (strcmp(op, "MaxPool") == 0 || strcmp(op, "AveragePool") == 0)
         return pdnn__onnx_import_pool(im, n, op[0] == 'M', 0);
     if (strcmp(op, "GlobalAveragePool") == 0)

@@ -90,6 +90,10 @@ static const struct {
     {"max", T_(FLOAT)},        {"min", T_(FLOAT)},       {"momentum", T_(FLOAT)},  {"dilations", T_(INTS)},
     {"kernel_shape", T_(INTS)}, {"pads", T_(INTS)},      {"strides", T_(INTS)},    {"auto_pad", T_(STRING)},
     {"value", T_(TENSOR)},    {"keepdims", T_(INT)},    {"axes", T_(INTS)},       {"mode", T_(STRING)},
+    {"output_padding", T_(INTS)}, {"output_shape", T_(INTS)}, {"to", T_(INT)}, {"start", T_(INT)},
+    {"end", T_(INT)}, {"split", T_(INTS)}, {"starts", T_(INTS)}, {"ends", T_(INTS)}, {"num_outputs", T_(INT)},
+    {"coordinate_transformation_mode", T_(STRING)}, {"nearest_mode", T_(STRING)}, {"scales", T_(FLOATS)},
+    {"antialias", T_(INT)}, {"exclude_outside", T_(INT)}, {"perm", T_(INTS)}, {"fmod", T_(INT)}, {"reduction", T_(STRING)},
 };
 
 /* Where one name means another type in another op: Pad's value (opsets
@@ -112,7 +116,9 @@ static const struct {
     {"Gemm", 2, 3},   {"MatMul", 2, 2},  {"Flatten", 1, 1},     {"Reshape", 1, 2}, {"Softmax", 1, 1},
     {"Dropout", 1, 3}, {"Identity", 1, 1}, {"Constant", 0, 0}, {"Sub", 2, 2},       {"Div", 2, 2},
     {"HardSigmoid", 1, 1}, {"HardSwish", 1, 1}, {"Pad", 1, 4}, {"ReduceMean", 1, 2}, {"ReduceMax", 1, 2},
-    {"ReduceSum", 1, 2},
+    {"ReduceSum", 1, 2}, {"ConvTranspose", 2, 3}, {"Shape", 1, 1}, {"Gather", 2, 2}, {"Unsqueeze", 1, 2},
+    {"Squeeze", 1, 2}, {"Slice", 1, 5}, {"Split", 1, 2}, {"Cast", 1, 1}, {"ConstantOfShape", 1, 1},
+    {"Range", 3, 3}, {"Expand", 2, 2}, {"Equal", 2, 2}, {"Mod", 2, 2}, {"Not", 1, 1}, {"ScatterND", 3, 3}, {"Where", 3, 3}, {"Resize", 1, 4}, {"Upsample", 1, 2},
 };
 
 static const char *type_name(int t)

@@ -98,4 +98,12 @@ void pdnn__pool_call_from(const pdnn_pool2d_params *p, const pdnn_tensor_desc *x
  * the graph's node checks it too). */
 int pdnn__reduce_shape_ok(const pdnn_tensor_desc *x, unsigned mask, const pdnn_tensor_desc *y);
 
+/* ops_nn.c: ts[0..n) non-NULL (names[i] in messages), on one device,
+ * float32. */
+pdnn_status pdnn__ops_need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n);
+
+/* ops_index.c: how many elements x[b:e:s] takes of an axis of d (ONNX's
+ * Slice: negative b and e from the end, clamped), and the first in *first. */
+int64_t pdnn__slice_axis(int64_t d, int64_t b, int64_t e, int64_t s, int64_t *first);
+
 #endif

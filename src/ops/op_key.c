@@ -17,6 +17,23 @@ double pdnn__now(void)
 
 /* ---- keys and sizes ------------------------------------------------- */
 
+/* The data-movement ops' key: dims and strides, and a hash of the index
+ * tables (one algorithm each today, so the key only names the call). */
+static void index_key(const pdnn__op_call *call, char *buf, size_t len)
+{
+    const int is_index = call->op == PDNN__OP_INDEX;
+    const int r = is_index ? call->u.index.rank : call->u.where.rank;
+    const int64_t *d = is_index ? call->u.index.dims : call->u.where.dims;
+    const int64_t *s1 = is_index ? call->u.index.xs : call->u.where.as;
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; is_index && i < call->u.index.n_idx; i++)
+        h = (h ^ (uint64_t)call->u.index.idx[i]) * 1099511628211ull;
+    int used = snprintf(buf, len, "%s f32 r%d lerp%d h%016llx", is_index ? "index" : "where", r,
+                        is_index ? call->u.index.lerp : -1, (unsigned long long)h);
+    for (int k = 0; k < r && used > 0 && (size_t)used < len; k++)
+        used += snprintf(buf + used, len - (size_t)used, " %lld:%lld", (long long)d[k], (long long)s1[k]);
+}
+
 void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
 {
     if (pdnn__nd_math_describe(call, buf, len, NULL, NULL, NULL))
@@ -107,6 +124,8 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
                  (long long)c->dims[0], (long long)c->dims[1], (long long)c->dims[2], (long long)c->dims[3],
                  (long long)c->pads[0], (long long)c->pads[1], (long long)c->pads[2], (long long)c->pads[3],
                  (long long)c->xs[0], (long long)c->xs[1], (long long)c->xs[2], (long long)c->xs[3]);
+    } else if (call->op == PDNN__OP_INDEX || call->op == PDNN__OP_WHERE) {
+        index_key(call, buf, len);
     } else if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
         snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n, (long long)c->k,
@@ -153,6 +172,11 @@ double pdnn__op_flops(const pdnn__op_call *call)
         const pdnn__pad_call *c = &call->u.pad;
         return (double)c->dims[0] * (double)c->dims[1] * (double)(c->dims[2] + c->pads[0] + c->pads[2]) *
                (double)(c->dims[3] + c->pads[1] + c->pads[3]);
+    }
+    if (call->op == PDNN__OP_INDEX || call->op == PDNN__OP_WHERE) { /* elements written */
+        size_t n = 0;
+        (void)pdnn__out_buf(call, &n);
+        return (double)n;
     }
     if (call->op == PDNN__OP_GEMM)
         return 2.0 * (double)call->u.matmul.m * (double)call->u.matmul.n * (double)call->u.matmul.k;
@@ -208,6 +232,15 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
         *n = (size_t)(p->dims[0] * p->dims[1] * (p->dims[2] + p->pads[0] + p->pads[2]) *
                       (p->dims[3] + p->pads[1] + p->pads[3]));
         return p->y_buf;
+    }
+    case PDNN__OP_INDEX:
+    case PDNN__OP_WHERE: {
+        const int r = call->op == PDNN__OP_INDEX ? call->u.index.rank : call->u.where.rank;
+        const int64_t *d = call->op == PDNN__OP_INDEX ? call->u.index.dims : call->u.where.dims;
+        *n = 1;
+        for (int k = 0; k < r; k++)
+            *n *= (size_t)d[k];
+        return call->op == PDNN__OP_INDEX ? call->u.index.y_buf : call->u.where.y_buf;
     }
     case PDNN__OP_ND_TRANSPOSE: /* ops_nd_math.c, above */
     case PDNN__OP_ND_SOFTMAX:

@@ -9,7 +9,7 @@
 
 static int is_act(const pdnn_tensor *t) { return pdnn__act_layout(&t->desc) >= 0; }
 
-static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
+pdnn_status pdnn__ops_need(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n)
 {
     for (int i = 0; i < n; i++)
         if (!ts[i])
@@ -23,6 +23,8 @@ static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char
     }
     return PDNN_SUCCESS;
 }
+
+#define need pdnn__ops_need
 
 static pdnn_status same_shape(const char *op, const pdnn_tensor *a, const char *an, const pdnn_tensor *b,
                               const char *bn)
