@@ -108,7 +108,6 @@
     X(cudnnBatchNormalizationForwardTraining)                                                      \
     X(cudnnBatchNormalizationForwardInference)                                                     \
     X(cudnnBatchNormalizationBackward)                                                             \
-    X(cudnnSetTensorNdDescriptor)                                                                  \
     X(cudnnCreateReduceTensorDescriptor)                                                           \
     X(cudnnDestroyReduceTensorDescriptor)                                                          \
     X(cudnnSetReduceTensorDescriptor)                                                              \
