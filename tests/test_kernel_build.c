@@ -171,6 +171,13 @@ static void others(pdnn_device *dev)
     cr_assert_eq(pdnn_reduce(a, axis, 1, PDNN_REDUCTION_MEAN, r), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_release(t);
     pdnn_tensor_release(r);
+    /* The data movement (index.cl): each kernel of the file once. */
+    const int64_t st0[1] = {0}, en3[1] = {3}, ax1[1] = {1}, one[1] = {1};
+    pdnn_tensor_desc sd = th_desc(PDNN_NCHW, 4, 3, 1, 1);
+    pdnn_tensor *sl = th_upload(dev, &sd, NULL);
+    cr_assert_eq(pdnn_slice(a, 1, st0, en3, ax1, one, sl), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_where(a, a, b, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_release(sl);
     double gflops = 0, gbs = 0;
     cr_assert_eq(pdnn_device_measure_peak(dev, &gflops, &gbs), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_release(a);

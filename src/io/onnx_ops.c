@@ -1044,17 +1044,19 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return PDNN_SUCCESS;
     if (n->n_output < 1 || !n->output[0][0])
         return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "the node has no output");
-    int nd_math = 0;
-    const pdnn_status nd_st = import_nd_math(im, idx, n, op, &nd_math);
-    if (nd_math)
-        return nd_st;
     for (size_t i = 0; i < n->n_input; i++)
         if (!n->input[i])
             return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "input %zu has no name", i);
+    /* Constants first: a Transpose of torch's int64 pad arithmetic folds;
+     * one of an activation is an N-d math node. */
     int folded = 0;
     pdnn_status fst = pdnn__onnx_fold(im, n, &folded);
     if (folded || fst != PDNN_SUCCESS)
         return fst;
+    int nd_math = 0;
+    const pdnn_status nd_st = import_nd_math(im, idx, n, op, &nd_math);
+    if (nd_math)
+        return nd_st;
     if (strcmp(op, "Conv") == 0)
         return pdnn__onnx_import_conv(im, idx, n);
     if (strcmp(op, "ConvTranspose") == 0)
