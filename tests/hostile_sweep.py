@@ -445,7 +445,7 @@ def main():
         a.tmp = tmp
         s = Sweep(a)
         s.py_env = dict(s.env)
-        s.py_env["POLYDNN_LIBRARY"] = os.path.join(a.build, ".libs", "libpolydnn.so.0")
+        s.py_env["POLYDNN_LIBRARY"] = os.path.join(a.build, ".libs", "libpolydnn.so")
         s.py_env["PYTHONPATH"] = os.path.join(a.src, "python")
         san = os.path.join(a.build, "config.log")
         if os.path.exists(san) and "--enable-sanitizers" in open(san, errors="replace").read(4000):

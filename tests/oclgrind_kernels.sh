@@ -108,7 +108,7 @@ fi
 # Bias and concatenation (the graph's ew_bias_add and ew_copy_rows) from
 # Python, against NumPy.
 n=$((n + 1))
-POLYDNN_LIBRARY="$build/.libs/libpolydnn.so.0" PYTHONPATH="$src/python" oclgrind --data-races /usr/bin/python3 -c '
+POLYDNN_LIBRARY="$build/.libs/libpolydnn.so" PYTHONPATH="$src/python" oclgrind --data-races /usr/bin/python3 -c '
 import numpy as np, polydnn
 r = np.random.default_rng(3)
 a, b, bias = (r.standard_normal(s).astype(np.float32) for s in ((2, 3, 5, 7), (2, 4, 5, 7), (3,)))
