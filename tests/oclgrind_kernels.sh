@@ -91,6 +91,14 @@ parity --mode grad --set wg_gemm_sim
 for set in batch_norm relu_bwd xent sgd adam scale activation transform binary pad; do
     parity --mode grad --set "$set"
 done
+# The N-d math (nd_math.cl: both algorithms of each op) and the data
+# movement (index.cl): their whole sets, all small.
+for set in transpose softmax layer_norm reduce; do
+    parity --mode grad --set "$set"
+done
+for set in slice where; do
+    parity --set "$set"
+done
 # matmul's own kernels on small cases (the matmul set's are minutes here),
 # each algorithm but CLBlast's.
 for algo in tiled conv_gemm naive; do
