@@ -18,19 +18,5 @@ fi
 POLYDNN_LIBRARY="$PDNN_TOP_BUILDDIR/.libs/libpolydnn.so.1"
 PYTHONPATH="$PDNN_TOP_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export POLYDNN_LIBRARY PYTHONPATH
-if [ "$PDNN_SANITIZERS" = yes ]; then
-    # As tests/test_python.sh: ASan's runtime first in the process (with
-    # libstdc++ for PyTorch's C++ exceptions), Python's own memory not
-    # counted as leaks.
-    asan=$(ldd "$POLYDNN_LIBRARY" 2>/dev/null | awk '/libasan/ { print $3; exit }')
-    stdcxx=$(ldd "$POLYDNN_LIBRARY" 2>/dev/null | awk '/libstdc\+\+/ { print $3; exit }')
-    if [ ! -f "$asan" ]; then
-        echo "SKIP: sanitizer build, but ldd finds no libasan for $POLYDNN_LIBRARY to preload"
-        echo "0 passed, 0 failed, 1 skipped"
-        exit 77
-    fi
-    LD_PRELOAD="$asan${stdcxx:+ $stdcxx}${LD_PRELOAD:+ $LD_PRELOAD}"
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-    export LD_PRELOAD ASAN_OPTIONS
-fi
+. "$PDNN_TOP_SRCDIR/tests/python_asan.sh"
 exec "$py" "$PDNN_TOP_SRCDIR/tests/test_onnx_train.py" -v "$@"
