@@ -18,8 +18,9 @@ if [ ! -f "$build/onnx.pb-c.h" ] || [ ! -f "$build/.libs/libpolydnn_internal.a" 
     echo "run-fuzz-onnx: $build is not a built tree with ONNX import (no onnx.pb-c.h or .libs/libpolydnn_internal.a)"
     exit 1
 fi
-libs=$(sed -n "s/^LIBS = //p; s/^OPENCL_LIBS = //p; s/^CLBLAST_LIBS = //p; s/^CUDA_LIBS = //p; s/^PROTOBUF_C_LIBS = //p; s/^DNNL_HOST_LIBS = //p" \
-    "$build/Makefile" | tr '\n' ' ')
+# The libraries the archive needs, as libtool recorded them (so that one
+# added to the library, MPI's for the trainable import, is never missed).
+libs=$(sed -n "s/^dependency_libs='\\(.*\\)'$/\\1/p" "$build/libpolydnn_internal.la")
 mkdir -p "$out/corpus"
 # The importer's files (onnx_import.c and its parts) are compiled here,
 # instrumented; the archive's own copies are never pulled in, since every
