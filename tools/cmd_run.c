@@ -258,38 +258,6 @@ static int input_kind(const char *path)
     return got >= 6 && memcmp(head, "\x93NUMPY", 6) == 0 ? 0 : -1;
 }
 
-/* The image flags into p: --resize/--stretch, --scale, --mean, --std. 0,
- * or EXIT_USAGE after saying what was wrong. */
-static int image_flags(image_prep *p, int resize, int stretch, const char *scale, const char *mean, const char *std)
-{
-    float v[3];
-    if (resize && stretch) {
-        fprintf(stderr, "polydnn run: --resize (shorter side, then the centre crop) and --stretch exclude each other\n");
-        return EXIT_USAGE;
-    }
-    p->fit = stretch ? IMAGE_STRETCH : IMAGE_CROP;
-    p->shorter = resize;
-    if (scale) {
-        if (image_parse_values(scale, v) != 1 || v[0] == 0.0f) {
-            fprintf(stderr, "polydnn run: --scale takes one non-zero number or fraction (1/255), got '%s'\n", scale);
-            return EXIT_USAGE;
-        }
-        p->scale = v[0];
-    }
-    const char *text[2] = {mean, std};
-    float *dst[2] = {p->mean, p->std};
-    for (int i = 0; i < 2; i++) {
-        if (!text[i])
-            continue;
-        if (!image_parse_values(text[i], dst[i]) || (i == 1 && (dst[i][0] == 0 || dst[i][1] == 0 || dst[i][2] == 0))) {
-            fprintf(stderr, "polydnn run: --%s takes V or R,G,B (numbers%s), got '%s'\n", i ? "std" : "mean",
-                    i ? ", none 0" : "", text[i]);
-            return EXIT_USAGE;
-        }
-    }
-    return 0;
-}
-
 /* The n images of paths as input 0 (d: its descriptor, NCHW), into *out
  * (malloc'd). 0, or EXIT_RUNTIME after naming the file and the fault. */
 static int read_images(const cli_strs *paths, const pdnn_tensor_desc *d, int rank, const image_prep *flags,
@@ -387,8 +355,11 @@ int cmd_run(int argc, char **argv)
     const char *input = inputs.n == 1 && !images ? inputs.v[0] : NULL;
     image_prep prep;
     image_prep_init(&prep);
-    if ((rc = image_flags(&prep, resize, stretch, scale, mean, std)))
-        return rc;
+    char why_flags[256];
+    if (image_flags(&prep, resize, stretch, scale, mean, std, why_flags, sizeof why_flags)) {
+        fprintf(stderr, "polydnn run: %s\n", why_flags);
+        return EXIT_USAGE;
+    }
     if (!images && (resize || stretch || scale || mean || std)) {
         fprintf(stderr, "polydnn run: --resize, --stretch, --scale, --mean and --std apply to image inputs "
                         "(--input cat.png) only\n");

@@ -508,3 +508,34 @@ int image_parse_values(const char *text, float v[3])
         v[1] = v[2] = v[0];
     return n;
 }
+
+int image_flags(image_prep *p, int resize, int stretch, const char *scale, const char *mean, const char *std,
+                char *err, size_t errlen)
+{
+    float v[3];
+    if (resize && stretch) {
+        snprintf(err, errlen, "--resize (shorter side, then the centre crop) and --stretch exclude each other");
+        return -1;
+    }
+    p->fit = stretch ? IMAGE_STRETCH : IMAGE_CROP;
+    p->shorter = resize;
+    if (scale) {
+        if (image_parse_values(scale, v) != 1 || v[0] == 0.0f) {
+            snprintf(err, errlen, "--scale takes one non-zero number or fraction (1/255), got '%s'", scale);
+            return -1;
+        }
+        p->scale = v[0];
+    }
+    const char *text[2] = {mean, std};
+    float *dst[2] = {p->mean, p->std};
+    for (int i = 0; i < 2; i++) {
+        if (!text[i])
+            continue;
+        if (!image_parse_values(text[i], dst[i]) || (i == 1 && (dst[i][0] == 0 || dst[i][1] == 0 || dst[i][2] == 0))) {
+            snprintf(err, errlen, "--%s takes V or R,G,B (numbers%s), got '%s'", i ? "std" : "mean",
+                     i ? ", none 0" : "", text[i]);
+            return -1;
+        }
+    }
+    return 0;
+}

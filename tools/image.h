@@ -84,4 +84,10 @@ int image_prepare(const image *img, const image_prep *p, const char *name, float
  * or 0 when text is not that. */
 int image_parse_values(const char *text, float v[3]);
 
+/* The command-line image flags into p: resize (--resize N, 0: none) or
+ * stretch, scale, mean and std (NULL: p's own). 0, or -1 with err saying
+ * which flag was wrong and why. */
+int image_flags(image_prep *p, int resize, int stretch, const char *scale, const char *mean, const char *std,
+                char *err, size_t errlen);
+
 #endif

@@ -12,6 +12,8 @@
 #include "cli.h"
 #include "core/fileio.h" /* libc only, compiled into the tool */
 #include "idx.h"
+#include "image.h"
+#include "image_folder.h"
 #include "npz.h"
 #include "progress.h"
 #include "run.h"
@@ -138,6 +140,69 @@ static int load_npz(const train_onnx_opts *o, int classes, dataset *d)
     }
     free(lab);
     npz_free(&a);
+    return rc;
+}
+
+/* The images of folder dir (ImageFolder: a subfolder per class) decoded
+ * and prepared for the model's input (d's c, h, w; o's --resize/--stretch,
+ * --scale, --mean, --std), in an order drawn from the seed: the folder
+ * lists its files class by class, and --val-split and --train-limit take
+ * the end and the start of the set, which must mix the classes. With as
+ * (the training folder), labels follow as's classes. f keeps the listing. */
+static int load_images(const train_onnx_opts *o, const char *dir, const image_folder *as, int classes,
+                       image_folder *f, dataset *d)
+{
+    char err[768];
+    image_prep p;
+    image_prep_init(&p);
+    if (image_flags(&p, o->resize, o->stretch, o->scale, o->mean, o->std, err, sizeof err)) {
+        fprintf(stderr, "polydnn train: %s\n", err);
+        return EXIT_USAGE;
+    }
+    p.channels = d->c, p.height = d->h, p.width = d->w;
+    if (image_folder_scan(dir, as, f, err, sizeof err)) {
+        fprintf(stderr, "polydnn train: --%s %s\n", as ? "test-images" : "images", err);
+        return EXIT_RUNTIME;
+    }
+    if (!as && f->nclass > classes) {
+        fprintf(stderr, "polydnn train: --images %s has %d class folders; the model scores %d classes\n", dir,
+                f->nclass, classes);
+        return EXIT_RUNTIME;
+    }
+    const size_t per = (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    if ((uint64_t)f->n > SIZE_MAX / sizeof *d->x / per)
+        return cli_host_oom("train", "the decoded images", UINT64_MAX);
+    int64_t *order = malloc(sizeof *order * (size_t)f->n);
+    d->n = f->n;
+    d->x = malloc((size_t)f->n * per * sizeof *d->x);
+    d->y = malloc((size_t)f->n * sizeof *d->y);
+    if (!order || !d->x || !d->y) {
+        free(order);
+        return cli_host_oom("train", "the decoded images", (uint64_t)f->n * per * sizeof *d->x);
+    }
+    /* Epoch -1's order: never one that training draws. */
+    epoch_order(order, f->n, (uint64_t)o->seed, -1);
+    int rc = 0;
+    for (int64_t i = 0; !rc && i < f->n; i++) {
+        const int64_t j = order[i];
+        image img;
+        if (image_read(f->paths[j], &img, err, sizeof err) ||
+            image_prepare(&img, &p, f->paths[j], d->x + (size_t)i * per, err, sizeof err)) {
+            fprintf(stderr, "polydnn train: --%s %s\n", as ? "test-images" : "images", err);
+            rc = EXIT_RUNTIME;
+        }
+        image_free(&img);
+        d->y[i] = f->labels[j];
+    }
+    free(order);
+    if (!rc) {
+        /* The labels the classes got, as torchvision's class_to_idx. */
+        printf("%s: %lld images in %d classes", dir, (long long)f->n, f->nclass);
+        for (int k = 0; !as && k < f->nclass && k < 8; k++)
+            printf("%s%d %s", k ? ", " : " (", k, f->classes[k]);
+        printf("%s\n", as ? "" : f->nclass > 8 ? ", ...)" : ")");
+        fflush(stdout); /* before the progress lines on stderr */
+    }
     return rc;
 }
 
@@ -528,6 +593,20 @@ int train_onnx(const train_onnx_opts *o)
         fprintf(stderr, "polydnn train: --lr-schedule: expected constant, step or cosine, got '%s'\n", o->schedule);
         return EXIT_USAGE;
     }
+    if (o->images && (o->npz || o->fit)) {
+        fprintf(stderr, "polydnn train: --images takes its data from the folder and fits it by --resize or "
+                        "--stretch: not with --%s\n", o->npz ? "npz" : "fit");
+        return EXIT_USAGE;
+    }
+    if (!o->images && (o->test_images || o->resize || o->stretch || o->scale || o->mean || o->std)) {
+        fprintf(stderr, "polydnn train: --test-images, --resize, --stretch, --scale, --mean and --std apply to "
+                        "--images only\n");
+        return EXIT_USAGE;
+    }
+    if (o->test_images && split > 0.0f) {
+        fprintf(stderr, "polydnn train: --test-images and --val-split both name the evaluation set: give one\n");
+        return EXIT_USAGE;
+    }
     if (o->fit && strcmp(o->fit, "pad") != 0 && strcmp(o->fit, "resize") != 0) {
         fprintf(stderr, "polydnn train: --fit: expected pad or resize, got '%s'\n", o->fit);
         return EXIT_USAGE;
@@ -539,6 +618,7 @@ int train_onnx(const train_onnx_opts *o)
     net m = {0};
     m.batch = o->batch;
     dataset trn = {0}, tst = {0};
+    image_folder trn_f = {0}, tst_f = {0};
     tlog lg = {NULL, 0, 0, o->log && !(strlen(o->log) > 4 && strcmp(o->log + strlen(o->log) - 4, ".csv") == 0)};
     int64_t *perm = NULL;
     int rc = build(o, &m);
@@ -550,9 +630,13 @@ int train_onnx(const train_onnx_opts *o)
     trn.c = tst.c = (int)xd.dims[1];
     trn.h = tst.h = (int)xd.dims[2];
     trn.w = tst.w = (int)xd.dims[3];
-    if ((rc = o->npz ? load_npz(o, (int)m.classes, &trn) : load_idx(o, "train", (int)m.classes, &trn)))
+    if ((rc = o->images   ? load_images(o, o->images, NULL, (int)m.classes, &trn_f, &trn)
+              : o->npz    ? load_npz(o, (int)m.classes, &trn)
+                          : load_idx(o, "train", (int)m.classes, &trn)))
         goto out;
-    if (!o->npz && !split && (rc = load_idx(o, "t10k", (int)m.classes, &tst)))
+    if (o->test_images && (rc = load_images(o, o->test_images, &trn_f, (int)m.classes, &tst_f, &tst)))
+        goto out;
+    if (!o->npz && !o->images && !split && (rc = load_idx(o, "t10k", (int)m.classes, &tst)))
         goto out;
     int64_t train_n = trn.n;
     if (o->train_limit > 0 && o->train_limit < train_n)
@@ -607,6 +691,8 @@ int train_onnx(const train_onnx_opts *o)
     pdnn_tensor *fv[2] = {m.xt, m.yt};
     int stop = 0;
     for (int64_t epoch = gs / spe; epoch < o->epochs && !stop; epoch++) {
+        if (o->steps > 0 && done >= o->steps)
+            break; /* --steps ran out at an epoch's end: no empty epoch after it */
         epoch_order(perm, train_n, seed, epoch);
         progress_epoch(&pr, (int)epoch + 1, o->epochs, spe, progress_now());
         for (int64_t step = gs % spe; step < spe && !stop; step++) {
@@ -695,5 +781,7 @@ out:
     free(lg.rows);
     dataset_free(&trn);
     dataset_free(&tst);
+    image_folder_free(&trn_f);
+    image_folder_free(&tst_f);
     return rc;
 }

@@ -11,6 +11,9 @@ typedef struct train_onnx_opts {
     /* --model's own */
     const char *model, *export_path, *log, *plot, *schedule, *val_split, *npz, *loss, *weight_decay, *fit;
     int warmup, eval_every, early_stop, nesterov;
+    /* --images DIR (torchvision's ImageFolder) and its preparation, as run's */
+    const char *images, *test_images, *scale, *mean, *std;
+    int resize, stretch;
 } train_onnx_opts;
 
 int train_onnx(const train_onnx_opts *o);
