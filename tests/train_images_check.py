@@ -99,6 +99,91 @@ def train(*args):
     return r.returncode, r.stdout + r.stderr
 
 
+FASHION = "/usr/share/datasets/fashion-mnist"
+FASHION_NAMES = ["T-shirt_top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                 "Ankle_boot"]
+
+
+def idx(name):
+    import gzip
+    with gzip.open(os.path.join(FASHION, name)) as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def fashion(tmp, rng):
+    """Fashion-MNIST written as a folder of PNG and JPEG files, some of
+    other sizes, some corrupt: trains with --skip-bad-images naming each
+    bad file, stops at the first without it."""
+    if not os.path.isdir(FASHION):
+        print(f"note: no {FASHION}: the Fashion-MNIST folder part is not run")
+        return
+    xs, ys = idx("train-images-idx3-ubyte.gz"), idx("train-labels-idx1-ubyte.gz")
+    root = {"train": os.path.join(tmp, "fm-train"), "test": os.path.join(tmp, "fm-test")}
+    picked = {"train": range(0, 2000), "test": range(50000, 50400)}
+    for part, r in picked.items():
+        for name in FASHION_NAMES:
+            os.makedirs(os.path.join(root[part], name))
+        for i in r:
+            img = Image.fromarray(xs[i], "L")
+            d = os.path.join(root[part], FASHION_NAMES[ys[i]])
+            if i % 97 == 0:
+                img = img.resize((40, 40), Image.BILINEAR)  # another size: resized back to 28x28
+            if i % 3 == 2:
+                img.convert("RGB").save(os.path.join(d, f"{i}.jpg"), quality=95)
+            else:
+                img.save(os.path.join(d, f"{i}.png"))
+    d = os.path.join(root["train"], "Bag")
+    good = open(os.path.join(d, os.listdir(d)[0]), "rb").read()
+    bad = {"truncated.png": good[: len(good) // 2] if good[:4] == b"\x89PNG" else b"\x89PNG\r\n\x1a\n",
+           "noise.png": bytes(rng.integers(0, 256, 300, dtype=np.uint8)), "empty.jpg": b"",
+           "cut.jpg": b"\xff\xd8\xff\xe0" + bytes(40),
+           "huge.png": b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\x01\x86\xa0\0\x01\x86\xa0\x08\0\0\0\0" + bytes(8)}
+    for name, data in bad.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    m = os.path.join(tmp, "fm.onnx")
+    fm_model(m, rng)
+    args = ["--model", m, "--images", root["train"], "--test-images", root["test"], "--batch", "32", "--lr", "0.05",
+            "--momentum", "0.9", "--epochs", "2"]
+    rc, text = train(*args)
+    check(rc == 1 and "(5 of 2005 images failed; --skip-bad-images skips them)" in text,
+          f"a folder with 5 bad files stops at the first, naming it and the count (got {rc}: {text[-400:]})")
+    rc, text = train(*args, "--skip-bad-images")
+    named = all(f"skipping {os.path.join(d, n)}" in text for n in bad)
+    check(rc == 0 and named and "2000 images in 10 classes" in text and "5 skipped" in text,
+          f"--skip-bad-images names each of the 5 and trains on the 2000 (got {rc}: {text[-600:]})")
+    acc = [float(a) for a in re.findall(r"test accuracy ([0-9.]+)", text)]
+    check(bool(acc) and acc[-1] >= 0.7, f"Fashion-MNIST from PNG/JPEG files: test accuracy >= 0.7 after 2 epochs "
+                                         f"(got {acc})")
+
+
+def fm_model(path, rng):
+    def init(name, a):
+        return numpy_helper.from_array(np.asarray(a, np.float32), name)
+
+    inits = [
+        init("w1", rng.normal(0, (2.0 / 9) ** 0.5, (8, 1, 3, 3))), init("b1", np.zeros(8)),
+        init("w2", rng.normal(0, (2.0 / 72) ** 0.5, (16, 8, 3, 3))), init("b2", np.zeros(16)),
+        init("w3", rng.normal(0, (1.0 / 784) ** 0.5, (10, 784))), init("b3", np.zeros(10)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("MaxPool", ["r2"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p2"], ["f"]),
+        helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], transB=1),
+    ]
+    g = helper.make_graph(nodes, "fm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 1, 28, 28])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 10])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 def main():
     rng = np.random.default_rng(3)
     with tempfile.TemporaryDirectory() as tmp:
@@ -187,6 +272,7 @@ def main():
             rc, text = train(*common, "--steps", "1", *args)
             check(rc == want_rc and want in text,
                   f"{' '.join(args)}: exit {want_rc} naming '{want}' (got {rc}: {text.strip()[-300:]})")
+        fashion(tmp, rng)
     print(f"{len(passes)} passed, {len(failures)} failed")
     return 1 if failures else 0
 

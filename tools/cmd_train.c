@@ -1071,6 +1071,8 @@ int cmd_train(int argc, char **argv)
         {0, "resize", OPT_INT, &x.resize, 1,
          "with --images: scale the shorter side to N, then cut the input's H x W from the centre"},
         {0, "stretch", OPT_FLAG, &x.stretch, 0, "with --images: resize straight to the input's H x W"},
+        {0, "skip-bad-images", OPT_FLAG, &x.skip_bad, 0,
+         "with --images: skip (and name) files that do not decode, rather than stop"},
         {0, "scale", OPT_STR, &x.scale, 0, "with --images: multiplies each 0..255 value first (default 1/255)"},
         {0, "mean", OPT_STR, &x.mean, 0, "with --images: R,G,B or one value, subtracted (default 0)"},
         {0, "std", OPT_STR, &x.std, 0, "with --images: R,G,B or one value, divided by (default 1)"},

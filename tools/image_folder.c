@@ -1,6 +1,11 @@
 /* Scanning a torchvision ImageFolder tree (image_folder.h). */
-#define _POSIX_C_SOURCE 200809L /* strdup, stat */
+#define _GNU_SOURCE /* strdup, sched_getaffinity */
 #include "image_folder.h"
+#include "image.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -189,4 +194,61 @@ int image_folder_scan(const char *dir, const image_folder *as, image_folder *f, 
     f->nclass = (int)cls.n, f->classes = cls.v;
     f->n = files.n, f->paths = files.v;
     return 0;
+}
+
+typedef struct decode_job {
+    const image_folder *f;
+    const int64_t *order;
+    int64_t n;
+    const image_prep *p;
+    size_t per;
+    float *x;
+    int32_t *y;
+    char **errs;
+    atomic_llong next, failed;
+} decode_job;
+
+static void *decode_worker(void *arg)
+{
+    decode_job *j = arg;
+    char err[768];
+    /* Images are claimed one at a time: their costs differ by their sizes. */
+    for (int64_t i; (i = (int64_t)atomic_fetch_add(&j->next, 1)) < j->n;) {
+        const int64_t k = j->order[i];
+        image img;
+        float *out = j->x + (size_t)i * j->per;
+        j->y[i] = j->f->labels[k];
+        j->errs[i] = NULL;
+        if (image_read(j->f->paths[k], &img, err, sizeof err) ||
+            image_prepare(&img, j->p, j->f->paths[k], out, err, sizeof err)) {
+            memset(out, 0, j->per * sizeof *out);
+            j->y[i] = -1;
+            j->errs[i] = strdup(err); /* NULL if even that fails: y[i] < 0 still marks it */
+            atomic_fetch_add(&j->failed, 1);
+        }
+        image_free(&img);
+    }
+    return NULL;
+}
+
+int64_t image_folder_decode(const image_folder *f, const int64_t *order, int64_t n, const image_prep *p,
+                            int threads, float *x, int32_t *y, char **errs)
+{
+    decode_job j = {f, order, n, p, (size_t)p->channels * (size_t)p->height * (size_t)p->width, x, y, errs, 0, 0};
+    cpu_set_t set;
+    if (threads < 1) /* the process's CPU set, as the host backend sizes its pool */
+        threads = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    if (threads < 1)
+        threads = 1;
+    if (threads > 64)
+        threads = 64;
+    pthread_t tid[64];
+    int started = 0;
+    for (; started < threads - 1; started++)
+        if (pthread_create(&tid[started], NULL, decode_worker, &j) != 0)
+            break;
+    decode_worker(&j); /* this thread works too, so one thread always runs */
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    return (int64_t)atomic_load(&j.failed);
 }

@@ -28,4 +28,15 @@ int image_folder_scan(const char *dir, const image_folder *as, image_folder *f, 
 
 void image_folder_free(image_folder *f);
 
+struct image_prep;
+
+/* Decodes f's images order[0..n) and prepares each (image_prepare with p)
+ * into x + i * (p's C*H*W), its label into y[i], on `threads` worker
+ * threads (0: one per CPU of the process's CPU set), so that decoding a
+ * folder takes the cores, not one. An image that fails leaves its slot
+ * zero, y[i] = -1 and its message, naming the file, in errs[i] (malloc'd;
+ * NULL for the others). Returns how many failed. */
+int64_t image_folder_decode(const image_folder *f, const int64_t *order, int64_t n, const struct image_prep *p,
+                            int threads, float *x, int32_t *y, char **errs);
+
 #endif

@@ -173,34 +173,52 @@ static int load_images(const train_onnx_opts *o, const char *dir, const image_fo
     if ((uint64_t)f->n > SIZE_MAX / sizeof *d->x / per)
         return cli_host_oom("train", "the decoded images", UINT64_MAX);
     int64_t *order = malloc(sizeof *order * (size_t)f->n);
+    char **errs = calloc((size_t)f->n, sizeof *errs);
     d->n = f->n;
     d->x = malloc((size_t)f->n * per * sizeof *d->x);
     d->y = malloc((size_t)f->n * sizeof *d->y);
-    if (!order || !d->x || !d->y) {
+    if (!order || !errs || !d->x || !d->y) {
         free(order);
+        free(errs);
         return cli_host_oom("train", "the decoded images", (uint64_t)f->n * per * sizeof *d->x);
     }
     /* Epoch -1's order: never one that training draws. */
     epoch_order(order, f->n, (uint64_t)o->seed, -1);
+    const int64_t bad = image_folder_decode(f, order, f->n, &p, 0, d->x, d->y, errs);
     int rc = 0;
-    for (int64_t i = 0; !rc && i < f->n; i++) {
-        const int64_t j = order[i];
-        image img;
-        if (image_read(f->paths[j], &img, err, sizeof err) ||
-            image_prepare(&img, &p, f->paths[j], d->x + (size_t)i * per, err, sizeof err)) {
-            fprintf(stderr, "polydnn train: --%s %s\n", as ? "test-images" : "images", err);
+    int64_t kept = 0;
+    const char *flag = as ? "test-images" : "images";
+    for (int64_t i = 0; i < f->n; i++) {
+        if (d->y[i] >= 0) {
+            if (kept != i) { /* close the gaps the skipped images left */
+                memmove(d->x + (size_t)kept * per, d->x + (size_t)i * per, per * sizeof *d->x);
+                d->y[kept] = d->y[i];
+            }
+            kept++;
+        } else if (!rc && o->skip_bad) {
+            fprintf(stderr, "polydnn train: --%s: skipping %s\n", flag, errs[i] ? errs[i] : "an image (no memory)");
+        } else if (!rc) {
+            fprintf(stderr, "polydnn train: --%s %s (%lld of %lld images failed; --skip-bad-images skips them)\n",
+                    flag, errs[i] ? errs[i] : "an image failed (no memory for its message)", (long long)bad,
+                    (long long)f->n);
             rc = EXIT_RUNTIME;
         }
-        image_free(&img);
-        d->y[i] = f->labels[j];
+        free(errs[i]);
     }
+    free(errs);
     free(order);
+    d->n = kept;
+    if (!rc && kept == 0) {
+        fprintf(stderr, "polydnn train: --%s %s: none of its %lld images decoded\n", flag, dir, (long long)f->n);
+        rc = EXIT_RUNTIME;
+    }
     if (!rc) {
         /* The labels the classes got, as torchvision's class_to_idx. */
-        printf("%s: %lld images in %d classes", dir, (long long)f->n, f->nclass);
+        printf("%s: %lld images in %d classes", dir, (long long)kept, f->nclass);
         for (int k = 0; !as && k < f->nclass && k < 8; k++)
             printf("%s%d %s", k ? ", " : " (", k, f->classes[k]);
-        printf("%s\n", as ? "" : f->nclass > 8 ? ", ...)" : ")");
+        printf("%s", as ? "" : f->nclass > 8 ? ", ...)" : ")");
+        printf(bad ? ", %lld skipped\n" : "\n", (long long)bad);
         fflush(stdout); /* before the progress lines on stderr */
     }
     return rc;

@@ -13,7 +13,7 @@ typedef struct train_onnx_opts {
     int warmup, eval_every, early_stop, nesterov;
     /* --images DIR (torchvision's ImageFolder) and its preparation, as run's */
     const char *images, *test_images, *scale, *mean, *std;
-    int resize, stretch;
+    int resize, stretch, skip_bad;
 } train_onnx_opts;
 
 int train_onnx(const train_onnx_opts *o);
