@@ -2334,6 +2334,19 @@ class TrainableOnnxModel(OnnxModel):
                 out[n.name] = self.session.variable(n)
         return out
 
+    def set_parameters(self, values):
+        """Replaces variables by name ({name: array}, parameters()'s names;
+        each array as many elements as the variable, in its memory order):
+        Keras's set_weights, torch's load_state_dict. An unknown name
+        raises KeyError, a wrong size polydnn.Error; nothing is replaced
+        unless every name is known."""
+        have = self.parameters()
+        unknown = [k for k in values if k not in have]
+        if unknown:
+            raise KeyError("polydnn: the model has no variable named %s" % (", ".join(map(repr, unknown)),))
+        for k, v in values.items():
+            self.session.assign(k, v)
+
     def _labels(self, y):
         np = _numpy("labels")
         if self._t_loss == 0:
@@ -2365,6 +2378,87 @@ class TrainableOnnxModel(OnnxModel):
             return out, float(loss.reshape(-1)[0])
         finally:
             self.session.assign(self._flag, [1.0])
+
+    def fit(self, x, y, epochs=1, shuffle=True, seed=0, validation_data=None, lr_schedule=None, verbose=False):
+        """Trains on the arrays x (N, C, H, W) and y (N labels, or targets for
+        "mse") for `epochs` passes, Keras's fit for a model whose batch is
+        fixed: each epoch takes N // batch full batches in an order drawn
+        from (seed, epoch) when shuffle (the rest of that epoch's order is
+        left out; another epoch's order uses it). lr_schedule: a function
+        (global batch index) -> learning rate, set before each step.
+        validation_data (xv, yv) is evaluated after each epoch. Returns the
+        history, {"loss": [mean loss per epoch], "accuracy": [...]} (and
+        "val_loss", "val_accuracy"); accuracy for cross_entropy only."""
+        np = _numpy("fit")
+        x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+        b = self.inputs[0].shape[0]
+        if x.ndim < 1 or len(y) != x.shape[0]:
+            raise ValueError("polydnn: fit needs as many labels as images: x has %s, y %d"
+                             % (x.shape[:1], len(y)))
+        if tuple(x.shape[1:]) != tuple(self.inputs[0].shape[1:]):
+            raise ValueError("polydnn: fit: the model's input is %s per image, x gives %s"
+                             % (tuple(self.inputs[0].shape[1:]), tuple(x.shape[1:])))
+        if x.shape[0] < b:
+            raise ValueError("polydnn: fit: %d images make no batch of %d (the model's batch)" % (x.shape[0], b))
+        if int(epochs) < 0:
+            raise ValueError("polydnn: fit: epochs must be at least 0, not %r" % (epochs,))
+        y = np.asarray(y)
+        hist = {"loss": [], "accuracy": []} if self._t_loss == 0 else {"loss": []}
+        step = 0
+        for e in range(int(epochs)):
+            order = np.random.default_rng([int(seed), e]).permutation(x.shape[0]) if shuffle \
+                else np.arange(x.shape[0])
+            losses = []
+            for k in range(x.shape[0] // b):
+                idx = order[k * b:(k + 1) * b]
+                if lr_schedule is not None:
+                    self.set_learning_rate(float(lr_schedule(step)))
+                losses.append(self.train_step(x[idx], y[idx]))
+                step += 1
+            hist["loss"].append(float(np.mean(losses)))
+            if self._t_loss == 0:
+                hist["accuracy"].append(self.accuracy(x, y))
+            if validation_data is not None:
+                xv, yv = validation_data
+                loss, acc = self._eval_all(np.asarray(xv, dtype=np.float32), np.asarray(yv))
+                hist.setdefault("val_loss", []).append(loss)
+                if acc is not None:
+                    hist.setdefault("val_accuracy", []).append(acc)
+            if verbose:
+                print("epoch %d/%d: %s" % (e + 1, int(epochs), ", ".join("%s %.4f" % (k, v[-1]) for k, v in
+                                                                         hist.items())))
+        return hist
+
+    def _eval_all(self, x, y):
+        # In model-sized batches, the last padded by repeating its last row.
+        np = _numpy("evaluate")
+        b = self.inputs[0].shape[0]
+        n = x.shape[0]
+        if n == 0:
+            raise ValueError("polydnn: no images to evaluate")
+        total, hits = 0.0, 0
+        for k in range(0, n, b):
+            part = np.arange(k, min(k + b, n))
+            idx = np.concatenate([part, np.full(b - len(part), part[-1])])
+            out, loss = self.evaluate(x[idx], y[idx])
+            if len(part) < b:  # the padded rows left out of the loss: computed here, in float64
+                o = out[:len(part)].reshape(len(part), -1).astype(np.float64)
+                if self._t_loss == 0:
+                    z = o - o.max(1, keepdims=True)
+                    lse = np.log(np.exp(z).sum(1))
+                    loss = float(np.mean(lse - z[np.arange(len(part)), y[part].reshape(-1).astype(np.int64)]))
+                else:
+                    loss = float(np.mean((o - y[part].reshape(len(part), -1)) ** 2))
+            total += loss * len(part)
+            if self._t_loss == 0:
+                hits += int((out[:len(part)].reshape(len(part), -1).argmax(1) == y[part].reshape(-1)).sum())
+        return total / n, (hits / n if self._t_loss == 0 else None)
+
+    def accuracy(self, x, y):
+        """The fraction of x whose largest output is its label y, in
+        inference mode (running statistics, no dropout)."""
+        np = _numpy("accuracy")
+        return self._eval_all(np.ascontiguousarray(np.asarray(x, dtype=np.float32)), np.asarray(y))[1]
 
     def export(self, path):
         """Writes the model with its trained initializers (pdnn_session_export_onnx)."""

@@ -34,6 +34,9 @@ Data movement per op, by the polydnn device the op runs on:
                  Backward runs there too, through cuDNN (the CUDA
                  backend's backward ops; GPU runs: bench/results-gpu.md).
 
+fit(module, x, y, ...) trains a whole module on polydnn instead (exported
+to ONNX, trained there, its weights loaded back: docs/training.md).
+
 dtype: the ops are float32. Other dtypes (float64 included) are refused
 with TypeError rather than converted, so that a float64 model does not
 silently lose precision; torch.autograd.gradcheck therefore runs in
@@ -50,7 +53,7 @@ import polydnn as _pd
 
 __all__ = ["set_device", "get_device", "Conv2dFunction", "MaxPool2dFunction", "AvgPool2dFunction",
            "BatchNormFunction", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm", "Conv2d", "MaxPool2d",
-           "AvgPool2d", "BatchNorm2d"]
+           "AvgPool2d", "BatchNorm2d", "fit"]
 
 _device = None  # a polydnn.Device, or None for the default context's default
 
@@ -400,3 +403,70 @@ class BatchNorm2d(torch.nn.BatchNorm2d):
         keep = not self.training or self.track_running_stats
         return batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
                           self.weight, self.bias, use_batch, self.momentum, self.eps, self.polydnn_device)
+
+
+def fit(module, x, y, epochs=1, batch_size=32, device=None, loss="cross_entropy", optimizer="sgd", lr=None,
+        momentum=None, weight_decay=None, nesterov=False, betas=None, eps=None, shuffle=True, seed=0,
+        validation_data=None, verbose=False):
+    """Trains a torch module a user wrote on polydnn, then puts the trained
+    weights back into it: the module is exported to ONNX in training mode
+    (torch.onnx.export; batch norm kept apart, Dropout active), imported
+    trainable (polydnn.load_onnx(..., trainable=True) with the loss and
+    optimizer given here), trained by TrainableOnnxModel.fit on x (N, C,
+    H, W) and y, and every parameter and buffer of the module that the
+    export named (weights, biases, batch-norm running statistics) is
+    loaded back with load_state_dict; num_batches_tracked counts the steps.
+    device: the polydnn device (None: set_device's). Returns fit's
+    history. The module's own forward must export (no data-dependent
+    Python control flow); a parameter that the export renamed or folded
+    away raises ValueError naming it, before anything is trained."""
+    import os
+    import tempfile
+
+    import numpy
+
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError("polydnn.torch.fit: module must be a torch.nn.Module, not %s" % (type(module).__name__,))
+    x = numpy.ascontiguousarray(numpy.asarray(x.detach().cpu() if torch.is_tensor(x) else x, dtype=numpy.float32))
+    y = numpy.asarray(y.detach().cpu() if torch.is_tensor(y) else y)
+    if x.ndim != 4:
+        raise ValueError("polydnn.torch.fit: x must be (N, C, H, W), not of shape %s" % (x.shape,))
+    state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    was_training = module.training
+    dev = _resolve(device)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "module.onnx")
+        param = next(module.parameters(), None)
+        example = torch.zeros((int(batch_size),) + x.shape[1:], dtype=torch.float32,
+                              device=param.device if param is not None else "cpu")
+        torch.onnx.export(module.train(), example, path, opset_version=13, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING, input_names=["x"], output_names=["y"])
+        # Tracing in training mode ran the module once, moving its batch
+        # norms' running statistics: the state from before goes back into
+        # the module and over the exported initializers.
+        module.load_state_dict(state)
+        module.train(was_training)
+        model = _pd.load_onnx(path, device=dev, trainable=True, loss=loss, optimizer=optimizer, lr=lr,
+                              momentum=momentum, weight_decay=weight_decay, nesterov=nesterov, betas=betas, eps=eps,
+                              seed=seed)
+        trained = model.parameters()
+        wanted = [k for k, v in state.items() if not k.endswith("num_batches_tracked") and v.is_floating_point()]
+        missing = [k for k in wanted if k not in trained]
+        if missing:
+            raise ValueError("polydnn.torch.fit: the ONNX export has no initializer named %s (renamed or folded by "
+                             "torch.onnx.export), so its trained value could not come back" % (", ".join(missing),))
+        model.set_parameters({k: state[k].cpu().numpy() for k in wanted})
+        hist = model.fit(x, y, epochs=epochs, shuffle=shuffle, seed=seed, validation_data=validation_data,
+                         verbose=verbose)
+        trained = model.parameters()
+    steps = int(epochs) * (x.shape[0] // int(batch_size))
+    new = {}
+    for k, v in state.items():
+        if k in trained:
+            new[k] = torch.from_numpy(numpy.ascontiguousarray(trained[k]).reshape(tuple(v.shape))).to(v.device, v.dtype)
+        elif k.endswith("num_batches_tracked"):
+            new[k] = v + steps
+        else:
+            new[k] = v
+    module.load_state_dict(new)
+    return hist
