@@ -1200,7 +1200,9 @@ typedef struct pdnn_onnx_options {
      * elements keep ONNX's order) and before each rank-4 output, which
      * is then the node "<output name>/nchw". */
     pdnn_layout layout;
-    /* 1: a trainable graph (NCHW only; docs/training.md). The float
+    /* 1: a trainable graph (docs/training.md; under layout NHWC a conv's
+     * filter variable is OHWI, a depthwise one's HWIO, and the export
+     * writes them back as OIHW). The float
      * initializers that Conv, Gemm (alpha and beta 1) and MatMul read as
      * weights and bias become variables named after the initializer
      * (pdnn_session_export_onnx writes them back); BatchNormalization is

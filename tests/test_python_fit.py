@@ -129,5 +129,51 @@ class Fit(unittest.TestCase):
             pt.fit(self.net, x[0], y)
 
 
+class DwNet(torch.nn.Module):
+    """Net with a depthwise convolution, whose filter an NHWC import holds
+    as HWIO (a plain one as OHWI)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(2, 4, 3, padding=1)
+        self.b1 = torch.nn.BatchNorm2d(4)
+        self.dw = torch.nn.Conv2d(4, 4, 3, padding=1, groups=4)
+        self.fc = torch.nn.Linear(4 * 4 * 4, 3)
+
+    def forward(self, x):
+        y = torch.relu(self.b1(self.c1(x)))
+        return self.fc(torch.flatten(torch.max_pool2d(self.dw(y), 2), 1))
+
+
+class Nhwc(unittest.TestCase):
+    def test_nhwc_training_equals_nchw_and_exports_oihw(self):
+        import onnx
+        from onnx import numpy_helper
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.manual_seed(5)
+            path = os.path.join(tmp, "dw.onnx")
+            torch.onnx.export(DwNet().train(), torch.zeros(8, 2, 8, 8), path, opset_version=13,
+                              training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+            x, y = data(8, 6)
+            for dev in ("/cpu:0", polydnn.default_context().device().name):
+                got = {}
+                for df in ("NCHW", "NHWC"):
+                    m = polydnn.load_onnx(path, device=dev, trainable=True, lr=0.1, momentum=0.9, data_format=df)
+                    losses = [m.train_step(x, y) for _ in range(3)]
+                    out = os.path.join(tmp, df + ".onnx")
+                    m.export(out)
+                    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
+                    got[df] = (losses, m.parameters(), inits)
+                np.testing.assert_allclose(got["NHWC"][0], got["NCHW"][0], rtol=1e-5, err_msg=dev)
+                for k, v in got["NCHW"][1].items():
+                    self.assertEqual(got["NHWC"][1][k].shape, v.shape, k)
+                    np.testing.assert_allclose(got["NHWC"][1][k], v, rtol=1e-4, atol=1e-5, err_msg=dev + " " + k)
+                for k, v in got["NCHW"][2].items():
+                    np.testing.assert_allclose(got["NHWC"][2][k], v, rtol=1e-4, atol=1e-5, err_msg=dev + " " + k)
+                # set_parameters takes OIHW under NHWC too
+                m.set_parameters({"dw.weight": got["NCHW"][1]["dw.weight"] * 2})
+                np.testing.assert_allclose(m.parameters()["dw.weight"], got["NCHW"][1]["dw.weight"] * 2, rtol=1e-6)
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0]] + sys.argv[1:])

@@ -232,6 +232,13 @@ def main():
         check(a[0] == 0 and b[0] == 0 and losses[0] and losses[0] == losses[1],
               f"two runs with one seed train the same (losses {losses})")
 
+        # NHWC inside the network: the same training (the data and the file stay NCHW).
+        c = train(*common, "--images", trn, "--steps", "6", "--seed", "5", "--layout", "NHWC")
+        lc = re.findall(r"loss ([0-9.]+)", c[1])
+        check(c[0] == 0 and len(lc) == len(losses[0]) and
+              all(abs(float(p) - float(q)) <= 2e-4 for p, q in zip(lc, losses[0])),
+              f"--layout NHWC trains as NCHW does (losses {lc} against {losses[0]}; rc {c[0]}: {c[1][-300:]})")
+
         # --steps ending with an epoch (90 images: 11 steps of 8) starts no empty one.
         rc, text = train(*common, "--images", trn, "--steps", "11")
         check(rc == 0 and "epoch 1/3 done: 88 images" in text and "epoch 2/" not in text,

@@ -1102,16 +1102,16 @@ int cmd_train(int argc, char **argv)
         }
         printf("seed %d (--seed time)\n", o.seed);
     }
-    if (x.model && (o.distributed || (o.device && strchr(o.device, ',')) || o.layout || o.param_device)) {
-        fprintf(stderr, "polydnn train: --model trains on one device in NCHW: --distributed, towers, --layout and "
-                        "--param-device are for Deep MNIST only (for now)\n");
+    if (x.model && (o.distributed || (o.device && strchr(o.device, ',')) || o.param_device)) {
+        fprintf(stderr, "polydnn train: --model trains on one device: --distributed, towers and --param-device are "
+                        "for Deep MNIST only (for now)\n");
         return EXIT_USAGE;
     }
     if (x.model) {
         x.epochs = o.epochs, x.batch = o.batch, x.steps = o.steps, x.train_limit = o.train_limit;
         x.test_limit = o.test_limit, x.seed = o.seed, x.ckpt_every = o.ckpt_every, x.json = o.json;
         x.lr = o.lr, x.momentum = o.momentum, x.optimizer = o.optimizer, x.device = o.device, x.data = o.data;
-        x.save = o.save, x.load = o.load;
+        x.save = o.save, x.load = o.load, x.layout = o.layout;
         return train_onnx(&x);
     }
     if (!o.distributed)

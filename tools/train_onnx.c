@@ -581,6 +581,14 @@ static int build(const train_onnx_opts *o, net *m)
     io.batch = o->batch;
     io.device = o->device;
     io.trainable = 1;
+    if (o->layout) { /* inside the network; the data and the file stay NCHW */
+        const int l = pdnn_layout_parse(o->layout);
+        if (l != PDNN_NCHW && l != PDNN_NHWC) {
+            fprintf(stderr, "polydnn train: --layout: expected NCHW or NHWC, got '%s'\n", o->layout);
+            return EXIT_USAGE;
+        }
+        io.layout = (pdnn_layout)l;
+    }
     io.seed = (uint64_t)o->seed;
     if (pdnn_graph_import_onnx(o->model, NULL, 0, &io, &m->g, &m->io))
         return cli_fail("importing the model");

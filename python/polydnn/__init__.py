@@ -2331,8 +2331,30 @@ class TrainableOnnxModel(OnnxModel):
             n = Node(self.graph, i)
             if n.op == "VariableV2" and n.name not in ("global_step", "polydnn/training", "learning_rate") \
                     and not n.name.endswith(("/Momentum", "/Adam", "/Adam_1")):
-                out[n.name] = self.session.variable(n)
+                out[n.name] = self._onnx_order(n, self.session.variable(n))
         return out
+
+    # An NHWC import holds filters in the NHWC kernels' orders (OHWI;
+    # depthwise HWIO): parameters() and set_parameters() speak ONNX's OIHW.
+    _TO_OIHW = {"OHWI": (0, 3, 1, 2), "HWIO": (3, 2, 0, 1)}
+
+    def _onnx_order(self, n, a):
+        perm = self._TO_OIHW.get(n.layout)
+        if perm is None:
+            return a
+        o, i, h, w = n.shape
+        mem = (o, h, w, i) if n.layout == "OHWI" else (h, w, i, o)
+        return _numpy("parameters").ascontiguousarray(a.reshape(mem).transpose(perm))
+
+    def _memory_order(self, n, a):
+        np = _numpy("set_parameters")
+        if n.layout not in self._TO_OIHW:
+            return a
+        a = np.asarray(a, dtype=np.float32)
+        if a.size != int(np.prod(n.shape)):
+            return a  # the size error comes from assign, naming the variable
+        a = a.reshape(n.shape)  # OIHW
+        return np.ascontiguousarray(a.transpose((0, 2, 3, 1)) if n.layout == "OHWI" else a.transpose((2, 3, 1, 0)))
 
     def set_parameters(self, values):
         """Replaces variables by name ({name: array}, parameters()'s names;
@@ -2345,7 +2367,8 @@ class TrainableOnnxModel(OnnxModel):
         if unknown:
             raise KeyError("polydnn: the model has no variable named %s" % (", ".join(map(repr, unknown)),))
         for k, v in values.items():
-            self.session.assign(k, v)
+            n = self.graph.find(k)
+            self.session.assign(n, self._memory_order(n, v))
 
     def _labels(self, y):
         np = _numpy("labels")

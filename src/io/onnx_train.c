@@ -142,9 +142,6 @@ pdnn_status pdnn__onnx_train_begin(importer *im, const pdnn_onnx_options *opts)
 {
     if (!opts->trainable)
         return PDNN_SUCCESS;
-    if (opts->layout != PDNN_NCHW)
-        return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: a trainable import runs NCHW only (options.layout "
-                                          "must be PDNN_NCHW)");
     im->train = calloc(1, sizeof *im->train);
     if (!im->train)
         return pdnn__host_oom("pdnn_graph_import_onnx", "the training state", sizeof *im->train);
@@ -480,6 +477,26 @@ pdnn_status pdnn_session_export_onnx(pdnn_session *s, const char *model_path, co
         if ((st = pdnn_session_variable_read(s, v, data, (size_t)have * sizeof *data)) != PDNN_SUCCESS) {
             free(data);
             break;
+        }
+        const pdnn_tensor_desc *vd = &g->nodes[v].out;
+        if (vd->layout == PDNN_OHWI || vd->layout == PDNN_HWIO) {
+            /* A filter an NHWC import holds in the NHWC kernels' order:
+             * back to ONNX's OIHW. */
+            float *o = malloc((size_t)have * sizeof *o + 1);
+            if (!o) {
+                free(data);
+                st = pdnn__host_oom("pdnn_session_export_onnx", t->name, (uint64_t)have * sizeof *o);
+                break;
+            }
+            int64_t sd[4];
+            pdnn__layout_strides(vd->layout, vd->dims, sd);
+            for (int64_t i = 0, a = 0; a < vd->dims[0]; a++)
+                for (int64_t b = 0; b < vd->dims[1]; b++)
+                    for (int64_t h = 0; h < vd->dims[2]; h++)
+                        for (int64_t w = 0; w < vd->dims[3]; w++)
+                            o[i++] = data[a * sd[0] + b * sd[1] + h * sd[2] + w * sd[3]];
+            free(data);
+            data = o;
         }
         replace_data(t, data, (size_t)have);
         written++;
