@@ -1218,10 +1218,17 @@ typedef struct pdnn_onnx_options {
      * initializer that two nodes read (tied weights) is refused. */
     int trainable;
     uint64_t seed; /* Dropout masks of a trainable import */
+    /* With trainable, PDNN_DISTRIBUTED_MPI: pdnn_graph_add_training
+     * averages each gradient over the MPI ranks before the optimizer (an
+     * AllReduce node per variable, pdnn_graph_allreduce: Horovod's
+     * DistributedOptimizer), for a session created with cfg.distributed =
+     * PDNN_DISTRIBUTED_MPI (docs/distributed.md). Batch norm's statistics
+     * stay each rank's own (no SyncBN). */
+    int distributed; /* pdnn_distributed */
 } pdnn_onnx_options;
 
 /* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on), layout NCHW,
- * trainable 0, seed 0. */
+ * trainable 0, seed 0, distributed NONE. */
 PDNN_API void pdnn_onnx_options_init(pdnn_onnx_options *o);
 
 /* What an import made: the placeholders fed for the model's inputs and

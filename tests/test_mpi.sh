@@ -18,28 +18,10 @@ fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-# CI runs as root; Open MPI refuses root unless told.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# Keep Open MPI on shared memory and loopback TCP (no probing of other
-# networks on CI machines).
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
-# Containers often forbid the cross-process reads (ptrace scope) that
-# vader's single-copy path uses: copy through the shared segment.
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-# Sanitizer builds: Open MPI's components stay loaded, and LeakSanitizer
-# unwinds fully, so that tests/lsan.supp's Open MPI entries match their
-# allocations (the fast unwinder stops inside them).
-export OMPI_MCA_mca_base_component_disable_dlclose=1
-if [ "${PDNN_SANITIZERS:-no}" = yes ]; then
-    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-fi
+. "${PDNN_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/mpi_env.sh"
 RUN="$MPIRUN --oversubscribe"
-# libtool's wrapper is a shell script: run the real binaries so that each
-# rank is one process (the kill test kills it).
+# (mpi_env.sh chose the real polydnn binary, the kill test kills it)
 [ -x "$B/tests/.libs/mpi_api" ] && API="$B/tests/.libs/mpi_api" || API="$B/tests/mpi_api"
-[ -x "$B/.libs/polydnn" ] && P="$B/.libs/polydnn"
-[ -x "$B/.libs/lt-polydnn" ] && P="$B/.libs/lt-polydnn"
-export LD_LIBRARY_PATH="$B/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 elapsed() { echo $(( $(date +%s) - $1 )); }
 
 echo "--- the C API at 1, 2 and 3 ranks"

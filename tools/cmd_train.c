@@ -436,14 +436,16 @@ out:
  * bit (FNV-1a of their bytes; the smallest and largest over the ranks, through
  * the session so that a stopped rank times out), as Horovod's consistency
  * check; prints the verdict on rank 0, and each differing rank names itself. */
-static int check_identical(pdnn_session *s, const model *m)
+static int check_identical(pdnn_session *s, const model *m) { return train_check_identical(s, m->g); }
+
+int train_check_identical(pdnn_session *s, const pdnn_graph *g)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (pdnn_node n = 0; n < pdnn_graph_node_count(m->g); n++) {
-        if (!is_variable(m->g, n))
+    for (pdnn_node n = 0; n < pdnn_graph_node_count(g); n++) {
+        if (!is_variable(g, n))
             continue;
         pdnn_tensor_desc d;
-        pdnn_graph_node_desc(m->g, n, &d);
+        pdnn_graph_node_desc(g, n, &d);
         const int64_t bytes = pdnn_tensor_desc_bytes(&d);
         unsigned char *b = malloc((size_t)bytes);
         if (!b)
@@ -659,6 +661,22 @@ static int ranks_agree(const shared_flag *f, int n, double timeout)
     if (bad)
         D.agreed = 1;
     return bad ? EXIT_USAGE : 0;
+}
+
+int train_ranks_agree(const char *const *flags, const int64_t *values, int n, double timeout)
+{
+    shared_flag f[32];
+    if (n > 32)
+        return cli_fail("comparing the ranks' flags (too many)");
+    for (int i = 0; i < n; i++)
+        f[i] = (shared_flag){flags[i], values[i]};
+    return ranks_agree(f, n, timeout);
+}
+#else
+int train_ranks_agree(const char *const *flags, const int64_t *values, int n, double timeout)
+{
+    (void)flags, (void)values, (void)n, (void)timeout;
+    return 0;
 }
 #endif
 
@@ -1102,9 +1120,9 @@ int cmd_train(int argc, char **argv)
         }
         printf("seed %d (--seed time)\n", o.seed);
     }
-    if (x.model && (o.distributed || (o.device && strchr(o.device, ',')) || o.param_device)) {
-        fprintf(stderr, "polydnn train: --model trains on one device: --distributed, towers and --param-device are "
-                        "for Deep MNIST only (for now)\n");
+    if (x.model && ((o.device && strchr(o.device, ',')) || o.param_device)) {
+        fprintf(stderr, "polydnn train: --model trains on one device per process: towers and --param-device are "
+                        "for Deep MNIST only (for now; --distributed mpi runs one rank per device)\n");
         return EXIT_USAGE;
     }
     if (x.model) {
@@ -1112,7 +1130,11 @@ int cmd_train(int argc, char **argv)
         x.test_limit = o.test_limit, x.seed = o.seed, x.ckpt_every = o.ckpt_every, x.json = o.json;
         x.lr = o.lr, x.momentum = o.momentum, x.optimizer = o.optimizer, x.device = o.device, x.data = o.data;
         x.save = o.save, x.load = o.load, x.layout = o.layout;
-        return train_onnx(&x);
+        x.bucket_mb = o.bucket_mb, x.no_overlap = o.no_overlap;
+        if (o.timeout && parse_float("collective-timeout", o.timeout, &x.timeout))
+            return EXIT_USAGE;
+        if (!o.distributed)
+            return train_onnx(&x);
     }
     if (!o.distributed)
         return train(&o);
@@ -1135,7 +1157,20 @@ int cmd_train(int argc, char **argv)
     D.on = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &D.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &D.size);
-    int rc = train(&o);
+    int rc;
+    if (x.model) {
+        x.dist = 1, x.rank = D.rank, x.size = D.size;
+        if (x.batch % D.size) { /* every rank sees it: no MPI_Abort */
+            if (D.rank == 0)
+                fprintf(stderr, "polydnn train: --batch-size %d is not a multiple of the %d ranks\n", x.batch, D.size);
+            D.agreed = 1;
+            rc = EXIT_USAGE;
+        } else {
+            rc = train_onnx(&x);
+        }
+    } else {
+        rc = train(&o);
+    }
     if (rc && !D.agreed) {
         /* Every other rank would wait for this one: end them all now. */
         fprintf(stderr, "polydnn train: rank %d of %d failed (exit %d); ending every rank (MPI_Abort)\n", D.rank,

@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --distributed mpi: ranks other than 0 print nothing but errors. */
+static int say = 1;
+
 /* A data set fitted to the model's input: n images of c x h x w. */
 typedef struct dataset {
     int64_t n;
@@ -212,7 +215,7 @@ static int load_images(const train_onnx_opts *o, const char *dir, const image_fo
         fprintf(stderr, "polydnn train: --%s %s: none of its %lld images decoded\n", flag, dir, (long long)f->n);
         rc = EXIT_RUNTIME;
     }
-    if (!rc) {
+    if (!rc && say) {
         /* The labels the classes got, as torchvision's class_to_idx. */
         printf("%s: %lld images in %d classes", dir, (long long)kept, f->nclass);
         for (int k = 0; !as && k < f->nclass && k < 8; k++)
@@ -342,6 +345,7 @@ typedef struct net {
     int32_t *yb;
     float *tb; /* MSE: one-hot targets */
     float base_lr; /* the schedule's rate */
+    int mixed;     /* --distributed over devices of different kinds (below) */
 } net;
 
 /* Rows idx[0..cnt) of d into the feed tensors (a short batch repeats its
@@ -383,13 +387,21 @@ static int set_flag(net *m, float v)
 }
 
 /* Accuracy on rows [from, from + n) of d, in inference mode. */
-static int evaluate(net *m, const dataset *d, int64_t from, int64_t n, double *acc)
+static int sync_vectors(const train_onnx_opts *o, net *m);
+
+/* Under --distributed mpi each rank evaluates every size-th batch and the
+ * counts are summed over the ranks (after sync_vectors, so that every rank
+ * holds the same running statistics). */
+static int evaluate(const train_onnx_opts *o, net *m, const dataset *d, int64_t from, int64_t n, double *acc)
 {
     int64_t *idx = malloc(sizeof *idx * (size_t)m->batch), ok = 0;
     if (!idx)
         return cli_host_oom("train", "the evaluation batch", 0);
-    int rc = set_flag(m, 0.0f);
-    for (int64_t start = 0; !rc && start < n; start += m->batch) {
+    int rc = sync_vectors(o, m);
+    if (!rc)
+        rc = set_flag(m, 0.0f);
+    const int64_t first = o->dist ? (int64_t)o->rank * m->batch : 0, stride = m->batch * (o->dist ? o->size : 1);
+    for (int64_t start = first; !rc && start < n; start += stride) {
         const int64_t cnt = n - start < m->batch ? n - start : m->batch;
         for (int64_t i = 0; i < cnt; i++)
             idx[i] = from + start + i;
@@ -407,7 +419,10 @@ static int evaluate(net *m, const dataset *d, int64_t from, int64_t n, double *a
     free(idx);
     if (!rc)
         rc = set_flag(m, 1.0f);
-    *acc = n ? (double)ok / (double)n : 0.0;
+    double sum = (double)ok;
+    if (!rc && o->dist && pdnn_session_allreduce_values(m->s, &sum, 1, PDNN_REDUCE_SUM))
+        rc = cli_fail("summing the evaluation's counts over the ranks");
+    *acc = n ? sum / (double)n : 0.0;
     return rc;
 }
 
@@ -578,7 +593,8 @@ static int build(const train_onnx_opts *o, net *m)
     m->mse = o->loss && strcmp(o->loss, "mse") == 0;
     pdnn_onnx_options io;
     pdnn_onnx_options_init(&io);
-    io.batch = o->batch;
+    io.batch = o->batch / (o->dist ? o->size : 1); /* this rank's share of each batch */
+    io.distributed = o->dist ? PDNN_DISTRIBUTED_MPI : PDNN_DISTRIBUTED_NONE;
     io.device = o->device;
     io.trainable = 1;
     if (o->layout) { /* inside the network; the data and the file stay NCHW */
@@ -602,10 +618,106 @@ static int build(const train_onnx_opts *o, net *m)
     m->classes = od.dims[1];
     if (pdnn_graph_add_training(m->g, &m->io, m->mse ? PDNN_LOSS_MSE : PDNN_LOSS_CROSS_ENTROPY, &p, &m->t))
         return cli_fail("adding the loss and the optimizer");
+    if (o->dist) {
+        /* What sizes the collectives must agree before the first one. */
+        int64_t n_var = 0, n_el = 0;
+        for (pdnn_node i = 0; i < pdnn_graph_node_count(m->g); i++) {
+            pdnn_tensor_desc d;
+            if (strcmp(pdnn_graph_node_op(m->g, i), "VariableV2") == 0 && !pdnn_graph_node_desc(m->g, i, &d)) {
+                n_var++;
+                n_el += pdnn_tensor_desc_elements(&d);
+            }
+        }
+        uint32_t lr_bits, mom_bits;
+        memcpy(&lr_bits, &p.learning_rate, sizeof lr_bits);
+        memcpy(&mom_bits, &p.momentum, sizeof mom_bits);
+        const char *flags[] = {"--batch-size", "--epochs", "--steps", "--seed", "--optimizer",
+                               "--lr (its float32 bits)", "--momentum (its float32 bits)", "--bucket-mb",
+                               "--no-overlap", "the model's variables", "the model's variable elements"};
+        const int64_t vals[] = {o->batch, o->epochs, o->steps, o->seed, (int64_t)p.kind, lr_bits, mom_bits,
+                                o->bucket_mb, o->no_overlap, n_var, n_el};
+        const int rc = train_ranks_agree(flags, vals, (int)(sizeof vals / sizeof vals[0]), o->timeout);
+        if (rc)
+            return rc;
+    }
     pdnn_session_config cfg;
     pdnn_session_config_init(&cfg);
+    if (o->dist) {
+        cfg.distributed = PDNN_DISTRIBUTED_MPI;
+        cfg.allreduce_bucket_bytes = (int64_t)o->bucket_mb << 20;
+        cfg.allreduce_overlap = !o->no_overlap;
+        cfg.collective_timeout = o->timeout;
+    }
     if (pdnn_session_create(m->g, &cfg, &m->s))
         return cli_fail("creating the session");
+    /* The same start everywhere (the files could differ in what the
+     * import does not read). */
+    if (o->dist && pdnn_session_broadcast_variables(m->s, 0))
+        return cli_fail("broadcasting rank 0's variables");
+    if (o->dist) {
+        /* Ranks whose variables live on different kinds of device (the
+         * host and OpenCL) apply the same averaged gradients with
+         * different roundings (OpenCL contracts to FMA): their weights
+         * drift apart by ulps. They are then made rank 0's again at every
+         * evaluation, checkpoint and the end (sync_vectors). */
+        pdnn_device *dev = NULL;
+        pdnn_device_info info;
+        uint64_t h = 0xcbf29ce484222325ull;
+        if (pdnn_session_node_device(m->s, m->io.outputs[0], &dev) || pdnn_device_get_info(dev, &info))
+            return cli_fail("reading the output's device");
+        for (const char *c = info.backend; *c; c++)
+            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        for (const char *c = info.device_name; *c; c++)
+            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+        double lo = (double)(h >> 32), hi = lo;
+        if (pdnn_session_allreduce_values(m->s, &lo, 1, PDNN_REDUCE_MIN) ||
+            pdnn_session_allreduce_values(m->s, &hi, 1, PDNN_REDUCE_MAX))
+            return cli_fail("comparing the ranks' devices");
+        m->mixed = lo != hi;
+        if (m->mixed && o->rank == 0)
+            printf("the ranks train on different kinds of device, whose updates round differently: rank 0's "
+                   "variables are copied to every rank at each evaluation, checkpoint and the end\n");
+    }
+    return 0;
+}
+
+/* Every vector variable (batch norm's running statistics, which each rank
+ * computes from its own rows, and the scales, biases and slots, which are
+ * equal everywhere) set to its mean over the ranks: the running
+ * statistics a rank's export or evaluation uses. The mean runs in double,
+ * where a value equal on every rank sums and divides back exactly, so
+ * only the running statistics change. A collective: every rank calls it
+ * at the same points. */
+static int sync_vectors(const train_onnx_opts *o, net *m)
+{
+    if (!o->dist)
+        return 0;
+    for (pdnn_node i = 0; i < pdnn_graph_node_count(m->g); i++) {
+        pdnn_tensor_desc d;
+        if (strcmp(pdnn_graph_node_op(m->g, i), "VariableV2") != 0 || pdnn_graph_node_desc(m->g, i, &d) ||
+            d.layout != PDNN_LAYOUT_X || d.dtype != PDNN_FLOAT32)
+            continue;
+        const int64_t n = pdnn_tensor_desc_elements(&d);
+        float *f = malloc(sizeof *f * (size_t)n);
+        double *v = malloc(sizeof *v * (size_t)n);
+        int rc = !f || !v ? cli_host_oom("train", "a variable's copy", (uint64_t)n * sizeof *v) : 0;
+        if (!rc && pdnn_session_variable_read(m->s, i, f, sizeof *f * (size_t)n))
+            rc = cli_fail("reading a variable");
+        for (int64_t k = 0; !rc && k < n; k++)
+            v[k] = f[k];
+        if (!rc && pdnn_session_allreduce_values(m->s, v, (int)n, PDNN_REDUCE_SUM))
+            rc = cli_fail("averaging the running statistics over the ranks");
+        for (int64_t k = 0; !rc && k < n; k++)
+            f[k] = (float)(v[k] / o->size);
+        if (!rc && pdnn_session_variable_assign(m->s, i, f, sizeof *f * (size_t)n))
+            rc = cli_fail("writing a variable");
+        free(f);
+        free(v);
+        if (rc)
+            return rc;
+    }
+    if (m->mixed && pdnn_session_broadcast_variables(m->s, 0))
+        return cli_fail("broadcasting rank 0's variables");
     return 0;
 }
 
@@ -642,7 +754,8 @@ int train_onnx(const train_onnx_opts *o)
         return EXIT_USAGE;
     }
     net m = {0};
-    m.batch = o->batch;
+    m.batch = o->batch / (o->dist ? o->size : 1);
+    say = !o->dist || o->rank == 0;
     dataset trn = {0}, tst = {0};
     image_folder trn_f = {0}, tst_f = {0};
     tlog lg = {NULL, 0, 0, o->log && !(strlen(o->log) > 4 && strcmp(o->log + strlen(o->log) - 4, ".csv") == 0)};
@@ -675,10 +788,11 @@ int train_onnx(const train_onnx_opts *o)
     int64_t v_n = val_n ? val_n : tst.n;
     if (!val_n && o->test_limit > 0 && o->test_limit < v_n)
         v_n = o->test_limit;
-    const int64_t spe = train_n / m.batch;
+    const int64_t gbatch = o->batch; /* the global batch: m.batch per rank */
+    const int64_t spe = train_n / gbatch;
     if (spe < 1) {
         fprintf(stderr, "polydnn train: %lld training images make no batch of %lld\n", (long long)train_n,
-                (long long)m.batch);
+                (long long)gbatch);
         rc = EXIT_USAGE;
         goto out;
     }
@@ -712,7 +826,7 @@ int train_onnx(const train_onnx_opts *o)
     const int64_t total = (int64_t)o->epochs * spe;
     int64_t gs = (int64_t)gsf, done = 0;
     progress pr;
-    progress_init(&pr, stderr, -1);
+    progress_init(&pr, say ? stderr : NULL, -1);
     pdnn_node feeds[2] = {m.io.inputs[0], m.t.targets}, fetch[3] = {m.t.loss, m.io.outputs[0], m.t.train_op};
     pdnn_tensor *fv[2] = {m.xt, m.yt};
     int stop = 0;
@@ -731,27 +845,38 @@ int train_onnx(const train_onnx_opts *o)
             pdnn_tensor *out[3] = {NULL, NULL, NULL};
             float loss = NAN, *lv = NULL;
             if (pdnn_session_variable_assign(m.s, m.t.learning_rate, &lr, sizeof lr) ||
-                feed(&m, &trn, perm + step * m.batch, m.batch) || pdnn_session_run(m.s, feeds, fv, 2, fetch, 3, out) ||
+                feed(&m, &trn, perm + step * gbatch + (o->dist ? o->rank : 0) * m.batch, m.batch) ||
+                pdnn_session_run(m.s, feeds, fv, 2, fetch, 3, out) ||
                 pdnn_tensor_read(out[0], &loss, sizeof loss) || cli_tensor_read(out[1], &lv)) {
                 for (int i = 0; i < 3; i++)
                     pdnn_tensor_release(out[i]);
                 rc = cli_fail("running a training step");
                 goto out;
             }
-            const double acc = (double)correct_of(&m, lv, m.batch) / (double)m.batch;
+            double lc[2] = {loss, (double)correct_of(&m, lv, m.batch)};
             free(lv);
             for (int i = 0; i < 3; i++)
                 pdnn_tensor_release(out[i]);
+            if (o->dist) { /* the global batch's: the ranks' mean loss, their summed hits */
+                if (pdnn_session_allreduce_values(m.s, lc, 2, PDNN_REDUCE_SUM)) {
+                    rc = cli_fail("summing the loss over the ranks");
+                    goto out;
+                }
+                loss = (float)(lc[0] / o->size);
+            }
+            const double acc = lc[1] / (double)gbatch;
             gs++;
             done++;
             const double dt = progress_now() - t0;
-            row r = {gs, (double)gs / (double)spe, loss, acc, -1.0, lr, dt > 0 ? (double)m.batch / dt : 0};
+            row r = {gs, (double)gs / (double)spe, loss, acc, -1.0, lr, dt > 0 ? (double)gbatch / dt : 0};
             const int eval = (o->eval_every > 0 && gs % o->eval_every == 0) || step == spe - 1;
             if (eval && v_n > 0) {
-                if ((rc = evaluate(&m, vset, v_from, v_n, &r.val_acc)))
+                if ((rc = evaluate(o, &m, vset, v_from, v_n, &r.val_acc)))
                     goto out;
                 progress_clear(&pr);
-                if (o->json)
+                if (!say)
+                    ;
+                else if (o->json)
                     printf("{\"event\": \"eval\", \"step\": %lld, \"epoch\": %.3f, \"%s_accuracy\": %.6f}\n",
                            (long long)gs, r.epoch, val_n ? "val" : "test", r.val_acc);
                 else
@@ -762,14 +887,15 @@ int train_onnx(const train_onnx_opts *o)
                     best = r.val_acc;
                     bad = 0;
                 } else if (o->early_stop > 0 && ++bad >= o->early_stop) {
-                    printf("early stop: no better %s accuracy than %.4f in %lld evaluations\n",
+                    if (say)
+                        printf("early stop: no better %s accuracy than %.4f in %lld evaluations\n",
                            val_n ? "validation" : "test", best, (long long)bad);
                     stop = 1;
                 }
             }
-            if ((rc = log_add(&lg, &r)) || ((eval || gs % 10 == 0) && (rc = flush_log(o, &lg))))
+            if (say && ((rc = log_add(&lg, &r)) || ((eval || gs % 10 == 0) && (rc = flush_log(o, &lg)))))
                 goto out;
-            if (gs % 10 == 0 && !eval) {
+            if (say && gs % 10 == 0 && !eval) {
                 progress_clear(&pr);
                 if (o->json)
                     printf("{\"event\": \"step\", \"step\": %lld, \"loss\": %.6g, \"lr\": %.6g}\n", (long long)gs,
@@ -778,16 +904,19 @@ int train_onnx(const train_onnx_opts *o)
                     printf("step %lld loss %.4f lr %.4g\n", (long long)gs, (double)loss, (double)lr);
                 fflush(stdout);
             }
-            progress_step(&pr, m.batch, loss, progress_now());
+            progress_step(&pr, gbatch, loss, progress_now());
             if (o->save && ((o->ckpt_every > 0 && gs % o->ckpt_every == 0) || step == spe - 1 || stop) &&
-                (rc = save_ckpt(&m, o->save, seed, train_n, best, bad)))
+                ((rc = sync_vectors(o, &m)) || (say && (rc = save_ckpt(&m, o->save, seed, train_n, best, bad)))))
                 goto out;
         }
         progress_end_epoch(&pr, progress_now());
     }
-    if ((rc = flush_log(o, &lg)) || (o->save && done > 0 && (rc = save_ckpt(&m, o->save, seed, train_n, best, bad))))
+    if ((rc = sync_vectors(o, &m)) || (say && (rc = flush_log(o, &lg))) ||
+        (say && o->save && done > 0 && (rc = save_ckpt(&m, o->save, seed, train_n, best, bad))))
         goto out;
-    if (o->export_path) {
+    if (o->dist && (rc = train_check_identical(m.s, m.g)))
+        goto out;
+    if (say && o->export_path) {
         int n = 0;
         if (pdnn_session_export_onnx(m.s, o->model, o->export_path, &n)) {
             rc = cli_fail("exporting the trained model");

@@ -14,6 +14,10 @@ typedef struct train_onnx_opts {
     /* --images DIR (torchvision's ImageFolder) and its preparation, as run's */
     const char *images, *test_images, *scale, *mean, *std;
     int resize, stretch, skip_bad;
+    /* --distributed mpi (cmd_train.c initialized MPI): this rank of size;
+     * --bucket-mb, --no-overlap, --collective-timeout as Deep MNIST's */
+    int dist, rank, size, bucket_mb, no_overlap;
+    float timeout;
 } train_onnx_opts;
 
 int train_onnx(const train_onnx_opts *o);
@@ -22,5 +26,15 @@ int train_onnx(const train_onnx_opts *o);
  * e)) and a variable's checkpoint member name ('/' as '-'). */
 void epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch);
 void ckpt_name(const char *node, char *buf, size_t len);
+
+/* cmd_train.c's, for --distributed mpi (train_onnx.c calls no MPI itself):
+ * whether every rank has the same values of these flags (0; else
+ * EXIT_USAGE on every rank, rank 0 naming the flag, and no MPI_Abort
+ * follows), and whether every variable of g is the same on every rank
+ * (0, rank 0 saying so; else EXIT_RUNTIME naming the ranks). */
+int train_ranks_agree(const char *const *flags, const int64_t *values, int n, double timeout);
+struct pdnn_session;
+struct pdnn_graph;
+int train_check_identical(struct pdnn_session *s, const struct pdnn_graph *g);
 
 #endif

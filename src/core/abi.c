@@ -142,6 +142,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_onnx_options, layout),
     FIELD(pdnn_onnx_options, trainable),
     FIELD(pdnn_onnx_options, seed),
+    FIELD(pdnn_onnx_options, distributed),
 
     STRUCT(pdnn_onnx_io),
     FIELD(pdnn_onnx_io, n_inputs),

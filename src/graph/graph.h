@@ -96,6 +96,7 @@ typedef struct pdnn__node {
 struct pdnn_graph {
     pdnn__node *nodes;
     int n, cap;
+    int train_allreduce; /* a trainable import's pdnn_onnx_options.distributed: add_training all-reduces */
 };
 
 /* Ops that produce no value (fetching them runs them and gives NULL). */

@@ -104,6 +104,14 @@ pdnn_status pdnn_graph_add_training(pdnn_graph *g, const pdnn_onnx_io *io, pdnn_
             if (vars[n + k] < 0)
                 st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: the loss does not depend on "
                                                             "variable '%s'", g->nodes[vars[k]].name);
+        /* Data-parallel: each gradient's mean over the ranks, on its
+         * variable's device, started by the session as soon as it exists. */
+        for (int k = 0; st == PDNN_SUCCESS && g->train_allreduce && k < n; k++) {
+            char nm[sizeof g->nodes[0].name];
+            snprintf(nm, sizeof nm, "allreduce/%.*s", (int)sizeof nm - 11, g->nodes[vars[k]].name);
+            st = pdnn_graph_allreduce(g, nm, g->nodes[vars[k]].device[0] ? g->nodes[vars[k]].device : NULL,
+                                      vars[n + k], &vars[n + k]);
+        }
         if (st == PDNN_SUCCESS)
             st = pdnn_graph_apply_gradients(g, NULL, p, vars, vars + n, n, &out->train_op);
     }
@@ -146,6 +154,11 @@ pdnn_status pdnn__onnx_train_begin(importer *im, const pdnn_onnx_options *opts)
     if (!im->train)
         return pdnn__host_oom("pdnn_graph_import_onnx", "the training state", sizeof *im->train);
     im->train->seed = opts->seed;
+    if (opts->distributed != PDNN_DISTRIBUTED_NONE && opts->distributed != PDNN_DISTRIBUTED_MPI)
+        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: options.distributed is %d (expected %d, none, "
+                                               "or %d, MPI)", opts->distributed, (int)PDNN_DISTRIBUTED_NONE,
+                    (int)PDNN_DISTRIBUTED_MPI);
+    im->graph->train_allreduce = opts->distributed == PDNN_DISTRIBUTED_MPI;
     pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};
     const float one = 1.0f;
     pdnn_status st = pdnn_graph_variable(im->graph, "polydnn/training", "/cpu:0", &d, PDNN_INIT_DATA, 0, &one,
