@@ -106,6 +106,11 @@ pdnn_status pdnn__onnx_check_name(const Onnx__NodeProto *n, const char *name);
 pdnn_status pdnn__onnx_check_node(const Onnx__NodeProto *n);
 value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pdnn_status *st);
 value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i);
+/* pdnn__onnx_act_input for the image ops (Conv, pooling, BatchNormalization,
+ * Pad of H and W), which take NCHW or NHWC activations: a rank-4 value
+ * held as ND comes back as *tmp, a copy of it whose node is its view in
+ * the importer's layout (the value itself keeps its ND node). */
+value *pdnn__onnx_image_input(importer *im, const Onnx__NodeProto *n, size_t i, value *tmp, pdnn_status *st);
 pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank);
 void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst);
 /* The descriptor a value of v's rank and dims has as a node (NCHW or ND). */

@@ -18,9 +18,9 @@
 
 pdnn_status pdnn__onnx_import_conv_transpose(importer *im, const Onnx__NodeProto *n)
 {
-    value *x, *w = pdnn__onnx_const_input(im, n, 1), *b = pdnn__onnx_const_input(im, n, 2);
+    value *x, *w = pdnn__onnx_const_input(im, n, 1), *b = pdnn__onnx_const_input(im, n, 2), xi;
     pdnn_status st;
-    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
+    if (!(x = pdnn__onnx_image_input(im, n, 0, &xi, &st)))
         return st;
     if (x->rank != 4)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "only 2-D transposed convolution of a rank-4 input "
@@ -764,18 +764,34 @@ static pdnn_status import_gather(importer *im, const Onnx__NodeProto *n, value *
 {
     const value *ix = cin(im, n, 1);
     if (!ix || !ix->i64 || ix->rank > 1)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                     "the indices must be a constant int64 vector (a scalar index drops a rank, "
-                                     "which needs values of any rank)");
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the indices must be a constant int64 scalar or vector");
     if (ix->count > PDNN__MOVE_ARGS)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "%lld indices (at most %d)", (long long)ix->count,
                                      PDNN__MOVE_ARGS);
+    /* ONNX's axis counts the value's rank (a rank-2 value's node has 4 dims) */
+    int64_t axis = attr_int(n, "axis", 0);
+    if (axis < -x->rank || axis >= x->rank)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld is outside [-%d, %d)", (long long)axis,
+                                     x->rank, x->rank);
+    axis += axis < 0 ? x->rank : 0;
     pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
     int y = -1;
+    /* A scalar index drops the axis (rank r - 1 + 0): the gather of one,
+     * then a reshape without it (x[:, 0], ViT's class token). */
+    char tmp[sizeof(((pdnn__node *)0)->name)];
+    snprintf(tmp, sizeof tmp, "%.100s/gather", n->output[0]);
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_gather(im->graph, n->output[0], im->device, x->node, (int)attr_int(n, "axis", 0), ix->i64,
+        st = pdnn_graph_gather(im->graph, ix->rank ? n->output[0] : tmp, im->device, x->node, (int)axis, ix->i64,
                                (int)ix->count, &y);
-    return set_out(im, n, n->output[0], st, y, x->rank);
+    if (st != PDNN_SUCCESS || ix->rank)
+        return set_out(im, n, n->output[0], st, y, x->rank);
+    value one = *x;
+    one.node = y;
+    int64_t d[PDNN_MAX_RANK];
+    for (int k = 0, j = 0; k < x->rank; k++)
+        if (k != axis)
+            d[j++] = x->dims[k];
+    return pdnn__onnx_reshape_to(im, n, &one, x->rank - 1, d);
 }
 
 static pdnn_status import_expand(importer *im, const Onnx__NodeProto *n, value *x)

@@ -97,13 +97,15 @@ static pdnn_status import_binary_nd(importer *im, const Onnx__NodeProto *n, valu
     return finish(im, n, st, y, v[0]->rank > v[1]->rank ? v[0]->rank : v[1]->rank);
 }
 
-/* Whether v is held as an ND node (or would be, as a constant). */
-static int held_nd(const importer *im, const value *v)
+/* Whether v, an operand of a rank-r op, is held as an ND node (or would
+ * be, as a constant: one of lower rank is laid out at r, a layer scale
+ * {C, 1, 1} like the image it multiplies). */
+static int held_nd(const importer *im, const value *v, int r)
 {
     pdnn_tensor_desc d;
     if (v->node >= 0 && pdnn_graph_node_desc(im->graph, v->node, &d) == PDNN_SUCCESS)
         return d.layout == PDNN_ND;
-    return v->rank != 2 && v->rank != 4 && v->rank > 1;
+    return r != 2 && r != 4 && r > 1;
 }
 
 /* a (op) b for Add, Mul, Sub and Div beyond their fast paths, with ONNX's
@@ -121,7 +123,7 @@ static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, pdnn_bi
     if (v[0]->node < 0 && v[1]->node < 0)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "both inputs are constants (not folded at import)");
     const int r = v[0]->rank > v[1]->rank ? v[0]->rank : v[1]->rank;
-    if (r > 4 || held_nd(im, v[0]) || held_nd(im, v[1]))
+    if (r > 4 || held_nd(im, v[0], r) || held_nd(im, v[1], r))
         return import_binary_nd(im, n, v, op);
     pdnn_tensor_desc ad;
     const value *act = v[0]->node >= 0 ? v[0] : v[1];
@@ -858,9 +860,38 @@ static pdnn_status layer_norm_fusion(importer *im, size_t idx, const Onnx__NodeP
     return layer_norm_node(im, n, x, axis, eps, scale, bias, g[last]->output[0]);
 }
 
+/* Transpose n (perm (0, 3, 1, 2)) of x, whose dims {N, H, W, C} are in
+ * row-major order, as an image {N, C, H, W} in the importer's layout, so
+ * the image ops after it take it as it is: NHWC holds those bytes already
+ * (a reshape, which shares them); NCHW needs the transpose, then a
+ * reshape. */
+static pdnn_status to_image(importer *im, const Onnx__NodeProto *n, const value *x, const pdnn_tensor_desc *xd,
+                            const int *perm)
+{
+    pdnn__node proto;
+    memset(&proto, 0, sizeof proto);
+    proto.op = PDNN__OP_RESHAPE;
+    proto.out = *xd;
+    proto.out.layout = im->layout;
+    proto.out.rank = 4;
+    for (int k = 0; k < 4; k++)
+        proto.out.dims[k] = x->dims[perm[k]];
+    if (im->device)
+        snprintf(proto.device, sizeof proto.device, "%s", im->device);
+    char tmp[sizeof proto.name];
+    snprintf(tmp, sizeof tmp, "%.100s/nd", n->output[0]);
+    int src = x->node, y = -1;
+    pdnn_status st = PDNN_SUCCESS;
+    if (im->layout != PDNN_NHWC)
+        st = pdnn_graph_transpose(im->graph, tmp, im->device, src, perm, &src);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__graph_add(im->graph, n->output[0], &proto, &src, 1, &y);
+    return nd_output(im, n, st, y, n->output[0], 4);
+}
+
 static pdnn_status import_transpose(importer *im, const Onnx__NodeProto *n, const value *x)
 {
-    int perm[4] = {0, 1, 2, 3};
+    int perm[PDNN_MAX_RANK] = {0, 1, 2, 3, 4, 5, 6, 7};
     const Onnx__AttributeProto *a = attr(n, "perm");
     if (a && a->n_ints != (size_t)x->rank)
         return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "perm has %zu entries for a rank-%d input",
@@ -876,6 +907,19 @@ static pdnn_status import_transpose(importer *im, const Onnx__NodeProto *n, cons
     if (st != PDNN_SUCCESS)
         return st;
     int y = -1;
+    pdnn_tensor_desc xd;
+    if ((st = pdnn_graph_node_desc(im->graph, x->node, &xd)) != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    const int to_last = x->rank == 4 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1 && perm[0] == 0;
+    const int to_first = x->rank == 4 && perm[1] == 3 && perm[2] == 1 && perm[3] == 2 && perm[0] == 0;
+    const int rowmajor = xd.layout == PDNN_ND || xd.layout == PDNN_NCHW;
+    if (to_last && xd.layout == PDNN_NHWC) { /* torch's permute(0, 2, 3, 1) of an NHWC image: its bytes as ND */
+        const int64_t d[4] = {x->dims[0], x->dims[2], x->dims[3], x->dims[1]};
+        st = pdnn_graph_reshape_nd(im->graph, n->output[0], im->device, x->node, 4, d, &y);
+        return nd_output(im, n, st, y, n->output[0], 4);
+    }
+    if (to_first && rowmajor) /* permute(0, 3, 1, 2): back to an image (ConvNeXt, Swin), held as one */
+        return to_image(im, n, x, &xd, perm);
     st = pdnn_graph_transpose(im->graph, n->output[0], im->device, x->node, perm, &y);
     return nd_output(im, n, st, y, n->output[0], x->rank);
 }
@@ -1003,7 +1047,8 @@ static pdnn_status import_batch_norm(importer *im, const Onnx__NodeProto *n)
         return pdnn__onnx_train_batch_norm(im, n);
     if (n->n_input != 5)
         return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "BatchNormalization takes 5 inputs, %zu given", n->n_input);
-    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
+    value xi;
+    if (!(x = pdnn__onnx_image_input(im, n, 0, &xi, &st)))
         return st;
     if (attr_int(n, "training_mode", 0) != 0)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "training_mode 1 is not supported (inference only)");
