@@ -411,6 +411,7 @@ def nd_math_cases():
 REFUSED_CASES = {
     "layernorm_mean_output_refused": "the Mean and InvStdDev outputs are not supported",
     "pad_negative_refused": "only non-negative pads are supported",
+    "dropout_training_refused": "training_mode must be a constant false",
 }
 
 TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
@@ -629,7 +630,8 @@ def zoo_nd_cases():
     a Gather of a scalar index drops its axis (ViT's x[:, 0]); rank-4
     values held as N-d tensors (a MatMul's, a Transpose's) read by the
     image ops; ConvNeXt's block (permute to channels-last, LayerNorm,
-    Linear, permute back, layer scale, residual)."""
+    Linear, permute back, layer scale, residual); Swin's window partition,
+    position-bias arithmetic and attention Dropout."""
     i64 = lambda name, v: init(name, np.array(v, dtype=np.int64))  # noqa: E731
     mk = helper.make_node
     x = [2, 4, 5, 7]
@@ -641,6 +643,22 @@ def zoo_nd_cases():
     yield "convnext_block", model(nodes, x, None, [
         init("dw", rnd(4, 1, 3, 3)), init("s", rnd(4)), init("b", rnd(4)), init("w1", rnd(4, 8)), init("b1", rnd(8)),
         init("w2", rnd(8, 4)), init("g", rnd(4, 1, 1)), init("w", rnd(3, 4, 3, 3))], opset=17), x
+    # Swin: window partition (a rank-6 Transpose), the relative-position
+    # index (a column plus a row of constants, broadcast), an attention
+    # Dropout with training_mode true, ratio 0 and an unread mask
+    xs = [1, 8, 8, 4]
+    nodes = [mk("Reshape", ["x", "s6"], ["r6"]), mk("Transpose", ["r6"], ["t6"], perm=[0, 1, 3, 2, 4, 5]),
+             mk("Reshape", ["t6", "s3"], ["w"]), mk("MatMul", ["w", "wq"], ["q"]),
+             mk("Add", ["col", "row"], ["idx"]), mk("Cast", ["idx"], ["fi"], to=TensorProto.FLOAT),
+             mk("Mul", ["fi", "k"], ["bias"]), mk("Add", ["q", "bias"], ["a"]),
+             mk("Dropout", ["a", "ratio", "train"], ["y", "mask"])]
+    yield "swin_window_bias_dropout", model(nodes, xs, None, [
+        i64("s6", [1, 2, 4, 2, 4, 4]), i64("s3", [-1, 16, 4]), init("wq", rnd(4, 4)),
+        i64("col", np.arange(16).reshape(16, 1)), i64("row", np.arange(4) * 3), init("k", np.float32(0.01)),
+        init("ratio", np.float32(0.0)), init("train", np.array(True))]), xs
+    nodes = [mk("Dropout", ["x", "ratio", "train"], ["y"])]
+    yield "dropout_training_refused", model(nodes, xs, None, [init("ratio", np.float32(0.5)),
+                                                              init("train", np.array(True))]), xs
     # a MatMul's N-d rank-4 result into each image op
     for tag, node, inits in [
             ("conv", mk("Conv", ["m", "w"], ["y"], pads=[0, 1, 1, 0]), [init("w", rnd(3, 4, 2, 2))]),

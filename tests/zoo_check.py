@@ -71,8 +71,6 @@ FAMILIES = {
 REFUSED = {
     # Einsum: no importer yet.
     "MaxViT": r"unsupported operators: .*\bEinsum x\d",
-    # A rank-5 value whose ONNX rank is 4 by the time a Transpose reads it.
-    "Swin": r"\(Transpose\): perm has 4 entries for a rank-5 input",
 }
 
 

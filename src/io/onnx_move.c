@@ -263,28 +263,52 @@ static pdnn_status fold_gather(importer *im, const Onnx__NodeProto *n, const val
     return s;
 }
 
-/* Elementwise Add, Sub, Mul, Div of two constants of one type, one of
- * them a scalar or both of one count (shape arithmetic). */
+/* Broadcast strides of v's elements over dims d of rank r (numpy's
+ * rules: v's dims aligned at the end, each 1 or d's); 0 if they do not
+ * broadcast so. */
+static int bcast_strides(const value *v, int r, const int64_t *d, int64_t *st)
+{
+    int64_t own[8];
+    row_strides(v->rank, v->dims, own);
+    for (int k = 0; k < r; k++) {
+        const int vk = k - (r - v->rank);
+        const int64_t dv = vk >= 0 ? v->dims[vk] : 1;
+        if (dv != 1 && dv != d[k])
+            return 0;
+        st[k] = dv == 1 ? 0 : own[vk];
+    }
+    return 1;
+}
+
+/* Elementwise Add, Sub, Mul, Div, Mod of two constants of one type, with
+ * numpy's broadcasting (shape arithmetic; Swin's relative-position
+ * indices: a column plus a row). */
 static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const value *a, const value *b, char op)
 {
-    /* One shape, or a single element of no higher rank than the other's:
-     * the broadcasts that keep the larger operand's shape. */
-    const int same = a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims) == 0;
-    const value *big = a->count == 1 && a->rank <= b->rank ? b : a, *small = big == a ? b : a;
-    if (!a->i64 != !b->i64 || !(same || (small->count == 1 && small->rank <= big->rank)))
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constants of two types or shapes that need more than "
-                                     "a scalar's broadcast");
-    const int64_t c = big->count;
-    int64_t *i = a->i64 ? malloc((size_t)(c ? c : 1) * sizeof *i) : NULL;
-    float *f = a->i64 ? NULL : malloc((size_t)(c ? c : 1) * sizeof *f);
-    if (!i && !f)
+    const int r = a->rank > b->rank ? a->rank : b->rank;
+    int64_t d[8], sa[8], sb[8];
+    for (int k = 0; k < r; k++) {
+        const int ak = k - (r - a->rank), bk = k - (r - b->rank);
+        const int64_t da = ak >= 0 ? a->dims[ak] : 1, db = bk >= 0 ? b->dims[bk] : 1;
+        d[k] = da == 1 ? db : da;
+    }
+    if (!a->i64 != !b->i64 || !bcast_strides(a, r, d, sa) || !bcast_strides(b, r, d, sb))
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constants of two types, or of shapes that do not "
+                                     "broadcast");
+    int64_t c = 0, cb = 0;
+    int64_t *oa = offsets(r, d, sa, &c), *ob = offsets(r, d, sb, &cb);
+    int64_t *i = a->i64 && oa && ob ? malloc((size_t)(c ? c : 1) * sizeof *i) : NULL;
+    float *f = !a->i64 && oa && ob ? malloc((size_t)(c ? c : 1) * sizeof *f) : NULL;
+    if (!i && !f) {
+        free(oa), free(ob);
         return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+    }
     for (int64_t j = 0; j < c; j++) {
-        const int64_t ja = a->count == 1 ? 0 : j, jb = b->count == 1 ? 0 : j;
+        const int64_t ja = oa[j], jb = ob[j];
         if (i) {
             const int64_t x = a->i64[ja], y = b->i64[jb];
             if ((op == '/' || op == '%') && y == 0) {
-                free(i);
+                free(i), free(oa), free(ob);
                 return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "an integer division by 0");
             }
             /* ONNX's integer Div truncates, as C's does; its Mod (fmod 0)
@@ -297,7 +321,8 @@ static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const valu
             f[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y : fmodf(x, y);
         }
     }
-    return add_const(im, n->output[0], big->rank, big->dims, i, f);
+    free(oa), free(ob);
+    return add_const(im, n->output[0], r, d, i, f);
 }
 
 /* The dims (*r of them) of Squeeze or Unsqueeze node n of x: axes from

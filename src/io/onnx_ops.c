@@ -1076,6 +1076,26 @@ static pdnn_status import_batch_norm(importer *im, const Onnx__NodeProto *n)
     return finish(im, n, st, y, x->rank);
 }
 
+/* Whether value name is a constant scalar 0 (false). */
+static int const_zero(importer *im, const char *name)
+{
+    const value *v = pdnn__onnx_find_value(im, name);
+    return v && v->node < 0 && v->count == 1 && (v->i64 ? v->i64[0] == 0 : v->data && v->data[0] == 0.0f);
+}
+
+/* Whether no node after idx reads value name, nor is it a graph output. */
+static int unread(const importer *im, size_t idx, const char *name)
+{
+    for (size_t i = 0; i < im->g->n_output; i++)
+        if (im->g->output[i]->name && strcmp(im->g->output[i]->name, name) == 0)
+            return 0;
+    for (size_t i = idx + 1; i < im->g->n_node; i++)
+        for (size_t j = 0; j < im->g->node[i]->n_input; j++)
+            if (strcmp(im->g->node[i]->input[j], name) == 0)
+                return 0;
+    return 1;
+}
+
 pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
 {
     Onnx__NodeProto *n = im->g->node[idx];
@@ -1157,9 +1177,15 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
     if (strcmp(op, "Dropout") == 0 && im->train)
         return pdnn__onnx_train_dropout(im, n);
     if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0) {
-        /* Inference: the output is the input; a Dropout mask is refused. */
-        if (n->n_output > 1 && n->output[1][0])
+        /* Inference: the output is the input; a Dropout mask that anything
+         * reads is refused (torch's export names one that nothing reads:
+         * Swin), and so is a training_mode not known to be false unless
+         * the ratio is a constant 0 (Swin's attention: true, ratio 0). */
+        if (n->n_output > 1 && n->output[1][0] && !unread(im, idx, n->output[1]))
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the Dropout mask output is not supported");
+        if (n->n_input > 2 && n->input[2][0] && !(const_zero(im, n->input[2]) || const_zero(im, n->input[1])))
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "training_mode must be a constant false, or the "
+                                         "ratio a constant 0 (inference)");
         /* A constant stays a host constant (exporters put Identity on
          * shared initializers), so it can still fold or be a weight. */
         value *c = pdnn__onnx_const_input(im, n, 0), *x = c;
