@@ -412,6 +412,9 @@ REFUSED_CASES = {
     "layernorm_mean_output_refused": "the Mean and InvStdDev outputs are not supported",
     "pad_negative_refused": "only non-negative pads are supported",
     "dropout_training_refused": "training_mode must be a constant false",
+    "einsum_repeated_refused": "an index repeated within one term",
+    "einsum_ellipsis_refused": "an ellipsis is not supported",
+    "einsum_one_sided_sum_refused": "an index of one operand alone that the output lacks",
 }
 
 TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
@@ -631,7 +634,7 @@ def zoo_nd_cases():
     values held as N-d tensors (a MatMul's, a Transpose's) read by the
     image ops; ConvNeXt's block (permute to channels-last, LayerNorm,
     Linear, permute back, layer scale, residual); Swin's window partition,
-    position-bias arithmetic and attention Dropout."""
+    position-bias arithmetic and attention Dropout; Einsum (MaxViT)."""
     i64 = lambda name, v: init(name, np.array(v, dtype=np.int64))  # noqa: E731
     mk = helper.make_node
     x = [2, 4, 5, 7]
@@ -659,6 +662,22 @@ def zoo_nd_cases():
     nodes = [mk("Dropout", ["x", "ratio", "train"], ["y"])]
     yield "dropout_training_refused", model(nodes, xs, None, [init("ratio", np.float32(0.5)),
                                                               init("train", np.array(True))]), xs
+    # Einsum (two operands) as a batched MatMul: MaxViT's attention (q k^T
+    # through trans_b, p v), transposes on both sides, merged indices, an
+    # outer product, the implicit output
+    for tag, eq, shape, other in [
+            ("qk", "bhid,bhjd->bhij", [2, 3, 5, 7], None),
+            ("pv_upper", "B G I J, B G J D -> B G I D", [2, 3, 5, 7], [2, 3, 7, 4]),
+            ("transposes", "ijk,kli->lji", [3, 4, 5], [5, 6, 3]),
+            ("merged", "abcd,cde->eba", [2, 3, 4, 5], [4, 5, 6]),
+            ("outer", "ab,c->acb", [3, 5], [4]),
+            ("implicit", "kj,ij", [4, 6], [3, 6])]:
+        ins = ["x", "o"] if other else ["x", "r"]
+        nodes = ([] if other else [mk("Relu", ["x"], ["r"])]) + [mk("Einsum", ins, ["y"], equation=eq)]
+        yield f"einsum_{tag}", model(nodes, shape, None, [init("o", rnd(*other))] if other else [], opset=12), shape
+    for tag, eq in (("repeated", "ii,ij->j"), ("ellipsis", "...ij,...jk->...ik"), ("one_sided_sum", "ij,jk->i")):
+        yield f"einsum_{tag}_refused", model([mk("Einsum", ["x", "o"], ["y"], equation=eq)], [3, 3], None,
+                                             [init("o", rnd(3, 3))], opset=12), [3, 3]
     # a MatMul's N-d rank-4 result into each image op
     for tag, node, inits in [
             ("conv", mk("Conv", ["m", "w"], ["y"], pads=[0, 1, 1, 0]), [init("w", rnd(3, 4, 2, 2))]),

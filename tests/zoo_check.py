@@ -5,9 +5,9 @@ Each family's model (the first of FAMILIES' names that the installed
 torchvision has) gets torch_weights.py's He-normal weights and measured
 BatchNorm statistics, is exported at batch 1, opset 13, and runs on
 /cpu:0 and on the default device, in NCHW and NHWC, each output within
-1e-4 of the largest |y| of ONNX Runtime's. The families in REFUSED need
-tensors of other ranks than 4: polydnn must refuse them at import, saying
-what REFUSED gives there. A family passing
+1e-4 of the largest |y| of ONNX Runtime's. The families in REFUSED (none
+now) polydnn must refuse at import, saying what REFUSED gives there. A
+family passing
 that should refuse, or refusing or failing that should pass, fails the
 check, so this list is kept true.
 
@@ -65,13 +65,10 @@ FAMILIES = {
     "Wide ResNet": ["wide_resnet50_2"],
 }
 # family -> what the import's refusal must say (a regular expression): an
-# operator named among the unsupported ones, or the node that stops it
-# (these need tensors of rank other than 4 and the math ops: the N-d
-# descriptor's work)
-REFUSED = {
-    # Einsum: no importer yet.
-    "MaxViT": r"unsupported operators: .*\bEinsum x\d",
-}
+# operator named among the unsupported ones, or the node that stops it.
+# Every family imports now; a family that regresses to a refusal goes
+# here only with the reason it cannot be fixed.
+REFUSED = {}
 
 
 # Models whose residual branches are scaled down after torch_weights.py's

@@ -8,7 +8,8 @@
  *   onnx_values.c     values, inputs and outputs of a node, attributes
  *   onnx_conv_pool.c  Conv with what it absorbs (fusion), pooling
  *   onnx_ops.c        the other ops, and import_node's dispatch
- *   onnx_move.c       ConvTranspose, data movement, constant folding */
+ *   onnx_move.c       ConvTranspose, data movement, constant folding
+ *   onnx_einsum.c     Einsum (two operands) as a batched MatMul */
 #ifndef POLYDNN_ONNX_INTERNAL_H
 #define POLYDNN_ONNX_INTERNAL_H
 
@@ -152,7 +153,13 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done);
  * Unsqueeze of activations. */
 pdnn_status pdnn__onnx_import_move(importer *im, const Onnx__NodeProto *n);
 
+/* onnx_einsum.c: Einsum of two operands as a batched MatMul */
+pdnn_status pdnn__onnx_import_einsum(importer *im, const Onnx__NodeProto *n);
+
 /* onnx_ops.c */
+/* v's node as a PDNN_ND node of v's ONNX shape (a view, or a transform
+ * from NHWC, of an image; a constant made a node). */
+pdnn_status pdnn__onnx_nd_node(importer *im, const Onnx__NodeProto *n, value *v, int *node);
 /* A reshape of x's activation to rank r (1 to 4) dims. */
 pdnn_status pdnn__onnx_reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims);
 pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);

@@ -10,9 +10,9 @@
 
 #define SUPPORTED_OPS                                                                                  \
     "Abs, Add, AveragePool, BatchNormalization, Cast, Clip, Concat, Constant, ConstantOfShape, Conv, "       \
-    "ConvTranspose, Div, Dropout, Erf, Exp, Expand, Flatten, Gather, Gemm, GlobalAveragePool, "         \
-    "HardSigmoid, HardSwish, Identity, LayerNormalization, LeakyRelu, Log, LogSoftmax, MatMul, "        \
-    "MaxPool, Mul, Neg, Pad, Pow, Range, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, "     \
+    "ConvTranspose, Div, Dropout, Einsum (two operands), Erf, Exp, Expand, Flatten, Gather, Gemm, "          \
+    "GlobalAveragePool, HardSigmoid, HardSwish, Identity, LayerNormalization, LeakyRelu, Log, LogSoftmax, "  \
+    "MatMul, MaxPool, Mul, Neg, Pad, Pow, Range, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, " \
     "Reshape, Relu, Resize, Shape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, Tanh, "          \
     "Transpose, Unsqueeze, Upsample, Where; Equal, Mod, Not and ScatterND of constants"
 
@@ -78,6 +78,11 @@ static pdnn_status nd_node(importer *im, const Onnx__NodeProto *n, value *v, int
     if (st == PDNN_SUCCESS)
         st = pdnn_graph_reshape_nd(im->graph, NULL, im->device, src, v->rank, v->dims, node);
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+}
+
+pdnn_status pdnn__onnx_nd_node(importer *im, const Onnx__NodeProto *n, value *v, int *node)
+{
+    return nd_node(im, n, v, node);
 }
 
 /* a (op) b with N-d operands (a rank past 4, or a value held as ND):
@@ -985,7 +990,7 @@ static const char *const known_ops[] = {
     "Abs", "Pow", "ReduceMin",
     "ConvTranspose", "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice", "Split", "Cast", "ConstantOfShape", "Range",
     "Expand", "Where", "Resize", "Upsample",
-    "Equal", "Mod", "Not", "ScatterND" /* of constants: folded (onnx_move.c) */};
+    "Equal", "Mod", "Not", "ScatterND" /* of constants: folded (onnx_move.c) */, "Einsum"};
 
 static int known_op(const Onnx__NodeProto *n)
 {
@@ -1205,6 +1210,8 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
     }
     if (strcmp(op, "BatchNormalization") == 0)
         return import_batch_norm(im, n);
+    if (strcmp(op, "Einsum") == 0)
+        return pdnn__onnx_import_einsum(im, n);
     if (strcmp(op, "Pad") == 0)
         return pdnn__onnx_import_pad(im, idx, n);
     if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceMax") == 0 || strcmp(op, "ReduceSum") == 0 ||

@@ -94,6 +94,7 @@ static const struct {
     {"end", T_(INT)}, {"split", T_(INTS)}, {"starts", T_(INTS)}, {"ends", T_(INTS)}, {"num_outputs", T_(INT)},
     {"coordinate_transformation_mode", T_(STRING)}, {"nearest_mode", T_(STRING)}, {"scales", T_(FLOATS)},
     {"antialias", T_(INT)}, {"exclude_outside", T_(INT)}, {"perm", T_(INTS)}, {"fmod", T_(INT)}, {"reduction", T_(STRING)},
+    {"equation", T_(STRING)},
 };
 
 /* Where one name means another type in another op: Pad's value (opsets
