@@ -411,6 +411,10 @@ def nd_math_cases():
 REFUSED_CASES = {
     "layernorm_mean_output_refused": "the Mean and InvStdDev outputs are not supported",
     "pad_negative_refused": "only non-negative pads are supported",
+    "dropout_training_refused": "training_mode must be a constant false",
+    "einsum_repeated_refused": "an index repeated within one term",
+    "einsum_ellipsis_refused": "an ellipsis is not supported",
+    "einsum_one_sided_sum_refused": "an index of one operand alone that the output lacks",
 }
 
 TORCHVISION_FAST = ("squeezenet1_1", "mobilenet_v2")
@@ -624,6 +628,81 @@ def move_cases():
                                                              init("cb", rnd(1, 1, 1, 7))]), x
 
 
+def zoo_nd_cases():
+    """What the transformer families of make check-zoo need (issue 42):
+    a Gather of a scalar index drops its axis (ViT's x[:, 0]); rank-4
+    values held as N-d tensors (a MatMul's, a Transpose's) read by the
+    image ops; ConvNeXt's block (permute to channels-last, LayerNorm,
+    Linear, permute back, layer scale, residual); Swin's window partition,
+    position-bias arithmetic and attention Dropout; Einsum (MaxViT)."""
+    i64 = lambda name, v: init(name, np.array(v, dtype=np.int64))  # noqa: E731
+    mk = helper.make_node
+    x = [2, 4, 5, 7]
+    nodes = [mk("Conv", ["x", "dw"], ["c"], group=4, pads=[1, 1, 1, 1]), mk("Transpose", ["c"], ["t"], perm=[0, 2, 3, 1]),
+             mk("LayerNormalization", ["t", "s", "b"], ["ln"], epsilon=1e-6), mk("MatMul", ["ln", "w1"], ["m1"]),
+             mk("Add", ["m1", "b1"], ["a1"]), mk("Relu", ["a1"], ["r"]), mk("MatMul", ["r", "w2"], ["m2"]),
+             mk("Transpose", ["m2"], ["tb"], perm=[0, 3, 1, 2]), mk("Mul", ["tb", "g"], ["ls"]),
+             mk("Add", ["ls", "x"], ["res"]), mk("Conv", ["res", "w"], ["y"], pads=[1, 1, 1, 1])]
+    yield "convnext_block", model(nodes, x, None, [
+        init("dw", rnd(4, 1, 3, 3)), init("s", rnd(4)), init("b", rnd(4)), init("w1", rnd(4, 8)), init("b1", rnd(8)),
+        init("w2", rnd(8, 4)), init("g", rnd(4, 1, 1)), init("w", rnd(3, 4, 3, 3))], opset=17), x
+    # Swin: window partition (a rank-6 Transpose), the relative-position
+    # index (a column plus a row of constants, broadcast), an attention
+    # Dropout with training_mode true, ratio 0 and an unread mask
+    xs = [1, 8, 8, 4]
+    nodes = [mk("Reshape", ["x", "s6"], ["r6"]), mk("Transpose", ["r6"], ["t6"], perm=[0, 1, 3, 2, 4, 5]),
+             mk("Reshape", ["t6", "s3"], ["w"]), mk("MatMul", ["w", "wq"], ["q"]),
+             mk("Add", ["col", "row"], ["idx"]), mk("Cast", ["idx"], ["fi"], to=TensorProto.FLOAT),
+             mk("Mul", ["fi", "k"], ["bias"]), mk("Add", ["q", "bias"], ["a"]),
+             mk("Dropout", ["a", "ratio", "train"], ["y", "mask"])]
+    yield "swin_window_bias_dropout", model(nodes, xs, None, [
+        i64("s6", [1, 2, 4, 2, 4, 4]), i64("s3", [-1, 16, 4]), init("wq", rnd(4, 4)),
+        i64("col", np.arange(16).reshape(16, 1)), i64("row", np.arange(4) * 3), init("k", np.float32(0.01)),
+        init("ratio", np.float32(0.0)), init("train", np.array(True))]), xs
+    nodes = [mk("Dropout", ["x", "ratio", "train"], ["y"])]
+    yield "dropout_training_refused", model(nodes, xs, None, [init("ratio", np.float32(0.5)),
+                                                              init("train", np.array(True))]), xs
+    # Einsum (two operands) as a batched MatMul: MaxViT's attention (q k^T
+    # through trans_b, p v), transposes on both sides, merged indices, an
+    # outer product, the implicit output
+    for tag, eq, shape, other in [
+            ("qk", "bhid,bhjd->bhij", [2, 3, 5, 7], None),
+            ("pv_upper", "B G I J, B G J D -> B G I D", [2, 3, 5, 7], [2, 3, 7, 4]),
+            ("transposes", "ijk,kli->lji", [3, 4, 5], [5, 6, 3]),
+            ("merged", "abcd,cde->eba", [2, 3, 4, 5], [4, 5, 6]),
+            ("outer", "ab,c->acb", [3, 5], [4]),
+            ("implicit", "kj,ij", [4, 6], [3, 6])]:
+        ins = ["x", "o"] if other else ["x", "r"]
+        nodes = ([] if other else [mk("Relu", ["x"], ["r"])]) + [mk("Einsum", ins, ["y"], equation=eq)]
+        yield f"einsum_{tag}", model(nodes, shape, None, [init("o", rnd(*other))] if other else [], opset=12), shape
+    for tag, eq in (("repeated", "ii,ij->j"), ("ellipsis", "...ij,...jk->...ik"), ("one_sided_sum", "ij,jk->i")):
+        yield f"einsum_{tag}_refused", model([mk("Einsum", ["x", "o"], ["y"], equation=eq)], [3, 3], None,
+                                             [init("o", rnd(3, 3))], opset=12), [3, 3]
+    # a MatMul's N-d rank-4 result into each image op
+    for tag, node, inits in [
+            ("conv", mk("Conv", ["m", "w"], ["y"], pads=[0, 1, 1, 0]), [init("w", rnd(3, 4, 2, 2))]),
+            ("convtranspose", mk("ConvTranspose", ["m", "w"], ["y"], strides=[2, 2]), [init("w", rnd(4, 3, 2, 2))]),
+            ("maxpool", mk("MaxPool", ["m"], ["y"], kernel_shape=[2, 3]), []),
+            ("gap", mk("GlobalAveragePool", ["m"], ["y"]), []),
+            ("reducemean_hw", mk("ReduceMean", ["m"], ["y"], axes=[2, 3]), []),
+            ("batchnorm", mk("BatchNormalization", ["m", "s", "b", "mu", "v"], ["y"]),
+             [init("s", rnd(4)), init("b", rnd(4)), init("mu", rnd(4)), init("v", rng.uniform(0.5, 2, 4).astype(np.float32))]),
+            ("pad_hw", mk("Pad", ["m", "p"], ["y"], mode="reflect"), [i64("p", [0, 0, 1, 2, 0, 0, 2, 1])])]:
+        yield f"nd_into_{tag}", model([mk("MatMul", ["x", "wm"], ["m"]), node], x, None,
+                                      [init("wm", rnd(7, 7))] + inits), x
+    x3 = [2, 5, 7]
+    yield "gather_scalar_rank3_gemm", model([mk("Gather", ["x", "i"], ["g"], axis=1), mk("Gemm", ["g", "w"], ["y"])],
+                                            x3, None, [i64("i", 0), init("w", rnd(7, 3))]), x3
+    x = [2, 3, 5, 7]
+    yield "gather_scalar_rank4_matmul", model([mk("Gather", ["x", "i"], ["g"], axis=1),
+                                               mk("MatMul", ["g", "w"], ["y"])], x, None,
+                                              [i64("i", -1), init("w", rnd(7, 4))]), x
+    m = [3, 9]
+    yield "gather_scalar_rank2_negative_axis", model([mk("Gather", ["x", "i"], ["g"], axis=-1),
+                                                      mk("Unsqueeze", ["g", "ax"], ["y"])], m, None,
+                                                     [i64("i", 4), i64("ax", [1])]), m
+
+
 def main():
     tool = sys.argv[1]
     devices = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--device=")] or [None]
@@ -645,7 +724,7 @@ def main():
             # (a quicker loop while working on some; torch exports only for torch*)
             only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
             all_cases = (list(cases()) + list(activation_cases()) + list(binary_cases()) + list(zoo_op_cases())
-                         + list(nd_cases()) + list(nd_math_cases()) + list(move_cases())
+                         + list(nd_cases()) + list(nd_math_cases()) + list(move_cases()) + list(zoo_nd_cases())
                          + (list(torch_cases(tmp)) if not only or any(o.startswith("torch") for o in only) else []))
         if os.environ.get("PDNN_ONNX_CASES"):  # a prefix: run only those (while working on them)
             all_cases = [c for c in all_cases if c[0].startswith(os.environ["PDNN_ONNX_CASES"])]
@@ -705,6 +784,17 @@ def main():
                     pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
                     if pr.returncode != 0 or "| Sqrt |" in pr.stdout or "| LayerNormalization |" not in pr.stdout:
                         print(f"FAIL {tag}: the LayerNorm pattern was not fused\n{pr.stdout}{pr.stderr}")
+                        failed += 1
+                # ConvNeXt's block: the permutes to channels-last and back
+                # are views where the layout allows (NHWC: none copies, only
+                # the model's input and output are transformed), and no
+                # layout transform runs in NCHW.
+                if name == "convnext_block":
+                    pr = subprocess.run(cmd + ["--profile"], capture_output=True, text=True)
+                    rows = [ln.split("|")[2].strip() for ln in pr.stdout.splitlines() if ln.count("|") == 11]
+                    want = {"Transpose": 2, "TransposeNd": 0} if "NHWC" in extra else {"Transpose": 0, "TransposeNd": 2}
+                    if pr.returncode != 0 or any(rows.count(op) != k for op, k in want.items()):
+                        print(f"FAIL {tag}: the profile's transposes are not {want}\n{pr.stdout}{pr.stderr}")
                         failed += 1
                 # torch's GELU must become one Gelu node (no Erf left).
                 if name.startswith("gelu") and not extra:

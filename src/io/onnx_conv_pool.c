@@ -84,9 +84,9 @@ static int has_valid_ints(const Onnx__NodeProto *n, const char *name, int64_t lo
 
 pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodeProto *n)
 {
-    value *x, *w = pdnn__onnx_const_input(im, n, 1), *b = pdnn__onnx_const_input(im, n, 2);
+    value *x, *w = pdnn__onnx_const_input(im, n, 1), *b = pdnn__onnx_const_input(im, n, 2), xi;
     pdnn_status st;
-    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
+    if (!(x = pdnn__onnx_image_input(im, n, 0, &xi, &st)))
         return st;
     if (x->rank != 4)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
@@ -298,7 +298,8 @@ static pdnn_status import_pool_of(importer *im, const Onnx__NodeProto *n, const 
 pdnn_status pdnn__onnx_import_pool(importer *im, const Onnx__NodeProto *n, int max, int global)
 {
     pdnn_status st;
-    const value *x = pdnn__onnx_act_input(im, n, 0, &st);
+    value xi;
+    const value *x = pdnn__onnx_image_input(im, n, 0, &xi, &st);
     return x ? import_pool_of(im, n, x, max, global, NULL) : st;
 }
 
@@ -342,6 +343,9 @@ pdnn_status pdnn__onnx_import_reduce(importer *im, const Onnx__NodeProto *n, con
         mask = (1u << x->rank) - 1; /* every axis */
     if (x->rank != 4 || mask != 0xcu || kind[1] == 'i') /* not pooling's: the N-d op */
         return pdnn__onnx_import_reduce_nd(im, n, x, mask, attr_int(n, "keepdims", 1) != 0, kind);
+    value xi;
+    if (!(x = pdnn__onnx_image_input(im, n, 0, &xi, &st)))
+        return st;
     if (x->dims[2] > INT_MAX || x->dims[3] > INT_MAX)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the image is too large");
     const int keep = attr_int(n, "keepdims", 1) != 0;
@@ -414,6 +418,9 @@ pdnn_status pdnn__onnx_import_pad(importer *im, size_t idx, const Onnx__NodeProt
                       ? pdnn__onnx_sole_reader(im, idx + 1, n->output[0])
                       : -1;
     const Onnx__NodeProto *m = r >= 0 ? im->g->node[r] : NULL;
+    value xi;
+    if (!nc && !(x = pdnn__onnx_image_input(im, n, 0, &xi, &st))) /* pooling's and pdnn_graph_pad's H and W */
+        return st;
     char ap[32];
     int64_t own[4] = {0, 0, 0, 0};
     if (m && m->op_type && strcmp(m->op_type, "AveragePool") == 0 && m->n_input == 1 &&

@@ -8,7 +8,8 @@
  *   onnx_values.c     values, inputs and outputs of a node, attributes
  *   onnx_conv_pool.c  Conv with what it absorbs (fusion), pooling
  *   onnx_ops.c        the other ops, and import_node's dispatch
- *   onnx_move.c       ConvTranspose, data movement, constant folding */
+ *   onnx_move.c       ConvTranspose, data movement, constant folding
+ *   onnx_einsum.c     Einsum (two operands) as a batched MatMul */
 #ifndef POLYDNN_ONNX_INTERNAL_H
 #define POLYDNN_ONNX_INTERNAL_H
 
@@ -106,6 +107,11 @@ pdnn_status pdnn__onnx_check_name(const Onnx__NodeProto *n, const char *name);
 pdnn_status pdnn__onnx_check_node(const Onnx__NodeProto *n);
 value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pdnn_status *st);
 value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i);
+/* pdnn__onnx_act_input for the image ops (Conv, pooling, BatchNormalization,
+ * Pad of H and W), which take NCHW or NHWC activations: a rank-4 value
+ * held as ND comes back as *tmp, a copy of it whose node is its view in
+ * the importer's layout (the value itself keeps its ND node). */
+value *pdnn__onnx_image_input(importer *im, const Onnx__NodeProto *n, size_t i, value *tmp, pdnn_status *st);
 pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank);
 void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst);
 /* The descriptor a value of v's rank and dims has as a node (NCHW or ND). */
@@ -147,7 +153,13 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done);
  * Unsqueeze of activations. */
 pdnn_status pdnn__onnx_import_move(importer *im, const Onnx__NodeProto *n);
 
+/* onnx_einsum.c: Einsum of two operands as a batched MatMul */
+pdnn_status pdnn__onnx_import_einsum(importer *im, const Onnx__NodeProto *n);
+
 /* onnx_ops.c */
+/* v's node as a PDNN_ND node of v's ONNX shape (a view, or a transform
+ * from NHWC, of an image; a constant made a node). */
+pdnn_status pdnn__onnx_nd_node(importer *im, const Onnx__NodeProto *n, value *v, int *node);
 /* A reshape of x's activation to rank r (1 to 4) dims. */
 pdnn_status pdnn__onnx_reshape_to(importer *im, const Onnx__NodeProto *n, value *x, int r, const int64_t *dims);
 pdnn_status pdnn__onnx_clip_bounds(importer *im, const Onnx__NodeProto *n, int report, float *lo, float *hi);

@@ -18,9 +18,9 @@
 
 pdnn_status pdnn__onnx_import_conv_transpose(importer *im, const Onnx__NodeProto *n)
 {
-    value *x, *w = pdnn__onnx_const_input(im, n, 1), *b = pdnn__onnx_const_input(im, n, 2);
+    value *x, *w = pdnn__onnx_const_input(im, n, 1), *b = pdnn__onnx_const_input(im, n, 2), xi;
     pdnn_status st;
-    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
+    if (!(x = pdnn__onnx_image_input(im, n, 0, &xi, &st)))
         return st;
     if (x->rank != 4)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "only 2-D transposed convolution of a rank-4 input "
@@ -263,28 +263,52 @@ static pdnn_status fold_gather(importer *im, const Onnx__NodeProto *n, const val
     return s;
 }
 
-/* Elementwise Add, Sub, Mul, Div of two constants of one type, one of
- * them a scalar or both of one count (shape arithmetic). */
+/* Broadcast strides of v's elements over dims d of rank r (numpy's
+ * rules: v's dims aligned at the end, each 1 or d's); 0 if they do not
+ * broadcast so. */
+static int bcast_strides(const value *v, int r, const int64_t *d, int64_t *st)
+{
+    int64_t own[8];
+    row_strides(v->rank, v->dims, own);
+    for (int k = 0; k < r; k++) {
+        const int vk = k - (r - v->rank);
+        const int64_t dv = vk >= 0 ? v->dims[vk] : 1;
+        if (dv != 1 && dv != d[k])
+            return 0;
+        st[k] = dv == 1 ? 0 : own[vk];
+    }
+    return 1;
+}
+
+/* Elementwise Add, Sub, Mul, Div, Mod of two constants of one type, with
+ * numpy's broadcasting (shape arithmetic; Swin's relative-position
+ * indices: a column plus a row). */
 static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const value *a, const value *b, char op)
 {
-    /* One shape, or a single element of no higher rank than the other's:
-     * the broadcasts that keep the larger operand's shape. */
-    const int same = a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims) == 0;
-    const value *big = a->count == 1 && a->rank <= b->rank ? b : a, *small = big == a ? b : a;
-    if (!a->i64 != !b->i64 || !(same || (small->count == 1 && small->rank <= big->rank)))
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constants of two types or shapes that need more than "
-                                     "a scalar's broadcast");
-    const int64_t c = big->count;
-    int64_t *i = a->i64 ? malloc((size_t)(c ? c : 1) * sizeof *i) : NULL;
-    float *f = a->i64 ? NULL : malloc((size_t)(c ? c : 1) * sizeof *f);
-    if (!i && !f)
+    const int r = a->rank > b->rank ? a->rank : b->rank;
+    int64_t d[8], sa[8], sb[8];
+    for (int k = 0; k < r; k++) {
+        const int ak = k - (r - a->rank), bk = k - (r - b->rank);
+        const int64_t da = ak >= 0 ? a->dims[ak] : 1, db = bk >= 0 ? b->dims[bk] : 1;
+        d[k] = da == 1 ? db : da;
+    }
+    if (!a->i64 != !b->i64 || !bcast_strides(a, r, d, sa) || !bcast_strides(b, r, d, sb))
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constants of two types, or of shapes that do not "
+                                     "broadcast");
+    int64_t c = 0, cb = 0;
+    int64_t *oa = offsets(r, d, sa, &c), *ob = offsets(r, d, sb, &cb);
+    int64_t *i = a->i64 && oa && ob ? malloc((size_t)(c ? c : 1) * sizeof *i) : NULL;
+    float *f = !a->i64 && oa && ob ? malloc((size_t)(c ? c : 1) * sizeof *f) : NULL;
+    if (!i && !f) {
+        free(oa), free(ob);
         return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
+    }
     for (int64_t j = 0; j < c; j++) {
-        const int64_t ja = a->count == 1 ? 0 : j, jb = b->count == 1 ? 0 : j;
+        const int64_t ja = oa[j], jb = ob[j];
         if (i) {
             const int64_t x = a->i64[ja], y = b->i64[jb];
             if ((op == '/' || op == '%') && y == 0) {
-                free(i);
+                free(i), free(oa), free(ob);
                 return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "an integer division by 0");
             }
             /* ONNX's integer Div truncates, as C's does; its Mod (fmod 0)
@@ -297,7 +321,8 @@ static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const valu
             f[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y : fmodf(x, y);
         }
     }
-    return add_const(im, n->output[0], big->rank, big->dims, i, f);
+    free(oa), free(ob);
+    return add_const(im, n->output[0], r, d, i, f);
 }
 
 /* The dims (*r of them) of Squeeze or Unsqueeze node n of x: axes from
@@ -764,18 +789,34 @@ static pdnn_status import_gather(importer *im, const Onnx__NodeProto *n, value *
 {
     const value *ix = cin(im, n, 1);
     if (!ix || !ix->i64 || ix->rank > 1)
-        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n,
-                                     "the indices must be a constant int64 vector (a scalar index drops a rank, "
-                                     "which needs values of any rank)");
+        return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the indices must be a constant int64 scalar or vector");
     if (ix->count > PDNN__MOVE_ARGS)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "%lld indices (at most %d)", (long long)ix->count,
                                      PDNN__MOVE_ARGS);
+    /* ONNX's axis counts the value's rank (a rank-2 value's node has 4 dims) */
+    int64_t axis = attr_int(n, "axis", 0);
+    if (axis < -x->rank || axis >= x->rank)
+        return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "axis %lld is outside [-%d, %d)", (long long)axis,
+                                     x->rank, x->rank);
+    axis += axis < 0 ? x->rank : 0;
     pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
     int y = -1;
+    /* A scalar index drops the axis (rank r - 1 + 0): the gather of one,
+     * then a reshape without it (x[:, 0], ViT's class token). */
+    char tmp[sizeof(((pdnn__node *)0)->name)];
+    snprintf(tmp, sizeof tmp, "%.100s/gather", n->output[0]);
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_gather(im->graph, n->output[0], im->device, x->node, (int)attr_int(n, "axis", 0), ix->i64,
+        st = pdnn_graph_gather(im->graph, ix->rank ? n->output[0] : tmp, im->device, x->node, (int)axis, ix->i64,
                                (int)ix->count, &y);
-    return set_out(im, n, n->output[0], st, y, x->rank);
+    if (st != PDNN_SUCCESS || ix->rank)
+        return set_out(im, n, n->output[0], st, y, x->rank);
+    value one = *x;
+    one.node = y;
+    int64_t d[PDNN_MAX_RANK];
+    for (int k = 0, j = 0; k < x->rank; k++)
+        if (k != axis)
+            d[j++] = x->dims[k];
+    return pdnn__onnx_reshape_to(im, n, &one, x->rank - 1, d);
 }
 
 static pdnn_status import_expand(importer *im, const Onnx__NodeProto *n, value *x)

@@ -10,9 +10,9 @@
 
 #define SUPPORTED_OPS                                                                                  \
     "Abs, Add, AveragePool, BatchNormalization, Cast, Clip, Concat, Constant, ConstantOfShape, Conv, "       \
-    "ConvTranspose, Div, Dropout, Erf, Exp, Expand, Flatten, Gather, Gemm, GlobalAveragePool, "         \
-    "HardSigmoid, HardSwish, Identity, LayerNormalization, LeakyRelu, Log, LogSoftmax, MatMul, "        \
-    "MaxPool, Mul, Neg, Pad, Pow, Range, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, "     \
+    "ConvTranspose, Div, Dropout, Einsum (two operands), Erf, Exp, Expand, Flatten, Gather, Gemm, "          \
+    "GlobalAveragePool, HardSigmoid, HardSwish, Identity, LayerNormalization, LeakyRelu, Log, LogSoftmax, "  \
+    "MatMul, MaxPool, Mul, Neg, Pad, Pow, Range, Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, " \
     "Reshape, Relu, Resize, Shape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, Tanh, "          \
     "Transpose, Unsqueeze, Upsample, Where; Equal, Mod, Not and ScatterND of constants"
 
@@ -80,6 +80,11 @@ static pdnn_status nd_node(importer *im, const Onnx__NodeProto *n, value *v, int
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
 
+pdnn_status pdnn__onnx_nd_node(importer *im, const Onnx__NodeProto *n, value *v, int *node)
+{
+    return nd_node(im, n, v, node);
+}
+
 /* a (op) b with N-d operands (a rank past 4, or a value held as ND):
  * both as ND nodes, numpy's broadcasting in pdnn_graph_binary. */
 static pdnn_status import_binary_nd(importer *im, const Onnx__NodeProto *n, value *const v[2], pdnn_binary_op op)
@@ -97,13 +102,15 @@ static pdnn_status import_binary_nd(importer *im, const Onnx__NodeProto *n, valu
     return finish(im, n, st, y, v[0]->rank > v[1]->rank ? v[0]->rank : v[1]->rank);
 }
 
-/* Whether v is held as an ND node (or would be, as a constant). */
-static int held_nd(const importer *im, const value *v)
+/* Whether v, an operand of a rank-r op, is held as an ND node (or would
+ * be, as a constant: one of lower rank is laid out at r, a layer scale
+ * {C, 1, 1} like the image it multiplies). */
+static int held_nd(const importer *im, const value *v, int r)
 {
     pdnn_tensor_desc d;
     if (v->node >= 0 && pdnn_graph_node_desc(im->graph, v->node, &d) == PDNN_SUCCESS)
         return d.layout == PDNN_ND;
-    return v->rank != 2 && v->rank != 4 && v->rank > 1;
+    return r != 2 && r != 4 && r > 1;
 }
 
 /* a (op) b for Add, Mul, Sub and Div beyond their fast paths, with ONNX's
@@ -121,7 +128,7 @@ static pdnn_status import_binary(importer *im, const Onnx__NodeProto *n, pdnn_bi
     if (v[0]->node < 0 && v[1]->node < 0)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "both inputs are constants (not folded at import)");
     const int r = v[0]->rank > v[1]->rank ? v[0]->rank : v[1]->rank;
-    if (r > 4 || held_nd(im, v[0]) || held_nd(im, v[1]))
+    if (r > 4 || held_nd(im, v[0], r) || held_nd(im, v[1], r))
         return import_binary_nd(im, n, v, op);
     pdnn_tensor_desc ad;
     const value *act = v[0]->node >= 0 ? v[0] : v[1];
@@ -858,9 +865,38 @@ static pdnn_status layer_norm_fusion(importer *im, size_t idx, const Onnx__NodeP
     return layer_norm_node(im, n, x, axis, eps, scale, bias, g[last]->output[0]);
 }
 
+/* Transpose n (perm (0, 3, 1, 2)) of x, whose dims {N, H, W, C} are in
+ * row-major order, as an image {N, C, H, W} in the importer's layout, so
+ * the image ops after it take it as it is: NHWC holds those bytes already
+ * (a reshape, which shares them); NCHW needs the transpose, then a
+ * reshape. */
+static pdnn_status to_image(importer *im, const Onnx__NodeProto *n, const value *x, const pdnn_tensor_desc *xd,
+                            const int *perm)
+{
+    pdnn__node proto;
+    memset(&proto, 0, sizeof proto);
+    proto.op = PDNN__OP_RESHAPE;
+    proto.out = *xd;
+    proto.out.layout = im->layout;
+    proto.out.rank = 4;
+    for (int k = 0; k < 4; k++)
+        proto.out.dims[k] = x->dims[perm[k]];
+    if (im->device)
+        snprintf(proto.device, sizeof proto.device, "%s", im->device);
+    char tmp[sizeof proto.name];
+    snprintf(tmp, sizeof tmp, "%.100s/nd", n->output[0]);
+    int src = x->node, y = -1;
+    pdnn_status st = PDNN_SUCCESS;
+    if (im->layout != PDNN_NHWC)
+        st = pdnn_graph_transpose(im->graph, tmp, im->device, src, perm, &src);
+    if (st == PDNN_SUCCESS)
+        st = pdnn__graph_add(im->graph, n->output[0], &proto, &src, 1, &y);
+    return nd_output(im, n, st, y, n->output[0], 4);
+}
+
 static pdnn_status import_transpose(importer *im, const Onnx__NodeProto *n, const value *x)
 {
-    int perm[4] = {0, 1, 2, 3};
+    int perm[PDNN_MAX_RANK] = {0, 1, 2, 3, 4, 5, 6, 7};
     const Onnx__AttributeProto *a = attr(n, "perm");
     if (a && a->n_ints != (size_t)x->rank)
         return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "perm has %zu entries for a rank-%d input",
@@ -876,6 +912,19 @@ static pdnn_status import_transpose(importer *im, const Onnx__NodeProto *n, cons
     if (st != PDNN_SUCCESS)
         return st;
     int y = -1;
+    pdnn_tensor_desc xd;
+    if ((st = pdnn_graph_node_desc(im->graph, x->node, &xd)) != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
+    const int to_last = x->rank == 4 && perm[1] == 2 && perm[2] == 3 && perm[3] == 1 && perm[0] == 0;
+    const int to_first = x->rank == 4 && perm[1] == 3 && perm[2] == 1 && perm[3] == 2 && perm[0] == 0;
+    const int rowmajor = xd.layout == PDNN_ND || xd.layout == PDNN_NCHW;
+    if (to_last && xd.layout == PDNN_NHWC) { /* torch's permute(0, 2, 3, 1) of an NHWC image: its bytes as ND */
+        const int64_t d[4] = {x->dims[0], x->dims[2], x->dims[3], x->dims[1]};
+        st = pdnn_graph_reshape_nd(im->graph, n->output[0], im->device, x->node, 4, d, &y);
+        return nd_output(im, n, st, y, n->output[0], 4);
+    }
+    if (to_first && rowmajor) /* permute(0, 3, 1, 2): back to an image (ConvNeXt, Swin), held as one */
+        return to_image(im, n, x, &xd, perm);
     st = pdnn_graph_transpose(im->graph, n->output[0], im->device, x->node, perm, &y);
     return nd_output(im, n, st, y, n->output[0], x->rank);
 }
@@ -941,7 +990,7 @@ static const char *const known_ops[] = {
     "Abs", "Pow", "ReduceMin",
     "ConvTranspose", "Shape", "Gather", "Unsqueeze", "Squeeze", "Slice", "Split", "Cast", "ConstantOfShape", "Range",
     "Expand", "Where", "Resize", "Upsample",
-    "Equal", "Mod", "Not", "ScatterND" /* of constants: folded (onnx_move.c) */};
+    "Equal", "Mod", "Not", "ScatterND" /* of constants: folded (onnx_move.c) */, "Einsum"};
 
 static int known_op(const Onnx__NodeProto *n)
 {
@@ -1003,7 +1052,8 @@ static pdnn_status import_batch_norm(importer *im, const Onnx__NodeProto *n)
         return pdnn__onnx_train_batch_norm(im, n);
     if (n->n_input != 5)
         return pdnn__onnx_node_error(PDNN_ERR_CORRUPT, n, "BatchNormalization takes 5 inputs, %zu given", n->n_input);
-    if (!(x = pdnn__onnx_act_input(im, n, 0, &st)))
+    value xi;
+    if (!(x = pdnn__onnx_image_input(im, n, 0, &xi, &st)))
         return st;
     if (attr_int(n, "training_mode", 0) != 0)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "training_mode 1 is not supported (inference only)");
@@ -1029,6 +1079,26 @@ static pdnn_status import_batch_norm(importer *im, const Onnx__NodeProto *n)
     int y = -1;
     st = pdnn_graph_batch_norm(im->graph, n->output[0], im->device, x->node, p, attr_float(n, "epsilon", 1e-5f), &y);
     return finish(im, n, st, y, x->rank);
+}
+
+/* Whether value name is a constant scalar 0 (false). */
+static int const_zero(importer *im, const char *name)
+{
+    const value *v = pdnn__onnx_find_value(im, name);
+    return v && v->node < 0 && v->count == 1 && (v->i64 ? v->i64[0] == 0 : v->data && v->data[0] == 0.0f);
+}
+
+/* Whether no node after idx reads value name, nor is it a graph output. */
+static int unread(const importer *im, size_t idx, const char *name)
+{
+    for (size_t i = 0; i < im->g->n_output; i++)
+        if (im->g->output[i]->name && strcmp(im->g->output[i]->name, name) == 0)
+            return 0;
+    for (size_t i = idx + 1; i < im->g->n_node; i++)
+        for (size_t j = 0; j < im->g->node[i]->n_input; j++)
+            if (strcmp(im->g->node[i]->input[j], name) == 0)
+                return 0;
+    return 1;
 }
 
 pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
@@ -1112,9 +1182,15 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
     if (strcmp(op, "Dropout") == 0 && im->train)
         return pdnn__onnx_train_dropout(im, n);
     if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0) {
-        /* Inference: the output is the input; a Dropout mask is refused. */
-        if (n->n_output > 1 && n->output[1][0])
+        /* Inference: the output is the input; a Dropout mask that anything
+         * reads is refused (torch's export names one that nothing reads:
+         * Swin), and so is a training_mode not known to be false unless
+         * the ratio is a constant 0 (Swin's attention: true, ratio 0). */
+        if (n->n_output > 1 && n->output[1][0] && !unread(im, idx, n->output[1]))
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the Dropout mask output is not supported");
+        if (n->n_input > 2 && n->input[2][0] && !(const_zero(im, n->input[2]) || const_zero(im, n->input[1])))
+            return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "training_mode must be a constant false, or the "
+                                         "ratio a constant 0 (inference)");
         /* A constant stays a host constant (exporters put Identity on
          * shared initializers), so it can still fold or be a weight. */
         value *c = pdnn__onnx_const_input(im, n, 0), *x = c;
@@ -1134,6 +1210,8 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
     }
     if (strcmp(op, "BatchNormalization") == 0)
         return import_batch_norm(im, n);
+    if (strcmp(op, "Einsum") == 0)
+        return pdnn__onnx_import_einsum(im, n);
     if (strcmp(op, "Pad") == 0)
         return pdnn__onnx_import_pad(im, idx, n);
     if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceMax") == 0 || strcmp(op, "ReduceSum") == 0 ||

@@ -94,6 +94,7 @@ static const struct {
     {"end", T_(INT)}, {"split", T_(INTS)}, {"starts", T_(INTS)}, {"ends", T_(INTS)}, {"num_outputs", T_(INT)},
     {"coordinate_transformation_mode", T_(STRING)}, {"nearest_mode", T_(STRING)}, {"scales", T_(FLOATS)},
     {"antialias", T_(INT)}, {"exclude_outside", T_(INT)}, {"perm", T_(INTS)}, {"fmod", T_(INT)}, {"reduction", T_(STRING)},
+    {"equation", T_(STRING)},
 };
 
 /* Where one name means another type in another op: Pad's value (opsets
@@ -227,6 +228,28 @@ value *pdnn__onnx_act_input(importer *im, const Onnx__NodeProto *n, size_t i, pd
             return NULL;
     }
     return v;
+}
+
+value *pdnn__onnx_image_input(importer *im, const Onnx__NodeProto *n, size_t i, value *tmp, pdnn_status *st)
+{
+    value *v = pdnn__onnx_act_input(im, n, i, st);
+    pdnn_tensor_desc d;
+    if (!v || v->rank != 4 || (*st = pdnn_graph_node_desc(im->graph, v->node, &d)) != PDNN_SUCCESS ||
+        d.layout != PDNN_ND)
+        return *st == PDNN_SUCCESS ? v : NULL;
+    /* ND {N, C, H, W} is NCHW's row-major order: a reshape (the session
+     * shares the bytes), then NHWC's order where the activations are so. */
+    int y = -1;
+    *st = pdnn_graph_reshape(im->graph, NULL, im->device, v->node, v->dims, &y);
+    if (*st == PDNN_SUCCESS && im->layout == PDNN_NHWC)
+        *st = pdnn_graph_transform(im->graph, NULL, im->device, y, PDNN_NHWC, &y);
+    if (*st != PDNN_SUCCESS) {
+        *st = pdnn__onnx_node_error(*st, n, "%s", pdnn_last_error());
+        return NULL;
+    }
+    *tmp = *v;
+    tmp->node = y;
+    return tmp;
 }
 
 value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i)
