@@ -4,6 +4,7 @@
  * algorithm's configuration. */
 #include "ops/dispatch_internal.h"
 #include "ops/tuning.h"
+#include "core/half.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,6 +45,15 @@ static void plan_with(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_c
     plan->config = -1;
     plan->rank = algo->rank;
     plan->verdict_only = verdict_only;
+    /* The one place an algorithm's dtypes are checked: nothing runs in a
+     * dtype it has no path for. */
+    int native;
+    if (!pdnn__algo_takes_dtype(dev->backend, algo, call, &native)) {
+        pdnn__plan_refuse(plan, "%s: the %s backend's '%s' algorithm has no %s path (it takes float32%s)",
+                          pdnn__op_name(call->op), dev->backend->name, algo->name, pdnn__dtype_name(call->dtype),
+                          algo->dtypes & PDNN__DTYPE_BIT(PDNN_FLOAT16) ? ", float16" : "");
+        return;
+    }
     algo->plan(dev->handle, call, plan);
 }
 

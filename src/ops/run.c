@@ -133,7 +133,10 @@ static pdnn_status run_ws(pdnn_device *dev, const pdnn__algo *a, const pdnn__pla
     memset(rep, 0, sizeof *rep);
     rep->config = plan->config;
     snprintf(rep->config_name, sizeof rep->config_name, "%s", plan->config_name);
-    pdnn_status st = a->run(dev->handle, call, plan, ws, rep);
+    int native = 1;
+    pdnn__algo_takes_dtype(dev->backend, a, call, &native); /* plan checked that it does */
+    pdnn_status st = native ? a->run(dev->handle, call, plan, ws, rep)
+                            : dev->backend->run_reduced(dev->handle, a, call, plan, ws, rep);
     if (plan->workspace > 0)
         pdnn__bfc_free(dev->alloc, block.handle);
     return st;
