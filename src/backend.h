@@ -482,9 +482,9 @@ typedef struct pdnn__run_report {
 } pdnn__run_report;
 
 /* How far an algorithm's output may be from the exact result: a fraction
- * of the output's scale, per dtype (indexed by pdnn_dtype; float32 is the
- * only one an op computes today, float16 and bfloat16 get theirs when one
- * does). Each entry of a registry sets its own (pdnn__algo.tol):
+ * of the output's scale, per dtype (indexed by pdnn_dtype; float16 and
+ * bfloat16 against the host reference's reduced result, see
+ * PDNN__TOL_REDUCED). Each entry of a registry sets its own (pdnn__algo.tol):
  *   0                 PDNN__TOL_DEFAULT, 1e-5: a plain sum per output, in
  *                     any order and blocking (direct, tiled, GEMMs,
  *                     depthwise, reductions, elementwise), stays below
@@ -532,6 +532,16 @@ typedef struct pdnn__tolerance {
 /* Initialisers of pdnn__algo.tol: float32's bound; the other dtypes'
  * stay 0 (the default) until an op computes them. */
 #define PDNN__TOL_F32(t) {.of = {[PDNN_FLOAT32] = (t)}}
+/* An algorithm that computes float16 and bfloat16 in float32 from the
+ * widened inputs and rounds each output once (the host reference's
+ * contract, docs/precision.md) differs from the reference by its float32
+ * bound before the rounding, which can move a result across a rounding
+ * boundary: one unit in the last place of the dtype, relative (2^-10 for
+ * float16's 10 fraction bits, 2^-7 for bfloat16's 7); a defect is off by
+ * far more. float32's bound t. */
+#define PDNN__TOL_F16 0x1p-10
+#define PDNN__TOL_BF16 0x1p-7
+#define PDNN__TOL_REDUCED(t) {.of = {[PDNN_FLOAT32] = (t), [PDNN_FLOAT16] = PDNN__TOL_F16, [PDNN_BFLOAT16] = PDNN__TOL_BF16}}
 
 typedef struct pdnn__algo {
     pdnn__op op;
