@@ -595,11 +595,16 @@ static inline int pdnn__gpu_class_passed_over(const pdnn__algo *a, const pdnn__p
     return a->gpu_class && p->auto_skip;
 }
 
-/* a's bound for dtype: 0 for exact, PDNN__TOL_DEFAULT where unset. */
+/* a's bound for dtype: 0 for exact; where unset, PDNN__TOL_DEFAULT for
+ * float32 and one unit in the last place for float16 and bfloat16 (see
+ * PDNN__TOL_REDUCED). */
 static inline double pdnn__algo_tol(const pdnn__algo *a, pdnn_dtype dtype)
 {
     const double t = (unsigned)dtype < PDNN__TOL_DTYPES ? a->tol.of[dtype] : 0.0;
-    return t < 0.0 ? 0.0 : t > 0.0 ? t : PDNN__TOL_DEFAULT;
+    const double unset = dtype == PDNN_FLOAT16    ? PDNN__TOL_F16
+                         : dtype == PDNN_BFLOAT16 ? PDNN__TOL_BF16
+                                                  : PDNN__TOL_DEFAULT;
+    return t < 0.0 ? 0.0 : t > 0.0 ? t : unset;
 }
 
 typedef struct pdnn__backend pdnn__backend;
