@@ -6,6 +6,7 @@
  * dtype, never a wrong result; mixed dtypes and int32 refused. */
 #include "core/half.h"
 #include "helpers.h"
+#include "polydnn_dlpack.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -391,5 +392,42 @@ Test(precision, mixed_and_integer_dtypes_are_refused)
     pdnn_tensor *ts[] = {h, b, f, i};
     for (int k = 0; k < 4; k++)
         pdnn_tensor_release(ts[k]);
+    pdnn_context_destroy(ctx);
+}
+
+/* DLPack: float16 {kDLFloat, 16} and bfloat16 {kDLBfloat, 16}, exported
+ * and imported back zero-copy (torch's side: tests/test_precision.py). */
+Test(precision, dlpack_carries_float16_and_bfloat16)
+{
+    pdnn_context *ctx = th_context();
+    pdnn_device *host = NULL;
+    pdnn_device_get(ctx, 0, &host);
+    const pdnn_tensor_desc d = ND3(2, 3, 5);
+    float v[30];
+    th_fill(v, 30, 5);
+    for (int r = 0; r < 2; r++) {
+        const pdnn_dtype t = reduced[r];
+        pdnn_tensor *x = make(host, d, t, v);
+        DLManagedTensor *m = NULL;
+        cr_assert_eq(pdnn_tensor_to_dlpack(x, &m), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(m->dl_tensor.dtype.code, t == PDNN_FLOAT16 ? kDLFloat : kDLBfloat);
+        cr_assert_eq(m->dl_tensor.dtype.bits, 16);
+        cr_assert_eq(m->dl_tensor.ndim, 3);
+        const uint16_t *raw = m->dl_tensor.data;
+        for (int i = 0; i < 30; i++)
+            cr_assert_eq(raw[i], t == PDNN_FLOAT16 ? pdnn__f32_to_f16(v[i]) : pdnn__f32_to_bf16(v[i]));
+        pdnn_tensor *back = NULL;
+        cr_assert_eq(pdnn_tensor_from_dlpack(ctx, m, PDNN_DLPACK_ACTIVATION, &back), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        pdnn_tensor_desc bd;
+        pdnn_tensor_get_desc(back, &bd);
+        cr_assert_eq(bd.dtype, t);
+        float *w = fetch(back), *want = fetch(x);
+        cr_assert(memcmp(w, want, sizeof v) == 0);
+        free(w);
+        free(want);
+        pdnn_tensor_release(back);
+        pdnn_tensor_release(x);
+    }
     pdnn_context_destroy(ctx);
 }

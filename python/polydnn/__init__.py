@@ -46,6 +46,7 @@ __all__ = [
     "relu_backward", "softmax_cross_entropy", "optimizer_update", "SGD", "Adam",
     "load_onnx", "OnnxModel", "TrainableOnnxModel", "AdamW",
 ]
+__all__ += ["cast"]  # float16 and bfloat16 (docs/precision.md)
 
 # ---- the library -----------------------------------------------------------
 
@@ -243,6 +244,7 @@ _add = _fn("pdnn_add", _c_int, _vp, _vp, _vp)
 _add_n = _fn("pdnn_add_n", _c_int, _P(_vp), _c_int, _vp)
 _bias_add = _fn("pdnn_bias_add", _c_int, _vp, _vp, _vp)
 _relu = _fn("pdnn_relu", _c_int, _vp, _vp)
+_cast = _fn("pdnn_cast", _c_int, _vp, _vp)
 _activation = _fn("pdnn_activation_forward", _c_int, _vp, _c_int, ctypes.c_float, ctypes.c_float, _vp)
 _concat = _fn("pdnn_concat", _c_int, _P(_vp), _c_int, _c_int, _vp)
 _transform = _fn("pdnn_transform", _c_int, _vp, _vp)
@@ -371,7 +373,9 @@ _ND = 6
 _MAX_RANK = 8
 _LAYOUT_ND = _ND
 _FLOAT32, _INT32 = 0, 3
-_DTYPE_NAMES = {_FLOAT32: "float32", _INT32: "int32"}
+_FLOAT16, _BFLOAT16 = 1, 2
+_DTYPE_NAMES = {_FLOAT32: "float32", _FLOAT16: "float16", _BFLOAT16: "bfloat16", _INT32: "int32"}
+_DTYPE_SIZE = {_FLOAT32: 4, _FLOAT16: 2, _BFLOAT16: 2, _INT32: 4}
 _KDLCPU = 1
 _KDLOPENCL = 4
 
@@ -704,7 +708,7 @@ class Tensor:
 
     @property
     def dtype(self):
-        """'float32' or 'int32'."""
+        """'float32', 'float16', 'bfloat16' or 'int32'."""
         d = self._desc().dtype
         return _DTYPE_NAMES.get(d, "dtype %d" % d)
 
@@ -714,8 +718,9 @@ class Tensor:
 
     @property
     def nbytes(self):
-        n = 4
-        for s in self._desc().dims:  # canonical: the dims past the rank are 1
+        d = self._desc()
+        n = _DTYPE_SIZE.get(d.dtype, 4)
+        for s in d.dims:  # canonical: the dims past the rank are 1
             n *= s
         return n
 
@@ -827,11 +832,16 @@ class _HostView:
         _check(_to_dlpack(tensor._handle(), ctypes.byref(m)))
         self._m = m
         t = m.contents.dl_tensor
+        if t.dtype.code == 4:  # kDLBfloat: numpy has no bfloat16
+            self.__del__()
+            raise TypeError("polydnn: numpy has no bfloat16; cast the tensor to float32 first "
+                            "(polydnn.cast(t, 'float32')), or take it through DLPack (torch.from_dlpack)")
+        es = t.dtype.bits // 8
         self.__array_interface__ = {
             "version": 3,
-            "typestr": ("<" if sys.byteorder == "little" else ">") + ("i4" if t.dtype.code == 0 else "f4"),
+            "typestr": ("<" if sys.byteorder == "little" else ">") + ("i" if t.dtype.code == 0 else "f") + str(es),
             "shape": tuple(t.shape[i] for i in range(t.ndim)),
-            "strides": tuple(4 * t.strides[i] for i in range(t.ndim)),
+            "strides": tuple(es * t.strides[i] for i in range(t.ndim)),
             "data": (t.data + t.byte_offset, False),
         }
 
@@ -867,12 +877,12 @@ def empty(shape, layout=None, device=None, context=None, dtype="float32"):
     """An uninitialised tensor of shape (0 to 8 dims, as given); layout
     None: NCHW for 4 dims, X (a vector) for 1, ND (row-major) otherwise;
     an image layout names how 4 logical dims (N, C, H, W) lie. dtype
-    'float32' or 'int32' (labels)."""
+    'float32', 'float16', 'bfloat16' or 'int32' (labels)."""
     ctx = context or default_context()
     dev = _resolve_device(device, ctx)
     codes = {v: k for k, v in _DTYPE_NAMES.items()}
     if dtype not in codes:
-        raise ValueError("polydnn: dtype must be 'float32' or 'int32', not %r" % (dtype,))
+        raise ValueError("polydnn: dtype must be 'float32', 'float16', 'bfloat16' or 'int32', not %r" % (dtype,))
     d = _desc_for(shape, layout, codes[dtype])
     h = _vp()
     _check(_tensor_create(dev._h, ctypes.byref(d), ctypes.byref(h)))
@@ -880,11 +890,14 @@ def empty(shape, layout=None, device=None, context=None, dtype="float32"):
 
 
 def from_numpy(array, device=None, context=None):
-    """A copy of a numpy array (anything numpy.asarray takes) as a float32
-    tensor of its shape, 0 to 8 dims, on device (default: the host)."""
+    """A copy of a numpy array (anything numpy.asarray takes) as a tensor
+    of its shape, 0 to 8 dims, on device (default: the host): float16
+    stays float16, anything else becomes float32."""
     np = _numpy("from_numpy")
-    a = np.array(array, dtype=np.float32, order="C")  # a copy; ascontiguousarray would make 0-d 1-d
-    t = empty(a.shape, device=device if device is not None else "/cpu:0", context=context)
+    half = getattr(array, "dtype", None) == np.float16
+    a = np.array(array, dtype=np.float16 if half else np.float32, order="C")  # a copy (0-d stays 0-d)
+    t = empty(a.shape, device=device if device is not None else "/cpu:0", context=context,
+              dtype="float16" if half else "float32")
     t.write_bytes(a.tobytes())
     return t
 
@@ -1341,6 +1354,22 @@ def bias_add(x, bias):
     bias = _as_tensor(bias, _ACTIVATION, None, ctx, x.device, "bias")
     y = _empty_like(x, ctx)
     _check(_bias_add(x._handle(), bias._handle(), y._handle()))
+    return y
+
+
+def cast(x, dtype):
+    """x converted to dtype ('float32', 'float16', 'bfloat16'), a new
+    tensor of x's shape and layout on x's device; narrowing rounds to
+    nearest even (numpy's astype), widening is exact (pdnn_cast)."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    codes = {"float32": _FLOAT32, "float16": _FLOAT16, "bfloat16": _BFLOAT16}
+    if dtype not in codes:
+        raise ValueError("polydnn: cast's dtype must be 'float32', 'float16' or 'bfloat16', not %r" % (dtype,))
+    d = x._desc()
+    d.dtype = codes[dtype]
+    y = _empty_like(x, ctx, desc=d)
+    _check(_cast(x._handle(), y._handle()))
     return y
 
 
