@@ -2,12 +2,15 @@
  * float16 and bfloat16 cases of the op-parity harness (test mode, set
  * "precision"; issue 43): pdnn_cast between every pair of the three float
  * dtypes, and the ops that store the reduced dtypes (activations, binary
- * with broadcasting, pooling forward and backward) in each, run on every
+ * with broadcasting, pooling forward and backward, convolution) in each, run on every
  * device by every algorithm of the op (forced by name). The reference is
  * the documented contract, computed here: the inputs as the dtype holds
  * them, widened (exact), the op in double, the result rounded once to the
  * dtype (src/core/half.c). The error of an element is
  *     |got - ref| / max(|ref|, the dtype's smallest normal)
+ * and for convolution, whose sums cancel, the floor is also 4 units of the
+ * dtype's last place of the element's sum of |terms| (float32's own
+ * rounding of such a sum, before the dtype's, is far below that)
  * within the algorithm's bound for that dtype (pdnn__algo_tol: one unit
  * in the last place unless the entry says otherwise, as float32's
  * rounding before the dtype's may cross a rounding boundary; casts and
@@ -62,6 +65,9 @@ static const prec_case cases[] = {
      IMG(PDNN_NHWC, 2, 5, 5, 4)},
     {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_AVG_INCLUDE_PADDING, IMG(PDNN_NHWC, 1, 3, 8, 8),
      IMG(PDNN_NHWC, 1, 3, 4, 4)},
+    /* convolution 3x3, padding 1, with a bias: x (a), w (b) */
+    {PDNN__OP_CONV2D_FWD, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 6), IMG(PDNN_OIHW, 6, 5, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, BF16, BF16, 0, IMG(PDNN_NHWC, 17, 3, 5, 5), IMG(PDNN_OHWI, 4, 3, 3, 3)},
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 7),
      IMG(PDNN_NCHW, 2, 3, 5, 4)},
 };
@@ -139,6 +145,43 @@ static void pool_ref(const prec_case *c, const double *x, const double *dy, doub
                 }
 }
 
+/* The convolution's output descriptor: x's layout, {N, K, H, W}. */
+static pdnn_tensor_desc conv_out(const prec_case *c)
+{
+    pdnn_tensor_desc y = c->a;
+    y.dims[1] = c->b.dims[0];
+    return y;
+}
+
+/* The convolution's bias: exact in every dtype. */
+static double conv_bias(int64_t k) { return 0.25 * (double)k - 0.5; }
+
+/* Convolution (stride 1, padding 1, conv_bias) in double: out, and mag
+ * (unless NULL) each element's sum of |terms|. */
+static void conv_ref(const prec_case *c, const double *x, const double *w, double *out, double *mag)
+{
+    const pdnn_tensor_desc yd = conv_out(c);
+    const int64_t *d = c->a.dims, *f = c->b.dims;
+    for (int64_t n = 0; n < d[0]; n++)
+        for (int64_t k = 0; k < f[0]; k++)
+            for (int64_t p = 0; p < d[2]; p++)
+                for (int64_t q = 0; q < d[3]; q++) {
+                    double s = conv_bias(k), g = fabs(conv_bias(k));
+                    for (int64_t ch = 0; ch < f[1]; ch++)
+                        for (int64_t r = 0; r < f[2]; r++)
+                            for (int64_t t = 0; t < f[3]; t++) {
+                                const int64_t h = p + r - 1, v = q + t - 1;
+                                if (h < 0 || h >= d[2] || v < 0 || v >= d[3])
+                                    continue;
+                                const double term = x[img_at(&c->a, n, ch, h, v)] * w[img_at(&c->b, k, ch, r, t)];
+                                s += term, g += fabs(term);
+                            }
+                    out[img_at(&yd, n, k, p, q)] = s;
+                    if (mag)
+                        mag[img_at(&yd, n, k, p, q)] = g;
+                }
+}
+
 static double act_ref(int mode, double v)
 {
     switch (mode) {
@@ -152,7 +195,9 @@ static double act_ref(int mode, double v)
  * dtype holds them. */
 static void reference(const prec_case *c, const double *a, const double *b, double *ref, int64_t n_out)
 {
-    if (c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD) {
+    if (c->op == PDNN__OP_CONV2D_FWD) {
+        conv_ref(c, a, b, ref, NULL);
+    } else if (c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD) {
         pool_ref(c, a, b, ref);
     } else if (c->op == PDNN__OP_BINARY) {
         /* rank 3 or 1, broadcast where a dim is 1 */
@@ -194,16 +239,22 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
                            int64_t n_out)
 {
     const int pool = c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD;
-    pdnn_tensor_desc yd = c->op == PDNN__OP_BINARY ? c->a : pool && c->op == PDNN__OP_POOL2D_FWD ? c->b : c->a;
+    const int conv = c->op == PDNN__OP_CONV2D_FWD, two = conv || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD;
+    pdnn_tensor_desc yd = conv ? conv_out(c) : pool && c->op == PDNN__OP_POOL2D_FWD ? c->b : c->a;
     if (c->op == PDNN__OP_BINARY)
         for (int k = 0; k < 3; k++)
             yd.dims[k] = c->a.dims[k] > c->b.dims[k] ? c->a.dims[k] : c->b.dims[k];
     pdnn_tensor *x = upload(dev, c->a, c->from, a);
-    pdnn_tensor *y2 = c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD ? upload(dev, c->b, c->from, b) : NULL;
-    pdnn_tensor *y = upload(dev, yd, c->to, NULL);
-    pdnn_status st = x && y && (y2 || (c->op != PDNN__OP_BINARY && c->op != PDNN__OP_POOL2D_BWD))
-                         ? PDNN_SUCCESS
-                         : PDNN_ERR_OUT_OF_MEMORY;
+    pdnn_tensor *y2 = two ? upload(dev, c->b, c->from, b) : NULL;
+    pdnn_tensor *y = upload(dev, yd, c->to, NULL), *bias = NULL;
+    if (conv) {
+        const pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {c->b.dims[0], 1, 1, 1}, 1};
+        float bv[64];
+        for (int64_t k = 0; k < c->b.dims[0] && k < 64; k++)
+            bv[k] = (float)conv_bias(k);
+        bias = upload(dev, bd, c->from, bv);
+    }
+    pdnn_status st = x && y && (y2 || !two) && (bias || !conv) ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
     pdnn_pool2d_params pp;
     pool_params(c, &pp);
     if (st == PDNN_SUCCESS) {
@@ -212,6 +263,13 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
         case PDNN__OP_ACTIVATION: st = pdnn_activation_forward(x, (pdnn_activation)c->arg, 0, 0, y); break;
         case PDNN__OP_BINARY: st = pdnn_binary(x, y2, (pdnn_binary_op)c->arg, y); break;
         case PDNN__OP_POOL2D_FWD: st = pdnn_pool2d_forward(&pp, x, y); break;
+        case PDNN__OP_CONV2D_FWD: {
+            pdnn_conv2d_params cp;
+            pdnn_conv2d_params_init(&cp);
+            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+            st = pdnn_conv2d_forward(&cp, x, y2, bias, y);
+            break;
+        }
         default: st = pdnn_pool2d_backward(&pp, x, y2, y); break;
         }
     }
@@ -225,6 +283,7 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
     pdnn_tensor_release(x);
     pdnn_tensor_release(y2);
     pdnn_tensor_release(y);
+    pdnn_tensor_release(bias);
     return st;
 }
 
@@ -240,7 +299,10 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
                  c->op == PDNN__OP_CAST ? pdnn__dtype_name(c->to) : "", c->arg,
                  (long long)pdnn_tensor_desc_elements(&c->a));
         const int64_t na = pdnn_tensor_desc_elements(&c->a), nb = pdnn_tensor_desc_elements(&c->b);
-        int64_t n_out = c->op == PDNN__OP_POOL2D_FWD ? nb : na;
+        const pdnn_tensor_desc cy = conv_out(c);
+        int64_t n_out = c->op == PDNN__OP_POOL2D_FWD   ? nb
+                        : c->op == PDNN__OP_CONV2D_FWD ? pdnn_tensor_desc_elements(&cy)
+                                                       : na;
         if (c->op == PDNN__OP_BINARY) { /* rank 3 or 1, broadcast where a dim is 1 */
             n_out = 1;
             for (int k = 0; k < 3; k++)
@@ -261,6 +323,12 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
         double *ref = parity_xcalloc((size_t)n_out + 1, sizeof(double));
         float *got = parity_xcalloc((size_t)n_out + 1, sizeof(float));
         reference(c, ah, bh, ref, n_out);
+        /* convolution: each element's sum of |terms|, for the floor */
+        double *mag = parity_xcalloc((size_t)n_out + 1, sizeof(double)), *sum = NULL;
+        if (c->op == PDNN__OP_CONV2D_FWD) {
+            sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
+            conv_ref(c, ah, bh, sum, mag);
+        }
         const double tiny = c->to == F16 ? 0x1p-14 : c->to == BF16 ? 0x1p-126 : 0x1p-126;
         for (int di = 0; di < ndev; di++) {
             const pdnn__algo *const *list = pdnn__algos(devs[di], c->op);
@@ -284,7 +352,8 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
                 double worst = 0;
                 int64_t at = 0;
                 for (int64_t i = 0; i < n_out; i++) {
-                    const double d = fabs((double)got[i] - ref[i]), m = fabs(ref[i]) > tiny ? fabs(ref[i]) : tiny;
+                    const double fl = fmax(tiny, 4.0 * pdnn__algo_tol(al, c->to) * mag[i]);
+                    const double d = fabs((double)got[i] - ref[i]), m = fabs(ref[i]) > fl ? fabs(ref[i]) : fl;
                     const double e = isnan(ref[i]) && isnan(got[i]) ? 0.0 : isinf(ref[i]) && got[i] == ref[i] ? 0.0 : d / m;
                     if (!(e <= worst)) {
                         worst = isnan(e) ? INFINITY : e;
@@ -304,6 +373,8 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
         free(bh);
         free(ref);
         free(got);
+        free(mag);
+        free(sum);
     }
     fflush(stdout);
 }

@@ -229,6 +229,21 @@ static void reduced_precision(pdnn_device *dev)
         }
         pdnn__dispatch_force(PDNN__OP_POOL2D_FWD, NULL, -1);
         pdnn_tensor_release(y);
+        /* conv2d_direct over REAL_T */
+        pdnn_tensor_desc wd = th_desc(PDNN_OIHW, 3, 3, 3, 3);
+        wd.dtype = types[i];
+        pdnn_tensor *w = NULL;
+        cr_assert_eq(pdnn_tensor_create(dev, &wd, &w), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_conv2d_params cp;
+        pdnn_conv2d_params_init(&cp);
+        cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+        pdnn_tensor *u = NULL;
+        pdnn_tensor_desc ud = th_desc(PDNN_NCHW, 2, 3, 9, 10);
+        ud.dtype = types[i];
+        cr_assert_eq(pdnn_tensor_create(dev, &ud, &u), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_conv2d_forward(&cp, t[i], w, NULL, u), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor_release(u);
+        pdnn_tensor_release(w);
     }
     for (int i = 0; i < 3; i++)
         pdnn_tensor_release(t[i]);

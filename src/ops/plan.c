@@ -54,6 +54,13 @@ static void plan_with(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_c
                           algo->dtypes & PDNN__DTYPE_BIT(PDNN_FLOAT16) ? ", float16" : "");
         return;
     }
+    if (call->dtype != PDNN_FLOAT32 && pdnn__needs_unfused(algo, call)) {
+        pdnn__plan_refuse(plan, "%s: the %s backend's '%s' algorithm has no %s epilogue in %s (a pass after it "
+                          "would round the output twice)", pdnn__op_name(call->op), dev->backend->name, algo->name,
+                          call->u.conv2d.z_buf.region && !algo->residual ? "residual" : "capped relu",
+                          pdnn__dtype_name(call->dtype));
+        return;
+    }
     algo->plan(dev->handle, call, plan);
 }
 

@@ -3,47 +3,9 @@
  * residual or relu cap the algorithm's epilogue lacks. */
 #include "ops/dispatch_internal.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Whether a runs call only in part: a residual z or a capped relu that
- * its epilogue lacks. */
-static int needs_unfused(const pdnn__algo *a, const pdnn__op_call *call)
-{
-    if (call->op != PDNN__OP_CONV2D_FWD)
-        return 0;
-    const pdnn__conv2d_call *c = &call->u.conv2d;
-    return (c->z_buf.region && !a->residual) || (c->relu_cap > 0.0f && !a->relu_cap);
-}
-
-/* y = y + z (add) or y = max(y, 0), n elements: float32 through the
- * backend's add and relu; another dtype through the registry's binary and
- * clip, which check that the device stores it (the slots are float32
- * only). */
-static pdnn_status unfused_pass(pdnn_device *dev, pdnn_dtype dtype, pdnn__buf y, pdnn__buf z, int64_t n, int add)
-{
-    if (dtype == PDNN_FLOAT32)
-        return add ? dev->backend->add(dev->handle, y, z, y, n) : dev->backend->relu(dev->handle, y, y, n);
-    pdnn__op_call k;
-    memset(&k, 0, sizeof k);
-    k.dtype = dtype;
-    if (add) {
-        k.op = PDNN__OP_BINARY;
-        pdnn__binary_call *b = &k.u.binary;
-        for (int i = 0; i < PDNN_MAX_RANK; i++)
-            b->dims[i] = 1;
-        b->dims[PDNN_MAX_RANK - 1] = n;
-        b->as[PDNN_MAX_RANK - 1] = b->bs[PDNN_MAX_RANK - 1] = 1;
-        b->kind = PDNN_BINARY_ADD;
-        b->a_buf = y, b->b_buf = z, b->y_buf = y;
-    } else {
-        k.op = PDNN__OP_ACTIVATION;
-        k.u.act = (pdnn__act_call){n, PDNN_ACTIVATION_CLIP, 0.0f, INFINITY, y, y};
-    }
-    return pdnn__dispatch(dev, &k, NULL, NULL);
-}
 
 /* A convolution whose residual z or relu cap a's epilogue lacks: the
  * convolution (bias, and z where a adds it; no relu), then y += z where
@@ -78,16 +40,15 @@ static pdnn_status run_unfused(pdnn_device *dev, const pdnn__algo *a, const pdnn
     pdnn_status st = pdnn__run_planned(dev, a, planned, &c2, rep);
     const int64_t n = c->n * c->k * c->p * c->q;
     if (st == PDNN_SUCCESS && add_z)
-        st = unfused_pass(dev, call->dtype, c->y_buf, orig->z_buf, n, 1);
+        st = dev->backend->add(dev->handle, c->y_buf, orig->z_buf, c->y_buf, n);
     if (st == PDNN_SUCCESS && orig->relu && orig->relu_cap > 0.0f) {
         pdnn__op_call act;
         memset(&act, 0, sizeof act);
         act.op = PDNN__OP_ACTIVATION;
-        act.dtype = call->dtype;
         act.u.act = (pdnn__act_call){n, PDNN_ACTIVATION_CLIP, 0.0f, orig->relu_cap, c->y_buf, c->y_buf};
         st = pdnn__dispatch(dev, &act, NULL, NULL);
     } else if (st == PDNN_SUCCESS && orig->relu) {
-        st = unfused_pass(dev, call->dtype, c->y_buf, (pdnn__buf){NULL, 0}, n, 0);
+        st = dev->backend->relu(dev->handle, c->y_buf, c->y_buf, n);
     }
     return st;
 }
@@ -138,7 +99,7 @@ static pdnn_status run_packed(pdnn_device *dev, const pdnn__algo *a, const pdnn_
 pdnn_status pdnn__run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
                               pdnn__run_report *rep)
 {
-    if (needs_unfused(a, call))
+    if (pdnn__needs_unfused(a, call))
         return run_unfused(dev, a, plan, call, rep);
     if (plan->wpack > 0 && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.w_const)
         return run_packed(dev, a, plan, call, rep);
