@@ -5,6 +5,7 @@
  * to the host's) or refuses it naming the op, the algorithm and the
  * dtype, never a wrong result; mixed dtypes and int32 refused. */
 #include "core/half.h"
+#include "ops/dispatch_internal.h"
 #include "helpers.h"
 #include "polydnn_dlpack.h"
 
@@ -463,5 +464,91 @@ Test(precision, dlpack_carries_float16_and_bfloat16)
         pdnn_tensor_release(back);
         pdnn_tensor_release(x);
     }
+    pdnn_context_destroy(ctx);
+}
+
+/* A frozen float16 filter (pdnn_tensor_freeze: algorithms may keep a
+ * packed copy on it) gives the unfrozen result on every device, call
+ * after call: the host computes through float32 copies, and no algorithm
+ * packs the float16 bytes as float32. */
+Test(precision, frozen_filter_in_float16)
+{
+    pdnn_device *host = NULL;
+    pdnn_context *ctx = host_context(&host);
+    const pdnn_tensor_desc xd = NCHW(2, 16, 9, 9), wd = {PDNN_FLOAT32, PDNN_OIHW, {32, 16, 3, 3}, 4},
+                           yd = NCHW(2, 32, 9, 9);
+    float xv[2 * 16 * 81], wv[32 * 16 * 9];
+    th_fill(xv, 2 * 16 * 81, 11);
+    th_fill(wv, 32 * 16 * 9, 12);
+    for (int dv = 0; dv < pdnn_device_count(ctx); dv++) {
+        pdnn_device *dev = NULL;
+        pdnn_device_get(ctx, dv, &dev);
+        pdnn_tensor *x = make(dev, xd, PDNN_FLOAT16, xv), *w = make(dev, wd, PDNN_FLOAT16, wv);
+        pdnn_tensor *wf = make(dev, wd, PDNN_FLOAT16, wv), *y = make(dev, yd, PDNN_FLOAT16, NULL);
+        pdnn_tensor *yf = make(dev, yd, PDNN_FLOAT16, NULL);
+        cr_assert_eq(pdnn_tensor_freeze(wf), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+        const pdnn_status st = pdnn_conv2d_forward(&p, x, w, NULL, y);
+        if (st == PDNN_SUCCESS) {
+            float *want = fetch(y);
+            for (int rep = 0; rep < 2; rep++) {
+                cr_assert_eq(pdnn_conv2d_forward(&p, x, wf, NULL, yf), PDNN_SUCCESS, "%s", pdnn_last_error());
+                float *got = fetch(yf);
+                cr_assert(memcmp(got, want, sizeof(float) * 2 * 32 * 81) == 0, "%s: the frozen filter's run %d differs",
+                          backend_of(dev), rep);
+                free(got);
+            }
+            free(want);
+        } else {
+            cr_assert_eq(st, PDNN_ERR_UNSUPPORTED, "%s", pdnn_last_error());
+        }
+        pdnn_tensor *ts[] = {x, w, wf, y, yf};
+        for (int i = 0; i < 5; i++)
+            pdnn_tensor_release(ts[i]);
+    }
+    pdnn_context_destroy(ctx);
+}
+
+/* White-box: through run_reduced an algorithm never keeps a packed copy
+ * on a frozen float16 filter (it sees a float32 copy), so its plan must
+ * size the workspace for the packing: wpack 0 in float16, where float32's
+ * plan of the same call keeps one (oneDNN's blocked filter). */
+Test(precision, reduced_plan_keeps_no_packed_filter)
+{
+    pdnn_device *host = NULL;
+    pdnn_context *ctx = host_context(&host);
+    const pdnn__algo *a = pdnn__algo_find(host, PDNN__OP_CONV2D_FWD, "onednn");
+    if (!a) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no oneDNN in this build");
+    }
+    const pdnn_tensor_desc xd = NCHW(2, 16, 9, 9), wd = {PDNN_FLOAT32, PDNN_OIHW, {32, 16, 3, 3}, 4};
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    const int64_t od[4] = {2, 32, 9, 9};
+    size_t wpack[2] = {0, 0};
+    for (int r = 0; r < 2; r++) {
+        const pdnn_dtype t = r ? PDNN_FLOAT16 : PDNN_FLOAT32;
+        pdnn_tensor *w = make(host, wd, t, NULL);
+        cr_assert_eq(pdnn_tensor_freeze(w), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn__op_call call;
+        memset(&call, 0, sizeof call);
+        call.op = PDNN__OP_CONV2D_FWD;
+        call.dtype = t;
+        pdnn_tensor_desc xt = xd, wt = wd;
+        xt.dtype = wt.dtype = t;
+        pdnn__conv_call_from(&p, &xt, &wt, PDNN_NCHW, od, &call.u.conv2d);
+        call.u.conv2d.w_const = w;
+        pdnn__plan plan;
+        pdnn__plan_for(host, a, &call, &plan);
+        cr_assert(plan.supported, "%s", plan.why);
+        wpack[r] = plan.wpack;
+        pdnn_tensor_release(w);
+    }
+    cr_assert_gt(wpack[0], 0, "float32 keeps no packed filter here: the case shows nothing");
+    cr_assert_eq(wpack[1], 0, "float16's plan keeps %zu bytes on a tensor its run never sees", wpack[1]);
     pdnn_context_destroy(ctx);
 }

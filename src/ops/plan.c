@@ -61,6 +61,15 @@ static void plan_with(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_c
                           pdnn__dtype_name(call->dtype));
         return;
     }
+    if (!native && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.w_const) {
+        /* Through run_reduced the algorithm sees a float32 copy of the
+         * filter, never the frozen tensor: no packed copy kept on it, so
+         * the workspace must hold the packing. */
+        pdnn__op_call c2 = *call;
+        c2.u.conv2d.w_const = NULL;
+        algo->plan(dev->handle, &c2, plan);
+        return;
+    }
     algo->plan(dev->handle, call, plan);
 }
 
