@@ -58,6 +58,28 @@ class Precision(unittest.TestCase):
             ulp = 2.0 ** (-10 if tdt == torch.float16 else -7)
             self.assertLessEqual((y.float() - want.float()).abs().max().item(), ulp)
 
+    def test_conv_and_pool_keep_the_dtype_on_every_device(self):
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((2, 3, 8, 8)).astype(np.float16)
+        w = rng.standard_normal((4, 3, 3, 3)).astype(np.float16)
+        xt, wt = torch.from_numpy(x.astype(np.float32)), torch.from_numpy(w.astype(np.float32))
+        want_pool = torch.nn.functional.max_pool2d(xt, 2).numpy().astype(np.float16)
+        want_conv = torch.nn.functional.conv2d(xt, wt, padding=1).numpy()
+        for dev in ("/cpu:0", "/gpu:0"):
+            try:
+                px = polydnn.from_numpy(x).to(dev)
+            except polydnn.Error:
+                continue  # no such device
+            y = polydnn.max_pool2d(px, 2)
+            self.assertEqual(y.dtype, "float16")
+            self.assertTrue(np.array_equal(np.asarray(y.to("/cpu:0")), want_pool), dev)
+            c = polydnn.conv2d(px, w, padding=1)  # numpy float16 taken as a filter, through DLPack
+            self.assertEqual(c.dtype, "float16")
+            got = np.asarray(c.to("/cpu:0")).astype(np.float32)
+            # float32's sum rounded once: within an ulp of float16 (plus the
+            # summation order's float32 difference near zero)
+            self.assertLessEqual(np.abs(got - want_conv).max(), 2 ** -10 * (np.abs(want_conv).max() + 1), dev)
+
     def test_mixed_dtypes_refused_naming_both(self):
         h = polydnn.from_numpy(np.ones(4, np.float16))
         f = polydnn.from_numpy(np.ones(4, np.float32))

@@ -1134,7 +1134,7 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=Fals
     p = _conv_params(tuple(dx.dims[:4]), tuple(dw.dims[:4]), stride, padding, dilation, groups, relu, algorithm)
     od = (_c_int64 * 4)()
     _check(_conv_dims(ctypes.byref(dx), ctypes.byref(dw), ctypes.byref(p), od))
-    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
+    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx, dtype=x.dtype)
     _check(_conv_forward(ctypes.byref(p), x._handle(), w._handle(),
                          bias._handle() if bias is not None else None, y._handle()))
     return y
@@ -1148,7 +1148,7 @@ def _pool(x, mode, kernel_size, stride, padding, ceil_mode, out_layout, data_for
     p = _pool_params(tuple(dx.dims[:4]), mode, kernel_size, stride, padding, ceil_mode)
     od = (_c_int64 * 4)()
     _check(_pool_dims(ctypes.byref(dx), ctypes.byref(p), od))
-    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
+    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx, dtype=x.dtype)
     _check(_pool_forward(ctypes.byref(p), x._handle(), y._handle()))
     return y
 
@@ -1215,7 +1215,7 @@ def conv2d_backward_data(input_shape, w, dy, stride=1, padding=0, dilation=1, gr
     xdims = _shape_dims(input_shape, _ACTIVATION, df, "input_shape")
     p = _conv_params(tuple(xdims), tuple(w._desc().dims[:4]), stride, padding, dilation, groups, False, "auto")
     p.bwd_data_algorithm = _bwd_algorithm(0, algorithm)
-    dx = empty(tuple(xdims), out_layout or dy.layout, device=dy.device, context=dy._ctx)
+    dx = empty(tuple(xdims), out_layout or dy.layout, device=dy.device, context=dy._ctx, dtype=dy.dtype)
     _check(_conv_bwd_data(ctypes.byref(p), dy._handle(), w._handle(), dx._handle()))
     return dx
 
@@ -1233,7 +1233,8 @@ def conv2d_backward_filter(x, weight_shape, dy, stride=1, padding=0, dilation=1,
     wdims = _shape_dims(weight_shape, _FILTER, df, "weight_shape")
     p = _conv_params(tuple(x._desc().dims[:4]), tuple(wdims), stride, padding, dilation, groups, False, "auto")
     p.bwd_filter_algorithm = _bwd_algorithm(1, algorithm)
-    dw = empty(tuple(wdims), out_layout or ("HWIO" if df == "NHWC" else "OIHW"), device=x.device, context=x._ctx)
+    dw = empty(tuple(wdims), out_layout or ("HWIO" if df == "NHWC" else "OIHW"), device=x.device, context=x._ctx,
+               dtype=x.dtype)
     _check(_conv_bwd_filter(ctypes.byref(p), x._handle(), dy._handle(), dw._handle()))
     return dw
 
@@ -1245,7 +1246,7 @@ def conv2d_backward_bias(dy, data_format=None):
     df = _data_format(data_format)
     ctx, dev = _placement(dy)
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, dev, "dy")
-    db = empty((dy._desc().dims[1],), "X", device=dy.device, context=dy._ctx)
+    db = empty((dy._desc().dims[1],), "X", device=dy.device, context=dy._ctx, dtype=dy.dtype)
     _check(_conv_bwd_bias(dy._handle(), db._handle()))
     return db
 
@@ -1257,7 +1258,7 @@ def _pool_backward_op(x, dy, mode, kernel_size, stride, padding, ceil_mode, out_
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, x.device, "dy")
     d = x._desc()
     p = _pool_params(tuple(d.dims[:4]), mode, kernel_size, stride, padding, ceil_mode)
-    dx = empty(tuple(d.dims[:4]), out_layout or x.layout, device=x.device, context=x._ctx)
+    dx = empty(tuple(d.dims[:4]), out_layout or x.layout, device=x.device, context=x._ctx, dtype=x.dtype)
     _check(_pool_backward(ctypes.byref(p), x._handle(), dy._handle(), dx._handle()))
     return dx
 
@@ -1316,7 +1317,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         n = db[0] if transpose_b else db[1]
         c = _empty_like(a, ctx, (m, n, 1, 1), 0)
     else:
-        c = _empty_like(a, ctx, desc=_desc_for(_matmul_shape(a, b, transpose_a, transpose_b), "ND"))
+        c = _empty_like(a, ctx, desc=_desc_for(_matmul_shape(a, b, transpose_a, transpose_b), "ND", a._desc().dtype))
     _check(_matmul(a._handle(), b._handle(), int(bool(transpose_a)), int(bool(transpose_b)), c._handle()))
     return c
 
