@@ -5,11 +5,13 @@
  * every activation and filter layout. The flat index is decomposed with
  * the output's fastest axis first so that neighbouring work-items write
  * neighbouring memory: q for NCHW output, k for NHWC (chan_fastest = 1).
- * Buffers come with element offsets because a tensor is (region, offset). */
-__kernel void conv2d_direct(__global const float *x, long x_off,
-                            __global const float *w, long w_off,
-                            __global const float *bias, long b_off,
-                            __global float *y, long y_off,
+ * Buffers come with element offsets because a tensor is (region, offset).
+ * Storage is the prelude's REAL_T (float32, or float16 and bfloat16 in a
+ * program built with PDNN_REAL), the sums float. */
+__kernel void conv2d_direct(__global const REAL_T *x, long x_off,
+                            __global const REAL_T *w, long w_off,
+                            __global const REAL_T *bias, long b_off,
+                            __global REAL_T *y, long y_off,
                             long4 xs, long4 ws, long4 ys,
                             int4 in_dims,   /* N, C, H, W               */
                             int4 out_dims,  /* K, P, Q, chan_fastest    */
@@ -42,14 +44,14 @@ __kernel void conv2d_direct(__global const float *x, long x_off,
             const long xo = xbase + ih * xs.s2 + iw * xs.s3;
             const long wo = wbase + (long)r * ws.s2 + (long)s * ws.s3;
             for (int c = 0; c < cpg; c++)
-                acc = fma(x[xo + c * xs.s1], w[wo + c * ws.s1], acc);
+                acc = fma(LOAD_REAL(x, xo + c * xs.s1), LOAD_REAL(w, wo + c * ws.s1), acc);
         }
     }
     if (misc.s2)
-        acc += bias[b_off + k];
+        acc += LOAD_REAL(bias, b_off + k);
     if (misc.s3)
         acc = fmax(acc, 0.0f);
-    y[y_off + n * ys.s0 + (long)k * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = acc;
+    STORE_REAL(acc, y, y_off + n * ys.s0 + (long)k * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3);
 }
 
 /* ---- im2col + GEMM ------------------------------------------------------

@@ -160,8 +160,8 @@ __kernel void ew_transform_tiles(__global const float *x, long x_off, long4 xs,
  * others are 1); a's and b's elements at the strides as and bs (0 where
  * that side repeats). Each work-item reads its a and b before writing y,
  * so y may be a packed a (or b). */
-__kernel void ew_binary(__global const float *a, long a_off, long8 as, __global const float *b, long b_off, long8 bs,
-                        __global float *y, long y_off, long8 d, int op, long total, int axes)
+__kernel void ew_binary(__global const REAL_T *a, long a_off, long8 as, __global const REAL_T *b, long b_off, long8 bs,
+                        __global REAL_T *y, long y_off, long8 d, int op, long total, int axes)
 {
     const long i = (long)get_global_id(0);
     if (i >= total)
@@ -176,8 +176,9 @@ __kernel void ew_binary(__global const float *a, long a_off, long8 as, __global 
         ao += ik * sa[k];
         bo += ik * sb[k];
     }
-    const float av = a[ao], bv = b[bo];
-    y[y_off + i] = op == 0 ? av + bv : op == 1 ? av * bv : op == 2 ? av - bv : op == 3 ? av / bv : pow(av, bv);
+    const float av = LOAD_REAL(a, ao), bv = LOAD_REAL(b, bo);
+    const float res = op == 0 ? av + bv : op == 1 ? av * bv : op == 2 ? av - bv : op == 3 ? av / bv : pow(av, bv);
+    STORE_REAL(res, y, y_off + i);
 }
 
 /* The element of x that padded coordinate o reads (of x's d; pads before
@@ -219,14 +220,14 @@ __kernel void ew_pad(__global const float *x, long x_off, long4 xs, __global flo
  * 3 hard sigmoid max(0, min(1, alpha x + beta)); 4 hard swish; 5 silu
  * x / (1 + exp(-x)) (x / inf = -0 below -88, as it should be); 6 on:
  * the unary math (pdnn_activation's values; 16 pow x^alpha). */
-__kernel void ew_activation(__global const float *x, long x_off,
-                            __global float *y, long y_off,
+__kernel void ew_activation(__global const REAL_T *x, long x_off,
+                            __global REAL_T *y, long y_off,
                             long n, int mode, float alpha, float beta)
 {
     const long i = (long)get_global_id(0);
     if (i >= n)
         return;
-    const float v = x[x_off + i];
+    const float v = LOAD_REAL(x, x_off + i);
     float r;
     if (mode == 0)
         r = v < alpha ? alpha : (v > beta ? beta : v);
@@ -262,7 +263,7 @@ __kernel void ew_activation(__global const float *x, long x_off,
         r = fabs(v);
     else
         r = pow(v, alpha);
-    y[y_off + i] = r;
+    STORE_REAL(r, y, y_off + i);
 }
 
 /* Softmax over the middle axis of [outer][c][inner]. Neighbouring

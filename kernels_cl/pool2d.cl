@@ -19,14 +19,14 @@ inline int pool_extent(int o, int stride, int pad_a, int pad_b, int win, int in,
     return b - a;
 }
 
-inline float pool_one(__global const float *xb, long sh, long sw, int h0, int h1, int w0, int w1, int padded,
+inline float pool_one(__global const REAL_T *xb, long sh, long sw, int h0, int h1, int w0, int w1, int padded,
                       int mode)
 {
     float acc = 0.0f, mx = -INFINITY;
     int nan_seen = 0;
     for (int ih = h0; ih < h1; ih++)
         for (int iw = w0; iw < w1; iw++) {
-            const float v = xb[(long)ih * sh + (long)iw * sw];
+            const float v = LOAD_REAL(xb, (long)ih * sh + (long)iw * sw);
             acc += v;
             mx = fmax(mx, v);
             nan_seen |= isnan(v);
@@ -36,8 +36,8 @@ inline float pool_one(__global const float *xb, long sh, long sw, int h0, int h1
     return acc / (float)(mode == 1 ? padded : (h1 - h0) * (w1 - w0));
 }
 
-__kernel void pool2d_direct(__global const float *x, long x_off,
-                            __global float *y, long y_off,
+__kernel void pool2d_direct(__global const REAL_T *x, long x_off,
+                            __global REAL_T *y, long y_off,
                             long4 xs, long4 ys,
                             int4 in_dims,   /* N, C, H, W                     */
                             int4 out_dims,  /* P, Q, mode, chan_fastest       */
@@ -60,7 +60,7 @@ __kernel void pool2d_direct(__global const float *x, long x_off,
     w1 = min(w1, (long)W);
     const float out = pool_one(x + x_off + n * xs.s0 + (long)c * xs.s1, xs.s2, xs.s3, (int)h0, (int)h1, (int)w0,
                                (int)w1, (int)padded, mode);
-    y[y_off + n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
+    STORE_REAL(out, y, y_off + n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3);
 }
 
 /* The same pooling over a 3-D range whose first axis is the input's
@@ -69,8 +69,8 @@ __kernel void pool2d_direct(__global const float *x, long x_off,
  * across them; indices come from the range, not from 64-bit divisions.
  * Axes: NHWC (c, q, n*P + p); NCHW (q, p, n*C + c). The host rounds the
  * first two up to whole work-groups and keeps every index within int. */
-__kernel void pool2d_fast(__global const float *x, long x_off,
-                          __global float *y, long y_off,
+__kernel void pool2d_fast(__global const REAL_T *x, long x_off,
+                          __global REAL_T *y, long y_off,
                           long4 xs, long4 ys,
                           int4 in_dims,   /* N, C, H, W                     */
                           int4 out_dims,  /* P, Q, mode, x is NHWC          */
@@ -95,8 +95,12 @@ __kernel void pool2d_fast(__global const float *x, long x_off,
                        pool_extent(q, win.s3, pad.s1, pad.s3, win.s1, W, &w0, &w1);
     const float out = pool_one(x + x_off + (long)n * xs.s0 + (long)c * xs.s1, xs.s2, xs.s3, h0, h1, w0, w1, padded,
                                mode);
-    y[y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3] = out;
+    STORE_REAL(out, y, y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3);
 }
+
+/* The vector kernels below read and write float32 only: a program built
+ * for another storage dtype (PDNN_REAL) holds the two scalar ones above. */
+#ifndef PDNN_REAL
 
 /* ---- the row kernels: contiguous rows (NCHW) or channels (NHWC) ---------
  * A work-item pools a run of one output row, out_dims.s3 outputs long (the
@@ -617,3 +621,5 @@ __kernel void pool2d_nchw_global(__global const float *x, long x_off,
     }
     y[y_off + (long)n * ys.s0 + (long)c * ys.s1] = op == 0 ? (nan_seen ? NAN : s) : s / (float)HW;
 }
+
+#endif /* PDNN_REAL */

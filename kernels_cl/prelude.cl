@@ -65,3 +65,34 @@
             n = t_ / (C);                            \
         }                                            \
     } while (0)
+
+/* Storage element types (float16 and bfloat16, docs/precision.md). Loads
+ * widen to float (exact), stores round once to nearest even; arithmetic
+ * stays float. float16 through the core built-ins vload_half and
+ * vstore_half_rte (every device, no cl_khr_fp16 needed: a half pointer is
+ * only handed to them); bfloat16 through 16-bit integers and shifts, NaN
+ * kept a quiet NaN, as src/core/half.c does. */
+#define F32_LOAD(p, i) ((p)[i])
+#define F32_STORE(v, p, i) ((p)[i] = (v))
+#define F16_LOAD(p, i) vload_half((size_t)(i), (p))
+#define F16_STORE(v, p, i) vstore_half_rte((v), (size_t)(i), (p))
+#define BF16_LOAD(p, i) as_float((uint)(p)[i] << 16)
+#define BF16_BITS(u)                                                                                   \
+    ((ushort)((((u) & 0x7fffffffu) > 0x7f800000u) ? (((u) >> 16) | 0x40u)                              \
+                                                    : (((u) + 0x7fffu + (((u) >> 16) & 1u)) >> 16)))
+#define BF16_STORE(v, p, i) ((p)[i] = BF16_BITS(as_uint((float)(v))))
+/* A kernel written over REAL_T buffers, built with -DPDNN_REAL=1 (float16)
+ * or 2 (bfloat16), else float32. */
+#if defined(PDNN_REAL) && PDNN_REAL == 1
+#define REAL_T half
+#define LOAD_REAL F16_LOAD
+#define STORE_REAL F16_STORE
+#elif defined(PDNN_REAL) && PDNN_REAL == 2
+#define REAL_T ushort
+#define LOAD_REAL BF16_LOAD
+#define STORE_REAL BF16_STORE
+#else
+#define REAL_T float
+#define LOAD_REAL F32_LOAD
+#define STORE_REAL F32_STORE
+#endif

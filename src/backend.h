@@ -303,6 +303,15 @@ static inline int64_t pdnn__pad_src(int64_t o, int64_t before, int64_t d, pdnn_p
     return i < 0 ? -i : 2 * (d - 1) - i; /* reflect: the edge not repeated */
 }
 
+/* y[i] = x[i] converted from dtype `from` to `to` (pdnn_cast: float32,
+ * float16, bfloat16), i < n (memory order); narrowing rounds to nearest
+ * even as src/core/half.c does. The call's dtype is from. No aliasing. */
+typedef struct pdnn__cast_call {
+    int64_t n;
+    pdnn_dtype from, to;
+    pdnn__buf x_buf, y_buf;
+} pdnn__cast_call;
+
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
  * overwritten; no aliasing. */
@@ -358,6 +367,7 @@ typedef enum pdnn__op {
     PDNN__OP_ND_REDUCE = 21,           /* u.reduce (pdnn_reduce) */
     PDNN__OP_INDEX = 22,            /* u.index (pdnn_slice, gather, ...) */
     PDNN__OP_WHERE = 23,            /* u.where (pdnn_where) */
+    PDNN__OP_CAST = 24,             /* u.cast (pdnn_cast) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -417,6 +427,7 @@ typedef struct pdnn__op_call {
         pdnn__reduce_call reduce;
         pdnn__index_call index;
         pdnn__where_call where;
+        pdnn__cast_call cast;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */
@@ -427,6 +438,10 @@ typedef struct pdnn__op_call {
      * 0: none. AUTO tries plans within it first; a plan may use it to
      * choose a configuration within it (CUDA: cuDNN's next proposal). */
     size_t ws_limit;
+    /* Set by the op: the dtype its float tensors are stored in, one for
+     * the call (0, float32, where the op leaves it; pdnn__algo.dtypes
+     * says which an algorithm takes, checked by core before plan). */
+    pdnn_dtype dtype;
 } pdnn__op_call;
 
 #define PDNN__WHY_LEN 256
@@ -467,9 +482,9 @@ typedef struct pdnn__run_report {
 } pdnn__run_report;
 
 /* How far an algorithm's output may be from the exact result: a fraction
- * of the output's scale, per dtype (indexed by pdnn_dtype; float32 is the
- * only one an op computes today, float16 and bfloat16 get theirs when one
- * does). Each entry of a registry sets its own (pdnn__algo.tol):
+ * of the output's scale, per dtype (indexed by pdnn_dtype; float16 and
+ * bfloat16 against the host reference's reduced result, see
+ * PDNN__TOL_REDUCED). Each entry of a registry sets its own (pdnn__algo.tol):
  *   0                 PDNN__TOL_DEFAULT, 1e-5: a plain sum per output, in
  *                     any order and blocking (direct, tiled, GEMMs,
  *                     depthwise, reductions, elementwise), stays below
@@ -517,6 +532,16 @@ typedef struct pdnn__tolerance {
 /* Initialisers of pdnn__algo.tol: float32's bound; the other dtypes'
  * stay 0 (the default) until an op computes them. */
 #define PDNN__TOL_F32(t) {.of = {[PDNN_FLOAT32] = (t)}}
+/* An algorithm that computes float16 and bfloat16 in float32 from the
+ * widened inputs and rounds each output once (the host reference's
+ * contract, docs/precision.md) differs from the reference by its float32
+ * bound before the rounding, which can move a result across a rounding
+ * boundary: one unit in the last place of the dtype, relative (2^-10 for
+ * float16's 10 fraction bits, 2^-7 for bfloat16's 7); a defect is off by
+ * far more. float32's bound t. */
+#define PDNN__TOL_F16 0x1p-10
+#define PDNN__TOL_BF16 0x1p-7
+#define PDNN__TOL_REDUCED(t) {.of = {[PDNN_FLOAT32] = (t), [PDNN_FLOAT16] = PDNN__TOL_F16, [PDNN_BFLOAT16] = PDNN__TOL_BF16}}
 
 typedef struct pdnn__algo {
     pdnn__op op;
@@ -550,7 +575,16 @@ typedef struct pdnn__algo {
     /* How far run's output may be from the exact result (see
      * pdnn__tolerance above). */
     pdnn__tolerance tol;
+    /* The storage dtypes run takes (PDNN__DTYPE_BIT each; 0: float32
+     * only). Core refuses an algorithm without the call's dtype before
+     * its plan, naming both (AUTO passes over it), unless its backend's
+     * run_reduced takes the op (see pdnn__algo_takes_dtype). */
+    unsigned dtypes;
 } pdnn__algo;
+
+#define PDNN__DTYPE_BIT(t) (1u << (unsigned)(t))
+#define PDNN__DTYPES_FLOAT \
+    (PDNN__DTYPE_BIT(PDNN_FLOAT32) | PDNN__DTYPE_BIT(PDNN_FLOAT16) | PDNN__DTYPE_BIT(PDNN_BFLOAT16))
 
 /* A GPU-class algorithm that AUTO passes over here (a CPU device): the
  * find does not run it and tune does not search it either (PoCL runs it
@@ -561,11 +595,16 @@ static inline int pdnn__gpu_class_passed_over(const pdnn__algo *a, const pdnn__p
     return a->gpu_class && p->auto_skip;
 }
 
-/* a's bound for dtype: 0 for exact, PDNN__TOL_DEFAULT where unset. */
+/* a's bound for dtype: 0 for exact; where unset, PDNN__TOL_DEFAULT for
+ * float32 and one unit in the last place for float16 and bfloat16 (see
+ * PDNN__TOL_REDUCED). */
 static inline double pdnn__algo_tol(const pdnn__algo *a, pdnn_dtype dtype)
 {
     const double t = (unsigned)dtype < PDNN__TOL_DTYPES ? a->tol.of[dtype] : 0.0;
-    return t < 0.0 ? 0.0 : t > 0.0 ? t : PDNN__TOL_DEFAULT;
+    const double unset = dtype == PDNN_FLOAT16    ? PDNN__TOL_F16
+                         : dtype == PDNN_BFLOAT16 ? PDNN__TOL_BF16
+                                                  : PDNN__TOL_DEFAULT;
+    return t < 0.0 ? 0.0 : t > 0.0 ? t : unset;
 }
 
 typedef struct pdnn__backend pdnn__backend;
@@ -633,7 +672,29 @@ struct pdnn__backend {
      * own, outside the allocator; takes up to a few seconds. NULL:
      * unknown (pdnn_device_measure_peak says unsupported). */
     pdnn_status (*measure_peak)(void *dev, double *gflops, double *gbytes_per_s);
+
+    /* Reduced precision through float32 (NULL: none): runs a, an
+     * algorithm of this backend that computes float32 only, on call in
+     * float16 or bfloat16 storage: widens the inputs, runs a, rounds the
+     * outputs once (the host's reference, backends/host/host_lowp.c).
+     * reduced_ops: the ops it takes, a bit (1ull << op) each. */
+    pdnn_status (*run_reduced)(void *dev, const pdnn__algo *a, const pdnn__op_call *call, const pdnn__plan *plan,
+                               pdnn__buf ws, pdnn__run_report *rep);
+    unsigned long long reduced_ops;
 };
+
+/* 1 if a of backend b runs call's dtype: natively (a->dtypes) or through
+ * b's run_reduced; *native says which. */
+static inline int pdnn__algo_takes_dtype(const pdnn__backend *b, const pdnn__algo *a, const pdnn__op_call *call,
+                                         int *native)
+{
+    const unsigned mask = a->dtypes ? a->dtypes : PDNN__DTYPE_BIT(PDNN_FLOAT32);
+    *native = (unsigned)call->dtype < 32 && (mask & PDNN__DTYPE_BIT(call->dtype)) != 0;
+    if (*native)
+        return 1;
+    return b->run_reduced && (b->reduced_ops >> call->op & 1ull) &&
+           (call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16);
+}
 
 /* The registry: compiled-in backends in enumeration order. */
 extern const pdnn__backend pdnn__host_backend;

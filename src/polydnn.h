@@ -297,10 +297,18 @@ PDNN_API pdnn_status pdnn_device_memory_summary(pdnn_device *dev, char *buf, siz
 /* Tensors                                                              */
 /* ------------------------------------------------------------------ */
 
+/* Storage dtypes. float16 (IEEE binary16) and bfloat16 (float32's top 16
+ * bits) are 2 bytes: an op takes them where an algorithm of the tensors'
+ * device has a path for them (the host's reference has one for every op
+ * that dispatches through the registry: it widens the inputs to float32,
+ * computes in float32 and rounds each output once to nearest even;
+ * docs/precision.md), and refuses them otherwise, naming the op, the
+ * algorithm and the dtype. One call's float tensors share one dtype
+ * unless the op says otherwise (pdnn_cast converts). */
 typedef enum pdnn_dtype {
     PDNN_FLOAT32 = 0,
-    PDNN_FLOAT16 = 1,  /* reserved: not yet supported by any op */
-    PDNN_BFLOAT16 = 2, /* reserved: not yet supported by any op */
+    PDNN_FLOAT16 = 1,  /* 2 bytes, IEEE binary16 */
+    PDNN_BFLOAT16 = 2, /* 2 bytes, bfloat16 */
     PDNN_INT32 = 3     /* 4 bytes; labels: only the ops that say so accept it */
 } pdnn_dtype;
 
@@ -390,6 +398,12 @@ PDNN_API pdnn_status pdnn_tensor_get_desc(const pdnn_tensor *t, pdnn_tensor_desc
  * view keeps x's memory alive; release each handle. */
 PDNN_API pdnn_status pdnn_tensor_view(pdnn_tensor *x, const pdnn_tensor_desc *desc, pdnn_tensor **out);
 PDNN_API pdnn_device *pdnn_tensor_device(const pdnn_tensor *t);
+
+/* y = x converted to y's dtype (float32, float16, bfloat16; x's dims,
+ * layout and device): narrowing rounds to nearest, ties to even (numpy's
+ * astype, ml_dtypes' bfloat16), overflow gives infinity, NaN stays NaN;
+ * widening is exact. x and y may not share memory. */
+PDNN_API pdnn_status pdnn_cast(const pdnn_tensor *x, pdnn_tensor *y);
 
 /* Returns the tensor's memory to its device (when its last DLPack export
  * is deleted, if it has any) and drops its reference on the context. NULL

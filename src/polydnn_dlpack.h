@@ -205,8 +205,9 @@ typedef enum pdnn_dlpack_role {
 /* Exports t. *out is valid until its deleter is called, which must be
  * called exactly once. The export holds t, and t its context: t may be
  * released and its context destroyed first. The data is
- * shared, not copied: writes on either side are seen by the other. Only
- * float32 tensors exist today, so dtype is always {kDLFloat, 32, 1}. A
+ * shared, not copied: writes on either side are seen by the other. dtype:
+ * float32 {kDLFloat, 32, 1}, float16 {kDLFloat, 16, 1}, bfloat16
+ * {kDLBfloat, 16, 1}, int32 {kDLInt, 32, 1}. A
  * 1-D shape {length} is exported for a layout-X tensor, an ND tensor's
  * own rank (0 to 8) with C-order strides for PDNN_ND. */
 PDNN_API pdnn_status pdnn_tensor_to_dlpack_versioned(pdnn_tensor *t, DLManagedTensorVersioned **out);
@@ -224,12 +225,12 @@ PDNN_API pdnn_status pdnn_tensor_to_dlpack(pdnn_tensor *t, DLManagedTensor **out
  * it fails with PDNN_ERR_UNSUPPORTED. */
 PDNN_API pdnn_status pdnn_tensor_to_dlpack_capsule(pdnn_tensor *t, int versioned, void **capsule);
 
-/* Imports src as a tensor of ctx on the device src names. Accepted: float32
- * (lanes 1); ndim 4 (shape read as the role's logical dims), ndim 1 (a
+/* Imports src as a tensor of ctx on the device src names. Accepted: float32,
+ * float16, bfloat16, int32 (lanes 1, the codes above); ndim 4 (shape read as the role's logical dims), ndim 1 (a
  * layout-X vector, e.g. a bias) or any other ndim up to PDNN_MAX_RANK
  * (PDNN_ND, C order); every dim >= 1; non-NULL data; a byte
- * size that fits in 64 bits; data + byte_offset aligned to 4 bytes on the
- * host. The versioned form also checks the major version and refuses
+ * size that fits in 64 bits; data + byte_offset aligned to the element
+ * size on the host. The versioned form also checks the major version and refuses
  * read-only tensors (polydnn ops may write any tensor they are given). */
 PDNN_API pdnn_status pdnn_tensor_from_dlpack_versioned(pdnn_context *ctx, DLManagedTensorVersioned *src,
                                                        pdnn_dlpack_role role, pdnn_tensor **out);

@@ -99,6 +99,9 @@ done
 for set in slice where; do
     parity --set "$set"
 done
+# float16 and bfloat16 (issue 43): every cast kernel, and the kernels
+# built over REAL_T (activation, binary, scalar pooling) in both dtypes.
+parity --set precision
 # matmul's own kernels on small cases (the matmul set's are minutes here),
 # each algorithm but CLBlast's.
 for algo in tiled conv_gemm naive; do

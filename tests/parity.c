@@ -2631,7 +2631,8 @@ int main(int argc, char **argv)
         add_bn_cases();
     }
     int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) + parity_nd_math_count(h.opt.op, h.opt.set)
-                   : h.opt.mode == MODE_TEST ? parity_nd_count(h.opt.op, h.opt.set) + parity_index_count(h.opt.op, h.opt.set)
+                   : h.opt.mode == MODE_TEST ? parity_nd_count(h.opt.op, h.opt.set) + parity_index_count(h.opt.op, h.opt.set) +
+                                                   parity_precision_count(h.opt.op, h.opt.set)
                                              : 0;
     for (int i = 0; i < n_cases; i++)
         selected += (h.opt.op < 0 || (int)cases[i].op == h.opt.op) && (!h.opt.set || strcmp(h.opt.set, cases[i].set) == 0);
@@ -2678,6 +2679,8 @@ int main(int argc, char **argv)
         parity_index_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
     if (h.opt.mode == MODE_GRAD && h.ndev > 0)
         parity_nd_math_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
+    if (h.opt.mode == MODE_TEST && h.ndev > 0)
+        parity_precision_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
 
     /* Coverage: an algorithm that ran no case of the whole table, or a
      * configuration that ran on no case, is a hole, not a pass (unless

@@ -47,4 +47,9 @@ void parity_nd_math_run(pdnn_device *const *devs, int ndev, int op, const char *
 int parity_index_count(int op, const char *set);
 void parity_index_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
 
+/* The float16 and bfloat16 cases (parity_precision.c, test mode, set
+ * "precision"): casts, activations, binary, pooling; as parity_nd_*. */
+int parity_precision_count(int op, const char *set);
+void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
+
 #endif

@@ -342,8 +342,10 @@ Test(dlpack, bad_input_is_refused_with_a_message)
     expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_NOT_FOUND, "{kDLCPU, 1}");
     f.l.dl_tensor = keep;
 
-    f.l.dl_tensor.dtype.bits = 16;
-    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "float16");
+    f.l.dl_tensor.dtype = (DLDataType){kDLFloat, 16, 2}; /* float16 itself: test_precision.c */
+    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "code 2, bits 16, lanes 2");
+    f.l.dl_tensor.dtype = (DLDataType){kDLBfloat, 32, 1};
+    expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "bfloat16 ({kDLBfloat, 16, 1})");
     f.l.dl_tensor.dtype = (DLDataType){kDLInt, 16, 1};
     expect_fail(ctx, &f, PDNN_DLPACK_ACTIVATION, PDNN_ERR_UNSUPPORTED, "code 0, bits 16");
     f.l.dl_tensor.dtype = (DLDataType){kDLInt, 32, 2};

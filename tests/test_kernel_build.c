@@ -187,6 +187,68 @@ static void others(pdnn_device *dev)
     pdnn_tensor_release(s);
 }
 
+/* float16 and bfloat16 (issue 43): every cast, and the kernels built
+ * over the prelude's REAL_T (-DPDNN_REAL=1, 2): activation, binary, the
+ * scalar pooling kernels. */
+static void reduced_precision(pdnn_device *dev)
+{
+    static const pdnn_dtype types[] = {PDNN_FLOAT32, PDNN_FLOAT16, PDNN_BFLOAT16};
+    pdnn_tensor *t[3];
+    for (int i = 0; i < 3; i++) {
+        pdnn_tensor_desc d = th_desc(PDNN_NCHW, 2, 3, 9, 10);
+        d.dtype = types[i];
+        cr_assert_eq(pdnn_tensor_create(dev, &d, &t[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if (i != j)
+                cr_assert_eq(pdnn_cast(t[i], t[j]), PDNN_SUCCESS, "%s", pdnn_last_error());
+    /* same-dtype casts: a second tensor of each */
+    for (int i = 0; i < 3; i++) {
+        pdnn_tensor_desc d = th_desc(PDNN_NCHW, 2, 3, 9, 10);
+        d.dtype = types[i];
+        pdnn_tensor *u = NULL;
+        cr_assert_eq(pdnn_tensor_create(dev, &d, &u), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_cast(t[i], u), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor_release(u);
+    }
+    pdnn_pool2d_params p;
+    pdnn_pool2d_params_init(&p);
+    for (int i = 1; i < 3; i++) {
+        pdnn_tensor_desc d = th_desc(PDNN_NCHW, 2, 3, 4, 5);
+        d.dtype = types[i];
+        pdnn_tensor *y = NULL;
+        cr_assert_eq(pdnn_tensor_create(dev, &d, &y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_activation_forward(t[i], PDNN_ACTIVATION_SIGMOID, 0, 0, t[i]), PDNN_SUCCESS, "%s",
+                     pdnn_last_error());
+        cr_assert_eq(pdnn_binary(t[i], t[i], PDNN_BINARY_MUL, t[i]), PDNN_SUCCESS, "%s", pdnn_last_error());
+        static const char *const scalar[] = {"fast", "direct"};
+        for (int a = 0; a < 2; a++) {
+            pdnn__dispatch_force(PDNN__OP_POOL2D_FWD, scalar[a], -1);
+            cr_assert_eq(pdnn_pool2d_forward(&p, t[i], y), PDNN_SUCCESS, "%s", pdnn_last_error());
+        }
+        pdnn__dispatch_force(PDNN__OP_POOL2D_FWD, NULL, -1);
+        pdnn_tensor_release(y);
+        /* conv2d_direct over REAL_T */
+        pdnn_tensor_desc wd = th_desc(PDNN_OIHW, 3, 3, 3, 3);
+        wd.dtype = types[i];
+        pdnn_tensor *w = NULL;
+        cr_assert_eq(pdnn_tensor_create(dev, &wd, &w), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_conv2d_params cp;
+        pdnn_conv2d_params_init(&cp);
+        cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+        pdnn_tensor *u = NULL;
+        pdnn_tensor_desc ud = th_desc(PDNN_NCHW, 2, 3, 9, 10);
+        ud.dtype = types[i];
+        cr_assert_eq(pdnn_tensor_create(dev, &ud, &u), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_conv2d_forward(&cp, t[i], w, NULL, u), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_tensor_release(u);
+        pdnn_tensor_release(w);
+    }
+    for (int i = 0; i < 3; i++)
+        pdnn_tensor_release(t[i]);
+}
+
 static void build_everything(pdnn_device *dev)
 {
     const pdnn__algo *const *convs = pdnn__algos(dev, PDNN__OP_CONV2D_FWD);
@@ -226,6 +288,7 @@ static void build_everything(pdnn_device *dev)
     batch_norm(dev, PDNN_NCHW);
     batch_norm(dev, PDNN_NHWC);
     others(dev);
+    reduced_precision(dev);
 }
 
 Test(kernel_build, every_kernel_file_and_option_set_builds_without_warnings, .timeout = 600)

@@ -3,6 +3,7 @@
 #include "tools/npy.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -694,4 +695,43 @@ Test(npy, write_to_a_fifo, .timeout = 10)
     cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced");
     unlink(p);
     rmdir(dir);
+}
+
+/* float16 ('<f2', issue 43): read and widened exactly, by both readers
+ * (an image in memory, a file); numpy's bytes for
+ * numpy.array([0, 1, -2, 65504, 2**-24, inf], '<f2').reshape(2, 3).
+ * ml_dtypes' bfloat16 (saved as '|V2') refused with the way round. */
+Test(npy, reads_float16_widened)
+{
+    static const unsigned short halves[6] = {0x0000, 0x3c00, 0xc000, 0x7bff, 0x0001, 0x7c00};
+    static const float want[6] = {0.0f, 1.0f, -2.0f, 65504.0f, 0x1p-24f, INFINITY};
+    unsigned char buf[256];
+    (void)numpy_image(buf, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }");
+    size_t n = 128 + 12; /* the header's 128 bytes and 6 float16 */
+    for (int i = 0; i < 6; i++) {
+        buf[128 + 2 * i] = (unsigned char)(halves[i] & 0xff);
+        buf[128 + 2 * i + 1] = (unsigned char)(halves[i] >> 8);
+    }
+    npy_array a;
+    char err[256];
+    cr_assert_eq(npy_parse(buf, n, &a, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(a.count, 6);
+    for (int i = 0; i < 6; i++)
+        cr_assert(a.data[i] == want[i], "element %d: %g, not %g", i, (double)a.data[i], (double)want[i]);
+    npy_free(&a);
+    char path[] = "/tmp/pdnn_npy_f16_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "wb");
+    cr_assert_eq(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    cr_assert_eq(npy_read(path, &a, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    for (int i = 0; i < 6; i++)
+        cr_assert(a.data[i] == want[i], "file, element %d", i);
+    npy_free(&a);
+    unlink(path);
+    /* a float16 array one element short: its own size in the message */
+    expect_corrupt(buf, n - 2, "bytes of float16");
+    (void)numpy_image(buf, "{'descr': '|V2', 'fortran_order': False, 'shape': (2, 3), }");
+    expect_corrupt(buf, n, "bfloat16");
 }

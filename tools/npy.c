@@ -9,6 +9,7 @@
  * data, and reads the data straight into its one allocation. */
 #include "npy.h"
 #include "core/fileio.h" /* libc only, compiled into the tool */
+#include "core/half.h"   /* likewise */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -148,7 +149,7 @@ static pdnn_status hp_string(hparse *h, const char *what, const char **str, size
     return PDNN_SUCCESS;
 }
 
-static pdnn_status hp_descr(hparse *h)
+static pdnn_status hp_descr(hparse *h, npy_array *out)
 {
     const char *v = NULL;
     size_t n = 0;
@@ -156,11 +157,22 @@ static pdnn_status hp_descr(hparse *h)
                                &v, &n);
     if (st != PDNN_SUCCESS)
         return st;
+    /* float16 ('<f2') is read too, widened to float32 (exactly). numpy has
+     * no bfloat16: ml_dtypes' arrays save as 2-byte void ('|V2'), which
+     * says nothing of what the bytes are, so it is refused with the way
+     * round it. */
+    if (n == 3 && memcmp(v, "<f2", 3) == 0) {
+        out->elem = 2;
+        return PDNN_SUCCESS;
+    }
     if (n != 3 || memcmp(v, "<f4", 3) != 0)
         return cli_set_err(PDNN_ERR_CORRUPT, h->err, h->errlen,
-                    "dtype '%.*s' is not supported: polydnn reads little-endian float32 ('<f4'); "
-                    "convert with array.astype(numpy.float32)",
-                    n > 40 ? 40 : (int)n, v);
+                    "dtype '%.*s' is not supported: polydnn reads little-endian float32 ('<f4') and float16 "
+                    "('<f2'); convert with array.astype(numpy.float32)%s",
+                    n > 40 ? 40 : (int)n, v,
+                    n == 3 && memcmp(v + 1, "V2", 2) == 0 ? " (a 2-byte void dtype is how ml_dtypes' bfloat16 saves)"
+                                                          : "");
+    out->elem = 4;
     return PDNN_SUCCESS;
 }
 
@@ -301,7 +313,7 @@ static pdnn_status parse_header(const char *s, size_t n, unsigned major, npy_arr
         }
         h.i++;
         hp_skip_ws(&h);
-        st = key == 0 ? hp_descr(&h) : key == 1 ? hp_fortran(&h) : hp_shape(&h, out);
+        st = key == 0 ? hp_descr(&h, out) : key == 1 ? hp_fortran(&h) : hp_shape(&h, out);
         if (st != PDNN_SUCCESS)
             return st;
         hp_skip_ws(&h);
@@ -357,15 +369,37 @@ static pdnn_status parse_prefix(const unsigned char *b, size_t have, unsigned *m
     return PDNN_SUCCESS;
 }
 
+/* Bytes of one element in the file: float32's 4 unless the header said
+ * float16. */
+static size_t file_elem(const npy_array *a) { return a->elem == 2 ? 2 : 4; }
+
+/* A float16 file's data (count 2-byte elements at a->data, little-endian)
+ * widened in place to float32, the allocation grown first: from the last
+ * element down, so no element is overwritten before it is read. */
+static pdnn_status widen_half(npy_array *a, char *err, size_t errlen)
+{
+    if (a->elem != 2 || a->count == 0)
+        return PDNN_SUCCESS;
+    float *f = realloc(a->data, (size_t)a->count * sizeof(float));
+    if (!f)
+        return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes",
+                           (size_t)a->count * sizeof(float));
+    a->data = f;
+    const unsigned char *b = (const unsigned char *)f;
+    for (size_t i = (size_t)a->count; i-- > 0;)
+        f[i] = pdnn__f16_to_f32((uint16_t)(b[2 * i] | (unsigned)b[2 * i + 1] << 8));
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status size_mismatch(const npy_array *a, uint64_t have, char *err, size_t errlen)
 {
     char s[256];
     shape_str(a, s, sizeof s);
-    uint64_t need = (uint64_t)a->count * 4;
+    uint64_t need = (uint64_t)a->count * file_elem(a);
     if (have < need)
         return cli_set_err(PDNN_ERR_CORRUPT, err, errlen,
-                    "truncated data: the shape %s needs %" PRIu64 " bytes of float32, the file has %" PRIu64, s, need,
-                    have);
+                    "truncated data: the shape %s needs %" PRIu64 " bytes of %s, the file has %" PRIu64, s, need,
+                    a->elem == 2 ? "float16" : "float32", have);
     return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "%" PRIu64 " bytes of trailing data after the array of shape %s",
                 have - need, s);
 }
@@ -382,16 +416,19 @@ pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char
         return cli_set_err(PDNN_ERR_CORRUPT, err, errlen, "truncated header (%zu bytes declared, %zu present)", hlen,
                     len - start);
     st = parse_header((const char *)buf + start, hlen, major, out, err, errlen);
-    if (st == PDNN_SUCCESS && len - start - hlen != (uint64_t)out->count * 4)
+    if (st == PDNN_SUCCESS && len - start - hlen != (uint64_t)out->count * file_elem(out))
         st = size_mismatch(out, len - start - hlen, err, errlen);
-    size_t need = (size_t)out->count * 4;
+    size_t need = (size_t)out->count * file_elem(out);
     if (st == PDNN_SUCCESS && need > 0) {
         out->data = malloc(need);
         if (!out->data)
             st = cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
         else {
             memcpy(out->data, buf + start + hlen, need);
-            swap_to_host(out->data, (size_t)out->count);
+            if (out->elem == 2)
+                st = widen_half(out, err, errlen);
+            else
+                swap_to_host(out->data, (size_t)out->count);
         }
     }
     if (st != PDNN_SUCCESS)
@@ -411,7 +448,7 @@ static pdnn_status read_error(FILE *f, const char *what, char *err, size_t errle
  * costs no more memory than the stream gave. */
 static pdnn_status read_unsized(FILE *f, npy_array *out, char *err, size_t errlen)
 {
-    const size_t need = (size_t)out->count * 4;
+    const size_t need = (size_t)out->count * file_elem(out);
     size_t used = 0, cap = 0;
     unsigned char *buf = NULL;
     while (used < need) {
@@ -483,9 +520,9 @@ static pdnn_status read_stream(FILE *f, npy_array *out, char *err, size_t errlen
     off_t pos = fd >= 0 ? ftello(f) : -1;
     if (pos >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
         uint64_t rest = sb.st_size > pos ? (uint64_t)(sb.st_size - pos) : 0;
-        if (rest != (uint64_t)out->count * 4)
+        if (rest != (uint64_t)out->count * file_elem(out))
             return size_mismatch(out, rest, err, errlen);
-        size_t need = (size_t)out->count * 4;
+        size_t need = (size_t)out->count * file_elem(out);
         out->data = malloc(need ? need : 1);
         if (!out->data)
             return cli_set_err(PDNN_ERR_OUT_OF_MEMORY, err, errlen, "out of memory for %zu bytes", need);
@@ -497,6 +534,8 @@ static pdnn_status read_stream(FILE *f, npy_array *out, char *err, size_t errlen
         if (st != PDNN_SUCCESS)
             return st;
     }
+    if (out->elem == 2)
+        return widen_half(out, err, errlen);
     swap_to_host(out->data, (size_t)out->count);
     return PDNN_SUCCESS;
 }

@@ -1,5 +1,6 @@
 /* NumPy .npy files (format versions 1.0, 2.0, 3.0) holding little-endian
- * float32 arrays in C order: what `numpy.save` writes for float32 data. */
+ * float32 arrays in C order: what `numpy.save` writes for float32 data;
+ * float16 ('<f2') is read too, widened to float32. */
 #ifndef POLYDNN_NPY_H
 #define POLYDNN_NPY_H
 
@@ -20,6 +21,8 @@ typedef struct npy_array {
     int64_t shape[NPY_MAX_DIMS];
     int64_t count; /* elements */
     float *data;   /* malloc'd; NULL when count is 0 */
+    int elem;      /* bytes an element in the file: 4 (float32, '<f4') or 2
+                      (float16, '<f2', widened exactly into data) */
 } npy_array;
 
 /* Reads path: the header first (magic, version, bounded length, then the

@@ -782,6 +782,8 @@ static const pdnn__algo host_matmul_direct = {
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 static const pdnn__algo *const host_matmul_algos[] = {DNNL_FIRST(pdnn__host_dnnl_matmul) &host_matmul_direct, NULL};
 
+static const pdnn__algo *const host_cast_algos[] = {&pdnn__host_cast_direct, NULL}; /* host_lowp.c */
+
 const pdnn__backend pdnn__host_backend = {
     .name = "host",
     .enumerate = host_enumerate,
@@ -816,10 +818,13 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_ND_LAYER_NORM] = host_layer_norm_algos,
               [PDNN__OP_ND_REDUCE] = host_reduce_algos,
               [PDNN__OP_INDEX] = host_index_algos,
-              [PDNN__OP_WHERE] = host_where_algos},
+              [PDNN__OP_WHERE] = host_where_algos,
+              [PDNN__OP_CAST] = host_cast_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,
     .softmax = host_softmax,
     .measure_peak = host_measure_peak,
+    .run_reduced = pdnn__host_run_reduced,
+    .reduced_ops = PDNN__HOST_REDUCED_OPS,
 };

@@ -20,7 +20,8 @@ static pdnn_status direct_run(void *dev, const pdnn__op_call *call, const pdnn__
     const pdnn__conv2d_call *c = &call->u.conv2d;
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "conv2d.cl", NULL, "conv2d_direct", &k);
+    const pdnn_dtype t = call->dtype; /* float16, bfloat16: the kernel's REAL_T storage */
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d.cl", pdnn__cl_real_opts(t), "conv2d_direct", &k);
     if (st != PDNN_SUCCESS) {
         pthread_mutex_unlock(&d->lock);
         return st;
@@ -28,8 +29,9 @@ static pdnn_status direct_run(void *dev, const pdnn__op_call *call, const pdnn__
     cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
     /* Without a bias any valid buffer will do; the kernel does not read it. */
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : w;
-    cl_long xo = elem_off(c->x_buf), wo = elem_off(c->w_buf), yo = elem_off(c->y_buf);
-    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), wo = pdnn__cl_real_off(c->w_buf, t),
+            yo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
     cl_long4 xs = strides4(c->xs), ws = strides4(c->ws), ys = strides4(c->ys);
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, c->y_layout == PDNN_NHWC);
@@ -70,5 +72,6 @@ const pdnn__algo pdnn__cl_algo_direct = {
     .rank = 100,
     .plan = direct_plan,
     .run = direct_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };

@@ -6,13 +6,18 @@
 
 /* Takes d->lock and gets the kernel named name; on success the caller
  * holds the lock (finish_launch releases it). */
-static pdnn_status lock_kernel(cl_dev *d, const char *name, cl_kernel *k)
+static pdnn_status lock_kernel_opts(cl_dev *d, const char *name, const char *opts, cl_kernel *k)
 {
     pthread_mutex_lock(&d->lock);
-    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, name, k);
+    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", opts, name, k);
     if (st != PDNN_SUCCESS)
         pthread_mutex_unlock(&d->lock);
     return st;
+}
+
+static pdnn_status lock_kernel(cl_dev *d, const char *name, cl_kernel *k)
+{
+    return lock_kernel_opts(d, name, NULL, k);
 }
 
 /* pdnn__cl_launch_checked, then releases d->lock. */
@@ -121,11 +126,11 @@ static pdnn_status act_run(void *dev, const pdnn__op_call *call, const pdnn__pla
     cl_dev *d = dev;
     const pdnn__act_call *c = &call->u.act;
     cl_kernel k = NULL;
-    pdnn_status st = lock_kernel(d, "ew_activation", &k);
+    pdnn_status st = lock_kernel_opts(d, "ew_activation", pdnn__cl_real_opts(call->dtype), &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_mem xm = c->x_buf.region, ym = c->y_buf.region;
-    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf), total = c->n;
+    cl_long xo = pdnn__cl_real_off(c->x_buf, call->dtype), yo = pdnn__cl_real_off(c->y_buf, call->dtype), total = c->n;
     cl_int mode = (cl_int)c->mode;
     cl_float alpha = c->alpha, beta = c->beta;
     cl_int err = CL_SUCCESS;
@@ -142,7 +147,7 @@ static pdnn_status act_run(void *dev, const pdnn__op_call *call, const pdnn__pla
 
 const pdnn__algo pdnn__cl_algo_activation_direct = {
     .op = PDNN__OP_ACTIVATION, .name = "direct", .rank = 100, .plan = act_plan, .run = act_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 
 /* Enqueues y = x written in y's memory order (c: dims and both strides),
  * so y's axes are ordered by decreasing stride (ties, axes of size 1, in
@@ -222,11 +227,12 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
     cl_dev *d = dev;
     const pdnn__binary_call *c = &call->u.binary;
     cl_kernel k = NULL;
-    pdnn_status st = lock_kernel(d, "ew_binary", &k);
+    const pdnn_dtype t = call->dtype;
+    pdnn_status st = lock_kernel_opts(d, "ew_binary", pdnn__cl_real_opts(t), &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, ym = c->y_buf.region;
-    cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), yo = elem_off(c->y_buf);
+    cl_long ao = pdnn__cl_real_off(c->a_buf, t), bo = pdnn__cl_real_off(c->b_buf, t), yo = pdnn__cl_real_off(c->y_buf, t);
     cl_long8 dims, as, bs;
     cl_int axes = 0;
     for (int i = 0; i < 8; i++) {
@@ -295,7 +301,7 @@ const pdnn__algo pdnn__cl_algo_pad_direct = {
 
 const pdnn__algo pdnn__cl_algo_binary_direct = {
     .op = PDNN__OP_BINARY, .name = "direct", .rank = 100, .plan = act_plan, .run = binary_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 
 /* The backend's copy_rows: a kernel, as clEnqueueCopyBufferRect with a
  * buffer offset in the origin is refused by PoCL (CL_INVALID_VALUE). The

@@ -73,6 +73,18 @@ static inline int pdnn__cl_is_cpu(const cl_dev *d) { return (d->type & CL_DEVICE
 /* Element offset of a buffer; core guarantees 4-byte alignment. */
 static inline cl_long elem_off(pdnn__buf b) { return (cl_long)(b.offset / sizeof(float)); }
 
+/* Kernels written over the prelude's REAL_T storage (float16, bfloat16:
+ * issue 43): the build options for a call's dtype (NULL: float32) and a
+ * buffer's offset in elements of it. */
+static inline const char *pdnn__cl_real_opts(pdnn_dtype t)
+{
+    return t == PDNN_FLOAT16 ? "-DPDNN_REAL=1" : t == PDNN_BFLOAT16 ? "-DPDNN_REAL=2" : NULL;
+}
+static inline cl_long pdnn__cl_real_off(pdnn__buf b, pdnn_dtype t)
+{
+    return (cl_long)(b.offset / (t == PDNN_FLOAT16 || t == PDNN_BFLOAT16 ? 2 : 4));
+}
+
 static inline cl_long4 strides4(const int64_t s[4])
 {
     cl_long4 v;

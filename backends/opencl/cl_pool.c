@@ -30,10 +30,10 @@ static int rows_fit(const pdnn__pool2d_call *c)
 }
 
 /* The arguments every pool kernel starts with; out_dims differs. */
-static cl_int set_common(cl_kernel k, const pdnn__pool2d_call *c, cl_int4 out_dims)
+static cl_int set_common(cl_kernel k, const pdnn__pool2d_call *c, cl_int4 out_dims, pdnn_dtype t)
 {
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
-    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), yo = pdnn__cl_real_off(c->y_buf, t);
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
     cl_int4 win = int4_of(c->win_h, c->win_w, c->stride_h, c->stride_w);
@@ -125,7 +125,7 @@ static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
     }
     const int64_t blocks = (c->p + rpi - 1) / rpi;
     const int64_t items = nhwc ? c->n * c->p * runs * ((c->c + cpi - 1) / cpi) : c->n * c->c * blocks * runs;
-    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run));
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run), PDNN_FLOAT32);
     if (nhwc)
         SET_ARG(k, 10, cpi);
     else
@@ -184,7 +184,7 @@ static pdnn_status plane_enqueue(cl_dev *d, const pdnn__pool2d_call *c, int glob
         return st;
     const int64_t chunks = (c->h * c->w + 15) / 16, run = global_pool || !d->cls.t.pool_sweep ? 1 : chunks;
     const int64_t items = c->n * c->c * (global_pool ? 1 : (chunks + run - 1) / run);
-    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run));
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run), PDNN_FLOAT32);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(pool2d plane)", err);
     return launch_1d(d, k, items, (size_t)d->cls.t.pool_wg, "clEnqueueNDRangeKernel(pool2d plane)");
@@ -207,15 +207,15 @@ static void fast_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 
 /* The scalar 3-D kernel, the first axis the input's contiguous one where
  * there is one. Called with d->lock held. */
-static pdnn_status fast_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
+static pdnn_status fast_enqueue(cl_dev *d, const pdnn__pool2d_call *c, pdnn_dtype t)
 {
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, "pool2d_fast", &k);
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", pdnn__cl_real_opts(t), "pool2d_fast", &k);
     if (st != PDNN_SUCCESS)
         return st;
     const int nhwc = c->x_layout == PDNN_NHWC;
     const int64_t a0 = nhwc ? c->c : c->q, a1 = nhwc ? c->q : c->p, a2 = c->n * (nhwc ? c->p : c->c);
-    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, nhwc));
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, nhwc), t);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(pool2d)", err);
     /* On CPUs 16 along the contiguous axis (one AVX-512 vector); on GPUs
@@ -247,14 +247,14 @@ static void direct_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 }
 
 /* Called with d->lock held. */
-static pdnn_status direct_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
+static pdnn_status direct_enqueue(cl_dev *d, const pdnn__pool2d_call *c, pdnn_dtype t)
 {
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, "pool2d_direct", &k);
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", pdnn__cl_real_opts(t), "pool2d_direct", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_long total = c->n * c->c * c->p * c->q;
-    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, c->y_layout == PDNN_NHWC));
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, c->y_layout == PDNN_NHWC), t);
     SET_ARG(k, 10, total);
     return err == CL_SUCCESS ? pdnn__cl_launch(d, k, "pool2d_direct", total)
                              : pdnn__cl_fail("clSetKernelArg(pool2d_direct)", err);
@@ -269,6 +269,18 @@ static pdnn_status locked(void *dev, const pdnn__op_call *call,
     cl_dev *d = dev;
     pthread_mutex_lock(&d->lock);
     pdnn_status st = enqueue(d, &call->u.pool2d);
+    pthread_mutex_unlock(&d->lock);
+    return st;
+}
+
+/* The same for the scalar kernels, which also store float16 and
+ * bfloat16 (the prelude's REAL_T, built with the call's dtype). */
+static pdnn_status locked_typed(void *dev, const pdnn__op_call *call,
+                                pdnn_status (*enqueue)(cl_dev *, const pdnn__pool2d_call *, pdnn_dtype))
+{
+    cl_dev *d = dev;
+    pthread_mutex_lock(&d->lock);
+    pdnn_status st = enqueue(d, &call->u.pool2d, call->dtype);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -306,7 +318,7 @@ static pdnn_status fast_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     (void)plan;
     (void)ws;
     (void)rep;
-    return locked(dev, call, fast_enqueue);
+    return locked_typed(dev, call, fast_enqueue);
 }
 
 static pdnn_status direct_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -315,7 +327,7 @@ static pdnn_status direct_run(void *dev, const pdnn__op_call *call, const pdnn__
     (void)plan;
     (void)ws;
     (void)rep;
-    return locked(dev, call, direct_enqueue);
+    return locked_typed(dev, call, direct_enqueue);
 }
 
 /* global and flat first where they apply (NCHW; 5-6x the rows kernel's
@@ -355,7 +367,8 @@ const pdnn__algo pdnn__cl_algo_pool_fast = {
     .rank = 20,
     .plan = fast_plan,
     .run = fast_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 
 const pdnn__algo pdnn__cl_algo_pool_direct = {
@@ -364,5 +377,6 @@ const pdnn__algo pdnn__cl_algo_pool_direct = {
     .rank = 30,
     .plan = direct_plan,
     .run = direct_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };

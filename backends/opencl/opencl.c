@@ -516,6 +516,8 @@ extern const pdnn__algo pdnn__cl_algo_index_direct, pdnn__cl_algo_where_direct; 
 static const pdnn__algo *const cl_index_algos[] = {&pdnn__cl_algo_index_direct, NULL};
 static const pdnn__algo *const cl_where_algos[] = {&pdnn__cl_algo_where_direct, NULL};
 static const pdnn__algo *const cl_activation_algos[] = {&pdnn__cl_algo_activation_direct, NULL};
+extern const pdnn__algo pdnn__cl_algo_cast_direct; /* cl_cast.c */
+static const pdnn__algo *const cl_cast_algos[] = {&pdnn__cl_algo_cast_direct, NULL};
 static const pdnn__algo *const cl_scale_algos[] = {&pdnn__cl_algo_scale_direct, NULL};
 /* matmul (cl_matmul.c) */
 extern const pdnn__algo pdnn__cl_algo_matmul_tiled, pdnn__cl_algo_matmul_conv_gemm, pdnn__cl_algo_matmul_clblast,
@@ -570,7 +572,8 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_ND_LAYER_NORM] = cl_layer_norm_algos,
               [PDNN__OP_ND_REDUCE] = cl_reduce_algos,
               [PDNN__OP_INDEX] = cl_index_algos,
-              [PDNN__OP_WHERE] = cl_where_algos},
+              [PDNN__OP_WHERE] = cl_where_algos,
+              [PDNN__OP_CAST] = cl_cast_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,

@@ -46,6 +46,7 @@ __all__ = [
     "relu_backward", "softmax_cross_entropy", "optimizer_update", "SGD", "Adam",
     "load_onnx", "OnnxModel", "TrainableOnnxModel", "AdamW",
 ]
+__all__ += ["cast"]  # float16 and bfloat16 (docs/precision.md)
 
 # ---- the library -----------------------------------------------------------
 
@@ -243,6 +244,7 @@ _add = _fn("pdnn_add", _c_int, _vp, _vp, _vp)
 _add_n = _fn("pdnn_add_n", _c_int, _P(_vp), _c_int, _vp)
 _bias_add = _fn("pdnn_bias_add", _c_int, _vp, _vp, _vp)
 _relu = _fn("pdnn_relu", _c_int, _vp, _vp)
+_cast = _fn("pdnn_cast", _c_int, _vp, _vp)
 _activation = _fn("pdnn_activation_forward", _c_int, _vp, _c_int, ctypes.c_float, ctypes.c_float, _vp)
 _concat = _fn("pdnn_concat", _c_int, _P(_vp), _c_int, _c_int, _vp)
 _transform = _fn("pdnn_transform", _c_int, _vp, _vp)
@@ -371,7 +373,9 @@ _ND = 6
 _MAX_RANK = 8
 _LAYOUT_ND = _ND
 _FLOAT32, _INT32 = 0, 3
-_DTYPE_NAMES = {_FLOAT32: "float32", _INT32: "int32"}
+_FLOAT16, _BFLOAT16 = 1, 2
+_DTYPE_NAMES = {_FLOAT32: "float32", _FLOAT16: "float16", _BFLOAT16: "bfloat16", _INT32: "int32"}
+_DTYPE_SIZE = {_FLOAT32: 4, _FLOAT16: 2, _BFLOAT16: 2, _INT32: 4}
 _KDLCPU = 1
 _KDLOPENCL = 4
 
@@ -704,7 +708,7 @@ class Tensor:
 
     @property
     def dtype(self):
-        """'float32' or 'int32'."""
+        """'float32', 'float16', 'bfloat16' or 'int32'."""
         d = self._desc().dtype
         return _DTYPE_NAMES.get(d, "dtype %d" % d)
 
@@ -714,8 +718,9 @@ class Tensor:
 
     @property
     def nbytes(self):
-        n = 4
-        for s in self._desc().dims:  # canonical: the dims past the rank are 1
+        d = self._desc()
+        n = _DTYPE_SIZE.get(d.dtype, 4)
+        for s in d.dims:  # canonical: the dims past the rank are 1
             n *= s
         return n
 
@@ -827,11 +832,16 @@ class _HostView:
         _check(_to_dlpack(tensor._handle(), ctypes.byref(m)))
         self._m = m
         t = m.contents.dl_tensor
+        if t.dtype.code == 4:  # kDLBfloat: numpy has no bfloat16
+            self.__del__()
+            raise TypeError("polydnn: numpy has no bfloat16; cast the tensor to float32 first "
+                            "(polydnn.cast(t, 'float32')), or take it through DLPack (torch.from_dlpack)")
+        es = t.dtype.bits // 8
         self.__array_interface__ = {
             "version": 3,
-            "typestr": ("<" if sys.byteorder == "little" else ">") + ("i4" if t.dtype.code == 0 else "f4"),
+            "typestr": ("<" if sys.byteorder == "little" else ">") + ("i" if t.dtype.code == 0 else "f") + str(es),
             "shape": tuple(t.shape[i] for i in range(t.ndim)),
-            "strides": tuple(4 * t.strides[i] for i in range(t.ndim)),
+            "strides": tuple(es * t.strides[i] for i in range(t.ndim)),
             "data": (t.data + t.byte_offset, False),
         }
 
@@ -867,12 +877,12 @@ def empty(shape, layout=None, device=None, context=None, dtype="float32"):
     """An uninitialised tensor of shape (0 to 8 dims, as given); layout
     None: NCHW for 4 dims, X (a vector) for 1, ND (row-major) otherwise;
     an image layout names how 4 logical dims (N, C, H, W) lie. dtype
-    'float32' or 'int32' (labels)."""
+    'float32', 'float16', 'bfloat16' or 'int32' (labels)."""
     ctx = context or default_context()
     dev = _resolve_device(device, ctx)
     codes = {v: k for k, v in _DTYPE_NAMES.items()}
     if dtype not in codes:
-        raise ValueError("polydnn: dtype must be 'float32' or 'int32', not %r" % (dtype,))
+        raise ValueError("polydnn: dtype must be 'float32', 'float16', 'bfloat16' or 'int32', not %r" % (dtype,))
     d = _desc_for(shape, layout, codes[dtype])
     h = _vp()
     _check(_tensor_create(dev._h, ctypes.byref(d), ctypes.byref(h)))
@@ -880,11 +890,14 @@ def empty(shape, layout=None, device=None, context=None, dtype="float32"):
 
 
 def from_numpy(array, device=None, context=None):
-    """A copy of a numpy array (anything numpy.asarray takes) as a float32
-    tensor of its shape, 0 to 8 dims, on device (default: the host)."""
+    """A copy of a numpy array (anything numpy.asarray takes) as a tensor
+    of its shape, 0 to 8 dims, on device (default: the host): float16
+    stays float16, anything else becomes float32."""
     np = _numpy("from_numpy")
-    a = np.array(array, dtype=np.float32, order="C")  # a copy; ascontiguousarray would make 0-d 1-d
-    t = empty(a.shape, device=device if device is not None else "/cpu:0", context=context)
+    half = getattr(array, "dtype", None) == np.float16
+    a = np.array(array, dtype=np.float16 if half else np.float32, order="C")  # a copy (0-d stays 0-d)
+    t = empty(a.shape, device=device if device is not None else "/cpu:0", context=context,
+              dtype="float16" if half else "float32")
     t.write_bytes(a.tobytes())
     return t
 
@@ -1121,7 +1134,7 @@ def conv2d(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, relu=Fals
     p = _conv_params(tuple(dx.dims[:4]), tuple(dw.dims[:4]), stride, padding, dilation, groups, relu, algorithm)
     od = (_c_int64 * 4)()
     _check(_conv_dims(ctypes.byref(dx), ctypes.byref(dw), ctypes.byref(p), od))
-    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
+    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx, dtype=x.dtype)
     _check(_conv_forward(ctypes.byref(p), x._handle(), w._handle(),
                          bias._handle() if bias is not None else None, y._handle()))
     return y
@@ -1135,7 +1148,7 @@ def _pool(x, mode, kernel_size, stride, padding, ceil_mode, out_layout, data_for
     p = _pool_params(tuple(dx.dims[:4]), mode, kernel_size, stride, padding, ceil_mode)
     od = (_c_int64 * 4)()
     _check(_pool_dims(ctypes.byref(dx), ctypes.byref(p), od))
-    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx)
+    y = empty(tuple(od), out_layout or x.layout, device=x.device, context=x._ctx, dtype=x.dtype)
     _check(_pool_forward(ctypes.byref(p), x._handle(), y._handle()))
     return y
 
@@ -1202,7 +1215,7 @@ def conv2d_backward_data(input_shape, w, dy, stride=1, padding=0, dilation=1, gr
     xdims = _shape_dims(input_shape, _ACTIVATION, df, "input_shape")
     p = _conv_params(tuple(xdims), tuple(w._desc().dims[:4]), stride, padding, dilation, groups, False, "auto")
     p.bwd_data_algorithm = _bwd_algorithm(0, algorithm)
-    dx = empty(tuple(xdims), out_layout or dy.layout, device=dy.device, context=dy._ctx)
+    dx = empty(tuple(xdims), out_layout or dy.layout, device=dy.device, context=dy._ctx, dtype=dy.dtype)
     _check(_conv_bwd_data(ctypes.byref(p), dy._handle(), w._handle(), dx._handle()))
     return dx
 
@@ -1220,7 +1233,8 @@ def conv2d_backward_filter(x, weight_shape, dy, stride=1, padding=0, dilation=1,
     wdims = _shape_dims(weight_shape, _FILTER, df, "weight_shape")
     p = _conv_params(tuple(x._desc().dims[:4]), tuple(wdims), stride, padding, dilation, groups, False, "auto")
     p.bwd_filter_algorithm = _bwd_algorithm(1, algorithm)
-    dw = empty(tuple(wdims), out_layout or ("HWIO" if df == "NHWC" else "OIHW"), device=x.device, context=x._ctx)
+    dw = empty(tuple(wdims), out_layout or ("HWIO" if df == "NHWC" else "OIHW"), device=x.device, context=x._ctx,
+               dtype=x.dtype)
     _check(_conv_bwd_filter(ctypes.byref(p), x._handle(), dy._handle(), dw._handle()))
     return dw
 
@@ -1232,7 +1246,7 @@ def conv2d_backward_bias(dy, data_format=None):
     df = _data_format(data_format)
     ctx, dev = _placement(dy)
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, dev, "dy")
-    db = empty((dy._desc().dims[1],), "X", device=dy.device, context=dy._ctx)
+    db = empty((dy._desc().dims[1],), "X", device=dy.device, context=dy._ctx, dtype=dy.dtype)
     _check(_conv_bwd_bias(dy._handle(), db._handle()))
     return db
 
@@ -1244,7 +1258,7 @@ def _pool_backward_op(x, dy, mode, kernel_size, stride, padding, ceil_mode, out_
     dy = _as_tensor(dy, _ACTIVATION, df, ctx, x.device, "dy")
     d = x._desc()
     p = _pool_params(tuple(d.dims[:4]), mode, kernel_size, stride, padding, ceil_mode)
-    dx = empty(tuple(d.dims[:4]), out_layout or x.layout, device=x.device, context=x._ctx)
+    dx = empty(tuple(d.dims[:4]), out_layout or x.layout, device=x.device, context=x._ctx, dtype=x.dtype)
     _check(_pool_backward(ctypes.byref(p), x._handle(), dy._handle(), dx._handle()))
     return dx
 
@@ -1303,7 +1317,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         n = db[0] if transpose_b else db[1]
         c = _empty_like(a, ctx, (m, n, 1, 1), 0)
     else:
-        c = _empty_like(a, ctx, desc=_desc_for(_matmul_shape(a, b, transpose_a, transpose_b), "ND"))
+        c = _empty_like(a, ctx, desc=_desc_for(_matmul_shape(a, b, transpose_a, transpose_b), "ND", a._desc().dtype))
     _check(_matmul(a._handle(), b._handle(), int(bool(transpose_a)), int(bool(transpose_b)), c._handle()))
     return c
 
@@ -1341,6 +1355,22 @@ def bias_add(x, bias):
     bias = _as_tensor(bias, _ACTIVATION, None, ctx, x.device, "bias")
     y = _empty_like(x, ctx)
     _check(_bias_add(x._handle(), bias._handle(), y._handle()))
+    return y
+
+
+def cast(x, dtype):
+    """x converted to dtype ('float32', 'float16', 'bfloat16'), a new
+    tensor of x's shape and layout on x's device; narrowing rounds to
+    nearest even (numpy's astype), widening is exact (pdnn_cast)."""
+    ctx, dev = _placement(x)
+    x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
+    codes = {"float32": _FLOAT32, "float16": _FLOAT16, "bfloat16": _BFLOAT16}
+    if dtype not in codes:
+        raise ValueError("polydnn: cast's dtype must be 'float32', 'float16' or 'bfloat16', not %r" % (dtype,))
+    d = x._desc()
+    d.dtype = codes[dtype]
+    y = _empty_like(x, ctx, desc=d)
+    _check(_cast(x._handle(), y._handle()))
     return y
 
 

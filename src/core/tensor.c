@@ -1,5 +1,6 @@
 /* Tensor descriptors, validation and storage on a device. */
 #include "core/context.h"
+#include "core/half.h"
 #include "polydnn_dlpack.h"
 
 #include <stdio.h>
@@ -35,17 +36,6 @@ static int64_t dtype_size(pdnn_dtype t)
     case PDNN_INT32: return 4;
     }
     return 0;
-}
-
-static const char *dtype_name(pdnn_dtype t)
-{
-    switch (t) {
-    case PDNN_FLOAT32: return "float32";
-    case PDNN_FLOAT16: return "float16";
-    case PDNN_BFLOAT16: return "bfloat16";
-    case PDNN_INT32: return "int32";
-    }
-    return "unknown-dtype";
 }
 
 int pdnn_tensor_desc_rank(const pdnn_tensor_desc *d)
@@ -101,7 +91,7 @@ const char *pdnn__desc_string(const pdnn_tensor_desc *d, char *buf, size_t len)
     for (int i = 0; i < n; i++)
         at += (size_t)snprintf(dims + at, sizeof dims - at, "%s%lld", i ? "," : "", (long long)d->dims[i]);
     snprintf(dims + at, sizeof dims - at, "]");
-    snprintf(buf, len, "%s %s %s", dims, pdnn_layout_name(d->layout), dtype_name(d->dtype));
+    snprintf(buf, len, "%s %s %s", dims, pdnn_layout_name(d->layout), pdnn__dtype_name(d->dtype));
     return buf;
 }
 

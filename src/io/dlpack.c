@@ -2,6 +2,7 @@
 #include "polydnn_dlpack.h"
 
 #include "core/context.h"
+#include "core/half.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -88,8 +89,7 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, const void *out
     if (!t || !out)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !t ? "tensor" : "out");
     *rec = NULL;
-    if (t->desc.dtype != PDNN_FLOAT32 && t->desc.dtype != PDNN_INT32)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: only float32 and int32 tensors can be exported", fn);
+    /* every dtype polydnn stores has a DLPack code */
     /* The consumer may read at once, on any queue: finish ours first. */
     if (t->dev->backend->synchronize) {
         pdnn_status st = t->dev->backend->synchronize(t->dev->handle);
@@ -112,8 +112,8 @@ static pdnn_status export_common(const char *fn, pdnn_tensor *t, const void *out
     }
     d->device.device_type = (DLDeviceType)t->dev->props.dlpack_type;
     d->device.device_id = t->dev->props.dlpack_id;
-    d->dtype.code = t->desc.dtype == PDNN_INT32 ? kDLInt : kDLFloat;
-    d->dtype.bits = 32;
+    d->dtype.code = t->desc.dtype == PDNN_INT32 ? kDLInt : t->desc.dtype == PDNN_BFLOAT16 ? kDLBfloat : kDLFloat;
+    d->dtype.bits = (uint8_t)(8 * pdnn__dtype_size(t->desc.dtype));
     d->dtype.lanes = 1;
     if (t->desc.layout == PDNN_LAYOUT_X) {
         d->ndim = 1;
@@ -330,6 +330,18 @@ static int match_layout(const int64_t dims[4], const int64_t *strides, pdnn_dlpa
     return -1;
 }
 
+/* The pdnn_dtype of a DLPack dtype, -1 for none. */
+static int dl_dtype(DLDataType t)
+{
+    if (t.lanes != 1)
+        return -1;
+    if (t.code == kDLInt && t.bits == 32)
+        return PDNN_INT32;
+    if (t.code == kDLFloat && (t.bits == 32 || t.bits == 16))
+        return t.bits == 32 ? PDNN_FLOAT32 : PDNN_FLOAT16;
+    return t.code == kDLBfloat && t.bits == 16 ? PDNN_BFLOAT16 : -1;
+}
+
 static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTensor *dl, pdnn_dlpack_role role,
                                  void (*ffree)(void *), void *foreign, pdnn_tensor **out)
 {
@@ -337,22 +349,20 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: role %d is neither PDNN_DLPACK_ACTIVATION nor "
                                                       "PDNN_DLPACK_FILTER", fn, (int)role);
     /* int32 (labels) is taken as it is: only the ops that say so read it. */
-    const int is_int32 = dl->dtype.code == kDLInt && dl->dtype.bits == 32 && dl->dtype.lanes == 1;
-    if (!is_int32 && (dl->dtype.code != kDLFloat || dl->dtype.bits != 32 || dl->dtype.lanes != 1)) {
-        if ((dl->dtype.code == kDLFloat && dl->dtype.bits == 16) || dl->dtype.code == kDLBfloat)
-            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: dtype %s is not supported yet; polydnn ops run float32",
-                               fn, dl->dtype.code == kDLBfloat ? "bfloat16" : "float16");
+    const int dtype = dl_dtype(dl->dtype);
+    if (dtype < 0)
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "%s: dtype {code %u, bits %u, lanes %u} is not supported; polydnn takes float32 "
-                           "({kDLFloat, 32, 1}) and int32 ({kDLInt, 32, 1})",
+                           "({kDLFloat, 32, 1}), float16 ({kDLFloat, 16, 1}), bfloat16 ({kDLBfloat, 16, 1}) and "
+                           "int32 ({kDLInt, 32, 1})",
                            fn, dl->dtype.code, dl->dtype.bits, dl->dtype.lanes);
-    }
+    const size_t es = pdnn__dtype_size((pdnn_dtype)dtype);
     if (dl->ndim < 0 || dl->ndim > PDNN_MAX_RANK)
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: a %d-D tensor cannot be imported; polydnn takes ranks 0 to %d",
                            fn, (int)dl->ndim, PDNN_MAX_RANK);
     if (!dl->shape && dl->ndim > 0)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: shape is NULL", fn);
-    int64_t bytes = 4;
+    int64_t bytes = (int64_t)es;
     for (int i = 0; i < dl->ndim; i++) {
         if (dl->shape[i] < 0)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: shape[%d] is %lld; dims cannot be negative", fn, i,
@@ -373,7 +383,7 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
 
     pdnn_tensor_desc desc;
     memset(&desc, 0, sizeof desc);
-    desc.dtype = is_int32 ? PDNN_INT32 : PDNN_FLOAT32;
+    desc.dtype = (pdnn_dtype)dtype;
     if (dl->ndim == 1) {
         if (dl->strides && dl->shape[0] > 1 && dl->strides[0] != 1)
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: a 1-D tensor with stride %lld is not compact", fn,
@@ -437,14 +447,14 @@ static pdnn_status import_common(const char *fn, pdnn_context *ctx, const DLTens
     if (dev->props.dlpack_type == kDLCPU) {
         buf.region = dl->data;
         buf.offset = (size_t)dl->byte_offset;
-        if (((uintptr_t)dl->data + buf.offset) % sizeof(float) != 0)
-            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: host data at %p + %zu is not aligned to 4 bytes", fn,
-                               dl->data, buf.offset);
+        if (((uintptr_t)dl->data + buf.offset) % es != 0)
+            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: host data at %p + %zu is not aligned to %zu bytes", fn,
+                               dl->data, buf.offset, es);
     } else {
         buf.region = dl->data;
         buf.offset = (size_t)dl->byte_offset;
         if (buf.offset % (dev->props.base_align ? dev->props.base_align : 1) != 0 ||
-            buf.offset % sizeof(float) != 0)
+            buf.offset % es != 0)
             return pdnn__error(PDNN_ERR_UNSUPPORTED,
                                "%s: byte_offset %zu is not a multiple of the device's alignment (%llu bytes)", fn,
                                buf.offset, (unsigned long long)dev->props.base_align);

@@ -30,6 +30,7 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_PAD: return "pad";
     case PDNN__OP_INDEX: return "index";
     case PDNN__OP_WHERE: return "where";
+    case PDNN__OP_CAST: return "cast";
     case PDNN__OP_TRANSFORM: return "transform";
     case PDNN__OP_ND_TRANSPOSE: return "transpose";
     case PDNN__OP_ND_SOFTMAX: return "softmax";

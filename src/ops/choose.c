@@ -31,6 +31,8 @@ static int find_search(pdnn_device *dev, const pdnn__algo *const *list, pdnn__pl
                        const pdnn__op_call *call, const char *kernel, const char *shape)
 {
     int refi = -1;
+    if (call->dtype != PDNN_FLOAT32) /* the comparison below reads float32: the rank order decides */
+        return -1;
     for (int i = 0; i < n; i++)
         if (plans[i].supported && !pdnn__gpu_class_passed_over(list[i], &plans[i]) &&
             (refi < 0 || plans[i].rank > plans[refi].rank))

@@ -76,8 +76,9 @@ const char *const *pdnn__conv_algo_names(int *n);
 const char *pdnn__op_name(pdnn__op op);
 
 /* ops.c's helpers, shared with the backward ops (ops_grad.c). */
-/* Every non-NULL tensor of ts is on ts[0]'s device and float32; else an
- * error naming op and the tensors (names[i]). */
+/* Every non-NULL tensor of ts is on ts[0]'s device, and all are of one
+ * float dtype (pdnn__one_dtype); else an error naming op and the tensors
+ * (names[i]). */
 pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n);
 /* The error for tensors a and b (named an, bn) on two devices, naming the
  * contexts when they differ. */
@@ -105,5 +106,13 @@ pdnn_status pdnn__ops_need(const char *op, const pdnn_tensor *const *ts, const c
 /* ops_index.c: how many elements x[b:e:s] takes of an axis of d (ONNX's
  * Slice: negative b and e from the end, clamped), and the first in *first. */
 int64_t pdnn__slice_axis(int64_t d, int64_t b, int64_t e, int64_t s, int64_t *first);
+
+/* float16 and bfloat16 (ops_cast.c). The non-NULL tensors of ts share one
+ * float dtype (float32, float16 or bfloat16): else an error naming op,
+ * the first tensor and the one that differs with both dtypes, or the one
+ * that is not a float dtype (int32). The op's call then carries that
+ * dtype (pdnn__op_call.dtype), and dispatch runs only algorithms that take
+ * it. */
+pdnn_status pdnn__one_dtype(const char *op, const pdnn_tensor *const *ts, const char *const *names, int n);
 
 #endif

@@ -51,4 +51,16 @@ void pdnn__report_result(pdnn__dispatch_result *res, const pdnn__algo *a, const 
 int pdnn__measured_choice(pdnn_device *dev, const pdnn__algo *const *list, pdnn__plan *plans, int n,
                           const pdnn__op_call *call, int *searched, double *seconds);
 
+/* Whether a runs call only in part: a residual z or a capped relu that
+ * its epilogue lacks, added by run.c's unfused passes (float32 only: in
+ * float16 and bfloat16 they would round the output twice, so plan.c
+ * refuses such an algorithm there). */
+static inline int pdnn__needs_unfused(const pdnn__algo *a, const pdnn__op_call *call)
+{
+    if (call->op != PDNN__OP_CONV2D_FWD)
+        return 0;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    return (c->z_buf.region && !a->residual) || (c->relu_cap > 0.0f && !a->relu_cap);
+}
+
 #endif

@@ -34,7 +34,7 @@ static void index_key(const pdnn__op_call *call, char *buf, size_t len)
         used += snprintf(buf + used, len - (size_t)used, " %lld:%lld", (long long)d[k], (long long)s1[k]);
 }
 
-void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
+static void op_key_of(const pdnn__op_call *call, char *buf, size_t len)
 {
     if (pdnn__nd_math_describe(call, buf, len, NULL, NULL, NULL))
         return;
@@ -130,9 +130,21 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
         const pdnn__matmul_call *c = &call->u.matmul;
         snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n, (long long)c->k,
                  c->trans_a, c->trans_b);
+    } else if (call->op == PDNN__OP_CAST) {
+        snprintf(buf, len, "cast %d>%d n%lld", (int)call->u.cast.from, (int)call->u.cast.to, (long long)call->u.cast.n);
     } else {
         snprintf(buf, len, "op%d", (int)call->op);
     }
+}
+
+/* The keys name float32 ("f32") as they did before other dtypes; a call
+ * in another dtype says so at the end, so its choices are its own. */
+void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
+{
+    op_key_of(call, buf, len);
+    const size_t at = strlen(buf);
+    if (call->dtype != PDNN_FLOAT32 && at < len)
+        snprintf(buf + at, len - at, " dtype=%s", call->dtype == PDNN_FLOAT16 ? "f16" : "bf16");
 }
 
 double pdnn__op_flops(const pdnn__op_call *call)
@@ -187,6 +199,8 @@ double pdnn__op_flops(const pdnn__op_call *call)
         return (double)call->u.xent.n * (double)call->u.xent.k;
     if (call->op == PDNN__OP_OPTIMIZER)
         return (double)call->u.optim.n;
+    if (call->op == PDNN__OP_CAST)
+        return (double)call->u.cast.n;
     return 0.0;
 }
 
@@ -242,6 +256,7 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
             *n *= (size_t)d[k];
         return call->op == PDNN__OP_INDEX ? call->u.index.y_buf : call->u.where.y_buf;
     }
+    case PDNN__OP_CAST: *n = (size_t)call->u.cast.n; return call->u.cast.y_buf;
     case PDNN__OP_ND_TRANSPOSE: /* ops_nd_math.c, above */
     case PDNN__OP_ND_SOFTMAX:
     case PDNN__OP_ND_LAYER_NORM:

@@ -211,11 +211,7 @@ pdnn_status pdnn__same_device(const char *op, const pdnn_tensor *const *ts, cons
         if (ts[i] && ts[i]->dev != ts[0]->dev)
             return pdnn__device_mismatch(op, names[0], ts[0], names[i], ts[i]);
     }
-    for (int i = 0; i < n; i++)
-        if (ts[i] && ts[i]->desc.dtype != PDNN_FLOAT32)
-            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: %s is not float32; only float32 is supported",
-                               op, names[i]);
-    return PDNN_SUCCESS;
+    return pdnn__one_dtype(op, ts, names, n);
 }
 
 pdnn_status pdnn__check_output(const char *op, const char *name, const pdnn_tensor *y, const int64_t want[4])
@@ -368,7 +364,7 @@ static pdnn_status conv_forward(const char *fn, const pdnn_conv2d_params *p, con
                            "conv2d: bias %s must be a layout-X vector of length %lld (output channels)",
                            pdnn__desc_string(&bias->desc, bd, sizeof bd), (long long)od[1]);
     }
-    if (z && (z->desc.dtype != PDNN_FLOAT32 || z->desc.layout != y->desc.layout ||
+    if (z && (z->desc.dtype != y->desc.dtype || z->desc.layout != y->desc.layout ||
               memcmp(z->desc.dims, y->desc.dims, sizeof z->desc.dims) != 0)) {
         char zd[96], yd[96];
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "conv2d: residual %s must be the output's %s",
@@ -378,6 +374,7 @@ static pdnn_status conv_forward(const char *fn, const pdnn_conv2d_params *p, con
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_CONV2D_FWD;
+    call.dtype = x->desc.dtype;
     pdnn__conv2d_call *c = &call.u.conv2d;
     pdnn__conv_call_from(p, &x->desc, &w->desc, y->desc.layout, od, c);
     call.ws_limit = p->workspace_limit;
@@ -517,6 +514,7 @@ pdnn_status pdnn_pool2d_forward(const pdnn_pool2d_params *p, const pdnn_tensor *
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_POOL2D_FWD;
+    call.dtype = x->desc.dtype;
     pdnn__pool_call_from(p, &x->desc, y->desc.layout, od, &call.u.pool2d);
     call.u.pool2d.x_buf = x->block.buf;
     call.u.pool2d.y_buf = y->block.buf;

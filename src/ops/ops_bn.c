@@ -156,6 +156,7 @@ pdnn_status pdnn_batch_norm_forward(const pdnn_batch_norm_params *p, const pdnn_
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = train ? PDNN__OP_BN_FWD_TRAIN : PDNN__OP_BN_FWD_INFER;
+    call.dtype = x->desc.dtype;
     pdnn__bn_call *c = &call.u.bn;
     call_from(p, x, c);
     c->y_buf = y->block.buf;
@@ -206,6 +207,7 @@ pdnn_status pdnn_batch_norm_backward(const pdnn_batch_norm_params *p, const pdnn
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_BN_BWD;
+    call.dtype = x->desc.dtype;
     pdnn__bn_call *c = &call.u.bn;
     call_from(p, x, c);
     c->dy_buf = dy->block.buf;

@@ -67,6 +67,7 @@ pdnn_status pdnn_conv2d_backward_data(const pdnn_conv2d_params *p, const pdnn_te
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_CONV2D_BWD_DATA;
+    call.dtype = dx->desc.dtype;
     pdnn__conv2d_call *c = &call.u.conv2d;
     pdnn__conv_call_from(p, &dx->desc, &w->desc, dy->desc.layout, od, c);
     c->relu = 0;
@@ -102,6 +103,7 @@ pdnn_status pdnn_conv2d_backward_filter(const pdnn_conv2d_params *p, const pdnn_
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_CONV2D_BWD_FILTER;
+    call.dtype = x->desc.dtype;
     pdnn__conv2d_call *c = &call.u.conv2d;
     pdnn__conv_call_from(p, &x->desc, &dw->desc, dy->desc.layout, od, c);
     c->relu = 0;
@@ -138,6 +140,7 @@ pdnn_status pdnn_conv2d_backward_bias(const pdnn_tensor *dy, pdnn_tensor *db)
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_CONV2D_BWD_BIAS;
+    call.dtype = dy->desc.dtype;
     pdnn__conv2d_call *c = &call.u.conv2d;
     /* Only the output side of the call is meaningful: N, K, P, Q of dy. A
      * 1x1 filter over a same-sized input keeps the other fields
@@ -180,6 +183,7 @@ pdnn_status pdnn_pool2d_backward(const pdnn_pool2d_params *p, const pdnn_tensor 
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_POOL2D_BWD;
+    call.dtype = x->desc.dtype;
     pdnn__pool2d_call *c = &call.u.pool2d;
     pdnn__pool_call_from(p, &x->desc, dy->desc.layout, od, c);
     c->x_buf = x->block.buf;

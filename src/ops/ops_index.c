@@ -71,6 +71,7 @@ static pdnn_status run_index(const pdnn_tensor *x, const int64_t *xs, const pdnn
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_INDEX;
+    call.dtype = x->desc.dtype;
     pdnn__index_call *c = &call.u.index;
     c->rank = r;
     c->lerp = lerp;
@@ -481,6 +482,7 @@ pdnn_status pdnn_where(const pdnn_tensor *mask, const pdnn_tensor *a, const pdnn
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_WHERE;
+    call.dtype = y->desc.dtype;
     pdnn__where_call *c = &call.u.where;
     int64_t yd[R];
     const int yr = geom(y, yd, c->ys);

@@ -56,11 +56,7 @@ static pdnn_status need(const char *op, const pdnn_tensor *const *ts, const char
     for (int i = 0; i < n; i++)
         if (!ts[i])
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %s is NULL", op, names[i]);
-    pdnn_status st = pdnn__same_device(op, ts, names, n);
-    for (int i = 0; i < n && st == PDNN_SUCCESS; i++)
-        if (ts[i]->desc.dtype != PDNN_FLOAT32)
-            st = pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: %s is not float32; only float32 is supported", op, names[i]);
-    return st;
+    return pdnn__same_device(op, ts, names, n);
 }
 
 /* axis in [-rank, rank) as 0..rank-1, else -1. */
@@ -156,6 +152,7 @@ pdnn_status pdnn_transpose(const pdnn_tensor *x, const int *perm, pdnn_tensor *y
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_ND_TRANSPOSE;
+    call.dtype = x->desc.dtype;
     int64_t xs[PDNN_MAX_RANK];
     for (int k = 0; k < r; k++)
         xs[k] = xv.st[p[k]];
@@ -186,6 +183,7 @@ pdnn_status pdnn_softmax_axis(const pdnn_tensor *x, int axis, int log, pdnn_tens
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_ND_SOFTMAX;
+    call.dtype = x->desc.dtype;
     pdnn__softmax_call *c = &call.u.softmax;
     c->outer = c->inner = 1;
     int before = 1;
@@ -246,6 +244,7 @@ pdnn_status pdnn_layer_norm(const pdnn_tensor *x, int axis, float epsilon, const
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_ND_LAYER_NORM;
+    call.dtype = x->desc.dtype;
     pdnn__layer_norm_call *c = &call.u.layer_norm;
     c->cols = cols;
     c->rows = cols ? pdnn_tensor_desc_elements(&x->desc) / cols : 0;
@@ -327,6 +326,7 @@ pdnn_status pdnn_reduce(const pdnn_tensor *x, const int *axes, int n_axes, pdnn_
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_ND_REDUCE;
+    call.dtype = x->desc.dtype;
     pdnn__reduce_call *c = &call.u.reduce;
     c->kind = kind;
     c->x_buf = x->block.buf;

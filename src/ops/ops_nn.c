@@ -2,6 +2,7 @@
  * softmax, matmul, reshape, concat): validate in core, dispatch to the device holding the tensors. */
 #include "core/context.h"
 #include "ops/dispatch.h"
+#include "core/half.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,11 +18,8 @@ pdnn_status pdnn__ops_need(const char *op, const pdnn_tensor *const *ts, const c
     for (int i = 0; i < n; i++) {
         if (ts[i]->dev != ts[0]->dev)
             return pdnn__device_mismatch(op, names[0], ts[0], names[i], ts[i]);
-        if (ts[i]->desc.dtype != PDNN_FLOAT32)
-            return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: %s is not float32; only float32 is supported", op,
-                               names[i]);
     }
-    return PDNN_SUCCESS;
+    return pdnn__one_dtype(op, ts, names, n);
 }
 
 #define need pdnn__ops_need
@@ -47,6 +45,17 @@ static pdnn_status no_kernel(const char *op, const pdnn_device *dev)
 
 static int64_t numel(const pdnn_tensor *t) { return pdnn_tensor_desc_elements(&t->desc); }
 
+/* The ops through a backend slot (add, add_n, bias_add, relu, softmax)
+ * and concat's row copies compute float32 only: a tensor of another
+ * dtype is refused here, never handed to them. */
+static pdnn_status slot_f32(const char *op, const pdnn_tensor *t)
+{
+    if (t->desc.dtype == PDNN_FLOAT32)
+        return PDNN_SUCCESS;
+    return pdnn__error(PDNN_ERR_UNSUPPORTED, "%s: the %s backend has no %s path for it (float32 only)", op,
+                       t->dev->backend->name, pdnn__dtype_name(t->desc.dtype));
+}
+
 pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y)
 {
     const pdnn_tensor *ts[] = {a, b, y};
@@ -61,6 +70,8 @@ pdnn_status pdnn_add(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *y)
     if (st == PDNN_SUCCESS)
         st = pdnn__check_alias("pdnn_add", y, "y", b, "b", 1);
     if (st != PDNN_SUCCESS)
+        return st;
+    if ((st = slot_f32("pdnn_add", a)) != PDNN_SUCCESS)
         return st;
     pdnn_device *d = a->dev;
     if (!d->backend->add)
@@ -94,6 +105,8 @@ pdnn_status pdnn_add_n(const pdnn_tensor *const *inputs, int n, pdnn_tensor *y)
     if (st == PDNN_SUCCESS)
         st = pdnn__check_alias("pdnn_add_n", y, "y", inputs[0], "inputs[0]", 1);
     if (st != PDNN_SUCCESS)
+        return st;
+    if ((st = slot_f32("pdnn_add_n", y)) != PDNN_SUCCESS)
         return st;
     pdnn_device *d = y->dev;
     if (!d->backend->add || !d->backend->copy)
@@ -153,6 +166,8 @@ pdnn_status pdnn_bias_add(const pdnn_tensor *x, const pdnn_tensor *bias, pdnn_te
     if ((st = pdnn__check_alias("pdnn_bias_add", y, "y", x, "x", 1)) != PDNN_SUCCESS ||
         (st = pdnn__check_alias("pdnn_bias_add", y, "y", bias, "bias", 0)) != PDNN_SUCCESS)
         return st;
+    if ((st = slot_f32("pdnn_bias_add", x)) != PDNN_SUCCESS)
+        return st;
     pdnn_device *d = x->dev;
     if (!d->backend->bias_add)
         return no_kernel("pdnn_bias_add", d);
@@ -171,6 +186,8 @@ pdnn_status pdnn_relu(const pdnn_tensor *x, pdnn_tensor *y)
     if (st == PDNN_SUCCESS)
         st = pdnn__check_alias("pdnn_relu", y, "y", x, "x", 1);
     if (st != PDNN_SUCCESS)
+        return st;
+    if ((st = slot_f32("pdnn_relu", x)) != PDNN_SUCCESS)
         return st;
     pdnn_device *d = x->dev;
     if (!d->backend->relu)
@@ -246,6 +263,7 @@ pdnn_status pdnn_activation_forward(const pdnn_tensor *x, pdnn_activation mode, 
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_ACTIVATION;
+    call.dtype = x->desc.dtype;
     call.u.act.n = numel(x);
     call.u.act.mode = mode;
     call.u.act.alpha = alpha;
@@ -313,6 +331,7 @@ pdnn_status pdnn_transform(const pdnn_tensor *x, pdnn_tensor *y)
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_TRANSFORM;
+    call.dtype = x->desc.dtype;
     pdnn__transform_call *c = &call.u.transform;
     memcpy(c->dims, x->desc.dims, sizeof c->dims);
     pdnn__layout_strides(x->desc.layout, c->dims, c->xs);
@@ -417,6 +436,7 @@ pdnn_status pdnn_binary(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_binary_
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_BINARY;
+    call.dtype = y->desc.dtype;
     pdnn__binary_call *c = &call.u.binary;
     int64_t d[PDNN_MAX_RANK], as[PDNN_MAX_RANK], bs[PDNN_MAX_RANK];
     if (nd) {
@@ -467,6 +487,8 @@ pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y)
         st = pdnn__check_alias("pdnn_softmax", y, "y", x, "x", 0);
     if (st != PDNN_SUCCESS)
         return st;
+    if ((st = slot_f32("pdnn_softmax", x)) != PDNN_SUCCESS)
+        return st;
     pdnn_device *d = x->dev;
     if (!d->backend->softmax)
         return no_kernel("pdnn_softmax", d);
@@ -491,10 +513,12 @@ static pdnn_status matmul_one(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_t
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_GEMM;
+    call.dtype = a->desc.dtype;
     call.u.matmul = (pdnn__matmul_call){m, n, k, trans_a != 0, trans_b != 0, a->block.buf, b->block.buf, c->block.buf};
-    call.u.matmul.a_buf.offset += (size_t)ao * sizeof(float);
-    call.u.matmul.b_buf.offset += (size_t)bo * sizeof(float);
-    call.u.matmul.c_buf.offset += (size_t)co * sizeof(float);
+    const size_t es = pdnn__dtype_size(a->desc.dtype);
+    call.u.matmul.a_buf.offset += (size_t)ao * es;
+    call.u.matmul.b_buf.offset += (size_t)bo * es;
+    call.u.matmul.c_buf.offset += (size_t)co * es;
     return pdnn__dispatch(a->dev, &call, NULL, NULL);
 }
 
@@ -714,6 +738,9 @@ pdnn_status pdnn_concat(const pdnn_tensor *const *xs, int n, int axis, pdnn_tens
     /* In memory order, input i is (outer) blocks of stride[axis] * its dim
      * elements, each landing at an offset of the running sum in y's block
      * of the same outer index: the strides below the axis are common. */
+    const pdnn_status fst = slot_f32(op, y);
+    if (fst != PDNN_SUCCESS)
+        return fst;
     const size_t esz = sizeof(float), inner = (size_t)ys[axis];
     const size_t outer = (size_t)(numel(y) / (int64_t)(inner * (size_t)y->desc.dims[axis]));
     const size_t ypitch = inner * (size_t)y->desc.dims[axis] * esz;
@@ -776,6 +803,7 @@ pdnn_status pdnn_pad(const pdnn_tensor *x, const int64_t pads[4], pdnn_pad_mode 
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_PAD;
+    call.dtype = x->desc.dtype;
     pdnn__pad_call *c = &call.u.pad;
     memcpy(c->dims, d, sizeof c->dims);
     memcpy(c->pads, pads, sizeof c->pads);

@@ -46,6 +46,7 @@ pdnn_status pdnn_relu_backward(const pdnn_tensor *y, const pdnn_tensor *dy, pdnn
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_RELU_BWD;
+    call.dtype = y->desc.dtype;
     call.u.relu_bwd.n = pdnn_tensor_desc_elements(&y->desc);
     call.u.relu_bwd.y_buf = y->block.buf;
     call.u.relu_bwd.dy_buf = dy->block.buf;
@@ -128,6 +129,7 @@ pdnn_status pdnn_softmax_cross_entropy(const pdnn_tensor *logits, const pdnn_ten
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_SOFTMAX_XENT;
+    call.dtype = logits->desc.dtype;
     pdnn__xent_call *c = &call.u.xent;
     c->n = n;
     c->k = k;
@@ -221,6 +223,7 @@ pdnn_status pdnn_optimizer_update(const pdnn_optimizer_params *p, int64_t step, 
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_OPTIMIZER;
+    call.dtype = w->desc.dtype;
     pdnn__optim_call *c = &call.u.optim;
     c->n = pdnn_tensor_desc_elements(&w->desc);
     c->kind = p->kind;

@@ -4,6 +4,7 @@
  * algorithm's configuration. */
 #include "ops/dispatch_internal.h"
 #include "ops/tuning.h"
+#include "core/half.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,26 @@ void pdnn__call_prepare(pdnn_device *dev, pdnn__op_call *call)
     call->force_config = forced.active && forced.op == call->op ? forced.config : -1;
 }
 
+/* Refuses algo for call's dtype: "op: the B backend's 'A' algorithm has
+ * no float16 <what><why> (it takes float32, ...)". Written here with
+ * snprintf rather than through pdnn__plan_refuse. */
+static void refuse_dtype(const pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan,
+                         const char *what, const char *why)
+{
+    plan->supported = 0;
+    if (plan->verdict_only)
+        return;
+    const unsigned mask = algo->dtypes ? algo->dtypes : PDNN__DTYPE_BIT(PDNN_FLOAT32);
+    char takes[64] = "";
+    size_t at = 0;
+    for (int t = PDNN_FLOAT32; t <= PDNN_INT32 && at < sizeof takes; t++)
+        if (mask & PDNN__DTYPE_BIT(t))
+            at += (size_t)snprintf(takes + at, sizeof takes - at, "%s%s", at ? ", " : "",
+                                   pdnn__dtype_name((pdnn_dtype)t));
+    snprintf(plan->why, sizeof plan->why, "%s: the %s backend's '%s' algorithm has no %s %s%s (it takes %s)",
+             pdnn__op_name(call->op), dev->backend->name, algo->name, pdnn__dtype_name(call->dtype), what, why, takes);
+}
+
 static void plan_with(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_call *call, pdnn__plan *plan,
                       int verdict_only)
 {
@@ -44,6 +65,28 @@ static void plan_with(pdnn_device *dev, const pdnn__algo *algo, const pdnn__op_c
     plan->config = -1;
     plan->rank = algo->rank;
     plan->verdict_only = verdict_only;
+    /* The one place an algorithm's dtypes are checked: nothing runs in a
+     * dtype it has no path for. */
+    int native;
+    if (!pdnn__algo_takes_dtype(dev->backend, algo, call, &native)) {
+        refuse_dtype(dev, algo, call, plan, "path", "");
+        return;
+    }
+    if (call->dtype != PDNN_FLOAT32 && pdnn__needs_unfused(algo, call)) {
+        refuse_dtype(dev, algo, call, plan,
+                     call->u.conv2d.z_buf.region && !algo->residual ? "residual epilogue" : "capped relu epilogue",
+                     " (a pass after it would round the output twice)");
+        return;
+    }
+    if (!native && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.w_const) {
+        /* Through run_reduced the algorithm sees a float32 copy of the
+         * filter, never the frozen tensor: no packed copy kept on it, so
+         * the workspace must hold the packing. */
+        pdnn__op_call c2 = *call;
+        c2.u.conv2d.w_const = NULL;
+        algo->plan(dev->handle, &c2, plan);
+        return;
+    }
     algo->plan(dev->handle, call, plan);
 }
 

@@ -7,16 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Whether a runs call only in part: a residual z or a capped relu that
- * its epilogue lacks. */
-static int needs_unfused(const pdnn__algo *a, const pdnn__op_call *call)
-{
-    if (call->op != PDNN__OP_CONV2D_FWD)
-        return 0;
-    const pdnn__conv2d_call *c = &call->u.conv2d;
-    return (c->z_buf.region && !a->residual) || (c->relu_cap > 0.0f && !a->relu_cap);
-}
-
 /* A convolution whose residual z or relu cap a's epilogue lacks: the
  * convolution (bias, and z where a adds it; no relu), then y += z where
  * it did not, then the relu or the clip to [0, cap], each a pass over y
@@ -109,7 +99,7 @@ static pdnn_status run_packed(pdnn_device *dev, const pdnn__algo *a, const pdnn_
 pdnn_status pdnn__run_planned(pdnn_device *dev, const pdnn__algo *a, const pdnn__plan *plan, const pdnn__op_call *call,
                               pdnn__run_report *rep)
 {
-    if (needs_unfused(a, call))
+    if (pdnn__needs_unfused(a, call))
         return run_unfused(dev, a, plan, call, rep);
     if (plan->wpack > 0 && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.w_const)
         return run_packed(dev, a, plan, call, rep);
@@ -133,7 +123,10 @@ static pdnn_status run_ws(pdnn_device *dev, const pdnn__algo *a, const pdnn__pla
     memset(rep, 0, sizeof *rep);
     rep->config = plan->config;
     snprintf(rep->config_name, sizeof rep->config_name, "%s", plan->config_name);
-    pdnn_status st = a->run(dev->handle, call, plan, ws, rep);
+    int native = 1;
+    pdnn__algo_takes_dtype(dev->backend, a, call, &native); /* plan checked that it does */
+    pdnn_status st = native ? a->run(dev->handle, call, plan, ws, rep)
+                            : dev->backend->run_reduced(dev->handle, a, call, plan, ws, rep);
     if (plan->workspace > 0)
         pdnn__bfc_free(dev->alloc, block.handle);
     return st;

@@ -15,7 +15,7 @@ cc=${CLANG:-clang}
 mkdir -p "$out/corpus"
 "$cc" -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I"$src" -I"$src/src" \
-    "$src/tests/fuzz/fuzz_npy.c" "$src/tools/npy.c" "$src/src/core/fileio.c" -o "$out/fuzz_npy"
+    "$src/tests/fuzz/fuzz_npy.c" "$src/tools/npy.c" "$src/src/core/fileio.c" "$src/src/core/half.c" -o "$out/fuzz_npy"
 echo "fuzz_npy: ${seconds}s from $src/tests/fuzz/npy-corpus"
 # -rss_limit_mb: the reader must stay small whatever the header declares.
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/fuzz_npy" \

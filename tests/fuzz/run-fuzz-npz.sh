@@ -23,7 +23,7 @@ esac
 mkdir -p "$out/corpus"
 "$cc" -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -I"$src" -I"$src/src" \
-    "$src/tests/fuzz/fuzz_$t.c" "$reader" "$src/tools/npy.c" "$src/src/core/fileio.c" -lz -o "$out/fuzz_$t"
+    "$src/tests/fuzz/fuzz_$t.c" "$reader" "$src/tools/npy.c" "$src/src/core/fileio.c" "$src/src/core/half.c" -lz -o "$out/fuzz_$t"
 echo "fuzz_$t: ${seconds}s from $src/tests/fuzz/$t-corpus"
 # -rss_limit_mb: the reader must stay small whatever the headers declare.
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/fuzz_$t" \

@@ -1,0 +1,380 @@
+/*
+ * float16 and bfloat16 cases of the op-parity harness (test mode, set
+ * "precision"; issue 43): pdnn_cast between every pair of the three float
+ * dtypes, and the ops that store the reduced dtypes (activations, binary
+ * with broadcasting, pooling forward and backward, convolution) in each, run on every
+ * device by every algorithm of the op (forced by name). The reference is
+ * the documented contract, computed here: the inputs as the dtype holds
+ * them, widened (exact), the op in double, the result rounded once to the
+ * dtype (src/core/half.c). The error of an element is
+ *     |got - ref| / max(|ref|, the dtype's smallest normal)
+ * and for convolution, whose sums cancel, the floor is also 4 units of the
+ * dtype's last place of the element's sum of |terms| (float32's own
+ * rounding of such a sum, before the dtype's, is far below that)
+ * within the algorithm's bound for that dtype (pdnn__algo_tol: one unit
+ * in the last place unless the entry says otherwise, as float32's
+ * rounding before the dtype's may cross a rounding boundary; casts and
+ * max pooling exact). An algorithm without a path for the dtype refuses
+ * it (a skip, naming why).
+ */
+#include "core/half.h"
+#include "ops/dispatch.h"
+#include "helpers.h"
+#include "parity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct prec_case {
+    pdnn__op op;
+    pdnn_dtype from, to; /* cast: both; the others compute in `from` */
+    int arg;             /* activation mode, binary op, pool mode */
+    pdnn_tensor_desc a, b; /* cast, activation: x (a); binary: a, b; pool: x (a), y (b) */
+} prec_case;
+
+/* dims past the rank 1, so the loops below may read 3 */
+#define ND1(n) {PDNN_FLOAT32, PDNN_ND, {n, 1, 1}, 1}
+#define ND3(x, y, z) {PDNN_FLOAT32, PDNN_ND, {x, y, z}, 3}
+#define IMG(l, n, c, h, w) {PDNN_FLOAT32, l, {n, c, h, w}, 4}
+#define F32 PDNN_FLOAT32
+#define F16 PDNN_FLOAT16
+#define BF16 PDNN_BFLOAT16
+
+static const prec_case cases[] = {
+    {PDNN__OP_CAST, F32, F16, 0, ND1(4099), {0}},
+    {PDNN__OP_CAST, F32, BF16, 0, ND3(17, 5, 3), {0}},
+    {PDNN__OP_CAST, F16, F32, 0, ND1(1031), {0}},
+    {PDNN__OP_CAST, BF16, F32, 0, ND3(2, 3, 5), {0}},
+    {PDNN__OP_CAST, F16, BF16, 0, ND1(1031), {0}},
+    {PDNN__OP_CAST, BF16, F16, 0, ND1(1031), {0}},
+    {PDNN__OP_CAST, F16, F16, 0, {PDNN_FLOAT32, PDNN_ND, {1, 1, 1}, 0}, {0}},
+    {PDNN__OP_CAST, BF16, BF16, 0, ND1(7), {0}},
+    {PDNN__OP_CAST, F32, F32, 0, ND1(7), {0}},
+    {PDNN__OP_ACTIVATION, F16, F16, PDNN_ACTIVATION_SIGMOID, ND3(17, 5, 3), {0}},
+    {PDNN__OP_ACTIVATION, BF16, BF16, PDNN_ACTIVATION_SIGMOID, ND3(17, 5, 3), {0}},
+    {PDNN__OP_ACTIVATION, F16, F16, PDNN_ACTIVATION_GELU, ND1(4099), {0}},
+    {PDNN__OP_ACTIVATION, BF16, BF16, PDNN_ACTIVATION_TANH, ND1(1031), {0}},
+    {PDNN__OP_BINARY, F16, F16, PDNN_BINARY_MUL, ND3(17, 5, 3), ND3(1, 5, 1)},
+    {PDNN__OP_BINARY, BF16, BF16, PDNN_BINARY_SUB, ND3(1, 5, 3), ND3(17, 1, 3)},
+    {PDNN__OP_BINARY, F16, F16, PDNN_BINARY_DIV, ND1(1031), ND1(1031)},
+    {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_MAX, IMG(PDNN_NCHW, 17, 3, 9, 7), IMG(PDNN_NCHW, 17, 3, 5, 4)},
+    {PDNN__OP_POOL2D_FWD, BF16, BF16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NHWC, 2, 5, 9, 7),
+     IMG(PDNN_NHWC, 2, 5, 5, 4)},
+    {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_AVG_INCLUDE_PADDING, IMG(PDNN_NHWC, 1, 3, 8, 8),
+     IMG(PDNN_NHWC, 1, 3, 4, 4)},
+    /* convolution 3x3, padding 1, with a bias: x (a), w (b) */
+    {PDNN__OP_CONV2D_FWD, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 6), IMG(PDNN_OIHW, 6, 5, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, BF16, BF16, 0, IMG(PDNN_NHWC, 17, 3, 5, 5), IMG(PDNN_OHWI, 4, 3, 3, 3)},
+    {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 7),
+     IMG(PDNN_NCHW, 2, 3, 5, 4)},
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+static int selected(const prec_case *c, int op, const char *set)
+{
+    return (op < 0 || (int)c->op == op) && (!set || strcmp(set, "precision") == 0);
+}
+
+int parity_precision_count(int op, const char *set)
+{
+    int n = 0;
+    for (int i = 0; i < N_CASES; i++)
+        n += selected(&cases[i], op, set);
+    return n;
+}
+
+/* v as dtype t holds it (the nearest, ties to even). */
+static double in_dtype(pdnn_dtype t, double v)
+{
+    const float f = (float)v;
+    return t == F16 ? pdnn__f16_to_f32(pdnn__f32_to_f16(f)) : t == BF16 ? pdnn__bf16_to_f32(pdnn__f32_to_bf16(f)) : f;
+}
+
+/* The pooling window of output (p, q): 3x3, stride 2, padding 1 (the
+ * harness's pool case), as pdnn_pool2d_params below. */
+static void pool_params(const prec_case *c, pdnn_pool2d_params *p)
+{
+    pdnn_pool2d_params_init(p);
+    p->mode = (pdnn_pool_mode)c->arg;
+    p->window_h = p->window_w = 3;
+    p->stride_h = p->stride_w = 2;
+    p->pad_top = p->pad_left = p->pad_bottom = p->pad_right = 1;
+}
+
+/* Logical (n, c, h, w) element of an image tensor in its layout. */
+static int64_t img_at(const pdnn_tensor_desc *d, int64_t n, int64_t c, int64_t h, int64_t w)
+{
+    int64_t st[4];
+    pdnn__layout_strides(d->layout, d->dims, st);
+    return n * st[0] + c * st[1] + h * st[2] + w * st[3];
+}
+
+/* Pooling forward (y) or backward (dx from dy = b's values) in double. */
+static void pool_ref(const prec_case *c, const double *x, const double *dy, double *out)
+{
+    const int64_t *xd = c->a.dims, *yd = c->b.dims;
+    const int bwd = c->op == PDNN__OP_POOL2D_BWD;
+    if (bwd)
+        memset(out, 0, (size_t)pdnn_tensor_desc_elements(&c->a) * sizeof *out);
+    for (int64_t n = 0; n < xd[0]; n++)
+        for (int64_t ch = 0; ch < xd[1]; ch++)
+            for (int64_t p = 0; p < yd[2]; p++)
+                for (int64_t q = 0; q < yd[3]; q++) {
+                    const int64_t h0 = p * 2 - 1, w0 = q * 2 - 1;
+                    const int64_t h1 = h0 + 3 < xd[2] + 1 ? h0 + 3 : xd[2] + 1, w1 = w0 + 3 < xd[3] + 1 ? w0 + 3 : xd[3] + 1;
+                    const int64_t padded = (h1 - h0) * (w1 - w0);
+                    double s = 0, mx = -INFINITY;
+                    int64_t cnt = 0;
+                    for (int64_t h = h0 < 0 ? 0 : h0; h < (h1 < xd[2] ? h1 : xd[2]); h++)
+                        for (int64_t w = w0 < 0 ? 0 : w0; w < (w1 < xd[3] ? w1 : xd[3]); w++) {
+                            const double v = x[img_at(&c->a, n, ch, h, w)];
+                            s += v, cnt++, mx = v > mx ? v : mx;
+                        }
+                    const double div = c->arg == PDNN_POOL_AVG_INCLUDE_PADDING ? (double)padded : (double)cnt;
+                    if (!bwd) {
+                        out[img_at(&c->b, n, ch, p, q)] = c->arg == PDNN_POOL_MAX ? mx : s / div;
+                        continue;
+                    }
+                    const double g = dy[img_at(&c->b, n, ch, p, q)] / div; /* averages only */
+                    for (int64_t h = h0 < 0 ? 0 : h0; h < (h1 < xd[2] ? h1 : xd[2]); h++)
+                        for (int64_t w = w0 < 0 ? 0 : w0; w < (w1 < xd[3] ? w1 : xd[3]); w++)
+                            out[img_at(&c->a, n, ch, h, w)] += g;
+                }
+}
+
+/* The convolution's output descriptor: x's layout, {N, K, H, W}. */
+static pdnn_tensor_desc conv_out(const prec_case *c)
+{
+    pdnn_tensor_desc y = c->a;
+    y.dims[1] = c->b.dims[0];
+    return y;
+}
+
+/* The convolution's bias: exact in every dtype. */
+static double conv_bias(int64_t k) { return 0.25 * (double)k - 0.5; }
+
+/* Convolution (stride 1, padding 1, conv_bias) in double: out, and mag
+ * (unless NULL) each element's sum of |terms|. */
+static void conv_ref(const prec_case *c, const double *x, const double *w, double *out, double *mag)
+{
+    const pdnn_tensor_desc yd = conv_out(c);
+    const int64_t *d = c->a.dims, *f = c->b.dims;
+    for (int64_t n = 0; n < d[0]; n++)
+        for (int64_t k = 0; k < f[0]; k++)
+            for (int64_t p = 0; p < d[2]; p++)
+                for (int64_t q = 0; q < d[3]; q++) {
+                    double s = conv_bias(k), g = fabs(conv_bias(k));
+                    for (int64_t ch = 0; ch < f[1]; ch++)
+                        for (int64_t r = 0; r < f[2]; r++)
+                            for (int64_t t = 0; t < f[3]; t++) {
+                                const int64_t h = p + r - 1, v = q + t - 1;
+                                if (h < 0 || h >= d[2] || v < 0 || v >= d[3])
+                                    continue;
+                                const double term = x[img_at(&c->a, n, ch, h, v)] * w[img_at(&c->b, k, ch, r, t)];
+                                s += term, g += fabs(term);
+                            }
+                    out[img_at(&yd, n, k, p, q)] = s;
+                    if (mag)
+                        mag[img_at(&yd, n, k, p, q)] = g;
+                }
+}
+
+static double act_ref(int mode, double v)
+{
+    switch (mode) {
+    case PDNN_ACTIVATION_SIGMOID: return 1.0 / (1.0 + exp(-v));
+    case PDNN_ACTIVATION_GELU: return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    default: return tanh(v);
+    }
+}
+
+/* The reference output of c (n_out elements) from inputs a, b as the
+ * dtype holds them. */
+static void reference(const prec_case *c, const double *a, const double *b, double *ref, int64_t n_out)
+{
+    if (c->op == PDNN__OP_CONV2D_FWD) {
+        conv_ref(c, a, b, ref, NULL);
+    } else if (c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD) {
+        pool_ref(c, a, b, ref);
+    } else if (c->op == PDNN__OP_BINARY) {
+        /* rank 3 or 1, broadcast where a dim is 1 */
+        const int64_t *ad = c->a.dims, *bd = c->b.dims;
+        int64_t yd[3];
+        for (int k = 0; k < 3; k++)
+            yd[k] = ad[k] > bd[k] ? ad[k] : bd[k];
+        for (int64_t i = 0; i < yd[0]; i++)
+            for (int64_t j = 0; j < yd[1]; j++)
+                for (int64_t k = 0; k < yd[2]; k++) {
+                    const double x = a[((ad[0] > 1 ? i : 0) * ad[1] + (ad[1] > 1 ? j : 0)) * ad[2] + (ad[2] > 1 ? k : 0)];
+                    const double y = b[((bd[0] > 1 ? i : 0) * bd[1] + (bd[1] > 1 ? j : 0)) * bd[2] + (bd[2] > 1 ? k : 0)];
+                    ref[(i * yd[1] + j) * yd[2] + k] = c->arg == PDNN_BINARY_MUL ? x * y
+                                                       : c->arg == PDNN_BINARY_SUB ? x - y
+                                                                                   : x / y;
+                }
+    } else {
+        for (int64_t i = 0; i < n_out; i++)
+            ref[i] = c->op == PDNN__OP_CAST ? a[i] : act_ref(c->arg, a[i]);
+    }
+    for (int64_t i = 0; i < n_out; i++)
+        ref[i] = in_dtype(c->to, ref[i]);
+}
+
+static pdnn_tensor *upload(pdnn_device *dev, pdnn_tensor_desc d, pdnn_dtype t, const float *v)
+{
+    d.dtype = t;
+    const size_t n = (size_t)pdnn_tensor_desc_elements(&d), es = pdnn__dtype_size(t);
+    void *raw = parity_xcalloc(n ? n : 1, es);
+    if (v)
+        pdnn__from_f32(t, v, raw, n);
+    pdnn_tensor *x = parity_make(dev, &d, raw);
+    free(raw);
+    return x;
+}
+
+/* Runs c on dev: got (widened) the output. */
+static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a, const float *b, float *got,
+                           int64_t n_out)
+{
+    const int pool = c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD;
+    const int conv = c->op == PDNN__OP_CONV2D_FWD, two = conv || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD;
+    pdnn_tensor_desc yd = conv ? conv_out(c) : pool && c->op == PDNN__OP_POOL2D_FWD ? c->b : c->a;
+    if (c->op == PDNN__OP_BINARY)
+        for (int k = 0; k < 3; k++)
+            yd.dims[k] = c->a.dims[k] > c->b.dims[k] ? c->a.dims[k] : c->b.dims[k];
+    pdnn_tensor *x = upload(dev, c->a, c->from, a);
+    pdnn_tensor *y2 = two ? upload(dev, c->b, c->from, b) : NULL;
+    pdnn_tensor *y = upload(dev, yd, c->to, NULL), *bias = NULL;
+    if (conv) {
+        const pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {c->b.dims[0], 1, 1, 1}, 1};
+        float bv[64];
+        for (int64_t k = 0; k < c->b.dims[0] && k < 64; k++)
+            bv[k] = (float)conv_bias(k);
+        bias = upload(dev, bd, c->from, bv);
+    }
+    pdnn_status st = x && y && (y2 || !two) && (bias || !conv) ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
+    pdnn_pool2d_params pp;
+    pool_params(c, &pp);
+    if (st == PDNN_SUCCESS) {
+        switch (c->op) {
+        case PDNN__OP_CAST: st = pdnn_cast(x, y); break;
+        case PDNN__OP_ACTIVATION: st = pdnn_activation_forward(x, (pdnn_activation)c->arg, 0, 0, y); break;
+        case PDNN__OP_BINARY: st = pdnn_binary(x, y2, (pdnn_binary_op)c->arg, y); break;
+        case PDNN__OP_POOL2D_FWD: st = pdnn_pool2d_forward(&pp, x, y); break;
+        case PDNN__OP_CONV2D_FWD: {
+            pdnn_conv2d_params cp;
+            pdnn_conv2d_params_init(&cp);
+            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+            st = pdnn_conv2d_forward(&cp, x, y2, bias, y);
+            break;
+        }
+        default: st = pdnn_pool2d_backward(&pp, x, y2, y); break;
+        }
+    }
+    if (st == PDNN_SUCCESS) {
+        const size_t es = pdnn__dtype_size(c->to);
+        void *raw = parity_xcalloc((size_t)(n_out ? n_out : 1), es);
+        st = pdnn_tensor_read(y, raw, (size_t)n_out * es);
+        pdnn__to_f32(c->to, raw, got, (size_t)n_out);
+        free(raw);
+    }
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(y2);
+    pdnn_tensor_release(y);
+    pdnn_tensor_release(bias);
+    return st;
+}
+
+void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo)
+{
+    for (int ci = 0; ci < N_CASES; ci++) {
+        const prec_case *c = &cases[ci];
+        if (!selected(c, op, set))
+            continue;
+        char cname[160];
+        snprintf(cname, sizeof cname, "precision %s %s%s%s arg%d n%lld", pdnn__op_name(c->op),
+                 pdnn__dtype_name(c->from), c->op == PDNN__OP_CAST ? ">" : "",
+                 c->op == PDNN__OP_CAST ? pdnn__dtype_name(c->to) : "", c->arg,
+                 (long long)pdnn_tensor_desc_elements(&c->a));
+        const int64_t na = pdnn_tensor_desc_elements(&c->a), nb = pdnn_tensor_desc_elements(&c->b);
+        const pdnn_tensor_desc cy = conv_out(c);
+        int64_t n_out = c->op == PDNN__OP_POOL2D_FWD   ? nb
+                        : c->op == PDNN__OP_CONV2D_FWD ? pdnn_tensor_desc_elements(&cy)
+                                                       : na;
+        if (c->op == PDNN__OP_BINARY) { /* rank 3 or 1, broadcast where a dim is 1 */
+            n_out = 1;
+            for (int k = 0; k < 3; k++)
+                n_out *= c->a.dims[k] > c->b.dims[k] ? c->a.dims[k] : c->b.dims[k];
+        }
+        float *a = parity_xcalloc((size_t)na + 1, sizeof(float)), *b = parity_xcalloc((size_t)nb + 1, sizeof(float));
+        double *ah = parity_xcalloc((size_t)na + 1, sizeof(double)), *bh = parity_xcalloc((size_t)nb + 1, sizeof(double));
+        th_fill(a, na, 4300u + (uint32_t)ci);
+        th_fill(b, nb, 4400u + (uint32_t)ci);
+        for (int64_t i = 0; i < na; i++) {
+            a[i] *= c->op == PDNN__OP_CAST ? (float)(1 << (i % 24)) : 4.0f; /* past float16's range */
+            ah[i] = in_dtype(c->from, a[i]);
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            b[i] = c->arg == PDNN_BINARY_DIV ? b[i] + (b[i] < 0 ? -0.5f : 0.5f) : b[i];
+            bh[i] = in_dtype(c->from, b[i]);
+        }
+        double *ref = parity_xcalloc((size_t)n_out + 1, sizeof(double));
+        float *got = parity_xcalloc((size_t)n_out + 1, sizeof(float));
+        reference(c, ah, bh, ref, n_out);
+        /* convolution: each element's sum of |terms|, for the floor */
+        double *mag = parity_xcalloc((size_t)n_out + 1, sizeof(double)), *sum = NULL;
+        if (c->op == PDNN__OP_CONV2D_FWD) {
+            sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
+            conv_ref(c, ah, bh, sum, mag);
+        }
+        const double tiny = c->to == F16 ? 0x1p-14 : c->to == BF16 ? 0x1p-126 : 0x1p-126;
+        for (int di = 0; di < ndev; di++) {
+            const pdnn__algo *const *list = pdnn__algos(devs[di], c->op);
+            for (int ai = 0; list && list[ai]; ai++) {
+                const pdnn__algo *al = list[ai];
+                if (algo && strcasecmp(algo, al->name) != 0)
+                    continue;
+                pdnn__dispatch_force(c->op, al->name, -1);
+                const pdnn_status st = run_one(devs[di], c, a, b, got, n_out);
+                pdnn__dispatch_force(c->op, NULL, -1);
+                if (st == PDNN_ERR_UNSUPPORTED) {
+                    parity_skip(devs[di], al, cname, pdnn_last_error());
+                    continue;
+                }
+                if (st != PDNN_SUCCESS) {
+                    parity_fail(devs[di], al, cname, "%s (%s)", pdnn_last_error(), pdnn_status_string(st));
+                    continue;
+                }
+                const int exact = c->op == PDNN__OP_CAST || (c->op == PDNN__OP_POOL2D_FWD && c->arg == PDNN_POOL_MAX);
+                const double tol = exact ? 0.0 : pdnn__algo_tol(al, c->to);
+                double worst = 0;
+                int64_t at = 0;
+                for (int64_t i = 0; i < n_out; i++) {
+                    const double fl = fmax(tiny, 4.0 * pdnn__algo_tol(al, c->to) * mag[i]);
+                    const double d = fabs((double)got[i] - ref[i]), m = fabs(ref[i]) > fl ? fabs(ref[i]) : fl;
+                    const double e = isnan(ref[i]) && isnan(got[i]) ? 0.0 : isinf(ref[i]) && got[i] == ref[i] ? 0.0 : d / m;
+                    if (!(e <= worst)) {
+                        worst = isnan(e) ? INFINITY : e;
+                        at = i;
+                    }
+                }
+                if (!(worst <= tol))
+                    parity_fail(devs[di], al, cname, "y[%lld] is %.9g, expected %.9g: error %.3g, tolerance %.3g",
+                                (long long)at, (double)got[at], ref[at], worst, tol);
+                else
+                    parity_pass(devs[di], al, cname, worst);
+            }
+        }
+        free(a);
+        free(b);
+        free(ah);
+        free(bh);
+        free(ref);
+        free(got);
+        free(mag);
+        free(sum);
+    }
+    fflush(stdout);
+}
