@@ -47,4 +47,10 @@ void parity_nd_math_run(pdnn_device *const *devs, int ndev, int op, const char *
 int parity_index_count(int op, const char *set);
 void parity_index_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
 
+/* pdnn_graph_gradients of the N-d ops (parity_graph_grad.c, grad mode,
+ * sets gg_*): against finite differences of the host's forward. */
+int parity_graph_grad_count(int op, const char *set);
+void parity_graph_grad_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
+                           int verbose);
+
 #endif
