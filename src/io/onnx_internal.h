@@ -136,6 +136,10 @@ void pdnn__onnx_train_end(importer *im);
 /* Makes constant node of value v (a weight or bias) a trainable variable
  * named after its initializer, where v is one and scale is 1. */
 pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float scale);
+/* Whether a trainable import keeps node n as a node rather than folding
+ * it: it reads a float initializer (a weight: Transpose or Expand of a
+ * parameter, as torch exports them), other than for its Shape. */
+int pdnn__onnx_train_unfolded(importer *im, const Onnx__NodeProto *n);
 pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n);
 pdnn_status pdnn__onnx_train_dropout(importer *im, const Onnx__NodeProto *n);
 
