@@ -49,7 +49,7 @@ static pdnn_status binary_operand(importer *im, const Onnx__NodeProto *n, const 
     pdnn_tensor_desc want = {PDNN_FLOAT32, layout, {d[0], d[1], d[2], d[3]}, 0};
     pdnn_status st = pdnn__graph_constant_adopt(im->graph, im->device, &want, data, node);
     if (st == PDNN_SUCCESS) /* a weight when trainable */
-        st = pdnn__onnx_train_param(im, *node, v, 1.0f);
+        st = pdnn__onnx_train_weight(im, *node, v);
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
 
@@ -68,7 +68,7 @@ static pdnn_status nd_node(importer *im, const Onnx__NodeProto *n, value *v, int
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", v->name);
         st = pdnn_graph_constant(im->graph, NULL, im->device, &d, v->data, node);
         if (st == PDNN_SUCCESS) /* a weight when trainable */
-            st = pdnn__onnx_train_param(im, *node, v, 1.0f);
+            st = pdnn__onnx_train_weight(im, *node, v);
         return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     }
     pdnn_tensor_desc cur;
@@ -728,7 +728,7 @@ static pdnn_status operand_node(importer *im, const Onnx__NodeProto *n, const ch
     pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_ND, {v->count}, 1};
     pdnn_status st = pdnn_graph_constant(im->graph, NULL, im->device, &d, v->data, node);
     if (st == PDNN_SUCCESS) /* a weight when trainable */
-        st = pdnn__onnx_train_param(im, *node, v, 1.0f);
+        st = pdnn__onnx_train_weight(im, *node, v);
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
 

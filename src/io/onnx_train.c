@@ -227,6 +227,11 @@ pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float
     return make_variable(im, node, v, 1);
 }
 
+pdnn_status pdnn__onnx_train_weight(importer *im, int node, const value *v)
+{
+    return v && v->count >= 2 ? pdnn__onnx_train_param(im, node, v, 1.0f) : PDNN_SUCCESS;
+}
+
 int pdnn__onnx_train_unfolded(importer *im, const Onnx__NodeProto *n)
 {
     if (!im->train || strcmp(n->op_type, "Shape") == 0)
