@@ -22,7 +22,8 @@
 #define TOL 5e-3
 #define STEP 1e-3
 
-typedef enum gg_kind { BIN, ACT, RED, LN, SOFTMAX, SLICE, CONCAT, EXPAND, GATHER, PAD, WHERE, MATMUL, RESHAPE } gg_kind;
+typedef enum gg_kind { BIN, ACT, RED, LN, SOFTMAX, SLICE, CONCAT, EXPAND, GATHER, PAD, WHERE, MATMUL, RESHAPE,
+                       RESIZE } gg_kind;
 
 typedef struct gg_case {
     const char *set;
@@ -31,71 +32,90 @@ typedef struct gg_case {
     int64_t a[MR];
     int rb;           /* b's rank (BIN, CONCAT, MATMUL, WHERE); EXPAND/RESHAPE: y's rank */
     int64_t b[MR];    /* b's dims; EXPAND/RESHAPE: y's */
-    int p;            /* binary op, activation, reduction, axis ... */
+    int p;            /* binary op, activation, reduction, axis, resize mode ... */
     float alpha, beta;
-    int q;            /* RED: axes mask; MATMUL: 2 ta + tb; LN: axis; SLICE/PAD/GATHER: n args */
-    int64_t args[12]; /* SLICE: starts, ends, axes; PAD: 2 r pads; GATHER: indices; RED: keepdims in args[0] */
+    int q;            /* RED: axes mask; MATMUL: 2 ta + tb; LN: axis; SLICE/PAD/GATHER: n args; RESIZE: coord */
+    int64_t args[12]; /* SLICE: starts, ends, axes; PAD: 2 r pads; GATHER: indices; RED: keepdims, RESIZE:
+                         the rounding in args[0] */
+    int nchw;         /* a's and b's rank-4 descs NCHW (as an imported CNN's), else ND */
 } gg_case;
 
 #define A(...) {__VA_ARGS__}
 static const gg_case cases[] = {
     /* binary: every op, broadcasting either side, ranks 1 to 5, a scalar-like side */
-    {"gg_binary", BIN, 3, A(3, 5, 7), 3, A(3, 5, 7), PDNN_BINARY_ADD, 0, 0, 0, {0}},
-    {"gg_binary", BIN, 3, A(3, 5, 7), 1, A(7), PDNN_BINARY_ADD, 0, 0, 0, {0}},
-    {"gg_binary", BIN, 2, A(5, 1), 3, A(3, 1, 7), PDNN_BINARY_SUB, 0, 0, 0, {0}},
-    {"gg_binary", BIN, 4, A(2, 3, 1, 5), 4, A(1, 3, 7, 1), PDNN_BINARY_MUL, 0, 0, 0, {0}},
-    {"gg_binary", BIN, 5, A(2, 1, 3, 1, 5), 2, A(3, 1), PDNN_BINARY_DIV, 0, 0, 0, {0}},
-    {"gg_binary", BIN, 1, A(9), 1, A(1), PDNN_BINARY_DIV, 0, 0, 0, {0}},
-    {"gg_binary", BIN, 3, A(3, 1, 5), 2, A(7, 5), PDNN_BINARY_POW, 0, 0, 0, {0}},
-    {"gg_binary", BIN, 2, A(5, 3), 2, A(5, 3), PDNN_BINARY_POW, 0, 0, 0, {0}},
+    {"gg_binary", BIN, 3, A(3, 5, 7), 3, A(3, 5, 7), PDNN_BINARY_ADD, 0, 0, 0, {0}, 0},
+    {"gg_binary", BIN, 3, A(3, 5, 7), 1, A(7), PDNN_BINARY_ADD, 0, 0, 0, {0}, 0},
+    {"gg_binary", BIN, 2, A(5, 1), 3, A(3, 1, 7), PDNN_BINARY_SUB, 0, 0, 0, {0}, 0},
+    {"gg_binary", BIN, 4, A(2, 3, 1, 5), 4, A(1, 3, 7, 1), PDNN_BINARY_MUL, 0, 0, 0, {0}, 0},
+    {"gg_binary", BIN, 5, A(2, 1, 3, 1, 5), 2, A(3, 1), PDNN_BINARY_DIV, 0, 0, 0, {0}, 0},
+    {"gg_binary", BIN, 1, A(9), 1, A(1), PDNN_BINARY_DIV, 0, 0, 0, {0}, 0},
+    {"gg_binary", BIN, 3, A(3, 1, 5), 2, A(7, 5), PDNN_BINARY_POW, 0, 0, 0, {0}, 0},
+    {"gg_binary", BIN, 2, A(5, 3), 2, A(5, 3), PDNN_BINARY_POW, 0, 0, 0, {0}, 0},
     /* activations 1 to 16 (Clip has its own) */
-    {"gg_act", ACT, 3, A(3, 5, 7), 0, {0}, PDNN_ACTIVATION_LEAKY_RELU, 0.1f, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(5, 7), 0, {0}, PDNN_ACTIVATION_SIGMOID, 0, 0, 0, {0}},
-    {"gg_act", ACT, 4, A(1, 3, 5, 7), 0, {0}, PDNN_ACTIVATION_HARD_SIGMOID, 0.2f, 0.5f, 0, {0}},
-    {"gg_act", ACT, 1, A(33), 0, {0}, PDNN_ACTIVATION_HARD_SWISH, 0, 0, 0, {0}},
-    {"gg_act", ACT, 5, A(2, 1, 3, 5, 3), 0, {0}, PDNN_ACTIVATION_SILU, 0, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(7, 5), 0, {0}, PDNN_ACTIVATION_ERF, 0, 0, 0, {0}},
-    {"gg_act", ACT, 3, A(3, 5, 7), 0, {0}, PDNN_ACTIVATION_GELU, 0, 0, 0, {0}},
-    {"gg_act", ACT, 3, A(3, 5, 7), 0, {0}, PDNN_ACTIVATION_GELU_TANH, 0, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(5, 7), 0, {0}, PDNN_ACTIVATION_TANH, 0, 0, 0, {0}},
-    {"gg_act", ACT, 1, A(17), 0, {0}, PDNN_ACTIVATION_SQRT, 0, 0, 0, {0}},
-    {"gg_act", ACT, 1, A(17), 0, {0}, PDNN_ACTIVATION_NEG, 0, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_EXP, 0, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_LOG, 0, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_RECIPROCAL, 0, 0, 0, {0}},
-    {"gg_act", ACT, 4, A(3, 1, 5, 3), 0, {0}, PDNN_ACTIVATION_ABS, 0, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_POW, 2.5f, 0, 0, {0}},
-    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_POW, 0.0f, 0, 0, {0}},
+    {"gg_act", ACT, 3, A(3, 5, 7), 0, {0}, PDNN_ACTIVATION_LEAKY_RELU, 0.1f, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(5, 7), 0, {0}, PDNN_ACTIVATION_SIGMOID, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 4, A(1, 3, 5, 7), 0, {0}, PDNN_ACTIVATION_HARD_SIGMOID, 0.2f, 0.5f, 0, {0}, 0},
+    {"gg_act", ACT, 1, A(33), 0, {0}, PDNN_ACTIVATION_HARD_SWISH, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 5, A(2, 1, 3, 5, 3), 0, {0}, PDNN_ACTIVATION_SILU, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(7, 5), 0, {0}, PDNN_ACTIVATION_ERF, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 3, A(3, 5, 7), 0, {0}, PDNN_ACTIVATION_GELU, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 3, A(3, 5, 7), 0, {0}, PDNN_ACTIVATION_GELU_TANH, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(5, 7), 0, {0}, PDNN_ACTIVATION_TANH, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 1, A(17), 0, {0}, PDNN_ACTIVATION_SQRT, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 1, A(17), 0, {0}, PDNN_ACTIVATION_NEG, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_EXP, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_LOG, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_RECIPROCAL, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 4, A(3, 1, 5, 3), 0, {0}, PDNN_ACTIVATION_ABS, 0, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_POW, 2.5f, 0, 0, {0}, 0},
+    {"gg_act", ACT, 2, A(3, 7), 0, {0}, PDNN_ACTIVATION_POW, 0.0f, 0, 0, {0}, 0},
     /* reductions: axes subsets, keepdims or not, every axis */
-    {"gg_reduce", RED, 3, A(3, 5, 7), 0, {0}, PDNN_REDUCTION_SUM, 0, 0, 2, {1}},
-    {"gg_reduce", RED, 4, A(3, 5, 1, 7), 0, {0}, PDNN_REDUCTION_SUM, 0, 0, 9, {0}},
-    {"gg_reduce", RED, 2, A(5, 7), 0, {0}, PDNN_REDUCTION_MEAN, 0, 0, 3, {0}},
-    {"gg_reduce", RED, 5, A(2, 3, 1, 5, 3), 0, {0}, PDNN_REDUCTION_MEAN, 0, 0, 16 + 2, {1}},
-    {"gg_reduce", RED, 3, A(3, 5, 7), 0, {0}, PDNN_REDUCTION_MAX, 0, 0, 4, {1}},
-    {"gg_reduce", RED, 2, A(5, 7), 0, {0}, PDNN_REDUCTION_MIN, 0, 0, 1, {0}},
-    {"gg_reduce", RED, 1, A(9), 0, {0}, PDNN_REDUCTION_MAX, 0, 0, 1, {0}},
+    {"gg_reduce", RED, 3, A(3, 5, 7), 0, {0}, PDNN_REDUCTION_SUM, 0, 0, 2, {1}, 0},
+    {"gg_reduce", RED, 4, A(3, 5, 1, 7), 0, {0}, PDNN_REDUCTION_SUM, 0, 0, 9, {0}, 0},
+    {"gg_reduce", RED, 2, A(5, 7), 0, {0}, PDNN_REDUCTION_MEAN, 0, 0, 3, {0}, 0},
+    {"gg_reduce", RED, 5, A(2, 3, 1, 5, 3), 0, {0}, PDNN_REDUCTION_MEAN, 0, 0, 16 + 2, {1}, 0},
+    {"gg_reduce", RED, 3, A(3, 5, 7), 0, {0}, PDNN_REDUCTION_MAX, 0, 0, 4, {1}, 0},
+    {"gg_reduce", RED, 2, A(5, 7), 0, {0}, PDNN_REDUCTION_MIN, 0, 0, 1, {0}, 0},
+    {"gg_reduce", RED, 1, A(9), 0, {0}, PDNN_REDUCTION_MAX, 0, 0, 1, {0}, 0},
     /* layer norm over the last axes (x, scale and bias), softmax on N-d */
-    {"gg_layer_norm", LN, 3, A(3, 5, 7), 0, {0}, 0, 1e-5f, 0, 2, {0}},
-    {"gg_layer_norm", LN, 4, A(2, 3, 5, 3), 0, {0}, 0, 1e-3f, 0, 2, {0}},
-    {"gg_layer_norm", LN, 1, A(17), 0, {0}, 0, 1e-5f, 0, 0, {0}},
-    {"gg_softmax", SOFTMAX, 3, A(3, 5, 7), 0, {0}, 2, 0, 0, 0, {0}},
-    {"gg_softmax", SOFTMAX, 4, A(2, 3, 5, 3), 0, {0}, 1, 0, 0, 1, {0}},
+    {"gg_layer_norm", LN, 3, A(3, 5, 7), 0, {0}, 0, 1e-5f, 0, 2, {0}, 0},
+    {"gg_layer_norm", LN, 4, A(2, 3, 5, 3), 0, {0}, 0, 1e-3f, 0, 2, {0}, 0},
+    {"gg_layer_norm", LN, 1, A(17), 0, {0}, 0, 1e-5f, 0, 0, {0}, 0},
+    {"gg_softmax", SOFTMAX, 3, A(3, 5, 7), 0, {0}, 2, 0, 0, 0, {0}, 0},
+    {"gg_softmax", SOFTMAX, 4, A(2, 3, 5, 3), 0, {0}, 1, 0, 0, 1, {0}, 0},
     /* data movement */
-    {"gg_move", SLICE, 3, A(3, 5, 7), 0, {0}, 0, 0, 0, 2, A(1, -6, 3, 6, 0, -1)},
-    {"gg_move", SLICE, 1, A(9), 0, {0}, 0, 0, 0, 1, A(0, 5, 0)},
-    {"gg_move", CONCAT, 3, A(3, 2, 5), 3, A(3, 5, 5), 1, 0, 0, 0, {0}},
-    {"gg_move", CONCAT, 1, A(3), 1, A(5), 0, 0, 0, 0, {0}},
-    {"gg_move", EXPAND, 2, A(5, 1), 4, A(2, 3, 5, 7), 0, 0, 0, 0, {0}},
-    {"gg_move", GATHER, 3, A(3, 5, 7), 0, {0}, 1, 0, 0, 4, A(0, 4, -1, 2)},
-    {"gg_move", GATHER, 2, A(7, 3), 0, {0}, 0, 0, 0, 2, A(6, 1)},
-    {"gg_move", PAD, 3, A(3, 5, 2), 0, {0}, 0, 0, 0, 6, A(1, 0, 2, 0, 3, 1)},
-    {"gg_move", WHERE, 3, A(3, 5, 7), 2, A(5, 1), 0, 0, 0, 0, {0}},
-    {"gg_move", RESHAPE, 3, A(3, 5, 7), 2, A(15, 7), 0, 0, 0, 0, {0}},
+    {"gg_move", SLICE, 3, A(3, 5, 7), 0, {0}, 0, 0, 0, 2, A(1, -6, 3, 6, 0, -1), 0},
+    {"gg_move", SLICE, 1, A(9), 0, {0}, 0, 0, 0, 1, A(0, 5, 0), 0},
+    {"gg_move", CONCAT, 3, A(3, 2, 5), 3, A(3, 5, 5), 1, 0, 0, 0, {0}, 0},
+    {"gg_move", CONCAT, 1, A(3), 1, A(5), 0, 0, 0, 0, {0}, 0},
+    {"gg_move", EXPAND, 2, A(5, 1), 4, A(2, 3, 5, 7), 0, 0, 0, 0, {0}, 0},
+    {"gg_move", GATHER, 3, A(3, 5, 7), 0, {0}, 1, 0, 0, 4, A(0, 4, -1, 2), 0},
+    {"gg_move", GATHER, 2, A(7, 3), 0, {0}, 0, 0, 0, 2, A(6, 1), 0},
+    {"gg_move", PAD, 3, A(3, 5, 2), 0, {0}, 0, 0, 0, 6, A(1, 0, 2, 0, 3, 1), 0},
+    {"gg_move", WHERE, 3, A(3, 5, 7), 2, A(5, 1), 0, 0, 0, 0, {0}, 0},
+    {"gg_move", RESHAPE, 3, A(3, 5, 7), 2, A(15, 7), 0, 0, 0, 0, {0}, 0},
+    /* resize: nearest (floor, round) and linear (half pixel, align corners), up and down, an NCHW-like rank 4 */
+    {"gg_move", RESIZE, 4, A(2, 3, 5, 4), 4, A(2, 3, 10, 12), PDNN_RESIZE_NEAREST, 0, 0, PDNN_RESIZE_ASYMMETRIC,
+     A(PDNN_RESIZE_FLOOR), 0},
+    {"gg_move", RESIZE, 3, A(3, 7, 5), 3, A(3, 3, 8), PDNN_RESIZE_NEAREST, 0, 0, PDNN_RESIZE_HALF_PIXEL,
+     A(PDNN_RESIZE_ROUND_PREFER_FLOOR), 0},
+    {"gg_move", RESIZE, 4, A(1, 3, 5, 4), 4, A(1, 3, 9, 7), PDNN_RESIZE_LINEAR, 0, 0, PDNN_RESIZE_HALF_PIXEL, {0}, 0},
+    {"gg_move", RESIZE, 2, A(7, 5), 2, A(3, 11), PDNN_RESIZE_LINEAR, 0, 0, PDNN_RESIZE_ALIGN_CORNERS, {0}, 0},
+    /* NCHW: squeeze-and-excitation's gate, hard swish, global average
+     * pooling, a channel concat, an upsample, a pad, a crop */
+    {"gg_nchw", BIN, 4, A(2, 3, 5, 4), 4, A(2, 3, 1, 1), PDNN_BINARY_MUL, 0, 0, 0, {0}, 1},
+    {"gg_nchw", ACT, 4, A(2, 3, 5, 4), 0, {0}, PDNN_ACTIVATION_HARD_SWISH, 0, 0, 0, {0}, 1},
+    {"gg_nchw", RED, 4, A(2, 3, 5, 4), 0, {0}, PDNN_REDUCTION_MEAN, 0, 0, 12, {1}, 1},
+    {"gg_nchw", CONCAT, 4, A(2, 3, 5, 4), 4, A(2, 2, 5, 4), 1, 0, 0, 0, {0}, 1},
+    {"gg_nchw", RESIZE, 4, A(2, 3, 3, 4), 4, A(2, 3, 6, 8), PDNN_RESIZE_NEAREST, 0, 0, PDNN_RESIZE_ASYMMETRIC,
+     A(PDNN_RESIZE_FLOOR), 1},
+    {"gg_nchw", PAD, 4, A(2, 3, 3, 4), 0, {0}, 0, 0, 0, 8, A(0, 0, 1, 2, 0, 0, 2, 1), 1},
+    {"gg_nchw", SLICE, 4, A(2, 3, 5, 4), 0, {0}, 0, 0, 0, 2, A(1, 1, 4, 3, 2, 3), 1},
     /* batched matmul: equal, broadcast and missing batch dims, transposes */
-    {"gg_matmul", MATMUL, 3, A(3, 5, 7), 2, A(7, 4), 0, 0, 0, 0, {0}},
-    {"gg_matmul", MATMUL, 4, A(2, 1, 5, 7), 3, A(3, 4, 7), 0, 0, 0, 1, {0}},
-    {"gg_matmul", MATMUL, 2, A(7, 5), 5, A(2, 1, 3, 7, 3), 0, 0, 0, 2, {0}},
-    {"gg_matmul", MATMUL, 3, A(1, 7, 5), 3, A(3, 4, 7), 0, 0, 0, 3, {0}},
+    {"gg_matmul", MATMUL, 3, A(3, 5, 7), 2, A(7, 4), 0, 0, 0, 0, {0}, 0},
+    {"gg_matmul", MATMUL, 4, A(2, 1, 5, 7), 3, A(3, 4, 7), 0, 0, 0, 1, {0}, 0},
+    {"gg_matmul", MATMUL, 2, A(7, 5), 5, A(2, 1, 3, 7, 3), 0, 0, 0, 2, {0}, 0},
+    {"gg_matmul", MATMUL, 3, A(1, 7, 5), 3, A(3, 4, 7), 0, 0, 0, 3, {0}, 0},
 };
 #undef A
 #define N_CASES ((int)(sizeof cases / sizeof *cases))
@@ -135,6 +155,10 @@ static pdnn_status build(const gg_case *c, const char *dev, const float *w, buil
     pdnn_status st = pdnn_graph_create(&b->g);
     pdnn_graph *g = b->g;
     pdnn_tensor_desc da = nd(c->ra, c->a), db = nd(c->rb, c->b);
+    if (c->nchw) {
+        da.layout = PDNN_NCHW;
+        db.layout = c->rb == 4 ? PDNN_NCHW : db.layout;
+    }
     pdnn_node y = -1, wn = -1, p = -1;
 #define DO(call) (st == PDNN_SUCCESS ? (st = (call)) : st)
     DO(pdnn_graph_placeholder(g, "a", dev, &da, &b->xs[0]));
@@ -194,6 +218,10 @@ static pdnn_status build(const gg_case *c, const char *dev, const float *w, buil
         break;
     }
     case RESHAPE: DO(pdnn_graph_reshape_nd(g, "op", dev, a, c->rb, c->b, &y)); break;
+    case RESIZE:
+        DO(pdnn_graph_resize(g, "op", dev, a, (pdnn_resize_mode)c->p, (pdnn_resize_coord)c->q,
+                             (pdnn_resize_nearest)c->args[0], NULL, c->b, &y));
+        break;
     case MATMUL:
         DO(pdnn_graph_placeholder(g, "b", dev, &db, &b->xs[1]));
         b->nx = 2;
@@ -282,7 +310,8 @@ static pdnn_session *session_on(pdnn_device *dev, const built *b)
 static void case_name(const gg_case *c, char *buf, size_t len)
 {
     static const char *const kinds[] = {"binary", "activation", "reduce", "layer_norm", "softmax", "slice", "concat",
-                                        "expand", "gather", "pad", "where", "matmul", "reshape"};
+                                        "expand", "gather", "pad", "where", "matmul", "reshape",
+                                        "resize"};
     size_t u = (size_t)snprintf(buf, len, "%s %s %d [", c->set, kinds[c->k], c->p);
     for (int k = 0; k < c->ra && u < len; k++)
         u += (size_t)snprintf(buf + u, len - u, "%s%lld", k ? "," : "", (long long)c->a[k]);

@@ -520,6 +520,64 @@ static pdnn_status concat_grad(const gctx *c, const fwd *w)
     return st;
 }
 
+/* Resize's adjoint, one axis at a time: the axis's interpolation matrix
+ * M {out, in} (pdnn__resize_matrix), transposed, times dy viewed as
+ * {before, out, after}, a matmul broadcast over before. */
+static pdnn_status resize_grad(const gctx *c, const fwd *w, pdnn_node *dx)
+{
+    const pdnn__node *fw = &w->n;
+    const pdnn_tensor_desc xd = *D(c, fw->inputs[0]);
+    if (xd.layout != PDNN_ND && xd.layout != PDNN_LAYOUT_X && xd.layout != PDNN_NCHW)
+        return refuse(c, "the gradient of a resize of an NHWC tensor is not defined (ND and NCHW are)");
+    const int r = pdnn_tensor_desc_rank(&xd);
+    int64_t cur[R];
+    memcpy(cur, fw->out.dims, sizeof cur);
+    pdnn_node g = w->dy;
+    pdnn_status st = PDNN_SUCCESS;
+    for (int k = 0; k < r && st == PDNN_SUCCESS; k++) {
+        const int64_t in = xd.dims[k], out = cur[k];
+        float s = (float)out / (float)in;
+        if (fw->move[3]) {
+            const uint32_t bits = (uint32_t)fw->move[4 + k];
+            memcpy(&s, &bits, sizeof s);
+        }
+        float *m = malloc((size_t)(in * out) * sizeof *m), *mt = malloc((size_t)(in * out) * sizeof *mt);
+        if (!m || !mt) {
+            free(m);
+            free(mt);
+            return pdnn__host_oom("pdnn_graph_gradients", "a resize's matrix", (uint64_t)(2 * in * out) * sizeof *m);
+        }
+        pdnn__resize_matrix((pdnn_resize_mode)fw->move[0], (pdnn_resize_coord)fw->move[1],
+                            (pdnn_resize_nearest)fw->move[2], in, out, s, m);
+        int identity = in == out;
+        for (int64_t i = 0; i < out; i++)
+            for (int64_t j = 0; j < in; j++) {
+                mt[j * out + i] = m[i * in + j];
+                identity &= m[i * in + j] == (i == j ? 1.0f : 0.0f);
+            }
+        free(m);
+        if (identity) {
+            free(mt);
+            continue;
+        }
+        int64_t before = 1, after = 1;
+        for (int q = 0; q < r; q++)
+            if (q != k)
+                *(q < k ? &before : &after) *= cur[q];
+        const pdnn_tensor_desc md = nd2(in, out);
+        const pdnn_tensor_desc v3 = {PDNN_FLOAT32, PDNN_ND, {before, out, after, 1, 1, 1, 1, 1}, 3};
+        pdnn_node mn = -1, t = -1;
+        st = konst(c, &md, 1, mt, &mn);
+        free(mt);
+        if (st == PDNN_SUCCESS)
+            st = reshape(c, g, &v3, &t);
+        if (st == PDNN_SUCCESS)
+            st = matmul(c, mn, t, 0, 0, &g);
+        cur[k] = in;
+    }
+    return st == PDNN_SUCCESS ? reshape(c, g, &xd, dx) : st;
+}
+
 /* The adjoints of the data-movement nodes. */
 static pdnn_status move_grad(const gctx *c, const fwd *w)
 {
@@ -601,8 +659,8 @@ static pdnn_status move_grad(const gctx *c, const fwd *w)
         }
         return st;
     }
-    case PDNN__MOVE_RESIZE:
-    default: return refuse(c, "the gradient of a resize is not defined yet");
+    case PDNN__MOVE_RESIZE: st = resize_grad(c, w, &dx); break;
+    default: return refuse(c, "an unknown data-movement node");
     }
     return st == PDNN_SUCCESS ? pdnn__grad_part(c->s, x, dx) : st;
 }
