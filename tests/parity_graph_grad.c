@@ -30,14 +30,14 @@ typedef struct gg_case {
     gg_kind k;
     int ra;
     int64_t a[MR];
-    int rb;           /* b's rank (BIN, CONCAT, MATMUL, WHERE); EXPAND/RESHAPE: y's rank */
+    int64_t rb;       /* b's rank (BIN, CONCAT, MATMUL, WHERE); EXPAND/RESHAPE: y's rank */
     int64_t b[MR];    /* b's dims; EXPAND/RESHAPE: y's */
     int p;            /* binary op, activation, reduction, axis, resize mode ... */
     float alpha, beta;
     int q;            /* RED: axes mask; MATMUL: 2 ta + tb; LN: axis; SLICE/PAD/GATHER: n args; RESIZE: coord */
     int64_t args[12]; /* SLICE: starts, ends, axes; PAD: 2 r pads; GATHER: indices; RED: keepdims, RESIZE:
                          the rounding in args[0] */
-    int nchw;         /* a's and b's rank-4 descs NCHW (as an imported CNN's), else ND */
+    int64_t nchw;     /* a's and b's rank-4 descs NCHW (as an imported CNN's), else ND */
 } gg_case;
 
 #define A(...) {__VA_ARGS__}
@@ -154,7 +154,7 @@ static pdnn_status build(const gg_case *c, const char *dev, const float *w, buil
     memset(b, 0, sizeof *b);
     pdnn_status st = pdnn_graph_create(&b->g);
     pdnn_graph *g = b->g;
-    pdnn_tensor_desc da = nd(c->ra, c->a), db = nd(c->rb, c->b);
+    pdnn_tensor_desc da = nd(c->ra, c->a), db = nd((int)c->rb, c->b);
     if (c->nchw) {
         da.layout = PDNN_NCHW;
         db.layout = c->rb == 4 ? PDNN_NCHW : db.layout;
@@ -202,7 +202,7 @@ static pdnn_status build(const gg_case *c, const char *dev, const float *w, buil
         DO(pdnn_graph_concat(g, "op", dev, b->xs, 2, c->p, &y));
         break;
     }
-    case EXPAND: DO(pdnn_graph_expand(g, "op", dev, a, c->rb, c->b, &y)); break;
+    case EXPAND: DO(pdnn_graph_expand(g, "op", dev, a, (int)c->rb, c->b, &y)); break;
     case GATHER: DO(pdnn_graph_gather(g, "op", dev, a, c->p, c->args, c->q, &y)); break;
     case PAD: DO(pdnn_graph_pad_nd(g, "op", dev, a, c->args, PDNN_PAD_CONSTANT, 0.5f, &y)); break;
     case WHERE: {
@@ -217,7 +217,7 @@ static pdnn_status build(const gg_case *c, const char *dev, const float *w, buil
         DO(pdnn_graph_where(g, "op", dev, p, a, b->xs[1], &y));
         break;
     }
-    case RESHAPE: DO(pdnn_graph_reshape_nd(g, "op", dev, a, c->rb, c->b, &y)); break;
+    case RESHAPE: DO(pdnn_graph_reshape_nd(g, "op", dev, a, (int)c->rb, c->b, &y)); break;
     case RESIZE:
         DO(pdnn_graph_resize(g, "op", dev, a, (pdnn_resize_mode)c->p, (pdnn_resize_coord)c->q,
                              (pdnn_resize_nearest)c->args[0], NULL, c->b, &y));
@@ -278,9 +278,10 @@ static pdnn_status run(pdnn_session *s, pdnn_device *dev, const built *b, float 
 {
     pdnn_tensor *in[3] = {NULL, NULL, NULL}, *got[3] = {NULL, NULL, NULL};
     pdnn_status st = PDNN_SUCCESS;
-    for (int k = 0; k < b->nx && st == PDNN_SUCCESS; k++) {
+    for (int k = 0; k < b->nx && k < 3 && st == PDNN_SUCCESS; k++) {
         pdnn_tensor_desc d;
-        pdnn_graph_node_desc(b->g, b->xs[k], &d);
+        if ((st = pdnn_graph_node_desc(b->g, b->xs[k], &d)) != PDNN_SUCCESS)
+            break;
         in[k] = parity_make(dev, &d, vals[k]);
         st = in[k] ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
     }
@@ -341,6 +342,8 @@ static int reference(pdnn_device *host, const gg_case *c, float *const *vals, co
     int ok = 1;
     for (int k = 0; k < b.nx && ok; k++) {
         const int64_t n = count_of(&b, k);
+        if (!(ok = vals[k] != NULL))
+            break;
         fd[k] = parity_xcalloc((size_t)n, sizeof **fd);
         for (int64_t i = 0; i < n && ok; i++) {
             const float x0 = vals[k][i];
@@ -415,22 +418,24 @@ static void run_case(pdnn_device *host, pdnn_device *const *devs, int ndev, cons
             continue;
         }
         double worst = 0;
-        int64_t at = 0, wk = 0;
-        for (int k = 0; k < nx; k++) {
+        char where[160] = "";
+        for (int k = 0; k < nx && got[k] && fd[k]; k++) {
             double m = 0;
             for (int64_t i = 0; i < nxe[k]; i++)
                 m = fmax(m, fabs(fd[k][i]));
             for (int64_t i = 0; i < nxe[k]; i++) {
                 const double e = fabs((double)got[k][i] - fd[k][i]) / (m + 1e-3);
-                if (e > worst || isnan(e))
-                    worst = isnan(e) ? INFINITY : e, at = i, wk = k;
+                if (e > worst || isnan(e)) {
+                    worst = isnan(e) ? INFINITY : e;
+                    snprintf(where, sizeof where, "input %d element %lld: gradient %.9g, finite difference %.9g", k,
+                             (long long)i, (double)got[k][i], fd[k][i]);
+                }
             }
         }
         if (worst <= TOL)
             parity_pass(dev, &graph_algo, cname, worst);
         else
-            parity_fail(dev, &graph_algo, cname, "input %lld element %lld: gradient %.9g, finite difference %.9g "
-                        "(error %.3g)", (long long)wk, (long long)at, (double)got[wk][at], fd[wk][at], worst);
+            parity_fail(dev, &graph_algo, cname, "%s (error %.3g)", where, worst);
         pdnn_session_destroy(s);
         pdnn_graph_destroy(b.g);
     }
