@@ -99,6 +99,9 @@ done
 for set in slice where; do
     parity --set "$set"
 done
+# The N-d ops' backward (nd_grad.cl: layer norm's, by algorithm and
+# through the graph's gradients).
+parity --mode grad --set gg_layer_norm
 # matmul's own kernels on small cases (the matmul set's are minutes here),
 # each algorithm but CLBlast's.
 for algo in tiled conv_gemm naive; do

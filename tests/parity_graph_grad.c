@@ -11,6 +11,7 @@
  * near 1e-4, a wrong term, sign or index puts it near 1. */
 #include "core/context.h"
 #include "graph/graph.h"
+#include "ops/dispatch.h"
 #include "parity.h"
 
 #include <math.h>
@@ -81,6 +82,7 @@ static const gg_case cases[] = {
     {"gg_layer_norm", LN, 3, A(3, 5, 7), 0, {0}, 0, 1e-5f, 0, 2, {0}, 0},
     {"gg_layer_norm", LN, 4, A(2, 3, 5, 3), 0, {0}, 0, 1e-3f, 0, 2, {0}, 0},
     {"gg_layer_norm", LN, 1, A(17), 0, {0}, 0, 1e-5f, 0, 0, {0}, 0},
+    {"gg_layer_norm", LN, 3, A(4, 3, 33), 0, {0}, 0, 1e-5f, 0, 1, {0}, 0},
     {"gg_softmax", SOFTMAX, 3, A(3, 5, 7), 0, {0}, 2, 0, 0, 0, {0}, 0},
     {"gg_softmax", SOFTMAX, 4, A(2, 3, 5, 3), 0, {0}, 1, 0, 0, 1, {0}, 0},
     /* data movement */
@@ -447,12 +449,114 @@ static void run_case(pdnn_device *host, pdnn_device *const *devs, int ndev, cons
     free(w);
 }
 
+/* Layer norm's backward registry op (PDNN__OP_ND_LAYER_NORM_BWD) by each
+ * algorithm, forced by name, on a layer-norm case: dx, dscale and dbias
+ * against a naive loop in double, |got - ref| / max |ref| within the
+ * algorithm's tolerance. */
+static void naive_ln_bwd(const float *x, const float *dy, const float *g, int64_t rows, int64_t cols, double eps,
+                         double *dx, double *dg, double *db)
+{
+    for (int64_t j = 0; j < cols; j++)
+        dg[j] = db[j] = 0.0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols, *d = dy + r * cols;
+        double mean = 0, var = 0, mg = 0, mgx = 0;
+        for (int64_t j = 0; j < cols; j++)
+            mean += xr[j] / (double)cols;
+        for (int64_t j = 0; j < cols; j++)
+            var += (xr[j] - mean) * (xr[j] - mean) / (double)cols;
+        const double inv = 1.0 / sqrt(var + eps);
+        for (int64_t j = 0; j < cols; j++) {
+            const double xh = (xr[j] - mean) * inv;
+            mg += d[j] * (double)g[j] / (double)cols;
+            mgx += d[j] * (double)g[j] * xh / (double)cols;
+            dg[j] += d[j] * xh;
+            db[j] += d[j];
+        }
+        for (int64_t j = 0; j < cols; j++)
+            dx[r * cols + j] = inv * (d[j] * (double)g[j] - mg - (xr[j] - mean) * inv * mgx);
+    }
+}
+
+static void ln_bwd_op_case(pdnn_device *const *devs, int ndev, const gg_case *c, int ci)
+{
+    const pdnn_tensor_desc xd = nd(c->ra, c->a);
+    const int64_t n = pdnn_tensor_desc_elements(&xd);
+    int64_t cols = 1;
+    for (int k = c->q; k < c->ra; k++)
+        cols *= c->a[k];
+    const pdnn_tensor_desc gd = nd(1, &cols);
+    float *x = parity_xcalloc((size_t)n, sizeof *x), *dy = parity_xcalloc((size_t)n, sizeof *dy);
+    float *g = parity_xcalloc((size_t)cols, sizeof *g), *got = parity_xcalloc((size_t)n, sizeof *got);
+    double *ref[3] = {parity_xcalloc((size_t)n, sizeof(double)), parity_xcalloc((size_t)cols, sizeof(double)),
+                      parity_xcalloc((size_t)cols, sizeof(double))};
+    fill(c, 0, x, n, (uint64_t)ci + 77u);
+    fill(c, 1, dy, n, (uint64_t)ci + 78u);
+    fill(c, 2, g, cols, (uint64_t)ci + 79u);
+    naive_ln_bwd(x, dy, g, n / cols, cols, (double)c->alpha, ref[0], ref[1], ref[2]);
+    for (int di = 0; di < ndev; di++) {
+        const pdnn__algo *const *list = pdnn__algos(devs[di], PDNN__OP_ND_LAYER_NORM_BWD);
+        for (int ai = 0; list && list[ai]; ai++)
+            for (int which = 0; which < 3; which++) {
+                const pdnn__algo *a = list[ai];
+                char cname[300];
+                case_name(c, cname, sizeof cname);
+                snprintf(cname + strlen(cname), sizeof cname - strlen(cname), " layer_norm_bwd %s",
+                         which == 0 ? "dx" : which == 1 ? "dscale" : "dbias");
+                pdnn_tensor *tx = parity_make(devs[di], &xd, x), *td = parity_make(devs[di], &xd, dy),
+                            *tg = parity_make(devs[di], &gd, g), *ty = parity_make(devs[di], which ? &gd : &xd, NULL);
+                pdnn__dispatch_force(PDNN__OP_ND_LAYER_NORM_BWD, a->name, -1);
+                pdnn_status st = tx && td && tg && ty ? pdnn__layer_norm_backward(tx, td, tg, c->q, c->alpha, which, ty)
+                                                      : PDNN_ERR_OUT_OF_MEMORY;
+                pdnn__dispatch_force(PDNN__OP_ND_LAYER_NORM_BWD, NULL, -1);
+                const int64_t ny = which ? cols : n;
+                if (st == PDNN_SUCCESS)
+                    st = pdnn_tensor_read(ty, got, (size_t)ny * sizeof *got);
+                pdnn_tensor_release(tx);
+                pdnn_tensor_release(td);
+                pdnn_tensor_release(tg);
+                pdnn_tensor_release(ty);
+                if (st == PDNN_ERR_UNSUPPORTED) {
+                    parity_skip(devs[di], a, cname, pdnn_last_error());
+                    continue;
+                }
+                if (st != PDNN_SUCCESS) {
+                    parity_fail(devs[di], a, cname, "%s", pdnn_last_error());
+                    continue;
+                }
+                double m = 1e-30, worst = 0;
+                int64_t at = 0;
+                for (int64_t i = 0; i < ny; i++)
+                    m = fmax(m, fabs(ref[which][i]));
+                for (int64_t i = 0; i < ny; i++) {
+                    const double e = fabs((double)got[i] - ref[which][i]) / m;
+                    if (!(e <= worst))
+                        worst = isnan(e) ? INFINITY : e, at = i;
+                }
+                const double tol = pdnn__algo_tol(a, PDNN_FLOAT32);
+                if (worst <= tol)
+                    parity_pass(devs[di], a, cname, worst);
+                else
+                    parity_fail(devs[di], a, cname, "y[%lld] is %.9g, expected %.9g: error %.3g, tolerance %.3g",
+                                (long long)at, (double)got[at], ref[which][at], worst, tol);
+            }
+    }
+    free(x);
+    free(dy);
+    free(g);
+    free(got);
+    for (int k = 0; k < 3; k++)
+        free(ref[k]);
+}
+
 void parity_graph_grad_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
                            int verbose)
 {
     for (int i = 0; i < N_CASES; i++)
         if (selected(&cases[i], op, set)) {
             run_case(host, devs, ndev, &cases[i], i, verbose);
+            if (cases[i].k == LN)
+                ln_bwd_op_case(devs, ndev, &cases[i], i);
             fflush(stdout);
         }
 }

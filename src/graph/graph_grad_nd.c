@@ -437,55 +437,27 @@ static pdnn_status reduce_grad(const gctx *c, const fwd *w)
     return st == PDNN_SUCCESS ? pdnn__grad_part(c->s, x, dx) : st;
 }
 
-/* y = (x - mean) rstd scale + bias over rows of the dims from axis on,
- * on {rows, cols} views: dscale = sum_rows(dy xhat), dbias = sum_rows(dy),
- * dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy scale. */
+/* Layer norm: LayerNormalizationGrad nodes (pdnn__layer_norm_backward, a
+ * registry op), one per input wanted: dx, dscale, dbias, each from x, dy
+ * and scale with the forward's axis and epsilon. */
 static pdnn_status layer_norm_grad(const gctx *c, const fwd *w)
 {
-    const pdnn_tensor_desc xd = *D(c, w->n.inputs[0]);
-    const int r = pdnn_tensor_desc_rank(&xd);
-    int64_t rows = 1, cols = 1;
-    for (int k = 0; k < r; k++)
-        *(k < w->n.axis ? &rows : &cols) *= xd.dims[k];
-    const pdnn_tensor_desc m2 = nd2(rows, cols), row = nd2(1, cols);
-    pdnn_node x = -1, g = -1, mu = -1, xc = -1, t = -1, var = -1, rs = -1, xh = -1, u = -1, gs = -1, dx = -1;
     pdnn_status st = PDNN_SUCCESS;
-#define DO(call) (st == PDNN_SUCCESS ? (st = (call)) : st)
-    DO(reshape(c, w->n.inputs[0], &m2, &x));
-    DO(reshape(c, w->dy, &m2, &g));
-    DO(reduce_keep(c, x, 2u, PDNN_REDUCTION_MEAN, &mu));
-    DO(bin(c, "Sub", PDNN_BINARY_SUB, x, mu, &xc));
-    DO(mul(c, xc, xc, &t));
-    DO(reduce_keep(c, t, 2u, PDNN_REDUCTION_MEAN, &var));
-    DO(affine(c, var, 1.0f, w->n.alpha, &t));
-    DO(act(c, "Rsqrt", PDNN_ACTIVATION_POW, -0.5f, 0, t, &rs));
-    DO(mul(c, xc, rs, &xh));
-    if (need(w, 1)) {
-        DO(mul(c, g, xh, &t));
-        DO(reduce_keep(c, t, 1u, PDNN_REDUCTION_SUM, &u));
-        DO(reshape(c, u, D(c, w->n.inputs[1]), &t));
-        DO(pdnn__grad_part(c->s, w->n.inputs[1], t));
+    for (int k = 0; k < 3 && st == PDNN_SUCCESS; k++) {
+        if (!need(w, k))
+            continue;
+        const pdnn_node q[3] = {w->n.inputs[0], w->dy, w->n.inputs[1]};
+        pdnn_node r = -1;
+        st = emit(c, "LayerNormalizationGrad", PDNN__OP_NDMATH, D(c, w->n.inputs[k]), q, 3, &r);
+        if (st == PDNN_SUCCESS) {
+            pdnn__node *nd = &c->s->g->nodes[r];
+            nd->nd_kind = PDNN__ND_LAYER_NORM_BWD;
+            nd->nd_flag = k;
+            nd->axis = w->n.axis;
+            nd->alpha = w->n.alpha;
+            st = pdnn__grad_part(c->s, w->n.inputs[k], r);
+        }
     }
-    if (need(w, 2)) {
-        DO(reduce_keep(c, g, 1u, PDNN_REDUCTION_SUM, &u));
-        DO(reshape(c, u, D(c, w->n.inputs[2]), &t));
-        DO(pdnn__grad_part(c->s, w->n.inputs[2], t));
-    }
-    if (need(w, 0)) {
-        pdnn_node m1 = -1, mx = -1;
-        DO(reshape(c, w->n.inputs[1], &row, &t));
-        DO(mul(c, g, t, &gs));
-        DO(reduce_keep(c, gs, 2u, PDNN_REDUCTION_MEAN, &m1));
-        DO(mul(c, gs, xh, &t));
-        DO(reduce_keep(c, t, 2u, PDNN_REDUCTION_MEAN, &mx));
-        DO(bin(c, "Sub", PDNN_BINARY_SUB, gs, m1, &t));
-        DO(mul(c, xh, mx, &u));
-        DO(bin(c, "Sub", PDNN_BINARY_SUB, t, u, &mu));
-        DO(mul(c, mu, rs, &t));
-        DO(reshape(c, t, &xd, &dx));
-        DO(pdnn__grad_part(c->s, w->n.inputs[0], dx));
-    }
-#undef DO
     return st;
 }
 
