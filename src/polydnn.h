@@ -1095,9 +1095,10 @@ PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char 
  * the reduced ones 1 (keepdims) or dropped (ND drops them from the
  * rank; NCHW moves the kept ones forward, 1s after). All are
  * differentiable: the transpose (the inverse permutation), the softmaxes,
- * layer norm (x, scale and bias) and the reductions (Max and Min give dy
- * to the elements equal to the result, shared among ties), each gradient
- * built of binary, reduce and activation nodes. */
+ * layer norm (x, scale and bias: "LayerNormalizationGrad" nodes, a
+ * registry op of their own) and the reductions (Max and Min give dy to
+ * the elements equal to the result, shared among ties; built of binary,
+ * reduce and activation nodes). */
 PDNN_API pdnn_status pdnn_graph_transpose(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                           const int *perm, pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_softmax_axis(pdnn_graph *g, const char *name, const char *device, pdnn_node x,

@@ -1577,8 +1577,8 @@ static void usage(FILE *f)
             "                pool_planes, pool_sampled, sim_pool,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, matmul_sim, scale,\n"
             "                activation, transform, binary, pad (grad); gg_binary, gg_act, gg_reduce,\n"
-            "                gg_layer_norm, gg_softmax, gg_move, gg_matmul (grad: pdnn_graph_gradients of\n"
-            "                the N-d ops against finite differences)\n"
+            "                gg_layer_norm, gg_softmax, gg_move, gg_nchw, gg_matmul (grad: pdnn_graph_gradients of\n"
+            "                the N-d ops against finite differences; gg_layer_norm also OP layer_norm_bwd)\n"
             "  --gpu-class   OpenCL CPU devices run the GPU-class kernels where AUTO would on a\n"
             "                GPU (wg_gemm inside the backward and matmul algorithms), to check\n"
             "                those paths on PoCL\n"
@@ -2681,8 +2681,8 @@ int main(int argc, char **argv)
         parity_index_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
     if (h.opt.mode == MODE_GRAD && h.ndev > 0)
         parity_nd_math_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
-    if (h.opt.mode == MODE_GRAD && h.ndev > 0 && !h.opt.algo)
-        parity_graph_grad_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, verbose);
+    if (h.opt.mode == MODE_GRAD && h.ndev > 0)
+        parity_graph_grad_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
 
     /* Coverage: an algorithm that ran no case of the whole table, or a
      * configuration that ran on no case, is a hole, not a pass (unless

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MR PDNN_MAX_RANK
 #define TOL 5e-3
@@ -122,9 +123,11 @@ static const gg_case cases[] = {
 #undef A
 #define N_CASES ((int)(sizeof cases / sizeof *cases))
 
+/* Every case with no op named; with layer_norm_bwd named, the layer-norm
+ * cases' registry-op part only. */
 static int selected(const gg_case *c, int op, const char *set)
 {
-    return op < 0 && (!set || strcmp(set, c->set) == 0);
+    return (op < 0 || (op == PDNN__OP_ND_LAYER_NORM_BWD && c->k == LN)) && (!set || strcmp(set, c->set) == 0);
 }
 
 int parity_graph_grad_count(int op, const char *set)
@@ -478,7 +481,7 @@ static void naive_ln_bwd(const float *x, const float *dy, const float *g, int64_
     }
 }
 
-static void ln_bwd_op_case(pdnn_device *const *devs, int ndev, const gg_case *c, int ci)
+static void ln_bwd_op_case(pdnn_device *const *devs, int ndev, const gg_case *c, int ci, const char *algo)
 {
     const pdnn_tensor_desc xd = nd(c->ra, c->a);
     const int64_t n = pdnn_tensor_desc_elements(&xd);
@@ -497,7 +500,7 @@ static void ln_bwd_op_case(pdnn_device *const *devs, int ndev, const gg_case *c,
     for (int di = 0; di < ndev; di++) {
         const pdnn__algo *const *list = pdnn__algos(devs[di], PDNN__OP_ND_LAYER_NORM_BWD);
         for (int ai = 0; list && list[ai]; ai++)
-            for (int which = 0; which < 3; which++) {
+            for (int which = 0; which < 3 && (!algo || strcasecmp(algo, list[ai]->name) == 0); which++) {
                 const pdnn__algo *a = list[ai];
                 char cname[300];
                 case_name(c, cname, sizeof cname);
@@ -550,13 +553,14 @@ static void ln_bwd_op_case(pdnn_device *const *devs, int ndev, const gg_case *c,
 }
 
 void parity_graph_grad_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
-                           int verbose)
+                           const char *algo, int verbose)
 {
     for (int i = 0; i < N_CASES; i++)
         if (selected(&cases[i], op, set)) {
-            run_case(host, devs, ndev, &cases[i], i, verbose);
+            if (op < 0 && !algo)
+                run_case(host, devs, ndev, &cases[i], i, verbose);
             if (cases[i].k == LN)
-                ln_bwd_op_case(devs, ndev, &cases[i], i);
+                ln_bwd_op_case(devs, ndev, &cases[i], i, algo);
             fflush(stdout);
         }
 }
