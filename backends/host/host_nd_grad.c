@@ -25,13 +25,15 @@ static pdnn_status layer_norm_bwd(void *dev, const pdnn__op_call *call, const pd
         return pdnn__host_oom("pdnn__layer_norm_backward", "the host's sums", (uint64_t)c->cols * sizeof *acc);
     for (int64_t r = 0; r < c->rows; r++) {
         const float *xr = x + r * c->cols, *dr = dy + r * c->cols;
-        double mean = 0.0, var = 0.0, mg = 0.0, mgx = 0.0;
-        for (int64_t j = 0; j < c->cols; j++)
-            mean += xr[j];
-        mean /= (double)c->cols;
-        for (int64_t j = 0; j < c->cols; j++)
-            var += ((double)xr[j] - mean) * ((double)xr[j] - mean);
-        const double inv = 1.0 / sqrt(var / (double)c->cols + (double)c->epsilon);
+        /* one pass: the sums of x and x^2 in double keep the variance's
+         * digits for float data (53 bits against 24) */
+        double s1 = 0.0, s2 = 0.0, mg = 0.0, mgx = 0.0;
+        for (int64_t j = 0; j < c->cols; j++) {
+            s1 += xr[j];
+            s2 += (double)xr[j] * xr[j];
+        }
+        const double mean = s1 / (double)c->cols, var = fmax(s2 / (double)c->cols - mean * mean, 0.0);
+        const double inv = 1.0 / sqrt(var + (double)c->epsilon);
         for (int64_t j = 0; j < c->cols; j++) {
             const double xh = ((double)xr[j] - mean) * inv, gj = (double)dr[j] * g[j];
             if (c->which)
