@@ -1109,11 +1109,12 @@ PDNN_API pdnn_status pdnn_graph_reduce(pdnn_graph *g, const char *name, const ch
                                        const int *axes, int n_axes, pdnn_reduction op, int keepdims, pdnn_node *out);
 
 /* The data-movement ops as nodes ("Slice", "Gather", "Expand", "Where",
- * "PadND", "Resize"; differentiable but a Slice with a step other than 1,
- * a PadND other than constant and a Resize of an NHWC tensor: a slice's
- * gradient pads, a pad's slices, a gather's scatter-adds, an expand's
- * sums, a where's masks (the mask gets none), a resize's multiplies by
- * each axis's interpolation matrix transposed): the arguments of pdnn_slice,
+ * "PadND", "Resize"; differentiable, but a strided slice, a reflect or
+ * edge pad and a resize of an NHWC tensor: a slice's gradient pads, a
+ * constant pad's slices, a gather's scatter-adds, an expand's sums, a
+ * where's masks (the mask gets none), a resize, a strided slice and a
+ * reflect or edge pad multiply by each axis's selection or interpolation
+ * matrix transposed): the arguments of pdnn_slice,
  * pdnn_gather (at most 64 indices; y of x's rank), pdnn_expand (the
  * shape: rank dims), pdnn_where, pdnn_pad_nd and pdnn_resize (y's dims, of
  * x's rank). The result keeps x's image layout where it has rank 4, else

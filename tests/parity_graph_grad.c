@@ -89,6 +89,11 @@ static const gg_case cases[] = {
     /* data movement */
     {"gg_move", SLICE, 3, A(3, 5, 7), 0, {0}, 0, 0, 0, 2, A(1, -6, 3, 6, 0, -1), 0},
     {"gg_move", SLICE, 1, A(9), 0, {0}, 0, 0, 0, 1, A(0, 5, 0), 0},
+    /* strided and reversed slices (steps in args after the axes), reflect and edge pads (mode in p) */
+    {"gg_move", SLICE, 3, A(3, 7, 5), 0, {0}, 0, 0, 0, 2, A(0, -1, 7, -9, 1, 2, 2, -2), 0},
+    {"gg_move", SLICE, 1, A(9), 0, {0}, 0, 0, 0, 1, A(1, 9, 0, 3), 0},
+    {"gg_move", PAD, 3, A(3, 5, 4), 0, {0}, PDNN_PAD_REFLECT, 0, 0, 6, A(1, 2, 0, 2, 1, 3), 0},
+    {"gg_move", PAD, 2, A(5, 3), 0, {0}, PDNN_PAD_EDGE, 0, 0, 4, A(2, 0, 1, 3), 0},
     {"gg_move", CONCAT, 3, A(3, 2, 5), 3, A(3, 5, 5), 1, 0, 0, 0, {0}, 0},
     {"gg_move", CONCAT, 1, A(3), 1, A(5), 0, 0, 0, 0, {0}, 0},
     {"gg_move", EXPAND, 2, A(5, 1), 4, A(2, 3, 5, 7), 0, 0, 0, 0, {0}, 0},
@@ -196,9 +201,10 @@ static pdnn_status build(const gg_case *c, const char *dev, const float *w, buil
         break;
     }
     case SOFTMAX: DO(pdnn_graph_softmax_axis(g, "op", dev, a, c->p, c->q, &y)); break;
-    case SLICE: {
+    case SLICE: { /* steps after the axes when args has room for them (3 n + n <= 12) and one is set */
         const int n = c->q;
-        DO(pdnn_graph_slice(g, "op", dev, a, n, c->args, c->args + n, c->args + 2 * n, NULL, &y));
+        const int64_t *steps = 4 * n <= 12 && c->args[3 * n] != 0 ? c->args + 3 * n : NULL;
+        DO(pdnn_graph_slice(g, "op", dev, a, n, c->args, c->args + n, c->args + 2 * n, steps, &y));
         break;
     }
     case CONCAT: {
@@ -209,7 +215,7 @@ static pdnn_status build(const gg_case *c, const char *dev, const float *w, buil
     }
     case EXPAND: DO(pdnn_graph_expand(g, "op", dev, a, (int)c->rb, c->b, &y)); break;
     case GATHER: DO(pdnn_graph_gather(g, "op", dev, a, c->p, c->args, c->q, &y)); break;
-    case PAD: DO(pdnn_graph_pad_nd(g, "op", dev, a, c->args, PDNN_PAD_CONSTANT, 0.5f, &y)); break;
+    case PAD: DO(pdnn_graph_pad_nd(g, "op", dev, a, c->args, (pdnn_pad_mode)c->p, 0.5f, &y)); break;
     case WHERE: {
         DO(pdnn_graph_placeholder(g, "b", dev, &db, &b->xs[1]));
         b->nx = 2;

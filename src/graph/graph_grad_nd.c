@@ -492,15 +492,47 @@ static pdnn_status concat_grad(const gctx *c, const fwd *w)
     return st;
 }
 
-/* Resize's adjoint, one axis at a time: the axis's interpolation matrix
- * M {out, in} (pdnn__resize_matrix), transposed, times dy viewed as
- * {before, out, after}, a matmul broadcast over before. */
-static pdnn_status resize_grad(const gctx *c, const fwd *w, pdnn_node *dx)
+/* Row i of axis k's {out, in} selection or interpolation matrix m, for
+ * a move node that maps each axis on its own: a resize's interpolation,
+ * a strided slice's or a pad's source element (constant pads: none). */
+static void axis_matrix(const pdnn__node *fw, int r, int k, int64_t in, int64_t out, float *m)
+{
+    memset(m, 0, (size_t)(in * out) * sizeof *m);
+    if (fw->move_kind == PDNN__MOVE_RESIZE) {
+        float s = (float)out / (float)in;
+        if (fw->move[3]) {
+            const uint32_t bits = (uint32_t)fw->move[4 + k];
+            memcpy(&s, &bits, sizeof s);
+        }
+        pdnn__resize_matrix((pdnn_resize_mode)fw->move[0], (pdnn_resize_coord)fw->move[1],
+                            (pdnn_resize_nearest)fw->move[2], in, out, s, m);
+        return;
+    }
+    int64_t first = 0, step = 1;
+    const int n = fw->move_n;
+    for (int q = 0; fw->move_kind == PDNN__MOVE_SLICE && q < n; q++)
+        if ((fw->move[2 * n + q] < 0 ? fw->move[2 * n + q] + r : fw->move[2 * n + q]) == k) {
+            step = fw->move[3 * n + q];
+            (void)pdnn__slice_axis(in, fw->move[q], fw->move[n + q], step, &first);
+        }
+    for (int64_t i = 0; i < out; i++) {
+        const int64_t src = fw->move_kind == PDNN__MOVE_PAD ? pdnn__pad_src(i, fw->move[k], in, fw->pad_mode)
+                                                            : first + i * step;
+        if (src >= 0)
+            m[i * in + src] = 1.0f;
+    }
+}
+
+/* The adjoint of a move node that maps each axis on its own (resize, a
+ * strided slice, a reflect or edge pad), one axis at a time: the axis's
+ * matrix M {out, in}, transposed, times dy viewed as {before, out,
+ * after}, a matmul broadcast over before (an identity M skipped). */
+static pdnn_status axes_adjoint(const gctx *c, const fwd *w, pdnn_node *dx)
 {
     const pdnn__node *fw = &w->n;
     const pdnn_tensor_desc xd = *D(c, fw->inputs[0]);
     if (xd.layout != PDNN_ND && xd.layout != PDNN_LAYOUT_X && xd.layout != PDNN_NCHW)
-        return refuse(c, "the gradient of a resize of an NHWC tensor is not defined (ND and NCHW are)");
+        return refuse(c, "this gradient takes ND and NCHW tensors only (not NHWC)");
     const int r = pdnn_tensor_desc_rank(&xd);
     int64_t cur[R];
     memcpy(cur, fw->out.dims, sizeof cur);
@@ -508,19 +540,13 @@ static pdnn_status resize_grad(const gctx *c, const fwd *w, pdnn_node *dx)
     pdnn_status st = PDNN_SUCCESS;
     for (int k = 0; k < r && st == PDNN_SUCCESS; k++) {
         const int64_t in = xd.dims[k], out = cur[k];
-        float s = (float)out / (float)in;
-        if (fw->move[3]) {
-            const uint32_t bits = (uint32_t)fw->move[4 + k];
-            memcpy(&s, &bits, sizeof s);
-        }
         float *m = malloc((size_t)(in * out) * sizeof *m), *mt = malloc((size_t)(in * out) * sizeof *mt);
         if (!m || !mt) {
             free(m);
             free(mt);
-            return pdnn__host_oom("pdnn_graph_gradients", "a resize's matrix", (uint64_t)(2 * in * out) * sizeof *m);
+            return pdnn__host_oom("pdnn_graph_gradients", "an axis's matrix", (uint64_t)(2 * in * out) * sizeof *m);
         }
-        pdnn__resize_matrix((pdnn_resize_mode)fw->move[0], (pdnn_resize_coord)fw->move[1],
-                            (pdnn_resize_nearest)fw->move[2], in, out, s, m);
+        axis_matrix(fw, r, k, in, out, m);
         int identity = in == out;
         for (int64_t i = 0; i < out; i++)
             for (int64_t j = 0; j < in; j++) {
@@ -560,15 +586,20 @@ static pdnn_status move_grad(const gctx *c, const fwd *w)
     pdnn_node dx = -1, t = -1;
     pdnn_status st = PDNN_SUCCESS;
     switch (fw->move_kind) {
-    case PDNN__MOVE_SLICE: { /* dy padded with zeros back to x's dims */
+    case PDNN__MOVE_SLICE: { /* dy padded with zeros back to x's dims; strided or reversed: selection matrices */
         int64_t pads[2 * R];
+        int strided = 0;
         for (int k = 0; k < r; k++)
             pads[k] = 0, pads[r + k] = 0;
+        for (int i = 0; i < n; i++)
+            strided |= fw->move[3 * n + i] != 1;
+        if (strided) {
+            st = axes_adjoint(c, w, &dx);
+            break;
+        }
         for (int i = 0; i < n; i++) {
             const int64_t ax = fw->move[2 * n + i] < 0 ? fw->move[2 * n + i] + r : fw->move[2 * n + i];
             int64_t first = 0;
-            if (fw->move[3 * n + i] != 1)
-                return refuse(c, "the gradient of a slice with a step other than 1 is not defined yet");
             const int64_t len = pdnn__slice_axis(xd.dims[ax], fw->move[i], fw->move[n + i], 1, &first);
             pads[ax] = first;
             pads[r + ax] = xd.dims[ax] - first - len;
@@ -582,9 +613,11 @@ static pdnn_status move_grad(const gctx *c, const fwd *w)
         }
         break;
     }
-    case PDNN__MOVE_PAD: { /* constant: the middle of dy */
-        if (fw->pad_mode != PDNN_PAD_CONSTANT)
-            return refuse(c, "the gradient of a reflect or edge pad is not defined yet (constant is)");
+    case PDNN__MOVE_PAD: { /* constant: the middle of dy; reflect, edge: selection matrices (sums) */
+        if (fw->pad_mode != PDNN_PAD_CONSTANT) {
+            st = axes_adjoint(c, w, &dx);
+            break;
+        }
         int64_t s[R], e[R], a[R];
         for (int k = 0; k < r; k++)
             s[k] = fw->move[k], e[k] = fw->move[k] + xd.dims[k], a[k] = k;
@@ -631,7 +664,7 @@ static pdnn_status move_grad(const gctx *c, const fwd *w)
         }
         return st;
     }
-    case PDNN__MOVE_RESIZE: st = resize_grad(c, w, &dx); break;
+    case PDNN__MOVE_RESIZE: st = axes_adjoint(c, w, &dx); break;
     default: return refuse(c, "an unknown data-movement node");
     }
     return st == PDNN_SUCCESS ? pdnn__grad_part(c->s, x, dx) : st;
