@@ -251,6 +251,18 @@ typedef struct pdnn__layer_norm_call {
     pdnn__buf x_buf, scale_buf, bias_buf, y_buf;
 } pdnn__layer_norm_call;
 
+/* layer norm's backward over the rows of packed [rows][cols], given the
+ * forward's x and scale and dy (y's gradient): which 0: y = dx
+ * [rows][cols]; 1: y = dscale [cols], the sum over the rows of dy xhat;
+ * 2: y = dbias [cols], the sum over the rows of dy. The row statistics
+ * are recomputed as the forward computes them. No aliasing. */
+typedef struct pdnn__layer_norm_bwd_call {
+    int64_t rows, cols;
+    float epsilon;
+    int which;
+    pdnn__buf x_buf, dy_buf, scale_buf, y_buf;
+} pdnn__layer_norm_bwd_call;
+
 /* reduction of packed x with dims[rank] (rank 0..PDNN_MAX_RANK, no axis
  * of size 1 unless rank is 1, neighbours of one kind merged: reduced and
  * kept axes alternate) over the axes whose bit is set in axes; y packed
@@ -368,6 +380,7 @@ typedef enum pdnn__op {
     PDNN__OP_INDEX = 22,            /* u.index (pdnn_slice, gather, ...) */
     PDNN__OP_WHERE = 23,            /* u.where (pdnn_where) */
     PDNN__OP_CAST = 24,             /* u.cast (pdnn_cast) */
+    PDNN__OP_ND_LAYER_NORM_BWD = 25, /* u.layer_norm_bwd (pdnn__layer_norm_backward, ops_nd_grad.c) */
     PDNN__OP_COUNT
 } pdnn__op;
 
@@ -428,6 +441,7 @@ typedef struct pdnn__op_call {
         pdnn__index_call index;
         pdnn__where_call where;
         pdnn__cast_call cast;
+        pdnn__layer_norm_bwd_call layer_norm_bwd;
     } u;
     /* Set by core for every call. */
     pdnn_tuning_mode tuning;  /* the context's: may plan search now?       */

@@ -1074,16 +1074,17 @@ PDNN_API pdnn_status pdnn_graph_bias_add(pdnn_graph *g, const char *name, const 
 PDNN_API pdnn_status pdnn_graph_relu(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                      pdnn_node *out);
 /* pdnn_activation_forward as a node: op type "Clip", "LeakyRelu",
- * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; Clip is differentiable (dy where alpha < y < beta),
- * the others not yet (pdnn_graph_gradients refuses a path through them). */
+ * "Sigmoid", "HardSigmoid", "HardSwish" or "Silu" by mode; every mode is
+ * differentiable (Clip: dy where alpha < y < beta; the others dy f'(x),
+ * built of elementwise nodes; Abs's derivative at 0 is 0). */
 PDNN_API pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                            pdnn_activation mode, float alpha, float beta, pdnn_node *out);
 
 /* pdnn_binary as a node: op type "AddV2", "Mul", "Sub" or "RealDiv"
  * (either input broadcast where its dims are 1; the output takes the
- * larger dim of each axis). Differentiable (but for RealDiv) with respect
- * to an input that has the output's dims (a broadcast input's gradient,
- * a sum over the repeated dims, is refused by pdnn_graph_gradients). */
+ * larger dim of each axis). Differentiable with respect to both
+ * inputs for every op (a broadcast input's gradient is summed over the
+ * dims it repeats; Pow's with respect to b takes log(a)). */
 PDNN_API pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *device, pdnn_node a,
                                        pdnn_node b, pdnn_binary_op op, pdnn_node *out);
 
@@ -1106,9 +1107,12 @@ PDNN_API pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char 
  * ("LayerNormalization"; bias -1: none) x's desc; pdnn_graph_reduce
  * ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin") x's dims with
  * the reduced ones 1 (keepdims) or dropped (ND drops them from the
- * rank; NCHW moves the kept ones forward, 1s after). Differentiable so
- * far: the transpose (the inverse permutation) and the softmaxes of NCHW
- * or NHWC tensors (built of binary, reduce and exp nodes). */
+ * rank; NCHW moves the kept ones forward, 1s after). All are
+ * differentiable: the transpose (the inverse permutation), the softmaxes,
+ * layer norm (x, scale and bias: "LayerNormalizationGrad" nodes, a
+ * registry op of their own) and the reductions (Max and Min give dy to
+ * the elements equal to the result, shared among ties; built of binary,
+ * reduce and activation nodes). */
 PDNN_API pdnn_status pdnn_graph_transpose(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
                                           const int *perm, pdnn_node *out);
 PDNN_API pdnn_status pdnn_graph_softmax_axis(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
@@ -1119,7 +1123,12 @@ PDNN_API pdnn_status pdnn_graph_reduce(pdnn_graph *g, const char *name, const ch
                                        const int *axes, int n_axes, pdnn_reduction op, int keepdims, pdnn_node *out);
 
 /* The data-movement ops as nodes ("Slice", "Gather", "Expand", "Where",
- * "PadND", "Resize"; not differentiable yet): the arguments of pdnn_slice,
+ * "PadND", "Resize"; differentiable, but a strided slice, a reflect or
+ * edge pad and a resize of an NHWC tensor: a slice's gradient pads, a
+ * constant pad's slices, a gather's scatter-adds, an expand's sums, a
+ * where's masks (the mask gets none), a resize, a strided slice and a
+ * reflect or edge pad multiply by each axis's selection or interpolation
+ * matrix transposed): the arguments of pdnn_slice,
  * pdnn_gather (at most 64 indices; y of x's rank), pdnn_expand (the
  * shape: rank dims), pdnn_where, pdnn_pad_nd and pdnn_resize (y's dims, of
  * x's rank). The result keeps x's image layout where it has rank 4, else
@@ -1218,7 +1227,9 @@ typedef struct pdnn_onnx_options {
      * filter variable is OHWI, a depthwise one's HWIO, and the export
      * writes them back as OIHW). The float
      * initializers that Conv, Gemm (alpha and beta 1) and MatMul read as
-     * weights and bias become variables named after the initializer
+     * weights and bias, and those of 2 or more elements that other ops
+     * read (an Add's, LayerNormalization's, a Transpose's or Expand's,
+     * which then stays a node) become variables named after the initializer
      * (pdnn_session_export_onnx writes them back); BatchNormalization is
      * not folded but a node of its own in training mode (batch statistics,
      * its scale and bias variables, its running mean and variance

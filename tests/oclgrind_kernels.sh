@@ -102,6 +102,9 @@ done
 # float16 and bfloat16 (issue 43): every cast kernel, and the kernels
 # built over REAL_T (activation, binary, scalar pooling) in both dtypes.
 parity --set precision
+# The N-d ops' backward (nd_grad.cl: layer norm's, by algorithm and
+# through the graph's gradients).
+parity --mode grad --set gg_layer_norm
 # matmul's own kernels on small cases (the matmul set's are minutes here),
 # each algorithm but CLBlast's.
 for algo in tiled conv_gemm naive; do

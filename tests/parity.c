@@ -1576,7 +1576,9 @@ static void usage(FILE *f)
             "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, large_values, pool_edges, pool_rows,\n"
             "                pool_planes, pool_sampled, sim_pool,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, matmul_sim, scale,\n"
-            "                activation, transform, binary, pad (grad)\n"
+            "                activation, transform, binary, pad (grad); gg_binary, gg_act, gg_reduce,\n"
+            "                gg_layer_norm, gg_softmax, gg_move, gg_nchw, gg_matmul (grad: pdnn_graph_gradients of\n"
+            "                the N-d ops against finite differences; gg_layer_norm also OP layer_norm_bwd)\n"
             "  --gpu-class   OpenCL CPU devices run the GPU-class kernels where AUTO would on a\n"
             "                GPU (wg_gemm inside the backward and matmul algorithms), to check\n"
             "                those paths on PoCL\n"
@@ -2630,7 +2632,8 @@ int main(int argc, char **argv)
         make_backward_cases();
         add_bn_cases();
     }
-    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) + parity_nd_math_count(h.opt.op, h.opt.set)
+    int selected = h.opt.mode == MODE_GRAD ? parity_train_count(h.opt.op, h.opt.set) + parity_nd_math_count(h.opt.op, h.opt.set) +
+                                             parity_graph_grad_count(h.opt.op, h.opt.set)
                    : h.opt.mode == MODE_TEST ? parity_nd_count(h.opt.op, h.opt.set) + parity_index_count(h.opt.op, h.opt.set) +
                                                    parity_precision_count(h.opt.op, h.opt.set)
                                              : 0;
@@ -2681,6 +2684,8 @@ int main(int argc, char **argv)
         parity_nd_math_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
     if (h.opt.mode == MODE_TEST && h.ndev > 0)
         parity_precision_run(h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo);
+    if (h.opt.mode == MODE_GRAD && h.ndev > 0)
+        parity_graph_grad_run(h.host, h.devs, h.ndev, h.opt.op, h.opt.set, h.opt.algo, verbose);
 
     /* Coverage: an algorithm that ran no case of the whole table, or a
      * configuration that ran on no case, is a hole, not a pass (unless

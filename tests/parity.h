@@ -51,5 +51,12 @@ void parity_index_run(pdnn_device *const *devs, int ndev, int op, const char *se
  * "precision"): casts, activations, binary, pooling; as parity_nd_*. */
 int parity_precision_count(int op, const char *set);
 void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
+/* pdnn_graph_gradients of the N-d ops (parity_graph_grad.c, grad mode,
+ * sets gg_*): against finite differences of the host's forward (not
+ * with algo named), and layer norm's backward op by algorithm (algo:
+ * only it). */
+int parity_graph_grad_count(int op, const char *set);
+void parity_graph_grad_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int op, const char *set,
+                           const char *algo, int verbose);
 
 #endif

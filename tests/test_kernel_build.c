@@ -171,6 +171,11 @@ static void others(pdnn_device *dev)
     cr_assert_eq(pdnn_reduce(a, axis, 1, PDNN_REDUCTION_MEAN, r), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_release(t);
     pdnn_tensor_release(r);
+    /* The N-d ops' backward (nd_grad.cl): layer norm's dx, then dscale. */
+    pdnn_tensor *col = th_upload(dev, &bd, NULL);
+    cr_assert_eq(pdnn__layer_norm_backward(a, b, bias, 1, 1e-5f, 0, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn__layer_norm_backward(a, b, bias, 1, 1e-5f, 1, col), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_release(col);
     /* The data movement (index.cl): each kernel of the file once. */
     const int64_t st0[1] = {0}, en3[1] = {3}, ax1[1] = {1}, one[1] = {1};
     pdnn_tensor_desc sd = th_desc(PDNN_NCHW, 4, 3, 1, 1);

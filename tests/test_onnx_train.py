@@ -3,7 +3,10 @@ step of a small CNN (conv + batch norm + relu + pool, conv + batch norm +
 ReLU6, a Gemm) gives torch's weights and running statistics; the exported
 model runs in ONNX Runtime as polydnn runs it; a toy set's loss goes down;
 the optimizers (SGD with momentum, Nesterov and L2 weight decay, Adam,
-AdamW) match torch.optim step by step. Needs torch, onnx and onnxruntime."""
+AdamW) match torch.optim step by step; a tiny vision transformer (layer
+norm, GELU, batched and broadcast MatMul, Transpose/Reshape, Concat,
+Split and Slice, broadcast Add and Mul of parameters) takes torch's SGD
+step. Needs torch, onnx and onnxruntime."""
 import copy
 import csv
 import os
@@ -266,6 +269,83 @@ class OneStep(unittest.TestCase):
             for b in range(4):
                 losses.append(m.train_step(x[b * 16:(b + 1) * 16], y[b * 16:(b + 1) * 16]))
         self.assertLess(np.mean(losses[-4:]), 0.5 * np.mean(losses[:4]), losses)
+
+
+class TinyViT(torch.nn.Module):
+    """A vision-transformer block as torch exports it: a patch Conv, a
+    class token (Expand, Concat), a position embedding (broadcast Add),
+    pre-LayerNorm attention with two heads (MatMul of a rank-3 activation
+    by a rank-2 weight, Reshape/Transpose, Split, batched MatMul,
+    Softmax), a GELU MLP scaled per channel (broadcast Mul, ConvNeXt's
+    layer scale), the class token sliced out for a linear head."""
+
+    def __init__(self, d=8, heads=2):
+        super().__init__()
+        self.d, self.h = d, heads
+        self.patch = torch.nn.Conv2d(2, d, 4, stride=4)
+        self.cls = torch.nn.Parameter(torch.randn(1, 1, d) * 0.5)
+        self.pos = torch.nn.Parameter(torch.randn(1, 5, d) * 0.5)
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.proj = torch.nn.Linear(d, d)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.fc1 = torch.nn.Linear(d, 2 * d)
+        self.fc2 = torch.nn.Linear(2 * d, d)
+        self.scale = torch.nn.Parameter(torch.rand(d) + 0.5)
+        self.head = torch.nn.Linear(d, 3)
+        with torch.no_grad():  # layer norm parameters away from 1 and 0
+            for ln in (self.ln1, self.ln2):
+                ln.weight.uniform_(0.5, 1.5)
+                ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        b = x.shape[0]
+        t = self.patch(x).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(b, -1, -1), t], 1) + self.pos
+        qkv = self.qkv(self.ln1(t)).reshape(b, 5, 3, self.h, self.d // self.h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        a = torch.softmax(q @ k.transpose(-2, -1) * (self.d // self.h) ** -0.5, -1)
+        t = t + self.proj((a @ v).transpose(1, 2).reshape(b, 5, self.d))
+        t = t + self.scale * self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(t))))
+        return self.head(t[:, 0:1].flatten(1))
+
+
+class TransformerStep(unittest.TestCase):
+    def test_one_sgd_step_equals_torch(self):
+        torch.manual_seed(3)
+        net = TinyViT()
+        x, y = batch(4, 7)
+        with tempfile.TemporaryDirectory() as d:
+            for opset in (13, 17):  # LayerNormalization decomposed (fused at import), then native
+                path = os.path.join(d, "vit%d.onnx" % opset)
+                torch.onnx.export(net, torch.from_numpy(x), path, opset_version=opset, do_constant_folding=False,
+                                  training=torch.onnx.TrainingMode.TRAINING, input_names=["x"], output_names=["y"])
+                ref = copy.deepcopy(net)
+                opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+                loss = torch.nn.functional.cross_entropy(ref(torch.from_numpy(x)), torch.from_numpy(y).long())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                for dev in devices():
+                    with self.subTest(opset=opset, device=dev):
+                        m = polydnn.load_onnx(path, device=dev, trainable=True, optimizer="sgd", lr=0.1)
+                        self.assertAlmostEqual(m.train_step(x, y), float(loss), delta=1e-5)
+                        got = m.parameters()
+                        for k, w in ref.state_dict().items():
+                            w = w.numpy()
+                            self.assertIn(k, got)
+                            moved = np.abs(w - net.state_dict()[k].numpy()).max()
+                            self.assertGreater(moved, 1e-4, k)  # every parameter takes a step
+                            err = np.abs(got[k].reshape(w.shape) - w).max() / np.abs(w).max()
+                            self.assertLess(err, 1e-5, k)
+                        # the trained model, exported, runs in ONNX Runtime as in polydnn
+                        out = os.path.join(d, "trained.onnx")
+                        self.assertEqual(m.export(out), len(got))
+                        ort = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"]).run(
+                            None, {"x": x})[0]
+                        np.testing.assert_allclose(m.evaluate(x), ort, atol=1e-5, rtol=0)
+                        np.testing.assert_allclose(ort, ref(torch.from_numpy(x)).detach().numpy(), atol=1e-5,
+                                                   rtol=0)
 
 
 class Optimizers(unittest.TestCase):

@@ -1024,7 +1024,7 @@ Test(train_graph, scale_gradient_is_alpha_times_the_upstream_gradient)
  * w2 = w op m, dL/dw = m dL/dw2 (mul) or dL/dw2 (add) and dL/dm = w dL/dw2
  * or dL/dw2, where dL/dw2 comes from a graph that takes w2 as its
  * variable; m broadcast along the rows (one factor per column) for the
- * third case, whose dL/dm (a sum over the rows) is refused. Every device. */
+ * third case, whose dL/dm is the sum over the rows. Every device. */
 Test(train_graph, binary_gradients_follow_the_chain_rule)
 {
     enum { N = 3, D = 5, K = 4 };
@@ -1069,11 +1069,7 @@ Test(train_graph, binary_gradients_follow_the_chain_rule)
                 cr_assert_eq(pdnn_graph_matmul(g, "logits", info.name, x, ws, 0, 0, &logits), PDNN_SUCCESS);
                 cr_assert_eq(pdnn_graph_softmax_cross_entropy(g, "loss", info.name, logits, l, &loss), PDNN_SUCCESS);
                 pdnn_node wrt[2] = {w, v ? w : m};
-                if (!v && bcast) {
-                    cr_assert_eq(pdnn_graph_gradients(g, loss, &m, 1, d), PDNN_ERR_UNSUPPORTED);
-                    cr_assert_not_null(strstr(pdnn_last_error(), "'wm' (Mul) broadcasts"), "%s", pdnn_last_error());
-                }
-                const int nw = !v && !bcast ? 2 : 1;
+                const int nw = !v ? 2 : 1;
                 cr_assert_eq(pdnn_graph_gradients(g, loss, wrt, nw, d), PDNN_SUCCESS, "%s", pdnn_last_error());
                 pdnn_session_config c;
                 pdnn_session_config_init(&c);
@@ -1094,13 +1090,15 @@ Test(train_graph, binary_gradients_follow_the_chain_rule)
                 pdnn_session_destroy(s);
                 pdnn_graph_destroy(g);
             }
-            double mag = 0;
+            double mag = 0, want_sum[K] = {0};
             for (int i = 0; i < D * K; i++) {
                 const float m = mv[bcast ? i % K : i], g2 = grad[2][i];
                 const float want_w = op == PDNN_BINARY_MUL ? m * g2 : g2;
                 cr_assert_float_eq(grad[0][i], want_w, 1e-6, "%s case %d dw[%d]: %g, want %g", info.name, kase, i,
                                    (double)grad[0][i], (double)want_w);
-                if (grad[1]) {
+                if (bcast)
+                    want_sum[i % K] += (double)wv[i] * g2;
+                if (grad[1] && !bcast) {
                     const float want_m = op == PDNN_BINARY_MUL ? wv[i] * g2 : g2;
                     cr_assert_float_eq(grad[1][i], want_m, 1e-6, "%s case %d dm[%d]: %g, want %g", info.name, kase, i,
                                        (double)grad[1][i], (double)want_m);
@@ -1108,6 +1106,9 @@ Test(train_graph, binary_gradients_follow_the_chain_rule)
                 mag += fabs(g2);
             }
             cr_assert_gt(mag, 1e-3, "the gradient is zero: the test would prove nothing");
+            for (int k = 0; k < K && bcast; k++) /* the broadcast m's: summed over the rows it repeats along */
+                cr_assert_float_eq(grad[1][k], want_sum[k], 1e-5, "%s dm[%d] (broadcast): %g, want %g", info.name, k,
+                                   (double)grad[1][k], want_sum[k]);
             for (int k = 0; k < 3; k++)
                 free(grad[k]);
         }

@@ -467,6 +467,8 @@ extern const pdnn__algo pdnn__cu_algo_transpose_cudnn, pdnn__cu_algo_softmax_cud
 static const pdnn__algo *const cu_transpose_algos[] = {&pdnn__cu_algo_transpose_cudnn, NULL};
 static const pdnn__algo *const cu_softmax_algos[] = {&pdnn__cu_algo_softmax_cudnn, NULL};
 static const pdnn__algo *const cu_layer_norm_algos[] = {&pdnn__cu_algo_layer_norm_none, NULL};
+extern const pdnn__algo pdnn__cu_algo_layer_norm_bwd_none; /* cu_nd_grad.c */
+static const pdnn__algo *const cu_layer_norm_bwd_algos[] = {&pdnn__cu_algo_layer_norm_bwd_none, NULL};
 static const pdnn__algo *const cu_reduce_algos[] = {&pdnn__cu_algo_reduce_cudnn, NULL};
 extern const pdnn__algo pdnn__cu_algo_index_cudnn, pdnn__cu_algo_where_cudnn; /* cu_index.c */
 static const pdnn__algo *const cu_index_algos[] = {&pdnn__cu_algo_index_cudnn, NULL};
@@ -516,7 +518,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_ND_REDUCE] = cu_reduce_algos,
               [PDNN__OP_INDEX] = cu_index_algos,
               [PDNN__OP_WHERE] = cu_where_algos,
-              [PDNN__OP_SCALE] = cu_scale_algos},
+              [PDNN__OP_SCALE] = cu_scale_algos,
+              [PDNN__OP_ND_LAYER_NORM_BWD] = cu_layer_norm_bwd_algos},
     .add = pdnn__cu_add,
     .bias_add = pdnn__cu_bias_add,
     .relu = pdnn__cu_relu,

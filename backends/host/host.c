@@ -776,6 +776,8 @@ static const pdnn__algo *const host_transpose_algos[] = {&pdnn__host_transpose_d
 static const pdnn__algo *const host_softmax_algos[] = {&pdnn__host_softmax_direct, NULL};
 static const pdnn__algo *const host_layer_norm_algos[] = {&pdnn__host_layer_norm_direct, NULL};
 static const pdnn__algo *const host_reduce_algos[] = {&pdnn__host_reduce_direct, NULL};
+extern const pdnn__algo pdnn__host_layer_norm_bwd_direct; /* host_nd_grad.c */
+static const pdnn__algo *const host_layer_norm_bwd_algos[] = {&pdnn__host_layer_norm_bwd_direct, NULL};
 static void host_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan) { (void)dev, (void)call, (void)plan; }
 static const pdnn__algo host_matmul_direct = {
     .op = PDNN__OP_GEMM, .name = "direct", .rank = 100, .plan = host_matmul_plan, .run = host_matmul,
@@ -819,7 +821,8 @@ const pdnn__backend pdnn__host_backend = {
               [PDNN__OP_ND_REDUCE] = host_reduce_algos,
               [PDNN__OP_INDEX] = host_index_algos,
               [PDNN__OP_WHERE] = host_where_algos,
-              [PDNN__OP_CAST] = host_cast_algos},
+              [PDNN__OP_CAST] = host_cast_algos,
+              [PDNN__OP_ND_LAYER_NORM_BWD] = host_layer_norm_bwd_algos},
     .add = host_add,
     .bias_add = host_bias_add,
     .relu = host_relu,

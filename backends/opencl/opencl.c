@@ -511,6 +511,8 @@ static const pdnn__algo *const cl_softmax_algos[] = {&pdnn__cl_algo_softmax_grou
                                                      NULL};
 static const pdnn__algo *const cl_layer_norm_algos[] = {&pdnn__cl_algo_layer_norm_group,
                                                         &pdnn__cl_algo_layer_norm_direct, NULL};
+extern const pdnn__algo pdnn__cl_algo_layer_norm_bwd_direct; /* cl_nd_grad.c */
+static const pdnn__algo *const cl_layer_norm_bwd_algos[] = {&pdnn__cl_algo_layer_norm_bwd_direct, NULL};
 static const pdnn__algo *const cl_reduce_algos[] = {&pdnn__cl_algo_reduce_direct, NULL};
 extern const pdnn__algo pdnn__cl_algo_index_direct, pdnn__cl_algo_where_direct; /* cl_index.c */
 static const pdnn__algo *const cl_index_algos[] = {&pdnn__cl_algo_index_direct, NULL};
@@ -573,7 +575,8 @@ const pdnn__backend pdnn__opencl_backend = {
               [PDNN__OP_ND_REDUCE] = cl_reduce_algos,
               [PDNN__OP_INDEX] = cl_index_algos,
               [PDNN__OP_WHERE] = cl_where_algos,
-              [PDNN__OP_CAST] = cl_cast_algos},
+              [PDNN__OP_CAST] = cl_cast_algos,
+              [PDNN__OP_ND_LAYER_NORM_BWD] = cl_layer_norm_bwd_algos},
     .add = pdnn__cl_add,
     .bias_add = pdnn__cl_bias_add,
     .relu = pdnn__cl_relu,

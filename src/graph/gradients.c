@@ -1,19 +1,13 @@
 /* pdnn_graph_gradients: tf.gradients over the graph's nodes. Nodes are in
  * execution order, so one pass from the loss down to node 0 sees every
  * consumer of a node before the node itself. */
-#include "graph/graph.h"
+#include "graph/gradients.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct grad_state {
-    pdnn_graph *g;
-    int **parts;   /* parts[i]: gradient contributions to node i's output */
-    int *n_parts;
-    int *cap;
-    char prefix[64]; /* "gradients" or "gradients_1", ... */
-} grad_state;
+typedef pdnn__grad_state grad_state;
 
 static pdnn_status add_part(grad_state *s, int i, int grad)
 {
@@ -83,14 +77,11 @@ static pdnn_status emit_binary(grad_state *s, int f, const char *type, pdnn_bina
 
 /* Softmax node f (y) along axis a: dx = y (dy - sum_a(dy y)); log-softmax:
  * dx = dy - exp(y) sum_a(dy). The sums are reductions keeping a as 1,
- * broadcast back by the binary nodes, which take rank-4 image tensors. */
+ * broadcast back by the binary nodes (an image layout's per-dim 1s, or
+ * an N-d tensor's numpy broadcast). */
 static pdnn_status softmax_backprop(grad_state *s, int f, pdnn_node dy, pdnn_node x)
 {
     const pdnn__node fw = s->g->nodes[f];
-    if (fw.out.layout != PDNN_NCHW && fw.out.layout != PDNN_NHWC)
-        return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_gradients: node '%s' (%s): the gradient of a softmax "
-                           "is built of binary nodes, which take NCHW or NHWC tensors only yet", fw.name,
-                           pdnn__op_type(&fw));
     pdnn_tensor_desc sd = fw.out;
     sd.dims[fw.axis] = 1;
     pdnn_node p = dy, e = -1, sum = -1, t = -1, dx = -1, y = f;
@@ -120,6 +111,9 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
     const int *in = fw.inputs;
     pdnn_node r = -1;
     pdnn_status st = PDNN_SUCCESS;
+    int handled = 0;
+    if ((st = pdnn__grad_nd(s, f, dy, relevant, &handled)) != PDNN_SUCCESS || handled)
+        return st;
 #define NEED(k) ((k) < fw.n_inputs && in[k] >= 0 && relevant[in[k]])
     switch (fw.op) {
     case PDNN__OP_CONV2D: {
@@ -488,6 +482,14 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
             grads[k] = -1;
     }
     return st;
+}
+
+pdnn_status pdnn__grad_part(pdnn__grad_state *s, int i, int grad) { return add_part(s, i, grad); }
+
+pdnn_status pdnn__grad_emit(pdnn__grad_state *s, int f, const char *type, pdnn__node_op op,
+                            const pdnn_tensor_desc *out, const pdnn_node *in, int n_in, pdnn_node *res)
+{
+    return emit(s, f, type, op, out, in, n_in, res);
 }
 
 /* A zero-initialised variable colocated with var (an optimizer slot). */

@@ -104,7 +104,13 @@ static inline int pdnn__no_value(const pdnn__node *n) { return n->op == PDNN__OP
 
 /* The N-d math nodes (graph_nd_math.c): which op an NDMATH node runs,
  * its type name, whether dev runs it, its run, its backward. */
-typedef enum pdnn__nd_kind { PDNN__ND_TRANSPOSE, PDNN__ND_SOFTMAX, PDNN__ND_LAYER_NORM, PDNN__ND_REDUCE } pdnn__nd_kind;
+typedef enum pdnn__nd_kind {
+    PDNN__ND_TRANSPOSE,
+    PDNN__ND_SOFTMAX,
+    PDNN__ND_LAYER_NORM,
+    PDNN__ND_REDUCE,
+    PDNN__ND_LAYER_NORM_BWD /* x, dy, scale: nd_flag 0 dx, 1 dscale, 2 dbias; axis, alpha the forward's */
+} pdnn__nd_kind;
 const char *pdnn__nd_math_op_type(const pdnn__node *n);
 int pdnn__nd_math_has_kernel(const pdnn_device *dev, const pdnn__node *n);
 pdnn_status pdnn__nd_math_run_node(const pdnn__node *n, const pdnn_tensor *const *in, pdnn_tensor *y);

@@ -152,6 +152,7 @@ const char *pdnn__nd_math_op_type(const pdnn__node *n)
     case PDNN__ND_SOFTMAX: return n->nd_flag ? "LogSoftmax" : "SoftmaxNd";
     case PDNN__ND_LAYER_NORM: return "LayerNormalization";
     case PDNN__ND_REDUCE: return (unsigned)n->nd_flag < 4 ? reductions[n->nd_flag] : "Reduce";
+    case PDNN__ND_LAYER_NORM_BWD: return "LayerNormalizationGrad";
     }
     return "NdMath";
 }
@@ -174,6 +175,10 @@ int pdnn__nd_math_has_kernel(const pdnn_device *dev, const pdnn__node *n)
         call.u.layer_norm.rows = call.u.layer_norm.cols = 1;
         break;
     case PDNN__ND_REDUCE: return dev->backend->algos[PDNN__OP_ND_REDUCE] != NULL;
+    case PDNN__ND_LAYER_NORM_BWD:
+        call.op = PDNN__OP_ND_LAYER_NORM_BWD;
+        call.u.layer_norm_bwd.rows = call.u.layer_norm_bwd.cols = 1;
+        break;
     }
     return pdnn__some_algorithm_plans(dev, &call);
 }
@@ -192,6 +197,7 @@ pdnn_status pdnn__nd_math_run_node(const pdnn__node *n, const pdnn_tensor *const
         /* every axis of a rank-0 x is none: reduce it as "all" */
         return pdnn_reduce(in[0], axes, k, (pdnn_reduction)n->nd_flag, y);
     }
+    case PDNN__ND_LAYER_NORM_BWD: return pdnn__layer_norm_backward(in[0], in[1], in[2], n->axis, n->alpha, n->nd_flag, y);
     }
     return pdnn__error(PDNN_ERR_INTERNAL, "node '%s': unknown N-d math kind %d", n->name, n->nd_kind);
 }

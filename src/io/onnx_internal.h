@@ -142,6 +142,14 @@ void pdnn__onnx_train_end(importer *im);
 /* Makes constant node of value v (a weight or bias) a trainable variable
  * named after its initializer, where v is one and scale is 1. */
 pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float scale);
+/* The same for an initializer that another op reads as an operand (an
+ * Add's, a MatMul's, LayerNormalization's): one of 2 or more elements
+ * (a scalar operand is a constant: a scale, an epsilon). */
+pdnn_status pdnn__onnx_train_weight(importer *im, int node, const value *v);
+/* Whether a trainable import keeps node n as a node rather than folding
+ * it: it reads a float initializer (a weight: Transpose or Expand of a
+ * parameter, as torch exports them), other than for its Shape. */
+int pdnn__onnx_train_unfolded(importer *im, const Onnx__NodeProto *n);
 pdnn_status pdnn__onnx_train_batch_norm(importer *im, const Onnx__NodeProto *n);
 pdnn_status pdnn__onnx_train_dropout(importer *im, const Onnx__NodeProto *n);
 

@@ -825,13 +825,17 @@ static pdnn_status import_expand(importer *im, const Onnx__NodeProto *n, value *
     if (!sv || sv->count != x->rank)
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the shape must be a constant of the input's rank %d",
                                      x->rank);
-    int64_t d[4] = {1, 1, 1, 1};
+    int64_t d[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     for (int k = 0; k < x->rank; k++) /* numpy: a 1 in the shape keeps x's dim */
         d[k] = ival(sv, k) == 1 ? x->dims[k] : ival(sv, k);
-    pdnn_status st = pdnn__onnx_check_name(n, n->output[0]);
+    pdnn_tensor_desc xd; /* an N-d node (a trainable parameter's) expands at its rank, an image one at 4 */
+    pdnn_status st = pdnn_graph_node_desc(im->graph, x->node, &xd);
     int y = -1;
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_expand(im->graph, n->output[0], im->device, x->node, 4, d, &y);
+        st = pdnn__onnx_check_name(n, n->output[0]);
+    if (st == PDNN_SUCCESS)
+        st = pdnn_graph_expand(im->graph, n->output[0], im->device, x->node, xd.layout == PDNN_ND ? x->rank : 4, d,
+                               &y);
     return set_out(im, n, n->output[0], st, y, x->rank);
 }
 

@@ -48,6 +48,8 @@ static pdnn_status binary_operand(importer *im, const Onnx__NodeProto *n, const 
     pdnn__onnx_relayout(v->data, d, layout, data);
     pdnn_tensor_desc want = {PDNN_FLOAT32, layout, {d[0], d[1], d[2], d[3]}, 0};
     pdnn_status st = pdnn__graph_constant_adopt(im->graph, im->device, &want, data, node);
+    if (st == PDNN_SUCCESS) /* a weight when trainable */
+        st = pdnn__onnx_train_weight(im, *node, v);
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
 
@@ -65,6 +67,8 @@ static pdnn_status nd_node(importer *im, const Onnx__NodeProto *n, value *v, int
         if (!v->data)
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", v->name);
         st = pdnn_graph_constant(im->graph, NULL, im->device, &d, v->data, node);
+        if (st == PDNN_SUCCESS) /* a weight when trainable */
+            st = pdnn__onnx_train_weight(im, *node, v);
         return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     }
     pdnn_tensor_desc cur;
@@ -730,6 +734,8 @@ static pdnn_status operand_node(importer *im, const Onnx__NodeProto *n, const ch
         return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "constant '%s' is not float", v->name);
     pdnn_tensor_desc d = {PDNN_FLOAT32, PDNN_ND, {v->count}, 1};
     pdnn_status st = pdnn_graph_constant(im->graph, NULL, im->device, &d, v->data, node);
+    if (st == PDNN_SUCCESS) /* a weight when trainable */
+        st = pdnn__onnx_train_weight(im, *node, v);
     return st == PDNN_SUCCESS ? st : pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
 }
 
@@ -1120,7 +1126,7 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
     /* Constants first: a Transpose of torch's int64 pad arithmetic folds;
      * one of an activation is an N-d math node. */
     int folded = 0;
-    pdnn_status fst = pdnn__onnx_fold(im, n, &folded);
+    pdnn_status fst = pdnn__onnx_train_unfolded(im, n) ? PDNN_SUCCESS : pdnn__onnx_fold(im, n, &folded);
     if (folded || fst != PDNN_SUCCESS)
         return fst;
     int nd_math = 0;

@@ -237,6 +237,23 @@ pdnn_status pdnn__onnx_train_param(importer *im, int node, const value *v, float
     return make_variable(im, node, v, 1);
 }
 
+pdnn_status pdnn__onnx_train_weight(importer *im, int node, const value *v)
+{
+    return v && v->count >= 2 ? pdnn__onnx_train_param(im, node, v, 1.0f) : PDNN_SUCCESS;
+}
+
+int pdnn__onnx_train_unfolded(importer *im, const Onnx__NodeProto *n)
+{
+    if (!im->train || strcmp(n->op_type, "Shape") == 0)
+        return 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        const value *v = n->input[i][0] ? pdnn__onnx_find_value(im, n->input[i]) : NULL;
+        if (v && v->node < 0 && v->data && initializer_of(im->g, v->name))
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether a node or the graph's outputs read value name: the extra
  * outputs of a training-mode export (BatchNormalization's running
  * statistics, Dropout's mask) are accepted where nothing does. */

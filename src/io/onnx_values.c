@@ -200,7 +200,8 @@ static pdnn_status const_node(importer *im, const Onnx__NodeProto *n, value *v, 
     if (pdnn_tensor_desc_elements(d) != v->count)
         return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "constant '%s' has %lld elements, %lld expected",
                                      v->name, (long long)v->count, (long long)pdnn_tensor_desc_elements(d));
-    return pdnn_graph_constant(im->graph, NULL, im->device, d, v->data, out);
+    pdnn_status st = pdnn_graph_constant(im->graph, NULL, im->device, d, v->data, out);
+    return st == PDNN_SUCCESS ? pdnn__onnx_train_weight(im, *out, v) : st; /* a weight when trainable */
 }
 
 /* The input value i of n as a graph node (a constant becomes one). */

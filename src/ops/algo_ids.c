@@ -36,6 +36,7 @@ const char *pdnn__op_name(pdnn__op op)
     case PDNN__OP_ND_SOFTMAX: return "softmax";
     case PDNN__OP_ND_LAYER_NORM: return "layer_norm";
     case PDNN__OP_ND_REDUCE: return "reduce";
+    case PDNN__OP_ND_LAYER_NORM_BWD: return "layer_norm_bwd";
     case PDNN__OP_COUNT: break;
     }
     return "op";

@@ -106,6 +106,18 @@ pdnn_status pdnn__ops_need(const char *op, const pdnn_tensor *const *ts, const c
 /* ops_index.c: how many elements x[b:e:s] takes of an axis of d (ONNX's
  * Slice: negative b and e from the end, clamped), and the first in *first. */
 int64_t pdnn__slice_axis(int64_t d, int64_t b, int64_t e, int64_t s, int64_t *first);
+/* ops_nd_grad.c: layer norm's backward (the graph's LayerNormalizationGrad
+ * node): x and dy of one desc, normalized over the dims from axis on (x's
+ * layout storing them in order), scale one element per element of a
+ * normalized row; which 0: y = dx (x's element count), 1: y = dscale, 2:
+ * y = dbias (scale's). */
+pdnn_status pdnn__layer_norm_backward(const pdnn_tensor *x, const pdnn_tensor *dy, const pdnn_tensor *scale,
+                                      int axis, float epsilon, int which, pdnn_tensor *y);
+/* ops_index.c: pdnn_resize along one axis (in -> out, scale s) as an
+ * {out, in} matrix m: y[i] = sum_j m[i in + j] x[j] (the graph's resize
+ * gradient multiplies dy by its transpose). */
+void pdnn__resize_matrix(pdnn_resize_mode mode, pdnn_resize_coord coord, pdnn_resize_nearest how, int64_t in,
+                         int64_t out, float s, float *m);
 
 /* float16 and bfloat16 (ops_cast.c). The non-NULL tensors of ts share one
  * float dtype (float32, float16 or bfloat16): else an error naming op,

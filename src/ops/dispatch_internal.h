@@ -26,6 +26,9 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n);
  * and output (out, n) (ops_nd_math.c); 0 for the other ops. */
 int pdnn__nd_math_describe(const pdnn__op_call *call, char *key, size_t len, double *flops, pdnn__buf *out,
                            size_t *n);
+/* The same for the N-d ops' backward ops (ops_nd_grad.c). */
+int pdnn__nd_grad_describe(const pdnn__op_call *call, char *key, size_t len, double *flops, pdnn__buf *out,
+                           size_t *n);
 
 /* Largest |got - ref| and largest |ref| over n floats (op_key.c). */
 void pdnn__compare_outputs(const float *ref, const float *got, size_t n, float *worst, float *scale);

@@ -36,7 +36,8 @@ static void index_key(const pdnn__op_call *call, char *buf, size_t len)
 
 static void op_key_of(const pdnn__op_call *call, char *buf, size_t len)
 {
-    if (pdnn__nd_math_describe(call, buf, len, NULL, NULL, NULL))
+    if (pdnn__nd_math_describe(call, buf, len, NULL, NULL, NULL) ||
+        pdnn__nd_grad_describe(call, buf, len, NULL, NULL, NULL))
         return;
     if (pdnn__op_is_conv(call->op)) {
         static const char *const tag[] = {[PDNN__OP_CONV2D_FWD] = "conv2d_fwd",
@@ -150,7 +151,8 @@ void pdnn__op_key(const pdnn__op_call *call, char *buf, size_t len)
 double pdnn__op_flops(const pdnn__op_call *call)
 {
     double nd_flops = 0.0;
-    if (pdnn__nd_math_describe(call, NULL, 0, &nd_flops, NULL, NULL))
+    if (pdnn__nd_math_describe(call, NULL, 0, &nd_flops, NULL, NULL) ||
+        pdnn__nd_grad_describe(call, NULL, 0, &nd_flops, NULL, NULL))
         return nd_flops;
     /* Backward data and filter do the forward's multiply-adds (cuDNN and
      * oneDNN count them so); the bias gradient adds each dy once. */
@@ -210,7 +212,8 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
     const pdnn__pool2d_call *pc = &call->u.pool2d;
     const pdnn__conv2d_call *c = &call->u.conv2d;
     pdnn__buf nd_out;
-    if (pdnn__nd_math_describe(call, NULL, 0, NULL, &nd_out, n))
+    if (pdnn__nd_math_describe(call, NULL, 0, NULL, &nd_out, n) ||
+        pdnn__nd_grad_describe(call, NULL, 0, NULL, &nd_out, n))
         return nd_out;
     switch (call->op) {
     case PDNN__OP_POOL2D_FWD: *n = (size_t)(pc->n * pc->c * pc->p * pc->q); return pc->y_buf;
@@ -261,6 +264,7 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
     case PDNN__OP_ND_SOFTMAX:
     case PDNN__OP_ND_LAYER_NORM:
     case PDNN__OP_ND_REDUCE:
+    case PDNN__OP_ND_LAYER_NORM_BWD: /* ops_nd_grad.c, above */
     case PDNN__OP_CONV2D_FWD:
     case PDNN__OP_COUNT: break;
     }

@@ -511,3 +511,22 @@ pdnn_status pdnn_where(const pdnn_tensor *mask, const pdnn_tensor *a, const pdnn
     c->y_buf = y->block.buf;
     return pdnn__dispatch(y->dev, &call, NULL, NULL);
 }
+
+void pdnn__resize_matrix(pdnn_resize_mode mode, pdnn_resize_coord coord, pdnn_resize_nearest how, int64_t in,
+                         int64_t out, float s, float *m)
+{
+    memset(m, 0, (size_t)(in * out) * sizeof *m);
+    for (int64_t i = 0; i < out; i++) {
+        float c = resize_coord(i, in, out, s, coord);
+        if (mode == PDNN_RESIZE_NEAREST) {
+            m[i * in + resize_nearest(c, in, how)] = 1.0f;
+            continue;
+        }
+        /* lerp_pass's taps and weight */
+        c = c < 0.0f ? 0.0f : c > (float)(in - 1) ? (float)(in - 1) : c;
+        const int64_t i0 = (int64_t)floorf(c), i1 = i0 + 1 < in ? i0 + 1 : in - 1;
+        const float w = c - (float)i0;
+        m[i * in + i0] += 1.0f - w;
+        m[i * in + i1] += w;
+    }
+}
