@@ -43,7 +43,7 @@ fi
 run() { # run FRAMEWORK: one run, prints its images/s on the last line
     case $1 in
     polydnn*)
-        spec=${1#polydnn@} dev= vars= flags=
+        spec=${1#polydnn@} dev='' vars='' flags=''
         case $spec in *,*) extra=${spec#*,} spec=${spec%%,*} ;; *) extra= ;; esac
         for x in $(echo "$extra" | tr , ' '); do
             case $x in -*) flags="$flags $x" ;; *) vars="$vars $x" ;; esac
