@@ -10,7 +10,11 @@
 #   bench/train_compare.sh [STEPS [ROUNDS]]     (defaults 300 and 2)
 #
 # Environment: POLYDNN (the tool, default ./polydnn), POLYDNN_ARGS (more
-# flags, e.g. "--layout NHWC" or "--device /gpu:0"), TF_PYTHON (a Python
+# flags, e.g. "--layout NHWC" or "--device /gpu:0"), POLYDNN_DEVICES (a
+# list of devices, each a row of its own: "default /cpu:0" puts the
+# placer's choice beside the host; DEVICE,VAR=VALUE,--flag=value runs it
+# with that environment and those flags, e.g.
+# /cpu:0,OMP_WAIT_POLICY=passive,--layout=NHWC), TF_PYTHON (a Python
 # with PyPI tensorflow-cpu; skipped when unset or not importable),
 # TORCH_PYTHON (default /usr/bin/python3 with Debian's python3-torch;
 # TORCH_PYTHON=none skips it: it is 5-8x slower than the others here),
@@ -24,6 +28,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 frameworks=polydnn
+[ -n "$POLYDNN_DEVICES" ] && frameworks=$(for d in $POLYDNN_DEVICES; do printf 'polydnn@%s ' "$d"; done)
 if [ -n "$TF_PYTHON" ] && "$TF_PYTHON" -c 'import tensorflow' >/dev/null 2>&1; then
     frameworks="$frameworks tensorflow"
 else
@@ -37,9 +42,15 @@ fi
 
 run() { # run FRAMEWORK: one run, prints its images/s on the last line
     case $1 in
-    polydnn)
+    polydnn*)
+        spec=${1#polydnn@} dev='' vars='' flags=''
+        case $spec in *,*) extra=${spec#*,} spec=${spec%%,*} ;; *) extra= ;; esac
+        for x in $(echo "$extra" | tr , ' '); do
+            case $x in -*) flags="$flags $x" ;; *) vars="$vars $x" ;; esac
+        done
+        case $spec in default | polydnn) ;; *) dev="--device $spec" ;; esac
         # shellcheck disable=SC2086
-        "$tool" train --steps "$steps" --test-limit 1000 $POLYDNN_ARGS >"$tmp/out" 2>&1 || { cat "$tmp/out"; return 1; }
+        env $vars "$tool" train --steps "$steps" --test-limit 1000 $dev $flags $POLYDNN_ARGS >"$tmp/out" 2>&1 || { cat "$tmp/out"; return 1; }
         sed -n 's/^trained [0-9]* steps: \([0-9.]*\) images\/s.*/\1/p' "$tmp/out" | tail -n 1 ;;
     tensorflow)
         "$TF_PYTHON" "$here/train_reference.py" --framework tensorflow --steps "$steps" >"$tmp/out" 2>&1 ||
@@ -52,6 +63,9 @@ run() { # run FRAMEWORK: one run, prints its images/s on the last line
     esac
 }
 
+isa=AVX2
+grep -q avx512f /proc/cpuinfo && isa=AVX-512
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $isa, $(nproc) CPUs"
 for r in $(seq 1 "$rounds"); do
     for f in $frameworks; do
         v=$(run "$f") || exit 1
