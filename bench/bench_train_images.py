@@ -12,7 +12,6 @@ a Gemm) at batch 64, trained for one epoch.
 Usage: python3 bench/bench_train_images.py POLYDNN_TOOL [N] [ROUNDS]
 (needs numpy, onnx, PIL). Prints a Markdown table.
 """
-import gzip
 import os
 import platform
 import subprocess
@@ -25,15 +24,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from PIL import Image
 
-FASHION = "/usr/share/datasets/fashion-mnist"
-
-
-def idx(name):
-    with gzip.open(os.path.join(FASHION, name)) as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from fashion_idx import idx  # noqa: E402 (tests/fashion_idx.py)
 
 
 def model(path, batch):

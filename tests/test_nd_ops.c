@@ -238,8 +238,8 @@ Test(nd_ops, graph_and_session_carry_every_rank)
 }
 
 /* Gradients through N-d nodes: a batched MatMul of equal batches and an
- * elementwise Mul (no broadcast) differentiate; a broadcasting MatMul
- * and a broadcasting Mul are refused by name. */
+ * elementwise Mul, then a broadcasting MatMul and a broadcasting Mul
+ * (their gradients summed back over the repeated axes). */
 Test(nd_ops, gradients_of_nd_nodes)
 {
     pdnn_graph *g = NULL;
@@ -280,13 +280,34 @@ Test(nd_ops, gradients_of_nd_nodes)
     free(ga);
     pdnn_tensor_release(out);
     pdnn_session_destroy(sess);
-    /* A broadcast batch (a {2,3,4} @ w {4,5}) and a broadcast Mul. */
-    pdnn_node aw, as, s = nd_node(g, "s", 0, d0, av), gr;
+    /* A broadcast batch (a {2,3,4} @ w {4,5}) and a broadcast Mul: the
+     * gradients are summed over the axes the operand was repeated on. */
+    pdnn_node aw, as, s = nd_node(g, "s", 0, d0, av), gr[2];
     cr_assert_eq(pdnn_graph_matmul(g, "aw", NULL, a, w, 0, 0, &aw), PDNN_SUCCESS, "%s", pdnn_last_error());
-    cr_assert_eq(pdnn_graph_gradients(g, aw, &w, 1, &gr), PDNN_ERR_UNSUPPORTED);
-    cr_assert_not_null(strstr(pdnn_last_error(), "'aw'"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_gradients(g, aw, &w, 1, &gr[0]), PDNN_SUCCESS, "%s", pdnn_last_error());
     cr_assert_eq(pdnn_graph_binary(g, "as", NULL, a, s, PDNN_BINARY_MUL, &as), PDNN_SUCCESS, "%s", pdnn_last_error());
-    cr_assert_eq(pdnn_graph_gradients(g, as, &s, 1, &gr), PDNN_ERR_UNSUPPORTED);
-    cr_assert_not_null(strstr(pdnn_last_error(), "broadcast"), "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_gradients(g, as, &s, 1, &gr[1]), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_session *sess2 = new_session(g);
+    pdnn_tensor *o2[2] = {NULL, NULL};
+    cr_assert_eq(pdnn_session_run(sess2, NULL, NULL, 0, gr, 2, o2), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *gw = th_download(o2[0]), *gs = th_download(o2[1]);
+    double sum_a = 0;
+    for (int k = 0; k < 24; k++)
+        sum_a += av[k];
+    /* d(sum of a @ w)/dw[p][j] = sum over the batch and rows of a[t,i,p]. */
+    for (int p = 0; p < 4; p++)
+        for (int j = 0; j < 5; j++) {
+            double want_w = 0;
+            for (int t = 0; t < 2; t++)
+                for (int i = 0; i < 3; i++)
+                    want_w += av[(t * 3 + i) * 4 + p];
+            cr_assert_float_eq(gw[p * 5 + j], want_w, 1e-4 * (1 + fabs(want_w)), "dW[%d,%d]", p, j);
+        }
+    cr_assert_float_eq(gs[0], sum_a, 1e-4 * (1 + fabs(sum_a)), "d(sum a*s)/ds");
+    free(gw);
+    free(gs);
+    pdnn_tensor_release(o2[0]);
+    pdnn_tensor_release(o2[1]);
+    pdnn_session_destroy(sess2);
     pdnn_graph_destroy(g);
 }

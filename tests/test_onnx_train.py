@@ -451,7 +451,7 @@ class Cli(unittest.TestCase):
                           (["--fit", "crop"], "expected pad or resize"),
                           (["--val-split", "2"], "--val-split '2'"),
                           (["--optimizer", "rmsprop"], "expected sgd, adam or adamw"),
-                          (["--distributed", "mpi"], "for Deep MNIST only")):
+                          (["--device", "/cpu:0,/cpu:0"], "for Deep MNIST only")):
             r = self.train(*args, check=False)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(msg, r.stderr)

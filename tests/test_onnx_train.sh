@@ -19,4 +19,5 @@ POLYDNN_LIBRARY="$PDNN_TOP_BUILDDIR/.libs/libpolydnn.so.1"
 PYTHONPATH="$PDNN_TOP_SRCDIR/python${PYTHONPATH:+:$PYTHONPATH}"
 export POLYDNN_LIBRARY PYTHONPATH
 . "$PDNN_TOP_SRCDIR/tests/python_asan.sh"
-exec "$py" "$PDNN_TOP_SRCDIR/tests/test_onnx_train.py" -v "$@"
+# test_python_fit.sh runs its own script through this one (PDNN_ONNX_PY).
+exec "$py" "$PDNN_TOP_SRCDIR/tests/${PDNN_ONNX_PY:-test_onnx_train.py}" -v "$@"

@@ -23,6 +23,7 @@ try:
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
     from PIL import Image
+    from fashion_idx import FASHION, idx  # beside this file
 except ImportError as e:
     print(f"SKIP: {e}")
     sys.exit(77)
@@ -99,18 +100,8 @@ def train(*args):
     return r.returncode, r.stdout + r.stderr
 
 
-FASHION = "/usr/share/datasets/fashion-mnist"
 FASHION_NAMES = ["T-shirt_top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                  "Ankle_boot"]
-
-
-def idx(name):
-    import gzip
-    with gzip.open(os.path.join(FASHION, name)) as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
 def fashion(tmp, rng):

@@ -330,6 +330,13 @@ static int slow_impl(const char *impl, const pdnn__conv2d_call *c)
  * call's workspace limit (AUTO would pass over a plan beyond it). */
 static int blocked_fits(const pdnn__conv2d_call *c, size_t ws_limit)
 {
+    /* A small convolution (under 2^22 FLOPs) gains less from the blocked
+     * kernel than its reorders cost, and their buffers can outweigh the
+     * whole network's activations (a training step's peak memory). */
+    const double flops = 2.0 * (double)c->n * (double)c->k * (double)(c->p * c->q) * (double)c->c *
+                         (double)(c->r * c->s) / (double)(c->groups > 0 ? c->groups : 1);
+    if (flops < 4194304.0)
+        return 0;
     const double bytes = 4.0 * ((double)c->n * (double)((c->c + 15) / 16 * 16) * (double)(c->h * c->w) +
                                 (double)c->n * (double)((c->k + 15) / 16 * 16) * (double)(c->p * c->q));
     return ws_limit == 0 || bytes + 65536.0 <= (double)ws_limit;
