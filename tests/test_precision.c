@@ -524,11 +524,13 @@ Test(precision, reduced_plan_keeps_no_packed_filter)
         pdnn_context_destroy(ctx);
         cr_skip_test("no oneDNN in this build");
     }
-    const pdnn_tensor_desc xd = NCHW(2, 16, 9, 9), wd = {PDNN_FLOAT32, PDNN_OIHW, {32, 16, 3, 3}, 4};
+    /* 2 x 32 x 24 x 24 outputs of 16 x 3 x 3: big enough (2^23 FLOPs) for
+     * float32 to take oneDNN's blocked layouts. */
+    const pdnn_tensor_desc xd = NCHW(2, 16, 24, 24), wd = {PDNN_FLOAT32, PDNN_OIHW, {32, 16, 3, 3}, 4};
     pdnn_conv2d_params p;
     pdnn_conv2d_params_init(&p);
     p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
-    const int64_t od[4] = {2, 32, 9, 9};
+    const int64_t od[4] = {2, 32, 24, 24};
     size_t wpack[2] = {0, 0};
     for (int r = 0; r < 2; r++) {
         const pdnn_dtype t = r ? PDNN_FLOAT16 : PDNN_FLOAT32;
