@@ -307,14 +307,22 @@ static pdnn_status fold_arith(importer *im, const Onnx__NodeProto *n, const valu
         const int64_t ja = oa[j], jb = ob[j];
         if (i) {
             const int64_t x = a->i64[ja], y = b->i64[jb];
-            if ((op == '/' || op == '%') && y == 0) {
+            int64_t v = 0;
+            const int bad = op == '+'   ? __builtin_add_overflow(x, y, &v)
+                            : op == '-' ? __builtin_sub_overflow(x, y, &v)
+                            : op == '*' ? __builtin_mul_overflow(x, y, &v)
+                                        : y == 0 || (x == INT64_MIN && y == -1);
+            if (bad) {
                 free(i), free(oa), free(ob);
-                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "an integer division by 0");
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "%s of the int64 constants %lld and %lld",
+                                             y == 0 && (op == '/' || op == '%') ? "an integer division by 0"
+                                                                                : "an overflowing integer result",
+                                             (long long)x, (long long)y);
             }
             /* ONNX's integer Div truncates, as C's does; its Mod (fmod 0)
              * takes the divisor's sign, as Python's %. */
             const int64_t m = op == '%' ? x % y : 0;
-            i[j] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : op == '/' ? x / y
+            i[j] = op == '+' || op == '-' || op == '*' ? v : op == '/' ? x / y
                  : m != 0 && (m < 0) != (y < 0) ? m + y : m;
         } else {
             const float x = a->data[ja], y = b->data[jb];
@@ -391,6 +399,8 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
     if (given == 0 && strcmp(op, "ConstantOfShape") != 0)
         return PDNN_SUCCESS;
     const value *x = cin(im, n, 0);
+    if (!x)
+        return PDNN_SUCCESS; /* an empty first input: the op's own importer names it */
     pdnn_status st = PDNN_SUCCESS;
     *done = 1;
     if (strcmp(op, "Gather") == 0 && cin(im, n, 1))
@@ -694,6 +704,10 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         if (op[1] == 'o' && (attr_int(n, "fmod", 0) != 0) != (x->i64 == NULL))
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "Mod with fmod %lld of %s constants",
                                          (long long)attr_int(n, "fmod", 0), x->i64 ? "int64" : "float");
+        if (!cin(im, n, 1)) { /* an empty second input */
+            *done = 0;
+            return PDNN_SUCCESS;
+        }
         return fold_arith(im, n, x, cin(im, n, 1),
                           op[0] == 'A' ? '+' : op[0] == 'S' ? '-' : op[1] == 'u' ? '*' : op[1] == 'o' ? '%' : '/');
     }
