@@ -114,6 +114,7 @@ value *pdnn__onnx_const_input(importer *im, const Onnx__NodeProto *n, size_t i);
 value *pdnn__onnx_image_input(importer *im, const Onnx__NodeProto *n, size_t i, value *tmp, pdnn_status *st);
 pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const char *name, int id, int rank);
 void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst);
+void pdnn__onnx_relayout_back(const float *src, const int64_t d[4], pdnn_layout layout, float *dst);
 /* The descriptor a value of v's rank and dims has as a node (NCHW or ND). */
 void pdnn__onnx_value_desc(const value *v, pdnn_tensor_desc *d);
 

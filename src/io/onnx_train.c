@@ -518,13 +518,7 @@ pdnn_status pdnn_session_export_onnx(pdnn_session *s, const char *model_path, co
                 st = pdnn__host_oom("pdnn_session_export_onnx", t->name, (uint64_t)have * sizeof *o);
                 break;
             }
-            int64_t sd[4];
-            pdnn__layout_strides(vd->layout, vd->dims, sd);
-            for (int64_t i = 0, a = 0; a < vd->dims[0]; a++)
-                for (int64_t b = 0; b < vd->dims[1]; b++)
-                    for (int64_t h = 0; h < vd->dims[2]; h++)
-                        for (int64_t w = 0; w < vd->dims[3]; w++)
-                            o[i++] = data[a * sd[0] + b * sd[1] + h * sd[2] + w * sd[3]];
+            pdnn__onnx_relayout_back(data, vd->dims, vd->layout, o);
             free(data);
             data = o;
         }

@@ -285,17 +285,36 @@ pdnn_status pdnn__onnx_set_output(importer *im, const Onnx__NodeProto *n, const 
     return pdnn__onnx_add_value(im, &v);
 }
 
-/* dst = src, a row-major array of logical dims d (ONNX's NCHW or OIHW),
- * in memory order of layout (NHWC's, OHWI's). */
-void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst)
+/* The one walk of both directions: element i of the row-major array of
+ * logical dims d is element at of layout's memory order. */
+static void relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst, int back)
 {
     int64_t st[4];
     pdnn__layout_strides(layout, d, st);
     for (int64_t i = 0, a = 0; a < d[0]; a++)
         for (int64_t b = 0; b < d[1]; b++)
             for (int64_t h = 0; h < d[2]; h++)
-                for (int64_t w = 0; w < d[3]; w++)
-                    dst[a * st[0] + b * st[1] + h * st[2] + w * st[3]] = src[i++];
+                for (int64_t w = 0; w < d[3]; w++, i++) {
+                    const int64_t at = a * st[0] + b * st[1] + h * st[2] + w * st[3];
+                    if (back)
+                        dst[i] = src[at];
+                    else
+                        dst[at] = src[i];
+                }
+}
+
+/* dst = src, a row-major array of logical dims d (ONNX's NCHW or OIHW),
+ * in memory order of layout (NHWC's, OHWI's). */
+void pdnn__onnx_relayout(const float *src, const int64_t d[4], pdnn_layout layout, float *dst)
+{
+    relayout(src, d, layout, dst, 0);
+}
+
+/* Its inverse: src in layout's memory order back to row-major (the
+ * export's OIHW from an NHWC import's filter). */
+void pdnn__onnx_relayout_back(const float *src, const int64_t d[4], pdnn_layout layout, float *dst)
+{
+    relayout(src, d, layout, dst, 1);
 }
 
 /* A Clip's bounds: attributes before opset 11, constant scalar inputs
