@@ -438,9 +438,29 @@ out:
  * check; prints the verdict on rank 0, and each differing rank names itself. */
 static int check_identical(pdnn_session *s, const model *m) { return train_check_identical(s, m->g); }
 
+uint64_t train_fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int train_hash_range(pdnn_session *s, uint64_t h, uint64_t *lo, uint64_t *hi)
+{
+    /* Halves of 32 bits are exact in a double. */
+    double l[2] = {(double)(h >> 32), (double)(h & 0xffffffffu)}, u[2] = {l[0], l[1]};
+    pdnn_status st = pdnn_session_allreduce_values(s, l, 2, PDNN_REDUCE_MIN);
+    if (st == PDNN_SUCCESS)
+        st = pdnn_session_allreduce_values(s, u, 2, PDNN_REDUCE_MAX);
+    *lo = (uint64_t)l[0] << 32 | (uint64_t)l[1];
+    *hi = (uint64_t)u[0] << 32 | (uint64_t)u[1];
+    return st != PDNN_SUCCESS;
+}
+
 int train_check_identical(pdnn_session *s, const pdnn_graph *g)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = TRAIN_FNV_BASIS;
     for (pdnn_node n = 0; n < pdnn_graph_node_count(g); n++) {
         if (!is_variable(g, n))
             continue;
@@ -454,16 +474,12 @@ int train_check_identical(pdnn_session *s, const pdnn_graph *g)
             free(b);
             return cli_fail("reading a variable");
         }
-        for (int64_t i = 0; i < bytes; i++)
-            h = (h ^ b[i]) * 0x100000001b3ull;
+        h = train_fnv(h, b, (size_t)bytes);
         free(b);
     }
-    /* Halves of 32 bits are exact in a double. */
-    double lo[2] = {(double)(h >> 32), (double)(h & 0xffffffffu)}, hi[2] = {lo[0], lo[1]};
-    if (pdnn_session_allreduce_values(s, lo, 2, PDNN_REDUCE_MIN) ||
-        pdnn_session_allreduce_values(s, hi, 2, PDNN_REDUCE_MAX))
+    uint64_t hmin, hmax;
+    if (train_hash_range(s, h, &hmin, &hmax))
         return cli_fail("comparing the variables' hashes over the ranks");
-    const uint64_t hmin = (uint64_t)lo[0] << 32 | (uint64_t)lo[1], hmax = (uint64_t)hi[0] << 32 | (uint64_t)hi[1];
     if (hmin != hmax) {
         if (h != hmin)
             fprintf(stderr, "polydnn train: rank %d's variables differ from another rank's (hash %016llx, the "

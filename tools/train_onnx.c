@@ -662,16 +662,11 @@ static int build(const train_onnx_opts *o, net *m)
          * evaluation, checkpoint and the end (sync_vectors). */
         pdnn_device *dev = NULL;
         pdnn_device_info info;
-        uint64_t h = 0xcbf29ce484222325ull;
         if (pdnn_session_node_device(m->s, m->io.outputs[0], &dev) || pdnn_device_get_info(dev, &info))
             return cli_fail("reading the output's device");
-        for (const char *c = info.backend; *c; c++)
-            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-        for (const char *c = info.device_name; *c; c++)
-            h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
-        double lo = (double)(h >> 32), hi = lo;
-        if (pdnn_session_allreduce_values(m->s, &lo, 1, PDNN_REDUCE_MIN) ||
-            pdnn_session_allreduce_values(m->s, &hi, 1, PDNN_REDUCE_MAX))
+        uint64_t h = train_fnv(TRAIN_FNV_BASIS, info.backend, strlen(info.backend)), lo, hi;
+        h = train_fnv(h, info.device_name, strlen(info.device_name));
+        if (train_hash_range(m->s, h, &lo, &hi))
             return cli_fail("comparing the ranks' devices");
         m->mixed = lo != hi;
         if (m->mixed && o->rank == 0)

@@ -2,6 +2,7 @@
 #ifndef POLYDNN_TRAIN_ONNX_H
 #define POLYDNN_TRAIN_ONNX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct train_onnx_opts {
@@ -36,5 +37,11 @@ int train_ranks_agree(const char *const *flags, const int64_t *values, int n, do
 struct pdnn_session;
 struct pdnn_graph;
 int train_check_identical(struct pdnn_session *s, const struct pdnn_graph *g);
+/* FNV-1a of n bytes at p, continuing h (start from TRAIN_FNV_BASIS), and
+ * the lowest and highest of every rank's h (equal: the ranks agree; 0,
+ * or nonzero when the collective failed). */
+#define TRAIN_FNV_BASIS 0xcbf29ce484222325ull
+uint64_t train_fnv(uint64_t h, const void *p, size_t n);
+int train_hash_range(struct pdnn_session *s, uint64_t h, uint64_t *lo, uint64_t *hi);
 
 #endif
