@@ -1330,6 +1330,38 @@ typedef struct pdnn_onnx_training {
 PDNN_API pdnn_status pdnn_graph_add_training(pdnn_graph *g, const pdnn_onnx_io *io, pdnn_loss_kind loss,
                                              const pdnn_optimizer_params *p, pdnn_onnx_training *out);
 
+/* Towers: one copy of the network per device, TensorFlow's multi-GPU
+ * pattern. n devices (1 to PDNN_MAX_TOWERS); param_device (NULL:
+ * "/cpu:0") holds the trainable variables, the averaged gradients and the
+ * update. */
+#define PDNN_MAX_TOWERS 8
+typedef struct pdnn_training_towers {
+    int n;
+    const char *devices[PDNN_MAX_TOWERS];
+    const char *param_device;
+} pdnn_training_towers;
+
+/* pdnn_graph_add_training over towers. The import's nodes that depend on
+ * its inputs are tower 0, moved to devices[0]; tower t > 0 is a copy of
+ * them on devices[t] (nodes "tower_T/<name>", its inputs the placeholders
+ * "tower_T/<input>"), reading the same variables. Each tower has its own
+ * labels ("labels", "tower_T/labels") and loss ("loss", "tower_T/loss", its
+ * batch mean); each variable's gradient is the towers' mean (AddN then
+ * Mul by 1/n on param_device, then the mean over the ranks with
+ * pdnn_onnx_options.distributed), and one optimizer step applies it. With
+ * equal tower batches that is the gradient of the whole batch's mean loss.
+ * BatchNormalization normalizes each tower by its own batch; tower 0
+ * alone updates the running statistics, which live on devices[0] (the
+ * copies run with momentum 0). Dropout's copy in tower t draws its mask
+ * from seed + t. io and out are arrays of n: io[0] is the import's
+ * (read), io[1..n) receive the copies' inputs and outputs, out[t] tower
+ * t's labels and loss, and every out[t] the same train_op, training,
+ * learning_rate and n_params. Evaluation runs tower 0 (io[0]). On failure
+ * g is left as it was. */
+PDNN_API pdnn_status pdnn_graph_add_training_towers(pdnn_graph *g, pdnn_onnx_io *io,
+                                                    const pdnn_training_towers *towers, pdnn_loss_kind loss,
+                                                    const pdnn_optimizer_params *p, pdnn_onnx_training *out);
+
 /* Writes the ONNX model read from model_path to out_path (through a
  * temporary file and a rename) with every initializer that names a
  * variable of the session (a trainable import's weights and BatchNorm

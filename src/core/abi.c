@@ -152,6 +152,11 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_onnx_io, outputs),
     FIELD(pdnn_onnx_io, output_rank),
 
+    STRUCT(pdnn_training_towers),
+    FIELD(pdnn_training_towers, n),
+    FIELD(pdnn_training_towers, devices),
+    FIELD(pdnn_training_towers, param_device),
+
     STRUCT(DLPackVersion),
     FIELD(DLPackVersion, major),
     FIELD(DLPackVersion, minor),

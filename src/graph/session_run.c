@@ -311,8 +311,9 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             in[q] = *slot;
         }
         /* A training batch norm updates its running statistics in place:
-         * a copy on another device would take the update and drop it. */
-        for (int q = 3; st == PDNN_SUCCESS && nd->op == PDNN__OP_BN_TRAIN && q < 5; q++)
+         * a copy on another device would take the update and drop it
+         * (momentum 0, a tower's copy: no update to lose). */
+        for (int q = 3; st == PDNN_SUCCESS && nd->op == PDNN__OP_BN_TRAIN && nd->beta != 0.0f && q < 5; q++)
             if (in[q] != s->consts[nd->inputs[q]])
                 st = pdnn__error(PDNN_ERR_UNSUPPORTED, "node '%s' (%s) on %s: its running statistic '%s' is on "
                                  "another device; place them together", nd->name, pdnn__op_type(nd), dev->name,

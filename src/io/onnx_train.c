@@ -28,8 +28,13 @@ static int trainable_vars(const pdnn_graph *g, pdnn_node *vars)
 
 /* MSE: the mean of (y - t)^2 as an average pool over the whole flattened
  * matrix, built from ops that have gradients. */
-static pdnn_status mse_loss(pdnn_graph *g, pdnn_node y, pdnn_node t, pdnn_node *loss)
+static pdnn_status mse_loss(pdnn_graph *g, const char *name, const char *dev, pdnn_node y, pdnn_node t,
+                           pdnn_node *loss)
 {
+    char sub[sizeof g->nodes[0].name + 8], squ[sizeof sub], flt[sizeof sub];
+    snprintf(sub, sizeof sub, "%s/sub", name);
+    snprintf(squ, sizeof squ, "%s/square", name);
+    snprintf(flt, sizeof flt, "%s/flat", name);
     pdnn_tensor_desc d;
     pdnn_node diff = -1, sq = -1, flat = -1;
     pdnn_status st = pdnn_graph_node_desc(g, y, &d);
@@ -37,92 +42,267 @@ static pdnn_status mse_loss(pdnn_graph *g, pdnn_node y, pdnn_node t, pdnn_node *
     if (st == PDNN_SUCCESS && (rows > 1 << 30 || cols > 1 << 30))
         st = pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_add_training: the output is too large for the MSE loss");
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_binary(g, "loss/sub", NULL, y, t, PDNN_BINARY_SUB, &diff);
+        st = pdnn_graph_binary(g, sub, dev, y, t, PDNN_BINARY_SUB, &diff);
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_binary(g, "loss/square", NULL, diff, diff, PDNN_BINARY_MUL, &sq);
+        st = pdnn_graph_binary(g, squ, dev, diff, diff, PDNN_BINARY_MUL, &sq);
     const int64_t dims[4] = {1, 1, rows, cols};
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_reshape(g, "loss/flat", NULL, sq, dims, &flat);
+        st = pdnn_graph_reshape(g, flt, dev, sq, dims, &flat);
     pdnn_pool2d_params p;
     pdnn_pool2d_params_init(&p);
     p.mode = PDNN_POOL_AVG_EXCLUDE_PADDING;
     p.window_h = (int)rows, p.window_w = (int)cols;
     if (st == PDNN_SUCCESS)
-        st = pdnn_graph_pool2d(g, "loss", NULL, flat, &p, loss);
+        st = pdnn_graph_pool2d(g, name, dev, flat, &p, loss);
     return st;
 }
 
-pdnn_status pdnn_graph_add_training(pdnn_graph *g, const pdnn_onnx_io *io, pdnn_loss_kind loss,
-                                    const pdnn_optimizer_params *p, pdnn_onnx_training *out)
+/* Tower t's name for a node named nm: nm itself for tower 0. */
+static void tower_name(char *buf, size_t len, int t, const char *nm)
 {
-    if (!g || !io || !p || !out)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: an argument is NULL");
-    memset(out, 0, sizeof *out);
-    if (loss != PDNN_LOSS_CROSS_ENTROPY && loss != PDNN_LOSS_MSE)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: unknown loss %d", (int)loss);
-    if (io->n_outputs < 1 || io->outputs[0] < 0 || io->outputs[0] >= g->n)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: io names no output of this graph");
-    if (pdnn_graph_find(g, "polydnn/training", &out->training) != PDNN_SUCCESS)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: the graph is not a trainable "
-                                                      "import (set pdnn_onnx_options.trainable)");
-    const int n = trainable_vars(g, NULL);
-    if (n < 1)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: the model has no trainable "
-                                                      "initializer (Conv, Gemm or BatchNormalization parameters)");
-    const pdnn_node y = io->outputs[0];
-    const pdnn_tensor_desc *yd = &g->nodes[y].out;
-    const int n0 = g->n;
+    if (t)
+        snprintf(buf, len, "tower_%d/%.*s", t, (int)len - 20, nm); /* t < 10 */
+    else
+        snprintf(buf, len, "%s", nm);
+}
+
+/* The loss of tower t's output y against a new labels placeholder, on dev. */
+static pdnn_status add_loss(pdnn_graph *g, int t, const char *dev, pdnn_node y, int rank, pdnn_loss_kind loss,
+                            pdnn_onnx_training *out)
+{
+    char ln[sizeof g->nodes[0].name], lo[sizeof g->nodes[0].name];
+    tower_name(ln, sizeof ln, t, "labels");
+    tower_name(lo, sizeof lo, t, "loss");
+    const pdnn_tensor_desc yd = g->nodes[y].out;
     pdnn_status st;
     if (loss == PDNN_LOSS_CROSS_ENTROPY) {
-        if (io->output_rank[0] != 2)
+        if (rank != 2)
             return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_add_training: the cross-entropy loss needs a "
                                                      "rank-2 output (logits {N, K}); '%s' has rank %d",
-                               g->nodes[y].name, io->output_rank[0]);
-        pdnn_tensor_desc ld = {PDNN_INT32, PDNN_LAYOUT_X, {yd->dims[0], 1, 1, 1}, 0};
-        st = pdnn_graph_placeholder(g, "labels", NULL, &ld, &out->targets);
+                               g->nodes[y].name, rank);
+        pdnn_tensor_desc ld = {PDNN_INT32, PDNN_LAYOUT_X, {yd.dims[0], 1, 1, 1}, 0};
+        st = pdnn_graph_placeholder(g, ln, dev, &ld, &out->targets);
         if (st == PDNN_SUCCESS)
-            st = pdnn_graph_softmax_cross_entropy(g, "loss", NULL, y, out->targets, &out->loss);
+            st = pdnn_graph_softmax_cross_entropy(g, lo, dev, y, out->targets, &out->loss);
     } else {
-        st = pdnn_graph_placeholder(g, "labels", NULL, yd, &out->targets);
+        st = pdnn_graph_placeholder(g, ln, dev, &yd, &out->targets);
         if (st == PDNN_SUCCESS)
-            st = mse_loss(g, y, out->targets, &out->loss);
+            st = mse_loss(g, lo, dev, y, out->targets, &out->loss);
     }
+    return st;
+}
+
+/* Whether node i depends on one of the import's inputs: the part of the
+ * graph a tower copies (marks in reach, nodes [0, n)). */
+static void mark_reach(const pdnn_graph *g, const pdnn_onnx_io *io, int n, unsigned char *reach)
+{
+    for (int i = 0; i < n; i++) {
+        reach[i] = 0;
+        for (int k = 0; k < io->n_inputs; k++)
+            reach[i] |= io->inputs[k] == i;
+        for (int k = 0; k < g->nodes[i].n_inputs && !reach[i]; k++)
+            reach[i] = g->nodes[i].inputs[k] >= 0 && reach[g->nodes[i].inputs[k]];
+    }
+}
+
+/* Copies the reached nodes [0, n) for tower t on dev (map: old -> new);
+ * io's nodes mapped into tio. BatchNormalization's copies normalize by
+ * their batch and leave the running statistics to tower 0 (momentum 0:
+ * no update, TensorFlow's towers run the first tower's update ops only);
+ * Dropout's copies draw from seed + t. */
+static pdnn_status copy_tower(pdnn_graph *g, int n, const unsigned char *reach, int t, const char *dev, int *map,
+                              const pdnn_onnx_io *io, pdnn_onnx_io *tio)
+{
+    pdnn_status st = PDNN_SUCCESS;
+    int ins[PDNN__MOVE_ARGS], *in = ins, cap = PDNN__MOVE_ARGS;
+    for (int i = 0; i < n && st == PDNN_SUCCESS; i++) {
+        map[i] = i;
+        if (!reach[i])
+            continue;
+        pdnn__node proto = g->nodes[i]; /* a copy: adding may move the table */
+        if (proto.n_inputs > cap) {
+            int *bigger = malloc(sizeof *bigger * (size_t)proto.n_inputs);
+            if (!bigger) {
+                st = pdnn__host_oom("pdnn_graph_add_training_towers", "a node's inputs",
+                                    sizeof *bigger * (size_t)proto.n_inputs);
+                break;
+            }
+            if (in != ins)
+                free(in);
+            in = bigger;
+            cap = proto.n_inputs;
+        }
+        for (int k = 0; k < proto.n_inputs; k++)
+            in[k] = proto.inputs[k] < 0 ? -1 : map[proto.inputs[k]];
+        snprintf(proto.device, sizeof proto.device, "%s", dev);
+        if (proto.colocate > 0 && reach[proto.colocate - 1])
+            proto.colocate = map[proto.colocate - 1] + 1;
+        if (proto.op == PDNN__OP_BN_TRAIN)
+            proto.beta = 0.0f;
+        if (proto.op == PDNN__OP_DROPOUT)
+            proto.seed += (uint64_t)t;
+        char nm[sizeof proto.name];
+        tower_name(nm, sizeof nm, t, proto.name);
+        st = pdnn__graph_add(g, nm, &proto, in, proto.n_inputs, &map[i]);
+    }
+    if (in != ins)
+        free(in);
+    *tio = *io;
+    for (int k = 0; k < io->n_inputs; k++)
+        tio->inputs[k] = map[io->inputs[k]];
+    for (int k = 0; k < io->n_outputs; k++)
+        tio->outputs[k] = map[io->outputs[k]];
+    return st;
+}
+
+/* pdnn_graph_add_training, over nt towers (devs NULL: one, where the
+ * import put it). */
+static pdnn_status add_training(pdnn_graph *g, pdnn_onnx_io *io, int nt, const char *const *devs, const char *pdev,
+                                pdnn_loss_kind loss, const pdnn_optimizer_params *p, pdnn_onnx_training *out)
+{
+    const char *fn = devs ? "pdnn_graph_add_training_towers" : "pdnn_graph_add_training";
+    if (!g || !io || !p || !out)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: an argument is NULL", fn);
+    memset(out, 0, sizeof *out * (size_t)nt);
+    if (loss != PDNN_LOSS_CROSS_ENTROPY && loss != PDNN_LOSS_MSE)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: unknown loss %d", fn, (int)loss);
+    if (io->n_outputs < 1 || io->outputs[0] < 0 || io->outputs[0] >= g->n || io->n_inputs < 1 ||
+        io->n_inputs > PDNN_ONNX_MAX_IO || io->n_outputs > PDNN_ONNX_MAX_IO)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: io names no input or output of this graph", fn);
+    for (int k = 0; k < io->n_inputs; k++)
+        if (io->inputs[k] < 0 || io->inputs[k] >= g->n)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: io's input %d is no node of this graph", fn, k);
+    pdnn_node training;
+    if (pdnn_graph_find(g, "polydnn/training", &training) != PDNN_SUCCESS)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the graph is not a trainable import (set "
+                                                      "pdnn_onnx_options.trainable)", fn);
+    const int n = trainable_vars(g, NULL);
+    if (n < 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the model has no trainable initializer (Conv, Gemm or "
+                                                      "BatchNormalization parameters)", fn);
+    const int n0 = g->n;
+    pdnn_status st = PDNN_SUCCESS;
+    unsigned char *reach = NULL;
+    int *map = NULL;
+    if (devs) {
+        /* Tower 0 is the import's own nodes, moved to devs[0]; the
+         * variables go to pdev, but for the running statistics, which a
+         * training batch norm updates in place beside it. */
+        reach = malloc((size_t)n0);
+        map = malloc(sizeof *map * (size_t)n0);
+        if (!reach || !map)
+            st = pdnn__host_oom(fn, "the tower map", sizeof *map * (size_t)n0 + (size_t)n0);
+        if (st == PDNN_SUCCESS)
+            mark_reach(g, io, n0, reach);
+        for (int i = 0; st == PDNN_SUCCESS && i < n0; i++) {
+            pdnn__node *nd = &g->nodes[i];
+            if (reach[i])
+                snprintf(nd->device, sizeof nd->device, "%s", devs[0]);
+            else if (nd->op == PDNN__OP_VARIABLE && nd->trainable)
+                snprintf(nd->device, sizeof nd->device, "%s", pdev);
+            if (reach[i] && nd->op == PDNN__OP_BN_TRAIN)
+                for (int q = 3; q < 5; q++)
+                    snprintf(g->nodes[nd->inputs[q]].device, sizeof nd->device, "%s", devs[0]);
+        }
+        for (int t = 1; st == PDNN_SUCCESS && t < nt; t++)
+            st = copy_tower(g, n0, reach, t, devs[t], map, &io[0], &io[t]);
+    }
+    for (int t = 0; st == PDNN_SUCCESS && t < nt; t++)
+        st = add_loss(g, t, devs ? devs[t] : NULL, io[t].outputs[0], io[0].output_rank[0], loss, &out[t]);
     pdnn_tensor_desc sd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};
     if (st == PDNN_SUCCESS)
         st = pdnn_graph_variable(g, "learning_rate", "/cpu:0", &sd, PDNN_INIT_DATA, 0, &p->learning_rate,
-                                 &out->learning_rate);
-    pdnn_node *vars = malloc(sizeof *vars * (size_t)n * 2);
+                                 &out[0].learning_rate);
+    /* vars: n variables, then nt x n gradients, then n averages */
+    pdnn_node *vars = malloc(sizeof *vars * (size_t)n * (size_t)(nt + 2));
     if (!vars) {
         if (st == PDNN_SUCCESS)
-            st = pdnn__host_oom("pdnn_graph_add_training", "the variable list", sizeof *vars * (size_t)n * 2);
+            st = pdnn__host_oom(fn, "the variable list", sizeof *vars * (size_t)n * (size_t)(nt + 2));
     } else if (st == PDNN_SUCCESS) {
-        for (int k = 0; k < 2 * n; k++)
+        pdnn_node *avg = vars + (size_t)n * (size_t)(nt + 1);
+        for (int k = 0; k < (nt + 2) * n; k++)
             vars[k] = -1;
         trainable_vars(g, vars);
-        st = pdnn_graph_gradients(g, out->loss, vars, n, vars + n);
-        for (int k = 0; st == PDNN_SUCCESS && k < n; k++)
-            if (vars[n + k] < 0)
-                st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_add_training: the loss does not depend on "
-                                                            "variable '%s'", g->nodes[vars[k]].name);
+        for (int t = 0; st == PDNN_SUCCESS && t < nt; t++) {
+            pdnn_node *gr = vars + (size_t)n * (size_t)(t + 1);
+            st = pdnn_graph_gradients(g, out[t].loss, vars, n, gr);
+            for (int k = 0; st == PDNN_SUCCESS && k < n; k++)
+                if (gr[k] < 0)
+                    st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the loss does not depend on variable '%s'",
+                                     fn, g->nodes[vars[k]].name);
+        }
+        /* Towers: each gradient's mean over the towers, on its variable's
+         * device (AddN, then Mul by 1/nt: TensorFlow's multi-GPU pattern). */
+        for (int k = 0; st == PDNN_SUCCESS && k < n; k++) {
+            avg[k] = vars[n + k];
+            if (nt == 1)
+                continue;
+            char nm[sizeof g->nodes[0].name];
+            pdnn_node in[PDNN_MAX_TOWERS], sum = -1;
+            for (int t = 0; t < nt; t++)
+                in[t] = vars[(size_t)n * (size_t)(t + 1) + (size_t)k];
+            snprintf(nm, sizeof nm, "tower_sum/%.*s", (int)sizeof nm - 11, g->nodes[vars[k]].name);
+            st = pdnn_graph_add_n(g, nm, pdev, in, nt, &sum);
+            snprintf(nm, sizeof nm, "tower_mean/%.*s", (int)sizeof nm - 12, g->nodes[vars[k]].name);
+            if (st == PDNN_SUCCESS)
+                st = pdnn_graph_scale(g, nm, pdev, sum, 1.0f / (float)nt, &avg[k]);
+        }
         /* Data-parallel: each gradient's mean over the ranks, on its
          * variable's device, started by the session as soon as it exists. */
         for (int k = 0; st == PDNN_SUCCESS && g->train_allreduce && k < n; k++) {
             char nm[sizeof g->nodes[0].name];
             snprintf(nm, sizeof nm, "allreduce/%.*s", (int)sizeof nm - 11, g->nodes[vars[k]].name);
             st = pdnn_graph_allreduce(g, nm, g->nodes[vars[k]].device[0] ? g->nodes[vars[k]].device : NULL,
-                                      vars[n + k], &vars[n + k]);
+                                      avg[k], &avg[k]);
         }
         if (st == PDNN_SUCCESS)
-            st = pdnn_graph_apply_gradients(g, NULL, p, vars, vars + n, n, &out->train_op);
+            st = pdnn_graph_apply_gradients(g, NULL, p, vars, avg, n, &out[0].train_op);
     }
     free(vars);
+    free(reach);
+    free(map);
     if (st != PDNN_SUCCESS) {
         pdnn__graph_truncate(g, n0);
-        memset(out, 0, sizeof *out);
+        memset(out, 0, sizeof *out * (size_t)nt);
+        for (int t = 1; devs && t < nt; t++)
+            memset(&io[t], 0, sizeof io[t]);
         return st;
     }
-    out->n_params = n;
+    for (int t = 0; t < nt; t++) {
+        out[t].train_op = out[0].train_op;
+        out[t].training = training;
+        out[t].learning_rate = out[0].learning_rate;
+        out[t].n_params = n;
+    }
     return PDNN_SUCCESS;
+}
+
+pdnn_status pdnn_graph_add_training(pdnn_graph *g, const pdnn_onnx_io *io, pdnn_loss_kind loss,
+                                    const pdnn_optimizer_params *p, pdnn_onnx_training *out)
+{
+    /* one tower where the import put it: io is only read */
+    return add_training(g, (pdnn_onnx_io *)io, 1, NULL, NULL, loss, p, out);
+}
+
+pdnn_status pdnn_graph_add_training_towers(pdnn_graph *g, pdnn_onnx_io *io, const pdnn_training_towers *towers,
+                                           pdnn_loss_kind loss, const pdnn_optimizer_params *p,
+                                           pdnn_onnx_training *out)
+{
+    const char *fn = "pdnn_graph_add_training_towers";
+    if (!towers)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: towers is NULL", fn);
+    if (towers->n < 1 || towers->n > PDNN_MAX_TOWERS)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: %d towers (1 to %d)", fn, towers->n, PDNN_MAX_TOWERS);
+    const char *pdev = towers->param_device ? towers->param_device : "/cpu:0";
+    for (int t = -1; t < towers->n; t++) {
+        const char *d = t < 0 ? pdev : towers->devices[t];
+        const char *why = !d ? "NULL" : !d[0] ? "empty" : strlen(d) >= sizeof g->nodes[0].device ? "too long" : NULL;
+        if (why && t < 0)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: the parameter device is %s", fn, why);
+        if (why)
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "%s: tower %d's device is %s", fn, t, why);
+    }
+    return add_training(g, io, towers->n, towers->devices, pdev, loss, p, out);
 }
 
 #ifndef PDNN_HAVE_ONNX
