@@ -92,6 +92,18 @@ def main():
             acc1 = [ln for ln in t1.splitlines() if "validation accuracy" in ln][-1:]
             acc2 = [ln for ln in t2.splitlines() if "validation accuracy" in ln][-1:]
             check(acc1 == acc2 and acc1, f"the same validation accuracy, evaluated in shards ({acc1} / {acc2})")
+        # Towers inside each rank: 2 ranks x 2 towers of 2 rows train as one process of 8.
+        if rc1 == 0 and "opencl" in run([TOOL, "devices"])[1]:
+            four = os.path.join(tmp, "four.onnx")
+            tw = [c if c != "/cpu:0" else "/cpu:0,/gpu:0" for c in common]
+            rc, t = run(MPIRUN + ["-np", "2", TOOL] + tw + ["--distributed", "mpi", "--export", four])
+            check(rc == 0 and "variables identical on all 2 ranks" in t,
+                  f"2 ranks of 2 towers end identical (exit {rc}: {t[-400:]})")
+            if rc == 0:
+                a, b = weights(one), weights(four)
+                worst = max(float(np.abs(a[k] - b[k]).max() / (np.abs(a[k]).max() + 1e-12)) for k in a)
+                check(worst < 1e-5, f"2 ranks x 2 towers of 2 rows train as one process of 8 (largest relative "
+                                    f"difference {worst:.2e})")
         # Batch norm: each rank's own batch statistics, the running ones averaged.
         common_bn = [c if c != plain else bn for c in common]
         three = os.path.join(tmp, "three.onnx")

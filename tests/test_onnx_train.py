@@ -451,10 +451,58 @@ class Cli(unittest.TestCase):
                           (["--fit", "crop"], "expected pad or resize"),
                           (["--val-split", "2"], "--val-split '2'"),
                           (["--optimizer", "rmsprop"], "expected sgd, adam or adamw"),
-                          (["--device", "/cpu:0,/cpu:0"], "for Deep MNIST only")):
+                          (["--device", "/cpu:0,/cpu:0"], "listed twice"),
+                          (["--param-device", "/cpu:0"], "needs towers"),
+                          (["--device", "/cpu:0,/gpu:0,/gpu:1"], "does not split evenly over 3 towers")):
             r = self.train(*args, check=False)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(msg, r.stderr)
+
+    def weights(self, name):
+        return {i.name: numpy_helper.to_array(i) for i in onnx.load(os.path.join(self.d, name)).graph.initializer}
+
+    def test_towers_take_the_whole_batch_step(self):
+        # two towers (the host and the OpenCL device), the gradients averaged:
+        # the step of the whole batch on one device, to rounding
+        devs = devices()
+        if len(devs) < 2:
+            self.skipTest("no OpenCL device for a second tower")
+        torch.manual_seed(2)
+        net = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                                  torch.nn.Linear(4 * 8 * 8, 3))
+        torch.onnx.export(net, torch.zeros(8, 2, 8, 8), os.path.join(self.d, "p.onnx"), opset_version=13,
+                          input_names=["x"], output_names=["y"])
+        base = ["train", "--model", "p.onnx", "--npz", "toy.npz", "--batch", "8", "--seed", "5", "--steps", "6",
+                "--lr", "0.1", "--momentum", "0.9"]
+        for dev, out in ((devs[0], "one.onnx"), (",".join(devs), "two.onnx"), (",".join(devs[::-1]), "owt.onnx")):
+            r = subprocess.run([TOOL] + base + ["--device", dev, "--export", out], cwd=self.d, capture_output=True,
+                               text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        w0, one = self.weights("p.onnx"), self.weights("one.onnx")
+        for k in one:
+            self.assertGreater(np.abs(one[k] - w0[k]).max(), 1e-3, k)  # it trained
+            for other in ("two.onnx", "owt.onnx"):
+                np.testing.assert_allclose(self.weights(other)[k], one[k], atol=2e-6, rtol=0, err_msg=other + k)
+
+    def test_towers_batch_norm_statistics_are_the_first_towers(self):
+        # tower 0 alone updates the running statistics: after one step they are
+        # those of a one-device run on tower 0's rows (lr 0 keeps the weights)
+        devs = devices()
+        if len(devs) < 2:
+            self.skipTest("no OpenCL device for a second tower")
+        torch.manual_seed(0)
+        to_onnx(Net(), os.path.join(self.d, "m4.onnx"), 4, dropout=0.2)
+        common = ["train", "--npz", "toy.npz", "--seed", "5", "--steps", "1", "--lr", "0"]
+        for args in (["--model", "m.onnx", "--batch", "8", "--device", ",".join(devs[::-1]), "--save", "a.npz"],
+                     ["--model", "m4.onnx", "--batch", "4", "--device", devs[1], "--save", "b.npz"]):
+            r = subprocess.run([TOOL] + common + args, cwd=self.d, capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        a, b = np.load(os.path.join(self.d, "a.npz")), np.load(os.path.join(self.d, "b.npz"))
+        stats = [k for k in a.files if "running" in k]
+        self.assertEqual(len(stats), 4)
+        for k in stats:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        self.assertGreater(np.abs(a["b1.running_mean"]).max(), 1e-3)  # it moved from the initial zeros
 
     @unittest.skipUnless(os.path.exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"),
                          "no Fashion-MNIST in /usr/share/datasets/fashion-mnist")

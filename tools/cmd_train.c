@@ -432,6 +432,37 @@ out:
     return rc;
 }
 
+/* --device a,b,...: one tower per device (TensorFlow does not repeat a
+ * device in its towers, nor do we: two towers on one device would only
+ * split its work). */
+int train_tower_devices(const char *list, char devs[][TRAIN_DEVICE_LEN])
+{
+    int towers = 0;
+    for (const char *p = list;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || len >= TRAIN_DEVICE_LEN || towers == MAX_TOWERS) {
+            fprintf(stderr, "polydnn train: --device '%s': %s\n", list,
+                    len == 0 ? "an empty device name in the list"
+                    : towers == MAX_TOWERS ? "more than 8 towers"
+                                           : "a device name is too long");
+            return -1;
+        }
+        memcpy(devs[towers], p, len);
+        devs[towers][len] = '\0';
+        for (int t = 0; t < towers; t++)
+            if (strcmp(devs[t], devs[towers]) == 0) {
+                fprintf(stderr, "polydnn train: --device '%s': %s is listed twice; give each tower its own "
+                                "device\n", list, devs[t]);
+                return -1;
+            }
+        towers++;
+        if (!e)
+            return towers;
+        p = e + 1;
+    }
+}
+
 /* Distributed: checks that every rank holds the same variables, bit for
  * bit (FNV-1a of their bytes; the smallest and largest over the ranks, through
  * the session so that a stopped rank times out), as Horovod's consistency
@@ -734,36 +765,11 @@ static int train(const train_opts *o)
         }
         co.memory_fraction = f;
     }
-    /* --device a,b,...: one tower per device (TensorFlow does not repeat a
-     * device in its towers, nor do we: two towers on one device would only
-     * split its work). */
-    char devs[MAX_TOWERS][128];
+    char devs[MAX_TOWERS][TRAIN_DEVICE_LEN];
     int towers = 1;
     if (o->device && strchr(o->device, ',')) {
-        towers = 0;
-        for (const char *p = o->device; towers >= 0;) {
-            const char *e = strchr(p, ',');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
-            if (len == 0 || len >= sizeof devs[0] || towers == MAX_TOWERS) {
-                fprintf(stderr, "polydnn train: --device '%s': %s\n", o->device,
-                        len == 0 ? "an empty device name in the list"
-                        : towers == MAX_TOWERS ? "more than 8 towers"
-                                               : "a device name is too long");
-                return EXIT_USAGE;
-            }
-            memcpy(devs[towers], p, len);
-            devs[towers][len] = '\0';
-            for (int t = 0; t < towers; t++)
-                if (strcmp(devs[t], devs[towers]) == 0) {
-                    fprintf(stderr, "polydnn train: --device '%s': %s is listed twice; give each tower its own "
-                                    "device\n", o->device, devs[t]);
-                    return EXIT_USAGE;
-                }
-            towers++;
-            if (!e)
-                break;
-            p = e + 1;
-        }
+        if ((towers = train_tower_devices(o->device, devs)) < 0)
+            return EXIT_USAGE;
     } else if (o->param_device && !D.on) {
         fprintf(stderr, "polydnn train: --param-device needs towers (a comma list in --device) or --distributed\n");
         return EXIT_USAGE;
@@ -1136,16 +1142,11 @@ int cmd_train(int argc, char **argv)
         }
         printf("seed %d (--seed time)\n", o.seed);
     }
-    if (x.model && ((o.device && strchr(o.device, ',')) || o.param_device)) {
-        fprintf(stderr, "polydnn train: --model trains on one device per process: towers and --param-device are "
-                        "for Deep MNIST only (for now; --distributed mpi runs one rank per device)\n");
-        return EXIT_USAGE;
-    }
     if (x.model) {
         x.epochs = o.epochs, x.batch = o.batch, x.steps = o.steps, x.train_limit = o.train_limit;
         x.test_limit = o.test_limit, x.seed = o.seed, x.ckpt_every = o.ckpt_every, x.json = o.json;
         x.lr = o.lr, x.momentum = o.momentum, x.optimizer = o.optimizer, x.device = o.device, x.data = o.data;
-        x.save = o.save, x.load = o.load, x.layout = o.layout;
+        x.save = o.save, x.load = o.load, x.layout = o.layout, x.param_device = o.param_device;
         x.bucket_mb = o.bucket_mb, x.no_overlap = o.no_overlap;
         if (o.timeout && parse_float("collective-timeout", o.timeout, &x.timeout))
             return EXIT_USAGE;

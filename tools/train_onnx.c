@@ -336,39 +336,43 @@ static int flush_log(const train_onnx_opts *o, tlog *l)
 typedef struct net {
     pdnn_graph *g;
     pdnn_session *s;
-    pdnn_onnx_io io;
-    pdnn_onnx_training t;
-    int64_t batch, classes;
+    /* towers: [0] the import's own nodes, [t] copy t (one without towers) */
+    int towers;
+    pdnn_onnx_io io[PDNN_MAX_TOWERS];
+    pdnn_onnx_training t[PDNN_MAX_TOWERS];
+    int64_t batch, classes; /* batch: rows per tower */
     int mse;
-    pdnn_tensor *xt, *yt;
+    pdnn_tensor *xt[PDNN_MAX_TOWERS], *yt[PDNN_MAX_TOWERS];
     float *xb;
-    int32_t *yb;
+    int32_t *yb; /* towers x batch labels */
     float *tb; /* MSE: one-hot targets */
     float base_lr; /* the schedule's rate */
     int mixed;     /* --distributed over devices of different kinds (below) */
 } net;
 
-/* Rows idx[0..cnt) of d into the feed tensors (a short batch repeats its
- * last image, counted once by the caller). */
-static pdnn_status feed(net *m, const dataset *d, const int64_t *idx, int64_t cnt)
+/* Rows idx[0..cnt) of d into tower t's feed tensors (a short batch
+ * repeats its last image, counted once by the caller). */
+static pdnn_status feed(net *m, int t, const dataset *d, const int64_t *idx, int64_t cnt)
 {
+    int32_t *yb = m->yb + t * m->batch;
     const size_t per = (size_t)d->c * (size_t)d->h * (size_t)d->w;
     for (int64_t i = 0; i < m->batch; i++) {
         const int64_t j = idx[i < cnt ? i : cnt - 1];
         memcpy(m->xb + (size_t)i * per, d->x + (size_t)j * per, per * sizeof *m->xb);
-        m->yb[i] = d->y[j];
+        yb[i] = d->y[j];
         if (m->mse)
             for (int64_t k = 0; k < m->classes; k++)
                 m->tb[i * m->classes + k] = k == d->y[j];
     }
-    pdnn_status st = pdnn_tensor_write(m->xt, m->xb, (size_t)m->batch * per * sizeof *m->xb);
+    pdnn_status st = pdnn_tensor_write(m->xt[t], m->xb, (size_t)m->batch * per * sizeof *m->xb);
     if (st == PDNN_SUCCESS)
-        st = m->mse ? pdnn_tensor_write(m->yt, m->tb, (size_t)(m->batch * m->classes) * sizeof *m->tb)
-                    : pdnn_tensor_write(m->yt, m->yb, (size_t)m->batch * sizeof *m->yb);
+        st = m->mse ? pdnn_tensor_write(m->yt[t], m->tb, (size_t)(m->batch * m->classes) * sizeof *m->tb)
+                    : pdnn_tensor_write(m->yt[t], yb, (size_t)m->batch * sizeof *yb);
     return st;
 }
 
-static int64_t correct_of(const net *m, const float *logits, int64_t cnt)
+/* Hits of tower t's logits on the labels it was fed. */
+static int64_t correct_of(const net *m, int t, const float *logits, int64_t cnt)
 {
     int64_t ok = 0;
     for (int64_t i = 0; i < cnt; i++) {
@@ -376,14 +380,14 @@ static int64_t correct_of(const net *m, const float *logits, int64_t cnt)
         for (int64_t k = 1; k < m->classes; k++)
             if (logits[i * m->classes + k] > logits[i * m->classes + best])
                 best = k;
-        ok += best == m->yb[i];
+        ok += best == m->yb[t * m->batch + i];
     }
     return ok;
 }
 
 static int set_flag(net *m, float v)
 {
-    return pdnn_session_variable_assign(m->s, m->t.training, &v, sizeof v) ? cli_fail("setting polydnn/training") : 0;
+    return pdnn_session_variable_assign(m->s, m->t[0].training, &v, sizeof v) ? cli_fail("setting polydnn/training") : 0;
 }
 
 /* Accuracy on rows [from, from + n) of d, in inference mode. */
@@ -407,11 +411,12 @@ static int evaluate(const train_onnx_opts *o, net *m, const dataset *d, int64_t 
             idx[i] = from + start + i;
         pdnn_tensor *out = NULL;
         float *lv = NULL;
-        if (feed(m, d, idx, cnt) || pdnn_session_run(m->s, &m->io.inputs[0], &m->xt, 1, &m->io.outputs[0], 1, &out) ||
+        if (feed(m, 0, d, idx, cnt) ||
+            pdnn_session_run(m->s, &m->io[0].inputs[0], &m->xt[0], 1, &m->io[0].outputs[0], 1, &out) ||
             cli_tensor_read(out, &lv)) {
             rc = cli_fail("evaluating");
         } else {
-            ok += correct_of(m, lv, cnt);
+            ok += correct_of(m, 0, lv, cnt);
         }
         pdnn_tensor_release(out);
         free(lv);
@@ -591,11 +596,30 @@ static int build(const train_onnx_opts *o, net *m)
         return EXIT_USAGE;
     }
     m->mse = o->loss && strcmp(o->loss, "mse") == 0;
+    /* --device a,b,...: one tower per device, the variables on
+     * --param-device (pdnn_graph_add_training_towers) */
+    char devs[PDNN_MAX_TOWERS][TRAIN_DEVICE_LEN];
+    pdnn_training_towers tw = {1, {NULL}, o->param_device};
+    if (o->device && strchr(o->device, ',')) {
+        if ((tw.n = train_tower_devices(o->device, devs)) < 0)
+            return EXIT_USAGE;
+        for (int t = 0; t < tw.n; t++)
+            tw.devices[t] = devs[t];
+    } else if (o->param_device) {
+        fprintf(stderr, "polydnn train: --param-device needs towers (a comma list in --device)\n");
+        return EXIT_USAGE;
+    }
+    if (o->batch % (tw.n * (o->dist ? o->size : 1))) {
+        fprintf(stderr, "polydnn train: --batch-size %d does not split evenly over %d towers x %d ranks\n", o->batch,
+                tw.n, o->dist ? o->size : 1);
+        return EXIT_USAGE;
+    }
+    m->towers = tw.n;
     pdnn_onnx_options io;
     pdnn_onnx_options_init(&io);
-    io.batch = o->batch / (o->dist ? o->size : 1); /* this rank's share of each batch */
+    io.batch = o->batch / (o->dist ? o->size : 1) / tw.n; /* one tower's share of this rank's batch */
     io.distributed = o->dist ? PDNN_DISTRIBUTED_MPI : PDNN_DISTRIBUTED_NONE;
-    io.device = o->device;
+    io.device = tw.n > 1 ? NULL : o->device;
     io.trainable = 1;
     if (o->layout) { /* inside the network; the data and the file stay NCHW */
         const int l = pdnn_layout_parse(o->layout);
@@ -606,17 +630,19 @@ static int build(const train_onnx_opts *o, net *m)
         io.layout = (pdnn_layout)l;
     }
     io.seed = (uint64_t)o->seed;
-    if (pdnn_graph_import_onnx(o->model, NULL, 0, &io, &m->g, &m->io))
+    if (pdnn_graph_import_onnx(o->model, NULL, 0, &io, &m->g, &m->io[0]))
         return cli_fail("importing the model");
     pdnn_tensor_desc od;
-    pdnn_graph_node_desc(m->g, m->io.outputs[0], &od);
-    if (m->io.n_inputs != 1 || m->io.input_rank[0] != 4 || m->io.output_rank[0] != 2) {
+    pdnn_graph_node_desc(m->g, m->io[0].outputs[0], &od);
+    if (m->io[0].n_inputs != 1 || m->io[0].input_rank[0] != 4 || m->io[0].output_rank[0] != 2) {
         fprintf(stderr, "polydnn train: %s: training needs one image input (N, C, H, W) and a class-score output "
                         "(N, K) first\n", o->model);
         return EXIT_RUNTIME;
     }
     m->classes = od.dims[1];
-    if (pdnn_graph_add_training(m->g, &m->io, m->mse ? PDNN_LOSS_MSE : PDNN_LOSS_CROSS_ENTROPY, &p, &m->t))
+    const pdnn_loss_kind lk = m->mse ? PDNN_LOSS_MSE : PDNN_LOSS_CROSS_ENTROPY;
+    if (tw.n > 1 ? pdnn_graph_add_training_towers(m->g, m->io, &tw, lk, &p, m->t)
+                 : pdnn_graph_add_training(m->g, &m->io[0], lk, &p, &m->t[0]))
         return cli_fail("adding the loss and the optimizer");
     if (o->dist) {
         /* What sizes the collectives must agree before the first one. */
@@ -662,7 +688,7 @@ static int build(const train_onnx_opts *o, net *m)
          * evaluation, checkpoint and the end (sync_vectors). */
         pdnn_device *dev = NULL;
         pdnn_device_info info;
-        if (pdnn_session_node_device(m->s, m->io.outputs[0], &dev) || pdnn_device_get_info(dev, &info))
+        if (pdnn_session_node_device(m->s, m->io[0].outputs[0], &dev) || pdnn_device_get_info(dev, &info))
             return cli_fail("reading the output's device");
         uint64_t h = train_fnv(TRAIN_FNV_BASIS, info.backend, strlen(info.backend)), lo, hi;
         h = train_fnv(h, info.device_name, strlen(info.device_name));
@@ -749,7 +775,6 @@ int train_onnx(const train_onnx_opts *o)
         return EXIT_USAGE;
     }
     net m = {0};
-    m.batch = o->batch / (o->dist ? o->size : 1);
     say = !o->dist || o->rank == 0;
     dataset trn = {0}, tst = {0};
     image_folder trn_f = {0}, tst_f = {0};
@@ -758,9 +783,10 @@ int train_onnx(const train_onnx_opts *o)
     int rc = build(o, &m);
     if (rc)
         goto out;
+    m.batch = o->batch / (o->dist ? o->size : 1) / m.towers;
     pdnn_tensor_desc xd, yd;
-    pdnn_graph_node_desc(m.g, m.io.inputs[0], &xd);
-    pdnn_graph_node_desc(m.g, m.t.targets, &yd);
+    pdnn_graph_node_desc(m.g, m.io[0].inputs[0], &xd);
+    pdnn_graph_node_desc(m.g, m.t[0].targets, &yd);
     trn.c = tst.c = (int)xd.dims[1];
     trn.h = tst.h = (int)xd.dims[2];
     trn.w = tst.w = (int)xd.dims[3];
@@ -794,18 +820,22 @@ int train_onnx(const train_onnx_opts *o)
     pdnn_device *host = NULL;
     const size_t per = (size_t)trn.c * (size_t)trn.h * (size_t)trn.w;
     m.xb = malloc((size_t)m.batch * per * sizeof *m.xb);
-    m.yb = malloc((size_t)m.batch * sizeof *m.yb);
+    m.yb = malloc((size_t)(m.batch * m.towers) * sizeof *m.yb);
     m.tb = malloc((size_t)(m.batch * m.classes) * sizeof *m.tb);
     perm = malloc((size_t)train_n * sizeof *perm);
     if (!m.xb || !m.yb || !m.tb || !perm) {
         rc = cli_host_oom("train", "the batches", 0);
         goto out;
     }
-    if (pdnn_device_find(pdnn_session_context(m.s), "/cpu:0", &host) || pdnn_tensor_create(host, &xd, &m.xt) ||
-        pdnn_tensor_create(host, &yd, &m.yt)) {
-        rc = cli_fail("creating the feed tensors");
+    if (pdnn_device_find(pdnn_session_context(m.s), "/cpu:0", &host)) {
+        rc = cli_fail("finding /cpu:0 for the feed tensors");
         goto out;
     }
+    for (int t = 0; t < m.towers; t++)
+        if (pdnn_tensor_create(host, &xd, &m.xt[t]) || pdnn_tensor_create(host, &yd, &m.yt[t])) {
+            rc = cli_fail("creating the feed tensors");
+            goto out;
+        }
     const uint64_t seed = (uint64_t)o->seed;
     double best = -1.0;
     int64_t bad = 0;
@@ -822,8 +852,17 @@ int train_onnx(const train_onnx_opts *o)
     int64_t gs = (int64_t)gsf, done = 0;
     progress pr;
     progress_init(&pr, say ? stderr : NULL, -1);
-    pdnn_node feeds[2] = {m.io.inputs[0], m.t.targets}, fetch[3] = {m.t.loss, m.io.outputs[0], m.t.train_op};
-    pdnn_tensor *fv[2] = {m.xt, m.yt};
+    /* feeds: each tower's images and labels; fetches: each tower's loss
+     * and output, then the step */
+    pdnn_node feeds[2 * PDNN_MAX_TOWERS], fetch[2 * PDNN_MAX_TOWERS + 1];
+    pdnn_tensor *fv[2 * PDNN_MAX_TOWERS];
+    const int nt = m.towers, nf = 2 * nt + 1;
+    for (int t = 0; t < nt; t++) {
+        feeds[2 * t] = m.io[t].inputs[0], feeds[2 * t + 1] = m.t[t].targets;
+        fv[2 * t] = m.xt[t], fv[2 * t + 1] = m.yt[t];
+        fetch[2 * t] = m.t[t].loss, fetch[2 * t + 1] = m.io[t].outputs[0];
+    }
+    fetch[2 * nt] = m.t[0].train_op;
     int stop = 0;
     for (int64_t epoch = gs / spe; epoch < o->epochs && !stop; epoch++) {
         if (o->steps > 0 && done >= o->steps)
@@ -837,21 +876,32 @@ int train_onnx(const train_onnx_opts *o)
             }
             const double t0 = progress_now();
             const float lr = lr_at(o, base_lr, gs, total);
-            pdnn_tensor *out[3] = {NULL, NULL, NULL};
-            float loss = NAN, *lv = NULL;
-            if (pdnn_session_variable_assign(m.s, m.t.learning_rate, &lr, sizeof lr) ||
-                feed(&m, &trn, perm + step * gbatch + (o->dist ? o->rank : 0) * m.batch, m.batch) ||
-                pdnn_session_run(m.s, feeds, fv, 2, fetch, 3, out) ||
-                pdnn_tensor_read(out[0], &loss, sizeof loss) || cli_tensor_read(out[1], &lv)) {
-                for (int i = 0; i < 3; i++)
-                    pdnn_tensor_release(out[i]);
+            pdnn_tensor *out[2 * PDNN_MAX_TOWERS + 1] = {NULL};
+            float loss = 0;
+            /* this rank's rows of the global batch, tower t's share of them */
+            const int64_t *rows = perm + step * gbatch + (o->dist ? o->rank : 0) * m.batch * nt;
+            pdnn_status st = pdnn_session_variable_assign(m.s, m.t[0].learning_rate, &lr, sizeof lr);
+            for (int t = 0; t < nt && st == PDNN_SUCCESS; t++)
+                st = feed(&m, t, &trn, rows + t * m.batch, m.batch);
+            if (st == PDNN_SUCCESS)
+                st = pdnn_session_run(m.s, feeds, fv, 2 * nt, fetch, nf, out);
+            double lc[2] = {0, 0}; /* the batch's loss (the towers' mean), its hits */
+            for (int t = 0; t < nt && st == PDNN_SUCCESS; t++) {
+                float lt = NAN, *lv = NULL;
+                st = pdnn_tensor_read(out[2 * t], &lt, sizeof lt);
+                if (st == PDNN_SUCCESS)
+                    st = cli_tensor_read(out[2 * t + 1], &lv);
+                if (st == PDNN_SUCCESS)
+                    lc[0] += lt / (double)nt, lc[1] += (double)correct_of(&m, t, lv, m.batch);
+                free(lv);
+            }
+            for (int i = 0; i < nf; i++)
+                pdnn_tensor_release(out[i]);
+            if (st != PDNN_SUCCESS) {
                 rc = cli_fail("running a training step");
                 goto out;
             }
-            double lc[2] = {loss, (double)correct_of(&m, lv, m.batch)};
-            free(lv);
-            for (int i = 0; i < 3; i++)
-                pdnn_tensor_release(out[i]);
+            loss = (float)lc[0];
             if (o->dist) { /* the global batch's: the ranks' mean loss, their summed hits */
                 if (pdnn_session_allreduce_values(m.s, lc, 2, PDNN_REDUCE_SUM)) {
                     rc = cli_fail("summing the loss over the ranks");
@@ -920,8 +970,10 @@ int train_onnx(const train_onnx_opts *o)
         printf("exported %s: %d initializers trained or updated\n", o->export_path, n);
     }
 out:
-    pdnn_tensor_release(m.xt);
-    pdnn_tensor_release(m.yt);
+    for (int t = 0; t < PDNN_MAX_TOWERS; t++) {
+        pdnn_tensor_release(m.xt[t]);
+        pdnn_tensor_release(m.yt[t]);
+    }
     pdnn_session_destroy(m.s);
     pdnn_graph_destroy(m.g);
     free(m.xb);

@@ -8,7 +8,7 @@
 typedef struct train_onnx_opts {
     /* the flags Deep MNIST shares (cmd_train.c fills them) */
     int epochs, batch, steps, train_limit, test_limit, seed, ckpt_every, json;
-    const char *lr, *momentum, *optimizer, *device, *data, *save, *load, *layout;
+    const char *lr, *momentum, *optimizer, *device, *data, *save, *load, *layout, *param_device;
     /* --model's own */
     const char *model, *export_path, *log, *plot, *schedule, *val_split, *npz, *loss, *weight_decay, *fit;
     int warmup, eval_every, early_stop, nesterov;
@@ -40,6 +40,10 @@ int train_check_identical(struct pdnn_session *s, const struct pdnn_graph *g);
 /* FNV-1a of n bytes at p, continuing h (start from TRAIN_FNV_BASIS), and
  * the lowest and highest of every rank's h (equal: the ranks agree; 0,
  * or nonzero when the collective failed). */
+/* --device's comma list split into devs (at most 8, each named once):
+ * the count, or -1 after saying what is wrong. */
+#define TRAIN_DEVICE_LEN 128
+int train_tower_devices(const char *list, char devs[][TRAIN_DEVICE_LEN]);
 #define TRAIN_FNV_BASIS 0xcbf29ce484222325ull
 uint64_t train_fnv(uint64_t h, const void *p, size_t n);
 int train_hash_range(struct pdnn_session *s, uint64_t h, uint64_t *lo, uint64_t *hi);
