@@ -61,6 +61,9 @@ typedef struct cl_dev {
 int pdnn__cl_foreign_llvm(void);
 
 static inline int pdnn__cl_is_cpu(const cl_dev *d) { return (d->type & CL_DEVICE_TYPE_CPU) != 0; }
+/* Whether AUTO passes over GPU-class algorithms on d: a CPU device, unless
+ * the parity harness's --gpu-class asked for them (cl_wg_gemm.c). */
+int pdnn__cl_gpu_class_passes(const cl_dev *d);
 
 /* Sets argument i of k unless an earlier one failed (err, a cl_int in
  * scope, keeps the first error). */

@@ -293,6 +293,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
 
 static int gpu_class_everywhere;
 void pdnn__opencl_gpu_class_everywhere(int on) { gpu_class_everywhere = on; }
+int pdnn__cl_gpu_class_passes(const cl_dev *d) { return pdnn__cl_is_cpu(d) && !gpu_class_everywhere; }
 
 static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_wg_gemm, "conv2d_wg_gemm", wg_applies, wg_ws, wg_packed,
                                          wg_enqueue};

@@ -467,7 +467,8 @@ static const pdnn__algo *const cl_conv_algos[] = {
 };
 
 extern const pdnn__algo pdnn__cl_algo_bwd_data_direct, pdnn__cl_algo_bwd_filter_direct, pdnn__cl_algo_bwd_filter_split,
-    pdnn__cl_algo_bwd_bias_direct, pdnn__cl_algo_pool_bwd_direct, pdnn__cl_algo_pool_bwd_window;
+    pdnn__cl_algo_bwd_bias_direct, pdnn__cl_algo_pool_bwd_direct, pdnn__cl_algo_pool_bwd_window,
+    pdnn__cl_algo_pool_bwd_argmax, pdnn__cl_algo_pool_bwd_plane;
 extern const pdnn__algo pdnn__cl_algo_bwd_data_fwd, pdnn__cl_algo_bwd_filter_fwd, pdnn__cl_algo_bwd_filter_rows,
     pdnn__cl_algo_bwd_data_igemm, pdnn__cl_algo_bwd_filter_gemm;
 extern const pdnn__algo pdnn__cl_algo_bwd_data_im2col, pdnn__cl_algo_bwd_filter_im2col;
@@ -484,7 +485,9 @@ static const pdnn__algo *const cl_conv_bwd_filter_algos[] = {&pdnn__cl_algo_bwd_
 #endif
                                                              &pdnn__cl_algo_bwd_filter_gemm, NULL};
 static const pdnn__algo *const cl_conv_bwd_bias_algos[] = {&pdnn__cl_algo_bwd_bias_direct, NULL};
-static const pdnn__algo *const cl_pool_bwd_algos[] = {&pdnn__cl_algo_pool_bwd_window, &pdnn__cl_algo_pool_bwd_direct, NULL};
+static const pdnn__algo *const cl_pool_bwd_algos[] = {&pdnn__cl_algo_pool_bwd_window, &pdnn__cl_algo_pool_bwd_argmax,
+                                                      &pdnn__cl_algo_pool_bwd_plane, &pdnn__cl_algo_pool_bwd_direct,
+                                                      NULL};
 /* batch normalization (cl_bn.c) */
 extern const pdnn__algo pdnn__cl_algo_bn_fwd_train, pdnn__cl_algo_bn_fwd_infer, pdnn__cl_algo_bn_bwd;
 static const pdnn__algo *const cl_bn_fwd_train_algos[] = {&pdnn__cl_algo_bn_fwd_train, NULL};
