@@ -1145,6 +1145,7 @@ int cmd_train(int argc, char **argv)
     if (x.model) {
         x.epochs = o.epochs, x.batch = o.batch, x.steps = o.steps, x.train_limit = o.train_limit;
         x.test_limit = o.test_limit, x.seed = o.seed, x.ckpt_every = o.ckpt_every, x.json = o.json;
+        x.profile = o.profile;
         x.lr = o.lr, x.momentum = o.momentum, x.optimizer = o.optimizer, x.device = o.device, x.data = o.data;
         x.save = o.save, x.load = o.load, x.layout = o.layout, x.param_device = o.param_device;
         x.bucket_mb = o.bucket_mb, x.no_overlap = o.no_overlap;

@@ -15,6 +15,7 @@
 #include "image.h"
 #include "image_folder.h"
 #include "npz.h"
+#include "profile.h"
 #include "progress.h"
 #include "run.h"
 #include "train_onnx.h"
@@ -674,6 +675,7 @@ static int build(const train_onnx_opts *o, net *m)
         cfg.allreduce_overlap = !o->no_overlap;
         cfg.collective_timeout = o->timeout;
     }
+    cfg.profile = o->profile;
     if (pdnn_session_create(m->g, &cfg, &m->s))
         return cli_fail("creating the session");
     /* The same start everywhere (the files could differ in what the
@@ -960,6 +962,8 @@ int train_onnx(const train_onnx_opts *o)
         (say && o->save && done > 0 && (rc = save_ckpt(&m, o->save, seed, train_n, best, bad))))
         goto out;
     if (o->dist && (rc = train_check_identical(m.s, m.g)))
+        goto out;
+    if (say && o->profile && (rc = cli_print_profile(stdout, m.g, m.s, 30)))
         goto out;
     if (say && o->export_path) {
         int n = 0;

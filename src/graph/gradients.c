@@ -312,15 +312,28 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
         }
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
-    case PDNN__OP_BN_TRAIN: /* dx, dgamma from the batch statistics; dbeta = sum dy; none to the running stats */
+    case PDNN__OP_BN_TRAIN: { /* dx, dgamma from the batch statistics; dbeta = sum dy; none to the running stats */
+        /* The batch's statistics once for dx and dgamma: a G_BN_BWD node of
+         * axis 2 ({2C}: mean, then 1/sqrt(var + eps)). */
+        pdnn_node stats = -1;
+        if (NEED(0) || NEED(1)) {
+            pdnn_tensor_desc sd = s->g->nodes[in[1]].out;
+            sd.dims[0] *= 2;
+            pdnn_node q[2] = {in[0], in[1]};
+            st = emit(s, f, "BatchNormStats", PDNN__OP_G_BN_BWD, &sd, q, 2, &stats);
+            if (st == PDNN_SUCCESS) {
+                s->g->nodes[stats].alpha = fw.alpha;
+                s->g->nodes[stats].axis = 2;
+            }
+        }
         for (int k = 0; k < 3 && st == PDNN_SUCCESS; k++) {
             if (!NEED(k))
                 continue;
-            pdnn_node q[3] = {in[0], dy, in[1]};
+            pdnn_node q[4] = {in[0], dy, in[1], stats};
             if (k == 2)
                 st = emit(s, f, "BiasAddGrad", PDNN__OP_G_CONV_BWD_BIAS, &s->g->nodes[in[2]].out, &dy, 1, &r);
             else
-                st = emit(s, f, "FusedBatchNormGradV3", PDNN__OP_G_BN_BWD, &s->g->nodes[in[k]].out, q, 3, &r);
+                st = emit(s, f, "FusedBatchNormGradV3", PDNN__OP_G_BN_BWD, &s->g->nodes[in[k]].out, q, 4, &r);
             if (st == PDNN_SUCCESS) {
                 s->g->nodes[r].alpha = fw.alpha;
                 s->g->nodes[r].axis = k;
@@ -328,6 +341,7 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
             }
         }
         return st;
+    }
     case PDNN__OP_DROPOUT: { /* the same mask on dy */
         if (!NEED(0))
             return PDNN_SUCCESS;

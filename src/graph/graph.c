@@ -24,6 +24,8 @@ const char *pdnn__op_type(const pdnn__node *n)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPool" : "AvgPool";
     if (n->op == PDNN__OP_G_POOL_BWD)
         return n->pool.mode == PDNN_POOL_MAX ? "MaxPoolGrad" : "AvgPoolGrad";
+    if (n->op == PDNN__OP_G_BN_BWD && n->axis == 2)
+        return "BatchNormStats"; /* the statistics both gradient nodes read (train_ops.c) */
     if (n->op == PDNN__OP_APPLY)
         return n->optim.kind == PDNN_OPTIMIZER_ADAM    ? "ApplyAdam"
                : n->optim.kind == PDNN_OPTIMIZER_ADAMW ? "ApplyAdamW"

@@ -38,7 +38,8 @@ typedef enum pdnn__node_op {
     PDNN__OP_BN_TRAIN,         /* x, gamma, beta, mean, var, flag: batch norm in training mode while the flag
                                   variable is 1 (running stats updated in place), else inference; alpha the
                                   epsilon, beta the momentum (pdnn_batch_norm_params') */
-    PDNN__OP_G_BN_BWD,         /* x, dy, gamma: dx (axis 0) or dgamma (axis 1) from recomputed batch stats */
+    PDNN__OP_G_BN_BWD,         /* x, dy, gamma, stats: dx (axis 0) or dgamma (axis 1); axis 2: x, gamma: the batch
+                                  stats {2C}, mean then 1/sqrt(var + eps), that both read */
     PDNN__OP_DROPOUT,          /* x, flag, step: x * mask while the flag is 1, else x; alpha the ratio, seed;
                                   the mask depends on (seed, step, element) only, so the gradient (the same
                                   op applied to dy) uses the forward's mask */

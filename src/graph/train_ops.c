@@ -29,18 +29,38 @@ static pdnn_status scalar_like(const pdnn_tensor *y, float v, pdnn_tensor **out)
     return st;
 }
 
-/* The batch's mean and 1/sqrt(var + eps), through a training-mode
- * forward into a scratch output (no running statistics touched). */
-static pdnn_status batch_stats(const pdnn__node *nd, const pdnn_tensor *x, const pdnn_tensor *gamma,
-                               pdnn_tensor **mean, pdnn_tensor **inv)
+static void drop_parent(void *t) { pdnn_tensor_release(t); }
+
+/* Part k (0 or 1) of a batch-statistics node's output {2C}: a {C} tensor
+ * of the same memory (mean, then 1/sqrt(var + eps)), holding t. */
+static pdnn_status stats_part(const pdnn_tensor *t, const pdnn_tensor *gamma, int k, pdnn_tensor **out)
 {
-    pdnn_tensor *y = NULL, *beta = NULL;
+    const int64_t c = pdnn_tensor_desc_elements(&gamma->desc);
+    if (pdnn_tensor_desc_elements(&t->desc) != 2 * c)
+        return pdnn__error(PDNN_ERR_INTERNAL, "FusedBatchNormGradV3: statistics of %lld values for %lld channels",
+                           (long long)pdnn_tensor_desc_elements(&t->desc), (long long)c);
+    pdnn__buf b = t->block.buf;
+    b.offset += (size_t)(k * c) * sizeof(float);
+    pdnn__tensor_ref((pdnn_tensor *)t);
+    pdnn_status st = pdnn__tensor_wrap(t->dev, &gamma->desc, b, drop_parent, (void *)t, out);
+    if (st != PDNN_SUCCESS)
+        pdnn_tensor_release((pdnn_tensor *)t);
+    return st;
+}
+
+/* The batch's mean and 1/sqrt(var + eps) into y ({2C}), through a
+ * training-mode forward into a scratch output (no running statistics
+ * touched): computed once for both of a batch norm's gradient nodes. */
+static pdnn_status batch_stats(const pdnn__node *nd, const pdnn_tensor *x, const pdnn_tensor *gamma,
+                               pdnn_tensor *stats)
+{
+    pdnn_tensor *y = NULL, *beta = NULL, *mean = NULL, *inv = NULL;
     pdnn_batch_norm_params p;
     pdnn_batch_norm_params_init(&p);
     p.epsilon = nd->alpha;
-    pdnn_status st = pdnn_tensor_create(x->dev, &gamma->desc, mean);
+    pdnn_status st = stats_part(stats, gamma, 0, &mean);
     if (st == PDNN_SUCCESS)
-        st = pdnn_tensor_create(x->dev, &gamma->desc, inv);
+        st = stats_part(stats, gamma, 1, &inv);
     if (st == PDNN_SUCCESS)
         st = pdnn_tensor_create(x->dev, &gamma->desc, &beta);
     const size_t cb = (size_t)pdnn_tensor_desc_bytes(&gamma->desc);
@@ -51,9 +71,11 @@ static pdnn_status batch_stats(const pdnn__node *nd, const pdnn_tensor *x, const
     if (st == PDNN_SUCCESS)
         st = pdnn_tensor_create(x->dev, &x->desc, &y);
     if (st == PDNN_SUCCESS)
-        st = pdnn_batch_norm_forward(&p, x, gamma, beta, NULL, NULL, *mean, *inv, y);
+        st = pdnn_batch_norm_forward(&p, x, gamma, beta, NULL, NULL, mean, inv, y);
     pdnn_tensor_release(y);
     pdnn_tensor_release(beta);
+    pdnn_tensor_release(mean);
+    pdnn_tensor_release(inv);
     return st;
 }
 
@@ -112,10 +134,16 @@ pdnn_status pdnn__run_train_node(const pdnn__node *nd, const pdnn_tensor *const 
                                        NULL, y);
     }
     case PDNN__OP_G_BN_BWD: {
+        /* axis 2: the batch statistics (x, gamma); 0, 1: dx, dgamma (x,
+         * dy, gamma, those statistics) */
+        if (nd->axis == 2)
+            return batch_stats(nd, in[0], in[1], y);
         pdnn_tensor *mean = NULL, *inv = NULL;
         pdnn_batch_norm_params p;
         pdnn_batch_norm_params_init(&p);
-        st = batch_stats(nd, in[0], in[2], &mean, &inv);
+        st = stats_part(in[3], in[2], 0, &mean);
+        if (st == PDNN_SUCCESS)
+            st = stats_part(in[3], in[2], 1, &inv);
         if (st == PDNN_SUCCESS)
             st = pdnn_batch_norm_backward(&p, in[0], in[1], in[2], mean, inv, nd->axis == 0 ? y : NULL,
                                           nd->axis == 1 ? y : NULL, NULL);
