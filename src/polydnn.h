@@ -1303,6 +1303,22 @@ PDNN_API pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, 
                                             const pdnn_onnx_options *opts, pdnn_graph **out,
                                             pdnn_onnx_io *io);
 
+/* Dynamic batch: a model whose graph inputs have a symbolic first dim,
+ * imported without trainable, can run at another batch without importing
+ * it again. The import also imports the model at batches 2, 3 (and 1 and
+ * 5 to check) from the one parsed file and fits every dim and
+ * data-movement argument (Reshape targets, Slice ends, Expand shapes, the
+ * folded shape arithmetic) as a * batch + c. pdnn_graph_set_batch then
+ * rewrites them for batch: every input's first dim becomes batch and the
+ * nodes follow. Sessions made before keep their batch; create a new one
+ * to run at the new batch. PDNN_ERR_UNSUPPORTED naming the node when the
+ * model's shape arithmetic is not affine in the batch (or a constant's
+ * values depend on it), or for a graph without a symbolic batch, or one
+ * that nodes were added to after the import: import it again with
+ * options.batch then. PDNN_ERR_INVALID_ARGUMENT for batch < 1 or a
+ * batch at which a node's shape is invalid. */
+PDNN_API pdnn_status pdnn_graph_set_batch(pdnn_graph *g, int64_t batch);
+
 /* Training an imported model (pdnn_onnx_options.trainable = 1). */
 typedef enum pdnn_loss_kind {
     PDNN_LOSS_CROSS_ENTROPY = 0, /* softmax cross-entropy of the output (logits {N, K}) on int32 labels */
