@@ -1,7 +1,8 @@
 /* A graph's batch changed after import (pdnn_graph_set_batch). The ONNX
  * importer imports a model with a symbolic batch at two more batches and
  * fits every integer a node keeps (its output dims, a move node's
- * arguments, its pads) as a * batch + c; further imports check the fit.
+ * arguments, its pads) as a * batch + c; the import at the graph's own
+ * batch checks the fit.
  * Changing the batch then rewrites those integers in place: no file is
  * read or parsed again. A constant whose size follows the batch is kept
  * when it is one value repeated (ConstantOfShape's fill) and refilled.
@@ -64,7 +65,7 @@ static void slot_name(int s, char *buf, size_t len)
 
 /* n without what may differ between batches (pointers, the slots and the
  * broadcast flags, which follow the dims), for memcmp; loose: nor its
- * output's layout and rank (see pdnn__batch_plan_check). */
+ * output's layout and rank (see check_plan). */
 static void masked(const pdnn__node *n, pdnn__node *m, int loose)
 {
     memcpy(m, n, sizeof *m);
@@ -144,6 +145,8 @@ void pdnn__batch_plan_refuse(pdnn_graph *g, int64_t b0, const char *why)
         refuse(g->batch_plan, "%s", why);
 }
 
+static void check_plan(pdnn_graph *g0, const pdnn_graph *gk, int64_t bk);
+
 pdnn_status pdnn__batch_plan_fit(pdnn_graph *g0, int64_t b0, const pdnn_graph *ga, int64_t ba, const pdnn_graph *gb,
                                  int64_t bb)
 {
@@ -206,11 +209,12 @@ pdnn_status pdnn__batch_plan_fit(pdnn_graph *g0, int64_t b0, const pdnn_graph *g
             return pdnn__host_oom("pdnn_graph_import_onnx", "the batch plan", sizeof *p->fills);
         p->fills[p->n_fills++] = (batch_fill){i, va};
     }
-    pdnn__batch_plan_check(g0, g0, b0);
+    check_plan(g0, g0, b0);
     return PDNN_SUCCESS;
 }
 
-void pdnn__batch_plan_check(pdnn_graph *g0, const pdnn_graph *gk, int64_t bk)
+/* Checks g0's plan against the model imported at bk (gk). */
+static void check_plan(pdnn_graph *g0, const pdnn_graph *gk, int64_t bk)
 {
     pdnn__batch_plan *p = g0->batch_plan;
     if (!p || p->why[0])

@@ -17,9 +17,6 @@ void pdnn__batch_plan_free(pdnn__batch_plan *p);
 pdnn_status pdnn__batch_plan_fit(pdnn_graph *g0, int64_t b0, const pdnn_graph *ga, int64_t ba, const pdnn_graph *gb,
                                  int64_t bb);
 
-/* Checks g0's plan against the model imported at bk (gk). */
-void pdnn__batch_plan_check(pdnn_graph *g0, const pdnn_graph *gk, int64_t bk);
-
 /* Marks g0 as unable to change its batch, saying why (an import at another
  * batch failed). */
 void pdnn__batch_plan_refuse(pdnn_graph *g, int64_t b0, const char *why);

@@ -217,20 +217,25 @@ static int symbolic_batch(const Onnx__GraphProto *g)
 }
 
 /* g's batch plan (graph_batch.c): the model imported again, from the one
- * parse, at batches 2 and 3 for the fit, at 1 and 5 to check it. An
- * import that fails there leaves g at its batch, saying why. */
+ * parse, at two batches other than g's (the first two of 2, 3, 4) for the
+ * fit, which g's own batch then checks. Two imports, not more: each costs
+ * what the first did (the weights are copied each time). An import that
+ * fails there leaves g at its batch, saying why. */
 static pdnn_status plan_batches(Onnx__ModelProto *model, const char *dir, const pdnn_onnx_options *opts,
                                 pdnn_graph *g)
 {
-    const int64_t b0 = opts->batch > 0 ? opts->batch : 1, at[4] = {2, 3, 1, 5};
+    const int64_t b0 = opts->batch > 0 ? opts->batch : 1;
+    int64_t at[2];
+    for (int64_t b = 2, k = 0; k < 2; b++)
+        if (b != b0)
+            at[k++] = b;
     pdnn_graph *gs[2] = {NULL, NULL};
     pdnn_status st = PDNN_SUCCESS;
-    for (int k = 0; k < 4 && st == PDNN_SUCCESS; k++) {
+    for (int k = 0; k < 2; k++) {
         pdnn_onnx_options o = *opts;
         o.batch = at[k];
         pdnn_onnx_io io = {0};
-        pdnn_graph *gk = NULL;
-        if (import_parsed(model, dir, &o, &gk, &io) != PDNN_SUCCESS) {
+        if (import_parsed(model, dir, &o, &gs[k], &io) != PDNN_SUCCESS) {
             char why[512];
             snprintf(why, sizeof why, "the model's shape arithmetic does not hold at batch %lld (not affine in the "
                      "batch, or a batch it cannot take): importing it there fails: %s", (long long)at[k],
@@ -238,15 +243,9 @@ static pdnn_status plan_batches(Onnx__ModelProto *model, const char *dir, const 
             pdnn__batch_plan_refuse(g, b0, why);
             break;
         }
-        if (k < 2)
-            gs[k] = gk;
-        else
-            pdnn__batch_plan_check(g, gk, at[k]);
-        if (k == 1)
-            st = pdnn__batch_plan_fit(g, b0, gs[0], at[0], gs[1], at[1]);
-        if (k >= 2)
-            pdnn_graph_destroy(gk);
     }
+    if (gs[0] && gs[1])
+        st = pdnn__batch_plan_fit(g, b0, gs[0], at[0], gs[1], at[1]);
     pdnn_graph_destroy(gs[0]);
     pdnn_graph_destroy(gs[1]);
     return st;
