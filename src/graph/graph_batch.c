@@ -300,9 +300,13 @@ pdnn_status pdnn_graph_set_batch(pdnn_graph *g, int64_t batch)
                                                  "import; only the imported graph changes its batch", g->n - p->n);
     pdnn__node *nn = malloc(sizeof *nn * (size_t)(p->n ? p->n : 1));
     float **fd = calloc((size_t)(p->n_fills ? p->n_fills : 1), sizeof *fd);
-    pdnn_status st = nn && fd ? PDNN_SUCCESS : pdnn__host_oom("pdnn_graph_set_batch", "the new nodes",
-                                                              sizeof *nn * (size_t)p->n);
-    for (int i = 0; i < p->n && st == PDNN_SUCCESS; i++) {
+    if (!nn || !fd) {
+        free(nn);
+        free((void *)fd);
+        return pdnn__host_oom("pdnn_graph_set_batch", "the new nodes", sizeof *nn * (size_t)p->n);
+    }
+    pdnn_status st = PDNN_SUCCESS;
+    for (int i = 0; i < p->n; i++) {
         nn[i] = p->tmpl[i];
         nn[i].inputs = g->nodes[i].inputs;
         nn[i].data = g->nodes[i].data;
@@ -346,9 +350,9 @@ pdnn_status pdnn_graph_set_batch(pdnn_graph *g, int64_t batch)
         memcpy(g->nodes, nn, sizeof *nn * (size_t)p->n);
         g->batch_plan->batch = batch;
     }
-    for (int k = 0; fd && k < p->n_fills; k++)
+    for (int k = 0; k < p->n_fills; k++)
         free(fd[k]);
-    free(fd);
+    free((void *)fd);
     free(nn);
     return st;
 }
