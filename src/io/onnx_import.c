@@ -153,7 +153,7 @@ static pdnn_status import_parsed(Onnx__ModelProto *model, const char *dir, const
     im.fuse = !opts->no_fusion;
     im.layout = opts->layout;
     im.absorbed = calloc(im.g->n_node + 1, 1);
-    if (!im.absorbed || (st = pdnn_graph_create(&im.graph)) != PDNN_SUCCESS) {
+    if (!im.absorbed || pdnn_graph_create(&im.graph) != PDNN_SUCCESS) {
         st = FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
         goto done;
     }
