@@ -291,6 +291,26 @@ static int read_images(const cli_strs *paths, const pdnn_tensor_desc *d, int ran
     return 0;
 }
 
+/* Input node's tensor on its session device: given's n floats, or random
+ * ones (from state) when given is NULL. */
+static int feed_input(pdnn_session *s, pdnn_node node, const pdnn_tensor_desc *d, const float *given,
+                      uint64_t *state, pdnn_tensor **out)
+{
+    const int64_t n = pdnn_tensor_desc_elements(d);
+    float *host = given ? NULL : malloc((size_t)n * sizeof *host);
+    if (!given && !host)
+        return cli_host_oom("run", "an input", (uint64_t)n * sizeof *host);
+    if (host)
+        fill_random(host, n, state);
+    pdnn_device *dev = NULL;
+    int rc = 0;
+    if (pdnn_session_node_device(s, node, &dev) != PDNN_SUCCESS || pdnn_tensor_create(dev, d, out) != PDNN_SUCCESS ||
+        pdnn_tensor_write(*out, given ? given : host, (size_t)n * sizeof *host) != PDNN_SUCCESS)
+        rc = cli_fail("creating an input");
+    free(host);
+    return rc;
+}
+
 /* --batches: the imported graph run at each batch in turn
  * (pdnn_graph_set_batch, a session per batch), input 0 the first rows of
  * x when given, else random like the others; output 0 of each batch to
@@ -325,9 +345,7 @@ static int run_batches(pdnn_graph *g, const pdnn_onnx_io *io, const pdnn_session
             rc = cli_fail("creating the session");
         for (int i = 0; i < io->n_inputs && !rc; i++) {
             pdnn_tensor_desc d;
-            pdnn_device *dev = NULL;
             pdnn_graph_node_desc(g, io->inputs[i], &d);
-            const int64_t n = pdnn_tensor_desc_elements(&d);
             int64_t want[PDNN_MAX_RANK];
             const int r = real_shape(&d, io->input_rank[i], want);
             int fits = i == 0 && x && x->ndim == r && r > 0 && x->shape[0] >= b;
@@ -340,19 +358,7 @@ static int run_batches(pdnn_graph *g, const pdnn_onnx_io *io, const pdnn_session
                 rc = EXIT_RUNTIME;
                 break;
             }
-            float *host = fits ? x->data : malloc((size_t)n * sizeof *host);
-            if (!host) {
-                rc = cli_host_oom("run", "an input", (uint64_t)n * sizeof *host);
-                break;
-            }
-            if (!fits)
-                fill_random(host, n, &state);
-            if (pdnn_session_node_device(s, io->inputs[i], &dev) != PDNN_SUCCESS ||
-                pdnn_tensor_create(dev, &d, &feeds[i]) != PDNN_SUCCESS ||
-                pdnn_tensor_write(feeds[i], host, (size_t)n * sizeof *host) != PDNN_SUCCESS)
-                rc = cli_fail("creating an input");
-            if (!fits)
-                free(host);
+            rc = feed_input(s, io->inputs[i], &d, fits ? x->data : NULL, &state, &feeds[i]);
         }
         double total = 0.0;
         for (int it = 0; it < warmup + iters && !rc; it++) {
@@ -588,7 +594,6 @@ int cmd_run(int argc, char **argv)
         printf("random inputs in [-1, 1), seed %d\n", seed);
     for (int i = 0; i < io.n_inputs && !rc; i++) {
         pdnn_tensor_desc d;
-        pdnn_device *dev = NULL;
         pdnn_graph_node_desc(g, io.inputs[i], &d);
         int64_t n = pdnn_tensor_desc_elements(&d);
         if (input && i == 0) {
@@ -605,20 +610,7 @@ int cmd_run(int argc, char **argv)
                 break;
             }
         }
-        float *given = i > 0 ? NULL : input ? x.data : ix;
-        float *host = given ? given : malloc((size_t)n * sizeof *host);
-        if (!host) {
-            rc = cli_host_oom("run", "an input", (uint64_t)n * sizeof *host);
-            break;
-        }
-        if (!given)
-            fill_random(host, n, &state);
-        if (pdnn_session_node_device(s, io.inputs[i], &dev) != PDNN_SUCCESS ||
-            pdnn_tensor_create(dev, &d, &feeds[i]) != PDNN_SUCCESS ||
-            pdnn_tensor_write(feeds[i], host, (size_t)n * sizeof *host) != PDNN_SUCCESS)
-            rc = cli_fail("creating an input");
-        if (!given)
-            free(host);
+        rc = feed_input(s, io.inputs[i], &d, i > 0 ? NULL : input ? x.data : ix, &state, &feeds[i]);
     }
     double per_run = 0.0;
     times = malloc(sizeof *times * (size_t)iters);
