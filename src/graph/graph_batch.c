@@ -287,8 +287,8 @@ pdnn_status pdnn_graph_set_batch(pdnn_graph *g, int64_t batch)
                            (long long)batch, INT32_MAX);
     if (!p)
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "pdnn_graph_set_batch: the graph was not imported from an ONNX "
-                                                 "model with a symbolic batch dim (import it with options.batch "
-                                                 "= %lld instead)", (long long)batch);
+                                                 "model with a symbolic batch dim, or was imported trainable (import "
+                                                 "it with options.batch = %lld instead)", (long long)batch);
     if (batch == p->batch)
         return PDNN_SUCCESS;
     if (p->why[0])
