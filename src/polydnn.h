@@ -1200,7 +1200,8 @@ PDNN_API pdnn_status pdnn_graph_flatten(pdnn_graph *g, const char *name, const c
 
 typedef struct pdnn_onnx_options {
     /* > 0: the first dim of every graph input (the batch), overriding the
-     * file's; 0: the file's (a symbolic batch dim becomes 1). */
+     * file's; 0: the file's (a symbolic batch dim becomes 1). A symbolic
+     * batch can change later: pdnn_graph_set_batch. */
     int64_t batch;
     /* Directory that external-data tensors of a model given as a buffer
      * are read from; NULL: such a model is refused. A model given by path

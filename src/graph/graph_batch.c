@@ -168,7 +168,7 @@ pdnn_status pdnn__batch_plan_fit(pdnn_graph *g0, int64_t b0, const pdnn_graph *g
         return pdnn__host_oom("pdnn_graph_import_onnx", "the batch plan", sizeof *p->tmpl * (size_t)g0->n);
     for (int i = 0; i < g0->n && !p->why[0]; i++) {
         const pdnn__node *x = &ga->nodes[i], *y = &gb->nodes[i];
-        p->tmpl[i] = *x;
+        memcpy(&p->tmpl[i], x, sizeof *x); /* padding too: nodes are compared with memcmp */
         p->tmpl[i].inputs = NULL;
         p->tmpl[i].data = NULL;
         const pdnn__node *z = &g0->nodes[i];
@@ -228,7 +228,8 @@ static void check_plan(pdnn_graph *g0, const pdnn_graph *gk, int64_t bk)
     int k = 0;
     for (int i = 0; i < p->n; i++) {
         const pdnn__node *t = &p->tmpl[i], *y = &gk->nodes[i];
-        pdnn__node want = *t;
+        pdnn__node want;
+        memcpy(&want, t, sizeof want);
         want.inputs = g0->nodes[i].inputs;
         want.n_inputs = g0->nodes[i].n_inputs;
         for (; k < p->n_slots && p->slots[k].node == i; k++)
