@@ -182,7 +182,9 @@ pdnn_status pdnn__batch_plan_fit(pdnn_graph *g0, int64_t b0, const pdnn_graph *g
             const int64_t va = slot_val(x, s), vb = slot_val(y, s);
             if (va == vb)
                 continue;
-            if ((vb - va) % (bb - ba)) {
+            int64_t d, ab, c;
+            if (__builtin_sub_overflow(vb, va, &d) || d % (bb - ba) || __builtin_mul_overflow(d / (bb - ba), ba, &ab) ||
+                __builtin_sub_overflow(va, ab, &c)) {
                 char sn[32];
                 slot_name(s, sn, sizeof sn);
                 refuse(p, "node '%s' (%s): its %s is %lld at batch %lld and %lld at batch %lld, not a * batch + c",
@@ -191,8 +193,7 @@ pdnn_status pdnn__batch_plan_fit(pdnn_graph *g0, int64_t b0, const pdnn_graph *g
             }
             if (!grow((void **)&p->slots, &p->cap_slots, p->n_slots, sizeof *p->slots))
                 return pdnn__host_oom("pdnn_graph_import_onnx", "the batch plan", sizeof *p->slots);
-            const int64_t a = (vb - va) / (bb - ba);
-            p->slots[p->n_slots++] = (batch_slot){i, s, a, va - a * ba};
+            p->slots[p->n_slots++] = (batch_slot){i, s, d / (bb - ba), c};
         }
         if (!x->data)
             continue;
@@ -233,7 +234,10 @@ static void check_plan(pdnn_graph *g0, const pdnn_graph *gk, int64_t bk)
         want.inputs = g0->nodes[i].inputs;
         want.n_inputs = g0->nodes[i].n_inputs;
         for (; k < p->n_slots && p->slots[k].node == i; k++)
-            *slot_of(&want, p->slots[k].slot) = p->slots[k].a * bk + p->slots[k].c;
+            if (__builtin_mul_overflow(p->slots[k].a, bk, slot_of(&want, p->slots[k].slot)) ||
+                __builtin_add_overflow(slot_val(&want, p->slots[k].slot), p->slots[k].c,
+                                       slot_of(&want, p->slots[k].slot)))
+                *slot_of(&want, p->slots[k].slot) = -1; /* no value the import can hold: a mismatch */
         /* An import at batch 1 may keep a value in another form (a
          * constant {1, K} as NCHW, not N-d; an Add of it as a bias): its
          * elements must agree, or, where the op differs, its inputs. The
