@@ -565,3 +565,38 @@ Test(onnx, deep_nesting_is_refused_not_a_stack_overflow)
     cr_assert(strstr(pdnn_last_error(), "nested deeper than"), "%s", pdnn_last_error());
     free(buf);
 }
+
+Test(onnx, a_symbolic_batch_changes_without_importing_again)
+{
+    built b;
+    build(&b, "Relu");
+    b.xd[0].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+    b.xd[0].dim_param = "N";
+    pdnn_graph *g = NULL;
+    pdnn_onnx_io io;
+    cr_assert_eq(import(&b, NULL, &g, &io), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_desc d;
+    cr_assert_eq(pdnn_graph_node_desc(g, io.inputs[0], &d), PDNN_SUCCESS);
+    cr_assert_eq(d.dims[0], 1);
+    cr_assert_eq(pdnn_graph_set_batch(g, 3), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_node_desc(g, io.inputs[0], &d), PDNN_SUCCESS);
+    cr_assert_eq(d.dims[0], 3);
+    cr_assert_eq(pdnn_graph_node_desc(g, io.outputs[0], &d), PDNN_SUCCESS);
+    cr_assert(d.dims[0] == 3 && d.dims[1] == 3 && d.dims[2] == 4 && d.dims[3] == 4);
+    cr_assert_eq(pdnn_graph_set_batch(g, 1), PDNN_SUCCESS, "%s", pdnn_last_error());
+    check_runs(g, &io); /* back at batch 1, the values are the import's */
+    cr_assert_eq(pdnn_graph_set_batch(g, 0), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(pdnn_graph_set_batch(NULL, 2), PDNN_ERR_INVALID_ARGUMENT);
+    /* a node added after the import: the plan no longer covers the graph */
+    pdnn_node r;
+    cr_assert_eq(pdnn_graph_relu(g, "extra", NULL, io.outputs[0], &r), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_set_batch(g, 2), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "added to the graph after the import"), "%s", pdnn_last_error());
+    pdnn_graph_destroy(g);
+    /* a fixed batch in the file: no plan, and the way round named */
+    build(&b, "Relu");
+    cr_assert_eq(import(&b, NULL, &g, &io), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_graph_set_batch(g, 2), PDNN_ERR_UNSUPPORTED);
+    cr_assert(strstr(pdnn_last_error(), "options.batch = 2"), "%s", pdnn_last_error());
+    pdnn_graph_destroy(g);
+}

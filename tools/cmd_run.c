@@ -291,11 +291,130 @@ static int read_images(const cli_strs *paths, const pdnn_tensor_desc *d, int ran
     return 0;
 }
 
+/* Input node's tensor on its session device: given's n floats, or random
+ * ones (from state) when given is NULL. */
+static int feed_input(pdnn_session *s, pdnn_node node, const pdnn_tensor_desc *d, const float *given,
+                      uint64_t *state, pdnn_tensor **out)
+{
+    const int64_t n = pdnn_tensor_desc_elements(d);
+    float *host = given ? NULL : malloc((size_t)n * sizeof *host);
+    if (!given && !host)
+        return cli_host_oom("run", "an input", (uint64_t)n * sizeof *host);
+    if (host)
+        fill_random(host, n, state);
+    pdnn_device *dev = NULL;
+    int rc = 0;
+    if (pdnn_session_node_device(s, node, &dev) != PDNN_SUCCESS || pdnn_tensor_create(dev, d, out) != PDNN_SUCCESS ||
+        pdnn_tensor_write(*out, given ? given : host, (size_t)n * sizeof *host) != PDNN_SUCCESS)
+        rc = cli_fail("creating an input");
+    free(host);
+    return rc;
+}
+
+/* --batches: the imported graph run at each batch in turn
+ * (pdnn_graph_set_batch, a session per batch), input 0 the first rows of
+ * x when given, else random like the others; output 0 of each batch to
+ * out "-b<N>" before its ".npy" when out is given. */
+static int run_batches(pdnn_graph *g, const pdnn_onnx_io *io, const pdnn_session_config *cfg, const char *list,
+                       const npy_array *x, int iters, int warmup, int seed, const char *out)
+{
+    long bs[64];
+    int n_bs = 0;
+    for (const char *p = list;; p++) {
+        char *end = NULL;
+        const long b = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',') || b < 1 || b > 1 << 20 || n_bs == 64) {
+            fprintf(stderr, "polydnn run: --batches '%s' is not a comma-separated list of at most 64 batch sizes "
+                            "from 1 to %d\n", list, 1 << 20);
+            return EXIT_USAGE;
+        }
+        bs[n_bs++] = b;
+        if (!*(p = end))
+            break;
+    }
+    int rc = 0;
+    uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)seed;
+    for (int j = 0; j < n_bs && !rc; j++) {
+        const long b = bs[j];
+        if (pdnn_graph_set_batch(g, b) != PDNN_SUCCESS)
+            return cli_fail("changing the batch");
+        pdnn_session *s = NULL;
+        pdnn_tensor *feeds[PDNN_ONNX_MAX_IO] = {0}, *fetched[PDNN_ONNX_MAX_IO] = {0};
+        float *y = NULL;
+        if (pdnn_session_create(g, cfg, &s) != PDNN_SUCCESS)
+            rc = cli_fail("creating the session");
+        for (int i = 0; i < io->n_inputs && !rc; i++) {
+            pdnn_tensor_desc d;
+            pdnn_graph_node_desc(g, io->inputs[i], &d);
+            int64_t want[PDNN_MAX_RANK];
+            const int r = real_shape(&d, io->input_rank[i], want);
+            int fits = i == 0 && x && x->ndim == r && r > 0 && x->shape[0] >= b;
+            for (int k = 1; fits && k < r; k++)
+                fits = x->shape[k] == want[k];
+            if (i == 0 && x && !fits) {
+                char dims[PDNN_MAX_RANK * 22 + 2];
+                fprintf(stderr, "polydnn run: --input's shape does not hold batch %ld of input '%s' (%s)\n", b,
+                        pdnn_graph_node_name(g, io->inputs[i]), dims_text(want, r, "x", dims, sizeof dims));
+                rc = EXIT_RUNTIME;
+                break;
+            }
+            rc = feed_input(s, io->inputs[i], &d, fits ? x->data : NULL, &state, &feeds[i]);
+        }
+        double total = 0.0;
+        for (int it = 0; it < warmup + iters && !rc; it++) {
+            for (int k = 0; k < io->n_outputs; k++) {
+                pdnn_tensor_release(fetched[k]);
+                fetched[k] = NULL;
+            }
+            const double t = now_ms();
+            if (pdnn_session_run(s, io->inputs, feeds, io->n_inputs, io->outputs, io->n_outputs, fetched) !=
+                    PDNN_SUCCESS ||
+                pdnn_device_synchronize(pdnn_tensor_device(fetched[0])) != PDNN_SUCCESS)
+                rc = cli_fail("running the model");
+            total += it >= warmup ? now_ms() - t : 0.0;
+        }
+        pdnn_tensor_desc yd;
+        int64_t ys[PDNN_MAX_RANK], ny = 0;
+        int yr = 0;
+        if (!rc) {
+            pdnn_tensor_get_desc(fetched[0], &yd);
+            ny = pdnn_tensor_desc_elements(&yd);
+            yr = real_shape(&yd, io->output_rank[0], ys);
+            if (!(y = malloc((size_t)ny * sizeof *y)))
+                rc = cli_host_oom("run", "the output", (uint64_t)ny * sizeof *y);
+            else if (pdnn_tensor_read(fetched[0], y, (size_t)ny * sizeof *y) != PDNN_SUCCESS)
+                rc = cli_fail("reading the output");
+        }
+        if (!rc) {
+            char yt[PDNN_MAX_RANK * 22 + 2];
+            const double ms = total / iters;
+            printf("batch %ld: output %s, %.3f ms per run (mean of %d), %.1f images/s\n", b,
+                   dims_text(ys, yr, "x", yt, sizeof yt), ms, iters, ms > 0 ? 1e3 * (double)b / ms : 0.0);
+        }
+        if (!rc && out) {
+            char path[4096], err[512];
+            const size_t len = strlen(out), stem = len > 4 && !strcmp(out + len - 4, ".npy") ? len - 4 : len;
+            snprintf(path, sizeof path, "%.*s-b%ld.npy", (int)stem, out, b);
+            if (npy_write(path, yr, ys, y, err, sizeof err) != PDNN_SUCCESS) {
+                fprintf(stderr, "polydnn run: --output %s: %s\n", path, err);
+                rc = EXIT_RUNTIME;
+            }
+        }
+        free(y);
+        for (int k = 0; k < PDNN_ONNX_MAX_IO; k++) {
+            pdnn_tensor_release(fetched[k]);
+            pdnn_tensor_release(feeds[k]);
+        }
+        pdnn_session_destroy(s);
+    }
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
     const char *output = NULL, *device = NULL, *fraction = NULL, *layout = NULL, *seed_text = NULL;
-    const char *scale = NULL, *mean = NULL, *std = NULL, *labels_path = NULL;
+    const char *scale = NULL, *mean = NULL, *std = NULL, *labels_path = NULL, *batches = NULL;
     static cli_strs inputs; /* static: 8 KiB of names */
     int batch = 0, iters = 10, warmup = 1, log = 0, stats = 0, seed = 0, profile = 0, growth = 0, no_fusion = 0,
         json = 0, resize = 0, stretch = 0, top = 5;
@@ -304,6 +423,9 @@ int cmd_run(int argc, char **argv)
                                            "(PNG, JPEG; repeated: one per image of the batch)"},
         {0, "output", OPT_STR, &output, 0, "y.npy: write the (first) output"},
         {'n', "batch", OPT_INT, &batch, 1, "batch size for random inputs (default: the file's, symbolic -> 1)"},
+        {0, "batches", OPT_STR, &batches, 0, "N,M,...: import once, then run at each batch in turn (a model with a "
+                                             "symbolic batch; --input x.npy gives its first rows; --output y.npy "
+                                             "writes y-bN.npy)"},
         {'d', "device", OPT_STR, &device, 0, "run every node on this device, e.g. /cpu:0 (default: placed)"},
         {'i', "iters", OPT_INT, &iters, 1, "timed runs after the warm-up (default 10)"},
         {0, "warmup", OPT_INT, &warmup, 1, "untimed runs first (default 1; the first run builds kernels and "
@@ -372,6 +494,10 @@ int cmd_run(int argc, char **argv)
             return EXIT_RUNTIME;
         }
     }
+    if (batches && (images || batch || labels_path || profile || json)) {
+        fprintf(stderr, "polydnn run: --batches takes neither image inputs, --batch, --labels, --profile nor --json\n");
+        return EXIT_USAGE;
+    }
     if (images && batch && batch != inputs.n) {
         fprintf(stderr, "polydnn run: --batch %d differs from the %d image file%s given\n", batch, inputs.n,
                 inputs.n == 1 ? "" : "s");
@@ -425,6 +551,12 @@ int cmd_run(int argc, char **argv)
         return cli_fail("importing the model");
     }
     double t_import = now_ms() - t0;
+    if (batches) {
+        rc = run_batches(g, &io, &cfg, batches, input ? &x : NULL, iters, warmup, seed, output);
+        pdnn_graph_destroy(g);
+        npy_free(&x);
+        return rc;
+    }
     cfg.log_device_placement = log;
     cfg.profile = profile;
     pdnn_session *s = NULL;
@@ -462,7 +594,6 @@ int cmd_run(int argc, char **argv)
         printf("random inputs in [-1, 1), seed %d\n", seed);
     for (int i = 0; i < io.n_inputs && !rc; i++) {
         pdnn_tensor_desc d;
-        pdnn_device *dev = NULL;
         pdnn_graph_node_desc(g, io.inputs[i], &d);
         int64_t n = pdnn_tensor_desc_elements(&d);
         if (input && i == 0) {
@@ -479,20 +610,7 @@ int cmd_run(int argc, char **argv)
                 break;
             }
         }
-        float *given = i > 0 ? NULL : input ? x.data : ix;
-        float *host = given ? given : malloc((size_t)n * sizeof *host);
-        if (!host) {
-            rc = cli_host_oom("run", "an input", (uint64_t)n * sizeof *host);
-            break;
-        }
-        if (!given)
-            fill_random(host, n, &state);
-        if (pdnn_session_node_device(s, io.inputs[i], &dev) != PDNN_SUCCESS ||
-            pdnn_tensor_create(dev, &d, &feeds[i]) != PDNN_SUCCESS ||
-            pdnn_tensor_write(feeds[i], host, (size_t)n * sizeof *host) != PDNN_SUCCESS)
-            rc = cli_fail("creating an input");
-        if (!given)
-            free(host);
+        rc = feed_input(s, io.inputs[i], &d, i > 0 ? NULL : input ? x.data : ix, &state, &feeds[i]);
     }
     double per_run = 0.0;
     times = malloc(sizeof *times * (size_t)iters);

@@ -286,6 +286,7 @@ _session_create = _fn("pdnn_session_create", _c_int, _vp, _P(_SessionConfig), _P
 _onnx_options_init = _fn("pdnn_onnx_options_init", None, _P(_OnnxOptions))
 _graph_import_onnx = _fn("pdnn_graph_import_onnx", _c_int, _cp, _vp, ctypes.c_size_t, _P(_OnnxOptions), _P(_vp),
                          _P(_OnnxIO))
+_graph_set_batch = _fn("pdnn_graph_set_batch", _c_int, _vp, ctypes.c_int64)
 
 
 class _OnnxTraining(ctypes.Structure):
@@ -2278,11 +2279,21 @@ class OnnxModel:
     Outputs keep the file's rank (a matrix output is a (rows, cols) Tensor,
     a view of the graph's {rows, cols, 1, 1} node). The graph, the session and their placements are
     those of Graph and Session: log_device_placement and
-    allow_soft_placement work as there."""
+    allow_soft_placement work as there.
 
-    def __init__(self, graph, io, session):
+    A model exported with a symbolic batch runs at any batch: an input
+    whose first dim differs from the graph's moves the graph to that batch
+    (pdnn_graph_set_batch, without importing the file again) and runs it in
+    a session for that batch (the last few are kept)."""
+
+    _KEPT_SESSIONS = 4
+
+    def __init__(self, graph, io, session, session_args=None):
         self.graph = graph
         self.session = session
+        self._session_args = session_args or {}
+        self._batch = None
+        self._sessions = {}
         self.inputs = [Node(graph, io.inputs[i]) for i in range(io.n_inputs)]
         self.outputs = [Node(graph, io.outputs[i]) for i in range(io.n_outputs)]
         self._in_rank = [io.input_rank[i] for i in range(io.n_inputs)]
@@ -2324,6 +2335,8 @@ class OnnxModel:
         missing = [names[i] for i in range(len(names)) if i not in feed]
         if missing:
             raise ValueError("polydnn: no value for the model's input(s) %s" % (", ".join(missing),))
+        if 0 in feed and self._in_rank[0] > 0:
+            self._to_batch(feed[0])
         out = self.session.run(self.outputs, {self.inputs[i]: self._value(i, v) for i, v in feed.items()})
         # The file's rank: the importer holds ranks 1 to 3 in image-layout nodes
         # (a matrix as {rows, cols, 1, 1}); a view gives them their shape.
@@ -2332,6 +2345,29 @@ class OnnxModel:
         if as_numpy:
             out = [t.numpy() for t in out]
         return out[0] if len(out) == 1 else out
+
+    def _to_batch(self, v):
+        # The first input's first dim is the batch; another one than the
+        # graph's moves the graph, and the session is the one for that batch.
+        shape = getattr(v, "shape", None)
+        if shape is None:
+            shape = _numpy("an input").shape(v)
+        if len(shape) == 0:
+            return
+        b, cur = int(shape[0]), self.inputs[0].shape[0]
+        if b == cur:
+            return
+        if self._batch is None:
+            self._batch = cur
+            self._sessions[cur] = self.session
+        _check(_graph_set_batch(self.graph._h, b))
+        sess = self._sessions.pop(b, None)
+        if sess is None:
+            sess = Session(self.graph, **self._session_args)
+        self._sessions[b] = sess  # the newest last: the first is dropped when too many
+        while len(self._sessions) > self._KEPT_SESSIONS:
+            self._sessions.pop(next(iter(self._sessions)))
+        self.session = sess
 
     def __repr__(self):
         return "OnnxModel(inputs=%s, outputs=%s)" % (self.input_names, self.output_names)
@@ -2536,7 +2572,8 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
     a model given as bytes reads external data from (None: such a model is
     refused); a path reads it from its own folder. device: every node's
     requested device (None: the session places them); batch: the first
-    dim of every input (None: the file's; a symbolic one becomes 1);
+    dim of every input (None: the file's; a symbolic one becomes 1; a
+    model with a symbolic batch then runs at any batch it is called with);
     fusion=False keeps each Relu a node of its own (debugging);
     data_format="NHWC" runs the network in NHWC inside (inputs and
     outputs stay NCHW, as in the file).
@@ -2587,9 +2624,10 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
         training = _OnnxTraining()
         _check(_graph_add_training(h, ctypes.byref(io), _LOSSES[loss], ctypes.byref(p), ctypes.byref(training)))
     g._meta = {i: (device or "", None) for i in range(len(g))}
-    sess = Session(g, context=context, log_device_placement=log_device_placement,
-                   allow_soft_placement=allow_soft_placement, log=log)
+    session_args = dict(context=context, log_device_placement=log_device_placement,
+                        allow_soft_placement=allow_soft_placement, log=log)
+    sess = Session(g, **session_args)
     if trainable:
         path = None if isinstance(model, (bytes, bytearray, memoryview)) else os.fspath(model)
         return TrainableOnnxModel(g, io, sess, training, path, _LOSSES[loss])
-    return OnnxModel(g, io, sess)
+    return OnnxModel(g, io, sess, session_args)

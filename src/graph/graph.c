@@ -1,5 +1,6 @@
 /* Building a graph: nodes, TensorFlow-style names, shape inference. */
 #include "graph/graph.h"
+#include "graph/graph_batch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@ void pdnn_graph_destroy(pdnn_graph *g)
         free(g->nodes[i].data);
     }
     free(g->nodes);
+    pdnn__batch_plan_free(g->batch_plan);
     free(g);
 }
 

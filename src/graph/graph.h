@@ -98,6 +98,7 @@ struct pdnn_graph {
     pdnn__node *nodes;
     int n, cap;
     int train_allreduce; /* a trainable import's pdnn_onnx_options.distributed: add_training all-reduces */
+    struct pdnn__batch_plan *batch_plan; /* graph_batch.c: how an import's nodes follow the batch; NULL: none */
 };
 
 /* Ops that produce no value (fetching them runs them and gives NULL). */

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "graph/graph.h"
+#include "graph/graph_batch.h"
 #include "polydnn.h"
 
 #include <string.h>
@@ -133,69 +134,15 @@ static pdnn_status import_outputs(importer *im, pdnn_onnx_io *io)
     return PDNN_SUCCESS;
 }
 
-pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t size,
-                                   const pdnn_onnx_options *opts, pdnn_graph **out, pdnn_onnx_io *io)
+/* One import of the parsed model (its graph present) with opts. */
+static pdnn_status import_parsed(Onnx__ModelProto *model, const char *dir, const pdnn_onnx_options *opts,
+                                 pdnn_graph **out, pdnn_onnx_io *io)
 {
-    if (!out)
-        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: out is NULL");
-    *out = NULL;
-    if (!path == !data)
-        return FAIL(PDNN_ERR_INVALID_ARGUMENT,
-                           "pdnn_graph_import_onnx: give exactly one of path and data (got %s)",
-                           path ? "both" : "neither");
-    pdnn_onnx_options defaults;
-    pdnn_onnx_options_init(&defaults);
-    if (!opts)
-        opts = &defaults;
-    if (opts->batch < 0)
-        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: options.batch %lld is negative",
-                           (long long)opts->batch);
-    if (opts->layout != PDNN_NCHW && opts->layout != PDNN_NHWC)
-        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: options.layout %d is neither NCHW (%d) nor "
-                    "NHWC (%d)", (int)opts->layout, (int)PDNN_NCHW, (int)PDNN_NHWC);
-    pdnn_onnx_io local_io;
-    if (!io)
-        io = &local_io;
-    memset(io, 0, sizeof *io);
-
-    uint8_t *buf = NULL;
-    size_t len = size;
-    char dir[PATH_MAX];
     importer im = {0};
     pdnn_status st = PDNN_SUCCESS;
-    if (path) {
-        if ((st = pdnn__onnx_read_file(path, &buf, &len)) != PDNN_SUCCESS)
-            return st;
-        const char *slash = strrchr(path, '/');
-        size_t dl = slash ? (size_t)(slash - path) : 1;
-        if (dl >= sizeof dir)
-            dl = sizeof dir - 1;
-        memcpy(dir, slash ? path : ".", dl);
-        dir[dl] = 0;
-        if (slash && dl == 0)
-            strcpy(dir, "/");
-        im.dir = dir;
-    } else {
-        if (size > MAX_MODEL_BYTES)
-            return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: the buffer is larger than 2 GiB");
-        im.dir = opts->base_dir;
-    }
-    const uint8_t *bytes = path ? buf : data;
-    if (!pdnn__onnx_nesting_ok(&onnx__model_proto__descriptor, bytes, bytes + len, 0)) {
-        free(buf);
-        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s is not a valid ONNX model (malformed protobuf, "
-                    "or messages nested deeper than %d)", path ? path : "the buffer", MAX_DEPTH);
-    }
-    im.model = onnx__model_proto__unpack(NULL, len, bytes);
-    free(buf);
-    if (!im.model)
-        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s is not a valid ONNX model (the protobuf "
-                           "does not parse: truncated or not ONNX)", path ? path : "the buffer");
+    im.dir = dir;
+    im.model = model;
     im.g = im.model->graph;
-    if (!im.g) {
-        st = FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s has no graph", path ? path : "the buffer");
-        goto done;
-    }
     im.opset = 1;
     for (size_t i = 0; i < im.model->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *o = im.model->opset_import[i];
@@ -206,7 +153,7 @@ pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t si
     im.fuse = !opts->no_fusion;
     im.layout = opts->layout;
     im.absorbed = calloc(im.g->n_node + 1, 1);
-    if (!im.absorbed || (st = pdnn_graph_create(&im.graph)) != PDNN_SUCCESS) {
+    if (!im.absorbed || pdnn_graph_create(&im.graph) != PDNN_SUCCESS) {
         st = FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
         goto done;
     }
@@ -243,7 +190,6 @@ done:
     free(im.vals);
     free(im.absorbed);
     pdnn__onnx_train_end(&im);
-    onnx__model_proto__free_unpacked(im.model, NULL);
     if (st != PDNN_SUCCESS) {
         pdnn_graph_destroy(im.graph);
         memset(io, 0, sizeof *io);
@@ -251,6 +197,129 @@ done:
     }
     *out = im.graph;
     return PDNN_SUCCESS;
+}
+
+/* Whether some graph input (not an initializer) has a symbolic first dim. */
+static int symbolic_batch(const Onnx__GraphProto *g)
+{
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        int init = 0;
+        for (size_t k = 0; k < g->n_initializer && !init; k++)
+            init = vi->name && g->initializer[k]->name && strcmp(vi->name, g->initializer[k]->name) == 0;
+        const Onnx__TypeProto *t = vi->type;
+        if (!init && t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type &&
+            t->tensor_type->shape && t->tensor_type->shape->n_dim > 0 &&
+            t->tensor_type->shape->dim[0]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            return 1;
+    }
+    return 0;
+}
+
+/* g's batch plan (graph_batch.c): the model imported again, from the one
+ * parse, at two batches other than g's (the first two of 2, 3, 4) for the
+ * fit, which g's own batch then checks. Two imports, not more: each costs
+ * what the first did (the weights are copied each time). An import that
+ * fails there leaves g at its batch, saying why. */
+static pdnn_status plan_batches(Onnx__ModelProto *model, const char *dir, const pdnn_onnx_options *opts,
+                                pdnn_graph *g)
+{
+    const int64_t b0 = opts->batch > 0 ? opts->batch : 1;
+    int64_t at[2];
+    for (int64_t b = 2, k = 0; k < 2; b++)
+        if (b != b0)
+            at[k++] = b;
+    pdnn_graph *gs[2] = {NULL, NULL};
+    pdnn_status st = PDNN_SUCCESS;
+    for (int k = 0; k < 2; k++) {
+        pdnn_onnx_options o = *opts;
+        o.batch = at[k];
+        pdnn_onnx_io io = {0};
+        if (import_parsed(model, dir, &o, &gs[k], &io) != PDNN_SUCCESS) {
+            char why[512];
+            snprintf(why, sizeof why, "the model's shape arithmetic does not hold at batch %lld (not affine in the "
+                     "batch, or a batch it cannot take): importing it there fails: %s", (long long)at[k],
+                     pdnn_last_error());
+            pdnn__batch_plan_refuse(g, b0, why);
+            break;
+        }
+    }
+    if (gs[0] && gs[1])
+        st = pdnn__batch_plan_fit(g, b0, gs[0], at[0], gs[1], at[1]);
+    pdnn_graph_destroy(gs[0]);
+    pdnn_graph_destroy(gs[1]);
+    return st;
+}
+
+pdnn_status pdnn_graph_import_onnx(const char *path, const void *data, size_t size,
+                                   const pdnn_onnx_options *opts, pdnn_graph **out, pdnn_onnx_io *io)
+{
+    if (!out)
+        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: out is NULL");
+    *out = NULL;
+    if (!path == !data)
+        return FAIL(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_graph_import_onnx: give exactly one of path and data (got %s)",
+                           path ? "both" : "neither");
+    pdnn_onnx_options defaults;
+    pdnn_onnx_options_init(&defaults);
+    if (!opts)
+        opts = &defaults;
+    if (opts->batch < 0)
+        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: options.batch %lld is negative",
+                           (long long)opts->batch);
+    if (opts->layout != PDNN_NCHW && opts->layout != PDNN_NHWC)
+        return FAIL(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_import_onnx: options.layout %d is neither NCHW (%d) nor "
+                    "NHWC (%d)", (int)opts->layout, (int)PDNN_NCHW, (int)PDNN_NHWC);
+    pdnn_onnx_io local_io;
+    if (!io)
+        io = &local_io;
+    memset(io, 0, sizeof *io);
+
+    uint8_t *buf = NULL;
+    size_t len = size;
+    char dir[PATH_MAX];
+    if (path) {
+        pdnn_status st = pdnn__onnx_read_file(path, &buf, &len);
+        if (st != PDNN_SUCCESS)
+            return st;
+        const char *slash = strrchr(path, '/');
+        size_t dl = slash ? (size_t)(slash - path) : 1;
+        if (dl >= sizeof dir)
+            dl = sizeof dir - 1;
+        memcpy(dir, slash ? path : ".", dl);
+        dir[dl] = 0;
+        if (slash && dl == 0)
+            strcpy(dir, "/");
+    } else if (size > MAX_MODEL_BYTES) {
+        return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: the buffer is larger than 2 GiB");
+    }
+    const uint8_t *bytes = path ? buf : data;
+    if (!pdnn__onnx_nesting_ok(&onnx__model_proto__descriptor, bytes, bytes + len, 0)) {
+        free(buf);
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s is not a valid ONNX model (malformed protobuf, "
+                    "or messages nested deeper than %d)", path ? path : "the buffer", MAX_DEPTH);
+    }
+    Onnx__ModelProto *model = onnx__model_proto__unpack(NULL, len, bytes);
+    free(buf);
+    if (!model)
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s is not a valid ONNX model (the protobuf "
+                           "does not parse: truncated or not ONNX)", path ? path : "the buffer");
+    if (!model->graph) {
+        onnx__model_proto__free_unpacked(model, NULL);
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: %s has no graph", path ? path : "the buffer");
+    }
+    const char *where = path ? dir : opts->base_dir;
+    pdnn_status st = import_parsed(model, where, opts, out, io);
+    if (st == PDNN_SUCCESS && !opts->trainable && symbolic_batch(model->graph))
+        st = plan_batches(model, where, opts, *out);
+    if (st != PDNN_SUCCESS) {
+        pdnn_graph_destroy(*out);
+        *out = NULL;
+        memset(io, 0, sizeof *io);
+    }
+    onnx__model_proto__free_unpacked(model, NULL);
+    return st;
 }
 
 #endif
