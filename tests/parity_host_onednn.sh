@@ -27,6 +27,14 @@ done
 "$P" --mode grad --backend host --op activation --algo onednn -v > "$T/act" 2>&1 || { cat "$T/act"; fail "activation"; }
 grep -q "onednn: [1-9][0-9]* passed, 0 failed" "$T/act" || { cat "$T/act"; fail "activation: none ran"; }
 grep "^skip .* onednn" "$T/act" | grep -v " erf \| hard_sigmoid " && fail "activation: onednn skipped a mode it has"
+# NCHW depthwise runs the host's own loop (host_dw.c: no per-call
+# reorders, as oneDNN's blocked kernel needs), every depthwise case of the
+# harness, and AUTO takes it for a MobileNetV2 layer.
+"$P" --mode test --backend host --set depthwise --algo depthwise > "$T/dw" 2>&1 || { cat "$T/dw"; fail "depthwise"; }
+grep -q "depthwise: [1-9][0-9]* passed, 0 failed" "$T/dw" || { cat "$T/dw"; fail "depthwise: none ran"; }
+"$B/polydnn" conv --device /cpu:0 -c 144 -k 144 -g 144 -H 28 -W 28 -p 1 -q 1 --bias --relu -i 1 > "$T/dwauto" 2>&1 ||
+    { cat "$T/dwauto"; fail "depthwise conv"; }
+grep -q "algorithm depthwise:" "$T/dwauto" || { cat "$T/dwauto"; fail "AUTO passed over depthwise for NCHW"; }
 # oneDNN names its blocked kernels by ISA ("jit:avx512_core", "jit:avx2"),
 # its GEMM convolutions "gemm:jit" and its references "ref:any".
 POLYDNN_DEBUG=1 "$B/polydnn" train --device /cpu:0 --steps 1 --train-limit 64 --test-limit 8 > "$T/train" 2>&1 ||

@@ -49,6 +49,8 @@ extern const pdnn__algo pdnn__host_dnnl_conv, pdnn__host_dnnl_conv_bwd_data, pdn
  * host_nd_math.c). */
 extern const pdnn__algo pdnn__host_dnnl_bn_fwd_train, pdnn__host_dnnl_bn_fwd_infer, pdnn__host_dnnl_bn_bwd,
     pdnn__host_dnnl_scale, pdnn__host_dnnl_activation, pdnn__host_dnnl_relu_bwd, pdnn__host_dnnl_softmax;
+/* host_dw.c: depthwise convolution in NCHW. */
+extern const pdnn__algo pdnn__host_dw_nchw;
 extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_activation_direct, pdnn__host_softmax_direct;
 #endif
 
