@@ -52,6 +52,8 @@ typedef struct dn_entry {
                                      layouts: x into it, y out of it  */
     dnnl_primitive_t yin, xout;   /* conv backward's: dy into them, dx
                                      out of them (x in by xin)        */
+    dnnl_primitive_t act;         /* conv forward's relu on y after a
+                                     GEMM kernel (relu_apart)         */
     dnnl_memory_desc_t md_x, md_w, md_wop, md_y, md_b, md_scratch, md_pws, md_xop, md_yop;
     size_t scratch, wop_bytes, ytmp_bytes, pws_bytes, xop_bytes, yop_bytes;
 } dn_entry;
@@ -81,7 +83,7 @@ pdnn__host_dnnl *pdnn__host_dnnl_new(void)
 
 static void entry_clear(dn_entry *e)
 {
-    dnnl_primitive_t prims[] = {e->xin, e->yout, e->yin, e->xout, e->zcopy, e->post, e->pre, e->prim};
+    dnnl_primitive_t prims[] = {e->act, e->xin, e->yout, e->yin, e->xout, e->zcopy, e->post, e->pre, e->prim};
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
         if (prims[i])
             dnnl_primitive_destroy(prims[i]);
@@ -376,6 +378,43 @@ static dnnl_status_t blocked_layouts(pdnn__host_dnnl *s, const pdnn__conv2d_call
     return dnnl_success;
 }
 
+/* oneDNN's GEMM convolution applies an eltwise post-op slowly (the 1x1
+ * NCHW layers of MobileNetV2 at batch 8, one thread: 2-8 GFLOP/s with a
+ * relu, 12-22 without), and its blocked one needs x and y reordered per
+ * call: a 1x1 convolution with a relu (capped or not) and no residual
+ * that gets GEMM runs it without the relu, then oneDNN's eltwise on y in
+ * place (*pd replaced, e->act made). */
+static dnnl_status_t relu_apart(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e,
+                                const dnnl_memory_desc_t *wmd, dnnl_primitive_desc_t *pd)
+{
+    if (c->r * c->s != 1 || c->groups != 1 || !c->relu || c->z_buf.region || !strstr(impl_of(*pd), "gemm"))
+        return dnnl_success;
+    pdnn__conv2d_call bare = *c;
+    bare.relu = 0;
+    dnnl_primitive_desc_t alt = NULL, epd = NULL;
+    if (conv_fwd_pd(s, &bare, e, &e->md_x, wmd, &e->md_y, &alt) != dnnl_success)
+        return dnnl_success; /* keep *pd */
+    dnnl_eltwise_desc_t ed;
+    const int cap = c->relu_cap > 0.0f;
+    dnnl_status_t st = strncmp(impl_of(alt), "ref", 3) == 0 ? dnnl_unimplemented : dnnl_success;
+    if (st == dnnl_success)
+        st = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, cap ? dnnl_eltwise_clip : dnnl_eltwise_relu,
+                                            &e->md_y, 0.0f, cap ? c->relu_cap : 0.0f);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&epd, &ed, NULL, s->engine, NULL);
+    if (st == dnnl_success)
+        st = dnnl_primitive_create(&e->act, epd);
+    if (epd)
+        dnnl_primitive_desc_destroy(epd);
+    if (st != dnnl_success) {
+        dnnl_primitive_desc_destroy(alt);
+        return dnnl_success; /* keep *pd */
+    }
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = alt;
+    return dnnl_success;
+}
+
 /* A filter that is not frozen would be reordered on every call: where
  * oneDNN has an optimized (not reference) implementation that reads it
  * in the caller's layout, that one runs instead. A frozen filter takes
@@ -397,14 +436,16 @@ static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *
     }
     if (!pd && (st = conv_fwd_pd(s, c, e, &e->md_x, &wany, &e->md_y, &pd)) != dnnl_success)
         return st;
-    if (slow_impl(impl_of(pd), c) && blocked_fits(c, ws_limit) &&
+    relu_apart(s, c, e, &wany, &pd);
+    if (!e->act && slow_impl(impl_of(pd), c) && blocked_fits(c, ws_limit) &&
         (st = blocked_layouts(s, c, e, &wany, &pd)) != dnnl_success) {
         dnnl_primitive_desc_destroy(pd);
         return st;
     }
-    pdnn__debug("host: onednn conv2d %lldx%lldx%lldx%lld k%lld %lldx%lld g%lld: %s, filter %s, x and y %s",
+    pdnn__debug("host: onednn conv2d %lldx%lldx%lldx%lld k%lld %lldx%lld g%lld: %s%s, filter %s, x and y %s",
                 (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
-                (long long)c->s, (long long)c->groups, impl_of(pd), c->w_const ? "frozen" : "per call",
+                (long long)c->s, (long long)c->groups, impl_of(pd), e->act ? " then relu" : "",
+                c->w_const ? "frozen" : "per call",
                 e->xin ? "reordered" : "in place");
     st = weights_order(s, e, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), 0);
     if (st == dnnl_success && c->z_buf.region)
@@ -1084,6 +1125,11 @@ static pdnn_status run_conv_fwd(pdnn__host_dnnl *s, const pdnn__op_call *call, d
     n = add_scratch(e, ws, a, n);
     if ((st = exec_locked(s, e->prim, a, n)) != dnnl_success)
         return dn_fail(call, "convolution", st);
+    if (e->act) {
+        const dn_arg r[2] = {{DNNL_ARG_SRC, ymd, yp}, {DNNL_ARG_DST, ymd, yp}};
+        if ((st = exec_locked(s, e->act, r, 2)) != dnnl_success)
+            return dn_fail(call, "relu", st);
+    }
     if (e->yout) {
         const dn_arg r[2] = {{DNNL_ARG_FROM, ymd, yp}, {DNNL_ARG_TO, &e->md_y, ptr_of(c->y_buf)}};
         if ((st = exec_locked(s, e->yout, r, 2)) != dnnl_success)
