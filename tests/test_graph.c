@@ -843,3 +843,68 @@ Test(graph, packed_constants_count_and_give_way)
     free(got);
     free(want);
 }
+
+/* One 64-channel 3x3 convolution of a 56x56 image (0.23 GFLOP); with
+ * gradients of x where train is set. */
+static pdnn_graph *conv_graph(int train, pdnn_node *y)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 64, 56, 56), wd = th_desc(PDNN_OIHW, 64, 64, 3, 3);
+    float *w = calloc(64 * 64 * 9, sizeof *w);
+    cr_assert_not_null(w);
+    pdnn_node x, wn;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &xd, &x), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_constant(g, "w", NULL, &wd, w, &wn), PDNN_SUCCESS);
+    free(w);
+    pdnn_conv2d_params cp;
+    pdnn_conv2d_params_init(&cp);
+    cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+    cr_assert_eq(pdnn_graph_conv2d(g, "conv", NULL, x, wn, -1, &cp, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_node dx;
+    if (train)
+        cr_assert_eq(pdnn_graph_gradients(g, *y, &x, 1, &dx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    return g;
+}
+
+/* AUTO placement on a CPU-only machine (PoCL as /device:GPU:0 beside the
+ * host built with oneDNN, issue 45): an inference graph of real work goes
+ * to /cpu:0, a small one and a training one stay on PoCL, each with its
+ * reason in the placement log; anywhere else no such line and the default
+ * order. */
+Test(graph, auto_placement_between_the_host_and_pocl)
+{
+    pdnn_node y, ys, xs, yt;
+    pdnn_graph *g = conv_graph(0, &y), *gs = small_cnn(NULL, PDNN_NCHW, &xs, &ys), *gt = conv_graph(1, &yt);
+    logbuf *log = calloc(3, sizeof *log);
+    cr_assert_not_null(log);
+    pdnn_session *s = session(g, 0, &log[0]), *ss = session(gs, 0, &log[1]), *st = session(gt, 0, &log[2]);
+    pdnn_device *gd;
+    pdnn_device_info gi;
+    const int pocl = pdnn_device_count(pdnn_session_context(s)) == 2 &&
+                     pdnn_device_find(pdnn_session_context(s), "/gpu:0", &gd) == PDNN_SUCCESS &&
+                     pdnn_device_get_info(gd, &gi) == PDNN_SUCCESS && strcmp(gi.backend, "opencl") == 0 &&
+                     (strncmp(gi.device_name, "pthread", 7) == 0 || strncmp(gi.device_name, "cpu", 3) == 0);
+    if (pocl && pdnn_conv_algo_parse("onednn") >= 0) {
+        cr_assert_str_eq(placed(s, y), "/device:CPU:0");
+        cr_assert_not_null(strstr(log[0].text, "AUTO placement: " FULL("CPU", 0) " (oneDNN) ahead of " FULL("GPU", 0)),
+                           "%s", log[0].text);
+        cr_assert_not_null(strstr(log[0].text, "an inference graph of 0.23 GFLOP a run"), "%s", log[0].text);
+        cr_assert_str_eq(placed(ss, ys), "/device:GPU:0");
+        cr_assert_not_null(strstr(log[1].text, "AUTO placement: " FULL("GPU", 0)), "%s", log[1].text);
+        cr_assert_not_null(strstr(log[1].text, "under 0.1 GFLOP a run"), "%s", log[1].text);
+        cr_assert_str_eq(placed(st, yt), "/device:GPU:0");
+        cr_assert_not_null(strstr(log[2].text, "(oneDNN): a training graph"), "%s", log[2].text);
+    } else {
+        for (int i = 0; i < 3; i++)
+            cr_assert_null(strstr(log[i].text, "AUTO placement"), "%s", log[i].text);
+        cr_assert_str_eq(placed(s, y), has_gpu(s) ? "/device:GPU:0" : "/device:CPU:0");
+    }
+    pdnn_session_destroy(s);
+    pdnn_session_destroy(ss);
+    pdnn_session_destroy(st);
+    pdnn_graph_destroy(g);
+    pdnn_graph_destroy(gs);
+    pdnn_graph_destroy(gt);
+    free(log);
+}
