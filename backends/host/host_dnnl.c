@@ -1351,6 +1351,8 @@ static pdnn_status run_eltwise(pdnn__host_dnnl *s, void *dev, const pdnn__op_cal
         if (nan && call->op == PDNN__OP_ND_SOFTMAX) {
             ref = &pdnn__host_softmax_direct;
         } else if (nan && act_in_place(call)) {
+            if (!ws) /* the plan gave the copy its room */
+                return pdnn__error(PDNN_ERR_INTERNAL, "activation on the host: onednn: no workspace for x's copy");
             void *copy = ws + up64(e->scratch);
             memcpy(copy, x, (size_t)n * sizeof(float));
             x = copy;

@@ -3,21 +3,24 @@
  * default order puts first as /device:GPU:0), and why.
  *
  * The rule comes from measurements on this project's machine, committed
- * in bench/results-host-onednn.md: for inference, /cpu:0 on oneDNN ran
- * ResNet-18, GoogLeNet and SqueezeNet faster than PoCL and MobileNetV2 at
- * about the same speed; for training (Deep MNIST) PoCL stayed ahead
- * (libgomp's team loses to other processes on a shared machine, and the
- * training ops around the convolutions are single-threaded references).
- * So an inference graph with real work goes to the host, a training graph
- * stays on PoCL. Below PDNN__AUTO_MIN_FLOPS of convolution and matmul per
- * run nothing was measured to tell the two apart, and the default order
- * (PoCL first) stands, as it does wherever a GPU or accelerator is
- * present, or the host was built without oneDNN. */
+ * in bench/results-host-onednn.md (2 CPUs shared with other jobs): with
+ * OMP_WAIT_POLICY=passive, /cpu:0 on oneDNN ran ResNet-18 and MobileNetV2
+ * inference and Deep MNIST training 1.6-2.7x faster than PoCL; without
+ * it, libgomp's team spins at every barrier and the same ResNet-18 ran
+ * 8-10x slower than PoCL. The variable is read by libgomp when it loads,
+ * so the library cannot set it; it can only see whether the user did. So
+ * the host goes first where OMP_WAIT_POLICY is passive and the graph does
+ * real work; below PDNN__AUTO_MIN_FLOPS of convolution and matmul a run
+ * nothing was measured, and the default order (PoCL first) stands, as it
+ * does wherever a GPU or accelerator is present, or the host was built
+ * without oneDNN. */
 #include "core/context.h"
 #include "graph/graph.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define PDNN__AUTO_MIN_FLOPS 1e8 /* 0.1 GFLOP a run: the smallest network measured is 0.3 */
 
@@ -88,21 +91,28 @@ int pdnn__place_host_first(const pdnn_graph *g, const pdnn_context *ctx, char *w
     pdnn__full_device_name(host, h, sizeof h);
     pdnn__full_device_name(pocl, p, sizeof p);
     const double f = graph_flops(g);
-    const int train = is_training(g);
-    const int first = !train && f >= PDNN__AUTO_MIN_FLOPS;
+    const char *kind = is_training(g) ? "a training graph" : "an inference graph";
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    const int passive = wait && strcasecmp(wait, "passive") == 0;
+    const int first = passive && f >= PDNN__AUTO_MIN_FLOPS;
     if (why && len) {
         if (first)
             snprintf(why, len,
-                     "AUTO placement: %s (oneDNN) ahead of %s (%s, an OpenCL CPU device): an inference graph of "
-                     "%.2f GFLOP a run, which oneDNN ran faster than PoCL on this project's measurements "
-                     "(bench/results-host-onednn.md)",
-                     h, p, pocl->props.name, f * 1e-9);
+                     "AUTO placement: %s (oneDNN) ahead of %s (%s, an OpenCL CPU device): %s of %.2f GFLOP a run "
+                     "with OMP_WAIT_POLICY=passive, where oneDNN ran faster than PoCL on this project's "
+                     "measurements (bench/results-host-onednn.md)",
+                     h, p, pocl->props.name, kind, f * 1e-9);
+        else if (!passive)
+            snprintf(why, len,
+                     "AUTO placement: %s (%s, an OpenCL CPU device) ahead of %s (oneDNN): OMP_WAIT_POLICY is not "
+                     "passive, and oneDNN's OpenMP team spinning at its barriers ran 8-10x slower than PoCL on a "
+                     "busy machine (bench/results-host-onednn.md); set OMP_WAIT_POLICY=passive to put /cpu:0 first",
+                     p, pocl->props.name, h);
         else
-            snprintf(why, len, "AUTO placement: %s (%s, an OpenCL CPU device) ahead of %s (oneDNN): %s", p,
-                     pocl->props.name, h,
-                     train ? "a training graph, which PoCL ran faster than oneDNN on this project's measurements "
-                             "(bench/results-host-onednn.md)"
-                           : "an inference graph under 0.1 GFLOP a run, where no measurement tells the two apart");
+            snprintf(why, len,
+                     "AUTO placement: %s (%s, an OpenCL CPU device) ahead of %s (oneDNN): %s under 0.1 GFLOP a run, "
+                     "where no measurement tells the two apart",
+                     p, pocl->props.name, h, kind);
     }
     return first;
 }
