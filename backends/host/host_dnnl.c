@@ -1320,7 +1320,8 @@ static int any_special(const float *x, int64_t n, int nan_only)
  * of an input holding NaN gets them back afterwards (every activation of
  * NaN is NaN), from a copy of x in the workspace where y overwrites x;
  * softmax of such an input, and relu's backward of a dy that is not
- * finite (oneDNN multiplies it by 0), run the reference. */
+ * finite (oneDNN multiplies it by 0) or of a y holding NaN (oneDNN passes
+ * dy there, the reference 0), run the reference. */
 static pdnn_status run_eltwise(pdnn__host_dnnl *s, void *dev, const pdnn__op_call *call, const pdnn__plan *plan,
                                dn_entry *e, char *ws)
 {
@@ -1332,7 +1333,7 @@ static pdnn_status run_eltwise(pdnn__host_dnnl *s, void *dev, const pdnn__op_cal
     if (call->op == PDNN__OP_RELU_BWD) {
         const pdnn__relu_bwd_call *c = &call->u.relu_bwd;
         x = ptr_of(c->dy_buf), y = ptr_of(c->dx_buf), n = c->n;
-        if (any_special(x, n, 0))
+        if (any_special(x, n, 0) || any_special(ptr_of(c->y_buf), n, 1))
             ref = &pdnn__host_relu_bwd_direct;
         a[0] = (dn_arg){DNNL_ARG_DST, &e->md_x, ptr_of(c->y_buf)};
         a[1] = (dn_arg){DNNL_ARG_DIFF_DST, &e->md_x, ptr_of(c->dy_buf)};
