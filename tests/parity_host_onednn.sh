@@ -35,6 +35,14 @@ grep -q "depthwise: [1-9][0-9]* passed, 0 failed" "$T/dw" || { cat "$T/dw"; fail
 "$B/polydnn" conv --device /cpu:0 -c 144 -k 144 -g 144 -H 28 -W 28 -p 1 -q 1 --bias --relu -i 1 > "$T/dwauto" 2>&1 ||
     { cat "$T/dwauto"; fail "depthwise conv"; }
 grep -q "algorithm depthwise:" "$T/dwauto" || { cat "$T/dwauto"; fail "AUTO passed over depthwise for NCHW"; }
+# A 1x1 NCHW convolution with a relu runs oneDNN's GEMM and then its relu,
+# not x and y reordered into blocked layouts around every call.
+POLYDNN_DEBUG=1 "$B/polydnn" conv --device /cpu:0 -n 2 -c 16 -k 96 -H 56 -W 56 -x 1 -y 1 --bias --relu -i 1 \
+    > "$T/1x1" 2>&1 || { cat "$T/1x1"; fail "1x1 conv"; }
+if grep -q -w "avx2\|avx512f" /proc/cpuinfo && grep "onednn conv2d" "$T/1x1" | grep -q "reordered"; then
+    cat "$T/1x1"
+    fail "a 1x1 NCHW convolution with a relu reordered per call"
+fi
 # oneDNN names its blocked kernels by ISA ("jit:avx512_core", "jit:avx2"),
 # its GEMM convolutions "gemm:jit" and its references "ref:any".
 POLYDNN_DEBUG=1 "$B/polydnn" train --device /cpu:0 --steps 1 --train-limit 64 --test-limit 8 > "$T/train" 2>&1 ||
