@@ -2,6 +2,7 @@
  * placement, the placement log, device-to-device copies, memory freed
  * after the last consumer, the multi-tower example on two PoCL devices,
  * and a small CNN on the accelerator against the host. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "helpers.h"
 
 #include <criterion/criterion.h>
@@ -842,4 +843,76 @@ Test(graph, packed_constants_count_and_give_way)
     check_chain(got, want, yn);
     free(got);
     free(want);
+}
+
+/* One 64-channel 3x3 convolution of a 56x56 image (0.23 GFLOP); with
+ * gradients of x where train is set. */
+static pdnn_graph *conv_graph(int train, pdnn_node *y)
+{
+    pdnn_graph *g;
+    cr_assert_eq(pdnn_graph_create(&g), PDNN_SUCCESS);
+    pdnn_tensor_desc xd = th_desc(PDNN_NCHW, 1, 64, 56, 56), wd = th_desc(PDNN_OIHW, 64, 64, 3, 3);
+    float *w = calloc(64 * 64 * 9, sizeof *w);
+    cr_assert_not_null(w);
+    pdnn_node x, wn;
+    cr_assert_eq(pdnn_graph_placeholder(g, "x", NULL, &xd, &x), PDNN_SUCCESS);
+    cr_assert_eq(pdnn_graph_constant(g, "w", NULL, &wd, w, &wn), PDNN_SUCCESS);
+    free(w);
+    pdnn_conv2d_params cp;
+    pdnn_conv2d_params_init(&cp);
+    cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+    cr_assert_eq(pdnn_graph_conv2d(g, "conv", NULL, x, wn, -1, &cp, y), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_node dx;
+    if (train)
+        cr_assert_eq(pdnn_graph_gradients(g, *y, &x, 1, &dx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    return g;
+}
+
+/* AUTO placement on a CPU-only machine (PoCL as /device:GPU:0 beside the
+ * host built with oneDNN, issue 45): with OMP_WAIT_POLICY=passive an
+ * inference and a training graph of real work go to /cpu:0 and a small one
+ * stays on PoCL; without it all stay on PoCL; each says why in the
+ * placement log. Anywhere else no such line and the default order. */
+Test(graph, auto_placement_between_the_host_and_pocl)
+{
+    pdnn_node y, ys, xs, yt;
+    pdnn_graph *g = conv_graph(0, &y), *gs = small_cnn(NULL, PDNN_NCHW, &xs, &ys), *gt = conv_graph(1, &yt);
+    logbuf *log = calloc(4, sizeof *log);
+    cr_assert_not_null(log);
+    cr_assert_eq(setenv("OMP_WAIT_POLICY", "PASSIVE", 1), 0); /* read at placement only */
+    pdnn_session *s = session(g, 0, &log[0]), *ss = session(gs, 0, &log[1]), *st = session(gt, 0, &log[2]);
+    cr_assert_eq(unsetenv("OMP_WAIT_POLICY"), 0);
+    pdnn_session *sa = session(g, 0, &log[3]);
+    pdnn_device *gd;
+    pdnn_device_info gi;
+    const int pocl = pdnn_device_count(pdnn_session_context(s)) == 2 &&
+                     pdnn_device_find(pdnn_session_context(s), "/gpu:0", &gd) == PDNN_SUCCESS &&
+                     pdnn_device_get_info(gd, &gi) == PDNN_SUCCESS && strcmp(gi.backend, "opencl") == 0 &&
+                     (strncmp(gi.device_name, "pthread", 7) == 0 || strncmp(gi.device_name, "cpu", 3) == 0);
+    if (pocl && pdnn_conv_algo_parse("onednn") >= 0) {
+        cr_assert_str_eq(placed(s, y), "/device:CPU:0");
+        cr_assert_not_null(strstr(log[0].text, "AUTO placement: " FULL("CPU", 0) " (oneDNN) ahead of " FULL("GPU", 0)),
+                           "%s", log[0].text);
+        cr_assert_not_null(strstr(log[0].text, "an inference graph of 0.23 GFLOP a run"), "%s", log[0].text);
+        cr_assert_str_eq(placed(ss, ys), "/device:GPU:0");
+        cr_assert_not_null(strstr(log[1].text, "AUTO placement: " FULL("GPU", 0)), "%s", log[1].text);
+        cr_assert_not_null(strstr(log[1].text, "under 0.1 GFLOP a run"), "%s", log[1].text);
+        cr_assert_str_eq(placed(st, yt), "/device:CPU:0");
+        cr_assert_not_null(strstr(log[2].text, "(oneDNN) ahead of " FULL("GPU", 0)), "%s", log[2].text);
+        cr_assert_not_null(strstr(log[2].text, "a training graph of"), "%s", log[2].text);
+        cr_assert_str_eq(placed(sa, y), "/device:GPU:0");
+        cr_assert_not_null(strstr(log[3].text, "OMP_WAIT_POLICY is not passive"), "%s", log[3].text);
+    } else {
+        for (int i = 0; i < 4; i++)
+            cr_assert_null(strstr(log[i].text, "AUTO placement"), "%s", log[i].text);
+        cr_assert_str_eq(placed(s, y), has_gpu(s) ? "/device:GPU:0" : "/device:CPU:0");
+    }
+    pdnn_session_destroy(s);
+    pdnn_session_destroy(ss);
+    pdnn_session_destroy(st);
+    pdnn_session_destroy(sa);
+    pdnn_graph_destroy(g);
+    pdnn_graph_destroy(gs);
+    pdnn_graph_destroy(gt);
+    free(log);
 }

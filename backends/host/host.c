@@ -745,10 +745,10 @@ static const pdnn__algo host_bn_bwd_direct = {
 #else
 #define DNNL_FIRST(a)
 #endif
-static const pdnn__algo *const host_bn_fwd_train_algos[] = {&host_bn_fwd_train_direct, NULL};
-static const pdnn__algo *const host_bn_fwd_infer_algos[] = {&host_bn_fwd_infer_direct, NULL};
-static const pdnn__algo *const host_bn_bwd_algos[] = {&host_bn_bwd_direct, NULL};
-static const pdnn__algo *const host_conv_algos[] = {DNNL_FIRST(pdnn__host_dnnl_conv) &host_conv_direct, NULL};
+static const pdnn__algo *const host_bn_fwd_train_algos[] = {DNNL_FIRST(pdnn__host_dnnl_bn_fwd_train) &host_bn_fwd_train_direct, NULL};
+static const pdnn__algo *const host_bn_fwd_infer_algos[] = {DNNL_FIRST(pdnn__host_dnnl_bn_fwd_infer) &host_bn_fwd_infer_direct, NULL};
+static const pdnn__algo *const host_bn_bwd_algos[] = {DNNL_FIRST(pdnn__host_dnnl_bn_bwd) &host_bn_bwd_direct, NULL};
+static const pdnn__algo *const host_conv_algos[] = {DNNL_FIRST(pdnn__host_dw_nchw) DNNL_FIRST(pdnn__host_dnnl_conv) &host_conv_direct, NULL};
 static const pdnn__algo *const host_pool_algos[] = {DNNL_FIRST(pdnn__host_dnnl_pool) &host_pool_direct, NULL};
 static const pdnn__algo *const host_conv_bwd_data_algos[] = {DNNL_FIRST(pdnn__host_dnnl_conv_bwd_data) &host_conv_bwd_data_direct, NULL};
 static const pdnn__algo *const host_conv_bwd_filter_algos[] = {DNNL_FIRST(pdnn__host_dnnl_conv_bwd_filter) &host_conv_bwd_filter_direct, NULL};
@@ -756,7 +756,7 @@ static const pdnn__algo *const host_conv_bwd_bias_algos[] = {DNNL_FIRST(pdnn__ho
 static const pdnn__algo *const host_pool_bwd_algos[] = {DNNL_FIRST(pdnn__host_dnnl_pool_bwd) &host_pool_bwd_direct, NULL};
 /* The training ops' references (host_train.c). */
 extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_softmax_xent_direct, pdnn__host_optimizer_direct;
-static const pdnn__algo *const host_relu_bwd_algos[] = {&pdnn__host_relu_bwd_direct, NULL};
+static const pdnn__algo *const host_relu_bwd_algos[] = {DNNL_FIRST(pdnn__host_dnnl_relu_bwd) &pdnn__host_relu_bwd_direct, NULL};
 static const pdnn__algo *const host_softmax_xent_algos[] = {&pdnn__host_softmax_xent_direct, NULL};
 static const pdnn__algo *const host_optimizer_algos[] = {&pdnn__host_optimizer_direct, NULL};
 extern const pdnn__algo pdnn__host_scale_direct, pdnn__host_activation_direct, pdnn__host_transform_direct;
@@ -767,13 +767,13 @@ static const pdnn__algo *const host_pad_algos[] = {&pdnn__host_pad_direct, NULL}
 extern const pdnn__algo pdnn__host_index_direct, pdnn__host_where_direct; /* host_index.c */
 static const pdnn__algo *const host_index_algos[] = {&pdnn__host_index_direct, NULL};
 static const pdnn__algo *const host_where_algos[] = {&pdnn__host_where_direct, NULL};
-static const pdnn__algo *const host_scale_algos[] = {&pdnn__host_scale_direct, NULL};
-static const pdnn__algo *const host_activation_algos[] = {&pdnn__host_activation_direct, NULL};
+static const pdnn__algo *const host_scale_algos[] = {DNNL_FIRST(pdnn__host_dnnl_scale) &pdnn__host_scale_direct, NULL};
+static const pdnn__algo *const host_activation_algos[] = {DNNL_FIRST(pdnn__host_dnnl_activation) &pdnn__host_activation_direct, NULL};
 /* The N-d math ops' references (host_nd_math.c). */
 extern const pdnn__algo pdnn__host_transpose_direct, pdnn__host_softmax_direct, pdnn__host_layer_norm_direct,
     pdnn__host_reduce_direct;
 static const pdnn__algo *const host_transpose_algos[] = {&pdnn__host_transpose_direct, NULL};
-static const pdnn__algo *const host_softmax_algos[] = {&pdnn__host_softmax_direct, NULL};
+static const pdnn__algo *const host_softmax_algos[] = {DNNL_FIRST(pdnn__host_dnnl_softmax) &pdnn__host_softmax_direct, NULL};
 static const pdnn__algo *const host_layer_norm_algos[] = {&pdnn__host_layer_norm_direct, NULL};
 static const pdnn__algo *const host_reduce_algos[] = {&pdnn__host_reduce_direct, NULL};
 extern const pdnn__algo pdnn__host_layer_norm_bwd_direct; /* host_nd_grad.c */

@@ -22,6 +22,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@
 
 #define DN_KEY 40     /* int64 words of a cache key                 */
 #define DN_CACHE 256  /* entries per device; the oldest unused goes */
-#define DN_ARGS 8
+#define DN_ARGS 12 /* batch norm backward: 8 and the scratchpad */
 #define DN_ALIGN 64
 
 typedef struct dn_entry {
@@ -51,6 +52,8 @@ typedef struct dn_entry {
                                      layouts: x into it, y out of it  */
     dnnl_primitive_t yin, xout;   /* conv backward's: dy into them, dx
                                      out of them (x in by xin)        */
+    dnnl_primitive_t act;         /* conv forward's relu on y after a
+                                     GEMM kernel (relu_apart)         */
     dnnl_memory_desc_t md_x, md_w, md_wop, md_y, md_b, md_scratch, md_pws, md_xop, md_yop;
     size_t scratch, wop_bytes, ytmp_bytes, pws_bytes, xop_bytes, yop_bytes;
 } dn_entry;
@@ -80,7 +83,7 @@ pdnn__host_dnnl *pdnn__host_dnnl_new(void)
 
 static void entry_clear(dn_entry *e)
 {
-    dnnl_primitive_t prims[] = {e->xin, e->yout, e->yin, e->xout, e->zcopy, e->post, e->pre, e->prim};
+    dnnl_primitive_t prims[] = {e->act, e->xin, e->yout, e->yin, e->xout, e->zcopy, e->post, e->pre, e->prim};
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
         if (prims[i])
             dnnl_primitive_destroy(prims[i]);
@@ -375,6 +378,43 @@ static dnnl_status_t blocked_layouts(pdnn__host_dnnl *s, const pdnn__conv2d_call
     return dnnl_success;
 }
 
+/* oneDNN's GEMM convolution applies an eltwise post-op slowly (the 1x1
+ * NCHW layers of MobileNetV2 at batch 8, one thread: 2-8 GFLOP/s with a
+ * relu, 12-22 without), and its blocked one needs x and y reordered per
+ * call: a 1x1 convolution with a relu (capped or not) and no residual
+ * that gets GEMM runs it without the relu, then oneDNN's eltwise on y in
+ * place (*pd replaced, e->act made). */
+static dnnl_status_t relu_apart(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e,
+                                const dnnl_memory_desc_t *wmd, dnnl_primitive_desc_t *pd)
+{
+    if (c->r * c->s != 1 || c->groups != 1 || !c->relu || c->z_buf.region || !strstr(impl_of(*pd), "gemm"))
+        return dnnl_success;
+    pdnn__conv2d_call bare = *c;
+    bare.relu = 0;
+    dnnl_primitive_desc_t alt = NULL, epd = NULL;
+    if (conv_fwd_pd(s, &bare, e, &e->md_x, wmd, &e->md_y, &alt) != dnnl_success)
+        return dnnl_success; /* keep *pd */
+    dnnl_eltwise_desc_t ed;
+    const int cap = c->relu_cap > 0.0f;
+    dnnl_status_t st = strncmp(impl_of(alt), "ref", 3) == 0 ? dnnl_unimplemented : dnnl_success;
+    if (st == dnnl_success)
+        st = dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, cap ? dnnl_eltwise_clip : dnnl_eltwise_relu,
+                                            &e->md_y, 0.0f, cap ? c->relu_cap : 0.0f);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&epd, &ed, NULL, s->engine, NULL);
+    if (st == dnnl_success)
+        st = dnnl_primitive_create(&e->act, epd);
+    if (epd)
+        dnnl_primitive_desc_destroy(epd);
+    if (st != dnnl_success) {
+        dnnl_primitive_desc_destroy(alt);
+        return dnnl_success; /* keep *pd */
+    }
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = alt;
+    return dnnl_success;
+}
+
 /* A filter that is not frozen would be reordered on every call: where
  * oneDNN has an optimized (not reference) implementation that reads it
  * in the caller's layout, that one runs instead. A frozen filter takes
@@ -396,14 +436,16 @@ static dnnl_status_t make_conv_fwd(pdnn__host_dnnl *s, const pdnn__conv2d_call *
     }
     if (!pd && (st = conv_fwd_pd(s, c, e, &e->md_x, &wany, &e->md_y, &pd)) != dnnl_success)
         return st;
-    if (slow_impl(impl_of(pd), c) && blocked_fits(c, ws_limit) &&
+    relu_apart(s, c, e, &wany, &pd);
+    if (!e->act && slow_impl(impl_of(pd), c) && blocked_fits(c, ws_limit) &&
         (st = blocked_layouts(s, c, e, &wany, &pd)) != dnnl_success) {
         dnnl_primitive_desc_destroy(pd);
         return st;
     }
-    pdnn__debug("host: onednn conv2d %lldx%lldx%lldx%lld k%lld %lldx%lld g%lld: %s, filter %s, x and y %s",
+    pdnn__debug("host: onednn conv2d %lldx%lldx%lldx%lld k%lld %lldx%lld g%lld: %s%s, filter %s, x and y %s",
                 (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k, (long long)c->r,
-                (long long)c->s, (long long)c->groups, impl_of(pd), c->w_const ? "frozen" : "per call",
+                (long long)c->s, (long long)c->groups, impl_of(pd), e->act ? " then relu" : "",
+                c->w_const ? "frozen" : "per call",
                 e->xin ? "reordered" : "in place");
     st = weights_order(s, e, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), 0);
     if (st == dnnl_success && c->z_buf.region)
@@ -603,6 +645,109 @@ static dnnl_status_t make_matmul(pdnn__host_dnnl *s, const pdnn__matmul_call *c,
     return make_plain(s, e, st, &md, NULL);
 }
 
+/* ---- batch norm, elementwise, softmax -----------------------------------
+ * Batch norm takes the caller's layout through its strides (oneDNN's
+ * ncsp and nspc kernels); the elementwise ops and softmax are memory-order
+ * calls, one dense vector or [outer][n][inner]. */
+
+static dnnl_status_t make_bn(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_entry *e)
+{
+    const pdnn__bn_call *c = &call->u.bn;
+    const int64_t d[4] = {c->n, c->c, c->h, c->w}, vd[1] = {c->c}, vs[1] = {1};
+    const int infer = call->op == PDNN__OP_BN_FWD_INFER;
+    const unsigned flags = dnnl_use_scale | dnnl_use_shift;
+    dnnl_status_t st = md_strided(&e->md_x, 4, d, c->xs);
+    if (st == dnnl_success)
+        st = md_strided(&e->md_b, 1, vd, vs);
+    dnnl_batch_normalization_desc_t fd, bd;
+    if (st == dnnl_success)
+        st = dnnl_batch_normalization_forward_desc_init(&fd, infer ? dnnl_forward_inference : dnnl_forward_training,
+                                                        &e->md_x, c->epsilon,
+                                                        infer ? flags | dnnl_use_global_stats : flags);
+    if (call->op != PDNN__OP_BN_BWD)
+        return make_plain(s, e, st, &fd, NULL);
+    st = user_pd(s, st, &fd, NULL, &e->hint);
+    if (st == dnnl_success)
+        st = dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &e->md_x, &e->md_x, c->epsilon, flags);
+    return make_plain(s, e, st, &bd, e->hint);
+}
+
+/* oneDNN's eltwise kind for an elementwise call, with its alpha and
+ * beta; 0 where oneDNN 2.x has none (hard sigmoid, erf). */
+static int eltwise_alg(const pdnn__op_call *call, dnnl_alg_kind_t *alg, float *a, float *b)
+{
+    *a = 0.0f, *b = 0.0f;
+    if (call->op == PDNN__OP_SCALE) {
+        *alg = dnnl_eltwise_linear, *a = call->u.scale.alpha;
+        return 1;
+    }
+    if (call->op == PDNN__OP_RELU_BWD) {
+        *alg = dnnl_eltwise_relu_use_dst_for_bwd;
+        return 1;
+    }
+    const pdnn__act_call *c = &call->u.act;
+    switch (c->mode) {
+    case PDNN_ACTIVATION_CLIP: *alg = dnnl_eltwise_clip_v2, *a = c->alpha, *b = c->beta; return 1;
+    case PDNN_ACTIVATION_LEAKY_RELU: *alg = dnnl_eltwise_relu, *a = c->alpha; return 1;
+    case PDNN_ACTIVATION_SIGMOID: *alg = dnnl_eltwise_logistic; return 1;
+    case PDNN_ACTIVATION_HARD_SWISH: *alg = dnnl_eltwise_hardswish; return 1;
+    case PDNN_ACTIVATION_SILU: *alg = dnnl_eltwise_swish, *a = 1.0f; return 1;
+    case PDNN_ACTIVATION_GELU: *alg = dnnl_eltwise_gelu_erf; return 1;
+    case PDNN_ACTIVATION_GELU_TANH: *alg = dnnl_eltwise_gelu_tanh; return 1;
+    case PDNN_ACTIVATION_TANH: *alg = dnnl_eltwise_tanh; return 1;
+    case PDNN_ACTIVATION_SQRT: *alg = dnnl_eltwise_sqrt; return 1;
+    case PDNN_ACTIVATION_NEG: *alg = dnnl_eltwise_linear, *a = -1.0f; return 1;
+    case PDNN_ACTIVATION_EXP: *alg = dnnl_eltwise_exp; return 1;
+    case PDNN_ACTIVATION_LOG: *alg = dnnl_eltwise_log; return 1;
+    case PDNN_ACTIVATION_RECIPROCAL: *alg = dnnl_eltwise_pow, *a = 1.0f, *b = -1.0f; return 1;
+    case PDNN_ACTIVATION_ABS: *alg = dnnl_eltwise_abs; return 1;
+    case PDNN_ACTIVATION_POW: *alg = dnnl_eltwise_pow, *a = 1.0f, *b = c->alpha; return 1;
+    default: return 0;
+    }
+}
+
+/* The elements of an elementwise call. */
+static int64_t eltwise_n(const pdnn__op_call *call)
+{
+    return call->op == PDNN__OP_SCALE ? call->u.scale.n : call->op == PDNN__OP_RELU_BWD ? call->u.relu_bwd.n
+                                                                                        : call->u.act.n;
+}
+
+/* An activation, a scale, or relu's backward from y (oneDNN's
+ * relu_use_dst_for_bwd: dx = y > 0 ? dy : 0 times the slope). */
+static dnnl_status_t make_eltwise(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_entry *e)
+{
+    dnnl_alg_kind_t alg;
+    float a, b;
+    if (!eltwise_alg(call, &alg, &a, &b))
+        return dnnl_unimplemented;
+    const int64_t d[1] = {eltwise_n(call)}, one[1] = {1};
+    const int bwd = call->op == PDNN__OP_RELU_BWD;
+    dnnl_status_t st = md_strided(&e->md_x, 1, d, one);
+    dnnl_eltwise_desc_t fd, bd;
+    if (st == dnnl_success)
+        st = dnnl_eltwise_forward_desc_init(&fd, bwd ? dnnl_forward_training : dnnl_forward_inference, alg, &e->md_x,
+                                            a, b);
+    if (!bwd)
+        return make_plain(s, e, st, &fd, NULL);
+    st = user_pd(s, st, &fd, NULL, &e->hint);
+    if (st == dnnl_success)
+        st = dnnl_eltwise_backward_desc_init(&bd, alg, &e->md_x, &e->md_x, a, b);
+    return make_plain(s, e, st, &bd, e->hint);
+}
+
+/* Softmax or log-softmax of packed [outer][n][inner] along n. */
+static dnnl_status_t make_softmax(pdnn__host_dnnl *s, const pdnn__softmax_call *c, dn_entry *e)
+{
+    const int64_t d[3] = {c->outer, c->n, c->inner}, st3[3] = {c->n * c->inner, c->inner, 1};
+    dnnl_status_t st = md_strided(&e->md_x, 3, d, st3);
+    dnnl_softmax_v2_desc_t sd;
+    if (st == dnnl_success)
+        st = dnnl_softmax_v2_forward_desc_init(&sd, dnnl_forward_inference,
+                                               c->log ? dnnl_softmax_log : dnnl_softmax_accurate, &e->md_x, &e->md_x, 1);
+    return make_plain(s, e, st, &sd, NULL);
+}
+
 /* ---- the cache --------------------------------------------------------------- */
 
 static int put_geom(int64_t *k, int i, const int *v, int n)
@@ -629,12 +774,51 @@ static int put_shape(int64_t *k, int i, const int64_t *sz, int nsz, const int gm
     return put64(k, i, b, 4);
 }
 
+/* A float's bits, as a key word. */
+static int64_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* The key words of batch norm, the elementwise ops and softmax into k;
+ * 0 for the other ops. */
+static int key_nn(const pdnn__op_call *call, int64_t *k)
+{
+    if (pdnn__op_is_bn(call->op)) {
+        const pdnn__bn_call *c = &call->u.bn;
+        const int64_t v[9] = {c->n, c->c, c->h, c->w, c->xs[0], c->xs[1], c->xs[2], c->xs[3], fbits(c->epsilon)};
+        put64(k, 0, v, 9);
+        return 1;
+    }
+    switch (call->op) {
+    case PDNN__OP_SCALE: k[0] = call->u.scale.n, k[1] = fbits(call->u.scale.alpha); return 1;
+    case PDNN__OP_RELU_BWD: k[0] = call->u.relu_bwd.n; return 1;
+    case PDNN__OP_ACTIVATION: {
+        const pdnn__act_call *c = &call->u.act;
+        const int64_t v[4] = {c->n, c->mode, fbits(c->alpha), fbits(c->beta)};
+        put64(k, 0, v, 4);
+        return 1;
+    }
+    case PDNN__OP_ND_SOFTMAX: {
+        const pdnn__softmax_call *c = &call->u.softmax;
+        const int64_t v[4] = {c->outer, c->n, c->inner, c->log};
+        put64(k, 0, v, 4);
+        return 1;
+    }
+    default: return 0;
+    }
+}
+
 /* Everything of call that shapes its primitives. */
 static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
 {
     memset(key, 0, DN_KEY * sizeof *key);
     int i = 0;
     key[i++] = call->op;
+    if (key_nn(call, key + i))
+        return;
     if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
         const int64_t v[5] = {c->m, c->n, c->k, c->trans_a, c->trans_b};
@@ -674,6 +858,13 @@ static const char *op_name(pdnn__op op)
     case PDNN__OP_CONV2D_BWD_FILTER: return "conv2d backward filter";
     case PDNN__OP_POOL2D_FWD: return "pool2d";
     case PDNN__OP_GEMM: return "matmul";
+    case PDNN__OP_BN_FWD_TRAIN: return "batch norm (training)";
+    case PDNN__OP_BN_FWD_INFER: return "batch norm (inference)";
+    case PDNN__OP_BN_BWD: return "batch norm backward";
+    case PDNN__OP_SCALE: return "scale";
+    case PDNN__OP_ACTIVATION: return "activation";
+    case PDNN__OP_RELU_BWD: return "relu backward";
+    case PDNN__OP_ND_SOFTMAX: return "softmax";
     default: return "pool2d backward";
     }
 }
@@ -685,6 +876,13 @@ static dnnl_status_t make_entry(pdnn__host_dnnl *s, const pdnn__op_call *call, d
     case PDNN__OP_CONV2D_BWD_DATA:
     case PDNN__OP_CONV2D_BWD_FILTER: return make_conv_bwd(s, call, e);
     case PDNN__OP_GEMM: return make_matmul(s, &call->u.matmul, e);
+    case PDNN__OP_BN_FWD_TRAIN:
+    case PDNN__OP_BN_FWD_INFER:
+    case PDNN__OP_BN_BWD: return make_bn(s, call, e);
+    case PDNN__OP_SCALE:
+    case PDNN__OP_ACTIVATION:
+    case PDNN__OP_RELU_BWD: return make_eltwise(s, call, e);
+    case PDNN__OP_ND_SOFTMAX: return make_softmax(s, &call->u.softmax, e);
     default: return make_pool(s, call, e);
     }
 }
@@ -769,6 +967,28 @@ static dn_ws ws_of(const dn_entry *e, int wop_in_ws)
     return w;
 }
 
+/* Whether an activation overwrites its input (y = x). */
+static int act_in_place(const pdnn__op_call *call)
+{
+    const pdnn__act_call *c = &call->u.act;
+    return call->op == PDNN__OP_ACTIVATION && c->x_buf.region == c->y_buf.region && c->x_buf.offset == c->y_buf.offset;
+}
+
+/* The bytes after the scratchpad: batch norm's batch statistics (mean,
+ * variance) and the gradients nobody wants (dgamma, dbeta, dx), which
+ * oneDNN writes all the same; an activation in place, a copy of x. */
+static size_t bn_aux(const pdnn__op_call *call)
+{
+    if (act_in_place(call))
+        return up64((size_t)call->u.act.n * sizeof(float));
+    if (!pdnn__op_is_bn(call->op))
+        return 0;
+    const pdnn__bn_call *c = &call->u.bn;
+    const size_t x = (size_t)(c->n * c->c * c->h * c->w) * sizeof(float);
+    return up64((size_t)c->c * 4 * sizeof(float)) +
+           (call->op == PDNN__OP_BN_BWD && !c->dx_buf.region ? up64(x) : 0);
+}
+
 /* Whether the conv forward keeps its reordered weights on the frozen
  * filter (the plan's wpack) rather than in the workspace. */
 static int keeps_weights(const pdnn__op_call *call, const dn_entry *e)
@@ -778,6 +998,12 @@ static int keeps_weights(const pdnn__op_call *call, const dn_entry *e)
 
 static int empty_call(const pdnn__op_call *call)
 {
+    if (pdnn__op_is_bn(call->op))
+        return call->u.bn.n * call->u.bn.c * call->u.bn.h * call->u.bn.w == 0;
+    if (call->op == PDNN__OP_SCALE || call->op == PDNN__OP_ACTIVATION || call->op == PDNN__OP_RELU_BWD)
+        return eltwise_n(call) == 0;
+    if (call->op == PDNN__OP_ND_SOFTMAX)
+        return call->u.softmax.outer * call->u.softmax.n * call->u.softmax.inner == 0;
     if (call->op == PDNN__OP_GEMM)
         return call->u.matmul.m * call->u.matmul.n * call->u.matmul.k == 0;
     if (pdnn__op_is_conv(call->op)) {
@@ -806,7 +1032,7 @@ static void dn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
         return;
     }
     const int keep = keeps_weights(call, e);
-    plan->workspace = ws_of(e, !keep).total;
+    plan->workspace = ws_of(e, !keep).total + bn_aux(call);
     plan->wpack = keep ? e->wop_bytes : 0;
     entry_put(s, e);
 }
@@ -899,6 +1125,11 @@ static pdnn_status run_conv_fwd(pdnn__host_dnnl *s, const pdnn__op_call *call, d
     n = add_scratch(e, ws, a, n);
     if ((st = exec_locked(s, e->prim, a, n)) != dnnl_success)
         return dn_fail(call, "convolution", st);
+    if (e->act) {
+        const dn_arg r[2] = {{DNNL_ARG_SRC, ymd, yp}, {DNNL_ARG_DST, ymd, yp}};
+        if ((st = exec_locked(s, e->act, r, 2)) != dnnl_success)
+            return dn_fail(call, "relu", st);
+    }
     if (e->yout) {
         const dn_arg r[2] = {{DNNL_ARG_FROM, ymd, yp}, {DNNL_ARG_TO, &e->md_y, ptr_of(c->y_buf)}};
         if ((st = exec_locked(s, e->yout, r, 2)) != dnnl_success)
@@ -1016,10 +1247,143 @@ static pdnn_status run_pool(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_en
     return st == dnnl_success ? PDNN_SUCCESS : dn_fail(call, "pooling backward", st);
 }
 
+/* Batch norm. oneDNN returns the batch's mean and biased variance; the
+ * saved inverse deviation and the running statistics (unbiased variance)
+ * are formed from them here in double as the reference forms them, and
+ * the backward takes the variance back from the saved 1/sqrt(var + eps). */
+static pdnn_status run_bn(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_entry *e, char *ws)
+{
+    const pdnn__bn_call *c = &call->u.bn;
+    char *aux = ws + up64(e->scratch);
+    float *mean = (float *)(void *)aux, *var = mean + c->c, *dg = var + c->c, *db = dg + c->c;
+    const int64_t ch = c->c, m = c->n * c->h * c->w;
+    const double eps = c->epsilon;
+    dn_arg a[DN_ARGS] = {{DNNL_ARG_SRC, &e->md_x, ptr_of(c->x_buf)}, {DNNL_ARG_SCALE, &e->md_b, ptr_of(c->gamma_buf)}};
+    int n = 2;
+    if (call->op == PDNN__OP_BN_BWD) {
+        const float *inv = ptr_of(c->saved_inv_std_buf);
+        for (int64_t k = 0; k < ch; k++)
+            var[k] = (float)(1.0 / ((double)inv[k] * (double)inv[k]) - eps);
+        /* oneDNN 2.6 wants the shift as an input of the backward too
+         * (it does not read it): gamma stands in. */
+        a[n++] = (dn_arg){DNNL_ARG_SHIFT, &e->md_b, ptr_of(c->gamma_buf)};
+        a[n++] = (dn_arg){DNNL_ARG_MEAN, &e->md_b, ptr_of(c->saved_mean_buf)};
+        a[n++] = (dn_arg){DNNL_ARG_VARIANCE, &e->md_b, var};
+        a[n++] = (dn_arg){DNNL_ARG_DIFF_DST, &e->md_x, ptr_of(c->dy_buf)};
+        a[n++] = (dn_arg){DNNL_ARG_DIFF_SRC, &e->md_x,
+                          c->dx_buf.region ? ptr_of(c->dx_buf) : aux + up64((size_t)ch * 4 * sizeof(float))};
+        a[n++] = (dn_arg){DNNL_ARG_DIFF_SCALE, &e->md_b, c->dgamma_buf.region ? ptr_of(c->dgamma_buf) : (void *)dg};
+        a[n++] = (dn_arg){DNNL_ARG_DIFF_SHIFT, &e->md_b, c->dbeta_buf.region ? ptr_of(c->dbeta_buf) : (void *)db};
+    } else {
+        const int infer = call->op == PDNN__OP_BN_FWD_INFER;
+        a[n++] = (dn_arg){DNNL_ARG_SHIFT, &e->md_b, ptr_of(c->beta_buf)};
+        a[n++] = (dn_arg){DNNL_ARG_DST, &e->md_x, ptr_of(c->y_buf)};
+        a[n++] = (dn_arg){DNNL_ARG_MEAN, &e->md_b, infer ? ptr_of(c->running_mean_buf) : (void *)mean};
+        a[n++] = (dn_arg){DNNL_ARG_VARIANCE, &e->md_b, infer ? ptr_of(c->running_var_buf) : (void *)var};
+    }
+    n = add_scratch(e, ws, a, n);
+    const dnnl_status_t st = exec_locked(s, e->prim, a, n);
+    if (st != dnnl_success)
+        return dn_fail(call, "batch normalization", st);
+    if (call->op != PDNN__OP_BN_FWD_TRAIN)
+        return PDNN_SUCCESS;
+    for (int64_t k = 0; k < ch; k++) {
+        if (c->saved_mean_buf.region) {
+            ((float *)ptr_of(c->saved_mean_buf))[k] = mean[k];
+            ((float *)ptr_of(c->saved_inv_std_buf))[k] = (float)(1.0 / sqrt((double)var[k] + eps));
+        }
+        if (c->running_mean_buf.region) {
+            const double mo = c->momentum;
+            float *rm = ptr_of(c->running_mean_buf), *rv = ptr_of(c->running_var_buf);
+            rm[k] = (float)((1.0 - mo) * rm[k] + mo * mean[k]);
+            rv[k] = (float)((1.0 - mo) * rv[k] + mo * ((double)var[k] * (double)m / (double)(m - 1)));
+        }
+    }
+    return PDNN_SUCCESS;
+}
+
+/* Whether any of n floats is not finite (NaN where nan_only). */
+static int any_special(const float *x, int64_t n, int nan_only)
+{
+    int bad = 0;
+    if (nan_only)
+        for (int64_t i = 0; i < n; i++)
+            bad |= x[i] != x[i];
+    else
+        for (int64_t i = 0; i < n; i++)
+            bad |= !(x[i] - x[i] == 0.0f);
+    return bad;
+}
+
+/* The elementwise ops and softmax. oneDNN's kernels clamp with max and
+ * min, which pass over a NaN that the reference returns: an activation
+ * of an input holding NaN gets them back afterwards (every activation of
+ * NaN is NaN), from a copy of x in the workspace where y overwrites x;
+ * softmax of such an input, and relu's backward of a dy that is not
+ * finite (oneDNN multiplies it by 0) or of a y holding NaN (oneDNN passes
+ * dy there, the reference 0), run the reference. */
+static pdnn_status run_eltwise(pdnn__host_dnnl *s, void *dev, const pdnn__op_call *call, const pdnn__plan *plan,
+                               dn_entry *e, char *ws)
+{
+    const void *x;
+    void *y;
+    const pdnn__algo *ref = NULL;
+    int64_t n;
+    dn_arg a[DN_ARGS];
+    if (call->op == PDNN__OP_RELU_BWD) {
+        const pdnn__relu_bwd_call *c = &call->u.relu_bwd;
+        x = ptr_of(c->dy_buf), y = ptr_of(c->dx_buf), n = c->n;
+        if (any_special(x, n, 0) || any_special(ptr_of(c->y_buf), n, 1))
+            ref = &pdnn__host_relu_bwd_direct;
+        a[0] = (dn_arg){DNNL_ARG_DST, &e->md_x, ptr_of(c->y_buf)};
+        a[1] = (dn_arg){DNNL_ARG_DIFF_DST, &e->md_x, ptr_of(c->dy_buf)};
+        a[2] = (dn_arg){DNNL_ARG_DIFF_SRC, &e->md_x, y};
+    } else {
+        const pdnn__buf xb = call->op == PDNN__OP_SCALE        ? call->u.scale.x_buf
+                             : call->op == PDNN__OP_ACTIVATION ? call->u.act.x_buf
+                                                               : call->u.softmax.x_buf;
+        const pdnn__buf yb = call->op == PDNN__OP_SCALE        ? call->u.scale.y_buf
+                             : call->op == PDNN__OP_ACTIVATION ? call->u.act.y_buf
+                                                               : call->u.softmax.y_buf;
+        x = ptr_of(xb), y = ptr_of(yb);
+        n = call->op == PDNN__OP_ND_SOFTMAX ? call->u.softmax.outer * call->u.softmax.n * call->u.softmax.inner
+                                            : eltwise_n(call);
+        const int nan = call->op != PDNN__OP_SCALE && any_special(x, n, 1);
+        if (nan && call->op == PDNN__OP_ND_SOFTMAX) {
+            ref = &pdnn__host_softmax_direct;
+        } else if (nan && act_in_place(call)) {
+            if (!ws) /* the plan gave the copy its room */
+                return pdnn__error(PDNN_ERR_INTERNAL, "activation on the host: onednn: no workspace for x's copy");
+            void *copy = ws + up64(e->scratch);
+            memcpy(copy, x, (size_t)n * sizeof(float));
+            x = copy;
+        } else if (!nan) {
+            x = NULL; /* nothing to put back */
+        }
+        a[0] = (dn_arg){DNNL_ARG_SRC, &e->md_x, x ? (void *)x : ptr_of(xb)};
+        a[1] = (dn_arg){DNNL_ARG_DST, &e->md_x, y};
+        a[2] = (dn_arg){0, NULL, NULL};
+    }
+    if (ref)
+        return ref->run(dev, call, plan, (pdnn__buf){NULL, 0}, NULL);
+    const int na = add_scratch(e, ws, a, call->op == PDNN__OP_RELU_BWD ? 3 : 2);
+    const dnnl_status_t st = exec_locked(s, e->prim, a, na);
+    if (st != dnnl_success)
+        return dn_fail(call, call->op == PDNN__OP_ND_SOFTMAX ? "softmax" : "eltwise", st);
+    if (call->op != PDNN__OP_RELU_BWD && x) {
+        const float *xf = x;
+        float *yf = y;
+        for (int64_t i = 0; i < n; i++)
+            if (xf[i] != xf[i])
+                yf[i] = xf[i];
+    }
+    return PDNN_SUCCESS;
+}
+
 static pdnn_status dn_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                           pdnn__run_report *rep)
 {
-    (void)plan, (void)rep;
+    (void)rep;
     pdnn__host_dnnl *s = ((pdnn__host_dev *)dev)->dnnl;
     char why[PDNN__WHY_LEN];
     dn_entry *e = s ? entry_get(s, call, why, sizeof why) : NULL;
@@ -1041,6 +1405,10 @@ static pdnn_status dn_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     }
     else if (pdnn__op_is_conv(call->op)) {
         st = run_conv_bwd(s, call, e, w);
+    } else if (pdnn__op_is_bn(call->op)) {
+        st = run_bn(s, call, e, w);
+    } else if (call->op != PDNN__OP_POOL2D_FWD && call->op != PDNN__OP_POOL2D_BWD) {
+        st = run_eltwise(s, dev, call, plan, e, w);
     }
     else {
         st = run_pool(s, call, e, w);
@@ -1128,6 +1496,31 @@ const pdnn__algo pdnn__host_dnnl_pool = {
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_dnnl_matmul = {
     .op = PDNN__OP_GEMM, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+/* Batch norm sums in float in oneDNN's blocking (the reference in
+ * double): plain sums, the default tolerance; so are the elementwise
+ * ops (oneDNN's polynomial exp, tanh and erf stay within a few ulps) and
+ * softmax. relu's backward selects: exact. */
+const pdnn__algo pdnn__host_dnnl_bn_fwd_train = {
+    .op = PDNN__OP_BN_FWD_TRAIN, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+const pdnn__algo pdnn__host_dnnl_bn_fwd_infer = {
+    .op = PDNN__OP_BN_FWD_INFER, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+const pdnn__algo pdnn__host_dnnl_bn_bwd = {
+    .op = PDNN__OP_BN_BWD, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+const pdnn__algo pdnn__host_dnnl_scale = {
+    .op = PDNN__OP_SCALE, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+const pdnn__algo pdnn__host_dnnl_activation = {
+    .op = PDNN__OP_ACTIVATION, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+const pdnn__algo pdnn__host_dnnl_relu_bwd = {
+    .op = PDNN__OP_RELU_BWD, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
+    .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
+const pdnn__algo pdnn__host_dnnl_softmax = {
+    .op = PDNN__OP_ND_SOFTMAX, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,
     .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
 const pdnn__algo pdnn__host_dnnl_pool_bwd = {
     .op = PDNN__OP_POOL2D_BWD, .name = "onednn", .rank = 10, .plan = dn_plan, .run = dn_run,

@@ -44,6 +44,14 @@ void pdnn__host_dnnl_free(pdnn__host_dnnl *s);
 
 extern const pdnn__algo pdnn__host_dnnl_conv, pdnn__host_dnnl_conv_bwd_data, pdnn__host_dnnl_conv_bwd_filter,
     pdnn__host_dnnl_conv_bwd_bias, pdnn__host_dnnl_pool, pdnn__host_dnnl_pool_bwd, pdnn__host_dnnl_matmul;
+/* Batch norm, the elementwise ops and softmax on oneDNN (host_dnnl.c),
+ * and the references they fall back on for NaN (host_train.c,
+ * host_nd_math.c). */
+extern const pdnn__algo pdnn__host_dnnl_bn_fwd_train, pdnn__host_dnnl_bn_fwd_infer, pdnn__host_dnnl_bn_bwd,
+    pdnn__host_dnnl_scale, pdnn__host_dnnl_activation, pdnn__host_dnnl_relu_bwd, pdnn__host_dnnl_softmax;
+/* host_dw.c: depthwise convolution in NCHW. */
+extern const pdnn__algo pdnn__host_dw_nchw;
+extern const pdnn__algo pdnn__host_relu_bwd_direct, pdnn__host_activation_direct, pdnn__host_softmax_direct;
 #endif
 
 #endif /* POLYDNN_HOST_INTERNAL_H */

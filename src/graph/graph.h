@@ -167,5 +167,9 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n);
 
 /* "/job:localhost/replica:0/task:0/device:GPU:0" for a device. */
 const char *pdnn__full_device_name(const pdnn_device *d, char *buf, size_t len);
+/* placer_auto.c: 1 where the host (/cpu:0, oneDNN) goes ahead of PoCL in
+ * the default order for g on a CPU-only machine; why (may be NULL) gets
+ * the placement log's line, "" where the rule does not apply. */
+int pdnn__place_host_first(const pdnn_graph *g, const pdnn_context *ctx, char *why, size_t len);
 
 #endif

@@ -285,6 +285,14 @@ pdnn_status pdnn__place(const pdnn_graph *g, pdnn_context *ctx, int allow_soft,
     int n_dev = ctx->n_devices <= 64 ? priority_order(ctx, order) : 0;
     if (n_dev == 0)
         return pdnn__error(PDNN_ERR_INTERNAL, "placement: the context has no devices (or too many)");
+    if (pdnn__place_host_first(g, ctx, NULL, 0)) /* the host ahead of PoCL (placer_auto.c) */
+        for (int i = n_dev - 1; i > 0; i--)
+            if (order[i]->props.kind == PDNN__KIND_HOST) {
+                pdnn_device *h = order[i];
+                memmove(order + 1, order, (size_t)i * sizeof *order);
+                order[0] = h;
+                break;
+            }
     /* For messages, in the context's (TensorFlow's) order: CPU:0 first. */
     char avail[1024];
     size_t used = 0;

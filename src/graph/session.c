@@ -62,6 +62,9 @@ static void log_placement(const pdnn_session *s)
                  pdnn__full_device_name(d, full, sizeof full), d->index, d->props.name, d->backend->name);
         say(s, line);
     }
+    pdnn__place_host_first(s->g, s->ctx, line, sizeof line);
+    if (line[0])
+        say(s, line);
     for (int i = 0; i < s->g->n; i++) {
         const pdnn__node *nd = &s->g->nodes[i];
         snprintf(line, sizeof line, "%s: (%s): %s", nd->name, pdnn__op_type(nd),
