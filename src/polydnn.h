@@ -1250,10 +1250,18 @@ typedef struct pdnn_onnx_options {
      * PDNN_DISTRIBUTED_MPI (docs/distributed.md). Batch norm's statistics
      * stay each rank's own (no SyncBN). */
     int distributed; /* pdnn_distributed */
+    /* PDNN_FLOAT32 (0): as the file says; PDNN_FLOAT16 or PDNN_BFLOAT16:
+     * the graph computes under that mixed precision policy
+     * (pdnn_graph_set_precision: initializers stay float32 constants or
+     * variables, each op casts what it reads) with its inputs and outputs
+     * float32, as ONNX Runtime's float16 converter's keep_io_types: each
+     * output that the policy made reduced is the node "<output>/float32",
+     * a Cast. */
+    pdnn_dtype precision;
 } pdnn_onnx_options;
 
 /* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on), layout NCHW,
- * trainable 0, seed 0, distributed NONE. */
+ * trainable 0, seed 0, distributed NONE, precision float32. */
 PDNN_API void pdnn_onnx_options_init(pdnn_onnx_options *o);
 
 /* What an import made: the placeholders fed for the model's inputs and

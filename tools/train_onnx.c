@@ -17,6 +17,7 @@
 #include "npz.h"
 #include "progress.h"
 #include "run.h"
+#include "precision.h"
 #include "train_onnx.h"
 
 #include <math.h>
@@ -606,8 +607,15 @@ static int build(const train_onnx_opts *o, net *m)
         io.layout = (pdnn_layout)l;
     }
     io.seed = (uint64_t)o->seed;
+    float scale0 = 0;
+    if (cli_precision("train", o->precision, &io.precision) ||
+        cli_loss_scale("train", o->loss_scale, io.precision, &scale0))
+        return EXIT_USAGE;
     if (pdnn_graph_import_onnx(o->model, NULL, 0, &io, &m->g, &m->io))
         return cli_fail("importing the model");
+    /* the policy came with the import; the scale before the gradients */
+    if (cli_graph_precision(m->g, PDNN_FLOAT32, scale0))
+        return EXIT_RUNTIME;
     pdnn_tensor_desc od;
     pdnn_graph_node_desc(m->g, m->io.outputs[0], &od);
     if (m->io.n_inputs != 1 || m->io.input_rank[0] != 4 || m->io.output_rank[0] != 2) {
@@ -820,6 +828,8 @@ int train_onnx(const train_onnx_opts *o)
     base_lr = m.base_lr;
     const int64_t total = (int64_t)o->epochs * spe;
     int64_t gs = (int64_t)gsf, done = 0;
+    ls_history lsh; /* --precision fp16, --loss-scale: the scale's changes */
+    ls_history_init(&lsh, m.g, m.s, gs);
     progress pr;
     progress_init(&pr, say ? stderr : NULL, -1);
     pdnn_node feeds[2] = {m.io.inputs[0], m.t.targets}, fetch[3] = {m.t.loss, m.io.outputs[0], m.t.train_op};
@@ -862,6 +872,10 @@ int train_onnx(const train_onnx_opts *o)
             const double acc = lc[1] / (double)gbatch;
             gs++;
             done++;
+            if (say && lsh.n) {
+                progress_clear(&pr);
+                ls_history_step(&lsh, m.s, gs, stdout, o->json);
+            }
             const double dt = progress_now() - t0;
             row r = {gs, (double)gs / (double)spe, loss, acc, -1.0, lr, dt > 0 ? (double)gbatch / dt : 0};
             const int eval = (o->eval_every > 0 && gs % o->eval_every == 0) || step == spe - 1;
@@ -911,6 +925,8 @@ int train_onnx(const train_onnx_opts *o)
         goto out;
     if (o->dist && (rc = train_check_identical(m.s, m.g)))
         goto out;
+    if (say)
+        ls_history_print(&lsh, stdout, o->json);
     if (say && o->export_path) {
         int n = 0;
         if (pdnn_session_export_onnx(m.s, o->model, o->export_path, &n)) {

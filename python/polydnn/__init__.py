@@ -182,7 +182,7 @@ _ONNX_MAX_IO = 16
 
 class _OnnxOptions(ctypes.Structure):
     _fields_ = [("batch", _c_int64), ("base_dir", _cp), ("device", _cp), ("no_fusion", _c_int), ("layout", _c_int),
-                ("trainable", _c_int), ("seed", _c_uint64), ("distributed", _c_int)]
+                ("trainable", _c_int), ("seed", _c_uint64), ("distributed", _c_int), ("precision", _c_int)]
 
 
 class _OnnxIO(ctypes.Structure):
