@@ -54,6 +54,35 @@ assert b["loss_scale"].ravel()[0] < 16777216, b["loss_scale"]
 print("resumed bit for bit; scale", a["loss_scale"].ravel()[0])
 PY
 
+# --model: an ONNX CNN (conv, batch norm, pool, linear) in fp16 trains and
+# exports its float32 weights (ONNX Runtime runs the export).
+py=${PYTHON_ONNX:-${PYTHON_TORCH:-}}
+if [ -n "$py" ] && "$py" -c 'import torch, onnx, onnxruntime' >/dev/null 2>&1; then
+    "$py" - "$T/cnn.onnx" <<'PY' 2>/dev/null || fail "exporting the CNN"
+import sys, torch
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 14 * 14, 10)).eval()
+torch.onnx.export(m, torch.randn(1, 1, 28, 28), sys.argv[1], input_names=["x"], output_names=["y"],
+                  dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}, opset_version=13)
+PY
+    $P train --model "$T/cnn.onnx" $A --batch-size 16 --train-limit 320 --epochs 2 --precision fp16 \
+        --loss-scale 16777216 --export "$T/out.onnx" > "$T/model.out" 2>/dev/null || fail "--model fp16 run failed"
+    grep -q "^loss scale: 1.67772e+07 from step 0, 8.38861e+06 from step 1" "$T/model.out" ||
+        fail "--model fp16: no back-off: $(grep 'loss scale' "$T/model.out" | tail -2)"
+    "$py" - "$T/out.onnx" <<'PY' || fail "the fp16-trained export"
+import sys, numpy as np, onnx, onnxruntime as ort
+m = onnx.load(sys.argv[1])
+assert all(t.data_type == onnx.TensorProto.FLOAT for t in m.graph.initializer)
+y = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"]).run(
+    None, {"x": np.zeros((2, 1, 28, 28), np.float32)})[0]
+assert np.isfinite(y).all(), y
+PY
+    echo "ok --model fp16"
+else
+    echo "SKIP --model: no Python with torch, onnx and onnxruntime (set PYTHON_ONNX)"
+fi
+
 # Bad flags.
 $P train $A --precision fp8 >/dev/null 2>"$T/err"; [ $? -eq 2 ] || fail "--precision fp8: exit code"
 grep -q "expected fp32, fp16 or bf16, got 'fp8'" "$T/err" || fail "--precision fp8: $(cat "$T/err")"
