@@ -2,15 +2,17 @@
 # make check-precision-train: Deep MNIST on Fashion-MNIST for 3 epochs in
 # fp32, fp16 and bf16; fp16's and bf16's test accuracy must be within 0.5
 # points of fp32's (issue 43). Usage: precision_train.sh POLYDNN LIMIT DEVICE
-# (LIMIT training images of the 60,000; the 10,000 test images all).
+# [TEST] (LIMIT training images of the 60,000, TEST test images of the
+# 10,000: default all).
 set -u
 P=$1
 LIMIT=${2:-60000}
 DEV=${3:-/cpu:0}
+TEST=${4:-10000}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 for p in fp32 fp16 bf16; do
-    "$P" train --device "$DEV" --epochs 3 --train-limit "$LIMIT" --precision $p > "$T/$p.out" 2>/dev/null ||
+    "$P" train --device "$DEV" --epochs 3 --train-limit "$LIMIT" --test-limit "$TEST" --precision $p > "$T/$p.out" 2>/dev/null ||
         { echo "FAIL: $p run"; exit 1; }
     grep -E "^epoch 3 |^loss scale|^trained" "$T/$p.out" | sed "s/^/$p: /"
 done

@@ -580,9 +580,9 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
         st = pdnn__host_oom("pdnn_graph_apply_gradients", "the update list", sizeof *updates * (size_t)n * 2);
     /* With a loss scale: the gradients over it, and each update skipped
      * on a step whose gradients are not all finite. */
-    if (st == PDNN_SUCCESS)
+    if (st == PDNN_SUCCESS && unscaled)
         st = pdnn__graph_unscale(g, base, grads, n, unscaled, &gate);
-    for (int k = 0; k < n && st == PDNN_SUCCESS; k++) {
+    for (int k = 0; k < n && st == PDNN_SUCCESS && unscaled; k++) {
         pdnn_node in[5] = {vars[k], unscaled[k], -1, -1, -1};
         int n_in = 2;
         if (p->kind != PDNN_OPTIMIZER_SGD) {

@@ -296,8 +296,12 @@ static pdnn_status all_finite(const pdnn_tensor *t, int *ok)
     const size_t es = pdnn__dtype_size(t->desc.dtype);
     unsigned char *buf = malloc((size_t)n * es + 1);
     float *v = malloc(sizeof *v * (size_t)n + 1);
-    pdnn_status st = buf && v ? pdnn_tensor_read(t, buf, (size_t)n * es)
-                              : pdnn__host_oom("the loss scale's check", "a gradient's copy", (uint64_t)n * 4);
+    if (!buf || !v) {
+        free(buf);
+        free(v);
+        return pdnn__host_oom("the loss scale's check", "a gradient's copy", (uint64_t)n * 4);
+    }
+    pdnn_status st = pdnn_tensor_read(t, buf, (size_t)n * es);
     if (st == PDNN_SUCCESS)
         pdnn__to_f32(t->desc.dtype, buf, v, (size_t)n);
     for (int64_t e = 0; st == PDNN_SUCCESS && e < n && *ok; e++)
