@@ -1251,10 +1251,18 @@ typedef struct pdnn_onnx_options {
      * PDNN_DISTRIBUTED_MPI (docs/distributed.md). Batch norm's statistics
      * stay each rank's own (no SyncBN). */
     int distributed; /* pdnn_distributed */
+    /* PDNN_FLOAT32 (0): as the file says; PDNN_FLOAT16 or PDNN_BFLOAT16:
+     * the graph computes under that mixed precision policy
+     * (pdnn_graph_set_precision: initializers stay float32 constants or
+     * variables, each op casts what it reads) with its inputs and outputs
+     * float32, as ONNX Runtime's float16 converter's keep_io_types: each
+     * output that the policy made reduced is the node "<output>/float32",
+     * a Cast. */
+    pdnn_dtype precision;
 } pdnn_onnx_options;
 
 /* batch 0, base_dir NULL, device NULL, no_fusion 0 (fusion on), layout NCHW,
- * trainable 0, seed 0, distributed NONE. */
+ * trainable 0, seed 0, distributed NONE, precision float32. */
 PDNN_API void pdnn_onnx_options_init(pdnn_onnx_options *o);
 
 /* What an import made: the placeholders fed for the model's inputs and
@@ -1462,6 +1470,46 @@ PDNN_API pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const p
 PDNN_API pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pdnn_optimizer_params *p,
                                                 const pdnn_node *vars, const pdnn_node *grads, int n,
                                                 pdnn_node *train_op);
+
+/* Mixed precision in the graph (docs/precision.md).
+ *
+ * pdnn_graph_cast: x converted to dtype (float32, float16, bfloat16; round
+ * to nearest even, as pdnn_cast). Its gradient casts back. Node dtypes
+ * are inferred: an op's value takes its data inputs' dtype, and inputs of
+ * two float dtypes in one node are refused naming both. Where the node's
+ * device has no path for an op in a reduced dtype, the session runs that
+ * op in float32 on widened copies and rounds its output once, logging it
+ * as it logs soft placements. */
+PDNN_API pdnn_status pdnn_graph_cast(pdnn_graph *g, const char *name, const char *device, pdnn_node x,
+                                     pdnn_dtype dtype, pdnn_node *out);
+
+/* Keras's mixed precision policy ("mixed_float16": compute float16,
+ * "mixed_bfloat16": compute bfloat16; float32: no policy, the default)
+ * for the nodes built after it: variables stay float32 (the master
+ * weights); convolution, pooling, matmul, the elementwise ops, bias and
+ * most activations take their float inputs cast to the compute dtype,
+ * one Cast node per value ("<value>/Cast_float16", placed with it, so a
+ * variable is cast once per step); softmax, the cross-entropy, batch
+ * norm, the N-d reductions, Exp, Log, Pow and the all-reduce take theirs
+ * cast to float32; reshapes and moves keep their input's dtype. The
+ * nodes that pdnn_graph_gradients and pdnn_graph_apply_gradients add are
+ * not recast: a gradient has its forward value's dtype, and a variable's
+ * gradient is float32 through its Cast's gradient. */
+PDNN_API pdnn_status pdnn_graph_set_precision(pdnn_graph *g, pdnn_dtype compute);
+
+/* Dynamic loss scaling, as TensorFlow's LossScaleOptimizer (for float16:
+ * gradients too small for it are scaled up into its range). Adds two
+ * float32 X {1} variables on /cpu:0, "loss_scale" (initial_scale, at
+ * least 1; TensorFlow's default 32768) and "loss_scale/good_steps"
+ * (checkpoints hold both). pdnn_graph_gradients called later multiplies
+ * the loss's gradient by the scale; pdnn_graph_apply_gradients called
+ * later adds "<name>/LossScaleUpdate", which checks every gradient: all
+ * finite, the updates take them divided by the scale, and after
+ * growth_interval (TensorFlow: 2000) such steps in a row the scale
+ * doubles; an inf or NaN anywhere skips every update of the step
+ * (global_step still counts it, as TensorFlow's does) and halves the
+ * scale, not below 1. */
+PDNN_API pdnn_status pdnn_graph_set_loss_scale(pdnn_graph *g, float initial_scale, int growth_interval);
 
 typedef struct pdnn_session_config {
     /* Run on this context's devices (the session holds a reference: the

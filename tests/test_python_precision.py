@@ -86,6 +86,28 @@ class Precision(unittest.TestCase):
         with self.assertRaisesRegex(polydnn.Error, "float16.*float32|float32.*float16"):
             polydnn.add(h, f)
 
+    def test_graph_cast_and_policy(self):
+        g = polydnn.Graph()
+        with g.device("/cpu:0"):
+            x = g.placeholder((2, 3))
+            h = g.cast(x, "float16")
+            g.set_precision("mixed_float16")
+            w = g.constant(np.array([[1.0], [2.0], [3.0]], dtype=np.float32))
+            y = g.matmul(x, w)  # the policy casts x and w to float16
+        self.assertEqual(y.dtype, "float16")
+        with self.assertRaisesRegex(ValueError, "mixed_float16"):
+            g.set_precision("float8")
+        with self.assertRaisesRegex(ValueError, "'float16' or 'bfloat16'"):
+            g.cast(x, "int32")
+        v = np.array([[0.1, 70000.0, 1 / 3], [1, 2, 3]], dtype=np.float32)
+        with polydnn.Session(g) as sess:
+            hv, yv = sess.run([h, y], {x: v})
+        with np.errstate(over="ignore"):  # 70000 is float16's infinity
+            v16 = v.astype(np.float16)
+            want = (v16.astype(np.float32) @ np.array([1, 2, 3], np.float32)).astype(np.float16)
+        self.assertTrue(np.array_equal(np.asarray(hv), v16))
+        self.assertTrue(np.array_equal(np.asarray(yv).ravel(), want), (np.asarray(yv), want))
+
 
 if __name__ == "__main__":
     unittest.main()

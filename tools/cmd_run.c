@@ -2,6 +2,7 @@
  * random, .npy or image inputs (PNG, JPEG: image.c), the top-k classes
  * (named from a labels file), the time per run, the output as .npy. */
 #include "cli.h"
+#include "precision.h"
 #include "image.h"
 #include "npy.h"
 #include "profile.h"
@@ -414,7 +415,7 @@ int cmd_run(int argc, char **argv)
 {
     const char *model = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
     const char *output = NULL, *device = NULL, *fraction = NULL, *layout = NULL, *seed_text = NULL;
-    const char *scale = NULL, *mean = NULL, *std = NULL, *labels_path = NULL, *batches = NULL;
+    const char *scale = NULL, *mean = NULL, *std = NULL, *labels_path = NULL, *batches = NULL, *precision = NULL;
     static cli_strs inputs; /* static: 8 KiB of names */
     int batch = 0, iters = 10, warmup = 1, log = 0, stats = 0, seed = 0, profile = 0, growth = 0, no_fusion = 0,
         json = 0, resize = 0, stretch = 0, top = 5;
@@ -438,6 +439,8 @@ int cmd_run(int argc, char **argv)
                                                    "largest live set"},
         {0, "layout", OPT_STR, &layout, 0, "NCHW|NHWC: the layout the network runs in (default NCHW, the file's; "
                                            "inputs and outputs stay NCHW)"},
+        {0, "precision", OPT_STR, &precision, 0, "fp32|fp16|bf16: compute in float16 or bfloat16 under the mixed "
+                                                 "precision policy, inputs and outputs float32 (default: the file's)"},
         {0, "no-fusion", OPT_FLAG, &no_fusion, 0, "keep each Add, Relu and Clip after a Conv a node of its own (BatchNormalization is still folded)"},
         {0, "profile", OPT_FLAG, &profile, 0, "time every node (synchronizing after each) and print the times"},
         {0, "json", OPT_FLAG, &json, 0, "print the model, top classes and times as one JSON object instead (--profile "
@@ -542,6 +545,11 @@ int cmd_run(int argc, char **argv)
     oo.device = device;
     oo.no_fusion = no_fusion;
     oo.layout = (pdnn_layout)lay;
+    if (cli_precision("run", precision, &oo.precision)) {
+        npy_free(&x);
+        labels_free(&names);
+        return EXIT_USAGE;
+    }
     pdnn_graph *g = NULL;
     pdnn_onnx_io io;
     double t0 = now_ms();

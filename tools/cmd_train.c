@@ -15,6 +15,7 @@
 #include "profile.h"
 #include "progress.h"
 #include "run.h"
+#include "precision.h"
 #include "train_onnx.h"
 
 #include <errno.h>
@@ -36,6 +37,7 @@ typedef struct train_opts {
     const char *lr, *momentum, *optimizer, *layout, *device, *data, *save, *load, *param_device, *fraction;
     const char *distributed, *timeout, *seed_text;
     int ckpt_every, verbose, bucket_mb, no_overlap, json;
+    const char *precision, *loss_scale; /* --precision fp32|fp16|bf16, --loss-scale N */
 } train_opts;
 
 /* --distributed mpi: this process's rank among size; rank 0 speaks. */
@@ -67,6 +69,7 @@ typedef struct model {
     int global_batch; /* --batch-size: over all towers of all ranks */
     int towers;
     pdnn_node xs[MAX_TOWERS], ys[MAX_TOWERS], losses[MAX_TOWERS];
+    int reduced; /* --precision fp16 or bf16: the logits are cast to float32 for the loss and evaluation */
 } model;
 
 static uint64_t splitmix64(uint64_t *s)
@@ -128,6 +131,8 @@ static int tower(model *m, const char *dev, int t, pdnn_layout layout)
         if (l == 1)
             logits = a;
     }
+    if (m->reduced && pdnn_graph_cast(g, NULL, dev, logits, PDNN_FLOAT32, &logits))
+        return cli_fail("building the graph");
     if (t == 0)
         m->logits = logits;
     if (pdnn_graph_softmax_cross_entropy(g, t ? NULL : "loss", dev, logits, m->ys[t], &m->losses[t]))
@@ -752,6 +757,10 @@ static int train(const train_opts *o)
     if ((o->lr && parse_float("lr", o->lr, &op.learning_rate)) ||
         (o->momentum && parse_float("momentum", o->momentum, &op.momentum)))
         return EXIT_USAGE;
+    pdnn_dtype compute;
+    float scale0;
+    if (cli_precision("train", o->precision, &compute) || cli_loss_scale("train", o->loss_scale, compute, &scale0))
+        return EXIT_USAGE;
     pdnn_context_options co;
     pdnn_context_options_init(&co);
     co.allow_growth = o->growth;
@@ -854,7 +863,8 @@ static int train(const train_opts *o)
         rc = cli_fail("creating the graph");
         goto out;
     }
-    if ((rc = build(&m, o, layout, &op, devs, pdev)))
+    m.reduced = compute != PDNN_FLOAT32;
+    if ((rc = cli_graph_precision(m.g, compute, scale0)) || (rc = build(&m, o, layout, &op, devs, pdev)))
         goto out;
     pdnn_session_config cfg;
     pdnn_session_config_init(&cfg);
@@ -911,6 +921,8 @@ static int train(const train_opts *o)
     if (o->load && gs >= end_step && !quiet(o))
         fprintf(stderr, "polydnn train: %s: global_step %lld: this run's %d epochs are done; nothing to train (raise "
                         "--epochs to go further)\n", o->load, (long long)gs, o->epochs);
+    ls_history lsh; /* --precision fp16, --loss-scale: the scale's changes */
+    ls_history_init(&lsh, m.g, s, gs);
     progress pr;
     progress_init(&pr, quiet(o) ? NULL : stderr, -1);
     char who[32] = ""; /* the other ranks' lines (--verbose) say whose they are */
@@ -986,6 +998,10 @@ static int train(const train_opts *o)
             }
             gs++;
             done++;
+            if (!quiet(o) && lsh.n) {
+                progress_clear(&pr);
+                ls_history_step(&lsh, s, gs, stdout, o->json);
+            }
             if (gs % 10 == 0 && !quiet(o)) {
                 /* Off the progress line first when both share a terminal. */
                 progress_clear(&pr);
@@ -1020,6 +1036,8 @@ static int train(const train_opts *o)
         if (o->save && D.rank == 0 && (rc = save_ckpt(s, &m, o->save, seed, train_n)))
             goto out;
     }
+    if (!quiet(o))
+        ls_history_print(&lsh, stdout, o->json);
     if (o->mem_stats) {
         printf("memory at the end:\n");
         print_memory(s, m.g);
@@ -1099,6 +1117,12 @@ int cmd_train(int argc, char **argv)
         {0, "collective-timeout", OPT_STR, &o.timeout, 0,
          "with --distributed: seconds to wait for the other ranks before failing (default 120)"},
         {'v', "verbose", OPT_FLAG, &o.verbose, 0, "with --distributed: every rank prints, not only rank 0"},
+        {0, "precision", OPT_STR, &o.precision, 0,
+         "fp32 (default), fp16 or bf16: Keras's mixed precision policy (float32 variables, float16 or bfloat16 "
+         "compute, the loss in float32; docs/precision.md)"},
+        {0, "loss-scale", OPT_STR, &o.loss_scale, 0,
+         "the initial dynamic loss scale (default 32768 with fp16, none otherwise); halved on inf/NaN (the step "
+         "skipped), doubled after 2000 finite steps"},
         {0, "json", OPT_FLAG, &o.json, 0,
          "print the step, epoch and closing lines as JSON objects, one per line (other output stays text)"},
         {0, "model", OPT_STR, &x.model, 0, "train this ONNX model instead of Deep MNIST (docs/training.md)"},
@@ -1148,6 +1172,7 @@ int cmd_train(int argc, char **argv)
         x.profile = o.profile;
         x.lr = o.lr, x.momentum = o.momentum, x.optimizer = o.optimizer, x.device = o.device, x.data = o.data;
         x.save = o.save, x.load = o.load, x.layout = o.layout, x.param_device = o.param_device;
+        x.precision = o.precision, x.loss_scale = o.loss_scale;
         x.bucket_mb = o.bucket_mb, x.no_overlap = o.no_overlap;
         if (o.timeout && parse_float("collective-timeout", o.timeout, &x.timeout))
             return EXIT_USAGE;

@@ -18,6 +18,7 @@
 #include "profile.h"
 #include "progress.h"
 #include "run.h"
+#include "precision.h"
 #include "train_onnx.h"
 
 #include <math.h>
@@ -631,8 +632,15 @@ static int build(const train_onnx_opts *o, net *m)
         io.layout = (pdnn_layout)l;
     }
     io.seed = (uint64_t)o->seed;
+    float scale0 = 0;
+    if (cli_precision("train", o->precision, &io.precision) ||
+        cli_loss_scale("train", o->loss_scale, io.precision, &scale0))
+        return EXIT_USAGE;
     if (pdnn_graph_import_onnx(o->model, NULL, 0, &io, &m->g, &m->io[0]))
         return cli_fail("importing the model");
+    /* the policy came with the import; the scale before the gradients */
+    if (cli_graph_precision(m->g, PDNN_FLOAT32, scale0))
+        return EXIT_RUNTIME;
     pdnn_tensor_desc od;
     pdnn_graph_node_desc(m->g, m->io[0].outputs[0], &od);
     if (m->io[0].n_inputs != 1 || m->io[0].input_rank[0] != 4 || m->io[0].output_rank[0] != 2) {
@@ -852,6 +860,8 @@ int train_onnx(const train_onnx_opts *o)
     base_lr = m.base_lr;
     const int64_t total = (int64_t)o->epochs * spe;
     int64_t gs = (int64_t)gsf, done = 0;
+    ls_history lsh; /* --precision fp16, --loss-scale: the scale's changes */
+    ls_history_init(&lsh, m.g, m.s, gs);
     progress pr;
     progress_init(&pr, say ? stderr : NULL, -1);
     /* feeds: each tower's images and labels; fetches: each tower's loss
@@ -914,6 +924,10 @@ int train_onnx(const train_onnx_opts *o)
             const double acc = lc[1] / (double)gbatch;
             gs++;
             done++;
+            if (say && lsh.n) {
+                progress_clear(&pr);
+                ls_history_step(&lsh, m.s, gs, stdout, o->json);
+            }
             const double dt = progress_now() - t0;
             row r = {gs, (double)gs / (double)spe, loss, acc, -1.0, lr, dt > 0 ? (double)gbatch / dt : 0};
             const int eval = (o->eval_every > 0 && gs % o->eval_every == 0) || step == spe - 1;
@@ -965,6 +979,8 @@ int train_onnx(const train_onnx_opts *o)
         goto out;
     if (say && o->profile && (rc = cli_print_profile(stdout, m.g, m.s, 30)))
         goto out;
+    if (say)
+        ls_history_print(&lsh, stdout, o->json);
     if (say && o->export_path) {
         int n = 0;
         if (pdnn_session_export_onnx(m.s, o->model, o->export_path, &n)) {

@@ -9,6 +9,7 @@ typedef struct train_onnx_opts {
     /* the flags Deep MNIST shares (cmd_train.c fills them) */
     int epochs, batch, steps, train_limit, test_limit, seed, ckpt_every, json, profile;
     const char *lr, *momentum, *optimizer, *device, *data, *save, *load, *layout, *param_device;
+    const char *precision, *loss_scale; /* --precision, --loss-scale (tools/precision.h) */
     /* --model's own */
     const char *model, *export_path, *log, *plot, *schedule, *val_split, *npz, *loss, *weight_decay, *fit;
     int warmup, eval_every, early_stop, nesterov;

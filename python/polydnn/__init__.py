@@ -182,7 +182,7 @@ _ONNX_MAX_IO = 16
 
 class _OnnxOptions(ctypes.Structure):
     _fields_ = [("batch", _c_int64), ("base_dir", _cp), ("device", _cp), ("no_fusion", _c_int), ("layout", _c_int),
-                ("trainable", _c_int), ("seed", _c_uint64), ("distributed", _c_int)]
+                ("trainable", _c_int), ("seed", _c_uint64), ("distributed", _c_int), ("precision", _c_int)]
 
 
 class _OnnxIO(ctypes.Structure):
@@ -280,6 +280,9 @@ _graph_softmax = _fn("pdnn_graph_softmax", _c_int, _vp, _cp, _cp, _c_int, _P(_c_
 _graph_reshape = _fn("pdnn_graph_reshape", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int64), _P(_c_int))
 _graph_reshape_nd = _fn("pdnn_graph_reshape_nd", _c_int, _vp, _cp, _cp, _c_int, _c_int, _P(_c_int64), _P(_c_int))
 _tensor_view = _fn("pdnn_tensor_view", _c_int, _vp, _P(_Desc), _P(_vp))
+_graph_cast = _fn("pdnn_graph_cast", _c_int, _vp, _cp, _cp, _c_int, _c_int, _P(_c_int))
+_graph_set_precision = _fn("pdnn_graph_set_precision", _c_int, _vp, _c_int)
+_graph_set_loss_scale = _fn("pdnn_graph_set_loss_scale", _c_int, _vp, ctypes.c_float, _c_int)
 _graph_flatten = _fn("pdnn_graph_flatten", _c_int, _vp, _cp, _cp, _c_int, _P(_c_int))
 _session_config_init = _fn("pdnn_session_config_init", None, _P(_SessionConfig))
 _session_create = _fn("pdnn_session_create", _c_int, _vp, _P(_SessionConfig), _P(_vp))
@@ -1359,17 +1362,21 @@ def bias_add(x, bias):
     return y
 
 
+def _float_dtype(dtype, what):
+    codes = {"float32": _FLOAT32, "float16": _FLOAT16, "bfloat16": _BFLOAT16}
+    if dtype not in codes:
+        raise ValueError("polydnn: %s's dtype must be 'float32', 'float16' or 'bfloat16', not %r" % (what, dtype))
+    return codes[dtype]
+
+
 def cast(x, dtype):
     """x converted to dtype ('float32', 'float16', 'bfloat16'), a new
     tensor of x's shape and layout on x's device; narrowing rounds to
     nearest even (numpy's astype), widening is exact (pdnn_cast)."""
     ctx, dev = _placement(x)
     x = _as_tensor(x, _ACTIVATION, None, ctx, dev, "x")
-    codes = {"float32": _FLOAT32, "float16": _FLOAT16, "bfloat16": _BFLOAT16}
-    if dtype not in codes:
-        raise ValueError("polydnn: cast's dtype must be 'float32', 'float16' or 'bfloat16', not %r" % (dtype,))
     d = x._desc()
-    d.dtype = codes[dtype]
+    d.dtype = _float_dtype(dtype, "cast")
     y = _empty_like(x, ctx, desc=d)
     _check(_cast(x._handle(), y._handle()))
     return y
@@ -1864,6 +1871,12 @@ class Node:
         return _layout_name(self._desc().layout).decode()
 
     @property
+    def dtype(self):
+        """'float32', 'float16', 'bfloat16' or 'int32' (inferred: docs/precision.md)."""
+        d = self._desc().dtype
+        return _DTYPE_NAMES.get(d, "dtype %d" % d)
+
+    @property
     def device(self):
         """The device asked for ("" for the session's choice)."""
         return self.graph._meta[self.index][0]
@@ -2035,6 +2048,29 @@ class Graph:
 
     def relu(self, x, name=None, device=None):
         return self._add(_graph_relu, name, device, None, self._input(x, _ACTIVATION, None, "x"))
+
+    def cast(self, x, dtype, name=None, device=None):
+        """x in dtype ('float32', 'float16', 'bfloat16'; pdnn_graph_cast):
+        round to nearest even; its gradient casts back."""
+        return self._add(_graph_cast, name, device, None, self._input(x, _ACTIVATION, None, "x"),
+                         _float_dtype(dtype, "cast"))
+
+    def set_precision(self, policy):
+        """Keras's mixed precision policy for the nodes added after it:
+        'mixed_float16', 'mixed_bfloat16' or 'float32' (none; the default).
+        Variables stay float32; each op casts what it reads
+        (pdnn_graph_set_precision, docs/precision.md)."""
+        codes = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16", "float32": "float32"}
+        if policy not in codes:
+            raise ValueError("polydnn: the policy must be 'mixed_float16', 'mixed_bfloat16' or 'float32', not %r"
+                             % (policy,))
+        _check(_graph_set_precision(self._h, _float_dtype(codes[policy], "set_precision")))
+
+    def set_loss_scale(self, initial_scale=32768.0, growth_interval=2000):
+        """Dynamic loss scaling for the gradients and updates added after
+        it (TensorFlow's LossScaleOptimizer; pdnn_graph_set_loss_scale):
+        variables 'loss_scale' and 'loss_scale/good_steps'."""
+        _check(_graph_set_loss_scale(self._h, float(initial_scale), _int(growth_interval, "growth_interval", "int")))
 
     def softmax(self, x, name=None, device=None):
         """Softmax over the channels (a matrix's columns)."""
@@ -2565,7 +2601,7 @@ _LOSSES = {"cross_entropy": 0, "mse": 1}
 def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_device_placement=False,
               allow_soft_placement=None, log=None, fusion=True, data_format="NCHW", trainable=False,
               loss="cross_entropy", optimizer="sgd", lr=None, momentum=None, weight_decay=None, nesterov=False,
-              betas=None, eps=None, seed=0):
+              betas=None, eps=None, seed=0, precision=None):
     """Imports an ONNX model and returns an OnnxModel that runs it.
 
     model: a path (str or os.PathLike) or the file's bytes; base_dir: where
@@ -2582,9 +2618,13 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
     naming it.
     trainable=True returns a TrainableOnnxModel: loss "cross_entropy"
     (int32 labels) or "mse", optimizer "sgd" (momentum, nesterov), "adam"
-    or "adamw" with lr, weight_decay, betas, eps; seed: Dropout masks."""
+    or "adamw" with lr, weight_decay, betas, eps; seed: Dropout masks.
+    precision "float16" or "bfloat16": computes under that mixed precision
+    policy, inputs and outputs float32 (keep_io_types; docs/precision.md)."""
     opts = _OnnxOptions()
     _onnx_options_init(ctypes.byref(opts))
+    if precision is not None:
+        opts.precision = _float_dtype(precision, "load_onnx precision")
     opts.trainable = 1 if trainable else 0
     opts.seed = _int(seed, "seed", "int64") & 0xFFFFFFFFFFFFFFFF
     if batch is not None:

@@ -143,6 +143,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_onnx_options, trainable),
     FIELD(pdnn_onnx_options, seed),
     FIELD(pdnn_onnx_options, distributed),
+    FIELD(pdnn_onnx_options, precision),
 
     STRUCT(pdnn_onnx_io),
     FIELD(pdnn_onnx_io, n_inputs),

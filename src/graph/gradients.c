@@ -1,6 +1,7 @@
 /* pdnn_graph_gradients: tf.gradients over the graph's nodes. Nodes are in
  * execution order, so one pass from the loss down to node 0 sees every
  * consumer of a node before the node itself. */
+#include "core/half.h"
 #include "graph/gradients.h"
 
 #include <stdio.h>
@@ -282,6 +283,11 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
                 s->g->nodes[r].perm[fw.perm[k]] = k;
         }
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
+    case PDNN__OP_CAST_NODE: /* back into x's dtype */
+        if (!NEED(0))
+            return PDNN_SUCCESS;
+        st = emit(s, f, "Cast", PDNN__OP_CAST_NODE, &s->g->nodes[in[0]].out, &dy, 1, &r);
+        return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     case PDNN__OP_RESHAPE:
         if (!NEED(0))
             return PDNN_SUCCESS;
@@ -297,6 +303,8 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
         pdnn_node q[2] = {in[0], in[1]};
         st = emit(s, f, "SparseSoftmaxCrossEntropyWithLogitsGrad", PDNN__OP_XENT_GRAD, &s->g->nodes[in[0]].out, q,
                   2, &r);
+        if (st == PDNN_SUCCESS) /* the loss's gradient times the loss scale, where the graph has one */
+            st = pdnn__graph_scale_seed(s->g, s->prefix, r, &r);
         return st == PDNN_SUCCESS ? add_part(s, in[0], r) : st;
     }
     case PDNN__OP_ACT: { /* Clip: dy where alpha < y < beta; other activations have none yet */
@@ -371,17 +379,17 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
     if (loss < 0 || loss >= g->n)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_gradients: loss is node %d, but the graph has "
                                                       "nodes 0..%d", loss, g->n - 1);
-    if (g->nodes[loss].out.dtype != PDNN_FLOAT32)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_gradients: loss '%s' is not float32",
-                           g->nodes[loss].name);
+    if (!pdnn__dtype_is_float(g->nodes[loss].out.dtype))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_gradients: loss '%s' is %s, not a float",
+                           g->nodes[loss].name, pdnn__dtype_name(g->nodes[loss].out.dtype));
     for (int k = 0; k < n; k++) {
         grads[k] = -1;
         if (xs[k] < 0 || xs[k] >= g->n)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_gradients: xs[%d] is node %d, but the graph "
                                                           "has nodes 0..%d", k, xs[k], g->n - 1);
-        if (g->nodes[xs[k]].out.dtype != PDNN_FLOAT32)
-            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_gradients: xs[%d] '%s' is not float32", k,
-                               g->nodes[xs[k]].name);
+        if (!pdnn__dtype_is_float(g->nodes[xs[k]].out.dtype))
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_gradients: xs[%d] '%s' is %s, not a float", k,
+                               g->nodes[xs[k]].name, pdnn__dtype_name(g->nodes[xs[k]].out.dtype));
     }
     int n0 = g->n;
     grad_state s = {g, calloc((size_t)n0, sizeof(int *)), calloc((size_t)n0, sizeof(int)),
@@ -420,10 +428,10 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
     for (int i = loss; st == PDNN_SUCCESS && i >= 0; i--)
         if (to_loss[i])
             for (int q = 0; q < g->nodes[i].n_inputs; q++)
-                if (g->nodes[i].inputs[q] >= 0 && g->nodes[i].out.dtype == PDNN_FLOAT32)
+                if (g->nodes[i].inputs[q] >= 0 && pdnn__dtype_is_float(g->nodes[i].out.dtype))
                     to_loss[g->nodes[i].inputs[q]] = 1;
     for (int i = 0; st == PDNN_SUCCESS && i < n0; i++)
-        relevant[i] = from_x[i] && to_loss[i] && g->nodes[i].out.dtype == PDNN_FLOAT32;
+        relevant[i] = from_x[i] && to_loss[i] && pdnn__dtype_is_float(g->nodes[i].out.dtype);
     /* The seed: ones shaped like the loss (none for a cross-entropy loss,
      * whose gradient node computes d(mean loss)/d logits itself). */
     if (st == PDNN_SUCCESS && relevant[loss]) {
@@ -444,6 +452,8 @@ pdnn_status pdnn_graph_gradients(pdnn_graph *g, pdnn_node loss, const pdnn_node 
                 char name[96];
                 snprintf(name, sizeof name, "%s/Fill", s.prefix);
                 st = pdnn__graph_add(g, name, &nd, NULL, 0, &seed);
+                if (st == PDNN_SUCCESS) /* times the loss scale, where the graph has one */
+                    st = pdnn__graph_scale_seed(g, s.prefix, seed, &seed);
             }
             free(nd.data);
         }
@@ -578,11 +588,16 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
         (g->nodes[lr].op != PDNN__OP_VARIABLE || pdnn_tensor_desc_elements(&g->nodes[lr].out) != 1))
         st = pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_graph_apply_gradients: the node named learning_rate is not "
                                                     "a one-element variable");
-    pdnn_node *updates = calloc((size_t)n, sizeof *updates);
-    if (st == PDNN_SUCCESS && !updates)
-        st = pdnn__host_oom("pdnn_graph_apply_gradients", "the update list", sizeof *updates * (size_t)n);
-    for (int k = 0; k < n && st == PDNN_SUCCESS; k++) {
-        pdnn_node in[4] = {vars[k], grads[k], -1, -1};
+    pdnn_node *updates = calloc((size_t)n, sizeof *updates), *unscaled = calloc((size_t)n, sizeof *unscaled);
+    pdnn_node gate = -1;
+    if (st == PDNN_SUCCESS && (!updates || !unscaled))
+        st = pdnn__host_oom("pdnn_graph_apply_gradients", "the update list", sizeof *updates * (size_t)n * 2);
+    /* With a loss scale: the gradients over it, and each update skipped
+     * on a step whose gradients are not all finite. */
+    if (st == PDNN_SUCCESS && unscaled)
+        st = pdnn__graph_unscale(g, base, grads, n, unscaled, &gate);
+    for (int k = 0; k < n && st == PDNN_SUCCESS && unscaled; k++) {
+        pdnn_node in[5] = {vars[k], unscaled[k], -1, -1, -1};
         int n_in = 2;
         if (p->kind != PDNN_OPTIMIZER_SGD) {
             st = slot(g, vars[k], "Adam", &in[2]);
@@ -604,6 +619,10 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
         nd.out = g->nodes[vars[k]].out;
         snprintf(nd.device, sizeof nd.device, "%s", g->nodes[vars[k]].device);
         nd.colocate = vars[k] + 1;
+        if (gate >= 0) { /* the gate last: the slots keep their places */
+            nd.gate = gate + 1;
+            in[n_in++] = gate;
+        }
         char nm[200];
         snprintf(nm, sizeof nm, "%.60s/update_%.120s", base, g->nodes[vars[k]].name);
         st = pdnn__graph_add(g, nm, &nd, in, n_in, &updates[k]);
@@ -618,6 +637,7 @@ pdnn_status pdnn_graph_apply_gradients(pdnn_graph *g, const char *name, const pd
         st = pdnn__graph_add(g, base, &nd, updates, n, train_op);
     }
     free(updates);
+    free(unscaled);
     if (st != PDNN_SUCCESS) {
         pdnn__graph_truncate(g, n0);
     }

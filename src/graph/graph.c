@@ -1,4 +1,5 @@
 /* Building a graph: nodes, TensorFlow-style names, shape inference. */
+#include "core/half.h"
 #include "graph/graph.h"
 #include "graph/graph_batch.h"
 
@@ -15,7 +16,7 @@ static const char *const base_names[] = {"Placeholder", "Const", "Conv2D", "Pool
                                          "ApplyGradient", "NoOp", "Mul", "Activation", "ConcatV2",
                                          "Transpose", "AllReduce", "Binary", "FusedBatchNormV3", "Pad",
                                          "FusedBatchNormV3", "FusedBatchNormGradV3", "Dropout", "ClipGrad",
-                                         "NdMath", "Move"};
+                                         "NdMath", "Move", "Cast", "LossScale"};
 
 const char *pdnn__op_type(const pdnn__node *n)
 {
@@ -45,6 +46,8 @@ const char *pdnn__op_type(const pdnn__node *n)
     }
     if (n->op == PDNN__OP_NDMATH)
         return pdnn__nd_math_op_type(n);
+    if (n->op == PDNN__OP_LOSS_SCALE)
+        return n->axis ? "LossScaleUpdate" : "LossScaleMul";
     return base_names[n->op];
 }
 
@@ -78,6 +81,14 @@ void pdnn__graph_truncate(pdnn_graph *g, int n0)
         free(g->nodes[i].data);
     }
     g->n = n0;
+    for (int i = 0; i < n0; i++) { /* the policy's casts removed with them */
+        pdnn__node *nd = &g->nodes[i];
+        for (int k = 0; k < 2; k++)
+            nd->cast_of[k] = nd->cast_of[k] > n0 ? 0 : nd->cast_of[k];
+        nd->cast32 = nd->cast32 > n0 ? 0 : nd->cast32;
+    }
+    if (g->ls_scale > n0 || g->ls_good > n0)
+        g->ls_scale = g->ls_good = 0;
 }
 
 static const pdnn__node *node_at(const pdnn_graph *g, pdnn_node n)
@@ -176,16 +187,19 @@ static pdnn_status begin(pdnn_graph *g, const char *fn, const char *name, const 
     return PDNN_SUCCESS;
 }
 
+static pdnn_status commit(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs, pdnn_node *out,
+                          int policy);
+
+/* A public builder's node: the graph's precision policy applies. */
 static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs, pdnn_node *out)
 {
-    if (g->n == g->cap) {
-        int cap = g->cap ? g->cap * 2 : 16;
-        pdnn__node *nn = realloc(g->nodes, sizeof *nn * (size_t)cap);
-        if (!nn)
-            return pdnn__host_oom("graph", "the node table", sizeof *nn * (size_t)cap);
-        g->nodes = nn;
-        g->cap = cap;
-    }
+    return commit(g, nd, inputs, n_inputs, out, 1);
+}
+
+static pdnn_status commit(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs, int n_inputs, pdnn_node *out,
+                          int policy)
+{
+    const int n0 = g->n;
     if (n_inputs > 0) {
         nd->inputs = malloc(sizeof *nd->inputs * (size_t)n_inputs);
         if (!nd->inputs)
@@ -193,6 +207,27 @@ static pdnn_status finish(pdnn_graph *g, pdnn__node *nd, const pdnn_node *inputs
         memcpy(nd->inputs, inputs, sizeof *nd->inputs * (size_t)n_inputs);
     }
     nd->n_inputs = n_inputs;
+    pdnn_status st = policy ? pdnn__graph_autocast(g, nd, nd->inputs, n_inputs) : PDNN_SUCCESS;
+    if (st == PDNN_SUCCESS)
+        st = pdnn__graph_dtypes(g, nd);
+    if (st != PDNN_SUCCESS) {
+        free(nd->inputs);
+        nd->inputs = NULL;
+        pdnn__graph_truncate(g, n0);
+        return st;
+    }
+    if (g->n == g->cap) {
+        int cap = g->cap ? g->cap * 2 : 16;
+        pdnn__node *nn = realloc(g->nodes, sizeof *nn * (size_t)cap);
+        if (!nn) {
+            free(nd->inputs);
+            nd->inputs = NULL;
+            pdnn__graph_truncate(g, n0);
+            return pdnn__host_oom("graph", "the node table", sizeof *nn * (size_t)cap);
+        }
+        g->nodes = nn;
+        g->cap = cap;
+    }
     pdnn__desc_canon(&nd->out, &nd->out); /* compared with tensors' by memcmp */
     if (!nd->name[0]) /* the default name: the op type, numbered after the first */
         unique_name(g, nd, pdnn__op_type(nd));
@@ -300,8 +335,8 @@ static pdnn_status graph_conv2d(pdnn_graph *g, const char *fn, const char *name,
     memcpy(nd.out.dims, od, sizeof od);
     if (z >= 0) {
         const pdnn_tensor_desc *zd = in_desc(g, z);
-        if (zd->dtype != PDNN_FLOAT32 || zd->layout != nd.out.layout || memcmp(zd->dims, od, sizeof od) != 0)
-            return shape_error(&nd, "z must be float32 with the output's dims and layout");
+        if (!pdnn__dtype_is_float(zd->dtype) || zd->layout != nd.out.layout || memcmp(zd->dims, od, sizeof od) != 0)
+            return shape_error(&nd, "z must be a float with the output's dims and layout");
         nd.residual = 1;
     }
     return finish(g, &nd, in, n_in, out);
@@ -463,8 +498,8 @@ pdnn_status pdnn_graph_allreduce(pdnn_graph *g, const char *name, const char *de
     if (st != PDNN_SUCCESS)
         return st;
     nd.out = *in_desc(g, x);
-    if (nd.out.dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "x must be float32");
+    if (!pdnn__dtype_is_float(nd.out.dtype))
+        return shape_error(&nd, "x must be a float (float32, float16 or bfloat16)");
     if (pdnn__no_value(&g->nodes[x]))
         return shape_error(&nd, "x has no value (an optimizer update)");
     return finish(g, &nd, &x, 1, out);
@@ -480,8 +515,8 @@ pdnn_status pdnn_graph_scale(pdnn_graph *g, const char *name, const char *device
     if (!isfinite(alpha))
         return shape_error(&nd, "alpha must be finite");
     nd.out = *in_desc(g, x);
-    if (nd.out.dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "x must be float32");
+    if (!pdnn__dtype_is_float(nd.out.dtype))
+        return shape_error(&nd, "x must be a float (float32, float16 or bfloat16)");
     nd.alpha = alpha;
     return finish(g, &nd, &x, 1, out);
 }
@@ -498,8 +533,8 @@ pdnn_status pdnn_graph_activation(pdnn_graph *g, const char *name, const char *d
     if (pdnn__activation_check(mode, alpha, beta, why, sizeof why))
         return shape_error(&nd, why);
     nd.out = *in_desc(g, x);
-    if (nd.out.dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "x must be float32");
+    if (!pdnn__dtype_is_float(nd.out.dtype))
+        return shape_error(&nd, "x must be a float (float32, float16 or bfloat16)");
     nd.alpha = alpha;
     nd.beta = beta;
     return finish(g, &nd, &x, 1, out);
@@ -518,8 +553,8 @@ pdnn_status pdnn_graph_binary(pdnn_graph *g, const char *name, const char *devic
         return shape_error(&nd, "op is not a pdnn_binary_op (ADD, MUL, SUB, DIV, POW)");
     nd.binop = op;
     const pdnn_tensor_desc *da = in_desc(g, a), *db = in_desc(g, b);
-    if (da->dtype != PDNN_FLOAT32 || db->dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "a and b must be float32");
+    if (!pdnn__dtype_is_float(da->dtype) || !pdnn__dtype_is_float(db->dtype))
+        return shape_error(&nd, "a and b must be floats (float32, float16 or bfloat16)");
     const int n_d = (da->layout == PDNN_ND || db->layout == PDNN_ND) &&
                     (da->layout == PDNN_ND || da->layout == PDNN_LAYOUT_X) &&
                     (db->layout == PDNN_ND || db->layout == PDNN_LAYOUT_X);
@@ -561,8 +596,8 @@ pdnn_status pdnn_graph_batch_norm(pdnn_graph *g, const char *name, const char *d
     if (!(epsilon > 0.0f) || !isfinite(epsilon))
         return shape_error(&nd, "epsilon must be positive and finite");
     nd.out = *in_desc(g, x);
-    if (nd.out.dtype != PDNN_FLOAT32 || (nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC))
-        return shape_error(&nd, "x must be a float32 NCHW or NHWC activation");
+    if (!pdnn__dtype_is_float(nd.out.dtype) || (nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC))
+        return shape_error(&nd, "x must be a float NCHW or NHWC activation");
     for (int i = 1; i < 5; i++) {
         const pdnn_tensor_desc *d = in_desc(g, in[i]);
         if (d->dtype != PDNN_FLOAT32 || d->layout != PDNN_LAYOUT_X || d->dims[0] != nd.out.dims[1] ||
@@ -587,8 +622,8 @@ pdnn_status pdnn_graph_pad(pdnn_graph *g, const char *name, const char *device, 
     if (!pads)
         return shape_error(&nd, "pads is NULL");
     nd.out = *in_desc(g, x);
-    if (nd.out.dtype != PDNN_FLOAT32 || (nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC))
-        return shape_error(&nd, "x must be a float32 NCHW or NHWC activation");
+    if (!pdnn__dtype_is_float(nd.out.dtype) || (nd.out.layout != PDNN_NCHW && nd.out.layout != PDNN_NHWC))
+        return shape_error(&nd, "x must be a float NCHW or NHWC activation");
     if (mode != PDNN_PAD_CONSTANT && mode != PDNN_PAD_REFLECT && mode != PDNN_PAD_EDGE)
         return shape_error(&nd, "mode is not CONSTANT, REFLECT or EDGE");
     for (int i = 0; i < 4; i++) {
@@ -613,8 +648,8 @@ pdnn_status pdnn_graph_transform(pdnn_graph *g, const char *name, const char *de
     if (st != PDNN_SUCCESS)
         return st;
     nd.out = *in_desc(g, x);
-    if (nd.out.dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "x must be float32");
+    if (!pdnn__dtype_is_float(nd.out.dtype))
+        return shape_error(&nd, "x must be a float (float32, float16 or bfloat16)");
     nd.out.layout = layout;
     if (pdnn_tensor_desc_validate(&nd.out) != PDNN_SUCCESS)
         return shape_error(&nd, pdnn_last_error());
@@ -636,8 +671,8 @@ pdnn_status pdnn_graph_concat(pdnn_graph *g, const char *name, const char *devic
     int64_t st0[PDNN_MAX_RANK];
     if (axis < 0 || axis >= pdnn__desc_strides(&nd.out, st0))
         return shape_error(&nd, "axis must be a logical axis of the dims (0 to 3, or below an ND input's rank)");
-    if (nd.out.dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "the inputs must be float32");
+    if (!pdnn__dtype_is_float(nd.out.dtype))
+        return shape_error(&nd, "the inputs must be floats");
     for (int i = 1; i < n; i++) {
         const pdnn_tensor_desc *a = in_desc(g, inputs[i]);
         if (!pdnn__concat_compatible(a, &nd.out, axis)) {
@@ -822,8 +857,8 @@ pdnn_status pdnn_graph_softmax_cross_entropy(pdnn_graph *g, const char *name, co
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn_tensor_desc *dl = in_desc(g, logits), *dlab = in_desc(g, labels);
-    if (!is_matrix(dl) || dl->dtype != PDNN_FLOAT32)
-        return shape_error(&nd, "logits must be a float32 matrix {N, K, 1, 1} or ND {N, K}");
+    if (!is_matrix(dl) || !pdnn__dtype_is_float(dl->dtype))
+        return shape_error(&nd, "logits must be a float matrix {N, K, 1, 1} or ND {N, K}");
     if (dlab->dtype != PDNN_INT32 || dlab->layout != PDNN_LAYOUT_X || dlab->dims[0] != dl->dims[0])
         return shape_error(&nd, "labels must be int32, layout X, {N, 1, 1, 1} with N the logits' rows");
     nd.out = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {1, 1, 1, 1}, 0};
@@ -837,7 +872,7 @@ pdnn_status pdnn__graph_add(pdnn_graph *g, const char *name, const pdnn__node *p
     nd.inputs = NULL;
     nd.data = NULL;
     unique_name(g, &nd, name);
-    pdnn_status st = finish(g, &nd, inputs, n_inputs, out);
+    pdnn_status st = commit(g, &nd, inputs, n_inputs, out, 0); /* gradients, updates: no policy of their own */
     if (st != PDNN_SUCCESS || !proto->data)
         return st;
     /* The data goes to the committed node; a failed copy takes it back out. */

@@ -45,7 +45,12 @@ typedef enum pdnn__node_op {
                                   op applied to dy) uses the forward's mask */
     PDNN__OP_G_CLIP_BWD,       /* y, dy: dy where alpha < y < beta, else 0 (Clip's and ReLU6's gradient) */
     PDNN__OP_NDMATH,           /* graph_nd_math.c: nd_kind, perm, axes_mask, nd_flag, alpha the epsilon */
-    PDNN__OP_MOVE              /* graph_move.c: move_kind, move_n, move (pdnn_slice, ...) */
+    PDNN__OP_MOVE,             /* graph_move.c: move_kind, move_n, move (pdnn_slice, ...) */
+    /* Mixed precision (graph_precision.c): */
+    PDNN__OP_CAST_NODE,             /* pdnn_cast into out.dtype */
+    PDNN__OP_LOSS_SCALE        /* axis 0: x * scale (inputs x, scale); axis 1: the update (inputs the scaled
+                                  gradients, scale, good steps): the scale and its counter updated in place,
+                                  the value 1/scale before it, or 0 where a gradient is not finite */
 } pdnn__node_op;
 
 /* A MOVE node's op, and the most int64 arguments it keeps. */
@@ -92,6 +97,11 @@ typedef struct pdnn__node {
     pdnn__move_kind move_kind; /* MOVE */
     int move_n;
     int64_t move[PDNN__MOVE_ARGS];
+    int cast_of[2];     /* 1 + this node's value cast to float16, bfloat16 under a policy (one per value); 0 */
+    int cast32;         /* 1 + this node's value cast to float32 under a policy; 0: none */
+    int gate;           /* APPLY: 1 + the LOSS_SCALE update node (its last input): 0 skips the update */
+    int ls_interval;    /* LOSS_SCALE update: clean steps before the scale doubles */
+    int f32_fallback;   /* a session's copy: its device has no reduced path for it (session_run.c's run_lowp) */
 } pdnn__node;
 
 struct pdnn_graph {
@@ -99,6 +109,10 @@ struct pdnn_graph {
     int n, cap;
     int train_allreduce; /* a trainable import's pdnn_onnx_options.distributed: add_training all-reduces */
     struct pdnn__batch_plan *batch_plan; /* graph_batch.c: how an import's nodes follow the batch; NULL: none */
+    pdnn_dtype compute;  /* pdnn_graph_set_precision: the builders' compute dtype (float32: no policy) */
+    int ls_scale;        /* 1 + the loss_scale variable (pdnn_graph_set_loss_scale); 0: none */
+    int ls_good;         /* 1 + its good-steps counter */
+    int ls_interval;
 };
 
 /* Ops that produce no value (fetching them runs them and gives NULL). */
@@ -148,6 +162,19 @@ pdnn_status pdnn__graph_constant_adopt(pdnn_graph *g, const char *device, const 
 
 /* Removes nodes n0.. (added by a call that failed), leaving g as it was. */
 void pdnn__graph_truncate(pdnn_graph *g, int n0);
+
+/* graph_precision.c: the builders' policy (casts of nd's inputs where
+ * g->compute asks, before nd is appended; its inputs rewritten), the
+ * dtype of nd's output and the one-dtype check; a Cast's or a loss
+ * scale node's run; the gradient seed times the loss scale. */
+pdnn_status pdnn__graph_autocast(pdnn_graph *g, pdnn__node *nd, int *inputs, int n_inputs);
+pdnn_status pdnn__graph_dtypes(const pdnn_graph *g, pdnn__node *nd);
+/* grads times 1/scale into unscaled, gate the update node (-1 and the
+ * grads themselves without a loss scale). */
+pdnn_status pdnn__graph_unscale(pdnn_graph *g, const char *base, const pdnn_node *grads, int n, pdnn_node *unscaled,
+                                pdnn_node *gate);
+pdnn_status pdnn__loss_scale_run(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y);
+pdnn_status pdnn__graph_scale_seed(pdnn_graph *g, const char *prefix, pdnn_node seed, pdnn_node *out);
 
 /* Runs a node that training an imported model adds (train_ops.c). */
 pdnn_status pdnn__run_train_node(const pdnn__node *nd, const pdnn_tensor *const *in, pdnn_tensor *y);

@@ -1,6 +1,7 @@
 /* The N-d math ops as graph nodes (one node op, PDNN__OP_NDMATH, whose
  * nd_kind says which): the builders with their shape inference, the op
  * type names, placement and the session's run of each. */
+#include "core/half.h"
 #include "graph/graph.h"
 #include "ops/dispatch.h"
 
@@ -24,8 +25,8 @@ static pdnn_status begin_nd(pdnn_graph *g, const char *fn, const char *name, con
     nd->nd_kind = (int)kind;
     pdnn_graph_node_desc(g, x, xd);
     nd->out = *xd;
-    if (xd->dtype != PDNN_FLOAT32)
-        return node_error(nd, fn, "x must be float32", xd);
+    if (!pdnn__dtype_is_float(xd->dtype))
+        return node_error(nd, fn, "x must be a float", xd);
     return PDNN_SUCCESS;
 }
 

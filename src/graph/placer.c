@@ -142,6 +142,8 @@ int pdnn__has_kernel(const pdnn_device *dev, const pdnn__node *n)
     case PDNN__OP_G_BN_BWD: return b->algos[PDNN__OP_BN_FWD_TRAIN] != NULL && b->algos[PDNN__OP_BN_BWD] != NULL;
     case PDNN__OP_DROPOUT: return b->algos[PDNN__OP_BINARY] != NULL && b->copy != NULL;
     case PDNN__OP_G_CLIP_BWD: return b->algos[PDNN__OP_RELU_BWD] != NULL && b->algos[PDNN__OP_BINARY] != NULL;
+    case PDNN__OP_CAST_NODE: return b->algos[PDNN__OP_CAST] != NULL;
+    case PDNN__OP_LOSS_SCALE: return n->axis || b->algos[PDNN__OP_SCALE] != NULL;
     }
     return 0;
 }

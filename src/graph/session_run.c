@@ -1,6 +1,7 @@
 /* pdnn_session_run: what the fetches need, run node by node in graph
  * order with device-to-device copies, each intermediate tensor freed as
  * soon as its last consumer has run. */
+#include "core/half.h"
 #include "graph/session_internal.h"
 
 #include <stdio.h>
@@ -70,6 +71,8 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     case PDNN__OP_PADDING: return pdnn_pad(in[0], nd->pads, nd->pad_mode, nd->alpha, y);
     case PDNN__OP_NDMATH: return pdnn__nd_math_run_node(nd, in, y);
     case PDNN__OP_MOVE: return pdnn__move_run(nd, in, y);
+    case PDNN__OP_CAST_NODE: return pdnn_cast(in[0], y);
+    case PDNN__OP_LOSS_SCALE: return pdnn__loss_scale_run(nd, in, y);
     case PDNN__OP_BN: {
         pdnn_batch_norm_params p;
         pdnn_batch_norm_params_init(&p);
@@ -114,6 +117,66 @@ static pdnn_status run_node(const pdnn__node *nd, const pdnn_tensor *const *in, 
     return pdnn__error(PDNN_ERR_INTERNAL, "run_node: op %d has no runner", (int)nd->op);
 }
 
+/* Node i in a reduced dtype on a device with no path for that op in it
+ * (pdnn_bias_add, pdnn_relu... are float32 only; an OpenCL algorithm
+ * without a half path): as TensorFlow's autocast keeps such an op in
+ * float32, it runs on float32 copies of its reduced inputs and its output
+ * is rounded once. Found on the node's first run (the op's refusal),
+ * logged as the placement's soft placements are, kept for the session. */
+static pdnn_status run_lowp(pdnn_session *s, run_state *r, int i, const pdnn_tensor *const *in, pdnn_tensor *y,
+                            size_t ws)
+{
+    pdnn__node *nd = &s->g->nodes[i];
+    int reduced = y->desc.dtype == PDNN_FLOAT16 || y->desc.dtype == PDNN_BFLOAT16;
+    for (int q = 0; q < nd->n_inputs && !reduced; q++)
+        reduced = in[q] && (in[q]->desc.dtype == PDNN_FLOAT16 || in[q]->desc.dtype == PDNN_BFLOAT16);
+    if (!reduced || nd->op == PDNN__OP_CAST_NODE || nd->op == PDNN__OP_LOSS_SCALE)
+        return run_node(nd, in, y, ws);
+    if (!nd->f32_fallback) {
+        pdnn_status st = run_node(nd, in, y, ws);
+        if (st != PDNN_ERR_UNSUPPORTED)
+            return st;
+        char line[1400];
+        snprintf(line, sizeof line, "%s (%s) on %s: no %s path (%s); it runs in float32 with casts around it",
+                 nd->name, pdnn__op_type(nd), s->placed[i]->name, pdnn__dtype_name(y->desc.dtype), pdnn_last_error());
+        if (s->log)
+            s->log(s->log_user, line);
+        else
+            fprintf(stderr, "%s\n", line);
+        nd->f32_fallback = 1;
+    }
+    const pdnn_tensor *in32[512] = {0};
+    pdnn_tensor *own[513] = {0};
+    pdnn_status st = PDNN_SUCCESS;
+    for (int q = 0; q <= nd->n_inputs && st == PDNN_SUCCESS; q++) {
+        const pdnn_tensor *t = q < nd->n_inputs ? in[q] : y;
+        if (q < nd->n_inputs)
+            in32[q] = t;
+        if (!t || (t->desc.dtype != PDNN_FLOAT16 && t->desc.dtype != PDNN_BFLOAT16))
+            continue;
+        pdnn_tensor_desc d = t->desc;
+        d.dtype = PDNN_FLOAT32;
+        st = pdnn_tensor_create(t->dev, &d, &own[q]);
+        if (st != PDNN_SUCCESS)
+            break;
+        pdnn__session_live(s, r, own[q], +1);
+        if (q < nd->n_inputs) {
+            st = pdnn_cast(t, own[q]);
+            in32[q] = own[q];
+        }
+    }
+    pdnn_tensor *y32 = own[nd->n_inputs] ? own[nd->n_inputs] : y;
+    if (st == PDNN_SUCCESS)
+        st = run_node(nd, in32, y32, ws);
+    if (st == PDNN_SUCCESS && y32 != y)
+        st = pdnn_cast(y32, y);
+    for (int q = 0; q <= nd->n_inputs; q++) {
+        pdnn__session_live(s, r, own[q], -1);
+        pdnn_tensor_release(own[q]);
+    }
+    return st;
+}
+
 /* The optimizer's update of one variable in place (its slots and the
  * variable are the session's own tensors, on the variable's device), or
  * the step count's increment. */
@@ -127,10 +190,16 @@ static pdnn_status run_update(pdnn_session *s, const pdnn__node *nd, const pdnn_
         stepf += 1.0f;
         return pdnn_tensor_write(s->consts[nd->step], &stepf, sizeof stepf);
     }
+    const int n_in = nd->n_inputs - (nd->gate > 0); /* the loss scale's gate last */
+    if (nd->gate > 0) {
+        float open = 0;
+        if ((st = pdnn_tensor_read(in[n_in], &open, sizeof open)) != PDNN_SUCCESS || open == 0.0f)
+            return st; /* a gradient was not finite: the step is skipped */
+    }
     int var = nd->inputs[0];
     pdnn_tensor *w = s->consts[var];
-    pdnn_tensor *s1 = nd->n_inputs > 2 ? s->consts[nd->inputs[2]] : NULL;
-    pdnn_tensor *s2 = nd->n_inputs > 3 ? s->consts[nd->inputs[3]] : NULL;
+    pdnn_tensor *s1 = n_in > 2 ? s->consts[nd->inputs[2]] : NULL;
+    pdnn_tensor *s2 = n_in > 3 ? s->consts[nd->inputs[3]] : NULL;
     if (in[0] != w || (s1 && s1->dev != w->dev) || (s2 && s2->dev != w->dev))
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "variable '%s', its update and its slots must be on one device "
                                                       "(do not give them different devices)",
@@ -286,11 +355,12 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             continue;
         }
         const double t0 = s->prof_runs ? pdnn__now() : 0.0;
-        const pdnn_tensor *in[64] = {0};
+        const pdnn_tensor *in[512] = {0};
         /* A train op's inputs are its updates, which have no value (one per
-         * variable: MobileNetV2 has 158). */
-        if (nd->n_inputs > 64 && nd->op != PDNN__OP_TRAIN) {
-            st = pdnn__error(PDNN_ERR_UNSUPPORTED, "node '%s' has %d inputs; at most 64 are supported", nd->name,
+         * variable: MobileNetV2 has 158); a loss scale's update reads every
+         * gradient. */
+        if (nd->n_inputs > 512 && nd->op != PDNN__OP_TRAIN) {
+            st = pdnn__error(PDNN_ERR_UNSUPPORTED, "node '%s' has %d inputs; at most 512 are supported", nd->name,
                              nd->n_inputs);
             break;
         }
@@ -360,7 +430,7 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         if (st == PDNN_SUCCESS && !pdnn__no_value(nd)) {
             if (!r.absorb_on[i] && !aliased) /* else its inputs' nodes wrote it, or it is its input */
                 st = nd->op == PDNN__OP_ALLREDUCE ? pdnn__session_run_allreduce(s, &r, i, y)
-                                                  : run_node(nd, in, y, pdnn__session_workspace_room(s, &r, dev));
+                                                  : run_lowp(s, &r, i, in, y, pdnn__session_workspace_room(s, &r, dev));
             if (st != PDNN_SUCCESS) {
                 char why[1024];
                 snprintf(why, sizeof why, "%s", pdnn_last_error());

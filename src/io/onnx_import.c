@@ -57,9 +57,14 @@ static pdnn_status import_inputs(importer *im, const pdnn_onnx_options *opts, pd
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input '%s' is not a tensor "
                                "with a shape", vi->name);
         const Onnx__TypeProto__Tensor *tt = t->tensor_type;
-        if (!tt->has_elem_type || tt->elem_type != ONNX_FLOAT)
-            return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input '%s' is not float32",
-                               vi->name);
+        const pdnn_dtype red = tt->has_elem_type ? pdnn__onnx_reduced_type(tt->elem_type) : PDNN_FLOAT32;
+        if (!tt->has_elem_type || (tt->elem_type != ONNX_FLOAT && red == PDNN_FLOAT32))
+            return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input '%s' is not float32, float16 "
+                        "or bfloat16", vi->name);
+        /* a reduced input is fed float32 (keep_io_types): the policy casts it */
+        pdnn_status rst = pdnn__onnx_saw_reduced(im, red, vi->name);
+        if (rst != PDNN_SUCCESS)
+            return rst;
         size_t r = tt->shape->n_dim;
         if (r > PDNN_MAX_RANK)
             return FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: graph input '%s' has rank %zu; "
@@ -126,6 +131,8 @@ static pdnn_status import_outputs(importer *im, pdnn_onnx_io *io)
                             "long", name);
             st = pdnn_graph_transform(im->graph, nm, im->device, y, PDNN_NCHW, &y);
         }
+        if (st == PDNN_SUCCESS)
+            st = pdnn__onnx_output_float32(im->graph, name, im->device, &y);
         if (st != PDNN_SUCCESS)
             return FAIL(st, "pdnn_graph_import_onnx: graph output '%s': %s", name, pdnn_last_error());
         io->output_rank[io->n_outputs] = v->rank;
@@ -158,6 +165,9 @@ static pdnn_status import_parsed(Onnx__ModelProto *model, const char *dir, const
         goto done;
     }
     st = pdnn__onnx_check_ops(&im);
+    im.precision_given = opts->precision != PDNN_FLOAT32;
+    if (st == PDNN_SUCCESS && im.precision_given) /* keep_io_types: see import_outputs */
+        st = pdnn_graph_set_precision(im.graph, opts->precision);
     if (st == PDNN_SUCCESS)
         st = pdnn__onnx_train_begin(&im, opts);
     for (size_t i = 0; i < im.g->n_initializer && st == PDNN_SUCCESS; i++)

@@ -29,7 +29,7 @@
 #define MAX_MODEL_BYTES ((size_t)INT32_MAX)
 
 /* ONNX TensorProto.DataType values used here. */
-enum { ONNX_FLOAT = 1, ONNX_INT64 = 7, ONNX_BOOL = 9 };
+enum { ONNX_FLOAT = 1, ONNX_INT64 = 7, ONNX_BOOL = 9, ONNX_FLOAT16 = 10, ONNX_BFLOAT16 = 16 };
 
 /* One ONNX value: an activation computed by a graph node (node >= 0), or a
  * constant held on the host (data or i64) until an op uses it. Its graph
@@ -60,7 +60,18 @@ typedef struct importer {
     int64_t opset;
     unsigned char *absorbed; /* per ONNX node: folded into an earlier one */
     struct onnx_train *train; /* a trainable import's state (onnx_train.c); NULL: inference */
+    pdnn_dtype reduced;    /* the model's float16 or bfloat16 (onnx_precision.c); float32: none seen */
+    int precision_given;   /* options.precision set the graph's policy */
 } importer;
+
+/* onnx_precision.c: the pdnn dtype of an ONNX float16 or bfloat16 type
+ * (float32 for any other); a reduced tensor or input seen (the graph
+ * takes its policy); a reduced tensor's values widened into *out
+ * (malloc'd); output *y cast to float32 where the policy made it reduced. */
+pdnn_dtype pdnn__onnx_reduced_type(int64_t onnx_type);
+pdnn_status pdnn__onnx_saw_reduced(importer *im, pdnn_dtype t, const char *what);
+pdnn_status pdnn__onnx_widen(const Onnx__TensorProto *t, const char *name, int64_t count, float **out);
+pdnn_status pdnn__onnx_output_float32(pdnn_graph *g, const char *name, const char *device, int *y);
 
 /* The deepest nesting of messages pdnn__onnx_nesting_ok accepts. */
 #define MAX_DEPTH 64

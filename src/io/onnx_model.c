@@ -147,6 +147,18 @@ pdnn_status pdnn__onnx_tensor_value(importer *im, const Onnx__TensorProto *t, co
     int dt = t->has_data_type ? t->data_type : 0;
     if (dt == ONNX_BOOL) /* a Where's mask: floats 0 and 1 */
         return bool_value(im, t, &v);
+    if (pdnn__onnx_reduced_type(dt) != PDNN_FLOAT32) { /* widened (exact); the policy computes reduced */
+        pdnn_status st = pdnn__onnx_saw_reduced(im, pdnn__onnx_reduced_type(dt), name);
+        if (st == PDNN_SUCCESS && !(t->has_data_location && t->data_location ==
+                                    ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+            st = pdnn__onnx_widen(t, name, v.count, &v.data);
+        else if (st == PDNN_SUCCESS)
+            st = FAIL(PDNN_ERR_UNSUPPORTED, "pdnn_graph_import_onnx: tensor '%s': external float16 data is not "
+                      "supported", name);
+        if (st == PDNN_SUCCESS && (st = pdnn__onnx_add_value(im, &v)) != PDNN_SUCCESS)
+            free(v.data);
+        return st;
+    }
     if (dt != ONNX_FLOAT && dt != ONNX_INT64)
         return FAIL(PDNN_ERR_UNSUPPORTED,
                            "pdnn_graph_import_onnx: tensor '%s' has ONNX data type %d; only float (1) and int64 "

@@ -5,6 +5,7 @@
  * Sub, Mul, Div of constants): the Shape -> Gather -> Unsqueeze -> Concat
  * -> Reshape chains that torch exports for x.view(x.size(0), -1) become
  * constants here, at the batch the import was given. */
+#include "core/half.h"
 #include "io/onnx_internal.h"
 #include "ops/dispatch.h"
 
@@ -516,12 +517,18 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
     }
     if (strcmp(op, "Cast") == 0) {
         const int64_t to = attr_int(n, "to", 0);
-        int64_t *oi = to != ONNX_FLOAT ? malloc((size_t)(x->count ? x->count : 1) * 8) : NULL;
-        float *of = to == ONNX_FLOAT ? malloc((size_t)(x->count ? x->count : 1) * 4) : NULL;
+        const pdnn_dtype red = pdnn__onnx_reduced_type(to); /* kept widened: float16's values in float32 */
+        const int to_float = to == ONNX_FLOAT || red != PDNN_FLOAT32;
+        int64_t *oi = !to_float ? malloc((size_t)(x->count ? x->count : 1) * 8) : NULL;
+        float *of = to_float ? malloc((size_t)(x->count ? x->count : 1) * 4) : NULL;
         if (!oi && !of)
             return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
         for (int64_t j = 0; j < x->count; j++) {
-            if (of)
+            if (of && red != PDNN_FLOAT32) {
+                const float f = x->i64 ? (float)x->i64[j] : x->data[j];
+                of[j] = red == PDNN_FLOAT16 ? pdnn__f16_to_f32(pdnn__f32_to_f16(f))
+                                            : pdnn__bf16_to_f32(pdnn__f32_to_bf16(f));
+            } else if (of)
                 of[j] = x->i64 ? (float)x->i64[j] : x->data[j];
             else if (to == ONNX_BOOL)
                 oi[j] = x->i64 ? x->i64[j] != 0 : x->data[j] != 0.0f;

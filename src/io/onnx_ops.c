@@ -1187,7 +1187,11 @@ pdnn_status pdnn__onnx_import_node(importer *im, size_t idx)
         return import_softmax(im, n);
     if (strcmp(op, "Dropout") == 0 && im->train)
         return pdnn__onnx_train_dropout(im, n);
-    if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0) {
+    const int float_cast = strcmp(op, "Cast") == 0 && (attr_int(n, "to", 0) == ONNX_FLOAT ||
+                                                       pdnn__onnx_reduced_type(attr_int(n, "to", 0)) != PDNN_FLOAT32);
+    /* A Cast between float types of a computed value: the precision policy
+     * decides each op's dtype (a float16 model computes under float16's). */
+    if (strcmp(op, "Dropout") == 0 || strcmp(op, "Identity") == 0 || float_cast) {
         /* Inference: the output is the input; a Dropout mask that anything
          * reads is refused (torch's export names one that nothing reads:
          * Swin), and so is a training_mode not known to be false unless
