@@ -484,6 +484,23 @@ class Cli(unittest.TestCase):
             for other in ("two.onnx", "owt.onnx"):
                 np.testing.assert_allclose(self.weights(other)[k], one[k], atol=2e-6, rtol=0, err_msg=other + k)
 
+    def test_reduced_precision_trains_batch_norm_clip_and_dropout(self):
+        # the toy model (batch norm, ReLU6, Dropout) under --precision fp16 and
+        # bf16, on one device and on towers: its loss falls, its export runs
+        devs = devices()
+        for prec in ("fp16", "bf16"):
+            for dev in dict.fromkeys((devs[0], ",".join(devs))):
+                r = self.train("--epochs", "3", "--precision", prec, "--device", dev, "--log", "l.csv",
+                               "--export", "t.onnx", "--lr", "0.02")
+                with open(os.path.join(self.d, "l.csv")) as f:
+                    loss = [float(row["loss"]) for row in csv.DictReader(f)]
+                self.assertLess(np.mean(loss[-3:]), 0.6 * np.mean(loss[:3]), "%s on %s: %s" % (prec, dev, r.stdout))
+                x = np.zeros((8, 2, 8, 8), np.float32)
+                x[:, :, 1:7, 1:7] = np.load(os.path.join(self.d, "toy.npz"))["x"][:8]
+                ort = onnxruntime.InferenceSession(os.path.join(self.d, "t.onnx"),
+                                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+                self.assertTrue(np.isfinite(ort).all())
+
     def test_towers_batch_norm_statistics_are_the_first_towers(self):
         # tower 0 alone updates the running statistics: after one step they are
         # those of a one-device run on tower 0's rows (lr 0 keeps the weights)

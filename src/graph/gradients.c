@@ -338,15 +338,22 @@ static pdnn_status backprop(grad_state *s, int f, int dy, const char *relevant, 
             if (!NEED(k))
                 continue;
             pdnn_node q[4] = {in[0], dy, in[1], stats};
+            const pdnn_tensor_desc pd = s->g->nodes[in[k]].out; /* x's, or the float32 parameter's */
             if (k == 2)
-                st = emit(s, f, "BiasAddGrad", PDNN__OP_G_CONV_BWD_BIAS, &s->g->nodes[in[2]].out, &dy, 1, &r);
+                st = emit(s, f, "BiasAddGrad", PDNN__OP_G_CONV_BWD_BIAS, &pd, &dy, 1, &r);
             else
-                st = emit(s, f, "FusedBatchNormGradV3", PDNN__OP_G_BN_BWD, &s->g->nodes[in[k]].out, q, 4, &r);
+                st = emit(s, f, "FusedBatchNormGradV3", PDNN__OP_G_BN_BWD, &pd, q, 4, &r);
             if (st == PDNN_SUCCESS) {
                 s->g->nodes[r].alpha = fw.alpha;
                 s->g->nodes[r].axis = k;
-                st = add_part(s, in[k], r);
+                if (k == 1) /* dgamma in gamma's dtype (float32 under a policy), summed in float32 */
+                    s->g->nodes[r].out.dtype = pd.dtype;
+                /* dbeta, a sum of a reduced dy, back to beta's dtype */
+                if (k == 2 && s->g->nodes[r].out.dtype != pd.dtype)
+                    st = emit(s, f, "Cast", PDNN__OP_CAST_NODE, &pd, &r, 1, &r);
             }
+            if (st == PDNN_SUCCESS)
+                st = add_part(s, in[k], r);
         }
         return st;
     }

@@ -22,7 +22,8 @@ static void data_inputs(const pdnn__node *nd, int *first, int *end)
     case PDNN__OP_DROPOUT:
     case PDNN__OP_XENT:
     case PDNN__OP_XENT_GRAD: *end = nd->n_inputs < 1 ? nd->n_inputs : 1; break;
-    case PDNN__OP_G_BN_BWD: *end = nd->n_inputs < 2 ? nd->n_inputs : 2; break;
+    /* x, dy (gamma and the statistics are float32); BatchNormStats: x */
+    case PDNN__OP_G_BN_BWD: *end = nd->n_inputs == 2 ? 1 : nd->n_inputs < 2 ? nd->n_inputs : 2; break;
     case PDNN__OP_MOVE: *first = nd->move_kind == PDNN__MOVE_WHERE; break;
     default: break;
     }
@@ -75,7 +76,9 @@ pdnn_status pdnn__graph_dtypes(const pdnn_graph *g, pdnn__node *nd)
                            "(pdnn_graph_cast converts; the mixed precision policy does it for you)",
                            nd->name[0] ? nd->name : pdnn__op_type(nd), pdnn__op_type(nd),
                            g->nodes[nd->inputs[at]].name, pdnn__dtype_name(t));
-    if (!own_dtype(nd) && pdnn__dtype_is_float(nd->out.dtype))
+    /* BatchNormStats (G_BN_BWD of 2 inputs) keeps its float32 {2C}: the
+     * statistics are float32 whatever x is */
+    if (!own_dtype(nd) && pdnn__dtype_is_float(nd->out.dtype) && !(nd->op == PDNN__OP_G_BN_BWD && nd->n_inputs == 2))
         nd->out.dtype = t;
     return PDNN_SUCCESS;
 }

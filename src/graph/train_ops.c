@@ -1,6 +1,7 @@
 /* The session's runners for the nodes that training an imported model
  * adds (graph.h: BN_TRAIN, G_BN_BWD, DROPOUT, G_CLIP_BWD). Each is built
  * from public ops, so every backend that has those runs it. */
+#include "core/half.h"
 #include "graph/graph.h"
 
 #include <stdlib.h>
@@ -21,8 +22,10 @@ static pdnn_status scalar_like(const pdnn_tensor *y, float v, pdnn_tensor **out)
     pdnn_tensor_desc d = y->desc;
     for (int k = 0; k < PDNN_MAX_RANK; k++)
         d.dims[k] = 1;
+    unsigned char b[4]; /* v in y's dtype */
+    pdnn__from_f32(y->desc.dtype, &v, b, 1);
     pdnn_status st = pdnn_tensor_create(y->dev, &d, out);
-    if (st == PDNN_SUCCESS && (st = pdnn_tensor_write(*out, &v, sizeof v)) != PDNN_SUCCESS) {
+    if (st == PDNN_SUCCESS && (st = pdnn_tensor_write(*out, b, pdnn__dtype_size(y->desc.dtype))) != PDNN_SUCCESS) {
         pdnn_tensor_release(*out);
         *out = NULL;
     }
@@ -36,9 +39,10 @@ static void drop_parent(void *t) { pdnn_tensor_release(t); }
 static pdnn_status stats_part(const pdnn_tensor *t, const pdnn_tensor *gamma, int k, pdnn_tensor **out)
 {
     const int64_t c = pdnn_tensor_desc_elements(&gamma->desc);
-    if (pdnn_tensor_desc_elements(&t->desc) != 2 * c)
-        return pdnn__error(PDNN_ERR_INTERNAL, "FusedBatchNormGradV3: statistics of %lld values for %lld channels",
-                           (long long)pdnn_tensor_desc_elements(&t->desc), (long long)c);
+    if (pdnn_tensor_desc_elements(&t->desc) != 2 * c || t->desc.dtype != gamma->desc.dtype)
+        return pdnn__error(PDNN_ERR_INTERNAL, "FusedBatchNormGradV3: statistics of %lld %s values for %lld %s "
+                           "channels", (long long)pdnn_tensor_desc_elements(&t->desc),
+                           pdnn__dtype_name(t->desc.dtype), (long long)c, pdnn__dtype_name(gamma->desc.dtype));
     pdnn__buf b = t->block.buf;
     b.offset += (size_t)(k * c) * sizeof(float);
     pdnn__tensor_ref((pdnn_tensor *)t);
@@ -109,10 +113,16 @@ static pdnn_status dropout(const pdnn__node *nd, const pdnn_tensor *const *in, p
     const uint64_t base = mix64(nd->seed ^ mix64((uint64_t)stepf));
     for (int64_t e = 0; e < n; e++)
         mask[e] = (double)(mix64(base + (uint64_t)e) >> 11) * 0x1.0p-53 < keep ? scale : 0.0f;
+    /* a reduced y: the mask in its dtype (rounded in place: 2 bytes an
+     * element fit where the floats were) */
+    const size_t es = pdnn__dtype_size(y->desc.dtype);
+    if (y->desc.dtype != PDNN_FLOAT32)
+        for (int64_t e = 0; e < n; e++)
+            pdnn__from_f32(y->desc.dtype, &mask[e], (char *)mask + (size_t)e * es, 1);
     pdnn_tensor *m = NULL;
     st = pdnn_tensor_create(y->dev, &y->desc, &m);
     if (st == PDNN_SUCCESS)
-        st = pdnn_tensor_write(m, mask, (size_t)n * sizeof *mask);
+        st = pdnn_tensor_write(m, mask, (size_t)n * es);
     free(mask);
     if (st == PDNN_SUCCESS)
         st = pdnn_binary(in[0], m, PDNN_BINARY_MUL, y);

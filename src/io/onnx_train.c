@@ -141,6 +141,10 @@ static pdnn_status copy_tower(pdnn_graph *g, int n, const unsigned char *reach, 
             proto.beta = 0.0f;
         if (proto.op == PDNN__OP_DROPOUT)
             proto.seed += (uint64_t)t;
+        /* the policy's casts of the original are tower 0's: the copy's own
+         * are made when a builder asks for them */
+        memset(proto.cast_of, 0, sizeof proto.cast_of);
+        proto.cast32 = 0;
         char nm[sizeof proto.name];
         tower_name(nm, sizeof nm, t, proto.name);
         st = pdnn__graph_add(g, nm, &proto, in, proto.n_inputs, &map[i]);
@@ -232,7 +236,11 @@ static pdnn_status add_training(pdnn_graph *g, pdnn_onnx_io *io, int nt, const c
                                      fn, g->nodes[vars[k]].name);
         }
         /* Towers: each gradient's mean over the towers, on its variable's
-         * device (AddN, then Mul by 1/nt: TensorFlow's multi-GPU pattern). */
+         * device (AddN, then Mul by 1/nt: TensorFlow's multi-GPU pattern),
+         * in the gradients' own dtype (float32, as the variables): the
+         * precision policy is for the network's compute. */
+        const pdnn_dtype policy = g->compute;
+        g->compute = PDNN_FLOAT32;
         for (int k = 0; st == PDNN_SUCCESS && k < n; k++) {
             avg[k] = vars[n + k];
             if (nt == 1)
@@ -247,6 +255,7 @@ static pdnn_status add_training(pdnn_graph *g, pdnn_onnx_io *io, int nt, const c
             if (st == PDNN_SUCCESS)
                 st = pdnn_graph_scale(g, nm, pdev, sum, 1.0f / (float)nt, &avg[k]);
         }
+        g->compute = policy;
         /* Data-parallel: each gradient's mean over the ranks, on its
          * variable's device, started by the session as soon as it exists. */
         for (int k = 0; st == PDNN_SUCCESS && g->train_allreduce && k < n; k++) {
@@ -469,8 +478,17 @@ static pdnn_status add_node(importer *im, const Onnx__NodeProto *n, pdnn__node *
     if (pdnn_graph_node_desc(im->graph, x->node, &nd->out) != PDNN_SUCCESS)
         return pdnn__onnx_node_error(PDNN_ERR_INTERNAL, n, "no descriptor for its input");
     snprintf(nd->device, sizeof nd->device, "%s", im->device ? im->device : "");
+    /* The import's precision policy, as the public builders apply it:
+     * batch norm in float32, Dropout in its input's dtype. */
+    pdnn_node ins[8];
+    if (n_in > (int)(sizeof ins / sizeof ins[0]))
+        return pdnn__onnx_node_error(PDNN_ERR_INTERNAL, n, "%d inputs", n_in);
+    memcpy(ins, in, sizeof *in * (size_t)n_in);
+    nd->n_inputs = n_in; /* which inputs carry data (commit sets it again) */
+    if ((st = pdnn__graph_autocast(im->graph, nd, ins, n_in)) != PDNN_SUCCESS)
+        return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     int y = -1;
-    if ((st = pdnn__graph_add(im->graph, n->output[0], nd, in, n_in, &y)) != PDNN_SUCCESS)
+    if ((st = pdnn__graph_add(im->graph, n->output[0], nd, ins, n_in, &y)) != PDNN_SUCCESS)
         return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     return pdnn__onnx_set_output(im, n, n->output[0], y, x->rank);
 }

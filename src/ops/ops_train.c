@@ -1,6 +1,7 @@
 /* The training ops around the backward convolutions (relu backward, fused
  * softmax cross-entropy, optimizer steps): validate in core, build the op
  * call, dispatch (registry ops, see backend.h). */
+#include "core/half.h"
 #include "ops/dispatch.h"
 
 #include <math.h>
@@ -70,12 +71,13 @@ pdnn_status pdnn_scale(const pdnn_tensor *x, float alpha, pdnn_tensor *y)
         st = pdnn__check_alias(op, y, "y", x, "x", 1);
     if (st != PDNN_SUCCESS)
         return st;
-    if (x->desc.dtype != PDNN_FLOAT32)
-        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_scale: x is %s; it must be float32",
-                           x->desc.dtype == PDNN_INT32 ? "int32" : "not float32");
+    if (!pdnn__dtype_is_float(x->desc.dtype))
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_scale: x is %s; it must be a float dtype",
+                           pdnn__dtype_name(x->desc.dtype));
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_SCALE;
+    call.dtype = x->desc.dtype; /* an algorithm without its path refuses by name (the registry's check) */
     call.u.scale.n = pdnn_tensor_desc_elements(&x->desc);
     call.u.scale.alpha = alpha;
     call.u.scale.x_buf = x->block.buf;
