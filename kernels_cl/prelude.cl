@@ -96,3 +96,43 @@
 #define LOAD_REAL F32_LOAD
 #define STORE_REAL F32_STORE
 #endif
+
+/* The vector kernels' loads and stores of N REAL_T at p + N*i as floatN
+ * (vloadN's convention): float16 through vload_halfN/vstore_halfN_rte,
+ * bfloat16 as ushortN widened and shifted lane-wise, so a reduced-dtype
+ * program keeps the float32 one's vectors (a scalar load per element
+ * scalarised PoCL's kernels). 16 lanes go as two 8s where SPLIT16. */
+#define BF16_LOADN(n, p, i) as_float##n(convert_uint##n(vload##n((size_t)(i), (p))) << 16)
+#define BF16_BITSN(n, u)                                                                                \
+    convert_ushort##n(select(((u) + 0x7fffu + (((u) >> 16) & 1u)) >> 16, ((u) >> 16) | 0x40u,           \
+                             ((u) & 0x7fffffffu) > 0x7f800000u))
+#define BF16_STOREN(n, v, p, i) vstore##n(BF16_BITSN(n, as_uint##n(v)), (size_t)(i), (p))
+#if defined(PDNN_REAL) && PDNN_REAL == 1
+#define LOADR2(i, p) vload_half2((size_t)(i), (p))
+#define LOADR4(i, p) vload_half4((size_t)(i), (p))
+#define LOADR8(i, p) vload_half8((size_t)(i), (p))
+#define STORER2(v, i, p) vstore_half2_rte((v), (size_t)(i), (p))
+#define STORER4(v, i, p) vstore_half4_rte((v), (size_t)(i), (p))
+#define STORER8(v, i, p) vstore_half8_rte((v), (size_t)(i), (p))
+#elif defined(PDNN_REAL) && PDNN_REAL == 2
+#define LOADR2(i, p) BF16_LOADN(2, p, i)
+#define LOADR4(i, p) BF16_LOADN(4, p, i)
+#define LOADR8(i, p) BF16_LOADN(8, p, i)
+#define STORER2(v, i, p) BF16_STOREN(2, v, p, i)
+#define STORER4(v, i, p) BF16_STOREN(4, v, p, i)
+#define STORER8(v, i, p) BF16_STOREN(8, v, p, i)
+#else
+#define LOADR2 vload2
+#define LOADR4 vload4
+#define LOADR8 vload8
+#define STORER2 vstore2
+#define STORER4 vstore4
+#define STORER8 vstore8
+#endif
+#if !defined(PDNN_REAL)
+#define LOADR16 LOAD16
+#define STORER16 STORE16
+#else
+#define LOADR16(i, p) ((float16)(LOADR8(2 * (long)(i), (p)), LOADR8(2 * (long)(i) + 1, (p))))
+#define STORER16(v, i, p) (STORER8((v).lo, 2 * (long)(i), (p)), STORER8((v).hi, 2 * (long)(i) + 1, (p)))
+#endif
