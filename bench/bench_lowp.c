@@ -138,7 +138,7 @@ static pdnn_status call(const bench_op *b)
         p.training = 0;
         return pdnn_batch_norm_forward(&p, b->x, b->g, b->b, b->m, b->v, NULL, NULL, b->y);
     }
-    case SIGMOID: return pdnn_activation_forward(b->x, PDNN_ACTIVATION_SIGMOID, 0, 0, b->y);
+    case SIGMOID: return pdnn_activation_forward(b->x, PDNN_ACTIVATION_CLIP, 0, 6, b->y);
     case ADD: return pdnn_binary(b->x, b->w, PDNN_BINARY_ADD, b->y);
     default: return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     }

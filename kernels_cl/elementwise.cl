@@ -244,10 +244,10 @@ __kernel void ew_pad(__global const float *x, long x_off, long4 xs, __global flo
  * sigmoid (exp of -x overflows to inf for x < -88, giving 0 as it should);
  * 3 hard sigmoid max(0, min(1, alpha x + beta)); 4 hard swish; 5 silu
  * x / (1 + exp(-x)) (x / inf = -0 below -88, as it should be); 6 on:
- * the unary math (pdnn_activation's values; 16 pow x^alpha). */
-/* 8 elements a work-item through the vector loads: PoCL left a
- * one-element kernel scalar when built over float16 or bfloat16 (REAL_T),
- * at a tenth of float32's speed. */
+ * the unary math (pdnn_activation's values; 16 pow x^alpha). 8 elements
+ * a work-item through the vector loads: PoCL left a one-element kernel
+ * scalar when built over float16 or bfloat16 (REAL_T), at a tenth of
+ * float32's speed. */
 inline __attribute__((always_inline)) float8 act8(float8 v, int mode, float alpha, float beta)
 {
     const float8 a = (float8)(alpha), zero = (float8)(0.0f), one = (float8)(1.0f);
