@@ -22,9 +22,11 @@
 #ifdef BN_STATS_REAL
 #define STAT_T REAL_T
 #define LOAD_STAT LOAD_REAL
+#define LOAD_STAT8(p) LOADR8(0, p)
 #else
 #define STAT_T float
 #define LOAD_STAT F32_LOAD
+#define LOAD_STAT8(p) vload8(0, p)
 #endif
 
 /* Work-item gid's slice: channel c, slice s. */
@@ -141,49 +143,42 @@ static int bn_element(int cols, int C, int nhwc, int *c)
 
 /* y = gamma * (x - mean) * k + beta, k = stat[c] (is_var 0: an inverse
  * standard deviation) or 1 / sqrt(stat[c] + eps) (is_var 1: a variance).
- * 8 neighbouring elements of a row a work-item through the vector loads
- * (one element an item over float16 or bfloat16 stayed scalar on PoCL);
- * in NHWC the 8 are 8 channels, in NCHW 8 pixels of one. */
+ * BN_RUN neighbouring elements of a row a work-item, 8 at a time through
+ * the vector loads (one element an item over float16 or bfloat16 stayed
+ * scalar on PoCL): in NHWC 8 channels each, in NCHW pixels of one channel,
+ * whose statistics and affine are then read once for the run. */
+#define BN_RUN 32
 __kernel void bn_normalize(__global const REAL_T *x, long x_off, __global REAL_T *y, long y_off,
                            __global const STAT_T *mean, long mean_off, __global const STAT_T *stat, long stat_off,
                            __global const REAL_T *gamma, long g_off, __global const REAL_T *beta, long b_off,
                            int C, int cols, int nhwc, int is_var, float eps)
 {
-    const int i = 8 * (int)get_global_id(0), row = (int)get_global_id(1);
-    if (i >= cols)
+    const int i0 = BN_RUN * (int)get_global_id(0), row = (int)get_global_id(1), i1 = min(i0 + BN_RUN, cols);
+    if (i0 >= cols)
         return;
-    const long e = (long)row * cols + i;
-    if (i + 8 <= cols) {
-        float8 mu, v, g, b;
+    const long e0 = (long)row * cols;
+    const int c0 = row % C;
+    const float m0 = LOAD_STAT(mean, mean_off + c0), v0 = LOAD_STAT(stat, stat_off + c0);
+    const float g0 = LOAD_REAL(gamma, g_off + c0), b0 = LOAD_REAL(beta, b_off + c0);
+    int i = i0;
+    for (; i + 8 <= i1; i += 8) {
+        float8 mu = (float8)(m0), v = (float8)(v0), g = (float8)(g0), b = (float8)(b0);
         if (nhwc) {
-            mu = (float8)(LOAD_STAT(mean, mean_off + i), LOAD_STAT(mean, mean_off + i + 1),
-                          LOAD_STAT(mean, mean_off + i + 2), LOAD_STAT(mean, mean_off + i + 3),
-                          LOAD_STAT(mean, mean_off + i + 4), LOAD_STAT(mean, mean_off + i + 5),
-                          LOAD_STAT(mean, mean_off + i + 6), LOAD_STAT(mean, mean_off + i + 7));
-            v = (float8)(LOAD_STAT(stat, stat_off + i), LOAD_STAT(stat, stat_off + i + 1),
-                         LOAD_STAT(stat, stat_off + i + 2), LOAD_STAT(stat, stat_off + i + 3),
-                         LOAD_STAT(stat, stat_off + i + 4), LOAD_STAT(stat, stat_off + i + 5),
-                         LOAD_STAT(stat, stat_off + i + 6), LOAD_STAT(stat, stat_off + i + 7));
+            mu = LOAD_STAT8(mean + mean_off + i);
+            v = LOAD_STAT8(stat + stat_off + i);
             g = LOADR8(0, gamma + g_off + i);
             b = LOADR8(0, beta + b_off + i);
-        } else {
-            const int c = row % C;
-            mu = (float8)(LOAD_STAT(mean, mean_off + c));
-            v = (float8)(LOAD_STAT(stat, stat_off + c));
-            g = (float8)(LOAD_REAL(gamma, g_off + c));
-            b = (float8)(LOAD_REAL(beta, b_off + c));
         }
         const float8 k = is_var ? 1.0f / sqrt(v + eps) : v;
-        STORER8(g * ((LOADR8(0, x + x_off + e) - mu) * k) + b, 0, y + y_off + e);
-        return;
+        STORER8(g * ((LOADR8(0, x + x_off + e0 + i) - mu) * k) + b, 0, y + y_off + e0 + i);
     }
-    for (int j = i; j < cols; j++) {
-        const int c = nhwc ? j : row % C;
+    for (; i < i1; i++) {
+        const int c = nhwc ? i : c0;
         const float v = LOAD_STAT(stat, stat_off + c);
         const float k = is_var ? 1.0f / sqrt(v + eps) : v;
-        STORE_REAL(LOAD_REAL(gamma, g_off + c) * ((LOAD_REAL(x, x_off + e + j - i) - LOAD_STAT(mean, mean_off + c)) * k) +
+        STORE_REAL(LOAD_REAL(gamma, g_off + c) * ((LOAD_REAL(x, x_off + e0 + i) - LOAD_STAT(mean, mean_off + c)) * k) +
                        LOAD_REAL(beta, b_off + c),
-                   y, y_off + e + j - i);
+                   y, y_off + e0 + i);
     }
 }
 

@@ -93,8 +93,8 @@ static cl_long roff(const bn_args *a, pdnn__buf b) { return pdnn__cl_real_off(b,
  * (batch_norm.cl bn_element), work-groups of up to 64 along a row. */
 static pdnn_status launch_rows(const bn_args *a, cl_kernel k, const char *name)
 {
-    /* bn_normalize: 8 elements of a row a work-item (batch_norm.cl) */
-    const size_t cols = strcmp(name, "bn_normalize") != 0 ? (size_t)a->cols : ((size_t)a->cols + 7) / 8;
+    /* bn_normalize: runs of 32 elements of a row a work-item (batch_norm.cl's BN_RUN) */
+    const size_t cols = strcmp(name, "bn_normalize") != 0 ? (size_t)a->cols : ((size_t)a->cols + 31) / 32;
     size_t local = pdnn__cl_wg_cap(a->d, k, 64);
     while (local > 1 && local / 2 >= cols)
         local /= 2;
