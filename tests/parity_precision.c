@@ -31,7 +31,7 @@
 typedef struct prec_case {
     pdnn__op op;
     pdnn_dtype from, to; /* cast: both; the others compute in `from` */
-    int arg;             /* activation mode, binary op, pool mode */
+    int arg;             /* activation mode, binary op, pool mode, convolution groups (0: 1) */
     pdnn_tensor_desc a, b; /* cast, activation: x (a); binary: a, b; pool: x (a), y (b) */
 } prec_case;
 
@@ -70,6 +70,12 @@ static const prec_case cases[] = {
     /* convolution 3x3, padding 1, with a bias: x (a), w (b) */
     {PDNN__OP_CONV2D_FWD, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 6), IMG(PDNN_OIHW, 6, 5, 3, 3)},
     {PDNN__OP_CONV2D_FWD, BF16, BF16, 0, IMG(PDNN_NHWC, 17, 3, 5, 5), IMG(PDNN_OHWI, 4, 3, 3, 3)},
+    /* depthwise (groups = channels, arg): channels past a vector, a
+     * multiplier of 2, columns past a block; NCHW refused by depthwise */
+    {PDNN__OP_CONV2D_FWD, F16, F16, 19, IMG(PDNN_NHWC, 2, 19, 7, 11), IMG(PDNN_OHWI, 19, 1, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, BF16, BF16, 9, IMG(PDNN_NHWC, 3, 9, 5, 13), IMG(PDNN_OHWI, 18, 1, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, F16, F16, 16, IMG(PDNN_NHWC, 1, 16, 6, 9), IMG(PDNN_OHWI, 16, 1, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, BF16, BF16, 5, IMG(PDNN_NCHW, 2, 5, 6, 7), IMG(PDNN_OIHW, 5, 1, 3, 3)},
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 7),
      IMG(PDNN_NCHW, 2, 3, 5, 4)},
     /* the vector kernels (rows, flat, global) at odd sizes in both dtypes:
@@ -197,7 +203,7 @@ static double conv_bias(int64_t k) { return 0.25 * (double)k - 0.5; }
 static void conv_ref(const prec_case *c, const double *x, const double *w, double *out, double *mag)
 {
     const pdnn_tensor_desc yd = conv_out(c);
-    const int64_t *d = c->a.dims, *f = c->b.dims;
+    const int64_t *d = c->a.dims, *f = c->b.dims, kpg = f[0] / (c->arg > 1 ? c->arg : 1);
     for (int64_t n = 0; n < d[0]; n++)
         for (int64_t k = 0; k < f[0]; k++)
             for (int64_t p = 0; p < d[2]; p++)
@@ -209,7 +215,8 @@ static void conv_ref(const prec_case *c, const double *x, const double *w, doubl
                                 const int64_t h = p + r - 1, v = q + t - 1;
                                 if (h < 0 || h >= d[2] || v < 0 || v >= d[3])
                                     continue;
-                                const double term = x[img_at(&c->a, n, ch, h, v)] * w[img_at(&c->b, k, ch, r, t)];
+                                const double term =
+                                    x[img_at(&c->a, n, k / kpg * f[1] + ch, h, v)] * w[img_at(&c->b, k, ch, r, t)];
                                 s += term, g += fabs(term);
                             }
                     out[img_at(&yd, n, k, p, q)] = s;
@@ -400,6 +407,7 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
             pdnn_conv2d_params cp;
             pdnn_conv2d_params_init(&cp);
             cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+            cp.groups = c->arg > 1 ? c->arg : 1;
             st = pdnn_conv2d_forward(&cp, x, y2, bias, y);
             break;
         }
