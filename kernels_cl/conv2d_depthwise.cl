@@ -486,10 +486,14 @@ typedef float16 dwv_t;
 #define DW_CAP(v, cap) fmin(fmax((v), (float16)(0.0f)), (float16)(cap))
 #endif
 #define DW_LOAD(p) LOAD16(0, (p))
+#define DW_GLOAD(p) LOADR16(0, (p))
+#define DW_GSTORE(v, p) STORER16((v), 0, (p))
 #elif DW_VW == 8
 typedef float8 dwv_t;
 #define DW_LOAD(p) vload8(0, (p))
 #define DW_STORE(v, p) vstore8((v), 0, (p))
+#define DW_GLOAD(p) LOADR8(0, (p))
+#define DW_GSTORE(v, p) STORER8((v), 0, (p))
 #define DW_FMA fma
 #define DW_CAP(v, cap) fmin(fmax((v), (float8)(0.0f)), (float8)(cap))
 #else
@@ -503,11 +507,13 @@ typedef float8 dwv_t;
  * by constants only (unrolled column loops; a tap outside the image keeps
  * the old sum by a select, it does not skip), so that they stay in
  * registers: with a skip per column they lived on the stack and the
- * kernel ran at a third of ONNX Runtime's speed. */
-__kernel void dw_nhwc(__global const float *x, long x_off,
-                      __global const float *w, long w_off,
-                      __global const float *bias, long b_off,
-                      __global float *y, long y_off,
+ * kernel ran at a third of ONNX Runtime's speed. The tensors are REAL_T
+ * (float16 and bfloat16 storage: DW_GLOAD and DW_GSTORE widen and round;
+ * DW_LOAD and DW_STORE move the private float arrays). */
+__kernel void dw_nhwc(__global const REAL_T *x, long x_off,
+                      __global const REAL_T *w, long w_off,
+                      __global const REAL_T *bias, long b_off,
+                      __global REAL_T *y, long y_off,
                       long4 xs, long4 ws, long4 ys,
                       int4 in_dims,  /* N, C, H, W               */
                       int4 out_dims, /* K, P, Q, multiplier m    */
@@ -554,11 +560,11 @@ __kernel void dw_nhwc(__global const float *x, long x_off,
             const long wrs = w_off + (long)r * ws.s2 + (long)s * ws.s3;
             dwv_t f;
             if (wv) {
-                f = DW_LOAD(w + wrs + k0);
+                f = DW_GLOAD(w + wrs + k0);
             } else {
                 float v[DW_VW];
                 for (int i = 0; i < DW_VW; i++)
-                    v[i] = w[wrs + wk[i]];
+                    v[i] = LOAD_REAL(w, wrs + wk[i]);
                 f = DW_LOAD(v);
             }
             /* A filter column whose taps all lie in the image for the
@@ -570,11 +576,11 @@ __kernel void dw_nhwc(__global const float *x, long x_off,
             const long iws = iw0 + (long)s * geom.s3;
             if (xv && iws >= 0 && iws + (long)(nv - 1) * geom.s1 < W &&
                 row + (iws + (long)(DW_TQ - 1) * geom.s1) * xs.s3 + k0 + DW_VW <= x_end) {
-                __global const float *xp = x + row + iws * xs.s3 + k0;
+                __global const REAL_T *xp = x + row + iws * xs.s3 + k0;
                 const long step = (long)geom.s1 * xs.s3;
 #pragma unroll
                 for (int t = 0; t < DW_TQ; t++)
-                    acc[t] = DW_FMA(DW_LOAD(xp + t * step), f, acc[t]);
+                    acc[t] = DW_FMA(DW_GLOAD(xp + t * step), f, acc[t]);
                 continue;
             }
 #pragma unroll
@@ -588,11 +594,11 @@ __kernel void dw_nhwc(__global const float *x, long x_off,
                 const long pix = row + (in ? iw : 0) * xs.s3;
                 dwv_t a;
                 if (xv) {
-                    a = DW_LOAD(x + pix + k0);
+                    a = DW_GLOAD(x + pix + k0);
                 } else {
                     float v[DW_VW];
                     for (int i = 0; i < DW_VW; i++)
-                        v[i] = x[pix + xc[i]];
+                        v[i] = LOAD_REAL(x, pix + xc[i]);
                     a = DW_LOAD(v);
                 }
                 const dwv_t sum = DW_FMA(a, f, acc[t]);
@@ -604,7 +610,7 @@ __kernel void dw_nhwc(__global const float *x, long x_off,
     if (filt.s2) {
         float v[DW_VW];
         for (int i = 0; i < DW_VW; i++)
-            v[i] = bias[b_off + min(k0 + i, K - 1)];
+            v[i] = LOAD_REAL(bias, b_off + min(k0 + i, K - 1));
         b = DW_LOAD(v);
     }
     const long ybase = y_off + n * ys.s0 + (long)p * ys.s2;
@@ -616,12 +622,12 @@ __kernel void dw_nhwc(__global const float *x, long x_off,
                 o = DW_CAP(o, as_float(filt.s3));
             const long yq = ybase + (long)(q0 + t) * ys.s3;
             if (yv) {
-                DW_STORE(o, y + yq + k0);
+                DW_GSTORE(o, y + yq + k0);
             } else {
                 float v[DW_VW];
                 DW_STORE(o, v);
                 for (int i = 0; i < DW_VW && k0 + i < K; i++)
-                    y[yq + (long)(k0 + i) * ys.s1] = v[i];
+                    STORE_REAL(v[i], y, yq + (long)(k0 + i) * ys.s1);
             }
         }
     }

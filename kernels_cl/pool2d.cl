@@ -98,9 +98,6 @@ __kernel void pool2d_fast(__global const REAL_T *x, long x_off,
     STORE_REAL(out, y, y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3);
 }
 
-/* The vector kernels below read and write float32 only: a program built
- * for another storage dtype (PDNN_REAL) holds the two scalar ones above. */
-#ifndef PDNN_REAL
 
 /* ---- the row kernels: contiguous rows (NCHW) or channels (NHWC) ---------
  * A work-item pools a run of one output row, out_dims.s3 outputs long (the
@@ -136,20 +133,20 @@ inline __attribute__((always_inline)) void red16(float16 *acc, const float16 *v,
  * row but the tensor's first and last), one load reaching into the
  * neighbouring row and a lane mask; else lane by lane (a runtime lane
  * shift scalarises on PoCL). */
-inline __attribute__((always_inline)) void seg16(float16 *out, __global const float *row, int a, int W, float id,
-                                                  __global const float *lo, __global const float *hi)
+inline __attribute__((always_inline)) void seg16(float16 *out, __global const REAL_T *row, int a, int W, float id,
+                                                  __global const REAL_T *lo, __global const REAL_T *hi)
 {
     if (a >= 0 && a + 16 <= W)
-        *out = LOAD16(0, row + a);
+        *out = LOADR16(0, row + a);
     else if (a >= W || a + 16 <= 0)
         *out = (float16)(id);
     else if (row + a >= lo && row + a + 16 <= hi) {
         const int16 col = (int16)(a) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        *out = SELECT16((float16)(id), LOAD16(0, row + a), col >= 0 && col < W);
+        *out = SELECT16((float16)(id), LOADR16(0, row + a), col >= 0 && col < W);
     } else {
         float t[16];
         for (int l = 0; l < 16; l++)
-            t[l] = a + l >= 0 && a + l < W ? row[a + l] : id;
+            t[l] = a + l >= 0 && a + l < W ? LOAD_REAL(row, a + l) : id;
         *out = LOAD16(0, t);
     }
 }
@@ -175,43 +172,43 @@ inline __attribute__((always_inline)) void shift16(float16 *out, const float16 *
 /* The first n (< 16) lanes of *v to p, in halves held in registers: a
  * round trip through a private array stalled on the store forwarding and
  * took a seventh of the time at 14x14, where every row is one part. */
-inline __attribute__((always_inline)) void store_part(const float16 *v, __global float *p, int n)
+inline __attribute__((always_inline)) void store_part(const float16 *v, __global REAL_T *p, int n)
 {
     float8 h = (*v).lo;
     if (n >= 8) {
-        vstore8(h, 0, p);
+        STORER8(h, 0, p);
         h = (*v).hi;
         p += 8;
         n -= 8;
     }
     float4 f = h.lo;
     if (n >= 4) {
-        vstore4(f, 0, p);
+        STORER4(f, 0, p);
         f = h.hi;
         p += 4;
         n -= 4;
     }
     float2 t = f.lo;
     if (n >= 2) {
-        vstore2(t, 0, p);
+        STORER2(t, 0, p);
         t = f.hi;
         p += 2;
         n -= 2;
     }
     if (n)
-        *p = t.x;
+        STORE_REAL(t.x, p, 0);
 }
 
 /* Columns [a, a + 16*sw) of the window rows [h0, h1), reduced vertically:
  * sw 2 splits them into even (*e) and odd (*o) columns, sw 1 leaves the
  * 16 in *e. */
-inline __attribute__((always_inline)) void nchw_vseg(__global const float *xb, long sh, int h0, int h1, int a, int W, int sw, int op, float16 *e,
-                      float16 *o, __global const float *lo, __global const float *hi)
+inline __attribute__((always_inline)) void nchw_vseg(__global const REAL_T *xb, long sh, int h0, int h1, int a, int W, int sw, int op, float16 *e,
+                      float16 *o, __global const REAL_T *lo, __global const REAL_T *hi)
 {
     const float id = op == 0 ? -INFINITY : 0.0f;
     float16 v = (float16)(id), u = (float16)(id);
     for (int ih = h0; ih < h1; ih++) {
-        __global const float *row = xb + (long)ih * sh;
+        __global const REAL_T *row = xb + (long)ih * sh;
         float16 s;
         seg16(&s, row, a, W, id, lo, hi);
         red16(&v, &s, op);
@@ -235,9 +232,9 @@ inline __attribute__((always_inline)) void nchw_vseg(__global const float *xb, l
  * the window columns that spill over from the previous one, and each
  * window column is then one shift of those registers. Padding columns are
  * the reduction's identity, so borders take the same path. */
-inline __attribute__((always_inline)) void nchw_row(__global const float *xb, long sh, __global float *yr, long sq, int h0, int h1, int hcount,
+inline __attribute__((always_inline)) void nchw_row(__global const REAL_T *xb, long sh, __global REAL_T *yr, long sq, int h0, int h1, int hcount,
                      int W, int qa, int qe, int sw, int ww, int pl, int pr, int op, int mode,
-                     __global const float *lo, __global const float *hi)
+                     __global const REAL_T *lo, __global const REAL_T *hi)
 {
     float16 ec, oc, en, on;
     int a = qa * sw - pl;
@@ -260,14 +257,14 @@ inline __attribute__((always_inline)) void nchw_row(__global const float *xb, lo
             acc /= TO_FLOAT16(cnt * hcount);
         }
         if (q0 + 16 <= qe && sq == 1) {
-            STORE16(acc, 0, yr + q0);
+            STORER16(acc, 0, yr + q0);
         } else if (sq == 1) {
             store_part(&acc, yr + q0, qe - q0);
         } else {
             float o[16];
             STORE16(acc, 0, o);
             for (int l = 0; l < 16 && q0 + l < qe; l++)
-                yr[(long)(q0 + l) * sq] = o[l];
+                STORE_REAL(o[l], yr, (long)(q0 + l) * sq);
         }
         ec = en;
         oc = on;
@@ -278,8 +275,8 @@ inline __attribute__((always_inline)) void nchw_row(__global const float *xb, lo
  * at most 9 (stride 1) or 17 (stride 2) wide. 1-D range over (n, c, block
  * of rpi output rows, run of out_dims.s3 outputs, a multiple of 16), run
  * fastest. */
-__kernel void pool2d_nchw_rows(__global const float *x, long x_off,
-                               __global float *y, long y_off,
+__kernel void pool2d_nchw_rows(__global const REAL_T *x, long x_off,
+                               __global REAL_T *y, long y_off,
                                long4 xs, long4 ys,
                                int4 in_dims,   /* N, C, H, W                     */
                                int4 out_dims,  /* P, Q, mode, outputs per item   */
@@ -298,17 +295,17 @@ __kernel void pool2d_nchw_rows(__global const float *x, long x_off,
     const int pb = (int)(t % blocks);
     t /= blocks;
     const int c = (int)(t % C), n = (int)(t / C);
-    __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
+    __global const REAL_T *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
     const int qa = r * run, qe = min(qa + run, Q);
     /* The tensor's extent: loads that stay inside it are always safe. */
-    __global const float *lo = x + x_off;
-    __global const float *hi = lo + (long)(N - 1) * xs.s0 + (long)(C - 1) * xs.s1 + (long)(H - 1) * xs.s2 + W;
+    __global const REAL_T *lo = x + x_off;
+    __global const REAL_T *hi = lo + (long)(N - 1) * xs.s0 + (long)(C - 1) * xs.s1 + (long)(H - 1) * xs.s2 + W;
     const int pe = min(pb * rpi + rpi, P);
     for (int p = pb * rpi; p < pe; p++) {
         int h0, h1;
         const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1);
         const int hcount = mode == 1 ? hp : h1 - h0;
-        __global float *yr = y + y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
+        __global REAL_T *yr = y + y_off + (long)n * ys.s0 + (long)c * ys.s1 + (long)p * ys.s2;
         if (win.s3 == 2 && win.s1 == 3 && mode == 0) {
             /* ResNet's 3x3/2 max pool with the window width a literal:
              * the tap loop unrolls and every shift is a constant shuffle. */
@@ -335,7 +332,7 @@ __kernel void pool2d_nchw_rows(__global const float *x, long x_off,
  * row's pixels are neighbours in memory, and all of a pixel's channels
  * before the next output so one item streams through whole pixels. A
  * last group of fewer than 8 channels goes through scalars. */
-inline __attribute__((always_inline)) void nhwc_row(__global const float *xb, long sh, long sw_el, __global float *yr, long sq, long sc, int h0,
+inline __attribute__((always_inline)) void nhwc_row(__global const REAL_T *xb, long sh, long sw_el, __global REAL_T *yr, long sq, long sc, int h0,
                      int h1, int hp, int W, int qa, int qe, int cn, int stride, int ww, int pl, int pr, int op,
                      int mode)
 {
@@ -347,34 +344,34 @@ inline __attribute__((always_inline)) void nhwc_row(__global const float *xb, lo
             float16 acc = (float16)(op == 0 ? -INFINITY : 0.0f);
             for (int ih = h0; ih < h1; ih++)
                 for (int iw = w0; iw < w1; iw++) {
-                    const float16 t = LOAD16(0, xb + (long)ih * sh + (long)iw * sw_el + c0);
+                    const float16 t = LOADR16(0, xb + (long)ih * sh + (long)iw * sw_el + c0);
                     red16(&acc, &t, op);
                 }
             if (op != 0)
                 acc /= div;
             if (sc == 1) {
-                STORE16(acc, 0, yr + (long)q * sq + c0);
+                STORER16(acc, 0, yr + (long)q * sq + c0);
             } else {
                 float o[16];
                 STORE16(acc, 0, o);
                 for (int l = 0; l < 16; l++)
-                    yr[(long)q * sq + (long)(c0 + l) * sc] = o[l];
+                    STORE_REAL(o[l], yr, (long)q * sq + (long)(c0 + l) * sc);
             }
         }
         for (; c0 + 8 <= cn; c0 += 8) {
             float8 acc = (float8)(op == 0 ? -INFINITY : 0.0f);
             for (int ih = h0; ih < h1; ih++)
                 for (int iw = w0; iw < w1; iw++)
-                    acc = red8(acc, vload8(0, xb + (long)ih * sh + (long)iw * sw_el + c0), op);
+                    acc = red8(acc, LOADR8(0, xb + (long)ih * sh + (long)iw * sw_el + c0), op);
             if (op != 0)
                 acc /= div;
             if (sc == 1) {
-                vstore8(acc, 0, yr + (long)q * sq + c0);
+                STORER8(acc, 0, yr + (long)q * sq + c0);
             } else {
                 float o[8];
                 vstore8(acc, 0, o);
                 for (int l = 0; l < 8; l++)
-                    yr[(long)q * sq + (long)(c0 + l) * sc] = o[l];
+                    STORE_REAL(o[l], yr, (long)q * sq + (long)(c0 + l) * sc);
             }
         }
         for (; c0 < cn; c0++) {
@@ -382,11 +379,11 @@ inline __attribute__((always_inline)) void nhwc_row(__global const float *xb, lo
             int nan_seen = 0;
             for (int ih = h0; ih < h1; ih++)
                 for (int iw = w0; iw < w1; iw++) {
-                    const float v = xb[(long)ih * sh + (long)iw * sw_el + c0];
+                    const float v = LOAD_REAL(xb, (long)ih * sh + (long)iw * sw_el + c0);
                     acc = op == 0 ? fmax(acc, v) : acc + v;
                     nan_seen |= isnan(v);
                 }
-            yr[(long)q * sq + (long)c0 * sc] = op == 0 && nan_seen ? NAN : op == 0 ? acc : acc / div;
+            STORE_REAL(op == 0 && nan_seen ? NAN : op == 0 ? acc : acc / div, yr, (long)q * sq + (long)c0 * sc);
         }
     }
 }
@@ -394,8 +391,8 @@ inline __attribute__((always_inline)) void nhwc_row(__global const float *xb, lo
 /* NHWC input with contiguous channels. 1-D range over (n, p, run of
  * out_dims.s3 outputs, group of `cpi` channels), channels fastest; cpi is
  * a multiple of 8 (GPUs: 8, one vector per item) or all of C (CPUs). */
-__kernel void pool2d_nhwc_rows(__global const float *x, long x_off,
-                               __global float *y, long y_off,
+__kernel void pool2d_nhwc_rows(__global const REAL_T *x, long x_off,
+                               __global REAL_T *y, long y_off,
                                long4 xs, long4 ys,
                                int4 in_dims,   /* N, C, H, W                     */
                                int4 out_dims,  /* P, Q, mode, outputs per item   */
@@ -416,8 +413,8 @@ __kernel void pool2d_nhwc_rows(__global const float *x, long x_off,
     const int p = (int)(t % P), n = (int)(t / P);
     int h0, h1;
     const int hp = pool_extent(p, win.s2, pad.s0, pad.s2, win.s0, H, &h0, &h1);
-    __global const float *xb = x + x_off + (long)n * xs.s0 + c0;
-    __global float *yr = y + y_off + (long)n * ys.s0 + (long)c0 * ys.s1 + (long)p * ys.s2;
+    __global const REAL_T *xb = x + x_off + (long)n * xs.s0 + c0;
+    __global REAL_T *yr = y + y_off + (long)n * ys.s0 + (long)c0 * ys.s1 + (long)p * ys.s2;
     const int qa = r * run, qe = min(qa + run, Q);
     if (mode == 0)
         nhwc_row(xb, xs.s2, xs.s3, yr, ys.s3, ys.s1, h0, h1, hp, W, qa, qe, cn, win.s3, win.s1, pad.s1, pad.s3, 0, 0);
@@ -463,15 +460,15 @@ inline __attribute__((always_inline)) void flat_wrap(int16 *p, int16 *q, int W)
     do {                                                                                                 \
         int16 m_;                                                                                        \
         flat_mask(&m_, &o, &q, ((dh) - pt) * W, (dw) - pl, W, HW);                                       \
-        const float16 v_ = SELECT16((float16)(id), LOAD16(0, xb + o0 + ((dh) - pt) * W + (dw) - pl), m_); \
+        const float16 v_ = SELECT16((float16)(id), LOADR16(0, xb + o0 + ((dh) - pt) * W + (dw) - pl), m_); \
         red16(&(acc), &v_, op);                                                                          \
     } while (0)
 
 /* Outputs [oa, oe) of the plane xb -> yb, 16 at a time. op and mode as in
  * nchw_row; wh and ww are literals in the common case. */
-inline __attribute__((always_inline)) void flat_run(__global const float *xb, __global float *yb, int H, int W, int oa,
+inline __attribute__((always_inline)) void flat_run(__global const REAL_T *xb, __global REAL_T *yb, int H, int W, int oa,
                                                      int oe, int wh, int ww, int pt, int pl, int op, int mode,
-                                                     __global const float *lo, __global const float *hi)
+                                                     __global const REAL_T *lo, __global const REAL_T *hi)
 {
     const float id = op == 0 ? -INFINITY : 0.0f;
     const int HW = H * W;
@@ -484,7 +481,7 @@ inline __attribute__((always_inline)) void flat_run(__global const float *xb, __
         const int16 o = (int16)(o0) + lane;
         /* Whether every tap's 16 floats lie inside the tensor: then one
          * load each, else the tensor's first or last plane, lane by lane. */
-        __global const float *first = xb + o0 - pt * W - pl, *last = xb + o0 + (wh - 1 - pt) * W + ww - 1 - pl;
+        __global const REAL_T *first = xb + o0 - pt * W - pl, *last = xb + o0 + (wh - 1 - pt) * W + ww - 1 - pl;
         const int inside = first >= lo && last + 16 <= hi;
         float16 acc = (float16)(id);
         if (inside && wh == 3 && ww == 3) {
@@ -512,13 +509,13 @@ inline __attribute__((always_inline)) void flat_run(__global const float *xb, __
                 for (int dw = 0; dw < ww; dw++) {
                     int16 m;
                     flat_mask(&m, &o, &q, (dh - pt) * W, dw - pl, W, HW);
-                    __global const float *src = xb + o0 + (dh - pt) * W + dw - pl;
+                    __global const REAL_T *src = xb + o0 + (dh - pt) * W + dw - pl;
                     int mk[16];
                     float t[16];
                     vstore8(m.lo, 0, mk);
                     vstore8(m.hi, 0, mk + 8);
                     for (int l = 0; l < 16; l++)
-                        t[l] = mk[l] ? src[l] : id;
+                        t[l] = mk[l] ? LOAD_REAL(src, l) : id;
                     const float16 v = LOAD16(0, t);
                     red16(&acc, &v, op);
                 }
@@ -535,7 +532,7 @@ inline __attribute__((always_inline)) void flat_run(__global const float *xb, __
             }
         }
         if (o0 + 16 <= oe)
-            STORE16(acc, 0, yb + o0);
+            STORER16(acc, 0, yb + o0);
         else
             store_part(&acc, yb + o0, oe - o0);
         q += 16;
@@ -545,8 +542,8 @@ inline __attribute__((always_inline)) void flat_run(__global const float *xb, __
 
 /* NCHW with contiguous planes in and out, stride 1, P == H and Q == W.
  * 1-D range over (n, c, run of out_dims.s3 chunks of 16 outputs). */
-__kernel void pool2d_nchw_flat(__global const float *x, long x_off,
-                               __global float *y, long y_off,
+__kernel void pool2d_nchw_flat(__global const REAL_T *x, long x_off,
+                               __global REAL_T *y, long y_off,
                                long4 xs, long4 ys,
                                int4 in_dims,   /* N, C, H, W                     */
                                int4 out_dims,  /* P, Q, mode, chunks per item    */
@@ -562,10 +559,10 @@ __kernel void pool2d_nchw_flat(__global const float *x, long x_off,
     const int r = (int)(t % runs);
     t /= runs;
     const int c = (int)(t % C), n = (int)(t / C);
-    __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
-    __global float *yb = y + y_off + (long)n * ys.s0 + (long)c * ys.s1;
-    __global const float *lo = x + x_off;
-    __global const float *hi = lo + (long)(N - 1) * xs.s0 + (long)(C - 1) * xs.s1 + HW;
+    __global const REAL_T *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
+    __global REAL_T *yb = y + y_off + (long)n * ys.s0 + (long)c * ys.s1;
+    __global const REAL_T *lo = x + x_off;
+    __global const REAL_T *hi = lo + (long)(N - 1) * xs.s0 + (long)(C - 1) * xs.s1 + HW;
     const int oa = r * run * 16, oe = min(oa + run * 16, HW);
     if (win.s0 == 3 && win.s1 == 3 && mode == 0)
         flat_run(xb, yb, H, W, oa, oe, 3, 3, pad.s0, pad.s1, 0, 0, lo, hi);
@@ -579,8 +576,8 @@ __kernel void pool2d_nchw_flat(__global const float *x, long x_off,
  * One work-item reduces one contiguous plane, 16 floats a load (the fast
  * kernel ran one scalar item per plane: 0.2 ms for SqueezeNet's
  * 1000x13x13). */
-__kernel void pool2d_nchw_global(__global const float *x, long x_off,
-                                 __global float *y, long y_off,
+__kernel void pool2d_nchw_global(__global const REAL_T *x, long x_off,
+                                 __global REAL_T *y, long y_off,
                                  long4 xs, long4 ys,
                                  int4 in_dims,   /* N, C, H, W                     */
                                  int4 out_dims,  /* P, Q, mode, unused            */
@@ -594,17 +591,17 @@ __kernel void pool2d_nchw_global(__global const float *x, long x_off,
     if (t >= (long)N * C)
         return;
     const int c = (int)(t % C), n = (int)(t / C);
-    __global const float *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
+    __global const REAL_T *xb = x + x_off + (long)n * xs.s0 + (long)c * xs.s1;
     float16 acc = (float16)(op == 0 ? -INFINITY : 0.0f);
     int i = 0;
     if (op == 0)
         for (; i + 16 <= HW; i += 16) {
-            const float16 v = LOAD16(0, xb + i);
+            const float16 v = LOADR16(0, xb + i);
             red16(&acc, &v, 0);
         }
     else
         for (; i + 16 <= HW; i += 16) {
-            const float16 v = LOAD16(0, xb + i);
+            const float16 v = LOADR16(0, xb + i);
             red16(&acc, &v, 1);
         }
     float l[16];
@@ -616,10 +613,10 @@ __kernel void pool2d_nchw_global(__global const float *x, long x_off,
         nan_seen |= isnan(l[k]);
     }
     for (; i < HW; i++) {
-        s = op == 0 ? fmax(s, xb[i]) : s + xb[i];
-        nan_seen |= isnan(xb[i]);
+        const float v = LOAD_REAL(xb, i);
+        s = op == 0 ? fmax(s, v) : s + v;
+        nan_seen |= isnan(v);
     }
-    y[y_off + (long)n * ys.s0 + (long)c * ys.s1] = op == 0 ? (nan_seen ? NAN : s) : s / (float)HW;
+    STORE_REAL(op == 0 ? (nan_seen ? NAN : s) : s / (float)HW, y, y_off + (long)n * ys.s0 + (long)c * ys.s1);
 }
 
-#endif /* PDNN_REAL */

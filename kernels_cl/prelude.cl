@@ -96,3 +96,63 @@
 #define LOAD_REAL F32_LOAD
 #define STORE_REAL F32_STORE
 #endif
+
+/* The vector kernels' loads and stores of N REAL_T at p + N*i as floatN
+ * (vloadN's convention): float16 through vload_halfN/vstore_halfN_rte,
+ * bfloat16 as ushortN widened and shifted lane-wise, so a reduced-dtype
+ * program keeps the float32 one's vectors (a scalar load per element
+ * scalarised PoCL's kernels). 16 lanes go as two 8s where SPLIT16. */
+/* Loads put each 16-bit lane above a zero one by a swizzle (a convert
+ * and shift measured a quarter of float16's speed on PoCL). */
+#define BF16_WIDEN2(h) as_float2((ushort4)((ushort2)(0), (h)).s0213)
+#define BF16_WIDEN4(h) as_float4((ushort8)((ushort4)(0), (h)).s04152637)
+#define BF16_WIDEN8(h) as_float8((ushort16)((ushort8)(0), (h)).s08192a3b4c5d6e7f)
+#define BF16_LOADN(n, p, i) BF16_WIDEN##n(vload##n((size_t)(i), (p)))
+/* The high halves of the rounded words, taken by a swizzle of the 16-bit
+ * lanes (little-endian: the odd ones) after adding the rounding bias. */
+#define BF16_ROUNDN(u)                                                                                  \
+    select((u) + 0x7fffu + (((u) >> 16) & 1u), (u) | 0x400000u, ((u) & 0x7fffffffu) > 0x7f800000u)
+#define BF16_HI2(u) as_ushort4(u).odd
+#define BF16_HI4(u) as_ushort8(u).odd
+#define BF16_HI8(u) as_ushort16(u).odd
+/* Stores write the ushortN as one vector at 2-byte alignment: PoCL's
+ * vstoreN of a ushortN was N scalar stores (perf: most of a bfloat16
+ * activation's time), where one of a floatN or vstore_halfN is one. */
+#if defined(__clang__)
+typedef ushort2 __attribute__((aligned(2))) pdnn_bf16x2;
+typedef ushort4 __attribute__((aligned(2))) pdnn_bf16x4;
+typedef ushort8 __attribute__((aligned(2))) pdnn_bf16x8;
+#define BF16_PUTN(n, h, p, i) (*(__global pdnn_bf16x##n *)((p) + (n) * (size_t)(i)) = (h))
+#else
+#define BF16_PUTN(n, h, p, i) vstore##n((h), (size_t)(i), (p))
+#endif
+#define BF16_STOREN(n, v, p, i) BF16_PUTN(n, BF16_HI##n(BF16_ROUNDN(as_uint##n(v))), p, i)
+#if defined(PDNN_REAL) && PDNN_REAL == 1
+#define LOADR2(i, p) vload_half2((size_t)(i), (p))
+#define LOADR4(i, p) vload_half4((size_t)(i), (p))
+#define LOADR8(i, p) vload_half8((size_t)(i), (p))
+#define STORER2(v, i, p) vstore_half2_rte((v), (size_t)(i), (p))
+#define STORER4(v, i, p) vstore_half4_rte((v), (size_t)(i), (p))
+#define STORER8(v, i, p) vstore_half8_rte((v), (size_t)(i), (p))
+#elif defined(PDNN_REAL) && PDNN_REAL == 2
+#define LOADR2(i, p) BF16_LOADN(2, p, i)
+#define LOADR4(i, p) BF16_LOADN(4, p, i)
+#define LOADR8(i, p) BF16_LOADN(8, p, i)
+#define STORER2(v, i, p) BF16_STOREN(2, v, p, i)
+#define STORER4(v, i, p) BF16_STOREN(4, v, p, i)
+#define STORER8(v, i, p) BF16_STOREN(8, v, p, i)
+#else
+#define LOADR2 vload2
+#define LOADR4 vload4
+#define LOADR8 vload8
+#define STORER2 vstore2
+#define STORER4 vstore4
+#define STORER8 vstore8
+#endif
+#if !defined(PDNN_REAL)
+#define LOADR16 LOAD16
+#define STORER16 STORE16
+#else
+#define LOADR16(i, p) ((float16)(LOADR8(2 * (long)(i), (p)), LOADR8(2 * (long)(i) + 1, (p))))
+#define STORER16(v, i, p) (STORER8((v).lo, 2 * (long)(i), (p)), STORER8((v).hi, 2 * (long)(i) + 1, (p)))
+#endif

@@ -100,7 +100,8 @@ for set in slice where; do
     parity --set "$set"
 done
 # float16 and bfloat16 (issue 43): every cast kernel, and the kernels
-# built over REAL_T (activation, binary, scalar pooling) in both dtypes.
+# built over REAL_T (activation, binary, every pooling kernel, batch norm,
+# direct and NHWC depthwise convolution) in both dtypes.
 parity --set precision
 # The N-d ops' backward (nd_grad.cl: layer norm's, by algorithm and
 # through the graph's gradients).

@@ -16,7 +16,7 @@ sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
     's/for (int q0 = qb; q0 < qe; q0 += DW_QV) {/for (int q0 = qb + (qb > 0 ? DW_QV : 0); q0 < qe; q0 += DW_QV) {/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise || exit $?
 sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
-    's/DW_LOAD(xp + t \* step)/DW_LOAD(xp + (t + 1) * step)/' \
+    's/DW_GLOAD(xp + t \* step)/DW_GLOAD(xp + (t + 1) * step)/' \
     'depthwise: ' "a depthwise case" --mode test --op conv2d --backend opencl --algo depthwise --set depthwise || exit $?
 exec sh "$dir/broken_kernel.sh" conv2d_depthwise.cl \
     's/col\[s\] = c >= 0 \&\& c < W;/col[s] = c >= 0 \&\& c <= W;/' \

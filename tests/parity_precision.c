@@ -31,7 +31,7 @@
 typedef struct prec_case {
     pdnn__op op;
     pdnn_dtype from, to; /* cast: both; the others compute in `from` */
-    int arg;             /* activation mode, binary op, pool mode */
+    int arg;             /* activation mode, binary op, pool mode, convolution groups (0: 1) */
     pdnn_tensor_desc a, b; /* cast, activation: x (a); binary: a, b; pool: x (a), y (b) */
 } prec_case;
 
@@ -60,6 +60,8 @@ static const prec_case cases[] = {
     {PDNN__OP_BINARY, F16, F16, PDNN_BINARY_MUL, ND3(17, 5, 3), ND3(1, 5, 1)},
     {PDNN__OP_BINARY, BF16, BF16, PDNN_BINARY_SUB, ND3(1, 5, 3), ND3(17, 1, 3)},
     {PDNN__OP_BINARY, F16, F16, PDNN_BINARY_DIV, ND1(1031), ND1(1031)},
+    {PDNN__OP_BINARY, BF16, BF16, PDNN_BINARY_MUL, ND1(1037), ND1(1)}, /* packed by a repeated one */
+    {PDNN__OP_ACTIVATION, BF16, BF16, PDNN_ACTIVATION_SIGMOID, ND1(8), {0}}, /* one whole vector, no tail */
     {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_MAX, IMG(PDNN_NCHW, 17, 3, 9, 7), IMG(PDNN_NCHW, 17, 3, 5, 4)},
     {PDNN__OP_POOL2D_FWD, BF16, BF16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NHWC, 2, 5, 9, 7),
      IMG(PDNN_NHWC, 2, 5, 5, 4)},
@@ -68,8 +70,36 @@ static const prec_case cases[] = {
     /* convolution 3x3, padding 1, with a bias: x (a), w (b) */
     {PDNN__OP_CONV2D_FWD, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 6), IMG(PDNN_OIHW, 6, 5, 3, 3)},
     {PDNN__OP_CONV2D_FWD, BF16, BF16, 0, IMG(PDNN_NHWC, 17, 3, 5, 5), IMG(PDNN_OHWI, 4, 3, 3, 3)},
+    /* depthwise (groups = channels, arg): channels past a vector, a
+     * multiplier of 2, columns past a block; NCHW refused by depthwise */
+    {PDNN__OP_CONV2D_FWD, F16, F16, 19, IMG(PDNN_NHWC, 2, 19, 7, 11), IMG(PDNN_OHWI, 19, 1, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, BF16, BF16, 9, IMG(PDNN_NHWC, 3, 9, 5, 13), IMG(PDNN_OHWI, 18, 1, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, F16, F16, 16, IMG(PDNN_NHWC, 1, 16, 6, 9), IMG(PDNN_OHWI, 16, 1, 3, 3)},
+    {PDNN__OP_CONV2D_FWD, BF16, BF16, 5, IMG(PDNN_NCHW, 2, 5, 6, 7), IMG(PDNN_OIHW, 5, 1, 3, 3)},
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 7),
      IMG(PDNN_NCHW, 2, 3, 5, 4)},
+    /* the vector kernels (rows, flat, global) at odd sizes in both dtypes:
+     * rows longer than a vector and planes that end mid-vector */
+    {PDNN__OP_POOL2D_FWD, BF16, BF16, PDNN_POOL_MAX, IMG(PDNN_NCHW, 3, 5, 11, 37), IMG(PDNN_NCHW, 3, 5, 6, 19)},
+    {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_AVG_INCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 35),
+     IMG(PDNN_NCHW, 2, 3, 5, 18)},
+    {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_MAX, IMG(PDNN_NHWC, 2, 29, 7, 9), IMG(PDNN_NHWC, 2, 29, 4, 5)},
+    {PDNN__OP_POOL2D_FWD, BF16, BF16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NHWC, 3, 27, 7, 6),
+     IMG(PDNN_NHWC, 3, 27, 4, 3)},
+    {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_MAX, IMG(PDNN_NCHW, 2, 3, 7, 13), IMG(PDNN_NCHW, 2, 3, 7, 13)},
+    {PDNN__OP_POOL2D_FWD, BF16, BF16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 5, 11),
+     IMG(PDNN_NCHW, 2, 3, 5, 11)},
+    {PDNN__OP_POOL2D_FWD, BF16, BF16, PDNN_POOL_MAX, IMG(PDNN_NCHW, 3, 5, 7, 5), IMG(PDNN_NCHW, 3, 5, 1, 1)},
+    {PDNN__OP_POOL2D_FWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 7, 5, 9),
+     IMG(PDNN_NCHW, 2, 7, 1, 1)},
+    /* batch norm: x (a), dy (b, the backward's) at odd sizes: rows that
+     * end mid-vector, channels past a vector (NHWC) */
+    {PDNN__OP_BN_FWD_INFER, F16, F16, 0, IMG(PDNN_NCHW, 2, 3, 5, 11), {0}},
+    {PDNN__OP_BN_FWD_INFER, BF16, BF16, 0, IMG(PDNN_NHWC, 3, 19, 3, 5), {0}},
+    {PDNN__OP_BN_FWD_TRAIN, BF16, BF16, 0, IMG(PDNN_NCHW, 3, 5, 7, 9), {0}},
+    {PDNN__OP_BN_FWD_TRAIN, F16, F16, 0, IMG(PDNN_NHWC, 2, 11, 5, 7), {0}},
+    {PDNN__OP_BN_BWD, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 9), IMG(PDNN_NCHW, 2, 5, 7, 9)},
+    {PDNN__OP_BN_BWD, BF16, BF16, 0, IMG(PDNN_NHWC, 3, 13, 5, 3), IMG(PDNN_NHWC, 3, 13, 5, 3)},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -93,8 +123,9 @@ static double in_dtype(pdnn_dtype t, double v)
     return t == F16 ? pdnn__f16_to_f32(pdnn__f32_to_f16(f)) : t == BF16 ? pdnn__bf16_to_f32(pdnn__f32_to_bf16(f)) : f;
 }
 
-/* The pooling window of output (p, q): 3x3, stride 2, padding 1 (the
- * harness's pool case), as pdnn_pool2d_params below. */
+/* The pooling window, from the output's size: 3x3, stride 2, padding 1
+ * (the harness's pool case); stride 1 where y is x's size (the NCHW flat
+ * kernel's case); the whole image, no padding, where y is 1x1 (global). */
 static void pool_params(const prec_case *c, pdnn_pool2d_params *p)
 {
     pdnn_pool2d_params_init(p);
@@ -102,6 +133,13 @@ static void pool_params(const prec_case *c, pdnn_pool2d_params *p)
     p->window_h = p->window_w = 3;
     p->stride_h = p->stride_w = 2;
     p->pad_top = p->pad_left = p->pad_bottom = p->pad_right = 1;
+    if (c->b.dims[2] == c->a.dims[2] && c->b.dims[3] == c->a.dims[3]) {
+        p->stride_h = p->stride_w = 1;
+    } else if (c->b.dims[2] == 1 && c->b.dims[3] == 1) {
+        p->window_h = (int)c->a.dims[2];
+        p->window_w = (int)c->a.dims[3];
+        p->pad_top = p->pad_left = p->pad_bottom = p->pad_right = 0;
+    }
 }
 
 /* Logical (n, c, h, w) element of an image tensor in its layout. */
@@ -117,14 +155,18 @@ static void pool_ref(const prec_case *c, const double *x, const double *dy, doub
 {
     const int64_t *xd = c->a.dims, *yd = c->b.dims;
     const int bwd = c->op == PDNN__OP_POOL2D_BWD;
+    pdnn_pool2d_params pp;
+    pool_params(c, &pp);
+    const int64_t sh = pp.stride_h, sw = pp.stride_w, kh = pp.window_h, kw = pp.window_w, pt = pp.pad_top;
     if (bwd)
         memset(out, 0, (size_t)pdnn_tensor_desc_elements(&c->a) * sizeof *out);
     for (int64_t n = 0; n < xd[0]; n++)
         for (int64_t ch = 0; ch < xd[1]; ch++)
             for (int64_t p = 0; p < yd[2]; p++)
                 for (int64_t q = 0; q < yd[3]; q++) {
-                    const int64_t h0 = p * 2 - 1, w0 = q * 2 - 1;
-                    const int64_t h1 = h0 + 3 < xd[2] + 1 ? h0 + 3 : xd[2] + 1, w1 = w0 + 3 < xd[3] + 1 ? w0 + 3 : xd[3] + 1;
+                    const int64_t h0 = p * sh - pt, w0 = q * sw - pt;
+                    const int64_t h1 = h0 + kh < xd[2] + pt ? h0 + kh : xd[2] + pt,
+                                  w1 = w0 + kw < xd[3] + pt ? w0 + kw : xd[3] + pt;
                     const int64_t padded = (h1 - h0) * (w1 - w0);
                     double s = 0, mx = -INFINITY;
                     int64_t cnt = 0;
@@ -161,7 +203,7 @@ static double conv_bias(int64_t k) { return 0.25 * (double)k - 0.5; }
 static void conv_ref(const prec_case *c, const double *x, const double *w, double *out, double *mag)
 {
     const pdnn_tensor_desc yd = conv_out(c);
-    const int64_t *d = c->a.dims, *f = c->b.dims;
+    const int64_t *d = c->a.dims, *f = c->b.dims, kpg = f[0] / (c->arg > 1 ? c->arg : 1);
     for (int64_t n = 0; n < d[0]; n++)
         for (int64_t k = 0; k < f[0]; k++)
             for (int64_t p = 0; p < d[2]; p++)
@@ -173,13 +215,73 @@ static void conv_ref(const prec_case *c, const double *x, const double *w, doubl
                                 const int64_t h = p + r - 1, v = q + t - 1;
                                 if (h < 0 || h >= d[2] || v < 0 || v >= d[3])
                                     continue;
-                                const double term = x[img_at(&c->a, n, ch, h, v)] * w[img_at(&c->b, k, ch, r, t)];
+                                const double term =
+                                    x[img_at(&c->a, n, k / kpg * f[1] + ch, h, v)] * w[img_at(&c->b, k, ch, r, t)];
                                 s += term, g += fabs(term);
                             }
                     out[img_at(&yd, n, k, p, q)] = s;
                     if (mag)
                         mag[img_at(&yd, n, k, p, q)] = g;
                 }
+}
+
+/* Batch norm's per-channel vectors, exact in every dtype: gamma, beta,
+ * mean (the running or, for the backward, the saved one) and variance. */
+static double bn_vec(int which, int64_t c)
+{
+    const double k = (double)(c % 16);
+    return which == 0 ? 0.5 + 0.125 * k : which == 1 ? 0.25 * k - 0.5 : which == 2 ? 0.125 * k - 0.25 : 0.5 + 0.25 * k;
+}
+#define BN_EPS 1e-5
+
+static int is_bn(pdnn__op op) { return op == PDNN__OP_BN_FWD_INFER || op == PDNN__OP_BN_FWD_TRAIN || op == PDNN__OP_BN_BWD; }
+
+/* Batch norm in double: y (forward, inference from bn_vec's statistics,
+ * training from the batch's) or dx (backward, from the saved mean and
+ * inverse std as dtype t holds them, and dy); mag each element's sum of
+ * |terms|, for the floor. */
+static void bn_ref(const prec_case *c, const double *x, const double *dy, double *out, double *mag)
+{
+    const int64_t *d = c->a.dims, m = d[0] * d[2] * d[3];
+    for (int64_t ch = 0; ch < d[1]; ch++) {
+        double mu = bn_vec(2, ch), k = 1.0 / sqrt(bn_vec(3, ch) + BN_EPS), sdy = 0, sdyx = 0;
+        if (c->op == PDNN__OP_BN_FWD_TRAIN) {
+            double s = 0, q = 0;
+            for (int64_t n = 0; n < d[0]; n++)
+                for (int64_t h = 0; h < d[2]; h++)
+                    for (int64_t w = 0; w < d[3]; w++)
+                        s += x[img_at(&c->a, n, ch, h, w)];
+            mu = s / (double)m;
+            for (int64_t n = 0; n < d[0]; n++)
+                for (int64_t h = 0; h < d[2]; h++)
+                    for (int64_t w = 0; w < d[3]; w++)
+                        q += (x[img_at(&c->a, n, ch, h, w)] - mu) * (x[img_at(&c->a, n, ch, h, w)] - mu);
+            k = 1.0 / sqrt(q / (double)m + BN_EPS);
+        } else if (c->op == PDNN__OP_BN_BWD) {
+            k = in_dtype(c->from, k);
+            for (int64_t n = 0; n < d[0]; n++)
+                for (int64_t h = 0; h < d[2]; h++)
+                    for (int64_t w = 0; w < d[3]; w++) {
+                        const int64_t e = img_at(&c->a, n, ch, h, w);
+                        sdy += dy[e];
+                        sdyx += dy[e] * (x[e] - mu) * k;
+                    }
+        }
+        const double g = bn_vec(0, ch), b = bn_vec(1, ch);
+        for (int64_t n = 0; n < d[0]; n++)
+            for (int64_t h = 0; h < d[2]; h++)
+                for (int64_t w = 0; w < d[3]; w++) {
+                    const int64_t e = img_at(&c->a, n, ch, h, w);
+                    const double xhat = (x[e] - mu) * k;
+                    if (c->op == PDNN__OP_BN_BWD) {
+                        out[e] = g * k / (double)m * ((double)m * dy[e] - sdy - xhat * sdyx);
+                        mag[e] = fabs(g * k / (double)m) * ((double)m * fabs(dy[e]) + fabs(sdy) + fabs(xhat * sdyx));
+                    } else {
+                        out[e] = g * xhat + b;
+                        mag[e] = fabs(g * xhat) + fabs(b);
+                    }
+                }
+    }
 }
 
 static double act_ref(int mode, double v)
@@ -195,7 +297,11 @@ static double act_ref(int mode, double v)
  * dtype holds them. */
 static void reference(const prec_case *c, const double *a, const double *b, double *ref, int64_t n_out)
 {
-    if (c->op == PDNN__OP_CONV2D_FWD) {
+    if (is_bn(c->op)) {
+        double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
+        bn_ref(c, a, b, ref, mag);
+        free(mag);
+    } else if (c->op == PDNN__OP_CONV2D_FWD) {
         conv_ref(c, a, b, ref, NULL);
     } else if (c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD) {
         pool_ref(c, a, b, ref);
@@ -234,12 +340,43 @@ static pdnn_tensor *upload(pdnn_device *dev, pdnn_tensor_desc d, pdnn_dtype t, c
     return x;
 }
 
+/* Batch norm's vector bn_vec(which) of c's channels in dtype t. */
+static pdnn_tensor *bn_upload(pdnn_device *dev, const prec_case *c, pdnn_dtype t, int which)
+{
+    const pdnn_tensor_desc vd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {c->a.dims[1], 1, 1, 1}, 1};
+    float v[64];
+    for (int64_t k = 0; k < c->a.dims[1] && k < 64; k++)
+        v[k] = (float)(which == 4 ? 1.0 / sqrt(bn_vec(3, k) + BN_EPS) : bn_vec(which, k));
+    return upload(dev, vd, t, v);
+}
+
+/* Batch norm's case: y (forward) or dx (backward) into out. */
+static pdnn_status run_bn(pdnn_device *dev, const prec_case *c, pdnn_tensor *x, pdnn_tensor *dy, pdnn_tensor *out)
+{
+    pdnn_tensor *v[5];
+    for (int i = 0; i < 5; i++) /* gamma, beta, mean, var, inverse std */
+        v[i] = bn_upload(dev, c, c->from, i);
+    pdnn_batch_norm_params p;
+    pdnn_batch_norm_params_init(&p);
+    p.epsilon = (float)BN_EPS;
+    p.training = c->op != PDNN__OP_BN_FWD_INFER;
+    pdnn_status st = v[0] && v[1] && v[2] && v[3] && v[4] ? PDNN_SUCCESS : PDNN_ERR_OUT_OF_MEMORY;
+    if (st == PDNN_SUCCESS)
+        st = c->op == PDNN__OP_BN_BWD ? pdnn_batch_norm_backward(&p, x, dy, v[0], v[2], v[4], out, NULL, NULL)
+             : c->op == PDNN__OP_BN_FWD_TRAIN ? pdnn_batch_norm_forward(&p, x, v[0], v[1], NULL, NULL, NULL, NULL, out)
+                                              : pdnn_batch_norm_forward(&p, x, v[0], v[1], v[2], v[3], NULL, NULL, out);
+    for (int i = 0; i < 5; i++)
+        pdnn_tensor_release(v[i]);
+    return st;
+}
+
 /* Runs c on dev: got (widened) the output. */
 static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a, const float *b, float *got,
                            int64_t n_out)
 {
     const int pool = c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD;
-    const int conv = c->op == PDNN__OP_CONV2D_FWD, two = conv || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD;
+    const int conv = c->op == PDNN__OP_CONV2D_FWD,
+              two = conv || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD || c->op == PDNN__OP_BN_BWD;
     pdnn_tensor_desc yd = conv ? conv_out(c) : pool && c->op == PDNN__OP_POOL2D_FWD ? c->b : c->a;
     if (c->op == PDNN__OP_BINARY)
         for (int k = 0; k < 3; k++)
@@ -263,10 +400,14 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
         case PDNN__OP_ACTIVATION: st = pdnn_activation_forward(x, (pdnn_activation)c->arg, 0, 0, y); break;
         case PDNN__OP_BINARY: st = pdnn_binary(x, y2, (pdnn_binary_op)c->arg, y); break;
         case PDNN__OP_POOL2D_FWD: st = pdnn_pool2d_forward(&pp, x, y); break;
+        case PDNN__OP_BN_FWD_INFER:
+        case PDNN__OP_BN_FWD_TRAIN:
+        case PDNN__OP_BN_BWD: st = run_bn(dev, c, x, y2, y); break;
         case PDNN__OP_CONV2D_FWD: {
             pdnn_conv2d_params cp;
             pdnn_conv2d_params_init(&cp);
             cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+            cp.groups = c->arg > 1 ? c->arg : 1;
             st = pdnn_conv2d_forward(&cp, x, y2, bias, y);
             break;
         }
@@ -328,6 +469,9 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
         if (c->op == PDNN__OP_CONV2D_FWD) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             conv_ref(c, ah, bh, sum, mag);
+        } else if (is_bn(c->op)) {
+            sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
+            bn_ref(c, ah, bh, sum, mag);
         }
         const double tiny = c->to == F16 ? 0x1p-14 : c->to == BF16 ? 0x1p-126 : 0x1p-126;
         for (int di = 0; di < ndev; di++) {

@@ -193,8 +193,9 @@ static void others(pdnn_device *dev)
 }
 
 /* float16 and bfloat16 (issue 43): every cast, and the kernels built
- * over the prelude's REAL_T (-DPDNN_REAL=1, 2): activation, binary, the
- * scalar pooling kernels. */
+ * over the prelude's REAL_T (-DPDNN_REAL=1, 2): activation, binary,
+ * pooling (one program for every pooling kernel), direct convolution,
+ * batch norm. */
 static void reduced_precision(pdnn_device *dev)
 {
     static const pdnn_dtype types[] = {PDNN_FLOAT32, PDNN_FLOAT16, PDNN_BFLOAT16};
@@ -249,6 +250,21 @@ static void reduced_precision(pdnn_device *dev)
         cr_assert_eq(pdnn_conv2d_forward(&cp, t[i], w, NULL, u), PDNN_SUCCESS, "%s", pdnn_last_error());
         pdnn_tensor_release(u);
         pdnn_tensor_release(w);
+        /* batch norm over REAL_T: training (statistics from the float32
+         * workspace) and inference (the running ones, -DBN_STATS_REAL) */
+        pdnn_tensor_desc vd = {types[i], PDNN_LAYOUT_X, {3, 1, 1, 1}, 1};
+        pdnn_tensor *v[4];
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(pdnn_tensor_create(dev, &vd, &v[k]), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_tensor_create(dev, &ud, &u), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn_batch_norm_params bp;
+        pdnn_batch_norm_params_init(&bp);
+        for (bp.training = 0; bp.training < 2; bp.training++)
+            cr_assert_eq(pdnn_batch_norm_forward(&bp, t[i], v[0], v[1], v[2], v[3], NULL, NULL, u), PDNN_SUCCESS,
+                         "%s", pdnn_last_error());
+        pdnn_tensor_release(u);
+        for (int k = 0; k < 4; k++)
+            pdnn_tensor_release(v[k]);
     }
     for (int i = 0; i < 3; i++)
         pdnn_tensor_release(t[i]);

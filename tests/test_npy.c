@@ -735,3 +735,40 @@ Test(npy, reads_float16_widened)
     (void)numpy_image(buf, "{'descr': '|V2', 'fortran_order': False, 'shape': (2, 3), }");
     expect_corrupt(buf, n, "bfloat16");
 }
+
+/* npy_write_f16: numpy's own bytes for
+ * numpy.save(f, numpy.array([0, 1, -2, 65504, 2**-24, inf], '<f2').reshape(2, 3)):
+ * the header ('<f2', padded to 128 bytes, as the reader's test image) and
+ * the 12 data bytes little-endian; read back widened exactly. */
+Test(npy, writes_float16)
+{
+    static const uint16_t halves[6] = {0x0000, 0x3c00, 0xc000, 0x7bff, 0x0001, 0x7c00};
+    static const float want[6] = {0.0f, 1.0f, -2.0f, 65504.0f, 0x1p-24f, INFINITY};
+    unsigned char expect[256];
+    (void)numpy_image(expect, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }");
+    for (int i = 0; i < 6; i++) {
+        expect[128 + 2 * i] = (unsigned char)(halves[i] & 0xff);
+        expect[128 + 2 * i + 1] = (unsigned char)(halves[i] >> 8);
+    }
+    char path[] = "/tmp/pdnn_npy_wf16_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    const int64_t shape[2] = {2, 3};
+    char err[256];
+    cr_assert_eq(npy_write_f16(path, 2, shape, halves, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    unsigned char got[256];
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    const size_t n = fread(got, 1, sizeof got, f);
+    fclose(f);
+    cr_assert_eq(n, 128 + 12, "the file has %zu bytes", n);
+    cr_assert(memcmp(got, expect, n) == 0, "the bytes differ from numpy's");
+    npy_array a;
+    cr_assert_eq(npy_read(path, &a, err, sizeof err), PDNN_SUCCESS, "%s", err);
+    cr_assert_eq(a.elem, 2);
+    for (int i = 0; i < 6; i++)
+        cr_assert(a.data[i] == want[i], "element %d: %g, not %g", i, (double)a.data[i], (double)want[i]);
+    npy_free(&a);
+    unlink(path);
+}

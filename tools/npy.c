@@ -565,9 +565,10 @@ pdnn_status npy_read(const char *path, npy_array *out, char *err, size_t errlen)
 
 /* ---- writing ----------------------------------------------------------- */
 
-/* Header and data to f; 0, or -1 with errno from the failed write. */
+/* Header and data (count elements of elem bytes: 4 float32, 2 float16)
+ * to f, little-endian; 0, or -1 with errno from the failed write. */
 static int write_image(FILE *f, const unsigned char *pre, const char *dict, size_t dlen, size_t pad,
-                       const float *data, int64_t count)
+                       const void *data, int elem, int64_t count)
 {
     if (fwrite(pre, 1, 10, f) != 10 || fwrite(dict, 1, dlen, f) != dlen)
         return -1;
@@ -579,14 +580,15 @@ static int write_image(FILE *f, const unsigned char *pre, const char *dict, size
     if (count == 0)
         return 0;
     if (host_is_little_endian())
-        return fwrite(data, 4, (size_t)count, f) == (size_t)count ? 0 : -1;
+        return fwrite(data, (size_t)elem, (size_t)count, f) == (size_t)count ? 0 : -1;
+    const unsigned char *src = data;
     unsigned char b[4096];
     for (int64_t i = 0; i < count;) {
         size_t m = 0;
-        for (; m < sizeof b / 4 && i < count; m++, i++)
-            memcpy(b + 4 * m, &data[i], 4);
-        swap_to_host(b, m);
-        if (fwrite(b, 4, m, f) != m)
+        for (; m < sizeof b / (size_t)elem && i < count; m++, i++)
+            for (int k = 0; k < elem; k++) /* reversed: the host is big-endian */
+                b[(size_t)elem * m + (size_t)k] = src[(size_t)elem * (size_t)i + (size_t)(elem - 1 - k)];
+        if (fwrite(b, (size_t)elem, m, f) != m)
             return -1;
     }
     return 0;
@@ -598,21 +600,24 @@ typedef struct npy_image {
     unsigned char pre[10];
     char dict[512];
     size_t dlen, pad;
-    const float *data;
+    const void *data;
+    int elem; /* 4: float32 ('<f4'); 2: float16 ('<f2') */
     int64_t count;
 } npy_image;
 
-static pdnn_status build_image(const char *path, int ndim, const int64_t *shape, const float *data, npy_image *im,
+/* im->elem set by the caller. */
+static pdnn_status build_image(const char *path, int ndim, const int64_t *shape, const void *data, npy_image *im,
                                char *err, size_t errlen)
 {
     if (ndim < 0 || ndim > NPY_MAX_DIMS)
         return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: %d dimensions (at most %d)", path, ndim,
                     NPY_MAX_DIMS);
     char *dict = im->dict;
-    int w = snprintf(dict, sizeof im->dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    int w = snprintf(dict, sizeof im->dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     im->elem == 2 ? "<f2" : "<f4");
     int64_t count = 1;
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0 || (shape[i] > 0 && count > INT64_MAX / 4 / shape[i]))
+        if (shape[i] < 0 || (shape[i] > 0 && count > INT64_MAX / im->elem / shape[i]))
             return cli_set_err(PDNN_ERR_INVALID_ARGUMENT, err, errlen, "%s: dimension %d is %" PRId64, path, i, shape[i]);
         w += snprintf(dict + w, sizeof im->dict - (size_t)w, "%" PRId64 ",%s", shape[i], (i + 1 < ndim) ? " " : "");
         count *= shape[i];
@@ -639,7 +644,7 @@ static pdnn_status build_image(const char *path, int ndim, const int64_t *shape,
 static int write_npy_image(FILE *f, void *ctx)
 {
     const npy_image *im = ctx;
-    return write_image(f, im->pre, im->dict, im->dlen, im->pad, im->data, im->count);
+    return write_image(f, im->pre, im->dict, im->dlen, im->pad, im->data, im->elem, im->count);
 }
 
 pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsigned char **buf, size_t *len,
@@ -649,6 +654,7 @@ pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsign
     *len = 0;
     npy_image im;
     memset(&im, 0, sizeof im);
+    im.elem = 4;
     pdnn_status st = build_image("array", ndim, shape, data, &im, err, errlen);
     if (st != PDNN_SUCCESS)
         return st;
@@ -669,13 +675,27 @@ pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsign
     return PDNN_SUCCESS;
 }
 
-pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
-                      size_t errlen)
+/* npy_write and npy_write_f16: elem bytes an element. */
+static pdnn_status write_elems(const char *path, int ndim, const int64_t *shape, const void *data, int elem,
+                               char *err, size_t errlen)
 {
     npy_image im;
     memset(&im, 0, sizeof im);
+    im.elem = elem;
     pdnn_status st = build_image(path, ndim, shape, data, &im, err, errlen);
     if (st != PDNN_SUCCESS)
         return st;
     return pdnn__file_replace_named(path, write_npy_image, &im, err, errlen) == 0 ? PDNN_SUCCESS : PDNN_ERR_IO;
+}
+
+pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
+                      size_t errlen)
+{
+    return write_elems(path, ndim, shape, data, 4, err, errlen);
+}
+
+pdnn_status npy_write_f16(const char *path, int ndim, const int64_t *shape, const uint16_t *data, char *err,
+                          size_t errlen)
+{
+    return write_elems(path, ndim, shape, data, 2, err, errlen);
 }

@@ -1,6 +1,7 @@
 /* NumPy .npy files (format versions 1.0, 2.0, 3.0) holding little-endian
  * float32 arrays in C order: what `numpy.save` writes for float32 data;
- * float16 ('<f2') is read too, widened to float32. */
+ * float16 ('<f2') is read too, widened to float32, and written from
+ * float16 data (npy_write_f16). */
 #ifndef POLYDNN_NPY_H
 #define POLYDNN_NPY_H
 
@@ -54,6 +55,12 @@ pdnn_status npy_parse(const unsigned char *buf, size_t len, npy_array *out, char
  * followed, so the link stays. The directory must exist. */
 pdnn_status npy_write(const char *path, int ndim, const int64_t *shape, const float *data, char *err,
                       size_t errlen);
+
+/* npy_write for float16 data (IEEE binary16 bits, as pdnn_tensor_read
+ * gives a PDNN_FLOAT16 tensor's): a '<f2' file, which numpy.load reads as
+ * float16. */
+pdnn_status npy_write_f16(const char *path, int ndim, const int64_t *shape, const uint16_t *data, char *err,
+                          size_t errlen);
 
 /* The bytes npy_write would write, in one malloc'd buffer (*buf, *len). */
 pdnn_status npy_encode(int ndim, const int64_t *shape, const float *data, unsigned char **buf, size_t *len,

@@ -71,16 +71,34 @@ typedef struct bn_args {
     cl_long ws_off; /* elements */
     cl_int N, C, S, nhwc, hw, m, chunk;
     cl_int rows, cols; /* the elementwise kernels' range: memory order as rows x cols */
+    pdnn_dtype t;      /* the tensors' dtype; the workspace is float32 */
 } bn_args;
+
+/* The build options for the call's dtype; stats: the kernel reads the
+ * saved or running statistics (the tensors' dtype), not the workspace's
+ * (batch_norm.cl's STAT_T). */
+static const char *bn_opts(const bn_args *a, int stats)
+{
+    if (a->t == PDNN_FLOAT16)
+        return stats ? "-DPDNN_REAL=1 -DBN_STATS_REAL=1" : "-DPDNN_REAL=1";
+    if (a->t == PDNN_BFLOAT16)
+        return stats ? "-DPDNN_REAL=2 -DBN_STATS_REAL=1" : "-DPDNN_REAL=2";
+    return NULL;
+}
+
+/* A tensor's offset in elements of the call's dtype. */
+static cl_long roff(const bn_args *a, pdnn__buf b) { return pdnn__cl_real_off(b, a->t); }
 
 /* Enqueues k on the elementwise kernels' 2-D range: a->rows x a->cols
  * (batch_norm.cl bn_element), work-groups of up to 64 along a row. */
 static pdnn_status launch_rows(const bn_args *a, cl_kernel k, const char *name)
 {
+    /* bn_normalize: runs of 32 elements of a row a work-item (batch_norm.cl's BN_RUN) */
+    const size_t cols = strcmp(name, "bn_normalize") != 0 ? (size_t)a->cols : ((size_t)a->cols + 31) / 32;
     size_t local = pdnn__cl_wg_cap(a->d, k, 64);
-    while (local > 1 && local / 2 >= (size_t)a->cols)
+    while (local > 1 && local / 2 >= cols)
         local /= 2;
-    const size_t global[2] = {((size_t)a->cols + local - 1) / local * local, (size_t)a->rows};
+    const size_t global[2] = {(cols + local - 1) / local * local, (size_t)a->rows};
     const size_t lsize[2] = {local, 1};
     const cl_int err = clEnqueueNDRangeKernel(a->d->queue, k, 2, NULL, global, lsize, 0, NULL, NULL);
     if (err != CL_SUCCESS) {
@@ -94,19 +112,19 @@ static pdnn_status launch_rows(const bn_args *a, cl_kernel k, const char *name)
 static pdnn_status run_partial(const bn_args *a, cl_int what)
 {
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(a->d, "batch_norm.cl", NULL, "bn_partial", &k);
+    pdnn_status st = pdnn__cl_kernel(a->d, "batch_norm.cl", bn_opts(a, what == 2), "bn_partial", &k);
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn__bn_call *c = a->c;
     cl_mem x = c->x_buf.region, dy = mem_or(c->dy_buf, c->x_buf);
-    cl_long xo = elem_off(c->x_buf), dyo = c->dy_buf.region ? elem_off(c->dy_buf) : 0;
+    cl_long xo = roff(a, c->x_buf), dyo = c->dy_buf.region ? roff(a, c->dy_buf) : 0;
     cl_mem mean = a->ws, inv = a->ws;
     cl_long mo = a->ws_off + a->pl->mean, io = a->ws_off + a->pl->inv, po = a->ws_off + a->pl->part;
     if (what == 2) { /* the backward: the forward's saved statistics */
         mean = c->saved_mean_buf.region;
-        mo = elem_off(c->saved_mean_buf);
+        mo = roff(a, c->saved_mean_buf);
         inv = c->saved_inv_std_buf.region;
-        io = elem_off(c->saved_inv_std_buf);
+        io = roff(a, c->saved_inv_std_buf);
     }
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, x);
@@ -130,16 +148,17 @@ static pdnn_status run_partial(const bn_args *a, cl_int what)
                              : pdnn__cl_fail("clSetKernelArg(bn_partial)", err);
 }
 
-/* The normalize: mean and stat (an inverse std, or a variance when is_var). */
+/* The normalize: mean and stat (an inverse std from the workspace, or
+ * the running variance when is_var). */
 static pdnn_status run_normalize(const bn_args *a, cl_mem mean, cl_long mo, cl_mem stat, cl_long so, cl_int is_var)
 {
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(a->d, "batch_norm.cl", NULL, "bn_normalize", &k);
+    pdnn_status st = pdnn__cl_kernel(a->d, "batch_norm.cl", bn_opts(a, is_var), "bn_normalize", &k);
     if (st != PDNN_SUCCESS)
         return st;
     const pdnn__bn_call *c = a->c;
     cl_mem x = c->x_buf.region, y = c->y_buf.region, g = c->gamma_buf.region, b = c->beta_buf.region;
-    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf), go = elem_off(c->gamma_buf), bo = elem_off(c->beta_buf);
+    cl_long xo = roff(a, c->x_buf), yo = roff(a, c->y_buf), go = roff(a, c->gamma_buf), bo = roff(a, c->beta_buf);
     cl_float eps = c->epsilon;
     cl_int err = CL_SUCCESS;
     SET_ARG(k, 0, x);
@@ -169,7 +188,7 @@ static pdnn_status fwd_train(const bn_args *a)
     cl_kernel k = NULL;
     cl_long po = a->ws_off + a->pl->part, mo = a->ws_off + a->pl->mean, io = a->ws_off + a->pl->inv;
     cl_int err = CL_SUCCESS;
-    if (st == PDNN_SUCCESS && (st = pdnn__cl_kernel(a->d, "batch_norm.cl", NULL, "bn_mean", &k)) == PDNN_SUCCESS) {
+    if (st == PDNN_SUCCESS && (st = pdnn__cl_kernel(a->d, "batch_norm.cl", bn_opts(a, 0), "bn_mean", &k)) == PDNN_SUCCESS) {
         SET_ARG(k, 0, a->ws);
         SET_ARG(k, 1, po);
         SET_ARG(k, 2, a->ws);
@@ -181,11 +200,11 @@ static pdnn_status fwd_train(const bn_args *a)
     }
     if (st == PDNN_SUCCESS)
         st = run_partial(a, 1);
-    if (st == PDNN_SUCCESS && (st = pdnn__cl_kernel(a->d, "batch_norm.cl", NULL, "bn_finish", &k)) == PDNN_SUCCESS) {
+    if (st == PDNN_SUCCESS && (st = pdnn__cl_kernel(a->d, "batch_norm.cl", bn_opts(a, 0), "bn_finish", &k)) == PDNN_SUCCESS) {
         cl_mem sm = mem_or(c->saved_mean_buf, c->x_buf), si = mem_or(c->saved_inv_std_buf, c->x_buf);
         cl_mem rm = mem_or(c->running_mean_buf, c->x_buf), rv = mem_or(c->running_var_buf, c->x_buf);
-        cl_long smo = elem_off(c->saved_mean_buf), sio = elem_off(c->saved_inv_std_buf);
-        cl_long rmo = elem_off(c->running_mean_buf), rvo = elem_off(c->running_var_buf);
+        cl_long smo = roff(a, c->saved_mean_buf), sio = roff(a, c->saved_inv_std_buf);
+        cl_long rmo = roff(a, c->running_mean_buf), rvo = roff(a, c->running_var_buf);
         cl_int saved = c->saved_mean_buf.region != NULL, running = c->running_mean_buf.region != NULL;
         cl_float eps = c->epsilon, mom = c->momentum;
         SET_ARG(k, 0, a->ws);
@@ -224,9 +243,9 @@ static pdnn_status bwd(const bn_args *a)
     cl_kernel k = NULL;
     cl_long po = a->ws_off + a->pl->part, so = a->ws_off + a->pl->sums;
     cl_int err = CL_SUCCESS;
-    if (st == PDNN_SUCCESS && (st = pdnn__cl_kernel(a->d, "batch_norm.cl", NULL, "bn_bwd_sums", &k)) == PDNN_SUCCESS) {
+    if (st == PDNN_SUCCESS && (st = pdnn__cl_kernel(a->d, "batch_norm.cl", bn_opts(a, 0), "bn_bwd_sums", &k)) == PDNN_SUCCESS) {
         cl_mem dg = mem_or(c->dgamma_buf, c->x_buf), db = mem_or(c->dbeta_buf, c->x_buf);
-        cl_long dgo = elem_off(c->dgamma_buf), dbo = elem_off(c->dbeta_buf);
+        cl_long dgo = roff(a, c->dgamma_buf), dbo = roff(a, c->dbeta_buf);
         cl_int want_dg = c->dgamma_buf.region != NULL, want_db = c->dbeta_buf.region != NULL;
         SET_ARG(k, 0, a->ws);
         SET_ARG(k, 1, po);
@@ -245,12 +264,12 @@ static pdnn_status bwd(const bn_args *a)
     }
     if (st != PDNN_SUCCESS || !c->dx_buf.region)
         return st;
-    if ((st = pdnn__cl_kernel(a->d, "batch_norm.cl", NULL, "bn_bwd_dx", &k)) != PDNN_SUCCESS)
+    if ((st = pdnn__cl_kernel(a->d, "batch_norm.cl", bn_opts(a, 0), "bn_bwd_dx", &k)) != PDNN_SUCCESS)
         return st;
     cl_mem x = c->x_buf.region, dy = c->dy_buf.region, dx = c->dx_buf.region, mean = c->saved_mean_buf.region,
            inv = c->saved_inv_std_buf.region, g = c->gamma_buf.region;
-    cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->dy_buf), dxo = elem_off(c->dx_buf),
-            mo = elem_off(c->saved_mean_buf), io = elem_off(c->saved_inv_std_buf), go = elem_off(c->gamma_buf);
+    cl_long xo = roff(a, c->x_buf), dyo = roff(a, c->dy_buf), dxo = roff(a, c->dx_buf),
+            mo = roff(a, c->saved_mean_buf), io = roff(a, c->saved_inv_std_buf), go = roff(a, c->gamma_buf);
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, dy);
@@ -295,6 +314,7 @@ static pdnn_status bn_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     a.hw = (cl_int)(c->h * c->w);
     a.m = (cl_int)(c->n * c->h * c->w);
     a.chunk = (cl_int)pl.chunk;
+    a.t = call->dtype;
     a.rows = a.nhwc ? a.m : (cl_int)(c->n * c->c);
     a.cols = a.nhwc ? a.C : a.hw;
     pthread_mutex_lock(&d->lock);
@@ -304,18 +324,18 @@ static pdnn_status bn_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     else if (call->op == PDNN__OP_BN_BWD)
         st = bwd(&a);
     else
-        st = run_normalize(&a, c->running_mean_buf.region, elem_off(c->running_mean_buf), c->running_var_buf.region,
-                           elem_off(c->running_var_buf), 1);
+        st = run_normalize(&a, c->running_mean_buf.region, roff(&a, c->running_mean_buf), c->running_var_buf.region,
+                           roff(&a, c->running_var_buf), 1);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
 
 const pdnn__algo pdnn__cl_algo_bn_fwd_train = {
     .op = PDNN__OP_BN_FWD_TRAIN, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 const pdnn__algo pdnn__cl_algo_bn_fwd_infer = {
     .op = PDNN__OP_BN_FWD_INFER, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 const pdnn__algo pdnn__cl_algo_bn_bwd = {
     .op = PDNN__OP_BN_BWD, .name = "direct", .rank = 100, .plan = bn_plan_fn, .run = bn_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};

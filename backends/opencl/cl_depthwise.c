@@ -2,6 +2,7 @@
  * kernel per activation layout, each reading along that layout's
  * contiguous axis, no workspace. */
 #include "backends/opencl/cl_internal.h"
+#include "core/half.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,11 @@ static void dw_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
     const int64_t lim = INT32_MAX / 2;
+    if (call->dtype != PDNN_FLOAT32 && c->x_layout != PDNN_NHWC) {
+        pdnn__plan_refuse(plan, "depthwise stores %s in NHWC only (dw_nhwc); its NCHW kernels are float32",
+                          pdnn__dtype_name(call->dtype));
+        return;
+    }
     if (c->groups != c->c) {
         pdnn__plan_refuse(plan,
                           "depthwise runs only depthwise convolutions (groups == input channels); this one has "
@@ -109,10 +115,11 @@ static pdnn_status dw_fail(const char *call, int which, cl_int err)
     return pdnn__cl_fail(what, err);
 }
 
-/* Called with d->lock held. */
-static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
+/* Called with d->lock held; t: the tensors' dtype (NHWC only, but
+ * float32). */
+static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c, pdnn_dtype t)
 {
-    char opts[64];
+    char opts[96];
     const int nhwc = c->x_layout == PDNN_NHWC, plane = !nhwc && use_plane(d, c);
     const int vw = nhwc ? nhwc_vw(d, c) : 8, qv = nhwc ? 8 : plane ? d->cls.t.dw_columns : nchw_qv(d, c);
     const int which = nhwc ? DW_NHWC : plane ? DW_PLANE : DW_NCHW;
@@ -125,7 +132,8 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
      * unroll, the taps stay in registers, the border masks are worked out
      * once per chunk and rows go in blocks of DW_PB. */
     if (nhwc)
-        snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_VW=%d", NHWC_TQ, vw);
+        snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_VW=%d%s%s", NHWC_TQ, vw, t != PDNN_FLOAT32 ? " " : "",
+                 t != PDNN_FLOAT32 ? pdnn__cl_real_opts(t) : "");
     else if (c->s <= 8 && c->r <= 8)
         snprintf(opts, sizeof opts, "-DDW_R=%d -DDW_S=%d -DDW_QV=%d -DDW_PB=%d", (int)c->r, (int)c->s, qv, pb);
     else
@@ -140,8 +148,9 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c)
     cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
     /* Without a bias any valid buffer will do; the kernels do not read it. */
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : w;
-    cl_long xo = elem_off(c->x_buf), wo = elem_off(c->w_buf), yo = elem_off(c->y_buf);
-    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), wo = pdnn__cl_real_off(c->w_buf, t),
+            yo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
     cl_long4 xs = strides4(c->xs), ws = strides4(c->ws), ys = strides4(c->ys);
     const int m = (int)(c->k / c->c);
     /* Which vector loads and stores are valid: see the kernels. */
@@ -233,7 +242,7 @@ static pdnn_status dw_run(void *dev, const pdnn__op_call *call, const pdnn__plan
     (void)rep;
     cl_dev *d = dev;
     pthread_mutex_lock(&d->lock);
-    pdnn_status st = dw_enqueue(d, &call->u.conv2d);
+    pdnn_status st = dw_enqueue(d, &call->u.conv2d, call->dtype);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -249,5 +258,6 @@ const pdnn__algo pdnn__cl_algo_depthwise = {
     .plan = dw_plan,
     .run = dw_run,
     .relu_cap = 1, /* min(max(y, 0), cap) in both kernels (filt.s3) */
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* NHWC only, but float32 (dw_plan) */
 };

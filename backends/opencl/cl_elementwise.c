@@ -142,7 +142,8 @@ static pdnn_status act_run(void *dev, const pdnn__op_call *call, const pdnn__pla
     SET_ARG(k, 5, mode);
     SET_ARG(k, 6, alpha);
     SET_ARG(k, 7, beta);
-    return finish_launch(d, k, "ew_activation", err, total);
+    /* 8 elements a work-item (elementwise.cl says why) */
+    return finish_launch(d, k, "ew_activation", err, (total + 7) / 8);
 }
 
 const pdnn__algo pdnn__cl_algo_activation_direct = {
@@ -228,7 +229,18 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
     const pdnn__binary_call *c = &call->u.binary;
     cl_kernel k = NULL;
     const pdnn_dtype t = call->dtype;
-    pdnn_status st = lock_kernel_opts(d, "ew_binary", pdnn__cl_real_opts(t), &k);
+    /* a and b each packed like y (stride 1 over the whole) or one
+     * repeated element (stride 0): ew_binary_flat, 8 elements a work-item
+     * (elementwise.cl says why) */
+    int a_full = 1, a_one = 1, b_full = 1, b_one = 1;
+    int64_t ps = 1;
+    for (int i = 7; i >= 0; ps *= c->dims[i], i--)
+        if (c->dims[i] != 1) {
+            a_full &= c->as[i] == ps, a_one &= c->as[i] == 0;
+            b_full &= c->bs[i] == ps, b_one &= c->bs[i] == 0;
+        }
+    const int flat = (a_full || a_one) && (b_full || b_one);
+    pdnn_status st = lock_kernel_opts(d, flat ? "ew_binary_flat" : "ew_binary", pdnn__cl_real_opts(t), &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, ym = c->y_buf.region;
@@ -243,6 +255,20 @@ static pdnn_status binary_run(void *dev, const pdnn__op_call *call, const pdnn__
     cl_long total = pdnn__binary_elements(c);
     cl_int op = (cl_int)c->kind; /* the kernel's op codes are pdnn_binary_op's values */
     cl_int err = CL_SUCCESS;
+    if (flat) {
+        cl_long sa = a_full, sb = b_full;
+        SET_ARG(k, 0, am);
+        SET_ARG(k, 1, ao);
+        SET_ARG(k, 2, sa);
+        SET_ARG(k, 3, bm);
+        SET_ARG(k, 4, bo);
+        SET_ARG(k, 5, sb);
+        SET_ARG(k, 6, ym);
+        SET_ARG(k, 7, yo);
+        SET_ARG(k, 8, op);
+        SET_ARG(k, 9, total);
+        return finish_launch(d, k, "ew_binary_flat", err, (total + 7) / 8);
+    }
     SET_ARG(k, 0, am);
     SET_ARG(k, 1, ao);
     SET_ARG(k, 2, as);

@@ -95,11 +95,11 @@ static void rows_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 }
 
 /* Called with d->lock held. */
-static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
+static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c, pdnn_dtype t)
 {
     const int nhwc = c->x_layout == PDNN_NHWC;
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, nhwc ? "pool2d_nhwc_rows" : "pool2d_nchw_rows", &k);
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", pdnn__cl_real_opts(t), nhwc ? "pool2d_nhwc_rows" : "pool2d_nchw_rows", &k);
     if (st != PDNN_SUCCESS)
         return st;
     /* Where the device sweeps (pool_sweep: CPUs; cl_device_table.c says
@@ -125,7 +125,7 @@ static pdnn_status rows_enqueue(cl_dev *d, const pdnn__pool2d_call *c)
     }
     const int64_t blocks = (c->p + rpi - 1) / rpi;
     const int64_t items = nhwc ? c->n * c->p * runs * ((c->c + cpi - 1) / cpi) : c->n * c->c * blocks * runs;
-    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run), PDNN_FLOAT32);
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run), t);
     if (nhwc)
         SET_ARG(k, 10, cpi);
     else
@@ -175,24 +175,30 @@ static void global_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 /* A plane per item (global), or runs of 16-output chunks of one (flat):
  * the whole plane where the device sweeps (pool_sweep), else one chunk.
  * Called with d->lock held. */
-static pdnn_status plane_enqueue(cl_dev *d, const pdnn__pool2d_call *c, int global_pool)
+static pdnn_status plane_enqueue(cl_dev *d, const pdnn__pool2d_call *c, int global_pool, pdnn_dtype t)
 {
     cl_kernel k = NULL;
     const char *name = global_pool ? "pool2d_nchw_global" : "pool2d_nchw_flat";
-    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", NULL, name, &k);
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d.cl", pdnn__cl_real_opts(t), name, &k);
     if (st != PDNN_SUCCESS)
         return st;
     const int64_t chunks = (c->h * c->w + 15) / 16, run = global_pool || !d->cls.t.pool_sweep ? 1 : chunks;
     const int64_t items = c->n * c->c * (global_pool ? 1 : (chunks + run - 1) / run);
-    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run), PDNN_FLOAT32);
+    cl_int err = set_common(k, c, int4_of((int)c->p, (int)c->q, (int)c->mode, (int)run), t);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(pool2d plane)", err);
     return launch_1d(d, k, items, (size_t)d->cls.t.pool_wg, "clEnqueueNDRangeKernel(pool2d plane)");
 }
 
-static pdnn_status flat_enqueue(cl_dev *d, const pdnn__pool2d_call *c) { return plane_enqueue(d, c, 0); }
+static pdnn_status flat_enqueue(cl_dev *d, const pdnn__pool2d_call *c, pdnn_dtype t)
+{
+    return plane_enqueue(d, c, 0, t);
+}
 
-static pdnn_status global_enqueue(cl_dev *d, const pdnn__pool2d_call *c) { return plane_enqueue(d, c, 1); }
+static pdnn_status global_enqueue(cl_dev *d, const pdnn__pool2d_call *c, pdnn_dtype t)
+{
+    return plane_enqueue(d, c, 1, t);
+}
 
 /* ---- fast ------------------------------------------------------------------ */
 
@@ -262,19 +268,9 @@ static pdnn_status direct_enqueue(cl_dev *d, const pdnn__pool2d_call *c, pdnn_dt
 
 /* ---- the entries ------------------------------------------------------------ */
 
-/* Takes d->lock around one of the enqueues above. */
-static pdnn_status locked(void *dev, const pdnn__op_call *call,
-                          pdnn_status (*enqueue)(cl_dev *, const pdnn__pool2d_call *))
-{
-    cl_dev *d = dev;
-    pthread_mutex_lock(&d->lock);
-    pdnn_status st = enqueue(d, &call->u.pool2d);
-    pthread_mutex_unlock(&d->lock);
-    return st;
-}
-
-/* The same for the scalar kernels, which also store float16 and
- * bfloat16 (the prelude's REAL_T, built with the call's dtype). */
+/* Takes d->lock around one of the enqueues above; each kernel stores
+ * float16 and bfloat16 too (the prelude's REAL_T, built with the call's
+ * dtype). */
 static pdnn_status locked_typed(void *dev, const pdnn__op_call *call,
                                 pdnn_status (*enqueue)(cl_dev *, const pdnn__pool2d_call *, pdnn_dtype))
 {
@@ -291,7 +287,7 @@ static pdnn_status rows_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     (void)plan;
     (void)ws;
     (void)rep;
-    return locked(dev, call, rows_enqueue);
+    return locked_typed(dev, call, rows_enqueue);
 }
 
 static pdnn_status flat_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -300,7 +296,7 @@ static pdnn_status flat_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     (void)plan;
     (void)ws;
     (void)rep;
-    return locked(dev, call, flat_enqueue);
+    return locked_typed(dev, call, flat_enqueue);
 }
 
 static pdnn_status global_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -309,7 +305,7 @@ static pdnn_status global_run(void *dev, const pdnn__op_call *call, const pdnn__
     (void)plan;
     (void)ws;
     (void)rep;
-    return locked(dev, call, global_enqueue);
+    return locked_typed(dev, call, global_enqueue);
 }
 
 static pdnn_status fast_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -340,7 +336,8 @@ const pdnn__algo pdnn__cl_algo_pool_global = {
     .rank = 4,
     .plan = global_plan,
     .run = global_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 
 const pdnn__algo pdnn__cl_algo_pool_flat = {
@@ -349,7 +346,8 @@ const pdnn__algo pdnn__cl_algo_pool_flat = {
     .rank = 5,
     .plan = flat_plan,
     .run = flat_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 
 const pdnn__algo pdnn__cl_algo_pool_rows = {
@@ -358,7 +356,8 @@ const pdnn__algo pdnn__cl_algo_pool_rows = {
     .rank = 10,
     .plan = rows_plan,
     .run = rows_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 
 const pdnn__algo pdnn__cl_algo_pool_fast = {
