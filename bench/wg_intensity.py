@@ -123,8 +123,7 @@ def count_bwd(direction, layout, c, k, r, kernel_dir=None):
 
 
 if backward:
-    BWD = [("res2 3x3 64", 64, 64, 3), ("res4 3x3 256", 256, 256, 3), ("res5 3x3 512", 512, 512, 3),
-           ("res4 1x1 1024>256", 1024, 256, 1)]
+    BWD = [("res2 3x3 64", 64, 64, 3), ("res4 3x3 256", 256, 256, 3), ("res4 1x1 1024>256", 1024, 256, 1)]
     head = "| layer (batch %d, %dx%d) | layout | direction | wg_gemm FMA / global word |" % (N, HW, HW)
     print(head + (" before (%s) |" % before if before else ""))
     print("| --- | --- | --- | ---: |" + (" ---: |" if before else ""))

@@ -19,14 +19,20 @@ extern const pdnn__algo pdnn__cl_algo_wg_gemm;
  * padding per local row (the NHWC input tile is written down its
  * columns, which without it hit one bank). Ratios tm*tn/(tm+tn) are the
  * multiply-adds per global float loaded: 32 for 64 x 64, 43 for 128 x 64,
- * 64 for 128 x 128. */
+ * 64 for 128 x 128. spl: the tiles per compute unit below which the
+ * reduction is split across work-groups (wg_parts). 2 suits one resident
+ * work-group per unit; a GPU unit holds several (an H200 SM has room for
+ * 7 of the 128 x 64 ones), which the late layers' filter gradients (few
+ * output tiles, long reductions) leave idle: the spl=6 entries let the
+ * tuner (polydnn tune --backward) split those further. */
 typedef struct wg_cfg {
-    int tm, tn, tk, rm, rn, db, pad;
+    int tm, tn, tk, rm, rn, db, pad, spl;
 } wg_cfg;
 static const wg_cfg wg_cands[] = {
-    {64, 64, 16, 4, 4, 1, 1}, {128, 64, 16, 8, 4, 1, 1}, {64, 128, 16, 4, 8, 1, 1},
-    {128, 128, 8, 8, 8, 1, 1}, {32, 64, 16, 4, 4, 1, 1}, {64, 32, 16, 4, 4, 1, 1},
-    {32, 32, 8, 4, 4, 1, 1},   {64, 64, 16, 4, 4, 0, 1}, {16, 64, 16, 2, 4, 1, 0},
+    {64, 64, 16, 4, 4, 1, 1, 2},   {128, 64, 16, 8, 4, 1, 1, 2}, {64, 128, 16, 4, 8, 1, 1, 2},
+    {128, 128, 8, 8, 8, 1, 1, 2},  {32, 64, 16, 4, 4, 1, 1, 2},  {64, 32, 16, 4, 4, 1, 1, 2},
+    {32, 32, 8, 4, 4, 1, 1, 2},    {64, 64, 16, 4, 4, 0, 1, 2},  {16, 64, 16, 2, 4, 1, 0, 2},
+    {128, 64, 16, 8, 4, 1, 1, 6},  {64, 64, 16, 4, 4, 1, 1, 6},
 };
 #define N_WGG ((int)(sizeof wg_cands / sizeof wg_cands[0]))
 
@@ -42,7 +48,11 @@ static size_t wg_local_bytes(int i)
 
 static void wg_name(int i, char *buf, size_t len)
 {
-    if (i >= 0 && i < N_WGG)
+    /* spl=2 unnamed: the names the tuning caches hold from before it. */
+    if (i >= 0 && i < N_WGG && wg_cands[i].spl != 2)
+        snprintf(buf, len, "tm=%d tn=%d tk=%d rm=%d rn=%d db=%d pad=%d spl=%d", wg_cands[i].tm, wg_cands[i].tn,
+                 wg_cands[i].tk, wg_cands[i].rm, wg_cands[i].rn, wg_cands[i].db, wg_cands[i].pad, wg_cands[i].spl);
+    else if (i >= 0 && i < N_WGG)
         snprintf(buf, len, "tm=%d tn=%d tk=%d rm=%d rn=%d db=%d pad=%d", wg_cands[i].tm, wg_cands[i].tn,
                  wg_cands[i].tk, wg_cands[i].rm, wg_cands[i].rn, wg_cands[i].db, wg_cands[i].pad);
     else
@@ -89,15 +99,15 @@ static int wg_in_place(const pdnn__conv2d_call *c)
 }
 
 /* Parts the reduction is cut into: where the output's tiles are fewer
- * than two per compute unit and the reduction has at least 8 steps per
- * extra part, enough parts to give every unit two tiles' work (at most
+ * than spl per compute unit and the reduction has at least 8 steps per
+ * extra part, enough parts to give every unit spl tiles' work (at most
  * 64). Returns the parts and their steps (*per). */
 static int64_t wg_parts(const cl_dev *d, const pdnn__conv2d_call *c, int i, int64_t *per)
 {
     const wg_cfg *g = &wg_cands[i];
     const int64_t npix = c->n * c->p * c->q, kpg = c->k / (c->groups > 0 ? c->groups : 1);
     const int64_t tiles = (npix + g->tn - 1) / g->tn * ((kpg + g->tm - 1) / g->tm) * c->groups;
-    const int64_t steps = (red_of(c) + g->tk - 1) / g->tk, want = 2 * (int64_t)d->cu;
+    const int64_t steps = (red_of(c) + g->tk - 1) / g->tk, want = g->spl * (int64_t)d->cu;
     int64_t parts = 1;
     if (tiles > 0 && tiles < want && steps >= 16) {
         parts = (want + tiles - 1) / tiles;
