@@ -218,6 +218,9 @@ static pdnn_status wg_table(cl_dev *d, const pdnn__conv2d_call *c, const char *o
     t->next = d->wg_tables;
     d->wg_tables = t;
     *out = t->buf;
+    /* tests/oclgrind_wg_gemm.sh counts these: one per shape, not per call. */
+    pdnn__debug("OpenCL: wg_gemm's reduction table built (%lld steps of %lldx%lld taps)", (long long)red,
+                (long long)c->r, (long long)c->s);
     return PDNN_SUCCESS;
 }
 
