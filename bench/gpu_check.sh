@@ -17,7 +17,18 @@
 #           implicit_gemm and tiled on 3x3 layers there (not in the default);
 #   profile the time of one small convolution call on CUDA and OpenCL, and
 #           polydnn run --profile of ResNet-50 and GoogLeNet at batch 1 on
-#           CUDA (not in the default).
+#           CUDA (not in the default);
+#   pool    max pooling (ResNet-50's first, batch 32) on CUDA and OpenCL in
+#           both layouts, GB/s beside the copy bandwidth (bench --peak).
+# `gpu41` (alone) is issue 41's whole measurement in one call of under
+# 10 minutes, every job under its own timeout and the rest skipped once
+# BUDGET seconds (default 540) are spent: ResNet-50's forward on CUDA and
+# OpenCL in both layouts; polydnn tune resnet50 --backward in both layouts
+# (forward and the backward's inner shapes tuned and stored) and the
+# forward bench again; backward data and filter against cuDNN in both
+# layouts (OpenCL with the tuned cache); pooling; and the five networks at
+# batch 32 against PyTorch, last. About 45 + 160 + 210 + 50 + 150 s.
+# It needs no network: the models are torchvision's with random weights.
 # Logs go to $OUT (at most 8 files come back); a summary is printed last.
 # Usage: bash bench/gpu_check.sh [steps...]   (default: the first seven; T= seconds
 # per job; GTESTS= the Criterion tests; PARITY=cuda skips OpenCL's harness;
@@ -25,10 +36,22 @@
 cd "$(dirname "$0")/.." || exit 1
 O=${OUT:-/tmp/gpu-check}; mkdir -p "$O"
 steps=" ${*:-probe tests parity onnx models bench tune} "
+if [[ $steps == " gpu41 " ]]; then
+    # In this order, models last (the script runs models41 at its end).
+    steps=" probe bench tune41 bwd pool models41 "
+    export MODELS=${MODELS:-resnet50,resnet18,googlenet,vgg16,mobilenet_v2} BATCHES=${BATCHES:-32}
+    export TM=${TM:-150} TB=${TB:-45} TBWD=${TBWD:-45} BENCH_OPENCL=0 NV_ONLY=${NV_ONLY:-1}
+fi
+BUDGET=${BUDGET:-100000}
+[[ $steps == *" tune41 "* ]] && BUDGET=${BUDGET_GPU41:-540}
 T=${T:-150}
 t0=$(date +%s)
 log() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
-has() { [[ $steps == *" $1 "* ]]; }
+# A step runs when asked for and while the budget lasts.
+has() {
+    [[ $steps == *" $1 "* ]] || return 1
+    if (( $(date +%s) - t0 > BUDGET )); then echo "[budget] $1 skipped: ${BUDGET} s spent" >&2; return 1; fi
+}
 NV=$(find / -xdev \( -name 'libcudnn.so.9' -o -name 'libcublas.so.13' -o -name 'libcudart.so.13' \) 2>/dev/null |
      grep -v "^/proc\|/\.debug/" | xargs -r -n1 dirname | sort -u | tr '\n' ':')
 export PDNN_NV_LIBS="$NV"
@@ -90,14 +113,18 @@ for f in tests parity onnx; do
     grep -aE "==|Synthesis|FAIL|rror|rash|cases ran|^[0-9]+ passed|no device|SKIP| [1-9][0-9]* failed" "$O/$f.txt" |
         tail -n 25
 done
-if has models; then
+models_job() {
     PYTHONUNBUFFERED=1 timeout "${TM:-150}" python3 bench/gpu_models.py "$P" "${MODELS:-resnet50,resnet18,mobilenet_v2}" \
         > "$O/models.txt" 2>&1
     grep "^|" "$O/models.txt"
-fi
+}
+if has models; then models_job; fi
 if has bench; then
-    { log "== bench cuda"; run timeout 60 "$P" bench resnet50 --batch 32 --device /gpu:0
-      log "== bench opencl"; POLYDNN_BACKEND=opencl run timeout 90 "$P" bench resnet50 --batch 32 --device /gpu:0
+    # BENCH_OPENCL=0 (gpu41): CUDA only; tune41 benches OpenCL tuned.
+    { log "== bench cuda"; run timeout "${TB:-60}" "$P" bench resnet50 --batch 32 --device /gpu:0
+      if [ "${BENCH_OPENCL:-1}" != 0 ]; then
+          log "== bench opencl"; POLYDNN_BACKEND=opencl run timeout 90 "$P" bench resnet50 --batch 32 --device /gpu:0
+      fi
     } > "$O/bench.txt" 2>&1
     grep -aE "==|Geometric|Measured peak|rror" "$O/bench.txt"
 fi
@@ -106,6 +133,17 @@ if has tune; then
       log "== bench opencl after tune"; POLYDNN_BACKEND=opencl run timeout 45 "$P" bench resnet50 --batch 32 --device /gpu:0 --no-peak
     } > "$O/tune.txt" 2>&1
     grep -aE "==|Geometric" "$O/tune.txt"
+fi
+if has tune41; then
+    # Both layouts, the backward's inner shapes too (polydnn tune
+    # --backward), then the forward bench with the tuned cache.
+    { for l in nchw nhwc; do
+          log "== tune opencl $l --backward"
+          POLYDNN_BACKEND=opencl run timeout 75 "$P" tune resnet50 --batch 32 --layout $l --backward --device /gpu:0
+      done
+      log "== bench opencl after tune"; POLYDNN_BACKEND=opencl run timeout 45 "$P" bench resnet50 --batch 32 --device /gpu:0 --no-peak
+    } > "$O/tune.txt" 2>&1
+    grep -aE "==|Geometric|\| (data|filter) \|" "$O/tune.txt" | tail -n 40
 fi
 if has wino; then
     { log "== winograd parity, opencl"
@@ -128,11 +166,25 @@ if has bwd; then
     # Backward convolution, cuDNN against NVIDIA's OpenCL (wg_gemm inside
     # the backward-as-forward algorithms), ResNet-50 at batch 32.
     { for l in NCHW NHWC; do
-          log "== bwd cuda $l"; BENCH_NO_IM2COL=1 POLYDNN_BACKEND=cuda run timeout 50 .gpu/bin/bench_conv_bwd 32 3 /gpu:0 $l
-          log "== bwd opencl $l"; BENCH_NO_IM2COL=1 POLYDNN_BACKEND=opencl run timeout 70 .gpu/bin/bench_conv_bwd 32 3 /gpu:0 $l
+          log "== bwd cuda $l"; BENCH_NO_IM2COL=1 POLYDNN_BACKEND=cuda run timeout "${TBWD:-50}" .gpu/bin/bench_conv_bwd 32 3 /gpu:0 $l
+          log "== bwd opencl $l"; BENCH_NO_IM2COL=1 POLYDNN_BACKEND=opencl run timeout 60 .gpu/bin/bench_conv_bwd 32 3 /gpu:0 $l
       done
     } > "$O/bwd.txt" 2>&1
     grep -aE "==|eometric|rror" "$O/bwd.txt"
+fi
+if has pool; then
+    # ResNet-50's first max pool at batch 32 (128.5 MB read and written);
+    # the copy bandwidth from bench --peak beside it.
+    { for be in cuda opencl; do
+          log "== peak $be"; POLYDNN_BACKEND=$be run timeout 30 "$P" bench --peak --device /gpu:0
+          for l in NCHW NHWC; do
+              printf '%s %s ' "$be" "$l"
+              POLYDNN_BACKEND=$be run timeout 20 "$P" pool -n 32 -c 64 -H 112 -W 112 -y 3 -x 3 -p 1 -q 1 \
+                  --layout $l --device /gpu:0 --iters 20 2>&1 | grep -aE "GB/s|rror"
+          done
+      done
+    } > "$O/pool.txt" 2>&1
+    grep -aE "==|GB/s|rror" "$O/pool.txt"
 fi
 if has profile; then
     { log "== profile on CUDA, batch 1"
@@ -153,4 +205,5 @@ for m in ('resnet50', 'googlenet'): t.export_onnx(t.torchvision_model(m), '/tmp/
     } > "$O/profile.txt" 2>&1
     grep -aE "==|time per run|rror|GFLOP" "$O/profile.txt"
 fi
+if has models41; then models_job; fi
 log done

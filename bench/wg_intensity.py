@@ -9,11 +9,24 @@ vw=4 kb=1 pt=8), forced through a private tuning cache, on ResNet-50's
 3x3 and 1x1 layers at batch 8 with 4x4 images (a reduced spatial size:
 every pixel tile but the last is whole either way).
 
-usage: bench/wg_intensity.py [POLYDNN_TOOL]   (default .libs/polydnn; run
-from the build tree; needs oclgrind). Prints a Markdown table."""
+The backward table: backward data and backward filter by forward_gemm
+(wg_gemm inside, in the configuration the device table gives Oclgrind's
+device, a generic GPU: 64 x 64 tiles) through the Python module, counting
+conv2d_wg_gemm and, where the reduction is split, wgg_reduce; with
+--before KERNEL_DIR (the .cl files of an earlier commit) a column for
+those kernels beside it.
+
+usage: bench/wg_intensity.py [POLYDNN_TOOL] [--backward [--before DIR]]
+(default .libs/polydnn; run from the build tree; needs oclgrind; the
+backward table needs /opt/pdnn-ort/bin/python or PYTHON with numpy).
+Prints a Markdown table."""
 import os, re, subprocess, sys, tempfile
 
-tool = sys.argv[1] if len(sys.argv) > 1 else ".libs/polydnn"
+args = sys.argv[1:]
+backward = "--backward" in args
+before = args[args.index("--before") + 1] if "--before" in args else None
+args = [a for i, a in enumerate(args) if a != "--backward" and a != "--before" and (i == 0 or args[i - 1] != "--before")]
+tool = args[0] if args else ".libs/polydnn"
 env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(".libs"), POLYDNN_PROGRAM_CACHE="off")
 cache = tempfile.mkdtemp()
 env["POLYDNN_CACHE_DIR"] = cache
@@ -44,6 +57,26 @@ def lanes(mangled):
     return int(v.group(1)) if v else 1
 
 
+def tally(text, kernels):
+    """FMAs and global words of every launch of kernels in Oclgrind's counts."""
+    fma = words = 0
+    sections = text.split("Instructions executed for kernel '")[1:]
+    if not any(sec.split("'")[0] in kernels for sec in sections):
+        sys.exit("wg_intensity: no counts for %s:\n%s" % (", ".join(kernels), text[-2000:]))
+    for sec in sections:
+        if sec.split("'")[0] not in kernels:
+            continue
+        for n, what in re.findall(r"^\s*(\d+) - (.*)$", sec, re.M):
+            n = int(n)
+            if re.match(r"call _Z3fma", what) or re.match(r"call _Z3mad", what):
+                fma += n * lanes(what)
+            elif what.startswith("load global"):
+                words += int(re.search(r"\((\d+) bytes\)", what).group(1)) // 4
+            elif re.match(r"call _Z\d+vload(\d+)\w*PU3AS1", what):
+                words += n * int(re.match(r"call _Z\d+vload(\d+)", what).group(1))
+    return fma, words
+
+
 def count(algo, c, k, r):
     pad = r // 2
     cmd = ["oclgrind", "--inst-counts", tool, "conv", "-n", str(N), "-c", str(c), "-H", str(HW), "-W", str(HW),
@@ -51,21 +84,58 @@ def count(algo, c, k, r):
            "--device", "/gpu:0", "--iters", "1"]
     text = subprocess.run(cmd, env=env, capture_output=True, text=True).stdout
     kernel = {"wg_gemm": "conv2d_wg_gemm", "implicit_gemm": "conv2d_implicit_gemm"}[algo]
-    part = text.split("Instructions executed for kernel '%s':" % kernel)
-    if len(part) < 2:
-        sys.exit("wg_intensity: no counts for %s:\n%s" % (kernel, text[-2000:]))
-    body = part[1].split("Instructions executed for kernel")[0]
-    fma = words = 0
-    for n, what in re.findall(r"^\s*(\d+) - (.*)$", body, re.M):
-        n = int(n)
-        if re.match(r"call _Z3fma", what) or re.match(r"call _Z3mad", what):
-            fma += n * lanes(what)
-        elif what.startswith("load global"):
-            words += int(re.search(r"\((\d+) bytes\)", what).group(1)) // 4
-        elif re.match(r"call _Z\d+vload(\d+)\w*PU3AS1", what):
-            words += n * int(re.match(r"call _Z\d+vload(\d+)", what).group(1))
-    return fma, words
+    return tally(text, (kernel,))
 
+
+# One backward call through the Python module (sys.argv: direction,
+# layout, C, K, R, N, HW), random data, on Oclgrind's device.
+DRIVER = """
+import sys, numpy as np, polydnn as pd
+d, layout, c, k, r, n, hw = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+nhwc = layout == "NHWC"
+rng = np.random.default_rng(1)
+x = rng.standard_normal((n, hw, hw, c) if nhwc else (n, c, hw, hw), dtype=np.float32)
+dy = rng.standard_normal((n, hw, hw, k) if nhwc else (n, k, hw, hw), dtype=np.float32)
+w = rng.standard_normal((r, r, c, k) if nhwc else (k, c, r, r), dtype=np.float32)
+ctx = pd.default_context()
+def on_gpu(a, role):
+    return pd._import(a, role, layout, ctx).to("/gpu:0")
+if d == "data":
+    out = pd.conv2d_backward_data(x.shape, on_gpu(w, pd._FILTER), on_gpu(dy, pd._ACTIVATION), padding=r // 2,
+                                  data_format=layout, algorithm="forward_gemm")
+else:
+    out = pd.conv2d_backward_filter(on_gpu(x, pd._ACTIVATION), w.shape, on_gpu(dy, pd._ACTIVATION),
+                                    padding=r // 2, data_format=layout, algorithm="forward_gemm")
+out.numpy()
+"""
+
+
+def count_bwd(direction, layout, c, k, r, kernel_dir=None):
+    py = os.environ.get("PYTHON", "/opt/pdnn-ort/bin/python")
+    e = dict(env, POLYDNN_LIBRARY=os.path.abspath(os.path.join(".libs", "libpolydnn.so")),
+             PYTHONPATH=os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "python")),
+             POLYDNN_GPU_CLASS="1")
+    if kernel_dir:
+        e["POLYDNN_KERNEL_DIR"] = kernel_dir
+    cmd = ["oclgrind", "--inst-counts", py, "-c", DRIVER, direction, layout] + [str(v) for v in (c, k, r, N, HW)]
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True)
+    return tally(p.stdout + p.stderr, ("conv2d_wg_gemm", "wgg_reduce"))
+
+
+if backward:
+    BWD = [("res2 3x3 64", 64, 64, 3), ("res4 3x3 256", 256, 256, 3), ("res4 1x1 1024>256", 1024, 256, 1)]
+    head = "| layer (batch %d, %dx%d) | layout | direction | wg_gemm FMA / global word |" % (N, HW, HW)
+    print(head + (" before (%s) |" % before if before else ""))
+    print("| --- | --- | --- | ---: |" + (" ---: |" if before else ""))
+    for name, c, k, r in BWD:
+        for layout in ("NCHW", "NHWC"):
+            for direction in ("data", "filter"):
+                row = []
+                for kd in ([None, before] if before else [None]):
+                    fma, words = count_bwd(direction, layout, c, k, r, kd)
+                    row.append("%.1f" % (fma / words if words else float("nan")))
+                print("| %s | %s | %s | %s |" % (name, layout, direction, " | ".join(row)), flush=True)
+    sys.exit(0)
 
 print("| layer (batch %d, %dx%d, NCHW) | wg_gemm FMA / global word | implicit_gemm FMA / global word |" % (N, HW, HW))
 print("| --- | ---: | ---: |")

@@ -10,9 +10,10 @@
  * contiguous (NHWC: neighbouring work-items read neighbouring channels of
  * one pixel), else (r, s) fastest with the pixels the work-items' fast
  * axis (NCHW: neighbouring work-items read neighbouring columns). A
- * table built once per call (wgg_table) gives each e its row and column
- * offsets and its element offset in x, so the reduction divides nothing
- * (cuDNN's "precomputed" implicit GEMM does the same). The filter is
+ * table (wgg_table, built once per shape and kept by the host) gives each
+ * e its row and column offsets and its element offset in x, so the
+ * reduction divides nothing (cuDNN's "precomputed" implicit GEMM does the
+ * same); it is staged through local memory a chunk at a time. The filter is
  * packed once per call (or once per frozen filter) as wp[e*K + k]: a
  * step's TM channels are contiguous.
  *
@@ -75,28 +76,35 @@
 #if TM % RM || TN % RN || (TK * TM) % WG || (TK * TN) % WG
 #error "wg_gemm: TM/RM, TN/RN and the loads per work-item must be whole"
 #endif
+/* The table's chunks in local memory (WGG_TFILL): TC entries each, half a
+ * work-group's worth, which keeps 128 x 64 tiles within 32 KiB. */
+#define TC (WG / 2)
+#if TC % TK || TC < 2 * TK
+#error "wg_gemm: a table chunk (TC entries) must hold two or more whole steps"
+#endif
+
+/* Step e of the reduction as (c, r*S + s), in the reduction's order:
+ * (r, s) fastest where x's pixels are contiguous (xpix), else c. */
+static inline int2 wgg_crs(int e, int xpix, int RS, int cpg)
+{
+    return xpix ? (int2)(e / RS, e % RS) : (int2)(e % cpg, e / cpg);
+}
 
 /* The reduction's table: for each e, its row and column offsets (r*dh,
  * s*dw) and its offset in x (c*xs1 + r*dh*xs2 + s*dw*xs3); one work-item
- * per e. */
+ * per e. It depends on the shape and x's strides only: the host keeps it
+ * per device (cl_wg_gemm.c) and builds it once. */
 __kernel void wgg_table(__global int *tab, long tab_off, int4 filt, /* R, S, cpg, E */
                         int4 geom, /* dilation h, w, x's pixels contiguous (xpix) */
                         long4 xs)
 {
     const int e = (int)get_global_id(0);
-    const int R = filt.s0, S = filt.s1, cpg = filt.s2;
+    const int S = filt.s1;
     if (e >= filt.s3)
         return;
-    int c, rs;
-    if (geom.s2) {
-        c = e / (R * S);
-        rs = e % (R * S);
-    } else {
-        rs = e / cpg;
-        c = e % cpg;
-    }
-    const int dr = rs / S * geom.s0, ds = rs % S * geom.s1;
-    vstore4((int4)(dr, ds, (int)(c * xs.s1 + dr * xs.s2 + ds * xs.s3), 0), 0, tab + tab_off + 4 * (long)e);
+    const int2 crs = wgg_crs(e, geom.s2, filt.s0 * S, filt.s2);
+    const int dr = crs.y / S * geom.s0, ds = crs.y % S * geom.s1;
+    vstore4((int4)(dr, ds, (int)(crs.x * xs.s1 + dr * xs.s2 + ds * xs.s3), 0), 0, tab + tab_off + 4 * (long)e);
 }
 
 /* wp[e*K + k] = w[k, c(e), r(e), s(e)] (ws: strides of k, c, r, s); one
@@ -108,16 +116,9 @@ __kernel void wgg_pack(__global const REAL *w, long w_off, long4 ws, __global RE
     const int k = (int)get_global_id(0), e = (int)get_global_id(1);
     if (k >= K || e >= filt.s3)
         return;
-    const int R = filt.s0, S = filt.s1, cpg = filt.s2;
-    int c, rs;
-    if (xpix) {
-        c = e / (R * S);
-        rs = e % (R * S);
-    } else {
-        rs = e / cpg;
-        c = e % cpg;
-    }
-    wp[wp_off + (long)e * K + k] = w[w_off + k * ws.s0 + c * ws.s1 + (rs / S) * ws.s2 + (rs % S) * ws.s3];
+    const int S = filt.s1;
+    const int2 crs = wgg_crs(e, xpix, filt.s0 * S, filt.s2);
+    wp[wp_off + (long)e * K + k] = w[w_off + k * ws.s0 + crs.x * ws.s1 + (crs.y / S) * ws.s2 + (crs.y % S) * ws.s3];
 }
 
 /* Bias, residual and relu (capped at as_float(RELU); 0: none) of output
@@ -151,6 +152,9 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
 {
     __local REAL As[NBUF][TK][TM + LPAD];
     __local REAL Bs[NBUF][TK][TN + LPAD];
+    /* The table's entries of the reduction's next WG steps' elements, in
+     * two chunks (see WGG_TFILL). */
+    __local int4 Ts[2][TC];
 
     const int lid = (int)get_local_id(0);
     const int P = dims.s1, Q = dims.s2, K = dims.s3, PQ = P * Q;
@@ -220,13 +224,32 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
             const int e_ = (E0) + brow[l];                                                       \
             REAL v_ = (REAL)0;                                                                   \
             if (e_ < e_end) {                                                                    \
-                const int4 t_ = vload4(0, tab + tab_off + 4 * (long)e_);                                               \
+                const int4 t_ = Ts[((uint)(e_ - e_begin) / TC) & 1][(uint)(e_ - e_begin) % TC];          \
                 const int ih_ = bih[l] + t_.s0, iw_ = biw[l] + t_.s1;                            \
                 if (ih_ >= 0 && ih_ < H && iw_ >= 0 && iw_ < W)                                  \
                     v_ = x[bbase[l] + t_.s2];                                                    \
             }                                                                                    \
             rb[l] = v_;                                                                          \
         }                                                                                        \
+    } while (0)
+/* The table through local memory: chunk j (elements e_begin + j*TC on)
+ * in Ts[j & 1], an entry per work-item of the first TC. Chunk j + 1 is
+ * written in the step whose WGG_LOAD reads chunk j's last row: that
+ * step's closing barrier publishes it before its first read, and the
+ * buffer it overwrites (chunk j - 1) was last read a barrier before.
+ * Each table word is read from global memory once per work-group, not
+ * once per work-item that needs it. */
+#define WGG_TFILL(EC)                                                                            \
+    do {                                                                                         \
+        const int e_ = (EC) + lid;                                                               \
+        if (lid < TC && e_ < e_end)                                                              \
+            Ts[((uint)((EC) - e_begin) / TC) & 1][lid] = vload4(0, tab + tab_off + 4 * (long)e_);  \
+    } while (0)
+/* After WGG_LOAD(E0 + TK): the next chunk, where E0 + 2 TK starts one. */
+#define WGG_TNEXT(E0)                                                                            \
+    do {                                                                                         \
+        if ((E0) + 2 * TK < e_end && ((E0) + 2 * TK - e_begin) % TC == 0)                        \
+            WGG_TFILL((E0) + 2 * TK);                                                            \
     } while (0)
 #define WGG_STORE_LOCAL(BUF)                                                                     \
     do {                                                                                         \
@@ -255,6 +278,10 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
     } while (0)
 
     if (e_begin < e_end) {
+        /* TC >= 2 TK: the first chunk covers the first two steps'
+         * loads. */
+        WGG_TFILL(e_begin);
+        barrier(CLK_LOCAL_MEM_FENCE);
         WGG_LOAD(e_begin);
 #if DB
         WGG_STORE_LOCAL(0);
@@ -264,6 +291,7 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
             const int more = e0 + TK < e_end;
             if (more)
                 WGG_LOAD(e0 + TK);
+            WGG_TNEXT(e0);
             WGG_MAC(buf);
             /* The other buffer was last read before the previous step's
              * barrier: writing it now races with no one. */
@@ -278,6 +306,7 @@ conv2d_wg_gemm(__global const REAL *x, long x_off, __global const REAL *wp, long
             barrier(CLK_LOCAL_MEM_FENCE);
             if (e0 + TK < e_end)
                 WGG_LOAD(e0 + TK);
+            WGG_TNEXT(e0);
             WGG_MAC(0);
             barrier(CLK_LOCAL_MEM_FENCE);
         }

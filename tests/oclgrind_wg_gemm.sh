@@ -11,7 +11,9 @@
 #     refusal naming the limits, not a failed build or launch;
 #  4. the same cases' gradients by every backward algorithm, wg_gemm
 #     inside the backward-as-forward ones (--gpu-class), under
-#     --data-races: equal to the host's, nothing reported.
+#     --data-races: equal to the host's, nothing reported;
+#  5. the reduction's table is built once for a shape, not once per call
+#     (three calls of one convolution: one build).
 # Exits 77 (SKIP) without oclgrind. `make check-oclgrind` runs it.
 src=${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}
 build=${PDNN_TOP_BUILDDIR:-.}
@@ -70,6 +72,15 @@ if [ "$rc" -eq 0 ] && ! errors "$tmp/grad" >/dev/null && grep -q "forward_gemm: 
 else
     errors "$tmp/grad" | head -n 20
     bad "the backward algorithms under Oclgrind (parity exit $rc)"
+fi
+POLYDNN_DEBUG=1 oclgrind "$build/polydnn" conv -n 1 -c 8 -H 5 -W 5 -k 8 -p 1 -q 1 --algo wg_gemm --device /gpu:0 \
+    --iters 3 >"$tmp/table" 2>&1
+built=$(grep -c "wg_gemm's reduction table built" "$tmp/table")
+if [ "$built" -eq 1 ] && grep -q "GFLOP/s" "$tmp/table"; then
+    ok "the reduction's table: built once for four calls of one shape"
+else
+    tail -n 5 "$tmp/table"
+    bad "the reduction's table: built $built times for four calls of one shape (want 1)"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

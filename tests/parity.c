@@ -399,13 +399,16 @@ static void build_conv_cases(void)
      * the layout's own filter (HWIO: read in place), every
      * configuration: tails of K, pixels and the reduction; a reduction
      * split in two (c40 on 3x3: 23 steps, one tile); groups with a
-     * residual and a capped relu. */
+     * residual and a capped relu; a reduction of 576 (c64 on 3x3, two
+     * parts of 288) that runs through two or more chunks of the staged
+     * table in every configuration. */
     static const conv_case wg_sim[] = {
         {2, 5, 5, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {2, 5, 5, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
         {1, 40, 3, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {1, 40, 3, 3, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0, 0},
         {1, 8, 3, 3, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 1, RELU_CAP},
+        {1, 64, 3, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
     };
     for (size_t i = 0; i < sizeof wg_sim / sizeof wg_sim[0]; i++)
         add_conv("wg_gemm_sim", 1, &wg_sim[i], 9700 + (uint32_t)i);

@@ -91,13 +91,15 @@ Test(cl_device_table, other_cpu)
     cr_expect_eq(dflt(&c, "conv2d_bwd_filter_gemm", "tn"), 3);
 }
 
-/* GPUs, accelerators and a device without a type bit: the non-CPU row. */
+/* GPUs, accelerators and a device without a type bit of a vendor with no
+ * row of its own (AMD's and Intel's GPUs have theirs, below): the non-CPU
+ * row. */
 Test(cl_device_table, gpu_and_others)
 {
     const cl_device_type types[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_CUSTOM, 0};
     for (int i = 0; i < 4; i++) {
         pdnn__cl_device_class c;
-        pdnn__cl_device_class_of("Advanced Micro Devices, Inc.", types[i], 16, &c);
+        pdnn__cl_device_class_of("ARM", types[i], 16, &c);
         cr_assert(c.generic);
         cr_expect_null(c.row, "type %d", i);
         cr_expect_str_eq(c.generic->name, "GPU or other accelerator");
@@ -132,6 +134,27 @@ Test(cl_device_table, nvidia_gpu)
     pdnn__cl_device_class_of("NVIDIA Corporation", CL_DEVICE_TYPE_ACCELERATOR, 1, &c);
     cr_expect_null(c.row);
     cr_expect_eq(dflt(&c, "conv2d_wg_gemm", NULL), 0);
+}
+
+/* AMD's and Intel's GPUs take their rows' wg_gemm tiles (starting points
+ * from the vendors' and CLBlast's numbers) and the generic GPU row's
+ * thresholds; Intel's CPU runtime (the same vendor) keeps the CPU rows. */
+Test(cl_device_table, amd_and_intel_gpus)
+{
+    pdnn__cl_device_class c;
+    pdnn__cl_device_class_of("Advanced Micro Devices, Inc.", CL_DEVICE_TYPE_GPU, 1, &c);
+    cr_assert(c.row && c.generic);
+    cr_expect_str_eq(c.row->name, "AMD GPU");
+    cr_expect_eq(dflt(&c, "conv2d_wg_gemm", NULL), 1); /* 128 x 64 */
+    cr_expect(c.t.sweep_tiles == 0 && c.t.pool_wg == 64);
+    pdnn__cl_device_class_of("Intel(R) Corporation", CL_DEVICE_TYPE_GPU, 1, &c);
+    cr_assert(c.row && c.generic);
+    cr_expect_str_eq(c.row->name, "Intel GPU");
+    cr_expect_eq(dflt(&c, "conv2d_wg_gemm", NULL), 0); /* 64 x 64 */
+    cr_expect(c.t.sweep_tiles == 0 && c.t.pool_wg == 64);
+    pdnn__cl_device_class_of("Intel(R) Corporation", CL_DEVICE_TYPE_CPU, 8, &c);
+    cr_expect(!c.row || strcmp(c.row->name, "Intel GPU") != 0);
+    cr_expect_str_eq(c.generic->name, "CPU");
 }
 
 #else

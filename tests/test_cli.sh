@@ -495,6 +495,16 @@ if command -v "${CC:-cc}" >/dev/null 2>&1; then
 else
     echo "note: no C compiler (${CC:-cc}): the emitted row's syntax is not compiled"
 fi
+# --backward: each direction a row, and what runs inside them tuned and
+# stored (AUTO's backward choices, searched only by these calls).
+tb="$tmp/tune-bwd"
+ok "tune --backward" env POLYDNN_CACHE_DIR="$tb" "$tool" tune conv -c 8 -H 6 -W 6 -k 8 -p 1 -q 1 --layout nchw \
+    --backward
+has "backward: data row" "^| c8 6x6 k8 3x3 pad 1,1,1,1 | NCHW | 1 | data | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |$"
+has "backward: filter row" "^| c8 6x6 k8 3x3 pad 1,1,1,1 | NCHW | 1 | filter | "
+if grep -q "	conv2d_bwd_data_algo	" "$tb/tuning-v1.tsv" && grep -q "	conv2d_bwd_filter_algo	" "$tb/tuning-v1.tsv"
+then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: tune --backward stored no backward choice"; cat "$tb/tuning-v1.tsv"; fi
 bad "emit: OpenCL only" 2 "--emit-defaults: the device table is the OpenCL backend's" \
     env POLYDNN_CACHE_DIR="$te" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0 --emit-defaults
 ok "tune on the host" env POLYDNN_CACHE_DIR="$tc" "$tool" tune conv -c 4 -H 5 -W 5 -k 4 --device /cpu:0

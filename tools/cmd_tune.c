@@ -19,6 +19,7 @@
 #include "conv_shape.h"
 #include "layers.h"
 #include "run.h"
+#include "tune_backward.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ enum { MIN_ROUNDS = 3, MAX_ROUNDS = 10, MAX_ROWS = 64, MAX_ALGOS = 64, MAX_WINS 
 
 typedef struct tune_opts {
     cli_ints batches;
-    int force, layers, emit, json;
+    int force, layers, emit, json, backward;
     const char *layout, *device, *algo;
     shape_flags shape;
 } tune_opts;
@@ -689,7 +690,7 @@ int cmd_tune(int argc, char **argv)
     o.algo = "auto";
     o.shape = (shape_flags)SHAPE_FLAGS_UNSET;
     char algo_text[640];
-    enum { N_OWN = 9 };
+    enum { N_OWN = 10 };
     cli_opt opts[N_OWN + N_SHAPE_OPTS] = {
         {'d', "device", OPT_STR, &o.device, 0, "device name, e.g. /gpu:0 (default: first GPU)"},
         {'n', "batch", OPT_INTS, &o.batches, 1, "batch sizes, repeatable or a list: --batch 1,8 (default 1)"},
@@ -705,6 +706,9 @@ int cmd_tune(int argc, char **argv)
          "this device class"},
         {0, "json", OPT_FLAG, &o.json, 0,
          "print each row as a JSON object, one per line, on stdout; the heading and summary go to stderr"},
+        {0, "backward", OPT_FLAG, &o.backward, 0,
+         "then tune each row's backward data and filter (the forward kernels they run inside and AUTO's "
+         "choice) and time them against the defaults"},
         {0, NULL, OPT_HEADING, NULL, 0, "shape flags (polydnn tune conv only):"},
     };
     shape_opts(&o.shape, opts + N_OWN);
@@ -840,6 +844,16 @@ int cmd_tune(int argc, char **argv)
         }
     if (rc)
         goto out;
+    if (o.backward) {
+        tune_backward_heading(text_out);
+        for (int i = 0; rc == 0 && i < nlayers; i++)
+            for (int l = 0; rc == 0 && l < nlayouts; l++)
+                for (int b = 0; rc == 0 && b < o.batches.n; b++)
+                    rc = tune_backward_row(r.dev_off, r.dev_tune, layers[i].name, &layers[i].cs, layouts[l],
+                                           o.batches.v[b], text_out);
+        if (rc)
+            goto out;
+    }
 
     const int tuned = r.n_speedups;
     fprintf(text_out, "\nTuned %d of %d row(s): %d searched, %d from the cache; %d not tunable; %d failed.", tuned, r.rows,

@@ -108,6 +108,49 @@ const pdnn__cl_device_row pdnn__cl_device_rows[] = {
             },
     },
     {
+        /* AMD's OpenCL (ROCm: "Advanced Micro Devices, Inc."), CDNA and
+         * RDNA alike: a starting point, not measured here (no such
+         * device has been lent). CDNA, like GCN before it, runs
+         * wavefronts of 64 with 64 KiB of LDS per compute unit; RDNA
+         * prefers wave32 (it also runs wave64) with 128 KiB per work-group
+         * processor, 64 KiB at most to one work-group (Codeplay's
+         * "Performance on AMD" guide for oneAPI; LLVM's AMDGPUUsage).
+         * Every wg_gemm configuration's work-group (64, 128 or 256
+         * work-items) is a whole number of waves of either width. */
+        .name = "AMD GPU",
+        .vendor = "Advanced Micro Devices",
+        .type = CL_DEVICE_TYPE_GPU,
+        .configs =
+            {
+                /* 128 x 64 tiles, steps of 16, 256 work-items (4 waves of
+                 * 64): CLBlast's tuned Xgemm for GCN "Hawaii" (MWG 128,
+                 * NWG 64, KWG 16, 32 x 8 threads), CDNA's ancestor; 29 KiB
+                 * of LDS, within the 64 KiB a work-group may have on CDNA
+                 * and RDNA. NVIDIA's pick too (the row above). */
+                {"conv2d_wg_gemm", "tm=128 tn=64 tk=16 rm=8 rn=4 db=1 pad=1"},
+            },
+    },
+    {
+        /* Intel's GPU OpenCL (NEO: "Intel(R) Corporation"), Xe: a starting
+         * point, not measured here. Sub-groups of 8, 16 or 32 (16 the
+         * usual); 64 KiB of shared local memory per Xe-core (sub-slice),
+         * at most 16 work-groups resident on one, so with local memory
+         * and barriers Intel advises power-of-two work-groups of 64 to 256
+         * (Intel's OpenCL developer guide for processor graphics, "Work-
+         * Group Size Recommendations Summary"; oneAPI GPU optimization
+         * guide, "Shared Local Memory"). */
+        .name = "Intel GPU",
+        .vendor = "Intel",
+        .type = CL_DEVICE_TYPE_GPU,
+        .configs =
+            {
+                /* 64 x 64 tiles (CLBlast's Xgemm default for Intel GPUs:
+                 * MWG = NWG = 64) with 256 work-items, 21 KiB of local
+                 * memory: two work-groups per Xe-core. */
+                {"conv2d_wg_gemm", "tm=64 tn=64 tk=16 rm=4 rn=4 db=1 pad=1"},
+            },
+    },
+    {
         .name = "CPU",
         .type = CL_DEVICE_TYPE_CPU,
         .configs =
@@ -211,8 +254,9 @@ const pdnn__cl_device_row pdnn__cl_device_rows[] = {
                 {"conv2d_implicit_gemm", "vw=4 kb=1 pt=8"},
                 {"conv2d_bwd_filter_gemm", "vw=4 kt=4 ct=4 chunks=cache"},
                 /* 256 work-items of 4 x 4: 32 multiply-adds per global
-                 * float, 16 KB of local memory (double-buffered), within
-                 * every GPU's work-group and local-memory limits. */
+                 * float, 21 KB of local memory (tiles double-buffered, and
+                 * the table's two chunks), within every GPU's work-group
+                 * and local-memory limits. */
                 {"conv2d_wg_gemm", "tm=64 tn=64 tk=16 rm=4 rn=4 db=1 pad=1"},
             },
         .t =

@@ -54,6 +54,8 @@ typedef struct cl_dev {
      * process (pdnn__cl_foreign_llvm): the first build's error, which
      * every later build from source returns without running it again. */
     char *compiler_refused;
+    /* wg_gemm's reduction tables, most recently used first (cl_wg_gemm.c). */
+    struct pdnn__cl_wg_table *wg_tables;
 } cl_dev;
 
 /* Whether another LLVM's symbols (TensorFlow's) were global in the process
@@ -229,6 +231,10 @@ pdnn_status pdnn__cl_run_tunable(const pdnn__cl_tunable *t, void *dev, const pdn
  * where with_1x1 and it takes the shape, else implicit_gemm
  * (cl_wg_gemm.c). */
 const pdnn__algo *pdnn__cl_plan_fwd_inner(void *dev, const pdnn__op_call *in, pdnn__plan *ip, int with_1x1);
+
+/* Frees d's wg_gemm tables (dev_free). */
+typedef struct pdnn__cl_wg_table pdnn__cl_wg_table;
+void pdnn__cl_wg_tables_release(cl_dev *d);
 
 /* ---- cl_binary_cache.c -------------------------------------------------- */
 

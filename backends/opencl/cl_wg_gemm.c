@@ -8,6 +8,7 @@
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const pdnn__algo pdnn__cl_algo_wg_gemm;
@@ -18,28 +19,40 @@ extern const pdnn__algo pdnn__cl_algo_wg_gemm;
  * padding per local row (the NHWC input tile is written down its
  * columns, which without it hit one bank). Ratios tm*tn/(tm+tn) are the
  * multiply-adds per global float loaded: 32 for 64 x 64, 43 for 128 x 64,
- * 64 for 128 x 128. */
+ * 64 for 128 x 128. spl: the tiles per compute unit below which the
+ * reduction is split across work-groups (wg_parts). 2 suits one resident
+ * work-group per unit; a GPU unit holds several (an H200 SM has room for
+ * 7 of the 128 x 64 ones), which the late layers' filter gradients (few
+ * output tiles, long reductions) leave idle: the spl=6 entries let the
+ * tuner (polydnn tune --backward) split those further. */
 typedef struct wg_cfg {
-    int tm, tn, tk, rm, rn, db, pad;
+    int tm, tn, tk, rm, rn, db, pad, spl;
 } wg_cfg;
 static const wg_cfg wg_cands[] = {
-    {64, 64, 16, 4, 4, 1, 1}, {128, 64, 16, 8, 4, 1, 1}, {64, 128, 16, 4, 8, 1, 1},
-    {128, 128, 8, 8, 8, 1, 1}, {32, 64, 16, 4, 4, 1, 1}, {64, 32, 16, 4, 4, 1, 1},
-    {32, 32, 8, 4, 4, 1, 1},   {64, 64, 16, 4, 4, 0, 1}, {16, 64, 16, 2, 4, 1, 0},
+    {64, 64, 16, 4, 4, 1, 1, 2},   {128, 64, 16, 8, 4, 1, 1, 2}, {64, 128, 16, 4, 8, 1, 1, 2},
+    {128, 128, 8, 8, 8, 1, 1, 2},  {32, 64, 16, 4, 4, 1, 1, 2},  {64, 32, 16, 4, 4, 1, 1, 2},
+    {32, 32, 8, 4, 4, 1, 1, 2},    {64, 64, 16, 4, 4, 0, 1, 2},  {16, 64, 16, 2, 4, 1, 0, 2},
+    {128, 64, 16, 8, 4, 1, 1, 6},  {64, 64, 16, 4, 4, 1, 1, 6},
 };
 #define N_WGG ((int)(sizeof wg_cands / sizeof wg_cands[0]))
 
 static size_t wg_items(int i) { return (size_t)(wg_cands[i].tm / wg_cands[i].rm) * (wg_cands[i].tn / wg_cands[i].rn); }
 
+/* The tiles, and the two chunks of the reduction's table (int4, one
+ * entry per work-item of half the group each: TC in the kernel). */
 static size_t wg_local_bytes(int i)
 {
     const wg_cfg *g = &wg_cands[i];
-    return (size_t)(g->db ? 2 : 1) * g->tk * (g->tm + g->tn + 2 * g->pad) * sizeof(float);
+    return (size_t)(g->db ? 2 : 1) * g->tk * (g->tm + g->tn + 2 * g->pad) * sizeof(float) + wg_items(i) / 2 * 2 * 16;
 }
 
 static void wg_name(int i, char *buf, size_t len)
 {
-    if (i >= 0 && i < N_WGG)
+    /* spl=2 unnamed: the names the tuning caches hold from before it. */
+    if (i >= 0 && i < N_WGG && wg_cands[i].spl != 2)
+        snprintf(buf, len, "tm=%d tn=%d tk=%d rm=%d rn=%d db=%d pad=%d spl=%d", wg_cands[i].tm, wg_cands[i].tn,
+                 wg_cands[i].tk, wg_cands[i].rm, wg_cands[i].rn, wg_cands[i].db, wg_cands[i].pad, wg_cands[i].spl);
+    else if (i >= 0 && i < N_WGG)
         snprintf(buf, len, "tm=%d tn=%d tk=%d rm=%d rn=%d db=%d pad=%d", wg_cands[i].tm, wg_cands[i].tn,
                  wg_cands[i].tk, wg_cands[i].rm, wg_cands[i].rn, wg_cands[i].db, wg_cands[i].pad);
     else
@@ -86,15 +99,15 @@ static int wg_in_place(const pdnn__conv2d_call *c)
 }
 
 /* Parts the reduction is cut into: where the output's tiles are fewer
- * than two per compute unit and the reduction has at least 8 steps per
- * extra part, enough parts to give every unit two tiles' work (at most
+ * than spl per compute unit and the reduction has at least 8 steps per
+ * extra part, enough parts to give every unit spl tiles' work (at most
  * 64). Returns the parts and their steps (*per). */
 static int64_t wg_parts(const cl_dev *d, const pdnn__conv2d_call *c, int i, int64_t *per)
 {
     const wg_cfg *g = &wg_cands[i];
     const int64_t npix = c->n * c->p * c->q, kpg = c->k / (c->groups > 0 ? c->groups : 1);
     const int64_t tiles = (npix + g->tn - 1) / g->tn * ((kpg + g->tm - 1) / g->tm) * c->groups;
-    const int64_t steps = (red_of(c) + g->tk - 1) / g->tk, want = 2 * (int64_t)d->cu;
+    const int64_t steps = (red_of(c) + g->tk - 1) / g->tk, want = g->spl * (int64_t)d->cu;
     int64_t parts = 1;
     if (tiles > 0 && tiles < want && steps >= 16) {
         parts = (want + tiles - 1) / tiles;
@@ -111,15 +124,11 @@ static int64_t wg_parts(const cl_dev *d, const pdnn__conv2d_call *c, int i, int6
     return (steps + *per - 1) / *per;
 }
 
-/* The workspace: the reduction's table (int4 per step, 64-byte whole),
- * the partial tiles where the reduction is split, then the packed filter
- * (the tail, which plan leaves out where it is kept). */
-static size_t wg_table_bytes(const pdnn__conv2d_call *c) { return (size_t)((red_of(c) * 16 + 63) / 64 * 64); }
-
-static size_t wg_part_bytes(const cl_dev *d, const pdnn__conv2d_call *c, int i)
+/* The workspace: the partial tiles where the reduction is split (parts
+ * of wg_parts), then the packed filter (the tail, which plan leaves out
+ * where it is kept). The table is kept per device (wg_table). */
+static size_t wg_part_bytes(const pdnn__conv2d_call *c, int64_t parts)
 {
-    int64_t per;
-    const int64_t parts = wg_parts(d, c, i, &per);
     return parts > 1 ? (size_t)(parts * c->k * c->n * c->p * c->q) * sizeof(float) : 0;
 }
 
@@ -134,7 +143,95 @@ static size_t wg_packed(void *dev, const pdnn__op_call *call, int i)
 static size_t wg_ws(void *dev, const pdnn__op_call *call, int i)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    return wg_table_bytes(c) + wg_part_bytes(dev, c, i) + wg_packed(dev, call, i);
+    int64_t per;
+    return wg_part_bytes(c, wg_parts(dev, c, i, &per)) + wg_packed(dev, call, i);
+}
+
+/* The reduction's table (int4 per step: row and column offsets, offset
+ * in x) depends on the filter's shape, the dilation, the reduction's
+ * order and x's strides only, not on the tiles: it is built once per
+ * such key and kept with the device (freed with it, or the least recently
+ * used of WG_TABLES), so the hot path has no extra launch. A few KiB to
+ * 74 KiB each (3x3 x 512 channels), outside the device's allocator. */
+#define WG_TABLES 64
+struct pdnn__cl_wg_table {
+    struct pdnn__cl_wg_table *next;
+    int64_t key[9];
+    cl_mem buf;
+};
+
+/* The table of c (filt: R, S, cpg, E) into *out, built where the device
+ * has none yet with the kernel of the program built with opts. */
+static pdnn_status wg_table(cl_dev *d, const pdnn__conv2d_call *c, const char *opts, cl_int4 filt, cl_mem *out)
+{
+    const int64_t key[9] = {c->r, c->s, cpg_of(c), c->dil_h, c->dil_w, x_pix(c), c->xs[1], c->xs[2], c->xs[3]};
+    pdnn__cl_wg_table **pp = &d->wg_tables, *t;
+    int n = 0;
+    for (; (t = *pp) != NULL; pp = &t->next, n++)
+        if (memcmp(t->key, key, sizeof key) == 0) {
+            *pp = t->next; /* to the front */
+            t->next = d->wg_tables;
+            d->wg_tables = t;
+            *out = t->buf;
+            return PDNN_SUCCESS;
+        }
+    if (n >= WG_TABLES) {
+        /* The last is the least recently used; commands still queued
+         * on it hold it until they end (clReleaseMemObject). */
+        for (pp = &d->wg_tables; (*pp)->next; pp = &(*pp)->next)
+            ;
+        clReleaseMemObject((*pp)->buf);
+        free(*pp);
+        *pp = NULL;
+    }
+    cl_kernel tk = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_wg_gemm.cl", opts, "wgg_table", &tk);
+    if (st != PDNN_SUCCESS)
+        return st;
+    t = calloc(1, sizeof *t);
+    if (!t)
+        return pdnn__error(PDNN_ERR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+    memcpy(t->key, key, sizeof key);
+    const int64_t red = red_of(c);
+    cl_int err = CL_SUCCESS;
+    t->buf = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, (size_t)(red > 0 ? red : 1) * 16, NULL, &err);
+    if (!t->buf) {
+        free(t);
+        return pdnn__cl_fail("clCreateBuffer(wg_gemm's table)", err);
+    }
+    const cl_long zero = 0;
+    cl_int4 dil = int4_of(c->dil_h, c->dil_w, x_pix(c), 0);
+    cl_long4 xs = strides4(c->xs);
+    SET_ARG(tk, 0, t->buf);
+    SET_ARG(tk, 1, zero);
+    SET_ARG(tk, 2, filt);
+    SET_ARG(tk, 3, dil);
+    SET_ARG(tk, 4, xs);
+    size_t tg = (size_t)(red + 63) / 64 * 64, tl = 64;
+    if (err == CL_SUCCESS && tg > 0)
+        err = clEnqueueNDRangeKernel(d->queue, tk, 1, NULL, &tg, &tl, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clReleaseMemObject(t->buf);
+        free(t);
+        return pdnn__cl_fail("wg_gemm's table (wgg_table)", err);
+    }
+    t->next = d->wg_tables;
+    d->wg_tables = t;
+    *out = t->buf;
+    /* tests/oclgrind_wg_gemm.sh counts these: one per shape, not per call. */
+    pdnn__debug("OpenCL: wg_gemm's reduction table built (%lld steps of %lldx%lld taps)", (long long)red,
+                (long long)c->r, (long long)c->s);
+    return PDNN_SUCCESS;
+}
+
+void pdnn__cl_wg_tables_release(cl_dev *d)
+{
+    while (d->wg_tables) {
+        pdnn__cl_wg_table *t = d->wg_tables;
+        d->wg_tables = t->next;
+        clReleaseMemObject(t->buf);
+        free(t);
+    }
 }
 
 /* Enqueues call with configuration i and workspace ws. Called with
@@ -152,10 +249,8 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     char opts[96];
     snprintf(opts, sizeof opts, "-DTM=%d -DTN=%d -DTK=%d -DRM=%d -DRN=%d -DDB=%d -DLPAD=%d", g->tm, g->tn, g->tk,
              g->rm, g->rn, g->db, g->pad);
-    cl_kernel k = NULL, tk = NULL;
+    cl_kernel k = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_wg_gemm.cl", opts, "conv2d_wg_gemm", &k);
-    if (st == PDNN_SUCCESS)
-        st = pdnn__cl_kernel(d, "conv2d_wg_gemm.cl", opts, "wgg_table", &tk);
     if (st != PDNN_SUCCESS)
         return st;
     size_t kwg = 0;
@@ -166,25 +261,15 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
                            "allows %zu on this device",
                            i, wg_items(i), kwg);
     cl_int err = CL_SUCCESS;
-    cl_mem wsr = ws.region;
-    const cl_long tab_off = elem_off(ws); /* ints, 4 per step */
-    const cl_long part_off = (cl_long)((ws.offset + wg_table_bytes(c)) / sizeof(float));
+    /* No workspace (in-place filter, one part): y stands in, unread. */
+    cl_mem wsr = ws.region ? ws.region : c->y_buf.region, tab = NULL;
+    const cl_long tab_off = 0; /* ints, 4 per step */
+    const size_t part_bytes = wg_part_bytes(c, parts);
+    const cl_long part_off = elem_off(ws);
     cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)cpg, (int)red);
-    {
-        cl_int4 dil = int4_of(c->dil_h, c->dil_w, x_pix(c), 0);
-        cl_long4 xs = strides4(c->xs);
-        SET_ARG(tk, 0, wsr);
-        SET_ARG(tk, 1, tab_off);
-        SET_ARG(tk, 2, filt);
-        SET_ARG(tk, 3, dil);
-        SET_ARG(tk, 4, xs);
-        if (err != CL_SUCCESS)
-            return pdnn__cl_fail("clSetKernelArg(wgg_table)", err);
-        size_t tg = (size_t)(red + 63) / 64 * 64, tl = 64;
-        err = clEnqueueNDRangeKernel(d->queue, tk, 1, NULL, &tg, &tl, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return pdnn__cl_fail("clEnqueueNDRangeKernel(wgg_table)", err);
-    }
+    st = wg_table(d, c, opts, filt, &tab);
+    if (st != PDNN_SUCCESS)
+        return st;
     cl_mem wpb;
     cl_long wp_off;
     if (wg_in_place(c)) {
@@ -194,7 +279,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         const int kept = c->wpack.region != NULL;
         wpb = kept ? c->wpack.region : ws.region;
         wp_off = kept ? elem_off(c->wpack)
-                      : (cl_long)((ws.offset + wg_table_bytes(c) + wg_part_bytes(d, c, i)) / sizeof(float));
+                      : (cl_long)((ws.offset + part_bytes) / sizeof(float));
         if (!kept || c->wpack_fill) {
             cl_kernel pk = NULL;
             st = pdnn__cl_kernel(d, "conv2d_wg_gemm.cl", opts, "wgg_pack", &pk);
@@ -238,7 +323,7 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, wpb);
     SET_ARG(k, 3, wp_off);
-    SET_ARG(k, 4, wsr);
+    SET_ARG(k, 4, tab);
     SET_ARG(k, 5, tab_off);
     SET_ARG(k, 6, b);
     SET_ARG(k, 7, bo);
@@ -293,7 +378,21 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
 
 static int gpu_class_everywhere;
 void pdnn__opencl_gpu_class_everywhere(int on) { gpu_class_everywhere = on; }
-int pdnn__cl_gpu_class_passes(const cl_dev *d) { return pdnn__cl_is_cpu(d) && !gpu_class_everywhere; }
+/* Also POLYDNN_GPU_CLASS=1, for runs through the public API under
+ * Oclgrind (bench/wg_intensity.py's backward table); read once. */
+static int gpu_class_env;
+static pthread_once_t gpu_class_once = PTHREAD_ONCE_INIT;
+static void gpu_class_read(void)
+{
+    const char *v = getenv("POLYDNN_GPU_CLASS");
+    gpu_class_env = v && strcmp(v, "1") == 0;
+}
+static int gpu_class_on(void)
+{
+    pthread_once(&gpu_class_once, gpu_class_read);
+    return gpu_class_everywhere || gpu_class_env;
+}
+int pdnn__cl_gpu_class_passes(const cl_dev *d) { return pdnn__cl_is_cpu(d) && !gpu_class_on(); }
 
 static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_wg_gemm, "conv2d_wg_gemm", wg_applies, wg_ws, wg_packed,
                                          wg_enqueue};
@@ -318,7 +417,7 @@ static void wg_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
         pdnn__plan_refuse(plan, "wg_gemm: its workspace is larger than this machine addresses");
         return;
     }
-    if (pdnn__cl_is_cpu(d) && !gpu_class_everywhere)
+    if (pdnn__cl_is_cpu(d) && !gpu_class_on())
         pdnn__plan_skip(plan, "AUTO runs wg_gemm on GPU-class devices; on CPUs the register-tiled kernels run");
 }
 

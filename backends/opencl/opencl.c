@@ -30,6 +30,7 @@ static void dev_free(cl_dev *d)
     if (!d)
         return;
     pdnn__cl_kernels_release(d);
+    pdnn__cl_wg_tables_release(d);
 #ifdef PDNN_HAVE_CLBLAST
     /* CLBlast keeps its programs in a process-wide cache, released by its
      * static destructor at exit: after the context was, which under
