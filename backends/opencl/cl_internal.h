@@ -66,6 +66,12 @@ static inline int pdnn__cl_is_cpu(const cl_dev *d) { return (d->type & CL_DEVICE
 /* Whether AUTO passes over GPU-class algorithms on d: a CPU device, unless
  * the parity harness's --gpu-class asked for them (cl_wg_gemm.c). */
 int pdnn__cl_gpu_class_passes(const cl_dev *d);
+/* cl_pool_bwd.c: a pool backward kernel (x, dy, dx with their offsets and
+ * strides, the dims, window and padding) over total work-items, dx zeroed
+ * first where zero_first. */
+struct pdnn__pool2d_call;
+pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const struct pdnn__pool2d_call *c, const char *file, const char *name,
+                                     int64_t total, int zero_first);
 
 /* Sets argument i of k unless an earlier one failed (err, a cl_int in
  * scope, keeps the first error). */

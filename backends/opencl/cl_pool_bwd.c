@@ -25,14 +25,15 @@ static int window_gaps(const pdnn__pool2d_call *c)
            (c->q - 1) * c->stride_w - c->pad_left + c->win_w < c->w;
 }
 
-/* Launches kernel name (pool2d_bwd or pool2d_bwd_window) over total
- * work-items; the two share their arguments. */
-static pdnn_status launch(void *dev, const pdnn__pool2d_call *c, const char *name, int64_t total, int zero_first)
+/* Launches kernel name of file (pool2d_bwd.cl's, pool2d_bwd_max_plane)
+ * over total work-items; they share their arguments. */
+pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const pdnn__pool2d_call *c, const char *file, const char *name,
+                                     int64_t total, int zero_first)
 {
     cl_dev *d = dev;
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "pool2d_bwd.cl", NULL, name, &k);
+    pdnn_status st = pdnn__cl_kernel(d, file, NULL, name, &k);
     if (st == PDNN_SUCCESS && zero_first) {
         const cl_float zero = 0.0f;
         cl_int err = clEnqueueFillBuffer(d->queue, (cl_mem)c->dx_buf.region, &zero, sizeof zero, c->dx_buf.offset,
@@ -76,7 +77,7 @@ static pdnn_status pool_bwd_run(void *dev, const pdnn__op_call *call, const pdnn
 {
     (void)plan, (void)wsb, (void)rep;
     const pdnn__pool2d_call *c = &call->u.pool2d;
-    return launch(dev, c, "pool2d_bwd", c->n * c->c * c->h * c->w, 0);
+    return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd", c->n * c->c * c->h * c->w, 0);
 }
 
 static void window_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -101,10 +102,13 @@ static pdnn_status window_run(void *dev, const pdnn__op_call *call, const pdnn__
                     c->stride_w == 2 && c->pad_top == 0 && c->pad_left == 0 && 2 * c->p <= c->h &&
                     2 * c->q <= c->w;
     if (two && c->xs[3] == 1 && c->ys[3] == 1 && c->dxs[3] == 1)
-        return launch(dev, c, "pool2d_bwd_2x2", c->n * c->c * c->p, window_gaps(c));
+        return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd_2x2", c->n * c->c * c->p,
+                                        window_gaps(c));
     if (two && c->xs[1] == 1 && c->ys[1] == 1 && c->dxs[1] == 1)
-        return launch(dev, c, "pool2d_bwd_2x2_nhwc", c->n * c->p * c->q, window_gaps(c));
-    return launch(dev, c, "pool2d_bwd_window", c->n * c->c * c->p, window_gaps(c));
+        return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd_2x2_nhwc", c->n * c->p * c->q,
+                                        window_gaps(c));
+    return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd_window", c->n * c->c * c->p,
+                                        window_gaps(c));
 }
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_window = {
