@@ -22,15 +22,13 @@ import polydnn
 
 
 def export(name, path, batch):
-    """In training mode (batch norm kept apart, trained with batch statistics)
-    where the export imports; MobileNetV2's training export casts its ReLU6
-    bounds (Cast, not imported before issue 42), so it is exported for
-    inference: batch norm folded into the convolutions, which then train
-    without it."""
+    """In training mode: batch norm kept apart, trained with batch
+    statistics (MobileNetV2 too, now that its ReLU6 bounds' Cast imports;
+    exported folded for inference it did not learn)."""
     torch.manual_seed(0)
     m = getattr(torchvision.models, name)(num_classes=10)
-    mode = torch.onnx.TrainingMode.EVAL if name == "mobilenet_v2" else torch.onnx.TrainingMode.TRAINING
-    m = m.eval() if mode == torch.onnx.TrainingMode.EVAL else m.train()
+    mode = torch.onnx.TrainingMode.TRAINING
+    m = m.train()
     torch.onnx.export(m, torch.zeros(batch, 3, 32, 32), path, opset_version=13, do_constant_folding=False,
                       training=mode, input_names=["input.1"])
 
