@@ -9,21 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The inputs [*first, *end) of nd that carry its data (and so share its
+/* The inputs [*first, *end) of nd (n of them) that carry its data (and so share its
  * dtype): not batch norm's parameters, dropout's flag and step, the
  * labels, where's mask. */
-static void data_inputs(const pdnn__node *nd, int *first, int *end)
+static void data_inputs(const pdnn__node *nd, int n, int *first, int *end)
 {
     *first = 0;
-    *end = nd->n_inputs;
+    *end = n;
     switch (nd->op) {
     case PDNN__OP_BN:
     case PDNN__OP_BN_TRAIN:
     case PDNN__OP_DROPOUT:
     case PDNN__OP_XENT:
-    case PDNN__OP_XENT_GRAD: *end = nd->n_inputs < 1 ? nd->n_inputs : 1; break;
+    case PDNN__OP_XENT_GRAD: *end = n < 1 ? n : 1; break;
     /* x, dy (gamma and the statistics are float32); BatchNormStats: x */
-    case PDNN__OP_G_BN_BWD: *end = nd->n_inputs == 2 ? 1 : nd->n_inputs < 2 ? nd->n_inputs : 2; break;
+    case PDNN__OP_G_BN_BWD: *end = n == 2 ? 1 : n < 2 ? n : 2; break;
     case PDNN__OP_MOVE: *first = nd->move_kind == PDNN__MOVE_WHERE; break;
     default: break;
     }
@@ -51,7 +51,7 @@ pdnn_status pdnn__graph_dtypes(const pdnn_graph *g, pdnn__node *nd)
     if (own_dtype(nd) && nd->op != PDNN__OP_XENT)
         return PDNN_SUCCESS;
     int first, end, at = -1;
-    data_inputs(nd, &first, &end);
+    data_inputs(nd, nd->n_inputs, &first, &end);
     for (int q = first; q < end; q++) {
         const int j = nd->inputs[q];
         if (j < 0 || !pdnn__dtype_is_float(g->nodes[j].out.dtype))
@@ -154,7 +154,7 @@ pdnn_status pdnn__graph_autocast(pdnn_graph *g, pdnn__node *nd, int *inputs, int
     if (g->compute == PDNN_FLOAT32 || cls == KEEP || n_inputs < 1)
         return PDNN_SUCCESS;
     int first, end;
-    data_inputs(nd, &first, &end);
+    data_inputs(nd, n_inputs, &first, &end);
     pdnn_dtype want = cls == ALLOW ? g->compute : PDNN_FLOAT32;
     if (cls == FOLLOW) { /* the first float input's dtype */
         int q = first;

@@ -484,7 +484,6 @@ static pdnn_status add_node(importer *im, const Onnx__NodeProto *n, pdnn__node *
     if (n_in > (int)(sizeof ins / sizeof ins[0]))
         return pdnn__onnx_node_error(PDNN_ERR_INTERNAL, n, "%d inputs", n_in);
     memcpy(ins, in, sizeof *in * (size_t)n_in);
-    nd->n_inputs = n_in; /* which inputs carry data (commit sets it again) */
     if ((st = pdnn__graph_autocast(im->graph, nd, ins, n_in)) != PDNN_SUCCESS)
         return pdnn__onnx_node_error(st, n, "%s", pdnn_last_error());
     int y = -1;
