@@ -137,8 +137,21 @@ static const value *cin(importer *im, const Onnx__NodeProto *n, size_t i)
     return v && (v->i64 || v->data) ? v : NULL;
 }
 
+/* A float as int64, saturated (NaN gives INT64_MIN): a hostile constant must
+ * reach the range checks as a bad index, not as undefined behaviour. */
+static int64_t f2i(double f)
+{
+    if (!(f == f))
+        return INT64_MIN;
+    if (f >= 9.2e18)
+        return INT64_MAX;
+    if (f <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)f;
+}
+
 /* Element j of a constant as int64 or as float. */
-static int64_t ival(const value *v, int64_t j) { return v->i64 ? v->i64[j] : (int64_t)v->data[j]; }
+static int64_t ival(const value *v, int64_t j) { return v->i64 ? v->i64[j] : f2i(v->data[j]); }
 
 /* A new constant of out's shape whose element j is v's element src[j] (the
  * type kept). */
@@ -422,10 +435,13 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         for (int k = 0; k < s->count; k++) {
             d[k] = ival(s, k);
             d[k] = d[k] == 0 && k < x->rank ? x->dims[k] : d[k];
+            if (d[k] < -1 || (d[k] == -1 && infer >= 0))
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "a shape dim of %lld (one -1 at most)",
+                                             (long long)d[k]);
             if (d[k] == -1)
                 infer = k;
-            else
-                known *= d[k];
+            else if (__builtin_mul_overflow(known, d[k], &known))
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "a shape whose size overflows");
         }
         if (infer >= 0 && known > 0)
             d[infer] = x->count / known, known *= d[infer];
@@ -449,6 +465,11 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
             const value *v = cin(im, n, i);
             if (v->rank != r || !v->i64 != !x->i64)
                 return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "inputs of two ranks or types");
+            for (int k = 0; k < r; k++)
+                if (k != axis && v->dims[k] != x->dims[k])
+                    return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n,
+                                                 "inputs whose dim %d differs (%lld and %lld) off the axis", k,
+                                                 (long long)x->dims[k], (long long)v->dims[k]);
             d[axis] += v->dims[axis];
             count += v->count;
         }
@@ -533,7 +554,7 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
             else if (to == ONNX_BOOL)
                 oi[j] = x->i64 ? x->i64[j] != 0 : x->data[j] != 0.0f;
             else
-                oi[j] = x->i64 ? x->i64[j] : (int64_t)x->data[j];
+                oi[j] = x->i64 ? x->i64[j] : f2i(x->data[j]);
         }
         return add_const(im, n->output[0], x->rank, x->dims, oi, of);
     }
@@ -543,8 +564,13 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
         int64_t d[8], count = 1;
         if (!s || s->count > 8)
             return pdnn__onnx_node_error(PDNN_ERR_UNSUPPORTED, n, "the shape must be a constant of at most 8 dims");
-        for (int k = 0; k < s->count; k++)
-            d[k] = ival(s, k), count *= d[k];
+        for (int k = 0; k < s->count; k++) {
+            d[k] = ival(s, k);
+            /* checked per factor: the product must not overflow */
+            if (d[k] < 0 || d[k] > (int64_t)1 << 28 || (d[k] && count > ((int64_t)1 << 28) / d[k]))
+                return pdnn__onnx_node_error(PDNN_ERR_INVALID_ARGUMENT, n, "a shape dim of %lld", (long long)d[k]);
+            count *= d[k];
+        }
         const Onnx__TensorProto *t = va ? va->t : NULL;
         const int is_int = t && t->has_data_type && t->data_type == ONNX_INT64;
         double fill = 0.0;
@@ -569,7 +595,7 @@ pdnn_status pdnn__onnx_fold(importer *im, const Onnx__NodeProto *n, int *done)
             return FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
         for (int64_t j = 0; j < count; j++) {
             if (oi)
-                oi[j] = (int64_t)fill;
+                oi[j] = f2i(fill);
             else
                 of[j] = (float)fill;
         }
@@ -938,7 +964,7 @@ static pdnn_status import_resize(importer *im, const Onnx__NodeProto *n, value *
     } else if ((sv && sv->data && sv->count == x->rank) || (!sv && sa && sa->n_floats == (size_t)x->rank)) {
         for (int k = 0; k < x->rank; k++) {
             sc[k] = sv ? sv->data[k] : sa->floats[k];
-            d[k] = (int64_t)floorf((float)x->dims[k] * sc[k]);
+            d[k] = f2i(floorf((float)x->dims[k] * sc[k]));
         }
         has_scales = 1;
     } else {

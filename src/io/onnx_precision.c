@@ -29,23 +29,26 @@ pdnn_status pdnn__onnx_saw_reduced(importer *im, pdnn_dtype t, const char *what)
 pdnn_status pdnn__onnx_widen(const Onnx__TensorProto *t, const char *name, int64_t count, float **out)
 {
     const pdnn_dtype dt = pdnn__onnx_reduced_type(t->data_type);
+    *out = NULL;
+    /* The sizes are checked before anything is allocated: a file cannot
+     * make us allocate what it does not hold. */
+    if (t->has_raw_data && t->raw_data.len != (size_t)count * 2)
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': raw_data holds %zu bytes, its dims "
+                    "need %zu", name, t->raw_data.len, (size_t)count * 2);
+    if (!t->has_raw_data && t->n_int32_data != (size_t)count)
+        return FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': %zu values, its dims need %lld", name,
+                    t->n_int32_data, (long long)count);
     uint16_t *h = malloc((size_t)(count ? count : 1) * 2);
     *out = malloc((size_t)(count ? count : 1) * 4);
     pdnn_status st = PDNN_SUCCESS;
     if (!h || !*out) {
         st = FAIL(PDNN_ERR_OUT_OF_MEMORY, "pdnn_graph_import_onnx: out of host memory");
     } else if (t->has_raw_data) {
-        if (t->raw_data.len != (size_t)count * 2)
-            st = FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': raw_data holds %zu bytes, its dims "
-                      "need %lld", name, t->raw_data.len, (long long)count * 2);
-        else if (count)
+        if (count)
             memcpy(h, t->raw_data.data, (size_t)count * 2); /* little-endian, as ONNX stores it */
-    } else if (t->n_int32_data == (size_t)count) { /* ONNX keeps each 16-bit pattern in an int32 */
+    } else { /* ONNX keeps each 16-bit pattern in an int32 */
         for (int64_t e = 0; e < count; e++)
             h[e] = (uint16_t)t->int32_data[e];
-    } else {
-        st = FAIL(PDNN_ERR_CORRUPT, "pdnn_graph_import_onnx: tensor '%s': %zu values, its dims need %lld", name,
-                  t->n_int32_data, (long long)count);
     }
     if (st == PDNN_SUCCESS)
         pdnn__to_f32(dt, h, *out, (size_t)count);
