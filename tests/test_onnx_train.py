@@ -143,6 +143,52 @@ class OneStep(unittest.TestCase):
                     self.assertIn(k, params)
                     np.testing.assert_allclose(params[k].reshape(w.shape), w, atol=1e-4, rtol=0, err_msg=k)
 
+    def test_towers_from_python_take_torch_step_over_the_halves(self):
+        # load_onnx(device=[A, B]): each tower normalizes its half with its own
+        # batch statistics, the loss is the halves' mean, and tower 0's rows
+        # alone move the running statistics
+        devs = devices()
+        if len(devs) < 2:
+            self.skipTest("no OpenCL device for a second tower")
+        x, y = batch(8, 1)
+        ref = Net()
+        ref.load_state_dict(self.net.state_dict())
+        ref.train()
+        opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        xt, yt = torch.from_numpy(x), torch.from_numpy(y).long()
+        loss = (torch.nn.functional.cross_entropy(ref(xt[:4]), yt[:4]) +
+                torch.nn.functional.cross_entropy(ref(xt[4:]), yt[4:])) / 2
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        first = Net()
+        first.load_state_dict(self.net.state_dict())
+        first.train()
+        first(xt[:4])
+        want = {k: (first if "running" in k else ref).state_dict()[k].detach().numpy()
+                for k in ref.state_dict() if "num_batches" not in k}
+        for order in (devs, devs[::-1]):
+            with self.subTest(devices=order):
+                m = polydnn.load_onnx(self.path, device=order, trainable=True, optimizer="sgd", lr=0.1)
+                self.assertEqual((m.towers, m.inputs[0].shape[0]), (2, 4))
+                self.assertAlmostEqual(m.train_step(x, y), float(loss), delta=1e-5)
+                params = m.parameters()
+                for k, w in want.items():
+                    np.testing.assert_allclose(params[k].reshape(w.shape), w, atol=1e-4, rtol=0, err_msg=k)
+        with self.assertRaisesRegex(ValueError, "does not split evenly over 3 towers"):
+            polydnn.load_onnx(self.path, device=devs + devs[:1], trainable=True)
+        with self.assertRaisesRegex(ValueError, "needs towers"):
+            polydnn.load_onnx(self.path, device=devs[0], trainable=True, param_device="/cpu:0")
+        with self.assertRaisesRegex(ValueError, "needs trainable=True"):
+            polydnn.load_onnx(self.path, device=devs)
+        m = polydnn.load_onnx(self.path, device=devs, trainable=True, batch=16, param_device=devs[1])
+        with self.assertRaisesRegex(ValueError, "takes 16 rows"):
+            m.train_step(x, y)
+        hist = m.fit(np.concatenate([x, x]), np.concatenate([y, y]), epochs=2)
+        self.assertEqual(len(hist["loss"]), 2)
+        with self.assertRaisesRegex(ValueError, "runs at the batch it was loaded with"):
+            m(x[:3])  # a session at another batch would start from the initial weights
+
     def test_a_torch_training_export_trains_as_torch_does(self):
         # torch.onnx.export in training mode keeps BatchNormalization apart,
         # with its running statistics as extra outputs that nothing reads

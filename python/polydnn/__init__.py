@@ -299,6 +299,15 @@ class _OnnxTraining(ctypes.Structure):
 
 _graph_add_training = _fn("pdnn_graph_add_training", _c_int, _vp, _P(_OnnxIO), _c_int, _P(_OptimizerParams),
                           _P(_OnnxTraining))
+_MAX_TOWERS = 8
+
+
+class _TrainingTowers(ctypes.Structure):
+    _fields_ = [("n", _c_int), ("devices", _cp * _MAX_TOWERS), ("param_device", _cp)]
+
+
+_graph_add_training_towers = _fn("pdnn_graph_add_training_towers", _c_int, _vp, _P(_OnnxIO), _P(_TrainingTowers),
+                                 _c_int, _P(_OptimizerParams), _P(_OnnxTraining))
 _session_export_onnx = _fn("pdnn_session_export_onnx", _c_int, _vp, _cp, _cp, _P(_c_int))
 _session_destroy = _fn("pdnn_session_destroy", None, _vp)
 _session_node_device = _fn("pdnn_session_node_device", _c_int, _vp, _c_int, _P(_vp))
@@ -2414,7 +2423,8 @@ class TrainableOnnxModel(OnnxModel):
     its Conv/Gemm/BatchNormalization initializers are variables, trained by
     train_step with the loss and optimizer given to load_onnx."""
 
-    def __init__(self, graph, io, session, training, path, loss_kind):
+    def __init__(self, graph, io, session, training, path, loss_kind, towers=None):
+        # towers: (io array, training array) of pdnn_graph_add_training_towers
         super().__init__(graph, io, session)
         self._t = training
         self._t_loss = loss_kind
@@ -2423,6 +2433,25 @@ class TrainableOnnxModel(OnnxModel):
         self.labels = Node(graph, training.targets)
         self._flag = Node(graph, training.training)
         self._lr = Node(graph, training.learning_rate)
+        n = len(towers[0]) if towers else 1
+        self._tower_inputs = [Node(graph, towers[0][t].inputs[0]) for t in range(n)] if towers else [self.inputs[0]]
+        self._tower_labels = [Node(graph, towers[1][t].targets) for t in range(n)] if towers else [self.labels]
+        self._tower_losses = [Node(graph, towers[1][t].loss) for t in range(n)] if towers else [self.loss]
+
+    @property
+    def towers(self):
+        """How many towers train_step and fit split each batch over (1: none)."""
+        return len(self._tower_inputs)
+
+    def _to_batch(self, v):
+        # A session for another batch would start from the initial
+        # variables: the trained model keeps the batch it was loaded with.
+        shape = getattr(v, "shape", None)
+        if shape is None:
+            shape = _numpy("an input").shape(v)
+        if len(shape) and int(shape[0]) != self.inputs[0].shape[0]:
+            raise ValueError("polydnn: a trainable model runs at the batch it was loaded with (%d), not %d; "
+                             "load_onnx(..., batch=N) sets it" % (self.inputs[0].shape[0], int(shape[0])))
 
     def parameters(self):
         """{initializer name: numpy array} of the model's variables: its
@@ -2482,11 +2511,29 @@ class TrainableOnnxModel(OnnxModel):
         self.session.assign(self._lr, [lr])
 
     def train_step(self, x, y):
-        """One optimizer step on the batch (x, y); returns the loss (float)."""
+        """One optimizer step on the batch (x, y); returns the loss (float).
+        With towers, x holds towers x the model's batch rows: tower t takes
+        the t-th share, and the loss is the towers' mean."""
         self.session.assign(self._flag, [1.0])
-        loss, _ = self.session.run([self.loss, Node(self.graph, self._t.train_op)],
-                                   {self.inputs[0]: self._value(0, x), self.labels: self._labels(y)}, as_numpy=True)
-        return float(loss.reshape(-1)[0])
+        n = len(self._tower_inputs)
+        if n == 1:
+            loss, _ = self.session.run([self.loss, Node(self.graph, self._t.train_op)],
+                                       {self.inputs[0]: self._value(0, x), self.labels: self._labels(y)},
+                                       as_numpy=True)
+            return float(loss.reshape(-1)[0])
+        np = _numpy("train_step")
+        x = np.asarray(x, dtype=np.float32)
+        y = np.asarray(y)
+        b = self.inputs[0].shape[0]
+        if x.shape[:1] != (n * b,) or len(y) != n * b:
+            raise ValueError("polydnn: train_step over %d towers of %d rows takes %d rows and labels, not %s and %d"
+                             % (n, b, n * b, x.shape[:1], len(y)))
+        feed = {}
+        for t in range(n):
+            feed[self._tower_inputs[t]] = np.ascontiguousarray(x[t * b:(t + 1) * b])
+            feed[self._tower_labels[t]] = self._labels(y[t * b:(t + 1) * b])
+        out = self.session.run(self._tower_losses + [Node(self.graph, self._t.train_op)], feed, as_numpy=True)
+        return float(np.mean([o.reshape(-1)[0] for o in out[:n]]))
 
     def evaluate(self, x, y=None):
         """The outputs in inference mode (running statistics, no dropout);
@@ -2507,7 +2554,8 @@ class TrainableOnnxModel(OnnxModel):
     def fit(self, x, y, epochs=1, shuffle=True, seed=0, validation_data=None, lr_schedule=None, verbose=False):
         """Trains on the arrays x (N, C, H, W) and y (N labels, or targets for
         "mse") for `epochs` passes, Keras's fit for a model whose batch is
-        fixed: each epoch takes N // batch full batches in an order drawn
+        fixed (with towers, batch is the towers' rows together): each epoch
+        takes N // batch full batches in an order drawn
         from (seed, epoch) when shuffle (the rest of that epoch's order is
         left out; another epoch's order uses it). lr_schedule: a function
         (global batch index) -> learning rate, set before each step.
@@ -2516,7 +2564,7 @@ class TrainableOnnxModel(OnnxModel):
         "val_loss", "val_accuracy"); accuracy for cross_entropy only."""
         np = _numpy("fit")
         x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-        b = self.inputs[0].shape[0]
+        b = self.inputs[0].shape[0] * len(self._tower_inputs)  # a step's rows: every tower's
         if x.ndim < 1 or len(y) != x.shape[0]:
             raise ValueError("polydnn: fit needs as many labels as images: x has %s, y %d"
                              % (x.shape[:1], len(y)))
@@ -2601,7 +2649,7 @@ _LOSSES = {"cross_entropy": 0, "mse": 1}
 def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_device_placement=False,
               allow_soft_placement=None, log=None, fusion=True, data_format="NCHW", trainable=False,
               loss="cross_entropy", optimizer="sgd", lr=None, momentum=None, weight_decay=None, nesterov=False,
-              betas=None, eps=None, seed=0, precision=None):
+              betas=None, eps=None, seed=0, precision=None, param_device=None):
     """Imports an ONNX model and returns an OnnxModel that runs it.
 
     model: a path (str or os.PathLike) or the file's bytes; base_dir: where
@@ -2619,6 +2667,12 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
     trainable=True returns a TrainableOnnxModel: loss "cross_entropy"
     (int32 labels) or "mse", optimizer "sgd" (momentum, nesterov), "adam"
     or "adamw" with lr, weight_decay, betas, eps; seed: Dropout masks.
+    Towers (trainable only): device a list of 2 to 8 devices trains one
+    copy of the network per device on its share of each batch, the
+    gradients averaged on param_device (default "/cpu:0", which holds the
+    variables): pdnn_graph_add_training_towers. batch (else the file's) is
+    then the whole step's rows and must split evenly; the model's inputs
+    are tower 0's, which evaluate and accuracy run.
     precision "float16" or "bfloat16": computes under that mixed precision
     policy, inputs and outputs float32 (keep_io_types; docs/precision.md)."""
     opts = _OnnxOptions()
@@ -2631,43 +2685,86 @@ def load_onnx(model, device=None, batch=None, context=None, base_dir=None, log_d
         opts.batch = _int(batch, "batch", "int64")
         if opts.batch < 1:
             raise ValueError("polydnn: batch must be at least 1, not %d" % (opts.batch,))
+    towers = None
+    if isinstance(device, (list, tuple)):
+        towers = [d.name if isinstance(d, Device) else d for d in device]
+        if not trainable:
+            raise ValueError("polydnn: a list of devices (towers) needs trainable=True")
+        if not 1 <= len(towers) <= _MAX_TOWERS:
+            raise ValueError("polydnn: towers take 1 to %d devices, not %d" % (_MAX_TOWERS, len(towers)))
+        if any(not isinstance(d, str) for d in towers):
+            raise TypeError("polydnn: each tower's device is a name or a Device")
+        device = towers[0] if len(towers) == 1 else None  # the towers' devices are set by add_training_towers
+        if len(towers) == 1:
+            towers = None
+    if param_device is not None and towers is None:
+        raise ValueError("polydnn: param_device needs towers (device a list of at least 2 devices)")
     if isinstance(device, Device):
         device = device.name
+    if isinstance(param_device, Device):
+        param_device = param_device.name
     opts.device = _cname(device, "device")
     opts.base_dir = _cname(os.fspath(base_dir) if base_dir is not None else None, "base_dir")
     opts.no_fusion = 0 if fusion else 1
     if data_format not in ("NCHW", "NHWC"):
         raise ValueError("polydnn: data_format must be 'NCHW' or 'NHWC', not %r" % (data_format,))
     opts.layout = 1 if data_format == "NHWC" else 0
-    h, io = _vp(), _OnnxIO()
     if isinstance(model, (bytes, bytearray, memoryview)):
         data = bytes(model)
         buf = ctypes.create_string_buffer(data, len(data))
-        _check(_graph_import_onnx(None, ctypes.cast(buf, _vp), len(data), ctypes.byref(opts), ctypes.byref(h),
-                                  ctypes.byref(io)))
+        args = (None, ctypes.cast(buf, _vp), len(data))
     else:
         try:
             path = os.fspath(model)
         except TypeError:
             raise TypeError("polydnn: load_onnx takes a path or bytes, not %s" % (type(model).__name__,)) from None
-        _check(_graph_import_onnx(_cname(path, "the model's path"), None, 0, ctypes.byref(opts), ctypes.byref(h),
-                                  ctypes.byref(io)))
-    g = Graph.__new__(Graph)
-    g._h = h
-    g._scopes = []
+        args = (_cname(path, "the model's path"), None, 0)
+
+    def imported():
+        h, io = _vp(), _OnnxIO()
+        _check(_graph_import_onnx(*args, ctypes.byref(opts), ctypes.byref(h), ctypes.byref(io)))
+        g = Graph.__new__(Graph)
+        g._h = h
+        g._scopes = []
+        return g, h, io
+
+    g, h, io = imported()
+    if towers:
+        # The step's rows (batch, else the file's) split over the towers:
+        # each tower's copy is imported at its share.
+        whole = opts.batch if batch is not None else Node(g, io.inputs[0]).shape[0]
+        if whole % len(towers):
+            raise ValueError("polydnn: a batch of %d does not split evenly over %d towers" % (whole, len(towers)))
+        opts.batch = whole // len(towers)
+        del g
+        g, h, io = imported()
     training = None
+    tower_arrays = None
     if trainable:
         if loss not in _LOSSES:
             raise ValueError("polydnn: loss must be 'cross_entropy' or 'mse', not %r" % (loss,))
         b = betas or (None, None)
         p = _optimizer_params(optimizer, lr, momentum, weight_decay, b[0], b[1], eps, nesterov)
-        training = _OnnxTraining()
-        _check(_graph_add_training(h, ctypes.byref(io), _LOSSES[loss], ctypes.byref(p), ctypes.byref(training)))
+        if towers:
+            n = len(towers)
+            ios, outs = (_OnnxIO * n)(), (_OnnxTraining * n)()
+            ios[0] = io
+            tw = _TrainingTowers()
+            tw.n = n
+            for t, d in enumerate(towers):
+                tw.devices[t] = _cname(d, "device")
+            tw.param_device = _cname(param_device, "param_device")
+            _check(_graph_add_training_towers(h, ios, ctypes.byref(tw), _LOSSES[loss], ctypes.byref(p), outs))
+            io, training, tower_arrays = ios[0], outs[0], (ios, outs)
+        else:
+            training = _OnnxTraining()
+            _check(_graph_add_training(h, ctypes.byref(io), _LOSSES[loss], ctypes.byref(p),
+                                       ctypes.byref(training)))
     g._meta = {i: (device or "", None) for i in range(len(g))}
     session_args = dict(context=context, log_device_placement=log_device_placement,
                         allow_soft_placement=allow_soft_placement, log=log)
     sess = Session(g, **session_args)
     if trainable:
         path = None if isinstance(model, (bytes, bytearray, memoryview)) else os.fspath(model)
-        return TrainableOnnxModel(g, io, sess, training, path, _LOSSES[loss])
+        return TrainableOnnxModel(g, io, sess, training, path, _LOSSES[loss], tower_arrays)
     return OnnxModel(g, io, sess, session_args)
