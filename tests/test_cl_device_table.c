@@ -6,6 +6,7 @@
 #include "backend.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef PDNN_HAVE_OPENCL
@@ -155,6 +156,24 @@ Test(cl_device_table, amd_and_intel_gpus)
     pdnn__cl_device_class_of("Intel(R) Corporation", CL_DEVICE_TYPE_CPU, 8, &c);
     cr_expect(!c.row || strcmp(c.row->name, "Intel GPU") != 0);
     cr_expect_str_eq(c.generic->name, "CPU");
+}
+
+/* Every wg_gemm configuration's work-group is a whole number of 64
+ * work-items, so the preferred multiples of the classes the table names
+ * (NVIDIA 32, AMD 64 or 32, Intel 16) all divide it; wg_enqueue refuses
+ * one that a device's preferred multiple does not divide. */
+Test(cl_device_table, wg_gemm_groups_are_whole_simd_widths)
+{
+    const pdnn__algo *a = pdnn__cl_tunable_algo("conv2d_wg_gemm", strlen("conv2d_wg_gemm"));
+    cr_assert(a && a->n_configs > 0 && a->config_name);
+    for (int i = 0; i < a->n_configs; i++) {
+        char name[PDNN__CONFIG_LEN];
+        int tm = 0, tn = 0, tk = 0, rm = 0, rn = 0;
+        a->config_name(i, name, sizeof name);
+        cr_assert_eq(sscanf(name, "tm=%d tn=%d tk=%d rm=%d rn=%d", &tm, &tn, &tk, &rm, &rn), 5, "%s", name);
+        cr_expect_eq((tm / rm) * (tn / rn) % 64, 0, "configuration %d (%s): %d work-items", i, name,
+                     (tm / rm) * (tn / rn));
+    }
 }
 
 #else

@@ -253,13 +253,25 @@ static pdnn_status wg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_wg_gemm.cl", opts, "conv2d_wg_gemm", &k);
     if (st != PDNN_SUCCESS)
         return st;
-    size_t kwg = 0;
+    size_t kwg = 0, mult = 0;
     if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL) == CL_SUCCESS &&
         kwg < wg_items(i))
         return pdnn__error(PDNN_ERR_UNSUPPORTED,
                            "OpenCL: wg_gemm's configuration %d needs work-groups of %zu work-items; its kernel "
                            "allows %zu on this device",
                            i, wg_items(i), kwg);
+    /* A group that is not a whole number of the device's SIMD width
+     * (warp, wavefront) leaves lanes idle in every step: refused, as a
+     * configuration past the local memory is. Every configuration here is
+     * a multiple of 64, which covers NVIDIA's 32, AMD's 64 and 32 and
+     * Intel's 16 (tests/test_cl_device_table checks it). */
+    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, sizeof mult, &mult,
+                                 NULL) == CL_SUCCESS &&
+        mult > 1 && wg_items(i) % mult)
+        return pdnn__error(PDNN_ERR_UNSUPPORTED,
+                           "OpenCL: wg_gemm's configuration %d has work-groups of %zu work-items, not a multiple of "
+                           "this device's preferred %zu",
+                           i, wg_items(i), mult);
     cl_int err = CL_SUCCESS;
     /* No workspace (in-place filter, one part): y stands in, unread. */
     cl_mem wsr = ws.region ? ws.region : c->y_buf.region, tab = NULL;
