@@ -43,6 +43,15 @@ if grep -q -w "avx2\|avx512f" /proc/cpuinfo && grep "onednn conv2d" "$T/1x1" | g
     cat "$T/1x1"
     fail "a 1x1 NCHW convolution with a relu reordered per call"
 fi
+# The stem's NCHW max pooling at batch 1 (SqueezeNet's) runs in channel
+# slices, so oneDNN's scratchpad stays under 512 KiB (the parity harness's
+# pool_edges set holds the same 1x64x112x112 case against the reference).
+POLYDNN_DEBUG=1 "$B/polydnn" pool --device /cpu:0 -n 1 -c 64 -H 112 -W 112 -y 3 -x 3 -p 1 -q 1 -i 1 > "$T/pool" 2>&1 ||
+    { cat "$T/pool"; fail "pool"; }
+if grep -q -w "avx512f" /proc/cpuinfo && ! grep -q "in [0-9]* slices of [0-9]* channels" "$T/pool"; then
+    cat "$T/pool"
+    fail "the stem's pooling ran whole (a 2.4 MB scratchpad)"
+fi
 # oneDNN names its blocked kernels by ISA ("jit:avx512_core", "jit:avx2"),
 # its GEMM convolutions "gemm:jit" and its references "ref:any".
 POLYDNN_DEBUG=1 "$B/polydnn" train --device /cpu:0 --steps 1 --train-limit 64 --test-limit 8 > "$T/train" 2>&1 ||

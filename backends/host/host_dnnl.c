@@ -56,6 +56,8 @@ typedef struct dn_entry {
                                      GEMM kernel (relu_apart)         */
     dnnl_memory_desc_t md_x, md_w, md_wop, md_y, md_b, md_scratch, md_pws, md_xop, md_yop;
     size_t scratch, wop_bytes, ytmp_bytes, pws_bytes, xop_bytes, yop_bytes;
+    int64_t slices, slice_c;      /* pooling forward: the channels in
+                                     slices of slice_c (pool_slices)  */
 } dn_entry;
 
 struct pdnn__host_dnnl {
@@ -387,12 +389,7 @@ static dnnl_status_t blocked_layouts(pdnn__host_dnnl *s, const pdnn__conv2d_call
 static dnnl_status_t relu_apart(pdnn__host_dnnl *s, const pdnn__conv2d_call *c, dn_entry *e,
                                 const dnnl_memory_desc_t *wmd, dnnl_primitive_desc_t *pd)
 {
-    /* Not at batch 1: there the blocked path's frozen packed filters are
-     * what keeps oneDNN's NCHW max-pool scratchpad (0.75x its input,
-     * SqueezeNet's stem) within the memory plan's 1.2x of the live set;
-     * relu_apart ran SqueezeNet at batch 1 about 10 % faster but moved
-     * that ratio to 1.201x (make check-models). */
-    if (c->n < 2 || c->r * c->s != 1 || c->groups != 1 || !c->relu || c->z_buf.region ||
+    if (c->r * c->s != 1 || c->groups != 1 || !c->relu || c->z_buf.region ||
         !strstr(impl_of(*pd), "gemm"))
         return dnnl_success;
     pdnn__conv2d_call bare = *c;
@@ -567,6 +564,67 @@ static dnnl_alg_kind_t pool_alg(pdnn_pool_mode m)
                                                 : dnnl_pooling_avg_exclude_padding;
 }
 
+/* oneDNN's jit pooling over NCHW transposes x into a scratchpad of about
+ * 0.75x x (SqueezeNet's stem at batch 1: 2.35 MB, the largest buffer of its
+ * memory plan after the activations). Past POOL_SLICE_SCRATCH it runs over
+ * channel slices, one primitive of slice_c channels (the same strides)
+ * called slices times, so the scratchpad shrinks by C / slice_c: slice_c
+ * the largest divisor of C that brings it under the bound, a multiple of
+ * 16 (oneDNN's channel block) where one does. */
+#define POOL_SLICE_SCRATCH ((size_t)512 << 10)
+
+static dnnl_status_t pool_slices(pdnn__host_dnnl *s, const pdnn__pool2d_call *c, dn_entry *e,
+                                 const dnnl_pooling_v2_desc_t *fd, const_dnnl_primitive_attr_t attr,
+                                 dnnl_primitive_desc_t *fpd)
+{
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(*fpd, dnnl_query_scratchpad_md, 0);
+    const size_t full = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    /* One image only: a slice of a batch is no dense tensor, which sends
+     * oneDNN to its reference kernel (100x slower); the scratchpad does
+     * not grow with the batch, so batch 1 is where it weighs. */
+    if (full <= POOL_SLICE_SCRATCH || c->c < 2 || c->n != 1)
+        return dnnl_success;
+    int64_t best = 0;
+    for (int64_t cs = c->c - 1; cs >= 1 && !best; cs--)
+        if (c->c % cs == 0 && cs % 16 == 0 && (double)full * (double)cs / (double)c->c <= POOL_SLICE_SCRATCH)
+            best = cs;
+    for (int64_t cs = c->c - 1; cs >= 1 && !best; cs--)
+        if (c->c % cs == 0 && (double)full * (double)cs / (double)c->c <= POOL_SLICE_SCRATCH)
+            best = cs;
+    if (!best)
+        return dnnl_success;
+    const int64_t xd[4] = {c->n, best, c->h, c->w}, yd[4] = {c->n, best, c->p, c->q};
+    dnnl_memory_desc_t mx, my;
+    dnnl_pooling_v2_desc_t sd;
+    dnnl_primitive_desc_t spd = NULL;
+    const int64_t xs[4] = {best * c->xs[1], c->xs[1], c->xs[2], c->xs[3]},
+                  ys[4] = {best * c->ys[1], c->ys[1], c->ys[2], c->ys[3]};
+    dnnl_status_t st = md_strided(&mx, 4, xd, xs);
+    if (st == dnnl_success)
+        st = md_strided(&my, 4, yd, ys);
+    if (st == dnnl_success)
+        st = dnnl_pooling_v2_forward_desc_init(&sd, fd->prop_kind, fd->alg_kind, &mx, &my, fd->strides, fd->kernel,
+                                               fd->dilation, fd->padding[0], fd->padding[1]);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&spd, &sd, attr, s->engine, NULL);
+    if (st == dnnl_success && strncmp(impl_of(spd), "ref", 3) == 0)
+        st = dnnl_unimplemented; /* the slices would run the reference */
+    if (st != dnnl_success) {
+        if (spd)
+            dnnl_primitive_desc_destroy(spd);
+        return dnnl_success; /* keep the whole-tensor primitive */
+    }
+    dnnl_primitive_desc_destroy(*fpd);
+    *fpd = spd;
+    e->md_x = mx, e->md_y = my;
+    e->slices = c->c / best, e->slice_c = best;
+    pdnn__debug("host: oneDNN pooling of %lldx%lldx%lldx%lld in %lld slices of %lld channels (its scratchpad "
+                "%zu bytes a slice, %zu whole)",
+                (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)e->slices,
+                (long long)best, full * (size_t)best / (size_t)c->c, full);
+    return dnnl_success;
+}
+
 /* Pooling forward, or its backward (after the forward it needs: max
  * pooling's training forward recomputes y and the argmax workspace). */
 static dnnl_status_t make_pool(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_entry *e)
@@ -593,6 +651,9 @@ static dnnl_status_t make_pool(pdnn__host_dnnl *s, const pdnn__op_call *call, dn
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
     if (st == dnnl_success)
         st = dnnl_primitive_desc_create(&fpd, &fd, attr, s->engine, NULL);
+    e->slices = 1, e->slice_c = c->c;
+    if (st == dnnl_success && !bwd)
+        st = pool_slices(s, c, e, &fd, attr, &fpd);
     if (st != dnnl_success || !bwd) {
         if (attr)
             dnnl_primitive_attr_destroy(attr);
@@ -1231,10 +1292,14 @@ static pdnn_status run_pool(pdnn__host_dnnl *s, const pdnn__op_call *call, dn_en
     int n = 0;
     dnnl_status_t st;
     if (call->op == PDNN__OP_POOL2D_FWD) {
-        a[n++] = (dn_arg){DNNL_ARG_SRC, &e->md_x, ptr_of(c->x_buf)};
-        a[n++] = (dn_arg){DNNL_ARG_DST, &e->md_y, ptr_of(c->y_buf)};
-        n = add_scratch(e, ws, a, n);
-        st = exec_locked(s, e->prim, a, n);
+        st = dnnl_success;
+        for (int64_t j = 0; j < e->slices && st == dnnl_success; j++) {
+            n = 0;
+            a[n++] = (dn_arg){DNNL_ARG_SRC, &e->md_x, (float *)ptr_of(c->x_buf) + j * e->slice_c * c->xs[1]};
+            a[n++] = (dn_arg){DNNL_ARG_DST, &e->md_y, (float *)ptr_of(c->y_buf) + j * e->slice_c * c->ys[1]};
+            n = add_scratch(e, ws, a, n);
+            st = exec_locked(s, e->prim, a, n);
+        }
         return st == dnnl_success ? PDNN_SUCCESS : dn_fail(call, "pooling", st);
     }
     if (e->pre) {
