@@ -83,6 +83,10 @@ static void conv_gemm_plan(void *dev, const pdnn__op_call *call, pdnn__plan *pla
         return;
     }
     plan->workspace = ip.workspace;
+    /* A batch is a launch per matrix here: after the algorithms that run
+     * it in one (tiled 40, clblast 30) where conv_gemm leads. */
+    if (pdnn__matmul_batch(mc) > 1 && plan->rank < 50)
+        plan->rank = 50;
     plan->search = ip.search;
     plan->config = ip.config;
     snprintf(plan->config_name, sizeof plan->config_name, "%s", ip.config_name);
