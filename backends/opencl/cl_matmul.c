@@ -264,7 +264,7 @@ static void clblast_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
         last = elem_off(mc->b_buf) + nb * mc->stride_b + mc->k * mc->n;
     if (elem_off(mc->c_buf) + (nb + 1) * mc->m * mc->n > last)
         last = elem_off(mc->c_buf) + (nb + 1) * mc->m * mc->n;
-    pdnn__cl_blast_fits(dev, mc->m, mc->n, mc->k, last, plan);
+    pdnn__cl_blast_fits(dev, mc->m, mc->n, mc->k, nb + 1, last, plan);
 }
 
 /* Row-major SGEMM with element offsets; leading dimensions are the stored
