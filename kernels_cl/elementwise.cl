@@ -329,15 +329,19 @@ __kernel void softmax_mid(__global const float *x, long x_off,
 }
 
 /* Row-major C[m x n] = op(A) op(B); A is stored k x m when trans_a, B
- * n x k when trans_b. The fallback when CLBlast is absent. */
+ * n x k when trans_b. The fallback when CLBlast is absent. The matmul
+ * kernels below take a batch as the NDRange's second dimension: matrix t
+ * reads A t * sa and B t * sb elements on (0: broadcast) and writes C
+ * t * m * n on (pdnn__matmul_call). */
 __kernel void matmul_naive(__global const float *a, long a_off,
                            __global const float *b, long b_off,
                            __global float *cm, long c_off,
-                           long m, long n, long k, int2 trans)
+                           long m, long n, long k, int2 trans, long sa, long sb)
 {
-    const long gid = (long)get_global_id(0);
+    const long gid = (long)get_global_id(0), t = (long)get_global_id(1);
     if (gid >= m * n)
         return;
+    a_off += t * sa, b_off += t * sb, c_off += t * m * n;
     const long i = gid / n, j = gid % n;
     /* Element (i, p) of op(A) is at ai + p * as, (p, j) of op(B) at bj + p * bs. */
     const long ai = a_off + (trans.s0 ? i : i * k), as = trans.s0 ? m : 1;
@@ -366,9 +370,10 @@ __kernel void matmul_naive(__global const float *a, long a_off,
  * 16 cp + 16) of every row p as 16 consecutive floats (zeros past n), so
  * the kernel streams it; rows of B 4 KB apart would alias in the caches. */
 __kernel void gemm_pack_b(__global const float *b, long b_off, long ldb, __global float *bp, long bp_off, int k,
-                          int n)
+                          int n, long sb, long sbp)
 {
     const long t = (long)get_global_id(0);
+    b_off += (long)get_global_id(1) * sb, bp_off += (long)get_global_id(1) * sbp;
     const int panels = (n + 15) / 16;
     if (t >= (long)k * panels)
         return;
@@ -387,11 +392,12 @@ __kernel void gemm_pack_b(__global const float *b, long b_off, long ldb, __globa
 __kernel void gemm_nn(__global const float *a, long a_off, long as_i, long as_p,
                       __global const float *bp, long bp_off,
                       __global float *cm, long c_off, long ldc,
-                      int m, int n, int k, int n_rt)
+                      int m, int n, int k, int n_rt, long sa, long sbp, long sc)
 {
     const int t = (int)get_global_id(0);
     const int rt = t % n_rt, cp = t / n_rt;
     const int i0 = rt * 6, j0 = cp * 16;
+    a_off += (long)get_global_id(1) * sa, bp_off += (long)get_global_id(1) * sbp, c_off += (long)get_global_id(1) * sc;
     if (j0 >= n || i0 >= m)
         return;
     long ar[6];
@@ -445,9 +451,10 @@ inline float hsum8(float8 v)
  * not stored. */
 __kernel void gemv_nt(__global const float *a, long a_off,
                       __global const float *b, long b_off, long ldb,
-                      __global float *cm, long c_off, int n, int k)
+                      __global float *cm, long c_off, int n, int k, long sa, long sb, long sc)
 {
     const int j0 = (int)get_global_id(0) * 8;
+    a_off += (long)get_global_id(1) * sa, b_off += (long)get_global_id(1) * sb, c_off += (long)get_global_id(1) * sc;
     if (j0 >= n)
         return;
     __global const float *x = a + a_off;
@@ -478,11 +485,12 @@ __kernel void gemv_nt(__global const float *a, long a_off,
 __kernel void gemm_nt(__global const float *a, long a_off, long lda,
                       __global const float *b, long b_off, long ldb,
                       __global float *cm, long c_off, long ldc,
-                      int m, int n, int k, int n_rt)
+                      int m, int n, int k, int n_rt, long sa, long sb, long sc)
 {
     const int t = (int)get_global_id(0);
     const int rt = t % n_rt, cp = t / n_rt;
     const int i0 = rt * 3, j0 = cp * 4;
+    a_off += (long)get_global_id(1) * sa, b_off += (long)get_global_id(1) * sb, c_off += (long)get_global_id(1) * sc;
     if (j0 >= n || i0 >= m)
         return;
     __global const float *a0 = a + a_off + (long)i0 * lda;

@@ -326,12 +326,20 @@ typedef struct pdnn__cast_call {
 
 /* Row-major C[m x n] = op(A) op(B), op(A) m x k, op(B) k x n; A is
  * stored k x m when trans_a, B n x k when trans_b (packed rows). C is
- * overwritten; no aliasing. */
+ * overwritten; no aliasing.
+ * A batch of such products, one launch: matrix t (0 <= t < batch) reads
+ * A at a_buf + t * stride_a elements and B at b_buf + t * stride_b, and
+ * writes C at c_buf + t * m * n (C's matrices follow one another). A
+ * stride of 0 broadcasts that operand (every t reads the same matrix).
+ * batch 0 or 1: one product, the strides unread (pdnn__matmul_batch). */
 typedef struct pdnn__matmul_call {
     int64_t m, n, k;
     int trans_a, trans_b;
     pdnn__buf a_buf, b_buf, c_buf;
+    int64_t batch, stride_a, stride_b;
 } pdnn__matmul_call;
+
+static inline int64_t pdnn__matmul_batch(const pdnn__matmul_call *c) { return c->batch > 1 ? c->batch : 1; }
 
 /* One optimizer step over n elements, see pdnn_optimizer_update: w, g,
  * s1 (region NULL: SGD without momentum), s2 (Adam's v). Core has checked

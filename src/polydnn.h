@@ -886,9 +886,12 @@ PDNN_API pdnn_status pdnn_softmax(const pdnn_tensor *x, pdnn_tensor *y);
  * (trans_a / trans_b transpose them), the dims before them a batch that
  * broadcasts as numpy's does, a rank-1 a a row and a rank-1 b a column
  * (that dim dropped from c: {K} @ {K} is a scalar); an image-layout
- * {R, C, 1, 1} operand then counts as rank 2 and X as rank 1. One GEMM
- * per batch element (one in all where b is a single matrix and a is not
- * transposed). */
+ * {R, C, 1, 1} operand then counts as rank 2 and X as rank 1. The batch
+ * runs as strided batches of GEMMs, one launch each: one in all where
+ * the batch dims collapse to one stride per operand (attention's
+ * {B,H,S,D} @ {B,H,D,S}, or either side broadcast), one per element of
+ * the dims a broadcast keeps apart ({B,1,..} @ {1,H,..}: B of H); one
+ * GEMM of a's rows where b is a single matrix and a is not transposed. */
 PDNN_API pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b,
                                  pdnn_tensor *c);
 

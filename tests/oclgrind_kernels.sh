@@ -111,6 +111,11 @@ parity --mode grad --set gg_layer_norm
 for algo in tiled conv_gemm naive; do
     parity --mode grad --set matmul_sim --algo "$algo"
 done
+# Their strided batches (the NDRange's second dimension; conv_gemm once per
+# matrix): the N-d set, broadcasts and transposes included.
+for algo in tiled conv_gemm naive; do
+    parity --set nd_matmul --algo "$algo"
+done
 # The graph's elementwise kernels (add, bias, relu, softmax, row copies).
 n=$((n + 1))
 oclgrind --data-races "$build/polydnn" run-example cnn --device /gpu:0 >"$tmp/run$n" 2>&1

@@ -78,6 +78,24 @@ static const nd_case cases[] = {
     {"nd_matmul", PDNN__OP_GEMM, 1, ND(6, 2, 1, 3, 1, 5, 4), ND(6, 1, 2, 1, 3, 3, 4)},
     {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 1, 1, 1), ND(2, 1, 1)},
     {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 2, 3, 4), {PDNN_NCHW, 2, {4, 5, 1, 1}}},
+    /* Strided batches (one dispatch each): batch 1 and 17, m, n, k of 1,
+     * 3 and 17, every transpose pair, a broadcast on either side, batch
+     * dims that merge (attention's {B,H,S,D} @ {B,H,D,S}) and that do
+     * not ({B,1} @ {1,H}: B dispatches of H). */
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 1, 3, 17), ND(3, 1, 17, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 17, 3, 17), ND(3, 17, 17, 1)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 17, 1, 3), ND(3, 17, 3, 17)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(3, 17, 1, 17), ND(3, 17, 3, 17)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(3, 17, 17, 3), ND(3, 17, 17, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 2, ND(3, 17, 17, 3), ND(3, 17, 17, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 3, ND(3, 17, 3, 1), ND(3, 17, 17, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 2, ND(3, 17, 17, 3), ND(2, 17, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 3, ND(4, 17, 1, 3, 17), ND(4, 1, 1, 3, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(2, 3, 17), ND(3, 17, 17, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(2, 1, 3), ND(3, 17, 17, 3)},
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(4, 2, 3, 17, 5), ND(4, 2, 3, 5, 17)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(4, 3, 1, 3, 5), ND(4, 1, 17, 17, 5)},
+    {"nd_matmul", PDNN__OP_GEMM, 2, ND(5, 2, 1, 3, 5, 3), ND(4, 3, 1, 5, 17)},
     /* Every activation at ranks 0 to 6. */
     {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_SIGMOID, SC, SC},
     {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_CLIP, ND(1, 4099), SC},

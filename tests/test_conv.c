@@ -1096,6 +1096,12 @@ Test(conv_parity, clblast_plans_refuse_what_clblast_cannot_take)
         plan = (pdnn__plan){.supported = 1, .config = -1};
         mm->plan(dev->handle, &call, &plan);
         cr_assert(!plan.supported && strstr(plan.why, "CLBlast indexes in int"), "%s", plan.why);
+        /* A strided batch of 64^3 products, both operands broadcast: C
+         * ends below 2^31 floats, but 2^18 padded temporaries do not. */
+        call.u.matmul.m = 64, call.u.matmul.n = 64, call.u.matmul.k = 64, call.u.matmul.batch = (int64_t)1 << 18;
+        plan = (pdnn__plan){.supported = 1, .config = -1};
+        mm->plan(dev->handle, &call, &plan);
+        cr_assert(!plan.supported && strstr(plan.why, "(262144 of them)"), "%s", plan.why);
         /* A 1x1 convolution of one channel over 2^24 pixels: its GEMM is
          * 1 x 2^24 x 1, 2^31 floats once padded. */
         memset(&call, 0, sizeof call);

@@ -246,6 +246,9 @@ static const op_case cases[] = {
     {"binary", 2, 1, {ND3(3, 5, 7), ND3(1, 5, 1)}, {ND3(3, 5, 7)}, run_mul},
     {"matmul", 2, 1, {{PDNN_FLOAT32, PDNN_ND, {6, 9}, 2}, {PDNN_FLOAT32, PDNN_ND, {4, 9}, 2}},
      {{PDNN_FLOAT32, PDNN_ND, {6, 4}, 2}}, run_matmul},
+    /* strided batches: b along the batch, a broadcast over it */
+    {"matmul", 2, 1, {ND3(3, 6, 9), ND3(3, 4, 9)}, {ND3(3, 6, 4)}, run_matmul},
+    {"matmul", 2, 1, {{PDNN_FLOAT32, PDNN_ND, {6, 9}, 2}, ND3(3, 4, 9)}, {ND3(3, 6, 4)}, run_matmul},
     {"transpose", 1, 1, {ND3(3, 5, 7)}, {ND3(7, 3, 5)}, run_transpose},
     {"softmax", 1, 1, {ND3(3, 5, 7)}, {ND3(3, 5, 7)}, run_softmax},
     {"reduce", 1, 1, {ND3(3, 5, 7)}, {ND3(1, 5, 1)}, run_reduce},

@@ -3,8 +3,10 @@
  * checked result, cached mode uses it, off ignores it, a bad entry falls
  * back to the default, and every run still matches the host. */
 #include "backend.h"
+#include "core/context.h"
 #include "core/fileio.h"
 #include "helpers.h"
+#include "ops/dispatch_internal.h"
 #include "ops/tuning.h"
 
 #include <criterion/criterion.h>
@@ -875,4 +877,60 @@ Test(tuning_cache, views_have_keys_of_their_own)
     pdnn__op_key(&call, view, sizeof view);
     cr_assert_str_neq(plain, view);
     cr_assert(strstr(view, " view x30,240,6,1 "), "%s", view);
+}
+
+/* A strided batch of GEMMs is a call of its own: its key names the batch
+ * and strides (one matrix's key reads as before), its FLOPs and output
+ * count are the batch's; and pdnn_matmul issues one such call where the
+ * batch dims collapse (attention's {B,H,S,D} @ {B,H,D,S}), one per outer
+ * element where the broadcasts keep them apart. */
+static pdnn_tensor_desc mm_nd(int rank, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    pdnn_tensor_desc t = {PDNN_FLOAT32, PDNN_ND, {d0, d1, d2, d3, 1, 1, 1, 1}, rank};
+    return t;
+}
+
+Test(tuning_cache, batched_matmul_keys_flops_and_dispatches)
+{
+    pdnn__op_call call;
+    memset(&call, 0, sizeof call);
+    call.op = PDNN__OP_GEMM;
+    call.u.matmul.m = 197, call.u.matmul.n = 197, call.u.matmul.k = 64;
+    char one[256], batched[256], bcast[256];
+    pdnn__op_key(&call, one, sizeof one);
+    cr_assert_str_eq(one, "matmul f32 m197 n197 k64 t0,0");
+    const double f1 = pdnn__op_flops(&call);
+    call.u.matmul.batch = 12, call.u.matmul.stride_a = 197 * 64, call.u.matmul.stride_b = 64 * 197;
+    pdnn__op_key(&call, batched, sizeof batched);
+    cr_assert_str_eq(batched, "matmul f32 m197 n197 k64 t0,0 b12 s12608,12608");
+    cr_assert_float_eq(pdnn__op_flops(&call), 12.0 * f1, 1e-3);
+    size_t n = 0;
+    (void)pdnn__out_buf(&call, &n);
+    cr_assert_eq(n, (size_t)12 * 197 * 197);
+    call.u.matmul.stride_b = 0;
+    pdnn__op_key(&call, bcast, sizeof bcast);
+    cr_assert_str_neq(batched, bcast);
+
+    int64_t batch = 0;
+    pdnn_tensor_desc a = mm_nd(4, 1, 12, 197, 64), b = mm_nd(4, 1, 12, 64, 197);
+    cr_assert_eq(pdnn__matmul_dispatches(&a, &b, 0, 0, &batch), 1);
+    cr_assert_eq(batch, 12);
+    a = mm_nd(4, 64, 3, 49, 32), b = mm_nd(4, 64, 3, 49, 32); /* Swin's q @ k^T */
+    cr_assert_eq(pdnn__matmul_dispatches(&a, &b, 0, 1, &batch), 1);
+    cr_assert_eq(batch, 192);
+    /* {3,1} against {1,17}: a repeats along the inner dim, b along the
+     * outer: 3 dispatches of 17. */
+    a = mm_nd(4, 3, 1, 5, 4), b = mm_nd(4, 1, 17, 4, 6);
+    cr_assert_eq(pdnn__matmul_dispatches(&a, &b, 0, 0, &batch), 3);
+    cr_assert_eq(batch, 17);
+    /* b broadcast over a {2,3} batch: one strided batch of 6 (stride 0),
+     * or with a not transposed one GEMM of a's rows (a Linear layer). */
+    a = mm_nd(4, 2, 3, 4, 5), b = mm_nd(2, 4, 6, 1, 1);
+    cr_assert_eq(pdnn__matmul_dispatches(&a, &b, 1, 0, &batch), 1);
+    cr_assert_eq(batch, 6);
+    a = mm_nd(4, 2, 3, 5, 4);
+    cr_assert_eq(pdnn__matmul_dispatches(&a, &b, 0, 0, &batch), 1);
+    cr_assert_eq(batch, 1);
+    b = mm_nd(2, 3, 6, 1, 1);
+    cr_assert_eq(pdnn__matmul_dispatches(&a, &b, 0, 0, &batch), -1);
 }

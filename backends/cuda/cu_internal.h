@@ -120,7 +120,8 @@
     X(cublasSetStream)                                                                             \
     X(cublasSetMathMode)                                                                           \
     X(cublasGetStatusString)                                                                       \
-    X(cublasSgemm)
+    X(cublasSgemm)                                                                                 \
+    X(cublasSgemmStridedBatched)
 
 #define DECLARE_FN(fn) __typeof__(&fn) fn;
 #define DECLARE(fn) DECLARE_FN(fn)

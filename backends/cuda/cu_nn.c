@@ -151,9 +151,9 @@ static void cu_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *pla
 {
     (void)dev;
     const pdnn__matmul_call *c = &call->u.matmul;
-    if (!fits_int(c->m) || !fits_int(c->n) || !fits_int(c->k))
-        pdnn__plan_refuse(plan, "cuBLAS takes int sizes; this matmul is %lld x %lld x %lld", (long long)c->m,
-                          (long long)c->n, (long long)c->k);
+    if (!fits_int(c->m) || !fits_int(c->n) || !fits_int(c->k) || !fits_int(pdnn__matmul_batch(c)))
+        pdnn__plan_refuse(plan, "cuBLAS takes int sizes; this matmul is %lld x %lld x %lld, batch %lld",
+                          (long long)c->m, (long long)c->n, (long long)c->k, (long long)pdnn__matmul_batch(c));
 }
 
 static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -166,19 +166,27 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
     const int trans_a = mc->trans_a, trans_b = mc->trans_b;
     const pdnn__buf a = mc->a_buf, b = mc->b_buf, c = mc->c_buf;
     pdnn__cu_report_untuned(plan, rep);
-    if (!fits_int(m) || !fits_int(n) || !fits_int(k))
+    const int64_t nb = pdnn__matmul_batch(mc);
+    if (!fits_int(m) || !fits_int(n) || !fits_int(k) || !fits_int(nb))
         return too_large("matmul");
     pthread_mutex_lock(&d->lock);
     pdnn_status st = pdnn__cu_ensure_blas(d);
     if (st == PDNN_SUCCESS) {
         const float one = 1.0f, zero = 0.0f;
-        cublasStatus_t s = pdnn__cu_blas.cublasSgemm(d->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                     trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
-                                                     &one, (const float *)ptr(b), (int)(trans_b ? k : n),
-                                                     (const float *)ptr(a), (int)(trans_a ? m : k), &zero,
-                                                     (float *)ptr(c), (int)n);
+        const cublasOperation_t ob = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const int ldb = (int)(trans_b ? k : n), lda = (int)(trans_a ? m : k);
+        /* A batch in one call: B's and A's strides swap places as the
+         * operands do; a stride of 0 reads one matrix for all. */
+        cublasStatus_t s =
+            nb > 1 ? pdnn__cu_blas.cublasSgemmStridedBatched(d->blas, ob, oa, (int)n, (int)m, (int)k, &one,
+                                                             (const float *)ptr(b), ldb, (long long)mc->stride_b,
+                                                             (const float *)ptr(a), lda, (long long)mc->stride_a,
+                                                             &zero, (float *)ptr(c), (int)n, (long long)(m * n),
+                                                             (int)nb)
+                   : pdnn__cu_blas.cublasSgemm(d->blas, ob, oa, (int)n, (int)m, (int)k, &one, (const float *)ptr(b),
+                                               ldb, (const float *)ptr(a), lda, &zero, (float *)ptr(c), (int)n);
         if (s != CUBLAS_STATUS_SUCCESS)
-            st = pdnn__cu_blas_fail("cublasSgemm", s);
+            st = pdnn__cu_blas_fail(nb > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm", s);
     }
     pthread_mutex_unlock(&d->lock);
     return st;

@@ -583,7 +583,7 @@ static pdnn_status host_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t out
 }
 
 /* Row-major C = op(A) op(B); A is stored k x m when trans_a, B n x k
- * when trans_b. */
+ * when trans_b; for each matrix of the batch (backend.h). */
 static pdnn_status host_matmul(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                                pdnn__run_report *rep)
 {
@@ -591,18 +591,20 @@ static pdnn_status host_matmul(void *dev, const pdnn__op_call *call, const pdnn_
     const pdnn__matmul_call *mc = &call->u.matmul;
     const int64_t m = mc->m, n = mc->n, k = mc->k;
     const int trans_a = mc->trans_a, trans_b = mc->trans_b;
-    const float *pa = at(mc->a_buf), *pb = at(mc->b_buf);
-    float *pc = at(mc->c_buf);
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            double acc = 0.0;
-            for (int64_t p = 0; p < k; p++) {
-                const double av = trans_a ? pa[p * m + i] : pa[i * k + p];
-                const double bv = trans_b ? pb[j * k + p] : pb[p * n + j];
-                acc += av * bv;
+    for (int64_t t = 0; t < pdnn__matmul_batch(mc); t++) {
+        const float *pa = at(mc->a_buf) + t * mc->stride_a, *pb = at(mc->b_buf) + t * mc->stride_b;
+        float *pc = at(mc->c_buf) + t * m * n;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double acc = 0.0;
+                for (int64_t p = 0; p < k; p++) {
+                    const double av = trans_a ? pa[p * m + i] : pa[i * k + p];
+                    const double bv = trans_b ? pb[j * k + p] : pb[p * n + j];
+                    acc += av * bv;
+                }
+                pc[i * n + j] = (float)acc;
             }
-            pc[i * n + j] = (float)acc;
-        }
+    }
     return PDNN_SUCCESS;
 }
 

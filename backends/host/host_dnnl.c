@@ -695,17 +695,24 @@ static dnnl_status_t make_pool(pdnn__host_dnnl *s, const pdnn__op_call *call, dn
 }
 
 /* C = op(A) op(B), row-major; a transposed operand is read through its
- * strides (A: m x k of strides {1, m}; B: k x n of strides {1, k}). */
+ * strides (A: m x k of strides {1, m}; B: k x n of strides {1, k}). A
+ * batch is oneDNN's leading batch dim, of extent 1 for a broadcast
+ * operand (stride 0: oneDNN broadcasts a batch dim of 1). */
 static dnnl_status_t make_matmul(pdnn__host_dnnl *s, const pdnn__matmul_call *c, dn_entry *e)
 {
-    const int64_t ad[2] = {c->m, c->k}, bd[2] = {c->k, c->n}, cd[2] = {c->m, c->n};
-    const int64_t as[2] = {c->trans_a ? 1 : c->k, c->trans_a ? c->m : 1};
-    const int64_t bs[2] = {c->trans_b ? 1 : c->n, c->trans_b ? c->k : 1}, cs[2] = {c->n, 1};
-    dnnl_status_t st = md_strided(&e->md_x, 2, ad, as);
+    const int64_t nb = pdnn__matmul_batch(c);
+    const int64_t ad[3] = {c->stride_a ? nb : 1, c->m, c->k}, bd[3] = {c->stride_b ? nb : 1, c->k, c->n},
+                  cd[3] = {nb, c->m, c->n};
+    const int64_t as[3] = {c->stride_a ? c->stride_a : c->m * c->k, c->trans_a ? 1 : c->k, c->trans_a ? c->m : 1};
+    const int64_t bs[3] = {c->stride_b ? c->stride_b : c->k * c->n, c->trans_b ? 1 : c->n, c->trans_b ? c->k : 1},
+                  cs[3] = {c->m * c->n, c->n, 1};
+    /* One matrix keeps its 2-d descriptors (the batch dim dropped). */
+    const int nd = nb > 1 ? 3 : 2, o = 3 - nd;
+    dnnl_status_t st = md_strided(&e->md_x, nd, ad + o, as + o);
     if (st == dnnl_success)
-        st = md_strided(&e->md_w, 2, bd, bs);
+        st = md_strided(&e->md_w, nd, bd + o, bs + o);
     if (st == dnnl_success)
-        st = md_strided(&e->md_y, 2, cd, cs);
+        st = md_strided(&e->md_y, nd, cd + o, cs + o);
     dnnl_matmul_desc_t md;
     if (st == dnnl_success)
         st = dnnl_matmul_desc_init(&md, &e->md_x, &e->md_w, NULL, &e->md_y);
@@ -888,8 +895,9 @@ static void key_of(const pdnn__op_call *call, int64_t key[DN_KEY])
         return;
     if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
-        const int64_t v[5] = {c->m, c->n, c->k, c->trans_a, c->trans_b};
-        put64(key, i, v, 5);
+        const int64_t v[8] = {c->m, c->n, c->k, c->trans_a, c->trans_b, pdnn__matmul_batch(c), c->stride_a,
+                              c->stride_b};
+        put64(key, i, v, 8);
     } else if (pdnn__op_is_conv(call->op)) {
         const pdnn__conv2d_call *c = &call->u.conv2d;
         const int64_t sz[10] = {c->n, c->c, c->h, c->w, c->k, c->r, c->s, c->p, c->q, c->groups};

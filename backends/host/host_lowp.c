@@ -134,9 +134,10 @@ static int list_bufs(pdnn__op_call *call, lowp_buf *l)
         return n;
     case PDNN__OP_GEMM: {
         pdnn__matmul_call *c = &k->u.matmul;
-        ADD(c->a_buf, c->m * c->k, IN);
-        ADD(c->b_buf, c->k * c->n, IN);
-        ADD(c->c_buf, c->m * c->n, OUT);
+        const int64_t nb = pdnn__matmul_batch(c) - 1; /* the last matrix's offsets (backend.h) */
+        ADD(c->a_buf, nb * c->stride_a + c->m * c->k, IN);
+        ADD(c->b_buf, nb * c->stride_b + c->k * c->n, IN);
+        ADD(c->c_buf, (nb + 1) * c->m * c->n, OUT);
         return n;
     }
     case PDNN__OP_SCALE:

@@ -22,13 +22,14 @@ enum { BLAST_TILE = 128 };
 
 static int64_t blast_pad(int64_t v) { return (v + BLAST_TILE - 1) / BLAST_TILE * BLAST_TILE; }
 
-int pdnn__cl_blast_fits(const cl_dev *d, int64_t m, int64_t n, int64_t k, int64_t last, pdnn__plan *plan)
+int pdnn__cl_blast_fits(const cl_dev *d, int64_t m, int64_t n, int64_t k, int64_t batch, int64_t last,
+                        pdnn__plan *plan)
 {
     if (m <= 0 || n <= 0 || k <= 0) {
         pdnn__plan_refuse(plan, "CLBlast rejects empty sizes");
         return 0;
     }
-    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || last > INT32_MAX) {
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX || last > INT32_MAX) {
         pdnn__plan_refuse(plan, "CLBlast indexes in int: a %lld x %lld x %lld product reaching element %lld is past "
                                 "2^31",
                           (long long)m, (long long)n, (long long)k, (long long)last);
@@ -40,10 +41,11 @@ int pdnn__cl_blast_fits(const cl_dev *d, int64_t m, int64_t n, int64_t k, int64_
     const int64_t pm = blast_pad(m), pn = blast_pad(n), pk = blast_pad(k);
     const int64_t mats[3] = {pm * pk, pk * pn, pm * pn}; /* each < 2^62: the sizes are < 2^31 */
     for (int i = 0; i < 3; i++)
-        if (mats[i] > INT32_MAX || (max_alloc && (uint64_t)mats[i] * sizeof(float) > max_alloc)) {
-            pdnn__plan_refuse(plan, "CLBlast pads a %lld x %lld x %lld product to %lld-float temporary matrices, "
-                                    "past its int indices or the device's largest allocation (%llu bytes)",
-                              (long long)m, (long long)n, (long long)k, (long long)mats[i],
+        if (mats[i] > INT32_MAX / batch || (max_alloc && (uint64_t)(mats[i] * batch) * sizeof(float) > max_alloc)) {
+            pdnn__plan_refuse(plan, "CLBlast pads a %lld x %lld x %lld product to %lld-float temporary matrices "
+                                    "(%lld of them), past its int indices or the device's largest allocation (%llu "
+                                    "bytes)",
+                              (long long)m, (long long)n, (long long)k, (long long)mats[i], (long long)batch,
                               (unsigned long long)max_alloc);
             return 0;
         }
@@ -75,7 +77,7 @@ int pdnn__cl_im2col_plan(const cl_dev *d, const pdnn__conv2d_call *c, pdnn__plan
         return 0;
     }
     /* Its GEMMs multiply the same three sizes in some order. */
-    if (!pdnn__cl_blast_fits(d, c->k / c->groups, pq, cpg * rs, f, plan))
+    if (!pdnn__cl_blast_fits(d, c->k / c->groups, pq, cpg * rs, 1, f, plan))
         return 0;
     plan->supported = 1;
     plan->workspace = (size_t)f * sizeof(float);

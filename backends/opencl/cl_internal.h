@@ -160,10 +160,13 @@ pdnn_status pdnn__cl_launch_checked(cl_dev *d, cl_kernel k, const char *name, cl
  * they run c), and a CLBlast status (CLBlastStatusCode) as polydnn's. */
 int pdnn__cl_im2col_plan(const cl_dev *d, const pdnn__conv2d_call *c, pdnn__plan *plan);
 pdnn_status pdnn__cl_blast_status(int bs);
-/* 1 if CLBlast's SGEMM can take an m x n x k product whose matrices reach
- * element last (offsets included) of their buffers; else plan refused,
- * saying which limit (CLBlast aborts the process past them). */
-int pdnn__cl_blast_fits(const cl_dev *d, int64_t m, int64_t n, int64_t k, int64_t last, pdnn__plan *plan);
+/* 1 if CLBlast's SGEMM can take a batch (1: one) of m x n x k products
+ * whose matrices reach element last (offsets included) of their buffers
+ * (its strided batch pads every matrix of the batch into temporaries);
+ * else plan refused, saying which limit (CLBlast aborts the process past
+ * them). */
+int pdnn__cl_blast_fits(const cl_dev *d, int64_t m, int64_t n, int64_t k, int64_t batch, int64_t last,
+                        pdnn__plan *plan);
 /* The same check at run time, for a workspace whose offset plan did not
  * know: an error instead of the call. */
 pdnn_status pdnn__cl_blast_reach(int64_t last);

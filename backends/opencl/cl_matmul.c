@@ -14,7 +14,11 @@
  *   untuned SGEMM for the fully connected layers of Deep MNIST.
  * clblast: CLBlast's SGEMM, where the build has CLBlast.
  * naive: one work-item per element of C; also empty sizes (k == 0 writes
- *   zeros), which the others refuse. */
+ *   zeros), which the others refuse.
+ * A batch (pdnn__matmul_call's batch and strides) is one launch: tiled's
+ * and naive's kernels take it as the NDRange's second dimension, clblast
+ * runs CLBlast's strided-batched SGEMM, conv_gemm its convolution once
+ * per matrix. */
 #include "backends/opencl/cl_internal.h"
 
 #ifdef PDNN_HAVE_CLBLAST
@@ -79,6 +83,10 @@ static void conv_gemm_plan(void *dev, const pdnn__op_call *call, pdnn__plan *pla
         return;
     }
     plan->workspace = ip.workspace;
+    /* A batch is a launch per matrix here: after the algorithms that run
+     * it in one (tiled 40, clblast 30) where conv_gemm leads. */
+    if (pdnn__matmul_batch(mc) > 1 && plan->rank < 50)
+        plan->rank = 50;
     plan->search = ip.search;
     plan->config = ip.config;
     snprintf(plan->config_name, sizeof plan->config_name, "%s", ip.config_name);
@@ -96,7 +104,17 @@ static pdnn_status conv_gemm_run(void *dev, const pdnn__op_call *call, const pdn
     const pdnn__algo *a = conv_gemm_inner(dev, &in, &ip);
     if (!ip.supported)
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: conv_gemm: %s", ip.why);
-    return a->run(dev, &in, &ip, ws, rep);
+    /* A batch: the same convolution on each matrix's views. */
+    const pdnn__matmul_call *mc = &call->u.matmul;
+    const size_t es = sizeof(float);
+    pdnn_status st = PDNN_SUCCESS;
+    for (int64_t t = 0; t < pdnn__matmul_batch(mc) && st == PDNN_SUCCESS; t++) {
+        in.u.conv2d.x_buf.offset = mc->a_buf.offset + (size_t)(t * mc->stride_a) * es;
+        in.u.conv2d.w_buf.offset = mc->b_buf.offset + (size_t)(t * mc->stride_b) * es;
+        in.u.conv2d.y_buf.offset = mc->c_buf.offset + (size_t)(t * mc->m * mc->n) * es;
+        st = a->run(dev, &in, &ip, ws, rep);
+    }
+    return st;
 }
 
 const pdnn__algo pdnn__cl_algo_matmul_conv_gemm = {
@@ -110,10 +128,15 @@ const pdnn__algo pdnn__cl_algo_matmul_conv_gemm = {
 
 /* ---- tiled ------------------------------------------------------------------ */
 
-/* Bytes of gemm_nn's packed B: k rows of every 16-column panel. */
+/* Elements of one matrix's packed B for gemm_nn: k rows of every
+ * 16-column panel. */
+static int64_t packed_elems(const pdnn__matmul_call *mc) { return (mc->n + 15) / 16 * 16 * mc->k; }
+
+/* Bytes of gemm_nn's packed B: one per matrix of the batch, one in all
+ * where B is broadcast. */
 static size_t packed_bytes(const pdnn__matmul_call *mc)
 {
-    return (size_t)((mc->n + 15) / 16) * 16 * (size_t)mc->k * sizeof(float);
+    return (size_t)(mc->stride_b ? pdnn__matmul_batch(mc) : 1) * (size_t)packed_elems(mc) * sizeof(float);
 }
 
 static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -127,9 +150,10 @@ static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
         pdnn__plan_refuse(plan, "tiled runs op(A) op(B) unless both are transposed");
         return;
     }
-    if (mc->m > INT_MAX / 2 || mc->n > INT_MAX / 2 || mc->k > INT_MAX / 2) {
-        pdnn__plan_refuse(plan, "tiled takes sizes below 2^30; this matmul is %lld x %lld x %lld", (long long)mc->m,
-                          (long long)mc->n, (long long)mc->k);
+    if (mc->m > INT_MAX / 2 || mc->n > INT_MAX / 2 || mc->k > INT_MAX / 2 || pdnn__matmul_batch(mc) > INT_MAX) {
+        pdnn__plan_refuse(plan, "tiled takes sizes below 2^30 and batches below 2^31; this matmul is %lld x %lld x "
+                          "%lld, batch %lld",
+                          (long long)mc->m, (long long)mc->n, (long long)mc->k, (long long)pdnn__matmul_batch(mc));
         return;
     }
     if (!mc->trans_b)
@@ -139,9 +163,10 @@ static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 }
 
 /* Sets kernel name's arguments from values (their sizes in sizes) and
- * launches it over total items, under d->lock. */
+ * launches it over total items for each of batch matrices (the second
+ * dimension), under d->lock. */
 static pdnn_status launch(cl_dev *d, const char *name, int n_args, void *const *values, const size_t *sizes,
-                          int64_t total)
+                          int64_t total, int64_t batch)
 {
     cl_kernel kern = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, name, &kern);
@@ -155,7 +180,17 @@ static pdnn_status launch(cl_dev *d, const char *name, int n_args, void *const *
             return pdnn__cl_fail(what, err);
         }
     }
-    return pdnn__cl_launch(d, kern, name, total);
+    if (total <= 0)
+        return PDNN_SUCCESS;
+    const size_t local[2] = {pdnn__cl_wg_cap(d, kern, 64), 1};
+    const size_t global[2] = {((size_t)total + local[0] - 1) / local[0] * local[0], (size_t)batch};
+    const cl_int err = clEnqueueNDRangeKernel(d->queue, kern, 2, NULL, global, local, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char what[64];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", name);
+        return pdnn__cl_fail(what, err);
+    }
+    return PDNN_SUCCESS;
 }
 
 static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
@@ -168,34 +203,41 @@ static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__p
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, cmem = c->c_buf.region, wm = ws.region;
     cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), co = elem_off(c->c_buf), wo = elem_off(ws);
     cl_long ldc = c->n;
+    const int64_t nb = pdnn__matmul_batch(c);
+    /* The batch strides (0 for one matrix); C's matrices are dense. */
+    cl_long sa = nb > 1 ? c->stride_a : 0, sb = nb > 1 ? c->stride_b : 0, sc = c->m * c->n;
     pdnn_status st;
     pthread_mutex_lock(&d->lock);
     if (c->trans_b && m == 1) { /* gemv_nt: one row of A */
         cl_long ldb = c->k;
-        void *const v[] = {&am, &ao, &bm, &bo, &ldb, &cmem, &co, &n, &k};
+        void *const v[] = {&am, &ao, &bm, &bo, &ldb, &cmem, &co, &n, &k, &sa, &sb, &sc};
         const size_t z[] = {sizeof am, sizeof ao, sizeof bm, sizeof bo, sizeof ldb, sizeof cmem, sizeof co,
-                            sizeof n, sizeof k};
-        st = launch(d, "gemv_nt", 9, v, z, (int64_t)((n + 7) / 8));
+                            sizeof n, sizeof k, sizeof sa, sizeof sb, sizeof sc};
+        st = launch(d, "gemv_nt", 12, v, z, (int64_t)((n + 7) / 8), nb);
     } else if (c->trans_b) { /* gemm_nt: A's rows and B's stored rows run along the sum */
         cl_long lda = c->k, ldb = c->k;
         cl_int n_rt = (m + 2) / 3;
-        void *const v[] = {&am, &ao, &lda, &bm, &bo, &ldb, &cmem, &co, &ldc, &m, &n, &k, &n_rt};
+        void *const v[] = {&am, &ao, &lda, &bm, &bo, &ldb, &cmem, &co, &ldc, &m, &n, &k, &n_rt, &sa, &sb, &sc};
         const size_t z[] = {sizeof am, sizeof ao, sizeof lda, sizeof bm, sizeof bo, sizeof ldb, sizeof cmem,
-                            sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt};
-        st = launch(d, "gemm_nt", 13, v, z, (int64_t)n_rt * ((n + 3) / 4));
+                            sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt, sizeof sa,
+                            sizeof sb, sizeof sc};
+        st = launch(d, "gemm_nt", 16, v, z, (int64_t)n_rt * ((n + 3) / 4), nb);
     } else {
-        cl_long ldb = c->n;
-        void *const pv[] = {&bm, &bo, &ldb, &wm, &wo, &k, &n};
-        const size_t pz[] = {sizeof bm, sizeof bo, sizeof ldb, sizeof wm, sizeof wo, sizeof k, sizeof n};
-        st = launch(d, "gemm_pack_b", 7, pv, pz, (int64_t)k * ((n + 15) / 16));
+        /* B packed once per matrix, once in all where it is broadcast. */
+        cl_long ldb = c->n, sbp = sb ? packed_elems(c) : 0;
+        void *const pv[] = {&bm, &bo, &ldb, &wm, &wo, &k, &n, &sb, &sbp};
+        const size_t pz[] = {sizeof bm, sizeof bo, sizeof ldb, sizeof wm, sizeof wo, sizeof k, sizeof n, sizeof sb,
+                             sizeof sbp};
+        st = launch(d, "gemm_pack_b", 9, pv, pz, (int64_t)k * ((n + 15) / 16), sb ? nb : 1);
         /* A(i, p): A stored m x k, or k x m when transposed */
         cl_long as_i = c->trans_a ? 1 : c->k, as_p = c->trans_a ? c->m : 1;
         cl_int n_rt = (m + 5) / 6;
-        void *const v[] = {&am, &ao, &as_i, &as_p, &wm, &wo, &cmem, &co, &ldc, &m, &n, &k, &n_rt};
+        void *const v[] = {&am, &ao, &as_i, &as_p, &wm, &wo, &cmem, &co, &ldc, &m, &n, &k, &n_rt, &sa, &sbp, &sc};
         const size_t z[] = {sizeof am, sizeof ao, sizeof as_i, sizeof as_p, sizeof wm, sizeof wo, sizeof cmem,
-                            sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt};
+                            sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt, sizeof sa,
+                            sizeof sbp, sizeof sc};
         if (st == PDNN_SUCCESS)
-            st = launch(d, "gemm_nn", 13, v, z, (int64_t)n_rt * ((n + 15) / 16));
+            st = launch(d, "gemm_nn", 16, v, z, (int64_t)n_rt * ((n + 15) / 16), nb);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
@@ -216,29 +258,39 @@ const pdnn__algo pdnn__cl_algo_matmul_tiled = {
 static void clblast_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     const pdnn__matmul_call *mc = &call->u.matmul;
-    int64_t last = elem_off(mc->a_buf) + mc->m * mc->k;
-    if (elem_off(mc->b_buf) + mc->k * mc->n > last)
-        last = elem_off(mc->b_buf) + mc->k * mc->n;
-    if (elem_off(mc->c_buf) + mc->m * mc->n > last)
-        last = elem_off(mc->c_buf) + mc->m * mc->n;
-    pdnn__cl_blast_fits(dev, mc->m, mc->n, mc->k, last, plan);
+    const int64_t nb = pdnn__matmul_batch(mc) - 1; /* the last matrix's offsets */
+    int64_t last = elem_off(mc->a_buf) + nb * mc->stride_a + mc->m * mc->k;
+    if (elem_off(mc->b_buf) + nb * mc->stride_b + mc->k * mc->n > last)
+        last = elem_off(mc->b_buf) + nb * mc->stride_b + mc->k * mc->n;
+    if (elem_off(mc->c_buf) + (nb + 1) * mc->m * mc->n > last)
+        last = elem_off(mc->c_buf) + (nb + 1) * mc->m * mc->n;
+    pdnn__cl_blast_fits(dev, mc->m, mc->n, mc->k, nb + 1, last, plan);
 }
 
 /* Row-major SGEMM with element offsets; leading dimensions are the stored
- * row lengths. */
+ * row lengths. A batch is one strided-batched call. */
 static pdnn_status clblast_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
                                pdnn__run_report *rep)
 {
     (void)plan, (void)ws, (void)rep;
     cl_dev *d = dev;
     const pdnn__matmul_call *c = &call->u.matmul;
+    const CLBlastTranspose ta = c->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
+                           tb = c->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const size_t lda = (size_t)(c->trans_a ? c->m : c->k), ldb = (size_t)(c->trans_b ? c->k : c->n);
     pthread_mutex_lock(&d->lock);
-    CLBlastStatusCode bs = CLBlastSgemm(
-        CLBlastLayoutRowMajor, c->trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
-        c->trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, (size_t)c->m, (size_t)c->n, (size_t)c->k, 1.0f,
-        (cl_mem)c->a_buf.region, (size_t)elem_off(c->a_buf), (size_t)(c->trans_a ? c->m : c->k),
-        (cl_mem)c->b_buf.region, (size_t)elem_off(c->b_buf), (size_t)(c->trans_b ? c->k : c->n), 0.0f,
-        (cl_mem)c->c_buf.region, (size_t)elem_off(c->c_buf), (size_t)c->n, &d->queue, NULL);
+    CLBlastStatusCode bs =
+        pdnn__matmul_batch(c) > 1
+            ? CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, (size_t)c->m, (size_t)c->n, (size_t)c->k, 1.0f,
+                                         (cl_mem)c->a_buf.region, (size_t)elem_off(c->a_buf), lda,
+                                         (size_t)c->stride_a, (cl_mem)c->b_buf.region, (size_t)elem_off(c->b_buf),
+                                         ldb, (size_t)c->stride_b, 0.0f, (cl_mem)c->c_buf.region,
+                                         (size_t)elem_off(c->c_buf), (size_t)c->n, (size_t)(c->m * c->n),
+                                         (size_t)c->batch, &d->queue, NULL)
+            : CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, (size_t)c->m, (size_t)c->n, (size_t)c->k, 1.0f,
+                           (cl_mem)c->a_buf.region, (size_t)elem_off(c->a_buf), lda, (cl_mem)c->b_buf.region,
+                           (size_t)elem_off(c->b_buf), ldb, 0.0f, (cl_mem)c->c_buf.region, (size_t)elem_off(c->c_buf),
+                           (size_t)c->n, &d->queue, NULL);
     pthread_mutex_unlock(&d->lock);
     return pdnn__cl_blast_status(bs);
 }
@@ -263,34 +315,19 @@ static pdnn_status naive_run(void *dev, const pdnn__op_call *call, const pdnn__p
     (void)plan, (void)ws, (void)rep;
     cl_dev *d = dev;
     const pdnn__matmul_call *c = &call->u.matmul;
-    pthread_mutex_lock(&d->lock);
-    cl_kernel kern = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, "matmul_naive", &kern);
-    if (st != PDNN_SUCCESS) {
-        pthread_mutex_unlock(&d->lock);
-        return st;
-    }
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, cm = c->c_buf.region;
     cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), co = elem_off(c->c_buf);
     cl_long m_arg = c->m, n_arg = c->n, k_arg = c->k;
+    const int64_t nb = pdnn__matmul_batch(c);
+    cl_long sa = nb > 1 ? c->stride_a : 0, sb = nb > 1 ? c->stride_b : 0;
     cl_int2 trans;
     trans.s[0] = c->trans_a != 0;
     trans.s[1] = c->trans_b != 0;
-    cl_int err = CL_SUCCESS;
-    SET_ARG(kern, 0, am);
-    SET_ARG(kern, 1, ao);
-    SET_ARG(kern, 2, bm);
-    SET_ARG(kern, 3, bo);
-    SET_ARG(kern, 4, cm);
-    SET_ARG(kern, 5, co);
-    SET_ARG(kern, 6, m_arg);
-    SET_ARG(kern, 7, n_arg);
-    SET_ARG(kern, 8, k_arg);
-    SET_ARG(kern, 9, trans);
-    if (err != CL_SUCCESS)
-        st = pdnn__cl_fail("clSetKernelArg(matmul_naive)", err);
-    else if (c->m * c->n > 0)
-        st = pdnn__cl_launch(d, kern, "matmul_naive", c->m * c->n);
+    void *const v[] = {&am, &ao, &bm, &bo, &cm, &co, &m_arg, &n_arg, &k_arg, &trans, &sa, &sb};
+    const size_t z[] = {sizeof am, sizeof ao, sizeof bm, sizeof bo, sizeof cm, sizeof co, sizeof m_arg,
+                        sizeof n_arg, sizeof k_arg, sizeof trans, sizeof sa, sizeof sb};
+    pthread_mutex_lock(&d->lock);
+    const pdnn_status st = launch(d, "matmul_naive", 12, v, z, c->m * c->n, nb);
     pthread_mutex_unlock(&d->lock);
     return st;
 }

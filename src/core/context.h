@@ -161,5 +161,9 @@ int pdnn__concat_compatible(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b
 int pdnn__binary_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, pdnn_tensor_desc *y);
 int pdnn__matmul_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int trans_a, int trans_b,
                           pdnn_tensor_desc *c, char *buf, size_t len);
+/* How many GEMM dispatches pdnn_matmul issues for a and b (each a
+ * strided batch of *batch matrices); -1 where they do not fit. */
+int64_t pdnn__matmul_dispatches(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int trans_a, int trans_b,
+                                int64_t *batch);
 
 #endif

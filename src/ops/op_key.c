@@ -129,8 +129,11 @@ static void op_key_of(const pdnn__op_call *call, char *buf, size_t len)
         index_key(call, buf, len);
     } else if (call->op == PDNN__OP_GEMM) {
         const pdnn__matmul_call *c = &call->u.matmul;
-        snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n, (long long)c->k,
-                 c->trans_a, c->trans_b);
+        const int at = snprintf(buf, len, "matmul f32 m%lld n%lld k%lld t%d,%d", (long long)c->m, (long long)c->n,
+                                (long long)c->k, c->trans_a, c->trans_b);
+        if (pdnn__matmul_batch(c) > 1 && at >= 0 && (size_t)at < len) /* one matrix's key reads as before */
+            snprintf(buf + at, len - (size_t)at, " b%lld s%lld,%lld", (long long)c->batch, (long long)c->stride_a,
+                     (long long)c->stride_b);
     } else if (call->op == PDNN__OP_CAST) {
         snprintf(buf, len, "cast %d>%d n%lld", (int)call->u.cast.from, (int)call->u.cast.to, (long long)call->u.cast.n);
     } else {
@@ -193,7 +196,8 @@ double pdnn__op_flops(const pdnn__op_call *call)
         return (double)n;
     }
     if (call->op == PDNN__OP_GEMM)
-        return 2.0 * (double)call->u.matmul.m * (double)call->u.matmul.n * (double)call->u.matmul.k;
+        return 2.0 * (double)pdnn__matmul_batch(&call->u.matmul) * (double)call->u.matmul.m *
+               (double)call->u.matmul.n * (double)call->u.matmul.k;
     /* The training ops: elements touched. */
     if (call->op == PDNN__OP_RELU_BWD)
         return (double)call->u.relu_bwd.n;
@@ -243,7 +247,9 @@ pdnn__buf pdnn__out_buf(const pdnn__op_call *call, size_t *n)
         *n = (size_t)pdnn__binary_elements(&call->u.binary);
         return call->u.binary.y_buf;
     }
-    case PDNN__OP_GEMM: *n = (size_t)(call->u.matmul.m * call->u.matmul.n); return call->u.matmul.c_buf;
+    case PDNN__OP_GEMM:
+        *n = (size_t)(pdnn__matmul_batch(&call->u.matmul) * call->u.matmul.m * call->u.matmul.n);
+        return call->u.matmul.c_buf;
     case PDNN__OP_PAD: {
         const pdnn__pad_call *p = &call->u.pad;
         *n = (size_t)(p->dims[0] * p->dims[1] * (p->dims[2] + p->pads[0] + p->pads[2]) *

@@ -506,15 +506,19 @@ static pdnn_status check_matrix(const pdnn_tensor *t, const char *name)
                        name, pdnn__desc_string(&t->desc, dd, sizeof dd));
 }
 
-/* One C = op(A) op(B) over buffers at element offsets from a, b, c. */
+/* C = op(A) op(B) over buffers at element offsets from a, b, c, for a
+ * batch of matrices sa and sb elements apart in a and b (0: broadcast),
+ * m * n apart in c: one dispatch. */
 static pdnn_status matmul_one(const pdnn_tensor *a, const pdnn_tensor *b, pdnn_tensor *c, int64_t m, int64_t n,
-                              int64_t k, int trans_a, int trans_b, int64_t ao, int64_t bo, int64_t co)
+                              int64_t k, int trans_a, int trans_b, int64_t ao, int64_t bo, int64_t co, int64_t batch,
+                              int64_t sa, int64_t sb)
 {
     pdnn__op_call call;
     memset(&call, 0, sizeof call);
     call.op = PDNN__OP_GEMM;
     call.dtype = a->desc.dtype;
-    call.u.matmul = (pdnn__matmul_call){m, n, k, trans_a != 0, trans_b != 0, a->block.buf, b->block.buf, c->block.buf};
+    call.u.matmul = (pdnn__matmul_call){m,  n,           k,           trans_a != 0, trans_b != 0, a->block.buf,
+                                        b->block.buf, c->block.buf, batch,       sa,           sb};
     const size_t es = pdnn__dtype_size(a->desc.dtype);
     call.u.matmul.a_buf.offset += (size_t)ao * es;
     call.u.matmul.b_buf.offset += (size_t)bo * es;
@@ -586,10 +590,81 @@ int pdnn__matmul_nd_shape(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, 
     return fits;
 }
 
+/* How matmul_nd runs numpy's matmul of a and b (want: its shape): the
+ * GEMM's m, n, k, and either one GEMM of all the batch's rows (a Linear
+ * layer over a sequence: linear) or the batch dims merged into runs that
+ * one strided-batch dispatch covers, g[0] the innermost: a dim joins the
+ * run inside it when each operand's stride is the run's stride times the
+ * run's extent (both 0 where broadcast); c is dense, so it never splits
+ * a run. ng 0: every batch dim is 1. */
+typedef struct matmul_run {
+    int64_t n, sa, sb, sc;
+} matmul_run;
+
+typedef struct matmul_split {
+    int64_t m, n, k, total;
+    int linear, ng;
+    matmul_run g[PDNN_MAX_RANK];
+} matmul_split;
+
+static void split_matmul(const pdnn_tensor_desc *ad_, const pdnn_tensor_desc *bd_, int trans_a, int trans_b,
+                         const pdnn_tensor_desc *want, matmul_split *s)
+{
+    const int ra = mat_rank(ad_), rb = mat_rank(bd_);
+    const int64_t *ad = ad_->dims, *bd = bd_->dims;
+    const int64_t ar = ra == 1 ? 1 : ad[ra - 2], ac = ad[ra - 1], br = rb == 1 ? bd[0] : bd[rb - 2],
+                  bc = rb == 1 ? 1 : bd[rb - 1];
+    const int64_t m = trans_a ? ac : ar, k = trans_a ? ar : ac, n = trans_b ? br : bc;
+    const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbatch = na > nb ? na : nb;
+    memset(s, 0, sizeof *s);
+    s->m = m, s->n = n, s->k = k;
+    /* Batch strides of a and b in elements (0 where broadcast). */
+    int64_t as[PDNN_MAX_RANK], bs[PDNN_MAX_RANK], total = 1, a_total = 1, b_total = 1, sa = m * k, sb = k * n;
+    for (int i = nbatch - 1; i >= 0; i--) {
+        const int64_t x = batch_dim(ad, na, nbatch, i), y = batch_dim(bd, nb, nbatch, i);
+        as[i] = x == 1 ? 0 : sa;
+        bs[i] = y == 1 ? 0 : sb;
+        sa *= x, sb *= y;
+        total *= want->dims[i], a_total *= x, b_total *= y;
+    }
+    s->total = total;
+    s->linear = b_total == 1 && a_total == total && !trans_a; /* the batch's rows are one op(A) */
+    int64_t sc = m * n;
+    for (int i = nbatch - 1; i >= 0 && !s->linear; i--) {
+        if (want->dims[i] == 1)
+            continue;
+        matmul_run *r = s->ng ? &s->g[s->ng - 1] : NULL;
+        if (r && as[i] == r->sa * r->n && bs[i] == r->sb * r->n)
+            r->n *= want->dims[i];
+        else
+            s->g[s->ng++] = (matmul_run){want->dims[i], as[i], bs[i], sc};
+        sc *= want->dims[i];
+    }
+}
+
+int64_t pdnn__matmul_dispatches(const pdnn_tensor_desc *a, const pdnn_tensor_desc *b, int trans_a, int trans_b,
+                                int64_t *batch)
+{
+    char why[512];
+    pdnn_tensor_desc want;
+    matmul_split s;
+    *batch = 1;
+    if (!pdnn__matmul_nd_shape(a, b, trans_a, trans_b, &want, why, sizeof why))
+        return -1;
+    split_matmul(a, b, trans_a, trans_b, &want, &s);
+    if (s.linear || s.ng == 0)
+        return 1;
+    if (s.total == 0)
+        return 0;
+    *batch = s.g[0].n;
+    return s.total / s.g[0].n;
+}
+
 /* numpy's matmul over N-d operands (any of a, b, c ND; pdnn_matmul's
- * comment): one GEMM per batch element, or one GEMM where b is a single
- * matrix and op(A) the rows of a's whole batch (a Linear layer over a
- * sequence). */
+ * comment): one strided-batch GEMM per element of the outer runs
+ * (split_matmul: one in all where the batch dims collapse, as attention's
+ * {B,H,S,D} @ {B,H,D,S} do), or one GEMM where b is a single matrix and
+ * op(A) the rows of a's whole batch. */
 static pdnn_status matmul_nd(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b, pdnn_tensor *c)
 {
     static const char op[] = "pdnn_matmul";
@@ -607,36 +682,33 @@ static pdnn_status matmul_nd(const pdnn_tensor *a, const pdnn_tensor *b, int tra
     if ((st = pdnn__check_alias(op, c, "c", a, "a", 0)) != PDNN_SUCCESS ||
         (st = pdnn__check_alias(op, c, "c", b, "b", 0)) != PDNN_SUCCESS)
         return st;
-    const int ra = mat_rank(&a->desc), rb = mat_rank(&b->desc);
-    const int64_t *ad = a->desc.dims, *bd = b->desc.dims;
-    const int64_t ar = ra == 1 ? 1 : ad[ra - 2], ac = ad[ra - 1], br = rb == 1 ? bd[0] : bd[rb - 2],
-                  bc = rb == 1 ? 1 : bd[rb - 1];
-    const int64_t m = trans_a ? ac : ar, k = trans_a ? ar : ac, n = trans_b ? br : bc;
-    const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbatch = na > nb ? na : nb;
-    /* Batch strides of a and b in elements (0 where broadcast). */
-    int64_t as[PDNN_MAX_RANK], bs[PDNN_MAX_RANK], total = 1, a_total = 1, b_total = 1, sa = m * k, sb = k * n;
-    for (int i = nbatch - 1; i >= 0; i--) {
-        const int64_t x = batch_dim(ad, na, nbatch, i), y = batch_dim(bd, nb, nbatch, i);
-        as[i] = x == 1 ? 0 : sa;
-        bs[i] = y == 1 ? 0 : sb;
-        sa *= x, sb *= y;
-        total *= want.dims[i], a_total *= x, b_total *= y;
-    }
-    if (b_total == 1 && a_total == total && !trans_a) /* the batch's rows are one op(A) */
-        return matmul_one(a, b, c, m * total, n, k, 0, trans_b, 0, 0, 0);
-    int64_t idx[PDNN_MAX_RANK] = {0}, ao = 0, bo = 0;
-    for (int64_t t = 0; t < total; t++) {
-        if ((st = matmul_one(a, b, c, m, n, k, trans_a, trans_b, ao, bo, t * m * n)) != PDNN_SUCCESS)
+    matmul_split s;
+    split_matmul(&a->desc, &b->desc, trans_a, trans_b, &want, &s);
+    const int64_t m = s.m, n = s.n, k = s.k;
+    if (s.linear)
+        return matmul_one(a, b, c, m * s.total, n, k, 0, trans_b, 0, 0, 0, 1, 0, 0);
+    if (s.total == 0) /* an empty batch: nothing to write */
+        return PDNN_SUCCESS;
+    if (s.ng == 0) /* every batch dim is 1 */
+        return matmul_one(a, b, c, m, n, k, trans_a, trans_b, 0, 0, 0, 1, 0, 0);
+    /* The outer runs' elements, in order (g[1] fastest). */
+    const matmul_run *g = s.g;
+    int64_t idx[PDNN_MAX_RANK] = {0}, ao = 0, bo = 0, co = 0;
+    for (;;) {
+        if ((st = matmul_one(a, b, c, m, n, k, trans_a, trans_b, ao, bo, co, g[0].n, g[0].sa, g[0].sb)) !=
+            PDNN_SUCCESS)
             return st;
-        for (int i = nbatch - 1; i >= 0; i--) {
-            ao += as[i], bo += bs[i];
-            if (++idx[i] < want.dims[i])
+        int i = 1;
+        for (; i < s.ng; i++) {
+            ao += g[i].sa, bo += g[i].sb, co += g[i].sc;
+            if (++idx[i] < g[i].n)
                 break;
-            ao -= as[i] * want.dims[i], bo -= bs[i] * want.dims[i];
+            ao -= g[i].sa * g[i].n, bo -= g[i].sb * g[i].n, co -= g[i].sc * g[i].n;
             idx[i] = 0;
         }
+        if (i == s.ng)
+            return PDNN_SUCCESS;
     }
-    return PDNN_SUCCESS;
 }
 
 pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a, int trans_b, pdnn_tensor *c)
@@ -666,7 +738,7 @@ pdnn_status pdnn_matmul(const pdnn_tensor *a, const pdnn_tensor *b, int trans_a,
     if (c->desc.dims[0] != m || c->desc.dims[1] != n)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_matmul: c is %lld x %lld; expected %lld x %lld",
                            (long long)c->desc.dims[0], (long long)c->desc.dims[1], (long long)m, (long long)n);
-    return matmul_one(a, b, c, m, n, k, trans_a, trans_b, 0, 0, 0);
+    return matmul_one(a, b, c, m, n, k, trans_a, trans_b, 0, 0, 0, 1, 0, 0);
 }
 
 pdnn_status pdnn_reshape(const pdnn_tensor *x, pdnn_tensor *y)
