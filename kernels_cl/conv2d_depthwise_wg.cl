@@ -53,12 +53,23 @@
 #define TQ 4
 #endif
 
-/* Bias, residual and relu of output element (k, at y offset YO), stored. */
-#define DWG_STORE(V, K_, YO)                                                                       \
+/* Both kernels' arguments (cl_depthwise_wg.c sets them): the tensors and
+ * their offsets, the strides, in_dims N, C, H, W; out_dims K, P, Q, the
+ * multiplier m; filt R, S, has bias, relu word; geom stride h, w,
+ * dilation h, w; pad top, left, has residual; tdims the input tile's
+ * rows IH, columns IW and (dwg_nhwc) channel room CI and column tiles;
+ * and the local tile t. */
+#define DWG_PARAMS                                                                                     \
+    __global const REAL_T *x, long x_off, __global const REAL_T *w, long w_off,                       \
+        __global const REAL_T *bias, long b_off, __global const REAL_T *z, long z_off, __global REAL_T *y, \
+        long y_off, long4 xs, long4 ws, long4 ys, int4 in_dims, int4 out_dims, int4 filt, int4 geom, int4 pad, \
+        int4 tdims, __local float *t
+
+/* Bias (BK: its value for the channel, 0 without one), residual and relu
+ * of the output element at y offset YO, stored. */
+#define DWG_STORE(V, BK, YO)                                                                       \
     do {                                                                                           \
-        float v_ = (V);                                                                            \
-        if (filt.s2)                                                                               \
-            v_ += LOAD_REAL(bias, b_off + (K_));                                                   \
+        float v_ = (V) + (BK);                                                                     \
         if (pad.s2)                                                                                \
             v_ += LOAD_REAL(z, z_off + (YO));                                                      \
         if (filt.s3)                                                                               \
@@ -68,18 +79,10 @@
 
 /* dimension 0: column tiles x WX; 1: row tiles x WY; 2: n * C + c. The
  * tile's input rows ih0 .. ih0 + IH - 1 and columns iw0 .. iw0 + IW - 1
- * (IH, IW: tdims.s0, s1) go to t[IH][IW], the m filters to f after it. */
+ * (IH, IW: tdims.s0, s1) go to t[IH][IW], the m filters and then the m
+ * biases to f after it. */
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1))) void
-dwg_nchw(__global const REAL_T *x, long x_off, __global const REAL_T *w, long w_off,
-         __global const REAL_T *bias, long b_off, __global const REAL_T *z, long z_off,
-         __global REAL_T *y, long y_off, long4 xs, long4 ws, long4 ys,
-         int4 in_dims,  /* N, C, H, W                  */
-         int4 out_dims, /* K, P, Q, multiplier m       */
-         int4 filt,     /* R, S, has bias, relu word   */
-         int4 geom,     /* stride h, w, dilation h, w  */
-         int4 pad,      /* pad top, pad left, has residual, 0 */
-         int4 tdims,    /* IH, IW, 0, 0                */
-         __local float *t)
+dwg_nchw(DWG_PARAMS)
 {
     const int C = in_dims.s1, H = in_dims.s2, W = in_dims.s3;
     const int P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3;
@@ -103,6 +106,10 @@ dwg_nchw(__global const REAL_T *x, long x_off, __global const REAL_T *w, long w_
         const int j = i / RS, rs = i % RS;
         f[i] = LOAD_REAL(w, w_off + (long)(c * m + j) * ws.s0 + (long)(rs / S) * ws.s2 + (long)(rs % S) * ws.s3);
     }
+    /* and the m biases after them: one load per work-group, not one per
+     * work-item (a work-item of an 8 x 8 tile stores a single output) */
+    for (int j = lid; j < m; j += WX * WY)
+        f[m * RS + j] = filt.s2 ? LOAD_REAL(bias, b_off + c * m + j) : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE); /* the tile's fill */
     const int q = q0 + lx, pr = ly * RP;
     for (int j = 0; j < m; j++) {
@@ -123,12 +130,13 @@ dwg_nchw(__global const REAL_T *x, long x_off, __global const REAL_T *w, long w_
                 }
             }
         const int k = c * m + j;
+        const float bk = f[m * RS + j];
 #pragma unroll
         for (int i = 0; i < RP; i++) {
             const int p = p0 + pr + i;
             if (p < P && q < Q) {
                 const long yo = n * ys.s0 + (long)k * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3;
-                DWG_STORE(acc[i], k, yo);
+                DWG_STORE(acc[i], bk, yo);
             }
         }
     }
@@ -139,16 +147,7 @@ dwg_nchw(__global const REAL_T *x, long x_off, __global const REAL_T *w, long w_
  * output channels' k / m), pixel by pixel, go to t[IH][IW][CI] (CI:
  * tdims.s2, room for the most channels a block reads). */
 __kernel __attribute__((reqd_work_group_size(CB, PY, 1))) void
-dwg_nhwc(__global const REAL_T *x, long x_off, __global const REAL_T *w, long w_off,
-         __global const REAL_T *bias, long b_off, __global const REAL_T *z, long z_off,
-         __global REAL_T *y, long y_off, long4 xs, long4 ws, long4 ys,
-         int4 in_dims,  /* N, C, H, W                  */
-         int4 out_dims, /* K, P, Q, multiplier m       */
-         int4 filt,     /* R, S, has bias, relu word   */
-         int4 geom,     /* stride h, w, dilation h, w  */
-         int4 pad,      /* pad top, pad left, has residual, 0 */
-         int4 tdims,    /* IH, IW, CI, column tiles    */
-         __local float *t)
+dwg_nhwc(DWG_PARAMS)
 {
     const int H = in_dims.s2, W = in_dims.s3;
     const int K = out_dims.s0, P = out_dims.s1, Q = out_dims.s2, m = out_dims.s3;
@@ -196,6 +195,7 @@ dwg_nhwc(__global const REAL_T *x, long x_off, __global const REAL_T *w, long w_
         }
     if (k >= K)
         return;
+    const float bk = filt.s2 ? LOAD_REAL(bias, b_off + k) : 0.0f; /* once per work-item */
 #pragma unroll
     for (int i = 0; i < RP; i++)
 #pragma unroll
@@ -203,7 +203,7 @@ dwg_nhwc(__global const REAL_T *x, long x_off, __global const REAL_T *w, long w_
             const int p = p0 + pr + i, q = q0 + u;
             if (p < P && q < Q) {
                 const long yo = n * ys.s0 + (long)k * ys.s1 + (long)p * ys.s2 + (long)q * ys.s3;
-                DWG_STORE(acc[i * TQ + u], k, yo);
+                DWG_STORE(acc[i * TQ + u], bk, yo);
             }
         }
 }

@@ -16,15 +16,17 @@ extern const pdnn__algo pdnn__cl_algo_depthwise_wg;
  * rp rows x tq columns; else dwg_nchw, a = WX work-items across the tile's
  * columns, b = WY down it, each rp rows (tq unused). Every work-group is
  * a multiple of 32 work-items, 64 where the tile allows. Global loads per
- * output on a 3x3 at stride 1, in the tile's inside: about
- * (th+2)(tw+2)/(th*tw) for the input plus, in NHWC, 9/(rp*tq) for the
- * filter taps: 2.3 + 1.1 for 4 x 4 pixels of 32 channels, 1.3 for the
- * 8 x 32 NCHW tile. */
+ * output on a 3x3 at stride 1, inside the image: (th+2)(tw+2)/(th*tw) for
+ * the input, plus in NHWC 9/(rp*tq) for the filter taps (each work-item
+ * loads its channel's once): 1.9 + 0.6 for 8 x 4 pixels of 32 channels,
+ * 1.3 for NCHW's 8 x 32 tile (bench/dw_intensity.py counts them). The
+ * fifth NHWC entry, 4 x 4 pixels, fits where 8 x 4 does not (strides,
+ * dilations and filters whose halo is wide). */
 typedef struct dwg_cfg {
     int nhwc, a, b, rp, tq;
 } dwg_cfg;
 static const dwg_cfg dwg_cands[] = {
-    {1, 32, 2, 2, 4}, {1, 64, 1, 2, 4}, {1, 8, 8, 1, 4}, {1, 32, 4, 2, 4},
+    {1, 32, 2, 4, 4}, {1, 64, 1, 4, 4}, {1, 8, 8, 1, 4}, {1, 32, 4, 2, 4}, {1, 32, 2, 2, 4},
     {0, 32, 2, 4, 0}, {0, 16, 4, 2, 0}, {0, 8, 8, 1, 0}, {0, 32, 4, 2, 0},
 };
 #define N_DWG ((int)(sizeof dwg_cands / sizeof dwg_cands[0]))
@@ -68,11 +70,12 @@ static dwg_tile dwg_tile_of(const dwg_cfg *g, const pdnn__conv2d_call *c)
 }
 
 /* Local memory of configuration i on c: the input tile, and in NCHW the
- * channel's m filters. */
+ * channel's m filters and biases. */
 static uint64_t dwg_local_bytes(int i, const pdnn__conv2d_call *c)
 {
     const dwg_tile t = dwg_tile_of(&dwg_cands[i], c);
-    const uint64_t filt = dwg_cands[i].nhwc ? 0 : (uint64_t)(c->k / (c->c > 0 ? c->c : 1)) * (uint64_t)(c->r * c->s);
+    const uint64_t filt =
+        dwg_cands[i].nhwc ? 0 : (uint64_t)(c->k / (c->c > 0 ? c->c : 1)) * (uint64_t)(c->r * c->s + 1);
     return ((uint64_t)(t.th * t.tw * t.ci) + filt) * sizeof(float);
 }
 
@@ -111,7 +114,7 @@ static int dwg_default(const pdnn__conv2d_call *c)
 {
     if (x_nhwc(c))
         return c->k >= 32 ? 0 : 2;
-    return c->q > 16 ? 4 : c->q > 8 ? 5 : 6;
+    return c->q > 16 ? 5 : c->q > 8 ? 6 : 7;
 }
 
 /* Enqueues call with configuration i. Called with d->lock held. */
