@@ -126,11 +126,16 @@ static pdnn_status dwg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn
     const dwg_cfg *g = &dwg_cands[i];
     const dwg_tile t = dwg_tile_of(g, c);
     const char *name = g->nhwc ? "dwg_nhwc" : "dwg_nchw";
-    char opts[96];
+    /* float16 and bfloat16 storage: the kernels' REAL_T (prelude.cl). */
+    const pdnn_dtype dt = call->dtype;
+    const char *real = pdnn__cl_real_opts(dt);
+    char opts[128];
     if (g->nhwc)
-        snprintf(opts, sizeof opts, "-DCB=%d -DPY=%d -DRP=%d -DTQ=%d", g->a, g->b, g->rp, g->tq);
+        snprintf(opts, sizeof opts, "-DCB=%d -DPY=%d -DRP=%d -DTQ=%d%s%s", g->a, g->b, g->rp, g->tq, real ? " " : "",
+                 real ? real : "");
     else
-        snprintf(opts, sizeof opts, "-DWX=%d -DWY=%d -DRP=%d", g->a, g->b, g->rp);
+        snprintf(opts, sizeof opts, "-DWX=%d -DWY=%d -DRP=%d%s%s", g->a, g->b, g->rp, real ? " " : "",
+                 real ? real : "");
     cl_kernel k = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_depthwise_wg.cl", opts, name, &k);
     if (st != PDNN_SUCCESS)
@@ -148,8 +153,10 @@ static pdnn_status dwg_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn
     /* Without a bias or residual any valid buffer will do: not read. */
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : w;
     cl_mem z = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
-    cl_long xo = elem_off(c->x_buf), wo = elem_off(c->w_buf), yo = elem_off(c->y_buf);
-    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0, zo = c->z_buf.region ? elem_off(c->z_buf) : 0;
+    cl_long xo = pdnn__cl_real_off(c->x_buf, dt), wo = pdnn__cl_real_off(c->w_buf, dt),
+            yo = pdnn__cl_real_off(c->y_buf, dt);
+    cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, dt) : 0,
+            zo = c->z_buf.region ? pdnn__cl_real_off(c->z_buf, dt) : 0;
     cl_long4 xs = strides4(c->xs), ws4 = strides4(c->ws), ys = strides4(c->ys);
     const int m = (int)(c->k / c->c);
     const int64_t qtiles = (c->q + t.cols - 1) / t.cols, ptiles = (c->p + t.rows - 1) / t.rows;
@@ -249,5 +256,6 @@ const pdnn__algo pdnn__cl_algo_depthwise_wg = {
     .run = dwg_run,
     .residual = 1, /* z added in the epilogue (pad.s2) */
     .relu_cap = 1, /* and the relu's cap applied (filt.s3) */
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* float16 and bfloat16 stored, float summed */
 };
