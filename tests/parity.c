@@ -1604,7 +1604,7 @@ static void usage(FILE *f)
             "                sets relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation,\n"
             "                transform, binary, pad)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, large_values, pool_edges, pool_rows,\n"
+            "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, depthwise_wg, large_values, pool_edges, pool_rows,\n"
             "                pool_planes, pool_sampled, sim_pool,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, matmul_sim, scale,\n"
             "                activation, transform, binary, pad (grad); gg_binary, gg_act, gg_reduce,\n"
