@@ -72,6 +72,9 @@ tool conv -n 1 -c 2 -H 20 -W 37 -k 2 -g 2 -p 1 -q 1 --algo depthwise
 tool conv -n 2 -c 5 -H 7 -W 6 -k 10 -g 5 -y 5 -x 5 -p 2 -q 2 --bias --algo depthwise
 tool conv -n 2 -c 11 -H 7 -W 9 -k 11 -g 11 -p 1 -q 1 -u 2 --bias --relu --layout NHWC --algo depthwise
 tool conv -n 2 -c 6 -H 9 -W 11 -k 12 -g 6 -y 3 -x 4 -u 2 --bias --algo depthwise
+# depthwise_wg (GPU-class: local-memory tiles and a barrier): its set, every
+# configuration (tests/oclgrind_depthwise_wg.sh removes the barrier).
+parity --op conv2d --set depthwise_wg --algo depthwise_wg
 # gemm_1x1: odd channels and pixels, both layouts, strided; NCHW images of
 # 784 pixels and more (the row kernel), with their gradients.
 parity --op conv2d --set sim_1x1 --algo gemm_1x1

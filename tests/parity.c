@@ -468,6 +468,34 @@ static void build_conv_cases(void)
         {2, 3, 5, 5, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
     };
     add_conv_all_layouts("depthwise", 1, depthwise, sizeof depthwise / sizeof depthwise[0], 9500);
+    /* depthwise_wg (GPU-class; small enough for Oclgrind, which runs the
+     * set in tests/oclgrind_kernels.sh): 1x1 images with C 3 at batch 1
+     * and 17, C 17 with a residual and a capped relu, stride 2 with a
+     * multiplier of 2 and one-sided padding, dilation 2, batch 17 at
+     * stride 2, channel blocks of 32 with a tail (K 40, 66) and a
+     * multiplier of 3 whose blocks share an input channel, NCHW tiles
+     * with column and row tails (20x37), a 3x5 filter with unequal
+     * strides and dilations; mixed layouts. */
+    static const conv_case dw_wg[] = {
+        {1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {17, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 1, RELU_CAP},
+        {2, 17, 9, 11, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 17, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 1, RELU_CAP},
+        {2, 17, 9, 11, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 17, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, RELU_CAP},
+        {2, 17, 9, 11, 34, 3, 3, 2, 2, 1, 1, 1, 0, 1, 1, 17, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        {2, 17, 9, 11, 34, 3, 3, 2, 2, 1, 1, 1, 0, 1, 1, 17, 1, 0, PDNN_NHWC, PDNN_OHWI, PDNN_NHWC, 0, 0},
+        {1, 6, 12, 13, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 6, 0, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0, 0},
+        {1, 6, 12, 13, 12, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 6, 0, 1, PDNN_NCHW, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {17, 4, 5, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4, 1, 1, PDNN_NHWC, PDNN_OIHW, PDNN_NHWC, 1, 0},
+        {17, 4, 5, 6, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, 0},
+        {1, 40, 7, 7, 40, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 40, 1, 1, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, RELU_CAP},
+        {1, 33, 4, 5, 66, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 33, 1, 0, PDNN_NHWC, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {1, 11, 3, 4, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 11, 1, 1, PDNN_NHWC, PDNN_OHWI, PDNN_NCHW, 0, 0},
+        {1, 5, 20, 37, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 1, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 1, RELU_CAP},
+        {1, 3, 10, 9, 6, 3, 5, 2, 1, 1, 2, 0, 2, 3, 1, 3, 0, 0, PDNN_NCHW, PDNN_HWIO, PDNN_NHWC, 0, 0},
+        {1, 3, 10, 9, 6, 3, 5, 2, 1, 1, 2, 0, 2, 3, 1, 3, 0, 0, PDNN_NHWC, PDNN_OIHW, PDNN_NCHW, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof dw_wg / sizeof dw_wg[0]; i++)
+        add_conv("depthwise_wg", 1, &dw_wg[i], 9800 + (uint32_t)i);
 
     /* Large values on 3x3 filters (inputs up to 1000, filters up to 50,
      * bias up to 1e4), odd sizes (1x1, 2x3, 9x11 images), C 3, K 5, batch
@@ -1576,7 +1604,7 @@ static void usage(FILE *f)
             "                sets relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation,\n"
             "                transform, binary, pad)\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
-            "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, large_values, pool_edges, pool_rows,\n"
+            "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, depthwise_wg, large_values, pool_edges, pool_rows,\n"
             "                pool_planes, pool_sampled, sim_pool,\n"
             "                pool_nan, pool_ties, batch_norm, relu_bwd, xent, xent_large, sgd, adam, matmul, matmul_sim, scale,\n"
             "                activation, transform, binary, pad (grad); gg_binary, gg_act, gg_reduce,\n"

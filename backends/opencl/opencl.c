@@ -450,6 +450,7 @@ extern const pdnn__algo pdnn__cl_algo_direct, pdnn__cl_algo_tiled, pdnn__cl_algo
 #ifdef PDNN_HAVE_CLBLAST
 extern const pdnn__algo pdnn__cl_algo_im2col_gemm;
 #endif
+extern const pdnn__algo pdnn__cl_algo_depthwise_wg; /* cl_depthwise_wg.c: GPU-class, rank 9 */
 extern const pdnn__algo pdnn__cl_algo_pool_direct, pdnn__cl_algo_pool_fast, pdnn__cl_algo_pool_rows,
     pdnn__cl_algo_pool_flat, pdnn__cl_algo_pool_global;
 
@@ -464,6 +465,7 @@ static const pdnn__algo *const cl_conv_algos[] = {
     &pdnn__cl_algo_gemm_1x1,
     &pdnn__cl_algo_implicit_gemm,
     &pdnn__cl_algo_wg_gemm,
+    &pdnn__cl_algo_depthwise_wg,
     NULL,
 };
 
