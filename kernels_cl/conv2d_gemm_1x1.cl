@@ -16,7 +16,13 @@
  * channel k = kb*KT + lane (zero for k >= K), so each step's KT values are
  * contiguous; an HWIO filter whose K is a multiple of KT already is and is
  * read in place (wst: element strides of a channel block and of c).
- * Layouts and strided reads (stride > 1) go through element strides. */
+ * Layouts and strided reads (stride > 1) go through element strides.
+ *
+ * Under -DPDNN_REAL (float16, bfloat16 storage; issue 43) the tensors are
+ * REAL_T and the reduction float32's: the tiles kernel reads x widened
+ * by the host and the packed filter (float); the rows kernel below reads
+ * x's pixel vectors in place (8-wide conversions) and the filter widened
+ * by the host. Each rounds once at the store. */
 
 /* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. */
 
@@ -25,7 +31,7 @@
  * PACK_RUN consecutive c of one k: sequential reads in OIHW/OHWI, and the
  * KT work-items of a work-group (one channel block) write whole rows of
  * wp together. Dimension 0 is k in [0, Kp), dimension 1 the runs of c. */
-__kernel void gemm1x1_pack(__global const float *w, long w_off, long2 ws,
+__kernel void gemm1x1_pack(__global const REAL_T *w, long w_off, long2 ws,
                            __global float *wp, long wp_off, int cpg, int K)
 {
     const int k = (int)get_global_id(0);
@@ -38,7 +44,7 @@ __kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv
                               int4 misc, /* C/groups, K/groups, has bias, relu word (pdnn__cl_relu_word) */
                               int4 geom, /* stride h, stride w, span (pixels per work-item), residual */
                               long2 wst, /* filter element strides: channel block, c */
-                              __global const float *res, long res_off) /* geom.s3: z, y's layout, added */
+                              __global const REAL_T *res, long res_off) /* geom.s3: z, y's layout, added */
 {
     /* k0, K, P, Q, PQ, npix, span, g0; past the grid, returns (conv2d_tile.cl). */
     TILE_GRID(dims, geom.s2);
@@ -92,15 +98,15 @@ __kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv
  * values instead of masking. Work-items sweep SPAN tiles with the same
  * filter rows, as above. */
 #define TW (KB * VW)
-__kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
+__kernel void conv2d_gemm_1x1_rows(__global const REAL_T *x, long x_off,
                                    __global const float *w, long w_off,
-                                   __global const float *bias, long b_off,
-                                   __global float *y, long y_off,
+                                   __global const REAL_T *bias, long b_off,
+                                   __global REAL_T *y, long y_off,
                                    long4 xs, long4 ys,
                                    int4 dims, /* N, P*Q, tiles per image, K */
                                    int4 misc, /* C, span (tiles per work-item), has bias, relu word */
                                    long2 ws,  /* filter element strides of k and c */
-                                   __global const float *res, long res_off) /* z (y's layout); res_off < 0: none */
+                                   __global const REAL_T *res, long res_off) /* z (y's layout); res_off < 0: none */
 {
     const int k0 = (int)get_global_id(0) * PT;
     const int K = dims.s3, PQ = dims.s1, TPI = dims.s2, C = misc.s0;
@@ -113,13 +119,13 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
     float bb[PT];
 #pragma unroll
     for (int r = 0; r < PT; r++)
-        bb[r] = misc.s2 && k0 + r < K ? bias[b_off + k0 + r] : 0.0f;
+        bb[r] = misc.s2 && k0 + r < K ? LOAD_REAL(bias, b_off + k0 + r) : 0.0f;
     for (long t = t0; t < tend; t++) {
         const long n = t / TPI;
         int pix0 = (int)(t % TPI) * TW;
         if (pix0 + TW > PQ)
             pix0 = PQ - TW;
-        __global const float *xp = x + x_off + n * xs.s0 + pix0;
+        __global const REAL_T *xp = x + x_off + n * xs.s0 + pix0;
         /* Rows past K read row K-1 and are not stored. */
         __global const float *wr[PT];
 #pragma unroll
@@ -135,7 +141,7 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
             vec_t xv[KB];
 #pragma unroll
             for (int b = 0; b < KB; b++)
-                xv[b] = VLOAD(b, xp);
+                xv[b] = VLOADR(b, xp);
             xp += xc;
 #pragma unroll
             for (int r = 0; r < PT; r++) {
@@ -146,8 +152,8 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
                     acc[r][b] = VFMA(wv, xv[b], acc[r][b]);
             }
         }
-        __global float *yp = y + y_off + n * ys.s0 + pix0;
-        __global const float *rp = res + (res_off < 0 ? 0 : res_off) + n * ys.s0 + pix0;
+        __global REAL_T *yp = y + y_off + n * ys.s0 + pix0;
+        __global const REAL_T *rp = res + (res_off < 0 ? 0 : res_off) + n * ys.s0 + pix0;
 #pragma unroll
         for (int r = 0; r < PT; r++) {
             if (k0 + r >= K)
@@ -156,10 +162,10 @@ __kernel void conv2d_gemm_1x1_rows(__global const float *x, long x_off,
             for (int b = 0; b < KB; b++) {
                 vec_t v = acc[r][b] + (vec_t)(bb[r]);
                 if (res_off >= 0) /* the residual, before the relu */
-                    v += VLOAD(b, rp + (long)(k0 + r) * ys.s1);
+                    v += VLOADR(b, rp + (long)(k0 + r) * ys.s1);
                 if (misc.s3) /* the relu, capped at as_float(misc.s3) (+inf: none) */
                     v = VMIN(VMAX(v, (vec_t)(0.0f)), (vec_t)(as_float(misc.s3)));
-                VSTORE(v, b, yp + (long)(k0 + r) * ys.s1);
+                VSTORER(v, b, yp + (long)(k0 + r) * ys.s1);
             }
         }
     }

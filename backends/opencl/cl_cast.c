@@ -48,3 +48,45 @@ static pdnn_status cast_run(void *dev, const pdnn__op_call *call, const pdnn__pl
 const pdnn__algo pdnn__cl_algo_cast_direct = {
     .op = PDNN__OP_CAST, .name = "direct", .rank = 100, .plan = cast_plan, .run = cast_run,
     .tol = {.of = {PDNN__TOL_EXACT, PDNN__TOL_EXACT, PDNN__TOL_EXACT}}, .dtypes = PDNN__DTYPES_FLOAT};
+
+/* Enqueues dst = src widened to float32 (exact), src a 4-d view in dtype
+ * t (dims, element strides ss), dst's element strides ds: the float32
+ * copies the reduced-dtype convolutions reduce over (cl_implicit_gemm.c,
+ * cl_gemm_1x1.c). The caller holds d->lock. */
+pdnn_status pdnn__cl_widen_locked(cl_dev *d, pdnn_dtype t, pdnn__buf src, const int64_t dims[4],
+                                  const int64_t ss[4], pdnn__buf dst, const int64_t ds[4])
+{
+    /* src's innermost axis (stride 1, longer than 1) last: the kernel's 8-wide loads run along it. */
+    int ord[4] = {0, 1, 2, 3};
+    for (int a = 0; a < 4; a++)
+        if (ss[a] == 1 && dims[a] > 1) {
+            ord[a] = 3;
+            ord[3] = a;
+            break;
+        }
+    cl_long4 xs, ys, dm;
+    for (int a = 0; a < 4; a++) {
+        xs.s[a] = ss[ord[a]];
+        ys.s[a] = ds[ord[a]];
+        dm.s[a] = dims[ord[a]];
+    }
+    cl_long items = dm.s[0] * dm.s[1] * dm.s[2] * ((dm.s[3] + 7) / 8);
+    if (items == 0)
+        return PDNN_SUCCESS;
+    cl_kernel k = NULL;
+    pdnn_status st = pdnn__cl_kernel(d, "cast.cl", pdnn__cl_real_opts(t), "cast_widen", &k);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_mem xm = src.region, ym = dst.region;
+    cl_long xo = pdnn__cl_real_off(src, t), yo = elem_off(dst);
+    cl_int err = CL_SUCCESS;
+    SET_ARG(k, 0, xm);
+    SET_ARG(k, 1, xo);
+    SET_ARG(k, 2, xs);
+    SET_ARG(k, 3, ym);
+    SET_ARG(k, 4, yo);
+    SET_ARG(k, 5, ys);
+    SET_ARG(k, 6, dm);
+    SET_ARG(k, 7, items);
+    return pdnn__cl_launch_checked(d, k, "cast_widen", err, items);
+}
