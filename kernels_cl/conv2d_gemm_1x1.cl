@@ -26,6 +26,30 @@
 
 /* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. */
 
+/* The tiles kernel's x: REAL_T under PDNN_REAL, read in place where its
+ * channels are contiguous (NHWC: 8 channels of a pixel one 8-wide
+ * conversion, G1_X8), or float where the host widened it first (-DG1_XF:
+ * other layouts, whose channel-by-channel scalars would each be a
+ * conversion). */
+#if defined(PDNN_REAL) && !defined(G1_XF)
+#define TILE_X_T REAL_T
+#define G1_XLOAD LOAD_REAL
+#define G1_X8 1
+#else
+#define TILE_X_T float
+#define G1_XLOAD F32_LOAD
+#define G1_X8 0
+#endif
+
+/* One step of the reduction over channel c (conv2d_tile.cl's TILE_STEP
+ * at wpc, then wpc one c on): each pixel j's input XV (an expression of
+ * j). */
+#define G1_STEP(XV)                 \
+    do {                            \
+        TILE_STEP(wpc, (XV));       \
+        wpc += wc;                  \
+    } while (0)
+
 /* wp[(kb*cpg + c)*KT + lane] = w[k = kb*KT + lane][c] in any filter
  * layout (ws: the strides of k and c), 0 for k >= K. A work-item copies
  * PACK_RUN consecutive c of one k: sequential reads in OIHW/OHWI, and the
@@ -66,20 +90,32 @@ __kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv
         }
         TILE_ACC(acc);
         __global const float *wpc = wblk;
-        for (int c = 0; c < cpg; c++) {
-            vec_t wv[KB];
-#pragma unroll
-            for (int b = 0; b < KB; b++)
-                wv[b] = VLOAD(b, wpc);
-            wpc += wc;
+        int c = 0;
+#if G1_X8
+        /* Contiguous channels: each pixel's next 8 widened at once, then
+         * 8 steps from their lanes. */
+        for (; xc == 1 && c + 8 <= cpg; c += 8) {
+            float8 x8[PT];
 #pragma unroll
             for (int j = 0; j < PT; j++) {
-                const vec_t xv = (vec_t)(x[xo[j]]);
-                xo[j] += xc;
-#pragma unroll
-                for (int b = 0; b < KB; b++)
-                    acc[b][j] = VFMA(xv, wv[b], acc[b][j]);
+                x8[j] = LOADR8(0, x + xo[j]);
+                xo[j] += 8;
             }
+            G1_STEP(x8[j].s0);
+            G1_STEP(x8[j].s1);
+            G1_STEP(x8[j].s2);
+            G1_STEP(x8[j].s3);
+            G1_STEP(x8[j].s4);
+            G1_STEP(x8[j].s5);
+            G1_STEP(x8[j].s6);
+            G1_STEP(x8[j].s7);
+        }
+#endif
+        for (; c < cpg; c++) {
+            G1_STEP(G1_XLOAD(x, xo[j]));
+#pragma unroll
+            for (int j = 0; j < PT; j++)
+                xo[j] += xc;
         }
         /* Bias, residual, relu and the store (conv2d_tile.cl). */
         TILE_EPILOGUE(y + y_off, res + res_off, geom.s3, misc.s3);

@@ -28,21 +28,14 @@
  * widens x into the workspace and always packs the filter), so the
  * reduction is float32's, and the epilogue rounds once at the store. */
 
-/* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. */
+/* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. x is
+ * float in every dtype (widened by the host). */
+#define TILE_X_T float
 
-/* One step of the reduction, the micro-kernel: the KB filter vectors at
- * WP times each pixel j's input XV (an expression of j), into acc. Every
- * path below is a loop of it over its own way of reaching the inputs. */
-#define IG_STEP(WP, XV)                                                            \
-    do {                                                                           \
-        vec_t wv[KB];                                                              \
-        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = VLOAD(b, (WP));     \
-        _Pragma("unroll") for (int j = 0; j < PT; j++)                             \
-        {                                                                          \
-            const vec_t xv = (vec_t)(XV);                                          \
-            _Pragma("unroll") for (int b = 0; b < KB; b++) acc[b][j] = VFMA(xv, wv[b], acc[b][j]); \
-        }                                                                          \
-    } while (0)
+/* One step of the reduction, the micro-kernel (conv2d_tile.cl's
+ * TILE_STEP). Every path below is a loop of it over its own way of
+ * reaching the inputs. */
+#define IG_STEP TILE_STEP
 
 /* wp as above from w in any layout (ws: strides of k, c, r, s). A
  * work-item copies PACK_RUN consecutive c of one k at one (r, s):

@@ -51,11 +51,24 @@ typedef float4 vec_t;
 /* VLOADR and VSTORER: a vec_t of the tensors' storage (REAL_T: float16
  * and bfloat16 under -DPDNN_REAL, issue 43) through the prelude's 8-wide
  * conversions; VLOAD and VSTORE stay float (the packed filter, private
- * arrays). Under PDNN_REAL the kernels read x as float too: the host
- * widens it into the workspace first (cl_cast.c, pdnn__cl_widen_locked),
- * as each of its values is broadcast once per filter vector, where a
- * scalar conversion per broadcast would cost more than the FMA. */
+ * arrays). Under PDNN_REAL the kernels read x as float where the host
+ * widened it into the workspace first (cl_cast.c, pdnn__cl_widen_locked):
+ * each of its values is broadcast once per filter vector, and a scalar
+ * conversion per broadcast would cost more than the FMA. */
 
+
+/* One step of the reduction, the micro-kernel: the KB filter vectors at
+ * WP times each pixel j's input XV (an expression of j), into acc. */
+#define TILE_STEP(WP, XV)                                                          \
+    do {                                                                           \
+        vec_t wv[KB];                                                              \
+        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = VLOAD(b, (WP));     \
+        _Pragma("unroll") for (int j = 0; j < PT; j++)                             \
+        {                                                                          \
+            const vec_t xv = (vec_t)(XV);                                          \
+            _Pragma("unroll") for (int b = 0; b < KB; b++) acc[b][j] = VFMA(xv, wv[b], acc[b][j]); \
+        }                                                                          \
+    } while (0)
 
 /* The pixel cursor of a work-item's span: image CN, row COH, column COW
  * of an output of P x Q pixels, set from pixel G0 by one division and then
@@ -72,11 +85,12 @@ typedef float4 vec_t;
     } while (0)
 
 /* Both kernels' first arguments (0 to 10 of the host's), the names the
- * macros below read: x (float, widened by the host under PDNN_REAL), the
- * packed filter wp (float), bias and y (REAL_T), each with its element
- * offset; x's and y's element strides (n, c, h, w); dims (N, P, Q, K). */
+ * macros below read: x (TILE_X_T, the kernel's: float, or REAL_T where it
+ * reads a reduced x in place), the packed filter wp (float), bias and y
+ * (REAL_T), each with its element offset; x's and y's element strides
+ * (n, c, h, w); dims (N, P, Q, K). */
 #define TILE_PARAMS                                                                              \
-    __global const float *x, long x_off, __global const float *wp, long wp_off,                 \
+    __global const TILE_X_T *x, long x_off, __global const float *wp, long wp_off,                 \
         __global const REAL_T *bias, long b_off, __global REAL_T *y, long y_off, long4 xs, long4 ys, \
         int4 dims
 

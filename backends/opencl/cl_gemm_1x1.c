@@ -64,10 +64,11 @@ static int g1_rows(const cl_dev *d, const pdnn__conv2d_call *c, int i)
 }
 
 /* float16 and bfloat16 storage (issue 43): both kernels reduce in
- * float32 and round once at the store; the tiles kernel over a float32
- * copy of x in the workspace and the packed (float32) filter, the rows
- * kernel over x in place (its loads are vectors) and a float32 copy of
- * the filter (its values are broadcast). */
+ * float32 and round once at the store; the tiles kernel over the packed
+ * (float32) filter and x in place where its channels are contiguous (8
+ * at a time), else a float32 copy of x in the workspace; the rows kernel
+ * over x in place (its loads are vectors) and a float32 copy of the
+ * filter (its values are broadcast). */
 static int g1_reduced(const pdnn__op_call *call)
 {
     return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16;
@@ -92,12 +93,13 @@ static size_t g1_packed(void *dev, const pdnn__op_call *call, int i)
     return g1_in_place(call, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
 }
 
-/* Floats of x's float32 copy (the tiles kernel in a reduced dtype), whole
- * 64-byte lines: the workspace's head. */
+/* Floats of x's float32 copy (the tiles kernel in a reduced dtype, x's
+ * channels not contiguous), whole 64-byte lines: the workspace's head. */
 static int64_t g1_x_floats(void *dev, const pdnn__op_call *call, int i)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    return g1_reduced(call) && !g1_rows(dev, c, i) ? (c->n * c->c * c->h * c->w + 15) / 16 * 16 : 0;
+    return g1_reduced(call) && !g1_rows(dev, c, i) && c->xs[1] != 1 ? (c->n * c->c * c->h * c->w + 15) / 16 * 16
+                                                                     : 0;
 }
 
 /* The workspace: x's copy where g1_x_floats, then g1_packed. */
@@ -114,13 +116,14 @@ static void g1_name(int i, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-/* The kernels of configuration i for dtype t. Called with d->lock held. */
-static pdnn_status g1_kernel(cl_dev *d, int i, pdnn_dtype t, const char *name, cl_kernel *k)
+/* The kernels of configuration i for dtype t, reading x widened (xf: a
+ * float32 copy) or as stored. Called with d->lock held. */
+static pdnn_status g1_kernel(cl_dev *d, int i, pdnn_dtype t, int xf, const char *name, cl_kernel *k)
 {
     const char *real = pdnn__cl_real_opts(t);
-    char opts[96];
-    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt,
-             real ? " " : "", real ? real : "");
+    char opts[112];
+    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s%s", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt,
+             real ? " " : "", real ? real : "", xf ? " -DG1_XF=1" : "");
     return pdnn__cl_kernel(d, "conv2d_gemm_1x1.cl", opts, name, k);
 }
 
@@ -169,7 +172,7 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__op_call *call, int i, 
             span /= 2;
     }
     cl_kernel k = NULL;
-    pdnn_status st = g1_kernel(d, i, t, "conv2d_gemm_1x1_rows", &k);
+    pdnn_status st = g1_kernel(d, i, t, 0, "conv2d_gemm_1x1_rows", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
@@ -240,8 +243,9 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     if (g1_rows(d, c, i))
         return g1_enqueue_rows(d, call, i, ws);
     const pdnn_dtype t = call->dtype;
+    const int xf = g1_x_floats(d, call, i) > 0;
     cl_kernel k = NULL;
-    pdnn_status st = g1_kernel(d, i, t, "conv2d_gemm_1x1", &k);
+    pdnn_status st = g1_kernel(d, i, t, xf, "conv2d_gemm_1x1", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
@@ -263,7 +267,7 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         wstr.s[1] = kt;
         if (cpg > 0 && (!kept || c->wpack_fill)) {
             cl_kernel pk = NULL;
-            st = g1_kernel(d, i, t, "gemm1x1_pack", &pk);
+            st = g1_kernel(d, i, t, xf, "gemm1x1_pack", &pk);
             if (st != PDNN_SUCCESS)
                 return st;
             cl_mem w = c->w_buf.region;
@@ -291,23 +295,13 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     }
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
-    cl_long xo = elem_off(c->x_buf), yo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), yo = pdnn__cl_real_off(c->y_buf, t);
     cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
-    if (g1_reduced(call)) {
-        /* x widened at the workspace's head, in its own layout's order;
-         * the kernel reads that. */
-        const int64_t dims4[4] = {c->n, c->c, c->h, c->w};
-        int64_t xts[4];
-        pdnn__layout_strides(c->xs[1] == 1 ? PDNN_NHWC : PDNN_NCHW, dims4, xts);
-        st = pdnn__cl_widen_locked(d, t, c->x_buf, dims4, c->xs, ws, xts);
-        if (st != PDNN_SUCCESS)
-            return st;
-        x = ws.region;
-        xo = elem_off(ws);
-        for (int a = 0; a < 4; a++)
-            xs.s[a] = xts[a];
-    }
+    /* x widened at the workspace's head (channel-major: xf is for the
+     * other layouts); the kernel reads that. */
+    if (xf && (st = pdnn__cl_widen_conv_x(d, call, 0, ws, &x, &xo, &xs)) != PDNN_SUCCESS)
+        return st;
     const int64_t span = g1_span(d, c, i);
     cl_int4 dims = int4_of((int)c->n, (int)c->p, (int)c->q, (int)c->k);
     cl_int4 misc = int4_of((int)cpg, (int)(c->k / c->groups), c->bias_buf.region != NULL, pdnn__cl_relu_word(c));

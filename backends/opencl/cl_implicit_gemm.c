@@ -200,16 +200,9 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         /* x widened after the zeros, channels-last where ig_relayout
          * (as below) or x is, else channel-major; the kernel reads that. */
         const pdnn__buf xt = {ws.region, ws.offset + IG_ZEROS * sizeof(float)};
-        const int64_t dims[4] = {c->n, c->c, c->h, c->w};
-        int64_t xts[4];
-        pdnn__layout_strides(ig_relayout(d, c) || c->xs[1] == 1 ? PDNN_NHWC : PDNN_NCHW, dims, xts);
-        st = pdnn__cl_widen_locked(d, t, c->x_buf, dims, c->xs, xt, xts);
+        st = pdnn__cl_widen_conv_x(d, call, ig_relayout(d, c) || c->xs[1] == 1, xt, &x, &xo, &xs);
         if (st != PDNN_SUCCESS)
             return st;
-        x = ws.region;
-        xo = elem_off(xt);
-        for (int a = 0; a < 4; a++)
-            xs.s[a] = xts[a];
     } else if (ig_relayout(d, c)) {
         /* x channels-last (NHWC) after the zeros; the kernel reads that. */
         const pdnn__buf xt = {ws.region, ws.offset + IG_ZEROS * sizeof(float)};
