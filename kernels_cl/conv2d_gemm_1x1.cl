@@ -134,8 +134,34 @@ __kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv
  * values instead of masking. Work-items sweep SPAN tiles with the same
  * filter rows, as above. */
 #define TW (KB * VW)
+/* The rows kernel's filter: REAL_T under PDNN_REAL, read in place where
+ * its c stride is 1 (OIHW, OHWI: 8 values of a row one conversion,
+ * ROWS_W8), or float where the host widened it first (-DG1_WF: HWIO). */
+#if defined(PDNN_REAL) && !defined(G1_WF)
+#define ROWS_W_T REAL_T
+#define ROWS_WLOAD LOAD_REAL
+#define ROWS_W8 1
+#else
+#define ROWS_W_T float
+#define ROWS_WLOAD F32_LOAD
+#define ROWS_W8 0
+#endif
+/* One step of the rows kernel's reduction over c: KB pixel vectors of x
+ * (xp, then one c on) times each row r's filter value WV (an expression
+ * of r). */
+#define ROWS_STEP(WV)                                                                            \
+    do {                                                                                         \
+        vec_t xv[KB];                                                                            \
+        _Pragma("unroll") for (int b = 0; b < KB; b++) xv[b] = VLOADR(b, xp);                    \
+        xp += xc;                                                                                \
+        _Pragma("unroll") for (int r = 0; r < PT; r++)                                           \
+        {                                                                                        \
+            const vec_t wv = (vec_t)(WV);                                                        \
+            _Pragma("unroll") for (int b = 0; b < KB; b++) acc[r][b] = VFMA(wv, xv[b], acc[r][b]); \
+        }                                                                                        \
+    } while (0)
 __kernel void conv2d_gemm_1x1_rows(__global const REAL_T *x, long x_off,
-                                   __global const float *w, long w_off,
+                                   __global const ROWS_W_T *w, long w_off,
                                    __global const REAL_T *bias, long b_off,
                                    __global REAL_T *y, long y_off,
                                    long4 xs, long4 ys,
@@ -163,7 +189,7 @@ __kernel void conv2d_gemm_1x1_rows(__global const REAL_T *x, long x_off,
             pix0 = PQ - TW;
         __global const REAL_T *xp = x + x_off + n * xs.s0 + pix0;
         /* Rows past K read row K-1 and are not stored. */
-        __global const float *wr[PT];
+        __global const ROWS_W_T *wr[PT];
 #pragma unroll
         for (int r = 0; r < PT; r++)
             wr[r] = w + w_off + (long)(k0 + r < K ? k0 + r : K - 1) * ws.s0;
@@ -173,20 +199,32 @@ __kernel void conv2d_gemm_1x1_rows(__global const REAL_T *x, long x_off,
 #pragma unroll
             for (int b = 0; b < KB; b++)
                 acc[r][b] = (vec_t)(0.0f);
-        for (int c = 0; c < C; c++) {
-            vec_t xv[KB];
-#pragma unroll
-            for (int b = 0; b < KB; b++)
-                xv[b] = VLOADR(b, xp);
-            xp += xc;
+        int c = 0;
+#if ROWS_W8
+        /* Contiguous filter rows: each row's next 8 values widened at
+         * once, then 8 steps from their lanes. */
+        for (; wc == 1 && c + 8 <= C; c += 8) {
+            float8 w8[PT];
 #pragma unroll
             for (int r = 0; r < PT; r++) {
-                const vec_t wv = (vec_t)(*wr[r]);
-                wr[r] += wc;
-#pragma unroll
-                for (int b = 0; b < KB; b++)
-                    acc[r][b] = VFMA(wv, xv[b], acc[r][b]);
+                w8[r] = LOADR8(0, wr[r]);
+                wr[r] += 8;
             }
+            ROWS_STEP(w8[r].s0);
+            ROWS_STEP(w8[r].s1);
+            ROWS_STEP(w8[r].s2);
+            ROWS_STEP(w8[r].s3);
+            ROWS_STEP(w8[r].s4);
+            ROWS_STEP(w8[r].s5);
+            ROWS_STEP(w8[r].s6);
+            ROWS_STEP(w8[r].s7);
+        }
+#endif
+        for (; c < C; c++) {
+            ROWS_STEP(ROWS_WLOAD(wr[r], 0));
+#pragma unroll
+            for (int r = 0; r < PT; r++)
+                wr[r] += wc;
         }
         __global REAL_T *yp = y + y_off + n * ys.s0 + pix0;
         __global const REAL_T *rp = res + (res_off < 0 ? 0 : res_off) + n * ys.s0 + pix0;

@@ -67,8 +67,8 @@ static int g1_rows(const cl_dev *d, const pdnn__conv2d_call *c, int i)
  * float32 and round once at the store; the tiles kernel over the packed
  * (float32) filter and x in place where its channels are contiguous (8
  * at a time), else a float32 copy of x in the workspace; the rows kernel
- * over x in place (its loads are vectors) and a float32 copy of the
- * filter (its values are broadcast). */
+ * over x in place (its loads are vectors) and the filter in place where
+ * its rows are contiguous (8 at a time), else a float32 copy of it. */
 static int g1_reduced(const pdnn__op_call *call)
 {
     return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16;
@@ -83,13 +83,17 @@ static int g1_in_place(const pdnn__op_call *call, int i)
     return !g1_reduced(call) && c->ws[0] == 1 && c->k % g1_kt(i) == 0;
 }
 
-/* The filter's packed (or, for rows in a reduced dtype, widened K x C)
- * float32 copy: the workspace's tail, or kept on a frozen filter. */
+/* The rows kernel in a reduced dtype reads a float32 copy of the filter
+ * where its rows are not contiguous (HWIO). */
+static int g1_rows_wide_w(const pdnn__op_call *call) { return g1_reduced(call) && call->u.conv2d.ws[1] != 1; }
+
+/* The filter's packed (or, for rows, widened K x C) float32 copy: the
+ * workspace's tail, or kept on a frozen filter. */
 static size_t g1_packed(void *dev, const pdnn__op_call *call, int i)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
     if (g1_rows(dev, c, i))
-        return g1_reduced(call) ? (size_t)(c->k * c->c) * sizeof(float) : 0;
+        return g1_rows_wide_w(call) ? (size_t)(c->k * c->c) * sizeof(float) : 0;
     return g1_in_place(call, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
 }
 
@@ -116,14 +120,15 @@ static void g1_name(int i, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-/* The kernels of configuration i for dtype t, reading x widened (xf: a
- * float32 copy) or as stored. Called with d->lock held. */
-static pdnn_status g1_kernel(cl_dev *d, int i, pdnn_dtype t, int xf, const char *name, cl_kernel *k)
+/* The kernels of configuration i for dtype t, reading x (xf) or, in the
+ * rows kernel, the filter (wf) widened into float32 copies or as stored.
+ * Called with d->lock held. */
+static pdnn_status g1_kernel(cl_dev *d, int i, pdnn_dtype t, int xf, int wf, const char *name, cl_kernel *k)
 {
     const char *real = pdnn__cl_real_opts(t);
-    char opts[112];
-    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s%s", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt,
-             real ? " " : "", real ? real : "", xf ? " -DG1_XF=1" : "");
+    char opts[128];
+    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s%s%s", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt,
+             real ? " " : "", real ? real : "", xf ? " -DG1_XF=1" : "", wf ? " -DG1_WF=1" : "");
     return pdnn__cl_kernel(d, "conv2d_gemm_1x1.cl", opts, name, k);
 }
 
@@ -172,13 +177,14 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__op_call *call, int i, 
             span /= 2;
     }
     cl_kernel k = NULL;
-    pdnn_status st = g1_kernel(d, i, t, 0, "conv2d_gemm_1x1_rows", &k);
+    const int wide = g1_rows_wide_w(call);
+    pdnn_status st = g1_kernel(d, i, t, 0, wide, "conv2d_gemm_1x1_rows", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
     cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
-    cl_long xo = pdnn__cl_real_off(c->x_buf, t), wo = elem_off(c->w_buf), yo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), wo = pdnn__cl_real_off(c->w_buf, t), yo = pdnn__cl_real_off(c->y_buf, t);
     cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
     cl_int4 dims = int4_of((int)c->n, (int)pq, (int)tpi, (int)c->k);
@@ -186,7 +192,7 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__op_call *call, int i, 
     cl_long2 wst;
     wst.s[0] = c->ws[0];
     wst.s[1] = c->ws[1];
-    if (g1_reduced(call)) {
+    if (wide) {
         /* The filter widened to K x C floats: the frozen filter's kept
          * copy (widened by its first call) or the workspace. */
         const int kept = c->wpack.region != NULL;
@@ -245,7 +251,7 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     const pdnn_dtype t = call->dtype;
     const int xf = g1_x_floats(d, call, i) > 0;
     cl_kernel k = NULL;
-    pdnn_status st = g1_kernel(d, i, t, xf, "conv2d_gemm_1x1", &k);
+    pdnn_status st = g1_kernel(d, i, t, xf, 0, "conv2d_gemm_1x1", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
@@ -267,7 +273,7 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         wstr.s[1] = kt;
         if (cpg > 0 && (!kept || c->wpack_fill)) {
             cl_kernel pk = NULL;
-            st = g1_kernel(d, i, t, xf, "gemm1x1_pack", &pk);
+            st = g1_kernel(d, i, t, xf, 0, "gemm1x1_pack", &pk);
             if (st != PDNN_SUCCESS)
                 return st;
             cl_mem w = c->w_buf.region;
