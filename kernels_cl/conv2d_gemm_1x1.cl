@@ -41,6 +41,20 @@
 #define G1_X8 0
 #endif
 
+/* STEP(V.s0) .. STEP(V.s7): a step per lane of 8 values converted at
+ * once (V an expression of the step's index, j or r). */
+#define LANES8(STEP, V) \
+    do {                \
+        STEP(V.s0);     \
+        STEP(V.s1);     \
+        STEP(V.s2);     \
+        STEP(V.s3);     \
+        STEP(V.s4);     \
+        STEP(V.s5);     \
+        STEP(V.s6);     \
+        STEP(V.s7);     \
+    } while (0)
+
 /* One step of the reduction over channel c (conv2d_tile.cl's TILE_STEP
  * at wpc, then wpc one c on): each pixel j's input XV (an expression of
  * j). */
@@ -101,14 +115,7 @@ __kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv
                 x8[j] = LOADR8(0, x + xo[j]);
                 xo[j] += 8;
             }
-            G1_STEP(x8[j].s0);
-            G1_STEP(x8[j].s1);
-            G1_STEP(x8[j].s2);
-            G1_STEP(x8[j].s3);
-            G1_STEP(x8[j].s4);
-            G1_STEP(x8[j].s5);
-            G1_STEP(x8[j].s6);
-            G1_STEP(x8[j].s7);
+            LANES8(G1_STEP, x8[j]);
         }
 #endif
         for (; c < cpg; c++) {
@@ -210,14 +217,7 @@ __kernel void conv2d_gemm_1x1_rows(__global const REAL_T *x, long x_off,
                 w8[r] = LOADR8(0, wr[r]);
                 wr[r] += 8;
             }
-            ROWS_STEP(w8[r].s0);
-            ROWS_STEP(w8[r].s1);
-            ROWS_STEP(w8[r].s2);
-            ROWS_STEP(w8[r].s3);
-            ROWS_STEP(w8[r].s4);
-            ROWS_STEP(w8[r].s5);
-            ROWS_STEP(w8[r].s6);
-            ROWS_STEP(w8[r].s7);
+            LANES8(ROWS_STEP, w8[r]);
         }
 #endif
         for (; c < C; c++) {
