@@ -4,8 +4,8 @@
  * hold on a loaded machine where the absolute numbers do not. Memory-bound
  * ops (max pooling, depthwise convolution, batch norm, elementwise: ReLU6
  * and add) print
- * elements per second and GB/s moved; the 3x3 convolution, compute-bound,
- * GFLOP/s. Each row ends with the ratio to float32 (issue 43: at least
+ * elements per second and GB/s moved; the 3x3 and 1x1 convolutions,
+ * compute-bound, GFLOP/s. Each row ends with the ratio to float32 (issue 43: at least
  * 1.6x for the memory-bound ops, 0.9x for the convolution).
  *     bench_lowp [rounds [device [op]]]    (default 5, the first GPU/OpenCL device) */
 #include "polydnn.h"
@@ -40,9 +40,9 @@ static void die(const char *what)
     exit(1);
 }
 
-enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, N_OPS };
+enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, N_OPS };
 static const char *const op_names[N_OPS] = {"maxpool3x3s2", "depthwise3x3", "batchnorm", "relu6", "add",
-                                            "conv3x3"};
+                                            "conv3x3", "conv1x1"};
 
 typedef struct bench_op {
     int op;
@@ -116,6 +116,14 @@ static void setup(pdnn_device *dev, bench_op *b)
         b->elems = NB * 64.0 * 112 * 112;
         b->bytes = es * (b->op == ADD ? 3 : 2) * b->elems;
         break;
+    case CONV1X1: /* ResNet-50's 1x1 of 256 to 64 channels at 56x56, batch 1 */
+        b->x = make(dev, t, l, 1, 256, 56, 56, 1);
+        b->w = make(dev, t, fl, 64, 256, 1, 1, 0.1f);
+        b->y = make(dev, t, l, 1, 64, 56, 56, 1);
+        b->elems = 64.0 * 56 * 56;
+        b->bytes = es * 5 * b->elems;
+        b->flops = 2.0 * 64 * 56 * 56 * 256;
+        break;
     default: /* ResNet's 3x3 at 56x56, batch 1 */
         b->x = make(dev, t, l, 1, 64, 56, 56, 1);
         b->w = make(dev, t, fl, 64, 64, 3, 3, 0.1f);
@@ -153,6 +161,7 @@ static pdnn_status call(const bench_op *b)
     }
     case RELU6: return pdnn_activation_forward(b->x, PDNN_ACTIVATION_CLIP, 0, 6, b->y);
     case ADD: return pdnn_binary(b->x, b->w, PDNN_BINARY_ADD, b->y);
+    case CONV1X1: pdnn_conv2d_params_init(&cp); return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     default: return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     }
 }

@@ -59,13 +59,27 @@ typedef int8 qvi_t;
 #else
 #error "DW_QV must be 8 or 16"
 #endif
+/* dw_nchw's and dw_plane's tensors are REAL_T (float16 and bfloat16
+ * storage under -DPDNN_REAL, issue 43): XQV_LOAD, XQV_LOAD_EVEN and
+ * XQV_STORE move a chunk of them through the prelude's 8-wide
+ * conversions, the sums stay float; QV_LOAD and QV_STORE move the private
+ * arrays. */
+#if DW_QV == 16
+#define XQV_LOAD(p) LOADR16(0, (p))
+#define XQV_LOAD_EVEN(p) ((float16)(LOADR16(0, (p)).even, LOADR16(0, (p) + 16).even))
+#define XQV_STORE(v, p) STORER16((v), 0, (p))
+#else
+#define XQV_LOAD(p) LOADR8(0, (p))
+#define XQV_LOAD_EVEN(p) LOADR16(0, (p)).even
+#define XQV_STORE(v, p) STORER8((v), 0, (p))
+#endif
 
 /* One tap's DW_QV inputs, lane i at column b + i*sw, of the row at `row`,
  * read one by one (other strides, strided rows, the first and last rows
  * of x): lanes outside [0, W) add nothing. They are skipped, not
  * multiplied by zero, so that an infinite weight in the padding stays out
  * of the sum as in the reference. */
-static inline qv_t dw_tap_scalar(__global const float *x, long row, long b, int sw, int W, long xcs, float f,
+static inline qv_t dw_tap_scalar(__global const REAL_T *x, long row, long b, int sw, int W, long xcs, float f,
                                  qv_t acc)
 {
     float v[DW_QV];
@@ -73,7 +87,7 @@ static inline qv_t dw_tap_scalar(__global const float *x, long row, long b, int 
     for (int i = 0; i < DW_QV; i++) {
         const long iw = b + (long)i * sw;
         in[i] = iw >= 0 && iw < W ? -1 : 0;
-        v[i] = in[i] ? x[row + iw * xcs] : 0.0f;
+        v[i] = in[i] ? LOAD_REAL(x, row + iw * xcs) : 0.0f;
     }
     const qvi_t ok = QV_LOAD(in);
     return select(acc, fma(QV_LOAD(v), (qv_t)(f), acc), ok);
@@ -97,7 +111,7 @@ static inline qv_t dw_tap_scalar(__global const float *x, long row, long b, int 
 #ifdef DW_S
 #define DW_W(r, s) wt[(r) * DW_S + (s)]
 #else
-#define DW_W(r, s) w[wbase + (long)(r) * ws.s2 + (long)(s) * ws.s3]
+#define DW_W(r, s) LOAD_REAL(w, wbase + (long)(r) * ws.s2 + (long)(s) * ws.s3)
 #endif
 
 /* One chunk of DW_QV output columns from q0 of the output row whose first
@@ -105,7 +119,7 @@ static inline qv_t dw_tap_scalar(__global const float *x, long row, long b, int 
  * the image, the border chunks reaching into the neighbouring rows with
  * the padding lanes masked, or per lane. */
 static inline __attribute__((always_inline)) qv_t
-dw_chunk(__global const float *x, __global const float *w, const float *wt, long xbase, long wbase, long4 xs, long4 ws,
+dw_chunk(__global const REAL_T *x, __global const REAL_T *w, const float *wt, long xbase, long wbase, long4 xs, long4 ws,
          int H, int W, int R, int S, int sw, int dw, int dh, long ih0, int q0, int pl, int q_lo, long q_hi, int xrow,
          long x_off, long x_end)
 {
@@ -137,17 +151,17 @@ dw_chunk(__global const float *x, __global const float *w, const float *wt, long
         /* xp is formed only where it points into x (b0 < 0 at the left
          * border). */
         if (inside && sw == 1) {
-            __global const float *xp = x + row + b0;
+            __global const REAL_T *xp = x + row + b0;
             for (int s = 0; s < S; s++)
-                acc = fma(QV_LOAD(xp + (long)s * dw), (qv_t)(DW_W(r, s)), acc);
+                acc = fma(XQV_LOAD(xp + (long)s * dw), (qv_t)(DW_W(r, s)), acc);
         } else if (inside) {
-            __global const float *xp = x + row + b0;
+            __global const REAL_T *xp = x + row + b0;
             for (int s = 0; s < S; s++)
-                acc = fma(QV_LOAD_EVEN(xp + (long)s * dw), (qv_t)(DW_W(r, s)), acc);
+                acc = fma(XQV_LOAD_EVEN(xp + (long)s * dw), (qv_t)(DW_W(r, s)), acc);
         } else if (reach && row + b0 >= x_off && row + reach_hi <= x_end) {
-            __global const float *xp = x + row + b0;
+            __global const REAL_T *xp = x + row + b0;
             for (int s = 0; s < S; s++) {
-                const qv_t a = sw == 1 ? QV_LOAD(xp + (long)s * dw) : QV_LOAD_EVEN(xp + (long)s * dw);
+                const qv_t a = sw == 1 ? XQV_LOAD(xp + (long)s * dw) : XQV_LOAD_EVEN(xp + (long)s * dw);
                 acc = select(acc, fma(a, (qv_t)(DW_W(r, s)), acc), DW_MASK(s));
             }
         } else {
@@ -161,24 +175,24 @@ dw_chunk(__global const float *x, __global const float *w, const float *wt, long
 
 /* Adds the bias, applies the relu (capped at as_float(relu): +inf is
  * none) and stores one chunk of an output row. */
-static inline __attribute__((always_inline)) void dw_store(__global float *y, long yrowp, int q0, int Q, long ycs,
+static inline __attribute__((always_inline)) void dw_store(__global REAL_T *y, long yrowp, int q0, int Q, long ycs,
                                                           int yrow, qv_t acc, float bk, int relu)
 {
     acc += (qv_t)(bk);
     if (relu)
         acc = fmin(fmax(acc, (qv_t)(0.0f)), (qv_t)(as_float(relu)));
     if (yrow && q0 + DW_QV <= Q) {
-        QV_STORE(acc, y + yrowp + q0);
+        XQV_STORE(acc, y + yrowp + q0);
     } else if (yrow) {
         /* The row's last Q - q0 columns, in halves held in registers: a
          * round trip through a private array stalled on the store
          * forwarding and took a fifth of the time at 14x14. */
-        __global float *yp = y + yrowp + q0;
+        __global REAL_T *yp = y + yrowp + q0;
         int n = Q - q0;
 #if DW_QV == 16
         float8 h = acc.lo;
         if (n >= 8) {
-            vstore8(h, 0, yp);
+            STORER8(h, 0, yp);
             h = acc.hi;
             yp += 8;
             n -= 8;
@@ -188,25 +202,25 @@ static inline __attribute__((always_inline)) void dw_store(__global float *y, lo
 #endif
         float4 f = h.lo;
         if (n >= 4) {
-            vstore4(f, 0, yp);
+            STORER4(f, 0, yp);
             f = h.hi;
             yp += 4;
             n -= 4;
         }
         float2 t = f.lo;
         if (n >= 2) {
-            vstore2(t, 0, yp);
+            STORER2(t, 0, yp);
             t = f.hi;
             yp += 2;
             n -= 2;
         }
         if (n)
-            *yp = t.x;
+            STORE_REAL(t.x, yp, 0);
     } else {
         float v[DW_QV];
         QV_STORE(acc, v);
         for (int i = 0; i < DW_QV && q0 + i < Q; i++)
-            y[yrowp + (long)(q0 + i) * ycs] = v[i];
+            STORE_REAL(v[i], y, yrowp + (long)(q0 + i) * ycs);
     }
 }
 
@@ -226,7 +240,7 @@ static inline __attribute__((always_inline)) void dw_store(__global float *y, lo
         _Pragma("unroll") for (int r = 0; r < DW_R; r++)                                                      \
         {                                                                                                    \
             const long ih = ih0 + (long)i * sh + (long)r * dh;                                               \
-            __global const float *xr = x + (xb0 + clamp(ih, 0L, (long)H - 1) * xs.s2);                       \
+            __global const REAL_T *xr = x + (xb0 + clamp(ih, 0L, (long)H - 1) * xs.s2);                      \
             qv_t a = (qv_t)(0.0f);                                                                           \
             _Pragma("unroll") for (int s = 0; s < DW_S; s++) a = TAP(LOAD(xr + (long)s * dw), DW_W(r, s), a, s); \
             part[i][r] = ih >= 0 && ih < H ? a : (qv_t)(0.0f);                                               \
@@ -247,10 +261,10 @@ static inline __attribute__((always_inline)) void dw_store(__global float *y, lo
  * but one or two per row) run on plain vector loads with no per-tap test,
  * and the per-work-item setup is spread over whole rows.
  * fast: s0 x rows are contiguous (w stride 1), s2 y rows likewise. */
-__kernel void dw_nchw(__global const float *x, long x_off,
-                      __global const float *w, long w_off,
-                      __global const float *bias, long b_off,
-                      __global float *y, long y_off,
+__kernel void dw_nchw(__global const REAL_T *x, long x_off,
+                      __global const REAL_T *w, long w_off,
+                      __global const REAL_T *bias, long b_off,
+                      __global REAL_T *y, long y_off,
                       long4 xs, long4 ws, long4 ys,
                       int4 in_dims,  /* N, C, H, W               */
                       int4 out_dims, /* K, P, Q, multiplier m    */
@@ -279,12 +293,12 @@ __kernel void dw_nchw(__global const float *x, long x_off,
     const long xbase = x_off + n * xs.s0 + (long)(k / m) * xs.s1;
     const long wbase = w_off + (long)k * ws.s0;
     const long ybase = y_off + n * ys.s0 + (long)k * ys.s1;
-    const float bk = filt.s2 ? bias[b_off + k] : 0.0f;
+    const float bk = filt.s2 ? LOAD_REAL(bias, b_off + k) : 0.0f;
 #ifdef DW_S
     float wt[DW_R * DW_S];
     for (int r = 0; r < DW_R; r++)
         for (int s = 0; s < DW_S; s++)
-            wt[r * DW_S + s] = w[wbase + (long)r * ws.s2 + (long)s * ws.s3];
+            wt[r * DW_S + s] = LOAD_REAL(w, wbase + (long)r * ws.s2 + (long)s * ws.s3);
 #else
     const float *wt = NULL;
 #endif
@@ -311,9 +325,9 @@ __kernel void dw_nchw(__global const float *x, long x_off,
                     /* Every tap inside the image's rows (sw is 1 or 2 here:
                      * see q_hi). */
                     if (sw == 1)
-                        DW_BLOCK(QV_LOAD, DW_TAP);
+                        DW_BLOCK(XQV_LOAD, DW_TAP);
                     else
-                        DW_BLOCK(QV_LOAD_EVEN, DW_TAP);
+                        DW_BLOCK(XQV_LOAD_EVEN, DW_TAP);
                 } else if (xrow && (sw == 1 || sw == 2) && xb0 + ih_lo * xs.s2 >= x_off &&
                            xb0 + ih_hi * xs.s2 + (long)(DW_S - 1) * dw + DW_QV * sw <= x_end) {
                     /* A border chunk: the loads reach into the neighbouring
@@ -323,9 +337,9 @@ __kernel void dw_nchw(__global const float *x, long x_off,
                     for (int s = 0; s < DW_S; s++)
                         msk[s] = DW_LANES(b0 + (long)s * dw);
                     if (sw == 1)
-                        DW_BLOCK(QV_LOAD, DW_TAP_MASKED);
+                        DW_BLOCK(XQV_LOAD, DW_TAP_MASKED);
                     else
-                        DW_BLOCK(QV_LOAD_EVEN, DW_TAP_MASKED);
+                        DW_BLOCK(XQV_LOAD_EVEN, DW_TAP_MASKED);
                 } else {
 #pragma unroll
                     for (int i = 0; i < DW_PB; i++)
@@ -365,10 +379,10 @@ __kernel void dw_nchw(__global const float *x, long x_off,
  * about three times ONNX Runtime's time.
  *
  * dimension 1: n * K + k; 2: blocks of cw chunks of the plane. */
-__kernel void dw_plane(__global const float *x, long x_off,
-                       __global const float *w, long w_off,
-                       __global const float *bias, long b_off,
-                       __global float *y, long y_off,
+__kernel void dw_plane(__global const REAL_T *x, long x_off,
+                       __global const REAL_T *w, long w_off,
+                       __global const REAL_T *bias, long b_off,
+                       __global REAL_T *y, long y_off,
                        long4 xs, long4 ws, long4 ys,
                        int4 in_dims,  /* N, C, H, W               */
                        int4 out_dims, /* K, P, Q, multiplier m    */
@@ -390,11 +404,11 @@ __kernel void dw_plane(__global const float *x, long x_off,
     const long xbase = x_off + n * xs.s0 + (long)(k / m) * xs.s1;
     const long wbase = w_off + (long)k * ws.s0;
     const long ybase = y_off + n * ys.s0 + (long)k * ys.s1;
-    const float bk = filt.s2 ? bias[b_off + k] : 0.0f;
+    const float bk = filt.s2 ? LOAD_REAL(bias, b_off + k) : 0.0f;
     float wt[DW_R * DW_S];
     for (int r = 0; r < DW_R; r++)
         for (int s = 0; s < DW_S; s++)
-            wt[r * DW_S + s] = w[wbase + (long)r * ws.s2 + (long)s * ws.s3];
+            wt[r * DW_S + s] = LOAD_REAL(w, wbase + (long)r * ws.s2 + (long)s * ws.s3);
     /* The flat offsets of the first and last taps: the extremes any
      * chunk's loads reach. */
     const int off_lo = -pt * W - pl, off_hi = ((DW_R - 1) * dh - pt) * W + (DW_S - 1) * dw - pl;
@@ -415,7 +429,7 @@ __kernel void dw_plane(__global const float *x, long x_off,
             const qvi_t c = q + (s * dw - pl);
             col[s] = c >= 0 && c < W;
         }
-        __global const float *xp = x + (xbase + o0);
+        __global const REAL_T *xp = x + (xbase + o0);
         const qv_t zero = (qv_t)(0.0f);
         qv_t part[DW_R];
         if (o0 + off_lo >= 0 && o0 + (DW_QV - 1) + off_hi < HW) {
@@ -424,7 +438,7 @@ __kernel void dw_plane(__global const float *x, long x_off,
             {
                 qv_t a = zero;
                 _Pragma("unroll") for (int s = 0; s < DW_S; s++) a =
-                    select(a, fma(QV_LOAD(xp + ((r * dh - pt) * W + s * dw - pl)), (qv_t)(DW_W(r, s)), a), col[s]);
+                    select(a, fma(XQV_LOAD(xp + ((r * dh - pt) * W + s * dw - pl)), (qv_t)(DW_W(r, s)), a), col[s]);
                 part[r] = a;
             }
         } else if (xbase + o0 + off_lo >= x_off && xbase + o0 + (DW_QV - 1) + off_hi < x_end) {
@@ -436,7 +450,7 @@ __kernel void dw_plane(__global const float *x, long x_off,
                 const qvi_t in = row >= 0 && row < H;
                 qv_t a = zero;
                 _Pragma("unroll") for (int s = 0; s < DW_S; s++) a =
-                    select(a, fma(QV_LOAD(xp + ((r * dh - pt) * W + s * dw - pl)), (qv_t)(DW_W(r, s)), a),
+                    select(a, fma(XQV_LOAD(xp + ((r * dh - pt) * W + s * dw - pl)), (qv_t)(DW_W(r, s)), a),
                            in & col[s]);
                 part[r] = a;
             }
@@ -455,7 +469,7 @@ __kernel void dw_plane(__global const float *x, long x_off,
                     float v[DW_QV];
                     QV_STORE(ok, okl);
                     for (int i = 0; i < DW_QV; i++)
-                        v[i] = okl[i] ? x[xbase + o0 + i + off] : 0.0f;
+                        v[i] = okl[i] ? LOAD_REAL(x, xbase + o0 + i + off) : 0.0f;
                     a = select(a, fma(QV_LOAD(v), (qv_t)(DW_W(r, s)), a), ok);
                 }
                 part[r] = a;

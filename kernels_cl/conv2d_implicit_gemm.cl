@@ -21,30 +21,28 @@
  * (zero for k >= K): the order the kernel streams it. A filter whose k
  * stride is 1 and K a multiple of KT (HWIO) already has KT contiguous
  * channels at every (r, s, c) and is read in place: wst gives the element
- * strides of a channel block, r, s and c. */
+ * strides of a channel block, r, s and c.
+ *
+ * Under -DPDNN_REAL (float16, bfloat16 storage; issue 43) w, bias, the
+ * residual and y are REAL_T; x and the packed filter are float (the host
+ * widens x into the workspace and always packs the filter), so the
+ * reduction is float32's, and the epilogue rounds once at the store. */
 
-/* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. */
+/* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. x is
+ * float in every dtype (widened by the host). */
+#define TILE_X_T float
 
-/* One step of the reduction, the micro-kernel: the KB filter vectors at
- * WP times each pixel j's input XV (an expression of j), into acc. Every
- * path below is a loop of it over its own way of reaching the inputs. */
-#define IG_STEP(WP, XV)                                                            \
-    do {                                                                           \
-        vec_t wv[KB];                                                              \
-        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = VLOAD(b, (WP));     \
-        _Pragma("unroll") for (int j = 0; j < PT; j++)                             \
-        {                                                                          \
-            const vec_t xv = (vec_t)(XV);                                          \
-            _Pragma("unroll") for (int b = 0; b < KB; b++) acc[b][j] = VFMA(xv, wv[b], acc[b][j]); \
-        }                                                                          \
-    } while (0)
+/* One step of the reduction, the micro-kernel (conv2d_tile.cl's
+ * TILE_STEP). Every path below is a loop of it over its own way of
+ * reaching the inputs. */
+#define IG_STEP TILE_STEP
 
 /* wp as above from w in any layout (ws: strides of k, c, r, s). A
  * work-item copies PACK_RUN consecutive c of one k at one (r, s):
  * sequential reads in OHWI, and the KT work-items of a work-group (one
  * channel block) write whole rows of wp together. Dimension 0 is k in
  * [0, Kp), dimension 1 runs over (r*S + s) * runs + run. */
-__kernel void igemm_pack(__global const float *w, long w_off, long4 ws,
+__kernel void igemm_pack(__global const REAL_T *w, long w_off, long4 ws,
                          __global float *wp, long wp_off,
                          int4 filt) /* R, S, C/groups, K */
 {
@@ -69,7 +67,7 @@ __kernel void conv2d_implicit_gemm(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims 
                                    int4 pad,  /* pad top, pad left, span (pixels per work-item), residual */
                                    long4 wst, /* filter element strides: channel block, r, s, c */
                                    __global const float *zbuf, long z_off, /* a float 0 (the workspace's) */
-                                   __global const float *res, long res_off, /* pad.s3: z, y's layout, added */
+                                   __global const REAL_T *res, long res_off, /* pad.s3: z, y's layout, added */
                                    int merge) /* whole filter rows: 0 never, 1 one run (NHWC), 2 by channel */
 {
     __global const float *zero = zbuf + z_off;

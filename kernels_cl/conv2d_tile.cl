@@ -22,6 +22,8 @@
 typedef float16 vec_t;
 #define VLOAD LOAD16
 #define VSTORE STORE16
+#define VLOADR LOADR16
+#define VSTORER STORER16
 #define VFMA FMA16
 #define VMAX MAX16
 #define VMIN MIN16
@@ -29,6 +31,8 @@ typedef float16 vec_t;
 typedef float8 vec_t;
 #define VLOAD vload8
 #define VSTORE vstore8
+#define VLOADR LOADR8
+#define VSTORER STORER8
 #define VFMA fma
 #define VMAX fmax
 #define VMIN fmin
@@ -36,13 +40,35 @@ typedef float8 vec_t;
 typedef float4 vec_t;
 #define VLOAD vload4
 #define VSTORE vstore4
+#define VLOADR LOADR4
+#define VSTORER STORER4
 #define VFMA fma
 #define VMAX fmax
 #define VMIN fmin
 #else
 #error "VW must be 4, 8 or 16"
 #endif
+/* VLOADR and VSTORER: a vec_t of the tensors' storage (REAL_T: float16
+ * and bfloat16 under -DPDNN_REAL, issue 43) through the prelude's 8-wide
+ * conversions; VLOAD and VSTORE stay float (the packed filter, private
+ * arrays). Under PDNN_REAL the kernels read x as float where the host
+ * widened it into the workspace first (cl_cast.c, pdnn__cl_widen_locked):
+ * each of its values is broadcast once per filter vector, and a scalar
+ * conversion per broadcast would cost more than the FMA. */
 
+
+/* One step of the reduction, the micro-kernel: the KB filter vectors at
+ * WP times each pixel j's input XV (an expression of j), into acc. */
+#define TILE_STEP(WP, XV)                                                          \
+    do {                                                                           \
+        vec_t wv[KB];                                                              \
+        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = VLOAD(b, (WP));     \
+        _Pragma("unroll") for (int j = 0; j < PT; j++)                             \
+        {                                                                          \
+            const vec_t xv = (vec_t)(XV);                                          \
+            _Pragma("unroll") for (int b = 0; b < KB; b++) acc[b][j] = VFMA(xv, wv[b], acc[b][j]); \
+        }                                                                          \
+    } while (0)
 
 /* The pixel cursor of a work-item's span: image CN, row COH, column COW
  * of an output of P x Q pixels, set from pixel G0 by one division and then
@@ -59,25 +85,26 @@ typedef float4 vec_t;
     } while (0)
 
 /* Both kernels' first arguments (0 to 10 of the host's), the names the
- * macros below read: x, the packed filter wp, bias and y, each with its
- * element offset; x's and y's element strides (n, c, h, w); dims (N, P,
- * Q, K). */
+ * macros below read: x (TILE_X_T, the kernel's: float, or REAL_T where it
+ * reads a reduced x in place), the packed filter wp (float), bias and y
+ * (REAL_T), each with its element offset; x's and y's element strides
+ * (n, c, h, w); dims (N, P, Q, K). */
 #define TILE_PARAMS                                                                              \
-    __global const float *x, long x_off, __global const float *wp, long wp_off,                 \
-        __global const float *bias, long b_off, __global float *y, long y_off, long4 xs, long4 ys, \
+    __global const TILE_X_T *x, long x_off, __global const float *wp, long wp_off,                 \
+        __global const REAL_T *bias, long b_off, __global REAL_T *y, long y_off, long4 xs, long4 ys, \
         int4 dims
 
 /* The filter packs' copy: a work-item's PACK_RUN consecutive c from C0
- * (below CPG) of one channel, from IN on (element stride INC) to OUT on
- * (stride KT), zeros where the channel is not LIVE (k >= K). */
+ * (below CPG) of one channel, from IN on (REAL_T, element stride INC) to
+ * OUT on (float, stride KT), zeros where the channel is not LIVE (k >= K). */
 #define PACK_RUN 32
 #define PACK_COPY(OUT, IN, INC, C0, CPG, LIVE)                                                   \
     do {                                                                                         \
         const int c1_ = (C0) + PACK_RUN < (CPG) ? (C0) + PACK_RUN : (CPG);                       \
         __global float *out_ = (OUT);                                                            \
-        __global const float *in_ = (IN);                                                        \
+        __global const REAL_T *in_ = (IN);                                                       \
         for (int c_ = (C0); c_ < c1_; c_++)                                                      \
-            out_[(long)c_ * KT] = (LIVE) ? in_[(long)c_ * (INC)] : 0.0f;                         \
+            out_[(long)c_ * KT] = (LIVE) ? LOAD_REAL(in_, (long)c_ * (INC)) : 0.0f;              \
     } while (0)
 
 /* The steps both kernels' tile loops share, in the names both give it.
@@ -107,7 +134,7 @@ typedef float4 vec_t;
     for (int b_ = 0; b_ < KB; b_++) {                                                            \
         float bb_[VW];                                                                           \
         for (int l_ = 0; l_ < VW; l_++)                                                          \
-            bb_[l_] = (HAS_BIAS) && k0 + b_ * VW + l_ < K ? bias[b_off + k0 + b_ * VW + l_] : 0.0f; \
+            bb_[l_] = (HAS_BIAS) && k0 + b_ * VW + l_ < K ? LOAD_REAL(bias, b_off + k0 + b_ * VW + l_) : 0.0f; \
         bv[b_] = VLOAD(0, bb_);                                                                  \
     }                                                                                            \
     const int ycontig = ys.s1 == 1 && k0 + KT <= K;                                              \
@@ -170,10 +197,10 @@ typedef float4 vec_t;
                     const long o_ = (long)(kb_ + l_) * (YS1);                                    \
                     float8 v_ = (l_ & 1) ? r8_[l_ >> 1].hi : r8_[l_ >> 1].lo;                     \
                     if (HAS_RES)                                                                 \
-                        v_ += vload8(0, (RP) + o_);                                              \
+                        v_ += LOADR8(0, (RP) + o_);                                              \
                     if (RELU)                                                                    \
                         v_ = fmin(fmax(v_, (float8)(0.0f)), (float8)(as_float(RELU)));           \
-                    vstore8(v_, 0, (YP) + o_);                                                   \
+                    STORER8(v_, 0, (YP) + o_);                                                   \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
@@ -211,31 +238,31 @@ typedef float4 vec_t;
             if (gt + j_ >= gend)                                                                 \
                 continue;                                                                        \
             const long yo_ = yoff[j_];                                                           \
-            __global float *yp_ = (Y) + yo_;                                                     \
-            __global const float *rp_ = (RES) + yo_;                                             \
+            __global REAL_T *yp_ = (Y) + yo_;                                                    \
+            __global const REAL_T *rp_ = (RES) + yo_;                                            \
             _Pragma("unroll") for (int b_ = 0; b_ < KB; b_++)                                    \
             {                                                                                    \
                 vec_t v_ = acc[b_][j_] + bv[b_];                                                 \
                 const int kb_ = k0 + b_ * VW;                                                    \
                 if (HAS_RES) {                                                                   \
                     if (ycontig) {                                                               \
-                        v_ += VLOAD(0, rp_ + kb_);                                               \
+                        v_ += VLOADR(0, rp_ + kb_);                                              \
                     } else {                                                                     \
                         float t_[VW];                                                            \
                         for (int l_ = 0; l_ < VW; l_++)                                          \
-                            t_[l_] = kb_ + l_ < K ? rp_[(long)(kb_ + l_) * ys.s1] : 0.0f;        \
+                            t_[l_] = kb_ + l_ < K ? LOAD_REAL(rp_, (long)(kb_ + l_) * ys.s1) : 0.0f; \
                         v_ += VLOAD(0, t_);                                                      \
                     }                                                                            \
                 }                                                                                \
                 if (RELU)                                                                        \
                     v_ = VMIN(VMAX(v_, (vec_t)(0.0f)), (vec_t)(as_float(RELU)));                 \
                 if (ycontig) {                                                                   \
-                    VSTORE(v_, 0, yp_ + kb_);                                                    \
+                    VSTORER(v_, 0, yp_ + kb_);                                                   \
                 } else {                                                                         \
                     float o_[VW];                                                                \
                     VSTORE(v_, 0, o_);                                                           \
                     for (int l_ = 0; l_ < VW && kb_ + l_ < K; l_++)                              \
-                        yp_[(long)(kb_ + l_) * ys.s1] = o_[l_];                                  \
+                        STORE_REAL(o_[l_], yp_, (long)(kb_ + l_) * ys.s1);                       \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \

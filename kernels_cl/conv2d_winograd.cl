@@ -37,17 +37,35 @@
  * 16 places s apart, lane by lane in registers: through a private array
  * each vector stalled on store forwarding, which made NCHW's transforms
  * (channels one plane apart) about twice NHWC's time. */
-#define GATHER16(p, s)                                                                                            \
-    ((float16)((p)[0], (p)[(s)], (p)[2 * (s)], (p)[3 * (s)], (p)[4 * (s)], (p)[5 * (s)], (p)[6 * (s)],         \
-               (p)[7 * (s)], (p)[8 * (s)], (p)[9 * (s)], (p)[10 * (s)], (p)[11 * (s)], (p)[12 * (s)],          \
-               (p)[13 * (s)], (p)[14 * (s)], (p)[15 * (s)]))
-#define SCATTER16(v, p, s)                                                                                        \
+/* Each element through LD(p, i) or ST(v, p, i) (the prelude's F32_LOAD,
+ * LOAD_REAL, ...: the tensors' storage, issue 43). */
+#define GATHER16_BY(LD, p, s)                                                                                     \
+    ((float16)(LD(p, 0), LD(p, (s)), LD(p, 2 * (s)), LD(p, 3 * (s)), LD(p, 4 * (s)), LD(p, 5 * (s)),           \
+               LD(p, 6 * (s)), LD(p, 7 * (s)), LD(p, 8 * (s)), LD(p, 9 * (s)), LD(p, 10 * (s)), LD(p, 11 * (s)), \
+               LD(p, 12 * (s)), LD(p, 13 * (s)), LD(p, 14 * (s)), LD(p, 15 * (s))))
+#define SCATTER16_BY(ST, v, p, s)                                                                                 \
     do {                                                                                                          \
-        (p)[0] = (v).s0, (p)[(s)] = (v).s1, (p)[2 * (s)] = (v).s2, (p)[3 * (s)] = (v).s3;                         \
-        (p)[4 * (s)] = (v).s4, (p)[5 * (s)] = (v).s5, (p)[6 * (s)] = (v).s6, (p)[7 * (s)] = (v).s7;               \
-        (p)[8 * (s)] = (v).s8, (p)[9 * (s)] = (v).s9, (p)[10 * (s)] = (v).sa, (p)[11 * (s)] = (v).sb;             \
-        (p)[12 * (s)] = (v).sc, (p)[13 * (s)] = (v).sd, (p)[14 * (s)] = (v).se, (p)[15 * (s)] = (v).sf;           \
+        ST((v).s0, p, 0), ST((v).s1, p, (s)), ST((v).s2, p, 2 * (s)), ST((v).s3, p, 3 * (s));                     \
+        ST((v).s4, p, 4 * (s)), ST((v).s5, p, 5 * (s)), ST((v).s6, p, 6 * (s)), ST((v).s7, p, 7 * (s));           \
+        ST((v).s8, p, 8 * (s)), ST((v).s9, p, 9 * (s)), ST((v).sa, p, 10 * (s)), ST((v).sb, p, 11 * (s));         \
+        ST((v).sc, p, 12 * (s)), ST((v).sd, p, 13 * (s)), ST((v).se, p, 14 * (s)), ST((v).sf, p, 15 * (s));       \
     } while (0)
+
+/* float16 and bfloat16 storage (-DPDNN_REAL, issue 43): the filter and
+ * the transforms, the GEMM and M stay float32; wino_output reads the
+ * bias and z and writes y as REAL_T, rounding once at the store; and
+ * wino_input reads x as REAL_T (XIN_T: 16-channel vectors where x is
+ * NHWC), or as float where the host widened it first (-DWINO_XF: other
+ * layouts, whose per-channel gathers would each be a scalar conversion). */
+#if defined(PDNN_REAL) && !defined(WINO_XF)
+#define XIN_T REAL_T
+#define XLOAD LOAD_REAL
+#define XLOAD16 LOADR16
+#else
+#define XIN_T float
+#define XLOAD F32_LOAD
+#define XLOAD16 LOAD16
+#endif
 
 /* G g for one column g0..g2 of a 3x3 filter (6 values). */
 #define WINO_G(g0, g1, g2, u)                                                                                     \
@@ -189,7 +207,7 @@ __kernel void wino_gemm(__global const float *U, long u_off,
  * else gathered lane by lane (channels past C read the last one; their
  * lanes are not stored). Tiles past the chunk's end (up to Tp) are
  * written as zeros. */
-__kernel void wino_input(__global const float *x, long x_off, long4 xs,
+__kernel void wino_input(__global const XIN_T *x, long x_off, long4 xs,
                          __global float *V, long v_off,
                          int4 in_dims, /* N, C, H, W */
                          int4 tiles,   /* tile rows, tile columns per image, pad top, pad left */
@@ -215,7 +233,7 @@ __kernel void wino_input(__global const float *x, long x_off, long4 xs,
         const long n = tg / per_image;
         const int tr = (int)(tg % per_image);
         const int h0 = (tr / tiles.s1) * 4 - tiles.s2, w0 = (tr % tiles.s1) * 4 - tiles.s3;
-        __global const float *xb = x + x_off + n * xs.s0 + (long)c * xs.s1;
+        __global const XIN_T *xb = x + x_off + n * xs.s0 + (long)c * xs.s1;
 #pragma unroll
         for (int b = 0; b < 6; b++) {
             const int wc = w0 + b, win = wc >= 0 && wc < W;
@@ -223,17 +241,17 @@ __kernel void wino_input(__global const float *x, long x_off, long4 xs,
 #pragma unroll
             for (int a = 0; a < 6; a++) {
                 const int h = h0 + a;
-                __global const float *px = xb + (long)h * xs.s2 + (long)wc * xs.s3;
+                __global const XIN_T *px = xb + (long)h * xs.s2 + (long)wc * xs.s3;
                 if (!win || h < 0 || h >= H) {
                     d[a] = (float16)(0.0f);
                 } else if (vec) {
-                    d[a] = LOAD16(0, px);
+                    d[a] = XLOAD16(0, px);
                 } else if (full) {
-                    d[a] = GATHER16(px, xs.s1);
+                    d[a] = GATHER16_BY(XLOAD, px, xs.s1);
                 } else {
                     float l[16];
                     for (int i = 0; i < 16; i++)
-                        l[i] = px[(long)min(i, C - 1 - c) * xs.s1];
+                        l[i] = XLOAD(px, (long)min(i, C - 1 - c) * xs.s1);
                     d[a] = LOAD16(0, l);
                 }
             }
@@ -275,9 +293,9 @@ __kernel void wino_input(__global const float *x, long x_off, long4 xs,
  * else stored lane by lane, with the bias, the residual z (y's strides)
  * and the relu, capped at as_float(relu word) (+inf: no cap). */
 __kernel void wino_output(__global const float *M, long m_off,
-                          __global const float *bias, long b_off,
-                          __global float *y, long y_off, long4 ys,
-                          __global const float *z, long z_off,
+                          __global const REAL_T *bias, long b_off,
+                          __global REAL_T *y, long y_off, long4 ys,
+                          __global const REAL_T *z, long z_off,
                           int4 out_dims, /* K, P, Q, Kp */
                           int4 tiles,    /* tile rows, tile columns per image, has bias, relu word */
                           long t0,       /* first tile of the chunk */
@@ -310,7 +328,7 @@ __kernel void wino_output(__global const float *M, long m_off,
     if (tiles.s2) {
         float l[16];
         for (int i = 0; i < 16; i++)
-            l[i] = bias[b_off + min(k + i, K - 1)];
+            l[i] = LOAD_REAL(bias, b_off + min(k + i, K - 1));
         bv = LOAD16(0, l);
     }
     const long base = n * ys.s0 + (long)k * ys.s1;
@@ -325,16 +343,16 @@ __kernel void wino_output(__global const float *M, long m_off,
         float16 row[4];
         WINO_AT(float16, r[a][0], r[a][1], r[a][2], r[a][3], r[a][4], r[a][5], row);
         if (rows4) {
-            __global float *yp = y + y_off + base + (long)(p0 + a) * ys.s2 + q0;
-            __global const float *zp = z + z_off + base + (long)(p0 + a) * ys.s2 + q0;
+            __global REAL_T *yp = y + y_off + base + (long)(p0 + a) * ys.s2 + q0;
+            __global const REAL_T *zp = z + z_off + base + (long)(p0 + a) * ys.s2 + q0;
 #define WINO_OUT4(sx, i)                                                                                          \
     do {                                                                                                          \
         float4 v_ = (float4)(row[0].sx, row[1].sx, row[2].sx, row[3].sx) + bv.sx;                                 \
         if (chunk.s3)                                                                                             \
-            v_ += vload4(0, zp + (long)(i) * ys.s1);                                                              \
+            v_ += LOADR4(0, zp + (long)(i) * ys.s1);                                                              \
         if (relu)                                                                                                 \
             v_ = fmin(fmax(v_, (float4)(0.0f)), (float4)(as_float(relu)));                                        \
-        vstore4(v_, 0, yp + (long)(i) * ys.s1);                                                                   \
+        STORER4(v_, 0, yp + (long)(i) * ys.s1);                                                                   \
     } while (0)
             WINO_OUT4(s0, 0);
             WINO_OUT4(s1, 1);
@@ -363,25 +381,25 @@ __kernel void wino_output(__global const float *M, long m_off,
             float16 o = row[b] + bv;
             if (vec) {
                 if (chunk.s3)
-                    o += LOAD16(0, z + z_off + at);
+                    o += LOADR16(0, z + z_off + at);
                 if (relu)
                     o = MIN16(MAX16(o, (float16)(0.0f)), (float16)(as_float(relu)));
-                STORE16(o, 0, y + y_off + at);
+                STORER16(o, 0, y + y_off + at);
             } else if (k + 16 <= K) {
                 if (chunk.s3)
-                    o += GATHER16(z + z_off + at, ys.s1);
+                    o += GATHER16_BY(LOAD_REAL, z + z_off + at, ys.s1);
                 if (relu)
                     o = MIN16(MAX16(o, (float16)(0.0f)), (float16)(as_float(relu)));
-                SCATTER16(o, y + y_off + at, ys.s1);
+                SCATTER16_BY(STORE_REAL, o, y + y_off + at, ys.s1);
             } else {
                 float l[16];
                 STORE16(o, 0, l);
                 for (int i = 0; i < 16 && k + i < K; i++) {
                     const long ati = at + (long)i * ys.s1;
-                    float e = l[i] + (chunk.s3 ? z[z_off + ati] : 0.0f);
+                    float e = l[i] + (chunk.s3 ? LOAD_REAL(z, z_off + ati) : 0.0f);
                     if (relu)
                         e = fmin(fmax(e, 0.0f), as_float(relu));
-                    y[y_off + ati] = e;
+                    STORE_REAL(e, y, y_off + ati);
                 }
             }
         }

@@ -106,6 +106,16 @@ done
 # built over REAL_T (activation, binary, every pooling kernel, batch norm,
 # direct and NHWC depthwise convolution) in both dtypes.
 parity --set precision
+# The fast convolutions in float16 and bfloat16 (cast_widen's float32
+# copies, the REAL_T epilogues, x read in place in NHWC, gemm_1x1's rows
+# kernel on the 28x29 image): sim_1x1's cases by gemm_1x1, wg_gemm_sim's
+# (both layouts) by implicit_gemm and winograd.
+for dt in float16 bfloat16; do
+    parity --op conv2d --set sim_1x1 --algo gemm_1x1 --dtype "$dt"
+    for algo in implicit_gemm winograd; do
+        parity --op conv2d --set wg_gemm_sim --algo "$algo" --dtype "$dt"
+    done
+done
 # The N-d ops' backward (nd_grad.cl: layer norm's, by algorithm and
 # through the graph's gradients).
 parity --mode grad --set gg_layer_norm

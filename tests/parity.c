@@ -41,6 +41,7 @@
 #endif
 
 #include "core/context.h"
+#include "core/half.h"
 #include "ops/dispatch.h"
 #ifdef PDNN_HAVE_OPENCL
 #include "backends/opencl/cl_hooks.h" /* pdnn__opencl_gpu_class_everywhere */
@@ -58,6 +59,23 @@
 #include <strings.h>
 
 enum { EXIT_USAGE = 2, EXIT_SKIP = 77 };
+
+/* --dtype (issue 43): the storage dtype of conv2d forward's tensors (x, w,
+ * bias, z, y); float32 unless given. The inputs are rounded to it before
+ * the reference sees them, so the reference is the documented contract's
+ * (widen, compute, round once) before its last rounding. */
+static pdnn_dtype opt_dtype = PDNN_FLOAT32;
+static int reduced_dtype(void) { return opt_dtype == PDNN_FLOAT16 || opt_dtype == PDNN_BFLOAT16; }
+
+/* v[0..n) as opt_dtype holds them (nearest, ties to even). */
+static void round_to_dtype(float *v, int64_t n)
+{
+    if (!reduced_dtype() || !v)
+        return;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = opt_dtype == PDNN_FLOAT16 ? pdnn__f16_to_f32(pdnn__f32_to_f16(v[i]))
+                                         : pdnn__bf16_to_f32(pdnn__f32_to_bf16(v[i]));
+}
 
 /* ---- small utilities ------------------------------------------------------ */
 
@@ -859,6 +877,10 @@ static void case_data_make(const op_case *oc, case_data *d)
         d->z = xmalloc((size_t)d->yn * sizeof *d->z);
         fill(d->z, d->yn, oc->seed + 4, 1.0f);
     }
+    round_to_dtype(d->x, d->xn);
+    round_to_dtype(d->w, d->wn);
+    round_to_dtype(d->b, d->bn);
+    round_to_dtype(d->z, d->yn);
 }
 
 static void case_data_free(case_data *d)
@@ -1293,6 +1315,24 @@ static pdnn_status upload(pdnn_device *dev, const pdnn_tensor_desc *desc, const 
     return st;
 }
 
+/* upload in opt_dtype (an operand of the op, not the arena). */
+static pdnn_status upload_real(pdnn_device *dev, const pdnn_tensor_desc *desc, const float *data, pdnn_tensor **out)
+{
+    if (!reduced_dtype())
+        return upload(dev, desc, data, out);
+    pdnn_tensor_desc d = *desc;
+    d.dtype = opt_dtype;
+    pdnn_status st = pdnn_tensor_create(dev, &d, out);
+    if (st == PDNN_SUCCESS && data) {
+        const int64_t n = pdnn_tensor_desc_elements(&d);
+        uint16_t *raw = xmalloc((size_t)(n ? n : 1) * sizeof *raw);
+        pdnn__from_f32(opt_dtype, data, raw, (size_t)n);
+        st = pdnn_tensor_write(*out, raw, (size_t)pdnn_tensor_desc_bytes(&d));
+        free(raw);
+    }
+    return st;
+}
+
 /* Creates the case's tensors on dev, in the case's layouts. */
 static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_data *d, dev_run *r)
 {
@@ -1314,21 +1354,21 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
         if (reads_w) {
             float *wm = xmalloc((size_t)d->wn * sizeof *wm);
             th_to_layout(d->w, wm, k->wl, wd.dims);
-            st = upload(dev, &wd, wm, &r->w);
+            st = upload_real(dev, &wd, wm, &r->w);
             if (st == PDNN_SUCCESS && op == PDNN__OP_CONV2D_FWD) {
-                st = upload(dev, &wd, wm, &r->wf);
+                st = upload_real(dev, &wd, wm, &r->wf);
                 if (st == PDNN_SUCCESS)
                     pdnn__tensor_freeze(r->wf);
             }
             free(wm);
         }
         if (st == PDNN_SUCCESS && k->bias && op == PDNN__OP_CONV2D_FWD)
-            st = upload(dev, &bd, d->b, &r->b);
+            st = upload_real(dev, &bd, d->b, &r->b);
         if (st == PDNN_SUCCESS && d->z) { /* the residual, in y's layout */
             const pdnn_tensor_desc zd = th_desc(k->yl, d->od[0], d->od[1], d->od[2], d->od[3]);
             float *zm = xmalloc((size_t)d->yn * sizeof *zm);
             th_to_layout(d->z, zm, k->yl, zd.dims);
-            st = upload(dev, &zd, zm, &r->z);
+            st = upload_real(dev, &zd, zm, &r->z);
             free(zm);
         }
         yl = k->yl;
@@ -1344,7 +1384,7 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
         float *xm = xmalloc((size_t)d->xn * sizeof *xm);
         th_to_layout(d->x, xm, xd.layout, xd.dims);
         if (st == PDNN_SUCCESS)
-            st = upload(dev, &xd, xm, &r->x);
+            st = upload_real(dev, &xd, xm, &r->x);
         free(xm);
     }
     if (is_backward(op)) {
@@ -1352,15 +1392,22 @@ static pdnn_status dev_run_make(pdnn_device *dev, const op_case *oc, const case_
         float *ym = xmalloc((size_t)d->fyn * sizeof *ym);
         th_to_layout(d->dy, ym, yl, dyd.dims);
         if (st == PDNN_SUCCESS)
-            st = upload(dev, &dyd, ym, &r->dy);
+            st = upload_real(dev, &dyd, ym, &r->dy);
         free(ym);
     }
     r->yd = th_desc(rl, d->od[0], d->od[1], d->od[2], d->od[3]);
+    r->yd.dtype = opt_dtype;
     r->yn = d->yn;
     r->ylog = xmalloc((size_t)d->yn * sizeof *r->ylog);
     r->nan_fill = xmalloc((size_t)d->yn * sizeof *r->nan_fill);
     for (int64_t i = 0; i < d->yn; i++)
         r->nan_fill[i] = NAN;
+    if (reduced_dtype()) { /* the fill in y's dtype (its first half) */
+        float *f = xmalloc((size_t)(d->yn ? d->yn : 1) * sizeof *f);
+        memcpy(f, r->nan_fill, (size_t)d->yn * sizeof *f);
+        pdnn__from_f32(opt_dtype, f, r->nan_fill, (size_t)d->yn);
+        free(f);
+    }
     r->amem = xmalloc((size_t)(d->yn + GUARD_N) * sizeof *r->amem);
     for (int64_t i = 0; i < d->yn + GUARD_N; i++)
         r->amem[i] = GUARD_VALUE;
@@ -1437,9 +1484,20 @@ static void run_once(dev_run *r, const op_case *oc, const pdnn__algo *a, int cfg
         snprintf(res->error, sizeof res->error, "reading back: %s", pdnn_last_error());
         return;
     }
-    th_from_layout(r->amem, r->ylog, r->yd.layout, r->yd.dims);
-    const float *guard = r->amem + r->yn;
-    for (int i = 0; i < GUARD_N && !res->guard_hit; i++)
+    /* In a reduced dtype y is the arena's first yn * 2 bytes: widened,
+     * and every float past them is guard. */
+    int64_t g0 = r->yn;
+    if (reduced_dtype()) {
+        float *wide = xmalloc((size_t)(r->yn ? r->yn : 1) * sizeof *wide);
+        pdnn__to_f32(opt_dtype, r->amem, wide, (size_t)r->yn);
+        th_from_layout(wide, r->ylog, r->yd.layout, r->yd.dims);
+        free(wide);
+        g0 = (r->yn * 2 + 3) / 4;
+    } else {
+        th_from_layout(r->amem, r->ylog, r->yd.layout, r->yd.dims);
+    }
+    const float *guard = r->amem + g0;
+    for (int64_t i = 0; i < r->yn + GUARD_N - g0 && !res->guard_hit; i++)
         if (guard[i] != GUARD_VALUE) /* NOLINT(clang-diagnostic-float-equal): an exact sentinel */
             res->guard_hit = i + 1;
     if (res->guard_hit) { /* restore it for the next run */
@@ -1560,7 +1618,7 @@ static double case_tolerance(const op_case *oc, const pdnn__algo *a)
 {
     if (oc->op == PDNN__OP_POOL2D_FWD && oc->u.pool.mode == PDNN_POOL_MAX)
         return 0.0;
-    return pdnn__algo_tol(a, PDNN_FLOAT32);
+    return pdnn__algo_tol(a, opt_dtype);
 }
 
 /* Element index -> "(n,c,p,q)" in logical order. */
@@ -1590,7 +1648,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: parity [--mode test|perf|grad] [--backend host|opencl|cuda] [--op OP]\n"
-            "              [--algo NAME] [--set NAME] [--gpu-class] [-v]\n"
+            "              [--algo NAME] [--set NAME] [--dtype T] [--gpu-class] [-v]\n"
             "Runs every case of the op table on every device, by every registered algorithm (and\n"
             "configuration) that applies, against the host reference.\n"
             "  --mode test   compare (default); exit 1 on a failure, 77 when nothing ran\n"
@@ -1603,6 +1661,8 @@ static void usage(FILE *f)
             "                softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad;\n"
             "                sets relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation,\n"
             "                transform, binary, pad)\n"
+            "  --dtype T     float16 or bfloat16 (test, conv2d): every tensor of the forward stored\n"
+            "                in T, the inputs rounded to it, each algorithm's bound for T\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
             "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, depthwise_wg, large_values, pool_edges, pool_rows,\n"
             "                pool_planes, pool_sampled, sim_pool,\n"
@@ -1676,6 +1736,15 @@ static int parse_options(int argc, char **argv, options *o)
             o->algo = v;
         } else if (strcmp(a, "--set") == 0) {
             o->set = v;
+        } else if (strcmp(a, "--dtype") == 0) {
+            opt_dtype = strcmp(v, "float16") == 0    ? PDNN_FLOAT16
+                        : strcmp(v, "bfloat16") == 0 ? PDNN_BFLOAT16
+                        : strcmp(v, "float32") == 0  ? PDNN_FLOAT32
+                                                     : PDNN_INT32;
+            if (opt_dtype == PDNN_INT32) {
+                fprintf(stderr, "parity: --dtype must be float32, float16 or bfloat16, got '%s'\n", v);
+                return -1;
+            }
         } else {
             fprintf(stderr, "parity: unknown option %s\n", a);
             usage(stderr);
@@ -1986,7 +2055,9 @@ static void run_case_on(harness *h, const op_case *oc, const case_data *d, refer
             run_once(&r, oc, a, cfg, 1, &res);
             char label[96];
             run_label(a, cfg, res.config, label, sizeof label);
-            if (res.st == PDNN_ERR_UNSUPPORTED && oc->op != PDNN__OP_CONV2D_FWD) {
+            /* conv2d forward: conv_applies asked about the shape; in a
+             * reduced dtype the run may still refuse the dtype. */
+            if (res.st == PDNN_ERR_UNSUPPORTED && (oc->op != PDNN__OP_CONV2D_FWD || reduced_dtype())) {
                 char buf[PDNN__WHY_LEN];
                 skip(b, s, label, cname, refusal_reason(res.error, buf, sizeof buf));
                 break; /* no configuration of it runs the case */
@@ -2076,6 +2147,11 @@ static void make_reference(harness *h, const op_case *oc, case_data *d, int need
     case_name(oc, cname, sizeof cname);
     if (oc->op == PDNN__OP_CONV2D_FWD) {
         naive_conv(&oc->u.conv, d, ref->naive, ref->scale);
+        /* A reduced dtype rounds below its smallest normal in steps of
+         * its smallest subnormal: its scale's floor. */
+        const double tiny = opt_dtype == PDNN_FLOAT16 ? 0x1p-14 : opt_dtype == PDNN_BFLOAT16 ? 0x1p-126 : 0.0;
+        for (int64_t i = 0; i < d->yn; i++)
+            ref->scale[i] = fmax(ref->scale[i], tiny);
     } else if (oc->op == PDNN__OP_POOL2D_FWD) {
         naive_pool(&oc->u.pool, d, ref->naive, ref->scale);
     } else {
@@ -2607,6 +2683,10 @@ int main(int argc, char **argv)
     memset(&h, 0, sizeof h);
     if (parse_options(argc, argv, &h.opt) != 0)
         return EXIT_USAGE;
+    if (reduced_dtype() && (h.opt.mode != MODE_TEST || h.opt.op != PDNN__OP_CONV2D_FWD)) {
+        fprintf(stderr, "parity: --dtype float16 and bfloat16 run --mode test --op conv2d only\n");
+        return EXIT_USAGE;
+    }
     int nb = 0;
     const pdnn__backend *const *bl = pdnn__backend_list(&nb);
     if (h.opt.backend) {
@@ -2689,6 +2769,10 @@ int main(int argc, char **argv)
     for (int ci = 0; ci < n_cases && h.ndev > 0; ci++) {
         const op_case *oc = &cases[ci];
         if ((h.opt.op >= 0 && (int)oc->op != h.opt.op) || (h.opt.set && strcmp(h.opt.set, oc->set) != 0))
+            continue;
+        /* A reduced dtype's range ends at 65504 (float16): the large
+         * values set is float32's. */
+        if (reduced_dtype() && (oc->amp[0] != 1.0f || oc->amp[1] != 1.0f || oc->amp[2] != 1.0f))
             continue;
         if (pdnn__op_is_bn(oc->op)) {
             run_bn_case(&h, oc);

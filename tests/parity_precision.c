@@ -71,7 +71,7 @@ static const prec_case cases[] = {
     {PDNN__OP_CONV2D_FWD, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 6), IMG(PDNN_OIHW, 6, 5, 3, 3)},
     {PDNN__OP_CONV2D_FWD, BF16, BF16, 0, IMG(PDNN_NHWC, 17, 3, 5, 5), IMG(PDNN_OHWI, 4, 3, 3, 3)},
     /* depthwise (groups = channels, arg): channels past a vector, a
-     * multiplier of 2, columns past a block; NCHW refused by depthwise */
+     * multiplier of 2, columns past a block; NCHW (dw_plane) */
     {PDNN__OP_CONV2D_FWD, F16, F16, 19, IMG(PDNN_NHWC, 2, 19, 7, 11), IMG(PDNN_OHWI, 19, 1, 3, 3)},
     {PDNN__OP_CONV2D_FWD, BF16, BF16, 9, IMG(PDNN_NHWC, 3, 9, 5, 13), IMG(PDNN_OHWI, 18, 1, 3, 3)},
     {PDNN__OP_CONV2D_FWD, F16, F16, 16, IMG(PDNN_NHWC, 1, 16, 6, 9), IMG(PDNN_OHWI, 16, 1, 3, 3)},

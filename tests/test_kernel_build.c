@@ -35,12 +35,14 @@ static pdnn_device *opencl_device(pdnn_context *ctx)
     return NULL;
 }
 
-/* One conv on dev; a refusal (the algorithm or configuration does not
- * apply to this shape) is fine: another shape covers it. */
-static void conv(pdnn_device *dev, pdnn_layout l, int64_t c, int64_t k, int64_t r, int groups)
+/* One conv on dev, its tensors stored in t; a refusal (the algorithm or
+ * configuration does not apply to this shape) is fine: another shape
+ * covers it. */
+static void conv(pdnn_device *dev, pdnn_layout l, int64_t c, int64_t k, int64_t r, int groups, pdnn_dtype t)
 {
     pdnn_tensor_desc xd = th_desc(l, 2, c, 9, 10);
     pdnn_tensor_desc wd = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, k, c / groups, r, r);
+    xd.dtype = wd.dtype = t;
     pdnn_conv2d_params p;
     pdnn_conv2d_params_init(&p);
     p.groups = groups;
@@ -48,6 +50,7 @@ static void conv(pdnn_device *dev, pdnn_layout l, int64_t c, int64_t k, int64_t 
     int64_t od[4];
     cr_assert_eq(pdnn_conv2d_output_dims(&xd, &wd, &p, od), PDNN_SUCCESS, "%s", pdnn_last_error());
     pdnn_tensor_desc yd = th_desc(l, od[0], od[1], od[2], od[3]);
+    yd.dtype = t;
     pdnn_tensor *x = th_upload(dev, &xd, NULL), *w = th_upload(dev, &wd, NULL), *y = th_upload(dev, &yd, NULL);
     pdnn_conv2d_forward(&p, x, w, NULL, y);
     pdnn_tensor_release(x);
@@ -273,15 +276,22 @@ static void reduced_precision(pdnn_device *dev)
 static void build_everything(pdnn_device *dev)
 {
     const pdnn__algo *const *convs = pdnn__algos(dev, PDNN__OP_CONV2D_FWD);
+    /* Each storage dtype an algorithm declares (-DPDNN_REAL=1, 2: issue 43). */
+    static const pdnn_dtype types[] = {PDNN_FLOAT32, PDNN_FLOAT16, PDNN_BFLOAT16};
     for (int a = 0; convs[a]; a++)
-        for (int cfg = -1; cfg < convs[a]->n_configs; cfg++) {
-            pdnn__dispatch_force(PDNN__OP_CONV2D_FWD, convs[a]->name, cfg);
-            for (int l = 0; l < 2; l++) {
-                const pdnn_layout lay = l ? PDNN_NHWC : PDNN_NCHW;
-                conv(dev, lay, 16, 64, 3, 1);  /* 3x3: direct, im2col, tiled, winograd, implicit_gemm */
-                conv(dev, lay, 16, 64, 1, 1);  /* 1x1: gemm_1x1 */
-                conv(dev, lay, 16, 32, 3, 16); /* depthwise, multiplier 2 */
-                conv(dev, lay, 64, 64, 3, 4);  /* groups of 16 channels */
+        for (int ti = 0; ti < 3; ti++) {
+            if (ti > 0 && !(convs[a]->dtypes & PDNN__DTYPE_BIT(types[ti])))
+                continue;
+            for (int cfg = -1; cfg < convs[a]->n_configs; cfg++) {
+                pdnn__dispatch_force(PDNN__OP_CONV2D_FWD, convs[a]->name, cfg);
+                for (int l = 0; l < 2; l++) {
+                    const pdnn_layout lay = l ? PDNN_NHWC : PDNN_NCHW;
+                    const pdnn_dtype t = types[ti];
+                    conv(dev, lay, 16, 64, 3, 1, t);  /* 3x3: direct, im2col, tiled, winograd, implicit_gemm */
+                    conv(dev, lay, 16, 64, 1, 1, t);  /* 1x1: gemm_1x1 */
+                    conv(dev, lay, 16, 32, 3, 16, t); /* depthwise, multiplier 2 */
+                    conv(dev, lay, 64, 64, 3, 4, t);  /* groups of 16 channels */
+                }
             }
         }
     pdnn__dispatch_force(PDNN__OP_CONV2D_FWD, NULL, -1);

@@ -41,11 +41,6 @@ static void dw_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
     const int64_t lim = INT32_MAX / 2;
-    if (call->dtype != PDNN_FLOAT32 && c->x_layout != PDNN_NHWC) {
-        pdnn__plan_refuse(plan, "depthwise stores %s in NHWC only (dw_nhwc); its NCHW kernels are float32",
-                          pdnn__dtype_name(call->dtype));
-        return;
-    }
     if (c->groups != c->c) {
         pdnn__plan_refuse(plan,
                           "depthwise runs only depthwise convolutions (groups == input channels); this one has "
@@ -115,11 +110,11 @@ static pdnn_status dw_fail(const char *call, int which, cl_int err)
     return pdnn__cl_fail(what, err);
 }
 
-/* Called with d->lock held; t: the tensors' dtype (NHWC only, but
- * float32). */
+/* Called with d->lock held; t: the tensors' dtype (every kernel stores
+ * REAL_T and sums in float32). */
 static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c, pdnn_dtype t)
 {
-    char opts[96];
+    char opts[128];
     const int nhwc = c->x_layout == PDNN_NHWC, plane = !nhwc && use_plane(d, c);
     const int vw = nhwc ? nhwc_vw(d, c) : 8, qv = nhwc ? 8 : plane ? d->cls.t.dw_columns : nchw_qv(d, c);
     const int which = nhwc ? DW_NHWC : plane ? DW_PLANE : DW_NCHW;
@@ -135,9 +130,11 @@ static pdnn_status dw_enqueue(cl_dev *d, const pdnn__conv2d_call *c, pdnn_dtype 
         snprintf(opts, sizeof opts, "-DDW_TQ=%d -DDW_VW=%d%s%s", NHWC_TQ, vw, t != PDNN_FLOAT32 ? " " : "",
                  t != PDNN_FLOAT32 ? pdnn__cl_real_opts(t) : "");
     else if (c->s <= 8 && c->r <= 8)
-        snprintf(opts, sizeof opts, "-DDW_R=%d -DDW_S=%d -DDW_QV=%d -DDW_PB=%d", (int)c->r, (int)c->s, qv, pb);
+        snprintf(opts, sizeof opts, "-DDW_R=%d -DDW_S=%d -DDW_QV=%d -DDW_PB=%d%s%s", (int)c->r, (int)c->s, qv, pb,
+                 t != PDNN_FLOAT32 ? " " : "", t != PDNN_FLOAT32 ? pdnn__cl_real_opts(t) : "");
     else
-        snprintf(opts, sizeof opts, "-DDW_QV=%d", qv);
+        snprintf(opts, sizeof opts, "-DDW_QV=%d%s%s", qv, t != PDNN_FLOAT32 ? " " : "",
+                 t != PDNN_FLOAT32 ? pdnn__cl_real_opts(t) : "");
     cl_kernel k = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_depthwise.cl", opts, dw_names[which], &k);
     if (st != PDNN_SUCCESS)
@@ -259,5 +256,5 @@ const pdnn__algo pdnn__cl_algo_depthwise = {
     .run = dw_run,
     .relu_cap = 1, /* min(max(y, 0), cap) in both kernels (filt.s3) */
     .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
-    .dtypes = PDNN__DTYPES_FLOAT, /* NHWC only, but float32 (dw_plan) */
+    .dtypes = PDNN__DTYPES_FLOAT, /* every layout: REAL_T storage, float32 sums */
 };

@@ -63,17 +63,53 @@ static int g1_rows(const cl_dev *d, const pdnn__conv2d_call *c, int i)
            c->c <= d->cls.t.g1_rows_max_c;
 }
 
+/* float16 and bfloat16 storage (issue 43): both kernels reduce in
+ * float32 and round once at the store; the tiles kernel over the packed
+ * (float32) filter and x in place where its channels are contiguous (8
+ * at a time), else a float32 copy of x in the workspace; the rows kernel
+ * over x in place (its loads are vectors) and the filter in place where
+ * its rows are contiguous (8 at a time), else a float32 copy of it. */
+static int g1_reduced(const pdnn__op_call *call)
+{
+    return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16;
+}
+
 /* A filter already contiguous over whole channel blocks (HWIO, or any
  * layout with one input channel per group... whose k stride is 1) is read
- * in place. */
-static int g1_in_place(const pdnn__conv2d_call *c, int i) { return c->ws[0] == 1 && c->k % g1_kt(i) == 0; }
-
-/* The workspace is the packed filter alone (none where it is read in
- * place or rows reads it itself). */
-static size_t g1_ws(void *dev, const pdnn__op_call *call, int i)
+ * in place (float32 only). */
+static int g1_in_place(const pdnn__op_call *call, int i)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    return g1_rows(dev, c, i) || g1_in_place(c, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
+    return !g1_reduced(call) && c->ws[0] == 1 && c->k % g1_kt(i) == 0;
+}
+
+/* The rows kernel in a reduced dtype reads a float32 copy of the filter
+ * where its rows are not contiguous (HWIO). */
+static int g1_rows_wide_w(const pdnn__op_call *call) { return g1_reduced(call) && call->u.conv2d.ws[1] != 1; }
+
+/* The filter's packed (or, for rows, widened K x C) float32 copy: the
+ * workspace's tail, or kept on a frozen filter. */
+static size_t g1_packed(void *dev, const pdnn__op_call *call, int i)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    if (g1_rows(dev, c, i))
+        return g1_rows_wide_w(call) ? (size_t)(c->k * c->c) * sizeof(float) : 0;
+    return g1_in_place(call, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
+}
+
+/* Floats of x's float32 copy (the tiles kernel in a reduced dtype, x's
+ * channels not contiguous), whole 64-byte lines: the workspace's head. */
+static int64_t g1_x_floats(void *dev, const pdnn__op_call *call, int i)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    return g1_reduced(call) && !g1_rows(dev, c, i) && c->xs[1] != 1 ? (c->n * c->c * c->h * c->w + 15) / 16 * 16
+                                                                     : 0;
+}
+
+/* The workspace: x's copy where g1_x_floats, then g1_packed. */
+static size_t g1_ws(void *dev, const pdnn__op_call *call, int i)
+{
+    return (size_t)g1_x_floats(dev, call, i) * sizeof(float) + g1_packed(dev, call, i);
 }
 
 static void g1_name(int i, char *buf, size_t len)
@@ -84,11 +120,15 @@ static void g1_name(int i, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-/* The kernels of configuration i. Called with d->lock held. */
-static pdnn_status g1_kernel(cl_dev *d, int i, const char *name, cl_kernel *k)
+/* The kernels of configuration i for dtype t, reading x (xf) or, in the
+ * rows kernel, the filter (wf) widened into float32 copies or as stored.
+ * Called with d->lock held. */
+static pdnn_status g1_kernel(cl_dev *d, int i, pdnn_dtype t, int xf, int wf, const char *name, cl_kernel *k)
 {
-    char opts[64];
-    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt);
+    const char *real = pdnn__cl_real_opts(t);
+    char opts[128];
+    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s%s%s", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt,
+             real ? " " : "", real ? real : "", xf ? " -DG1_XF=1" : "", wf ? " -DG1_WF=1" : "");
     return pdnn__cl_kernel(d, "conv2d_gemm_1x1.cl", opts, name, k);
 }
 
@@ -120,8 +160,10 @@ static int64_t g1_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
  * place. Where the device sweeps tiles a work-item sweeps as many pixel
  * tiles as keep their input within sweep_floats, leaving at least 8
  * work-items per compute unit. */
-static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
+static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__op_call *call, int i, pdnn__buf ws)
 {
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const pdnn_dtype t = call->dtype;
     const int64_t pt = g1_cands[i].pt, tw = (int64_t)g1_cands[i].vw * g1_cands[i].kb;
     const int64_t pq = c->p * c->q, tpi = (pq + tw - 1) / tw, ntiles = c->n * tpi;
     const int64_t nrb = (c->k + pt - 1) / pt;
@@ -135,20 +177,38 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
             span /= 2;
     }
     cl_kernel k = NULL;
-    pdnn_status st = g1_kernel(d, i, "conv2d_gemm_1x1_rows", &k);
+    const int wide = g1_rows_wide_w(call);
+    pdnn_status st = g1_kernel(d, i, t, 0, wide, "conv2d_gemm_1x1_rows", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
     cl_mem x = c->x_buf.region, w = c->w_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
-    cl_long xo = elem_off(c->x_buf), wo = elem_off(c->w_buf), yo = elem_off(c->y_buf);
-    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), wo = pdnn__cl_real_off(c->w_buf, t), yo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
     cl_int4 dims = int4_of((int)c->n, (int)pq, (int)tpi, (int)c->k);
     cl_int4 misc = int4_of((int)c->c, (int)span, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_long2 wst;
     wst.s[0] = c->ws[0];
     wst.s[1] = c->ws[1];
+    if (wide) {
+        /* The filter widened to K x C floats: the frozen filter's kept
+         * copy (widened by its first call) or the workspace. */
+        const int kept = c->wpack.region != NULL;
+        const pdnn__buf wf = kept ? c->wpack : ws;
+        if (!kept || c->wpack_fill) {
+            const int64_t dims4[4] = {c->k, c->c, 1, 1}, ss[4] = {c->ws[0], c->ws[1], 1, 1},
+                          ds[4] = {c->c, 1, 1, 1};
+            st = pdnn__cl_widen_locked(d, t, c->w_buf, dims4, ss, wf, ds);
+            if (st != PDNN_SUCCESS)
+                return st;
+        }
+        w = wf.region;
+        wo = elem_off(wf);
+        wst.s[0] = c->c;
+        wst.s[1] = 1;
+    }
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, w);
@@ -163,7 +223,7 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__conv2d_call *c, int i)
     SET_ARG(k, 11, misc);
     SET_ARG(k, 12, wst);
     cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
-    cl_long res_off = c->z_buf.region ? elem_off(c->z_buf) : -1;
+    cl_long res_off = c->z_buf.region ? pdnn__cl_real_off(c->z_buf, t) : -1;
     SET_ARG(k, 13, res);
     SET_ARG(k, 14, res_off);
     if (err != CL_SUCCESS)
@@ -187,16 +247,18 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     if (npix == 0 || c->k == 0)
         return PDNN_SUCCESS;
     if (g1_rows(d, c, i))
-        return g1_enqueue_rows(d, c, i);
+        return g1_enqueue_rows(d, call, i, ws);
+    const pdnn_dtype t = call->dtype;
+    const int xf = g1_x_floats(d, call, i) > 0;
     cl_kernel k = NULL;
-    pdnn_status st = g1_kernel(d, i, "conv2d_gemm_1x1", &k);
+    pdnn_status st = g1_kernel(d, i, t, xf, 0, "conv2d_gemm_1x1", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
     cl_mem wsb;
     cl_long wp_off;
     cl_long2 wstr;
-    if (g1_in_place(c, i)) {
+    if (g1_in_place(call, i)) {
         wsb = c->w_buf.region;
         wp_off = elem_off(c->w_buf);
         wstr.s[0] = kt;
@@ -206,16 +268,16 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
          * workspace. */
         const int kept = c->wpack.region != NULL;
         wsb = kept ? c->wpack.region : ws.region;
-        wp_off = kept ? elem_off(c->wpack) : elem_off(ws);
+        wp_off = kept ? elem_off(c->wpack) : elem_off(ws) + g1_x_floats(d, call, i);
         wstr.s[0] = cpg * kt;
         wstr.s[1] = kt;
         if (cpg > 0 && (!kept || c->wpack_fill)) {
             cl_kernel pk = NULL;
-            st = g1_kernel(d, i, "gemm1x1_pack", &pk);
+            st = g1_kernel(d, i, t, xf, 0, "gemm1x1_pack", &pk);
             if (st != PDNN_SUCCESS)
                 return st;
             cl_mem w = c->w_buf.region;
-            cl_long wo = elem_off(c->w_buf);
+            cl_long wo = pdnn__cl_real_off(c->w_buf, t);
             cl_long2 wst;
             wst.s[0] = c->ws[0];
             wst.s[1] = c->ws[1];
@@ -239,15 +301,19 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     }
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
-    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
-    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), yo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
+    /* x widened at the workspace's head (channel-major: xf is for the
+     * other layouts); the kernel reads that. */
+    if (xf && (st = pdnn__cl_widen_conv_x(d, call, 0, ws, &x, &xo, &xs)) != PDNN_SUCCESS)
+        return st;
     const int64_t span = g1_span(d, c, i);
     cl_int4 dims = int4_of((int)c->n, (int)c->p, (int)c->q, (int)c->k);
     cl_int4 misc = int4_of((int)cpg, (int)(c->k / c->groups), c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, (int)span, c->z_buf.region != NULL);
     cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
-    cl_long res_off = c->z_buf.region ? elem_off(c->z_buf) : 0;
+    cl_long res_off = c->z_buf.region ? pdnn__cl_real_off(c->z_buf, t) : 0;
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, wsb);
@@ -277,7 +343,7 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(conv2d_gemm_1x1)", err);
 }
 
-static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_gemm_1x1, "conv2d_gemm_1x1", applies, g1_ws, g1_ws,
+static const pdnn__cl_tunable tunable = {&pdnn__cl_algo_gemm_1x1, "conv2d_gemm_1x1", applies, g1_ws, g1_packed,
                                          g1_enqueue};
 
 static void g1_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -334,5 +400,6 @@ const pdnn__algo pdnn__cl_algo_gemm_1x1 = {
     .run = g1_run,
     .residual = 1, /* z added in both kernels' epilogues */
     .relu_cap = 1, /* and the relu's cap applied (misc.s3) */
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* float16, bfloat16: reduced in float32 (g1_reduced) */
 };

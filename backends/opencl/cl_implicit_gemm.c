@@ -31,17 +31,26 @@ static int ig_applies(const pdnn__conv2d_call *c, int i)
     return i >= 0 && i < N_IGEMM && !pdnn__cl_conv_int_why(c) && (c->groups == 1 || (c->k / c->groups) % ig_kt(i) == 0);
 }
 
+/* float16 and bfloat16 storage (issue 43): the kernel reduces over a
+ * float32 copy of x in the workspace and an always packed (float32)
+ * filter, then rounds once at the store. */
+static int ig_reduced(const pdnn__op_call *call)
+{
+    return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16;
+}
+
 /* A filter with k stride 1 and whole channel blocks (HWIO) is read in
- * place, unless its c stride is 256 floats or more and packing it pays:
+ * place (float32 only), unless its c stride is 256 floats or more and packing it pays:
  * from 1 KiB on, the KT floats a step reads lie that far apart in a cache
  * that maps such strides onto few of its sets (HWIO in place ran 1.7x
  * slower than packed per call at K 256, batch 8, 14x14, on PoCL with
  * AVX-512). Packing pays where the filter is kept packed (frozen) or
  * read for 1024 pixels or more; at batch 1 on 7x7 the pack per call cost
  * what it saved. */
-static int ig_in_place(const pdnn__conv2d_call *c, int i)
+static int ig_in_place(const pdnn__op_call *call, int i)
 {
-    return c->ws[0] == 1 && c->k % ig_kt(i) == 0 &&
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    return !ig_reduced(call) && c->ws[0] == 1 && c->k % ig_kt(i) == 0 &&
            (c->ws[1] < 256 || (!c->w_const && c->n * c->p * c->q < 1024));
 }
 
@@ -54,10 +63,12 @@ static int ig_relayout(const void *dev, const pdnn__conv2d_call *c)
     return min > 0 && c->xs[1] != 1 && c->c * c->h * c->w >= min;
 }
 
-/* Floats of the channels-last copy, rounded up to whole 64-byte lines. */
-static int64_t ig_xt_floats(const void *dev, const pdnn__conv2d_call *c)
+/* Floats of the channels-last copy (or, for float16 and bfloat16, the
+ * float32 copy in either layout), rounded up to whole 64-byte lines. */
+static int64_t ig_xt_floats(const void *dev, const pdnn__op_call *call)
 {
-    return ig_relayout(dev, c) ? (c->n * c->h * c->w * c->c + 15) / 16 * 16 : 0;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    return ig_reduced(call) || ig_relayout(dev, c) ? (c->n * c->h * c->w * c->c + 15) / 16 * 16 : 0;
 }
 
 /* The workspace: IG_ZEROS zero floats, which pixels outside the image
@@ -69,12 +80,12 @@ static size_t ig_packed(void *dev, const pdnn__op_call *call, int i)
 {
     (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    return ig_in_place(c, i) ? 0 : (size_t)(ig_kp(c, i) * c->r * c->s * (c->c / c->groups)) * sizeof(float);
+    return ig_in_place(call, i) ? 0 : (size_t)(ig_kp(c, i) * c->r * c->s * (c->c / c->groups)) * sizeof(float);
 }
 
 static size_t ig_ws(void *dev, const pdnn__op_call *call, int i)
 {
-    return (size_t)(IG_ZEROS + ig_xt_floats(dev, &call->u.conv2d)) * sizeof(float) + ig_packed(dev, call, i);
+    return (size_t)(IG_ZEROS + ig_xt_floats(dev, call)) * sizeof(float) + ig_packed(dev, call, i);
 }
 
 static int applies(void *dev, const pdnn__op_call *call, int i)
@@ -120,8 +131,11 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     const int64_t npix = c->n * c->p * c->q;
     if (npix == 0 || c->k == 0)
         return PDNN_SUCCESS;
-    char opts[64];
-    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d", ig_cands[i].vw, ig_cands[i].kb, ig_cands[i].pt);
+    const pdnn_dtype t = call->dtype; /* float16, bfloat16: REAL_T storage */
+    const char *real = pdnn__cl_real_opts(t);
+    char opts[96];
+    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s", ig_cands[i].vw, ig_cands[i].kb, ig_cands[i].pt,
+             real ? " " : "", real ? real : "");
     cl_kernel k = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_implicit_gemm.cl", opts, "conv2d_implicit_gemm", &k);
     if (st != PDNN_SUCCESS)
@@ -135,7 +149,7 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
                               NULL, NULL);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clEnqueueFillBuffer(implicit_gemm zeros)", err);
-    if (ig_in_place(c, i)) {
+    if (ig_in_place(call, i)) {
         wsb = c->w_buf.region;
         wp_off = elem_off(c->w_buf);
         wstr.s[0] = kt;
@@ -147,7 +161,7 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
          * workspace's tail. */
         const int kept = c->wpack.region != NULL;
         wsb = kept ? c->wpack.region : ws.region;
-        wp_off = kept ? elem_off(c->wpack) : elem_off(ws) + IG_ZEROS + ig_xt_floats(d, c);
+        wp_off = kept ? elem_off(c->wpack) : elem_off(ws) + IG_ZEROS + ig_xt_floats(d, call);
         wstr.s[3] = kt;
         wstr.s[2] = cpg * kt;
         wstr.s[1] = c->s * cpg * kt;
@@ -158,7 +172,7 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
             if (st != PDNN_SUCCESS)
                 return st;
             cl_mem w = c->w_buf.region;
-            cl_long wo = elem_off(c->w_buf);
+            cl_long wo = pdnn__cl_real_off(c->w_buf, t);
             cl_long4 wst = strides4(c->ws);
             cl_int4 filt = int4_of((int)c->r, (int)c->s, (int)cpg, (int)c->k);
             SET_ARG(pk, 0, w);
@@ -179,10 +193,17 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     }
     cl_mem x = c->x_buf.region, y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : x;
-    cl_long xo = elem_off(c->x_buf), yo = elem_off(c->y_buf);
-    cl_long bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
+    cl_long xo = elem_off(c->x_buf), yo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
     cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
-    if (ig_relayout(d, c)) {
+    if (ig_reduced(call)) {
+        /* x widened after the zeros, channels-last where ig_relayout
+         * (as below) or x is, else channel-major; the kernel reads that. */
+        const pdnn__buf xt = {ws.region, ws.offset + IG_ZEROS * sizeof(float)};
+        st = pdnn__cl_widen_conv_x(d, call, ig_relayout(d, c) || c->xs[1] == 1, xt, &x, &xo, &xs);
+        if (st != PDNN_SUCCESS)
+            return st;
+    } else if (ig_relayout(d, c)) {
         /* x channels-last (NHWC) after the zeros; the kernel reads that. */
         const pdnn__buf xt = {ws.region, ws.offset + IG_ZEROS * sizeof(float)};
         pdnn__transform_call tc = {.dims = {c->n, c->c, c->h, c->w},
@@ -205,7 +226,7 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     cl_int4 geom = int4_of(c->stride_h, c->stride_w, c->dil_h, c->dil_w);
     cl_int4 pad = int4_of(c->pad_top, c->pad_left, (int)span, c->z_buf.region != NULL);
     cl_mem res = c->z_buf.region ? (cl_mem)c->z_buf.region : x;
-    cl_long res_off = c->z_buf.region ? elem_off(c->z_buf) : 0;
+    cl_long res_off = c->z_buf.region ? pdnn__cl_real_off(c->z_buf, t) : 0;
     SET_ARG(k, 0, x);
     SET_ARG(k, 1, xo);
     SET_ARG(k, 2, wsb);
@@ -300,5 +321,6 @@ const pdnn__algo pdnn__cl_algo_implicit_gemm = {
     .run = ig_run,
     .residual = 1, /* z added in the epilogue (pad.s3) */
     .relu_cap = 1, /* and the relu's cap applied (filt.s3) */
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* float16, bfloat16: reduced in float32 (ig_reduced) */
 };

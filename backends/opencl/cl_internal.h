@@ -291,6 +291,16 @@ pdnn_status pdnn__cl_copy_rows(void *dev, pdnn__buf dst, size_t dst_pitch, pdnn_
                                size_t width, size_t rows);
 /* y = x in y's memory order (the transform op's kernel); d->lock held. */
 pdnn_status pdnn__cl_transform_locked(cl_dev *d, const pdnn__transform_call *c);
+/* dst (float32, strides ds) = src (dtype t: a 4-d view, strides ss),
+ * widened; d->lock held (cl_cast.c). */
+pdnn_status pdnn__cl_widen_locked(cl_dev *d, pdnn_dtype t, pdnn__buf src, const int64_t dims[4],
+                                  const int64_t ss[4], pdnn__buf dst, const int64_t ds[4]);
+/* A reduced-dtype convolution's x widened into dst (channels-last where
+ * nhwc); the kernel's x arguments set to the copy's; d->lock held. */
+pdnn_status pdnn__cl_widen_conv_x(cl_dev *d, const pdnn__op_call *call, int nhwc, pdnn__buf dst, cl_mem *x,
+                                  cl_long *xo, cl_long4 *xs);
+/* 1 if the 4-d view (dims, element strides s) has no gaps or overlaps. */
+int pdnn__cl_dense(const int64_t dims[4], const int64_t s[4]);
 
 /* Measures the fp32 FMA rate (*gflops, 2 FLOP per FMA: the best of
  * float4, float8 and float16 chains) and the float4 copy bandwidth

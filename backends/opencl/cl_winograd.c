@@ -60,6 +60,42 @@ static void wino_opts(char *buf, size_t len, const wino_plan *pl)
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/* float16 and bfloat16 storage (issue 43): the transforms and the GEMM
+ * are float32's; the filter is widened into the workspace before its
+ * transform, and so is x where it is not NHWC (wino_x_wide), whose
+ * per-channel gathers would otherwise each convert a scalar; NHWC x is
+ * read in place, 16 channels a vector. Both copies keep their tensor's
+ * strides, after U | V | M. */
+static int wino_reduced(const pdnn__op_call *call)
+{
+    return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16;
+}
+static int wino_x_wide(const pdnn__op_call *call) { return wino_reduced(call) && call->u.conv2d.xs[1] != 1; }
+
+/* Elements a view of dims with strides s spans (its float32 copy's floats). */
+static int64_t span_of(const int64_t dims[4], const int64_t s[4])
+{
+    int64_t last = 0;
+    for (int a = 0; a < 4; a++) {
+        if (dims[a] == 0)
+            return 0;
+        last += (dims[a] - 1) * s[a];
+    }
+    return last + 1;
+}
+static int64_t wino_xw_floats(const pdnn__op_call *call)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const int64_t d[4] = {c->n, c->c, c->h, c->w};
+    return wino_x_wide(call) ? round_up(span_of(d, c->xs), 16) : 0;
+}
+static int64_t wino_ww_floats(const pdnn__op_call *call)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const int64_t d[4] = {c->k, c->c / c->groups, c->r, c->s};
+    return wino_reduced(call) ? round_up(span_of(d, c->ws), 16) : 0;
+}
+
 /* Whether c is a convolution this algorithm runs on d, and with what
  * plan; otherwise *why says what rules it out (the shape: *why NULL, see
  * wino_plan). */
@@ -143,10 +179,10 @@ static pdnn_status set_fail(const char *name, cl_int err)
 /* U = G g G^T for every (c, k), into ub (the kept copy of a frozen
  * filter, or the workspace's start). */
 static pdnn_status wino_filter(cl_kernel k, cl_dev *d, const pdnn__conv2d_call *c, const wino_plan *pl,
-                               pdnn__buf ub)
+                               pdnn__buf ub, pdnn__buf wb)
 {
-    cl_mem w = c->w_buf.region, ws = ub.region;
-    cl_long wo = elem_off(c->w_buf), uo = elem_off(ub);
+    cl_mem w = wb.region, ws = ub.region;
+    cl_long wo = elem_off(wb), uo = elem_off(ub);
     cl_long4 wst = strides4(c->ws);
     cl_int4 dims = int4_of((int)c->c, (int)c->k, (int)pl->kp, 0);
     cl_int err = CL_SUCCESS;
@@ -164,17 +200,19 @@ static pdnn_status wino_filter(cl_kernel k, cl_dev *d, const pdnn__conv2d_call *
 
 /* Input transform, GEMM and output transform for the chunk of n_t tiles
  * starting at tile t0; U in ub, V and M from vb on. */
-static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const pdnn__conv2d_call *c,
-                              const wino_plan *pl, pdnn__buf ub, pdnn__buf vb, int64_t t0, int64_t n_t)
+static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const pdnn__op_call *call,
+                              const wino_plan *pl, pdnn__buf ub, pdnn__buf vb, pdnn__buf xb, int64_t t0, int64_t n_t)
 {
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const pdnn_dtype t = call->dtype;
     cl_mem ws = vb.region, us = ub.region;
     const cl_long uo = elem_off(ub), vo = elem_off(vb), mo = vo + pl->v_floats;
     const cl_long first = t0;
     cl_int err = CL_SUCCESS;
 
     cl_kernel k = kern[WK_INPUT];
-    cl_mem x = c->x_buf.region;
-    cl_long xo = elem_off(c->x_buf);
+    cl_mem x = xb.region;
+    cl_long xo = wino_x_wide(call) ? elem_off(xb) : pdnn__cl_real_off(xb, t); /* the float32 copy, or x */
     cl_long4 xs = strides4(c->xs);
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
     cl_int4 tiles_in = int4_of((int)pl->tr, (int)pl->tc, c->pad_top, c->pad_left);
@@ -218,8 +256,8 @@ static pdnn_status wino_chunk(cl_kernel const kern[WK_COUNT], cl_dev *d, const p
     cl_mem y = c->y_buf.region;
     cl_mem b = c->bias_buf.region ? (cl_mem)c->bias_buf.region : y; /* not read without a bias */
     cl_mem z = c->z_buf.region ? (cl_mem)c->z_buf.region : y;       /* nor z without a residual */
-    cl_long yo = elem_off(c->y_buf), bo = c->bias_buf.region ? elem_off(c->bias_buf) : 0;
-    cl_long zo = c->z_buf.region ? elem_off(c->z_buf) : 0;
+    cl_long yo = pdnn__cl_real_off(c->y_buf, t), bo = c->bias_buf.region ? pdnn__cl_real_off(c->bias_buf, t) : 0;
+    cl_long zo = c->z_buf.region ? pdnn__cl_real_off(c->z_buf, t) : 0;
     cl_long4 ys = strides4(c->ys);
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, (int)pl->kp);
     cl_int4 tiles_out = int4_of((int)pl->tr, (int)pl->tc, c->bias_buf.region != NULL, pdnn__cl_relu_word(c));
@@ -268,7 +306,9 @@ static void wino_plan_cb(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
                               (long long)c->groups);
         return;
     }
-    const uint64_t bytes = (uint64_t)(pl.u_floats + pl.v_floats + pl.m_floats) * sizeof(float);
+    const uint64_t bytes =
+        (uint64_t)(pl.u_floats + pl.v_floats + pl.m_floats + wino_xw_floats(call) + wino_ww_floats(call)) *
+        sizeof(float);
     if (bytes > SIZE_MAX / 2) {
         pdnn__plan_refuse(plan, "winograd (F(4x4,3x3)): its workspace is larger than this machine addresses");
         return;
@@ -310,8 +350,12 @@ static pdnn_status wino_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     const pdnn__conv2d_call *c = &call->u.conv2d;
     wino_plan pl;
     memcpy(&pl, plan->state, sizeof pl);
-    char opts[80];
+    char opts[128];
     wino_opts(opts, sizeof opts, &pl);
+    const char *real = pdnn__cl_real_opts(call->dtype);
+    if (real) /* -DPDNN_REAL=.., and where x is widened first, -DWINO_XF */
+        snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " %s%s", real,
+                 wino_x_wide(call) ? " -DWINO_XF=1" : "");
     cl_kernel kern[WK_COUNT] = {NULL};
     pthread_mutex_lock(&d->lock);
     pdnn_status st = PDNN_SUCCESS;
@@ -322,11 +366,27 @@ static pdnn_status wino_run(void *dev, const pdnn__op_call *call, const pdnn__pl
     const int kept = c->wpack.region != NULL;
     const pdnn__buf ub = kept ? c->wpack : ws;
     const pdnn__buf vb = kept ? ws : (pdnn__buf){ws.region, ws.offset + (size_t)pl.u_floats * sizeof(float)};
-    if (st == PDNN_SUCCESS && pl.tiles > 0 && (!kept || c->wpack_fill))
-        st = wino_filter(kern[WK_FILTER], d, c, &pl, ub);
+    /* The reduced dtypes' float32 copies after V and M: x's, then w's. */
+    const pdnn__buf xw = {ws.region, vb.offset + (size_t)(pl.v_floats + pl.m_floats) * sizeof(float)};
+    const pdnn__buf ww = {ws.region, xw.offset + (size_t)wino_xw_floats(call) * sizeof(float)};
+    pdnn__buf wb = c->w_buf, xb = c->x_buf;
+    if (st == PDNN_SUCCESS && pl.tiles > 0 && (!kept || c->wpack_fill)) {
+        if (wino_reduced(call)) {
+            const int64_t wd[4] = {c->k, c->c / c->groups, c->r, c->s};
+            st = pdnn__cl_widen_locked(d, call->dtype, c->w_buf, wd, c->ws, ww, c->ws);
+            wb = ww;
+        }
+        if (st == PDNN_SUCCESS)
+            st = wino_filter(kern[WK_FILTER], d, c, &pl, ub, wb);
+    }
+    if (st == PDNN_SUCCESS && pl.tiles > 0 && wino_x_wide(call)) {
+        const int64_t xd[4] = {c->n, c->c, c->h, c->w};
+        st = pdnn__cl_widen_locked(d, call->dtype, c->x_buf, xd, c->xs, xw, c->xs);
+        xb = xw;
+    }
     for (int64_t t0 = 0; st == PDNN_SUCCESS && t0 < pl.tiles; t0 += pl.chunk) {
         const int64_t n_t = pl.tiles - t0 < pl.chunk ? pl.tiles - t0 : pl.chunk;
-        st = wino_chunk(kern, d, c, &pl, ub, vb, t0, n_t);
+        st = wino_chunk(kern, d, call, &pl, ub, vb, xb, t0, n_t);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
@@ -344,5 +404,9 @@ const pdnn__algo pdnn__cl_algo_winograd = {
     .run = wino_run,
     .residual = 1, /* z added in the output transform */
     .relu_cap = 1, /* and the relu's cap applied there */
-    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
+    /* float16, bfloat16: float32's bound before the dtype's rounding. */
+    .tol = {.of = {[PDNN_FLOAT32] = PDNN__TOL_WINOGRAD,
+                   [PDNN_FLOAT16] = PDNN__TOL_F16 + PDNN__TOL_WINOGRAD,
+                   [PDNN_BFLOAT16] = PDNN__TOL_BF16 + PDNN__TOL_WINOGRAD}},
+    .dtypes = PDNN__DTYPES_FLOAT, /* reduced in float32 (wino_reduced) */
 };
