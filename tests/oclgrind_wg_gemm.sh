@@ -29,23 +29,23 @@ pass=0 fail=0
 ok() { echo "PASS: $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
-# Under the local memory and work-group limits of the GPU classes the
-# device table names (bytes of local memory, work-items per group): NVIDIA
-# (48 KiB, 1024), AMD under ROCm (64 KiB, 256), Intel Gen9 (64 KiB, 256).
-for profile in nvidia:49152:1024 amd:65536:256 intel:65536:256; do
-    name=${profile%%:*} lim=${profile#*:}
-    oclgrind --data-races --local-mem-size "${lim%%:*}" --max-wgsize "${lim#*:}" "$build/tests/parity" \
-        --backend opencl --op conv2d --algo wg_gemm --set wg_gemm_sim >"$tmp/sim" 2>&1
-    rc=$?
-    tail -n 3 "$tmp/sim"
-    if [ "$rc" -eq 77 ]; then echo "SKIP: Oclgrind offers no device"; exit 77; fi
-    if [ "$rc" -eq 0 ] && ! errors "$tmp/sim" >/dev/null && grep -q " 0 failed" "$tmp/sim"; then
-        ok "every wg_gemm configuration under Oclgrind with $name's limits ($lim): equal to the host, no race or invalid access"
-    else
-        errors "$tmp/sim" | head -n 20
-        bad "wg_gemm under Oclgrind with $name's limits (parity exit $rc)"
-    fi
-done
+# Under the tightest of the limits of the GPU classes the device table
+# names (bytes of local memory, work-items per group): NVIDIA's 48 KiB
+# (its 1024 work-items), AMD's under ROCm and Intel Gen9's 256 work-items
+# (their 64 KiB). A configuration runs the same under any limits it fits,
+# so one run inside all of them covers the three.
+oclgrind --data-races --local-mem-size 49152 --max-wgsize 256 "$build/tests/parity" --backend opencl --op conv2d \
+    --algo wg_gemm --set wg_gemm_sim >"$tmp/sim" 2>&1
+rc=$?
+tail -n 3 "$tmp/sim"
+if [ "$rc" -eq 77 ]; then echo "SKIP: Oclgrind offers no device"; exit 77; fi
+if [ "$rc" -eq 0 ] && ! errors "$tmp/sim" >/dev/null && grep -q " 0 failed" "$tmp/sim" &&
+    ! grep -q "passed, 0 failed, [1-9]" "$tmp/sim"; then
+    ok "every wg_gemm configuration under Oclgrind within NVIDIA's, AMD's and Intel's limits: equal to the host, no race or invalid access"
+else
+    errors "$tmp/sim" | head -n 20
+    bad "wg_gemm under Oclgrind within the GPU classes' limits (parity exit $rc)"
+fi
 
 mkdir "$tmp/kernels" && cp "$src"/kernels_cl/*.cl "$tmp/kernels/" || exit 1
 sed -i 's|barrier(CLK_LOCAL_MEM_FENCE); /\* the step.s end \*/|/* removed */|' "$tmp/kernels/conv2d_wg_gemm.cl"
