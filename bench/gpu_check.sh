@@ -26,8 +26,10 @@
 # OpenCL in both layouts; polydnn tune resnet50 --backward in both layouts
 # (forward and the backward's inner shapes tuned and stored) and the
 # forward bench again; backward data and filter against cuDNN in both
-# layouts (OpenCL with the tuned cache); pooling; and the five networks at
-# batch 32 against PyTorch, last. About 45 + 160 + 210 + 50 + 150 s.
+# layouts (OpenCL with the tuned cache); pooling; depthwise_wg against the
+# CPU-class depthwise and cuDNN (MobileNetV2's layers); and the five
+# networks at batch 32 against PyTorch, last. About 45 + 160 + 210 + 50 +
+# 60 + 150 s.
 # It needs no network: the models are torchvision's with random weights.
 # Logs go to $OUT (at most 8 files come back); a summary is printed last.
 # Usage: bash bench/gpu_check.sh [steps...]   (default: the first seven; T= seconds
@@ -38,7 +40,7 @@ O=${OUT:-/tmp/gpu-check}; mkdir -p "$O"
 steps=" ${*:-probe tests parity onnx models bench tune} "
 if [[ $steps == " gpu41 " ]]; then
     # In this order, models last (the script runs models41 at its end).
-    steps=" probe bench tune41 bwd pool models41 "
+    steps=" probe bench tune41 bwd pool dw models41 "
     export MODELS=${MODELS:-resnet50,resnet18,googlenet,vgg16,mobilenet_v2} BATCHES=${BATCHES:-32}
     export TM=${TM:-150} TB=${TB:-45} TBWD=${TBWD:-45} BENCH_OPENCL=0 NV_ONLY=${NV_ONLY:-1}
 fi
@@ -185,6 +187,24 @@ if has pool; then
       done
     } > "$O/pool.txt" 2>&1
     grep -aE "==|GB/s|rror" "$O/pool.txt"
+fi
+if has dw; then
+    # depthwise_wg (the GPU-class depthwise convolution) against the CPU-class
+    # depthwise kernels and cuDNN: MobileNetV2's 3x3 depthwise layers at batch 32.
+    { for shape in "-c 144 -H 56 -W 56" "-c 144 -H 56 -W 56 -u 2 -v 2" "-c 576 -H 14 -W 14" "-c 960 -H 7 -W 7"; do
+          c=${shape#-c }; c=${c%% *}
+          for l in NCHW NHWC; do
+              for a in opencl:depthwise_wg opencl:depthwise cuda:auto; do
+                  printf '%s %s %-22s ' "$shape" "$l" "$a"
+                  POLYDNN_BACKEND=${a%%:*} run timeout 20 "$P" conv -n 32 $shape -k "$c" -g "$c" -p 1 -q 1 --bias \
+                      --relu --layout "$l" --device /gpu:0 --algo "${a#*:}" --iters 20 2>&1 | grep -aE "GFLOP|rror" |
+                      tr '\n' ' '
+                  echo
+              done
+          done
+      done
+    } > "$O/dw.txt" 2>&1
+    grep -aE "GFLOP|rror" "$O/dw.txt" | tail -n 30
 fi
 if has profile; then
     { log "== profile on CUDA, batch 1"
