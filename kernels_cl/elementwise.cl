@@ -438,12 +438,19 @@ __kernel void gemm_nn(__global const REAL_T *a, long a_off, long as_i, long as_p
      * software conversion on PoCL. */
     if (as_p == 1) {
         for (; p + 8 <= k; p += 8, ap += 8) {
-            float x8[6][8];
-            for (int r = 0; r < 6; r++)
-                vstore8(LOADR8(0, a + ar[r] + ap), 0, x8[r]);
-#pragma unroll
-            for (int q = 0; q < 8; q++, b += 16)
-                GEMM_NN_STEP(x8[0][q], x8[1][q], x8[2][q], x8[3][q], x8[4][q], x8[5][q]);
+            const float8 x0 = LOADR8(0, a + ar[0] + ap), x1 = LOADR8(0, a + ar[1] + ap),
+                         x2 = LOADR8(0, a + ar[2] + ap), x3 = LOADR8(0, a + ar[3] + ap),
+                         x4 = LOADR8(0, a + ar[4] + ap), x5 = LOADR8(0, a + ar[5] + ap);
+#define GEMM_NN_LANE(L) GEMM_NN_STEP(x0.L, x1.L, x2.L, x3.L, x4.L, x5.L); b += 16
+            GEMM_NN_LANE(s0);
+            GEMM_NN_LANE(s1);
+            GEMM_NN_LANE(s2);
+            GEMM_NN_LANE(s3);
+            GEMM_NN_LANE(s4);
+            GEMM_NN_LANE(s5);
+            GEMM_NN_LANE(s6);
+            GEMM_NN_LANE(s7);
+#undef GEMM_NN_LANE
         }
     }
 #endif
