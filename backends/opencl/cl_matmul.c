@@ -144,6 +144,18 @@ static size_t packed_bytes(const pdnn__matmul_call *mc)
     return (size_t)(mc->stride_b ? pdnn__matmul_batch(mc) : 1) * (size_t)packed_elems(mc) * sizeof(float);
 }
 
+/* bfloat16's gemm_nt reads B widened into float (elementwise.cl's
+ * NT_B_T): one per matrix of the batch, one where B is broadcast. */
+static int widens_b(const pdnn__op_call *call)
+{
+    return call->dtype == PDNN_BFLOAT16 && call->u.matmul.trans_b && call->u.matmul.m != 1;
+}
+
+static size_t widened_bytes(const pdnn__matmul_call *mc)
+{
+    return (size_t)(mc->stride_b ? pdnn__matmul_batch(mc) : 1) * (size_t)(mc->n * mc->k) * sizeof(float);
+}
+
 static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     const pdnn__matmul_call *mc = &call->u.matmul;
@@ -163,6 +175,8 @@ static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     }
     if (!mc->trans_b)
         plan->workspace = packed_bytes(mc);
+    else if (widens_b(call))
+        plan->workspace = widened_bytes(mc);
     if (!((const cl_dev *)dev)->cls.t.matmul_tiled_first)
         plan->rank = 40; /* after conv_gemm (cl_device_table.c) */
 }
@@ -224,12 +238,20 @@ static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__p
         st = launch(d, t, "gemv_nt", 12, v, z, (int64_t)((n + 7) / 8), nb);
     } else if (c->trans_b) { /* gemm_nt: A's rows and B's stored rows run along the sum */
         cl_long lda = c->k, ldb = c->k;
+        st = PDNN_SUCCESS;
+        if (widens_b(call)) { /* B's matrices widened, dense, into the workspace */
+            const int64_t dims[4] = {sb ? nb : 1, c->n, c->k, 1}, ss[4] = {sb, c->k, 1, 1},
+                          ds[4] = {c->n * c->k, c->k, 1, 1};
+            st = pdnn__cl_widen_locked(d, t, c->b_buf, dims, ss, ws, ds);
+            bm = wm, bo = wo, sb = sb ? c->n * c->k : 0;
+        }
         cl_int n_rt = (m + 2) / 3;
         void *const v[] = {&am, &ao, &lda, &bm, &bo, &ldb, &cmem, &co, &ldc, &m, &n, &k, &n_rt, &sa, &sb, &sc};
         const size_t z[] = {sizeof am, sizeof ao, sizeof lda, sizeof bm, sizeof bo, sizeof ldb, sizeof cmem,
                             sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt, sizeof sa,
                             sizeof sb, sizeof sc};
-        st = launch(d, t, "gemm_nt", 16, v, z, (int64_t)n_rt * ((n + 3) / 4), nb);
+        if (st == PDNN_SUCCESS)
+            st = launch(d, t, "gemm_nt", 16, v, z, (int64_t)n_rt * ((n + 3) / 4), nb);
     } else {
         /* B packed once per matrix, once in all where it is broadcast. */
         cl_long ldb = c->n, sbp = sb ? packed_elems(c) : 0;
