@@ -44,10 +44,12 @@ static void die(const char *what)
     exit(1);
 }
 
-enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, LINEAR, LINEAR_NT, ATTN_QK, ATTN_AV, N_OPS };
+enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, LINEAR, LINEAR_NT, ATTN_QK, ATTN_AV, BWD3X3,
+       N_OPS };
 static const char *const op_names[N_OPS] = {"maxpool3x3s2", "depthwise3x3", "batchnorm", "relu6", "add",
-                                            "conv3x3", "conv1x1", "linear", "linear_nt", "attn_qk", "attn_av"};
-static int is_matmul(int op) { return op >= LINEAR; }
+                                            "conv3x3", "conv1x1", "linear", "linear_nt", "attn_qk", "attn_av",
+                                            "conv3x3_bwd_data"};
+static int is_matmul(int op) { return op >= LINEAR && op <= ATTN_AV; }
 
 typedef struct bench_op {
     int op;
@@ -146,7 +148,7 @@ static void setup(pdnn_device *dev, bench_op *b)
         b->flops = 2.0 * (double)(nb * m * n * k);
         break;
     }
-    default: /* ResNet's 3x3 at 56x56, batch 1 */
+    default: /* ResNet's 3x3 at 56x56, batch 1 (conv3x3_bwd_data: its backward data, dx into x) */
         b->x = make(dev, t, l, 1, 64, 56, 56, 1);
         b->w = make(dev, t, fl, 64, 64, 3, 3, 0.1f);
         b->y = make(dev, t, l, 1, 64, 56, 56, 1);
@@ -188,6 +190,7 @@ static pdnn_status call(const bench_op *b)
     case ATTN_AV: return pdnn_matmul(b->x, b->w, 0, 0, b->y);
     case LINEAR_NT:
     case ATTN_QK: return pdnn_matmul(b->x, b->w, 0, 1, b->y);
+    case BWD3X3: return pdnn_conv2d_backward_data(&cp, b->y, b->w, b->x);
     default: return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     }
 }
