@@ -6,7 +6,11 @@
  * and add) print
  * elements per second and GB/s moved; the 3x3 and 1x1 convolutions,
  * compute-bound, GFLOP/s. Each row ends with the ratio to float32 (issue 43: at least
- * 1.6x for the memory-bound ops, 0.9x for the convolution).
+ * 1.6x for the memory-bound ops, 0.9x for the convolution). The matmuls
+ * (ND operands, GFLOP/s) are a ViT-B/16 layer's at batch 1: the linear
+ * layers (197x768 by 768x768, B stored as is and transposed, as a torch
+ * Linear holds it) and attention's two batched products over 12 heads
+ * (Q K^T: 197x64 by 197x64 transposed; A V: 197x197 by 197x64).
  *     bench_lowp [rounds [device [op]]]    (default 5, the first GPU/OpenCL device) */
 #include "polydnn.h"
 
@@ -40,9 +44,12 @@ static void die(const char *what)
     exit(1);
 }
 
-enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, N_OPS };
+enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, LINEAR, LINEAR_NT, ATTN_QK, ATTN_AV, BWD3X3,
+       N_OPS };
 static const char *const op_names[N_OPS] = {"maxpool3x3s2", "depthwise3x3", "batchnorm", "relu6", "add",
-                                            "conv3x3", "conv1x1"};
+                                            "conv3x3", "conv1x1", "linear", "linear_nt", "attn_qk", "attn_av",
+                                            "conv3x3_bwd_data"};
+static int is_matmul(int op) { return op >= LINEAR && op <= ATTN_AV; }
 
 typedef struct bench_op {
     int op;
@@ -56,10 +63,11 @@ typedef struct bench_op {
  * last-level cache (32 MB here), so that they measure memory, not cache. */
 #define NB 32
 
+/* A tensor of dtype t, layout l (PDNN_ND: rank 3, {n, c, h}, w 1). */
 static pdnn_tensor *make(pdnn_device *dev, pdnn_dtype t, pdnn_layout l, int64_t n, int64_t c, int64_t h, int64_t w,
                          float scale)
 {
-    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {n, c, h, w}, 4};
+    pdnn_tensor_desc d = {PDNN_FLOAT32, l, {n, c, h, w}, l == PDNN_ND ? 3 : 4};
     pdnn_tensor *f, *r;
     if (pdnn_tensor_create(dev, &d, &f) != PDNN_SUCCESS)
         die("tensor_create");
@@ -124,7 +132,23 @@ static void setup(pdnn_device *dev, bench_op *b)
         b->bytes = es * 5 * b->elems;
         b->flops = 2.0 * 64 * 56 * 56 * 256;
         break;
-    default: /* ResNet's 3x3 at 56x56, batch 1 */
+    case LINEAR:
+    case LINEAR_NT:
+    case ATTN_QK:
+    case ATTN_AV: {
+        /* batch, m, n, k of the product; B stored n x k where transposed */
+        const int64_t nb = b->op >= ATTN_QK ? 12 : 1, m = 197, n = b->op == ATTN_QK ? 197 : b->op == ATTN_AV ? 64 : 768;
+        const int64_t k = b->op == ATTN_QK ? 64 : b->op == ATTN_AV ? 197 : 768;
+        b->x = make(dev, t, PDNN_ND, nb, m, k, 1, 1);
+        b->w = b->op == LINEAR_NT || b->op == ATTN_QK ? make(dev, t, PDNN_ND, nb, n, k, 1, 0.1f)
+                                                      : make(dev, t, PDNN_ND, nb, k, n, 1, 0.1f);
+        b->y = make(dev, t, PDNN_ND, nb, m, n, 1, 1);
+        b->elems = (double)(nb * m * n);
+        b->bytes = es * (double)(nb * (m * k + k * n + m * n));
+        b->flops = 2.0 * (double)(nb * m * n * k);
+        break;
+    }
+    default: /* ResNet's 3x3 at 56x56, batch 1 (conv3x3_bwd_data: its backward data, dx into x) */
         b->x = make(dev, t, l, 1, 64, 56, 56, 1);
         b->w = make(dev, t, fl, 64, 64, 3, 3, 0.1f);
         b->y = make(dev, t, l, 1, 64, 56, 56, 1);
@@ -162,6 +186,11 @@ static pdnn_status call(const bench_op *b)
     case RELU6: return pdnn_activation_forward(b->x, PDNN_ACTIVATION_CLIP, 0, 6, b->y);
     case ADD: return pdnn_binary(b->x, b->w, PDNN_BINARY_ADD, b->y);
     case CONV1X1: pdnn_conv2d_params_init(&cp); return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
+    case LINEAR:
+    case ATTN_AV: return pdnn_matmul(b->x, b->w, 0, 0, b->y);
+    case LINEAR_NT:
+    case ATTN_QK: return pdnn_matmul(b->x, b->w, 0, 1, b->y);
+    case BWD3X3: return pdnn_conv2d_backward_data(&cp, b->y, b->w, b->x);
     default: return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     }
 }
@@ -213,7 +242,8 @@ int main(int argc, char **argv)
     for (int op = 0; op < N_OPS; op++) {
         if (only && strcmp(only, op_names[op]) != 0)
             continue;
-        for (int li = 0; li < 2; li++) {
+        for (int li = 0; li < (is_matmul(op) ? 1 : 2); li++) {
+            const char *ln = is_matmul(op) ? "ND" : li ? "NHWC" : "NCHW";
             bench_op b[3];
             double best[3] = {1e30, 1e30, 1e30}, cbest[3] = {1e30, 1e30, 1e30};
             for (int k = 0; k < 3; k++) {
@@ -223,7 +253,7 @@ int main(int argc, char **argv)
                 b[k].dtype = dts[k];
                 setup(dev, &b[k]);
                 if (call(&b[k]) == PDNN_ERR_UNSUPPORTED) /* warm-up: kernel builds, plans */
-                    printf("<!-- %s %s %s: %s -->\n", op_names[op], li ? "NHWC" : "NCHW", dt_names[k],
+                    printf("<!-- %s %s %s: %s -->\n", op_names[op], ln, dt_names[k],
                            pdnn_last_error());
             }
             for (int r = 0; r < rounds; r++)
@@ -235,13 +265,13 @@ int main(int argc, char **argv)
                 }
             for (int k = 0; k < 3; k++) {
                 if (best[k] == 0) {
-                    printf("| %s | %s | %s | refused | | | | | |\n", op_names[op], li ? "NHWC" : "NCHW", dt_names[k]);
+                    printf("| %s | %s | %s | refused | | | | | |\n", op_names[op], ln, dt_names[k]);
                     continue;
                 }
                 const double rate = b[k].flops > 0 ? b[k].flops / best[k] : b[k].elems / best[k];
                 const double base = b[0].flops > 0 ? b[0].flops / best[0] : b[0].elems / best[0];
                 printf("| %s | %s | %s | %.3f | %.3f | %.2f | %.2fx%s | %.3f | %.2fx |\n", op_names[op],
-                       li ? "NHWC" : "NCHW", dt_names[k], best[k] * 1e3, b[k].elems / best[k] * 1e-9,
+                       ln, dt_names[k], best[k] * 1e3, b[k].elems / best[k] * 1e-9,
                        b[k].bytes / best[k] * 1e-9, best[0] > 0 ? rate / base : 0.0,
                        b[k].flops > 0 ? " (GFLOP/s)" : "", cbest[k] * 1e3, cbest[k] > 0 ? cbest[0] / cbest[k] : 0.0);
                 release(&b[k]);

@@ -332,10 +332,13 @@ __kernel void softmax_mid(__global const float *x, long x_off,
  * n x k when trans_b. The fallback when CLBlast is absent. The matmul
  * kernels below take a batch as the NDRange's second dimension: matrix t
  * reads A t * sa and B t * sb elements on (0: broadcast) and writes C
- * t * m * n on (pdnn__matmul_call). */
-__kernel void matmul_naive(__global const float *a, long a_off,
-                           __global const float *b, long b_off,
-                           __global float *cm, long c_off,
+ * t * m * n on (pdnn__matmul_call).
+ * A, B and C are REAL_T (float16, bfloat16 storage under -DPDNN_REAL;
+ * issue 43): loads widen, sums are float32's, C is rounded once at the
+ * store, the host reference's contract. */
+__kernel void matmul_naive(__global const REAL_T *a, long a_off,
+                           __global const REAL_T *b, long b_off,
+                           __global REAL_T *cm, long c_off,
                            long m, long n, long k, int2 trans, long sa, long sb)
 {
     const long gid = (long)get_global_id(0), t = (long)get_global_id(1);
@@ -348,8 +351,8 @@ __kernel void matmul_naive(__global const float *a, long a_off,
     const long bj = b_off + (trans.s1 ? j * k : j), bs = trans.s1 ? 1 : n;
     float acc = 0.0f;
     for (long p = 0; p < k; p++)
-        acc = fma(a[ai + p * as], b[bj + p * bs], acc);
-    cm[c_off + gid] = acc;
+        acc = fma(LOAD_REAL(a, ai + p * as), LOAD_REAL(b, bj + p * bs), acc);
+    STORE_REAL(acc, cm, c_off + gid);
 }
 
 /* Row-major C[m x n] = op(A) op(B) for CPU-class devices, two register
@@ -365,11 +368,14 @@ __kernel void matmul_naive(__global const float *a, long a_off,
  *   B stored n x k): 3 rows x 4 columns of dot products in 12 float8
  *   partial sums, added across lanes at the end.
  * gemm_nt's last panel narrower than 4 columns and a sum not a multiple of
- * 8 take scalar loops; gemm_nn's panels are zero-padded. */
+ * 8 take scalar loops; gemm_nn's panels are zero-padded.
+ * Under -DPDNN_REAL A, B and C are REAL_T, loaded 8 wide (LOADR8) where
+ * the float32 kernels load vectors; the packed B is float (widened once
+ * by gemm_pack_b) and the sums float32's, rounded once at C's store. */
 /* gemm_nn's B, packed panel by panel: panel cp holds columns [16 cp,
  * 16 cp + 16) of every row p as 16 consecutive floats (zeros past n), so
  * the kernel streams it; rows of B 4 KB apart would alias in the caches. */
-__kernel void gemm_pack_b(__global const float *b, long b_off, long ldb, __global float *bp, long bp_off, int k,
+__kernel void gemm_pack_b(__global const REAL_T *b, long b_off, long ldb, __global float *bp, long bp_off, int k,
                           int n, long sb, long sbp)
 {
     const long t = (long)get_global_id(0);
@@ -378,20 +384,38 @@ __kernel void gemm_pack_b(__global const float *b, long b_off, long ldb, __globa
     if (t >= (long)k * panels)
         return;
     const int cp = (int)(t % panels), p = (int)(t / panels);
-    __global const float *src = b + b_off + (long)p * ldb + 16 * cp;
+    __global const REAL_T *src = b + b_off + (long)p * ldb + 16 * cp;
     __global float *dst = bp + bp_off + ((long)cp * k + p) * 16;
     if (16 * cp + 16 <= n) {
-        vstore8(vload8(0, src), 0, dst);
-        vstore8(vload8(1, src), 1, dst);
+        vstore8(LOADR8(0, src), 0, dst);
+        vstore8(LOADR8(1, src), 1, dst);
     } else {
         for (int j = 0; j < 16; j++)
-            dst[j] = 16 * cp + j < n ? src[j] : 0.0f;
+            dst[j] = 16 * cp + j < n ? LOAD_REAL(src, j) : 0.0f;
     }
 }
 
-__kernel void gemm_nn(__global const float *a, long a_off, long as_i, long as_p,
+/* One step p of gemm_nn: the panel's row times A's six elements X0..X5. */
+#define GEMM_NN_STEP(X0, X1, X2, X3, X4, X5)                         \
+    do {                                                             \
+        const float8 b0 = vload8(0, b), b1 = vload8(1, b);           \
+        float8 x = (float8)(X0);                                     \
+        c00 = fma(x, b0, c00), c01 = fma(x, b1, c01);                \
+        x = (float8)(X1);                                            \
+        c10 = fma(x, b0, c10), c11 = fma(x, b1, c11);                \
+        x = (float8)(X2);                                            \
+        c20 = fma(x, b0, c20), c21 = fma(x, b1, c21);                \
+        x = (float8)(X3);                                            \
+        c30 = fma(x, b0, c30), c31 = fma(x, b1, c31);                \
+        x = (float8)(X4);                                            \
+        c40 = fma(x, b0, c40), c41 = fma(x, b1, c41);                \
+        x = (float8)(X5);                                            \
+        c50 = fma(x, b0, c50), c51 = fma(x, b1, c51);                \
+    } while (0)
+
+__kernel void gemm_nn(__global const REAL_T *a, long a_off, long as_i, long as_p,
                       __global const float *bp, long bp_off,
-                      __global float *cm, long c_off, long ldc,
+                      __global REAL_T *cm, long c_off, long ldc,
                       int m, int n, int k, int n_rt, long sa, long sbp, long sc)
 {
     const int t = (int)get_global_id(0);
@@ -407,33 +431,44 @@ __kernel void gemm_nn(__global const float *a, long a_off, long as_i, long as_p,
     float8 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     __global const float *b = bp + bp_off + (long)cp * k * 16;
     long ap = 0;
-    for (int p = 0; p < k; p++, b += 16, ap += as_p) {
-        const float8 b0 = vload8(0, b), b1 = vload8(1, b);
-        float8 x = (float8)(a[ar[0] + ap]);
-        c00 = fma(x, b0, c00), c01 = fma(x, b1, c01);
-        x = (float8)(a[ar[1] + ap]);
-        c10 = fma(x, b0, c10), c11 = fma(x, b1, c11);
-        x = (float8)(a[ar[2] + ap]);
-        c20 = fma(x, b0, c20), c21 = fma(x, b1, c21);
-        x = (float8)(a[ar[3] + ap]);
-        c30 = fma(x, b0, c30), c31 = fma(x, b1, c31);
-        x = (float8)(a[ar[4] + ap]);
-        c40 = fma(x, b0, c40), c41 = fma(x, b1, c41);
-        x = (float8)(a[ar[5] + ap]);
-        c50 = fma(x, b0, c50), c51 = fma(x, b1, c51);
+    int p = 0;
+#ifdef PDNN_REAL
+    /* A's rows contiguous along the sum: 8 of each row's elements widened
+     * by one vector load, where a scalar vload_half per broadcast is a
+     * software conversion on PoCL. */
+    if (as_p == 1) {
+        for (; p + 8 <= k; p += 8, ap += 8) {
+            const float8 x0 = LOADR8(0, a + ar[0] + ap), x1 = LOADR8(0, a + ar[1] + ap),
+                         x2 = LOADR8(0, a + ar[2] + ap), x3 = LOADR8(0, a + ar[3] + ap),
+                         x4 = LOADR8(0, a + ar[4] + ap), x5 = LOADR8(0, a + ar[5] + ap);
+#define GEMM_NN_LANE(L) GEMM_NN_STEP(x0.L, x1.L, x2.L, x3.L, x4.L, x5.L); b += 16
+            GEMM_NN_LANE(s0);
+            GEMM_NN_LANE(s1);
+            GEMM_NN_LANE(s2);
+            GEMM_NN_LANE(s3);
+            GEMM_NN_LANE(s4);
+            GEMM_NN_LANE(s5);
+            GEMM_NN_LANE(s6);
+            GEMM_NN_LANE(s7);
+#undef GEMM_NN_LANE
+        }
     }
+#endif
+    for (; p < k; p++, b += 16, ap += as_p)
+        GEMM_NN_STEP(LOAD_REAL(a, ar[0] + ap), LOAD_REAL(a, ar[1] + ap), LOAD_REAL(a, ar[2] + ap),
+                     LOAD_REAL(a, ar[3] + ap), LOAD_REAL(a, ar[4] + ap), LOAD_REAL(a, ar[5] + ap));
     const float8 rows[12] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
     for (int r = 0; r < 6 && i0 + r < m; r++) {
-        __global float *cr = cm + c_off + (long)(i0 + r) * ldc + j0;
+        __global REAL_T *cr = cm + c_off + (long)(i0 + r) * ldc + j0;
         if (j0 + 16 <= n) {
-            vstore8(rows[2 * r], 0, cr);
-            vstore8(rows[2 * r + 1], 1, cr);
+            STORER8(rows[2 * r], 0, cr);
+            STORER8(rows[2 * r + 1], 1, cr);
         } else {
             float o[16];
             vstore8(rows[2 * r], 0, o);
             vstore8(rows[2 * r + 1], 1, o);
             for (int j = 0; j < n - j0; j++)
-                cr[j] = o[j];
+                STORE_REAL(o[j], cr, j);
         }
     }
 }
@@ -449,42 +484,55 @@ inline float hsum8(float8 v)
  * per work-item, 8 rows of B streamed at once (memory-bound: gemm_nt's
  * three A rows were copies of one). Columns past n read row n - 1 and are
  * not stored. */
-__kernel void gemv_nt(__global const float *a, long a_off,
-                      __global const float *b, long b_off, long ldb,
-                      __global float *cm, long c_off, int n, int k, long sa, long sb, long sc)
+__kernel void gemv_nt(__global const REAL_T *a, long a_off,
+                      __global const REAL_T *b, long b_off, long ldb,
+                      __global REAL_T *cm, long c_off, int n, int k, long sa, long sb, long sc)
 {
     const int j0 = (int)get_global_id(0) * 8;
     a_off += (long)get_global_id(1) * sa, b_off += (long)get_global_id(1) * sb, c_off += (long)get_global_id(1) * sc;
     if (j0 >= n)
         return;
-    __global const float *x = a + a_off;
-    __global const float *br[8];
+    __global const REAL_T *x = a + a_off;
+    __global const REAL_T *br[8];
     for (int j = 0; j < 8; j++)
         br[j] = b + b_off + (long)min(j0 + j, n - 1) * ldb;
     float8 s0 = (float8)(0.0f), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
     int p = 0;
     for (; p + 8 <= k; p += 8) {
-        const float8 v = vload8(0, x + p);
-        s0 = fma(v, vload8(0, br[0] + p), s0);
-        s1 = fma(v, vload8(0, br[1] + p), s1);
-        s2 = fma(v, vload8(0, br[2] + p), s2);
-        s3 = fma(v, vload8(0, br[3] + p), s3);
-        s4 = fma(v, vload8(0, br[4] + p), s4);
-        s5 = fma(v, vload8(0, br[5] + p), s5);
-        s6 = fma(v, vload8(0, br[6] + p), s6);
-        s7 = fma(v, vload8(0, br[7] + p), s7);
+        const float8 v = LOADR8(0, x + p);
+        s0 = fma(v, LOADR8(0, br[0] + p), s0);
+        s1 = fma(v, LOADR8(0, br[1] + p), s1);
+        s2 = fma(v, LOADR8(0, br[2] + p), s2);
+        s3 = fma(v, LOADR8(0, br[3] + p), s3);
+        s4 = fma(v, LOADR8(0, br[4] + p), s4);
+        s5 = fma(v, LOADR8(0, br[5] + p), s5);
+        s6 = fma(v, LOADR8(0, br[6] + p), s6);
+        s7 = fma(v, LOADR8(0, br[7] + p), s7);
     }
     float r[8] = {hsum8(s0), hsum8(s1), hsum8(s2), hsum8(s3), hsum8(s4), hsum8(s5), hsum8(s6), hsum8(s7)};
     for (; p < k; p++)
         for (int j = 0; j < 8; j++)
-            r[j] = fma(x[p], br[j][p], r[j]);
+            r[j] = fma(LOAD_REAL(x, p), LOAD_REAL(br[j], p), r[j]);
     for (int j = 0; j < 8 && j0 + j < n; j++)
-        cm[c_off + j0 + j] = r[j];
+        STORE_REAL(r[j], cm, c_off + j0 + j);
 }
 
-__kernel void gemm_nt(__global const float *a, long a_off, long lda,
-                      __global const float *b, long b_off, long ldb,
-                      __global float *cm, long c_off, long ldc,
+/* gemm_nt's B: REAL_T, except bfloat16's, which the host widens into
+ * float first (cl_matmul.c): its widening is three shuffles a vector on
+ * x86 where float16's is one conversion, and the 3 x 4 tile widens seven
+ * vectors for twelve FMAs (0.74x float32's speed read in place, PoCL). */
+#if defined(PDNN_REAL) && PDNN_REAL == 2
+#define NT_B_T float
+#define NT_LOADB8 vload8
+#define NT_LOADB F32_LOAD
+#else
+#define NT_B_T REAL_T
+#define NT_LOADB8 LOADR8
+#define NT_LOADB LOAD_REAL
+#endif
+__kernel void gemm_nt(__global const REAL_T *a, long a_off, long lda,
+                      __global const NT_B_T *b, long b_off, long ldb,
+                      __global REAL_T *cm, long c_off, long ldc,
                       int m, int n, int k, int n_rt, long sa, long sb, long sc)
 {
     const int t = (int)get_global_id(0);
@@ -493,31 +541,31 @@ __kernel void gemm_nt(__global const float *a, long a_off, long lda,
     a_off += (long)get_global_id(1) * sa, b_off += (long)get_global_id(1) * sb, c_off += (long)get_global_id(1) * sc;
     if (j0 >= n || i0 >= m)
         return;
-    __global const float *a0 = a + a_off + (long)i0 * lda;
-    __global const float *a1 = a + a_off + (long)min(i0 + 1, m - 1) * lda;
-    __global const float *a2 = a + a_off + (long)min(i0 + 2, m - 1) * lda;
+    __global const REAL_T *a0 = a + a_off + (long)i0 * lda;
+    __global const REAL_T *a1 = a + a_off + (long)min(i0 + 1, m - 1) * lda;
+    __global const REAL_T *a2 = a + a_off + (long)min(i0 + 2, m - 1) * lda;
     if (j0 + 4 <= n) {
-        __global const float *b0 = b + b_off + (long)j0 * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+        __global const NT_B_T *b0 = b + b_off + (long)j0 * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
         float8 s00 = (float8)(0.0f), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00, s13 = s00;
         float8 s20 = s00, s21 = s00, s22 = s00, s23 = s00;
         int p = 0;
         for (; p + 8 <= k; p += 8) {
-            const float8 x0 = vload8(0, a0 + p), x1 = vload8(0, a1 + p), x2 = vload8(0, a2 + p);
-            float8 w = vload8(0, b0 + p);
+            const float8 x0 = LOADR8(0, a0 + p), x1 = LOADR8(0, a1 + p), x2 = LOADR8(0, a2 + p);
+            float8 w = NT_LOADB8(0, b0 + p);
             s00 = fma(x0, w, s00), s10 = fma(x1, w, s10), s20 = fma(x2, w, s20);
-            w = vload8(0, b1 + p);
+            w = NT_LOADB8(0, b1 + p);
             s01 = fma(x0, w, s01), s11 = fma(x1, w, s11), s21 = fma(x2, w, s21);
-            w = vload8(0, b2 + p);
+            w = NT_LOADB8(0, b2 + p);
             s02 = fma(x0, w, s02), s12 = fma(x1, w, s12), s22 = fma(x2, w, s22);
-            w = vload8(0, b3 + p);
+            w = NT_LOADB8(0, b3 + p);
             s03 = fma(x0, w, s03), s13 = fma(x1, w, s13), s23 = fma(x2, w, s23);
         }
         float r[3][4] = {{hsum8(s00), hsum8(s01), hsum8(s02), hsum8(s03)},
                          {hsum8(s10), hsum8(s11), hsum8(s12), hsum8(s13)},
                          {hsum8(s20), hsum8(s21), hsum8(s22), hsum8(s23)}};
         for (; p < k; p++) {
-            const float w0 = b0[p], w1 = b1[p], w2 = b2[p], w3 = b3[p];
-            const float x[3] = {a0[p], a1[p], a2[p]};
+            const float w0 = NT_LOADB(b0, p), w1 = NT_LOADB(b1, p), w2 = NT_LOADB(b2, p), w3 = NT_LOADB(b3, p);
+            const float x[3] = {LOAD_REAL(a0, p), LOAD_REAL(a1, p), LOAD_REAL(a2, p)};
             for (int i = 0; i < 3; i++) {
                 r[i][0] = fma(x[i], w0, r[i][0]);
                 r[i][1] = fma(x[i], w1, r[i][1]);
@@ -526,16 +574,16 @@ __kernel void gemm_nt(__global const float *a, long a_off, long lda,
             }
         }
         for (int i = 0; i < 3 && i0 + i < m; i++)
-            vstore4((float4)(r[i][0], r[i][1], r[i][2], r[i][3]), 0, cm + c_off + (long)(i0 + i) * ldc + j0);
+            STORER4((float4)(r[i][0], r[i][1], r[i][2], r[i][3]), 0, cm + c_off + (long)(i0 + i) * ldc + j0);
         return;
     }
-    __global const float *ar[3] = {a0, a1, a2};
+    __global const REAL_T *ar[3] = {a0, a1, a2};
     for (int i = 0; i < 3 && i0 + i < m; i++)
         for (int j = j0; j < n; j++) {
-            __global const float *bj = b + b_off + (long)j * ldb;
+            __global const NT_B_T *bj = b + b_off + (long)j * ldb;
             float acc = 0.0f;
             for (int p = 0; p < k; p++)
-                acc = fma(ar[i][p], bj[p], acc);
-            cm[c_off + (long)(i0 + i) * ldc + j] = acc;
+                acc = fma(LOAD_REAL(ar[i], p), NT_LOADB(bj, p), acc);
+            STORE_REAL(acc, cm, c_off + (long)(i0 + i) * ldc + j);
         }
 }

@@ -129,6 +129,13 @@ done
 for algo in tiled conv_gemm naive; do
     parity --set nd_matmul --algo "$algo"
 done
+# Both in float16 and bfloat16 storage (REAL_T loads and stores, gemm_nn's
+# 8-wide A rows; conv_gemm refuses the dtypes).
+for dt in float16 bfloat16; do
+    for algo in tiled naive; do
+        parity --op matmul --set nd_matmul --algo "$algo" --dtype "$dt"
+    done
+done
 # The graph's elementwise kernels (add, bias, relu, softmax, row copies).
 n=$((n + 1))
 oclgrind --data-races "$build/polydnn" run-example cnn --device /gpu:0 >"$tmp/run$n" 2>&1

@@ -1661,8 +1661,9 @@ static void usage(FILE *f)
             "                softmax_xent, optimizer, matmul, scale, activation, transform, binary, pad;\n"
             "                sets relu_bwd, xent, xent_large, sgd, adam, matmul, scale, activation,\n"
             "                transform, binary, pad)\n"
-            "  --dtype T     float16 or bfloat16 (test, conv2d): every tensor of the forward stored\n"
-            "                in T, the inputs rounded to it, each algorithm's bound for T\n"
+            "  --dtype T     float16 or bfloat16 (test, conv2d or matmul): every tensor of the forward\n"
+            "                (matmul: set nd_matmul) stored in T, the inputs rounded to it, each\n"
+            "                algorithm's bound for T\n"
             "  --set NAME    one grid: layouts, edge, sampled, sampled_3x3, gemm_1x1,\n"
             "                implicit_gemm, wg_gemm, wg_gemm_sim, sim_1x1, depthwise, depthwise_wg, large_values, pool_edges, pool_rows,\n"
             "                pool_planes, pool_sampled, sim_pool,\n"
@@ -2683,10 +2684,11 @@ int main(int argc, char **argv)
     memset(&h, 0, sizeof h);
     if (parse_options(argc, argv, &h.opt) != 0)
         return EXIT_USAGE;
-    if (reduced_dtype() && (h.opt.mode != MODE_TEST || h.opt.op != PDNN__OP_CONV2D_FWD)) {
-        fprintf(stderr, "parity: --dtype float16 and bfloat16 run --mode test --op conv2d only\n");
+    if (reduced_dtype() && (h.opt.mode != MODE_TEST || (h.opt.op != PDNN__OP_CONV2D_FWD && h.opt.op != PDNN__OP_GEMM))) {
+        fprintf(stderr, "parity: --dtype float16 and bfloat16 run --mode test --op conv2d or matmul only\n");
         return EXIT_USAGE;
     }
+    parity_nd_set_dtype(opt_dtype);
     int nb = 0;
     const pdnn__backend *const *bl = pdnn__backend_list(&nb);
     if (h.opt.backend) {

@@ -31,6 +31,8 @@ void parity_train_run(pdnn_device *host, pdnn_device *const *devs, int ndev, int
  * transform on ND tensors of rank 0 to 6; counted and run as above. */
 int parity_nd_count(int op, const char *set);
 void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, const char *algo);
+/* The storage dtype of the matmul cases above (float32 unless set). */
+void parity_nd_set_dtype(pdnn_dtype t);
 
 /* parity_train.c's helpers: calloc or exit, and a tensor on dev with data
  * (NULL: uninitialised), NULL when that fails. */

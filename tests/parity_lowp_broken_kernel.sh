@@ -3,7 +3,15 @@
 # defect that float32 never reaches: float16's 8-wide loads (prelude.cl's
 # LOADR8, which winograd's NHWC input transform and the float32 copies of
 # x and the filter read through) scaled by 1.01 must fail, each failure
-# naming winograd. See tests/broken_kernel.sh.
-exec sh "${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/tests/broken_kernel.sh" prelude.cl \
+# naming winograd. And float16's matmul: gemm_nn's 8-wide loads of A's
+# rows (a path only the reduced dtypes take) scaled by 1.01 must fail,
+# naming tiled alone. See tests/broken_kernel.sh.
+bk="${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/tests/broken_kernel.sh"
+sh "$bk" elementwise.cl \
+    's/const float8 x0 = LOADR8(0, a + ar\[0\] + ap)/const float8 x0 = 1.01f * LOADR8(0, a + ar[0] + ap)/' \
+    'tiled' "naming tiled" --backend opencl --op matmul --dtype float16 --set nd_matmul
+rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || exit "$rc"
+exec sh "$bk" prelude.cl \
     's/#define LOADR8(i, p) vload_half8((size_t)(i), (p))/#define LOADR8(i, p) (1.01f * vload_half8((size_t)(i), (p)))/' \
     'winograd' "naming winograd" --backend opencl --op conv2d --dtype float16 --set layouts --algo winograd

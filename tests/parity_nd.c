@@ -10,8 +10,14 @@
  *   activation  |got - ref| / max(|ref|, 1);
  *   transform   exact (a copy).
  * Each within its algorithm's tolerance (pdnn__algo.tol).
+ * Under parity --dtype float16|bfloat16 (matmul only; issue 43) the
+ * operands are stored in that dtype, rounded to it before the reference
+ * sees them, and the reference is the host's contract (widen, sum, round
+ * once to the dtype); the normaliser's floor is the dtype's smallest
+ * normal, and the bound the algorithm's for the dtype.
  */
 #include "core/context.h"
+#include "core/half.h"
 #include "ops/dispatch.h"
 #include "helpers.h"
 #include "parity.h"
@@ -36,6 +42,20 @@ typedef struct nd_case {
     int arg;    /* binary: pdnn_binary_op; matmul: 2 trans_a + trans_b; activation: pdnn_activation */
     shape a, b; /* binary, matmul: the operands; activation, transform: x (a), transform's y (b) */
 } nd_case;
+
+/* The operands' storage dtype (parity_nd_set_dtype). */
+static pdnn_dtype nd_dtype = PDNN_FLOAT32;
+static int nd_reduced(void) { return nd_dtype == PDNN_FLOAT16 || nd_dtype == PDNN_BFLOAT16; }
+
+void parity_nd_set_dtype(pdnn_dtype t) { nd_dtype = t; }
+
+/* v[0..n) rounded to nd_dtype, widened back (nearest, ties to even). */
+static void round_nd(float *v, int64_t n)
+{
+    for (int64_t i = 0; nd_reduced() && i < n; i++)
+        v[i] = nd_dtype == PDNN_FLOAT16 ? pdnn__f16_to_f32(pdnn__f32_to_f16(v[i]))
+                                        : pdnn__bf16_to_f32(pdnn__f32_to_bf16(v[i]));
+}
 
 #define ND(r, ...) {PDNN_ND, r, {__VA_ARGS__}}
 #define SC {PDNN_ND, 0, {0}}
@@ -96,6 +116,14 @@ static const nd_case cases[] = {
     {"nd_matmul", PDNN__OP_GEMM, 0, ND(4, 2, 3, 17, 5), ND(4, 2, 3, 5, 17)},
     {"nd_matmul", PDNN__OP_GEMM, 1, ND(4, 3, 1, 3, 5), ND(4, 1, 17, 17, 5)},
     {"nd_matmul", PDNN__OP_GEMM, 2, ND(5, 2, 1, 3, 5, 3), ND(4, 3, 1, 5, 17)},
+    /* tiled's kernels past their vector loops (the reduced dtypes' 8-wide
+     * loads and stores, parity --dtype): gemm_nn's full 6 x 16 tiles, a
+     * sum of 8s and a tail, B broadcast; its transposed A; gemm_nt's
+     * 3 x 4 tiles and column tail; gemv_nt's 8 columns and tail. */
+    {"nd_matmul", PDNN__OP_GEMM, 0, ND(3, 2, 13, 27), ND(2, 27, 35)},
+    {"nd_matmul", PDNN__OP_GEMM, 2, ND(3, 2, 19, 13), ND(3, 2, 19, 10)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(3, 2, 7, 19), ND(3, 2, 9, 19)},
+    {"nd_matmul", PDNN__OP_GEMM, 1, ND(2, 1, 21), ND(3, 2, 11, 21)},
     /* Every activation at ranks 0 to 6. */
     {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_SIGMOID, SC, SC},
     {"nd_activation", PDNN__OP_ACTIVATION, PDNN_ACTIVATION_CLIP, ND(1, 4099), SC},
@@ -130,7 +158,7 @@ static pdnn_tensor_desc desc_of(const shape *s)
 {
     pdnn_tensor_desc d;
     memset(&d, 0, sizeof d);
-    d.dtype = PDNN_FLOAT32;
+    d.dtype = nd_dtype;
     d.layout = s->layout;
     d.rank = s->layout == PDNN_ND ? s->rank : 4;
     for (int i = 0; i < R; i++)
@@ -281,22 +309,41 @@ static void reference(const nd_case *c, const float *a, const float *b, ref_out 
     }
 }
 
+/* A tensor of d on dev holding v (float, stored in d's dtype). */
+static pdnn_tensor *make_from(pdnn_device *dev, const pdnn_tensor_desc *d, const float *v)
+{
+    if (!nd_reduced())
+        return parity_make(dev, d, v);
+    const size_t n = (size_t)pdnn_tensor_desc_elements(d);
+    void *raw = parity_xcalloc(n + 1, 2);
+    pdnn__from_f32(d->dtype, v, raw, n);
+    pdnn_tensor *t = parity_make(dev, d, raw);
+    free(raw);
+    return t;
+}
+
 static pdnn_status run_one(pdnn_device *dev, const nd_case *c, const ref_out *o, const float *a, const float *b,
                            float *got)
 {
     const pdnn_tensor_desc ad = desc_of(&c->a), bd = desc_of(&c->b);
     const pdnn_tensor_desc yd = c->op == PDNN__OP_TRANSFORM ? bd : desc_of(&o->y);
-    pdnn_tensor *x = parity_make(dev, &ad, a), *w = NULL, *y = parity_make(dev, &yd, NULL);
+    pdnn_tensor *x = make_from(dev, &ad, a), *w = NULL, *y = parity_make(dev, &yd, NULL);
     if (c->op == PDNN__OP_BINARY || c->op == PDNN__OP_GEMM)
-        w = parity_make(dev, &bd, b);
+        w = make_from(dev, &bd, b);
     pdnn_status st = !x || !y || ((c->op == PDNN__OP_BINARY || c->op == PDNN__OP_GEMM) && !w) ? PDNN_ERR_OUT_OF_MEMORY
                      : c->op == PDNN__OP_BINARY ? pdnn_binary(x, w, (pdnn_binary_op)c->arg, y)
                      : c->op == PDNN__OP_GEMM   ? pdnn_matmul(x, w, (c->arg & 2) != 0, c->arg & 1, y)
                      : c->op == PDNN__OP_ACTIVATION
                          ? pdnn_activation_forward(x, (pdnn_activation)c->arg, act_alpha[c->arg], act_beta[c->arg], y)
                          : pdnn_transform(x, y);
-    if (st == PDNN_SUCCESS)
+    if (st == PDNN_SUCCESS && nd_reduced()) { /* y's elements widened */
+        void *raw = parity_xcalloc((size_t)o->n + 1, 2);
+        st = pdnn_tensor_read(y, raw, (size_t)o->n * 2);
+        pdnn__to_f32(nd_dtype, raw, got, (size_t)o->n);
+        free(raw);
+    } else if (st == PDNN_SUCCESS) {
         st = pdnn_tensor_read(y, got, (size_t)o->n * sizeof(float));
+    }
     pdnn_tensor_release(x);
     pdnn_tensor_release(w);
     pdnn_tensor_release(y);
@@ -307,10 +354,12 @@ static double compare(const nd_case *c, const ref_out *o, const float *got, int6
 {
     double worst = 0.0;
     *at = 0;
+    /* Below its smallest normal a reduced dtype rounds in fixed steps. */
+    const double tiny = nd_dtype == PDNN_FLOAT16 ? 0x1p-14 : nd_dtype == PDNN_BFLOAT16 ? 0x1p-126 : 1e-30;
     for (int64_t i = 0; i < o->n; i++) {
         const double d = fabs((double)got[i] - o->v[i]);
         const double e = c->op == PDNN__OP_TRANSFORM    ? (d == 0.0 ? 0.0 : INFINITY)
-                         : c->op == PDNN__OP_GEMM       ? d / (o->mag[i] + 1e-30)
+                         : c->op == PDNN__OP_GEMM       ? d / fmax(o->mag[i], tiny)
                          : c->op == PDNN__OP_ACTIVATION ? d / fmax(fabs(o->v[i]), 1.0)
                          : o->v[i] != 0.0               ? d / fabs(o->v[i])
                                                         : d;
@@ -342,7 +391,7 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
     static const char *const acts[] = {"clip", "leaky_relu", "sigmoid", "hard_sigmoid", "hard_swish", "silu"};
     for (int ci = 0; ci < N_CASES; ci++) {
         const nd_case *c = &cases[ci];
-        if (!selected(c, op, set))
+        if (!selected(c, op, set) || (nd_reduced() && c->op != PDNN__OP_GEMM))
             continue;
         char sa[96], sb[96], cname[256];
         shape_name(&c->a, sa, sizeof sa);
@@ -350,8 +399,8 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
         if (c->op == PDNN__OP_BINARY)
             snprintf(cname, sizeof cname, "%s %s a%s b%s", c->set, bops[c->arg], sa, sb);
         else if (c->op == PDNN__OP_GEMM)
-            snprintf(cname, sizeof cname, "%s a%s%s b%s%s", c->set, sa, c->arg & 2 ? "^T" : "", sb,
-                     c->arg & 1 ? "^T" : "");
+            snprintf(cname, sizeof cname, "%s a%s%s b%s%s%s%s", c->set, sa, c->arg & 2 ? "^T" : "", sb,
+                     c->arg & 1 ? "^T" : "", nd_reduced() ? " " : "", nd_reduced() ? pdnn__dtype_name(nd_dtype) : "");
         else if (c->op == PDNN__OP_ACTIVATION)
             snprintf(cname, sizeof cname, "%s %s x%s", c->set, acts[c->arg], sa);
         else
@@ -364,8 +413,15 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
         if (c->op == PDNN__OP_ACTIVATION)
             for (int64_t i = 0; i < na; i++)
                 a[i] *= 6.0f; /* past every activation's corners */
+        round_nd(a, na);
+        round_nd(b, nb);
         ref_out o;
         reference(c, a, b, &o);
+        for (int64_t i = 0; nd_reduced() && i < o.n; i++) { /* the contract's one rounding */
+            float v = (float)o.v[i];
+            round_nd(&v, 1);
+            o.v[i] = v;
+        }
         float *got = parity_xcalloc((size_t)o.n, sizeof(float));
         for (int di = 0; di < ndev; di++) {
             const pdnn__algo *const *list = pdnn__algos(devs[di], c->op);
@@ -387,7 +443,7 @@ void parity_nd_run(pdnn_device *const *devs, int ndev, int op, const char *set, 
                     continue;
                 }
                 int64_t at = 0;
-                const double tol = pdnn__algo_tol(al, PDNN_FLOAT32), err = compare(c, &o, got, &at);
+                const double tol = pdnn__algo_tol(al, nd_dtype), err = compare(c, &o, got, &at);
                 if (!(err <= tol)) {
                     parity_fail(devs[di], al, cname,
                                 "y[%lld] (row-major) is %.9g, expected %.9g: normalised error %.3g, tolerance %.3g",

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The OpenCL convolutions in float16 and bfloat16 storage (issue 43)
+# The OpenCL convolutions and matmul in float16 and bfloat16 storage (issue 43)
 # against the host reference, each algorithm forced by name, every tile
 # configuration of the all-configuration grids: every algorithm on the
 # layouts and edge grids (strides, padding, dilation, groups, depthwise,
@@ -9,10 +9,11 @@
 parity="${PDNN_TOP_BUILDDIR:-.}/tests/parity"
 rc=77
 run() {
-    "$parity" --mode test --backend opencl --op conv2d "$@"
+    "$parity" --mode test --backend opencl --op "$op" "$@"
     r=$?
     if [ "$r" -ne 0 ] && [ "$r" -ne 77 ]; then rc=1; elif [ "$r" -eq 0 ] && [ "$rc" -eq 77 ]; then rc=0; fi
 }
+op=conv2d
 for dt in float16 bfloat16; do
     run --dtype "$dt" --set layouts
     run --dtype "$dt" --set edge
@@ -24,4 +25,10 @@ done
 # own grid, each with --dtype float16 and bfloat16.
 run --dtype float16 --set gemm_1x1 --algo gemm_1x1
 run --dtype float16 --set implicit_gemm --algo implicit_gemm
+# matmul's N-d set (tiled's and naive's kernels, transposes, strided and
+# broadcast batches; conv_gemm and clblast refuse the dtype) in both, 3 s.
+op=matmul
+for dt in float16 bfloat16; do
+    run --dtype "$dt" --set nd_matmul
+done
 exit "$rc"

@@ -2,7 +2,8 @@
  * float16 and bfloat16 cases of the op-parity harness (test mode, set
  * "precision"; issue 43): pdnn_cast between every pair of the three float
  * dtypes, and the ops that store the reduced dtypes (activations, binary
- * with broadcasting, pooling forward and backward, convolution) in each, run on every
+ * with broadcasting, pooling forward and backward, convolution forward and
+ * backward data) in each, run on every
  * device by every algorithm of the op (forced by name). The reference is
  * the documented contract, computed here: the inputs as the dtype holds
  * them, widened (exact), the op in double, the result rounded once to the
@@ -76,6 +77,12 @@ static const prec_case cases[] = {
     {PDNN__OP_CONV2D_FWD, BF16, BF16, 9, IMG(PDNN_NHWC, 3, 9, 5, 13), IMG(PDNN_OHWI, 18, 1, 3, 3)},
     {PDNN__OP_CONV2D_FWD, F16, F16, 16, IMG(PDNN_NHWC, 1, 16, 6, 9), IMG(PDNN_OHWI, 16, 1, 3, 3)},
     {PDNN__OP_CONV2D_FWD, BF16, BF16, 5, IMG(PDNN_NCHW, 2, 5, 6, 7), IMG(PDNN_OIHW, 5, 1, 3, 3)},
+    /* convolution backward data (3x3, padding 1, stride arg): dx (a), w
+     * (b); dy is conv_out's shape: channels past a vector, odd images,
+     * both layouts, stride 2's four phases */
+    {PDNN__OP_CONV2D_BWD_DATA, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 6), IMG(PDNN_OIHW, 19, 5, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_DATA, BF16, BF16, 0, IMG(PDNN_NHWC, 3, 17, 5, 9), IMG(PDNN_OHWI, 6, 17, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_DATA, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 7),
      IMG(PDNN_NCHW, 2, 3, 5, 4)},
     /* the vector kernels (rows, flat, global) at odd sizes in both dtypes:
@@ -187,11 +194,17 @@ static void pool_ref(const prec_case *c, const double *x, const double *dy, doub
                 }
 }
 
-/* The convolution's output descriptor: x's layout, {N, K, H, W}. */
+/* Backward data's stride (its arg), 1 for the forward. */
+static int64_t bwd_stride(const prec_case *c) { return c->op == PDNN__OP_CONV2D_BWD_DATA && c->arg > 1 ? c->arg : 1; }
+
+/* The convolution's output descriptor: x's layout, {N, K, H, W} (3x3,
+ * padding 1: W / stride rounded up). */
 static pdnn_tensor_desc conv_out(const prec_case *c)
 {
     pdnn_tensor_desc y = c->a;
     y.dims[1] = c->b.dims[0];
+    y.dims[2] = (y.dims[2] - 1) / bwd_stride(c) + 1;
+    y.dims[3] = (y.dims[3] - 1) / bwd_stride(c) + 1;
     return y;
 }
 
@@ -222,6 +235,32 @@ static void conv_ref(const prec_case *c, const double *x, const double *w, doubl
                     out[img_at(&yd, n, k, p, q)] = s;
                     if (mag)
                         mag[img_at(&yd, n, k, p, q)] = g;
+                }
+}
+
+/* Convolution backward data (stride 1, padding 1) in double: dx (out) from
+ * dy (conv_out's shape) and w, mag each element's sum of |terms|. */
+static void conv_bwd_data_ref(const prec_case *c, const double *dy, const double *w, double *out, double *mag)
+{
+    const pdnn_tensor_desc yd = conv_out(c);
+    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c);
+    for (int64_t n = 0; n < d[0]; n++)
+        for (int64_t ch = 0; ch < d[1]; ch++)
+            for (int64_t h = 0; h < d[2]; h++)
+                for (int64_t v = 0; v < d[3]; v++) {
+                    double s = 0, g = 0;
+                    for (int64_t k = 0; k < f[0]; k++)
+                        for (int64_t r = 0; r < f[2]; r++)
+                            for (int64_t t = 0; t < f[3]; t++) {
+                                const int64_t p = (h - r + 1) / u, q = (v - t + 1) / u;
+                                if (h - r + 1 < 0 || (h - r + 1) % u || p >= yd.dims[2] || v - t + 1 < 0 ||
+                                    (v - t + 1) % u || q >= yd.dims[3])
+                                    continue;
+                                const double term = dy[img_at(&yd, n, k, p, q)] * w[img_at(&c->b, k, ch, r, t)];
+                                s += term, g += fabs(term);
+                            }
+                    out[img_at(&c->a, n, ch, h, v)] = s;
+                    mag[img_at(&c->a, n, ch, h, v)] = g;
                 }
 }
 
@@ -303,6 +342,10 @@ static void reference(const prec_case *c, const double *a, const double *b, doub
         free(mag);
     } else if (c->op == PDNN__OP_CONV2D_FWD) {
         conv_ref(c, a, b, ref, NULL);
+    } else if (c->op == PDNN__OP_CONV2D_BWD_DATA) {
+        double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
+        conv_bwd_data_ref(c, a, b, ref, mag);
+        free(mag);
     } else if (c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD) {
         pool_ref(c, a, b, ref);
     } else if (c->op == PDNN__OP_BINARY) {
@@ -375,13 +418,14 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
                            int64_t n_out)
 {
     const int pool = c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD;
-    const int conv = c->op == PDNN__OP_CONV2D_FWD,
-              two = conv || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD || c->op == PDNN__OP_BN_BWD;
+    const int conv = c->op == PDNN__OP_CONV2D_FWD, bwd_data = c->op == PDNN__OP_CONV2D_BWD_DATA,
+              two = conv || bwd_data || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD ||
+                    c->op == PDNN__OP_BN_BWD;
     pdnn_tensor_desc yd = conv ? conv_out(c) : pool && c->op == PDNN__OP_POOL2D_FWD ? c->b : c->a;
     if (c->op == PDNN__OP_BINARY)
         for (int k = 0; k < 3; k++)
             yd.dims[k] = c->a.dims[k] > c->b.dims[k] ? c->a.dims[k] : c->b.dims[k];
-    pdnn_tensor *x = upload(dev, c->a, c->from, a);
+    pdnn_tensor *x = upload(dev, bwd_data ? conv_out(c) : c->a, c->from, a); /* backward data: dy */
     pdnn_tensor *y2 = two ? upload(dev, c->b, c->from, b) : NULL;
     pdnn_tensor *y = upload(dev, yd, c->to, NULL), *bias = NULL;
     if (conv) {
@@ -409,6 +453,14 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
             cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
             cp.groups = c->arg > 1 ? c->arg : 1;
             st = pdnn_conv2d_forward(&cp, x, y2, bias, y);
+            break;
+        }
+        case PDNN__OP_CONV2D_BWD_DATA: {
+            pdnn_conv2d_params cp;
+            pdnn_conv2d_params_init(&cp);
+            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+            cp.stride_h = cp.stride_w = (int)bwd_stride(c);
+            st = pdnn_conv2d_backward_data(&cp, x, y2, y);
             break;
         }
         default: st = pdnn_pool2d_backward(&pp, x, y2, y); break;
@@ -439,11 +491,14 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
                  pdnn__dtype_name(c->from), c->op == PDNN__OP_CAST ? ">" : "",
                  c->op == PDNN__OP_CAST ? pdnn__dtype_name(c->to) : "", c->arg,
                  (long long)pdnn_tensor_desc_elements(&c->a));
-        const int64_t na = pdnn_tensor_desc_elements(&c->a), nb = pdnn_tensor_desc_elements(&c->b);
         const pdnn_tensor_desc cy = conv_out(c);
-        int64_t n_out = c->op == PDNN__OP_POOL2D_FWD   ? nb
-                        : c->op == PDNN__OP_CONV2D_FWD ? pdnn_tensor_desc_elements(&cy)
-                                                       : na;
+        /* na: the first input's elements (backward data: dy's) */
+        const int64_t na = pdnn_tensor_desc_elements(c->op == PDNN__OP_CONV2D_BWD_DATA ? &cy : &c->a),
+                      nb = pdnn_tensor_desc_elements(&c->b);
+        int64_t n_out = c->op == PDNN__OP_POOL2D_FWD        ? nb
+                        : c->op == PDNN__OP_CONV2D_FWD      ? pdnn_tensor_desc_elements(&cy)
+                        : c->op == PDNN__OP_CONV2D_BWD_DATA ? pdnn_tensor_desc_elements(&c->a)
+                                                            : na;
         if (c->op == PDNN__OP_BINARY) { /* rank 3 or 1, broadcast where a dim is 1 */
             n_out = 1;
             for (int k = 0; k < 3; k++)
@@ -469,6 +524,9 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
         if (c->op == PDNN__OP_CONV2D_FWD) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             conv_ref(c, ah, bh, sum, mag);
+        } else if (c->op == PDNN__OP_CONV2D_BWD_DATA) {
+            sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
+            conv_bwd_data_ref(c, ah, bh, sum, mag);
         } else if (is_bn(c->op)) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             bn_ref(c, ah, bh, sum, mag);

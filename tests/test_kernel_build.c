@@ -268,6 +268,27 @@ static void reduced_precision(pdnn_device *dev)
         pdnn_tensor_release(u);
         for (int k = 0; k < 4; k++)
             pdnn_tensor_release(v[k]);
+        /* matmul over REAL_T, the reduced dtypes taking turns (each
+         * kernel a PoCL code generation of about a second): float16
+         * tiled's gemm_pack_b and gemm_nn and naive's kernel, bfloat16
+         * gemm_nt and gemv_nt (one row of A) */
+        pdnn_tensor_desc md = th_desc(PDNN_NCHW, 6, 6, 1, 1), rd = th_desc(PDNN_NCHW, 1, 6, 1, 1);
+        md.dtype = rd.dtype = types[i];
+        pdnn_tensor *mm[5]; /* A, B, C (6 x 6), a row of A and of C */
+        for (int k = 0; k < 5; k++)
+            cr_assert_eq(pdnn_tensor_create(dev, k < 3 ? &md : &rd, &mm[k]), PDNN_SUCCESS, "%s", pdnn_last_error());
+        pdnn__dispatch_force(PDNN__OP_GEMM, "tiled", -1);
+        if (i == 1) {
+            cr_assert_eq(pdnn_matmul(mm[0], mm[1], 0, 0, mm[2]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            pdnn__dispatch_force(PDNN__OP_GEMM, "naive", -1);
+            cr_assert_eq(pdnn_matmul(mm[0], mm[1], 0, 0, mm[2]), PDNN_SUCCESS, "%s", pdnn_last_error());
+        } else {
+            cr_assert_eq(pdnn_matmul(mm[0], mm[1], 0, 1, mm[2]), PDNN_SUCCESS, "%s", pdnn_last_error());
+            cr_assert_eq(pdnn_matmul(mm[3], mm[1], 0, 1, mm[4]), PDNN_SUCCESS, "%s", pdnn_last_error());
+        }
+        pdnn__dispatch_force(PDNN__OP_GEMM, NULL, -1);
+        for (int k = 0; k < 5; k++)
+            pdnn_tensor_release(mm[k]);
     }
     for (int i = 0; i < 3; i++)
         pdnn_tensor_release(t[i]);

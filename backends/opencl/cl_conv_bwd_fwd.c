@@ -22,12 +22,24 @@
  * Both need groups == 1 (a grouped filter is no stride view of the swap).
  * The inner calls are CONV2D_FWD calls, so they take the inner
  * algorithm's configuration pick and tuning-cache entry for their
- * forward shapes. */
+ * forward shapes.
+ *
+ * Backward data also takes float16 and bfloat16 storage (issue 43): its
+ * phases are forward calls in the same dtype, which the inner algorithm
+ * (gemm_1x1, implicit_gemm: pdnn__cl_plan_fwd_inner passes over one
+ * without the dtype) reduces in float32 and rounds once at the store;
+ * offsets and the zeroing count the dtype's elements. */
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
+
+/* Bytes of one of call's tensor elements. */
+static size_t elem_size(const pdnn__op_call *call)
+{
+    return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16 ? 2 : sizeof(float);
+}
 
 /* in: call as a forward call without bias or ReLU, to be reshaped. */
 static pdnn__conv2d_call *fwd_of(const pdnn__op_call *call, pdnn__op_call *in)
@@ -111,7 +123,7 @@ static int data_phase(const pdnn__op_call *call, int64_t ph, int64_t pw, pdnn__o
     f->y_layout = c->x_layout;
     f->x_buf = c->y_buf;
     f->y_buf = c->x_buf;
-    f->y_buf.offset += (size_t)(ph * c->xs[2] + pw * c->xs[3]) * sizeof(float);
+    f->y_buf.offset += (size_t)(ph * c->xs[2] + pw * c->xs[3]) * elem_size(call);
     memcpy(f->xs, c->ys, sizeof f->xs);
     f->ys[0] = c->xs[0];
     f->ys[1] = c->xs[1];
@@ -123,7 +135,7 @@ static int data_phase(const pdnn__op_call *call, int64_t ph, int64_t pw, pdnn__o
     f->ws[3] = -dw.t * c->ws[3];
     f->w_buf.offset =
         c->w_buf.offset +
-        (size_t)((dh.r0 + (dh.m - 1) * dh.t) * c->ws[2] + (dw.r0 + (dw.m - 1) * dw.t) * c->ws[3]) * sizeof(float);
+        (size_t)((dh.r0 + (dh.m - 1) * dh.t) * c->ws[2] + (dw.r0 + (dw.m - 1) * dw.t) * c->ws[3]) * elem_size(call);
     return 1;
 }
 
@@ -362,11 +374,11 @@ static pdnn_status parts_run(void *dev, const pdnn__op_call *call, pdnn__buf ws,
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "OpenCL: %s", p.why);
     if (zeros) {
         cl_dev *d = dev;
-        const cl_float zero = 0.0f;
+        const cl_uint zero = 0; /* 0.0 in every dtype; the pattern's size the dtype's */
+        const size_t es = elem_size(call);
         pthread_mutex_lock(&d->lock);
-        const cl_int err =
-            clEnqueueFillBuffer(d->queue, (cl_mem)c->x_buf.region, &zero, sizeof zero, c->x_buf.offset,
-                                (size_t)(c->n * c->c * c->h * c->w) * sizeof(float), 0, NULL, NULL);
+        const cl_int err = clEnqueueFillBuffer(d->queue, (cl_mem)c->x_buf.region, &zero, es, c->x_buf.offset,
+                                               (size_t)(c->n * c->c * c->h * c->w) * es, 0, NULL, NULL);
         pthread_mutex_unlock(&d->lock);
         if (err != CL_SUCCESS)
             return pdnn__cl_fail("clEnqueueFillBuffer(forward_gemm dx)", err);
@@ -419,7 +431,8 @@ const pdnn__algo pdnn__cl_algo_bwd_data_fwd = {
     .rank = 20,
     .plan = fwd_plan,
     .run = fwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* the inner forward algorithm's REAL_T storage */
 };
 
 const pdnn__algo pdnn__cl_algo_bwd_filter_fwd = {

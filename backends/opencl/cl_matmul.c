@@ -18,7 +18,12 @@
  * A batch (pdnn__matmul_call's batch and strides) is one launch: tiled's
  * and naive's kernels take it as the NDRange's second dimension, clblast
  * runs CLBlast's strided-batched SGEMM, conv_gemm its convolution once
- * per matrix. */
+ * per matrix.
+ * tiled and naive also take float16 and bfloat16 storage (issue 43):
+ * their kernels built over REAL_T load and widen A and B, sum in float32
+ * and round C once at the store; tiled's packed B is float. conv_gemm
+ * and clblast run float32 only: the planner refuses them a reduced call,
+ * naming the dtype, and AUTO passes over them. */
 #include "backends/opencl/cl_internal.h"
 
 #ifdef PDNN_HAVE_CLBLAST
@@ -139,6 +144,18 @@ static size_t packed_bytes(const pdnn__matmul_call *mc)
     return (size_t)(mc->stride_b ? pdnn__matmul_batch(mc) : 1) * (size_t)packed_elems(mc) * sizeof(float);
 }
 
+/* bfloat16's gemm_nt reads B widened into float (elementwise.cl's
+ * NT_B_T): one per matrix of the batch, one where B is broadcast. */
+static int widens_b(const pdnn__op_call *call)
+{
+    return call->dtype == PDNN_BFLOAT16 && call->u.matmul.trans_b && call->u.matmul.m != 1;
+}
+
+static size_t widened_bytes(const pdnn__matmul_call *mc)
+{
+    return (size_t)(mc->stride_b ? pdnn__matmul_batch(mc) : 1) * (size_t)(mc->n * mc->k) * sizeof(float);
+}
+
 static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     const pdnn__matmul_call *mc = &call->u.matmul;
@@ -158,18 +175,20 @@ static void tiled_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     }
     if (!mc->trans_b)
         plan->workspace = packed_bytes(mc);
+    else if (widens_b(call))
+        plan->workspace = widened_bytes(mc);
     if (!((const cl_dev *)dev)->cls.t.matmul_tiled_first)
         plan->rank = 40; /* after conv_gemm (cl_device_table.c) */
 }
 
-/* Sets kernel name's arguments from values (their sizes in sizes) and
- * launches it over total items for each of batch matrices (the second
- * dimension), under d->lock. */
-static pdnn_status launch(cl_dev *d, const char *name, int n_args, void *const *values, const size_t *sizes,
-                          int64_t total, int64_t batch)
+/* Sets kernel name's arguments (built for storage dtype t) from values
+ * (their sizes in sizes) and launches it over total items for each of
+ * batch matrices (the second dimension), under d->lock. */
+static pdnn_status launch(cl_dev *d, pdnn_dtype t, const char *name, int n_args, void *const *values,
+                          const size_t *sizes, int64_t total, int64_t batch)
 {
     cl_kernel kern = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", NULL, name, &kern);
+    pdnn_status st = pdnn__cl_kernel(d, "elementwise.cl", pdnn__cl_real_opts(t), name, &kern);
     if (st != PDNN_SUCCESS)
         return st;
     for (int i = 0; i < n_args; i++) {
@@ -199,9 +218,12 @@ static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__p
     (void)plan, (void)rep;
     cl_dev *d = dev;
     const pdnn__matmul_call *c = &call->u.matmul;
+    const pdnn_dtype t = call->dtype;
     cl_int m = (cl_int)c->m, n = (cl_int)c->n, k = (cl_int)c->k;
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, cmem = c->c_buf.region, wm = ws.region;
-    cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), co = elem_off(c->c_buf), wo = elem_off(ws);
+    /* A, B and C in t's elements; the packed B (workspace) is float. */
+    cl_long ao = pdnn__cl_real_off(c->a_buf, t), bo = pdnn__cl_real_off(c->b_buf, t),
+            co = pdnn__cl_real_off(c->c_buf, t), wo = elem_off(ws);
     cl_long ldc = c->n;
     const int64_t nb = pdnn__matmul_batch(c);
     /* The batch strides (0 for one matrix); C's matrices are dense. */
@@ -213,22 +235,30 @@ static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__p
         void *const v[] = {&am, &ao, &bm, &bo, &ldb, &cmem, &co, &n, &k, &sa, &sb, &sc};
         const size_t z[] = {sizeof am, sizeof ao, sizeof bm, sizeof bo, sizeof ldb, sizeof cmem, sizeof co,
                             sizeof n, sizeof k, sizeof sa, sizeof sb, sizeof sc};
-        st = launch(d, "gemv_nt", 12, v, z, (int64_t)((n + 7) / 8), nb);
+        st = launch(d, t, "gemv_nt", 12, v, z, (int64_t)((n + 7) / 8), nb);
     } else if (c->trans_b) { /* gemm_nt: A's rows and B's stored rows run along the sum */
         cl_long lda = c->k, ldb = c->k;
+        st = PDNN_SUCCESS;
+        if (widens_b(call)) { /* B's matrices widened, dense, into the workspace */
+            const int64_t dims[4] = {sb ? nb : 1, c->n, c->k, 1}, ss[4] = {sb, c->k, 1, 1},
+                          ds[4] = {c->n * c->k, c->k, 1, 1};
+            st = pdnn__cl_widen_locked(d, t, c->b_buf, dims, ss, ws, ds);
+            bm = wm, bo = wo, sb = sb ? c->n * c->k : 0;
+        }
         cl_int n_rt = (m + 2) / 3;
         void *const v[] = {&am, &ao, &lda, &bm, &bo, &ldb, &cmem, &co, &ldc, &m, &n, &k, &n_rt, &sa, &sb, &sc};
         const size_t z[] = {sizeof am, sizeof ao, sizeof lda, sizeof bm, sizeof bo, sizeof ldb, sizeof cmem,
                             sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt, sizeof sa,
                             sizeof sb, sizeof sc};
-        st = launch(d, "gemm_nt", 16, v, z, (int64_t)n_rt * ((n + 3) / 4), nb);
+        if (st == PDNN_SUCCESS)
+            st = launch(d, t, "gemm_nt", 16, v, z, (int64_t)n_rt * ((n + 3) / 4), nb);
     } else {
         /* B packed once per matrix, once in all where it is broadcast. */
         cl_long ldb = c->n, sbp = sb ? packed_elems(c) : 0;
         void *const pv[] = {&bm, &bo, &ldb, &wm, &wo, &k, &n, &sb, &sbp};
         const size_t pz[] = {sizeof bm, sizeof bo, sizeof ldb, sizeof wm, sizeof wo, sizeof k, sizeof n, sizeof sb,
                              sizeof sbp};
-        st = launch(d, "gemm_pack_b", 9, pv, pz, (int64_t)k * ((n + 15) / 16), sb ? nb : 1);
+        st = launch(d, t, "gemm_pack_b", 9, pv, pz, (int64_t)k * ((n + 15) / 16), sb ? nb : 1);
         /* A(i, p): A stored m x k, or k x m when transposed */
         cl_long as_i = c->trans_a ? 1 : c->k, as_p = c->trans_a ? c->m : 1;
         cl_int n_rt = (m + 5) / 6;
@@ -237,7 +267,7 @@ static pdnn_status tiled_run(void *dev, const pdnn__op_call *call, const pdnn__p
                             sizeof co, sizeof ldc, sizeof m, sizeof n, sizeof k, sizeof n_rt, sizeof sa,
                             sizeof sbp, sizeof sc};
         if (st == PDNN_SUCCESS)
-            st = launch(d, "gemm_nn", 16, v, z, (int64_t)n_rt * ((n + 15) / 16), nb);
+            st = launch(d, t, "gemm_nn", 16, v, z, (int64_t)n_rt * ((n + 15) / 16), nb);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
@@ -249,7 +279,8 @@ const pdnn__algo pdnn__cl_algo_matmul_tiled = {
     .rank = 5,
     .plan = tiled_plan,
     .run = tiled_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* REAL_T storage, float32 sums */
 };
 
 /* ---- clblast ---------------------------------------------------------------- */
@@ -315,8 +346,10 @@ static pdnn_status naive_run(void *dev, const pdnn__op_call *call, const pdnn__p
     (void)plan, (void)ws, (void)rep;
     cl_dev *d = dev;
     const pdnn__matmul_call *c = &call->u.matmul;
+    const pdnn_dtype t = call->dtype;
     cl_mem am = c->a_buf.region, bm = c->b_buf.region, cm = c->c_buf.region;
-    cl_long ao = elem_off(c->a_buf), bo = elem_off(c->b_buf), co = elem_off(c->c_buf);
+    cl_long ao = pdnn__cl_real_off(c->a_buf, t), bo = pdnn__cl_real_off(c->b_buf, t),
+            co = pdnn__cl_real_off(c->c_buf, t);
     cl_long m_arg = c->m, n_arg = c->n, k_arg = c->k;
     const int64_t nb = pdnn__matmul_batch(c);
     cl_long sa = nb > 1 ? c->stride_a : 0, sb = nb > 1 ? c->stride_b : 0;
@@ -327,7 +360,7 @@ static pdnn_status naive_run(void *dev, const pdnn__op_call *call, const pdnn__p
     const size_t z[] = {sizeof am, sizeof ao, sizeof bm, sizeof bo, sizeof cm, sizeof co, sizeof m_arg,
                         sizeof n_arg, sizeof k_arg, sizeof trans, sizeof sa, sizeof sb};
     pthread_mutex_lock(&d->lock);
-    const pdnn_status st = launch(d, "matmul_naive", 12, v, z, c->m * c->n, nb);
+    const pdnn_status st = launch(d, t, "matmul_naive", 12, v, z, c->m * c->n, nb);
     pthread_mutex_unlock(&d->lock);
     return st;
 }
@@ -338,5 +371,6 @@ const pdnn__algo pdnn__cl_algo_matmul_naive = {
     .rank = 100,
     .plan = naive_plan,
     .run = naive_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* REAL_T storage, float32 sums */
 };

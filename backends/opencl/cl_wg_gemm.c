@@ -463,6 +463,8 @@ const pdnn__algo *pdnn__cl_plan_fwd_inner(void *dev, const pdnn__op_call *in, pd
     for (int i = 0; i < 3; i++) {
         if (i == 1 && !with_1x1)
             continue;
+        if (in->dtype != PDNN_FLOAT32 && !(order[i]->dtypes & PDNN__DTYPE_BIT(in->dtype)))
+            continue; /* no path for the call's storage dtype (wg_gemm) */
         memset(ip, 0, sizeof *ip);
         ip->supported = 1;
         ip->config = -1;
