@@ -2391,16 +2391,19 @@ class OnnxModel:
             out = [t.numpy() for t in out]
         return out[0] if len(out) == 1 else out
 
-    def _to_batch(self, v):
-        # The first input's first dim is the batch; another one than the
-        # graph's moves the graph, and the session is the one for that batch.
+    @staticmethod
+    def _batch_of(v):
+        # An input's first dim (None for a scalar): the batch.
         shape = getattr(v, "shape", None)
         if shape is None:
             shape = _numpy("an input").shape(v)
-        if len(shape) == 0:
-            return
-        b, cur = int(shape[0]), self.inputs[0].shape[0]
-        if b == cur:
+        return int(shape[0]) if len(shape) else None
+
+    def _to_batch(self, v):
+        # The first input's first dim is the batch; another one than the
+        # graph's moves the graph, and the session is the one for that batch.
+        b, cur = self._batch_of(v), self.inputs[0].shape[0]
+        if b is None or b == cur:
             return
         if self._batch is None:
             self._batch = cur
@@ -2446,12 +2449,10 @@ class TrainableOnnxModel(OnnxModel):
     def _to_batch(self, v):
         # A session for another batch would start from the initial
         # variables: the trained model keeps the batch it was loaded with.
-        shape = getattr(v, "shape", None)
-        if shape is None:
-            shape = _numpy("an input").shape(v)
-        if len(shape) and int(shape[0]) != self.inputs[0].shape[0]:
+        b = self._batch_of(v)
+        if b is not None and b != self.inputs[0].shape[0]:
             raise ValueError("polydnn: a trainable model runs at the batch it was loaded with (%d), not %d; "
-                             "load_onnx(..., batch=N) sets it" % (self.inputs[0].shape[0], int(shape[0])))
+                             "load_onnx(..., batch=N) sets it" % (self.inputs[0].shape[0], b))
 
     def parameters(self):
         """{initializer name: numpy array} of the model's variables: its
