@@ -584,13 +584,15 @@ static dnnl_status_t pool_slices(pdnn__host_dnnl *s, const pdnn__pool2d_call *c,
      * not grow with the batch, so batch 1 is where it weighs. */
     if (full <= POOL_SLICE_SCRATCH || c->c < 2 || c->n != 1)
         return dnnl_success;
-    int64_t best = 0;
+    /* One pass down the divisors: the first that fits, and the first
+     * that fits and is a multiple of 16, which wins where there is one. */
+    int64_t best = 0, any = 0;
     for (int64_t cs = c->c - 1; cs >= 1 && !best; cs--)
-        if (c->c % cs == 0 && cs % 16 == 0 && (double)full * (double)cs / (double)c->c <= POOL_SLICE_SCRATCH)
-            best = cs;
-    for (int64_t cs = c->c - 1; cs >= 1 && !best; cs--)
-        if (c->c % cs == 0 && (double)full * (double)cs / (double)c->c <= POOL_SLICE_SCRATCH)
-            best = cs;
+        if (c->c % cs == 0 && (double)full * (double)cs / (double)c->c <= POOL_SLICE_SCRATCH) {
+            any = any ? any : cs;
+            best = cs % 16 == 0 ? cs : 0;
+        }
+    best = best ? best : any;
     if (!best)
         return dnnl_success;
     const int64_t xd[4] = {c->n, best, c->h, c->w}, yd[4] = {c->n, best, c->p, c->q};
