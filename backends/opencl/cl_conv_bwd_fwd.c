@@ -24,11 +24,14 @@
  * algorithm's configuration pick and tuning-cache entry for their
  * forward shapes.
  *
- * Backward data also takes float16 and bfloat16 storage (issue 43): its
- * phases are forward calls in the same dtype, which the inner algorithm
+ * All three take float16 and bfloat16 storage (issue 43): their parts
+ * are forward calls in the same dtype, which the inner algorithm
  * (gemm_1x1, implicit_gemm: pdnn__cl_plan_fwd_inner passes over one
  * without the dtype) reduces in float32 and rounds once at the store;
- * offsets and the zeroing count the dtype's elements. */
+ * offsets and the zeroing count the dtype's elements. Each element of dw
+ * is the output of exactly one part (forward_gemm_rows: column s), so its
+ * whole sum over the batch and pixels is one float32 reduction, rounded
+ * once, as the host reference's. */
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
@@ -243,19 +246,19 @@ static void filter_column(const pdnn__op_call *call, int64_t s, pdnn__op_call *i
     f->w_layout = PDNN_OIHW;
     f->x_buf = c->x_buf;
     if (f->c > 0)
-        f->x_buf.offset += (size_t)((q0 * uw + off) * c->xs[3]) * sizeof(float);
+        f->x_buf.offset += (size_t)((q0 * uw + off) * c->xs[3]) * elem_size(call);
     f->xs[0] = c->xs[1];
     f->xs[1] = uw * c->xs[3];
     f->xs[2] = c->xs[2];
     f->xs[3] = c->xs[0];
     f->w_buf = c->y_buf;
-    f->w_buf.offset += (size_t)(q0 * c->ys[3]) * sizeof(float);
+    f->w_buf.offset += (size_t)(q0 * c->ys[3]) * elem_size(call);
     f->ws[0] = c->ys[1];
     f->ws[1] = c->ys[3];
     f->ws[2] = c->ys[2];
     f->ws[3] = c->ys[0];
     f->y_buf = c->w_buf;
-    f->y_buf.offset += (size_t)(s * c->ws[3]) * sizeof(float);
+    f->y_buf.offset += (size_t)(s * c->ws[3]) * elem_size(call);
     f->ys[0] = c->ws[1];
     f->ys[1] = c->ws[0];
     f->ys[2] = c->ws[2];
@@ -441,7 +444,8 @@ const pdnn__algo pdnn__cl_algo_bwd_filter_fwd = {
     .rank = 20,
     .plan = fwd_plan,
     .run = fwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* the inner forward algorithm's REAL_T storage */
 };
 
 const pdnn__algo pdnn__cl_algo_bwd_filter_rows = {
@@ -450,5 +454,6 @@ const pdnn__algo pdnn__cl_algo_bwd_filter_rows = {
     .rank = 25,
     .plan = rows_plan,
     .run = rows_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* the inner forward algorithm's REAL_T storage */
 };
