@@ -3,7 +3,7 @@
  * "precision"; issue 43): pdnn_cast between every pair of the three float
  * dtypes, and the ops that store the reduced dtypes (activations, binary
  * with broadcasting, pooling forward and backward, convolution forward and
- * backward data and filter) in each, run on every
+ * backward data, filter and bias) in each, run on every
  * device by every algorithm of the op (forced by name). The reference is
  * the documented contract, computed here: the inputs as the dtype holds
  * them, widened (exact), the op in double, the result rounded once to the
@@ -91,6 +91,9 @@ static const prec_case cases[] = {
     {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NHWC, 2, 17, 6, 7), IMG(PDNN_OHWI, 9, 17, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 7, 5, 9), IMG(PDNN_OIHW, 10, 7, 1, 1)},
+    /* convolution backward bias: db (K = a's channels) from dy (a) */
+    {PDNN__OP_CONV2D_BWD_BIAS, F16, F16, 0, IMG(PDNN_NHWC, 3, 11, 5, 7), {0}},
+    {PDNN__OP_CONV2D_BWD_BIAS, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 6, 9, 5), {0}},
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 7),
      IMG(PDNN_NCHW, 2, 3, 5, 4)},
     /* the vector kernels (rows, flat, global) at odd sizes in both dtypes:
@@ -301,6 +304,24 @@ static void conv_bwd_filter_ref(const prec_case *c, const double *x, const doubl
                 }
 }
 
+/* Convolution backward bias in double: db[k] (out) the sum of dy's (a's)
+ * channel k, mag its sum of |terms|. */
+static void conv_bwd_bias_ref(const prec_case *c, const double *dy, double *out, double *mag)
+{
+    const int64_t *d = c->a.dims;
+    for (int64_t k = 0; k < d[1]; k++) {
+        double s = 0, g = 0;
+        for (int64_t n = 0; n < d[0]; n++)
+            for (int64_t h = 0; h < d[2]; h++)
+                for (int64_t v = 0; v < d[3]; v++) {
+                    const double term = dy[img_at(&c->a, n, k, h, v)];
+                    s += term, g += fabs(term);
+                }
+        out[k] = s;
+        mag[k] = g;
+    }
+}
+
 /* Batch norm's per-channel vectors, exact in every dtype: gamma, beta,
  * mean (the running or, for the backward, the saved one) and variance. */
 static double bn_vec(int which, int64_t c)
@@ -387,6 +408,10 @@ static void reference(const prec_case *c, const double *a, const double *b, doub
         double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
         conv_bwd_filter_ref(c, a, b, ref, mag);
         free(mag);
+    } else if (c->op == PDNN__OP_CONV2D_BWD_BIAS) {
+        double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
+        conv_bwd_bias_ref(c, a, ref, mag);
+        free(mag);
     } else if (c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD) {
         pool_ref(c, a, b, ref);
     } else if (c->op == PDNN__OP_BINARY) {
@@ -469,6 +494,8 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
     if (c->op == PDNN__OP_BINARY)
         for (int k = 0; k < 3; k++)
             yd.dims[k] = c->a.dims[k] > c->b.dims[k] ? c->a.dims[k] : c->b.dims[k];
+    if (c->op == PDNN__OP_CONV2D_BWD_BIAS) /* db: K */
+        yd = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {c->a.dims[1], 1, 1, 1}, 1};
     pdnn_tensor *x = upload(dev, bwd_data ? conv_out(c) : c->a, c->from, a); /* backward data: dy */
     pdnn_tensor *y2 = two ? upload(dev, bwd_filter ? conv_out(c) : c->b, c->from, b) : NULL; /* filter: dy */
     pdnn_tensor *y = upload(dev, yd, c->to, NULL), *bias = NULL;
@@ -515,6 +542,7 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
             st = pdnn_conv2d_backward_filter(&cp, x, y2, y);
             break;
         }
+        case PDNN__OP_CONV2D_BWD_BIAS: st = pdnn_conv2d_backward_bias(x, y); break;
         default: st = pdnn_pool2d_backward(&pp, x, y2, y); break;
         }
     }
@@ -552,6 +580,7 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
                         : c->op == PDNN__OP_CONV2D_FWD      ? pdnn_tensor_desc_elements(&cy)
                         : c->op == PDNN__OP_CONV2D_BWD_DATA ? pdnn_tensor_desc_elements(&c->a)
                         : filter                            ? pdnn_tensor_desc_elements(&c->b)
+                        : c->op == PDNN__OP_CONV2D_BWD_BIAS ? c->a.dims[1]
                                                             : na;
         if (c->op == PDNN__OP_BINARY) { /* rank 3 or 1, broadcast where a dim is 1 */
             n_out = 1;
@@ -584,6 +613,9 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
         } else if (filter) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             conv_bwd_filter_ref(c, ah, bh, sum, mag);
+        } else if (c->op == PDNN__OP_CONV2D_BWD_BIAS) {
+            sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
+            conv_bwd_bias_ref(c, ah, sum, mag);
         } else if (is_bn(c->op)) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             bn_ref(c, ah, bh, sum, mag);
