@@ -85,8 +85,8 @@ static const prec_case cases[] = {
     {PDNN__OP_CONV2D_BWD_DATA, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
     /* convolution backward filter (padding: the filter's half, stride
      * arg): x (a), dw (b); dy is conv_out's shape: both layouts, stride
-     * 2, a 1x1 filter (gemm_1x1 inside forward_gemm), sums over the batch
-     * and rows longer than a vector */
+     * 2, a 1x1 filter (gemm's NCHW kernel, gemm_nt, with a tail past its
+     * vectors), sums over the batch and rows longer than a vector */
     {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 0, IMG(PDNN_NCHW, 3, 5, 9, 30), IMG(PDNN_OIHW, 6, 5, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NHWC, 2, 17, 6, 7), IMG(PDNN_OHWI, 9, 17, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
@@ -252,56 +252,32 @@ static void conv_ref(const prec_case *c, const double *x, const double *w, doubl
                 }
 }
 
-/* Convolution backward data (stride 1, padding 1) in double: dx (out) from
- * dy (conv_out's shape) and w, mag each element's sum of |terms|. */
-static void conv_bwd_data_ref(const prec_case *c, const double *dy, const double *w, double *out, double *mag)
+/* Convolution backward data (dx from dy, a's shape, and w) or filter (dw
+ * from x and dy, b's shape) in double (stride arg, padding the filter's
+ * half): each of the forward's terms dy[n,k,p,q] times w or x added to
+ * the element of out (zeroed) it belongs to, mag (zeroed) each element's
+ * sum of |terms|. in1: dy (data) or x (filter); in2: w or dy. */
+static void conv_grad_ref(const prec_case *c, const double *in1, const double *in2, double *out, double *mag)
 {
     const pdnn_tensor_desc yd = conv_out(c);
-    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c);
+    const int data = c->op == PDNN__OP_CONV2D_BWD_DATA;
+    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c), pad = f[2] / 2;
     for (int64_t n = 0; n < d[0]; n++)
-        for (int64_t ch = 0; ch < d[1]; ch++)
-            for (int64_t h = 0; h < d[2]; h++)
-                for (int64_t v = 0; v < d[3]; v++) {
-                    double s = 0, g = 0;
-                    for (int64_t k = 0; k < f[0]; k++)
+        for (int64_t k = 0; k < f[0]; k++)
+            for (int64_t ch = 0; ch < f[1]; ch++)
+                for (int64_t p = 0; p < yd.dims[2]; p++)
+                    for (int64_t q = 0; q < yd.dims[3]; q++)
                         for (int64_t r = 0; r < f[2]; r++)
                             for (int64_t t = 0; t < f[3]; t++) {
-                                const int64_t p = (h - r + 1) / u, q = (v - t + 1) / u;
-                                if (h - r + 1 < 0 || (h - r + 1) % u || p >= yd.dims[2] || v - t + 1 < 0 ||
-                                    (v - t + 1) % u || q >= yd.dims[3])
-                                    continue;
-                                const double term = dy[img_at(&yd, n, k, p, q)] * w[img_at(&c->b, k, ch, r, t)];
-                                s += term, g += fabs(term);
-                            }
-                    out[img_at(&c->a, n, ch, h, v)] = s;
-                    mag[img_at(&c->a, n, ch, h, v)] = g;
-                }
-}
-
-/* Convolution backward filter (padding the filter's half, stride arg) in
- * double: dw (out) from x and dy (conv_out's shape), mag each element's
- * sum of |terms|. */
-static void conv_bwd_filter_ref(const prec_case *c, const double *x, const double *dy, double *out, double *mag)
-{
-    const pdnn_tensor_desc yd = conv_out(c);
-    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c), pad = f[2] / 2;
-    for (int64_t k = 0; k < f[0]; k++)
-        for (int64_t ch = 0; ch < f[1]; ch++)
-            for (int64_t r = 0; r < f[2]; r++)
-                for (int64_t t = 0; t < f[3]; t++) {
-                    double s = 0, g = 0;
-                    for (int64_t n = 0; n < d[0]; n++)
-                        for (int64_t p = 0; p < yd.dims[2]; p++)
-                            for (int64_t q = 0; q < yd.dims[3]; q++) {
                                 const int64_t h = p * u + r - pad, v = q * u + t - pad;
                                 if (h < 0 || h >= d[2] || v < 0 || v >= d[3])
                                     continue;
-                                const double term = dy[img_at(&yd, n, k, p, q)] * x[img_at(&c->a, n, ch, h, v)];
-                                s += term, g += fabs(term);
+                                const int64_t xi = img_at(&c->a, n, ch, h, v), wi = img_at(&c->b, k, ch, r, t),
+                                              yi = img_at(&yd, n, k, p, q);
+                                const double term = data ? in1[yi] * in2[wi] : in1[xi] * in2[yi];
+                                out[data ? xi : wi] += term;
+                                mag[data ? xi : wi] += fabs(term);
                             }
-                    out[img_at(&c->b, k, ch, r, t)] = s;
-                    mag[img_at(&c->b, k, ch, r, t)] = g;
-                }
 }
 
 /* Convolution backward bias in double: db[k] (out) the sum of dy's (a's)
@@ -400,13 +376,9 @@ static void reference(const prec_case *c, const double *a, const double *b, doub
         free(mag);
     } else if (c->op == PDNN__OP_CONV2D_FWD) {
         conv_ref(c, a, b, ref, NULL);
-    } else if (c->op == PDNN__OP_CONV2D_BWD_DATA) {
+    } else if (c->op == PDNN__OP_CONV2D_BWD_DATA || c->op == PDNN__OP_CONV2D_BWD_FILTER) {
         double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
-        conv_bwd_data_ref(c, a, b, ref, mag);
-        free(mag);
-    } else if (c->op == PDNN__OP_CONV2D_BWD_FILTER) {
-        double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
-        conv_bwd_filter_ref(c, a, b, ref, mag);
+        conv_grad_ref(c, a, b, ref, mag);
         free(mag);
     } else if (c->op == PDNN__OP_CONV2D_BWD_BIAS) {
         double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
@@ -607,12 +579,9 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
         if (c->op == PDNN__OP_CONV2D_FWD) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             conv_ref(c, ah, bh, sum, mag);
-        } else if (c->op == PDNN__OP_CONV2D_BWD_DATA) {
+        } else if (c->op == PDNN__OP_CONV2D_BWD_DATA || filter) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
-            conv_bwd_data_ref(c, ah, bh, sum, mag);
-        } else if (filter) {
-            sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
-            conv_bwd_filter_ref(c, ah, bh, sum, mag);
+            conv_grad_ref(c, ah, bh, sum, mag);
         } else if (c->op == PDNN__OP_CONV2D_BWD_BIAS) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             conv_bwd_bias_ref(c, ah, sum, mag);
