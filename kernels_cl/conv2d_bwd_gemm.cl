@@ -26,10 +26,10 @@
  * that conv2d_bwd_filter_reduce (conv2d_bwd.cl) adds up in a fixed
  * order.
  *
- * x and dy may be stored in float16 or bfloat16 (REAL_T, -DPDNN_REAL:
- * issue 43): loads widen them, the sums and partials stay float32, and
- * the host always takes the workspace, so that the reduce rounds each
- * element of dw once. */
+ * x and dy may be stored in a reduced dtype (REAL_T, -DPDNN_REAL: issue
+ * 43; the host runs bfloat16 so, float16 on float32 copies): loads widen
+ * them, the sums and partials stay float32, and the host always takes the
+ * workspace, so that the reduce rounds each element of dw once. */
 #ifndef VW
 #define VW 16
 #endif
