@@ -85,12 +85,14 @@ static const prec_case cases[] = {
     {PDNN__OP_CONV2D_BWD_DATA, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
     /* convolution backward filter (padding: the filter's half, stride
      * arg): x (a), dw (b); dy is conv_out's shape: both layouts, stride
-     * 2, a 1x1 filter (gemm's NCHW kernel, gemm_nt, with a tail past its
-     * vectors), sums over the batch and rows longer than a vector */
+     * 2, 1x1 filters (gemm's NCHW kernel, gemm_nt, with a tail past its
+     * vectors; float16's on widened copies), sums over the batch and rows
+     * longer than a vector */
     {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 0, IMG(PDNN_NCHW, 3, 5, 9, 30), IMG(PDNN_OIHW, 6, 5, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NHWC, 2, 17, 6, 7), IMG(PDNN_OHWI, 9, 17, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 7, 5, 9), IMG(PDNN_OIHW, 10, 7, 1, 1)},
+    {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 0, IMG(PDNN_NCHW, 3, 6, 4, 7), IMG(PDNN_OIHW, 5, 6, 1, 1)},
     /* convolution backward bias: db (K = a's channels) from dy (a) */
     {PDNN__OP_CONV2D_BWD_BIAS, F16, F16, 0, IMG(PDNN_NHWC, 3, 11, 5, 7), {0}},
     {PDNN__OP_CONV2D_BWD_BIAS, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 6, 9, 5), {0}},
