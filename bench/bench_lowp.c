@@ -11,6 +11,8 @@
  * layers (197x768 by 768x768, B stored as is and transposed, as a torch
  * Linear holds it) and attention's two batched products over 12 heads
  * (Q K^T: 197x64 by 197x64 transposed; A V: 197x197 by 197x64).
+ * conv3x3_bwd_data and conv3x3_bwd_filter are the 3x3's backward
+ * directions (the filter's at batch 8, as AUTO runs it in each dtype).
  *     bench_lowp [rounds [device [op]]]    (default 5, the first GPU/OpenCL device) */
 #include "polydnn.h"
 
@@ -45,10 +47,10 @@ static void die(const char *what)
 }
 
 enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, LINEAR, LINEAR_NT, ATTN_QK, ATTN_AV, BWD3X3,
-       N_OPS };
+       BWDF3X3, N_OPS };
 static const char *const op_names[N_OPS] = {"maxpool3x3s2", "depthwise3x3", "batchnorm", "relu6", "add",
                                             "conv3x3", "conv1x1", "linear", "linear_nt", "attn_qk", "attn_av",
-                                            "conv3x3_bwd_data"};
+                                            "conv3x3_bwd_data", "conv3x3_bwd_filter"};
 static int is_matmul(int op) { return op >= LINEAR && op <= ATTN_AV; }
 
 typedef struct bench_op {
@@ -148,6 +150,14 @@ static void setup(pdnn_device *dev, bench_op *b)
         b->flops = 2.0 * (double)(nb * m * n * k);
         break;
     }
+    case BWDF3X3: /* ResNet's 3x3 at 56x56's backward filter at batch 8: dw (w) from x and dy (y) */
+        b->x = make(dev, t, l, 8, 64, 56, 56, 1);
+        b->w = make(dev, t, fl, 64, 64, 3, 3, 0.1f);
+        b->y = make(dev, t, l, 8, 64, 56, 56, 0.1f);
+        b->elems = 64.0 * 64 * 9;
+        b->bytes = es * (2 * 8 * 64.0 * 56 * 56 + b->elems);
+        b->flops = 2.0 * 8 * 64 * 56 * 56 * 64 * 9;
+        break;
     default: /* ResNet's 3x3 at 56x56, batch 1 (conv3x3_bwd_data: its backward data, dx into x) */
         b->x = make(dev, t, l, 1, 64, 56, 56, 1);
         b->w = make(dev, t, fl, 64, 64, 3, 3, 0.1f);
@@ -191,6 +201,7 @@ static pdnn_status call(const bench_op *b)
     case LINEAR_NT:
     case ATTN_QK: return pdnn_matmul(b->x, b->w, 0, 1, b->y);
     case BWD3X3: return pdnn_conv2d_backward_data(&cp, b->y, b->w, b->x);
+    case BWDF3X3: return pdnn_conv2d_backward_filter(&cp, b->x, b->y, b->w);
     default: return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     }
 }

@@ -155,9 +155,10 @@ __kernel void conv2d_bwd_filter_split(__global const float *x, long x_off,
 }
 
 /* dw[element] = sum over slices of part[slice][element], written in dw's
- * layout (elements in K, C/groups, R, S order). */
+ * layout (elements in K, C/groups, R, S order), rounded once where dw is
+ * stored in float16 or bfloat16 (REAL_T: gemm's reduced path). */
 __kernel void conv2d_bwd_filter_reduce(__global const float *part, long part_off,
-                                       __global float *dw, long dw_off, long4 ws,
+                                       __global REAL_T *dw, long dw_off, long4 ws,
                                        int4 filt, /* R, S, C/groups, slices */
                                        long elems)
 {
@@ -169,12 +170,14 @@ __kernel void conv2d_bwd_filter_reduce(__global const float *part, long part_off
         acc += part[part_off + (long)i * elems + e];
     int k, ci, r, s;
     filter_element(e, filt.s0, filt.s1, filt.s2, &k, &ci, &r, &s);
-    dw[dw_off + (long)k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3] = acc;
+    STORE_REAL(acc, dw, dw_off + (long)k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3);
 }
 
-/* db[k] = sum over n, p, q of dy[n,k,p,q]: one work-item per channel. */
-__kernel void conv2d_bwd_bias(__global const float *dy, long dy_off, long4 ys,
-                              __global float *db, long db_off,
+/* db[k] = sum over n, p, q of dy[n,k,p,q]: one work-item per channel;
+ * dy and db may be REAL_T (float16, bfloat16), the sum float32, rounded
+ * once. */
+__kernel void conv2d_bwd_bias(__global const REAL_T *dy, long dy_off, long4 ys,
+                              __global REAL_T *db, long db_off,
                               int4 dims, /* N, K, P, Q */
                               long total)
 {
@@ -186,9 +189,9 @@ __kernel void conv2d_bwd_bias(__global const float *dy, long dy_off, long4 ys,
         for (int p = 0; p < dims.s2; p++) {
             const long row = dy_off + n * ys.s0 + k * ys.s1 + (long)p * ys.s2;
             for (int q = 0; q < dims.s3; q++)
-                acc += dy[row + (long)q * ys.s3];
+                acc += LOAD_REAL(dy, row + (long)q * ys.s3);
         }
-    db[db_off + k] = acc;
+    STORE_REAL(acc, db, db_off + k);
 }
 
 /* Backward data as an implicit GEMM (the transposed convolution): dx's

@@ -24,7 +24,12 @@
  * which the host keeps short enough to stay in L2. Each chunk writes its partial sums at out + chunk *
  * ochunk, which is dw itself when there is one chunk, else a workspace
  * that conv2d_bwd_filter_reduce (conv2d_bwd.cl) adds up in a fixed
- * order. */
+ * order.
+ *
+ * x and dy may be stored in a reduced dtype (REAL_T, -DPDNN_REAL: issue
+ * 43; the host runs bfloat16 so, float16 on float32 copies): loads widen
+ * them, the sums and partials stay float32, and the host always takes the
+ * workspace, so that the reduce rounds each element of dw once. */
 #ifndef VW
 #define VW 16
 #endif
@@ -38,6 +43,7 @@
 #if VW == 16
 typedef float16 vec_t;
 #define VLOAD LOAD16
+#define VLOADR LOADR16
 #define VSTORE STORE16
 #define VFMA FMA16
 static float lanes_sum(float16 v)
@@ -49,6 +55,7 @@ static float lanes_sum(float16 v)
 #elif VW == 8
 typedef float8 vec_t;
 #define VLOAD vload8
+#define VLOADR LOADR8
 #define VSTORE vstore8
 #define VFMA fma
 static float lanes_sum(float8 v)
@@ -59,6 +66,7 @@ static float lanes_sum(float8 v)
 #elif VW == 4
 typedef float4 vec_t;
 #define VLOAD vload4
+#define VLOADR LOADR4
 #define VSTORE vstore4
 #define VFMA fma
 static float lanes_sum(float4 b) { return (b.s0 + b.s1) + (b.s2 + b.s3); }
@@ -69,8 +77,8 @@ static float lanes_sum(float4 b) { return (b.s0 + b.s1) + (b.s2 + b.s3); }
 /* dims: N, P*Q, K, C. chunk: pixels per chunk. xs, ys: element strides
  * (n, c, h, w) of x and (n, k, p, q) of dy, whose images are contiguous
  * rows of P*Q pixels. */
-__kernel void bwd_filter_gemm_nt(__global const float *x, long x_off,
-                                 __global const float *dy, long dy_off,
+__kernel void bwd_filter_gemm_nt(__global const REAL_T *x, long x_off,
+                                 __global const REAL_T *dy, long dy_off,
                                  __global float *out, long out_off, long4 os, long ochunk,
                                  long4 xs, long4 ys, int4 dims, long chunk, int cfirst)
 {
@@ -105,16 +113,16 @@ __kernel void bwd_filter_gemm_nt(__global const float *x, long x_off,
         int l = (int)(m % PQ);
         const int le = m1 - m < (long)(PQ - l) ? l + (int)(m1 - m) : PQ;
         m += le - l;
-        __global const float *yn = dy + (long)n * ys.s0;
-        __global const float *xn = x + (long)n * xs.s0;
+        __global const REAL_T *yn = dy + (long)n * ys.s0;
+        __global const REAL_T *xn = x + (long)n * xs.s0;
         for (; l + VW <= le; l += VW) {
             vec_t xv[CT];
 #pragma unroll
             for (int j = 0; j < CT; j++)
-                xv[j] = VLOAD(0, xn + xb[j] + l);
+                xv[j] = VLOADR(0, xn + xb[j] + l);
 #pragma unroll
             for (int i = 0; i < KT; i++) {
-                const vec_t dv = VLOAD(0, yn + yb[i] + l);
+                const vec_t dv = VLOADR(0, yn + yb[i] + l);
 #pragma unroll
                 for (int j = 0; j < CT; j++)
                     acc[i][j] = VFMA(dv, xv[j], acc[i][j]);
@@ -123,10 +131,10 @@ __kernel void bwd_filter_gemm_nt(__global const float *x, long x_off,
         for (; l < le; l++)
 #pragma unroll
             for (int i = 0; i < KT; i++) {
-                const float dv = yn[yb[i] + l];
+                const float dv = LOAD_REAL(yn, yb[i] + l);
 #pragma unroll
                 for (int j = 0; j < CT; j++)
-                    tail[i][j] = fma(dv, xn[xb[j] + l], tail[i][j]);
+                    tail[i][j] = fma(dv, LOAD_REAL(xn, xb[j] + l), tail[i][j]);
             }
     }
     __global float *o = out + out_off + (long)get_global_id(2) * ochunk;
@@ -146,8 +154,8 @@ __kernel void bwd_filter_gemm_nt(__global const float *x, long x_off,
  * pixels' shifted by (r, s) (a GEMM per tap; pixels in the padding add
  * nothing). out element (k, c, r, s) of a chunk: k * os.s0 + c * os.s1 +
  * r * os.s2 + s * os.s3 + chunk * ochunk. */
-__kernel void bwd_filter_gemm_tn(__global const float *x, long x_off,
-                                 __global const float *dy, long dy_off,
+__kernel void bwd_filter_gemm_tn(__global const REAL_T *x, long x_off,
+                                 __global const REAL_T *dy, long dy_off,
                                  __global float *out, long out_off, long4 os, long ochunk,
                                  long4 xs, long4 ys, int4 dims, int4 cdim, int4 geom, int4 fdim, long chunk,
                                  int cfirst)
@@ -190,27 +198,27 @@ __kernel void bwd_filter_gemm_tn(__global const float *x, long x_off,
         if (ih < 0 || ih >= H)
             continue;
         const int qa = max(q0, qlo), qb = min(qe, qhi);
-        __global const float *xr = x + x_off + (long)n * xs.s0 + (long)ih * xs.s2 +
+        __global const REAL_T *xr = x + x_off + (long)n * xs.s0 + (long)ih * xs.s2 +
                                    (long)(qa * sw + soff) * xs.s3 + c0;
-        __global const float *yr = dy + dy_off + (long)n * ys.s0 + (long)p * ys.s2 + (long)qa * ys.s3;
+        __global const REAL_T *yr = dy + dy_off + (long)n * ys.s0 + (long)p * ys.s2 + (long)qa * ys.s3;
         const long xstep = (long)sw * xs.s3;
         for (int q = qa; q < qb; q++, xr += xstep, yr += ys.s3) {
             vec_t xv[CT];
             if (full) {
 #pragma unroll
                 for (int j = 0; j < CT; j++)
-                    xv[j] = VLOAD(j, xr);
+                    xv[j] = VLOADR(j, xr);
             } else {
                 float part[CT * VW];
                 for (int e = 0; e < CT * VW; e++)
-                    part[e] = c0 + e < C ? xr[e] : 0.0f;
+                    part[e] = c0 + e < C ? LOAD_REAL(xr, e) : 0.0f;
 #pragma unroll
                 for (int j = 0; j < CT; j++)
                     xv[j] = VLOAD(j, part);
             }
 #pragma unroll
             for (int i = 0; i < KT; i++) {
-                const vec_t dv = (vec_t)yr[kk[i]];
+                const vec_t dv = (vec_t)LOAD_REAL(yr, kk[i]);
 #pragma unroll
                 for (int j = 0; j < CT; j++)
                     acc[i][j] = VFMA(dv, xv[j], acc[i][j]);

@@ -104,7 +104,8 @@ for set in slice where; do
 done
 # float16 and bfloat16 (issue 43): every cast kernel, and the kernels
 # built over REAL_T (activation, binary, every pooling kernel, batch norm,
-# direct and NHWC depthwise convolution) in both dtypes.
+# direct and NHWC depthwise convolution, backward filter's gemm kernels
+# and reduce, backward bias) in both dtypes.
 parity --set precision
 # The fast convolutions in float16 and bfloat16 (cast_widen's float32
 # copies, the REAL_T epilogues, x read in place in NHWC, gemm_1x1's rows

@@ -3,7 +3,7 @@
  * "precision"; issue 43): pdnn_cast between every pair of the three float
  * dtypes, and the ops that store the reduced dtypes (activations, binary
  * with broadcasting, pooling forward and backward, convolution forward and
- * backward data) in each, run on every
+ * backward data, filter and bias) in each, run on every
  * device by every algorithm of the op (forced by name). The reference is
  * the documented contract, computed here: the inputs as the dtype holds
  * them, widened (exact), the op in double, the result rounded once to the
@@ -83,6 +83,19 @@ static const prec_case cases[] = {
     {PDNN__OP_CONV2D_BWD_DATA, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 6), IMG(PDNN_OIHW, 19, 5, 3, 3)},
     {PDNN__OP_CONV2D_BWD_DATA, BF16, BF16, 0, IMG(PDNN_NHWC, 3, 17, 5, 9), IMG(PDNN_OHWI, 6, 17, 3, 3)},
     {PDNN__OP_CONV2D_BWD_DATA, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
+    /* convolution backward filter (padding: the filter's half, stride
+     * arg): x (a), dw (b); dy is conv_out's shape: both layouts, stride
+     * 2, 1x1 filters (gemm's NCHW kernel, gemm_nt, with a tail past its
+     * vectors; float16's on widened copies), sums over the batch and rows
+     * longer than a vector */
+    {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 0, IMG(PDNN_NCHW, 3, 5, 9, 30), IMG(PDNN_OIHW, 6, 5, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NHWC, 2, 17, 6, 7), IMG(PDNN_OHWI, 9, 17, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 7, 5, 9), IMG(PDNN_OIHW, 10, 7, 1, 1)},
+    {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 0, IMG(PDNN_NCHW, 3, 6, 4, 7), IMG(PDNN_OIHW, 5, 6, 1, 1)},
+    /* convolution backward bias: db (K = a's channels) from dy (a) */
+    {PDNN__OP_CONV2D_BWD_BIAS, F16, F16, 0, IMG(PDNN_NHWC, 3, 11, 5, 7), {0}},
+    {PDNN__OP_CONV2D_BWD_BIAS, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 6, 9, 5), {0}},
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING, IMG(PDNN_NCHW, 2, 3, 9, 7),
      IMG(PDNN_NCHW, 2, 3, 5, 4)},
     /* the vector kernels (rows, flat, global) at odd sizes in both dtypes:
@@ -194,11 +207,14 @@ static void pool_ref(const prec_case *c, const double *x, const double *dy, doub
                 }
 }
 
-/* Backward data's stride (its arg), 1 for the forward. */
-static int64_t bwd_stride(const prec_case *c) { return c->op == PDNN__OP_CONV2D_BWD_DATA && c->arg > 1 ? c->arg : 1; }
+/* A backward convolution's stride (its arg), 1 for the forward. */
+static int64_t bwd_stride(const prec_case *c)
+{
+    return (c->op == PDNN__OP_CONV2D_BWD_DATA || c->op == PDNN__OP_CONV2D_BWD_FILTER) && c->arg > 1 ? c->arg : 1;
+}
 
 /* The convolution's output descriptor: x's layout, {N, K, H, W} (3x3,
- * padding 1: W / stride rounded up). */
+ * padding 1, or 1x1 unpadded: W / stride rounded up). */
 static pdnn_tensor_desc conv_out(const prec_case *c)
 {
     pdnn_tensor_desc y = c->a;
@@ -238,30 +254,50 @@ static void conv_ref(const prec_case *c, const double *x, const double *w, doubl
                 }
 }
 
-/* Convolution backward data (stride 1, padding 1) in double: dx (out) from
- * dy (conv_out's shape) and w, mag each element's sum of |terms|. */
-static void conv_bwd_data_ref(const prec_case *c, const double *dy, const double *w, double *out, double *mag)
+/* Convolution backward data (dx from dy, a's shape, and w) or filter (dw
+ * from x and dy, b's shape) in double (stride arg, padding the filter's
+ * half): each of the forward's terms dy[n,k,p,q] times w or x added to
+ * the element of out (zeroed) it belongs to, mag (zeroed) each element's
+ * sum of |terms|. in1: dy (data) or x (filter); in2: w or dy. */
+static void conv_grad_ref(const prec_case *c, const double *in1, const double *in2, double *out, double *mag)
 {
     const pdnn_tensor_desc yd = conv_out(c);
-    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c);
+    const int data = c->op == PDNN__OP_CONV2D_BWD_DATA;
+    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c), pad = f[2] / 2;
     for (int64_t n = 0; n < d[0]; n++)
-        for (int64_t ch = 0; ch < d[1]; ch++)
-            for (int64_t h = 0; h < d[2]; h++)
-                for (int64_t v = 0; v < d[3]; v++) {
-                    double s = 0, g = 0;
-                    for (int64_t k = 0; k < f[0]; k++)
+        for (int64_t k = 0; k < f[0]; k++)
+            for (int64_t ch = 0; ch < f[1]; ch++)
+                for (int64_t p = 0; p < yd.dims[2]; p++)
+                    for (int64_t q = 0; q < yd.dims[3]; q++)
                         for (int64_t r = 0; r < f[2]; r++)
                             for (int64_t t = 0; t < f[3]; t++) {
-                                const int64_t p = (h - r + 1) / u, q = (v - t + 1) / u;
-                                if (h - r + 1 < 0 || (h - r + 1) % u || p >= yd.dims[2] || v - t + 1 < 0 ||
-                                    (v - t + 1) % u || q >= yd.dims[3])
+                                const int64_t h = p * u + r - pad, v = q * u + t - pad;
+                                if (h < 0 || h >= d[2] || v < 0 || v >= d[3])
                                     continue;
-                                const double term = dy[img_at(&yd, n, k, p, q)] * w[img_at(&c->b, k, ch, r, t)];
-                                s += term, g += fabs(term);
+                                const int64_t xi = img_at(&c->a, n, ch, h, v), wi = img_at(&c->b, k, ch, r, t),
+                                              yi = img_at(&yd, n, k, p, q);
+                                const double term = data ? in1[yi] * in2[wi] : in1[xi] * in2[yi];
+                                out[data ? xi : wi] += term;
+                                mag[data ? xi : wi] += fabs(term);
                             }
-                    out[img_at(&c->a, n, ch, h, v)] = s;
-                    mag[img_at(&c->a, n, ch, h, v)] = g;
+}
+
+/* Convolution backward bias in double: db[k] (out) the sum of dy's (a's)
+ * channel k, mag its sum of |terms|. */
+static void conv_bwd_bias_ref(const prec_case *c, const double *dy, double *out, double *mag)
+{
+    const int64_t *d = c->a.dims;
+    for (int64_t k = 0; k < d[1]; k++) {
+        double s = 0, g = 0;
+        for (int64_t n = 0; n < d[0]; n++)
+            for (int64_t h = 0; h < d[2]; h++)
+                for (int64_t v = 0; v < d[3]; v++) {
+                    const double term = dy[img_at(&c->a, n, k, h, v)];
+                    s += term, g += fabs(term);
                 }
+        out[k] = s;
+        mag[k] = g;
+    }
 }
 
 /* Batch norm's per-channel vectors, exact in every dtype: gamma, beta,
@@ -342,9 +378,13 @@ static void reference(const prec_case *c, const double *a, const double *b, doub
         free(mag);
     } else if (c->op == PDNN__OP_CONV2D_FWD) {
         conv_ref(c, a, b, ref, NULL);
-    } else if (c->op == PDNN__OP_CONV2D_BWD_DATA) {
+    } else if (c->op == PDNN__OP_CONV2D_BWD_DATA || c->op == PDNN__OP_CONV2D_BWD_FILTER) {
         double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
-        conv_bwd_data_ref(c, a, b, ref, mag);
+        conv_grad_ref(c, a, b, ref, mag);
+        free(mag);
+    } else if (c->op == PDNN__OP_CONV2D_BWD_BIAS) {
+        double *mag = parity_xcalloc((size_t)n_out + 1, sizeof *mag);
+        conv_bwd_bias_ref(c, a, ref, mag);
         free(mag);
     } else if (c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD) {
         pool_ref(c, a, b, ref);
@@ -419,14 +459,19 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
 {
     const int pool = c->op == PDNN__OP_POOL2D_FWD || c->op == PDNN__OP_POOL2D_BWD;
     const int conv = c->op == PDNN__OP_CONV2D_FWD, bwd_data = c->op == PDNN__OP_CONV2D_BWD_DATA,
-              two = conv || bwd_data || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD ||
+              bwd_filter = c->op == PDNN__OP_CONV2D_BWD_FILTER,
+              two = conv || bwd_data || bwd_filter || c->op == PDNN__OP_BINARY || c->op == PDNN__OP_POOL2D_BWD ||
                     c->op == PDNN__OP_BN_BWD;
-    pdnn_tensor_desc yd = conv ? conv_out(c) : pool && c->op == PDNN__OP_POOL2D_FWD ? c->b : c->a;
+    pdnn_tensor_desc yd = conv                                     ? conv_out(c)
+                          : bwd_filter || (pool && c->op == PDNN__OP_POOL2D_FWD) ? c->b
+                                                                                 : c->a;
     if (c->op == PDNN__OP_BINARY)
         for (int k = 0; k < 3; k++)
             yd.dims[k] = c->a.dims[k] > c->b.dims[k] ? c->a.dims[k] : c->b.dims[k];
+    if (c->op == PDNN__OP_CONV2D_BWD_BIAS) /* db: K */
+        yd = (pdnn_tensor_desc){PDNN_FLOAT32, PDNN_LAYOUT_X, {c->a.dims[1], 1, 1, 1}, 1};
     pdnn_tensor *x = upload(dev, bwd_data ? conv_out(c) : c->a, c->from, a); /* backward data: dy */
-    pdnn_tensor *y2 = two ? upload(dev, c->b, c->from, b) : NULL;
+    pdnn_tensor *y2 = two ? upload(dev, bwd_filter ? conv_out(c) : c->b, c->from, b) : NULL; /* filter: dy */
     pdnn_tensor *y = upload(dev, yd, c->to, NULL), *bias = NULL;
     if (conv) {
         const pdnn_tensor_desc bd = {PDNN_FLOAT32, PDNN_LAYOUT_X, {c->b.dims[0], 1, 1, 1}, 1};
@@ -463,6 +508,15 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
             st = pdnn_conv2d_backward_data(&cp, x, y2, y);
             break;
         }
+        case PDNN__OP_CONV2D_BWD_FILTER: {
+            pdnn_conv2d_params cp;
+            pdnn_conv2d_params_init(&cp);
+            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = (int)(c->b.dims[2] / 2);
+            cp.stride_h = cp.stride_w = (int)bwd_stride(c);
+            st = pdnn_conv2d_backward_filter(&cp, x, y2, y);
+            break;
+        }
+        case PDNN__OP_CONV2D_BWD_BIAS: st = pdnn_conv2d_backward_bias(x, y); break;
         default: st = pdnn_pool2d_backward(&pp, x, y2, y); break;
         }
     }
@@ -493,11 +547,14 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
                  (long long)pdnn_tensor_desc_elements(&c->a));
         const pdnn_tensor_desc cy = conv_out(c);
         /* na: the first input's elements (backward data: dy's) */
+        const int filter = c->op == PDNN__OP_CONV2D_BWD_FILTER; /* its second input is dy, its output dw */
         const int64_t na = pdnn_tensor_desc_elements(c->op == PDNN__OP_CONV2D_BWD_DATA ? &cy : &c->a),
-                      nb = pdnn_tensor_desc_elements(&c->b);
+                      nb = pdnn_tensor_desc_elements(filter ? &cy : &c->b);
         int64_t n_out = c->op == PDNN__OP_POOL2D_FWD        ? nb
                         : c->op == PDNN__OP_CONV2D_FWD      ? pdnn_tensor_desc_elements(&cy)
                         : c->op == PDNN__OP_CONV2D_BWD_DATA ? pdnn_tensor_desc_elements(&c->a)
+                        : filter                            ? pdnn_tensor_desc_elements(&c->b)
+                        : c->op == PDNN__OP_CONV2D_BWD_BIAS ? c->a.dims[1]
                                                             : na;
         if (c->op == PDNN__OP_BINARY) { /* rank 3 or 1, broadcast where a dim is 1 */
             n_out = 1;
@@ -524,9 +581,12 @@ void parity_precision_run(pdnn_device *const *devs, int ndev, int op, const char
         if (c->op == PDNN__OP_CONV2D_FWD) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             conv_ref(c, ah, bh, sum, mag);
-        } else if (c->op == PDNN__OP_CONV2D_BWD_DATA) {
+        } else if (c->op == PDNN__OP_CONV2D_BWD_DATA || filter) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
-            conv_bwd_data_ref(c, ah, bh, sum, mag);
+            conv_grad_ref(c, ah, bh, sum, mag);
+        } else if (c->op == PDNN__OP_CONV2D_BWD_BIAS) {
+            sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
+            conv_bwd_bias_ref(c, ah, sum, mag);
         } else if (is_bn(c->op)) {
             sum = parity_xcalloc((size_t)n_out + 1, sizeof(double));
             bn_ref(c, ah, bh, sum, mag);

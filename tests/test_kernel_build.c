@@ -76,12 +76,13 @@ static void pool(pdnn_device *dev, pdnn_layout l, pdnn_pool_mode mode)
 
 /* The backward ops on one 3x3 convolution and one 3x3 pooling; 16 input
  * channels, so that every channel tile of a backward configuration runs. */
-static void backward(pdnn_device *dev, pdnn__op op, pdnn_layout l)
+static void backward(pdnn_device *dev, pdnn__op op, pdnn_layout l, pdnn_dtype t)
 {
     pdnn_tensor_desc xd = th_desc(l, 2, 16, 9, 10);
     pdnn_tensor_desc wd = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, 16, 16, 3, 3);
     pdnn_tensor_desc yd = th_desc(l, 2, 16, 7, 8), bd = th_desc(PDNN_LAYOUT_X, 16, 1, 1, 1);
     pdnn_tensor_desc pyd = th_desc(l, 2, 16, 7, 8);
+    xd.dtype = wd.dtype = yd.dtype = bd.dtype = pyd.dtype = t;
     pdnn_tensor *x = th_upload(dev, &xd, NULL), *w = th_upload(dev, &wd, NULL), *dy = th_upload(dev, &yd, NULL);
     pdnn_tensor *dx = th_upload(dev, &xd, NULL), *dw = th_upload(dev, &wd, NULL), *db = th_upload(dev, &bd, NULL);
     pdnn_tensor *pdy = th_upload(dev, &pyd, NULL);
@@ -97,6 +98,7 @@ static void backward(pdnn_device *dev, pdnn__op op, pdnn_layout l)
         pdnn_conv2d_backward_filter(&p, x, dy, dw);
         /* and a 1x1 filter (gemm's NCHW kernel), dy of x's size */
         pdnn_tensor_desc w1 = th_desc(l == PDNN_NHWC ? PDNN_OHWI : PDNN_OIHW, 16, 16, 1, 1);
+        w1.dtype = t;
         pdnn_tensor *dw1 = th_upload(dev, &w1, NULL);
         pdnn_conv2d_backward_filter(&p, x, dx, dw1);
         pdnn_tensor_release(dw1);
@@ -337,10 +339,16 @@ static void build_everything(pdnn_device *dev)
     for (size_t o = 0; o < sizeof bwd / sizeof bwd[0]; o++) {
         const pdnn__algo *const *list = pdnn__algos(dev, bwd[o]);
         for (int a = 0; list[a]; a++)
-            for (int cfg = -1; cfg < list[a]->n_configs; cfg++) {
-                pdnn__dispatch_force(bwd[o], list[a]->name, cfg);
-                backward(dev, bwd[o], PDNN_NCHW);
-                backward(dev, bwd[o], PDNN_NHWC);
+            for (int ti = 0; ti < 3; ti++) {
+                if (ti > 0 && !(list[a]->dtypes & PDNN__DTYPE_BIT(types[ti])))
+                    continue;
+                for (int cfg = -1; cfg < list[a]->n_configs; cfg++) {
+                    if (ti > 0 && cfg >= 0 && cfg % 2 != ti - 1) /* taking turns, as the forward's */
+                        continue;
+                    pdnn__dispatch_force(bwd[o], list[a]->name, cfg);
+                    backward(dev, bwd[o], PDNN_NCHW, types[ti]);
+                    backward(dev, bwd[o], PDNN_NHWC, types[ti]);
+                }
             }
         pdnn__dispatch_force(bwd[o], NULL, -1);
     }

@@ -228,10 +228,11 @@ static pdnn_status bwd_bias_run(void *dev, const pdnn__op_call *call, const pdnn
     const pdnn__conv2d_call *c = &call->u.conv2d;
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_bias", &k);
+    const pdnn_dtype t = call->dtype; /* float16, bfloat16: REAL_T, the sum float32 */
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", pdnn__cl_real_opts(t), "conv2d_bwd_bias", &k);
     if (st == PDNN_SUCCESS) {
         cl_mem dy = c->y_buf.region, db = c->bias_buf.region;
-        cl_long dyo = elem_off(c->y_buf), dbo = elem_off(c->bias_buf);
+        cl_long dyo = pdnn__cl_real_off(c->y_buf, t), dbo = pdnn__cl_real_off(c->bias_buf, t);
         cl_long4 ys = strides4(c->ys);
         cl_int4 dims = int4_of((int)c->n, (int)c->k, (int)c->p, (int)c->q);
         cl_long total = c->k;
@@ -252,7 +253,7 @@ static pdnn_status bwd_bias_run(void *dev, const pdnn__op_call *call, const pdnn
 
 const pdnn__algo pdnn__cl_algo_bwd_bias_direct = {
     .op = PDNN__OP_CONV2D_BWD_BIAS, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_bias_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 
 /* ---- data as an implicit GEMM ------------------------------------------------ */
 
