@@ -9,9 +9,11 @@
  * covers: 9 x 4 loads an element where this does about 2.
  *
  * Both passes number windows in the order their work-items run (chan_last:
- * channel fastest, as an NHWC tensor's memory), which arg is stored in. */
+ * channel fastest, as an NHWC tensor's memory), which arg is stored in.
+ * x, dy and dx are REAL_T (float16, bfloat16: widened as loaded, float32
+ * sums, dx rounded once at its store). */
 
-__kernel void pool2d_bwd_argmax_find(__global const float *x, long x_off, long4 xs,
+__kernel void pool2d_bwd_argmax_find(__global const REAL_T *x, long x_off, long4 xs,
                                      __global int *arg, long arg_off,
                                      int4 in_dims,  /* N, C, H, W */
                                      int4 out_dims, /* P, Q, unused, chan_last */
@@ -27,12 +29,12 @@ __kernel void pool2d_bwd_argmax_find(__global const float *x, long x_off, long4 
     const int a0 = p * win.s2 - pad.s0, b0 = q * win.s3 - pad.s2;
     const int h0 = max(a0, 0), w0 = max(b0, 0);
     const int h1 = min(min(a0 + win.s0, H + pad.s1), H), w1 = min(min(b0 + win.s1, W + pad.s3), W);
-    __global const float *xb = x + x_off + n * xs.s0 + (long)c * xs.s1;
+    __global const REAL_T *xb = x + x_off + n * xs.s0 + (long)c * xs.s1;
     float mx = 0.0f;
     int at = -1;
     for (int a = h0; a < h1; a++)
         for (int b = w0; b < w1; b++) {
-            const float v = xb[(long)a * xs.s2 + (long)b * xs.s3];
+            const float v = LOAD_REAL(xb, (long)a * xs.s2 + (long)b * xs.s3);
             if (at < 0 || v > mx || isnan(v)) {
                 mx = v;
                 at = a * W + b;
@@ -42,8 +44,8 @@ __kernel void pool2d_bwd_argmax_find(__global const float *x, long x_off, long4 
 }
 
 __kernel void pool2d_bwd_argmax_gather(__global const int *arg, long arg_off,
-                                       __global const float *dy, long dy_off, long4 ys,
-                                       __global float *dx, long dx_off, long4 dxs,
+                                       __global const REAL_T *dy, long dy_off, long4 ys,
+                                       __global REAL_T *dx, long dx_off, long4 dxs,
                                        int4 in_dims,  /* N, C, H, W */
                                        int4 out_dims, /* P, Q, unused, chan_last */
                                        int4 win, int4 pad,
@@ -60,29 +62,33 @@ __kernel void pool2d_bwd_argmax_gather(__global const int *arg, long arg_off,
     const int q0 = tw - win.s1 + 1 > 0 ? (tw - win.s1 + win.s3) / win.s3 : 0;
     const int p1 = min(th / win.s2, P - 1), q1 = min(tw / win.s3, Q - 1);
     const int me = ih * W + iw;
-    __global const float *yb = dy + dy_off + n * ys.s0 + (long)c * ys.s1;
+    __global const REAL_T *yb = dy + dy_off + n * ys.s0 + (long)c * ys.s1;
     float acc = 0.0f;
     for (int p = p0; p <= p1; p++)
         for (int q = q0; q <= q1; q++) {
             const long w = last ? ((n * P + p) * Q + q) * C + c : ((n * C + c) * P + p) * (long)Q + q;
             if (arg[arg_off + w] == me)
-                acc += yb[(long)p * ys.s2 + (long)q * ys.s3];
+                acc += LOAD_REAL(yb, (long)p * ys.s2 + (long)q * ys.s3);
         }
-    dx[dx_off + n * dxs.s0 + (long)c * dxs.s1 + (long)ih * dxs.s2 + (long)iw * dxs.s3] = acc;
+    STORE_REAL(acc, dx, dx_off + n * dxs.s0 + (long)c * dxs.s1 + (long)ih * dxs.s2 + (long)iw * dxs.s3);
 }
 
 /* Max-pool backward for CPUs: one work-item per (n, c) plane zeroes its dx
  * plane, then adds each window's gradient at the window's maximum, windows
  * in row-major order. Each dx element receives its windows' gradients in
  * the order pool2d_bwd sums them, from 0: the same float sums. Neighbouring
- * work-items are neighbouring channels (adjacent in NHWC memory). */
-__kernel void pool2d_bwd_max_plane(__global const float *x, long x_off, long4 xs,
-                                   __global const float *dy, long dy_off, long4 ys,
-                                   __global float *dx, long dx_off, long4 dxs,
+ * work-items are neighbouring channels (adjacent in NHWC memory). In
+ * float16 and bfloat16 the sums go to the item's dense float32 plane of
+ * acc (the workspace) and its dx plane is rounded from it once at the
+ * end: adding in place would round each sum; float32 leaves acc unused. */
+__kernel void pool2d_bwd_max_plane(__global const REAL_T *x, long x_off, long4 xs,
+                                   __global const REAL_T *dy, long dy_off, long4 ys,
+                                   __global REAL_T *dx, long dx_off, long4 dxs,
                                    int4 in_dims,  /* N, C, H, W */
                                    int4 out_dims, /* P, Q, unused, unused */
                                    int4 win, int4 pad,
-                                   long total)    /* N * C */
+                                   long total,    /* N * C */
+                                   __global float *acc, long acc_off)
 {
     const long gid = (long)get_global_id(0);
     if (gid >= total)
@@ -91,12 +97,19 @@ __kernel void pool2d_bwd_max_plane(__global const float *x, long x_off, long4 xs
     const int P = out_dims.s0, Q = out_dims.s1;
     const int c = (int)(gid % C);
     const long n = gid / C;
-    __global const float *xb = x + x_off + n * xs.s0 + (long)c * xs.s1;
-    __global const float *yb = dy + dy_off + n * ys.s0 + (long)c * ys.s1;
-    __global float *db = dx + dx_off + n * dxs.s0 + (long)c * dxs.s1;
+    __global const REAL_T *xb = x + x_off + n * xs.s0 + (long)c * xs.s1;
+    __global const REAL_T *yb = dy + dy_off + n * ys.s0 + (long)c * ys.s1;
+    __global REAL_T *db = dx + dx_off + n * dxs.s0 + (long)c * dxs.s1;
+#if defined(PDNN_REAL)
+    __global float *ab = acc + acc_off + gid * (long)H * W;
+    const long as2 = W, as3 = 1;
+#else
+    __global float *ab = db;
+    const long as2 = dxs.s2, as3 = dxs.s3;
+#endif
     for (int a = 0; a < H; a++)
         for (int b = 0; b < W; b++)
-            db[(long)a * dxs.s2 + (long)b * dxs.s3] = 0.0f;
+            ab[(long)a * as2 + (long)b * as3] = 0.0f;
     for (int p = 0; p < P; p++) {
         const int a0 = p * win.s2 - pad.s0;
         const int h0 = max(a0, 0), h1 = min(min(a0 + win.s0, H + pad.s1), H);
@@ -107,7 +120,7 @@ __kernel void pool2d_bwd_max_plane(__global const float *x, long x_off, long4 xs
             int ah = -1, aw = 0;
             for (int a = h0; a < h1; a++)
                 for (int b = w0; b < w1; b++) {
-                    const float v = xb[(long)a * xs.s2 + (long)b * xs.s3];
+                    const float v = LOAD_REAL(xb, (long)a * xs.s2 + (long)b * xs.s3);
                     if (ah < 0 || v > mx || isnan(v)) {
                         mx = v;
                         ah = a;
@@ -115,7 +128,12 @@ __kernel void pool2d_bwd_max_plane(__global const float *x, long x_off, long4 xs
                     }
                 }
             if (ah >= 0)
-                db[(long)ah * dxs.s2 + (long)aw * dxs.s3] += yb[(long)p * ys.s2 + (long)q * ys.s3];
+                ab[(long)ah * as2 + (long)aw * as3] += LOAD_REAL(yb, (long)p * ys.s2 + (long)q * ys.s3);
         }
     }
+#if defined(PDNN_REAL)
+    for (int a = 0; a < H; a++)
+        for (int b = 0; b < W; b++)
+            STORE_REAL(ab[(long)a * W + b], db, (long)a * dxs.s2 + (long)b * dxs.s3);
+#endif
 }

@@ -67,11 +67,12 @@ static inline int pdnn__cl_is_cpu(const cl_dev *d) { return (d->type & CL_DEVICE
  * the parity harness's --gpu-class asked for them (cl_wg_gemm.c). */
 int pdnn__cl_gpu_class_passes(const cl_dev *d);
 /* cl_pool_bwd.c: a pool backward kernel (x, dy, dx with their offsets and
- * strides, the dims, window and padding) over total work-items, dx zeroed
- * first where zero_first. */
+ * strides, the dims, window and padding) built for dtype t over total
+ * work-items, dx zeroed first where zero_first; acc (plane's float32
+ * sums) the last two arguments unless NULL. */
 struct pdnn__pool2d_call;
-pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const struct pdnn__pool2d_call *c, const char *file, const char *name,
-                                     int64_t total, int zero_first);
+pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const struct pdnn__pool2d_call *c, pdnn_dtype t, const char *file,
+                                     const char *name, int64_t total, int zero_first, const pdnn__buf *acc);
 
 /* Sets argument i of k unless an earlier one failed (err, a cl_int in
  * scope, keeps the first error). */

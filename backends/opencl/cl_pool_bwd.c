@@ -5,7 +5,9 @@
  *   window  one work-item per row of dy writing its windows of dx, for
  *           windows that do not overlap (stride >= window), the common
  *           2x2/2 case: each window's maximum is found once, not once per
- *           element, and one work-item runs a row of dy. */
+ *           element, and one work-item runs a row of dy.
+ * Both in float16 and bfloat16 too (the kernels over REAL_T: float32
+ * sums, dx rounded once). */
 #include "backends/opencl/cl_internal.h"
 
 static void pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -27,23 +29,26 @@ static int window_gaps(const pdnn__pool2d_call *c)
 
 /* Launches kernel name of file (pool2d_bwd.cl's, pool2d_bwd_max_plane)
  * over total work-items; they share their arguments. */
-pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const pdnn__pool2d_call *c, const char *file, const char *name,
-                                     int64_t total, int zero_first)
+pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const pdnn__pool2d_call *c, pdnn_dtype t, const char *file,
+                                     const char *name, int64_t total, int zero_first, const pdnn__buf *acc)
 {
     cl_dev *d = dev;
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, file, NULL, name, &k);
+    pdnn_status st = pdnn__cl_kernel(d, file, pdnn__cl_real_opts(t), name, &k);
     if (st == PDNN_SUCCESS && zero_first) {
-        const cl_float zero = 0.0f;
-        cl_int err = clEnqueueFillBuffer(d->queue, (cl_mem)c->dx_buf.region, &zero, sizeof zero, c->dx_buf.offset,
-                                         (size_t)(c->n * c->c * c->h * c->w) * sizeof(float), 0, NULL, NULL);
+        /* Zero is all-zero bits in each dtype: a pattern of the element's size. */
+        const cl_uint zero = 0;
+        const size_t es = pdnn__cl_real_opts(t) ? sizeof(cl_half) : sizeof(cl_float);
+        cl_int err = clEnqueueFillBuffer(d->queue, (cl_mem)c->dx_buf.region, &zero, es, c->dx_buf.offset,
+                                         (size_t)(c->n * c->c * c->h * c->w) * es, 0, NULL, NULL);
         if (err != CL_SUCCESS)
             st = pdnn__cl_fail("clEnqueueFillBuffer(pool2d_bwd_window dx)", err);
     }
     if (st == PDNN_SUCCESS) {
         cl_mem x = c->x_buf.region, dy = c->dy_buf.region, dx = c->dx_buf.region;
-        cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->dy_buf), dxo = elem_off(c->dx_buf);
+        cl_long xo = pdnn__cl_real_off(c->x_buf, t), dyo = pdnn__cl_real_off(c->dy_buf, t),
+                dxo = pdnn__cl_real_off(c->dx_buf, t);
         cl_long4 xs = strides4(c->xs), ys = strides4(c->ys), dxs = strides4(c->dxs);
         cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
         /* The gather's decode order: dx's, channel fastest for NHWC. */
@@ -66,6 +71,12 @@ pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const pdnn__pool2d_call *c, cons
         SET_ARG(k, 11, win);
         SET_ARG(k, 12, pad);
         SET_ARG(k, 13, total_arg);
+        if (acc) {
+            cl_mem am = acc->region;
+            cl_long ao = (cl_long)(acc->offset / sizeof(float));
+            SET_ARG(k, 14, am);
+            SET_ARG(k, 15, ao);
+        }
         st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, name, total) : pdnn__cl_fail("clSetKernelArg(pool2d_bwd)", err);
     }
     pthread_mutex_unlock(&d->lock);
@@ -77,7 +88,8 @@ static pdnn_status pool_bwd_run(void *dev, const pdnn__op_call *call, const pdnn
 {
     (void)plan, (void)wsb, (void)rep;
     const pdnn__pool2d_call *c = &call->u.pool2d;
-    return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd", c->n * c->c * c->h * c->w, 0);
+    return pdnn__cl_pool_bwd_launch(dev, c, call->dtype, "pool2d_bwd.cl", "pool2d_bwd", c->n * c->c * c->h * c->w, 0,
+                                    NULL);
 }
 
 static void window_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -101,20 +113,21 @@ static pdnn_status window_run(void *dev, const pdnn__op_call *call, const pdnn__
     const int two = c->mode == PDNN_POOL_MAX && c->win_h == 2 && c->win_w == 2 && c->stride_h == 2 &&
                     c->stride_w == 2 && c->pad_top == 0 && c->pad_left == 0 && 2 * c->p <= c->h &&
                     2 * c->q <= c->w;
+    const pdnn_dtype t = call->dtype;
     if (two && c->xs[3] == 1 && c->ys[3] == 1 && c->dxs[3] == 1)
-        return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd_2x2", c->n * c->c * c->p,
-                                        window_gaps(c));
+        return pdnn__cl_pool_bwd_launch(dev, c, t, "pool2d_bwd.cl", "pool2d_bwd_2x2", c->n * c->c * c->p,
+                                        window_gaps(c), NULL);
     if (two && c->xs[1] == 1 && c->ys[1] == 1 && c->dxs[1] == 1)
-        return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd_2x2_nhwc", c->n * c->p * c->q,
-                                        window_gaps(c));
-    return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd.cl", "pool2d_bwd_window", c->n * c->c * c->p,
-                                        window_gaps(c));
+        return pdnn__cl_pool_bwd_launch(dev, c, t, "pool2d_bwd.cl", "pool2d_bwd_2x2_nhwc", c->n * c->p * c->q,
+                                        window_gaps(c), NULL);
+    return pdnn__cl_pool_bwd_launch(dev, c, t, "pool2d_bwd.cl", "pool2d_bwd_window", c->n * c->c * c->p,
+                                    window_gaps(c), NULL);
 }
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_window = {
     .op = PDNN__OP_POOL2D_BWD, .name = "window", .rank = 50, .plan = window_plan, .run = window_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_direct = {
     .op = PDNN__OP_POOL2D_BWD, .name = "direct", .rank = 100, .plan = pool_bwd_plan, .run = pool_bwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};

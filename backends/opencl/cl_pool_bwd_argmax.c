@@ -7,7 +7,8 @@
  *           workspace, then a gather over dx, one work-item per element;
  *   plane   (CPUs) one work-item per (n, c) plane adds each window's
  *           gradient at its maximum, windows in order.
- * Both write what `direct` writes, bit for bit. */
+ * Both write what `direct` writes, bit for bit, in float16 and bfloat16
+ * too (plane's sums then in a float32 workspace, dx rounded once). */
 #include "backends/opencl/cl_internal.h"
 
 #include <limits.h>
@@ -43,12 +44,14 @@ static pdnn_status argmax_run(void *dev, const pdnn__op_call *call, const pdnn__
         return pdnn__error(PDNN_ERR_INTERNAL, "pool2d_bwd argmax: workspace smaller than planned");
     pthread_mutex_lock(&d->lock);
     cl_kernel kf = NULL, kg = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "pool2d_bwd_argmax.cl", NULL, "pool2d_bwd_argmax_find", &kf);
+    const pdnn_dtype t = call->dtype;
+    pdnn_status st = pdnn__cl_kernel(d, "pool2d_bwd_argmax.cl", pdnn__cl_real_opts(t), "pool2d_bwd_argmax_find", &kf);
     if (st == PDNN_SUCCESS)
-        st = pdnn__cl_kernel(d, "pool2d_bwd_argmax.cl", NULL, "pool2d_bwd_argmax_gather", &kg);
+        st = pdnn__cl_kernel(d, "pool2d_bwd_argmax.cl", pdnn__cl_real_opts(t), "pool2d_bwd_argmax_gather", &kg);
     if (st == PDNN_SUCCESS) {
         cl_mem x = c->x_buf.region, dy = c->dy_buf.region, dx = c->dx_buf.region, arg = wsb.region;
-        cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->dy_buf), dxo = elem_off(c->dx_buf);
+        cl_long xo = pdnn__cl_real_off(c->x_buf, t), dyo = pdnn__cl_real_off(c->dy_buf, t),
+                dxo = pdnn__cl_real_off(c->dx_buf, t);
         cl_long ao = (cl_long)(wsb.offset / sizeof(cl_int));
         cl_long4 xs = strides4(c->xs), ys = strides4(c->ys), dxs = strides4(c->dxs);
         cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
@@ -93,9 +96,14 @@ static pdnn_status argmax_run(void *dev, const pdnn__op_call *call, const pdnn__
 static void plane_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     const pdnn__pool2d_call *c = &call->u.pool2d;
-    if (c->mode != PDNN_POOL_MAX)
+    if (c->mode != PDNN_POOL_MAX) {
         pdnn__plan_refuse(plan, "plane is for max pooling");
-    else if (!pdnn__cl_is_cpu(dev))
+        return;
+    }
+    /* float16, bfloat16: each plane's float32 sums, dx rounded from them once. */
+    if (call->dtype != PDNN_FLOAT32)
+        plan->workspace = (size_t)(c->n * c->c * c->h * c->w) * sizeof(cl_float);
+    if (!pdnn__cl_is_cpu(dev))
         pdnn__plan_skip(plan, "AUTO runs plane on CPU devices: a work-item a plane starves a GPU");
     else if (c->n * c->c < 8)
         pdnn__plan_skip(plan, "%lld planes are too few work-items for plane", (long long)(c->n * c->c));
@@ -104,19 +112,25 @@ static void plane_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 static pdnn_status plane_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
                              pdnn__run_report *rep)
 {
-    (void)plan, (void)wsb, (void)rep;
+    (void)rep;
     const pdnn__pool2d_call *c = &call->u.pool2d;
-    if (c->n * c->c * c->h * c->w == 0)
+    const int64_t elems = c->n * c->c * c->h * c->w;
+    if (elems == 0)
         return PDNN_SUCCESS;
-    return pdnn__cl_pool_bwd_launch(dev, c, "pool2d_bwd_argmax.cl", "pool2d_bwd_max_plane", c->n * c->c, 0);
+    /* float32 adds in dx itself; the kernel leaves acc unused there. */
+    const pdnn__buf acc = call->dtype == PDNN_FLOAT32 ? c->dx_buf : wsb;
+    if (call->dtype != PDNN_FLOAT32 && (size_t)elems * sizeof(cl_float) > plan->workspace)
+        return pdnn__error(PDNN_ERR_INTERNAL, "pool2d_bwd plane: workspace smaller than planned");
+    return pdnn__cl_pool_bwd_launch(dev, c, call->dtype, "pool2d_bwd_argmax.cl", "pool2d_bwd_max_plane", c->n * c->c,
+                                    0, &acc);
 }
 
 /* Before `direct` (100), after `window` (50), which needs no workspace
  * where windows do not overlap. */
 const pdnn__algo pdnn__cl_algo_pool_bwd_argmax = {
     .op = PDNN__OP_POOL2D_BWD, .name = "argmax", .rank = 75, .gpu_class = 1, .plan = argmax_plan,
-    .run = argmax_run, .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .run = argmax_run, .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 
 const pdnn__algo pdnn__cl_algo_pool_bwd_plane = {
     .op = PDNN__OP_POOL2D_BWD, .name = "plane", .rank = 76, .plan = plane_plan, .run = plane_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
