@@ -103,7 +103,8 @@ for set in slice where; do
     parity --set "$set"
 done
 # float16 and bfloat16 (issue 43): every cast kernel, and the kernels
-# built over REAL_T (activation, binary, every pooling kernel, batch norm,
+# built over REAL_T (activation, binary, every pooling kernel forward and
+# backward: window's 2x2 vector ones, plane's float32 sums, argmax, batch norm,
 # direct and NHWC depthwise convolution, backward filter's gemm kernels
 # and reduce, backward bias) in both dtypes.
 parity --set precision

@@ -5,11 +5,19 @@
 # x and the filter read through) scaled by 1.01 must fail, each failure
 # naming winograd. And float16's matmul: gemm_nn's 8-wide loads of A's
 # rows (a path only the reduced dtypes take) scaled by 1.01 must fail,
-# naming tiled alone. See tests/broken_kernel.sh.
+# naming tiled alone. And max pooling's backward: plane's rounding of its
+# float32 sums into dx (a float16 and bfloat16 path only) scaled by 1.01
+# must fail the precision set's pooling-backward cases, naming plane
+# alone (1 s). See tests/broken_kernel.sh.
 bk="${PDNN_TOP_SRCDIR:-$(dirname "$0")/..}/tests/broken_kernel.sh"
 sh "$bk" elementwise.cl \
     's/const float8 x0 = LOADR8(0, a + ar\[0\] + ap)/const float8 x0 = 1.01f * LOADR8(0, a + ar[0] + ap)/' \
     'tiled' "naming tiled" --backend opencl --op matmul --dtype float16 --set nd_matmul
+rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || exit "$rc"
+sh "$bk" pool2d_bwd_argmax.cl \
+    's/STORE_REAL(ab\[(long)a \* W + b\], db,/STORE_REAL(1.01f * ab[(long)a * W + b], db,/' \
+    'plane' "naming plane" --backend opencl --op pool2d_bwd --set precision --algo plane
 rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || exit "$rc"
 exec sh "$bk" prelude.cl \

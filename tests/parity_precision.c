@@ -36,6 +36,12 @@ typedef struct prec_case {
     pdnn_tensor_desc a, b; /* cast, activation: x (a); binary: a, b; pool: x (a), y (b) */
 } prec_case;
 
+/* Pooling backward's window other than pool_params' default, or'ed into
+ * the mode (arg): 2x2 stride 2 unpadded; 3x3 stride 3 padding 1. */
+#define POOL_2X2 0x10
+#define POOL_3X3S3 0x20
+#define POOL_MODE(c) ((c)->arg & 0xf)
+
 /* dims past the rank 1, so the loops below may read 3 */
 #define ND1(n) {PDNN_FLOAT32, PDNN_ND, {n, 1, 1}, 1}
 #define ND3(x, y, z) {PDNN_FLOAT32, PDNN_ND, {x, y, z}, 3}
@@ -120,6 +126,24 @@ static const prec_case cases[] = {
     {PDNN__OP_BN_FWD_TRAIN, F16, F16, 0, IMG(PDNN_NHWC, 2, 11, 5, 7), {0}},
     {PDNN__OP_BN_BWD, F16, F16, 0, IMG(PDNN_NCHW, 2, 5, 7, 9), IMG(PDNN_NCHW, 2, 5, 7, 9)},
     {PDNN__OP_BN_BWD, BF16, BF16, 0, IMG(PDNN_NHWC, 3, 13, 5, 3), IMG(PDNN_NHWC, 3, 13, 5, 3)},
+    /* pooling backward: x (a), dy (b). 3x3/2 padded (overlapping: direct,
+     * plane, argmax) in both layouts and modes; 2x2/2 (POOL_2X2: window's
+     * vector kernels for max, its scalar one for averages) and 3x3/3
+     * padded (POOL_3X3S3: the scalar one for both), odd sizes leaving
+     * rows and columns in no window, vector rows and channels with tails */
+    {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_MAX, IMG(PDNN_NHWC, 2, 5, 9, 7), IMG(PDNN_NHWC, 2, 5, 5, 4)},
+    {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_MAX, IMG(PDNN_NCHW, 3, 5, 11, 9), IMG(PDNN_NCHW, 3, 5, 6, 5)},
+    {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_AVG_INCLUDE_PADDING, IMG(PDNN_NHWC, 2, 3, 9, 7),
+     IMG(PDNN_NHWC, 2, 3, 5, 4)},
+    {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_MAX | POOL_2X2, IMG(PDNN_NCHW, 2, 3, 7, 37), IMG(PDNN_NCHW, 2, 3, 3, 18)},
+    {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_MAX | POOL_2X2, IMG(PDNN_NHWC, 2, 19, 6, 9),
+     IMG(PDNN_NHWC, 2, 19, 3, 4)},
+    {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING | POOL_2X2, IMG(PDNN_NHWC, 2, 3, 7, 9),
+     IMG(PDNN_NHWC, 2, 3, 3, 4)},
+    {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_MAX | POOL_3X3S3, IMG(PDNN_NCHW, 2, 5, 9, 10),
+     IMG(PDNN_NCHW, 2, 5, 3, 4)},
+    {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_INCLUDE_PADDING | POOL_3X3S3, IMG(PDNN_NHWC, 2, 5, 9, 10),
+     IMG(PDNN_NHWC, 2, 5, 3, 4)},
 };
 #define N_CASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -149,11 +173,16 @@ static double in_dtype(pdnn_dtype t, double v)
 static void pool_params(const prec_case *c, pdnn_pool2d_params *p)
 {
     pdnn_pool2d_params_init(p);
-    p->mode = (pdnn_pool_mode)c->arg;
+    p->mode = (pdnn_pool_mode)POOL_MODE(c);
     p->window_h = p->window_w = 3;
     p->stride_h = p->stride_w = 2;
     p->pad_top = p->pad_left = p->pad_bottom = p->pad_right = 1;
-    if (c->b.dims[2] == c->a.dims[2] && c->b.dims[3] == c->a.dims[3]) {
+    if (c->arg & POOL_2X2) {
+        p->window_h = p->window_w = 2;
+        p->pad_top = p->pad_left = p->pad_bottom = p->pad_right = 0;
+    } else if (c->arg & POOL_3X3S3) {
+        p->stride_h = p->stride_w = 3;
+    } else if (c->b.dims[2] == c->a.dims[2] && c->b.dims[3] == c->a.dims[3]) {
         p->stride_h = p->stride_w = 1;
     } else if (c->b.dims[2] == 1 && c->b.dims[3] == 1) {
         p->window_h = (int)c->a.dims[2];
@@ -170,7 +199,9 @@ static int64_t img_at(const pdnn_tensor_desc *d, int64_t n, int64_t c, int64_t h
     return n * st[0] + c * st[1] + h * st[2] + w * st[3];
 }
 
-/* Pooling forward (y) or backward (dx from dy = b's values) in double. */
+/* Pooling forward (y) or backward (dx from dy = b's values) in double;
+ * max pooling's backward adds dy at the window's first maximum in
+ * row-major order (the forward's choice, on the values the dtype holds). */
 static void pool_ref(const prec_case *c, const double *x, const double *dy, double *out)
 {
     const int64_t *xd = c->a.dims, *yd = c->b.dims;
@@ -189,18 +220,26 @@ static void pool_ref(const prec_case *c, const double *x, const double *dy, doub
                                   w1 = w0 + kw < xd[3] + pt ? w0 + kw : xd[3] + pt;
                     const int64_t padded = (h1 - h0) * (w1 - w0);
                     double s = 0, mx = -INFINITY;
-                    int64_t cnt = 0;
+                    int64_t cnt = 0, at = -1;
                     for (int64_t h = h0 < 0 ? 0 : h0; h < (h1 < xd[2] ? h1 : xd[2]); h++)
                         for (int64_t w = w0 < 0 ? 0 : w0; w < (w1 < xd[3] ? w1 : xd[3]); w++) {
                             const double v = x[img_at(&c->a, n, ch, h, w)];
+                            if (cnt == 0 || v > mx)
+                                at = img_at(&c->a, n, ch, h, w);
                             s += v, cnt++, mx = v > mx ? v : mx;
                         }
-                    const double div = c->arg == PDNN_POOL_AVG_INCLUDE_PADDING ? (double)padded : (double)cnt;
+                    const int max = POOL_MODE(c) == PDNN_POOL_MAX;
+                    const double div = POOL_MODE(c) == PDNN_POOL_AVG_INCLUDE_PADDING ? (double)padded : (double)cnt;
                     if (!bwd) {
-                        out[img_at(&c->b, n, ch, p, q)] = c->arg == PDNN_POOL_MAX ? mx : s / div;
+                        out[img_at(&c->b, n, ch, p, q)] = max ? mx : s / div;
                         continue;
                     }
-                    const double g = dy[img_at(&c->b, n, ch, p, q)] / div; /* averages only */
+                    if (max) {
+                        if (at >= 0)
+                            out[at] += dy[img_at(&c->b, n, ch, p, q)];
+                        continue;
+                    }
+                    const double g = dy[img_at(&c->b, n, ch, p, q)] / div;
                     for (int64_t h = h0 < 0 ? 0 : h0; h < (h1 < xd[2] ? h1 : xd[2]); h++)
                         for (int64_t w = w0 < 0 ? 0 : w0; w < (w1 < xd[3] ? w1 : xd[3]); w++)
                             out[img_at(&c->a, n, ch, h, w)] += g;
