@@ -13,6 +13,10 @@
  * (Q K^T: 197x64 by 197x64 transposed; A V: 197x197 by 197x64).
  * conv3x3_bwd_data and conv3x3_bwd_filter are the 3x3's backward
  * directions (the filter's at batch 8, as AUTO runs it in each dtype).
+ * maxpool3x3s2_bwd and avgpool2x2_bwd are pooling's backward at batch 8
+ * (dx from x and dy; the average reads no x), memory-bound: dx's
+ * elements per second, GB/s of x, dy and dx (plane's float32 workspace
+ * in the reduced dtypes not counted).
  *     bench_lowp [rounds [device [op]]]    (default 5, the first GPU/OpenCL device) */
 #include "polydnn.h"
 
@@ -47,10 +51,11 @@ static void die(const char *what)
 }
 
 enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, LINEAR, LINEAR_NT, ATTN_QK, ATTN_AV, BWD3X3,
-       BWDF3X3, N_OPS };
+       BWDF3X3, MAXPOOL_BWD, AVGPOOL_BWD, N_OPS };
 static const char *const op_names[N_OPS] = {"maxpool3x3s2", "depthwise3x3", "batchnorm", "relu6", "add",
                                             "conv3x3", "conv1x1", "linear", "linear_nt", "attn_qk", "attn_av",
-                                            "conv3x3_bwd_data", "conv3x3_bwd_filter"};
+                                            "conv3x3_bwd_data", "conv3x3_bwd_filter", "maxpool3x3s2_bwd",
+                                            "avgpool2x2_bwd"};
 static int is_matmul(int op) { return op >= LINEAR && op <= ATTN_AV; }
 
 typedef struct bench_op {
@@ -158,6 +163,14 @@ static void setup(pdnn_device *dev, bench_op *b)
         b->bytes = es * (2 * 8 * 64.0 * 56 * 56 + b->elems);
         b->flops = 2.0 * 8 * 64 * 56 * 56 * 64 * 9;
         break;
+    case MAXPOOL_BWD: /* the stem pool's backward at batch 8: dx (g) from x and dy (y) */
+    case AVGPOOL_BWD: /* a 2x2/2 average's backward at batch 8: dx (g) from dy (y) */
+        b->x = make(dev, t, l, 8, 64, 112, 112, 1);
+        b->y = make(dev, t, l, 8, 64, 56, 56, 1);
+        b->g = make(dev, t, l, 8, 64, 112, 112, 1);
+        b->elems = 8 * 64.0 * 112 * 112;
+        b->bytes = es * ((b->op == MAXPOOL_BWD ? 2 : 1) * b->elems + 8 * 64.0 * 56 * 56);
+        break;
     default: /* ResNet's 3x3 at 56x56, batch 1 (conv3x3_bwd_data: its backward data, dx into x) */
         b->x = make(dev, t, l, 1, 64, 56, 56, 1);
         b->w = make(dev, t, fl, 64, 64, 3, 3, 0.1f);
@@ -202,6 +215,16 @@ static pdnn_status call(const bench_op *b)
     case ATTN_QK: return pdnn_matmul(b->x, b->w, 0, 1, b->y);
     case BWD3X3: return pdnn_conv2d_backward_data(&cp, b->y, b->w, b->x);
     case BWDF3X3: return pdnn_conv2d_backward_filter(&cp, b->x, b->y, b->w);
+    case MAXPOOL_BWD:
+    case AVGPOOL_BWD: {
+        pdnn_pool2d_params p;
+        pdnn_pool2d_params_init(&p);
+        p.mode = b->op == MAXPOOL_BWD ? PDNN_POOL_MAX : PDNN_POOL_AVG_EXCLUDE_PADDING;
+        p.window_h = p.window_w = b->op == MAXPOOL_BWD ? 3 : 2;
+        p.stride_h = p.stride_w = 2;
+        p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = b->op == MAXPOOL_BWD;
+        return pdnn_pool2d_backward(&p, b->x, b->y, b->g);
+    }
     default: return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     }
 }

@@ -132,7 +132,10 @@ __kernel void pool2d_bwd_window(__global const REAL_T *x, long x_off, long4 xs,
 /* pool2d_bwd_window's common case, Deep MNIST's and VGG's 2x2/2 pools
  * without padding, rows contiguous in x, dy and dx: eight windows at a
  * time with vector loads, the first maximum (or the last NaN) chosen by
- * selects in the scalar kernel's order: (0,0), (0,1), (1,0), (1,1). */
+ * selects in the scalar kernel's order: (0,0), (0,1), (1,0), (1,1). And
+ * averages (out_dims.s2, the mode) in float16 and bfloat16, where the
+ * scalar kernel's conversions an element cost (its windows are whole
+ * there, both averages a quarter; float32 keeps the scalar kernel). */
 __kernel void pool2d_bwd_2x2(__global const REAL_T *x, long x_off, long4 xs,
                              __global const REAL_T *dy, long dy_off, long4 ys,
                              __global REAL_T *dx, long dx_off, long4 dxs,
@@ -153,6 +156,23 @@ __kernel void pool2d_bwd_2x2(__global const REAL_T *x, long x_off, long4 xs,
     __global REAL_T *d0 = dx + dx_off + n * dxs.s0 + (long)c * dxs.s1 + (long)(2 * p) * dxs.s2;
     __global REAL_T *d1 = d0 + dxs.s2;
     int q = 0;
+    if (out_dims.s2 != 0) { /* an average: a quarter of the window's gradient each */
+        for (; q + 8 <= Q; q += 8) {
+            const float8 v = LOADR8(0, g + q) * 0.25f, lo = v.s00112233, hi = v.s44556677;
+            STORER8(lo, 0, d0 + 2 * q);
+            STORER8(hi, 0, d0 + 2 * q + 8);
+            STORER8(lo, 0, d1 + 2 * q);
+            STORER8(hi, 0, d1 + 2 * q + 8);
+        }
+        for (; q < Q; q++) {
+            const float v = LOAD_REAL(g, q) * 0.25f;
+            STORE_REAL(v, d0, 2 * q);
+            STORE_REAL(v, d0, 2 * q + 1);
+            STORE_REAL(v, d1, 2 * q);
+            STORE_REAL(v, d1, 2 * q + 1);
+        }
+        return;
+    }
     for (; q + 8 <= Q; q += 8) {
         /* float8 halves only: 16-lane vectors through built-ins change the
          * call ABI on x86 without AVX-512 (see pool2d.cl). */
@@ -219,6 +239,23 @@ __kernel void pool2d_bwd_2x2_nhwc(__global const REAL_T *x, long x_off, long4 xs
     __global REAL_T *d00 = dx + dx_off + n * dxs.s0 + (long)(2 * p) * dxs.s2 + (long)(2 * q) * dxs.s3;
     __global REAL_T *d01 = d00 + dxs.s3, *d10 = d00 + dxs.s2, *d11 = d10 + dxs.s3;
     int c = 0;
+    if (out_dims.s2 != 0) { /* an average, as pool2d_bwd_2x2's */
+        for (; c + 8 <= C; c += 8) {
+            const float8 v = LOADR8(0, g + c) * 0.25f;
+            STORER8(v, 0, d00 + c);
+            STORER8(v, 0, d01 + c);
+            STORER8(v, 0, d10 + c);
+            STORER8(v, 0, d11 + c);
+        }
+        for (; c < C; c++) {
+            const float v = LOAD_REAL(g, c) * 0.25f;
+            STORE_REAL(v, d00, c);
+            STORE_REAL(v, d01, c);
+            STORE_REAL(v, d10, c);
+            STORE_REAL(v, d11, c);
+        }
+        return;
+    }
     for (; c + 8 <= C; c += 8) {
         const float8 v00 = LOADR8(0, x00 + c), v01 = LOADR8(0, x01 + c), v10 = LOADR8(0, x10 + c),
                      v11 = LOADR8(0, x11 + c), gv = LOADR8(0, g + c);

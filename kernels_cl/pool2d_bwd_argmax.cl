@@ -78,9 +78,12 @@ __kernel void pool2d_bwd_argmax_gather(__global const int *arg, long arg_off,
  * in row-major order. Each dx element receives its windows' gradients in
  * the order pool2d_bwd sums them, from 0: the same float sums. Neighbouring
  * work-items are neighbouring channels (adjacent in NHWC memory). In
- * float16 and bfloat16 the sums go to the item's dense float32 plane of
- * acc (the workspace) and its dx plane is rounded from it once at the
- * end: adding in place would round each sum; float32 leaves acc unused. */
+ * float16 and bfloat16 the item has two dense float32 planes of acc (the
+ * workspace): its x plane widened once (8 at a time along contiguous
+ * rows; the windows read each element about twice, and a scalar
+ * vload_half is slow on PoCL) and the sums, from which its dx plane is
+ * rounded once at the end (adding in place would round each sum).
+ * float32 leaves acc unused. */
 __kernel void pool2d_bwd_max_plane(__global const REAL_T *x, long x_off, long4 xs,
                                    __global const REAL_T *dy, long dy_off, long4 ys,
                                    __global REAL_T *dx, long dx_off, long4 dxs,
@@ -101,11 +104,21 @@ __kernel void pool2d_bwd_max_plane(__global const REAL_T *x, long x_off, long4 x
     __global const REAL_T *yb = dy + dy_off + n * ys.s0 + (long)c * ys.s1;
     __global REAL_T *db = dx + dx_off + n * dxs.s0 + (long)c * dxs.s1;
 #if defined(PDNN_REAL)
-    __global float *ab = acc + acc_off + gid * (long)H * W;
+    __global float *ab = acc + acc_off + gid * 2 * (long)H * W, *xw = ab + (long)H * W;
     const long as2 = W, as3 = 1;
+    for (int a = 0; a < H; a++) {
+        int b = 0;
+        if (xs.s3 == 1)
+            for (; b + 8 <= W; b += 8)
+                vstore8(LOADR8(0, xb + (long)a * xs.s2 + b), 0, xw + (long)a * W + b);
+        for (; b < W; b++)
+            xw[(long)a * W + b] = LOAD_REAL(xb, (long)a * xs.s2 + (long)b * xs.s3);
+    }
+#define PLANE_X(a, b) xw[(long)(a) * W + (b)]
 #else
     __global float *ab = db;
     const long as2 = dxs.s2, as3 = dxs.s3;
+#define PLANE_X(a, b) xb[(long)(a) * xs.s2 + (long)(b) * xs.s3]
 #endif
     for (int a = 0; a < H; a++)
         for (int b = 0; b < W; b++)
@@ -120,7 +133,7 @@ __kernel void pool2d_bwd_max_plane(__global const REAL_T *x, long x_off, long4 x
             int ah = -1, aw = 0;
             for (int a = h0; a < h1; a++)
                 for (int b = w0; b < w1; b++) {
-                    const float v = LOAD_REAL(xb, (long)a * xs.s2 + (long)b * xs.s3);
+                    const float v = PLANE_X(a, b);
                     if (ah < 0 || v > mx || isnan(v)) {
                         mx = v;
                         ah = a;
@@ -132,8 +145,14 @@ __kernel void pool2d_bwd_max_plane(__global const REAL_T *x, long x_off, long4 x
         }
     }
 #if defined(PDNN_REAL)
-    for (int a = 0; a < H; a++)
-        for (int b = 0; b < W; b++)
+    for (int a = 0; a < H; a++) {
+        int b = 0;
+        if (dxs.s3 == 1)
+            for (; b + 8 <= W; b += 8)
+                STORER8(vload8(0, ab + (long)a * W + b), 0, db + (long)a * dxs.s2 + b);
+        for (; b < W; b++)
             STORE_REAL(ab[(long)a * W + b], db, (long)a * dxs.s2 + (long)b * dxs.s3);
+    }
 #endif
+#undef PLANE_X
 }

@@ -128,7 +128,7 @@ static const prec_case cases[] = {
     {PDNN__OP_BN_BWD, BF16, BF16, 0, IMG(PDNN_NHWC, 3, 13, 5, 3), IMG(PDNN_NHWC, 3, 13, 5, 3)},
     /* pooling backward: x (a), dy (b). 3x3/2 padded (overlapping: direct,
      * plane, argmax) in both layouts and modes; 2x2/2 (POOL_2X2: window's
-     * vector kernels for max, its scalar one for averages) and 3x3/3
+     * vector kernels, the reduced averages' too) and 3x3/3
      * padded (POOL_3X3S3: the scalar one for both), odd sizes leaving
      * rows and columns in no window, vector rows and channels with tails */
     {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_MAX, IMG(PDNN_NHWC, 2, 5, 9, 7), IMG(PDNN_NHWC, 2, 5, 5, 4)},
@@ -138,8 +138,10 @@ static const prec_case cases[] = {
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_MAX | POOL_2X2, IMG(PDNN_NCHW, 2, 3, 7, 37), IMG(PDNN_NCHW, 2, 3, 3, 18)},
     {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_MAX | POOL_2X2, IMG(PDNN_NHWC, 2, 19, 6, 9),
      IMG(PDNN_NHWC, 2, 19, 3, 4)},
-    {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING | POOL_2X2, IMG(PDNN_NHWC, 2, 3, 7, 9),
-     IMG(PDNN_NHWC, 2, 3, 3, 4)},
+    {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_EXCLUDE_PADDING | POOL_2X2, IMG(PDNN_NHWC, 2, 11, 7, 9),
+     IMG(PDNN_NHWC, 2, 11, 3, 4)},
+    {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_AVG_INCLUDE_PADDING | POOL_2X2, IMG(PDNN_NCHW, 2, 3, 6, 37),
+     IMG(PDNN_NCHW, 2, 3, 3, 18)},
     {PDNN__OP_POOL2D_BWD, BF16, BF16, PDNN_POOL_MAX | POOL_3X3S3, IMG(PDNN_NCHW, 2, 5, 9, 10),
      IMG(PDNN_NCHW, 2, 5, 3, 4)},
     {PDNN__OP_POOL2D_BWD, F16, F16, PDNN_POOL_AVG_INCLUDE_PADDING | POOL_3X3S3, IMG(PDNN_NHWC, 2, 5, 9, 10),

@@ -100,9 +100,10 @@ static void plane_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
         pdnn__plan_refuse(plan, "plane is for max pooling");
         return;
     }
-    /* float16, bfloat16: each plane's float32 sums, dx rounded from them once. */
+    /* float16, bfloat16: each plane's x widened and its float32 sums, dx
+     * rounded from them once. */
     if (call->dtype != PDNN_FLOAT32)
-        plan->workspace = (size_t)(c->n * c->c * c->h * c->w) * sizeof(cl_float);
+        plan->workspace = 2 * (size_t)(c->n * c->c * c->h * c->w) * sizeof(cl_float);
     if (!pdnn__cl_is_cpu(dev))
         pdnn__plan_skip(plan, "AUTO runs plane on CPU devices: a work-item a plane starves a GPU");
     else if (c->n * c->c < 8)
@@ -119,7 +120,7 @@ static pdnn_status plane_run(void *dev, const pdnn__op_call *call, const pdnn__p
         return PDNN_SUCCESS;
     /* float32 adds in dx itself; the kernel leaves acc unused there. */
     const pdnn__buf acc = call->dtype == PDNN_FLOAT32 ? c->dx_buf : wsb;
-    if (call->dtype != PDNN_FLOAT32 && (size_t)elems * sizeof(cl_float) > plan->workspace)
+    if (call->dtype != PDNN_FLOAT32 && 2 * (size_t)elems * sizeof(cl_float) > plan->workspace)
         return pdnn__error(PDNN_ERR_INTERNAL, "pool2d_bwd plane: workspace smaller than planned");
     return pdnn__cl_pool_bwd_launch(dev, c, call->dtype, "pool2d_bwd_argmax.cl", "pool2d_bwd_max_plane", c->n * c->c,
                                     0, &acc);
