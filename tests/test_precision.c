@@ -349,7 +349,8 @@ Test(precision, every_device_computes_or_refuses_naming_the_dtype)
                  * epilogue: the residual case is refused, by name) */
                 const int cl_has = strcmp(backend_of(dev), "opencl") == 0 &&
                                    (strcmp(c->name, "activation") == 0 || strcmp(c->name, "binary") == 0 ||
-                                    strcmp(c->name, "pool2d") == 0 || (strcmp(c->name, "conv2d") == 0 && c->n_in == 2));
+                                    strcmp(c->name, "pool2d") == 0 || strcmp(c->name, "pool2d_bwd") == 0 ||
+                                    (strcmp(c->name, "conv2d") == 0 && c->n_in == 2));
                 cr_assert(st == PDNN_SUCCESS || !cl_has, "%s in %s on opencl: %s", c->name, pdnn__dtype_name(t),
                           pdnn_last_error());
                 if (st != PDNN_SUCCESS) {

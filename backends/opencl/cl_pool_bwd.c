@@ -108,11 +108,9 @@ static pdnn_status window_run(void *dev, const pdnn__op_call *call, const pdnn__
     const pdnn__pool2d_call *c = &call->u.pool2d;
     if (c->n * c->c * c->h * c->w == 0)
         return PDNN_SUCCESS;
-    /* 2x2/2 max pooling without padding, windows inside the image: the
-     * vector kernels, over contiguous rows (NCHW) or channels (NHWC); in
-     * float16 and bfloat16 averages too (the scalar kernel's conversion an
-     * element ran them at 0.4x float32's speed on PoCL). */
-    const int two = (c->mode == PDNN_POOL_MAX || call->dtype != PDNN_FLOAT32) && c->win_h == 2 && c->win_w == 2 && c->stride_h == 2 &&
+    /* 2x2/2 pooling without padding, windows inside the image: the
+     * vector kernels, over contiguous rows (NCHW) or channels (NHWC). */
+    const int two = c->win_h == 2 && c->win_w == 2 && c->stride_h == 2 &&
                     c->stride_w == 2 && c->pad_top == 0 && c->pad_left == 0 && 2 * c->p <= c->h &&
                     2 * c->q <= c->w;
     const pdnn_dtype t = call->dtype;
