@@ -620,6 +620,13 @@ static void build_pool_cases(void)
             pool_case k = {2, 3, 7, 10, (pdnn_pool_mode)m, 3, 3, 3, 3, 0, 0, 0, 0, 0, L[a], L[1 - a]};
             add_pool("sim_pool", &k, 950 + (uint32_t)(m * 2 + a), 0);
         }
+    /* and 2x2/2 averages in one layout (pool2d_bwd_2x2's and _nhwc's
+     * average: 9 windows a row, 11 channels, past a vector). */
+    for (int m = 1; m < 3; m++)
+        for (int a = 0; a < 2; a++) {
+            pool_case k = {2, 11, 5, 19, (pdnn_pool_mode)m, 2, 2, 2, 2, 0, 0, 0, 0, 0, L[a], L[a]};
+            add_pool("sim_pool", &k, 960 + (uint32_t)(m * 2 + a), 0);
+        }
 
     /* A seeded sample of the whole grid. */
     static const int64_t batches[] = {1, 2, 17};
