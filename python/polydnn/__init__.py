@@ -1791,7 +1791,9 @@ def batch_norm(x, gamma, beta, running_mean=None, running_var=None, training=Tru
     """Batch normalization over N, H, W per channel, as
     torch.nn.functional.batch_norm(x, running_mean, running_var, gamma, beta,
     training, momentum, eps). gamma, beta and the running statistics are
-    vectors of length C (Tensors or arrays). training: normalizes with the
+    vectors of length C (Tensors or arrays) in x's dtype, as are the saved
+    statistics returned (float16/bfloat16 x: computed in float32, stored
+    rounded). training: normalizes with the
     batch's statistics and updates running_mean/running_var in place when
     given (they must then live on x's device: a host array imported without
     a copy, or a Tensor there), the variance with the unbiased batch
@@ -1811,8 +1813,9 @@ def batch_norm(x, gamma, beta, running_mean=None, running_var=None, training=Tru
     sm = si = None
     if training:
         c = x.shape[1]
-        sm = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
-        si = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
+        # in x's dtype, as the C call takes one dtype (the statistics are computed in float32)
+        sm = empty((c, 1, 1, 1), "X", device=dev, context=ctx, dtype=x.dtype)
+        si = empty((c, 1, 1, 1), "X", device=dev, context=ctx, dtype=x.dtype)
     h = lambda t: t._handle() if t is not None else None  # noqa: E731
     _check(_bn_forward(ctypes.byref(p), x._handle(), gamma._handle(), beta._handle(), h(rm), h(rv), h(sm), h(si),
                        y._handle()))
@@ -1833,8 +1836,8 @@ def batch_norm_backward(x, dy, gamma, saved_mean, saved_inv_std, eps=1e-5, data_
     p = _bn_params(True, 0.1, eps)
     dx = _empty_like(x, ctx)
     c = x.shape[1]
-    dg = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
-    db = empty((c, 1, 1, 1), "X", device=dev, context=ctx)
+    dg = empty((c, 1, 1, 1), "X", device=dev, context=ctx, dtype=x.dtype)
+    db = empty((c, 1, 1, 1), "X", device=dev, context=ctx, dtype=x.dtype)
     _check(_bn_backward(ctypes.byref(p), x._handle(), dy._handle(), gamma._handle(), sm._handle(), si._handle(),
                         dx._handle(), dg._handle(), db._handle()))
     return dx, dg, db
