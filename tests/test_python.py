@@ -1384,7 +1384,7 @@ from test_torch import (BackwardOps, BatchNorm, DataMovement, Gradcheck,  # noqa
 # Tensors of every rank (issue 42): their own file, run here too
 from test_python_nd import Ranks  # noqa: E402,F401
 # float16 and bfloat16 (issue 43): their own file, run here too
-from test_python_precision import Precision  # noqa: E402,F401
+from test_python_precision import Precision, TorchPrecision  # noqa: E402,F401
 
 if __name__ == "__main__":
     result = unittest.main(exit=False).result
