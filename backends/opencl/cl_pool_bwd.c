@@ -9,6 +9,7 @@
  * Both in float16 and bfloat16 too (the kernels over REAL_T: float32
  * sums, dx rounded once). */
 #include "backends/opencl/cl_internal.h"
+#include "core/half.h"
 
 static void pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
@@ -39,7 +40,7 @@ pdnn_status pdnn__cl_pool_bwd_launch(void *dev, const pdnn__pool2d_call *c, pdnn
     if (st == PDNN_SUCCESS && zero_first) {
         /* Zero is all-zero bits in each dtype: a pattern of the element's size. */
         const cl_uint zero = 0;
-        const size_t es = pdnn__cl_real_opts(t) ? sizeof(cl_half) : sizeof(cl_float);
+        const size_t es = pdnn__dtype_size(t);
         cl_int err = clEnqueueFillBuffer(d->queue, (cl_mem)c->dx_buf.region, &zero, es, c->dx_buf.offset,
                                          (size_t)(c->n * c->c * c->h * c->w) * es, 0, NULL, NULL);
         if (err != CL_SUCCESS)
