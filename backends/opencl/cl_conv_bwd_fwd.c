@@ -33,16 +33,11 @@
  * once into the dtype (widened: the sum over the batch and pixels of each
  * element float32, one rounding, as the host reference's). */
 #include "backends/opencl/cl_internal.h"
+#include "core/half.h"
 
 #include <stdio.h>
 #include <string.h>
 
-
-/* Bytes of one of call's tensor elements. */
-static size_t elem_size(const pdnn__op_call *call)
-{
-    return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16 ? 2 : sizeof(float);
-}
 
 /* in: call as a forward call without bias or ReLU, to be reshaped. */
 static pdnn__conv2d_call *fwd_of(const pdnn__op_call *call, pdnn__op_call *in)
@@ -126,7 +121,7 @@ static int data_phase(const pdnn__op_call *call, int64_t ph, int64_t pw, pdnn__o
     f->y_layout = c->x_layout;
     f->x_buf = c->y_buf;
     f->y_buf = c->x_buf;
-    f->y_buf.offset += (size_t)(ph * c->xs[2] + pw * c->xs[3]) * elem_size(call);
+    f->y_buf.offset += (size_t)(ph * c->xs[2] + pw * c->xs[3]) * pdnn__dtype_size(call->dtype);
     memcpy(f->xs, c->ys, sizeof f->xs);
     f->ys[0] = c->xs[0];
     f->ys[1] = c->xs[1];
@@ -138,7 +133,7 @@ static int data_phase(const pdnn__op_call *call, int64_t ph, int64_t pw, pdnn__o
     f->ws[3] = -dw.t * c->ws[3];
     f->w_buf.offset =
         c->w_buf.offset +
-        (size_t)((dh.r0 + (dh.m - 1) * dh.t) * c->ws[2] + (dw.r0 + (dw.m - 1) * dw.t) * c->ws[3]) * elem_size(call);
+        (size_t)((dh.r0 + (dh.m - 1) * dh.t) * c->ws[2] + (dw.r0 + (dw.m - 1) * dw.t) * c->ws[3]) * pdnn__dtype_size(call->dtype);
     return 1;
 }
 
@@ -246,19 +241,19 @@ static void filter_column(const pdnn__op_call *call, int64_t s, pdnn__op_call *i
     f->w_layout = PDNN_OIHW;
     f->x_buf = c->x_buf;
     if (f->c > 0)
-        f->x_buf.offset += (size_t)((q0 * uw + off) * c->xs[3]) * elem_size(call);
+        f->x_buf.offset += (size_t)((q0 * uw + off) * c->xs[3]) * pdnn__dtype_size(call->dtype);
     f->xs[0] = c->xs[1];
     f->xs[1] = uw * c->xs[3];
     f->xs[2] = c->xs[2];
     f->xs[3] = c->xs[0];
     f->w_buf = c->y_buf;
-    f->w_buf.offset += (size_t)(q0 * c->ys[3]) * elem_size(call);
+    f->w_buf.offset += (size_t)(q0 * c->ys[3]) * pdnn__dtype_size(call->dtype);
     f->ws[0] = c->ys[1];
     f->ws[1] = c->ys[3];
     f->ws[2] = c->ys[2];
     f->ws[3] = c->ys[0];
     f->y_buf = c->w_buf;
-    f->y_buf.offset += (size_t)(s * c->ws[3]) * elem_size(call);
+    f->y_buf.offset += (size_t)(s * c->ws[3]) * pdnn__dtype_size(call->dtype);
     f->ys[0] = c->ws[1];
     f->ys[1] = c->ws[0];
     f->ys[2] = c->ws[2];
@@ -353,7 +348,7 @@ static void parts_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan, i
  * 0.81-0.88x float32's GFLOP/s on ResNet's 3x3 (NCHW, batch 8, PoCL). */
 static int widened(const pdnn__op_call *call)
 {
-    return call->op == PDNN__OP_CONV2D_BWD_FILTER && elem_size(call) == 2;
+    return call->op == PDNN__OP_CONV2D_BWD_FILTER && pdnn__dtype_size(call->dtype) == 2;
 }
 
 /* Floats of n elements in whole 64-byte lines. */
@@ -427,7 +422,7 @@ static pdnn_status parts_run(void *dev, const pdnn__op_call *call, pdnn__buf ws,
     if (zeros) {
         cl_dev *d = dev;
         const cl_uint zero = 0; /* 0.0 in every dtype; the pattern's size the dtype's */
-        const size_t es = elem_size(call);
+        const size_t es = pdnn__dtype_size(call->dtype);
         pthread_mutex_lock(&d->lock);
         const cl_int err = clEnqueueFillBuffer(d->queue, (cl_mem)c->x_buf.region, &zero, es, c->x_buf.offset,
                                                (size_t)(c->n * c->c * c->h * c->w) * es, 0, NULL, NULL);
