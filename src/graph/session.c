@@ -2,6 +2,7 @@
  * put on their devices), teardown, and the variables' host access. Runs
  * are in session_run.c, the memory plan in session_memory.c, the MPI side
  * in session_distributed.c, the profile in session_profile.c. */
+#include "core/half.h"
 #include "graph/session_internal.h"
 
 #include <stdio.h>
@@ -119,12 +120,57 @@ void pdnn_session_destroy(pdnn_session *s)
     free(s->absorb_off);
     free(s->absorbs);
     free(s->readers);
+    free(s->folded);
+    free(s->dropped);
     pdnn_graph_destroy(s->g);
     if (s->owns_ctx)
         pdnn_context_destroy(s->ctx);
     else if (s->ctx)
         pdnn__context_unref(s->ctx);
     free(s);
+}
+
+/* The casts to fold (see folded in session_internal.h): a Cast of a
+ * float32 constant into float16 or bfloat16. A constant whose every
+ * reader is one is dropped. The rounding is pdnn_cast's on every device
+ * (round to nearest even), so folding on the host changes no value. */
+static pdnn_status plan_folds(pdnn_session *s, const pdnn_graph *g)
+{
+    const size_t n = (size_t)(g->n ? g->n : 1);
+    int *folds = calloc(n, sizeof *folds);
+    s->folded = calloc(n, 1);
+    s->dropped = calloc(n, 1);
+    if (!folds || !s->folded || !s->dropped) {
+        free(folds);
+        return pdnn__host_oom("pdnn_session_create", "the folding tables", n * (sizeof *folds + 2));
+    }
+    for (int i = 0; i < g->n; i++) {
+        const pdnn__node *nd = &g->nodes[i];
+        const int j = nd->n_inputs == 1 ? nd->inputs[0] : -1;
+        if (nd->op != PDNN__OP_CAST_NODE || j < 0 || g->nodes[j].op != PDNN__OP_CONST || !g->nodes[j].data ||
+            g->nodes[j].out.dtype != PDNN_FLOAT32 ||
+            (nd->out.dtype != PDNN_FLOAT16 && nd->out.dtype != PDNN_BFLOAT16))
+            continue;
+        s->folded[i] = 1;
+        folds[j]++;
+    }
+    for (int j = 0; j < g->n; j++)
+        s->dropped[j] = folds[j] > 0 && folds[j] == s->readers[j];
+    free(folds);
+    return PDNN_SUCCESS;
+}
+
+/* A folded cast's value: src (float32) rounded on the host into t. */
+static pdnn_status write_folded(pdnn_tensor *t, const float *src)
+{
+    const size_t count = (size_t)pdnn_tensor_desc_elements(&t->desc), bytes = count * pdnn__dtype_size(t->desc.dtype);
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h)
+        return pdnn__host_oom("pdnn_session_create", "a constant's reduced copy", bytes);
+    pdnn__from_f32(t->desc.dtype, src, h, count);
+    pdnn_status st = pdnn_tensor_write(t, h, bytes);
+    free(h);
+    return st;
 }
 
 pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *cfg, pdnn_session **out)
@@ -181,16 +227,20 @@ pdnn_status pdnn_session_create(const pdnn_graph *g, const pdnn_session_config *
         log_placement(s);
     if (st == PDNN_SUCCESS)
         st = pdnn__session_plan_absorb(s);
+    if (st == PDNN_SUCCESS)
+        st = plan_folds(s, g);
     for (int i = 0; st == PDNN_SUCCESS && i < s->g->n; i++) {
         const pdnn__node *nd = &s->g->nodes[i];
-        if (nd->op != PDNN__OP_CONST && nd->op != PDNN__OP_VARIABLE)
+        if ((nd->op != PDNN__OP_CONST && nd->op != PDNN__OP_VARIABLE && !s->folded[i]) || s->dropped[i])
             continue;
         st = pdnn_tensor_create(s->placed[i], &nd->out, &s->consts[i]);
         if (st == PDNN_SUCCESS)
-            st = pdnn_tensor_write(s->consts[i], g->nodes[i].data, (size_t)pdnn_tensor_desc_bytes(&nd->out));
+            st = s->folded[i] ? write_folded(s->consts[i], g->nodes[nd->inputs[0]].data)
+                              : pdnn_tensor_write(s->consts[i], g->nodes[i].data,
+                                                  (size_t)pdnn_tensor_desc_bytes(&nd->out));
         if (st == PDNN_SUCCESS) {
             /* Nothing writes a constant again: algorithms may keep it packed. */
-            if (nd->op == PDNN__OP_CONST)
+            if (nd->op != PDNN__OP_VARIABLE)
                 pdnn__tensor_freeze(s->consts[i]);
             const int d = dev_index(s, s->placed[i]);
             s->live_base[d] += pdnn_tensor_desc_bytes(&nd->out);

@@ -50,7 +50,22 @@ struct pdnn_session {
     int64_t *absorb_off;
     char *absorbs;
     int *readers; /* per node: the graph's edges that read it */
+    /* Casts of constants into float16/bfloat16, computed once at creation
+     * and held in consts[] as constants are (folded[i] = 1); a constant
+     * that only such casts read keeps no float32 copy on its device
+     * (dropped[i] = 1): a model run under a precision policy holds its
+     * weights once, in the reduced dtype. */
+    char *folded;
+    char *dropped;
 };
+
+/* Whether node j's value is the session's own (a constant, a variable, a
+ * folded cast), held across runs, never the run's to release or alias. */
+static inline int pdnn__session_holds(const pdnn_session *s, int j)
+{
+    const pdnn__node_op op = s->g->nodes[j].op;
+    return op == PDNN__OP_CONST || op == PDNN__OP_VARIABLE || s->folded[j];
+}
 
 static inline int dev_index(const pdnn_session *s, const pdnn_device *d) { return (int)(d - s->ctx->devices); }
 

@@ -120,7 +120,7 @@ void pdnn__session_count_packs(pdnn_session *s, run_state *r, int i)
     s->evictions_seen = ev;
     for (int q = 0; q < (all ? s->g->n : nd->n_inputs); q++) {
         const int j = all ? q : nd->inputs[q];
-        if (j < 0 || s->g->nodes[j].op != PDNN__OP_CONST || !s->consts[j])
+        if (j < 0 || (s->g->nodes[j].op != PDNN__OP_CONST && !s->folded[j]) || !s->consts[j])
             continue;
         const int64_t now = (int64_t)pdnn__tensor_pack_bytes(s->consts[j]), delta = now - s->pack_seen[j];
         if (delta == 0)
@@ -158,8 +158,7 @@ int pdnn__session_reshape_alias(const pdnn_session *s, const run_state *r, int i
         return 0;
     const int j = nd->inputs[0];
     const pdnn__node_op src = s->g->nodes[j].op;
-    return s->readers[j] == 1 && r->uses[j] == 1 && src != PDNN__OP_PLACEHOLDER && src != PDNN__OP_CONST &&
-           src != PDNN__OP_VARIABLE;
+    return s->readers[j] == 1 && r->uses[j] == 1 && src != PDNN__OP_PLACEHOLDER && !pdnn__session_holds(s, j);
 }
 
 /* Node i's output as a view of Concat j's (allocated by j's first

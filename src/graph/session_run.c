@@ -281,6 +281,10 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
         if (fetches[k] < 0 || fetches[k] >= s->g->n)
             return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: fetch %d names node %d, which does not "
                                                           "exist", k, fetches[k]);
+        if (s->dropped[fetches[k]])
+            return pdnn__error(PDNN_ERR_INVALID_ARGUMENT, "pdnn_session_run: constant '%s' is held only as its "
+                               "reduced casts (folded when the session was created); fetch a cast of it",
+                               s->g->nodes[fetches[k]].name);
     }
     pdnn_status st = check_feeds(s, feeds, feed_values, n_feeds);
     if (st != PDNN_SUCCESS)
@@ -350,8 +354,8 @@ pdnn_status pdnn_session_run(pdnn_session *s, const pdnn_node *feeds, pdnn_tenso
             }
             continue;
         }
-        if (nd->op == PDNN__OP_CONST || nd->op == PDNN__OP_VARIABLE) {
-            r.values[i] = s->consts[i];
+        if (pdnn__session_holds(s, i)) {
+            r.values[i] = s->consts[i]; /* NULL for a dropped constant: only folded casts read it */
             continue;
         }
         const double t0 = s->prof_runs ? pdnn__now() : 0.0;
