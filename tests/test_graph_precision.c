@@ -195,6 +195,95 @@ Test(graph_precision, live_bytes_by_dtype)
     cr_assert_eq(peak[1] * 2, peak[0], "float16 %lld bytes, float32 %lld", (long long)peak[1], (long long)peak[0]);
 }
 
+/* A Cast of a constant is folded when the session is created: the
+ * session holds the constant once, in the reduced dtype (its float32
+ * copy dropped when only casts read it), the values are those a Cast
+ * computes each run (a variable's), and fetching the dropped constant is
+ * refused naming it. */
+Test(graph_precision, constant_casts_folded)
+{
+    enum { K = 5, C = 3, H = 6 };
+    const pdnn_tensor_desc xd = {PDNN_FLOAT32, PDNN_NCHW, {2, C, H, H}, 4};
+    const pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_OIHW, {K, C, 3, 3}, 4};
+    float w[K * C * 9], x[2 * C * H * H], y[2][2 * K * 4 * 4];
+    for (int i = 0; i < K * C * 9; i++)
+        w[i] = (float)((i * 37) % 23 - 11) / 7.0f; /* most not float16 values */
+    for (int i = 0; i < 2 * C * H * H; i++)
+        x[i] = (float)((i * 13) % 17 - 8) / 5.0f;
+    int64_t base = 0;
+    for (int variable = 0; variable < 2; variable++) {
+        pdnn_graph *g = NULL;
+        OK(pdnn_graph_create(&g));
+        OK(pdnn_graph_set_precision(g, PDNN_FLOAT16));
+        pdnn_node xn, wn, yn, cast;
+        OK(pdnn_graph_placeholder(g, "x", NULL, &xd, &xn));
+        if (variable)
+            OK(pdnn_graph_variable(g, "w", NULL, &wd, PDNN_INIT_DATA, 0, w, &wn));
+        else
+            OK(pdnn_graph_constant(g, "w", NULL, &wd, w, &wn));
+        pdnn_conv2d_params p;
+        pdnn_conv2d_params_init(&p);
+        OK(pdnn_graph_conv2d(g, "y", NULL, xn, wn, -1, &p, &yn));
+        OK(pdnn_graph_find(g, "w/Cast_float16", &cast));
+        pdnn_session *s = session(g, NULL, NULL);
+        pdnn_device *host = NULL;
+        OK(pdnn_device_get(pdnn_session_context(s), 0, &host));
+        if (!variable) {
+            OK(pdnn_session_memory_live_peak(s, host, &base));
+            cr_assert_eq(base, K * C * 9 * 2, "the session holds %lld bytes of constants, want the float16 "
+                         "copy's %d", (long long)base, K * C * 9 * 2);
+            pdnn_tensor *v = NULL;
+            cr_assert_eq(pdnn_session_run(s, NULL, NULL, 0, &wn, 1, &v), PDNN_ERR_INVALID_ARGUMENT);
+            cr_assert(strstr(pdnn_last_error(), "constant 'w'"), "%s", pdnn_last_error());
+            float wc[K * C * 9];
+            run1(s, xn, &xd, x, cast, wc, K * C * 9);
+            for (int i = 0; i < K * C * 9; i++) {
+                const float want = pdnn__f16_to_f32(pdnn__f32_to_f16(w[i]));
+                cr_assert(memcmp(&wc[i], &want, 4) == 0, "w[%d]: %g, want %g", i, (double)wc[i], (double)want);
+            }
+        }
+        run1(s, xn, &xd, x, yn, y[variable], 2 * K * 4 * 4);
+        pdnn_session_destroy(s);
+        pdnn_graph_destroy(g);
+    }
+    cr_assert(memcmp(y[0], y[1], sizeof y[0]) == 0, "the folded constant's convolution differs from the cast "
+              "variable's");
+}
+
+/* A constant read in float32 as well keeps its float32 copy. */
+Test(graph_precision, constant_with_float32_reader_kept)
+{
+    const pdnn_tensor_desc wd = {PDNN_FLOAT32, PDNN_NCHW, {1, 4, 1, 1}, 4};
+    const float w[4] = {0.1f, 1, -2, 3.3f};
+    pdnn_graph *g = NULL;
+    OK(pdnn_graph_create(&g));
+    pdnn_node wn, h, out[2];
+    OK(pdnn_graph_constant(g, "w", NULL, &wd, w, &wn));
+    OK(pdnn_graph_cast(g, "h", NULL, wn, PDNN_BFLOAT16, &h));
+    OK(pdnn_graph_activation(g, "r", NULL, h, PDNN_ACTIVATION_ABS, 0, 0, &out[0]));
+    OK(pdnn_graph_activation(g, "r32", NULL, wn, PDNN_ACTIVATION_ABS, 0, 0, &out[1]));
+    pdnn_session *s = session(g, NULL, NULL);
+    pdnn_device *host = NULL;
+    OK(pdnn_device_get(pdnn_session_context(s), 0, &host));
+    int64_t base = 0;
+    OK(pdnn_session_memory_live_peak(s, host, &base));
+    cr_assert_eq(base, 4 * 4 + 4 * 2, "%lld bytes", (long long)base);
+    pdnn_tensor *v[2] = {NULL, NULL};
+    OK(pdnn_session_run(s, NULL, NULL, 0, out, 2, v));
+    float got[4];
+    OK(pdnn_tensor_read(v[1], got, sizeof got));
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(got[i], fabsf(w[i]));
+    uint16_t r[4];
+    OK(pdnn_tensor_read(v[0], r, sizeof r));
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pdnn__bf16_to_f32(r[i]), fabsf(pdnn__bf16_to_f32(pdnn__f32_to_bf16(w[i]))));
+    pdnn_tensor_release(v[0]);
+    pdnn_tensor_release(v[1]);
+    pdnn_session_destroy(s);
+    pdnn_graph_destroy(g);
+}
+
 /* A softmax regression: x {N, K} times w {K, C} plus bias, the loss. */
 typedef struct {
     pdnn_graph *g;
