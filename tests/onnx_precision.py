@@ -107,6 +107,11 @@ for name in ("resnet18", "mobilenet_v2"):
     if np.array_equal(yp16, y32) or np.array_equal(y16, y32):
         failed += 1
         print("FAIL %s: a reduced run equals the float32 one" % name)
+    # ResNet's residual Adds (and the Relus after them) fuse into their
+    # Conv under the policy as in float32: none is left to fall back.
+    if name == "resnet18" and "(Add) on" in logp:
+        failed += 1
+        print("FAIL %s: a residual Add was not fused under --precision fp16:\n%s" % (name, logp[-1000:]))
     if "runs in float32 with casts around it" not in logp:
         failed += 1
         print("FAIL %s: no float32 fallback logged under --precision fp16:\n%s" % (name, logp[-1000:]))

@@ -1,6 +1,7 @@
 /* Conv and pooling, the windowed ops. A Conv absorbs what follows it:
  * a BatchNormalization folded into its weights, a residual Add, a Relu or
  * a ReLU6 Clip as its epilogue; with NHWC its filter is relaid out. */
+#include "core/half.h"
 #include "io/onnx_internal.h"
 
 #include <limits.h>
@@ -161,7 +162,9 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
     /* Fuse a residual Add that alone reads the result, when its other
      * operand is an activation computed already with the output's shape
      * (a ResNet block's shortcut): y = conv + bias + z, the Relu below then
-     * reading the Add. */
+     * reading the Add. z may be float16 or bfloat16 (a precision policy's
+     * value): the policy casts it to the conv's dtype like x, and the sum
+     * is rounded once instead of twice. */
     int z = -1;
     r = im->fuse && n->n_output == 1 ? pdnn__onnx_sole_reader(im, from, out_name) : -1;
     if (r >= 0 && im->g->node[r]->op_type && strcmp(im->g->node[r]->op_type, "Add") == 0 &&
@@ -176,7 +179,7 @@ pdnn_status pdnn__onnx_import_conv(importer *im, size_t idx, const Onnx__NodePro
         if (zv && zv->node >= 0 && zv->rank == 4 && pdnn_graph_node_desc(im->graph, x->node, &xd) == PDNN_SUCCESS &&
             pdnn_conv2d_output_dims(&xd, &wdl, &p, od) == PDNN_SUCCESS &&
             pdnn_graph_node_desc(im->graph, zv->node, &zd) == PDNN_SUCCESS && zd.layout == xd.layout &&
-            zd.dtype == PDNN_FLOAT32 && memcmp(od, zd.dims, sizeof od) == 0) {
+            pdnn__dtype_is_float(zd.dtype) && memcmp(od, zd.dims, sizeof od) == 0) {
             z = zv->node;
             out_name = add->output[0];
             im->absorbed[r] = 1;
