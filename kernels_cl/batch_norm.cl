@@ -143,17 +143,18 @@ static int bn_element(int cols, int C, int nhwc, int *c)
 
 /* y = gamma * (x - mean) * k + beta, k = stat[c] (is_var 0: an inverse
  * standard deviation) or 1 / sqrt(stat[c] + eps) (is_var 1: a variance).
- * BN_RUN neighbouring elements of a row a work-item, 8 at a time through
- * the vector loads (one element an item over float16 or bfloat16 stayed
- * scalar on PoCL): in NHWC 8 channels each, in NCHW pixels of one channel,
- * whose statistics and affine are then read once for the run. */
-#define BN_RUN 32
+ * run neighbouring elements of a row a work-item (cl_bn.c's bn_run_len), 8 at
+ * a time through the vector loads (one element an item over float16 or
+ * bfloat16 stayed scalar on PoCL): in NHWC 8 channels each, in NCHW
+ * pixels of one channel, whose statistics and affine are then read once
+ * for the run (the layouts' loops apart: one loop with the branch inside
+ * kept PoCL's reduced kernels slow). */
 __kernel void bn_normalize(__global const REAL_T *x, long x_off, __global REAL_T *y, long y_off,
                            __global const STAT_T *mean, long mean_off, __global const STAT_T *stat, long stat_off,
                            __global const REAL_T *gamma, long g_off, __global const REAL_T *beta, long b_off,
-                           int C, int cols, int nhwc, int is_var, float eps)
+                           int C, int cols, int nhwc, int is_var, float eps, int run)
 {
-    const int i0 = BN_RUN * (int)get_global_id(0), row = (int)get_global_id(1), i1 = min(i0 + BN_RUN, cols);
+    const int i0 = run * (int)get_global_id(0), row = (int)get_global_id(1), i1 = min(i0 + run, cols);
     if (i0 >= cols)
         return;
     const long e0 = (long)row * cols;
@@ -161,16 +162,17 @@ __kernel void bn_normalize(__global const REAL_T *x, long x_off, __global REAL_T
     const float m0 = LOAD_STAT(mean, mean_off + c0), v0 = LOAD_STAT(stat, stat_off + c0);
     const float g0 = LOAD_REAL(gamma, g_off + c0), b0 = LOAD_REAL(beta, b_off + c0);
     int i = i0;
-    for (; i + 8 <= i1; i += 8) {
-        float8 mu = (float8)(m0), v = (float8)(v0), g = (float8)(g0), b = (float8)(b0);
-        if (nhwc) {
-            mu = LOAD_STAT8(mean + mean_off + i);
-            v = LOAD_STAT8(stat + stat_off + i);
-            g = LOADR8(0, gamma + g_off + i);
-            b = LOADR8(0, beta + b_off + i);
+    if (nhwc) {
+        for (; i + 8 <= i1; i += 8) {
+            const float8 mu = LOAD_STAT8(mean + mean_off + i), v = LOAD_STAT8(stat + stat_off + i);
+            const float8 g = LOADR8(0, gamma + g_off + i), b = LOADR8(0, beta + b_off + i);
+            const float8 k = is_var ? 1.0f / sqrt(v + eps) : v;
+            STORER8(g * ((LOADR8(0, x + x_off + e0 + i) - mu) * k) + b, 0, y + y_off + e0 + i);
         }
-        const float8 k = is_var ? 1.0f / sqrt(v + eps) : v;
-        STORER8(g * ((LOADR8(0, x + x_off + e0 + i) - mu) * k) + b, 0, y + y_off + e0 + i);
+    } else {
+        const float k0 = is_var ? 1.0f / sqrt(v0 + eps) : v0;
+        for (; i + 8 <= i1; i += 8)
+            STORER8(g0 * ((LOADR8(0, x + x_off + e0 + i) - m0) * k0) + b0, 0, y + y_off + e0 + i);
     }
     for (; i < i1; i++) {
         const int c = nhwc ? i : c0;
