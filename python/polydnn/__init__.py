@@ -86,7 +86,7 @@ class _ContextOptions(ctypes.Structure):
     _fields_ = [("allow_growth", _c_int), ("growth_policy", _c_int),
                 ("memory_fraction", _c_double), ("memory_limit", _c_uint64),
                 ("log_device_placement", _c_int), ("visible_devices", _cp),
-                ("tuning", _c_int)]
+                ("tuning", _c_int), ("enable_tensor_float_32_execution", _c_int)]
 
 
 _GROWTH = {"gradual": 0, "double": 1}
@@ -507,14 +507,18 @@ class Context:
 
     def __init__(self, allow_growth=True, memory_fraction=0.0, memory_limit=0,
                  visible_devices=None, growth_policy="gradual", log_device_placement=False,
-                 allow_soft_placement=False, tuning=None):
+                 allow_soft_placement=False, tuning=None, enable_tensor_float_32_execution=True):
         """allow_growth is True here, 0 in C's pdnn_context_options_init and
         the tool (the whole limit reserved on first use): docs/python.md,
         "Context defaults", says why. log_device_placement: sessions on this context print where each
         node runs. allow_soft_placement: the default of Session's; a node
         pinned to a device that does not exist runs elsewhere. tuning:
         'off', 'cached' (the library's default), 'search' or 'force' (see
-        docs/tuning.md; POLYDNN_TUNING overrides)."""
+        docs/tuning.md; POLYDNN_TUNING overrides).
+        enable_tensor_float_32_execution: TensorFlow's option and default;
+        float32 convolutions and matmuls on CUDA may use TF32 tensor cores
+        (host and OpenCL ignore it; POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION
+        overrides)."""
         if growth_policy not in _GROWTH:
             raise ValueError("growth_policy must be 'gradual' or 'double', got %r" % (growth_policy,))
         if tuning is not None and tuning not in _TUNING:
@@ -528,6 +532,7 @@ class Context:
         o.log_device_placement = int(bool(log_device_placement))
         if tuning is not None:
             o.tuning = _TUNING[tuning]
+        o.enable_tensor_float_32_execution = int(bool(enable_tensor_float_32_execution))
         self.allow_soft_placement = bool(allow_soft_placement)
         self._visible = visible_devices.encode() if visible_devices else None
         o.visible_devices = self._visible
