@@ -402,7 +402,8 @@ static void tf32_matmul(pdnn_device *dev, float y[12])
 Test(device, tensor_float_32_option_is_parsed_reported_and_ignored_off_cuda, .init = NULL)
 {
     const char *var = "POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION";
-    char *saved = getenv(var) ? strdup(getenv(var)) : NULL; /* make check sets it false */
+    const char *cur = getenv(var);
+    char *saved = cur ? strdup(cur) : NULL; /* make check sets it false */
     unsetenv(var);
     pdnn_context_options o;
     pdnn_context_options_init(&o);
@@ -419,10 +420,9 @@ Test(device, tensor_float_32_option_is_parsed_reported_and_ignored_off_cuda, .in
 
     /* the environment wins both ways; anything but a boolean is refused by name */
     const struct {
-        int opt;
         const char *env;
-        int want;
-    } env_cases[] = {{1, "false", 0}, {1, "0", 0}, {0, "true", 1}, {0, "1", 1}, {1, "true", 1}};
+        int opt, want;
+    } env_cases[] = {{"false", 1, 0}, {"0", 1, 0}, {"true", 0, 1}, {"1", 0, 1}, {"true", 1, 1}};
     for (size_t i = 0; i < sizeof env_cases / sizeof env_cases[0]; i++) {
         setenv(var, env_cases[i].env, 1);
         o.enable_tensor_float_32_execution = env_cases[i].opt;
