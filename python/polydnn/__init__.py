@@ -205,6 +205,7 @@ _version = _fn("pdnn_version", _cp)
 _options_init = _fn("pdnn_context_options_init", None, _P(_ContextOptions))
 _context_create = _fn("pdnn_context_create", _c_int, _P(_ContextOptions), _P(_vp))
 _context_destroy = _fn("pdnn_context_destroy", None, _vp)
+_context_tf32 = _fn("pdnn_context_tensor_float_32_enabled", _c_int, _vp)
 _device_count = _fn("pdnn_device_count", _c_int, _vp)
 _device_get = _fn("pdnn_device_get", _c_int, _vp, _c_int, _P(_vp))
 _device_find = _fn("pdnn_device_find", _c_int, _vp, _cp, _P(_vp))
@@ -545,6 +546,13 @@ class Context:
         if h:
             self._h = None
             _destroy(h)  # the creator's reference; live tensors and exports hold their own
+
+    @property
+    def tensor_float_32_enabled(self):
+        """Whether float32 work on CUDA may use TF32 tensor cores: the
+        enable_tensor_float_32_execution option after the environment's
+        override (POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION)."""
+        return bool(_context_tf32(self._h))
 
     def devices(self):
         out = []
