@@ -7,12 +7,16 @@
 #include <math.h>
 #include <pthread.h>
 
-/* A 1 x 1 x 1 x len view: the elementwise ops run over such chunks. */
-pdnn_status pdnn__cu_set_vec(cudnnTensorDescriptor_t t, int64_t len)
+/* A 1 x 1 x 1 x len view in storage type dt: the elementwise ops run over
+ * such chunks. */
+static pdnn_status set_vec_as(cudnnTensorDescriptor_t t, cudnnDataType_t dt, int64_t len)
 {
     const int64_t dims[4] = {1, 1, 1, len};
-    return pdnn__cu_set_packed(t, PDNN_NCHW, dims);
+    return pdnn__cu_set_packed_as(t, dt, PDNN_NCHW, dims);
 }
+
+/* The same in float32. */
+pdnn_status pdnn__cu_set_vec(cudnnTensorDescriptor_t t, int64_t len) { return set_vec_as(t, CUDNN_DATA_FLOAT, len); }
 
 static pdnn_status add_run(cu_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
 {
@@ -34,13 +38,6 @@ static pdnn_status add_run(cu_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf y, int
                 py + off);
     }
     return PDNN_SUCCESS;
-}
-
-/* A 1 x 1 x 1 x len view in storage type dt. */
-static pdnn_status set_vec_as(cudnnTensorDescriptor_t t, cudnnDataType_t dt, int64_t len)
-{
-    const int64_t dims[4] = {1, 1, 1, len};
-    return pdnn__cu_set_packed_as(t, dt, PDNN_NCHW, dims);
 }
 
 /* y = a(x) over n elements of dtype t, in chunks cuDNN's 4-D descriptors

@@ -209,8 +209,9 @@ static pdnn_status set_pool_descriptor(cu_dev *d, const pdnn__pool2d_call *c)
 /* Pools c with cuDNN's own padding. Called with d->lock held and the
  * cuDNN handle created. */
 /* x and y in storage type dt: cudnnPoolingForward takes HALF and BFLOAT16
- * tensors with float alpha and beta (max selects; the averages sum in
- * float, as the reference does). */
+ * tensors with float alpha and beta. Max selects, so it is exact; that
+ * the averages sum in float as the reference does is not documented, and
+ * the precision set's one-unit bound is what checks it on a GPU. */
 static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c, cudnnDataType_t dt)
 {
     const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
