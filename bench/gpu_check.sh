@@ -28,7 +28,7 @@
 #           library), then ResNet-50 at batch 32 under --precision fp16 and
 #           bf16 against fp32 on CUDA, and the float32 run again with TF32
 #           allowed (TensorFlow's default). About 240 s (an estimate: never
-#           run yet; the timeouts allow 690 s), so not in the
+#           run yet; its timeouts add up to 780 s), so not in the
 #           default: 90 (parity) + 30 (test_precision) + 60 (Python) + 60
 #           (four runs of ResNet-50).
 # `gpu41` (alone) is issue 41's whole measurement in one call of under
