@@ -20,6 +20,16 @@ cd "$b"
 grep -q "CUDA backend:    yes" configure.out || { echo "gpu_bundle: configure did not find CUDA and cuDNN" >&2; exit 1; }
 make -j"$(nproc)" >/dev/null
 make -j"$(nproc)" check TESTS= >/dev/null
+# The shared library too, for the Python module (gpu_check.sh's lowp step):
+# a second build, shared only (make all: the generated sources come first).
+bs=$b-shared
+rm -rf "$bs"
+git clone -q "$top" "$bs"
+git -C "$top" diff HEAD | git -C "$bs" apply --allow-empty
+(cd "$bs" && ./autogen.sh >/dev/null 2>&1 &&
+    ./configure --without-mpi --without-dnnl --disable-static >configure.out 2>&1 &&
+    make -j"$(nproc)" >/dev/null) ||
+    echo "gpu_bundle: the shared library did not build ($bs); gpu_check.sh's Python step will skip" >&2
 g=$top/.gpu
 rm -rf "$g"
 mkdir -p "$g/bin" "$g/lib"
@@ -27,8 +37,9 @@ for t in polydnn tests/parity tests/test_* bench/bench_conv bench/bench_conv_bwd
     [ -f "$t" ] && [ -x "$t" ] && file "$t" | grep -q ELF && cp "$t" "$g/bin/"
 done
 strip "$g"/bin/*
+[ -f "$bs"/.libs/libpolydnn.so ] && cp -L "$bs"/.libs/libpolydnn.so "$g/lib/"
 # Everything they load but the C and C++ runtimes, which that image has newer.
-for f in "$g"/bin/*; do ldd "$f"; done | awk '/=>/ {print $3}' | sort -u |
+for f in "$g"/bin/* "$g"/lib/libpolydnn.so*; do [ -f "$f" ] && ldd "$f"; done | awk '/=>/ {print $3}' | sort -u |
     grep -v 'libc\.so\|libm\.so\|libgcc_s\|libstdc++\|libpthread\|libdl\.so\|librt\.so\|ld-linux\|libresolv\|libz\.so' |
     while read -r l; do cp -L "$l" "$g/lib/"; done
 cat >"$g/polydnn" <<'WRAP'

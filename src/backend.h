@@ -456,6 +456,9 @@ typedef struct pdnn__op_call {
     const char *device_key;   /* the tuning cache's device: "backend|vendor|name|driver" */
     int force_config;         /* >= 0: plan must take this configuration
                                  (tests; see pdnn__dispatch_force) */
+    /* The context's enable_tensor_float_32_execution: float32 work may
+     * use TF32 tensor cores (CUDA reads it; other backends ignore it). */
+    int allow_tf32;
     /* Set by the op: AUTO's workspace limit (pdnn_conv2d_params'), bytes;
      * 0: none. AUTO tries plans within it first; a plan may use it to
      * choose a configuration within it (CUDA: cuDNN's next proposal). */

@@ -159,10 +159,18 @@ typedef struct pdnn_context_options {
     const char *visible_devices;
     /* Kernel autotuning; POLYDNN_TUNING=off|cached|search|force overrides. */
     pdnn_tuning_mode tuning;
+    /* TensorFlow's enable_tensor_float_32_execution, with its default
+     * (1, set by pdnn_context_options_init): float32 convolutions and
+     * matmuls on CUDA devices may run on TF32 tensor cores (Ampere and
+     * later), which round their inputs to 10 fraction bits (results off
+     * by ~1e-3 relative). 0: plain float32 (FMA) arithmetic. The host and
+     * OpenCL backends ignore it. POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION=
+     * true|false|1|0 overrides. */
+    int enable_tensor_float_32_execution;
 } pdnn_context_options;
 
 /* Fills the defaults: no growth (gradual when enabled), no fraction, no limit, no logging, all
- * devices visible, cached tuning. */
+ * devices visible, cached tuning, TF32 enabled. */
 PDNN_API void pdnn_context_options_init(pdnn_context_options *opts);
 
 /* Creates a context. opts may be NULL for defaults. Environment variables
@@ -170,11 +178,17 @@ PDNN_API void pdnn_context_options_init(pdnn_context_options *opts);
  * POLYDNN_GROWTH_POLICY=gradual|double,
  * POLYDNN_MEMORY_FRACTION, POLYDNN_MEMORY_LIMIT_MB,
  * POLYDNN_LOG_DEVICE_PLACEMENT=0|1, POLYDNN_VISIBLE_DEVICES,
- * POLYDNN_TUNING=off|cached|search|force, and POLYDNN_PROGRAM_CACHE=off|on
+ * POLYDNN_TUNING=off|cached|search|force,
+ * POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION=true|false|1|0, and POLYDNN_PROGRAM_CACHE=off|on
  * for the on-disk cache of compiled OpenCL programs); an invalid
  * value fails with PDNN_ERR_INVALID_ARGUMENT naming the variable. */
 PDNN_API pdnn_status pdnn_context_create(const pdnn_context_options *opts,
                                          pdnn_context **out);
+
+/* 1 if the context lets float32 work use TF32 tensor cores (its
+ * enable_tensor_float_32_execution after the environment's override),
+ * else 0; 0 for NULL. */
+PDNN_API int pdnn_context_tensor_float_32_enabled(const pdnn_context *ctx);
 
 /* Drops the creator's reference: the devices are freed now, or when the
  * last tensor, session or DLPack export still holding the context goes.

@@ -9,6 +9,8 @@ pdnn_context *th_context(void)
     pdnn_context_options o;
     pdnn_context_options_init(&o);
     o.allow_growth = 1;
+    /* Tests compare float32 to float32 references: no TF32 on CUDA. */
+    o.enable_tensor_float_32_execution = 0;
     pdnn_context *ctx = NULL;
     pdnn_status st = pdnn_context_create(&o, &ctx);
     cr_assert_eq(st, PDNN_SUCCESS, "context: %s", pdnn_last_error());

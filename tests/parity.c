@@ -2715,6 +2715,8 @@ int main(int argc, char **argv)
     /* The algorithms' own picks are their defaults, whatever a user's
      * tuning cache holds (POLYDNN_TUNING still overrides). */
     o.tuning = PDNN_TUNING_OFF;
+    /* float32 held to float32 tolerances: no TF32 tensor cores on CUDA. */
+    o.enable_tensor_float_32_execution = 0;
     if (pdnn_context_create(&o, &h.ctx) != PDNN_SUCCESS) {
         fprintf(stderr, "parity: creating a context: %s\n", pdnn_last_error());
         return 1;

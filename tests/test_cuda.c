@@ -313,3 +313,62 @@ Test(cuda, adam_moves_its_pinned_variable_off_cuda_under_soft_placement)
     pdnn_graph_destroy(g);
     pdnn_context_destroy(ctx);
 }
+
+/* enable_tensor_float_32_execution on a CUDA matmul: off, float32 within
+ * float32's bound of the exact product; on (TensorFlow's default), within
+ * TF32's: its inputs rounded to 10 fraction bits, about 2^-10 of each
+ * element's sum of |terms| (4e-3 leaves 4x). Either way the same op runs;
+ * only the math mode differs. */
+static void tf32_matmul_within(int tf32, double tol)
+{
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    o.allow_growth = 1;
+    o.enable_tensor_float_32_execution = tf32;
+    char *saved = NULL;
+    const char *var = "POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION", *cur = getenv(var);
+    if (cur)
+        saved = strdup(cur); /* make check sets it false: the option decides here */
+    unsetenv(var);
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    if (saved) {
+        setenv(var, saved, 1);
+        free(saved);
+    }
+    cr_assert_eq(pdnn_context_tensor_float_32_enabled(ctx), tf32);
+    pair d = cuda_pair(ctx);
+    enum { M = 48, K = 512, N = 40 };
+    pdnn_tensor_desc ad = {PDNN_FLOAT32, PDNN_ND, {M, K}, 2}, bd = {PDNN_FLOAT32, PDNN_ND, {K, N}, 2};
+    pdnn_tensor_desc cd = {PDNN_FLOAT32, PDNN_ND, {M, N}, 2};
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+    cr_assert(a && b);
+    th_fill(a, M * K, 43u);
+    th_fill(b, K * N, 44u);
+    pdnn_tensor *ta = th_upload(d.cuda, &ad, a), *tb = th_upload(d.cuda, &bd, b), *tc = th_upload(d.cuda, &cd, NULL);
+    cr_assert_eq(pdnn_matmul(ta, tb, 0, 0, tc), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *c = th_download(tc);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                s += (double)a[i * K + k] * b[k * N + j];
+                mag += fabs((double)a[i * K + k] * b[k * N + j]);
+            }
+            cr_assert(fabs(c[i * N + j] - s) <= tol * mag, "TF32 %s: c[%d,%d] is %.9g, exactly %.9g (sum of |terms| %g)",
+                      tf32 ? "on" : "off", i, j, (double)c[i * N + j], s, mag);
+        }
+    free(a);
+    free(b);
+    free(c);
+    pdnn_tensor_release(ta);
+    pdnn_tensor_release(tb);
+    pdnn_tensor_release(tc);
+    pdnn_context_destroy(ctx);
+}
+
+Test(cuda, matmul_follows_the_tensor_float_32_option)
+{
+    tf32_matmul_within(0, 1e-5);
+    tf32_matmul_within(1, 4e-3);
+}

@@ -373,3 +373,98 @@ Test(device, context_without_a_cuda_device)
     pdnn_tensor_release(ty);
     pdnn_context_destroy(ctx);
 }
+
+/* y = x w (4x6 by 6x3) on dev, its 12 floats into y. */
+static void tf32_matmul(pdnn_device *dev, float y[12])
+{
+    pdnn_tensor_desc ad = {PDNN_FLOAT32, PDNN_ND, {4, 6}, 2}, bd = {PDNN_FLOAT32, PDNN_ND, {6, 3}, 2};
+    pdnn_tensor_desc cd = {PDNN_FLOAT32, PDNN_ND, {4, 3}, 2};
+    float a[24], b[18];
+    for (int i = 0; i < 24; i++)
+        a[i] = 1.0f + (float)i / 3.0f; /* thirds: not exact in TF32's 10 fraction bits */
+    for (int i = 0; i < 18; i++)
+        b[i] = 0.1f * (float)(i - 9);
+    pdnn_tensor *ta = th_upload(dev, &ad, a), *tb = th_upload(dev, &bd, b), *tc = th_upload(dev, &cd, NULL);
+    cr_assert_eq(pdnn_matmul(ta, tb, 0, 0, tc), PDNN_SUCCESS, "%s", pdnn_last_error());
+    float *c = th_download(tc);
+    memcpy(y, c, 12 * sizeof *y);
+    free(c);
+    pdnn_tensor_release(ta);
+    pdnn_tensor_release(tb);
+    pdnn_tensor_release(tc);
+}
+
+/* enable_tensor_float_32_execution: TensorFlow's name and default (on),
+ * checked as a boolean, reported by the context, overridden by
+ * POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION; the host and OpenCL ignore it
+ * (their float32 results are the same bits either way). CUDA's use of it
+ * is checked on a GPU (bench/gpu_check.sh). */
+Test(device, tensor_float_32_option_is_parsed_reported_and_ignored_off_cuda, .init = NULL)
+{
+    const char *var = "POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION";
+    const char *cur = getenv(var);
+    char *saved = cur ? strdup(cur) : NULL; /* make check sets it false */
+    unsetenv(var);
+    pdnn_context_options o;
+    pdnn_context_options_init(&o);
+    cr_assert_eq(o.enable_tensor_float_32_execution, 1, "TensorFlow's default is on");
+    pdnn_context *ctx = NULL;
+    cr_assert_eq(pdnn_context_create(NULL, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_context_tensor_float_32_enabled(ctx), 1);
+    pdnn_context_destroy(ctx);
+    cr_assert_eq(pdnn_context_tensor_float_32_enabled(NULL), 0);
+
+    o.enable_tensor_float_32_execution = 2;
+    cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(pdnn_last_error(), "enable_tensor_float_32_execution"), "%s", pdnn_last_error());
+
+    /* the environment wins both ways; anything but a boolean is refused by name */
+    const struct {
+        const char *env;
+        int opt, want;
+    } env_cases[] = {{"false", 1, 0}, {"0", 1, 0}, {"true", 0, 1}, {"1", 0, 1}, {"true", 1, 1}};
+    for (size_t i = 0; i < sizeof env_cases / sizeof env_cases[0]; i++) {
+        setenv(var, env_cases[i].env, 1);
+        o.enable_tensor_float_32_execution = env_cases[i].opt;
+        cr_assert_eq(pdnn_context_create(&o, &ctx), PDNN_SUCCESS, "%s", pdnn_last_error());
+        cr_assert_eq(pdnn_context_tensor_float_32_enabled(ctx), env_cases[i].want, "option %d, %s=%s",
+                     env_cases[i].opt, var, env_cases[i].env);
+        pdnn_context_destroy(ctx);
+    }
+    setenv(var, "yes", 1);
+    cr_assert_eq(pdnn_context_create(NULL, &ctx), PDNN_ERR_INVALID_ARGUMENT, "yes accepted");
+    cr_assert(strstr(pdnn_last_error(), var), "%s", pdnn_last_error());
+    unsetenv(var);
+
+    /* off CUDA, the same bits with the option on and off */
+    pdnn_context *on = NULL, *off = NULL;
+    o.allow_growth = 1;
+    o.enable_tensor_float_32_execution = 1;
+    cr_assert_eq(pdnn_context_create(&o, &on), PDNN_SUCCESS, "%s", pdnn_last_error());
+    o.enable_tensor_float_32_execution = 0;
+    cr_assert_eq(pdnn_context_create(&o, &off), PDNN_SUCCESS, "%s", pdnn_last_error());
+    cr_assert_eq(pdnn_device_count(on), pdnn_device_count(off));
+    int compared = 0;
+    for (int i = 0; i < pdnn_device_count(on); i++) {
+        pdnn_device *d_on = NULL, *d_off = NULL;
+        pdnn_device_info info;
+        cr_assert_eq(pdnn_device_get(on, i, &d_on), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get(off, i, &d_off), PDNN_SUCCESS);
+        cr_assert_eq(pdnn_device_get_info(d_on, &info), PDNN_SUCCESS);
+        if (strcmp(info.backend, "cuda") == 0)
+            continue;
+        float y_on[12], y_off[12];
+        tf32_matmul(d_on, y_on);
+        tf32_matmul(d_off, y_off);
+        cr_assert(memcmp(y_on, y_off, sizeof y_on) == 0, "%s (%s): the option changed a float32 matmul", info.name,
+                  info.backend);
+        compared++;
+    }
+    cr_assert_geq(compared, 1, "the host at least");
+    pdnn_context_destroy(on);
+    pdnn_context_destroy(off);
+    if (saved) {
+        setenv(var, saved, 1);
+        free(saved);
+    }
+}

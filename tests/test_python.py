@@ -3,6 +3,7 @@ conv2d and pooling results on both layouts, the capsule protocol, and
 tensors that outlive the framework that made them."""
 import ctypes
 import gc
+import os
 import subprocess
 import sys
 import textwrap
@@ -210,6 +211,22 @@ class Options(unittest.TestCase):
             gc.collect()
         with self.assertRaises(ValueError):
             polydnn.Context(growth_policy="triple")
+
+    def test_tensor_float_32_option_and_its_environment_override(self):
+        var = "POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION"
+        saved = os.environ.pop(var, None)  # make check sets it false
+        try:
+            self.assertTrue(polydnn.Context().tensor_float_32_enabled)  # TensorFlow's default
+            self.assertFalse(polydnn.Context(enable_tensor_float_32_execution=False).tensor_float_32_enabled)
+            os.environ[var] = "false"
+            self.assertFalse(polydnn.Context(enable_tensor_float_32_execution=True).tensor_float_32_enabled)
+            os.environ[var] = "maybe"
+            with self.assertRaisesRegex(polydnn.Error, var):
+                polydnn.Context()
+        finally:
+            os.environ.pop(var, None)
+            if saved is not None:
+                os.environ[var] = saved
 
 
 class Lifetimes(unittest.TestCase):

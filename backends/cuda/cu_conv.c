@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static conv_key key_of(const pdnn__conv2d_call *c, pdnn_conv_algo algo)
+static conv_key key_of(const pdnn__op_call *call, pdnn_conv_algo algo)
 {
+    const pdnn__conv2d_call *c = &call->u.conv2d;
     conv_key k;
     memset(&k, 0, sizeof k); /* keys are compared with memcmp: no stray padding bytes */
     k.n = c->n;
@@ -33,6 +34,8 @@ static conv_key key_of(const pdnn__conv2d_call *c, pdnn_conv_algo algo)
     k.w_layout = (int)c->w_layout;
     k.y_layout = (int)c->y_layout;
     k.algo = (int)algo;
+    k.dtype = (int)call->dtype;
+    k.tf32 = call->allow_tf32;
     return k;
 }
 
@@ -45,42 +48,58 @@ static int64_t cudnn_out(int64_t in, int pad, int64_t filt, int dil, int stride)
     return (in + 2 * (int64_t)pad - span) / stride + 1;
 }
 
-/* Sets the descriptors for plan pl (its copy flags decided) of call c:
+/* The convolution's math type. float16 and bfloat16: tensor cores
+ * (CUDNN_TENSOR_OP_MATH), with the float32 compute type set below, the
+ * "PSEUDO_HALF_CONFIG" and "PSEUDO_BFLOAT16_CONFIG" rows of the supported
+ * configurations of cudnnConvolutionForward, BackwardData and
+ * BackwardFilter (x, w, y in the dtype, convDesc CUDNN_DATA_FLOAT).
+ * float32: CUDNN_FMA_MATH unless the context enables TF32, since
+ * CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores on Ampere and later
+ * (cudnnMathType_t), which would not match the float32 reference. */
+static cudnnMathType_t conv_math(const pdnn__op_call *call)
+{
+    if (cu_reduced(call->dtype))
+        return CUDNN_TENSOR_OP_MATH;
+    return call->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+/* Sets the descriptors for plan pl (its copy flags decided) of call:
  * t[TX] the input cuDNN reads, t[TY] the output it writes, filt the filter,
  * t[TW_SRC]/t[TW_DST] the filter repack, t[TX_SRC] the input as stored,
- * conv the convolution. Called with d->lock held. */
-pdnn_status pdnn__cu_set_conv_descriptors(cu_dev *d, const pdnn__conv2d_call *c, const conv_plan *pl)
+ * conv the convolution; all in the call's storage type. Called with
+ * d->lock held. */
+pdnn_status pdnn__cu_set_conv_descriptors(cu_dev *d, const pdnn__op_call *call, const conv_plan *pl)
 {
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const cudnnDataType_t dt = cu_dnn_type(call->dtype);
     const int64_t cpg = c->c / c->groups;
     const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
     const int64_t wdims[4] = {c->k, cpg, c->r, c->s};
     const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
     if (!fits_int(c->groups) || !fits_int(c->k) || !fits_int(cpg) || !fits_int(c->r) || !fits_int(c->s))
         return pdnn__error(PDNN_ERR_UNSUPPORTED, "CUDA: conv2d sizes must fit in int for cuDNN");
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX_SRC], xdims, c->xs));
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TX_SRC], dt, xdims, c->xs));
     if (pl->x_copy) {
         const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
-        RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[TX], pl->x_copy_layout, pdims));
+        RETURN_IF_FAILED(pdnn__cu_set_packed_as(d->t[TX], dt, pl->x_copy_layout, pdims));
     } else {
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], xdims, c->xs));
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TX], dt, xdims, c->xs));
     }
     pdnn_layout wl = pl->w_copy ? pl->w_copy_layout : c->w_layout;
     if (pl->w_copy) {
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TW_SRC], wdims, c->ws));
-        RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[TW_DST], wl, wdims));
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TW_SRC], dt, wdims, c->ws));
+        RETURN_IF_FAILED(pdnn__cu_set_packed_as(d->t[TW_DST], dt, wl, wdims));
     }
-    DNN(cudnnSetFilter4dDescriptor, d->filt, CUDNN_DATA_FLOAT, wl == PDNN_OHWI ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+    DNN(cudnnSetFilter4dDescriptor, d->filt, dt, wl == PDNN_OHWI ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
         (int)c->k, (int)cpg, (int)c->r, (int)c->s);
     if (pl->y_copy)
-        RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[TY], PDNN_NCHW, ydims));
+        RETURN_IF_FAILED(pdnn__cu_set_packed_as(d->t[TY], dt, PDNN_NCHW, ydims));
     else
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], ydims, c->ys));
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TY], dt, ydims, c->ys));
     DNN(cudnnSetConvolution2dDescriptor, d->conv, pl->x_copy ? 0 : c->pad_top, pl->x_copy ? 0 : c->pad_left,
         c->stride_h, c->stride_w, c->dil_h, c->dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
     DNN(cudnnSetConvolutionGroupCount, d->conv, (int)c->groups);
-    /* FMA math: CUDNN_DEFAULT_MATH still allows TF32 tensor cores on
-     * Ampere and later, which would not match the FP32 reference. */
-    DNN(cudnnSetConvolutionMathType, d->conv, CUDNN_FMA_MATH);
+    DNN(cudnnSetConvolutionMathType, d->conv, conv_math(call));
     return PDNN_SUCCESS;
 }
 
@@ -119,10 +138,11 @@ static size_t algo_workspace(cu_dev *d, cudnnConvolutionFwdAlgo_t algo, cudnnSta
  * workspace layout. Returns 1 if cuDNN can run it, else 0 with why (len
  * bytes) saying what cuDNN answered. Called with d->lock held and the
  * cuDNN handle created. */
-static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *pl,
-                    char *why, size_t len)
+static int try_plan(cu_dev *d, const pdnn__op_call *call, pdnn_conv_algo want, conv_plan *pl, char *why, size_t len)
 {
-    if (pdnn__cu_set_conv_descriptors(d, c, pl) != PDNN_SUCCESS) {
+    const pdnn__op op = call->op;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    if (pdnn__cu_set_conv_descriptors(d, call, pl) != PDNN_SUCCESS) {
         snprintf(why, len, "%s", pdnn_last_error());
         return 0;
     }
@@ -183,7 +203,7 @@ static int try_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_con
             return 0;
         }
     }
-    const size_t f = sizeof(float);
+    const size_t f = cu_esize(call->dtype);
     size_t off = 0;
     if (pl->w_copy) {
         pl->w_off = off;
@@ -225,10 +245,12 @@ static const char *want_name(pdnn_conv_algo want)
 /* Finds (or recalls) how to run c with want. Returns 0 if cuDNN cannot,
  * with why (len bytes) saying so. Called with d->lock held and the cuDNN
  * handle created. */
-static int find_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_conv_algo want, conv_plan *out,
-                     char *why, size_t len)
+static int find_plan(cu_dev *d, const pdnn__op_call *call, pdnn_conv_algo want, conv_plan *out, char *why,
+                     size_t len)
 {
-    conv_key key = key_of(c, want);
+    const pdnn__op op = call->op;
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    conv_key key = key_of(call, want);
     key.algo += 16 * (int)op; /* each op plans apart */
     const size_t home = key_slot(&key);
     size_t slot = home; /* where a new entry goes: the first free slot on the probe path */
@@ -292,7 +314,7 @@ static int find_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_co
             continue;
         plan = cand[i];
         tried++;
-        supported = try_plan(d, op, c, want, &plan, last, sizeof last);
+        supported = try_plan(d, call, want, &plan, last, sizeof last);
     }
 
     plan_entry *e = &d->plans[slot]; /* a full table overwrites the home slot */
@@ -305,9 +327,10 @@ static int find_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_co
         /* The last configuration tried copies the most (NCHW/OIHW where
          * the call's layouts differ), so its answer is the one to give. */
         snprintf(e->why, sizeof e->why,
-                 "CUDA: cuDNN has no %s convolution%s for %s input, %s filter, %s output, groups %lld "
+                 "CUDA: cuDNN has no %s%s%s convolution%s for %s input, %s filter, %s output, groups %lld "
                  "(%d operand copy configuration%s tried; the last: %s)",
-                 want_name(want),
+                 cu_reduced(call->dtype) ? pdnn__dtype_name(call->dtype) : "",
+                 cu_reduced(call->dtype) ? " " : "", want_name(want),
                  op == PDNN__OP_CONV2D_BWD_DATA     ? " backward data"
                  : op == PDNN__OP_CONV2D_BWD_FILTER ? " backward filter"
                                                     : "",
@@ -323,16 +346,23 @@ static int find_plan(cu_dev *d, pdnn__op op, const pdnn__conv2d_call *c, pdnn_co
  * (or recalled) now so that run only executes it. */
 static void conv_plan_want(cu_dev *d, const pdnn__op_call *call, pdnn__plan *plan, pdnn_conv_algo want)
 {
-    const pdnn__conv2d_call *c = &call->u.conv2d;
     char why[PDNN__WHY_LEN];
     conv_plan pl;
     memset(&pl, 0, sizeof pl);
+    if (cu_reduced(call->dtype) && call->op == PDNN__OP_CONV2D_FWD && call->u.conv2d.relu_cap > 0.0f) {
+        /* Core would clip after the convolution, a second rounding and a
+         * float32 activation call (src/ops/run.c): not for reduced data. */
+        pdnn__plan_refuse(plan, "CUDA: conv2d in %s: the CUDA algorithms have no capped relu (relu_cap %g) in "
+                                "their epilogue, and an unfused clip would round the output twice",
+                          pdnn__dtype_name(call->dtype), (double)call->u.conv2d.relu_cap);
+        return;
+    }
     pdnn_status st = pdnn__cu_lock_dnn(d);
     if (st != PDNN_SUCCESS) {
         pdnn__plan_refuse(plan, "CUDA: cuDNN could not start on device %d: %s", d->ordinal, pdnn_last_error());
         return;
     }
-    int ok = find_plan(d, call->op, c, want, &pl, why, sizeof why);
+    int ok = find_plan(d, call, want, &pl, why, sizeof why);
     pthread_mutex_unlock(&d->lock);
     if (!ok) {
         pdnn__plan_refuse(plan, "%s", why);
@@ -391,9 +421,13 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__op_call *call, const void *st
                            "filter or cuDNN's own) but got none",
                            pdnn__format_bytes(pl->total, b, sizeof b), d->ordinal);
     }
-    RETURN_IF_FAILED(pdnn__cu_set_conv_descriptors(d, c, pl));
+    RETURN_IF_FAILED(pdnn__cu_set_conv_descriptors(d, call, pl));
     char *ws = pl->total > 0 ? ptr(ws_buf) : NULL;
+    /* alpha and beta are float for half and bfloat16 data too (cuDNN's
+     * scaling parameters are double only for double data). */
     const float one = 1.0f, zero = 0.0f;
+    const cudnnDataType_t dt = cu_dnn_type(call->dtype);
+    const size_t es = cu_esize(call->dtype);
     const void *w = ptr(c->w_buf);
     if (pl->w_copy) {
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TW_SRC], w, &zero, d->t[TW_DST], ws + pl->w_off);
@@ -406,16 +440,16 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__op_call *call, const void *st
         const int64_t idims[4] = {c->n, c->c, c->h, c->w};
         int64_t pst[4];
         pdnn__layout_strides(pl->x_copy_layout, pdims, pst);
-        size_t bytes = (size_t)(c->n * c->c * pl->hp * pl->wp) * sizeof(float);
+        size_t bytes = (size_t)(c->n * c->c * pl->hp * pl->wp) * es; /* all-zero bits: +0 in every dtype */
         CU(cudaMemsetAsync, ws + pl->x_off, 0, bytes, d->stream);
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TB], idims, pst));
-        char *origin = ws + pl->x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * sizeof(float);
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TB], dt, idims, pst));
+        char *origin = ws + pl->x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * es;
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX_SRC], x, &zero, d->t[TB], origin);
         x = ws + pl->x_off;
     }
     if (c->bias_buf.region) { /* t[TB] is the bias from here on, for the fused call or the add */
         const int64_t bdims[4] = {1, c->k, 1, 1};
-        RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[TB], PDNN_NCHW, bdims));
+        RETURN_IF_FAILED(pdnn__cu_set_packed_as(d->t[TB], dt, PDNN_NCHW, bdims));
     }
     void *y = pl->y_copy ? (void *)(ws + pl->y_off) : ptr(c->y_buf);
     void *algo_ws = pl->algo_bytes > 0 ? ws + pl->algo_off : NULL;
@@ -445,9 +479,9 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__op_call *call, const void *st
     /* From here on t[TY] describes the call's output as stored. */
     const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
     if (pl->y_copy) {
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX_SRC], ydims, c->ys));
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TX_SRC], dt, ydims, c->ys));
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TY], y, &zero, d->t[TX_SRC], ptr(c->y_buf));
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], ydims, c->ys));
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TY], dt, ydims, c->ys));
     }
     if (c->bias_buf.region)
         DNN(cudnnAddTensor, d->dnn, &one, d->t[TB], ptr(c->bias_buf), &one, d->t[TY], ptr(c->y_buf));
@@ -472,7 +506,8 @@ const pdnn__algo pdnn__cu_algo_conv_vendor = {
     .plan = pdnn__cu_vendor_plan,
     .run = cu_conv_run,
     .residual = 1,
-    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_WINOGRAD),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 const pdnn__algo pdnn__cu_algo_conv_gemm = {
     .op = PDNN__OP_CONV2D_FWD,
@@ -482,7 +517,8 @@ const pdnn__algo pdnn__cu_algo_conv_gemm = {
     .plan = gemm_plan,
     .run = cu_conv_run,
     .residual = 1,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 const pdnn__algo pdnn__cu_algo_conv_direct = {
     .op = PDNN__OP_CONV2D_FWD,
@@ -492,5 +528,6 @@ const pdnn__algo pdnn__cu_algo_conv_direct = {
     .plan = pdnn__cu_direct_plan,
     .run = cu_conv_run,
     .residual = 1,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };

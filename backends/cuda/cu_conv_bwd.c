@@ -138,15 +138,17 @@ static pdnn_status conv_bwd_run(cu_dev *d, const pdnn__op_call *call, const void
                            "CUDA: this convolution backward needs %s of workspace on device %d but got none",
                            pdnn__format_bytes(pl->total, b, sizeof b), d->ordinal);
     }
-    RETURN_IF_FAILED(pdnn__cu_set_conv_descriptors(d, c, pl));
+    RETURN_IF_FAILED(pdnn__cu_set_conv_descriptors(d, call, pl));
     char *ws = pl->total > 0 ? ptr(ws_buf) : NULL;
     void *algo_ws = pl->algo_bytes > 0 ? ws + pl->algo_off : NULL;
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, zero = 0.0f; /* float scaling for half and bfloat16 data too */
+    const cudnnDataType_t dt = cu_dnn_type(call->dtype);
+    const size_t es = cu_esize(call->dtype);
     const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
     const int64_t idims[4] = {c->n, c->c, c->h, c->w};
     const void *dy = ptr(c->y_buf);
     if (pl->y_copy) {
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TB], ydims, c->ys));
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TB], dt, ydims, c->ys));
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TB], dy, &zero, d->t[TY], ws + pl->y_off);
         dy = ws + pl->y_off;
     }
@@ -156,7 +158,7 @@ static pdnn_status conv_bwd_run(cu_dev *d, const pdnn__op_call *call, const void
     if (pl->x_copy) {
         const int64_t pdims[4] = {c->n, c->c, pl->hp, pl->wp};
         pdnn__layout_strides(pl->x_copy_layout, pdims, pst);
-        origin = ws + pl->x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * sizeof(float);
+        origin = ws + pl->x_off + (size_t)(c->pad_top * pst[2] + c->pad_left * pst[3]) * es;
     }
     if (op == PDNN__OP_CONV2D_BWD_DATA) {
         const void *w = ptr(c->w_buf);
@@ -169,16 +171,16 @@ static pdnn_status conv_bwd_run(cu_dev *d, const pdnn__op_call *call, const void
             (cudnnConvolutionBwdDataAlgo_t)pl->bwd_algo, algo_ws, pl->algo_bytes, &zero, d->t[TX], dx);
         if (pl->x_copy) {
             /* The gradient of the padding is dropped: only the image part is dx. */
-            RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TB], idims, pst));
+            RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TB], dt, idims, pst));
             DNN(cudnnTransformTensor, d->dnn, &one, d->t[TB], origin, &zero, d->t[TX_SRC], ptr(c->x_buf));
         }
         return PDNN_SUCCESS;
     }
     const void *x = ptr(c->x_buf);
     if (pl->x_copy) {
-        const size_t bytes = (size_t)(c->n * c->c * pl->hp * pl->wp) * sizeof(float);
+        const size_t bytes = (size_t)(c->n * c->c * pl->hp * pl->wp) * es;
         CU(cudaMemsetAsync, ws + pl->x_off, 0, bytes, d->stream);
-        RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TB], idims, pst));
+        RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TB], dt, idims, pst));
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TX_SRC], x, &zero, d->t[TB], origin);
         x = ws + pl->x_off;
     }
@@ -199,7 +201,8 @@ const pdnn__algo pdnn__cu_algo_bwd_data_vendor = {
     .rank = 0,
     .plan = pdnn__cu_vendor_plan,
     .run = cu_conv_bwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_WINOGRAD),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 const pdnn__algo pdnn__cu_algo_bwd_data_direct = {
     .op = PDNN__OP_CONV2D_BWD_DATA,
@@ -208,7 +211,8 @@ const pdnn__algo pdnn__cu_algo_bwd_data_direct = {
     .rank = 1,
     .plan = pdnn__cu_direct_plan,
     .run = cu_conv_bwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 const pdnn__algo pdnn__cu_algo_bwd_filter_vendor = {
     .op = PDNN__OP_CONV2D_BWD_FILTER,
@@ -217,7 +221,8 @@ const pdnn__algo pdnn__cu_algo_bwd_filter_vendor = {
     .rank = 0,
     .plan = pdnn__cu_vendor_plan,
     .run = cu_conv_bwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_WINOGRAD),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 const pdnn__algo pdnn__cu_algo_bwd_filter_direct = {
     .op = PDNN__OP_CONV2D_BWD_FILTER,
@@ -226,7 +231,8 @@ const pdnn__algo pdnn__cu_algo_bwd_filter_direct = {
     .rank = 1,
     .plan = pdnn__cu_direct_plan,
     .run = cu_conv_bwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 
 /* db: cuDNN's reduction of dy over N, H and W, in dy's layout as stored. */
@@ -247,8 +253,13 @@ static pdnn_status bwd_bias_run(cu_dev *d, const pdnn__op_call *call, const void
     const pdnn__conv2d_call *c = &call->u.conv2d;
     const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
     const int64_t bdims[4] = {1, c->k, 1, 1};
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], ydims, c->ys));
-    RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[TB], PDNN_NCHW, bdims));
+    /* dy and db in the call's dtype, alpha and beta float: the legacy API
+     * takes HALF and BFLOAT16 tensors with float scaling; that its sum is
+     * float (the reference's) is for a GPU run of the precision set to
+     * show. */
+    const cudnnDataType_t dt = cu_dnn_type(call->dtype);
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TY], dt, ydims, c->ys));
+    RETURN_IF_FAILED(pdnn__cu_set_packed_as(d->t[TB], dt, PDNN_NCHW, bdims));
     const float one = 1.0f, zero = 0.0f;
     DNN(cudnnConvolutionBackwardBias, d->dnn, &one, d->t[TY], ptr(c->y_buf), &zero, d->t[TB], ptr(c->bias_buf));
     return PDNN_SUCCESS;
@@ -263,5 +274,6 @@ const pdnn__algo pdnn__cu_algo_bwd_bias_cudnn = {
     .rank = 0,
     .plan = cu_bwd_bias_plan,
     .run = cu_bwd_bias_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_WINOGRAD),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_WINOGRAD),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };

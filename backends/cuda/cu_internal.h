@@ -25,6 +25,7 @@
 #define POLYDNN_CU_INTERNAL_H
 
 #include "backend.h"
+#include "core/half.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -121,7 +122,9 @@
     X(cublasSetMathMode)                                                                           \
     X(cublasGetStatusString)                                                                       \
     X(cublasSgemm)                                                                                 \
-    X(cublasSgemmStridedBatched)
+    X(cublasSgemmStridedBatched)                                                                   \
+    X(cublasGemmEx)                                                                                \
+    X(cublasGemmStridedBatchedEx)
 
 #define DECLARE_FN(fn) __typeof__(&fn) fn;
 #define DECLARE(fn) DECLARE_FN(fn)
@@ -217,6 +220,7 @@ typedef struct conv_key {
     int64_t n, c, h, w, k, r, s, p, q, groups;
     int stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, pad_bottom, pad_right;
     int x_layout, w_layout, y_layout, algo;
+    int dtype, tf32; /* the storage dtype and the math type it allows change cuDNN's answers */
 } conv_key;
 
 typedef struct plan_entry {
@@ -243,6 +247,25 @@ typedef struct cu_dev {
 } cu_dev;
 
 /* ---- small helpers --------------------------------------------------------- */
+
+/* cuDNN's storage type of a float dtype: float16 is CUDNN_DATA_HALF,
+ * bfloat16 CUDNN_DATA_BFLOAT16 (cuDNN 8.1 and later), float32 the rest. */
+static inline cudnnDataType_t cu_dnn_type(pdnn_dtype t)
+{
+    return t == PDNN_FLOAT16 ? CUDNN_DATA_HALF : t == PDNN_BFLOAT16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+/* cuBLAS's (cudaDataType) for the same. */
+static inline cudaDataType cu_blas_type(pdnn_dtype t)
+{
+    return t == PDNN_FLOAT16 ? CUDA_R_16F : t == PDNN_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* 1 for float16 and bfloat16: stored in 16 bits, computed in float32. */
+static inline int cu_reduced(pdnn_dtype t) { return t == PDNN_FLOAT16 || t == PDNN_BFLOAT16; }
+
+/* Bytes of one element of a call's float dtype (0, float32, counts as 4). */
+static inline size_t cu_esize(pdnn_dtype t) { return cu_reduced(t) ? 2 : sizeof(float); }
 
 /* A buffer's device address. */
 static inline void *ptr(pdnn__buf b) { return (char *)b.region + b.offset; }
@@ -278,6 +301,17 @@ pdnn_status pdnn__cu_ensure_blas(cu_dev *d);
 pdnn_status pdnn__cu_set_4d(cudnnTensorDescriptor_t t, const int64_t dims[4], const int64_t st[4]);
 /* A packed tensor of dims in layout l. */
 pdnn_status pdnn__cu_set_packed(cudnnTensorDescriptor_t t, pdnn_layout l, const int64_t dims[4]);
+/* The same two in storage type dt (the float ones above are these with
+ * CUDNN_DATA_FLOAT). */
+pdnn_status pdnn__cu_set_4d_as(cudnnTensorDescriptor_t t, cudnnDataType_t dt, const int64_t dims[4],
+                               const int64_t st[4]);
+pdnn_status pdnn__cu_set_packed_as(cudnnTensorDescriptor_t t, cudnnDataType_t dt, pdnn_layout l,
+                                   const int64_t dims[4]);
+/* y = x between two descriptors of equal dims whose storage types may
+ * differ (float32, float16, bfloat16), rounding to nearest even: see
+ * cu_cast.c for the documented combinations. Called with d->lock held. */
+pdnn_status pdnn__cu_convert(cu_dev *d, cudnnTensorDescriptor_t xd, const void *x, cudnnTensorDescriptor_t yd,
+                             void *y);
 /* Fills rep (if not NULL) for an algorithm whose kernel cuDNN chose in plan. */
 void pdnn__cu_report_untuned(const pdnn__plan *plan, pdnn__run_report *rep);
 
@@ -306,9 +340,10 @@ pdnn_status pdnn__cu_run(void *dev, pdnn__cu_body body, const pdnn__op_call *cal
         return pdnn__cu_run(dev, body, call, plan, arg, state_bytes, ws, rep);                     \
     }
 
-/* cu_conv.c: the descriptors of plan pl for call c, and the convolution
- * plans that forward and backward share (want: the algorithm asked for). */
-pdnn_status pdnn__cu_set_conv_descriptors(cu_dev *d, const pdnn__conv2d_call *c, const conv_plan *pl);
+/* cu_conv.c: the descriptors of plan pl for call (a convolution), and the
+ * convolution plans that forward and backward share (want: the algorithm
+ * asked for). */
+pdnn_status pdnn__cu_set_conv_descriptors(cu_dev *d, const pdnn__op_call *call, const conv_plan *pl);
 void pdnn__cu_vendor_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan);
 void pdnn__cu_direct_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan);
 

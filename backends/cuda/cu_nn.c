@@ -7,12 +7,16 @@
 #include <math.h>
 #include <pthread.h>
 
-/* A 1 x 1 x 1 x len view: the elementwise ops run over such chunks. */
-pdnn_status pdnn__cu_set_vec(cudnnTensorDescriptor_t t, int64_t len)
+/* A 1 x 1 x 1 x len view in storage type dt: the elementwise ops run over
+ * such chunks. */
+static pdnn_status set_vec_as(cudnnTensorDescriptor_t t, cudnnDataType_t dt, int64_t len)
 {
     const int64_t dims[4] = {1, 1, 1, len};
-    return pdnn__cu_set_packed(t, PDNN_NCHW, dims);
+    return pdnn__cu_set_packed_as(t, dt, PDNN_NCHW, dims);
 }
+
+/* The same in float32. */
+pdnn_status pdnn__cu_set_vec(cudnnTensorDescriptor_t t, int64_t len) { return set_vec_as(t, CUDNN_DATA_FLOAT, len); }
 
 static pdnn_status add_run(cu_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf y, int64_t n)
 {
@@ -36,14 +40,17 @@ static pdnn_status add_run(cu_dev *d, pdnn__buf a, pdnn__buf b, pdnn__buf y, int
     return PDNN_SUCCESS;
 }
 
-/* y = a(x) over n elements, in chunks cuDNN's 4-D descriptors can hold. */
-static pdnn_status activation_chunks(cu_dev *d, cudnnActivationDescriptor_t a, pdnn__buf x, pdnn__buf y, int64_t n)
+/* y = a(x) over n elements of dtype t, in chunks cuDNN's 4-D descriptors
+ * can hold. cudnnActivationForward takes HALF and BFLOAT16 x and y (one
+ * type for both) with float alpha and beta. */
+static pdnn_status activation_chunks(cu_dev *d, cudnnActivationDescriptor_t a, pdnn__buf x, pdnn__buf y, int64_t n,
+                                     pdnn_dtype t)
 {
     const float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < n; i += EW_CHUNK) {
         const int64_t len = n - i < EW_CHUNK ? n - i : EW_CHUNK;
-        const size_t off = (size_t)i * sizeof(float);
-        RETURN_IF_FAILED(pdnn__cu_set_vec(d->t[0], len));
+        const size_t off = (size_t)i * cu_esize(t);
+        RETURN_IF_FAILED(set_vec_as(d->t[0], cu_dnn_type(t), len));
         DNN(cudnnActivationForward, d->dnn, a, &one, d->t[0], (char *)ptr(x) + off, &zero, d->t[0],
             (char *)ptr(y) + off);
     }
@@ -52,7 +59,7 @@ static pdnn_status activation_chunks(cu_dev *d, cudnnActivationDescriptor_t a, p
 
 static pdnn_status relu_run(cu_dev *d, pdnn__buf x, pdnn__buf y, int64_t n)
 {
-    return activation_chunks(d, d->relu, x, y, n);
+    return activation_chunks(d, d->relu, x, y, n, PDNN_FLOAT32);
 }
 
 static pdnn_status too_large(const char *op)
@@ -146,7 +153,12 @@ pdnn_status pdnn__cu_softmax(void *dev, pdnn__buf x, pdnn__buf y, int64_t outer,
 }
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
- * row-major buffers read as column-major are already the transposes. */
+ * row-major buffers read as column-major are already the transposes.
+ * float32 runs cublasSgemm; float16 and bfloat16 run cublasGemmEx with A,
+ * B and C all CUDA_R_16F or all CUDA_R_16BF and CUBLAS_COMPUTE_32F (float
+ * alpha and beta): rows of cublasGemmEx's table of supported types that
+ * accumulate in float32 and round C once, as the reference does, and may
+ * use tensor cores. */
 static void cu_matmul_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
     (void)dev;
@@ -171,22 +183,46 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
         return too_large("matmul");
     pthread_mutex_lock(&d->lock);
     pdnn_status st = pdnn__cu_ensure_blas(d);
+    /* float32: TF32 tensor cores only where the context enables them
+     * (CUBLAS_TF32_TENSOR_OP_MATH); else CUBLAS_DEFAULT_MATH, plain float32
+     * FMA, so that results match the reference. The handle is the
+     * device's, so every call sets its own. */
+    const int reduced = cu_reduced(call->dtype);
+    if (st == PDNN_SUCCESS && !reduced) {
+        const cublasStatus_t s = pdnn__cu_blas.cublasSetMathMode(
+            d->blas, call->allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            st = pdnn__cu_blas_fail("cublasSetMathMode", s);
+    }
     if (st == PDNN_SUCCESS) {
         const float one = 1.0f, zero = 0.0f;
         const cublasOperation_t ob = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, oa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
         const int ldb = (int)(trans_b ? k : n), lda = (int)(trans_a ? m : k);
+        const cudaDataType t = cu_blas_type(call->dtype);
         /* A batch in one call: B's and A's strides swap places as the
          * operands do; a stride of 0 reads one matrix for all. */
-        cublasStatus_t s =
-            nb > 1 ? pdnn__cu_blas.cublasSgemmStridedBatched(d->blas, ob, oa, (int)n, (int)m, (int)k, &one,
-                                                             (const float *)ptr(b), ldb, (long long)mc->stride_b,
-                                                             (const float *)ptr(a), lda, (long long)mc->stride_a,
-                                                             &zero, (float *)ptr(c), (int)n, (long long)(m * n),
-                                                             (int)nb)
-                   : pdnn__cu_blas.cublasSgemm(d->blas, ob, oa, (int)n, (int)m, (int)k, &one, (const float *)ptr(b),
-                                               ldb, (const float *)ptr(a), lda, &zero, (float *)ptr(c), (int)n);
+        cublasStatus_t s;
+        if (reduced && nb > 1)
+            s = pdnn__cu_blas.cublasGemmStridedBatchedEx(d->blas, ob, oa, (int)n, (int)m, (int)k, &one, ptr(b), t, ldb,
+                                                         (long long)mc->stride_b, ptr(a), t, lda,
+                                                         (long long)mc->stride_a, &zero, ptr(c), t, (int)n,
+                                                         (long long)(m * n), (int)nb, CUBLAS_COMPUTE_32F,
+                                                         CUBLAS_GEMM_DEFAULT);
+        else if (reduced)
+            s = pdnn__cu_blas.cublasGemmEx(d->blas, ob, oa, (int)n, (int)m, (int)k, &one, ptr(b), t, ldb, ptr(a), t,
+                                           lda, &zero, ptr(c), t, (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        else if (nb > 1)
+            s = pdnn__cu_blas.cublasSgemmStridedBatched(d->blas, ob, oa, (int)n, (int)m, (int)k, &one,
+                                                        (const float *)ptr(b), ldb, (long long)mc->stride_b,
+                                                        (const float *)ptr(a), lda, (long long)mc->stride_a, &zero,
+                                                        (float *)ptr(c), (int)n, (long long)(m * n), (int)nb);
+        else
+            s = pdnn__cu_blas.cublasSgemm(d->blas, ob, oa, (int)n, (int)m, (int)k, &one, (const float *)ptr(b), ldb,
+                                          (const float *)ptr(a), lda, &zero, (float *)ptr(c), (int)n);
         if (s != CUBLAS_STATUS_SUCCESS)
-            st = pdnn__cu_blas_fail(nb > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm", s);
+            st = pdnn__cu_blas_fail(reduced ? (nb > 1 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx")
+                                            : (nb > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm"),
+                                    s);
     }
     pthread_mutex_unlock(&d->lock);
     return st;
@@ -199,35 +235,61 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
  * min(x, alpha x) above (x for x >= 0 either way, alpha x below); another
  * clip is min(max(x, lo), hi) with the bounds in device memory,
  * broadcast. */
-static char *elem(pdnn__buf b, int64_t i) { return (char *)ptr(b) + (size_t)i * sizeof(float); }
+static char *elem(pdnn__buf b, int64_t i, pdnn_dtype t) { return (char *)ptr(b) + (size_t)i * cu_esize(t); }
 
-static pdnn_status leaky_run(cu_dev *d, const pdnn__act_call *c)
+/* The cudnnOpTensor calls below take HALF and BFLOAT16 A, B and C with
+ * the float compute type of d->max, d->min, d->add, d->mul (the FLOAT |
+ * HALF | HALF | HALF and FLOAT | BFLOAT16 | BFLOAT16 | BFLOAT16 rows of
+ * its table of supported data types): each element is computed in float
+ * and rounded once. */
+static pdnn_status leaky_run(cu_dev *d, const pdnn__act_call *c, pdnn_dtype t)
 {
     const float one = 1.0f, zero = 0.0f, alpha = c->alpha;
     cudnnOpTensorDescriptor_t op = alpha <= 1.0f ? d->max : d->min;
     for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
         const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
-        RETURN_IF_FAILED(pdnn__cu_set_vec(d->t[0], len));
+        char *x = elem(c->x_buf, i, t), *y = elem(c->y_buf, i, t);
+        RETURN_IF_FAILED(set_vec_as(d->t[0], cu_dnn_type(t), len));
         DNN(cudnnOpTensor, d->dnn, op, &one, d->t[0], x, &alpha, d->t[0], x, &zero, d->t[0], y);
     }
     return PDNN_SUCCESS;
 }
 
-static pdnn_status clip_run(cu_dev *d, const pdnn__act_call *c)
+/* cudnnSetTensor's value has the tensor's type: the bound v as t stores it. */
+typedef union cu_scalar {
+    float f;
+    uint16_t h;
+} cu_scalar;
+
+static cu_scalar scalar_as(float v, pdnn_dtype t)
+{
+    cu_scalar s = {.f = v};
+    if (t == PDNN_FLOAT16)
+        s.h = pdnn__f32_to_f16(v);
+    else if (t == PDNN_BFLOAT16)
+        s.h = pdnn__f32_to_bf16(v);
+    return s;
+}
+
+static pdnn_status clip_run(cu_dev *d, const pdnn__act_call *c, pdnn_dtype t)
 {
     const float one = 1.0f, zero = 0.0f;
     static const int64_t scalar[4] = {1, 1, 1, 1};
     if (!d->scalars)
         CU(cudaMalloc, (void **)&d->scalars, 2 * sizeof(float)); /* 8 bytes, kept with the handles */
+    /* Each bound in a float's room; a reduced dtype uses its first 2 bytes. */
     float *lo = d->scalars, *hi = d->scalars + 1;
-    RETURN_IF_FAILED(pdnn__cu_set_packed(d->t[1], PDNN_NCHW, scalar));
-    DNN(cudnnSetTensor, d->dnn, d->t[1], lo, &c->alpha);
-    DNN(cudnnSetTensor, d->dnn, d->t[1], hi, &c->beta);
+    const cudnnDataType_t dt = cu_dnn_type(t);
+    /* The bounds rounded to the dtype: max and min then select one of
+     * them or x, as the reference's float32 clip rounded once does. */
+    const cu_scalar vlo = scalar_as(c->alpha, t), vhi = scalar_as(c->beta, t);
+    RETURN_IF_FAILED(pdnn__cu_set_packed_as(d->t[1], dt, PDNN_NCHW, scalar));
+    DNN(cudnnSetTensor, d->dnn, d->t[1], lo, &vlo);
+    DNN(cudnnSetTensor, d->dnn, d->t[1], hi, &vhi);
     for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
         const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
-        RETURN_IF_FAILED(pdnn__cu_set_vec(d->t[0], len));
+        char *x = elem(c->x_buf, i, t), *y = elem(c->y_buf, i, t);
+        RETURN_IF_FAILED(set_vec_as(d->t[0], dt, len));
         DNN(cudnnOpTensor, d->dnn, d->max, &one, d->t[0], x, &one, d->t[1], lo, &zero, d->t[0], y);
         DNN(cudnnOpTensor, d->dnn, d->min, &one, d->t[0], y, &one, d->t[1], hi, &zero, d->t[0], y);
     }
@@ -236,14 +298,14 @@ static pdnn_status clip_run(cu_dev *d, const pdnn__act_call *c)
 
 /* y = alpha x: cudnnScaleTensor in place, else cudnnAddTensor with beta 0
  * (cuDNN does not read y then). */
-static pdnn_status scale_run(cu_dev *d, const pdnn__scale_call *c)
+static pdnn_status scale_run(cu_dev *d, const pdnn__scale_call *c, pdnn_dtype t)
 {
     const float zero = 0.0f, alpha = c->alpha;
     const int in_place = c->x_buf.region == c->y_buf.region && c->x_buf.offset == c->y_buf.offset;
     for (int64_t i = 0; i < c->n; i += EW_CHUNK) {
         const int64_t len = c->n - i < EW_CHUNK ? c->n - i : EW_CHUNK;
-        char *x = elem(c->x_buf, i), *y = elem(c->y_buf, i);
-        RETURN_IF_FAILED(pdnn__cu_set_vec(d->t[0], len));
+        char *x = elem(c->x_buf, i, t), *y = elem(c->y_buf, i, t);
+        RETURN_IF_FAILED(set_vec_as(d->t[0], cu_dnn_type(t), len));
         if (in_place)
             DNN(cudnnScaleTensor, d->dnn, d->t[0], y, &alpha);
         else
@@ -252,15 +314,15 @@ static pdnn_status scale_run(cu_dev *d, const pdnn__scale_call *c)
     return PDNN_SUCCESS;
 }
 
-static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
+static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c, pdnn_dtype t)
 {
     if (c->mode == PDNN_ACTIVATION_LEAKY_RELU)
-        return leaky_run(d, c);
+        return leaky_run(d, c, t);
     if (c->mode == PDNN_ACTIVATION_CLIP && c->alpha != 0.0f)
-        return clip_run(d, c);
+        return clip_run(d, c, t);
     if (c->mode == PDNN_ACTIVATION_NEG) {
         const pdnn__scale_call s = {.n = c->n, .alpha = -1.0f, .x_buf = c->x_buf, .y_buf = c->y_buf};
-        return scale_run(d, &s);
+        return scale_run(d, &s, t);
     }
     cudnnActivationDescriptor_t a = d->act;
     if (c->mode == PDNN_ACTIVATION_TANH)
@@ -274,7 +336,7 @@ static pdnn_status act_run(cu_dev *d, const pdnn__act_call *c)
         a = d->relu;
     else
         DNN(cudnnSetActivationDescriptor, a, CUDNN_ACTIVATION_CLIPPED_RELU, CUDNN_PROPAGATE_NAN, (double)c->beta);
-    return activation_chunks(d, a, c->x_buf, c->y_buf, c->n);
+    return activation_chunks(d, a, c->x_buf, c->y_buf, c->n, t);
 }
 
 /* The layout transform: cudnnTransformTensor between two strided views. */
@@ -292,7 +354,7 @@ static pdnn_status transform_run(cu_dev *d, const pdnn__transform_call *c)
  * full side (y's dims) and B the other, a - b with b as A being -b + a.
  * y is packed in memory order (NCHW-style strides over dims). The plan
  * has refused division and calls where both sides repeat. */
-static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
+static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c, pdnn_dtype t)
 {
     /* The plan has refused calls with more than 4 axes after core's
      * merging: those are the last 4 (the others are 1). */
@@ -317,9 +379,10 @@ static pdnn_status binary_run(cu_dev *d, const pdnn__binary_call *c)
     const float plus = 1.0f, minus = -1.0f;
     const int sub = c->kind == PDNN_BINARY_SUB;
     const float *alpha1 = sub && swap ? &minus : &plus, *alpha2 = sub && !swap ? &minus : &plus;
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TX], fd, fst));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TY], rd, rst));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[TW_SRC], dims, ys));
+    const cudnnDataType_t dt = cu_dnn_type(t);
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TX], dt, fd, fst));
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TY], dt, rd, rst));
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[TW_SRC], dt, dims, ys));
     DNN(cudnnOpTensor, d->dnn, c->kind == PDNN_BINARY_MUL ? d->mul : d->add, alpha1, d->t[TX],
         ptr(swap ? c->b_buf : c->a_buf), alpha2, d->t[TY], ptr(swap ? c->a_buf : c->b_buf), &zero, d->t[TW_SRC],
         ptr(c->y_buf));
@@ -382,26 +445,29 @@ static void cu_nn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 static pdnn_status nn_body(cu_dev *d, const pdnn__op_call *call, const void *unused, pdnn__buf ws)
 {
     (void)unused, (void)ws;
-    return call->op == PDNN__OP_ACTIVATION  ? act_run(d, &call->u.act)
+    return call->op == PDNN__OP_ACTIVATION  ? act_run(d, &call->u.act, call->dtype)
            : call->op == PDNN__OP_TRANSFORM ? transform_run(d, &call->u.transform)
-           : call->op == PDNN__OP_BINARY    ? binary_run(d, &call->u.binary)
+           : call->op == PDNN__OP_BINARY    ? binary_run(d, &call->u.binary, call->dtype)
            : call->op == PDNN__OP_PAD       ? pad_run(d, &call->u.pad)
-                                            : scale_run(d, &call->u.scale);
+                                            : scale_run(d, &call->u.scale, call->dtype);
 }
 
 CU_DEFINE_RUN_NO_STATE(cu_nn_run, nn_body)
 
 const pdnn__algo pdnn__cu_algo_act_cudnn = {
-    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
+    .op = PDNN__OP_ACTIVATION, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run,
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 const pdnn__algo pdnn__cu_algo_transform_cudnn = {
     .op = PDNN__OP_TRANSFORM, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run,
     .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_binary_cudnn = {
-    .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
+    .op = PDNN__OP_BINARY, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run,
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};
 const pdnn__algo pdnn__cu_algo_pad_cudnn = {
     .op = PDNN__OP_PAD, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run,
     .tol = PDNN__TOL_F32(PDNN__TOL_EXACT)};
 const pdnn__algo pdnn__cu_algo_scale_cudnn = {
     .op = PDNN__OP_SCALE, .name = "cudnn", .rank = 0, .plan = cu_nn_plan, .run = cu_nn_run};
 const pdnn__algo pdnn__cu_algo_matmul_cublas = {
-    .op = PDNN__OP_GEMM, .name = "cublas", .rank = 0, .plan = cu_matmul_plan, .run = cu_matmul};
+    .op = PDNN__OP_GEMM, .name = "cublas", .rank = 0, .plan = cu_matmul_plan, .run = cu_matmul,
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT};

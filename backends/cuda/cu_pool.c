@@ -94,6 +94,15 @@ static void cu_pool_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     const pdnn__pool2d_call *c = &call->u.pool2d;
     pool_plan pl;
     plan_pool(c, &pl);
+    if (pl.why && cu_reduced(call->dtype)) {
+        /* The padded copy is filled with cudnnSetTensor, whose value has
+         * the tensor's type, and scaled by a float32 divisor table: a
+         * float32-only path. */
+        pdnn__plan_refuse(plan, "CUDA: pool2d in %s: this call has %s, which the CUDA backend pools on a padded "
+                                "float32 copy; cuDNN's own padding takes the %s calls it can express",
+                          pdnn__dtype_name(call->dtype), pl.why, pdnn__dtype_name(call->dtype));
+        return;
+    }
     const char *big = pool_too_large(c, &pl);
     if (big) {
         pdnn__plan_refuse(plan,
@@ -199,12 +208,16 @@ static pdnn_status set_pool_descriptor(cu_dev *d, const pdnn__pool2d_call *c)
 
 /* Pools c with cuDNN's own padding. Called with d->lock held and the
  * cuDNN handle created. */
-static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
+/* x and y in storage type dt: cudnnPoolingForward takes HALF and BFLOAT16
+ * tensors with float alpha and beta. Max selects, so it is exact; that
+ * the averages sum in float as the reference does is not documented, and
+ * the precision set's one-unit bound is what checks it on a GPU. */
+static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c, cudnnDataType_t dt)
 {
     const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
     const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[0], xdims, c->xs));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[1], ydims, c->ys));
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[0], dt, xdims, c->xs));
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[1], dt, ydims, c->ys));
     RETURN_IF_FAILED(set_pool_descriptor(d, c));
     const float one = 1.0f, zero = 0.0f;
     DNN(cudnnPoolingForward, d->dnn, d->pool, &one, d->t[0], ptr(c->x_buf), &zero, d->t[1], ptr(c->y_buf));
@@ -215,7 +228,8 @@ static pdnn_status pool_run(cu_dev *d, const pdnn__pool2d_call *c)
 static pdnn_status pool_body(cu_dev *d, const pdnn__op_call *call, const void *state, pdnn__buf ws)
 {
     const pool_plan *pl = state;
-    return pl->why ? pool_padded_run(d, &call->u.pool2d, pl, ws) : pool_run(d, &call->u.pool2d);
+    return pl->why ? pool_padded_run(d, &call->u.pool2d, pl, ws)
+                   : pool_run(d, &call->u.pool2d, cu_dnn_type(call->dtype));
 }
 
 CU_DEFINE_RUN(cu_pool_run, pool_body, pool_plan)
@@ -227,7 +241,8 @@ const pdnn__algo pdnn__cu_algo_pool_cudnn = {
     .rank = 0,
     .plan = cu_pool_plan,
     .run = cu_pool_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };
 
 /* Pooling backward: cudnnPoolingBackward needs the forward's y, so the
@@ -247,12 +262,12 @@ _Static_assert(sizeof(pool_bwd_plan) <= sizeof(((pdnn__plan *)0)->state),
                "pool_bwd_plan must fit in pdnn__plan.state");
 
 /* Bytes spanned by a tensor of dims with element strides st. */
-static size_t strided_bytes(const int64_t dims[4], const int64_t st[4])
+static size_t strided_bytes(const int64_t dims[4], const int64_t st[4], size_t esize)
 {
     int64_t last = 0;
     for (int i = 0; i < 4; i++)
         last += (dims[i] - 1) * st[i];
-    return (size_t)(last + 1) * sizeof(float);
+    return (size_t)(last + 1) * esize;
 }
 
 static void cu_pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
@@ -279,10 +294,11 @@ static void cu_pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *p
     }
     pool_bwd_plan pl;
     memset(&pl, 0, sizeof pl);
-    pl.y_bytes = align256(strided_bytes(ydims, c->ys));
+    const size_t es = cu_esize(call->dtype);
+    pl.y_bytes = align256(strided_bytes(ydims, c->ys, es));
     pl.dx_copy = memcmp(c->xs, c->dxs, sizeof c->xs) != 0;
     pl.dx_off = pl.y_bytes;
-    pl.total = pl.y_bytes + (pl.dx_copy ? align256(strided_bytes(xdims, c->xs)) : 0);
+    pl.total = pl.y_bytes + (pl.dx_copy ? align256(strided_bytes(xdims, c->xs, es)) : 0);
     plan->supported = 1;
     plan->workspace = pl.total;
     memcpy(plan->state, &pl, sizeof pl); /* state is bytes: copy, never alias */
@@ -301,9 +317,13 @@ static pdnn_status pool_bwd_run(cu_dev *d, const pdnn__op_call *call, const void
     char *ws = ptr(ws_buf);
     const int64_t xdims[4] = {c->n, c->c, c->h, c->w};
     const int64_t ydims[4] = {c->n, c->c, c->p, c->q};
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[0], xdims, c->xs));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[1], ydims, c->ys));
-    RETURN_IF_FAILED(pdnn__cu_set_4d(d->t[2], xdims, c->dxs));
+    /* Every tensor in the call's storage type: cudnnPoolingBackward takes
+     * HALF and BFLOAT16 y, dy, x and dx with float alpha and beta. The
+     * recomputed y is in that type too, as the forward stored it. */
+    const cudnnDataType_t dt = cu_dnn_type(call->dtype);
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[0], dt, xdims, c->xs));
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[1], dt, ydims, c->ys));
+    RETURN_IF_FAILED(pdnn__cu_set_4d_as(d->t[2], dt, xdims, c->dxs));
     RETURN_IF_FAILED(set_pool_descriptor(d, c));
     const float one = 1.0f, zero = 0.0f;
     DNN(cudnnPoolingForward, d->dnn, d->pool, &one, d->t[0], ptr(c->x_buf), &zero, d->t[1], ws);
@@ -323,5 +343,6 @@ const pdnn__algo pdnn__cu_algo_pool_bwd_cudnn = {
     .rank = 0,
     .plan = cu_pool_bwd_plan,
     .run = cu_pool_bwd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT,
 };

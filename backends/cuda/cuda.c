@@ -136,7 +136,8 @@ pdnn_status pdnn__cu_ensure_blas(cu_dev *d)
     if (s != CUBLAS_STATUS_SUCCESS)
         return pdnn__cu_blas_fail("cublasCreate", s);
     s = pdnn__cu_blas.cublasSetStream(h, d->stream);
-    /* Plain FP32: no TF32 tensor-core math, so results match the reference. */
+    /* Plain FP32: no TF32 tensor-core math, so results match the
+     * reference; a matmul sets TF32 where its context enables it. */
     if (s == CUBLAS_STATUS_SUCCESS)
         s = pdnn__cu_blas.cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -374,13 +375,19 @@ static pdnn_status cu_sync(void *dev)
 /* A 4-D float tensor descriptor with the given logical dims and element strides. */
 pdnn_status pdnn__cu_set_4d(cudnnTensorDescriptor_t t, const int64_t dims[4], const int64_t st[4])
 {
+    return pdnn__cu_set_4d_as(t, CUDNN_DATA_FLOAT, dims, st);
+}
+
+pdnn_status pdnn__cu_set_4d_as(cudnnTensorDescriptor_t t, cudnnDataType_t dt, const int64_t dims[4],
+                               const int64_t st[4])
+{
     for (int i = 0; i < 4; i++)
         if (!fits_int(dims[i]) || !fits_int(st[i]))
             return pdnn__error(PDNN_ERR_UNSUPPORTED,
                                "CUDA: a tensor of dims %lld x %lld x %lld x %lld is too large for cuDNN "
                                "(sizes and strides must fit in int)",
                                (long long)dims[0], (long long)dims[1], (long long)dims[2], (long long)dims[3]);
-    DNN(cudnnSetTensor4dDescriptorEx, t, CUDNN_DATA_FLOAT, (int)dims[0], (int)dims[1], (int)dims[2],
+    DNN(cudnnSetTensor4dDescriptorEx, t, dt, (int)dims[0], (int)dims[1], (int)dims[2],
         (int)dims[3], (int)st[0], (int)st[1], (int)st[2], (int)st[3]);
     return PDNN_SUCCESS;
 }
@@ -388,9 +395,15 @@ pdnn_status pdnn__cu_set_4d(cudnnTensorDescriptor_t t, const int64_t dims[4], co
 /* A packed tensor of dims in layout l. */
 pdnn_status pdnn__cu_set_packed(cudnnTensorDescriptor_t t, pdnn_layout l, const int64_t dims[4])
 {
+    return pdnn__cu_set_packed_as(t, CUDNN_DATA_FLOAT, l, dims);
+}
+
+pdnn_status pdnn__cu_set_packed_as(cudnnTensorDescriptor_t t, cudnnDataType_t dt, pdnn_layout l,
+                                   const int64_t dims[4])
+{
     int64_t st[4];
     pdnn__layout_strides(l, dims, st);
-    return pdnn__cu_set_4d(t, dims, st);
+    return pdnn__cu_set_4d_as(t, dt, dims, st);
 }
 
 /* ---- running an op -------------------------------------------------------- */
@@ -482,6 +495,9 @@ static const pdnn__algo *const cu_matmul_algos[] = {&pdnn__cu_algo_matmul_cublas
 extern const pdnn__algo pdnn__cu_algo_relu_bwd_cudnn, pdnn__cu_algo_optimizer_cudnn;
 static const pdnn__algo *const cu_relu_bwd_algos[] = {&pdnn__cu_algo_relu_bwd_cudnn, NULL};
 static const pdnn__algo *const cu_optimizer_algos[] = {&pdnn__cu_algo_optimizer_cudnn, NULL};
+/* pdnn_cast (cu_cast.c) */
+extern const pdnn__algo pdnn__cu_algo_cast_cudnn;
+static const pdnn__algo *const cu_cast_algos[] = {&pdnn__cu_algo_cast_cudnn, NULL};
 
 const pdnn__backend pdnn__cuda_backend = {
     .name = "cuda",
@@ -519,7 +535,8 @@ const pdnn__backend pdnn__cuda_backend = {
               [PDNN__OP_INDEX] = cu_index_algos,
               [PDNN__OP_WHERE] = cu_where_algos,
               [PDNN__OP_SCALE] = cu_scale_algos,
-              [PDNN__OP_ND_LAYER_NORM_BWD] = cu_layer_norm_bwd_algos},
+              [PDNN__OP_ND_LAYER_NORM_BWD] = cu_layer_norm_bwd_algos,
+              [PDNN__OP_CAST] = cu_cast_algos},
     .add = pdnn__cu_add,
     .bias_add = pdnn__cu_bias_add,
     .relu = pdnn__cu_relu,

@@ -86,7 +86,7 @@ class _ContextOptions(ctypes.Structure):
     _fields_ = [("allow_growth", _c_int), ("growth_policy", _c_int),
                 ("memory_fraction", _c_double), ("memory_limit", _c_uint64),
                 ("log_device_placement", _c_int), ("visible_devices", _cp),
-                ("tuning", _c_int)]
+                ("tuning", _c_int), ("enable_tensor_float_32_execution", _c_int)]
 
 
 _GROWTH = {"gradual": 0, "double": 1}
@@ -205,6 +205,7 @@ _version = _fn("pdnn_version", _cp)
 _options_init = _fn("pdnn_context_options_init", None, _P(_ContextOptions))
 _context_create = _fn("pdnn_context_create", _c_int, _P(_ContextOptions), _P(_vp))
 _context_destroy = _fn("pdnn_context_destroy", None, _vp)
+_context_tf32 = _fn("pdnn_context_tensor_float_32_enabled", _c_int, _vp)
 _device_count = _fn("pdnn_device_count", _c_int, _vp)
 _device_get = _fn("pdnn_device_get", _c_int, _vp, _c_int, _P(_vp))
 _device_find = _fn("pdnn_device_find", _c_int, _vp, _cp, _P(_vp))
@@ -507,14 +508,18 @@ class Context:
 
     def __init__(self, allow_growth=True, memory_fraction=0.0, memory_limit=0,
                  visible_devices=None, growth_policy="gradual", log_device_placement=False,
-                 allow_soft_placement=False, tuning=None):
+                 allow_soft_placement=False, tuning=None, enable_tensor_float_32_execution=True):
         """allow_growth is True here, 0 in C's pdnn_context_options_init and
         the tool (the whole limit reserved on first use): docs/python.md,
         "Context defaults", says why. log_device_placement: sessions on this context print where each
         node runs. allow_soft_placement: the default of Session's; a node
         pinned to a device that does not exist runs elsewhere. tuning:
         'off', 'cached' (the library's default), 'search' or 'force' (see
-        docs/tuning.md; POLYDNN_TUNING overrides)."""
+        docs/tuning.md; POLYDNN_TUNING overrides).
+        enable_tensor_float_32_execution: TensorFlow's option and default;
+        float32 convolutions and matmuls on CUDA may use TF32 tensor cores
+        (host and OpenCL ignore it; POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION
+        overrides)."""
         if growth_policy not in _GROWTH:
             raise ValueError("growth_policy must be 'gradual' or 'double', got %r" % (growth_policy,))
         if tuning is not None and tuning not in _TUNING:
@@ -528,6 +533,7 @@ class Context:
         o.log_device_placement = int(bool(log_device_placement))
         if tuning is not None:
             o.tuning = _TUNING[tuning]
+        o.enable_tensor_float_32_execution = int(bool(enable_tensor_float_32_execution))
         self.allow_soft_placement = bool(allow_soft_placement)
         self._visible = visible_devices.encode() if visible_devices else None
         o.visible_devices = self._visible
@@ -540,6 +546,13 @@ class Context:
         if h:
             self._h = None
             _destroy(h)  # the creator's reference; live tensors and exports hold their own
+
+    @property
+    def tensor_float_32_enabled(self):
+        """Whether float32 work on CUDA may use TF32 tensor cores: the
+        enable_tensor_float_32_execution option after the environment's
+        override (POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION)."""
+        return bool(_context_tf32(self._h))
 
     def devices(self):
         out = []

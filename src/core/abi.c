@@ -30,6 +30,7 @@ static const layout_entry layouts[] = {
     FIELD(pdnn_context_options, log_device_placement),
     FIELD(pdnn_context_options, visible_devices),
     FIELD(pdnn_context_options, tuning),
+    FIELD(pdnn_context_options, enable_tensor_float_32_execution),
 
     STRUCT(pdnn_device_info),
     FIELD(pdnn_device_info, name),

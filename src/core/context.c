@@ -36,11 +36,14 @@ void pdnn_context_options_init(pdnn_context_options *opts)
     if (!opts)
         return;
     memset(opts, 0, sizeof *opts);
+    opts->enable_tensor_float_32_execution = 1; /* TensorFlow's default */
 }
 
 /* ---- environment overrides ------------------------------------------ */
 
-static pdnn_status env_bool(const char *var, int *dst, int allow_digits)
+/* loud: an override that changes the option is said on stderr; else only
+ * under POLYDNN_DEBUG (a variable test harnesses set for every process). */
+static pdnn_status env_bool_say(const char *var, int *dst, int allow_digits, int loud)
 {
     const char *v = getenv(var);
     if (!v)
@@ -54,11 +57,18 @@ static pdnn_status env_bool(const char *var, int *dst, int allow_digits)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "environment variable %s='%s' is invalid: expected %s",
                            var, v, allow_digits ? "true, false, 1 or 0" : "exactly 'true' or 'false'");
-    if (val != *dst)
+    if (val != *dst && loud)
         fprintf(stderr, "polydnn: %s=%s overrides the context option (was %s)\n",
                 var, v, *dst ? "true" : "false");
+    else if (val != *dst)
+        pdnn__debug("%s=%s overrides the context option (was %s)", var, v, *dst ? "true" : "false");
     *dst = val;
     return PDNN_SUCCESS;
+}
+
+static pdnn_status env_bool(const char *var, int *dst, int allow_digits)
+{
+    return env_bool_say(var, dst, allow_digits, 1);
 }
 
 static pdnn_status env_growth(pdnn_growth_policy *dst)
@@ -544,6 +554,10 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
                            "pdnn_context_create: memory_fraction %g is invalid: expected 0 < f <= 1 (0 = unset)",
                            o.memory_fraction);
+    if (o.enable_tensor_float_32_execution != 0 && o.enable_tensor_float_32_execution != 1)
+        return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
+                           "pdnn_context_create: enable_tensor_float_32_execution is %d; expected 0 or 1",
+                           o.enable_tensor_float_32_execution);
     if (o.tuning != PDNN_TUNING_CACHED && o.tuning != PDNN_TUNING_OFF && o.tuning != PDNN_TUNING_SEARCH &&
         o.tuning != PDNN_TUNING_FORCE)
         return pdnn__error(PDNN_ERR_INVALID_ARGUMENT,
@@ -556,6 +570,8 @@ pdnn_status pdnn_context_create(const pdnn_context_options *opts, pdnn_context *
         (st = env_fraction(&o.memory_fraction)) != PDNN_SUCCESS ||
         (st = env_limit_mb(&o.memory_limit)) != PDNN_SUCCESS ||
         (st = env_bool("POLYDNN_LOG_DEVICE_PLACEMENT", &o.log_device_placement, 1)) != PDNN_SUCCESS ||
+        (st = env_bool_say("POLYDNN_ENABLE_TENSOR_FLOAT_32_EXECUTION", &o.enable_tensor_float_32_execution, 1,
+                           0)) != PDNN_SUCCESS ||
         (st = tuning_mode_from_env(&o.tuning)) != PDNN_SUCCESS ||
         (st = program_cache_check_env()) != PDNN_SUCCESS)
         return st;
@@ -620,6 +636,11 @@ void pdnn__context_unref(pdnn_context *ctx)
     destroy_devices(ctx);
     free(ctx->visible_devices);
     free(ctx);
+}
+
+int pdnn_context_tensor_float_32_enabled(const pdnn_context *ctx)
+{
+    return ctx ? ctx->opts.enable_tensor_float_32_execution : 0;
 }
 
 const char *pdnn_context_notes(const pdnn_context *ctx) { return ctx ? ctx->backend_notes : ""; }

@@ -35,6 +35,7 @@ void pdnn__call_prepare(pdnn_device *dev, pdnn__op_call *call)
     call->tuning = dev->ctx->opts.tuning;
     call->device_key = dev->tune_key;
     call->force_config = forced.active && forced.op == call->op ? forced.config : -1;
+    call->allow_tf32 = dev->ctx->opts.enable_tensor_float_32_execution;
 }
 
 /* Refuses algo for call's dtype: "op: the B backend's 'A' algorithm has
