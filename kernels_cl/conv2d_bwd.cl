@@ -46,7 +46,7 @@ __kernel void conv2d_bwd_data_direct(__global const REAL_T *dy, long dy_off,
             const long yo = dybase + (long)p * ys.s2 + (long)q * ys.s3;
             const long wo = wbase + (long)r * ws.s2 + (long)s * ws.s3;
             for (int k = 0; k < kpg; k++)
-                acc = fma(LOAD_REAL(dy, yo + k * ys.s1), LOAD_REAL(w, wo + k * ws.s0), acc);
+                acc = fma(LOAD_REAL_S(dy, yo + k * ys.s1), LOAD_REAL_S(w, wo + k * ws.s0), acc);
         }
     }
     STORE_REAL(acc, dx, dx_off + n * xs.s0 + (long)c * xs.s1 + (long)ih * xs.s2 + (long)iw * xs.s3);
@@ -103,8 +103,8 @@ __kernel void conv2d_bwd_filter_direct(__global const REAL_T *x, long x_off,
             const long xrow = xc + n * xs.s0 + (long)(p * geom.s0 + oh) * xs.s2;
             const long yrow = yk + n * ys.s0 + (long)p * ys.s2;
             for (int q = q0; q < q1; q++)
-                acc = fma(LOAD_REAL(dy, yrow + (long)q * ys.s3), LOAD_REAL(x, xrow + (long)(q * geom.s1 + ow) * xs.s3),
-                          acc);
+                acc = fma(LOAD_REAL_S(dy, yrow + (long)q * ys.s3),
+                          LOAD_REAL_S(x, xrow + (long)(q * geom.s1 + ow) * xs.s3), acc);
         }
     STORE_REAL(acc, dw, dw_off + (long)k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3);
 }
@@ -154,7 +154,7 @@ __kernel void conv2d_bwd_filter_split(__global const REAL_T *x, long x_off,
         const long xrow = xc + n * xs.s0 + (long)ih * xs.s2;
         const long yrow = yk + n * ys.s0 + (long)p * ys.s2;
         for (int q = q0; q < q1; q++)
-            acc = fma(LOAD_REAL(dy, yrow + (long)q * ys.s3), LOAD_REAL(x, xrow + (long)(q * geom.s1 + ow) * xs.s3),
+            acc = fma(LOAD_REAL_S(dy, yrow + (long)q * ys.s3), LOAD_REAL_S(x, xrow + (long)(q * geom.s1 + ow) * xs.s3),
                       acc);
     }
     part[part_off + (long)slice * elems + e] = acc;
@@ -262,11 +262,11 @@ __kernel void conv2d_bwd_data_igemm(__global const REAL_T *dy, long dy_off,
             for (int k = 0; k < kpg; k++) {
                 float wv[CT];
                 for (int i = 0; i < CT; i++)
-                    wv[i] = LOAD_REAL(w, wo + k * ws.s0 + i * ws.s1);
+                    wv[i] = LOAD_REAL_S(w, wo + k * ws.s0 + i * ws.s1);
                 for (int j = 0; j < PT; j++) {
                     if (!hit[j]) /* skipped, not multiplied by 0: w may hold inf */
                         continue;
-                    const float dv = LOAD_REAL(dy, yo[j] + k * ys.s1);
+                    const float dv = LOAD_REAL_S(dy, yo[j] + k * ys.s1);
                     for (int i = 0; i < CT; i++)
                         acc[i][j] = fma(dv, wv[i], acc[i][j]);
                 }
