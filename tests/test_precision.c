@@ -558,3 +558,66 @@ Test(precision, reduced_plan_keeps_no_packed_filter)
     cr_assert_eq(wpack[1], 0, "float16's plan keeps %zu bytes on a tensor its run never sees", wpack[1]);
     pdnn_context_destroy(ctx);
 }
+
+/* OpenCL's grouped backward kernels widen each element as loaded (float16
+ * through the prelude's F16_LOAD_INLINE, integer operations): a depthwise
+ * 1x1 backward data with a filter of ones gives dx = dy, and backward
+ * filter over one pixel dw = x, so every pattern of the dtype must come
+ * back as itself from each algorithm that reads it in place: normals,
+ * subnormals, infinities; a NaN as a NaN, -0 as a zero (the float32 sum
+ * starts at +0). */
+Test(precision, grouped_gradients_widen_every_value_exactly)
+{
+    enum { N = 65536 };
+    pdnn_context *ctx = th_context();
+    static const char *const data_algos[] = {"direct", "implicit_gemm"};
+    for (int dv = 1; dv < pdnn_device_count(ctx); dv++) {
+        pdnn_device *dev = NULL;
+        pdnn_device_get(ctx, dv, &dev);
+        if (strcmp(backend_of(dev), "opencl") != 0)
+            continue;
+        for (int r = 0; r < 2; r++) {
+            const pdnn_dtype t = reduced[r];
+            const pdnn_tensor_desc xd = NCHW(1, N, 1, 1), wd = {PDNN_FLOAT32, PDNN_OIHW, {N, 1, 1, 1}, 4};
+            uint16_t *bits = malloc(N * sizeof *bits);
+            float *one = malloc(N * sizeof *one), *want = malloc(N * sizeof *want);
+            for (int i = 0; i < N; i++) {
+                bits[i] = (uint16_t)i;
+                one[i] = 1.0f;
+                want[i] = t == PDNN_FLOAT16 ? pdnn__f16_to_f32(bits[i]) : pdnn__bf16_to_f32(bits[i]);
+            }
+            pdnn_tensor *v = make(dev, xd, t, NULL), *w = make(dev, wd, t, one), *out = make(dev, xd, t, NULL);
+            pdnn_tensor *ones = make(dev, xd, t, one), *dw = make(dev, wd, t, NULL);
+            cr_assert_eq(pdnn_tensor_write(v, bits, N * sizeof *bits), PDNN_SUCCESS, "%s", pdnn_last_error());
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.groups = N;
+            for (int a = 0; a < 3; a++) {
+                const int filter = a == 2;
+                const pdnn__op op = filter ? PDNN__OP_CONV2D_BWD_FILTER : PDNN__OP_CONV2D_BWD_DATA;
+                pdnn__dispatch_force(op, filter ? "direct" : data_algos[a], -1);
+                const pdnn_status st = filter ? pdnn_conv2d_backward_filter(&p, v, ones, dw)
+                                              : pdnn_conv2d_backward_data(&p, v, w, out);
+                pdnn__dispatch_force(op, NULL, -1);
+                cr_assert_eq(st, PDNN_SUCCESS, "%s %s in %s: %s", pdnn__op_name(op), filter ? "direct" : data_algos[a],
+                             pdnn__dtype_name(t), pdnn_last_error());
+                float *got = fetch(filter ? dw : out);
+                for (int i = 0; i < N; i++)
+                    cr_assert(isnan(want[i]) ? isnan(got[i]) != 0 : got[i] == want[i],
+                              "%s %s in %s: 0x%04x (%.9g) came back as %.9g", pdnn__op_name(op),
+                              filter ? "direct" : data_algos[a], pdnn__dtype_name(t), (unsigned)i, (double)want[i],
+                              (double)got[i]);
+                free(got);
+            }
+            pdnn_tensor_release(v);
+            pdnn_tensor_release(w);
+            pdnn_tensor_release(out);
+            pdnn_tensor_release(ones);
+            pdnn_tensor_release(dw);
+            free(bits);
+            free(one);
+            free(want);
+        }
+    }
+    pdnn_context_destroy(ctx);
+}
