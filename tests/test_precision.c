@@ -180,6 +180,20 @@ static pdnn_status run_conv_bwd_filter(pdnn_tensor *const *in, pdnn_tensor *cons
     return pdnn_conv2d_backward_filter(&p, in[0], in[1], out[0]);
 }
 
+/* depthwise (5 channels), stride 2, padding 1: AUTO's grouped choices */
+static pdnn_status run_dw_bwd(pdnn_tensor *const *in, pdnn_tensor *const *out, int filter)
+{
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    p.stride_h = p.stride_w = 2;
+    p.groups = 5;
+    return filter ? pdnn_conv2d_backward_filter(&p, in[0], in[1], out[0])
+                  : pdnn_conv2d_backward_data(&p, in[0], in[1], out[0]);
+}
+static pdnn_status run_dw_bwd_data(pdnn_tensor *const *in, pdnn_tensor *const *out) { return run_dw_bwd(in, out, 0); }
+static pdnn_status run_dw_bwd_filter(pdnn_tensor *const *in, pdnn_tensor *const *out) { return run_dw_bwd(in, out, 1); }
+
 static pdnn_status run_pool(pdnn_tensor *const *in, pdnn_tensor *const *out)
 {
     pdnn_pool2d_params p;
@@ -240,6 +254,10 @@ static const op_case cases[] = {
      {{PDNN_FLOAT32, PDNN_NHWC, {2, 5, 7, 6}, 4}}, run_conv_residual},
     {"conv2d_bwd_filter", 2, 1, {NCHW(2, 3, 7, 6), NCHW(2, 5, 7, 6)}, {{PDNN_FLOAT32, PDNN_OIHW, {5, 3, 3, 3}, 4}},
      run_conv_bwd_filter},
+    {"conv2d_bwd_data", 2, 1, {NCHW(2, 5, 4, 3), {PDNN_FLOAT32, PDNN_OIHW, {5, 1, 3, 3}, 4}}, {NCHW(2, 5, 7, 6)},
+     run_dw_bwd_data},
+    {"conv2d_bwd_filter", 2, 1, {NCHW(2, 5, 7, 6), NCHW(2, 5, 4, 3)}, {{PDNN_FLOAT32, PDNN_OIHW, {5, 1, 3, 3}, 4}},
+     run_dw_bwd_filter},
     {"pool2d", 1, 1, {NCHW(2, 3, 7, 6)}, {NCHW(2, 3, 4, 3)}, run_pool},
     {"pool2d_bwd", 2, 1, {NCHW(1, 2, 6, 6), NCHW(1, 2, 3, 3)}, {NCHW(1, 2, 6, 6)}, run_pool_bwd},
     {"activation", 1, 1, {ND3(3, 5, 7)}, {ND3(3, 5, 7)}, run_sigmoid},
@@ -346,10 +364,12 @@ Test(precision, every_device_computes_or_refuses_naming_the_dtype)
                 const pdnn_status st = run_case(c, dev, t, got);
                 /* OpenCL stores these in both dtypes (kernels over REAL_T;
                  * convolution through direct, which has no residual
-                 * epilogue: the residual case is refused, by name) */
+                 * epilogue: the residual case is refused, by name; the
+                 * gradients, depthwise ones too, through AUTO's choice) */
                 const int cl_has = strcmp(backend_of(dev), "opencl") == 0 &&
                                    (strcmp(c->name, "activation") == 0 || strcmp(c->name, "binary") == 0 ||
                                     strcmp(c->name, "pool2d") == 0 || strcmp(c->name, "pool2d_bwd") == 0 ||
+                                    strncmp(c->name, "conv2d_bwd_", 11) == 0 ||
                                     (strcmp(c->name, "conv2d") == 0 && c->n_in == 2));
                 cr_assert(st == PDNN_SUCCESS || !cl_has, "%s in %s on opencl: %s", c->name, pdnn__dtype_name(t),
                           pdnn_last_error());
