@@ -17,6 +17,11 @@
  * (dx from x and dy; the average reads no x), memory-bound: dx's
  * elements per second, GB/s of x, dy and dx (plane's float32 workspace
  * in the reduced dtypes not counted).
+ * dw3x3_bwd_data and dw3x3_bwd_filter are a depthwise 3x3's backward
+ * directions at batch 8 in MobileNetV2's shapes (_32x112: its first
+ * block's 32 channels at 112x112; _144x56: 144 at 56x56; stride 1,
+ * padding 1), memory-bound: elements of dx, or of x for the filter, per
+ * second; GB/s of dy, w and dx, or of x, dy and dw.
  *     bench_lowp [rounds [device [op]]]    (default 5, the first GPU/OpenCL device) */
 #include "polydnn.h"
 
@@ -51,11 +56,15 @@ static void die(const char *what)
 }
 
 enum { MAXPOOL, DEPTHWISE, BATCHNORM, RELU6, ADD, CONV3X3, CONV1X1, LINEAR, LINEAR_NT, ATTN_QK, ATTN_AV, BWD3X3,
-       BWDF3X3, MAXPOOL_BWD, AVGPOOL_BWD, N_OPS };
+       BWDF3X3, MAXPOOL_BWD, AVGPOOL_BWD, DW_BWD_DATA_32, DW_BWD_DATA_144, DW_BWD_FILTER_32, DW_BWD_FILTER_144,
+       N_OPS };
 static const char *const op_names[N_OPS] = {"maxpool3x3s2", "depthwise3x3", "batchnorm", "relu6", "add",
                                             "conv3x3", "conv1x1", "linear", "linear_nt", "attn_qk", "attn_av",
                                             "conv3x3_bwd_data", "conv3x3_bwd_filter", "maxpool3x3s2_bwd",
-                                            "avgpool2x2_bwd"};
+                                            "avgpool2x2_bwd", "dw3x3_bwd_data_32x112", "dw3x3_bwd_data_144x56",
+                                            "dw3x3_bwd_filter_32x112", "dw3x3_bwd_filter_144x56"};
+/* The depthwise backward ops' channels and image size. */
+static int dw_bwd_channels(int op) { return op == DW_BWD_DATA_32 || op == DW_BWD_FILTER_32 ? 32 : 144; }
 static int is_matmul(int op) { return op >= LINEAR && op <= ATTN_AV; }
 
 typedef struct bench_op {
@@ -171,6 +180,18 @@ static void setup(pdnn_device *dev, bench_op *b)
         b->elems = 8 * 64.0 * 112 * 112;
         b->bytes = es * ((b->op == MAXPOOL_BWD ? 2 : 1) * b->elems + 8 * 64.0 * 56 * 56);
         break;
+    case DW_BWD_DATA_32:
+    case DW_BWD_DATA_144:
+    case DW_BWD_FILTER_32:
+    case DW_BWD_FILTER_144: { /* dx (x) from dy (y) and w, or dw (w) from x and dy */
+        const int64_t c = dw_bwd_channels(b->op), hw = c == 32 ? 112 : 56;
+        b->x = make(dev, t, l, 8, c, hw, hw, 1);
+        b->w = make(dev, t, fl, c, 1, 3, 3, 0.3f);
+        b->y = make(dev, t, l, 8, c, hw, hw, 0.1f);
+        b->elems = 8.0 * (double)(c * hw * hw);
+        b->bytes = es * (2 * b->elems + 9.0 * (double)c);
+        break;
+    }
     default: /* ResNet's 3x3 at 56x56, batch 1 (conv3x3_bwd_data: its backward data, dx into x) */
         b->x = make(dev, t, l, 1, 64, 56, 56, 1);
         b->w = make(dev, t, fl, 64, 64, 3, 3, 0.1f);
@@ -215,6 +236,12 @@ static pdnn_status call(const bench_op *b)
     case ATTN_QK: return pdnn_matmul(b->x, b->w, 0, 1, b->y);
     case BWD3X3: return pdnn_conv2d_backward_data(&cp, b->y, b->w, b->x);
     case BWDF3X3: return pdnn_conv2d_backward_filter(&cp, b->x, b->y, b->w);
+    case DW_BWD_DATA_32:
+    case DW_BWD_DATA_144: cp.groups = dw_bwd_channels(b->op); return pdnn_conv2d_backward_data(&cp, b->y, b->w, b->x);
+    case DW_BWD_FILTER_32:
+    case DW_BWD_FILTER_144:
+        cp.groups = dw_bwd_channels(b->op);
+        return pdnn_conv2d_backward_filter(&cp, b->x, b->y, b->w);
     case MAXPOOL_BWD:
     case AVGPOOL_BWD: {
         pdnn_pool2d_params p;

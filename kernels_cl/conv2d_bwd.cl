@@ -2,14 +2,18 @@
  * gradient it writes, gathering what flows into it, so that every
  * element is written once with no atomics. Sizes as the forward's
  * (cuDNN's letters): x N,C,H,W; w K,C/groups,R,S; y N,K,P,Q. Strides are
- * element strides of the logical axes, so any layout works. */
+ * element strides of the logical axes, so any layout works. Every kernel
+ * here stores REAL_T (float32, or float16/bfloat16 built with
+ * -DPDNN_REAL: issue 43): loads widened, float32 sums, each output
+ * rounded once at its store (split's partials stay float32 and its
+ * reduce rounds). */
 
 /* dx[n,c,h,w] = sum over k in c's group, r, s where h + pad - r*dil is a
  * multiple of the stride and lands on a row p < P (likewise w, q) of
  * dy[n,k,p,q] * w[k,c',r,s]. */
-__kernel void conv2d_bwd_data_direct(__global const float *dy, long dy_off,
-                                     __global const float *w, long w_off,
-                                     __global float *dx, long dx_off,
+__kernel void conv2d_bwd_data_direct(__global const REAL_T *dy, long dy_off,
+                                     __global const REAL_T *w, long w_off,
+                                     __global REAL_T *dx, long dx_off,
                                      long4 ys, long4 ws, long4 xs,
                                      int4 in_dims,  /* N, C, H, W               */
                                      int4 out_dims, /* K, P, Q, chan_fastest(dx) */
@@ -42,10 +46,10 @@ __kernel void conv2d_bwd_data_direct(__global const float *dy, long dy_off,
             const long yo = dybase + (long)p * ys.s2 + (long)q * ys.s3;
             const long wo = wbase + (long)r * ws.s2 + (long)s * ws.s3;
             for (int k = 0; k < kpg; k++)
-                acc = fma(dy[yo + k * ys.s1], w[wo + k * ws.s0], acc);
+                acc = fma(LOAD_REAL_S(dy, yo + k * ys.s1), LOAD_REAL_S(w, wo + k * ws.s0), acc);
         }
     }
-    dx[dx_off + n * xs.s0 + (long)c * xs.s1 + (long)ih * xs.s2 + (long)iw * xs.s3] = acc;
+    STORE_REAL(acc, dx, dx_off + n * xs.s0 + (long)c * xs.s1 + (long)ih * xs.s2 + (long)iw * xs.s3);
 }
 
 /* Filter element e (in K, C/groups, R, S order) -> its indices. */
@@ -62,9 +66,9 @@ static void filter_element(long e, int R, int S, int cpg, int *k, int *ci, int *
  * work-item per filter element; the reduction runs over N*P*Q, so this
  * form suits small batches and images (the other filter algorithm splits
  * it). */
-__kernel void conv2d_bwd_filter_direct(__global const float *x, long x_off,
-                                       __global const float *dy, long dy_off,
-                                       __global float *dw, long dw_off,
+__kernel void conv2d_bwd_filter_direct(__global const REAL_T *x, long x_off,
+                                       __global const REAL_T *dy, long dy_off,
+                                       __global REAL_T *dw, long dw_off,
                                        long4 xs, long4 ys, long4 ws,
                                        int4 in_dims,  /* N, C, H, W               */
                                        int4 out_dims, /* K, P, Q, unused          */
@@ -99,17 +103,18 @@ __kernel void conv2d_bwd_filter_direct(__global const float *x, long x_off,
             const long xrow = xc + n * xs.s0 + (long)(p * geom.s0 + oh) * xs.s2;
             const long yrow = yk + n * ys.s0 + (long)p * ys.s2;
             for (int q = q0; q < q1; q++)
-                acc = fma(dy[yrow + (long)q * ys.s3], x[xrow + (long)(q * geom.s1 + ow) * xs.s3], acc);
+                acc = fma(LOAD_REAL_S(dy, yrow + (long)q * ys.s3),
+                          LOAD_REAL_S(x, xrow + (long)(q * geom.s1 + ow) * xs.s3), acc);
         }
-    dw[dw_off + (long)k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3] = acc;
+    STORE_REAL(acc, dw, dw_off + (long)k * ws.s0 + (long)ci * ws.s1 + (long)r * ws.s2 + (long)s * ws.s3);
 }
 
 /* The filter gradient split over the batch and output rows: work-group
  * wg computes partial sums of every filter element of one slice of
  * (n, p) pairs into part[slice][element]; conv2d_bwd_filter_reduce adds
  * the slices. Two passes, no atomics, a fixed summation order. */
-__kernel void conv2d_bwd_filter_split(__global const float *x, long x_off,
-                                      __global const float *dy, long dy_off,
+__kernel void conv2d_bwd_filter_split(__global const REAL_T *x, long x_off,
+                                      __global const REAL_T *dy, long dy_off,
                                       __global float *part, long part_off,
                                       long4 xs, long4 ys,
                                       int4 in_dims,  /* N, C, H, W               */
@@ -149,7 +154,8 @@ __kernel void conv2d_bwd_filter_split(__global const float *x, long x_off,
         const long xrow = xc + n * xs.s0 + (long)ih * xs.s2;
         const long yrow = yk + n * ys.s0 + (long)p * ys.s2;
         for (int q = q0; q < q1; q++)
-            acc = fma(dy[yrow + (long)q * ys.s3], x[xrow + (long)(q * geom.s1 + ow) * xs.s3], acc);
+            acc = fma(LOAD_REAL_S(dy, yrow + (long)q * ys.s3), LOAD_REAL_S(x, xrow + (long)(q * geom.s1 + ow) * xs.s3),
+                      acc);
     }
     part[part_off + (long)slice * elems + e] = acc;
 }
@@ -207,9 +213,9 @@ __kernel void conv2d_bwd_bias(__global const REAL_T *dy, long dy_off, long4 ys,
 #ifndef PT
 #define PT 1
 #endif
-__kernel void conv2d_bwd_data_igemm(__global const float *dy, long dy_off,
-                                    __global const float *w, long w_off,
-                                    __global float *dx, long dx_off,
+__kernel void conv2d_bwd_data_igemm(__global const REAL_T *dy, long dy_off,
+                                    __global const REAL_T *w, long w_off,
+                                    __global REAL_T *dx, long dx_off,
                                     long4 ys, long4 ws, long4 xs,
                                     int4 in_dims,  /* N, C, H, W               */
                                     int4 out_dims, /* K, P, Q, unused          */
@@ -256,11 +262,11 @@ __kernel void conv2d_bwd_data_igemm(__global const float *dy, long dy_off,
             for (int k = 0; k < kpg; k++) {
                 float wv[CT];
                 for (int i = 0; i < CT; i++)
-                    wv[i] = w[wo + k * ws.s0 + i * ws.s1];
+                    wv[i] = LOAD_REAL_S(w, wo + k * ws.s0 + i * ws.s1);
                 for (int j = 0; j < PT; j++) {
                     if (!hit[j]) /* skipped, not multiplied by 0: w may hold inf */
                         continue;
-                    const float dv = dy[yo[j] + k * ys.s1];
+                    const float dv = LOAD_REAL_S(dy, yo[j] + k * ys.s1);
                     for (int i = 0; i < CT; i++)
                         acc[i][j] = fma(dv, wv[i], acc[i][j]);
                 }
@@ -271,5 +277,5 @@ __kernel void conv2d_bwd_data_igemm(__global const float *dy, long dy_off,
     for (int i = 0; i < CT; i++)
         for (int j = 0; j < PT; j++)
             if (w0 + j < W)
-                dx[xbase + (long)(c0 + i) * xs.s1 + (long)(w0 + j) * xs.s3] = acc[i][j];
+                STORE_REAL(acc[i][j], dx, xbase + (long)(c0 + i) * xs.s1 + (long)(w0 + j) * xs.s3);
 }

@@ -106,7 +106,9 @@ done
 # built over REAL_T (activation, binary, every pooling kernel forward and
 # backward: window's 2x2 vector ones, plane's float32 sums, argmax, batch norm,
 # direct and NHWC depthwise convolution, backward filter's gemm kernels
-# and reduce, backward bias) in both dtypes.
+# and reduce, backward bias; the grouped and depthwise gradients through
+# backward data's direct and implicit_gemm kernels and filter's direct and
+# split) in both dtypes.
 parity --set precision
 # The fast convolutions in float16 and bfloat16 (cast_widen's float32
 # copies, the REAL_T epilogues, x read in place in NHWC, gemm_1x1's rows

@@ -32,7 +32,8 @@
 typedef struct prec_case {
     pdnn__op op;
     pdnn_dtype from, to; /* cast: both; the others compute in `from` */
-    int arg;             /* activation mode, binary op, pool mode, convolution groups (0: 1) */
+    int arg;             /* activation mode, binary op, pool mode, convolution groups (0: 1); backward
+                          * data and filter: BWD_ARG's stride, dilation and groups */
     pdnn_tensor_desc a, b; /* cast, activation: x (a); binary: a, b; pool: x (a), y (b) */
 } prec_case;
 
@@ -41,6 +42,12 @@ typedef struct prec_case {
 #define POOL_2X2 0x10
 #define POOL_3X3S3 0x20
 #define POOL_MODE(c) ((c)->arg & 0xf)
+
+/* Backward data's and filter's arg: stride u, dilation d (0: 1) and groups
+ * g (0: 1); a bare arg is the stride. */
+#define BWD_ARG(u, d, g) ((u) | (d) << 4 | (g) << 8)
+#define BWD_DIL(c) (((c)->arg >> 4 & 0xf) > 1 ? (c)->arg >> 4 & 0xf : 1)
+#define BWD_GROUPS(c) ((c)->arg >> 8 > 1 ? (c)->arg >> 8 : 1)
 
 /* dims past the rank 1, so the loops below may read 3 */
 #define ND1(n) {PDNN_FLOAT32, PDNN_ND, {n, 1, 1}, 1}
@@ -99,6 +106,20 @@ static const prec_case cases[] = {
     {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 2, IMG(PDNN_NHWC, 2, 9, 7, 8), IMG(PDNN_OHWI, 5, 9, 3, 3)},
     {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 7, 5, 9), IMG(PDNN_OIHW, 10, 7, 1, 1)},
     {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, 0, IMG(PDNN_NCHW, 3, 6, 4, 7), IMG(PDNN_OIHW, 5, 6, 1, 1)},
+    /* grouped and depthwise backward data and filter (BWD_ARG: stride,
+     * dilation, groups; padding the dilated filter's half): odd channel
+     * counts, depthwise with a multiplier of 2, stride 2, dilation 2,
+     * both layouts and dtypes (direct, implicit_gemm, split) */
+    {PDNN__OP_CONV2D_BWD_DATA, F16, F16, BWD_ARG(2, 0, 19), IMG(PDNN_NCHW, 2, 19, 9, 11), IMG(PDNN_OIHW, 19, 1, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_DATA, BF16, BF16, BWD_ARG(1, 2, 9), IMG(PDNN_NHWC, 3, 9, 7, 10), IMG(PDNN_OHWI, 18, 1, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_DATA, BF16, BF16, BWD_ARG(2, 2, 3), IMG(PDNN_NCHW, 2, 9, 8, 7), IMG(PDNN_OIHW, 15, 3, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_DATA, F16, F16, BWD_ARG(1, 0, 5), IMG(PDNN_NHWC, 2, 15, 6, 9), IMG(PDNN_OHWI, 5, 3, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, BWD_ARG(2, 0, 19), IMG(PDNN_NCHW, 3, 19, 9, 11),
+     IMG(PDNN_OIHW, 19, 1, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, BWD_ARG(1, 2, 9), IMG(PDNN_NHWC, 2, 9, 7, 10), IMG(PDNN_OHWI, 18, 1, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_FILTER, F16, F16, BWD_ARG(2, 2, 3), IMG(PDNN_NCHW, 2, 9, 8, 7), IMG(PDNN_OIHW, 15, 3, 3, 3)},
+    {PDNN__OP_CONV2D_BWD_FILTER, BF16, BF16, BWD_ARG(1, 0, 5), IMG(PDNN_NHWC, 3, 15, 6, 9),
+     IMG(PDNN_OHWI, 5, 3, 3, 3)},
     /* convolution backward bias: db (K = a's channels) from dy (a) */
     {PDNN__OP_CONV2D_BWD_BIAS, F16, F16, 0, IMG(PDNN_NHWC, 3, 11, 5, 7), {0}},
     {PDNN__OP_CONV2D_BWD_BIAS, BF16, BF16, 0, IMG(PDNN_NCHW, 2, 6, 9, 5), {0}},
@@ -251,11 +272,14 @@ static void pool_ref(const prec_case *c, const double *x, const double *dy, doub
 /* A backward convolution's stride (its arg), 1 for the forward. */
 static int64_t bwd_stride(const prec_case *c)
 {
-    return (c->op == PDNN__OP_CONV2D_BWD_DATA || c->op == PDNN__OP_CONV2D_BWD_FILTER) && c->arg > 1 ? c->arg : 1;
+    return (c->op == PDNN__OP_CONV2D_BWD_DATA || c->op == PDNN__OP_CONV2D_BWD_FILTER) && (c->arg & 0xf) > 1
+               ? c->arg & 0xf
+               : 1;
 }
 
 /* The convolution's output descriptor: x's layout, {N, K, H, W} (3x3,
- * padding 1, or 1x1 unpadded: W / stride rounded up). */
+ * padding the dilated filter's half, or 1x1 unpadded: W / stride rounded
+ * up). */
 static pdnn_tensor_desc conv_out(const prec_case *c)
 {
     pdnn_tensor_desc y = c->a;
@@ -296,15 +320,17 @@ static void conv_ref(const prec_case *c, const double *x, const double *w, doubl
 }
 
 /* Convolution backward data (dx from dy, a's shape, and w) or filter (dw
- * from x and dy, b's shape) in double (stride arg, padding the filter's
- * half): each of the forward's terms dy[n,k,p,q] times w or x added to
- * the element of out (zeroed) it belongs to, mag (zeroed) each element's
- * sum of |terms|. in1: dy (data) or x (filter); in2: w or dy. */
+ * from x and dy, b's shape) in double (BWD_ARG's stride, dilation and
+ * groups, padding the dilated filter's half): each of the forward's terms
+ * dy[n,k,p,q] times w or x added to the element of out (zeroed) it
+ * belongs to, mag (zeroed) each element's sum of |terms|. in1: dy (data)
+ * or x (filter); in2: w or dy. */
 static void conv_grad_ref(const prec_case *c, const double *in1, const double *in2, double *out, double *mag)
 {
     const pdnn_tensor_desc yd = conv_out(c);
     const int data = c->op == PDNN__OP_CONV2D_BWD_DATA;
-    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c), pad = f[2] / 2;
+    const int64_t *d = c->a.dims, *f = c->b.dims, u = bwd_stride(c), dil = BWD_DIL(c), pad = dil * (f[2] / 2);
+    const int64_t kpg = f[0] / BWD_GROUPS(c);
     for (int64_t n = 0; n < d[0]; n++)
         for (int64_t k = 0; k < f[0]; k++)
             for (int64_t ch = 0; ch < f[1]; ch++)
@@ -312,10 +338,11 @@ static void conv_grad_ref(const prec_case *c, const double *in1, const double *i
                     for (int64_t q = 0; q < yd.dims[3]; q++)
                         for (int64_t r = 0; r < f[2]; r++)
                             for (int64_t t = 0; t < f[3]; t++) {
-                                const int64_t h = p * u + r - pad, v = q * u + t - pad;
+                                const int64_t h = p * u + r * dil - pad, v = q * u + t * dil - pad;
                                 if (h < 0 || h >= d[2] || v < 0 || v >= d[3])
                                     continue;
-                                const int64_t xi = img_at(&c->a, n, ch, h, v), wi = img_at(&c->b, k, ch, r, t),
+                                const int64_t xi = img_at(&c->a, n, k / kpg * f[1] + ch, h, v),
+                                              wi = img_at(&c->b, k, ch, r, t),
                                               yi = img_at(&yd, n, k, p, q);
                                 const double term = data ? in1[yi] * in2[wi] : in1[xi] * in2[yi];
                                 out[data ? xi : wi] += term;
@@ -544,16 +571,20 @@ static pdnn_status run_one(pdnn_device *dev, const prec_case *c, const float *a,
         case PDNN__OP_CONV2D_BWD_DATA: {
             pdnn_conv2d_params cp;
             pdnn_conv2d_params_init(&cp);
-            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
+            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = BWD_DIL(c);
             cp.stride_h = cp.stride_w = (int)bwd_stride(c);
+            cp.dilation_h = cp.dilation_w = BWD_DIL(c);
+            cp.groups = BWD_GROUPS(c);
             st = pdnn_conv2d_backward_data(&cp, x, y2, y);
             break;
         }
         case PDNN__OP_CONV2D_BWD_FILTER: {
             pdnn_conv2d_params cp;
             pdnn_conv2d_params_init(&cp);
-            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = (int)(c->b.dims[2] / 2);
+            cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = BWD_DIL(c) * (int)(c->b.dims[2] / 2);
             cp.stride_h = cp.stride_w = (int)bwd_stride(c);
+            cp.dilation_h = cp.dilation_w = BWD_DIL(c);
+            cp.groups = BWD_GROUPS(c);
             st = pdnn_conv2d_backward_filter(&cp, x, y2, y);
             break;
         }

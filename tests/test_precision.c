@@ -180,6 +180,20 @@ static pdnn_status run_conv_bwd_filter(pdnn_tensor *const *in, pdnn_tensor *cons
     return pdnn_conv2d_backward_filter(&p, in[0], in[1], out[0]);
 }
 
+/* depthwise (5 channels), stride 2, padding 1: AUTO's grouped choices */
+static pdnn_status run_dw_bwd(pdnn_tensor *const *in, pdnn_tensor *const *out, int filter)
+{
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;
+    p.stride_h = p.stride_w = 2;
+    p.groups = 5;
+    return filter ? pdnn_conv2d_backward_filter(&p, in[0], in[1], out[0])
+                  : pdnn_conv2d_backward_data(&p, in[0], in[1], out[0]);
+}
+static pdnn_status run_dw_bwd_data(pdnn_tensor *const *in, pdnn_tensor *const *out) { return run_dw_bwd(in, out, 0); }
+static pdnn_status run_dw_bwd_filter(pdnn_tensor *const *in, pdnn_tensor *const *out) { return run_dw_bwd(in, out, 1); }
+
 static pdnn_status run_pool(pdnn_tensor *const *in, pdnn_tensor *const *out)
 {
     pdnn_pool2d_params p;
@@ -240,6 +254,10 @@ static const op_case cases[] = {
      {{PDNN_FLOAT32, PDNN_NHWC, {2, 5, 7, 6}, 4}}, run_conv_residual},
     {"conv2d_bwd_filter", 2, 1, {NCHW(2, 3, 7, 6), NCHW(2, 5, 7, 6)}, {{PDNN_FLOAT32, PDNN_OIHW, {5, 3, 3, 3}, 4}},
      run_conv_bwd_filter},
+    {"conv2d_bwd_data", 2, 1, {NCHW(2, 5, 4, 3), {PDNN_FLOAT32, PDNN_OIHW, {5, 1, 3, 3}, 4}}, {NCHW(2, 5, 7, 6)},
+     run_dw_bwd_data},
+    {"conv2d_bwd_filter", 2, 1, {NCHW(2, 5, 7, 6), NCHW(2, 5, 4, 3)}, {{PDNN_FLOAT32, PDNN_OIHW, {5, 1, 3, 3}, 4}},
+     run_dw_bwd_filter},
     {"pool2d", 1, 1, {NCHW(2, 3, 7, 6)}, {NCHW(2, 3, 4, 3)}, run_pool},
     {"pool2d_bwd", 2, 1, {NCHW(1, 2, 6, 6), NCHW(1, 2, 3, 3)}, {NCHW(1, 2, 6, 6)}, run_pool_bwd},
     {"activation", 1, 1, {ND3(3, 5, 7)}, {ND3(3, 5, 7)}, run_sigmoid},
@@ -346,10 +364,12 @@ Test(precision, every_device_computes_or_refuses_naming_the_dtype)
                 const pdnn_status st = run_case(c, dev, t, got);
                 /* OpenCL stores these in both dtypes (kernels over REAL_T;
                  * convolution through direct, which has no residual
-                 * epilogue: the residual case is refused, by name) */
+                 * epilogue: the residual case is refused, by name; the
+                 * gradients, depthwise ones too, through AUTO's choice) */
                 const int cl_has = strcmp(backend_of(dev), "opencl") == 0 &&
                                    (strcmp(c->name, "activation") == 0 || strcmp(c->name, "binary") == 0 ||
                                     strcmp(c->name, "pool2d") == 0 || strcmp(c->name, "pool2d_bwd") == 0 ||
+                                    strncmp(c->name, "conv2d_bwd_", 11) == 0 ||
                                     (strcmp(c->name, "conv2d") == 0 && c->n_in == 2));
                 cr_assert(st == PDNN_SUCCESS || !cl_has, "%s in %s on opencl: %s", c->name, pdnn__dtype_name(t),
                           pdnn_last_error());
@@ -567,5 +587,68 @@ Test(precision, reduced_plan_keeps_no_packed_filter)
     }
     cr_assert_gt(wpack[0], 0, "float32 keeps no packed filter here: the case shows nothing");
     cr_assert_eq(wpack[1], 0, "float16's plan keeps %zu bytes on a tensor its run never sees", wpack[1]);
+    pdnn_context_destroy(ctx);
+}
+
+/* OpenCL's grouped backward kernels widen each element as loaded (float16
+ * through the prelude's F16_LOAD_INLINE, integer operations): a depthwise
+ * 1x1 backward data with a filter of ones gives dx = dy, and backward
+ * filter over one pixel dw = x, so every pattern of the dtype must come
+ * back as itself from each algorithm that reads it in place: normals,
+ * subnormals, infinities; a NaN as a NaN, -0 as a zero (the float32 sum
+ * starts at +0). */
+Test(precision, grouped_gradients_widen_every_value_exactly)
+{
+    enum { N = 65536 };
+    pdnn_context *ctx = th_context();
+    static const char *const data_algos[] = {"direct", "implicit_gemm"};
+    for (int dv = 1; dv < pdnn_device_count(ctx); dv++) {
+        pdnn_device *dev = NULL;
+        pdnn_device_get(ctx, dv, &dev);
+        if (strcmp(backend_of(dev), "opencl") != 0)
+            continue;
+        for (int r = 0; r < 2; r++) {
+            const pdnn_dtype t = reduced[r];
+            const pdnn_tensor_desc xd = NCHW(1, N, 1, 1), wd = {PDNN_FLOAT32, PDNN_OIHW, {N, 1, 1, 1}, 4};
+            uint16_t *bits = malloc(N * sizeof *bits);
+            float *one = malloc(N * sizeof *one), *want = malloc(N * sizeof *want);
+            for (int i = 0; i < N; i++) {
+                bits[i] = (uint16_t)i;
+                one[i] = 1.0f;
+                want[i] = t == PDNN_FLOAT16 ? pdnn__f16_to_f32(bits[i]) : pdnn__bf16_to_f32(bits[i]);
+            }
+            pdnn_tensor *v = make(dev, xd, t, NULL), *w = make(dev, wd, t, one), *out = make(dev, xd, t, NULL);
+            pdnn_tensor *ones = make(dev, xd, t, one), *dw = make(dev, wd, t, NULL);
+            cr_assert_eq(pdnn_tensor_write(v, bits, N * sizeof *bits), PDNN_SUCCESS, "%s", pdnn_last_error());
+            pdnn_conv2d_params p;
+            pdnn_conv2d_params_init(&p);
+            p.groups = N;
+            for (int a = 0; a < 3; a++) {
+                const int filter = a == 2;
+                const pdnn__op op = filter ? PDNN__OP_CONV2D_BWD_FILTER : PDNN__OP_CONV2D_BWD_DATA;
+                pdnn__dispatch_force(op, filter ? "direct" : data_algos[a], -1);
+                const pdnn_status st = filter ? pdnn_conv2d_backward_filter(&p, v, ones, dw)
+                                              : pdnn_conv2d_backward_data(&p, v, w, out);
+                pdnn__dispatch_force(op, NULL, -1);
+                cr_assert_eq(st, PDNN_SUCCESS, "%s %s in %s: %s", pdnn__op_name(op), filter ? "direct" : data_algos[a],
+                             pdnn__dtype_name(t), pdnn_last_error());
+                float *got = fetch(filter ? dw : out);
+                for (int i = 0; i < N; i++)
+                    cr_assert(isnan(want[i]) ? isnan(got[i]) != 0 : got[i] == want[i],
+                              "%s %s in %s: 0x%04x (%.9g) came back as %.9g", pdnn__op_name(op),
+                              filter ? "direct" : data_algos[a], pdnn__dtype_name(t), (unsigned)i, (double)want[i],
+                              (double)got[i]);
+                free(got);
+            }
+            pdnn_tensor_release(v);
+            pdnn_tensor_release(w);
+            pdnn_tensor_release(out);
+            pdnn_tensor_release(ones);
+            pdnn_tensor_release(dw);
+            free(bits);
+            free(one);
+            free(want);
+        }
+    }
     pdnn_context_destroy(ctx);
 }

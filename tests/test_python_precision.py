@@ -181,8 +181,7 @@ class TorchPrecision(unittest.TestCase):
     in bfloat16) and otherwise torch in float32 rounded once to the dtype
     (torch 1.13: every op in float16); torch_ref says which. Tolerance:
     ULPS ulps of the dtype at the output's largest magnitude (see ULPS).
-    Where OpenCL refuses a grouped convolution's gradient in the dtype (it
-    has no such path yet, grouped_gap), that one comparison is passed over."""
+    Grouped and depthwise gradients included: every device computes them."""
 
     def cases(self):
         for dt in DTYPES:
@@ -206,19 +205,6 @@ class TorchPrecision(unittest.TestCase):
         self.assertLessEqual(ulps, ULPS, "%s: max error %.3g is %.2f ulps of %s at the largest magnitude %.3g"
                              % (what, err, ulps, DTYPES[dt], scale))
 
-    @staticmethod
-    def grouped_gap(f, groups):
-        """f(), or None where the OpenCL backend refuses a grouped
-        convolution's gradient in the dtype: no algorithm has that path yet
-        (a gap in issue 43, not a numerical mismatch; the refusal is checked
-        to be that one). Passed over as test_python.py's cuda_gap is."""
-        try:
-            return f()
-        except polydnn.Error as e:
-            if groups > 1 and "UNSUPPORTED" in str(e) and "opencl backend" in str(e) and "float32" in str(e):
-                return None
-            raise
-
     def test_conv2d_forward_and_backward(self):
         for dt, dev, cl in self.cases():
             layout = "NHWC" if cl else "NCHW"
@@ -230,14 +216,12 @@ class TorchPrecision(unittest.TestCase):
                     px, pdy = on(dev, x, dy)
                     pw, pb = on(dev, w, b, role="filter")
                     self.check(polydnn.conv2d(px, pw, pb, s, p, d, g), want, "conv2d", layout)
-                    dx = self.grouped_gap(lambda: polydnn.conv2d_backward_data(xs, pw, pdy, s, p, d, g), g)
-                    if dx is not None:
-                        self.check(dx, torch_ref(dt, lambda w, dy: conv2d_input(xs, w, dy, s, p, d, g), w, dy),
-                                   "conv2d_backward_data", layout)
-                    dw = self.grouped_gap(lambda: polydnn.conv2d_backward_filter(px, ws, pdy, s, p, d, g), g)
-                    if dw is not None:
-                        self.check(dw, torch_ref(dt, lambda x, dy: conv2d_weight(x, ws, dy, s, p, d, g), x, dy),
-                                   "conv2d_backward_filter", "OIHW")
+                    self.check(polydnn.conv2d_backward_data(xs, pw, pdy, s, p, d, g),
+                               torch_ref(dt, lambda w, dy: conv2d_input(xs, w, dy, s, p, d, g), w, dy),
+                               "conv2d_backward_data", layout)
+                    self.check(polydnn.conv2d_backward_filter(px, ws, pdy, s, p, d, g),
+                               torch_ref(dt, lambda x, dy: conv2d_weight(x, ws, dy, s, p, d, g), x, dy),
+                               "conv2d_backward_filter", "OIHW")
                     self.check(polydnn.conv2d_backward_bias(pdy), torch_ref(dt, lambda dy: dy.sum((0, 2, 3)), dy),
                                "conv2d_backward_bias")
 

@@ -1,7 +1,17 @@
 /* Backward convolution on OpenCL (kernels_cl/conv2d_bwd.cl): data by a
  * direct gather, filter by a direct reduction or a split one (partial
  * sums over slices of the batch, then a reduce), bias by a per-channel
- * sum. Each is one registry entry of its op. */
+ * sum. Each is one registry entry of its op.
+ *
+ * Every one also stores float16 and bfloat16 (issue 43), grouped and
+ * depthwise convolutions included (these are the backward algorithms
+ * that take groups, so AUTO's choice for those in every dtype): the
+ * kernels read x, dy and w as REAL_T, widened as loaded, sum in float32
+ * and round each output once at its store (split: float32 partials,
+ * rounded by its reduce), the host reference's contract. Read in place,
+ * as the float32 kernels read, but split's float16 x and dy, which are
+ * widened into float32 copies first (split_widens: vload_half in its
+ * inner loop ran at 0.4x float32's speed). */
 #include "backends/opencl/cl_internal.h"
 
 #include <stdio.h>
@@ -18,10 +28,13 @@ static void always_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 /* The arguments 0..13 both backward-data kernels take (dy, w, dx, their
  * strides, sizes, stride/dilation, padding); out_dims.s3 is
  * chan_fastest(dx) for the direct kernel, unused (0) by implicit_gemm. */
-static cl_int set_bwd_data_args(cl_kernel k, const pdnn__conv2d_call *c, int chan_fastest)
+static cl_int set_bwd_data_args(cl_kernel k, const pdnn__op_call *call, int chan_fastest)
 {
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const pdnn_dtype t = call->dtype;
     cl_mem dy = c->y_buf.region, w = c->w_buf.region, dx = c->x_buf.region;
-    cl_long dyo = elem_off(c->y_buf), wo = elem_off(c->w_buf), dxo = elem_off(c->x_buf);
+    cl_long dyo = pdnn__cl_real_off(c->y_buf, t), wo = pdnn__cl_real_off(c->w_buf, t),
+            dxo = pdnn__cl_real_off(c->x_buf, t);
     cl_long4 ys = strides4(c->ys), ws = strides4(c->ws), xs = strides4(c->xs);
     cl_int4 in_dims = int4_of((int)c->n, (int)c->c, (int)c->h, (int)c->w);
     cl_int4 out_dims = int4_of((int)c->k, (int)c->p, (int)c->q, chan_fastest);
@@ -55,13 +68,13 @@ static pdnn_status bwd_data_run(void *dev, const pdnn__op_call *call, const pdnn
     const pdnn__conv2d_call *c = &call->u.conv2d;
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_data_direct", &k);
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", pdnn__cl_real_opts(call->dtype), "conv2d_bwd_data_direct", &k);
     if (st != PDNN_SUCCESS) {
         pthread_mutex_unlock(&d->lock);
         return st;
     }
     cl_long total = c->n * c->c * c->h * c->w;
-    cl_int err = set_bwd_data_args(k, c, c->x_layout == PDNN_NHWC);
+    cl_int err = set_bwd_data_args(k, call, c->x_layout == PDNN_NHWC);
     SET_ARG(k, 14, total);
     st = err == CL_SUCCESS ? pdnn__cl_launch(d, k, "conv2d_bwd_data_direct", total)
                            : pdnn__cl_fail("clSetKernelArg(conv2d_bwd_data_direct)", err);
@@ -71,7 +84,7 @@ static pdnn_status bwd_data_run(void *dev, const pdnn__op_call *call, const pdnn
 
 const pdnn__algo pdnn__cl_algo_bwd_data_direct = {
     .op = PDNN__OP_CONV2D_BWD_DATA, .name = "direct", .rank = 100, .plan = always_plan, .run = bwd_data_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT /* REAL_T, float32 sums */};
 
 /* ---- filter ------------------------------------------------------------------ */
 
@@ -117,10 +130,12 @@ static pdnn_status bwd_filter_direct_run(void *dev, const pdnn__op_call *call, c
     const pdnn__conv2d_call *c = &call->u.conv2d;
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_filter_direct", &k);
+    const pdnn_dtype t = call->dtype;
+    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", pdnn__cl_real_opts(t), "conv2d_bwd_filter_direct", &k);
     if (st == PDNN_SUCCESS) {
         cl_mem x = c->x_buf.region, dy = c->y_buf.region, dw = c->w_buf.region;
-        cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->y_buf), dwo = elem_off(c->w_buf);
+        cl_long xo = pdnn__cl_real_off(c->x_buf, t), dyo = pdnn__cl_real_off(c->y_buf, t),
+                dwo = pdnn__cl_real_off(c->w_buf, t);
         cl_long4 xs = strides4(c->xs), ys = strides4(c->ys), ws = strides4(c->ws);
         cl_long total = filter_elems(c);
         cl_int err = CL_SUCCESS;
@@ -146,7 +161,28 @@ static pdnn_status bwd_filter_direct_run(void *dev, const pdnn__op_call *call, c
 const pdnn__algo pdnn__cl_algo_bwd_filter_direct = {
     .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "direct", .rank = 100, .plan = always_plan,
     .run = bwd_filter_direct_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT /* REAL_T, float32 sums */};
+
+/* float16's x and dy are widened into float32 copies (after the
+ * partials in the workspace, each whole 64-byte lines) that the float32
+ * split kernel reads; bfloat16's are read in place (a shift each). A
+ * depthwise 3x3's backward filter (batch 8, 32 channels at 112x112, PoCL)
+ * read float16 in place (vload_half) at 0.38-0.41x float32's elements per
+ * second, on the copies at 0.88-0.98x (144 channels at 56x56 too);
+ * bfloat16 in place at 0.97-1.04x. */
+static int split_widens(const pdnn__op_call *call) { return call->dtype == PDNN_FLOAT16; }
+
+/* Floats of n elements in whole 64-byte lines. */
+static int64_t split_lines(int64_t n) { return (n + 15) / 16 * 16; }
+
+/* The workspace's floats: the partials, then x's and dy's copies where
+ * split_widens. */
+static int64_t split_floats(const pdnn__op_call *call, int64_t slices)
+{
+    const pdnn__conv2d_call *c = &call->u.conv2d;
+    const int64_t part = split_lines(slices * filter_elems(c));
+    return part + (split_widens(call) ? split_lines(c->n * c->c * c->h * c->w) + c->n * c->k * c->p * c->q : 0);
+}
 
 static void bwd_filter_split_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
 {
@@ -160,7 +196,7 @@ static void bwd_filter_split_plan(void *dev, const pdnn__op_call *call, pdnn__pl
     if (slices < 2)
         pdnn__plan_skip(plan, "the filter's %lld elements keep the device busy without splitting the batch",
                         (long long)filter_elems(c));
-    plan->workspace = (size_t)(slices < 2 ? 2 : slices) * (size_t)filter_elems(c) * sizeof(float);
+    plan->workspace = (size_t)split_floats(call, slices < 2 ? 2 : slices) * sizeof(float);
 }
 
 static pdnn_status bwd_filter_split_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf wsb,
@@ -173,17 +209,36 @@ static pdnn_status bwd_filter_split_run(void *dev, const pdnn__op_call *call, co
     int64_t slices = slices_for(c);
     if (slices < 2)
         slices = 2;
-    if ((size_t)slices * (size_t)elems * sizeof(float) > plan->workspace)
+    if ((size_t)split_floats(call, slices) * sizeof(float) > plan->workspace)
         return pdnn__error(PDNN_ERR_INTERNAL, "conv2d_bwd_filter split: workspace smaller than planned");
     pthread_mutex_lock(&d->lock);
     cl_kernel k = NULL, kr = NULL;
-    pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_filter_split", &k);
+    const pdnn_dtype t = call->dtype; /* x, dy and dw REAL_T (x and dy float32 copies where widened) */
+    const int widen = split_widens(call);
+    pdnn_status st =
+        pdnn__cl_kernel(d, "conv2d_bwd.cl", widen ? NULL : pdnn__cl_real_opts(t), "conv2d_bwd_filter_split", &k);
     if (st == PDNN_SUCCESS)
-        st = pdnn__cl_kernel(d, "conv2d_bwd.cl", NULL, "conv2d_bwd_filter_reduce", &kr);
+        st = pdnn__cl_kernel(d, "conv2d_bwd.cl", pdnn__cl_real_opts(t), "conv2d_bwd_filter_reduce", &kr);
+    cl_mem x = c->x_buf.region, dy = c->y_buf.region;
+    cl_long xo = pdnn__cl_real_off(c->x_buf, t), dyo = pdnn__cl_real_off(c->y_buf, t);
+    cl_long4 xs = strides4(c->xs), ys = strides4(c->ys);
+    if (st == PDNN_SUCCESS && widen) { /* each copy dense in its own layout */
+        const pdnn__buf xw = {wsb.region, wsb.offset + (size_t)split_lines(slices * elems) * sizeof(float)};
+        const pdnn__buf yw = {wsb.region, xw.offset + (size_t)split_lines(c->n * c->c * c->h * c->w) * sizeof(float)};
+        const int64_t yd[4] = {c->n, c->k, c->p, c->q};
+        int64_t yws[4];
+        pdnn__layout_strides(c->ys[1] == 1 ? PDNN_NHWC : PDNN_NCHW, yd, yws);
+        st = pdnn__cl_widen_conv_x(d, call, c->xs[1] == 1, xw, &x, &xo, &xs);
+        if (st == PDNN_SUCCESS)
+            st = pdnn__cl_widen_locked(d, t, c->y_buf, yd, c->ys, yw, yws);
+        dy = yw.region;
+        dyo = elem_off(yw);
+        ys = strides4(yws);
+    }
     if (st == PDNN_SUCCESS) {
-        cl_mem x = c->x_buf.region, dy = c->y_buf.region, dw = c->w_buf.region, part = wsb.region;
-        cl_long xo = elem_off(c->x_buf), dyo = elem_off(c->y_buf), dwo = elem_off(c->w_buf), po = elem_off(wsb);
-        cl_long4 xs = strides4(c->xs), ys = strides4(c->ys), ws = strides4(c->ws);
+        cl_mem dw = c->w_buf.region, part = wsb.region;
+        cl_long dwo = pdnn__cl_real_off(c->w_buf, t), po = elem_off(wsb);
+        cl_long4 ws = strides4(c->ws);
         cl_int4 rfilt = int4_of((int)c->r, (int)c->s, (int)(c->c / c->groups), (int)slices);
         cl_int err = CL_SUCCESS;
         SET_ARG(k, 0, x);
@@ -216,7 +271,7 @@ static pdnn_status bwd_filter_split_run(void *dev, const pdnn__op_call *call, co
 const pdnn__algo pdnn__cl_algo_bwd_filter_split = {
     .op = PDNN__OP_CONV2D_BWD_FILTER, .name = "split", .rank = 50, .plan = bwd_filter_split_plan,
     .run = bwd_filter_split_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT)};
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT), .dtypes = PDNN__DTYPES_FLOAT /* REAL_T, float32 partials */};
 
 /* ---- bias --------------------------------------------------------------------- */
 
@@ -297,13 +352,14 @@ static pdnn_status bd_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     const int64_t spans = c->n * c->h * ((c->w + pt - 1) / pt);
     if (spans == 0 || c->c == 0)
         return PDNN_SUCCESS;
-    char opts[32];
-    snprintf(opts, sizeof opts, "-DCT=%d -DPT=%d", ct, pt);
+    char opts[48];
+    const char *real = pdnn__cl_real_opts(call->dtype);
+    snprintf(opts, sizeof opts, "-DCT=%d -DPT=%d%s%s", ct, pt, real ? " " : "", real ? real : "");
     cl_kernel k = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_bwd.cl", opts, "conv2d_bwd_data_igemm", &k);
     if (st != PDNN_SUCCESS)
         return st;
-    cl_int err = set_bwd_data_args(k, c, 0);
+    cl_int err = set_bwd_data_args(k, call, 0);
     if (err != CL_SUCCESS)
         return pdnn__cl_fail("clSetKernelArg(conv2d_bwd_data_igemm)", err);
     /* Dimension 0: channel blocks (neighbours share their dy loads in
@@ -343,5 +399,6 @@ const pdnn__algo pdnn__cl_algo_bwd_data_igemm = {
     .config_name = bd_name,
     .plan = bd_plan,
     .run = bd_run,
-    .tol = PDNN__TOL_F32(PDNN__TOL_DEFAULT),
+    .tol = PDNN__TOL_REDUCED(PDNN__TOL_DEFAULT),
+    .dtypes = PDNN__DTYPES_FLOAT, /* REAL_T loads, float32 tiles, dx rounded once */
 };

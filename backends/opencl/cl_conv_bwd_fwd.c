@@ -375,7 +375,7 @@ static void f32_shadow(const pdnn__op_call *call, pdnn__buf ws, pdnn__op_call *s
 static void any_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan, int rows)
 {
     int zeros;
-    if (!widened(call)) {
+    if (!widened(call) || call->u.conv2d.groups != 1) { /* a grouped call: parts_plan refuses it, saying so */
         parts_plan(dev, call, plan, &zeros, rows);
         return;
     }
