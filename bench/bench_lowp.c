@@ -22,7 +22,12 @@
  * block's 32 channels at 112x112; _144x56: 144 at 56x56; stride 1,
  * padding 1), memory-bound: elements of dx, or of x for the filter, per
  * second; GB/s of dy, w and dx, or of x, dy and dw.
- *     bench_lowp [rounds [device [op]]]    (default 5, the first GPU/OpenCL device) */
+ * ALGO (an algorithm's name) runs the forward convolutions by it instead
+ * of AUTO's pick; "frozen" freezes their filters (pdnn_tensor_freeze, as
+ * a session's constants are), so that an algorithm keeps its packed
+ * filter across calls instead of packing it in every call.
+ *     bench_lowp [rounds [device [op [ALGO|auto [frozen]]]]]
+ *     (default 5, the first GPU/OpenCL device, every op, AUTO) */
 #include "polydnn.h"
 
 #include <stdio.h>
@@ -203,10 +208,14 @@ static void setup(pdnn_device *dev, bench_op *b)
     }
 }
 
+/* The forward convolutions' algorithm (argument 4; AUTO by default). */
+static pdnn_conv_algo conv_algo = PDNN_CONV_ALGO_AUTO;
+
 static pdnn_status call(const bench_op *b)
 {
     pdnn_conv2d_params cp;
     pdnn_conv2d_params_init(&cp);
+    cp.algorithm = conv_algo;
     cp.pad_top = cp.pad_bottom = cp.pad_left = cp.pad_right = 1;
     switch (b->op) {
     case MAXPOOL: {
@@ -229,7 +238,10 @@ static pdnn_status call(const bench_op *b)
     }
     case RELU6: return pdnn_activation_forward(b->x, PDNN_ACTIVATION_CLIP, 0, 6, b->y);
     case ADD: return pdnn_binary(b->x, b->w, PDNN_BINARY_ADD, b->y);
-    case CONV1X1: pdnn_conv2d_params_init(&cp); return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
+    case CONV1X1:
+        pdnn_conv2d_params_init(&cp);
+        cp.algorithm = conv_algo;
+        return pdnn_conv2d_forward(&cp, b->x, b->w, NULL, b->y);
     case LINEAR:
     case ATTN_AV: return pdnn_matmul(b->x, b->w, 0, 0, b->y);
     case LINEAR_NT:
@@ -288,10 +300,13 @@ int main(int argc, char **argv)
     const int rounds = argc > 1 ? atoi(argv[1]) : 5;
     const char *devname = argc > 2 ? argv[2] : "/gpu:0";
     const char *only = argc > 3 ? argv[3] : NULL;
-    if (rounds < 1) {
-        fprintf(stderr, "usage: bench_lowp [rounds [device [op]]]\n");
+    const int algo = argc > 4 ? pdnn_conv_algo_parse(argv[4]) : PDNN_CONV_ALGO_AUTO;
+    const int frozen = argc > 5 && strcmp(argv[5], "frozen") == 0;
+    if (rounds < 1 || algo < 0 || (argc > 5 && !frozen)) {
+        fprintf(stderr, "usage: bench_lowp [rounds [device [op [ALGO|auto [frozen]]]]]\n");
         return 2;
     }
+    conv_algo = (pdnn_conv_algo)algo;
     pdnn_context *ctx;
     pdnn_device *dev;
     if (pdnn_context_create(NULL, &ctx) != PDNN_SUCCESS || pdnn_device_find(ctx, devname, &dev) != PDNN_SUCCESS)
@@ -313,6 +328,9 @@ int main(int argc, char **argv)
                 b[k].layout = li ? PDNN_NHWC : PDNN_NCHW;
                 b[k].dtype = dts[k];
                 setup(dev, &b[k]);
+                if (frozen && (op == CONV3X3 || op == CONV1X1 || op == DEPTHWISE) &&
+                    pdnn_tensor_freeze(b[k].w) != PDNN_SUCCESS)
+                    die("tensor_freeze");
                 if (call(&b[k]) == PDNN_ERR_UNSUPPORTED) /* warm-up: kernel builds, plans */
                     printf("<!-- %s %s %s: %s -->\n", op_names[op], ln, dt_names[k],
                            pdnn_last_error());

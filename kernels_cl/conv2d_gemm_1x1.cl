@@ -19,10 +19,12 @@
  * Layouts and strided reads (stride > 1) go through element strides.
  *
  * Under -DPDNN_REAL (float16, bfloat16 storage; issue 43) the tensors are
- * REAL_T and the reduction float32's: the tiles kernel reads x widened
- * by the host and the packed filter (float); the rows kernel below reads
- * x's pixel vectors in place (8-wide conversions) and the filter widened
- * by the host. Each rounds once at the store. */
+ * REAL_T and the reduction float32's: the tiles kernel reads x in place
+ * (NHWC) or widened by the host, and the packed filter in the storage
+ * dtype (-DTILE_WR, conv2d_tile.cl) or float; the rows kernel below reads
+ * x's pixel vectors in place (8-wide conversions) and the filter in place
+ * or as a K x C relayout in the storage dtype (gemm1x1_rows_pack), or
+ * widened by the host (-DG1_WF). Each rounds once at the store. */
 
 /* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. */
 
@@ -70,12 +72,26 @@
  * KT work-items of a work-group (one channel block) write whole rows of
  * wp together. Dimension 0 is k in [0, Kp), dimension 1 the runs of c. */
 __kernel void gemm1x1_pack(__global const REAL_T *w, long w_off, long2 ws,
-                           __global float *wp, long wp_off, int cpg, int K)
+                           __global TILE_W_T *wp, long wp_off, int cpg, int K)
 {
     const int k = (int)get_global_id(0);
     const int c0 = (int)get_global_id(1) * PACK_RUN;
-    PACK_COPY(wp + wp_off + (long)(k / KT) * cpg * KT + k % KT, w + w_off + (long)(k < K ? k : 0) * ws.s0,
+    PACK_COPY(wp + wp_off + (long)(k / KT) * cpg * KT + k % KT, KT, w + w_off + (long)(k < K ? k : 0) * ws.s0,
               ws.s1, c0, cpg, k < K);
+}
+
+/* The rows kernel's filter as wp[k*C + c] = w[k][c] (ws: the strides of
+ * k and c), in the storage dtype under -DTILE_WR: an HWIO filter's rows
+ * made contiguous for its 8-wide loads. Dimension 0 is k in [0, K),
+ * dimension 1 the runs of c. */
+__kernel void gemm1x1_rows_pack(__global const REAL_T *w, long w_off, long2 ws,
+                                __global TILE_W_T *wp, long wp_off, int C, int K)
+{
+    const int k = (int)get_global_id(0);
+    if (k >= K)
+        return;
+    PACK_COPY(wp + wp_off + (long)k * C, 1, w + w_off + (long)k * ws.s0, ws.s1, (int)get_global_id(1) * PACK_RUN,
+              C, 1);
 }
 
 __kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv2d_tile.cl) */
@@ -103,7 +119,7 @@ __kernel void conv2d_gemm_1x1(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims (conv
                 CURSOR_STEP(P, Q, cn, coh, cow);
         }
         TILE_ACC(acc);
-        __global const float *wpc = wblk;
+        __global const TILE_W_T *wpc = wblk;
         int c = 0;
 #if G1_X8
         /* Contiguous channels: each pixel's next 8 widened at once, then

@@ -24,9 +24,11 @@
  * strides of a channel block, r, s and c.
  *
  * Under -DPDNN_REAL (float16, bfloat16 storage; issue 43) w, bias, the
- * residual and y are REAL_T; x and the packed filter are float (the host
- * widens x into the workspace and always packs the filter), so the
- * reduction is float32's, and the epilogue rounds once at the store. */
+ * residual and y are REAL_T; x is float (the host widens it into the
+ * workspace) and the filter is always packed, in the storage dtype under
+ * -DTILE_WR (widened as each step loads it, conv2d_tile.cl), else in
+ * float; the reduction is float32's, and the epilogue rounds once at the
+ * store. */
 
 /* PT, KB, VW, KT and vec_t's VLOAD, VFMA, ...: conv2d_tile.cl. x is
  * float in every dtype (widened by the host). */
@@ -43,7 +45,7 @@
  * channel block) write whole rows of wp together. Dimension 0 is k in
  * [0, Kp), dimension 1 runs over (r*S + s) * runs + run. */
 __kernel void igemm_pack(__global const REAL_T *w, long w_off, long4 ws,
-                         __global float *wp, long wp_off,
+                         __global TILE_W_T *wp, long wp_off,
                          int4 filt) /* R, S, C/groups, K */
 {
     const int k = (int)get_global_id(0);
@@ -54,7 +56,7 @@ __kernel void igemm_pack(__global const REAL_T *w, long w_off, long4 ws,
     if (rs >= filt.s0 * S)
         return;
     const int r = rs / S, s = rs % S;
-    PACK_COPY(wp + wp_off + ((long)(k / KT) * filt.s0 * S + rs) * cpg * KT + k % KT,
+    PACK_COPY(wp + wp_off + ((long)(k / KT) * filt.s0 * S + rs) * cpg * KT + k % KT, KT,
               w + w_off + (long)(k < K ? k : 0) * ws.s0 + (long)r * ws.s2 + (long)s * ws.s3, ws.s1, c0, cpg,
               k < K);
 }
@@ -118,7 +120,7 @@ __kernel void conv2d_implicit_gemm(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims 
                     if (merge == 2) {
                         /* Other layouts (NCHW): channel by channel, the
                          * row's S taps from each pixel's pointer. */
-                        __global const float *wpr = wblk + (long)r * wst.s1;
+                        __global const TILE_W_T *wpr = wblk + (long)r * wst.s1;
                         const long xsw = (long)geom.s3 * xs.s3;
                         for (int c = 0; c < cpg; c++) {
                             for (int s = 0; s < S; s++)
@@ -129,7 +131,7 @@ __kernel void conv2d_implicit_gemm(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims 
                                 xp[j] += xc;
                         }
                     } else {
-                        __global const float *wpc = wblk + (long)r * wst.s1;
+                        __global const TILE_W_T *wpc = wblk + (long)r * wst.s1;
                         const int run = S * cpg;
                         /* One index for every pixel (all step by xc): no
                          * pointer update per pixel and step. */
@@ -157,7 +159,7 @@ __kernel void conv2d_implicit_gemm(TILE_PARAMS, /* x, wp, bias, y, xs, ys, dims 
                 }
                 if (!any)
                     continue;
-                __global const float *wpc = wblk + (long)r * wst.s1 + (long)s * wst.s2;
+                __global const TILE_W_T *wpc = wblk + (long)r * wst.s1 + (long)s * wst.s2;
                 if (all) {
                     /* Every pixel inside: one index for all (no pointer
                      * update per pixel and step; NCHW's 3x3 layers of 64

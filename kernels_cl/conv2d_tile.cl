@@ -50,11 +50,25 @@ typedef float4 vec_t;
 #endif
 /* VLOADR and VSTORER: a vec_t of the tensors' storage (REAL_T: float16
  * and bfloat16 under -DPDNN_REAL, issue 43) through the prelude's 8-wide
- * conversions; VLOAD and VSTORE stay float (the packed filter, private
- * arrays). Under PDNN_REAL the kernels read x as float where the host
- * widened it into the workspace first (cl_cast.c, pdnn__cl_widen_locked):
- * each of its values is broadcast once per filter vector, and a scalar
- * conversion per broadcast would cost more than the FMA. */
+ * conversions; VLOAD and VSTORE stay float (private arrays, a float32
+ * packed filter). Under PDNN_REAL the kernels read x as float where the
+ * host widened it into the workspace first (cl_cast.c,
+ * pdnn__cl_widen_locked): each of its values is broadcast once per filter
+ * vector, and a scalar conversion per broadcast would cost more than the
+ * FMA. */
+
+/* The packed filter's element type, TILE_W_T: under -DTILE_WR (a float16
+ * or bfloat16 call whose host packs in the storage dtype) REAL_T, a
+ * relayout of the values the dtype holds (exact, half float32's bytes),
+ * each step's filter vectors widened as they load (TILE_WLOAD: the 8-wide
+ * conversions); else float. The sums are float32's either way. */
+#if defined(PDNN_REAL) && defined(TILE_WR)
+#define TILE_W_T REAL_T
+#define TILE_WLOAD VLOADR
+#else
+#define TILE_W_T float
+#define TILE_WLOAD VLOAD
+#endif
 
 
 /* One step of the reduction, the micro-kernel: the KB filter vectors at
@@ -62,7 +76,7 @@ typedef float4 vec_t;
 #define TILE_STEP(WP, XV)                                                          \
     do {                                                                           \
         vec_t wv[KB];                                                              \
-        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = VLOAD(b, (WP));     \
+        _Pragma("unroll") for (int b = 0; b < KB; b++) wv[b] = TILE_WLOAD(b, (WP)); \
         _Pragma("unroll") for (int j = 0; j < PT; j++)                             \
         {                                                                          \
             const vec_t xv = (vec_t)(XV);                                          \
@@ -86,25 +100,35 @@ typedef float4 vec_t;
 
 /* Both kernels' first arguments (0 to 10 of the host's), the names the
  * macros below read: x (TILE_X_T, the kernel's: float, or REAL_T where it
- * reads a reduced x in place), the packed filter wp (float), bias and y
+ * reads a reduced x in place), the packed filter wp (TILE_W_T), bias and y
  * (REAL_T), each with its element offset; x's and y's element strides
  * (n, c, h, w); dims (N, P, Q, K). */
 #define TILE_PARAMS                                                                              \
-    __global const TILE_X_T *x, long x_off, __global const float *wp, long wp_off,                 \
+    __global const TILE_X_T *x, long x_off, __global const TILE_W_T *wp, long wp_off,              \
         __global const REAL_T *bias, long b_off, __global REAL_T *y, long y_off, long4 xs, long4 ys, \
         int4 dims
 
 /* The filter packs' copy: a work-item's PACK_RUN consecutive c from C0
  * (below CPG) of one channel, from IN on (REAL_T, element stride INC) to
- * OUT on (float, stride KT), zeros where the channel is not LIVE (k >= K). */
+ * OUT on (TILE_W_T, stride OUTC), zeros where the channel is not LIVE
+ * (k >= K). PACK_PUT moves one value: widened into a float pack, copied
+ * as it is into a REAL_T one (float16 through vload_half/vstore_half:
+ * a half pointer is only handed to them; exact both ways). */
 #define PACK_RUN 32
-#define PACK_COPY(OUT, IN, INC, C0, CPG, LIVE)                                                   \
+#if defined(PDNN_REAL) && defined(TILE_WR) && PDNN_REAL == 1
+#define PACK_PUT(OUT, O, IN, I, LIVE) vstore_half((LIVE) ? vload_half((size_t)(I), (IN)) : 0.0f, (size_t)(O), (OUT))
+#elif defined(PDNN_REAL) && defined(TILE_WR)
+#define PACK_PUT(OUT, O, IN, I, LIVE) ((OUT)[O] = (LIVE) ? (IN)[I] : (REAL_T)0)
+#else
+#define PACK_PUT(OUT, O, IN, I, LIVE) ((OUT)[O] = (LIVE) ? LOAD_REAL((IN), (I)) : 0.0f)
+#endif
+#define PACK_COPY(OUT, OUTC, IN, INC, C0, CPG, LIVE)                                             \
     do {                                                                                         \
         const int c1_ = (C0) + PACK_RUN < (CPG) ? (C0) + PACK_RUN : (CPG);                       \
-        __global float *out_ = (OUT);                                                            \
+        __global TILE_W_T *out_ = (OUT);                                                         \
         __global const REAL_T *in_ = (IN);                                                       \
         for (int c_ = (C0); c_ < c1_; c_++)                                                      \
-            out_[(long)c_ * KT] = (LIVE) ? LOAD_REAL(in_, (long)c_ * (INC)) : 0.0f;              \
+            PACK_PUT(out_, (long)c_ * (OUTC), in_, (long)c_ * (INC), (LIVE));                    \
     } while (0)
 
 /* The steps both kernels' tile loops share, in the names both give it.
@@ -128,7 +152,7 @@ typedef float4 vec_t;
         return
 #define TILE_SETUP(HAS_BIAS, WC)                                                                 \
     const long xgrp = x_off + (long)(k0 / kpg) * cpg * xs.s1;                                    \
-    __global const float *wblk = wp + wp_off + (long)(k0 / KT) * wst.s0;                         \
+    __global const TILE_W_T *wblk = wp + wp_off + (long)(k0 / KT) * wst.s0;                      \
     const long wc = (WC), xc = xs.s1;                                                            \
     vec_t bv[KB];                                                                                \
     for (int b_ = 0; b_ < KB; b_++) {                                                            \

@@ -119,6 +119,11 @@ for dt in float16 bfloat16; do
     for algo in implicit_gemm winograd; do
         parity --op conv2d --set wg_gemm_sim --algo "$algo" --dtype "$dt"
     done
+    # The filter packed in the dtype (GPU-class devices' packs; -DTILE_WR):
+    # both packs of gemm_1x1 (the rows kernel's HWIO copy on the 28x29
+    # image) and implicit_gemm's.
+    parity --op conv2d --set sim_1x1 --algo gemm_1x1 --dtype "$dt" --gpu-class
+    parity --op conv2d --set wg_gemm_sim --algo implicit_gemm --dtype "$dt" --gpu-class
 done
 # The N-d ops' backward (nd_grad.cl: layer norm's, by algorithm and
 # through the graph's gradients).

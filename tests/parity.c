@@ -436,6 +436,8 @@ static void build_conv_cases(void)
     static const conv_case sim_1x1[] = {
         {2, 5, 3, 5, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
         {1, 5, 28, 29, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, PDNN_NCHW, PDNN_OIHW, PDNN_NCHW, 0, 0},
+        /* the rows kernel over an HWIO filter: its K x C copy in a reduced dtype */
+        {1, 5, 28, 29, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, PDNN_NCHW, PDNN_HWIO, PDNN_NCHW, 0, 0},
     };
     for (size_t i = 0; i < sizeof sim_1x1 / sizeof sim_1x1[0]; i++)
         add_conv("sim_1x1", 0, &sim_1x1[i], 9750 + (uint32_t)i);

@@ -25,6 +25,14 @@ done
 # own grid, each with --dtype float16 and bfloat16.
 run --dtype float16 --set gemm_1x1 --algo gemm_1x1
 run --dtype float16 --set implicit_gemm --algo implicit_gemm
+# gemm_1x1 and implicit_gemm with the filter packed in the reduced dtype
+# (as GPU-class devices run them; on PoCL the pack is float32), every
+# configuration, 1-2 s.
+for dt in float16 bfloat16; do
+    run --dtype "$dt" --set layouts --algo gemm_1x1 --gpu-class
+    run --dtype "$dt" --set layouts --algo implicit_gemm --gpu-class
+    run --dtype "$dt" --set sim_1x1 --algo gemm_1x1 --gpu-class
+done
 # matmul's N-d set (tiled's and naive's kernels, transposes, strided and
 # broadcast batches; conv_gemm and clblast refuse the dtype) in both, 3 s.
 op=matmul

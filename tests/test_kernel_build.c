@@ -324,6 +324,19 @@ static void build_everything(pdnn_device *dev)
                 }
             }
         }
+    /* gemm_1x1 and implicit_gemm with their filter packed in the reduced
+     * dtype (-DTILE_WR), as on GPU-class devices: every configuration,
+     * the dtypes taking turns as above. */
+    pdnn__opencl_gpu_class_everywhere(1);
+    for (int a = 0; convs[a]; a++) {
+        if (strcmp(convs[a]->name, "gemm_1x1") != 0 && strcmp(convs[a]->name, "implicit_gemm") != 0)
+            continue;
+        for (int cfg = 0; cfg < convs[a]->n_configs; cfg++) {
+            pdnn__dispatch_force(PDNN__OP_CONV2D_FWD, convs[a]->name, cfg);
+            conv(dev, PDNN_NHWC, 16, 64, convs[a]->name[0] == 'g' ? 1 : 3, 1, types[1 + cfg % 2]);
+        }
+    }
+    pdnn__opencl_gpu_class_everywhere(0);
     pdnn__dispatch_force(PDNN__OP_CONV2D_FWD, NULL, -1);
     const pdnn__algo *const *pools = pdnn__algos(dev, PDNN__OP_POOL2D_FWD);
     for (int a = 0; pools[a]; a++) {
@@ -397,6 +410,14 @@ Test(kernel_build, every_kernel_file_and_option_set_builds_without_warnings, .ti
         cr_expect(seen, "%s was never built", pdnn__cl_sources[f].name);
     }
     cr_expect_geq(n, configs, "%d builds for %d tunable configurations", n, configs);
+    /* The reduced-dtype packs' programs were among them. */
+    static const char *const wr_files[] = {"conv2d_gemm_1x1.cl", "conv2d_implicit_gemm.cl"};
+    for (int f = 0; f < 2; f++) {
+        int seen = 0;
+        for (int i = 0; i < n; i++)
+            seen += strcmp(r[i].file, wr_files[f]) == 0 && strstr(r[i].opts, "-DTILE_WR=1") != NULL;
+        cr_expect_gt(seen, 0, "%s was never built with its filter packed in a reduced dtype", wr_files[f]);
+    }
     int warned = 0;
     for (int i = 0; i < n; i++) {
         const char *w = strstr(r[i].opts, " -w");

@@ -8,6 +8,9 @@
 #include "ops/dispatch_internal.h"
 #include "helpers.h"
 #include "polydnn_dlpack.h"
+#ifdef PDNN_HAVE_OPENCL
+#include "backends/opencl/cl_hooks.h" /* pdnn__opencl_gpu_class_everywhere */
+#endif
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -651,4 +654,98 @@ Test(precision, grouped_gradients_widen_every_value_exactly)
         }
     }
     pdnn_context_destroy(ctx);
+}
+
+#ifdef PDNN_HAVE_OPENCL
+/* One OpenCL run of case cs (below) in dtype t by algo, its filter frozen
+ * (its packed copy kept on it, read back from it on the second call) or
+ * not (packed into the workspace): y's raw bytes (malloc'd), the kept
+ * copy's bytes in *kept. */
+typedef struct pack_case {
+    const char *algo;
+    pdnn_layout xl, wl;
+    int64_t c, h, w, k, r;
+} pack_case;
+static void *pack_run(pdnn_device *dev, const pack_case *cs, pdnn_dtype t, int frozen, size_t *kept)
+{
+    const pdnn_tensor_desc xd = {PDNN_FLOAT32, cs->xl, {2, cs->c, cs->h, cs->w}, 4},
+                           wd = {PDNN_FLOAT32, cs->wl, {cs->k, cs->c, cs->r, cs->r}, 4},
+                           yd = {PDNN_FLOAT32, cs->xl, {2, cs->k, cs->h, cs->w}, 4};
+    const size_t nx = (size_t)(2 * cs->c * cs->h * cs->w), nw = (size_t)(cs->k * cs->c * cs->r * cs->r),
+                 ny = (size_t)(2 * cs->k * cs->h * cs->w);
+    float *xv = malloc(nx * sizeof *xv), *wv = malloc(nw * sizeof *wv);
+    th_fill(xv, nx, 21);
+    th_fill(wv, nw, 22);
+    pdnn_tensor *x = make(dev, xd, t, xv), *w = make(dev, wd, t, wv), *y = make(dev, yd, t, NULL);
+    free(xv);
+    free(wv);
+    if (frozen)
+        cr_assert_eq(pdnn_tensor_freeze(w), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_conv2d_params p;
+    pdnn_conv2d_params_init(&p);
+    p.algorithm = (pdnn_conv_algo)pdnn_conv_algo_parse(cs->algo);
+    p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = (int)(cs->r / 2);
+    for (int rep = 0; rep < 2; rep++)
+        cr_assert_eq(pdnn_conv2d_forward(&p, x, w, NULL, y), PDNN_SUCCESS, "%s: %s", cs->algo, pdnn_last_error());
+    *kept = w->pack.bytes;
+    void *raw = malloc(ny * 2);
+    cr_assert_eq(pdnn_tensor_read(y, raw, ny * 2), PDNN_SUCCESS, "%s", pdnn_last_error());
+    pdnn_tensor_release(x);
+    pdnn_tensor_release(w);
+    pdnn_tensor_release(y);
+    return raw;
+}
+#endif
+
+/* White-box: gemm_1x1 and implicit_gemm on OpenCL keep a float16 or
+ * bfloat16 call's packed filter in that dtype where the device packs so
+ * (GPU-class devices; PoCL under the --gpu-class hook), half float32's
+ * bytes, and the result is bit for bit the float32 pack's (each kernel
+ * widens the same values and sums in the same order), kept (frozen) or
+ * packed per call: gemm_1x1's tiles kernel (NHWC), its rows kernel over
+ * an HWIO filter's K x C copy (NCHW, 28x29), implicit_gemm (3x3). */
+Test(precision, opencl_packs_reduced_filters_in_their_dtype)
+{
+#ifndef PDNN_HAVE_OPENCL
+    cr_skip_test("no OpenCL in this build");
+#else
+    pdnn_device *host = NULL, *dev = NULL;
+    pdnn_context *ctx = host_context(&host);
+    for (int dv = 0; dv < pdnn_device_count(ctx) && !dev; dv++) {
+        pdnn_device *d = NULL;
+        pdnn_device_get(ctx, dv, &d);
+        if (strcmp(backend_of(d), "opencl") == 0)
+            dev = d;
+    }
+    if (!dev) {
+        pdnn_context_destroy(ctx);
+        cr_skip_test("no OpenCL device");
+    }
+    static const pack_case cases[] = {{"gemm_1x1", PDNN_NHWC, PDNN_OHWI, 24, 5, 7, 40, 1},
+                                      {"gemm_1x1", PDNN_NCHW, PDNN_HWIO, 5, 28, 29, 6, 1},
+                                      {"implicit_gemm", PDNN_NCHW, PDNN_OIHW, 12, 6, 7, 20, 3}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int ti = 0; ti < 2; ti++) {
+            const pack_case *cs = &cases[ci];
+            const size_t ny = (size_t)(2 * cs->k * cs->h * cs->w) * 2;
+            size_t kept[2] = {0, 0}, unused = 0;
+            void *got[3];
+            for (int gpu = 0; gpu < 2; gpu++) {
+                pdnn__opencl_gpu_class_everywhere(gpu);
+                got[gpu] = pack_run(dev, cs, reduced[ti], 1, &kept[gpu]);
+            }
+            got[2] = pack_run(dev, cs, reduced[ti], 0, &unused); /* packed per call, --gpu-class still on */
+            pdnn__opencl_gpu_class_everywhere(0);
+            cr_assert_gt(kept[0], 0, "%s (case %zu) kept no packed filter: the case shows nothing", cs->algo, ci);
+            cr_assert_eq(kept[1] * 2, kept[0], "%s (case %zu) in %s: the kept pack is %zu bytes, float32's %zu",
+                         cs->algo, ci, pdnn__dtype_name(reduced[ti]), kept[1], kept[0]);
+            for (int g = 1; g < 3; g++)
+                cr_assert(memcmp(got[g], got[0], ny) == 0, "%s (case %zu) in %s: the %s differs from float32's pack's",
+                          cs->algo, ci, pdnn__dtype_name(reduced[ti]),
+                          g == 1 ? "kept reduced pack's result" : "per-call reduced pack's result");
+            for (int g = 0; g < 3; g++)
+                free(got[g]);
+        }
+    pdnn_context_destroy(ctx);
+#endif
 }

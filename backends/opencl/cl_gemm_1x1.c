@@ -3,6 +3,7 @@
  * calls it claims; the default tile is its device's, cl_device_table.c), the filter
  * packing and the two kernels' launches. */
 #include "backends/opencl/cl_internal.h"
+#include "core/half.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -65,10 +66,12 @@ static int g1_rows(const cl_dev *d, const pdnn__conv2d_call *c, int i)
 
 /* float16 and bfloat16 storage (issue 43): both kernels reduce in
  * float32 and round once at the store; the tiles kernel over the packed
- * (float32) filter and x in place where its channels are contiguous (8
- * at a time), else a float32 copy of x in the workspace; the rows kernel
- * over x in place (its loads are vectors) and the filter in place where
- * its rows are contiguous (8 at a time), else a float32 copy of it. */
+ * filter (in the storage dtype where pdnn__cl_pack_dtype says, widened
+ * as it loads, else float32) and x in place where its channels are
+ * contiguous (8 at a time), else a float32 copy of x in the workspace;
+ * the rows kernel over x in place (its loads are vectors) and the filter
+ * in place where its rows are contiguous (8 at a time), else a copy of it
+ * with contiguous rows, in the pack's dtype. */
 static int g1_reduced(const pdnn__op_call *call)
 {
     return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16;
@@ -83,18 +86,25 @@ static int g1_in_place(const pdnn__op_call *call, int i)
     return !g1_reduced(call) && c->ws[0] == 1 && c->k % g1_kt(i) == 0;
 }
 
-/* The rows kernel in a reduced dtype reads a float32 copy of the filter
+/* The rows kernel in a reduced dtype reads a K x C copy of the filter
  * where its rows are not contiguous (HWIO). */
 static int g1_rows_wide_w(const pdnn__op_call *call) { return g1_reduced(call) && call->u.conv2d.ws[1] != 1; }
 
-/* The filter's packed (or, for rows, widened K x C) float32 copy: the
- * workspace's tail, or kept on a frozen filter. */
+/* The dtype of the filter's packed copy (float32 in float32 calls). */
+static pdnn_dtype g1_pack_dtype(const cl_dev *d, const pdnn__op_call *call)
+{
+    return pdnn__cl_pack_dtype(d, call->dtype);
+}
+
+/* The filter's packed (or, for rows, K x C) copy: the workspace's tail,
+ * or kept on a frozen filter. */
 static size_t g1_packed(void *dev, const pdnn__op_call *call, int i)
 {
     const pdnn__conv2d_call *c = &call->u.conv2d;
+    const size_t es = pdnn__dtype_size(g1_pack_dtype(dev, call));
     if (g1_rows(dev, c, i))
-        return g1_rows_wide_w(call) ? (size_t)(c->k * c->c) * sizeof(float) : 0;
-    return g1_in_place(call, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * sizeof(float);
+        return g1_rows_wide_w(call) ? (size_t)(c->k * c->c) * es : 0;
+    return g1_in_place(call, i) ? 0 : (size_t)(g1_kp(c, i) * (c->c / c->groups)) * es;
 }
 
 /* Floats of x's float32 copy (the tiles kernel in a reduced dtype, x's
@@ -121,14 +131,16 @@ static void g1_name(int i, char *buf, size_t len)
 }
 
 /* The kernels of configuration i for dtype t, reading x (xf) or, in the
- * rows kernel, the filter (wf) widened into float32 copies or as stored.
- * Called with d->lock held. */
-static pdnn_status g1_kernel(cl_dev *d, int i, pdnn_dtype t, int xf, int wf, const char *name, cl_kernel *k)
+ * rows kernel, the filter (wf) widened into float32 copies or as stored,
+ * and a packed filter in dtype t (wr) or float32. Called with d->lock
+ * held. */
+static pdnn_status g1_kernel(cl_dev *d, int i, pdnn_dtype t, int xf, int wf, int wr, const char *name, cl_kernel *k)
 {
     const char *real = pdnn__cl_real_opts(t);
     char opts[128];
-    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s%s%s", g1_cands[i].vw, g1_cands[i].kb, g1_cands[i].pt,
-             real ? " " : "", real ? real : "", xf ? " -DG1_XF=1" : "", wf ? " -DG1_WF=1" : "");
+    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s%s%s%s", g1_cands[i].vw, g1_cands[i].kb,
+             g1_cands[i].pt, real ? " " : "", real ? real : "", xf ? " -DG1_XF=1" : "", wf ? " -DG1_WF=1" : "",
+             wr ? " -DTILE_WR=1" : "");
     return pdnn__cl_kernel(d, "conv2d_gemm_1x1.cl", opts, name, k);
 }
 
@@ -155,6 +167,37 @@ static int64_t g1_span(const cl_dev *d, const pdnn__conv2d_call *c, int i)
     return per * pt;
 }
 
+/* Enqueues pack kernel name of configuration i for dtype t (packing in
+ * t where pdnn__cl_pack_dtype says: both pack kernels write the pack's
+ * dtype), from the program of the kernel that reads the pack (xf as
+ * there), from filter w (strides ws of k and c) into wp: arguments cpg
+ * (or C) and K, work-groups of l0 x 1 over g0 x g1. Called with d->lock
+ * held. */
+static pdnn_status g1_pack_launch(cl_dev *d, int i, pdnn_dtype t, int xf, const char *name, pdnn__buf w,
+                                  cl_long2 ws, pdnn__buf wp, cl_int cpg, cl_int kk, size_t l0, size_t g0, size_t g1)
+{
+    cl_kernel pk = NULL;
+    const pdnn_dtype pt = pdnn__cl_pack_dtype(d, t);
+    pdnn_status st = g1_kernel(d, i, t, xf, 0, pt != PDNN_FLOAT32, name, &pk);
+    if (st != PDNN_SUCCESS)
+        return st;
+    cl_int err = CL_SUCCESS;
+    cl_mem wm = w.region, wpm = wp.region;
+    cl_long wo = pdnn__cl_real_off(w, t), wpo = pdnn__cl_real_off(wp, pt);
+    SET_ARG(pk, 0, wm);
+    SET_ARG(pk, 1, wo);
+    SET_ARG(pk, 2, ws);
+    SET_ARG(pk, 3, wpm);
+    SET_ARG(pk, 4, wpo);
+    SET_ARG(pk, 5, cpg);
+    SET_ARG(pk, 6, kk);
+    if (err != CL_SUCCESS)
+        return pdnn__cl_fail("clSetKernelArg(gemm_1x1's pack)", err);
+    size_t local[2] = {l0, 1}, global[2] = {g0, g1};
+    err = clEnqueueNDRangeKernel(d->queue, pk, 2, NULL, global, local, 0, NULL, NULL);
+    return err == CL_SUCCESS ? PDNN_SUCCESS : pdnn__cl_fail("clEnqueueNDRangeKernel(gemm_1x1's pack)", err);
+}
+
 /* Enqueues c on the transposed kernel with configuration i (built):
  * PT channel rows by KB*VW pixels per work-item, the filter read in
  * place. Where the device sweeps tiles a work-item sweeps as many pixel
@@ -177,8 +220,9 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__op_call *call, int i, 
             span /= 2;
     }
     cl_kernel k = NULL;
-    const int wide = g1_rows_wide_w(call);
-    pdnn_status st = g1_kernel(d, i, t, 0, wide, "conv2d_gemm_1x1_rows", &k);
+    const pdnn_dtype pt_ = g1_pack_dtype(d, call);
+    const int wide = g1_rows_wide_w(call), wr = pt_ != PDNN_FLOAT32;
+    pdnn_status st = g1_kernel(d, i, t, 0, wide && !wr, wide && wr, "conv2d_gemm_1x1_rows", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
@@ -193,19 +237,23 @@ static pdnn_status g1_enqueue_rows(cl_dev *d, const pdnn__op_call *call, int i, 
     wst.s[0] = c->ws[0];
     wst.s[1] = c->ws[1];
     if (wide) {
-        /* The filter widened to K x C floats: the frozen filter's kept
-         * copy (widened by its first call) or the workspace. */
+        /* The filter as K x C (in its dtype where wr, else widened): the
+         * frozen filter's kept copy (made by its first call) or the
+         * workspace. */
         const int kept = c->wpack.region != NULL;
         const pdnn__buf wf = kept ? c->wpack : ws;
-        if (!kept || c->wpack_fill) {
+        if ((!kept || c->wpack_fill) && wr) {
+            st = g1_pack_launch(d, i, t, 0, "gemm1x1_rows_pack", c->w_buf, wst, wf, (cl_int)c->c, (cl_int)c->k, 1,
+                                (size_t)c->k, (size_t)((c->c + 31) / 32));
+        } else if (!kept || c->wpack_fill) {
             const int64_t dims4[4] = {c->k, c->c, 1, 1}, ss[4] = {c->ws[0], c->ws[1], 1, 1},
                           ds[4] = {c->c, 1, 1, 1};
             st = pdnn__cl_widen_locked(d, t, c->w_buf, dims4, ss, wf, ds);
-            if (st != PDNN_SUCCESS)
-                return st;
         }
+        if (st != PDNN_SUCCESS)
+            return st;
         w = wf.region;
-        wo = elem_off(wf);
+        wo = pdnn__cl_real_off(wf, pt_);
         wst.s[0] = c->c;
         wst.s[1] = 1;
     }
@@ -248,10 +296,10 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         return PDNN_SUCCESS;
     if (g1_rows(d, c, i))
         return g1_enqueue_rows(d, call, i, ws);
-    const pdnn_dtype t = call->dtype;
-    const int xf = g1_x_floats(d, call, i) > 0;
+    const pdnn_dtype t = call->dtype, pt_ = g1_pack_dtype(d, call);
+    const int xf = g1_x_floats(d, call, i) > 0, wr = pt_ != PDNN_FLOAT32 && !g1_in_place(call, i);
     cl_kernel k = NULL;
-    pdnn_status st = g1_kernel(d, i, t, xf, 0, "conv2d_gemm_1x1", &k);
+    pdnn_status st = g1_kernel(d, i, t, xf, 0, wr, "conv2d_gemm_1x1", &k);
     if (st != PDNN_SUCCESS)
         return st;
     cl_int err = CL_SUCCESS;
@@ -265,38 +313,23 @@ static pdnn_status g1_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         wstr.s[1] = c->ws[1];
     } else {
         /* The frozen filter's kept copy (packed by its first call) or the
-         * workspace. */
+         * workspace, after x's copy. */
         const int kept = c->wpack.region != NULL;
-        wsb = kept ? c->wpack.region : ws.region;
-        wp_off = kept ? elem_off(c->wpack) : elem_off(ws) + g1_x_floats(d, call, i);
+        const pdnn__buf wpb = kept ? c->wpack
+                                   : (pdnn__buf){ws.region, ws.offset + (size_t)g1_x_floats(d, call, i) * sizeof(float)};
+        wsb = wpb.region;
+        wp_off = pdnn__cl_real_off(wpb, pt_);
         wstr.s[0] = cpg * kt;
         wstr.s[1] = kt;
         if (cpg > 0 && (!kept || c->wpack_fill)) {
-            cl_kernel pk = NULL;
-            st = g1_kernel(d, i, t, xf, 0, "gemm1x1_pack", &pk);
-            if (st != PDNN_SUCCESS)
-                return st;
-            cl_mem w = c->w_buf.region;
-            cl_long wo = pdnn__cl_real_off(c->w_buf, t);
             cl_long2 wst;
             wst.s[0] = c->ws[0];
             wst.s[1] = c->ws[1];
-            cl_int cpgi = (cl_int)cpg, ki = (cl_int)c->k;
-            SET_ARG(pk, 0, w);
-            SET_ARG(pk, 1, wo);
-            SET_ARG(pk, 2, wst);
-            SET_ARG(pk, 3, wsb);
-            SET_ARG(pk, 4, wp_off);
-            SET_ARG(pk, 5, cpgi);
-            SET_ARG(pk, 6, ki);
-            if (err != CL_SUCCESS)
-                return pdnn__cl_fail("clSetKernelArg(gemm1x1_pack)", err);
             /* One channel block per work-group, runs of 32 c (PACK_RUN). */
-            size_t plocal[2] = {(size_t)kt, 1};
-            size_t pglobal[2] = {(size_t)kp, (size_t)((cpg + 31) / 32)};
-            err = clEnqueueNDRangeKernel(d->queue, pk, 2, NULL, pglobal, plocal, 0, NULL, NULL);
-            if (err != CL_SUCCESS)
-                return pdnn__cl_fail("clEnqueueNDRangeKernel(gemm1x1_pack)", err);
+            st = g1_pack_launch(d, i, t, xf, "gemm1x1_pack", c->w_buf, wst, wpb, (cl_int)cpg, (cl_int)c->k, (size_t)kt,
+                                (size_t)kp, (size_t)((cpg + 31) / 32));
+            if (st != PDNN_SUCCESS)
+                return st;
         }
     }
     cl_mem x = c->x_buf.region, y = c->y_buf.region;

@@ -2,6 +2,7 @@
  * (kernels_cl/conv2d_implicit_gemm.cl): which calls it claims, its tile
  * configurations, the filter packing and the launch. */
 #include "backends/opencl/cl_internal.h"
+#include "core/half.h"
 
 #include <stdio.h>
 
@@ -32,8 +33,9 @@ static int ig_applies(const pdnn__conv2d_call *c, int i)
 }
 
 /* float16 and bfloat16 storage (issue 43): the kernel reduces over a
- * float32 copy of x in the workspace and an always packed (float32)
- * filter, then rounds once at the store. */
+ * float32 copy of x in the workspace and an always packed filter (in the
+ * storage dtype where pdnn__cl_pack_dtype says, widened as it loads,
+ * else float32), then rounds once at the store. */
 static int ig_reduced(const pdnn__op_call *call)
 {
     return call->dtype == PDNN_FLOAT16 || call->dtype == PDNN_BFLOAT16;
@@ -78,9 +80,10 @@ static int64_t ig_xt_floats(const void *dev, const pdnn__op_call *call)
 #define IG_ZEROS 16
 static size_t ig_packed(void *dev, const pdnn__op_call *call, int i)
 {
-    (void)dev;
     const pdnn__conv2d_call *c = &call->u.conv2d;
-    return ig_in_place(call, i) ? 0 : (size_t)(ig_kp(c, i) * c->r * c->s * (c->c / c->groups)) * sizeof(float);
+    return ig_in_place(call, i) ? 0
+                                : (size_t)(ig_kp(c, i) * c->r * c->s * (c->c / c->groups)) *
+                                      pdnn__dtype_size(pdnn__cl_pack_dtype(dev, call->dtype));
 }
 
 static size_t ig_ws(void *dev, const pdnn__op_call *call, int i)
@@ -132,10 +135,12 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
     if (npix == 0 || c->k == 0)
         return PDNN_SUCCESS;
     const pdnn_dtype t = call->dtype; /* float16, bfloat16: REAL_T storage */
+    /* The packed filter's dtype: t's under -DTILE_WR (conv2d_tile.cl). */
+    const pdnn_dtype pt = ig_in_place(call, i) ? PDNN_FLOAT32 : pdnn__cl_pack_dtype(d, t);
     const char *real = pdnn__cl_real_opts(t);
-    char opts[96];
-    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s", ig_cands[i].vw, ig_cands[i].kb, ig_cands[i].pt,
-             real ? " " : "", real ? real : "");
+    char opts[112];
+    snprintf(opts, sizeof opts, "-DVW=%d -DKB=%d -DPT=%d%s%s%s", ig_cands[i].vw, ig_cands[i].kb, ig_cands[i].pt,
+             real ? " " : "", real ? real : "", pt != PDNN_FLOAT32 ? " -DTILE_WR=1" : "");
     cl_kernel k = NULL;
     pdnn_status st = pdnn__cl_kernel(d, "conv2d_implicit_gemm.cl", opts, "conv2d_implicit_gemm", &k);
     if (st != PDNN_SUCCESS)
@@ -160,8 +165,11 @@ static pdnn_status ig_enqueue(void *dev, const pdnn__op_call *call, int i, pdnn_
         /* The frozen filter's kept copy (packed by its first call) or the
          * workspace's tail. */
         const int kept = c->wpack.region != NULL;
-        wsb = kept ? c->wpack.region : ws.region;
-        wp_off = kept ? elem_off(c->wpack) : elem_off(ws) + IG_ZEROS + ig_xt_floats(d, call);
+        const pdnn__buf wpb =
+            kept ? c->wpack
+                 : (pdnn__buf){ws.region, ws.offset + (size_t)(IG_ZEROS + ig_xt_floats(d, call)) * sizeof(float)};
+        wsb = wpb.region;
+        wp_off = pdnn__cl_real_off(wpb, pt);
         wstr.s[3] = kt;
         wstr.s[2] = cpg * kt;
         wstr.s[1] = c->s * cpg * kt;

@@ -97,6 +97,17 @@ static inline cl_long pdnn__cl_real_off(pdnn__buf b, pdnn_dtype t)
     return (cl_long)(b.offset / (t == PDNN_FLOAT16 || t == PDNN_BFLOAT16 ? 2 : 4));
 }
 
+/* The dtype a convolution of dtype t packs its filter in on d
+ * (gemm_1x1, implicit_gemm): a float16 or bfloat16 call's own on GPU-class
+ * devices (kernels_cl/conv2d_tile.cl's TILE_WR: half float32's bytes, the
+ * values widened as they load), float32 on CPUs (PoCL: the loads'
+ * conversions made those kernels 10-20% slower, bench/results-lowp.md)
+ * unless the parity harness's --gpu-class asked for GPU-class paths. */
+static inline pdnn_dtype pdnn__cl_pack_dtype(const cl_dev *d, pdnn_dtype t)
+{
+    return (t == PDNN_FLOAT16 || t == PDNN_BFLOAT16) && !pdnn__cl_gpu_class_passes(d) ? t : PDNN_FLOAT32;
+}
+
 static inline cl_long4 strides4(const int64_t s[4])
 {
     cl_long4 v;
