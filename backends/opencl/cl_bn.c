@@ -95,12 +95,11 @@ static cl_long roff(const bn_args *a, pdnn__buf b) { return pdnn__cl_real_off(b,
 static cl_int bn_run_len(const cl_dev *d) { return pdnn__cl_is_cpu(d) ? 128 : 32; }
 
 /* Enqueues k on the elementwise kernels' 2-D range: a->rows x a->cols
- * (batch_norm.cl bn_element), work-groups of up to 64 along a row. */
-static pdnn_status launch_rows(const bn_args *a, cl_kernel k, const char *name)
+ * (batch_norm.cl bn_element), run elements of a row a work-item (1, or
+ * bn_normalize's bn_run_len), work-groups of up to 64 along a row. */
+static pdnn_status launch_rows(const bn_args *a, cl_kernel k, const char *name, cl_int run)
 {
-    /* bn_normalize: runs of bn_run_len elements of a row a work-item */
-    const size_t run = (size_t)bn_run_len(a->d);
-    const size_t cols = strcmp(name, "bn_normalize") != 0 ? (size_t)a->cols : ((size_t)a->cols + run - 1) / run;
+    const size_t cols = ((size_t)a->cols + (size_t)run - 1) / (size_t)run;
     size_t local = pdnn__cl_wg_cap(a->d, k, 64);
     while (local > 1 && local / 2 >= cols)
         local /= 2;
@@ -186,7 +185,8 @@ static pdnn_status run_normalize(const bn_args *a, cl_mem mean, cl_long mo, cl_m
     SET_ARG(k, 16, eps);
     const cl_int run = bn_run_len(a->d);
     SET_ARG(k, 17, run);
-    return err == CL_SUCCESS ? launch_rows(a, k, "bn_normalize") : pdnn__cl_fail("clSetKernelArg(bn_normalize)", err);
+    return err == CL_SUCCESS ? launch_rows(a, k, "bn_normalize", run)
+                             : pdnn__cl_fail("clSetKernelArg(bn_normalize)", err);
 }
 
 static pdnn_status fwd_train(const bn_args *a)
@@ -296,7 +296,7 @@ static pdnn_status bwd(const bn_args *a)
     SET_ARG(k, 15, a->cols);
     SET_ARG(k, 16, a->nhwc);
     SET_ARG(k, 17, a->m);
-    return err == CL_SUCCESS ? launch_rows(a, k, "bn_bwd_dx") : pdnn__cl_fail("clSetKernelArg(bn_bwd_dx)", err);
+    return err == CL_SUCCESS ? launch_rows(a, k, "bn_bwd_dx", 1) : pdnn__cl_fail("clSetKernelArg(bn_bwd_dx)", err);
 }
 
 static pdnn_status bn_run(void *dev, const pdnn__op_call *call, const pdnn__plan *plan, pdnn__buf ws,
