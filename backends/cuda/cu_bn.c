@@ -47,7 +47,7 @@ static void cu_bn_plan(void *dev, const pdnn__op_call *call, pdnn__plan *plan)
     bn_plan pl;
     memset(&pl, 0, sizeof pl);
     if (call->op == PDNN__OP_BN_BWD) {
-        const size_t xbytes = (size_t)(c->n * c->c * c->h * c->w) * cu_esize(call->dtype); /* dx: x's dtype */
+        const size_t xbytes = (size_t)(c->n * c->c * c->h * c->w) * pdnn__dtype_size(call->dtype); /* dx: x's dtype */
         const size_t vbytes = align256((size_t)c->c * sizeof(float));
         pl.dx_off = 0;
         pl.dgamma_off = c->dx_buf.region ? 0 : align256(xbytes);

@@ -43,7 +43,7 @@ static pdnn_status cast_body(cu_dev *d, const pdnn__op_call *call, const void *u
 {
     (void)unused;
     const pdnn__cast_call *c = &call->u.cast;
-    const size_t xs = cu_esize(c->from), ys = cu_esize(c->to);
+    const size_t xs = pdnn__dtype_size(c->from), ys = pdnn__dtype_size(c->to);
     if (c->from == c->to) {
         CU(cudaMemcpyAsync, ptr(c->y_buf), ptr(c->x_buf), (size_t)c->n * xs, cudaMemcpyDeviceToDevice, d->stream);
         return PDNN_SUCCESS;

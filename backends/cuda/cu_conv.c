@@ -203,7 +203,7 @@ static int try_plan(cu_dev *d, const pdnn__op_call *call, pdnn_conv_algo want, c
             return 0;
         }
     }
-    const size_t f = cu_esize(call->dtype);
+    const size_t f = pdnn__dtype_size(call->dtype);
     size_t off = 0;
     if (pl->w_copy) {
         pl->w_off = off;
@@ -427,7 +427,7 @@ static pdnn_status conv_run(cu_dev *d, const pdnn__op_call *call, const void *st
      * scaling parameters are double only for double data). */
     const float one = 1.0f, zero = 0.0f;
     const cudnnDataType_t dt = cu_dnn_type(call->dtype);
-    const size_t es = cu_esize(call->dtype);
+    const size_t es = pdnn__dtype_size(call->dtype);
     const void *w = ptr(c->w_buf);
     if (pl->w_copy) {
         DNN(cudnnTransformTensor, d->dnn, &one, d->t[TW_SRC], w, &zero, d->t[TW_DST], ws + pl->w_off);

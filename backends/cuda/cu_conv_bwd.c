@@ -143,7 +143,7 @@ static pdnn_status conv_bwd_run(cu_dev *d, const pdnn__op_call *call, const void
     void *algo_ws = pl->algo_bytes > 0 ? ws + pl->algo_off : NULL;
     const float one = 1.0f, zero = 0.0f; /* float scaling for half and bfloat16 data too */
     const cudnnDataType_t dt = cu_dnn_type(call->dtype);
-    const size_t es = cu_esize(call->dtype);
+    const size_t es = pdnn__dtype_size(call->dtype);
     const int64_t ydims[4] = {c->n, c->k, c->p, c->q};
     const int64_t idims[4] = {c->n, c->c, c->h, c->w};
     const void *dy = ptr(c->y_buf);

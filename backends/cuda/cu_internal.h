@@ -264,9 +264,6 @@ static inline cudaDataType cu_blas_type(pdnn_dtype t)
 /* 1 for float16 and bfloat16: stored in 16 bits, computed in float32. */
 static inline int cu_reduced(pdnn_dtype t) { return t == PDNN_FLOAT16 || t == PDNN_BFLOAT16; }
 
-/* Bytes of one element of a call's float dtype (0, float32, counts as 4). */
-static inline size_t cu_esize(pdnn_dtype t) { return cu_reduced(t) ? 2 : sizeof(float); }
-
 /* A buffer's device address. */
 static inline void *ptr(pdnn__buf b) { return (char *)b.region + b.offset; }
 

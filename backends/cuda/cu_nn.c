@@ -49,7 +49,7 @@ static pdnn_status activation_chunks(cu_dev *d, cudnnActivationDescriptor_t a, p
     const float one = 1.0f, zero = 0.0f;
     for (int64_t i = 0; i < n; i += EW_CHUNK) {
         const int64_t len = n - i < EW_CHUNK ? n - i : EW_CHUNK;
-        const size_t off = (size_t)i * cu_esize(t);
+        const size_t off = (size_t)i * pdnn__dtype_size(t);
         RETURN_IF_FAILED(set_vec_as(d->t[0], cu_dnn_type(t), len));
         DNN(cudnnActivationForward, d->dnn, a, &one, d->t[0], (char *)ptr(x) + off, &zero, d->t[0],
             (char *)ptr(y) + off);
@@ -235,7 +235,7 @@ static pdnn_status cu_matmul(void *dev, const pdnn__op_call *call, const pdnn__p
  * min(x, alpha x) above (x for x >= 0 either way, alpha x below); another
  * clip is min(max(x, lo), hi) with the bounds in device memory,
  * broadcast. */
-static char *elem(pdnn__buf b, int64_t i, pdnn_dtype t) { return (char *)ptr(b) + (size_t)i * cu_esize(t); }
+static char *elem(pdnn__buf b, int64_t i, pdnn_dtype t) { return (char *)ptr(b) + (size_t)i * pdnn__dtype_size(t); }
 
 /* The cudnnOpTensor calls below take HALF and BFLOAT16 A, B and C with
  * the float compute type of d->max, d->min, d->add, d->mul (the FLOAT |

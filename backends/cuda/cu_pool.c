@@ -294,7 +294,7 @@ static void cu_pool_bwd_plan(void *dev, const pdnn__op_call *call, pdnn__plan *p
     }
     pool_bwd_plan pl;
     memset(&pl, 0, sizeof pl);
-    const size_t es = cu_esize(call->dtype);
+    const size_t es = pdnn__dtype_size(call->dtype);
     pl.y_bytes = align256(strided_bytes(ydims, c->ys, es));
     pl.dx_copy = memcmp(c->xs, c->dxs, sizeof c->xs) != 0;
     pl.dx_off = pl.y_bytes;
